@@ -1,0 +1,56 @@
+"""The `benchlab` command. Each module in this package adds its commands to ``app``.
+
+Adding a command never touches this file: every ``benchlab.cli.cmd_*`` module is
+imported at start-up and registers its commands on ``benchlab.cli.app.app``.
+Command modules import heavy libraries inside their functions, so that
+``benchlab --help`` and ``benchlab run`` start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+from benchlab.cli.app import app, debug_enabled, err_console
+
+
+def _register() -> None:
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("cmd_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script: runs the app, turning benchlab errors into exit codes."""
+    from rich.markup import escape
+
+    from benchlab.errors import BenchlabError
+
+    _register()
+    try:
+        rv = app(args=argv, prog_name="benchlab", standalone_mode=False)
+    except BenchlabError as exc:
+        if debug_enabled():
+            raise
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/]")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click's own usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.exceptions.Abort):
+            err_console.print("[yellow]aborted[/]")
+            sys.exit(130)
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+__all__ = ["app", "main"]

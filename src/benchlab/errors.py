@@ -1,0 +1,112 @@
+"""Every error benchlab raises on purpose.
+
+The library raises, the CLI prints: each class below carries what it is about,
+and the CLI turns it into one line and an exit code (2 for the user's input,
+1 otherwise)::
+
+    BenchlabError                    root of everything benchlab raises
+    ├── UserError                    the user's input is wrong -> exit code 2
+    │   ├── SpecError                a spec is invalid; .problems lists every problem found
+    │   ├── OverrideError            a `-s key=value` names no variable, or is malformed
+    │   ├── ResultsNotFound          no results folder / ledger where one was expected
+    │   ├── ResultsLocked            another `benchlab run` holds the results folder
+    │   ├── BackendUnavailable       a backend is named whose extra is not installed
+    │   └── DataError                a table or file given to analyse is unusable
+    ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
+    └── EvaluationError              the evaluation service could not do what was asked
+
+Messages follow one form: where (file:line field), what was expected, what was
+found, and what the valid choices are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class BenchlabError(Exception):
+    """Root of every error benchlab raises on purpose."""
+
+    exit_code: int = 1
+
+
+class UserError(BenchlabError):
+    """The user's input (a spec, a flag, a file) is wrong; nothing was run."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in a spec: where it is and what is wrong there."""
+
+    file: str
+    line: int | None
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where} {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+
+
+class SpecError(UserError):
+    """A spec failed validation. ``problems`` holds every problem found, not only the first."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+    @property
+    def location(self) -> str:
+        first = self.problems[0]
+        return first.file if first.line is None else f"{first.file}:{first.line}"
+
+
+class OverrideError(UserError):
+    """A command-line override (`-s key=value`) is malformed or names no variable."""
+
+    def __init__(self, override: str, message: str):
+        self.override = override
+        super().__init__(f"-s {override}: {message}")
+
+
+class ResultsNotFound(UserError):
+    """No results folder or ledger was found where one was expected."""
+
+    def __init__(self, path: Path | str, message: str):
+        self.path = Path(path)
+        super().__init__(message)
+
+
+class ResultsLocked(UserError):
+    """Another `benchlab run` is working on this results folder."""
+
+    def __init__(self, path: Path | str, holder: str):
+        self.path = Path(path)
+        self.holder = holder
+        super().__init__(
+            f"{path} is in use by another benchlab run ({holder}); "
+            "wait for it to finish, or watch it with `benchlab status`"
+        )
+
+
+class BackendUnavailable(UserError):
+    """A backend was asked for whose optional dependency is missing."""
+
+    def __init__(self, backend: str, hint: str):
+        self.backend = backend
+        super().__init__(f"backend {backend!r} is not available: {hint}")
+
+
+class DataError(UserError):
+    """A results table or file handed to benchlab cannot be used as it is."""
+
+
+class StoreError(BenchlabError):
+    """The SQLite ledger is unreadable, or belongs to another benchmark."""
+
+
+class EvaluationError(BenchlabError):
+    """The evaluation service could not carry out a request."""

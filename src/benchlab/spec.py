@@ -1,0 +1,589 @@
+"""The benchmark spec: YAML in, a validated ``Spec`` out, every problem reported at once.
+
+A spec names the tasks, the configs, the seeds, the command template of a run,
+the metrics and where each is read from, resources, timeout and retries.
+Spec ``variables`` (like SLM-Lab's ``${max_frame}``) can be used as ``${name}``
+anywhere in the spec and as ``{name}`` in command templates, and are
+overridden from the command line with ``-s name=value``.
+
+Errors name the file, the line and the field:
+``bench.yaml:14 configs[2].params.lr: expected a number, got 'fast'``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import string
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from benchlab.errors import OverrideError, Problem, SpecError
+
+# Placeholders every command template may use besides params and variables.
+BUILTIN_PLACEHOLDERS = ("task", "config", "seed", "run_dir", "run_id", "benchmark")
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?", re.I)
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+def parse_duration(value: str | int | float) -> float:
+    """Seconds in a duration such as ``30s``, ``6h``, ``1h30m``, ``2.5m`` or a bare number of seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration like '30s' or '6h', got {value!r}")
+    if isinstance(value, int | float):
+        if value <= 0:
+            raise ValueError(f"expected a positive duration, got {value!r}")
+        return float(value)
+    text = str(value).strip().replace(" ", "")
+    pos, total = 0, 0.0
+    for m in _DURATION_RE.finditer(text):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNIT_S[m.group(2).lower() if m.group(2) else None]
+        pos = m.end()
+    if not text or pos != len(text) or total <= 0:
+        raise ValueError(f"expected a duration like '30s', '90m', '6h' or '1h30m', got {value!r}")
+    return total
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Reference(_Model):
+    """Per-task reference scores for normalisation: (score - low) / (high - low)."""
+
+    low: float
+    high: float
+
+
+class Task(_Model):
+    """One task of the suite (an environment, a dataset, an eval task)."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    target: float | None = None
+    reference: Reference | None = None
+    description: str | None = None
+
+
+class Config(_Model):
+    """One configuration under test (an algorithm, hyperparameters, a checkpoint)."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    command: str | None = None
+    description: str | None = None
+
+
+class MetricSource(_Model):
+    """Where a metric is read from, when the run does not write benchlab's own files.
+
+    Exactly one of ``regex``, ``json``, ``jsonl``, ``csv`` is set:
+
+    - ``regex``: a pattern over ``file`` (default ``train.log``), ANSI colours stripped;
+      the value is the group named ``value`` (or the only group), the step the group
+      named ``step`` if present.
+    - ``json``: a JSON file; ``key`` is a dotted path (``eval.scores.0``).
+    - ``jsonl``: a JSON-lines file; ``key`` per line, ``step_key`` for the step.
+    - ``csv``: a CSV file; ``column`` for the value, ``step_column`` for the step.
+
+    ``series: true`` keeps every match/row as a step series; the final value is
+    always the last one.
+    """
+
+    regex: str | None = None
+    json_file: str | None = Field(default=None, alias="json")
+    jsonl: str | None = None
+    csv: str | None = None
+    file: str | None = None
+    key: str | None = None
+    step_key: str | None = None
+    column: str | None = None
+    step_column: str | None = None
+    series: bool = False
+
+    @property
+    def kind(self) -> str:
+        for kind, value in (("regex", self.regex), ("json", self.json_file), ("jsonl", self.jsonl),
+                            ("csv", self.csv)):
+            if value is not None:
+                return kind
+        return "none"
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> MetricSource:
+        kinds = [k for k, v in (("regex", self.regex), ("json", self.json_file),
+                                ("jsonl", self.jsonl), ("csv", self.csv)) if v is not None]
+        if len(kinds) != 1:
+            raise ValueError(
+                "expected exactly one of 'regex', 'json', 'jsonl', 'csv'"
+                + (f", got {', '.join(kinds)}" if kinds else "")
+            )
+        if self.regex is not None:
+            try:
+                pattern = re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {self.regex!r}: {exc}") from None
+            if "value" not in pattern.groupindex and pattern.groups != 1:
+                raise ValueError(
+                    f"regex {self.regex!r} must have a group named 'value' or exactly one group"
+                )
+        if self.json_file is not None and not self.key:
+            raise ValueError("a 'json' source needs 'key', the dotted path of the value")
+        if self.jsonl is not None and not self.key:
+            raise ValueError("a 'jsonl' source needs 'key', the field of the value")
+        if self.csv is not None and not self.column:
+            raise ValueError("a 'csv' source needs 'column', the column of the value")
+        return self
+
+
+class Metric(_Model):
+    """A metric: its name, direction, and optionally where it is read from."""
+
+    name: str
+    goal: Literal["max", "min"] = "max"
+    source: MetricSource | None = Field(default=None, alias="from")
+
+
+def _metric_from_name(value: Any) -> Any:
+    return {"name": value} if isinstance(value, str) else value
+
+
+class Metrics(_Model):
+    """The primary metric (ranks configs) and the secondary ones (reported)."""
+
+    primary: Metric
+    secondary: list[Metric] = Field(default_factory=list)
+
+    @field_validator("primary", mode="before")
+    @classmethod
+    def _primary_name(cls, v: Any) -> Any:
+        return _metric_from_name(v)
+
+    @field_validator("secondary", mode="before")
+    @classmethod
+    def _secondary_names(cls, v: Any) -> Any:
+        return [_metric_from_name(x) for x in v] if isinstance(v, list) else v
+
+    @property
+    def all(self) -> list[Metric]:
+        return [self.primary, *self.secondary]
+
+
+class Resources(_Model):
+    """What one run needs: CPU cores, GPUs (a fraction shares a device), GPU memory in GiB."""
+
+    cpus: float = Field(default=1.0, ge=0)
+    gpus: float = Field(default=0.0, ge=0)
+    gpu_memory: float | None = Field(default=None, gt=0)
+    memory: float | None = Field(default=None, gt=0, description="host memory in GiB (Ray backend)")
+    custom: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus_shape(cls, v: float) -> float:
+        if v > 1 and v != int(v):
+            raise ValueError(f"expected a fraction up to 1 or a whole number of GPUs, got {v}")
+        return v
+
+
+class Spec(_Model):
+    """A validated benchmark spec."""
+
+    name: str
+    description: str = ""
+    tasks: Annotated[list[Task], Field(min_length=1)]
+    configs: Annotated[list[Config], Field(min_length=1)]
+    seeds: list[int] | int = 5
+    command: str | None = None
+    variables: dict[str, Any] = Field(default_factory=dict)
+    metrics: Metrics
+    baseline: str | None = None
+    resources: Resources = Field(default_factory=Resources)
+    timeout: float | None = None
+    retries: int = Field(default=2, ge=0)
+    workdir: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    backend: Literal["local", "ray"] = "local"
+
+    # Where the spec came from; not part of the YAML.
+    path: Path | None = Field(default=None, exclude=True)
+    overrides: dict[str, Any] = Field(default_factory=dict, exclude=True)
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: list[int] | int) -> list[int] | int:
+        if isinstance(v, int) and v < 1:
+            raise ValueError(f"expected a positive count or a list of seeds, got {v}")
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("expected at least one seed")
+            dupes = sorted({s for s in v if v.count(s) > 1})
+            if dupes:
+                raise ValueError(f"duplicate seeds {dupes}")
+        return v
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> Any:
+        return None if v is None else parse_duration(v)
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_strings(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: ("" if x is None else str(x)) for k, x in v.items()}
+        return v
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder the spec's relative paths are taken from."""
+        return self.path.parent.resolve() if self.path else Path.cwd()
+
+    @property
+    def work_path(self) -> Path:
+        wd = Path(self.workdir) if self.workdir else Path(".")
+        return wd if wd.is_absolute() else (self.base_dir / wd).resolve()
+
+    def task(self, name: str) -> Task:
+        return next(t for t in self.tasks if t.name == name)
+
+    def config(self, name: str) -> Config:
+        return next(c for c in self.configs if c.name == name)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+class _LineLoader(yaml.SafeLoader):
+    """A SafeLoader that keeps each mapping key's line, to point errors at it."""
+
+
+def _compose_lines(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            _compose_lines(value_node, (*path, key), lines)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _compose_lines(item, (*path, i), lines)
+
+
+def _fmt_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _line_for(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int | None:
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in lines:
+            return lines[loc[:cut]]
+    return None
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model class whose fields live at ``loc`` (for 'did you mean' suggestions)."""
+    model: Any = Spec
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+        if field is None:
+            field = next((f for f in model.model_fields.values() if f.alias == part), None)
+        if field is None:
+            return None
+        ann = field.annotation
+        found = None
+        for cand in (Task, Config, Metrics, Metric, MetricSource, Resources, Reference):
+            if cand is ann or cand in getattr(ann, "__args__", ()) or any(
+                cand in getattr(a, "__args__", ()) for a in getattr(ann, "__args__", ())
+            ):
+                found = cand
+                break
+        if found is None:
+            return None
+        model = found
+    return model
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()
+            if not (model is Spec and name in ("path", "overrides"))]
+
+
+def _describe_type(error: dict[str, Any]) -> str:
+    kind = error["type"]
+    got = error.get("input")
+    got_s = repr(got) if not isinstance(got, dict | list) else type(got).__name__
+    expected = {
+        "float_parsing": "a number",
+        "float_type": "a number",
+        "int_parsing": "a whole number",
+        "int_type": "a whole number",
+        "int_from_float": "a whole number",
+        "string_type": "a string",
+        "bool_parsing": "true or false",
+        "bool_type": "true or false",
+        "dict_type": "a mapping",
+        "list_type": "a list",
+        "model_type": "a mapping",
+        "model_attributes_type": "a mapping",
+        "literal_error": "one of " + str(error.get("ctx", {}).get("expected", "")),
+    }.get(kind)
+    if expected:
+        return f"expected {expected}, got {got_s}"
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "too_short":
+        return "must not be empty"
+    if kind in ("greater_than_equal", "greater_than"):
+        bound = error.get("ctx", {}).get("ge", error.get("ctx", {}).get("gt"))
+        word = "at least" if kind == "greater_than_equal" else "more than"
+        return f"expected {word} {bound}, got {got_s}"
+    msg = str(error.get("msg", "invalid value"))
+    return msg.removeprefix("Value error, ")
+
+
+def _problems_from_validation(exc: ValidationError, file: str,
+                              lines: dict[tuple[Any, ...], int]) -> list[Problem]:
+    problems: list[Problem] = []
+    seen: set[tuple[Any, ...]] = set()
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        # Unions (seeds: list|int) report one error per branch; keep the first per place.
+        loc = tuple(p for p in loc if not (isinstance(p, str) and p in ("list[int]", "int")))
+        if loc in seen:
+            continue
+        seen.add(loc)
+        if err["type"] == "extra_forbidden":
+            key = loc[-1]
+            parent = _model_at(loc[:-1])
+            valid = _field_names(parent) if parent else []
+            close = difflib.get_close_matches(str(key), valid, n=1)
+            msg = f"unknown field {key!r}"
+            if close:
+                msg += f"; did you mean {close[0]!r}?"
+            if valid:
+                msg += f" (valid fields: {', '.join(valid)})"
+            problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc[:-1]) or "spec", msg))
+            continue
+        problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), _describe_type(err)))
+    return problems
+
+
+def _parse_override(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise OverrideError(text, "expected key=value")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key, value
+
+
+def _interpolate(node: Any, variables: dict[str, Any], loc: tuple[Any, ...],
+                 unknown: list[tuple[tuple[Any, ...], str]]) -> Any:
+    if isinstance(node, dict):
+        return {k: _interpolate(v, variables, (*loc, k), unknown) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_interpolate(v, variables, (*loc, i), unknown) for i, v in enumerate(node)]
+    if isinstance(node, str) and "${" in node:
+        whole = _VAR_RE.fullmatch(node)
+        if whole:
+            name = whole.group(1)
+            if name in variables:
+                return variables[name]  # a lone ${x} keeps the variable's type
+            unknown.append((loc, name))
+            return node
+
+        def sub(m: re.Match[str]) -> str:
+            if m.group(1) in variables:
+                return str(variables[m.group(1)])
+            unknown.append((loc, m.group(1)))
+            return m.group(0)
+
+        return _VAR_RE.sub(sub, node)
+    return node
+
+
+def placeholders(template: str) -> list[str]:
+    """Names of the ``{placeholders}`` in a command template (``{{`` escapes a brace)."""
+    names = []
+    for _, field_name, _, _ in string.Formatter().parse(template):
+        if field_name is not None:
+            names.append(field_name)
+    return names
+
+
+def _semantic_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int]) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def add(loc: tuple[Any, ...], message: str) -> None:
+        problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), message))
+
+    if not _NAME_RE.match(spec.name):
+        add(("name",), f"expected letters, digits and . _ + - only, got {spec.name!r}")
+    for kind, items in (("tasks", spec.tasks), ("configs", spec.configs)):
+        seen: dict[str, int] = {}
+        for i, item in enumerate(items):
+            if not _NAME_RE.match(item.name):
+                add((kind, i, "name"),
+                    f"expected letters, digits and . _ + - only (it names folders), got {item.name!r}")
+            if item.name in seen:
+                add((kind, i, "name"), f"duplicate name {item.name!r} (also {kind}[{seen[item.name]}])")
+            else:
+                seen[item.name] = i
+    names = [m.name for m in spec.metrics.all]
+    for i, m in enumerate(spec.metrics.secondary):
+        if names.count(m.name) > 1:
+            add(("metrics", "secondary", i, "name"), f"duplicate metric {m.name!r}")
+    if spec.baseline is not None and spec.baseline not in {c.name for c in spec.configs}:
+        choices = ", ".join(c.name for c in spec.configs)
+        close = difflib.get_close_matches(spec.baseline, [c.name for c in spec.configs], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        add(("baseline",), f"names no config: {spec.baseline!r}{hint} (configs: {choices})")
+
+    if spec.command is None:
+        for i, c in enumerate(spec.configs):
+            if c.command is None:
+                add((("configs", i, "command")),
+                    "no command: set 'command' at the top of the spec or on this config")
+    for task_i, task in enumerate(spec.tasks):
+        for cfg_i, cfg in enumerate(spec.configs):
+            template = cfg.command if cfg.command is not None else spec.command
+            if template is None:
+                continue
+            loc = ("configs", cfg_i, "command") if cfg.command is not None else ("command",)
+            known = set(BUILTIN_PLACEHOLDERS) | set(spec.variables) | set(task.params) | set(cfg.params)
+            try:
+                used = placeholders(template)
+            except ValueError as exc:
+                add(loc, f"malformed command template: {exc}")
+                continue
+            for name in used:
+                base = re.split(r"[.\[!:]", name, maxsplit=1)[0]
+                if base not in known:
+                    close = difflib.get_close_matches(base, sorted(known), n=1)
+                    hint = f"; did you mean {{{close[0]}}}?" if close else ""
+                    msg = (f"unknown placeholder {{{name}}} for task {task.name!r}, config "
+                           f"{cfg.name!r}{hint} (known: {', '.join(sorted(known))})")
+                    if not any(p.message == msg for p in problems):
+                        add(loc, msg)
+    return problems
+
+
+def load_spec(path: str | Path, overrides: list[str] | dict[str, Any] | None = None) -> Spec:
+    """Read, interpolate and validate a spec file.
+
+    ``overrides`` are ``key=value`` strings (from ``-s``) or a mapping; each must
+    name a spec variable. Raises ``SpecError`` listing every problem found, or
+    ``OverrideError`` for an override that names no variable.
+    """
+    path = Path(path)
+    file = str(path)
+    if not path.exists():
+        raise SpecError([Problem(file, None, "", "spec file not found")])
+    if path.is_dir():
+        raise SpecError([Problem(file, None, "", "is a folder; expected a YAML spec file")])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError([Problem(file, None, "", f"cannot read: {exc}")]) from None
+    return parse_spec(text, file=file, overrides=overrides, path=path)
+
+
+def parse_spec(text: str, file: str = "<spec>", overrides: list[str] | dict[str, Any] | None = None,
+               path: Path | None = None) -> Spec:
+    """Validate a spec given as YAML text (see ``load_spec``)."""
+    try:
+        node = yaml.compose(text, Loader=_LineLoader)
+        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else None
+        what = exc.problem or "invalid YAML"
+        raise SpecError([Problem(file, line, "", f"YAML syntax error: {what}")]) from None
+    except yaml.YAMLError as exc:
+        raise SpecError([Problem(file, None, "", f"YAML syntax error: {exc}")]) from None
+    lines: dict[tuple[Any, ...], int] = {}
+    if node is not None:
+        _compose_lines(node, (), lines)
+    if not isinstance(data, dict):
+        raise SpecError([Problem(file, 1, "", "expected a mapping with 'name', 'tasks', 'configs', ...")])
+
+    variables = data.get("variables") or {}
+    if not isinstance(variables, dict):
+        raise SpecError([Problem(file, _line_for(("variables",), lines), "variables",
+                                 "expected a mapping of names to values")])
+    variables = dict(variables)
+    applied: dict[str, Any] = {}
+    items = overrides.items() if isinstance(overrides, dict) else [
+        _parse_override(o) for o in (overrides or [])]
+    for key, value in items:
+        if key not in variables:
+            known = ", ".join(sorted(variables)) or "none defined"
+            close = difflib.get_close_matches(key, list(variables), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise OverrideError(f"{key}={value}", f"names no variable of {file}; {hint}(variables: {known})")
+        variables[key] = value
+        applied[key] = value
+
+    unknown: list[tuple[tuple[Any, ...], str]] = []
+    body = {k: v for k, v in data.items() if k != "variables"}
+    body = _interpolate(body, variables, (), unknown)
+    if unknown:
+        known = ", ".join(sorted(variables)) or "none defined"
+        raise SpecError([
+            Problem(file, _line_for(loc, lines), _fmt_loc(loc),
+                    f"unknown variable ${{{name}}} (variables: {known})")
+            for loc, name in unknown
+        ])
+    body["variables"] = variables
+    try:
+        spec = Spec.model_validate(body)
+    except ValidationError as exc:
+        raise SpecError(_problems_from_validation(exc, file, lines)) from None
+    problems = _semantic_problems(spec, file, lines)
+    if problems:
+        raise SpecError(problems)
+    spec.path = path
+    spec.overrides = applied
+    return spec
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a spec file, for editors and validators."""
+    schema = Spec.model_json_schema(by_alias=True)
+    schema.get("properties", {}).pop("path", None)
+    schema.get("properties", {}).pop("overrides", None)
+    schema["title"] = "benchlab spec"
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
