@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> None:
 
     _register()
     try:
-        rv = app(args=argv, prog_name="benchlab", standalone_mode=False)
+        # Standalone mode: click prints its own usage errors and exits 2.
+        app(args=argv, prog_name="benchlab")
     except BenchlabError as exc:
         if debug_enabled():
             raise
@@ -38,19 +39,6 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")
         sys.exit(130)
-    except SystemExit:
-        raise
-    except Exception as exc:  # click's own usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.exceptions.Abort):
-            err_console.print("[yellow]aborted[/]")
-            sys.exit(130)
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
-    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 __all__ = ["app", "main"]

@@ -38,3 +38,15 @@ def print_json(data: Any) -> None:
 
 def debug_enabled() -> bool:
     return os.environ.get("BENCHLAB_DEBUG", "") not in ("", "0")
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+) -> None:
+    """Run every config on every task over many seeds, keep every run, compare with statistical rigour."""
+    if version:
+        from benchlab import __version__
+
+        console.print(f"benchlab {__version__}")
+        raise typer.Exit(0)
