@@ -46,6 +46,7 @@ from benchlab.stats.seeds import (
     seeds_for_power,
     smallest_n,
 )
+from benchlab.stats.sizing import power_analysis, variance_analysis
 from benchlab.stats.table import analyze, reduce_runs, validate_table
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "paired_t_pvalue",
     "percentile_interval",
     "performance_profile",
+    "power_analysis",
     "probability_of_improvement",
     "rank",
     "reduce_runs",
@@ -88,5 +90,6 @@ __all__ = [
     "summarize",
     "t_interval",
     "validate_table",
+    "variance_analysis",
     "welch_pvalue",
 ]
