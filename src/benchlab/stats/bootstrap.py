@@ -38,29 +38,41 @@ def _chunks(reps: int, per_rep: int) -> list[int]:
 def bootstrap_distribution(
     x: np.ndarray, statistic: Statistic = np.mean, reps: int = 10_000, seed: SeedLike = 0
 ) -> np.ndarray:
-    """Bootstrap distribution of ``statistic`` over one sample.
+    """Bootstrap distribution of ``statistic`` over one sample, or a batch of samples.
 
     Args:
-        x: shape ``(n,)``, finite values.
+        x: shape ``(n,)``, or ``(..., n)`` for a batch of samples of equal size
+            (each resampled with the same index draws), finite values.
         statistic: ``f(samples, axis=-1)`` reducing the last axis.
         reps: number of resamples.
         seed: seed of the numpy Generator.
 
     Returns:
-        shape ``(reps,)``: the statistic of each resample (with replacement, size ``n``).
+        shape ``(reps,)``, or ``(..., reps)`` for a batch: the statistic of each
+        resample (drawn with replacement, size ``n``).
     """
     x = np.asarray(x, dtype=float)
-    n = x.shape[0]
+    n = x.shape[-1]
     rng = _rng(seed)
-    parts = [statistic(x[rng.integers(0, n, size=(m, n))], axis=-1) for m in _chunks(reps, n)]
-    return np.concatenate(parts)
+    parts = [
+        statistic(x[..., rng.integers(0, n, size=(m, n))], axis=-1)
+        for m in _chunks(reps, x.size)
+    ]
+    return np.concatenate(parts, axis=-1)
 
 
-def percentile_interval(dist: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of a bootstrap distribution ``dist`` of shape ``(reps,)``."""
+def percentile_interval(
+    dist: np.ndarray, confidence: float = 0.95
+) -> tuple[np.ndarray | float, np.ndarray | float]:
+    """Percentile interval of a bootstrap distribution.
+
+    ``dist``: shape ``(reps,)`` (returns two floats) or ``(..., reps)`` (two arrays of shape ``(...)``).
+    """
     alpha = 1.0 - confidence
-    low, high = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return float(low), float(high)
+    low, high = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=-1)
+    if np.ndim(low) == 0:
+        return float(low), float(high)
+    return low, high
 
 
 def _jackknife(x: np.ndarray, statistic: Statistic) -> np.ndarray:
@@ -118,7 +130,8 @@ def bootstrap_ci(
     x = np.asarray(x, dtype=float)
     dist = bootstrap_distribution(x, statistic, reps, seed)
     if method == "percentile":
-        return percentile_interval(dist, confidence)
+        low, high = percentile_interval(dist, confidence)
+        return float(low), float(high)
     if method != "bca":
         raise ValueError(f"method must be 'percentile' or 'bca', got {method!r}")
     if np.all(dist == dist[0]):
@@ -162,7 +175,8 @@ def bootstrap_mean_diff_ci(
         parts.append(c[ic].mean(axis=-1) - b[ib].mean(axis=-1))
     dist = np.concatenate(parts)
     if method == "percentile" or np.all(dist == dist[0]):
-        return percentile_interval(dist, confidence)
+        low, high = percentile_interval(dist, confidence)
+        return float(low), float(high)
     theta_hat = float(c.mean() - b.mean())
     # Jackknife of a difference of means: leaving out one value of a sample moves
     # only that sample's mean, so each sample contributes its own jackknife values.
