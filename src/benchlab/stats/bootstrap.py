@@ -211,16 +211,23 @@ def stratified_bootstrap(
     scores = np.asarray(scores, dtype=float)
     runs, tasks = scores.shape
     counts = np.sum(~np.isnan(scores), axis=0)  # (tasks,)
-    # A valid row index for every slot; padding slots keep pointing at padding.
-    pad = np.arange(runs)[:, None] >= counts[None, :]  # (runs, tasks)
+    flat = scores.ravel()
     cols = np.arange(tasks)
     rng = _rng(seed)
     parts = []
+    if np.all(counts == runs):
+        # Every task has all its runs: draw row indices directly, gather by flat index.
+        for m in _chunks(reps, runs * tasks):
+            rows = rng.integers(0, runs, size=(m, runs, tasks))
+            parts.append(statistic(flat[rows * tasks + cols]))
+        return np.concatenate(parts)
+    # A valid row index for every slot; padding slots keep pointing at padding.
+    pad = np.arange(runs)[:, None] >= counts[None, :]  # (runs, tasks)
     for m in _chunks(reps, runs * tasks):
         u = rng.random(size=(m, runs, tasks))
         rows = np.floor(u * np.maximum(counts, 1)).astype(np.intp)
         rows = np.where(pad, np.arange(runs)[:, None], rows)
-        parts.append(statistic(scores[rows, cols]))
+        parts.append(statistic(flat[rows * tasks + cols]))
     return np.concatenate(parts)
 
 
