@@ -141,10 +141,10 @@ class _Resampler:
         self.sorted_values = self.values_by_slot[order]
         # Draw counts are small integers, exact in float32; half the memory traffic.
         self.sorted_values32 = self.sorted_values.astype(np.float32)
-        self.position = np.full(self.pad_slot + 1, self.total, dtype=np.int64)
+        self.position = np.full(self.pad_slot + 1, self.total, dtype=np.int32)
         self.position[order] = np.arange(self.total)
         self.scale = np.maximum(self.n_task, 1).astype(float)  # (tasks,)
-        self.task_index = np.arange(tasks)
+        self.task_index = np.arange(tasks, dtype=np.int32)
         self.padding = ~valid[:, None, :]  # (runs, 1, tasks)
         self._work: dict[int, dict[str, np.ndarray]] = {}
 
@@ -153,13 +153,14 @@ class _Resampler:
             shape = (self.runs, k, self.tasks)
             n = self.total
             self._work[k] = {
-                "u": np.empty(shape), "slots": np.empty(shape, dtype=np.int64),
-                "gathered": np.empty(shape), "cells": np.empty(shape, dtype=np.int64),
+                "u": np.empty(shape),
+                "slots": np.empty(shape, dtype=np.int32),
+                "gathered": np.empty(shape), "cells": np.empty(shape, dtype=np.int32),
                 "counts": np.empty((n + 1, k), dtype=np.float32),
                 "end": np.empty((n, k), dtype=np.float32),
                 "low": np.empty((n, k), dtype=np.float32),
                 "share": np.empty((n, k), dtype=np.float32),
-                "rep": np.arange(k)[None, :, None],
+                "rep": np.arange(k, dtype=np.int32)[None, :, None],
             }
         return self._work[k]
 
