@@ -1,4 +1,5 @@
-"""Across-task aggregates after Agarwal et al. (2021), "Deep RL at the edge of the statistical precipice".
+"""Across-task aggregates, after Agarwal et al. (2021),
+"Deep Reinforcement Learning at the Edge of the Statistical Precipice".
 
 Scores are arrays of shape ``(runs, tasks)``, normalised so that 0 is a task's
 ``low`` reference and 1 its ``high`` reference (higher is better after

@@ -66,7 +66,8 @@ def percentile_interval(
 ) -> tuple[np.ndarray | float, np.ndarray | float]:
     """Percentile interval of a bootstrap distribution.
 
-    ``dist``: shape ``(reps,)`` (returns two floats) or ``(..., reps)`` (two arrays of shape ``(...)``).
+    ``dist``: shape ``(reps,)`` (returns two floats) or ``(..., reps)`` (returns two
+    arrays of shape ``(...)``).
     """
     alpha = 1.0 - confidence
     low, high = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=-1)
