@@ -406,6 +406,13 @@ def _parse_override(text: str) -> tuple[str, Any]:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
+    if isinstance(value, str):
+        # YAML 1.1 reads 1e7 as a string; on a command line it is a number.
+        for cast in (int, float):
+            try:
+                return key, cast(value)
+            except ValueError:
+                continue
     return key, value
 
 

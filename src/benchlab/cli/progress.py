@@ -61,7 +61,9 @@ class SweepDisplay:
                                                 eta="?")
             if p.skipped:
                 self.console.print(f"{p.skipped} of {p.total} runs already done; running the rest")
-        if event.kind == "finish":
+        if event.run is None:
+            pass
+        elif event.kind == "finish":
             n = p.finished
             width = len(str(p.total))
             if event.status == "completed":

@@ -55,10 +55,11 @@ class Progress:
 
 @dataclass
 class SweepEvent:
-    """Something that happened to a run: ``start``, ``finish``, ``retry`` or ``recovered``."""
+    """Something that happened: ``begin`` (the plan, before any run), or ``start``, ``finish``,
+    ``retry`` of a run."""
 
     kind: str
-    run: Run
+    run: Run | None
     attempt: int
     progress: Progress
     status: str | None = None
@@ -172,6 +173,7 @@ class Sweep:
         estimates = store.durations()
         self._order(todo, estimates)
 
+        self.on_event(SweepEvent("begin", None, 0, progress))
         self.backend = backend = self._make_backend()
         shared = sweep_provenance(spec.work_path)
         host = socket.gethostname()
