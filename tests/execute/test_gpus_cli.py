@@ -20,7 +20,11 @@ def benchlab_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess
     full = {**env, "PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", ""), "COLUMNS": "160"}
     return subprocess.run(
         [sys.executable, "-c", "from benchlab.cli import main; main()", *args],
-        capture_output=True, text=True, env=full, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=60,
+        check=False,
     )
 
 
@@ -33,8 +37,14 @@ def test_gpus_json_on_the_double_gives_verdicts_and_the_zombie_owner():
     assert done.returncode == 0, done.stderr
     devices = json.loads(done.stdout)
     assert {d["index"]: d["verdict"] for d in devices} == {
-        0: "free", 1: "busy", 2: "free", 3: "idle-held",
-        4: "busy", 5: "free", 6: "busy", 7: "free",
+        0: "free",
+        1: "busy",
+        2: "free",
+        3: "idle-held",
+        4: "busy",
+        5: "free",
+        6: "busy",
+        7: "free",
     }
     zombie = devices[3]
     assert zombie["processes"] == [{"pid": 48213, "user": "alice", "used_memory_mib": 31232}]

@@ -57,7 +57,7 @@ class _Dev:
 
 
 class FakeNvml:
-    """Behaves like pynvml over a list of devices: calls before nvmlInit fail as the real one does."""
+    """Behaves like pynvml over a list of devices; calls before nvmlInit fail as in the real one."""
 
     NVMLError = NVMLError
 
@@ -107,14 +107,34 @@ class FakeNvml:
 
 
 def _machine() -> FakeNvml:
-    return FakeNvml([
-        _Dev(b"NVIDIA A100-SXM4-80GB", b"GPU-00000000-aaaa-bbbb-cccc-000000000000", 80 * GIB, 4 * MIB, 0),
-        _Dev(b"NVIDIA A100-SXM4-80GB", b"GPU-11111111-aaaa-bbbb-cccc-111111111111", 80 * GIB,
-             30 * GIB + 8 * MIB, 0, [_Proc(48213, 30 * GIB)]),
-        # A MIG-enabled board: utilisation "Not Supported", process memory hidden.
-        _Dev(b"NVIDIA A100-SXM4-80GB", b"GPU-22222222-aaaa-bbbb-cccc-222222222222", 80 * GIB,
-             10 * GIB, None, [_Proc(777, None)]),
-    ])
+    return FakeNvml(
+        [
+            _Dev(
+                b"NVIDIA A100-SXM4-80GB",
+                b"GPU-00000000-aaaa-bbbb-cccc-000000000000",
+                80 * GIB,
+                4 * MIB,
+                0,
+            ),
+            _Dev(
+                b"NVIDIA A100-SXM4-80GB",
+                b"GPU-11111111-aaaa-bbbb-cccc-111111111111",
+                80 * GIB,
+                30 * GIB + 8 * MIB,
+                0,
+                [_Proc(48213, 30 * GIB)],
+            ),
+            # A MIG-enabled board: utilisation "Not Supported", process memory hidden.
+            _Dev(
+                b"NVIDIA A100-SXM4-80GB",
+                b"GPU-22222222-aaaa-bbbb-cccc-222222222222",
+                80 * GIB,
+                10 * GIB,
+                None,
+                [_Proc(777, None)],
+            ),
+        ]
+    )
 
 
 def test_nvml_readings_are_converted_to_mib_and_text():
@@ -133,8 +153,12 @@ def test_nvml_readings_are_converted_to_mib_and_text():
 
 def test_nvml_verdicts_over_a_window():
     now = [0.0]
-    inv = NvmlInventory(_machine(), owner_of=lambda pid: None, clock=lambda: now[0],
-                        sleep=lambda s: now.__setitem__(0, now[0] + s))
+    inv = NvmlInventory(
+        _machine(),
+        owner_of=lambda pid: None,
+        clock=lambda: now[0],
+        sleep=lambda s: now.__setitem__(0, now[0] + s),
+    )
     states = inv.sample(1.0)
     assert [s.verdict for s in states] == ["free", "idle-held", "busy"]
     assert states[1].kill_hint == "kill 48213"

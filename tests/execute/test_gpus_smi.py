@@ -43,7 +43,9 @@ def test_smi_parser_reads_units_and_not_available_cells():
     owners = {7001: "dana"}
     got = parse_smi(GPU_CSV, APPS_CSV, owners.get)
     assert [r.index for r in got] == [0, 1, 2]
-    assert got[0] == DeviceReading(0, "GPU-aaaaaaaa-1111-2222-3333-444444444444", "NVIDIA H100 80GB HBM3", 81559, 1, 0, ())
+    assert got[0] == DeviceReading(
+        0, "GPU-aaaaaaaa-1111-2222-3333-444444444444", "NVIDIA H100 80GB HBM3", 81559, 1, 0, ()
+    )
     assert got[1].memory_used_mib == 40123
     assert got[1].utilization_pct is None
     assert got[1].processes == (GpuProcess(7001, "dana", 40000),)
@@ -52,7 +54,9 @@ def test_smi_parser_reads_units_and_not_available_cells():
 
 
 def test_smi_parser_ignores_no_processes_banner_and_blank_lines():
-    got = parse_smi(GPU_CSV.splitlines()[0] + "\n\n", "No running processes found\n", lambda pid: None)
+    got = parse_smi(
+        GPU_CSV.splitlines()[0] + "\n\n", "No running processes found\n", lambda pid: None
+    )
     assert len(got) == 1 and got[0].processes == ()
 
 
@@ -102,8 +106,12 @@ def test_sampler_reads_once_per_interval_over_the_window():
             return f"0, GPU-x, NVIDIA A100-SXM4-80GB, 81920, 30000, {util}\n"
         return "GPU-x, 42, 29990\n"
 
-    inv = SmiInventory(runner, owner_of=lambda pid: "frank", clock=lambda: now[0],
-                       sleep=lambda s: now.__setitem__(0, now[0] + s))
+    inv = SmiInventory(
+        runner,
+        owner_of=lambda pid: "frank",
+        clock=lambda: now[0],
+        sleep=lambda s: now.__setitem__(0, now[0] + s),
+    )
     [state] = inv.sample(1.0)
     # Readings at t = 0, 0.5, 1.0: two queries each.
     assert len(calls) == 6 and state.samples == 3
@@ -115,11 +123,25 @@ def test_sampler_reads_once_per_interval_over_the_window():
 def test_recorded_double_needs_a_window_to_see_a_bursty_job():
     states = RecordedInventory(RECORDING).sample(0.0)
     assert [s.verdict for s in states] == [
-        "free", "busy", "free", "idle-held", "idle-held", "free", "busy", "free"
+        "free",
+        "busy",
+        "free",
+        "idle-held",
+        "idle-held",
+        "free",
+        "busy",
+        "free",
     ]
     states = RecordedInventory(RECORDING).sample(2.0)
     assert [s.verdict for s in states] == [
-        "free", "busy", "free", "idle-held", "busy", "free", "busy", "free"
+        "free",
+        "busy",
+        "free",
+        "idle-held",
+        "busy",
+        "free",
+        "busy",
+        "free",
     ]
     zombie = states[3]
     assert zombie.processes == (GpuProcess(48213, "alice", 31232),)
@@ -195,7 +217,7 @@ def test_smi_inventory_runs_the_command_and_falls_back_to_it(tmp_path, monkeypat
 def test_failing_smi_reports_its_first_line(tmp_path, monkeypatch):
     env = _fake_smi(
         tmp_path,
-        "echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"\n"
+        'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver."\n'
         "exit 9\n",
     )
     monkeypatch.setenv("PATH", env["PATH"])

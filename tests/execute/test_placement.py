@@ -44,7 +44,7 @@ def test_thirds_fill_a_device_exactly():
 
 def test_a_share_goes_to_the_fullest_device_it_fits_on():
     pool = _pool(3)
-    pool.acquire("a", GpuRequest(gpus=0.5))   # device 0 at 0.5
+    pool.acquire("a", GpuRequest(gpus=0.5))  # device 0 at 0.5
     pool.acquire("b", GpuRequest(gpus=0.75))  # best fit: does not fit on 0, opens 1
     assert pool.holders["b"].devices == (1,)
     pool.acquire("c", GpuRequest(gpus=0.25))  # fits on 0 (0.5 spare) and 1 (0.25 spare): 1
@@ -147,7 +147,8 @@ def test_auto_selects_free_devices_and_a_list_may_name_busy_ones():
     assert not any(d.foreign_busy for d in auto)
     named = select_devices(parse_gpus("3,0"), states)
     assert [(d.index, d.foreign_busy, d.named, d.baseline_used_mib) for d in named] == [
-        (3, True, True, 31240), (0, False, True, 4),
+        (3, True, True, 31240),
+        (0, False, True, 4),
     ]
     assert GpuPool(named).usable == [0, 3]
     assert select_devices(parse_gpus("none"), states) == []
@@ -159,12 +160,13 @@ def test_auto_selects_free_devices_and_a_list_may_name_busy_ones():
 
 devices_st = st.lists(
     st.tuples(
-        st.sampled_from([16384, 40960, 81920]),   # memory total, MiB
-        st.integers(0, 20000),                    # baseline used, MiB
-        st.booleans(),                            # foreign busy
-        st.booleans(),                            # named
+        st.sampled_from([16384, 40960, 81920]),  # memory total, MiB
+        st.integers(0, 20000),  # baseline used, MiB
+        st.booleans(),  # foreign busy
+        st.booleans(),  # named
     ),
-    min_size=1, max_size=6,
+    min_size=1,
+    max_size=6,
 )
 request_st = st.builds(
     GpuRequest,
@@ -221,7 +223,8 @@ def _assert_really_does_not_fit(req, devices, pool, running):
             memory[i] += held.memory_mib
     need = Fraction(req.gpus).limit_denominator(1000) if req.gpus < 1 else Fraction(1)
     room = [
-        d for d in devices
+        d
+        for d in devices
         if (d.named or not d.foreign_busy)
         and (share[d.index] + need <= 1 if req.gpus < 1 else share[d.index] == 0)
         and d.memory_total_mib - d.baseline_used_mib - memory[d.index] >= req.memory_mib

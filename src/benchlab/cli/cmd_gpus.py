@@ -18,7 +18,7 @@ def gpus(
         2.0, "--window", min=0.0, help="Seconds to watch utilisation before calling a device idle."
     ),
 ) -> None:
-    """Show each GPU as free, busy (foreign work) or idle-held (memory held at 0% utilisation: a likely zombie).
+    """Show each GPU as free, busy, or idle-held (memory held at 0% utilisation: a likely zombie).
 
     benchlab never kills a process it did not start; for an idle-held device it
     prints the pids, their owner and the `kill` command you may run yourself.
@@ -40,7 +40,9 @@ def gpus(
         return
 
     style = {"free": "green", "busy": "yellow", "idle-held": "bold red"}
-    table = Table(title=f"GPUs ({escape(inventory.source)}, {window:g} s window)", title_justify="left")
+    table = Table(
+        title=f"GPUs ({escape(inventory.source)}, {window:g} s window)", title_justify="left"
+    )
     for col in ("GPU", "name", "memory GiB", "util %", "state", "processes (pid user GiB)"):
         table.add_column(col, justify="right" if col in ("GPU", "util %") else "left")
     for s in states:

@@ -2,10 +2,13 @@
 
 Set ``BENCHLAB_GPU_DOUBLE=/path/to/recording`` and every part of benchlab that
 asks for GPUs (`benchlab gpus`, the local executor) reads the recording instead
-of NVML. A recording is a folder of files, exactly as the commands print them::
+of NVML. A recording is a folder of files, exactly as the commands print them
+(``SMI_GPU_ARGS`` and ``SMI_APPS_ARGS`` in :mod:`benchlab.execute.gpus`)::
 
-    query-gpu.0.csv            nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.used,utilization.gpu --format=csv,noheader,nounits
-    query-compute-apps.0.csv   nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv,noheader,nounits
+    query-gpu.0.csv            nvidia-smi --query-gpu=index,uuid,name,memory.total,
+                                 memory.used,utilization.gpu --format=csv,noheader,nounits
+    query-compute-apps.0.csv   nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory
+                                 --format=csv,noheader,nounits
     query-gpu.1.csv            the same, one second later
     query-compute-apps.1.csv
     ...

@@ -40,7 +40,11 @@ EMPTY_MEMORY_MIB = 256
 GPU_QUERY = "index,uuid,name,memory.total,memory.used,utilization.gpu"
 APPS_QUERY = "gpu_uuid,pid,used_memory"
 SMI_GPU_ARGS = ("nvidia-smi", f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits")
-SMI_APPS_ARGS = ("nvidia-smi", f"--query-compute-apps={APPS_QUERY}", "--format=csv,noheader,nounits")
+SMI_APPS_ARGS = (
+    "nvidia-smi",
+    f"--query-compute-apps={APPS_QUERY}",
+    "--format=csv,noheader,nounits",
+)
 
 #: Environment variable naming a recorded-readings folder that replaces the real inventory.
 DOUBLE_ENV = "BENCHLAB_GPU_DOUBLE"
@@ -243,7 +247,7 @@ def parse_smi(
     apps_csv: str,
     owner_of: Callable[[int], str | None] = process_owner,
 ) -> list[DeviceReading]:
-    """Readings from the text of the two ``nvidia-smi`` queries (:data:`SMI_GPU_ARGS`, :data:`SMI_APPS_ARGS`).
+    """Readings from the output of the two queries :data:`SMI_GPU_ARGS` and :data:`SMI_APPS_ARGS`.
 
     Accepts ``--format=csv,noheader,nounits`` output, and also tolerates units
     (``81920 MiB``, ``35 %``) and ``[N/A]`` cells. Raises ValueError on a row
@@ -337,7 +341,9 @@ class NvmlInventory(_Sampler):
     ) -> None:
         super().__init__(clock, sleep)
         if nvml is None:
-            import pynvml as nvml
+            import pynvml
+
+            nvml = pynvml
         self._nvml = nvml
         self._owner_of = owner_of
         nvml.nvmlInit()  # raises nvml.NVMLError with the driver's reason

@@ -61,19 +61,29 @@ class GpuDevice:
     def usable(self) -> bool:
         return self.named or not self.foreign_busy
 
+    @property
+    def capacity_mib(self) -> int:
+        """Memory benchlab's runs may reserve: total less the baseline."""
+        return self.memory_total_mib - self.baseline_used_mib
+
 
 @dataclass(frozen=True)
 class GpuRequest:
-    """What one run needs: ``gpus`` (0, a fraction below 1, or a whole number), ``gpu_memory`` in GiB."""
+    """What one run needs: ``gpus`` (0, a fraction below 1, or a whole number) and
+    ``gpu_memory`` (GiB per device, optional)."""
 
     gpus: float = 0.0
     gpu_memory: float | None = None
 
     def __post_init__(self) -> None:
         if self.gpus < 0 or (self.gpus > 1 and self.gpus != int(self.gpus)):
-            raise ValueError(f"gpus: expected 0, a fraction up to 1 or a whole number, got {self.gpus}")
+            raise ValueError(
+                f"gpus: expected 0, a fraction up to 1 or a whole number, got {self.gpus}"
+            )
         if self.gpu_memory is not None and self.gpu_memory <= 0:
-            raise ValueError(f"gpu_memory: expected a positive number of GiB, got {self.gpu_memory}")
+            raise ValueError(
+                f"gpu_memory: expected a positive number of GiB, got {self.gpu_memory}"
+            )
 
     @property
     def devices(self) -> int:
@@ -106,7 +116,10 @@ class Placement:
     def env(self) -> dict[str, str]:
         """Environment for the run's process. PCI_BUS_ID order makes CUDA's indices match
         nvidia-smi's (CUDA's default order, fastest first, may differ)."""
-        return {"CUDA_VISIBLE_DEVICES": self.cuda_visible_devices, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+        return {
+            "CUDA_VISIBLE_DEVICES": self.cuda_visible_devices,
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        }
 
 
 @dataclass
@@ -121,8 +134,7 @@ class _Usage:
 
     @property
     def free_memory_mib(self) -> int:
-        d = self.device
-        return d.memory_total_mib - d.baseline_used_mib - self.memory_mib
+        return self.device.capacity_mib - self.memory_mib
 
 
 @dataclass
@@ -158,7 +170,7 @@ class GpuPool:
         n = request.devices
         if n == 0:
             return None
-        big = [u for u in self._usage.values() if u.device.memory_total_mib - u.device.baseline_used_mib >= request.memory_mib]
+        big = [u for u in self._usage.values() if u.device.capacity_mib >= request.memory_mib]
         if len(self._usage) < n:
             return f"needs {n} GPU(s), only {len(self._usage)} usable ({self._describe()})"
         if len(big) < n:
@@ -172,7 +184,7 @@ class GpuPool:
         if not self._usage:
             return "none usable"
         return "usable: " + ", ".join(
-            f"{u.device.index} ({(u.device.memory_total_mib - u.device.baseline_used_mib) / MIB_PER_GIB:.0f} GiB free)"
+            f"{u.device.index} ({u.device.capacity_mib / MIB_PER_GIB:.0f} GiB free)"
             for u in self._usage.values()
         )
 
@@ -184,7 +196,8 @@ class GpuPool:
         need_mem = request.memory_mib
         if n == 1 and request.share < 1:
             fits = [
-                u for u in self._usage.values()
+                u
+                for u in self._usage.values()
                 if u.free_share >= request.share and u.free_memory_mib >= need_mem
             ]
             if not fits:
@@ -193,7 +206,8 @@ class GpuPool:
             best = min(fits, key=lambda u: (u.free_share, u.free_memory_mib, u.device.index))
             return Placement((best.device.index,), request.share, need_mem)
         empty = [
-            u.device.index for u in sorted(self._usage.values(), key=lambda u: u.device.index)
+            u.device.index
+            for u in sorted(self._usage.values(), key=lambda u: u.device.index)
             if u.share == 0 and u.free_memory_mib >= need_mem
         ]
         if len(empty) < n:
@@ -201,7 +215,7 @@ class GpuPool:
         return Placement(tuple(empty[:n]), _ONE, need_mem)
 
     def acquire(self, key: Hashable, request: GpuRequest) -> Placement | None:
-        """Reserve devices for run ``key`` if ``request`` fits now; None (nothing reserved) if not."""
+        """Reserve devices for run ``key`` if ``request`` fits now (else None, nothing held)."""
         if key in self._held:
             raise ValueError(f"run {key!r} already holds GPUs {self._held[key].devices}")
         placement = self.place(request)
@@ -223,7 +237,9 @@ class GpuPool:
             u.memory_mib -= placement.memory_mib
         return placement
 
-    def fill(self, queue: Iterable[tuple[Hashable, GpuRequest]]) -> list[tuple[Hashable, Placement]]:
+    def fill(
+        self, queue: Iterable[tuple[Hashable, GpuRequest]]
+    ) -> list[tuple[Hashable, Placement]]:
         """Acquire, in queue order, every request that fits now; return what was started.
 
         Runs that do not fit are skipped, not waited on, so a blocked whole-device
@@ -284,7 +300,8 @@ def parse_gpus(value: str) -> GpuSelection:
         part = part.strip()
         if not part.isdigit():
             raise UserError(
-                f"--gpus {value}: expected auto, none, or comma-separated device indices like 0,3,5; got {part!r}"
+                f"--gpus {value}: expected auto, none, or comma-separated device indices "
+                f"like 0,3,5; got {part!r}"
             )
         indices.append(int(part))
     if len(set(indices)) != len(indices):
