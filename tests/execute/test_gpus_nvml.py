@@ -164,6 +164,12 @@ def test_nvml_verdicts_over_a_window():
     assert states[1].kill_hint == "kill 48213"
 
 
+def test_nvml_inventory_answers_the_protocol():
+    from benchlab.execute.gpus import Inventory
+
+    assert isinstance(NvmlInventory(_machine()), Inventory)
+
+
 def test_close_shuts_nvml_down():
     nvml = _machine()
     inv = NvmlInventory(nvml)

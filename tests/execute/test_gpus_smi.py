@@ -15,12 +15,14 @@ from benchlab.execute.gpus import (
     SMI_GPU_ARGS,
     DeviceReading,
     GpuProcess,
+    Inventory,
     NoInventory,
     SmiInventory,
     SmiUnavailable,
     classify,
     open_inventory,
     parse_smi,
+    process_owner,
     run_smi,
 )
 
@@ -229,3 +231,16 @@ def test_missing_smi_is_reported_as_not_found(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(SmiUnavailable, match="^not found$"):
         run_smi(SMI_GPU_ARGS)
+
+
+def test_process_owner_reads_the_real_process_table():
+    import getpass
+
+    assert process_owner(os.getpid()) == getpass.getuser()
+    assert process_owner(2**22 + 12345) is None  # above Linux's pid_max: never a process
+
+
+def test_every_inventory_answers_the_protocol():
+    assert isinstance(RecordedInventory(RECORDING), Inventory)
+    assert isinstance(SmiInventory(lambda args: ""), Inventory)
+    assert isinstance(NoInventory("no NVIDIA GPU found"), Inventory)

@@ -18,6 +18,7 @@ from benchlab.execute.placement import (
     GpuSelection,
     longest_first,
     parse_gpus,
+    pool_for,
     select_devices,
 )
 
@@ -230,3 +231,17 @@ def _assert_really_does_not_fit(req, devices, pool, running):
         and d.memory_total_mib - d.baseline_used_mib - memory[d.index] >= req.memory_mib
     ]
     assert len(room) < req.devices
+
+
+def test_pool_for_applies_the_flag_to_the_inventory():
+    states = RecordedInventory(RECORDING).sample(2.0)
+    assert pool_for("auto", states).usable == [0, 2, 5, 7]
+    assert pool_for("1,3", states).usable == [1, 3]
+    assert pool_for("none", states).usable == []
+
+
+def test_request_is_read_from_spec_resources():
+    from benchlab.spec import Resources
+
+    assert GpuRequest.of(Resources(gpus=0.25, gpu_memory=18)) == GpuRequest(0.25, 18)
+    assert GpuRequest.of(Resources()).devices == 0

@@ -38,6 +38,9 @@ def gpus(
         return
     if json:
         return
+    if not states:
+        console.print(f"no NVIDIA GPU found ({escape(inventory.source)}: 0 devices)")
+        return
 
     style = {"free": "green", "busy": "yellow", "idle-held": "bold red"}
     table = Table(

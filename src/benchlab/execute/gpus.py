@@ -29,7 +29,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Verdict = Literal["free", "busy", "idle-held"]
 
@@ -110,6 +110,7 @@ class DeviceState:
         return data
 
 
+@runtime_checkable
 class Inventory(Protocol):
     """What the executor and `benchlab gpus` need to know about the GPUs."""
 

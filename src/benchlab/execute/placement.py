@@ -85,6 +85,14 @@ class GpuRequest:
                 f"gpu_memory: expected a positive number of GiB, got {self.gpu_memory}"
             )
 
+    @classmethod
+    def of(cls, resources: object) -> GpuRequest:
+        """The request of a spec's ``resources`` (anything with ``gpus`` and ``gpu_memory``)."""
+        return cls(
+            gpus=float(getattr(resources, "gpus", 0.0) or 0.0),
+            gpu_memory=getattr(resources, "gpu_memory", None),
+        )
+
     @property
     def devices(self) -> int:
         """How many devices the run spans (0 for CPU-only)."""
@@ -337,3 +345,9 @@ def select_devices(selection: GpuSelection, states: Sequence[DeviceState]) -> li
         )
         for s in chosen
     ]
+
+
+def pool_for(flag: str, states: Sequence[DeviceState]) -> GpuPool:
+    """The pool a sweep packs onto: ``--gpus`` value ``flag`` applied to the inventory's
+    verdicts (``Inventory.sample``), taken once before the sweep launches anything."""
+    return GpuPool(select_devices(parse_gpus(flag), states))
