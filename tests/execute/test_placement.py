@@ -245,3 +245,10 @@ def test_request_is_read_from_spec_resources():
 
     assert GpuRequest.of(Resources(gpus=0.25, gpu_memory=18)) == GpuRequest(0.25, 18)
     assert GpuRequest.of(Resources()).devices == 0
+
+
+def test_a_tiny_share_still_counts():
+    pool = _pool(1)
+    assert pool.acquire("tiny", GpuRequest(gpus=0.0001)) is not None
+    assert pool.reserved(0)[0] == Fraction(1, 1000)
+    assert pool.acquire("whole", GpuRequest(gpus=1)) is None

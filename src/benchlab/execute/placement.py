@@ -44,7 +44,8 @@ _ONE = Fraction(1)
 
 def _share(gpus: float) -> Fraction:
     # Exact arithmetic: three runs of 1/3 must fill a device exactly, not overflow it by 1e-16.
-    return Fraction(gpus).limit_denominator(1000)
+    # A share too small to register still takes the smallest unit, never nothing.
+    return max(Fraction(gpus).limit_denominator(1000), Fraction(1, 1000))
 
 
 @dataclass(frozen=True)
