@@ -497,7 +497,7 @@ def _semantic_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int])
             if c.command is None:
                 add((("configs", i, "command")),
                     "no command: set 'command' at the top of the spec or on this config")
-    for task_i, task in enumerate(spec.tasks):
+    for task in spec.tasks:
         for cfg_i, cfg in enumerate(spec.configs):
             template = cfg.command if cfg.command is not None else spec.command
             if template is None:
