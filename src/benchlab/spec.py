@@ -407,7 +407,7 @@ def _problems_from_validation(exc: ValidationError, file: str,
                 msg += f" (valid fields: {', '.join(valid)})"
             problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc[:-1]) or "spec", msg))
             continue
-        problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), _describe_type(err)))
+        problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), _describe_type(dict(err))))
     return problems
 
 
@@ -472,16 +472,17 @@ def _semantic_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int])
 
     if not _NAME_RE.match(spec.name):
         add(("name",), f"expected letters, digits and . _ + - only, got {spec.name!r}")
-    for kind, items in (("tasks", spec.tasks), ("configs", spec.configs)):
+    named = [("tasks", [t.name for t in spec.tasks]), ("configs", [c.name for c in spec.configs])]
+    for kind, item_names in named:
         seen: dict[str, int] = {}
-        for i, item in enumerate(items):
-            if not _NAME_RE.match(item.name):
+        for i, name in enumerate(item_names):
+            if not _NAME_RE.match(name):
                 add((kind, i, "name"),
-                    f"expected letters, digits and . _ + - only (it names folders), got {item.name!r}")
-            if item.name in seen:
-                add((kind, i, "name"), f"duplicate name {item.name!r} (also {kind}[{seen[item.name]}])")
+                    f"expected letters, digits and . _ + - only (it names folders), got {name!r}")
+            if name in seen:
+                add((kind, i, "name"), f"duplicate name {name!r} (also {kind}[{seen[name]}])")
             else:
-                seen[item.name] = i
+                seen[name] = i
     names = [m.name for m in spec.metrics.all]
     for i, m in enumerate(spec.metrics.secondary):
         if names.count(m.name) > 1:
