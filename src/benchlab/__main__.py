@@ -1,0 +1,5 @@
+"""`python -m benchlab` is the `benchlab` command."""
+
+from benchlab.cli import main
+
+main()

@@ -1,0 +1,223 @@
+"""`benchlab run`, `benchlab validate`, `benchlab init`: from a spec to runs."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from benchlab.cli.app import app, console, print_json
+
+SpecArg = typer.Argument(..., help="The benchmark spec (YAML).", show_default=False)
+SetOpt = typer.Option(None, "--set", "-s", help="Override a spec variable: -s max_frame=1e6 (repeatable).",
+                      metavar="KEY=VALUE")
+ResultsOpt = typer.Option(None, "--results", "-r",
+                          help="Results folder [default: results/<benchmark name>].")
+
+
+def default_results(spec: Any) -> Path:
+    return Path("results") / spec.name
+
+
+@app.command()
+def validate(
+    spec_path: Path = SpecArg,
+    sets: list[str] = SetOpt,
+    results: Path = ResultsOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+) -> None:
+    """Validate a spec and print the plan: the runs, their resources, and what is already done."""
+    from benchlab.plan import expand
+    from benchlab.spec import load_spec
+    from benchlab.store import DB_NAME, Store
+
+    spec = load_spec(spec_path, sets)
+    runs = expand(spec)
+    folder = results or default_results(spec)
+    statuses: dict[str, str] = {}
+    if (folder / DB_NAME).exists():
+        with Store.open(folder) as store:
+            statuses = store.statuses()
+    states = [statuses.get(r.run_id, "pending") for r in runs]
+    if as_json:
+        print_json({
+            "name": spec.name, "results": str(folder), "runs": [
+                {"run_id": r.run_id, "name": r.name, "task": r.task, "config": r.config,
+                 "seed": r.seed, "params": r.params, "command": r.command, "status": s}
+                for r, s in zip(runs, states, strict=True)],
+            "resources": spec.resources.model_dump(), "timeout": spec.timeout,
+            "retries": spec.retries, "variables": spec.variables,
+        })
+        return
+    from rich.table import Table
+
+    counts = {s: states.count(s) for s in sorted(set(states))}
+    console.print(f"[bold]{spec.name}[/]: {len(spec.tasks)} tasks × {len(spec.configs)} configs × "
+                  f"{len(spec.seed_list)} seeds = [bold]{len(runs)} runs[/]")
+    res = spec.resources
+    timeout = f"{spec.timeout:g}s" if spec.timeout else "none"
+    console.print(f"per run: {res.cpus:g} CPU, {res.gpus:g} GPU"
+                  + (f", {res.gpu_memory:g} GiB GPU memory" if res.gpu_memory else "")
+                  + f"; timeout {timeout}; retries {spec.retries}")
+    console.print(f"primary metric: {spec.metrics.primary.name} ({spec.metrics.primary.goal})"
+                  + (f"; baseline: {spec.baseline}" if spec.baseline else ""))
+    console.print(f"results: {folder}  ({', '.join(f'{n} {s}' for s, n in counts.items())})")
+    table = Table("run", "id", "status", "command", box=None, pad_edge=False)
+    shown = runs if len(runs) <= 30 else runs[:30]
+    for r, s in zip(shown, states, strict=False):
+        table.add_row(r.name, r.run_id, s, r.command)
+    console.print(table)
+    if len(runs) > len(shown):
+        console.print(f"... and {len(runs) - len(shown)} more (--json lists all)")
+
+
+@app.command()
+def run(
+    spec_path: Path = SpecArg,
+    sets: list[str] = SetOpt,
+    jobs: int = typer.Option(None, "--jobs", "-j", min=1,
+                             help="Runs at once [default: CPU cores / cpus per run]."),
+    results: Path = ResultsOpt,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would run, run nothing."),
+    rerun_failed: bool = typer.Option(False, "--rerun-failed", help="Run failed runs again too."),
+    max_failures: int = typer.Option(None, "--max-failures", min=1,
+                                     help="Stop launching after this many failed runs."),
+    backend: str = typer.Option(None, "--backend", help="local or ray [default: the spec's, or local]."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write the report at the end."),
+) -> None:
+    """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
+    from benchlab.execute.sweep import Sweep
+    from benchlab.plan import expand
+    from benchlab.spec import load_spec
+    from benchlab.store import COMPLETED, DB_NAME, Store
+
+    spec = load_spec(spec_path, sets)
+    folder = results or default_results(spec)
+    if dry_run:
+        statuses: dict[str, str] = {}
+        if (folder / DB_NAME).exists():
+            with Store.open(folder) as store:
+                statuses = store.statuses()
+        todo = [r for r in expand(spec) if statuses.get(r.run_id) != COMPLETED
+                and (rerun_failed or statuses.get(r.run_id) != "failed")]
+        for r in todo:
+            console.print(f"{r.name}  [dim]{r.run_id}[/]  {r.command_for(folder / 'runs' / r.run_id)}",
+                          highlight=False, markup=True)
+        console.print(f"{len(todo)} runs would run (dry run: nothing was started)")
+        return
+    from benchlab.cli.progress import SweepDisplay
+
+    display = SweepDisplay(console, primary=spec.metrics.primary.name)
+    sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed,
+                  backend=backend or spec.backend, on_event=display.on_event,
+                  max_failures=max_failures)
+    previous = {}
+
+    def stop(signum: int, frame: Any) -> None:
+        sweep.request_stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, stop)
+    try:
+        with display:
+            result = sweep.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    display.summary(result)
+    if report and result.completed + result.skipped > 0 and not result.stopped:
+        from benchlab.report import write_report
+
+        files = write_report(folder)
+        console.print(f"report: [bold]{files.markdown}[/]")
+    raise typer.Exit(result.exit_code)
+
+
+_STARTER_SPEC = '''\
+# A benchlab spec: every config runs on every task with every seed.
+# Run it with:  benchlab run {spec}
+# Check it (and see the plan) with:  benchlab validate {spec}
+name: starter
+description: A starter benchmark; replace train.py's toy objective with your training script.
+
+variables:
+  steps: 50                 # override from the command line: -s steps=200
+
+tasks:                      # what is evaluated: environments, datasets, eval sets
+  - name: easy
+    params: {{noise: 0.05}}
+    target: 0.9             # the score that counts as "solved" in BENCHMARKS.md
+  - name: hard
+    params: {{noise: 0.2}}
+    target: 0.8
+
+configs:                    # what is compared: algorithms, hyperparameters, checkpoints
+  - name: slow
+    params: {{lr: 0.02}}
+  - name: fast
+    params: {{lr: 0.1}}
+
+seeds: 5                    # seeds 0..4, shared by every config so comparisons are paired
+
+# {{task}}, {{config}}, {{seed}}, {{run_dir}}, every param and every variable can be used here.
+command: python train.py --lr {{lr}} --noise {{noise}} --steps {{steps}} --seed {{seed}}
+
+metrics:
+  primary: {{name: score, goal: max}}
+  secondary: [{{name: loss, goal: min}}]
+
+baseline: slow
+resources: {{cpus: 1}}
+timeout: 2m
+retries: 1
+'''
+
+_STARTER_SCRIPT = '''\
+"""A toy training script: replace the loop with your own training.
+
+benchlab runs it once per (task, config, seed) with BENCHLAB_RUN_DIR set;
+`benchlab.log` records a learning curve, `benchlab.summary` the final scores.
+"""
+
+import argparse
+import random
+
+from benchlab import log, summary
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, required=True)
+parser.add_argument("--noise", type=float, required=True)
+parser.add_argument("--steps", type=int, default=50)
+parser.add_argument("--seed", type=int, default=0)
+args = parser.parse_args()
+
+rng = random.Random(args.seed)
+loss = 1.0
+for step in range(args.steps):
+    loss = loss * (1 - args.lr) + abs(rng.gauss(0, args.noise)) * args.lr
+    log(step=step, loss=loss)
+
+summary(score=1 - loss, loss=loss)
+print(f"done: score={{1 - loss:.4f}}")
+'''
+
+
+@app.command()
+def init(
+    directory: Path = typer.Argument(Path("."), help="Where to write benchlab.yaml and train.py."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+) -> None:
+    """Write a commented starter spec and a tiny run script that work as written."""
+    from benchlab.cli.app import fail
+
+    directory.mkdir(parents=True, exist_ok=True)
+    spec, script = directory / "benchlab.yaml", directory / "train.py"
+    for path in (spec, script):
+        if path.exists() and not force:
+            raise fail(f"{path} exists; use --force to overwrite it")
+    spec.write_text(_STARTER_SPEC.format(spec=spec))
+    script.write_text(_STARTER_SCRIPT.format())
+    console.print(f"wrote {spec} and {script}")
+    console.print(f"next: [bold]benchlab run {spec}[/]")

@@ -1,0 +1,99 @@
+"""The live view of a sweep: a progress bar with counts and ETA, one line per finished run."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from benchlab.execute.sweep import SweepEvent, SweepResult
+
+
+def _fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
+    return f"{seconds // 3600:.0f}h{(seconds % 3600) // 60:02.0f}m"
+
+
+def _fmt_value(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value:.4g}" if abs(value) < 1e5 else f"{value:.3e}"
+
+
+class SweepDisplay:
+    """Renders ``SweepEvent``s on a rich console (live bar on a terminal, plain lines elsewhere)."""
+
+    def __init__(self, console: Console, primary: str, clock: Any = time.monotonic):
+        self.console = console
+        self.primary = primary
+        self.clock = clock
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("[green]{task.fields[ok]} done[/] [red]{task.fields[failed]} failed[/] "
+                       "[cyan]{task.fields[running]} running[/]"),
+            TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
+            console=console, transient=True,
+        )
+        self._task: Any = None
+        self._started = False
+
+    def __enter__(self) -> SweepDisplay:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def on_event(self, event: SweepEvent) -> None:
+        p = event.progress
+        if self._task is None and p.total:
+            self._task = self.progress.add_task("sweep", total=p.total, ok=0, failed=0, running=0,
+                                                eta="?")
+            if p.skipped:
+                self.console.print(f"{p.skipped} of {p.total} runs already done; running the rest")
+        if event.run is None:
+            pass
+        elif event.kind == "finish":
+            n = p.finished
+            width = len(str(p.total))
+            if event.status == "completed":
+                detail = f"{event.metric}={_fmt_value(event.value)}"
+                style = "green"
+            else:
+                detail = f"[red]{event.status}[/]: {escape(event.error or '')}"
+                style = "red"
+            took = f" ({event.duration:.1f}s)" if event.duration is not None else ""
+            self.console.print(f"[{n:>{width}}/{p.total}] [{style}]{escape(event.run.name)}[/] — {detail}{took}",
+                               highlight=False)
+        elif event.kind == "retry":
+            self.console.print(f"[yellow]retrying[/] {escape(event.run.name)} (attempt {event.attempt} "
+                               f"failed: {escape(event.error or '')})", highlight=False)
+        if self._task is not None and p.total:
+            self.progress.update(self._task, completed=p.finished, ok=p.completed + p.skipped,
+                                 failed=p.failed, running=p.running, eta=_fmt_duration(p.eta_s))
+
+    def summary(self, result: SweepResult) -> None:
+        parts = [f"{result.completed} completed"]
+        if result.skipped:
+            parts.append(f"{result.skipped} already done")
+        if result.failed:
+            parts.append(f"[red]{result.failed} failed[/]")
+        if result.interrupted:
+            parts.append(f"[yellow]{result.interrupted} interrupted[/]")
+        self.console.print(f"{result.total} runs: " + ", ".join(parts)
+                           + f" in {_fmt_duration(result.wall_s)} — results in {result.results_dir}")
+        if result.stopped:
+            self.console.print("[yellow]stopped[/]: run the same command again to finish the rest")
+        elif result.failed:
+            self.console.print("see the failures with [bold]benchlab status "
+                               f"{result.results_dir}[/]; re-run them with --rerun-failed")

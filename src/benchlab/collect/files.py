@@ -1,0 +1,109 @@
+"""benchlab's own run files: ``metrics.json`` and ``metrics.jsonl``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def read_metrics_json(path: Path, problems: dict[str, str]) -> dict[str, float]:
+    """Numeric top-level entries of ``metrics.json`` (nested mappings flattened with '/')."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except ValueError as exc:
+        problems["*"] = f"{path.name} is not valid JSON ({exc})"
+        return {}
+    out: dict[str, float] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(f"{prefix}/{k}" if prefix else str(k), v)
+            return
+        num = _number(node)
+        if num is not None:
+            out[prefix] = num
+        elif prefix:
+            problems[prefix] = f"metric {prefix!r} in {path.name} is not a number ({node!r})"
+
+    if isinstance(data, dict):
+        walk("", data)
+    else:
+        problems["*"] = f"{path.name} must hold a JSON object, got {type(data).__name__}"
+    return out
+
+
+def read_metrics_jsonl(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Step series from ``metrics.jsonl``: metric -> (steps, values), float64 arrays in file order.
+
+    A line without ``step`` takes its line number. A torn last line (the run was
+    killed while writing) is skipped.
+    """
+    if not path.exists():
+        return {}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return {}
+    try:
+        # One parse of the whole file is several times faster than one per line.
+        records = json.loads("[" + ",".join(lines) + "]")
+    except ValueError:
+        records = []
+        for ln in lines:
+            try:
+                records.append(json.loads(ln))
+            except ValueError:
+                continue
+    records = [r for r in records if isinstance(r, dict)]
+    if not records:
+        return {}
+    try:
+        return _columns_fast(records)
+    except (KeyError, TypeError, ValueError):
+        return _columns_slow(records)
+
+
+def _columns_fast(records: list[dict[str, Any]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every record has a numeric step and the same numeric fields: one array per field."""
+    n = len(records)
+    keys = [k for k in records[0] if k != "step"]
+    if any(len(r) != len(keys) + 1 for r in records):
+        raise KeyError("ragged records")
+    steps = np.fromiter((r["step"] for r in records), dtype=float, count=n)
+    out = {}
+    for key in keys:
+        column = [r[key] for r in records]
+        if any(type(v) is bool or v is None or isinstance(v, str) for v in column):
+            raise TypeError("non-numeric value")
+        out[key] = (steps, np.array(column, dtype=float))
+    return out
+
+
+def _columns_slow(records: list[dict[str, Any]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    steps: dict[str, list[float]] = {}
+    values: dict[str, list[float]] = {}
+    for i, rec in enumerate(records):
+        step = _number(rec.get("step"))
+        if step is None:
+            step = float(i)
+        for key, raw in rec.items():
+            if key == "step":
+                continue
+            val = _number(raw)
+            if val is None:
+                continue
+            steps.setdefault(key, []).append(step)
+            values.setdefault(key, []).append(val)
+    return {k: (np.asarray(steps[k], dtype=float), np.asarray(values[k], dtype=float)) for k in steps}

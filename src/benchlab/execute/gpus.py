@@ -1,0 +1,442 @@
+"""GPU inventory: what devices this machine has, and who is using them.
+
+Three implementations answer the same small :class:`Inventory` protocol:
+
+- :class:`NvmlInventory` asks the driver through NVML (``pynvml``, from the
+  ``gpu`` extra, package ``nvidia-ml-py``);
+- :class:`SmiInventory` parses ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits``
+  when NVML cannot be loaded;
+- :class:`benchlab.execute.gpu_double.RecordedInventory` replays recorded
+  ``nvidia-smi`` output, for machines without a GPU (tests, CI, docs).
+
+:func:`open_inventory` picks one. A single reading cannot tell a zombie from a
+job between two bursts of work, so :meth:`Inventory.sample` reads several
+times over a window and :func:`classify` gives each device a verdict:
+
+- ``free``: no compute process and (almost) no memory held;
+- ``busy``: memory held and the device did work at some point in the window;
+- ``idle-held``: memory held but 0% utilisation in every reading: a likely
+  zombie. benchlab reports its pids and owner and never kills it.
+
+Memory is in MiB (as ``nvidia-smi`` prints it), utilisation in percent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Verdict = Literal["free", "busy", "idle-held"]
+
+#: A device holding at most this much memory with no compute process counts as
+#: empty: drivers report a few MiB of their own bookkeeping on an idle device.
+EMPTY_MEMORY_MIB = 256
+
+GPU_QUERY = "index,uuid,name,memory.total,memory.used,utilization.gpu"
+APPS_QUERY = "gpu_uuid,pid,used_memory"
+SMI_GPU_ARGS = ("nvidia-smi", f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits")
+SMI_APPS_ARGS = (
+    "nvidia-smi",
+    f"--query-compute-apps={APPS_QUERY}",
+    "--format=csv,noheader,nounits",
+)
+
+#: Environment variable naming a recorded-readings folder that replaces the real inventory.
+DOUBLE_ENV = "BENCHLAB_GPU_DOUBLE"
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A compute process on a device. ``used_memory_mib`` is None where the driver hides it."""
+
+    pid: int
+    user: str | None
+    used_memory_mib: int | None
+
+
+@dataclass(frozen=True)
+class DeviceReading:
+    """One instant's view of one device. ``utilization_pct`` is None when not reported."""
+
+    index: int
+    uuid: str
+    name: str
+    memory_total_mib: int
+    memory_used_mib: int
+    utilization_pct: int | None
+    processes: tuple[GpuProcess, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeviceState:
+    """A device's verdict over a sampling window.
+
+    ``memory_used_mib`` is the largest reading in the window (what a new run must
+    leave room for); ``max_utilization_pct`` is None when no reading reported it;
+    ``samples`` is how many readings the verdict rests on.
+    """
+
+    index: int
+    uuid: str
+    name: str
+    memory_total_mib: int
+    memory_used_mib: int
+    max_utilization_pct: int | None
+    processes: tuple[GpuProcess, ...]
+    verdict: Verdict
+    samples: int
+
+    @property
+    def memory_free_mib(self) -> int:
+        return max(0, self.memory_total_mib - self.memory_used_mib)
+
+    @property
+    def kill_hint(self) -> str | None:
+        """The command the user may run to free an idle-held device; benchlab never runs it."""
+        if self.verdict != "idle-held" or not self.processes:
+            return None
+        return "kill " + " ".join(str(p.pid) for p in self.processes)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["processes"] = [asdict(p) for p in self.processes]
+        data["memory_free_mib"] = self.memory_free_mib
+        data["hint"] = self.kill_hint
+        return data
+
+
+@runtime_checkable
+class Inventory(Protocol):
+    """What the executor and `benchlab gpus` need to know about the GPUs."""
+
+    #: Where the readings come from: "nvml", "nvidia-smi", "recorded:<dir>" or "none".
+    source: str
+
+    def read(self) -> list[DeviceReading]:
+        """One reading of every device, ordered by index."""
+        ...
+
+    def sample(self, window_s: float) -> list[DeviceState]:
+        """Read every device repeatedly over ``window_s`` seconds and classify each."""
+        ...
+
+
+def classify(readings: list[DeviceReading]) -> DeviceState:
+    """The verdict on one device from its readings over a window (oldest first).
+
+    A device with any compute process or more than :data:`EMPTY_MEMORY_MIB` held is
+    occupied. Occupied and working (utilisation above 0 in some reading, or not
+    reported at all, which we cannot call idle) is ``busy``; occupied with 0% in
+    every reading is ``idle-held``. Memory held with no visible process is still
+    occupied: in a container, other containers' processes are invisible.
+    """
+    if not readings:
+        raise ValueError("classify needs at least one reading")
+    last = readings[-1]
+    used = max(r.memory_used_mib for r in readings)
+    utils = [r.utilization_pct for r in readings]
+    known = [u for u in utils if u is not None]
+    max_util = max(known) if known else None
+    # Keep every pid seen in the window; the latest reading's figures win.
+    procs: dict[int, GpuProcess] = {}
+    for r in readings:
+        for p in r.processes:
+            procs[p.pid] = p
+    occupied = bool(procs) or used > EMPTY_MEMORY_MIB
+    verdict: Verdict
+    if not occupied:
+        verdict = "free"
+    elif None in utils or (max_util or 0) > 0:
+        verdict = "busy"
+    else:
+        verdict = "idle-held"
+    return DeviceState(
+        index=last.index,
+        uuid=last.uuid,
+        name=last.name,
+        memory_total_mib=last.memory_total_mib,
+        memory_used_mib=used,
+        max_utilization_pct=max_util,
+        processes=tuple(sorted(procs.values(), key=lambda p: p.pid)),
+        verdict=verdict,
+        samples=len(readings),
+    )
+
+
+def classify_all(series: Iterable[list[DeviceReading]]) -> list[DeviceState]:
+    """Classify every device from a sequence of whole-machine readings (oldest first)."""
+    by_uuid: dict[str, list[DeviceReading]] = {}
+    for reading in series:
+        for dev in reading:
+            by_uuid.setdefault(dev.uuid, []).append(dev)
+    return sorted((classify(rs) for rs in by_uuid.values()), key=lambda s: s.index)
+
+
+def process_owner(pid: int) -> str | None:
+    """The user name owning ``pid``, or None when the process is not visible from here."""
+    import psutil
+
+    try:
+        return str(psutil.Process(pid).username())
+    except (psutil.Error, KeyError, OSError):
+        # KeyError: a uid with no passwd entry (common in containers).
+        return None
+
+
+class _Sampler:
+    """Shared sampling loop; ``clock`` and ``sleep`` are injected so tests never wait."""
+
+    interval_s: float = 0.5
+
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._clock = clock
+        self._sleep = sleep
+
+    def read(self) -> list[DeviceReading]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def sample(self, window_s: float) -> list[DeviceState]:
+        """Read now, then every ``interval_s`` until ``window_s`` has passed (at least once)."""
+        series = [self.read()]
+        deadline = self._clock() + max(0.0, window_s)
+        while self._clock() + 1e-9 < deadline:
+            self._sleep(min(self.interval_s, deadline - self._clock()))
+            series.append(self.read())
+        return classify_all(series)
+
+
+# ---------------------------------------------------------------- nvidia-smi
+
+
+def _cell(text: str) -> str | None:
+    """A CSV cell without padding and units; None for nvidia-smi's "not available" forms."""
+    value = text.strip()
+    if not value or value.startswith("[") or value in ("N/A", "Not Supported"):
+        return None  # "[N/A]", "[Not Supported]", "[Insufficient Permissions]", ...
+    for unit in (" MiB", "MiB", " %", "%"):
+        if value.endswith(unit):
+            return value[: -len(unit)].strip()
+    return value
+
+
+def _int(text: str) -> int | None:
+    value = _cell(text)
+    return None if value is None else int(float(value))
+
+
+def _rows(text: str) -> list[list[str]]:
+    # Names never hold commas, so a plain split is what nvidia-smi's CSV needs.
+    rows = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("No ") or "," not in line:
+            continue  # blank, "No running processes found", "No devices were found"
+        rows.append([c.strip() for c in line.split(",")])
+    return rows
+
+
+def parse_smi(
+    gpu_csv: str,
+    apps_csv: str,
+    owner_of: Callable[[int], str | None] = process_owner,
+) -> list[DeviceReading]:
+    """Readings from the output of the two queries :data:`SMI_GPU_ARGS` and :data:`SMI_APPS_ARGS`.
+
+    Accepts ``--format=csv,noheader,nounits`` output, and also tolerates units
+    (``81920 MiB``, ``35 %``) and ``[N/A]`` cells. Raises ValueError on a row
+    that is not shaped like the query.
+    """
+    procs: dict[str, list[GpuProcess]] = {}
+    for row in _rows(apps_csv):
+        if len(row) != 3:
+            raise ValueError(f"expected 3 fields ({APPS_QUERY}), got {len(row)}: {row!r}")
+        uuid, pid_s, mem_s = row
+        pid = _int(pid_s)
+        if pid is None:
+            continue
+        procs.setdefault(uuid, []).append(GpuProcess(pid, owner_of(pid), _int(mem_s)))
+    readings = []
+    for row in _rows(gpu_csv):
+        if len(row) != 6:
+            raise ValueError(f"expected 6 fields ({GPU_QUERY}), got {len(row)}: {row!r}")
+        index, uuid, name, total, used, util = row
+        readings.append(
+            DeviceReading(
+                index=int(index),
+                uuid=uuid,
+                name=name,
+                memory_total_mib=_int(total) or 0,
+                memory_used_mib=_int(used) or 0,
+                utilization_pct=_int(util),
+                processes=tuple(procs.get(uuid, ())),
+            )
+        )
+    return sorted(readings, key=lambda r: r.index)
+
+
+class SmiUnavailable(Exception):
+    """nvidia-smi is missing or failed; the message is the reason shown to the user."""
+
+
+def run_smi(args: tuple[str, ...]) -> str:
+    """Run one nvidia-smi query and return its stdout; raise SmiUnavailable with the reason."""
+    exe = shutil.which(args[0])
+    if exe is None:
+        raise SmiUnavailable("not found")
+    try:
+        done = subprocess.run(
+            [exe, *args[1:]], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SmiUnavailable(str(exc)) from exc
+    if done.returncode != 0:
+        first = (done.stdout + done.stderr).strip().splitlines()
+        raise SmiUnavailable(f"exit {done.returncode}: {first[0] if first else 'no output'}")
+    return done.stdout
+
+
+class SmiInventory(_Sampler):
+    """Readings from the ``nvidia-smi`` command. ``runner`` maps the query's argv to its stdout."""
+
+    source = "nvidia-smi"
+
+    def __init__(
+        self,
+        runner: Callable[[tuple[str, ...]], str] = run_smi,
+        owner_of: Callable[[int], str | None] = process_owner,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        super().__init__(clock, sleep)
+        self._runner = runner
+        self._owner_of = owner_of
+
+    def read(self) -> list[DeviceReading]:
+        gpu_csv = self._runner(SMI_GPU_ARGS)
+        apps_csv = self._runner(SMI_APPS_ARGS)
+        return parse_smi(gpu_csv, apps_csv, self._owner_of)
+
+
+# ---------------------------------------------------------------------- NVML
+
+
+class NvmlInventory(_Sampler):
+    """Readings from NVML. ``nvml`` is the ``pynvml`` module (or an object shaped like it)."""
+
+    source = "nvml"
+
+    def __init__(
+        self,
+        nvml: Any = None,
+        owner_of: Callable[[int], str | None] = process_owner,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        super().__init__(clock, sleep)
+        if nvml is None:
+            import pynvml
+
+            nvml = pynvml
+        self._nvml = nvml
+        self._owner_of = owner_of
+        nvml.nvmlInit()  # raises nvml.NVMLError with the driver's reason
+
+    def close(self) -> None:
+        self._nvml.nvmlShutdown()
+
+    def read(self) -> list[DeviceReading]:
+        nv = self._nvml
+        readings = []
+        for i in range(nv.nvmlDeviceGetCount()):
+            h = nv.nvmlDeviceGetHandleByIndex(i)
+            mem = nv.nvmlDeviceGetMemoryInfo(h)
+            try:
+                util: int | None = int(nv.nvmlDeviceGetUtilizationRates(h).gpu)
+            except nv.NVMLError:
+                util = None  # "Not Supported" on MIG slices and some boards
+            try:
+                raw = nv.nvmlDeviceGetComputeRunningProcesses(h)
+            except nv.NVMLError:
+                raw = []
+            procs = tuple(
+                GpuProcess(
+                    int(p.pid),
+                    self._owner_of(int(p.pid)),
+                    None if p.usedGpuMemory is None else int(p.usedGpuMemory) // 2**20,
+                )
+                for p in raw
+            )
+            readings.append(
+                DeviceReading(
+                    index=i,
+                    uuid=_text(nv.nvmlDeviceGetUUID(h)),
+                    name=_text(nv.nvmlDeviceGetName(h)),
+                    memory_total_mib=int(mem.total) // 2**20,
+                    memory_used_mib=int(mem.used) // 2**20,
+                    utilization_pct=util,
+                    processes=procs,
+                )
+            )
+        return readings
+
+
+def _text(value: str | bytes) -> str:
+    # Older nvidia-ml-py releases return bytes, newer ones str.
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+# ------------------------------------------------------------------ choosing
+
+
+@dataclass
+class NoInventory:
+    """No GPU could be found; ``reason`` says why, for the one line shown to the user."""
+
+    reason: str
+    source: str = "none"
+
+    def read(self) -> list[DeviceReading]:
+        return []
+
+    def sample(self, window_s: float) -> list[DeviceState]:
+        return []
+
+
+def _nvml_reason(exc: BaseException) -> str:
+    if isinstance(exc, ImportError):
+        return "nvidia-ml-py is not installed (pip install 'benchlab[gpu]')"
+    return str(exc) or type(exc).__name__
+
+
+def open_inventory(
+    env: Mapping[str, str] | None = None,
+    nvml: Any = None,
+    runner: Callable[[tuple[str, ...]], str] = run_smi,
+) -> SmiInventory | NvmlInventory | NoInventory:
+    """The best inventory available here: the recorded double if ``BENCHLAB_GPU_DOUBLE``
+    names a folder, else NVML, else nvidia-smi, else a :class:`NoInventory` whose
+    ``reason`` reads ``no NVIDIA GPU found (NVML: <why>; nvidia-smi: <why>)``.
+    """
+    env = os.environ if env is None else env
+    recorded = env.get(DOUBLE_ENV, "")
+    if recorded:
+        from benchlab.execute.gpu_double import RecordedInventory
+
+        return RecordedInventory(recorded)
+    try:
+        return NvmlInventory(nvml)
+    except Exception as exc:  # ImportError, NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        nvml_reason = _nvml_reason(exc)
+    try:
+        runner(SMI_GPU_ARGS)
+    except SmiUnavailable as exc:
+        return NoInventory(f"no NVIDIA GPU found (NVML: {nvml_reason}; nvidia-smi: {exc})")
+    return SmiInventory(runner)

@@ -1,0 +1,75 @@
+"""What a run's ``provenance.json`` records: the code under test, the software, the machine.
+
+The sweep computes the part shared by every run once (``sweep_provenance``),
+then each attempt adds its own times, exit code and devices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+# Packages whose versions matter to an ML result, recorded when installed.
+TRACKED_PACKAGES = ("benchlab", "numpy", "scipy", "pandas", "torch", "jax", "jaxlib", "tensorflow",
+                    "scikit-learn", "gymnasium", "transformers", "vllm", "ray")
+
+
+def _git(workdir: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=workdir, capture_output=True, timeout=20, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.decode("utf-8", errors="replace")
+
+
+def git_state(workdir: Path) -> dict[str, Any]:
+    """Commit, dirty flag and a hash of the uncommitted diff of the repository holding ``workdir``."""
+    commit = _git(workdir, "rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": None, "dirty": None, "diff_sha256": None}
+    status = _git(workdir, "status", "--porcelain", "--untracked-files=no") or ""
+    diff = _git(workdir, "diff", "HEAD") or ""
+    return {
+        "commit": commit.strip(),
+        "dirty": bool(status.strip()),
+        "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None,
+    }
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in TRACKED_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def sweep_provenance(workdir: Path) -> dict[str, Any]:
+    """The part of provenance shared by every run of one sweep."""
+    return {
+        "git": git_state(workdir),
+        "python": sys.version.split()[0],
+        "python_executable": sys.executable,
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "packages": package_versions(),
+    }
+
+
+def write_provenance(run_dir: Path, shared: dict[str, Any], **attempt: Any) -> None:
+    """Write ``provenance.json``: the shared part plus this attempt's own facts."""
+    data = {**shared, **attempt}
+    tmp = run_dir / "provenance.json.tmp"
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, run_dir / "provenance.json")

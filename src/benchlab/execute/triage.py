@@ -1,0 +1,86 @@
+"""Failure triage: what kind of failure an attempt's end was, read from its exit and log tail."""
+
+from __future__ import annotations
+
+import re
+import signal as _signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlab.collect.extractors import strip_ansi
+
+TAIL_LINES = 20
+TAIL_BYTES = 16384
+
+# Failure classes, in the ledger's `attempts.failure_class`.
+TIMEOUT = "timeout"
+OOM = "out-of-memory"
+CUDA = "cuda-error"
+EXCEPTION = "exception"
+SIGNAL = "signal"
+EXIT_CODE = "exit-code"
+MISSING_METRIC = "missing-metric"
+LAUNCH = "launch-error"
+INTERRUPTED = "interrupted"
+LOST = "orchestrator-died"
+
+_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|out of memory|MemoryError|"
+                  r"Cannot allocate memory|std::bad_alloc|RESOURCE_EXHAUSTED", re.I)
+_CUDA = re.compile(r"CUDA error|cudaError|CUBLAS_STATUS|CUDNN_STATUS|NCCL error|"
+                   r"device-side assert|illegal memory access", re.I)
+
+
+def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log, ANSI colours removed (reads at most 16 KiB)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - TAIL_BYTES))
+            data = fh.read()
+    except OSError:
+        return ""
+    text = strip_ansi(data.decode("utf-8", errors="replace"))
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class Verdict:
+    failure_class: str
+    error: str
+
+
+def _last_exception(tail: str) -> str | None:
+    """The exception line of the last Python traceback in ``tail``: the first unindented line after it."""
+    lines = tail.splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("Traceback (most recent call last)")]
+    if not starts:
+        return None
+    for line in lines[starts[-1] + 1:]:
+        if line.strip() and not line[0].isspace():
+            return line.strip()
+    return None
+
+
+def classify(*, exit_code: int | None, signal: int | None, timed_out: bool, tail: str,
+             timeout: float | None = None) -> Verdict:
+    """Classify a failed attempt; the error is one line a person can act on."""
+    if timed_out:
+        return Verdict(TIMEOUT, f"timed out after {timeout:g}s" if timeout else "timed out")
+    exc = _last_exception(tail)
+    if _OOM.search(tail):
+        return Verdict(OOM, exc or "out of memory")
+    if signal == _signal.SIGKILL or exit_code == 137:
+        return Verdict(OOM, "killed by SIGKILL (likely the host's out-of-memory killer)")
+    if _CUDA.search(tail):
+        line = next((ln.strip() for ln in reversed(tail.splitlines()) if _CUDA.search(ln)), "CUDA error")
+        return Verdict(CUDA, line)
+    if exc:
+        return Verdict(EXCEPTION, exc)
+    if signal is not None:
+        try:
+            name = _signal.Signals(signal).name
+        except ValueError:
+            name = f"signal {signal}"
+        return Verdict(SIGNAL, f"killed by {name}")
+    return Verdict(EXIT_CODE, f"exited with code {exit_code}")

@@ -1,0 +1,143 @@
+"""Runs and their ids: expanding a ``Spec`` into every (task, config, seed).
+
+A run's id is a short hash of what defines it — benchmark, task, config,
+resolved parameters, seed and command — so the same spec names the same runs
+every time, and changing a parameter renames exactly the runs it touches.
+Its human name is its coordinates, ``digits/mlp/s3``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlab.spec import Resources, Spec
+
+ID_LENGTH = 12
+RUN_DIR_PLACEHOLDER = "{run_dir}"
+
+
+class _Plain(string.Formatter):
+    """str.format with YAML-ish spellings: true/false, JSON for lists and mappings."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if isinstance(value, _Raw):
+            return value.text
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, dict | list):
+            return json.dumps(value, separators=(",", ":"))
+        return format(value, format_spec)
+
+
+class _Quoting(_Plain):
+    """Like ``_Plain``, and shell-quotes every substituted value (safe strings stay as they are)."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        text = super().format_field(value, format_spec)
+        return text if isinstance(value, _Raw) else shlex.quote(text)
+
+
+@dataclass(frozen=True)
+class _Raw:
+    text: str
+
+
+_FORMATTER = _Quoting()
+_PLAIN = _Plain()
+
+
+@dataclass(frozen=True)
+class Run:
+    """One (task, config, seed) of a benchmark, with everything needed to launch it."""
+
+    run_id: str
+    benchmark: str
+    task: str
+    config: str
+    seed: int
+    params: dict[str, Any]
+    command: str  # rendered, with the literal '{run_dir}' still in it (see ``command_for``)
+    env: dict[str, str] = field(default_factory=dict)
+    workdir: str = "."
+    resources: Resources = field(default_factory=Resources)
+    timeout: float | None = None
+    retries: int = 2
+
+    @property
+    def name(self) -> str:
+        return f"{self.task}/{self.config}/s{self.seed}"
+
+    def command_for(self, run_dir: Path | str) -> str:
+        """The shell command with the run directory filled in."""
+        return self.command.replace(RUN_DIR_PLACEHOLDER, shlex.quote(str(run_dir)))
+
+    def resolved_config(self) -> dict[str, Any]:
+        """Everything that defines this run, as written to its ``config.yaml``."""
+        return {
+            "run_id": self.run_id,
+            "name": self.name,
+            "benchmark": self.benchmark,
+            "task": self.task,
+            "config": self.config,
+            "seed": self.seed,
+            "params": self.params,
+            "command": self.command,
+            "workdir": self.workdir,
+            "env": self.env,
+            "resources": self.resources.model_dump(exclude_defaults=True),
+            "timeout": self.timeout,
+            "retries": self.retries,
+        }
+
+
+def run_id(benchmark: str, task: str, config: str, params: dict[str, Any], seed: int,
+           command: str) -> str:
+    """A stable short id: the first 12 hex digits of the SHA-256 of the run's definition."""
+    blob = json.dumps(
+        {"benchmark": benchmark, "task": task, "config": config, "params": params,
+         "seed": seed, "command": command},
+        sort_keys=True, separators=(",", ":"), default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:ID_LENGTH]
+
+
+def _render(template: str, values: dict[str, Any]) -> str:
+    return _FORMATTER.vformat(template, (), values)
+
+
+def expand(spec: Spec) -> list[Run]:
+    """Every run of the spec, seed-major: each seed of every (task, config) before the next seed.
+
+    Seed-major order means an interrupted sweep already holds paired seeds for
+    every config, which is what comparisons need.
+    """
+    runs: list[Run] = []
+    workdir = str(spec.work_path)
+    for seed in spec.seed_list:
+        for task in spec.tasks:
+            for cfg in spec.configs:
+                params = {**task.params, **cfg.params}
+                template = cfg.command if cfg.command is not None else spec.command
+                assert template is not None  # guaranteed by spec validation
+                values: dict[str, Any] = {**spec.variables, **params,
+                                          "task": task.name, "config": cfg.name, "seed": seed,
+                                          "benchmark": spec.name,
+                                          "run_dir": _Raw(RUN_DIR_PLACEHOLDER),
+                                          "run_id": _Raw("{run_id}")}
+                command = _render(template, values)
+                rid = run_id(spec.name, task.name, cfg.name, params, seed, command)
+                command = command.replace("{run_id}", rid)
+                env = {k: _PLAIN.vformat(v, (), {**values, "run_id": rid}) if "{" in v else v
+                       for k, v in spec.env.items()}
+                runs.append(Run(
+                    run_id=rid, benchmark=spec.name, task=task.name, config=cfg.name, seed=seed,
+                    params=params, command=command, env=env, workdir=workdir,
+                    resources=spec.resources, timeout=spec.timeout, retries=spec.retries,
+                ))
+    return runs

@@ -1,0 +1,117 @@
+"""The long-format results table that everything downstream of execution reads.
+
+Columns: ``benchmark, task, config, seed, metric, step, value``; ``step`` is NaN
+for a run's final scalars and a number for each point of a logged curve.
+Only completed runs that are current (not replaced by a changed spec) appear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from benchlab.errors import ResultsNotFound
+from benchlab.store import DB_NAME, Store, find_db
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+COLUMNS = ["benchmark", "task", "config", "seed", "metric", "step", "value"]
+
+
+def find_results(path: Path | str | None = None) -> Path:
+    """The results folder meant by ``path``; with None: ./benchlab.db's folder, or the only one under ./results."""
+    if path is not None:
+        p = Path(path)
+        find_db(p)
+        return p if p.is_dir() else p.parent
+    here = Path.cwd()
+    if (here / DB_NAME).exists():
+        return here
+    candidates = sorted(p.parent for p in (here / "results").glob(f"*/{DB_NAME}"))
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise ResultsNotFound(here, "no results folder given and none found here "
+                                    "(looked for ./benchlab.db and ./results/*/benchlab.db)")
+    raise ResultsNotFound(here, "several results folders here; name one: "
+                                + ", ".join(str(c.relative_to(here)) for c in candidates))
+
+
+def load(results: Path | str | None = None, *, series: bool = True) -> pd.DataFrame:
+    """The results table of a results folder, as a pandas DataFrame in long format.
+
+    ``series=False`` leaves out the logged curves (only final scalars), which is
+    much smaller for large sweeps.
+    """
+    import pandas as pd
+
+    folder = find_results(results)
+    with Store.open(folder) as store:
+        name = store.meta().get("name", folder.name)
+        finals = store.metric_rows()
+        frames = []
+        if finals:
+            _, task, cfg, seed, metric, value = zip(*finals, strict=True)
+            frames.append(pd.DataFrame({
+                "benchmark": name, "task": task, "config": cfg, "seed": seed, "metric": metric,
+                "step": np.nan, "value": np.asarray(value, dtype=float)}))
+        if series:
+            rows = list(store.series_rows())
+            if rows:
+                lengths = np.array([len(r[5]) for r in rows])
+                frames.append(pd.DataFrame({
+                    "benchmark": name,
+                    "task": np.repeat([r[1] for r in rows], lengths),
+                    "config": np.repeat([r[2] for r in rows], lengths),
+                    "seed": np.repeat([r[3] for r in rows], lengths),
+                    "metric": np.repeat([r[4] for r in rows], lengths),
+                    "step": np.concatenate([r[5] for r in rows]),
+                    "value": np.concatenate([r[6] for r in rows]),
+                }))
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=float if c in ("step", "value") else object)
+                             for c in COLUMNS})
+    table = pd.concat(frames, ignore_index=True)
+    table["seed"] = table["seed"].astype(int)
+    return table[COLUMNS]
+
+
+@dataclass
+class BenchmarkInfo:
+    """What a results folder knows about its benchmark (from the spec it was run with)."""
+
+    name: str
+    primary: str
+    goal: dict[str, str]
+    baseline: str | None
+    configs: list[str]
+    tasks: list[str]
+    targets: dict[str, float | None] = field(default_factory=dict)
+    references: dict[str, tuple[float, float]] = field(default_factory=dict)
+    description: str = ""
+    seeds: list[int] = field(default_factory=list)
+    spec: dict[str, Any] = field(default_factory=dict)
+    spec_path: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+def info(results: Path | str | None = None) -> BenchmarkInfo:
+    """The benchmark's metadata: primary metric and goals, baseline, tasks, configs, targets."""
+    folder = find_results(results)
+    with Store.open(folder) as store:
+        meta = store.meta()
+    if "name" not in meta:
+        raise ResultsNotFound(folder, f"{folder}: the ledger holds no benchmark yet")
+    return BenchmarkInfo(
+        name=meta["name"], primary=meta["primary"], goal=meta.get("goals", {}),
+        baseline=meta.get("baseline"), configs=meta.get("configs", []), tasks=meta.get("tasks", []),
+        targets=meta.get("targets", {}),
+        references={k: (float(v[0]), float(v[1])) for k, v in meta.get("references", {}).items()},
+        description=meta.get("description", ""), seeds=meta.get("seeds", []),
+        spec=meta.get("spec", {}), spec_path=meta.get("spec_path"),
+        overrides=meta.get("overrides", {}),
+    )

@@ -1,0 +1,370 @@
+"""The ledger: one SQLite file (WAL) per results folder, the single source of truth for run state.
+
+Tables::
+
+    meta      key -> value (JSON): the benchmark's name, metrics, baseline, targets, ...
+    runs      one row per run id: coordinates, params, command, status, whether current
+    attempts  one row per launch of a run: status, exit code, signal, times, host, pid,
+              process group, process start time, GPUs, failure class, error, log tail
+    metrics   final scalars of a completed run (run_id, metric) -> value
+    series    step series of a completed run (run_id, metric) -> steps, values (float64 blobs)
+
+A run's metrics are written in the same transaction that marks it completed,
+so a crash can never leave a run half-recorded, and re-collecting replaces
+rather than adds. ``runs.current`` is 0 for a run whose coordinates
+(task, config, seed) were taken over by a changed spec; such runs stay on
+record but leave the results table.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchlab.errors import ResultsNotFound, StoreError
+from benchlab.plan import Run
+
+DB_NAME = "benchlab.db"
+SCHEMA_VERSION = 1
+
+# Run states. 'running' seen by a new sweep means its orchestrator died.
+PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED = "pending", "running", "completed", "failed", "interrupted"
+TODO_STATES = (PENDING, RUNNING, INTERRUPTED)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, name TEXT NOT NULL, task TEXT NOT NULL, config TEXT NOT NULL,
+    seed INTEGER NOT NULL, params TEXT NOT NULL, command TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending', current INTEGER NOT NULL DEFAULT 1,
+    created REAL NOT NULL, updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_coords ON runs (task, config, seed);
+CREATE TABLE IF NOT EXISTS attempts (
+    attempt_id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL REFERENCES runs(run_id),
+    number INTEGER NOT NULL, status TEXT NOT NULL, exit_code INTEGER, signal INTEGER,
+    started REAL NOT NULL, ended REAL, host TEXT, node TEXT, pid INTEGER, pgid INTEGER,
+    proc_start REAL, gpus TEXT, failure_class TEXT, error TEXT, log_tail TEXT
+);
+CREATE INDEX IF NOT EXISTS attempts_run ON attempts (run_id);
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id TEXT NOT NULL, metric TEXT NOT NULL, value REAL, PRIMARY KEY (run_id, metric)
+);
+CREATE TABLE IF NOT EXISTS series (
+    run_id TEXT NOT NULL, metric TEXT NOT NULL, steps BLOB NOT NULL, vals BLOB NOT NULL,
+    PRIMARY KEY (run_id, metric)
+);
+"""
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One launch of a run, as the ledger holds it."""
+
+    attempt_id: int
+    run_id: str
+    number: int
+    status: str
+    exit_code: int | None
+    signal: int | None
+    started: float
+    ended: float | None
+    host: str | None
+    node: str | None
+    pid: int | None
+    pgid: int | None
+    proc_start: float | None
+    gpus: str | None
+    failure_class: str | None
+    error: str | None
+    log_tail: str | None
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.ended is None else self.ended - self.started
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    name: str
+    task: str
+    config: str
+    seed: int
+    params: dict[str, Any]
+    command: str
+    status: str
+    current: bool
+
+
+def find_db(results: Path | str) -> Path:
+    """The ledger of a results folder (or the file itself), or ``ResultsNotFound``."""
+    path = Path(results)
+    if path.is_file() and path.name.endswith(".db"):
+        return path
+    db = path / DB_NAME
+    if not db.exists():
+        if not path.exists():
+            raise ResultsNotFound(path, f"{path}: no such results folder")
+        raise ResultsNotFound(path, f"{path}: no {DB_NAME} here; is it a benchlab results folder? "
+                                    "(`benchlab collect --rebuild` recreates it from runs/)")
+    return db
+
+
+class Store:
+    """The SQLite ledger of one results folder."""
+
+    def __init__(self, db_path: Path | str, *, create: bool = False):
+        self.path = Path(db_path)
+        if not create and not self.path.exists():
+            raise ResultsNotFound(self.path, f"{self.path}: no such ledger")
+        try:
+            self.conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
+                                        check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is durable against a crashed process in WAL mode (only an OS crash can
+            # lose the last commits), and much faster than FULL.
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA busy_timeout=30000")
+            if create:
+                self.conn.executescript(_SCHEMA)
+                self._set_default_meta()
+            else:
+                self.conn.execute("SELECT 1 FROM runs LIMIT 1")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: unreadable ledger ({exc})") from None
+
+    @classmethod
+    def open(cls, results: Path | str) -> Store:
+        return cls(find_db(results))
+
+    @classmethod
+    def create(cls, results_dir: Path | str) -> Store:
+        results_dir = Path(results_dir)
+        results_dir.mkdir(parents=True, exist_ok=True)
+        return cls(results_dir / DB_NAME, create=True)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ meta
+
+    def _set_default_meta(self) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                          (json.dumps(SCHEMA_VERSION),))
+
+    def set_meta(self, **values: Any) -> None:
+        with self.transaction() as c:
+            c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                          [(k, json.dumps(v, default=str)) for k, v in values.items()])
+
+    def meta(self) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
+
+    # ------------------------------------------------------------------ runs
+
+    def register(self, runs: Iterable[Run]) -> None:
+        """Record the runs of the current plan; runs they replace (same coordinates) stop being current."""
+        now = time.time()
+        rows = [(r.run_id, r.name, r.task, r.config, r.seed, json.dumps(r.params, sort_keys=True,
+                 default=str), r.command, now, now) for r in runs]
+        with self.transaction() as c:
+            c.execute("CREATE TEMP TABLE IF NOT EXISTS plan (run_id TEXT PRIMARY KEY, task TEXT, "
+                      "config TEXT, seed INTEGER)")
+            c.execute("DELETE FROM plan")
+            c.executemany("INSERT INTO plan VALUES (?, ?, ?, ?)", [(r[0], r[2], r[3], r[4]) for r in rows])
+            c.executemany(
+                "INSERT INTO runs (run_id, name, task, config, seed, params, command, created, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id) DO UPDATE SET current = 1",
+                rows)
+            c.execute("UPDATE runs SET current = 0 WHERE run_id NOT IN (SELECT run_id FROM plan) AND "
+                      "EXISTS (SELECT 1 FROM plan p WHERE p.task = runs.task AND "
+                      "p.config = runs.config AND p.seed = runs.seed)")
+
+    def statuses(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT run_id, status FROM runs"))
+
+    def runs(self, current_only: bool = True) -> list[RunRecord]:
+        q = "SELECT run_id, name, task, config, seed, params, command, status, current FROM runs"
+        if current_only:
+            q += " WHERE current = 1"
+        return [RunRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], bool(r[8]))
+                for r in self.conn.execute(q + " ORDER BY rowid")]
+
+    def set_status(self, run_id: str, status: str) -> None:
+        self.conn.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?",
+                          (status, time.time(), run_id))
+
+    # ------------------------------------------------------------------ attempts
+
+    def start_attempt(self, run_id: str, *, host: str, pid: int | None = None,
+                      pgid: int | None = None, proc_start: float | None = None,
+                      gpus: str | None = None, node: str | None = None,
+                      started: float | None = None) -> tuple[int, int]:
+        """Record a launch; returns (attempt_id, attempt number)."""
+        started = time.time() if started is None else started
+        with self.transaction() as c:
+            (number,) = c.execute("SELECT COUNT(*) + 1 FROM attempts WHERE run_id = ?",
+                                  (run_id,)).fetchone()
+            cur = c.execute(
+                "INSERT INTO attempts (run_id, number, status, started, host, node, pid, pgid,"
+                " proc_start, gpus) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, number, started, host, node, pid, pgid, proc_start, gpus))
+            c.execute("UPDATE runs SET status = 'running', updated = ? WHERE run_id = ?",
+                      (started, run_id))
+        return int(cur.lastrowid or 0), int(number)
+
+    def set_process(self, attempt_id: int, pid: int, pgid: int, proc_start: float | None) -> None:
+        self.conn.execute("UPDATE attempts SET pid = ?, pgid = ?, proc_start = ? WHERE attempt_id = ?",
+                          (pid, pgid, proc_start, attempt_id))
+
+    def finish_attempt(self, attempt_id: int, run_id: str, *, status: str, run_status: str,
+                       exit_code: int | None = None, signal: int | None = None,
+                       ended: float | None = None, failure_class: str | None = None,
+                       error: str | None = None, log_tail: str | None = None,
+                       metrics: dict[str, float] | None = None,
+                       series: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> None:
+        """Close an attempt and, in the same transaction, replace the run's metrics."""
+        ended = time.time() if ended is None else ended
+        with self.transaction() as c:
+            c.execute(
+                "UPDATE attempts SET status = ?, exit_code = ?, signal = ?, ended = ?,"
+                " failure_class = ?, error = ?, log_tail = ? WHERE attempt_id = ?",
+                (status, exit_code, signal, ended, failure_class, error, log_tail, attempt_id))
+            c.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?",
+                      (run_status, ended, run_id))
+            if metrics is not None or series is not None:
+                self._replace_metrics(c, run_id, metrics or {}, series or {})
+
+    @staticmethod
+    def _replace_metrics(c: sqlite3.Connection, run_id: str, metrics: dict[str, float],
+                         series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        c.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
+        c.execute("DELETE FROM series WHERE run_id = ?", (run_id,))
+        c.executemany("INSERT INTO metrics VALUES (?, ?, ?)",
+                      [(run_id, k, float(v)) for k, v in metrics.items()])
+        c.executemany("INSERT INTO series VALUES (?, ?, ?, ?)", [
+            (run_id, k, np.ascontiguousarray(s, dtype="<f8").tobytes(),
+             np.ascontiguousarray(v, dtype="<f8").tobytes())
+            for k, (s, v) in series.items()])
+
+    def attempts(self, run_id: str | None = None, status: str | None = None) -> list[AttemptRecord]:
+        q = "SELECT * FROM attempts"
+        cond, args = [], []
+        if run_id is not None:
+            cond.append("run_id = ?")
+            args.append(run_id)
+        if status is not None:
+            cond.append("status = ?")
+            args.append(status)
+        if cond:
+            q += " WHERE " + " AND ".join(cond)
+        return [AttemptRecord(*row) for row in self.conn.execute(q + " ORDER BY attempt_id", args)]
+
+    def durations(self) -> dict[tuple[str, str], float]:
+        """Mean duration of completed attempts per (task, config): the scheduler's estimates."""
+        rows = self.conn.execute(
+            "SELECT r.task, r.config, AVG(a.ended - a.started) FROM attempts a JOIN runs r"
+            " USING (run_id) WHERE a.status = 'completed' GROUP BY r.task, r.config")
+        return {(t, c): d for t, c, d in rows}
+
+    # ------------------------------------------------------------------ metrics
+
+    def metric_rows(self, current_only: bool = True) -> list[tuple[str, str, str, int, str, float]]:
+        """(run_id, task, config, seed, metric, value) of every completed run's final scalars."""
+        q = ("SELECT r.run_id, r.task, r.config, r.seed, m.metric, m.value FROM metrics m"
+             " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
+        if current_only:
+            q += " AND r.current = 1"
+        return list(self.conn.execute(q))
+
+    def series_rows(self, current_only: bool = True) -> Iterator[tuple[str, str, str, int, str,
+                                                                       np.ndarray, np.ndarray]]:
+        q = ("SELECT r.run_id, r.task, r.config, r.seed, s.metric, s.steps, s.vals FROM series s"
+             " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
+        if current_only:
+            q += " AND r.current = 1"
+        for rid, task, cfg, seed, metric, steps, vals in self.conn.execute(q):
+            yield (rid, task, cfg, seed, metric, np.frombuffer(steps, dtype="<f8"),
+                   np.frombuffer(vals, dtype="<f8"))
+
+    def counts(self) -> dict[str, int]:
+        return dict(self.conn.execute(
+            "SELECT status, COUNT(*) FROM runs WHERE current = 1 GROUP BY status"))
+
+    def integrity_ok(self) -> bool:
+        (result,) = self.conn.execute("PRAGMA integrity_check").fetchone()
+        return bool(result == "ok")
+
+
+LOCK_NAME = ".benchlab.lock"
+
+
+class ResultsLock:
+    """An exclusive lock on a results folder, held by one ``benchlab run`` at a time.
+
+    It is an ``flock`` on a file, so the kernel releases it when the holder dies,
+    even by ``kill -9``: a crashed sweep never leaves the folder locked.
+    """
+
+    def __init__(self, results_dir: Path):
+        self.path = Path(results_dir) / LOCK_NAME
+        self._fh: Any = None
+
+    def acquire(self) -> None:
+        import fcntl
+        import os
+        import socket
+
+        from benchlab.errors import ResultsLocked
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "a+")  # noqa: SIM115 - held for the sweep's lifetime
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown process"
+            fh.close()
+            raise ResultsLocked(self.path.parent, holder) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%H:%M:%S')}")
+        fh.flush()
+        self._fh = fh
+
+    def release(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def __enter__(self) -> ResultsLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
