@@ -140,13 +140,12 @@ class _Resampler:
         flat_valid = np.flatnonzero(valid.ravel())
         order = flat_valid[np.argsort(self.values_by_slot[flat_valid], kind="stable")]
         self.sorted_values = self.values_by_slot[order]
-        # Draw counts are small integers, exact in float32; half the memory traffic.
-        self.sorted_values32 = self.sorted_values.astype(np.float32)
         self.position = np.full(self.pad_slot + 1, self.total, dtype=np.int32)
         self.position[order] = np.arange(self.total)
         self.scale = np.maximum(self.n_task, 1).astype(float)  # (tasks,)
         self.task_index = np.arange(tasks, dtype=np.int32)
         self.padding = ~valid[:, None, :]  # (runs, 1, tasks)
+        self.full = bool(valid.all())
         self._work: dict[int, dict[str, np.ndarray]] = {}
 
     def _buffers(self, k: int) -> dict[str, np.ndarray]:
@@ -157,11 +156,13 @@ class _Resampler:
                 "u": np.empty(shape),
                 "slots": np.empty(shape, dtype=np.int32),
                 "gathered": np.empty(shape), "cells": np.empty(shape, dtype=np.int32),
-                "counts": np.empty((n + 1, k), dtype=np.float32),
-                "end": np.empty((n, k), dtype=np.float32),
-                "low": np.empty((n, k), dtype=np.float32),
-                "share": np.empty((n, k), dtype=np.float32),
+                "counts": np.empty((n + 1, k), dtype=np.int32),
+                "end": np.empty((n, k), dtype=np.int32),
+                "low": np.empty((n, k), dtype=np.int32),
+                "share": np.empty((n, k), dtype=np.int32),
                 "rep": np.arange(k, dtype=np.int32)[None, :, None],
+                # Cell of (sorted position n, resample j) in the (N + 1, k) counts: n*k + j.
+                "position_k": self.position * np.int32(k),
             }
         return self._work[k]
 
@@ -178,7 +179,8 @@ class _Resampler:
         slots[...] = u  # truncation: a uniform run index within each task
         slots *= self.tasks
         slots += self.task_index
-        np.copyto(slots, self.pad_slot, where=self.padding)
+        if not self.full:
+            np.copyto(slots, self.pad_slot, where=self.padding)
         return slots
 
     def reduce(self, slots: np.ndarray, gamma: float = 1.0) -> np.ndarray:
@@ -188,24 +190,24 @@ class _Resampler:
         # Layout (runs, k, tasks): summing over runs adds whole rows.
         gathered = np.take(self.values_by_slot, slots, out=w["gathered"])
         task_means = gathered.sum(axis=0) / self.n_task  # (k, tasks)
-        cells = np.take(self.position, slots, out=w["cells"])
-        cells *= k
+        cells = np.take(w["position_k"], slots, out=w["cells"])
         cells += w["rep"]
         counts = w["counts"]
-        counts.fill(0.0)
-        np.add.at(counts.reshape(-1), cells.reshape(-1), np.float32(1.0))
+        counts.fill(0)
+        np.add.at(counts.reshape(-1), cells.reshape(-1), np.int32(1))
         counts = counts[: self.total]  # (N, k); the padding row dropped
 
         total, cut = self.total, self.total // 4
         end = np.cumsum(counts, axis=0, out=w["end"])
-        share = np.minimum(end, np.float32(total - cut), out=w["share"])
+        share = np.minimum(end, np.int32(total - cut), out=w["share"])
         low = np.subtract(end, counts, out=w["low"])
-        np.maximum(low, np.float32(cut), out=low)
+        np.maximum(low, np.int32(cut), out=low)
         share -= low
-        np.maximum(share, np.float32(0.0), out=share)
-        iqm_ = np.einsum("nk,n->k", share, self.sorted_values32, dtype=np.float64)
+        np.maximum(share, np.int32(0), out=share)
+        # Counts are int32: half the memory traffic of float64, and faster running sums.
+        iqm_ = np.einsum("nk,n->k", share, self.sorted_values, dtype=np.float64)
         iqm_ /= total - 2 * cut
-        clipped = np.minimum(self.sorted_values32, np.float32(gamma))
+        clipped = np.minimum(self.sorted_values, gamma)
         gap = gamma - np.einsum("nk,n->k", counts, clipped, dtype=np.float64) / total
         middle = self.tasks // 2
         parted = np.partition(task_means, (middle - 1, middle), axis=1)
