@@ -352,7 +352,8 @@ def _aggregate(
     confidence: float,
     warnings: list[str],
 ) -> list[dict[str, Any]]:
-    runs = runs[runs["value"].notna()]
+    # NaN and infinite values were reported per (task, config) by describe().
+    runs = runs[np.isfinite(runs["value"].to_numpy(dtype=float))]
     present = [t for t in tasks if t in set(runs["task"])]
     shared = [t for t in present
               if set(configs) <= set(runs.loc[runs["task"] == t, "config"])]
