@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from benchlab.errors import DataError
-from benchlab.stats.aggregate import AGGREGATES, aggregate, normalize
+from benchlab.stats.aggregate import AGGREGATES, aggregate
 from benchlab.stats.bootstrap import Method
 from benchlab.stats.compare import compare, holm, is_significant
 from benchlab.stats.curves import SUMMARIES, Summary, align, summarize
 from benchlab.stats.describe import Goal, describe, rank
+from benchlab.stats.scores import score_matrices
 
 REQUIRED_COLUMNS = ("task", "config", "seed", "value")
 OPTIONAL_COLUMNS = ("metric", "step", "benchmark")
@@ -236,7 +237,6 @@ def analyze(
     if runs.empty:
         raise DataError(f"{source}: no runs left to analyse with --summary {summary}")
     metrics = list(dict.fromkeys(runs["metric"]))
-    tasks = list(dict.fromkeys(runs["task"]))
 
     summary_rows: list[dict[str, Any]] = []
     for (task, met), group in runs.groupby(["task", "metric"], sort=False):
@@ -268,7 +268,7 @@ def analyze(
         warnings.append(f"several metrics; the aggregate across tasks is of {primary!r}")
     aggregates: list[dict[str, Any]] = []
     if primary is not None:
-        aggregates = _aggregate(runs[runs["metric"] == primary], tasks, configs,
+        aggregates = _aggregate(runs[runs["metric"] == primary], configs,
                                 _goal_of(goal, primary), references, reps, seed,
                                 confidence, warnings)
     return {"summary": summary_rows, "comparisons": comparisons, "aggregate": aggregates,
@@ -343,7 +343,6 @@ def _compare_all(
 
 def _aggregate(
     runs: pd.DataFrame,
-    tasks: list[str],
     configs: list[str],
     goal: Goal,
     references: Mapping[str, tuple[float, float]] | None,
@@ -352,51 +351,11 @@ def _aggregate(
     confidence: float,
     warnings: list[str],
 ) -> list[dict[str, Any]]:
-    # NaN and infinite values were reported per (task, config) by describe().
-    runs = runs[np.isfinite(runs["value"].to_numpy(dtype=float))]
-    present = [t for t in tasks if t in set(runs["task"])]
-    shared = [t for t in present
-              if set(configs) <= set(runs.loc[runs["task"] == t, "config"])]
-    if len(shared) < len(present):
-        dropped = [t for t in present if t not in shared]
-        warnings.append(
-            f"aggregate: task(s) {', '.join(dropped)} lack some config and are left out"
-        )
-    refs = dict(references or {})
-    low, high, used = [], [], []
-    unreferenced = []
-    for t in shared:
-        if t in refs and refs[t] is not None:
-            lo, hi = map(float, refs[t])
-        else:
-            vals = runs.loc[runs["task"] == t, "value"]
-            worst, best = (vals.min(), vals.max()) if goal == "max" else (vals.max(), vals.min())
-            lo, hi = float(worst), float(best)
-            unreferenced.append(t)
-        if lo == hi:
-            warnings.append(f"aggregate: task {t} has equal low and high references; left out")
-            continue
-        low.append(lo)
-        high.append(hi)
-        used.append(t)
-    if unreferenced:
-        warnings.append(
-            f"aggregate: no reference scores for {', '.join(unreferenced)}; normalised by the "
-            "worst and best values observed over all configs"
-        )
-    if not used:
-        if shared:
-            warnings.append("aggregate: no task can be normalised; the aggregate is empty")
-        return []
+    # NaN and infinite values were already reported per (task, config) by describe().
+    matrices = score_matrices(runs, goal, references, configs)
+    warnings += matrices.warnings
     out = []
-    for config in configs:
-        per_task = [runs.loc[(runs["task"] == t) & (runs["config"] == config), "value"].to_numpy()
-                    for t in used]
-        width = max(len(v) for v in per_task)
-        scores = np.full((width, len(used)), np.nan)
-        for j, v in enumerate(per_task):
-            scores[: len(v), j] = v
-        normed = normalize(scores, np.array(low), np.array(high))
+    for config, normed in matrices.scores.items():
         result = aggregate(normed, reps, confidence, _seed(seed, "aggregate", config))
         row: dict[str, Any] = {"config": config}
         for name in AGGREGATES:
