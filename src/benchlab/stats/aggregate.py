@@ -240,11 +240,13 @@ def aggregate(
     scores = np.asarray(scores, dtype=float)
     point = np.array([_FUNCS[name](scores) for name in AGGREGATES])
     rng = np.random.default_rng(seed)
-    chunk = min(reps, max(1, _CACHE_ELEMENTS // max(scores.size, 1)))
+    # Equal chunks reuse one set of work arrays; the few surplus resamples of the
+    # last chunk (fewer than the number of chunks) are drawn and dropped.
+    n_chunks = -(-reps // max(1, _CACHE_ELEMENTS // max(scores.size, 1)))
+    chunk = -(-reps // n_chunks)
     resampler = _Resampler(scores)
-    parts = [resampler.reduce(resampler.draw(min(chunk, reps - start), rng))
-             for start in range(0, reps, chunk)]
-    low, high = _interval(np.concatenate(parts), confidence)
+    parts = [resampler.reduce(resampler.draw(chunk, rng)) for _ in range(n_chunks)]
+    low, high = _interval(np.concatenate(parts)[:reps], confidence)
     return {
         name: (float(point[i]), float(low[i]), float(high[i])) for i, name in enumerate(AGGREGATES)
     }
