@@ -1,4 +1,4 @@
-"""One real run of each bundled example, launched from its spec's own command line.
+"""Real runs of the bundled examples, each launched from its spec's own command line.
 
 Each test renders the spec's command for one (task, config, seed) the way a
 run is launched (values shell-quoted, cwd the spec's workdir, BENCHLAB_RUN_DIR
