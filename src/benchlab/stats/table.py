@@ -71,7 +71,7 @@ def validate_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
                 f"{out[col].iloc[row]!r}"
             )
         out[col] = numeric.astype(float)
-    for col in ("task", "config", "seed"):
+    for col in ("task", "config", "seed", "metric"):
         if out[col].isna().any():
             row = int(np.flatnonzero(out[col].isna().to_numpy())[0])
             raise DataError(f"{source}: column {col!r} is empty in row {row + 1}")
@@ -117,9 +117,10 @@ def reduce_runs(
             f"{n_runs} run(s) have several final values for one metric; they are averaged"
         )
     # A NaN value must reach describe() (which reports it), not vanish in a groupby mean.
-    scalar_runs = scalars.groupby(keys, sort=False)["value"].agg(
-        lambda v: v.mean() if v.notna().all() else np.nan
-    ).reset_index()
+    grouped = scalars.assign(has_nan=scalars["value"].isna()).groupby(keys, sort=False)
+    scalar_runs = grouped.agg(value=("value", "mean"), has_nan=("has_nan", "any")).reset_index()
+    scalar_runs.loc[scalar_runs["has_nan"], "value"] = np.nan
+    scalar_runs = scalar_runs.drop(columns="has_nan")
     rows: list[dict[str, Any]] = []
     curve_keys: set[tuple[Any, ...]] = set()
     for (task, metric), group in curves.groupby(["task", "metric"], sort=False):
