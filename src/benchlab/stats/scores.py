@@ -87,10 +87,11 @@ def score_matrices(
     lows, highs = np.array(low), np.array(high)
     scores: dict[str, np.ndarray] = {}
     if used:
+        ordered = runs.sort_values("seed", kind="stable")
+        values = ordered["value"].to_numpy(dtype=float)
+        groups = ordered.groupby(["config", "task"], sort=False).indices
         for config in configs:
-            mine = runs[runs["config"] == config]
-            per_task = [mine.loc[mine["task"] == t].sort_values("seed")["value"].to_numpy()
-                        for t in used]
+            per_task = [values[groups[(config, t)]] for t in used]
             matrix = np.full((max(len(v) for v in per_task), len(used)), np.nan)
             for j, v in enumerate(per_task):
                 matrix[: len(v), j] = v

@@ -294,19 +294,24 @@ def _compare_all(
     chosen = [c for c in (candidates or configs) if c != baseline]
     out: list[dict[str, Any]] = []
     pvalues: list[float | None] = []
-    for (task, met), group in runs.groupby(["task", "metric"], sort=False):
-        base = group[group["config"] == baseline].set_index("seed")["value"]
-        if base.empty:
+    # {(task, metric, config): {seed: value}}, built in one pass (pandas masks per pair are slow).
+    values = runs["value"].to_numpy(dtype=float)
+    seeds = runs["seed"].to_numpy()
+    by_run = {key: dict(zip(seeds[idx].tolist(), values[idx].tolist(), strict=True))
+              for key, idx in runs.groupby(["task", "metric", "config"], sort=False).indices.items()}
+    for task, met in dict.fromkeys(zip(runs["task"], runs["metric"], strict=True)):
+        base = by_run.get((task, met, baseline), {})
+        if not base:
             warnings.append(f"{task} {met}: the baseline {baseline!r} has no runs; not compared")
             continue
         for cand in chosen:
-            other = group[group["config"] == cand].set_index("seed")["value"]
-            if other.empty:
+            other = by_run.get((task, met, cand), {})
+            if not other:
                 continue
             label = f"{task} {met} {cand} vs {baseline}"
-            common = [s for s in base.index if s in set(other.index)]
-            only_b = sorted(set(base.index) - set(other.index), key=str)
-            only_c = sorted(set(other.index) - set(base.index), key=str)
+            common = [s for s in base if s in other]
+            only_b = sorted(set(base) - set(other), key=str)
+            only_c = sorted(set(other) - set(base), key=str)
             paired = len(common) >= 2
             if paired and (only_b or only_c):
                 warnings.append(
@@ -315,8 +320,8 @@ def _compare_all(
                 )
             elif not paired:
                 warnings.append(f"{label}: fewer than 2 shared seeds; compared unpaired")
-            b = base.loc[common].to_numpy() if paired else base.to_numpy()
-            c = other.loc[common].to_numpy() if paired else other.to_numpy()
+            b = np.array([base[s] for s in common] if paired else list(base.values()))
+            c = np.array([other[s] for s in common] if paired else list(other.values()))
             cmp = compare(b, c, paired, _goal_of(goal, met), reps, confidence, method,
                           _seed(seed, "compare", task, met, baseline, cand), label)
             warnings += cmp.warnings
