@@ -85,6 +85,10 @@ def run(
     max_failures: int = typer.Option(None, "--max-failures", min=1,
                                      help="Stop launching after this many failed runs."),
     backend: str = typer.Option(None, "--backend", help="local or ray [default: the spec's, or local]."),
+    gpus: str = typer.Option(None, "--gpus", metavar="auto|none|0,3,5",
+                             help="GPUs to pack runs onto: auto (the free ones), none, or indices "
+                                  "(used even if other processes hold them) [default: auto when "
+                                  "runs ask for GPUs]."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the report at the end."),
 ) -> None:
     """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
@@ -95,6 +99,10 @@ def run(
 
     spec = load_spec(spec_path, sets)
     folder = results or default_results(spec)
+    if gpus is not None:
+        from benchlab.execute.placement import parse_gpus
+
+        parse_gpus(gpus)  # a bad --gpus is a usage error before anything else happens
     if dry_run:
         statuses: dict[str, str] = {}
         if (folder / DB_NAME).exists():
@@ -112,7 +120,7 @@ def run(
     display = SweepDisplay(console, primary=spec.metrics.primary.name)
     sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed,
                   backend=backend or spec.backend, on_event=display.on_event,
-                  max_failures=max_failures)
+                  max_failures=max_failures, gpus=gpus)
     previous = {}
 
     def stop(signum: int, frame: Any) -> None:

@@ -156,16 +156,12 @@ class LocalBackend:
         self._events: queue.SimpleQueue[int | None | tuple[int, list[int]]] = queue.SimpleQueue()
         self._settling: dict[int, list[int]] = {}  # attempt id -> devices whose memory drains
         self._warnings: list[str] = []
-        self._requests: dict[str, GpuRequest] = {}
 
     # -- capacity -------------------------------------------------------------
 
     def _request(self, run: Run) -> GpuRequest:
-        # Runs share a handful of Resources objects; cache by run id to keep fits() cheap.
-        req = self._requests.get(run.run_id)
-        if req is None:
-            req = self._requests[run.run_id] = GpuRequest.of(run.resources)
-        return req
+        res = run.resources
+        return GpuRequest(gpus=res.gpus, gpu_memory=res.gpu_memory)
 
     def fits(self, run: Run) -> bool:
         if len(self._running) >= self.jobs:
@@ -221,7 +217,7 @@ class LocalBackend:
 
     def _place(self, launch: Launch) -> bool:
         """Reserve the launch's GPUs and point its environment at them; whether any were taken."""
-        request = GpuRequest.of(launch.run.resources) if self.gpu_pool is not None else None
+        request = self._request(launch.run) if self.gpu_pool is not None else None
         if request is None or request.devices == 0:
             if self.hide_gpus:
                 launch.env["CUDA_VISIBLE_DEVICES"] = ""
@@ -229,7 +225,7 @@ class LocalBackend:
         assert self.gpu_pool is not None
         placement = self.gpu_pool.acquire(launch.attempt_id, request)
         if placement is None:
-            raise OSError(f"no GPU free for {request.gpus:g} GPU(s) (the scheduler asked fits() first?)")
+            raise OSError(f"no GPU free for {request.gpus:g} GPU(s) (start() without fits())")
         launch.env.update(placement.env())
         launch.gpus = list(placement.devices)
         return True

@@ -295,7 +295,9 @@ class Sweep:
 
         drop_unplaceable()
         try:
-            while (todo or inflight) and not self._stop.is_set():
+            # Devices whose memory still drains keep the sweep open (bounded by the backend's
+            # settle time), so a leak found after the last run is still reported.
+            while (todo or inflight or (settling and settling())) and not self._stop.is_set():
                 # Launch while slots allow; a run that does not fit now waits, others may pass it.
                 launched = True
                 while launched and todo and not self._stop.is_set():

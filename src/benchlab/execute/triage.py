@@ -71,7 +71,8 @@ def classify(*, exit_code: int | None, signal: int | None, timed_out: bool, tail
         return Verdict(TIMEOUT, f"timed out after {timeout:g}s" if timeout else "timed out")
     exc = _last_exception(tail)
     if _OOM.search(tail):
-        return Verdict(OOM, exc or "out of memory")
+        line = next((ln.strip() for ln in reversed(tail.splitlines()) if _OOM.search(ln)), None)
+        return Verdict(OOM, exc or line or "out of memory")
     if signal == _signal.SIGKILL or exit_code == 137:
         return Verdict(OOM, "killed by SIGKILL (likely the host's out-of-memory killer)")
     if _CUDA.search(tail):
