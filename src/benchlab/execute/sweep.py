@@ -371,6 +371,8 @@ class Sweep:
                     self._finish(store, outcome, shared, primary, metrics)
                     interrupted += 1
             backend.close()
+            if isinstance(self._backend_arg, str) and self._backend_arg == "local":
+                kill_strays(db_key)
         flagged = triage.flag_configs(store.runs(), store.attempts())
         store.set_meta(flagged=flagged)
         return SweepResult(
@@ -487,6 +489,32 @@ class Sweep:
             store.finish_attempt(attempt.attempt_id, attempt.run_id, status=INTERRUPTED,
                                  run_status=INTERRUPTED, failure_class=triage.LOST,
                                  error="the benchlab process running it died; run again")
+
+
+def kill_strays(db_key: str) -> int:
+    """Kill processes of this ledger's attempts that outlived them (a child that left its
+    process group with ``setsid`` and kept running); returns how many.
+
+    Found by the ``BENCHLAB_ATTEMPT_KEY`` every attempt's processes inherit; done once
+    per sweep, not per run, because reading every process's environment is slow.
+    """
+    prefix = f"{db_key}#"
+    me = os.getpid()
+    killed = 0
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid == me:
+            continue
+        try:
+            key = proc.environ().get(ATTEMPT_ENV, "")
+        except (psutil.Error, OSError):
+            continue
+        if key.startswith(prefix):
+            try:
+                proc.kill()
+                killed += 1
+            except psutil.Error:
+                pass
+    return killed
 
 
 def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:

@@ -69,6 +69,9 @@ def classify(*, exit_code: int | None, signal: int | None, timed_out: bool, tail
     """Classify a failed attempt; the error is one line a person can act on."""
     if timed_out:
         return Verdict(TIMEOUT, f"timed out after {timeout:g}s" if timeout else "timed out")
+    if signal is None and exit_code is not None and 128 < exit_code <= 128 + 64:
+        # A shell reports a child killed by signal N as exit code 128 + N.
+        signal = exit_code - 128
     exc = _last_exception(tail)
     if _OOM.search(tail):
         line = next((ln.strip() for ln in reversed(tail.splitlines()) if _OOM.search(ln)), None)
