@@ -254,7 +254,17 @@ class Sweep:
                 return sum(durations) / len(durations)
             return sum(estimates.values()) / len(estimates) if estimates else None
 
+        eta_cache: list[float | None] = [None, 0.0]  # last value, when (monotonic)
+
         def eta() -> float | None:
+            # O(queue) per call: recompute at most twice a second, not after every run.
+            now_m = time.monotonic()
+            if todo and now_m - eta_cache[1] < 0.5 and eta_cache[1]:
+                return eta_cache[0]
+            eta_cache[:] = [_eta(), now_m]
+            return eta_cache[0]
+
+        def _eta() -> float | None:
             left = [*todo, *(v[0] for v in inflight.values())]
             if not left:
                 return 0.0
