@@ -245,6 +245,7 @@ class Sweep:
         why_never = getattr(backend, "why_never", None)
         settling = getattr(backend, "settling", None)
         drain_warnings = getattr(backend, "warnings", None)
+        slots: int | None = getattr(backend, "jobs", None)
 
         def expected(run: Run) -> float | None:
             est = estimates.get((run.task, run.config))
@@ -315,20 +316,23 @@ class Sweep:
                     if self.max_failures is not None and len(failed_runs) >= self.max_failures:
                         todo.clear()
                         break
-                    for _ in range(len(todo)):
-                        run = todo[0]
-                        if backend.fits(run):
-                            todo.popleft()
-                            launch = self._launch(store, backend, run, host, base_env, db_key, shared)
-                            if launch is None:
-                                continue
-                            inflight[launch.attempt_id] = (run, launch.attempt_id, launch.number,
-                                                           time.time())
-                            progress.running = len(inflight)
-                            self.on_event(SweepEvent("start", run, launch.number, progress))
-                            launched = True
-                            break
-                        todo.rotate(-1)
+                    if slots is not None and backend.running() >= slots:
+                        break  # no run can fit: spare the scan
+                    # The first run in queue order that fits; the queue keeps its order, so a
+                    # long run that waits for a whole device stays ahead of shorter ones.
+                    pick = next((i for i, r in enumerate(todo) if backend.fits(r)), None)
+                    if pick is None:
+                        break
+                    run = todo[pick]
+                    del todo[pick]
+                    launch = self._launch(store, backend, run, host, base_env, db_key, shared)
+                    launched = True
+                    if launch is None:
+                        continue
+                    inflight[launch.attempt_id] = (run, launch.attempt_id, launch.number,
+                                                   time.time())
+                    progress.running = len(inflight)
+                    self.on_event(SweepEvent("start", run, launch.number, progress))
                 if not inflight and not (settling and settling()):
                     break
                 outcomes = backend.wait(timeout=None)
