@@ -166,7 +166,7 @@ def main() -> None:
         shell = run_shell_loop(durations, root)
         rows.append(("round-robin shell loop", shell, [], None))
         refill = sorted(measure_refill(root))
-    for name, makespan, gaps, share in rows:
+    for name, makespan, _gaps, share in rows:
         extra = ""
         if share is not None:
             extra += f"; GPU busy {share:.0%}"

@@ -281,7 +281,7 @@ class Spec(_Model):
     def retry_budget(self) -> dict[str, int]:
         """Retries allowed per failure class: ``retry_on`` over the defaults; other classes get
         ``retries``."""
-        return {**DEFAULT_RETRY_ON, **self.retry_on}
+        return {**DEFAULT_RETRY_ON, **{str(k): v for k, v in self.retry_on.items()}}
 
     @property
     def seed_list(self) -> list[int]:

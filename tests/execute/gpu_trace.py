@@ -44,6 +44,8 @@ if args.get("fail") == "1":
     print("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: broken config")
     sys.exit(2)
 time.sleep(float(args.get("sleep", 0.2)))
+if "nap" in args:  # a file holding seconds to sleep, so a test can shorten a later attempt
+    time.sleep(float(open(args["nap"]).read()))
 if smi and args.get("leak_seed") != str(seed):
     set_memory(4)
 with open(os.path.join(run_dir, "metrics.json"), "w") as f:

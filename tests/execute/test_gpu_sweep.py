@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
+from gpu_trace import TRACE_SCRIPT, devices_of, peak_use, read_trace
 
 from benchlab.execute.sweep import Sweep
 from benchlab.spec import load_spec
 from conftest import run_cli
-from gpu_trace import TRACE_SCRIPT, devices_of, peak_use, read_trace
 
 RECORDING = Path(__file__).parents[1] / "data" / "gpus" / "dgx-a100"
 A100_GIB = 81920 / 1024
@@ -284,3 +283,54 @@ retries: 0
         ("t1", "bad", 1), ("t2", "bad", 1)]
     text = bench.cli("status", "out")
     assert "flagged: t2/bad failed on every seed" in text.stdout
+
+
+@pytest.mark.slow
+def test_kill_9_during_a_gpu_sweep_then_resume_runs_each_once_on_free_devices(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    smi = one_free_device(tmp_path, n=2)
+    (tmp_path / "nap.txt").write_text("60")
+    spec = write_bench(tmp_path, f"""
+tasks: [{{name: t}}]
+configs: [{{name: a}}]
+seeds: 3
+resources: {{gpus: 1}}
+command: python run.py trace={{trace}} sleep=0 gpus=1 nap={tmp_path / 'nap.txt'}
+""")
+    env = {**os.environ, **double_env(smi)}
+    sweep = subprocess.Popen([sys.executable, "-m", "benchlab", "run", str(spec), "-r", "out",
+                              "--no-report"], cwd=tmp_path, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = tmp_path / "out" / "benchlab.db"
+    deadline = time.monotonic() + 60
+    running: list[tuple[int, str]] = []
+    while time.monotonic() < deadline and len(running) < 2:
+        time.sleep(0.1)
+        if db.exists():
+            con = sqlite3.connect(db)
+            running = con.execute("SELECT pid, gpus FROM attempts WHERE status = 'running' "
+                                  "AND pid IS NOT NULL AND gpus IS NOT NULL").fetchall()
+            con.close()
+    assert sorted(g for _, g in running) == ["0", "1"]
+    sweep.send_signal(signal.SIGKILL)
+    sweep.wait()
+    assert all(psutil.pid_exists(pid) for pid, _ in running)  # its runs outlive it, for now
+    (tmp_path / "nap.txt").write_text("0")
+    done = run_cli("run", str(spec), "-r", "out", "--no-report", cwd=tmp_path, env=double_env(smi))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for pid, _ in running:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert dict(con.execute("SELECT failure_class, COUNT(*) FROM attempts WHERE status = "
+                            "'interrupted' GROUP BY failure_class")) == {"orchestrator-died": 2}
+    completed = con.execute("SELECT run_id, COUNT(*), MAX(gpus) FROM attempts "
+                            "WHERE status = 'completed' GROUP BY run_id").fetchall()
+    assert len(completed) == 3 and all(n == 1 and g in ("0", "1") for _, n, g in completed)
+    assert con.execute("SELECT COUNT(*) FROM metrics").fetchone() == (3,)

@@ -27,8 +27,8 @@ import yaml
 from benchlab.collect import collect_run
 from benchlab.execute import triage
 from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
-from benchlab.execute.local import kill_tree
-from benchlab.execute.placement import GpuRequest, longest_first
+from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
+from benchlab.execute.placement import longest_first
 from benchlab.execute.provenance import sweep_provenance, write_provenance
 from benchlab.plan import Run, expand
 from benchlab.spec import Spec
@@ -144,6 +144,7 @@ class Sweep:
         self.gpus = gpus
         self.gpu_names: dict[int, str] = {}
         self.gpu_devices: list[int] = []
+        self._recovered_gpus: list[int] = []
         self._stop = threading.Event()
         self.backend: Backend | None = None
 
@@ -201,6 +202,8 @@ class Sweep:
                                 f"{wanting[0].name} is {wanting[0].resources.gpus:g}), but "
                                 f"{inventory.reason}")
             return {}
+        if self._recovered_gpus:
+            _wait_for_memory(inventory, self._recovered_gpus)
         states = inventory.sample(GPU_SAMPLE_WINDOW_S)
         devices = select_devices(selection, states)
         self.gpu_names = {s.index: s.name for s in states}
@@ -227,7 +230,7 @@ class Sweep:
         self.backend = backend = self._make_backend(todo)
         shared = sweep_provenance(spec.work_path)
         if self.gpu_names:
-            shared["gpu_models"] = {str(i): n for i, n in sorted(self.gpu_names.items())}
+            shared["machine_gpus"] = {str(i): n for i, n in sorted(self.gpu_names.items())}
         host = socket.gethostname()
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
@@ -255,15 +258,16 @@ class Sweep:
                 return sum(durations) / len(durations)
             return sum(estimates.values()) / len(estimates) if estimates else None
 
-        eta_cache: list[float | None] = [None, 0.0]  # last value, when (monotonic)
+        eta_value: list[float | None] = [None]
+        eta_at = [float("-inf")]  # when it was computed (monotonic)
 
         def eta() -> float | None:
             # O(queue) per call: recompute at most twice a second, not after every run.
             now_m = time.monotonic()
-            if todo and now_m - eta_cache[1] < 0.5 and eta_cache[1]:
-                return eta_cache[0]
-            eta_cache[:] = [_eta(), now_m]
-            return eta_cache[0]
+            if todo and now_m - eta_at[0] < 0.5:
+                return eta_value[0]
+            eta_value[0], eta_at[0] = _eta(), now_m
+            return eta_value[0]
 
         def _eta() -> float | None:
             left = [*todo, *(v[0] for v in inflight.values())]
@@ -482,6 +486,9 @@ class Sweep:
         stale = store.attempts(status="running")
         if not stale:
             return
+        # Their devices hold memory until the driver has cleaned up after the killed processes;
+        # the inventory must not read that as someone else's work (see _gpu_options).
+        self._recovered_gpus = sorted({int(i) for a in stale for i in (a.gpus or "").split(",") if i})
         keys = {f"{store.path}#{a.attempt_id}" for a in stale}
         by_key: dict[str, list[psutil.Process]] = {}
         # Processes started between the ledger write and the pid record are found by their env.
@@ -503,6 +510,19 @@ class Sweep:
             store.finish_attempt(attempt.attempt_id, attempt.run_id, status=INTERRUPTED,
                                  run_status=INTERRUPTED, failure_class=triage.LOST,
                                  error="the benchlab process running it died; run again")
+
+
+def _wait_for_memory(inventory: Any, devices: list[int], limit_s: float = SETTLE_S,
+                     poll_s: float = SETTLE_POLL_S) -> None:
+    """Wait (at most ``limit_s``) until ``devices`` hold no more than a driver's bookkeeping."""
+    from benchlab.execute.gpus import EMPTY_MEMORY_MIB
+
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        used = {r.index: r.memory_used_mib for r in inventory.read()}
+        if all(used.get(i, 0) <= EMPTY_MEMORY_MIB for i in devices):
+            return
+        time.sleep(poll_s)
 
 
 def kill_strays(db_key: str) -> int:
