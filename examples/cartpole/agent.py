@@ -38,6 +38,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import NoReturn
 
 import gymnasium as gym
 import numpy as np
@@ -113,7 +114,8 @@ def linear(theta: np.ndarray) -> Policy:
 
 
 def cem(trainer: Trainer, rng: np.random.Generator, population: int = 16,
-        elite_frac: float = 0.25, extra_noise: float = 0.5) -> np.ndarray:
+        elite_frac: float = 0.25, extra_noise: float = 0.5) -> NoReturn:
+    """Cross-entropy method over linear weights (5,): ``population`` episodes per generation."""
     mean, std = np.zeros(N_FEATURES), np.ones(N_FEATURES)
     n_elite = max(2, int(population * elite_frac))
     generation = 0
@@ -121,13 +123,14 @@ def cem(trainer: Trainer, rng: np.random.Generator, population: int = 16,
         candidates = mean + std * rng.standard_normal((population, N_FEATURES))
         scores = np.array([trainer.episode(linear(theta)) for theta in candidates])
         elite = candidates[np.argsort(-scores, kind="stable")[:n_elite]]
-        # The extra noise keeps the search from collapsing onto the first lucky elite.
         generation += 1
         mean = elite.mean(axis=0)
+        # The decaying extra noise keeps the search from collapsing onto the first lucky elite.
         std = elite.std(axis=0) + extra_noise / generation
 
 
-def random_search(trainer: Trainer, rng: np.random.Generator, noise: float = 1.0) -> np.ndarray:
+def random_search(trainer: Trainer, rng: np.random.Generator, noise: float = 1.0) -> NoReturn:
+    """Hill climbing over linear weights (5,), one episode per candidate, adaptive noise."""
     best = rng.standard_normal(N_FEATURES)
     best_score = trainer.episode(linear(best))
     while True:
@@ -141,7 +144,8 @@ def random_search(trainer: Trainer, rng: np.random.Generator, noise: float = 1.0
 
 
 def reinforce(trainer: Trainer, rng: np.random.Generator, lr: float = 0.01,
-              gamma: float = 0.99) -> np.ndarray:
+              gamma: float = 0.99) -> NoReturn:
+    """REINFORCE with a stochastic policy, one gradient step per episode."""
     theta = np.zeros(N_FEATURES)
 
     def policy(features: np.ndarray) -> int:
@@ -164,7 +168,9 @@ def reinforce(trainer: Trainer, rng: np.random.Generator, lr: float = 0.01,
         theta = theta + lr * ((a - p_right) * advantage) @ x
 
 
-ALGOS = {"cem": cem, "random_search": random_search, "reinforce": reinforce}
+Algorithm = Callable[[Trainer, np.random.Generator], NoReturn]
+# Each trains until the frame budget runs out, which ends it with BudgetSpent.
+ALGOS: dict[str, Algorithm] = {"cem": cem, "random_search": random_search, "reinforce": reinforce}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -187,8 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     trainer = Trainer(env, args.seed, int(args.max_frame), args.log_every, args.ma_window,
                       color=args.color == "always")
-    trainer.info(f"{args.algo} on {args.env} (episodes capped at {env.spec.max_episode_steps}"
-                 f" steps), seed {args.seed}, {int(args.max_frame)} frames")
+    cap = env.spec.max_episode_steps if env.spec is not None else None
+    trainer.info(f"{args.algo} on {args.env} (episodes capped at {cap} steps), "
+                 f"seed {args.seed}, {int(args.max_frame)} frames")
     try:
         ALGOS[args.algo](trainer, rng)
     except BudgetSpent:

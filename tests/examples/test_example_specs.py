@@ -46,6 +46,7 @@ def test_quickstart_spec_reads_accuracy_and_fit_time_from_benchlab_files() -> No
 def test_quickstart_epochs_variable_is_overridable() -> None:
     spec = load_spec(EXAMPLES / "quickstart/benchlab.yaml", overrides=["epochs=3"])
     assert spec.variables["epochs"] == 3
+    assert "after 3 epochs" in spec.description  # ${epochs} in the description follows -s
     assert "{epochs}" in (spec.command or "")
 
 

@@ -1,7 +1,29 @@
 import inspect
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
+
+import benchlab
+
+SRC = str(Path(benchlab.__file__).resolve().parents[1])
+
+
+@pytest.fixture
+def benchlab_cli():
+    """Run the real command line in a subprocess, importing this checkout's package."""
+
+    def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200"}
+        return subprocess.run(
+            [sys.executable, "-c", "from benchlab.cli import main; main()", *args],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+        )
+
+    return run
 
 
 @pytest.fixture

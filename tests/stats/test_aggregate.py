@@ -90,3 +90,23 @@ def test_average_probability_of_improvement_matches_rliable(rliable):
     assert low < value < high
     same, _, _ = average_probability_of_improvement(SCORES, SCORES, reps=100)
     assert same == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("tasks", [1, 3, 6])
+def test_count_based_aggregates_equal_those_of_the_explicit_resamples(tasks):
+    import sys
+
+    module = sys.modules["benchlab.stats.aggregate"]
+    scores = SCORES[:, :tasks].copy()
+    scores[7:, 0] = np.nan  # the first task has 7 runs only
+    resampler = module._Resampler(scores)
+    slots = resampler.draw(50, np.random.default_rng(3))  # (runs, 50, tasks)
+    got = resampler.reduce(slots)
+    # Rebuild every resample as an array and compute the aggregates the plain way.
+    flat = np.append(np.nan_to_num(scores, nan=np.nan).ravel(), np.nan)
+    explicit = np.moveaxis(flat[slots], 1, 0)  # (50, runs, tasks), NaN where padded
+    assert not np.isnan(explicit[:, :7, 0]).any() and np.isnan(explicit[:, 7:, 0]).all()
+    assert got[:, 0] == pytest.approx(iqm(explicit))
+    assert got[:, 1] == pytest.approx(median_of_means(explicit))
+    assert got[:, 2] == pytest.approx(mean_of_means(explicit))
+    assert got[:, 3] == pytest.approx(optimality_gap(explicit))

@@ -1,4 +1,4 @@
-"""`benchlab analyze`, `compare`, `variance`, `power`: the statistics, from a CSV or a results folder.
+"""`benchlab analyze`, `compare`, `variance`, `power`: statistics of a CSV or a results folder.
 
 Parse, call :mod:`benchlab.stats`, print: rich tables by default, JSON with ``--json``.
 """
@@ -123,6 +123,13 @@ def _print_report(report: dict[str, Any]) -> None:
     _print_warnings(report["warnings"])
 
 
+def _output(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(report)
+    else:
+        _print_report(report)
+
+
 def _print_warnings(warnings: list[str]) -> None:
     from rich.markup import escape
 
@@ -130,16 +137,25 @@ def _print_warnings(warnings: list[str]) -> None:
         err_console.print(f"[yellow]warning:[/] {escape(w)}")
 
 
+TableArg = typer.Argument(
+    ..., help="Long-format CSV: task, config, seed, value (optional: metric, step, benchmark)."
+)
+ResultsArg = typer.Argument(..., help="Results folder (or a long-format CSV).")
+PilotArg = typer.Argument(None, help="Pilot results folder or CSV (not needed with --effect).")
+ReferencesOpt = typer.Option(
+    None, help="CSV task,low,high normalising the aggregate (default: observed worst and best)."
+)
+SUMMARY_HELP = "Learning curves to one number: final|auc|max|slope."
+
+
 @app.command()
 def analyze(
-    table: Path = typer.Argument(..., help="Long-format CSV: task, config, seed, value "
-                                 "(optional: metric, step, benchmark)."),
+    table: Path = TableArg,
     baseline: str | None = typer.Option(None, help="Config to compare the others with."),
     metric: str | None = typer.Option(None, help="Analyse only this metric (default: all)."),
     goal: str = typer.Option("max", help="max: higher is better; min: lower is better."),
-    summary: str = typer.Option("final", help="Learning curves to one number: final|auc|max|slope."),
-    references: Path | None = typer.Option(None, help="CSV task,low,high normalising the "
-                                           "aggregate (default: observed worst and best)."),
+    summary: str = typer.Option("final", help=SUMMARY_HELP),
+    references: Path | None = ReferencesOpt,
     reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of every random procedure."),
     method: str = typer.Option("percentile", help="Bootstrap CI of one sample: percentile|bca."),
@@ -155,21 +171,24 @@ def analyze(
     if method not in ("percentile", "bca"):
         raise DataError(f"--method must be percentile or bca; got {method!r}")
     df = _read_csv(table)
+    # goal, summary and method are checked above or by analyze() itself.
     report = run_analysis(
-        df, baseline=baseline, metric=metric, goal=goal, reps=reps, seed=seed,
-        summary=summary, alpha=alpha, method=method,  # type: ignore[arg-type]
+        df, baseline=baseline, metric=metric, goal=goal,  # type: ignore[arg-type]
+        reps=reps, seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
+        method=method,  # type: ignore[arg-type]
         references=_read_references(references), source=str(table),
     )
-    print_json(report) if as_json else _print_report(report)
+    _output(report, as_json)
 
 
 @app.command()
 def compare(
-    results: Path = typer.Argument(..., help="Results folder (or a long-format CSV)."),
+    results: Path = ResultsArg,
     baseline: str | None = typer.Option(None, help="Baseline config (default: the spec's)."),
     candidate: str = typer.Option(..., help="Candidate config."),
     metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
-    summary: str = typer.Option("final", help="Learning curves to one number: final|auc|max|slope."),
+    goal: str | None = typer.Option(None, help="max|min (default: the spec's, else max)."),
+    summary: str = typer.Option("final", help=SUMMARY_HELP),
     reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of every random procedure."),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
@@ -180,40 +199,41 @@ def compare(
     from benchlab.stats import analyze as run_analysis
 
     df, info = _load(results)
-    goal: Any = "max"
+    goals: Any = goal or "max"
     references = None
     if info is not None:
         metric = metric or info.primary
         baseline = baseline or info.baseline
-        goal = dict(info.goal)
+        goals = goal or dict(info.goal)
         references = dict(info.references)
     if baseline is None:
         raise DataError(f"{results}: no baseline in the spec; give --baseline")
+    _check_configs(df, [baseline, candidate], results)
     report = run_analysis(
-        df[df["config"].isin([baseline, candidate])] if "config" in df.columns else df,
-        baseline=baseline, candidates=[candidate], metric=metric, goal=goal, reps=reps,
+        df[df["config"].astype(str).isin([baseline, candidate])],
+        baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
         seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
         references=references, source=str(results),
-    ) if _has_configs(df, [baseline, candidate], results) else {}
-    print_json(report) if as_json else _print_report(report)
+    )
+    _output(report, as_json)
 
 
-def _has_configs(df: pd.DataFrame, configs: list[str], source: Path) -> bool:
+def _check_configs(df: pd.DataFrame, configs: list[str], source: Path) -> None:
     from benchlab.errors import DataError
+    from benchlab.stats import validate_table
 
     if "config" not in df.columns:
-        return True  # analyze() names the missing column
+        validate_table(df, str(source))  # names the missing columns
     have = list(dict.fromkeys(df["config"].astype(str)))
     missing = [c for c in configs if c not in have]
     if missing:
         raise DataError(f"{source}: no config {', '.join(map(repr, missing))}; configs are "
                         f"{', '.join(have) or 'none (no completed runs)'}")
-    return True
 
 
 @app.command()
 def variance(
-    results: Path = typer.Argument(..., help="Results folder (or a long-format CSV)."),
+    results: Path = ResultsArg,
     config: str = typer.Option(..., help="Config whose pilot seeds to analyse."),
     metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
     threshold: float = typer.Option(0.05, min=0.0, help="Target coefficient of variation."),
@@ -221,7 +241,7 @@ def variance(
     seed: int = typer.Option(0, help="Seed of the subsampling."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
-    """Coefficient of variation of the mean vs number of seeds, and the smallest N under a threshold."""
+    """Coefficient of variation of the mean vs number of seeds; smallest N under a threshold."""
     from rich.table import Table
 
     from benchlab.stats import variance_analysis
@@ -251,14 +271,13 @@ def variance(
 
 @app.command()
 def power(
-    results: Path | None = typer.Argument(None, help="Pilot results folder or CSV "
-                                          "(not needed with --effect)."),
+    results: Path | None = PilotArg,
     effect: float | None = typer.Option(None, help="Standardised paired effect d_z = mean "
                                         "difference / sd of the differences."),
     baseline: str | None = typer.Option(None, help="Pilot baseline config."),
     candidate: str | None = typer.Option(None, help="Pilot candidate config."),
     metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
-    summary: str = typer.Option("final", help="Learning curves to one number: final|auc|max|slope."),
+    summary: str = typer.Option("final", help=SUMMARY_HELP),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Two-sided significance level."),
     target: float = typer.Option(0.8, "--power", min=0.0, max=1.0, help="Wanted power."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
@@ -272,7 +291,9 @@ def power(
     df = None
     if effect is None:
         if results is None:
-            raise DataError("power: give --effect, or a pilot RESULTS with --baseline and --candidate")
+            raise DataError(
+                "power: give --effect, or a pilot RESULTS with --baseline and --candidate"
+            )
         df, info = _load(results)
         if info is not None:
             metric = metric or info.primary

@@ -66,7 +66,8 @@ def percentile_interval(
 ) -> tuple[np.ndarray | float, np.ndarray | float]:
     """Percentile interval of a bootstrap distribution.
 
-    ``dist``: shape ``(reps,)`` (returns two floats) or ``(..., reps)`` (two arrays of shape ``(...)``).
+    ``dist``: shape ``(reps,)`` (returns two floats) or ``(..., reps)`` (returns two
+    arrays of shape ``(...)``).
     """
     alpha = 1.0 - confidence
     low, high = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=-1)
@@ -211,16 +212,23 @@ def stratified_bootstrap(
     scores = np.asarray(scores, dtype=float)
     runs, tasks = scores.shape
     counts = np.sum(~np.isnan(scores), axis=0)  # (tasks,)
-    # A valid row index for every slot; padding slots keep pointing at padding.
-    pad = np.arange(runs)[:, None] >= counts[None, :]  # (runs, tasks)
+    flat = scores.ravel()
     cols = np.arange(tasks)
     rng = _rng(seed)
     parts = []
+    if np.all(counts == runs):
+        # Every task has all its runs: draw row indices directly, gather by flat index.
+        for m in _chunks(reps, runs * tasks):
+            rows = rng.integers(0, runs, size=(m, runs, tasks))
+            parts.append(statistic(flat[rows * tasks + cols]))
+        return np.concatenate(parts)
+    # A valid row index for every slot; padding slots keep pointing at padding.
+    pad = np.arange(runs)[:, None] >= counts[None, :]  # (runs, tasks)
     for m in _chunks(reps, runs * tasks):
         u = rng.random(size=(m, runs, tasks))
         rows = np.floor(u * np.maximum(counts, 1)).astype(np.intp)
         rows = np.where(pad, np.arange(runs)[:, None], rows)
-        parts.append(statistic(scores[rows, cols]))
+        parts.append(statistic(flat[rows * tasks + cols]))
     return np.concatenate(parts)
 
 

@@ -174,7 +174,7 @@ def compare(
     where = f"{label}: " if label else ""
     if paired:
         if b.shape != c.shape:
-            raise ValueError(f"paired samples must have the same shape, got {b.shape} and {c.shape}")
+            raise ValueError(f"paired samples need the same shape, got {b.shape} and {c.shape}")
         keep = ~(np.isnan(b) | np.isnan(c))
         if not keep.all():
             note.append(f"{where}{int((~keep).sum())} pair(s) with a NaN value dropped")
@@ -219,7 +219,7 @@ def compare(
     d_eff = cohens_d(b, c, paired)
     df = nb - 1 if paired else nb + nc - 2
     if d_eff is None and not (paired and nb >= 2 and np.all(c - b == (c - b)[0])):
-        note.append(f"{where}zero or undefined standard deviation: Cohen's d and Hedges' g are null")
+        note.append(f"{where}zero or undefined standard deviation: Cohen's d, Hedges' g are null")
     g = hedges_g(d_eff, df)
     if d_eff is not None and g is None:
         note.append(f"{where}{df} degree(s) of freedom: Hedges' g is null")
@@ -256,7 +256,10 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 def is_significant(
     p_adjusted: float | None, ci_low: float | None, ci_high: float | None, alpha: float = 0.05
 ) -> bool | None:
-    """The verdict: adjusted p < alpha and the CI of the difference excludes 0 (``None`` if undefined)."""
+    """The verdict: adjusted p < alpha and the CI of the difference excludes 0.
+
+    ``None`` when the adjusted p-value or the interval is undefined.
+    """
     if p_adjusted is None or ci_low is None or ci_high is None:
         return None
     return bool(p_adjusted < alpha and (ci_low > 0 or ci_high < 0))

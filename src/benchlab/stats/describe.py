@@ -100,7 +100,7 @@ def describe(
     std = float(x.std(ddof=1))
     sem = std / np.sqrt(n)
     if std == 0.0:
-        warnings.append(f"{where}all {n} values are equal: zero variance, the intervals are a point")
+        warnings.append(f"{where}all {n} values are equal: zero variance, point intervals")
         return Description(n, mean, 0.0, 0.0, median, lo, hi, mean, mean, mean, mean, False,
                            warnings)
     ci_low, ci_high = t_interval(x, confidence)

@@ -112,7 +112,9 @@ def reduce_runs(
     dup = scalars.duplicated(keys, keep=False)
     if dup.any():
         n_runs = scalars[dup].drop_duplicates(keys).shape[0]
-        warnings.append(f"{n_runs} run(s) have several final values for one metric; they are averaged")
+        warnings.append(
+            f"{n_runs} run(s) have several final values for one metric; they are averaged"
+        )
     # A NaN value must reach describe() (which reports it), not vanish in a groupby mean.
     scalar_runs = scalars.groupby(keys, sort=False)["value"].agg(
         lambda v: v.mean() if v.notna().all() else np.nan
@@ -398,7 +400,8 @@ def _aggregate(
         row: dict[str, Any] = {"config": config}
         for name in AGGREGATES:
             value, lo, hi = result[name]
-            row[name], row[f"{name}_ci_low"], row[f"{name}_ci_high"] = _num(value), _num(lo), _num(hi)
+            row[name] = _num(value)
+            row[f"{name}_ci_low"], row[f"{name}_ci_high"] = _num(lo), _num(hi)
         out.append(row)
     return out
 

@@ -1,14 +1,7 @@
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-import benchlab
-
-SRC = str(Path(benchlab.__file__).resolve().parents[1])
 
 CSV = """task,config,seed,value
 cartpole,ppo,0,480
@@ -30,13 +23,6 @@ pong,dqn,3,20.5
 """
 
 
-def benchlab_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real command line, in a subprocess, importing this checkout's package."""
-    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-c", "from benchlab.cli import main; main()", *args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
-
-
 @pytest.fixture
 def scores(tmp_path: Path) -> Path:
     path = tmp_path / "scores.csv"
@@ -44,7 +30,7 @@ def scores(tmp_path: Path) -> Path:
     return path
 
 
-def test_analyze_json_has_exactly_the_four_sections(scores, tmp_path):
+def test_analyze_json_has_exactly_the_four_sections(scores, tmp_path, benchlab_cli):
     res = benchlab_cli("analyze", str(scores), "--baseline", "dqn", "--reps", "1000", "--json",
                        cwd=tmp_path)
     assert res.returncode == 0, res.stderr
@@ -56,7 +42,7 @@ def test_analyze_json_has_exactly_the_four_sections(scores, tmp_path):
     assert cartpole["mean_diff"] == pytest.approx((1935 - 1685) / 4)
 
 
-def test_analyze_prints_tables_without_json(scores, tmp_path):
+def test_analyze_prints_tables_without_json(scores, tmp_path, benchlab_cli):
     res = benchlab_cli("analyze", str(scores), "--baseline", "dqn", "--reps", "500",
                        cwd=tmp_path)
     assert res.returncode == 0, res.stderr
@@ -70,11 +56,14 @@ def test_analyze_prints_tables_without_json(scores, tmp_path):
     ("content", "expected"),
     [
         ("task,config,value\na,b,1\n", "missing column(s) seed"),
-        ("task,config,seed,value\na,b,0,high\n", "column 'value' must hold numbers; row 1 has 'high'"),
+        ("task,config,seed,value\na,b,0,high\n",
+         "column 'value' must hold numbers; row 1 has 'high'"),
         ("", "the file is empty"),
     ],
 )
-def test_bad_csv_is_one_message_naming_file_and_column_with_exit_2(tmp_path, content, expected):
+def test_bad_csv_is_one_message_naming_file_and_column_with_exit_2(
+    tmp_path, content, expected, benchlab_cli
+):
     bad = tmp_path / "bad.csv"
     bad.write_text(content)
     res = benchlab_cli("analyze", str(bad), cwd=tmp_path)
@@ -84,7 +73,7 @@ def test_bad_csv_is_one_message_naming_file_and_column_with_exit_2(tmp_path, con
     assert res.stdout == ""
 
 
-def test_unknown_baseline_and_missing_file_exit_2(scores, tmp_path):
+def test_unknown_baseline_and_missing_file_exit_2(scores, tmp_path, benchlab_cli):
     res = benchlab_cli("analyze", str(scores), "--baseline", "sac", cwd=tmp_path)
     assert res.returncode == 2
     assert "no baseline 'sac'; configs are ppo, dqn" in res.stderr
@@ -92,7 +81,7 @@ def test_unknown_baseline_and_missing_file_exit_2(scores, tmp_path):
     assert res.returncode == 2 and "nope.csv: no such file" in res.stderr
 
 
-def test_compare_on_a_csv_compares_one_candidate(scores, tmp_path):
+def test_compare_on_a_csv_compares_one_candidate(scores, tmp_path, benchlab_cli):
     res = benchlab_cli("compare", str(scores), "--baseline", "dqn", "--candidate", "ppo",
                        "--reps", "500", "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
@@ -100,7 +89,7 @@ def test_compare_on_a_csv_compares_one_candidate(scores, tmp_path):
     assert len(out["comparisons"]) == 2 and out["comparisons"][0]["paired"] is True
 
 
-def test_variance_reports_cv_against_seeds_and_smallest_n(scores, tmp_path):
+def test_variance_reports_cv_against_seeds_and_smallest_n(scores, tmp_path, benchlab_cli):
     res = benchlab_cli("variance", str(scores), "--config", "ppo", "--threshold", "0.016",
                        "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
@@ -114,14 +103,14 @@ def test_variance_reports_cv_against_seeds_and_smallest_n(scores, tmp_path):
     assert any("no learning curves" in w for w in out["warnings"])
 
 
-def test_power_with_a_given_effect(tmp_path):
+def test_power_with_a_given_effect(tmp_path, benchlab_cli):
     res = benchlab_cli("power", "--effect", "1.0", "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     # d_z = 1, alpha 0.05, power 0.8: 10 pairs (power 0.803; 9 pairs give 0.748).
     assert json.loads(res.stdout)["rows"][0]["seeds"] == 10
 
 
-def test_power_from_pilot_runs(scores, tmp_path):
+def test_power_from_pilot_runs(scores, tmp_path, benchlab_cli):
     res = benchlab_cli("power", str(scores), "--baseline", "dqn", "--candidate", "ppo",
                        "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
