@@ -9,9 +9,23 @@ runs' own records.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The real `benchlab` command of this checkout, in a subprocess; output captured as text."""
+    full = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
+    full["PYTHONPATH"] = SRC + os.pathsep + full.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "benchlab", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=full, check=False)
 
 TRACE_SCRIPT = r'''
 import fcntl, json, os, sys, time

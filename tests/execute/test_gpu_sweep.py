@@ -14,11 +14,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from gpu_trace import TRACE_SCRIPT, devices_of, peak_use, read_trace
+from gpu_trace import TRACE_SCRIPT, devices_of, peak_use, read_trace, run_cli
 
 from benchlab.execute.sweep import Sweep
 from benchlab.spec import load_spec
-from conftest import run_cli
 
 RECORDING = Path(__file__).parents[1] / "data" / "gpus" / "dgx-a100"
 A100_GIB = 81920 / 1024
@@ -119,6 +118,13 @@ command: python run.py trace={trace}
     never = run_cli("run", str(too_big), "-r", "out2", "--no-report", cwd=tmp_path, env=double_env())
     assert never.returncode == 1
     assert "cannot be placed: needs 8 GPU(s), only 4 usable" in never.stdout
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "query-gpu.0.csv").write_text(
+        "0, GPU-5b7a3c1e-8d2f-4e61-9a0b-7c3d2e1f4a90, NVIDIA A100-SXM4-80GB, 81920, 66021, 97\n")
+    busy = run_cli("run", str(spec), "-r", "out3", cwd=tmp_path, env=double_env(held))
+    assert busy.returncode == 2
+    assert "no free GPU for the 1 run(s) that ask for one (GPUs: 0 busy)" in busy.stderr
 
 
 def one_free_device(tmp_path: Path, n: int = 1) -> Path:

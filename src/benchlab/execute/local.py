@@ -241,25 +241,26 @@ class LocalBackend:
         empty = [i for i in placement.devices if pool.reserved(i) == (0, 0)]
         if not empty:
             return
+        limits = {}
         for i in empty:
             pool.block(i)
+            d = pool.device(i)
+            limits[i] = d.baseline_used_mib + settle_margin_mib(d.memory_total_mib)
         self._settling[launch.attempt_id] = empty
-        threading.Thread(target=self._settle, args=(launch.attempt_id, empty), daemon=True,
+        threading.Thread(target=self._settle, args=(launch.attempt_id, limits), daemon=True,
                          name=f"settle-{launch.attempt_id}").start()
 
-    def _settle(self, key: int, devices: list[int]) -> None:
-        """Poll the inventory until ``devices`` are back near their baseline; report the rest."""
-        assert self.gpu_pool is not None and self.inventory is not None
-        limits = {}
-        for i in devices:
-            d = self.gpu_pool.device(i)
-            limits[i] = d.baseline_used_mib + settle_margin_mib(d.memory_total_mib)
+    def _settle(self, key: int, limits: dict[int, int]) -> None:
+        """Poll the inventory until each device's memory is at most its limit (MiB); report the
+        devices still above it after ``settle_s``. Runs in its own thread; touches no pool."""
+        assert self.inventory is not None
+        devices = list(limits)
         deadline = time.monotonic() + self.settle_s
         left = list(devices)
         while True:
             try:
                 used = {r.index: r.memory_used_mib for r in self.inventory.read()}
-            except Exception:  # noqa: BLE001 - a failed reading must not leave the device blocked
+            except Exception:  # noqa: BLE001 - a failed reading counts as not drained yet; the deadline holds
                 used = {}
             left = [i for i in left if used.get(i, limits[i] + 1) > limits[i]]
             if not left or time.monotonic() >= deadline:

@@ -209,6 +209,11 @@ class Sweep:
         self.gpu_names = {s.index: s.name for s in states}
         pool = GpuPool(devices)
         self.gpu_devices = pool.usable
+        if wanting and not pool.usable:
+            seen = ", ".join(f"{st.index} {st.verdict}" for st in states)
+            raise UserError(f"no free GPU for the {len(wanting)} run(s) that ask for one "
+                            f"(GPUs: {seen}); name devices with --gpus to share them anyway, "
+                            "and see `benchlab gpus` for who holds them")
         return {"gpu_pool": pool, "inventory": inventory, "hide_gpus": bool(states)}
 
     def _run(self, store: Store, t0: float) -> SweepResult:
