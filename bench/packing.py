@@ -10,6 +10,8 @@ processes. Every scheduler runs the same 48 commands for real:
 - benchlab, warm: the same configs again, with durations learned from the
   first sweep's attempts (``Store.durations``), so the queue goes longest first;
 - FIFO: benchlab's accounting with the queue left in submission order;
+- then 16 configs x 3 seeds, a first sweep: benchlab learning each config's
+  duration from its first seed, against FIFO;
 - the round-robin shell loop of the seed notes: 8 background shell loops,
   ``(cmd1; cmd2; ...) &`` per GPU, run i on GPU i mod 8, serial per GPU (a
   2-GPU run simply goes in one queue, which flatters the loop: it oversubscribes).
@@ -54,7 +56,7 @@ def write_double(folder: Path) -> None:
     (folder / "query-gpu.0.csv").write_text(rows + "\n")
 
 
-def write_spec(path: Path, durations: list[float], gpus: list[float]) -> None:
+def write_spec(path: Path, durations: list[float], gpus: list[float], seeds: int = 1) -> None:
     configs = "\n".join(
         f"  - {{name: r{i:02d}, params: {{d: {d:.3f}}}, resources: {{gpus: {g:g}}}}}"
         for i, (d, g) in enumerate(zip(durations, gpus, strict=True)))
@@ -62,7 +64,7 @@ def write_spec(path: Path, durations: list[float], gpus: list[float]) -> None:
 tasks: [{{name: sleep}}]
 configs:
 {configs}
-seeds: [0]
+seeds: {seeds}
 variables: {{sweep: cold}}
 command: >-
   sleep {{d}} && {METRIC} # {{sweep}}
@@ -98,7 +100,7 @@ def run_sweep(spec_path: Path, results: Path, sweep_name: str, fifo: bool = Fals
         result = Sweep(spec, results, jobs=32, gpus="auto").run()
     finally:
         sweep_module._order = original
-    if result.completed != len(spec.configs):
+    if result.completed != len(spec.configs) * len(spec.seed_list):
         raise SystemExit(f"{sweep_name}: only {result.completed} runs completed")
     makespan, gaps = measure(results, since)
     return makespan, gaps, result.gpu_busy_share
@@ -163,6 +165,15 @@ def main() -> None:
         rows.append(("benchlab, warm (learned durations)", *warm))
         fifo = run_sweep(spec, root / "fifo", "fifo", fifo=True)
         rows.append(("FIFO (benchlab, submission order)", *fifo))
+        # 16 configs x 3 seeds: a first sweep that learns each config's duration from its
+        # first seed and orders the other seeds by it.
+        per_config_d, per_config_g = durations[:16], gpus[:16]
+        seeded = root / "seeded.yaml"
+        write_spec(seeded, per_config_d, per_config_g, seeds=3)
+        lb_seeded = max(3 * sum(d * g for d, g in zip(per_config_d, per_config_g, strict=True))
+                        / N_DEVICES, max(per_config_d))
+        learn = run_sweep(seeded, root / "seeded", "cold")
+        learn_fifo = run_sweep(seeded, root / "seeded-fifo", "cold", fifo=True)
         shell = run_shell_loop(durations, root)
         rows.append(("round-robin shell loop", shell, [], None))
         refill = sorted(measure_refill(root))
@@ -171,6 +182,12 @@ def main() -> None:
         if share is not None:
             extra += f"; GPU busy {share:.0%}"
         print(f"  {name:<38} makespan {makespan:5.2f} s = {makespan / lb:.3f} x lower bound{extra}")
+    print(f"16 configs x 3 seeds (the first 16 runs' durations and requests), a first sweep; "
+          f"lower bound {lb_seeded:.2f} s")
+    for name, (makespan, _gaps, share) in (("benchlab (learns from each config's first seed)", learn),
+                                           ("FIFO (benchlab, submission order)", learn_fifo)):
+        print(f"  {name:<48} makespan {makespan:5.2f} s = {makespan / lb_seeded:.3f} x lower bound; "
+              f"GPU busy {share:.0%}")
     print(f"  refill on one GPU ({len(refill) + 1} runs of 1 GPU in a row): a run's end to the "
           f"next start: median {statistics.median(refill) * 1000:.1f} ms, "
           f"max {refill[-1] * 1000:.1f} ms")
