@@ -45,10 +45,11 @@ def validate(
         print_json({
             "name": spec.name, "results": str(folder), "runs": [
                 {"run_id": r.run_id, "name": r.name, "task": r.task, "config": r.config,
-                 "seed": r.seed, "params": r.params, "command": r.command, "status": s}
+                 "seed": r.seed, "params": r.params, "command": r.command, "status": s,
+                 "resources": r.resources.model_dump(exclude_defaults=True)}
                 for r, s in zip(runs, states, strict=True)],
             "resources": spec.resources.model_dump(), "timeout": spec.timeout,
-            "retries": spec.retries, "variables": spec.variables,
+            "retries": spec.retries, "retry_on": spec.retry_budget, "variables": spec.variables,
         })
         return
     from rich.table import Table
@@ -60,7 +61,13 @@ def validate(
     timeout = f"{spec.timeout:g}s" if spec.timeout else "none"
     console.print(f"per run: {res.cpus:g} CPU, {res.gpus:g} GPU"
                   + (f", {res.gpu_memory:g} GiB GPU memory" if res.gpu_memory else "")
-                  + f"; timeout {timeout}; retries {spec.retries}")
+                  + f"; timeout {timeout}; retries {spec.retries}"
+                  + "".join(f", {k}: {v}" for k, v in spec.retry_budget.items()))
+    for cfg in spec.configs:
+        if cfg.resources is not None:
+            r = cfg.resources
+            console.print(f"  config {cfg.name}: {r.cpus:g} CPU, {r.gpus:g} GPU"
+                          + (f", {r.gpu_memory:g} GiB GPU memory" if r.gpu_memory else ""))
     console.print(f"primary metric: {spec.metrics.primary.name} ({spec.metrics.primary.goal})"
                   + (f"; baseline: {spec.baseline}" if spec.baseline else ""))
     console.print(f"results: {folder}  ({', '.join(f'{n} {s}' for s, n in counts.items())})")
