@@ -6,7 +6,7 @@ While the sweep runs, a thread samples the inventory every 0.2 s. The summary
 says, per device, how many jobs ran on it, the most that ran at once, the peak
 memory seen, and whether every job saw exactly the device it was given.
 
-    python bench/gpu_smoke.py [--jobs 8] [--seconds 4]
+    python bench/gpu_smoke.py [--jobs 8] [--seconds 4] [--gpus auto|0,1]
 
 Needs a CUDA GPU, PyTorch and nvidia-ml-py (``pip install 'benchlab[gpu]' torch``);
 elsewhere it says what is missing and exits with status 2.
@@ -65,6 +65,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--gpus", default="auto", help="as `benchlab run --gpus` (auto: the free ones)")
     args = parser.parse_args()
     why = missing()
     if why:
@@ -100,7 +101,7 @@ retries: 0
         watcher.start()
         t0 = time.time()
         result = Sweep(load_spec(root / "smoke.yaml"), root / "out", jobs=args.jobs,
-                       gpus="auto").run()
+                       gpus=args.gpus).run()
         stop.set()
         watcher.join()
         jobs = [json.loads(p.read_text()) for p in (root / "out" / "runs").glob("*/job.json")]

@@ -195,7 +195,7 @@ configs: [{name: a}]
 seeds: 4
 resources: {gpus: 0.5}
 retries: 0
-command: python run.py trace={trace} sleep=0.3 gpus=0.5 oom_seed=1
+command: python run.py trace={trace} sleep=0.8 gpus=0.5 oom_seed=1
 """)
     done = run_cli("run", str(spec), "-r", "out", "-j", "4", "--no-report", cwd=tmp_path,
                    env=double_env(smi))
@@ -207,7 +207,8 @@ command: python run.py trace={trace} sleep=0.3 gpus=0.5 oom_seed=1
     others = [r for r in trace if r is not retried]
     # Alone on the device: no other run overlaps its attempt (it asked for 0.5 of it).
     assert not [r for r in others if r["start"] < retried["end"] and retried["start"] < r["end"]]
-    assert max(s for s, _ in peak_use(others).values()) == 1.0  # the others did share
+    # The others did share (runs are long enough to overlap even on a loaded machine).
+    assert max(s for s, _ in peak_use(others).values()) == 1.0
 
 
 def test_retry_budget_per_failure_class(make_bench):

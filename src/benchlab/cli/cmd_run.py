@@ -64,10 +64,10 @@ def validate(
                   + f"; timeout {timeout}; retries {spec.retries}"
                   + "".join(f", {k}: {v}" for k, v in spec.retry_budget.items()))
     for cfg in spec.configs:
-        if cfg.resources is not None:
-            r = cfg.resources
-            console.print(f"  config {cfg.name}: {r.cpus:g} CPU, {r.gpus:g} GPU"
-                          + (f", {r.gpu_memory:g} GiB GPU memory" if r.gpu_memory else ""))
+        own = cfg.resources
+        if own is not None:
+            console.print(f"  config {cfg.name}: {own.cpus:g} CPU, {own.gpus:g} GPU"
+                          + (f", {own.gpu_memory:g} GiB GPU memory" if own.gpu_memory else ""))
     console.print(f"primary metric: {spec.metrics.primary.name} ({spec.metrics.primary.goal})"
                   + (f"; baseline: {spec.baseline}" if spec.baseline else ""))
     console.print(f"results: {folder}  ({', '.join(f'{n} {s}' for s, n in counts.items())})")
