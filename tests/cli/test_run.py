@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from benchlab.results import load
-from conftest import BASIC_SPEC
+from benchlab_testing import BASIC_SPEC
 
 
 def ledger(results: Path) -> sqlite3.Connection:
@@ -295,14 +295,14 @@ def test_collect_rebuild_recreates_the_same_table(make_bench):
 
 
 def test_status_of_a_missing_folder_is_a_clear_error(tmp_path):
-    from conftest import run_cli
+    from benchlab_testing import run_cli
 
     proc = run_cli("status", "nowhere", cwd=tmp_path)
     assert proc.returncode == 2 and "nowhere: no such results folder" in proc.stderr
 
 
 def test_init_writes_a_starter_that_runs(tmp_path):
-    from conftest import run_cli
+    from benchlab_testing import run_cli
 
     assert run_cli("init", "starter", cwd=tmp_path).returncode == 0
     proc = run_cli("run", "starter/benchlab.yaml", "-r", "res", "-s", "steps=5", cwd=tmp_path, timeout=180)

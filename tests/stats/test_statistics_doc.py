@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from conftest import run_cli
+from benchlab_testing import run_cli
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
 

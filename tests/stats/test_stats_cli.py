@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from benchlab_testing import run_cli
 
 CSV = """task,config,seed,value
 cartpole,ppo,0,480
