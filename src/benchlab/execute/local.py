@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import os
 import queue
+import shlex
 import signal
 import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -104,6 +104,36 @@ def _pgid_of(pid: int) -> int | None:
         return None
 
 
+@dataclass
+class Child:
+    """A started attempt's shell: its pid, and its exit status once reaped (negative: killed by that signal)."""
+
+    pid: int
+    returncode: int | None = None
+
+
+def spawn(command: str, cwd: str, env: dict[str, str], log_path: str) -> Child:
+    """Start ``command`` under /bin/sh in a new session, stdout and stderr appended to ``log_path``.
+
+    posix_spawn (a vfork underneath) costs less than half of what subprocess.Popen's
+    fork+exec does from a large Python process, which matters at hundreds of runs.
+    The shell changes into ``cwd`` itself, since posix_spawn cannot.
+    """
+    if not os.path.isdir(cwd):
+        raise FileNotFoundError(2, "no such working directory", cwd)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        script = f"cd {shlex.quote(cwd)} || exit 126\n{command}"
+        pid = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", script], env, setsid=True, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, fd, 1),
+            (os.POSIX_SPAWN_DUP2, fd, 2),
+        ])
+    finally:
+        os.close(fd)
+    return Child(pid)
+
+
 def _alive(proc: psutil.Process) -> bool:
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
@@ -114,7 +144,7 @@ def _alive(proc: psutil.Process) -> bool:
 @dataclass
 class _Running:
     launch: Launch
-    proc: subprocess.Popen[bytes]
+    proc: Child
     started: float
     deadline: float | None
     kill_at: float | None = None
@@ -197,12 +227,7 @@ class LocalBackend:
     def start(self, launch: Launch) -> ProcessInfo:
         placed = self._place(launch)
         try:
-            with open(launch.log_path, "ab", buffering=0) as log:
-                proc = subprocess.Popen(
-                    launch.command, shell=True, cwd=launch.cwd, env=launch.env,
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True, close_fds=True,
-                )
+            proc = spawn(launch.command, launch.cwd, launch.env, str(launch.log_path))
         except BaseException:
             if placed:
                 assert self.gpu_pool is not None
@@ -280,8 +305,9 @@ class LocalBackend:
             else:
                 self.gpu_pool.unblock(i)
 
-    def _wait_one(self, proc: subprocess.Popen[bytes]) -> None:
-        proc.wait()
+    def _wait_one(self, proc: Child) -> None:
+        _, status = os.waitpid(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         self._events.put(proc.pid)
 
     def wake(self) -> None:

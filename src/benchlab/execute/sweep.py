@@ -9,8 +9,10 @@ sweep that died, and stopping cleanly. Progress reaches the caller as
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
+import queue
 import shutil
 import socket
 import threading
@@ -147,6 +149,7 @@ class Sweep:
         self._recovered_gpus: list[int] = []
         self._stop = threading.Event()
         self.backend: Backend | None = None
+        self._preparer: _Preparer | None = None
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -233,6 +236,16 @@ class Sweep:
 
         self.on_event(SweepEvent("begin", None, 0, progress))
         self.backend = backend = self._make_backend(todo)
+        # Runs with no directory yet get theirs written ahead (local backend: the same disk).
+        fresh = {r.run_id for r in todo if not run_dir_of(self.results_dir, r.run_id).exists()}
+        lookahead = 4 * self.jobs
+        self._preparer = _Preparer(self.results_dir) if fresh and backend.name == "local" else None
+
+        def prepare_ahead() -> None:
+            if self._preparer is not None:
+                self._preparer.ahead(r for r in itertools.islice(todo, lookahead) if r.run_id in fresh)
+
+        prepare_ahead()
         shared = sweep_provenance(spec.work_path)
         if self.gpu_names:
             shared["machine_gpus"] = {str(i): n for i, n in sorted(self.gpu_names.items())}
@@ -334,6 +347,7 @@ class Sweep:
                         break
                     run = todo[pick]
                     del todo[pick]
+                    prepare_ahead()
                     launch = self._launch(store, backend, run, host, base_env, db_key, shared)
                     launched = True
                     if launch is None:
@@ -394,6 +408,8 @@ class Sweep:
                     self._finish(store, outcome, shared, primary, metrics)
                     interrupted += 1
             backend.close()
+            if self._preparer is not None:
+                self._preparer.close()
             if isinstance(self._backend_arg, str) and self._backend_arg == "local":
                 kill_strays(db_key)
         flagged = triage.flag_configs(store.runs(), store.attempts())
@@ -412,9 +428,8 @@ class Sweep:
                 base_env: dict[str, str], db_key: str, shared: dict[str, Any]) -> Launch | None:
         run_dir = run_dir_of(self.results_dir, run.run_id)
         attempt_id, number = store.start_attempt(run.run_id, host=host)
-        _prepare_run_dir(run_dir, number)
-        (run_dir / "config.yaml").write_text(
-            yaml.dump(run.resolved_config(), Dumper=_DUMPER, sort_keys=False))
+        if not (number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)):
+            _write_run_dir(run_dir, run, number)
         env = dict(base_env)
         for key, value in run.env.items():
             env[key] = value.replace("{run_dir}", str(run_dir))
@@ -599,6 +614,74 @@ def busy_share(intervals: dict[int, list[tuple[float, float]]], n_devices: int) 
                 total += b - end
                 end = b
     return min(1.0, total / (n_devices * (last - first)))
+
+
+def _write_run_dir(run_dir: Path, run: Run, number: int) -> None:
+    """Everything a run directory holds before its attempt starts."""
+    _prepare_run_dir(run_dir, number)
+    (run_dir / "config.yaml").write_text(yaml.dump(run.resolved_config(), Dumper=_DUMPER, sort_keys=False))
+    (run_dir / "train.log").touch()
+
+
+class _Preparer:
+    """Writes the directories of upcoming runs on a thread of its own.
+
+    Creating files costs a millisecond or more on many disks; done ahead, it
+    overlaps with the runs in flight instead of delaying the next launch.
+    Only first attempts are prepared ahead (a retry must first move its
+    predecessor's files aside, which the sweep does itself).
+    """
+
+    def __init__(self, results_dir: Path):
+        self.results_dir = results_dir
+        self._lock = threading.Lock()
+        self._state: dict[str, str | threading.Event] = {}  # run_id -> 'queued' | Event(done)
+        self._queue: queue.SimpleQueue[Run | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="benchlab-prepare", daemon=True)
+        self._thread.start()
+
+    def ahead(self, runs: Iterable[Run]) -> None:
+        """Queue these runs' directories (those not queued before)."""
+        with self._lock:
+            for run in runs:
+                if run.run_id not in self._state:
+                    self._state[run.run_id] = "queued"
+                    self._queue.put(run)
+
+    def claim(self, run_id: str) -> bool:
+        """Whether the run's directory is (or is about to be) ready; False means: write it yourself."""
+        with self._lock:
+            state = self._state.get(run_id)
+            if state is None or state == "queued":
+                self._state[run_id] = "taken"
+                return False
+            if state == "taken":
+                return False
+        assert isinstance(state, threading.Event)
+        state.wait()
+        return True
+
+    def _work(self) -> None:
+        while True:
+            run = self._queue.get()
+            if run is None:
+                return
+            done = threading.Event()
+            with self._lock:
+                if self._state.get(run.run_id) != "queued":
+                    continue  # the sweep took it first
+                self._state[run.run_id] = done
+            try:
+                _write_run_dir(run_dir_of(self.results_dir, run.run_id), run, 1)
+            except OSError:
+                with self._lock:
+                    self._state[run.run_id] = "taken"  # the sweep will try and report it
+            finally:
+                done.set()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=5)
 
 
 def _prepare_run_dir(run_dir: Path, number: int) -> None:
