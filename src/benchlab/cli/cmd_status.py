@@ -144,7 +144,8 @@ def collect(
         folder = results or Path(".")
         counts = rebuild_store(folder)
         console.print(f"rebuilt {folder}/benchlab.db from {counts['runs']} run directories: "
-                      f"{counts['completed']} completed, {counts['failed']} failed")
+                      f"{counts['completed']} completed, {counts['failed']} failed, "
+                      f"{counts['pending']} still to run")
         return
     from benchlab.results import find_results
 
