@@ -1,0 +1,382 @@
+"""The evaluation server: the HTTP API a trainer delegates evaluation to.
+
+``POST /evaluate`` takes ``{rollout_id, router_url, benchmarks: [{name, ...}]}``,
+evaluates every benchmark against ``router_url + /v1`` and answers
+``{job_id, status, raw_metrics, runs, output_dir, log_path, command}``; with
+``"async": true`` it answers at once with a ``job_id`` to poll at
+``GET /status/{job_id}``. ``GET /health`` and ``GET /benchmarks`` describe the
+server. Every error is ``{"error": message}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import logging
+import shlex
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
+
+from benchlab.errors import BenchlabError
+from benchlab.evaluate.config import BenchmarkConfig, EvalConfig
+from benchlab.evaluate.datasets import load_items
+from benchlab.evaluate.jobs import Job, JobStore, request_key
+from benchlab.evaluate.mathpool import MathVerifyPool
+from benchlab.evaluate.model import ModelClient, Sampling
+from benchlab.evaluate.runner import BenchmarkRun, evaluate
+from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
+from benchlab.evaluate.scorers import Scorers
+
+logger = logging.getLogger("benchlab.evaluate")
+
+NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
+
+
+class BenchmarkRequest(BaseModel):
+    """One benchmark to run; absent parameters take the benchmark's defaults."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=128)
+    n_samples_per_eval_prompt: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=100, allow_inf_nan=False)
+    top_p: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
+    top_k: int | None = Field(None, ge=-1, le=1_000_000)
+    max_response_len: int | None = Field(None, ge=1)
+
+
+class EvaluateRequest(BaseModel):
+    """The body slime's delegate client posts (``defaults`` and unknown fields are ignored)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    rollout_id: int = Field(ge=-(2**63), le=2**63 - 1)
+    router_url: str = Field(min_length=1, max_length=2048)
+    benchmarks: list[BenchmarkRequest] = Field(min_length=1)
+    run_async: bool = Field(False, alias="async")
+
+
+class ErrorBody(BaseModel):
+    error: str
+
+
+class QueuedBody(BaseModel):
+    job_id: str
+    status: str
+    status_url: str
+
+
+class JobBody(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    job_id: str
+    status: str
+    raw_metrics: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class ApiError(Exception):
+    """An error answered as ``{"error": message}`` with ``status``."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class ServerState:
+    """What the running server shares between requests."""
+
+    config: EvalConfig
+    token: str | None
+    store: JobStore
+    sandbox: Sandbox
+    math_pool: MathVerifyPool
+    warnings: list[str]
+    http: httpx.AsyncClient | None = None
+    semaphore: asyncio.Semaphore | None = None
+    inflight: dict[str, tuple[str, asyncio.Task[dict[str, Any]]]] = field(default_factory=dict)
+
+
+def is_allowed_host(url: str, allowed: list[str]) -> bool:
+    """Whether ``url`` is http(s) to a host on the allowlist (names exact, addresses by network)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not host or parts.username or parts.password:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for entry in allowed:
+        if address is None:
+            if host.lower() == entry.lower():
+                return True
+            continue
+        try:
+            if address in ipaddress.ip_network(entry, strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _resolve(state: ServerState, req: EvaluateRequest) -> list[BenchmarkRun]:
+    cfg = state.config
+    if len(req.benchmarks) > cfg.server.max_benchmarks_per_request:
+        raise ApiError(400, f"at most {cfg.server.max_benchmarks_per_request} benchmarks per request")
+    if not is_allowed_host(req.router_url, cfg.server.allowed_router_hosts):
+        raise ApiError(400, "router_url must be an http(s) URL whose host is on the server's allowlist "
+                            f"(server.allowed_router_hosts: {', '.join(cfg.server.allowed_router_hosts)})")
+    runs = []
+    for b in req.benchmarks:
+        bench = cfg.benchmarks.get(b.name)
+        if bench is None:
+            raise ApiError(400, f"unknown benchmark {b.name!r}; known: {', '.join(sorted(cfg.benchmarks)) or 'none'}")
+        d = bench.defaults
+        n = b.n_samples_per_eval_prompt or d.n_samples_per_eval_prompt
+        if n > cfg.server.max_samples_per_prompt:
+            raise ApiError(400, f"{b.name}: n_samples_per_eval_prompt {n} is over the server's cap "
+                                f"of {cfg.server.max_samples_per_prompt}")
+        max_len = b.max_response_len or d.max_response_len
+        if max_len > cfg.server.max_response_len:
+            raise ApiError(400, f"{b.name}: max_response_len {max_len} is over the server's cap "
+                                f"of {cfg.server.max_response_len}")
+        sampling = Sampling(
+            n=n,
+            temperature=d.temperature if b.temperature is None else b.temperature,
+            top_p=d.top_p if b.top_p is None else b.top_p,
+            top_k=d.top_k if b.top_k is None else b.top_k,
+            max_tokens=max_len,
+        )
+        runs.append(BenchmarkRun(b.name, bench, sampling))
+    return runs
+
+
+def _command(state: ServerState, req: EvaluateRequest, runs: list[BenchmarkRun]) -> str:
+    parts = ["benchlab", "eval", "--model-url", req.router_url, "--model", state.config.model.name,
+             "--benchmarks", ",".join(r.name for r in runs)]
+    return shlex.join(parts)
+
+
+async def _run_job(state: ServerState, job: Job, req: EvaluateRequest, runs: list[BenchmarkRun]) -> dict[str, Any]:
+    assert state.http is not None and state.semaphore is not None
+    out_dir = state.config.server.state_dir / "jobs" / job.job_id
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log_path = out_dir / "job.log"
+    state.store.set_running(job.job_id)
+    m = state.config.model
+    client = ModelClient(state.http, req.router_url, m.name, state.semaphore, timeout=m.request_timeout_secs,
+                         max_retries=m.max_retries, backoff=m.backoff_secs, max_backoff=m.max_backoff_secs)
+    with log_path.open("a", encoding="utf-8") as log_file:
+        def log(line: str) -> None:
+            log_file.write(line + "\n")
+            log_file.flush()
+
+        log(f"job {job.job_id} rollout {req.rollout_id}: {_command(state, req, runs)}")
+        try:
+            result = await evaluate(runs, client, Scorers(state.math_pool, state.sandbox),
+                                    deadline_secs=state.config.server.deadline_secs, out_dir=out_dir, log=log)
+        except BenchlabError as exc:
+            log(f"failed: {exc}")
+            state.store.fail(job.job_id, str(exc))
+            raise
+        except Exception as exc:
+            logger.exception("job %s failed", job.job_id)
+            log(f"failed: {type(exc).__name__}: {exc}")
+            state.store.fail(job.job_id, "internal error while evaluating; see the server log")
+            raise
+    body: dict[str, Any] = {
+        "job_id": job.job_id, "status": "completed", "rollout_id": req.rollout_id,
+        "raw_metrics": result.raw_metrics, "runs": result.runs, "output_dir": str(out_dir),
+        "log_path": str(log_path), "command": _command(state, req, runs),
+    }
+    if result.warning:
+        body["warning"] = result.warning
+    state.store.complete(job.job_id, body)
+    return body
+
+
+def _finished(state: ServerState, key: str, task: asyncio.Task[dict[str, Any]]) -> None:
+    state.inflight.pop(key, None)
+    if not task.cancelled():
+        task.exception()  # retrieved here: an async job's failure lives on in the ledger
+
+
+def _failed_body(job_id: str, error: str) -> dict[str, Any]:
+    return {"job_id": job_id, "status": "failed", "error": error, "raw_metrics": {}}
+
+
+def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None = None) -> FastAPI:
+    """The FastAPI application. ``token`` None turns authentication off (loopback only: the CLI checks)."""
+    server = config.server
+    server.state_dir.mkdir(parents=True, exist_ok=True)
+    if sandbox is None:
+        s = config.sandbox
+        limits = SandboxLimits(timeout_secs=s.timeout_secs, cpu_secs=s.cpu_secs, memory_mb=s.memory_mb,
+                               processes=s.processes, file_size_mb=s.file_size_mb, open_files=s.open_files,
+                               output_cap=s.output_cap_bytes)
+        sandbox = Sandbox(limits, s.concurrency, None if s.mode == "auto" else s.mode)
+    warnings = [sandbox.warning] if sandbox.warning else []
+    if token is None:
+        warnings.append("authentication is off (--no-auth)")
+    store = JobStore(server.state_dir / "jobs.sqlite")
+    interrupted = store.mark_interrupted()
+    if interrupted:
+        logger.warning("%d job(s) were unfinished when the server last stopped; marked failed", interrupted)
+    for w in warnings:
+        logger.warning("%s", w)
+    state = ServerState(config, token, store, sandbox,
+                        MathVerifyPool(config.math.workers, config.math.timeout_secs), warnings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+        n = config.model.concurrency
+        state.semaphore = asyncio.Semaphore(n)
+        state.http = httpx.AsyncClient(limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
+                                       trust_env=False)
+        try:
+            yield
+        finally:
+            for _, task in list(state.inflight.values()):
+                task.cancel()
+            await state.http.aclose()
+            state.math_pool.close()
+            store.close()
+
+    app = FastAPI(title="benchlab evaluation server", version="1", lifespan=lifespan,
+                  description="Runs evaluation benchmarks against an OpenAI-compatible model endpoint.")
+    app.state.bench = state
+    errors: dict[int | str, dict[str, Any]] = {
+        code: {"model": ErrorBody} for code in (400, 401, 404, 413, 502)
+    }
+
+    @app.middleware("http")
+    async def cap_body(request: Request, call_next):  # type: ignore[no-untyped-def]
+        limit = server.max_request_bytes
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            return JSONResponse({"error": f"request body over {limit} bytes"}, status_code=413)
+        if length is None and request.method == "POST":
+            body = b""
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limit:
+                    return JSONResponse({"error": f"request body over {limit} bytes"}, status_code=413)
+            request._body = body  # the handler reads the buffered body instead of the spent stream
+        return await call_next(request)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for err in exc.errors()[:5]:
+            where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+            problems.append(f"{where}: {err.get('msg', 'invalid')}" if where else str(err.get("msg", "invalid")))
+        return JSONResponse({"error": "invalid request: " + "; ".join(problems)}, status_code=400)
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error on %s", request.url.path)
+        return JSONResponse({"error": "internal server error"}, status_code=500)
+
+    def authorize(request: Request) -> None:
+        if state.token is None:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), state.token.encode()):
+            raise ApiError(401, "missing or wrong bearer token (header 'Authorization: Bearer <token>')")
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        """Liveness, the sandbox's isolation and any warnings."""
+        return {
+            "status": "ok",
+            "sandbox": {"mode": state.sandbox.mode, "network_isolated": state.sandbox.network_isolated},
+            "auth": state.token is not None,
+            "warnings": state.warnings,
+        }
+
+    @app.get("/benchmarks", dependencies=[Depends(authorize)], responses=errors)
+    async def benchmarks() -> dict[str, Any]:
+        """The benchmarks this server can run, with their scorer, size and default parameters."""
+        out = []
+        for name, bench in sorted(config.benchmarks.items()):
+            out.append({"name": name, "scorer": bench.scorer, "api": bench.api,
+                        "num_prompts": _count(bench), "description": bench.description,
+                        "defaults": bench.defaults.model_dump()})
+        return {"benchmarks": out}
+
+    @app.post("/evaluate", dependencies=[Depends(authorize)], responses={**errors, 202: {"model": QueuedBody}},
+              response_model=JobBody)
+    async def evaluate_endpoint(req: EvaluateRequest) -> JSONResponse:
+        """Evaluate the benchmarks against ``router_url``; with ``async`` answer at once with a job id."""
+        runs = _resolve(state, req)
+        defining = req.model_dump(exclude_none=True, exclude={"run_async"})
+        key = request_key(defining)
+        if key in state.inflight:
+            job_id, task = state.inflight[key]
+        else:
+            previous = store.latest(key)
+            if previous is not None and previous.status == "completed" and previous.result is not None:
+                return JSONResponse(previous.result)
+            job = store.create(key, defining)
+            task = asyncio.ensure_future(_run_job(state, job, req, runs))
+            job_id = job.job_id
+            state.inflight[key] = (job_id, task)
+            task.add_done_callback(lambda t, k=key: _finished(state, k, t))
+        if req.run_async:
+            return JSONResponse({"job_id": job_id, "status": "queued", "status_url": f"/status/{job_id}"},
+                                status_code=202)
+        try:
+            # shield: a client that hangs up does not cancel the evaluation; its retry joins it.
+            return JSONResponse(await asyncio.shield(task))
+        except BenchlabError as exc:
+            return JSONResponse(_failed_body(job_id, str(exc)), status_code=502)
+        except Exception:
+            return JSONResponse(_failed_body(job_id, "internal error while evaluating"), status_code=500)
+
+    @app.get("/status/{job_id}", dependencies=[Depends(authorize)], responses=errors, response_model=JobBody)
+    async def status(job_id: str) -> JSONResponse:
+        """A job's state: queued, running, completed (with ``raw_metrics``) or failed (with ``error``)."""
+        job = store.get(job_id) if len(job_id) == 32 else None
+        if job is None:
+            raise ApiError(404, f"no job {job_id[:64]!r}")
+        if job.status == "completed" and job.result is not None:
+            return JSONResponse(job.result)
+        if job.status == "failed":
+            return JSONResponse(_failed_body(job.job_id, job.error or "failed"))
+        return JSONResponse({"job_id": job.job_id, "status": job.status, "raw_metrics": {}})
+
+    return app
+
+
+def _count(bench: BenchmarkConfig) -> int | None:
+    try:
+        return len(load_items(bench))
+    except (BenchlabError, OSError):
+        return None
+
