@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any
 
+from benchlab.errors import EvaluationError
+
 
 def _worker(conn: Connection) -> None:
     import logging
@@ -28,6 +30,10 @@ def _worker(conn: Connection) -> None:
     logging.disable(logging.CRITICAL)
     from math_verify import parse, verify
 
+    # Warm up the parser's lazy imports, then tell the pool this worker is ready:
+    # the comparison timeout must not include start-up.
+    verify(parse("$1$", parsing_timeout=None), parse("$1$", parsing_timeout=None), timeout_seconds=None)  # type: ignore[arg-type]
+    conn.send("ready")
     while True:
         try:
             gold, pred = conn.recv()
@@ -44,11 +50,20 @@ def _worker(conn: Connection) -> None:
 
 
 class _Worker:
+    STARTUP_SECS = 120.0
+
     def __init__(self, ctx: Any) -> None:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker, args=(child,), daemon=True)
         self.proc.start()
         child.close()
+        try:
+            ready = self.conn.poll(self.STARTUP_SECS) and self.conn.recv() == "ready"
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            self.kill()
+            raise EvaluationError("a math-verify worker process did not start (is math-verify installed?)")
 
     def kill(self) -> None:
         self.proc.kill()

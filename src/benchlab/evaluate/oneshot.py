@@ -7,17 +7,14 @@ scalars; ``raw_metrics.json`` keeps the nested form the server answers with.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
-
 from benchlab.evaluate.config import EvalConfig
 from benchlab.evaluate.mathpool import MathVerifyPool
 from benchlab.evaluate.metrics import flatten
-from benchlab.evaluate.model import ModelClient, Sampling
+from benchlab.evaluate.model import HttpSlots, ModelClient, Sampling
 from benchlab.evaluate.runner import BenchmarkRun, EvaluationResult, evaluate
 from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
 from benchlab.evaluate.scorers import Scorers
@@ -65,14 +62,13 @@ async def run_once(
     m = config.model
     n = concurrency or m.concurrency
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    slots = HttpSlots(n)
     try:
-        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
-                                     trust_env=False) as http:
-            client = ModelClient(http, model_url, model, asyncio.Semaphore(n), timeout=m.request_timeout_secs,
-                                 max_retries=m.max_retries, backoff=m.backoff_secs,
-                                 max_backoff=m.max_backoff_secs, headers=headers)
-            result = await evaluate(runs, client, Scorers(pool, sandbox), out_dir=out_dir, log=log)
+        client = ModelClient(slots, model_url, model, timeout=m.request_timeout_secs, max_retries=m.max_retries,
+                             backoff=m.backoff_secs, max_backoff=m.max_backoff_secs, headers=headers)
+        result = await evaluate(runs, client, Scorers(pool, sandbox), out_dir=out_dir, log=log)
     finally:
+        await slots.aclose()
         pool.close()
     (out_dir / "metrics.json").write_text(json.dumps(flatten(result.raw_metrics), indent=2, sort_keys=True) + "\n")
     (out_dir / "raw_metrics.json").write_text(json.dumps(result.raw_metrics, indent=2) + "\n")

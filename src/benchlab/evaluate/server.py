@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -33,7 +32,7 @@ from benchlab.evaluate.config import BenchmarkConfig, EvalConfig
 from benchlab.evaluate.datasets import load_items
 from benchlab.evaluate.jobs import Job, JobStore, request_key
 from benchlab.evaluate.mathpool import MathVerifyPool
-from benchlab.evaluate.model import ModelClient, Sampling
+from benchlab.evaluate.model import HttpSlots, ModelClient, Sampling
 from benchlab.evaluate.runner import BenchmarkRun, evaluate
 from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
 from benchlab.evaluate.scorers import Scorers
@@ -104,8 +103,7 @@ class ServerState:
     sandbox: Sandbox
     math_pool: MathVerifyPool
     warnings: list[str]
-    http: httpx.AsyncClient | None = None
-    semaphore: asyncio.Semaphore | None = None
+    slots: HttpSlots | None = None
     inflight: dict[str, tuple[str, asyncio.Task[dict[str, Any]]]] = field(default_factory=dict)
 
 
@@ -175,13 +173,13 @@ def _command(state: ServerState, req: EvaluateRequest, runs: list[BenchmarkRun])
 
 
 async def _run_job(state: ServerState, job: Job, req: EvaluateRequest, runs: list[BenchmarkRun]) -> dict[str, Any]:
-    assert state.http is not None and state.semaphore is not None
+    assert state.slots is not None
     out_dir = state.config.server.state_dir / "jobs" / job.job_id
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / "job.log"
     state.store.set_running(job.job_id)
     m = state.config.model
-    client = ModelClient(state.http, req.router_url, m.name, state.semaphore, timeout=m.request_timeout_secs,
+    client = ModelClient(state.slots, req.router_url, m.name, timeout=m.request_timeout_secs,
                          max_retries=m.max_retries, backoff=m.backoff_secs, max_backoff=m.max_backoff_secs)
     with log_path.open("a", encoding="utf-8") as log_file:
         def log(line: str) -> None:
@@ -246,16 +244,13 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
-        n = config.model.concurrency
-        state.semaphore = asyncio.Semaphore(n)
-        state.http = httpx.AsyncClient(limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
-                                       trust_env=False)
+        state.slots = HttpSlots(config.model.concurrency)
         try:
             yield
         finally:
             for _, task in list(state.inflight.values()):
                 task.cancel()
-            await state.http.aclose()
+            await state.slots.aclose()
             state.math_pool.close()
             store.close()
 
