@@ -5,14 +5,17 @@ in flight. The theoretical ceiling is 32 / 0.1 s = 320 requests per second.
 
 Two figures on the same work, in one run:
 
-- anchor: a bare asyncio + httpx loop sending the 2,000 prompts straight to
-  the stub at concurrency 32 (no server, no scoring): what the stub and the
-  client library allow on this machine;
+- anchor: a bare loop of 32 asyncio workers, each with its own httpx client,
+  sending the 2,000 prompts straight to the stub (no server, no scoring):
+  what the stub, httpx and this machine allow;
 - benchlab: one ``POST /evaluate`` to ``benchlab serve`` (a separate process),
   which sends the same prompts, scores every answer (math, with math-verify
   for the wrong ones) and aggregates metrics.
 
-The server's own overhead per request is (wall time x concurrency / requests) - latency.
+The server's own overhead per request is reported twice: as added wall time,
+(wall time x concurrency / requests) - latency, and as the CPU time the server
+process and its math-verify workers spent per request (psutil), which does not
+depend on what else the machine is running.
 
     PYTHONPATH=src python bench/eval_throughput.py [--prompts 2000] [--latency 0.1] [--concurrency 32]
 """
@@ -24,6 +27,7 @@ import asyncio
 import json
 import os
 import random
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -72,19 +76,40 @@ def wait_for(url: str, proc: subprocess.Popen, seconds: float = 60) -> None:
 
 
 async def anchor(stub_url: str, prompts: list[str], concurrency: int) -> float:
-    """Seconds for a bare client to get every prompt answered at ``concurrency``."""
-    sem = asyncio.Semaphore(concurrency)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
-        async def one(prompt: str) -> None:
-            async with sem:
+    """Seconds for ``concurrency`` bare workers to get every prompt answered."""
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for p in prompts:
+        queue.put_nowait(p)
+
+    context = ssl.create_default_context()  # once: loading CA certificates per client costs ~50 ms
+
+    async def worker() -> None:
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(limits=limits, trust_env=False, verify=context) as client:
+            while not queue.empty():
+                prompt = queue.get_nowait()
                 r = await client.post(f"{stub_url}/v1/chat/completions", timeout=30, json={
                     "model": "m", "messages": [{"role": "user", "content": prompt}], "n": 1, "max_tokens": 64})
                 r.raise_for_status()
 
-        start = time.perf_counter()
-        await asyncio.gather(*(one(p) for p in prompts))
-        return time.perf_counter() - start
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - start
+
+
+def cpu_secs(pid: int) -> float:
+    """User + system CPU seconds of a process and its living children."""
+    import psutil
+
+    proc = psutil.Process(pid)
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
 
 
 def main() -> None:
@@ -115,10 +140,12 @@ def main() -> None:
 
             prompts = [it.prompt for it in load_items(load_config(config).benchmarks["sums"])]
             anchor_secs = asyncio.run(anchor(stub_url, prompts, args.concurrency))
+            cpu_before = cpu_secs(server.pid)
             start = time.perf_counter()
             body = httpx.post(f"{server_url}/evaluate", timeout=600, json={
                 "rollout_id": 0, "router_url": stub_url, "benchmarks": [{"name": "sums"}]}).json()
             bench_secs = time.perf_counter() - start
+            server_cpu = cpu_secs(server.pid) - cpu_before
         finally:
             for proc in (server, stub):
                 proc.terminate()
@@ -136,6 +163,10 @@ def main() -> None:
         print(f"  {name:28s} {secs:6.2f} s  {rps:6.1f} req/s  {rps / ideal:6.1%} of theoretical  "
               f"overhead {overhead_ms:5.1f} ms/request")
     print(f"  ratio benchlab / anchor throughput: {anchor_secs / bench_secs:.3f}")
+    print(f"  server CPU: {server_cpu:.2f} s in all, {server_cpu / n * 1000:.2f} ms per request "
+          f"(at {ideal:.0f} req/s that is {server_cpu / n * ideal:.0%} of one core)")
+    load = os.getloadavg()[0]
+    print(f"  machine: {os.cpu_count()} CPUs, load average {load:.1f} during the run")
     print(f"  scored: accuracy {metrics['accuracy']:.3f}, no_answer {metrics['no_answer']:.3f}, "
           f"{int(metrics['num_entries'])} prompts")
 

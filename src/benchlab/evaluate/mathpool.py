@@ -13,62 +13,83 @@ awaits comparisons without blocking and never shares a pipe between callers.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing as mp
+import json
 import queue
+import select
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from multiprocessing.connection import Connection
 from typing import Any
 
 from benchlab.errors import EvaluationError
 
 
-def _worker(conn: Connection) -> None:
+def serve_worker() -> None:
+    """The worker's loop: JSON ``[gold, pred]`` lines on stdin, a JSON verdict line on stdout."""
     import logging
 
     # math-verify logs a warning on every call when its signal timeout is off.
     logging.disable(logging.CRITICAL)
     from math_verify import parse, verify
 
-    # Warm up the parser's lazy imports, then tell the pool this worker is ready:
-    # the comparison timeout must not include start-up.
-    verify(parse("$1$", parsing_timeout=None), parse("$1$", parsing_timeout=None), timeout_seconds=None)  # type: ignore[arg-type]
-    conn.send("ready")
-    while True:
-        try:
-            gold, pred = conn.recv()
-        except EOFError:
-            return
+    def compare(gold: str, pred: str) -> bool | str:
         try:
             g = parse(f"${gold}$", parsing_timeout=None)  # type: ignore[arg-type]
             p = parse(f"${pred}$", parsing_timeout=None)  # type: ignore[arg-type]
             # Gold first: verify() is asymmetric (e.g. sets and intervals in gold).
-            result: Any = bool(g) and bool(p) and bool(verify(g, p, timeout_seconds=None))
+            return bool(g) and bool(p) and bool(verify(g, p, timeout_seconds=None))
         except Exception as exc:  # a parser bug on odd input is a wrong answer, not a crash
-            result = f"error: {type(exc).__name__}"
-        conn.send(result)
+            return f"error: {type(exc).__name__}"
+
+    compare("1", "1")  # warm up the parser's lazy imports before saying ready
+    out = sys.stdout
+    out.write('"ready"\n')
+    out.flush()
+    for line in sys.stdin:
+        gold, pred = json.loads(line)
+        out.write(json.dumps(compare(gold, pred)) + "\n")
+        out.flush()
 
 
 class _Worker:
+    """One worker process, started with ``python -c`` (not multiprocessing: no re-import of __main__)."""
+
     STARTUP_SECS = 120.0
 
-    def __init__(self, ctx: Any) -> None:
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child,), daemon=True)
-        self.proc.start()
-        child.close()
-        try:
-            ready = self.conn.poll(self.STARTUP_SECS) and self.conn.recv() == "ready"
-        except (EOFError, OSError):
-            ready = False
-        if not ready:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from benchlab.evaluate.mathpool import serve_worker; serve_worker()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+        )
+        if self.read(self.STARTUP_SECS) != "ready":
             self.kill()
             raise EvaluationError("a math-verify worker process did not start (is math-verify installed?)")
 
+    def read(self, timeout: float) -> Any:
+        """The next verdict, or None when none came within ``timeout`` seconds or the worker died."""
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self.proc.stdout.readline()
+        return json.loads(line) if line else None
+
+    def ask(self, gold: str, pred: str, timeout: float) -> Any:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps([gold, pred]) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return None
+        return self.read(timeout)
+
     def kill(self) -> None:
         self.proc.kill()
-        self.proc.join(5)
-        self.conn.close()
+        self.proc.wait(10)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
 
 
 class MathVerifyPool:
@@ -81,7 +102,6 @@ class MathVerifyPool:
     def __init__(self, workers: int = 2, timeout: float = 10.0) -> None:
         self.workers = max(1, workers)
         self.timeout = timeout
-        self._ctx = mp.get_context("spawn")  # fork in a threaded server can copy held locks
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
@@ -91,7 +111,7 @@ class MathVerifyPool:
     def _take(self) -> _Worker:
         with self._lock:
             if len(self._all) < self.workers and self._idle.empty():
-                worker = _Worker(self._ctx)
+                worker = _Worker()
                 self._all.append(worker)
                 return worker
         return self._idle.get()
@@ -99,21 +119,17 @@ class MathVerifyPool:
     def equivalent(self, gold: str, pred: str) -> tuple[bool, str]:
         """Whether ``pred`` equals ``gold`` mathematically, and a short reason when it does not."""
         worker = self._take()
-        try:
-            worker.conn.send((gold, pred))
-            if worker.conn.poll(self.timeout):
-                result = worker.conn.recv()
-                self._idle.put(worker)
-                if isinstance(result, str):
-                    return False, result
-                return bool(result), "" if result else "not equivalent"
-        except (EOFError, OSError, BrokenPipeError):
-            pass
+        result = worker.ask(gold, pred, self.timeout)
+        if result is not None:
+            self._idle.put(worker)
+            if isinstance(result, str):
+                return False, result
+            return bool(result), "" if result else "not equivalent"
         # Hung or died: kill it and start a fresh one in its place.
         with self._lock:
             self.timeouts += 1
             worker.kill()
-            replacement = _Worker(self._ctx)
+            replacement = _Worker()
             self._all[self._all.index(worker)] = replacement
         self._idle.put(replacement)
         return False, f"math-verify gave no verdict within {self.timeout:g}s"

@@ -7,6 +7,7 @@ math-verify worker pool, code to the sandbox; the rest is string work.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ from benchlab.evaluate.instructions import check_all
 from benchlab.evaluate.mathpool import MathVerifyPool
 from benchlab.evaluate.metrics import SampleScore
 from benchlab.evaluate.sandbox import Sandbox
+
+_INTEGER = re.compile(r"^[+-]?\d{1,50}$")
 
 
 @dataclass
@@ -43,8 +46,12 @@ class Scorers:
             return SampleScore(None, False, "no \\boxed{} or 'The answer is'")
         gold = str(item["answer"])
         norm = normalize_math(answer)
-        if norm == normalize_math(gold):
+        gold_norm = normalize_math(gold)
+        if norm == gold_norm:
             return SampleScore(norm, True)
+        if _INTEGER.match(norm) and _INTEGER.match(gold_norm):
+            # Two integer literals: equal exactly when their values are; no need for sympy.
+            return SampleScore(norm, int(norm) == int(gold_norm), "" if int(norm) == int(gold_norm) else "not equal")
         if len(answer) > 1000:
             return SampleScore(norm, False, "answer too long to compare")
         correct, why = await self.math_pool.aequivalent(gold, answer)

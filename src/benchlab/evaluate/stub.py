@@ -65,7 +65,8 @@ def respond(scorer: str, item: dict[str, Any], verdict: str) -> str:
         return f"```python\n{ref}\n```" if scorer == "code" else ref
     answer = str(item.get("answer", ""))
     if scorer == "math":
-        shown = answer if verdict == "correct" else f"{answer}+1"
+        wrong = str(int(answer) + 1) if answer.lstrip("-").isdigit() else f"{answer}+1"
+        shown = answer if verdict == "correct" else wrong
         return f"Working through it step by step.\n\nThe final result is $\\boxed{{{shown}}}$."
     if scorer == "exact":
         gold = item["answer"][0] if isinstance(item["answer"], list) else answer
