@@ -52,13 +52,18 @@ def write_world(folder: Path, prompts: int, concurrency: int) -> Path:
     with (folder / "sums.jsonl").open("w") as f:
         for i in range(prompts):
             a, b = rng.randint(1, 10**6), rng.randint(1, 10**6)
-            f.write(json.dumps({"id": f"s{i:05d}", "question": f"What is {a} + {b}?", "answer": str(a + b)}) + "\n")
+            f.write(
+                json.dumps(
+                    {"id": f"s{i:05d}", "question": f"What is {a} + {b}?", "answer": str(a + b)}
+                )
+                + "\n"
+            )
     config = folder / "eval.yaml"
     config.write_text(
         f"server:\n  state_dir: {folder / 'state'}\n  deadline_secs: 600\n"
         f"model:\n  concurrency: {concurrency}\n  request_timeout_secs: 30\n"
         "benchmarks:\n  sums:\n    dataset: sums.jsonl\n    scorer: math\n"
-        "    prompt: \"{{ question }} Put the answer in \\\\boxed{}.\"\n"
+        '    prompt: "{{ question }} Put the answer in \\\\boxed{}."\n'
     )
     return config
 
@@ -71,7 +76,7 @@ def wait_for(url: str, proc: subprocess.Popen, seconds: float = 60) -> None:
             return
         except httpx.HTTPError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"{url} did not come up")
+                raise SystemExit(f"{url} did not come up") from None
             time.sleep(0.1)
 
 
@@ -88,8 +93,16 @@ async def anchor(stub_url: str, prompts: list[str], concurrency: int) -> float:
         async with httpx.AsyncClient(limits=limits, trust_env=False, verify=context) as client:
             while not queue.empty():
                 prompt = queue.get_nowait()
-                r = await client.post(f"{stub_url}/v1/chat/completions", timeout=30, json={
-                    "model": "m", "messages": [{"role": "user", "content": prompt}], "n": 1, "max_tokens": 64})
+                r = await client.post(
+                    f"{stub_url}/v1/chat/completions",
+                    timeout=30,
+                    json={
+                        "model": "m",
+                        "messages": [{"role": "user", "content": prompt}],
+                        "n": 1,
+                        "max_tokens": 64,
+                    },
+                )
                 r.raise_for_status()
 
     start = time.perf_counter()
@@ -124,14 +137,44 @@ def main() -> None:
         config = write_world(folder, args.prompts, args.concurrency)
         stub_port, server_port = free_port(), free_port()
         stub = subprocess.Popen(
-            [sys.executable, "-m", "benchlab.evaluate.stub", "--port", str(stub_port), "--config", str(config),
-             "--latency", str(args.latency)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "benchlab.evaluate.stub",
+                "--port",
+                str(stub_port),
+                "--config",
+                str(config),
+                "--latency",
+                str(args.latency),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         server = subprocess.Popen(
-            [sys.executable, "-c", "from benchlab.cli import main; main()", "serve", "--no-auth",
-             "--port", str(server_port), "--config", str(config), "--log-level", "warning"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-c",
+                "from benchlab.cli import main; main()",
+                "serve",
+                "--no-auth",
+                "--port",
+                str(server_port),
+                "--config",
+                str(config),
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
-            stub_url, server_url = f"http://127.0.0.1:{stub_port}", f"http://127.0.0.1:{server_port}"
+            stub_url, server_url = (
+                f"http://127.0.0.1:{stub_port}",
+                f"http://127.0.0.1:{server_port}",
+            )
             wait_for(f"{stub_url}/v1/models", stub)
             wait_for(f"{server_url}/health", server)
             sys.path.insert(0, SRC)
@@ -142,8 +185,11 @@ def main() -> None:
             anchor_secs = asyncio.run(anchor(stub_url, prompts, args.concurrency))
             cpu_before = cpu_secs(server.pid)
             start = time.perf_counter()
-            body = httpx.post(f"{server_url}/evaluate", timeout=600, json={
-                "rollout_id": 0, "router_url": stub_url, "benchmarks": [{"name": "sums"}]}).json()
+            body = httpx.post(
+                f"{server_url}/evaluate",
+                timeout=600,
+                json={"rollout_id": 0, "router_url": stub_url, "benchmarks": [{"name": "sums"}]},
+            ).json()
             bench_secs = time.perf_counter() - start
             server_cpu = cpu_secs(server.pid) - cpu_before
         finally:
@@ -156,19 +202,27 @@ def main() -> None:
     ideal = c / lat
     metrics = body["raw_metrics"]["sums"]["pass@1"]
     rows = [("anchor (bare httpx loop)", anchor_secs), ("benchlab (POST /evaluate)", bench_secs)]
-    print(f"{n} prompts, {lat * 1000:.0f} ms model latency, concurrency {c}: theoretical {ideal:.0f} req/s")
+    print(
+        f"{n} prompts, {lat * 1000:.0f} ms model latency, concurrency {c}: theoretical {ideal:.0f} req/s"
+    )
     for name, secs in rows:
         rps = n / secs
         overhead_ms = (secs * c / n - lat) * 1000
-        print(f"  {name:28s} {secs:6.2f} s  {rps:6.1f} req/s  {rps / ideal:6.1%} of theoretical  "
-              f"overhead {overhead_ms:5.1f} ms/request")
+        print(
+            f"  {name:28s} {secs:6.2f} s  {rps:6.1f} req/s  {rps / ideal:6.1%} of theoretical  "
+            f"overhead {overhead_ms:5.1f} ms/request"
+        )
     print(f"  ratio benchlab / anchor throughput: {anchor_secs / bench_secs:.3f}")
-    print(f"  server CPU: {server_cpu:.2f} s in all, {server_cpu / n * 1000:.2f} ms per request "
-          f"(at {ideal:.0f} req/s that is {server_cpu / n * ideal:.0%} of one core)")
+    print(
+        f"  server CPU: {server_cpu:.2f} s in all, {server_cpu / n * 1000:.2f} ms per request "
+        f"(at {ideal:.0f} req/s that is {server_cpu / n * ideal:.0%} of one core)"
+    )
     load = os.getloadavg()[0]
     print(f"  machine: {os.cpu_count()} CPUs, load average {load:.1f} during the run")
-    print(f"  scored: accuracy {metrics['accuracy']:.3f}, no_answer {metrics['no_answer']:.3f}, "
-          f"{int(metrics['num_entries'])} prompts")
+    print(
+        f"  scored: accuracy {metrics['accuracy']:.3f}, no_answer {metrics['no_answer']:.3f}, "
+        f"{int(metrics['num_entries'])} prompts"
+    )
 
 
 if __name__ == "__main__":

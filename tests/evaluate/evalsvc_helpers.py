@@ -8,14 +8,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from benchlab.evaluate.config import DEFAULT_CONFIG, EvalConfig, load_config
+from benchlab.evaluate.config import DEFAULT_CONFIG
 
 TOKEN = "test-token-0123456789"
 
@@ -35,8 +33,16 @@ class ServerThread:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error",
-                                                    access_log=False, lifespan="on"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                host="127.0.0.1",
+                port=self.port,
+                log_level="error",
+                access_log=False,
+                lifespan="on",
+            )
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self) -> ServerThread:

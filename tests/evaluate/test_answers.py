@@ -40,7 +40,9 @@ def test_normalize_math_removes_cosmetic_differences():
 
 
 def test_exact_answer_extraction_and_normalisation():
-    assert extract_short_answer("Thinking...\nThe answer is The Pacific Ocean.") == "The Pacific Ocean"
+    assert (
+        extract_short_answer("Thinking...\nThe answer is The Pacific Ocean.") == "The Pacific Ocean"
+    )
     assert extract_short_answer("Answer: cold") == "cold"
     assert extract_short_answer("first\n\nlast line") == "last line"
     assert normalize_text("The  Pacific, Ocean!") == "pacific ocean"
@@ -48,7 +50,13 @@ def test_exact_answer_extraction_and_normalisation():
 
 @pytest.mark.parametrize(
     ("text", "letter"),
-    [("Answer: C", "C"), ("the answer is (b)", "B"), ("\\boxed{D}", "D"), ("A)\n", "A"), ("no idea", None)],
+    [
+        ("Answer: C", "C"),
+        ("the answer is (b)", "B"),
+        ("\\boxed{D}", "D"),
+        ("A)\n", "A"),
+        ("no idea", None),
+    ],
 )
 def test_choice_letter_extraction(text, letter):
     assert extract_choice(text) == letter
@@ -62,7 +70,10 @@ def test_code_extraction_prefers_the_last_fenced_block():
 
 
 def test_instruction_checks_report_what_failed():
-    ok, failed = check_all("hello, World", [{"type": "lowercase"}, {"type": "no_commas"}, {"type": "max_words", "value": 5}])
+    ok, failed = check_all(
+        "hello, World",
+        [{"type": "lowercase"}, {"type": "no_commas"}, {"type": "max_words", "value": 5}],
+    )
     assert not ok and failed == ["lowercase", "no_commas"]
     assert check_all('```json\n{"a": 1}\n```', [{"type": "json"}]) == (True, [])
     assert check_all("- a\n- b\ntext", [{"type": "num_bullets", "value": 2}])[0]

@@ -15,8 +15,14 @@ def pool():
 
 @pytest.mark.parametrize(
     ("gold", "pred", "equal"),
-    [("\\frac{1}{2}", "0.5", True), ("x+1", "1+x", True), ("42", "42.0", True), ("3", "4", False),
-     ("\\sqrt{4}", "2", True), ("10", "\\text{ten apples}", False)],
+    [
+        ("\\frac{1}{2}", "0.5", True),
+        ("x+1", "1+x", True),
+        ("42", "42.0", True),
+        ("3", "4", False),
+        ("\\sqrt{4}", "2", True),
+        ("10", "\\text{ten apples}", False),
+    ],
 )
 def test_math_verify_equivalence(pool, gold, pred, equal):
     assert pool.equivalent(gold, pred)[0] is equal

@@ -50,7 +50,7 @@ def test_majority_picks_the_most_frequent_answer_and_first_seen_on_ties():
 
 def test_aggregate_by_hand_for_two_prompts_of_four_samples():
     prompts = [
-        [S("7", True), S("7", True), S("8", False), S(None, False)],   # c=2, majority 7 (right)
+        [S("7", True), S("7", True), S("8", False), S(None, False)],  # c=2, majority 7 (right)
         [S("1", False), S("1", False), S("2", True), S(None, False)],  # c=1, majority 1 (wrong)
     ]
     m = aggregate(prompts)

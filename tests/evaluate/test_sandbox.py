@@ -19,7 +19,9 @@ from benchlab.evaluate.sandbox import Sandbox, SandboxLimits, probe_isolation
 
 pytestmark = pytest.mark.slow
 
-LIMITS = SandboxLimits(timeout_secs=3, cpu_secs=2, memory_mb=256, processes=16, file_size_mb=1, output_cap=4096)
+LIMITS = SandboxLimits(
+    timeout_secs=3, cpu_secs=2, memory_mb=256, processes=16, file_size_mb=1, output_cap=4096
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +54,16 @@ def test_infinite_loop_is_stopped(sandbox):
 
 
 def test_fork_bomb_is_contained_and_leaves_no_process(sandbox):
-    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    bomb = (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    )
     result = run(sandbox, bomb)
     assert not result.passed
     # Nothing of the bomb survives: no process of the sandbox uids is left.
     time.sleep(0.5)
-    leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) in range(61000, 61000 + 64)]
+    leftovers = [
+        p for p in os.listdir("/proc") if p.isdigit() and _uid(p) in range(61000, 61000 + 64)
+    ]
     assert leftovers == []
     # The machine can still start processes, and the sandbox still runs programs.
     assert run(sandbox, "print(6 * 7)\n").stdout.strip() == "42"

@@ -10,21 +10,26 @@ from typing import Any
 
 import httpx
 import pytest
+from evalsvc_helpers import TOKEN, ServerThread, free_port, write_config
 
 from benchlab.evaluate.config import load_config
 from benchlab.evaluate.datasets import load_items
 from benchlab.evaluate.server import create_app
 from benchlab.evaluate.stub import StubSettings, create_stub_app, plan
 
-from evalsvc_helpers import TOKEN, ServerThread, free_port, write_config
-
 pytestmark = pytest.mark.slow
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def delegate(url: str, payload: dict[str, Any], *, headers: dict[str, str], timeout_secs: float = 3600,
-             max_retries: int = 3) -> tuple[dict[str, Any], int]:
+def delegate(
+    url: str,
+    payload: dict[str, Any],
+    *,
+    headers: dict[str, str],
+    timeout_secs: float = 3600,
+    max_retries: int = 3,
+) -> tuple[dict[str, Any], int]:
     """What slime's delegate client does: POST, wait, on any error sleep min(2^attempt, 30) and re-send."""
     last: Exception | None = None
     for attempt in range(1, max_retries + 1):
@@ -42,15 +47,23 @@ def delegate(url: str, payload: dict[str, Any], *, headers: dict[str, str], time
 
 def numeric_metrics(raw: dict[str, Any]) -> dict[str, float]:
     # slime keeps only the numeric leaves of raw_metrics.
-    return {f"{b}/{m}/{k}": v for b, modes in raw.items() for m, vals in modes.items()
-            for k, v in vals.items() if isinstance(v, int | float)}
+    return {
+        f"{b}/{m}/{k}": v
+        for b, modes in raw.items()
+        for m, vals in modes.items()
+        for k, v in vals.items()
+        if isinstance(v, int | float)
+    }
 
 
 def expected_accuracy(config, bench: str, n: int, settings: StubSettings) -> float:
     """pass@1 averaged over samples, from what the stub was told to answer (its plan)."""
     items = load_items(config.benchmarks[bench])
-    right = sum(plan(settings.seed, it.id, i, settings.p_correct, settings.p_no_answer) == "correct"
-                for it in items for i in range(n))
+    right = sum(
+        plan(settings.seed, it.id, i, settings.p_correct, settings.p_no_answer) == "correct"
+        for it in items
+        for i in range(n)
+    )
     return right / (len(items) * n)
 
 
@@ -81,18 +94,41 @@ def test_health_benchmarks_and_api_docs(tmp_path, servers):
 
 def test_delegate_request_gets_raw_metrics_that_match_the_stub(tmp_path, servers):
     config, settings, stub, server = start_pair(tmp_path, servers)
-    payload = {"rollout_id": 7, "router_url": stub.url,
-               "benchmarks": [{"name": "arith", "n_samples_per_eval_prompt": 4, "temperature": 0.6,
-                               "top_p": 0.95, "top_k": -1, "max_response_len": 512}, {"name": "mcq"}],
-               "defaults": {"ignored": True}}
+    payload = {
+        "rollout_id": 7,
+        "router_url": stub.url,
+        "benchmarks": [
+            {
+                "name": "arith",
+                "n_samples_per_eval_prompt": 4,
+                "temperature": 0.6,
+                "top_p": 0.95,
+                "top_k": -1,
+                "max_response_len": 512,
+            },
+            {"name": "mcq"},
+        ],
+        "defaults": {"ignored": True},
+    }
     body, attempts = delegate(f"{server.url}/evaluate", payload, headers=AUTH, timeout_secs=60)
     assert attempts == 1 and body["status"] == "completed"
     metrics = numeric_metrics(body["raw_metrics"])
-    assert metrics["arith/pass@1[avg-of-4]/accuracy"] == pytest.approx(expected_accuracy(config, "arith", 4, settings))
-    assert metrics["mcq/pass@1/accuracy"] == pytest.approx(expected_accuracy(config, "mcq", 1, settings))
-    assert {"arith/majority@4/accuracy", "arith/pass@2/accuracy", "arith/pass@4/accuracy"} <= set(metrics)
+    assert metrics["arith/pass@1[avg-of-4]/accuracy"] == pytest.approx(
+        expected_accuracy(config, "arith", 4, settings)
+    )
+    assert metrics["mcq/pass@1/accuracy"] == pytest.approx(
+        expected_accuracy(config, "mcq", 1, settings)
+    )
+    assert {"arith/majority@4/accuracy", "arith/pass@2/accuracy", "arith/pass@4/accuracy"} <= set(
+        metrics
+    )
     assert [r["benchmark"] for r in body["runs"]] == ["arith", "mcq"]
-    assert body["runs"][0]["sampling"] == {"n": 4, "temperature": 0.6, "top_p": 0.95, "max_tokens": 512}
+    assert body["runs"][0]["sampling"] == {
+        "n": 4,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "max_tokens": 512,
+    }
     assert (Path(body["output_dir"]) / "arith.jsonl").is_file()
     assert "done in" in Path(body["log_path"]).read_text()
     assert body["command"].startswith("benchlab eval --model-url")
@@ -100,11 +136,14 @@ def test_delegate_request_gets_raw_metrics_that_match_the_stub(tmp_path, servers
 
 
 def test_a_retry_after_a_client_timeout_joins_the_running_job(tmp_path, servers):
-    _, _, stub, server = start_pair(tmp_path, servers, StubSettings(seed=1, latency_secs=0.25),
-                                    model={"concurrency": 8})
+    _, _, stub, server = start_pair(
+        tmp_path, servers, StubSettings(seed=1, latency_secs=0.25), model={"concurrency": 8}
+    )
     payload = {"rollout_id": 1, "router_url": stub.url, "benchmarks": [{"name": "arith"}]}
     # 16 prompts at 8 in flight and 0.25 s each take ~0.5 s: the first read times out.
-    body, attempts = delegate(f"{server.url}/evaluate", payload, headers=AUTH, timeout_secs=0.3, max_retries=4)
+    body, attempts = delegate(
+        f"{server.url}/evaluate", payload, headers=AUTH, timeout_secs=0.3, max_retries=4
+    )
     assert attempts >= 2
     assert body["raw_metrics"]["arith"]["pass@1"]["num_entries"] == 16
     assert stub_requests(stub) == 16  # the retry did not evaluate again
@@ -112,7 +151,12 @@ def test_a_retry_after_a_client_timeout_joins_the_running_job(tmp_path, servers)
 
 def test_async_request_is_polled_until_completed(tmp_path, servers):
     config, settings, stub, server = start_pair(tmp_path, servers)
-    payload = {"rollout_id": 2, "router_url": stub.url, "benchmarks": [{"name": "words"}], "async": True}
+    payload = {
+        "rollout_id": 2,
+        "router_url": stub.url,
+        "benchmarks": [{"name": "words"}],
+        "async": True,
+    }
     queued = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=10)
     assert queued.status_code == 202
     job = queued.json()
@@ -125,7 +169,8 @@ def test_async_request_is_polled_until_completed(tmp_path, servers):
         time.sleep(0.05)
     assert status["status"] == "completed"
     assert status["raw_metrics"]["words"]["pass@1"]["accuracy"] == pytest.approx(
-        expected_accuracy(config, "words", 1, settings))
+        expected_accuracy(config, "words", 1, settings)
+    )
 
 
 def test_finished_jobs_survive_a_restart_and_are_not_rerun(tmp_path, servers):
@@ -144,7 +189,9 @@ def test_finished_jobs_survive_a_restart_and_are_not_rerun(tmp_path, servers):
     assert repeat["job_id"] == done["job_id"]
     assert stub_requests(stub) == 10
     # Another rollout is another evaluation.
-    other = httpx.post(f"{second.url}/evaluate", json={**payload, "rollout_id": 4}, headers=AUTH, timeout=60).json()
+    other = httpx.post(
+        f"{second.url}/evaluate", json={**payload, "rollout_id": 4}, headers=AUTH, timeout=60
+    ).json()
     assert other["job_id"] != done["job_id"] and stub_requests(stub) == 20
 
 
@@ -152,22 +199,40 @@ def test_a_job_cut_short_by_a_restart_is_failed_then_rerun(tmp_path, servers):
     config = load_config(write_config(tmp_path, model={"concurrency": 1}))
     stub = servers(create_stub_app(config, StubSettings(seed=5, latency_secs=0.2)))
     first = ServerThread(create_app(config, token=TOKEN)).start()
-    payload = {"rollout_id": 9, "router_url": stub.url, "benchmarks": [{"name": "words"}], "async": True}
+    payload = {
+        "rollout_id": 9,
+        "router_url": stub.url,
+        "benchmarks": [{"name": "words"}],
+        "async": True,
+    }
     job = httpx.post(f"{first.url}/evaluate", json=payload, headers=AUTH, timeout=10).json()
     time.sleep(0.3)
     first.stop()
-    second = servers(create_app(load_config(write_config(tmp_path, model={"concurrency": 8})), token=TOKEN))
+    second = servers(
+        create_app(load_config(write_config(tmp_path, model={"concurrency": 8})), token=TOKEN)
+    )
     status = httpx.get(f"{second.url}/status/{job['job_id']}", headers=AUTH, timeout=10).json()
     assert status["status"] == "failed" and "stopped" in status["error"]
-    rerun = httpx.post(f"{second.url}/evaluate", json={**payload, "async": False}, headers=AUTH, timeout=60).json()
+    rerun = httpx.post(
+        f"{second.url}/evaluate", json={**payload, "async": False}, headers=AUTH, timeout=60
+    ).json()
     assert rerun["status"] == "completed" and rerun["job_id"] != job["job_id"]
 
 
 def test_the_server_deadline_returns_partial_metrics_with_a_warning(tmp_path, servers):
-    _, _, stub, server = start_pair(tmp_path, servers, StubSettings(seed=2, latency_secs=0.3),
-                                    model={"concurrency": 2}, server={"deadline_secs": 0.8})
-    body = httpx.post(f"{server.url}/evaluate", headers=AUTH, timeout=30,
-                      json={"rollout_id": 5, "router_url": stub.url, "benchmarks": [{"name": "arith"}]}).json()
+    _, _, stub, server = start_pair(
+        tmp_path,
+        servers,
+        StubSettings(seed=2, latency_secs=0.3),
+        model={"concurrency": 2},
+        server={"deadline_secs": 0.8},
+    )
+    body = httpx.post(
+        f"{server.url}/evaluate",
+        headers=AUTH,
+        timeout=30,
+        json={"rollout_id": 5, "router_url": stub.url, "benchmarks": [{"name": "arith"}]},
+    ).json()
     assert body["status"] == "completed"
     evaluated = body["raw_metrics"]["arith"]["pass@1"]["num_entries"]
     assert 1 <= evaluated < 16
@@ -177,21 +242,37 @@ def test_the_server_deadline_returns_partial_metrics_with_a_warning(tmp_path, se
 def test_flaky_model_endpoint_is_retried_to_the_same_metrics(tmp_path, servers):
     settings = StubSettings(seed=4, rate_429=0.2, rate_500=0.2)
     config, _, stub, server = start_pair(tmp_path, servers, settings, model={"max_retries": 12})
-    body = httpx.post(f"{server.url}/evaluate", headers=AUTH, timeout=60,
-                      json={"rollout_id": 6, "router_url": stub.url, "benchmarks": [{"name": "words"}]}).json()
+    body = httpx.post(
+        f"{server.url}/evaluate",
+        headers=AUTH,
+        timeout=60,
+        json={"rollout_id": 6, "router_url": stub.url, "benchmarks": [{"name": "words"}]},
+    ).json()
     stats = httpx.get(f"{stub.url}/stats", timeout=5).json()
     assert stats["failures_injected"] > 0
     assert body["runs"][0]["model_errors"] == 0
     assert body["raw_metrics"]["words"]["pass@1"]["accuracy"] == pytest.approx(
-        expected_accuracy(config, "words", 1, settings))
+        expected_accuracy(config, "words", 1, settings)
+    )
 
 
 def test_an_unreachable_router_fails_the_job_with_a_json_error(tmp_path, servers):
     _, _, _, server = start_pair(tmp_path, servers, model={"max_retries": 1})
-    response = httpx.post(f"{server.url}/evaluate", headers=AUTH, timeout=30, json={
-        "rollout_id": 8, "router_url": f"http://127.0.0.1:{free_port()}", "benchmarks": [{"name": "mcq"}]})
+    response = httpx.post(
+        f"{server.url}/evaluate",
+        headers=AUTH,
+        timeout=30,
+        json={
+            "rollout_id": 8,
+            "router_url": f"http://127.0.0.1:{free_port()}",
+            "benchmarks": [{"name": "mcq"}],
+        },
+    )
     assert response.status_code == 502
-    assert response.json()["status"] == "failed" and "every model request failed" in response.json()["error"]
+    assert (
+        response.json()["status"] == "failed"
+        and "every model request failed" in response.json()["error"]
+    )
 
 
 def test_requests_without_the_token_are_refused(tmp_path, servers):
@@ -215,12 +296,17 @@ def test_bad_requests_get_json_errors_without_server_paths(tmp_path, servers):
     cases = {
         "unknown": post({**base, "benchmarks": [{"name": "aime99"}]}),
         "bad_name": post({**base, "benchmarks": [{"name": "../etc/passwd"}]}),
-        "too_many_samples": post({**base, "benchmarks": [{"name": "mcq", "n_samples_per_eval_prompt": 65}]}),
+        "too_many_samples": post(
+            {**base, "benchmarks": [{"name": "mcq", "n_samples_per_eval_prompt": 65}]}
+        ),
         "too_long": post({**base, "benchmarks": [{"name": "mcq", "max_response_len": 10**6}]}),
-        "foreign_router": post({**base, "router_url": "http://169.254.169.254", "benchmarks": [{"name": "mcq"}]}),
+        "foreign_router": post(
+            {**base, "router_url": "http://169.254.169.254", "benchmarks": [{"name": "mcq"}]}
+        ),
         "no_benchmarks": post({**base, "benchmarks": []}),
-        "not_json": httpx.post(url, headers={**AUTH, "content-type": "application/json"}, content=b"{nope",
-                               timeout=10),
+        "not_json": httpx.post(
+            url, headers={**AUTH, "content-type": "application/json"}, content=b"{nope", timeout=10
+        ),
     }
     for name, r in cases.items():
         assert r.status_code == 400, name
@@ -228,8 +314,12 @@ def test_bad_requests_get_json_errors_without_server_paths(tmp_path, servers):
         assert str(tmp_path) not in error and "Traceback" not in error, name
     assert "known: arith, instruct, mcq, pyfunc, words" in cases["unknown"].json()["error"]
     assert "allowlist" in cases["foreign_router"].json()["error"]
-    big = httpx.post(url, headers={**AUTH, "content-type": "application/json"}, timeout=10,
-                     content=json.dumps({**base, "benchmarks": [{"name": "mcq", "pad": "x" * 70000}]}))
+    big = httpx.post(
+        url,
+        headers={**AUTH, "content-type": "application/json"},
+        timeout=10,
+        content=json.dumps({**base, "benchmarks": [{"name": "mcq", "pad": "x" * 70000}]}),
+    )
     assert big.status_code == 413 and "error" in big.json()
     missing = httpx.get(f"{server.url}/status/{'0' * 32}", headers=AUTH, timeout=10)
     assert missing.status_code == 404 and "error" in missing.json()
@@ -237,26 +327,51 @@ def test_bad_requests_get_json_errors_without_server_paths(tmp_path, servers):
 
 
 def test_hostile_code_from_the_model_is_scored_failed_and_the_server_lives_on(tmp_path, servers):
+    escaped = str(tmp_path / "escaped")
     hostile = [
         "while True:\n    pass",
         "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
         "x = [bytearray(2**26) for _ in range(10**4)]",
         "import sys\nfor _ in range(2**14):\n    sys.stdout.write('y' * 2**16)",
         "import os\nassert 'BENCHLAB_EVAL_TOKEN' in os.environ or 'HOME' in os.environ",
-        f"open({str(tmp_path / 'escaped')!r}, 'w').write('x')\nimport os\nassert os.path.exists({str(tmp_path / 'escaped')!r})",
+        f"open({escaped!r}, 'w').write('x')\nimport os\nassert os.path.exists({escaped!r})",
     ]
     dataset = tmp_path / "hostile.jsonl"
-    dataset.write_text("".join(json.dumps({"id": f"h{i}", "question": f"task {i}", "tests": "assert True",
-                                           "reference": code}) + "\n" for i, code in enumerate(hostile)))
+    dataset.write_text(
+        "".join(
+            json.dumps(
+                {"id": f"h{i}", "question": f"task {i}", "tests": "assert True", "reference": code}
+            )
+            + "\n"
+            for i, code in enumerate(hostile)
+        )
+    )
     extra = {"hostile": {"dataset": str(dataset), "scorer": "code", "prompt": "{{ question }}"}}
-    _, _, stub, server = start_pair(tmp_path, servers, StubSettings(seed=0, p_correct=1.0, p_no_answer=0.0),
-                                    benchmarks_extra=extra, sandbox={"concurrency": 3})
-    body = httpx.post(f"{server.url}/evaluate", headers=AUTH, timeout=90,
-                      json={"rollout_id": 1, "router_url": stub.url, "benchmarks": [{"name": "hostile"}]}).json()
-    assert body["raw_metrics"]["hostile"]["pass@1"] == {"accuracy": 0.0, "no_answer": 0.0, "num_entries": 6.0}
+    _, _, stub, server = start_pair(
+        tmp_path,
+        servers,
+        StubSettings(seed=0, p_correct=1.0, p_no_answer=0.0),
+        benchmarks_extra=extra,
+        sandbox={"concurrency": 3},
+    )
+    body = httpx.post(
+        f"{server.url}/evaluate",
+        headers=AUTH,
+        timeout=90,
+        json={"rollout_id": 1, "router_url": stub.url, "benchmarks": [{"name": "hostile"}]},
+    ).json()
+    assert body["raw_metrics"]["hostile"]["pass@1"] == {
+        "accuracy": 0.0,
+        "no_answer": 0.0,
+        "num_entries": 6.0,
+    }
     assert not (tmp_path / "escaped").exists()
     assert httpx.get(f"{server.url}/health", timeout=5).json()["status"] == "ok"
     # ... and it still scores honest code.
-    body = httpx.post(f"{server.url}/evaluate", headers=AUTH, timeout=90,
-                      json={"rollout_id": 2, "router_url": stub.url, "benchmarks": [{"name": "pyfunc"}]}).json()
+    body = httpx.post(
+        f"{server.url}/evaluate",
+        headers=AUTH,
+        timeout=90,
+        json={"rollout_id": 2, "router_url": stub.url, "benchmarks": [{"name": "pyfunc"}]},
+    ).json()
     assert body["raw_metrics"]["pyfunc"]["pass@1"]["accuracy"] == 1.0

@@ -48,7 +48,10 @@ def _unshare(flags: int) -> None:
 def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
     _check(
         _libc.mount(
-            source.encode(), target.encode(), fstype.encode() if fstype else None, flags,
+            source.encode(),
+            target.encode(),
+            fstype.encode() if fstype else None,
+            flags,
             data.encode() if data else None,
         ),
         f"mount {target}",

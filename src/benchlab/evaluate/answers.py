@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 import string
 
-_ANSWER_IS = re.compile(r"answer is[:\s]*\$?([^\n$]+?)\$?\s*(?:\.\s*)?$", re.IGNORECASE | re.MULTILINE)
+_ANSWER_IS = re.compile(
+    r"answer is[:\s]*\$?([^\n$]+?)\$?\s*(?:\.\s*)?$", re.IGNORECASE | re.MULTILINE
+)
 _ANSWER_COLON = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
 _FENCE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _CHOICE_PATTERNS = [
@@ -53,7 +55,12 @@ def extract_math_answer(text: str) -> str | None:
 def normalize_math(answer: str) -> str:
     """Cheap canonical form for the fast path: no spaces, no ``$``, no ``\\left``/``\\right``, no trailing ``.0``."""
     a = answer.strip().strip("$").replace(" ", "").replace("\\!", "").replace("\\,", "")
-    a = a.replace("\\left", "").replace("\\right", "").replace("dfrac", "frac").replace("tfrac", "frac")
+    a = (
+        a.replace("\\left", "")
+        .replace("\\right", "")
+        .replace("dfrac", "frac")
+        .replace("tfrac", "frac")
+    )
     a = a.rstrip(".")
     if re.fullmatch(r"-?\d+\.0+", a):
         a = a.split(".")[0]

@@ -37,11 +37,11 @@ class _Strict(BaseModel):
 class SamplingDefaults(_Strict):
     """Sampling parameters a request may override, per benchmark."""
 
-    n_samples_per_eval_prompt: int = Field(1, ge=1)
-    temperature: float = Field(0.0, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    top_k: int = Field(-1, ge=-1)
-    max_response_len: int = Field(2048, ge=1)
+    n_samples_per_eval_prompt: int = Field(default=1, ge=1)
+    temperature: float = Field(default=0.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    top_k: int = Field(default=-1, ge=-1)
+    max_response_len: int = Field(default=2048, ge=1)
 
 
 class BenchmarkConfig(_Strict):
@@ -53,61 +53,63 @@ class BenchmarkConfig(_Strict):
     api: Literal["chat", "completions"] = "chat"
     system: str | None = None
     description: str = ""
-    defaults: SamplingDefaults = Field(default_factory=SamplingDefaults)
+    defaults: SamplingDefaults = Field(default_factory=lambda: SamplingDefaults())
 
 
 class ServerSettings(_Strict):
     """Who may call the server, what it may be asked for, and where it keeps state."""
 
-    allowed_router_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.0/8", "::1", "localhost"])
+    allowed_router_hosts: list[str] = Field(
+        default_factory=lambda: ["127.0.0.0/8", "::1", "localhost"]
+    )
     token_env: str = "BENCHLAB_EVAL_TOKEN"
     state_dir: Path = Path("~/.cache/benchlab/eval")
-    max_request_bytes: int = Field(65536, ge=1024)
-    max_benchmarks_per_request: int = Field(16, ge=1)
-    max_samples_per_prompt: int = Field(64, ge=1)
-    max_response_len: int = Field(32768, ge=1)
-    deadline_secs: float = Field(3000.0, gt=0)
+    max_request_bytes: int = Field(default=65536, ge=1024)
+    max_benchmarks_per_request: int = Field(default=16, ge=1)
+    max_samples_per_prompt: int = Field(default=64, ge=1)
+    max_response_len: int = Field(default=32768, ge=1)
+    deadline_secs: float = Field(default=3000.0, gt=0)
 
 
 class ModelSettings(_Strict):
     """How the server talks to the OpenAI-compatible model endpoint."""
 
     name: str = "default"
-    concurrency: int = Field(32, ge=1)
-    request_timeout_secs: float = Field(600.0, gt=0)
-    max_retries: int = Field(4, ge=0)
-    backoff_secs: float = Field(0.5, ge=0)
-    max_backoff_secs: float = Field(30.0, ge=0)
+    concurrency: int = Field(default=32, ge=1)
+    request_timeout_secs: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    backoff_secs: float = Field(default=0.5, ge=0)
+    max_backoff_secs: float = Field(default=30.0, ge=0)
 
 
 class SandboxSettings(_Strict):
     """Limits of one sandboxed program (seconds, MiB, counts)."""
 
     mode: Literal["auto", "root", "userns", "none"] = "auto"
-    concurrency: int = Field(2, ge=1)
-    timeout_secs: float = Field(10.0, gt=0)
-    cpu_secs: int = Field(10, ge=1)
-    memory_mb: int = Field(1024, ge=64)
-    processes: int = Field(32, ge=1)
-    file_size_mb: int = Field(16, ge=1)
-    open_files: int = Field(64, ge=16)
-    output_cap_bytes: int = Field(65536, ge=1024)
+    concurrency: int = Field(default=2, ge=1)
+    timeout_secs: float = Field(default=10.0, gt=0)
+    cpu_secs: int = Field(default=10, ge=1)
+    memory_mb: int = Field(default=1024, ge=64)
+    processes: int = Field(default=32, ge=1)
+    file_size_mb: int = Field(default=16, ge=1)
+    open_files: int = Field(default=64, ge=16)
+    output_cap_bytes: int = Field(default=65536, ge=1024)
 
 
 class MathSettings(_Strict):
     """math-verify worker processes."""
 
-    workers: int = Field(2, ge=1)
-    timeout_secs: float = Field(10.0, gt=0)
+    workers: int = Field(default=2, ge=1)
+    timeout_secs: float = Field(default=10.0, gt=0)
 
 
 class EvalConfig(_Strict):
     """The whole config file."""
 
-    server: ServerSettings = Field(default_factory=ServerSettings)
-    model: ModelSettings = Field(default_factory=ModelSettings)
-    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
-    math: MathSettings = Field(default_factory=MathSettings)
+    server: ServerSettings = Field(default_factory=lambda: ServerSettings())
+    model: ModelSettings = Field(default_factory=lambda: ModelSettings())
+    sandbox: SandboxSettings = Field(default_factory=lambda: SandboxSettings())
+    math: MathSettings = Field(default_factory=lambda: MathSettings())
     benchmarks: dict[str, BenchmarkConfig] = Field(default_factory=dict)
 
     @field_validator("benchmarks")
@@ -141,7 +143,9 @@ def load_config(path: Path | str | None = None) -> EvalConfig:
         data: Any = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise SpecError([Problem(str(path), mark.line + 1 if mark else None, "", f"not valid YAML: {exc}")]) from None
+        raise SpecError(
+            [Problem(str(path), mark.line + 1 if mark else None, "", f"not valid YAML: {exc}")]
+        ) from None
     if not isinstance(data, dict):
         raise SpecError([Problem(str(path), None, "", "expected a mapping at the top level")])
     try:
@@ -151,7 +155,9 @@ def load_config(path: Path | str | None = None) -> EvalConfig:
         for err in exc.errors():
             field = ".".join(str(p) for p in err["loc"])
             last = next((str(p) for p in reversed(err["loc"]) if isinstance(p, str)), "")
-            problems.append(Problem(str(path), _line_of(text, last) if last else None, field, err["msg"]))
+            problems.append(
+                Problem(str(path), _line_of(text, last) if last else None, field, err["msg"])
+            )
         raise SpecError(problems) from None
     problems = []
     for name, bench in config.benchmarks.items():
@@ -161,7 +167,12 @@ def load_config(path: Path | str | None = None) -> EvalConfig:
         bench.dataset = dataset
         if not dataset.is_file():
             problems.append(
-                Problem(str(path), _line_of(text, name), f"benchmarks.{name}.dataset", f"file not found: {dataset}")
+                Problem(
+                    str(path),
+                    _line_of(text, name),
+                    f"benchmarks.{name}.dataset",
+                    f"file not found: {dataset}",
+                )
             )
     if problems:
         raise SpecError(problems)

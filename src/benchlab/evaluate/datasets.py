@@ -32,9 +32,16 @@ from benchlab.errors import DataError
 from benchlab.evaluate.config import BenchmarkConfig
 from benchlab.evaluate.instructions import validate_checks
 
-_REQUIRED = {"math": ("answer",), "exact": ("answer",), "choice": ("choices", "answer"), "code": ("tests",),
-             "instruction": ("checks",)}
-_env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
+_REQUIRED = {
+    "math": ("answer",),
+    "exact": ("answer",),
+    "choice": ("choices", "answer"),
+    "code": ("tests",),
+    "instruction": ("checks",),
+}
+_env = SandboxedEnvironment(
+    undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False
+)
 _env.filters["letter"] = lambda i: chr(ord("A") + int(i))
 
 
@@ -61,7 +68,9 @@ def _check_item(scorer: str, item: dict[str, Any]) -> str | None:
 
 
 @lru_cache(maxsize=64)
-def _load(path: Path, mtime: float, scorer: str, prompt: str, system: str | None) -> tuple[Item, ...]:
+def _load(
+    path: Path, mtime: float, scorer: str, prompt: str, system: str | None
+) -> tuple[Item, ...]:
     try:
         template = _env.from_string(prompt)
     except jinja2.TemplateSyntaxError as exc:
@@ -77,7 +86,9 @@ def _load(path: Path, mtime: float, scorer: str, prompt: str, system: str | None
             except ValueError as exc:
                 raise DataError(f"{path}:{lineno}: not valid JSON: {exc}") from None
             if not isinstance(data, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(data).__name__}")
+                raise DataError(
+                    f"{path}:{lineno}: expected a JSON object, got {type(data).__name__}"
+                )
             problem = _check_item(scorer, data)
             if problem:
                 raise DataError(f"{path}:{lineno}: {problem}")
@@ -88,7 +99,9 @@ def _load(path: Path, mtime: float, scorer: str, prompt: str, system: str | None
             try:
                 text = template.render(**data)
             except jinja2.UndefinedError as exc:
-                raise DataError(f"{path}:{lineno}: the prompt template uses a field the item lacks: {exc.message}") from None
+                raise DataError(
+                    f"{path}:{lineno}: the prompt template uses a field the item lacks: {exc.message}"
+                ) from None
             items.append(Item(item_id, text, data))
     if not items:
         raise DataError(f"{path}: no items")

@@ -41,9 +41,12 @@ CHECKS: dict[str, Callable[..., bool]] = {
     "not_contains": lambda text, value: str(value).lower() not in text.lower(),
     "ends_with": lambda text, value: text.strip().endswith(str(value)),
     "starts_with": lambda text, value: text.strip().startswith(str(value)),
-    "num_paragraphs": lambda text, value: len([p for p in re.split(r"\n\s*\n", text.strip()) if p.strip()])
-    == int(value),
-    "num_bullets": lambda text, value: len(re.findall(r"^\s*[*-]\s", text, re.MULTILINE)) == int(value),
+    "num_paragraphs": lambda text, value: (
+        len([p for p in re.split(r"\n\s*\n", text.strip()) if p.strip()]) == int(value)
+    ),
+    "num_bullets": lambda text, value: (
+        len(re.findall(r"^\s*[*-]\s", text, re.MULTILINE)) == int(value)
+    ),
 }
 
 
@@ -69,5 +72,7 @@ def validate_checks(checks: Any) -> str | None:
             return f"checks[{i}]: unknown check {check!r}; known: {', '.join(sorted(CHECKS))}"
         needs_value = CHECKS[check["type"]].__code__.co_argcount > 1
         if needs_value != ("value" in check):
-            return f"checks[{i}] ({check['type']}): " + ("needs a 'value'" if needs_value else "takes no 'value'")
+            return f"checks[{i}] ({check['type']}): " + (
+                "needs a 'value'" if needs_value else "takes no 'value'"
+            )
     return None

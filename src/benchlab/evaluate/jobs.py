@@ -70,8 +70,16 @@ class JobStore:
     def _row(self, row: tuple[Any, ...] | None) -> Job | None:
         if row is None:
             return None
-        return Job(row[0], row[1], row[2], json.loads(row[3]), json.loads(row[4]) if row[4] else None,
-                   row[5], row[6], row[7])
+        return Job(
+            row[0],
+            row[1],
+            row[2],
+            json.loads(row[3]),
+            json.loads(row[4]) if row[4] else None,
+            row[5],
+            row[6],
+            row[7],
+        )
 
     _COLUMNS = "job_id, request_key, status, request, result, error, created, finished"
 
@@ -87,14 +95,17 @@ class JobStore:
 
     def get(self, job_id: str) -> Job | None:
         with self._lock:
-            row = self._db.execute(f"SELECT {self._COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+            row = self._db.execute(
+                f"SELECT {self._COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)
+            ).fetchone()
         return self._row(row)
 
     def latest(self, key: str) -> Job | None:
         """The most recent job for ``key``, whatever its status."""
         with self._lock:
             row = self._db.execute(
-                f"SELECT {self._COLUMNS} FROM jobs WHERE request_key = ? ORDER BY created DESC LIMIT 1", (key,)
+                f"SELECT {self._COLUMNS} FROM jobs WHERE request_key = ? ORDER BY created DESC LIMIT 1",
+                (key,),
             ).fetchone()
         return self._row(row)
 

@@ -59,12 +59,22 @@ class _Worker:
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from benchlab.evaluate.mathpool import serve_worker; serve_worker()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+            [
+                sys.executable,
+                "-c",
+                "from benchlab.evaluate.mathpool import serve_worker; serve_worker()",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
         )
         if self.read(self.STARTUP_SECS) != "ready":
             self.kill()
-            raise EvaluationError("a math-verify worker process did not start (is math-verify installed?)")
+            raise EvaluationError(
+                "a math-verify worker process did not start (is math-verify installed?)"
+            )
 
     def read(self, timeout: float) -> Any:
         """The next verdict, or None when none came within ``timeout`` seconds or the worker died."""
@@ -105,7 +115,9 @@ class MathVerifyPool:
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="mathverify")
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.workers, thread_name_prefix="mathverify"
+        )
         self.timeouts = 0
 
     def _take(self) -> _Worker:

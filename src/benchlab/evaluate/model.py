@@ -45,7 +45,10 @@ class Sampling:
 
     def body(self) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "n": self.n, "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
+            "n": self.n,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
         }
         if self.top_k != -1:
             body["top_k"] = self.top_k  # not OpenAI, but SGLang and vLLM read it from the body
@@ -59,7 +62,9 @@ class HttpSlots:
         self.size = size
         self._free: asyncio.LifoQueue[httpx.AsyncClient] | None = None
         self._clients: list[httpx.AsyncClient] = []
-        self._ssl = ssl.create_default_context()  # loading CA certificates once, not once per client
+        self._ssl = (
+            ssl.create_default_context()
+        )  # loading CA certificates once, not once per client
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[httpx.AsyncClient]:
@@ -67,8 +72,11 @@ class HttpSlots:
         if self._free is None:
             self._free = asyncio.LifoQueue()  # LIFO: the warmest connection goes first
         if self._free.empty() and len(self._clients) < self.size:
-            client = httpx.AsyncClient(limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                                       trust_env=False, verify=self._ssl)
+            client = httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                trust_env=False,
+                verify=self._ssl,
+            )
             self._clients.append(client)
         else:
             client = await self._free.get()
@@ -113,7 +121,9 @@ class ModelClient:
         self.headers = headers or {}
         self.retries = 0
 
-    async def generate(self, api: str, prompt: str, sampling: Sampling, system: str | None = None) -> list[str]:
+    async def generate(
+        self, api: str, prompt: str, sampling: Sampling, system: str | None = None
+    ) -> list[str]:
         """The ``sampling.n`` texts the model returns for ``prompt`` via ``chat`` or ``completions``."""
         body: dict[str, Any] = {"model": self.model, **sampling.body()}
         if api == "chat":
@@ -139,13 +149,17 @@ class ModelClient:
             delay = min(self.backoff * 2**attempt, self.max_backoff) * (0.5 + random.random() / 2)
             try:
                 async with self.slots.slot() as http:
-                    response = await http.post(url, json=body, headers=self.headers, timeout=self.timeout)
+                    response = await http.post(
+                        url, json=body, headers=self.headers, timeout=self.timeout
+                    )
                 status = response.status_code
                 if status == 200:
                     return response.json()
                 last = f"HTTP {status}"
                 if status != 429 and status < 500:
-                    raise ModelCallError(url, status, f"the model endpoint refused the request: HTTP {status}")
+                    raise ModelCallError(
+                        url, status, f"the model endpoint refused the request: HTTP {status}"
+                    )
                 retry_after = response.headers.get("retry-after", "")
                 if retry_after.replace(".", "", 1).isdigit():
                     delay = min(float(retry_after), self.max_backoff)
@@ -158,4 +172,6 @@ class ModelClient:
             if attempt < self.max_retries:
                 self.retries += 1
                 await asyncio.sleep(delay)
-        raise ModelCallError(url, status, f"model request failed after {self.max_retries + 1} tries: {last}")
+        raise ModelCallError(
+            url, status, f"model request failed after {self.max_retries + 1} tries: {last}"
+        )

@@ -43,19 +43,36 @@ async def run_once(
     for name in benchmarks:
         bench = config.benchmarks[name]
         d = bench.defaults
-        runs.append(BenchmarkRun(name, bench, Sampling(
-            n=n_samples or d.n_samples_per_eval_prompt,
-            temperature=d.temperature if temperature is None else temperature,
-            top_p=d.top_p, top_k=d.top_k, max_tokens=max_response_len or d.max_response_len,
-        )))
+        runs.append(
+            BenchmarkRun(
+                name,
+                bench,
+                Sampling(
+                    n=n_samples or d.n_samples_per_eval_prompt,
+                    temperature=d.temperature if temperature is None else temperature,
+                    top_p=d.top_p,
+                    top_k=d.top_k,
+                    max_tokens=max_response_len or d.max_response_len,
+                ),
+            )
+        )
     needs_sandbox = any(r.config.scorer == "code" for r in runs)
     sandbox = None
     if needs_sandbox:
         s = config.sandbox
-        sandbox = Sandbox(SandboxLimits(timeout_secs=s.timeout_secs, cpu_secs=s.cpu_secs, memory_mb=s.memory_mb,
-                                        processes=s.processes, file_size_mb=s.file_size_mb,
-                                        open_files=s.open_files, output_cap=s.output_cap_bytes),
-                          s.concurrency, None if s.mode == "auto" else s.mode)
+        sandbox = Sandbox(
+            SandboxLimits(
+                timeout_secs=s.timeout_secs,
+                cpu_secs=s.cpu_secs,
+                memory_mb=s.memory_mb,
+                processes=s.processes,
+                file_size_mb=s.file_size_mb,
+                open_files=s.open_files,
+                output_cap=s.output_cap_bytes,
+            ),
+            s.concurrency,
+            None if s.mode == "auto" else s.mode,
+        )
         if sandbox.warning:
             log(f"warning: {sandbox.warning}")
     pool = MathVerifyPool(config.math.workers, config.math.timeout_secs)
@@ -64,12 +81,22 @@ async def run_once(
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
     slots = HttpSlots(n)
     try:
-        client = ModelClient(slots, model_url, model, timeout=m.request_timeout_secs, max_retries=m.max_retries,
-                             backoff=m.backoff_secs, max_backoff=m.max_backoff_secs, headers=headers)
+        client = ModelClient(
+            slots,
+            model_url,
+            model,
+            timeout=m.request_timeout_secs,
+            max_retries=m.max_retries,
+            backoff=m.backoff_secs,
+            max_backoff=m.max_backoff_secs,
+            headers=headers,
+        )
         result = await evaluate(runs, client, Scorers(pool, sandbox), out_dir=out_dir, log=log)
     finally:
         await slots.aclose()
         pool.close()
-    (out_dir / "metrics.json").write_text(json.dumps(flatten(result.raw_metrics), indent=2, sort_keys=True) + "\n")
+    (out_dir / "metrics.json").write_text(
+        json.dumps(flatten(result.raw_metrics), indent=2, sort_keys=True) + "\n"
+    )
     (out_dir / "raw_metrics.json").write_text(json.dumps(result.raw_metrics, indent=2) + "\n")
     return result

@@ -60,11 +60,15 @@ async def _one(run: BenchmarkRun, item: Item, client: ModelClient, scorers: Scor
     n = run.sampling.n
     error = None
     try:
-        texts: list[str | None] = list(await client.generate(run.config.api, item.prompt, run.sampling, run.config.system))
+        texts: list[str | None] = list(
+            await client.generate(run.config.api, item.prompt, run.sampling, run.config.system)
+        )
     except ModelCallError as exc:
         texts, error = [None] * n, str(exc)
     texts = (texts + [None] * n)[:n]  # an endpoint that ignores n still gets n verdicts
-    scores = await asyncio.gather(*(scorers.score(run.config.scorer, item.fields, t) for t in texts))
+    scores = await asyncio.gather(
+        *(scorers.score(run.config.scorer, item.fields, t) for t in texts)
+    )
     return _Outcome(item, texts, list(scores), error)
 
 
@@ -90,7 +94,9 @@ async def evaluate(
     for run in runs:
         items = load_items(run.config)
         total[run.name] = len(items)
-        log(f"{run.name}: {len(items)} prompts x {run.sampling.n} samples ({run.config.scorer} scorer)")
+        log(
+            f"{run.name}: {len(items)} prompts x {run.sampling.n} samples ({run.config.scorer} scorer)"
+        )
         for item in items:
             tasks[asyncio.ensure_future(_one(run, item, client, scorers))] = run.name
     done, pending = await asyncio.wait(tasks, timeout=deadline_secs)
@@ -113,7 +119,9 @@ async def evaluate(
         tally = tallies[run.name]
         tally.outcomes.sort(key=lambda o: o.item.id)
         if tally.outcomes and tally.errors == len(tally.outcomes):
-            raise EvaluationError(f"benchmark {run.name}: every model request failed; last: {tally.last_error}")
+            raise EvaluationError(
+                f"benchmark {run.name}: every model request failed; last: {tally.last_error}"
+            )
         raw[run.name] = aggregate([o.scores for o in tally.outcomes])
         summary = {
             "benchmark": run.name,
@@ -127,20 +135,32 @@ async def evaluate(
             path = out_dir / f"{run.name}.jsonl"
             with path.open("w", encoding="utf-8") as f:
                 for o in tally.outcomes:
-                    f.write(json.dumps({
-                        "id": o.item.id, "responses": o.responses, "error": o.error,
-                        "answers": [s.answer for s in o.scores], "correct": [s.correct for s in o.scores],
-                        "detail": [s.detail for s in o.scores],
-                    }) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "id": o.item.id,
+                                "responses": o.responses,
+                                "error": o.error,
+                                "answers": [s.answer for s in o.scores],
+                                "correct": [s.correct for s in o.scores],
+                                "detail": [s.detail for s in o.scores],
+                            }
+                        )
+                        + "\n"
+                    )
             summary["output_file"] = path.name
         summaries.append(summary)
-        log(f"{run.name}: {len(tally.outcomes)}/{total[run.name]} prompts, {tally.errors} model errors, "
-            f"metrics {json.dumps(raw[run.name])}")
+        log(
+            f"{run.name}: {len(tally.outcomes)}/{total[run.name]} prompts, {tally.errors} model errors, "
+            f"metrics {json.dumps(raw[run.name])}"
+        )
     warning = None
     if pending:
         finished = sum(len(t.outcomes) for t in tallies.values())
-        warning = (f"server deadline of {deadline_secs:g}s reached: metrics cover {finished} of "
-                   f"{sum(total.values())} prompts")
+        warning = (
+            f"server deadline of {deadline_secs:g}s reached: metrics cover {finished} of "
+            f"{sum(total.values())} prompts"
+        )
         log(warning)
     log(f"done in {time.monotonic() - start:.2f}s")
     return EvaluationResult(raw, summaries, warning)

@@ -93,8 +93,11 @@ def default_python() -> str:
 def _run_jail_sync(cfg: dict, program: bytes, timeout: float) -> dict:
     proc = subprocess.Popen(
         [sys.executable, "-I", _JAIL, json.dumps(cfg)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={}, start_new_session=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={},
+        start_new_session=True,
     )
     try:
         out, err = proc.communicate(program, timeout=timeout)
@@ -132,11 +135,17 @@ def probe_isolation(python: str | None = None) -> tuple[str, str]:
 
 def _config(mode: str, limits: SandboxLimits, uid: int, python: str) -> dict:
     return {
-        "mode": mode, "uid": uid, "python": python,
-        "timeout_secs": limits.timeout_secs, "cpu_secs": limits.cpu_secs,
-        "memory_mb": limits.memory_mb, "processes": limits.processes,
-        "file_size_mb": limits.file_size_mb, "open_files": limits.open_files,
-        "tmpfs_mb": limits.tmpfs_mb, "output_cap": limits.output_cap,
+        "mode": mode,
+        "uid": uid,
+        "python": python,
+        "timeout_secs": limits.timeout_secs,
+        "cpu_secs": limits.cpu_secs,
+        "memory_mb": limits.memory_mb,
+        "processes": limits.processes,
+        "file_size_mb": limits.file_size_mb,
+        "open_files": limits.open_files,
+        "tmpfs_mb": limits.tmpfs_mb,
+        "output_cap": limits.output_cap,
         "max_program_bytes": limits.max_program_bytes,
     }
 
@@ -182,14 +191,22 @@ class Sandbox:
     async def _run(self, program: bytes, uid: int) -> SandboxResult:
         cfg = _config(self.mode or "none", self.limits, uid, self.python)
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", _JAIL, json.dumps(cfg),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env={}, start_new_session=True,
+            sys.executable,
+            "-I",
+            _JAIL,
+            json.dumps(cfg),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={},
+            start_new_session=True,
         )
         try:
             # The launcher enforces the program's limit; this one only guards the launcher.
-            out, err = await asyncio.wait_for(proc.communicate(program), self.limits.timeout_secs + 15)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
+            out, err = await asyncio.wait_for(
+                proc.communicate(program), self.limits.timeout_secs + 15
+            )
+        except (TimeoutError, asyncio.CancelledError):
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -197,14 +214,26 @@ class Sandbox:
             await proc.wait()
             if asyncio.current_task() and asyncio.current_task().cancelling():  # type: ignore[union-attr]
                 raise
-            return SandboxResult(-9, True, "", "", self.limits.timeout_secs, "sandbox launcher hung")
+            return SandboxResult(
+                -9, True, "", "", self.limits.timeout_secs, "sandbox launcher hung"
+            )
         try:
             data = json.loads(out.decode().strip().splitlines()[-1])
         except (ValueError, IndexError):
-            return SandboxResult(-1, False, "", "", 0.0, "sandbox launcher failed: " + err.decode(errors="replace")[-300:])
+            return SandboxResult(
+                -1,
+                False,
+                "",
+                "",
+                0.0,
+                "sandbox launcher failed: " + err.decode(errors="replace")[-300:],
+            )
         if "error" in data:
             return SandboxResult(-1, False, "", "", 0.0, data["error"])
         return SandboxResult(
-            exit_code=data["exit_code"], timed_out=data["timed_out"], stdout=data["stdout"],
-            stderr=data["stderr"], duration_secs=data["duration_secs"],
+            exit_code=data["exit_code"],
+            timed_out=data["timed_out"],
+            stdout=data["stdout"],
+            stderr=data["stderr"],
+            duration_secs=data["duration_secs"],
         )

@@ -51,7 +51,11 @@ class Scorers:
             return SampleScore(norm, True)
         if _INTEGER.match(norm) and _INTEGER.match(gold_norm):
             # Two integer literals: equal exactly when their values are; no need for sympy.
-            return SampleScore(norm, int(norm) == int(gold_norm), "" if int(norm) == int(gold_norm) else "not equal")
+            return SampleScore(
+                norm,
+                int(norm) == int(gold_norm),
+                "" if int(norm) == int(gold_norm) else "not equal",
+            )
         if len(answer) > 1000:
             return SampleScore(norm, False, "answer too long to compare")
         correct, why = await self.math_pool.aequivalent(gold, answer)
@@ -75,7 +79,9 @@ class Scorers:
         if not response.strip():
             return SampleScore(None, False, "empty response")
         ok, failed = check_all(response, item["checks"])
-        return SampleScore(" ".join(response.split()).lower(), ok, "failed: " + ", ".join(failed) if failed else "")
+        return SampleScore(
+            " ".join(response.split()).lower(), ok, "failed: " + ", ".join(failed) if failed else ""
+        )
 
     async def _code(self, item: dict[str, Any], response: str) -> SampleScore:
         code = extract_code(response)

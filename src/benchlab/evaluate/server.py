@@ -11,13 +11,13 @@ server. Every error is ``{"error": message}``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import ipaddress
 import logging
 import shlex
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,11 +48,11 @@ class BenchmarkRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     name: str = Field(pattern=NAME_PATTERN, max_length=128)
-    n_samples_per_eval_prompt: int | None = Field(None, ge=1)
-    temperature: float | None = Field(None, ge=0, le=100, allow_inf_nan=False)
-    top_p: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
-    top_k: int | None = Field(None, ge=-1, le=1_000_000)
-    max_response_len: int | None = Field(None, ge=1)
+    n_samples_per_eval_prompt: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=100, allow_inf_nan=False)
+    top_p: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    top_k: int | None = Field(default=None, ge=-1, le=1_000_000)
+    max_response_len: int | None = Field(default=None, ge=1)
 
 
 class EvaluateRequest(BaseModel):
@@ -63,7 +63,7 @@ class EvaluateRequest(BaseModel):
     rollout_id: int = Field(ge=-(2**63), le=2**63 - 1)
     router_url: str = Field(min_length=1, max_length=2048)
     benchmarks: list[BenchmarkRequest] = Field(min_length=1)
-    run_async: bool = Field(False, alias="async")
+    run_async: bool = Field(default=False, alias="async")
 
 
 class ErrorBody(BaseModel):
@@ -137,24 +137,38 @@ def is_allowed_host(url: str, allowed: list[str]) -> bool:
 def _resolve(state: ServerState, req: EvaluateRequest) -> list[BenchmarkRun]:
     cfg = state.config
     if len(req.benchmarks) > cfg.server.max_benchmarks_per_request:
-        raise ApiError(400, f"at most {cfg.server.max_benchmarks_per_request} benchmarks per request")
+        raise ApiError(
+            400, f"at most {cfg.server.max_benchmarks_per_request} benchmarks per request"
+        )
     if not is_allowed_host(req.router_url, cfg.server.allowed_router_hosts):
-        raise ApiError(400, "router_url must be an http(s) URL whose host is on the server's allowlist "
-                            f"(server.allowed_router_hosts: {', '.join(cfg.server.allowed_router_hosts)})")
+        raise ApiError(
+            400,
+            "router_url must be an http(s) URL whose host is on the server's allowlist "
+            f"(server.allowed_router_hosts: {', '.join(cfg.server.allowed_router_hosts)})",
+        )
     runs = []
     for b in req.benchmarks:
         bench = cfg.benchmarks.get(b.name)
         if bench is None:
-            raise ApiError(400, f"unknown benchmark {b.name!r}; known: {', '.join(sorted(cfg.benchmarks)) or 'none'}")
+            raise ApiError(
+                400,
+                f"unknown benchmark {b.name!r}; known: {', '.join(sorted(cfg.benchmarks)) or 'none'}",
+            )
         d = bench.defaults
         n = b.n_samples_per_eval_prompt or d.n_samples_per_eval_prompt
         if n > cfg.server.max_samples_per_prompt:
-            raise ApiError(400, f"{b.name}: n_samples_per_eval_prompt {n} is over the server's cap "
-                                f"of {cfg.server.max_samples_per_prompt}")
+            raise ApiError(
+                400,
+                f"{b.name}: n_samples_per_eval_prompt {n} is over the server's cap "
+                f"of {cfg.server.max_samples_per_prompt}",
+            )
         max_len = b.max_response_len or d.max_response_len
         if max_len > cfg.server.max_response_len:
-            raise ApiError(400, f"{b.name}: max_response_len {max_len} is over the server's cap "
-                                f"of {cfg.server.max_response_len}")
+            raise ApiError(
+                400,
+                f"{b.name}: max_response_len {max_len} is over the server's cap "
+                f"of {cfg.server.max_response_len}",
+            )
         sampling = Sampling(
             n=n,
             temperature=d.temperature if b.temperature is None else b.temperature,
@@ -167,29 +181,53 @@ def _resolve(state: ServerState, req: EvaluateRequest) -> list[BenchmarkRun]:
 
 
 def _command(state: ServerState, req: EvaluateRequest, runs: list[BenchmarkRun]) -> str:
-    parts = ["benchlab", "eval", "--model-url", req.router_url, "--model", state.config.model.name,
-             "--benchmarks", ",".join(r.name for r in runs)]
+    parts = [
+        "benchlab",
+        "eval",
+        "--model-url",
+        req.router_url,
+        "--model",
+        state.config.model.name,
+        "--benchmarks",
+        ",".join(r.name for r in runs),
+    ]
     return shlex.join(parts)
 
 
-async def _run_job(state: ServerState, job: Job, req: EvaluateRequest, runs: list[BenchmarkRun]) -> dict[str, Any]:
+async def _run_job(
+    state: ServerState, job: Job, req: EvaluateRequest, runs: list[BenchmarkRun]
+) -> dict[str, Any]:
     assert state.slots is not None
     out_dir = state.config.server.state_dir / "jobs" / job.job_id
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / "job.log"
     state.store.set_running(job.job_id)
     m = state.config.model
-    client = ModelClient(state.slots, req.router_url, m.name, timeout=m.request_timeout_secs,
-                         max_retries=m.max_retries, backoff=m.backoff_secs, max_backoff=m.max_backoff_secs)
+    client = ModelClient(
+        state.slots,
+        req.router_url,
+        m.name,
+        timeout=m.request_timeout_secs,
+        max_retries=m.max_retries,
+        backoff=m.backoff_secs,
+        max_backoff=m.max_backoff_secs,
+    )
     with log_path.open("a", encoding="utf-8") as log_file:
+
         def log(line: str) -> None:
             log_file.write(line + "\n")
             log_file.flush()
 
         log(f"job {job.job_id} rollout {req.rollout_id}: {_command(state, req, runs)}")
         try:
-            result = await evaluate(runs, client, Scorers(state.math_pool, state.sandbox),
-                                    deadline_secs=state.config.server.deadline_secs, out_dir=out_dir, log=log)
+            result = await evaluate(
+                runs,
+                client,
+                Scorers(state.math_pool, state.sandbox),
+                deadline_secs=state.config.server.deadline_secs,
+                out_dir=out_dir,
+                log=log,
+            )
         except BenchlabError as exc:
             log(f"failed: {exc}")
             state.store.fail(job.job_id, str(exc))
@@ -200,9 +238,14 @@ async def _run_job(state: ServerState, job: Job, req: EvaluateRequest, runs: lis
             state.store.fail(job.job_id, "internal error while evaluating; see the server log")
             raise
     body: dict[str, Any] = {
-        "job_id": job.job_id, "status": "completed", "rollout_id": req.rollout_id,
-        "raw_metrics": result.raw_metrics, "runs": result.runs, "output_dir": str(out_dir),
-        "log_path": str(log_path), "command": _command(state, req, runs),
+        "job_id": job.job_id,
+        "status": "completed",
+        "rollout_id": req.rollout_id,
+        "raw_metrics": result.raw_metrics,
+        "runs": result.runs,
+        "output_dir": str(out_dir),
+        "log_path": str(log_path),
+        "command": _command(state, req, runs),
     }
     if result.warning:
         body["warning"] = result.warning
@@ -226,9 +269,15 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     server.state_dir.mkdir(parents=True, exist_ok=True)
     if sandbox is None:
         s = config.sandbox
-        limits = SandboxLimits(timeout_secs=s.timeout_secs, cpu_secs=s.cpu_secs, memory_mb=s.memory_mb,
-                               processes=s.processes, file_size_mb=s.file_size_mb, open_files=s.open_files,
-                               output_cap=s.output_cap_bytes)
+        limits = SandboxLimits(
+            timeout_secs=s.timeout_secs,
+            cpu_secs=s.cpu_secs,
+            memory_mb=s.memory_mb,
+            processes=s.processes,
+            file_size_mb=s.file_size_mb,
+            open_files=s.open_files,
+            output_cap=s.output_cap_bytes,
+        )
         sandbox = Sandbox(limits, s.concurrency, None if s.mode == "auto" else s.mode)
     warnings = [sandbox.warning] if sandbox.warning else []
     if token is None:
@@ -236,11 +285,19 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     store = JobStore(server.state_dir / "jobs.sqlite")
     interrupted = store.mark_interrupted()
     if interrupted:
-        logger.warning("%d job(s) were unfinished when the server last stopped; marked failed", interrupted)
+        logger.warning(
+            "%d job(s) were unfinished when the server last stopped; marked failed", interrupted
+        )
     for w in warnings:
         logger.warning("%s", w)
-    state = ServerState(config, token, store, sandbox,
-                        MathVerifyPool(config.math.workers, config.math.timeout_secs), warnings)
+    state = ServerState(
+        config,
+        token,
+        store,
+        sandbox,
+        MathVerifyPool(config.math.workers, config.math.timeout_secs),
+        warnings,
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
@@ -254,8 +311,12 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             state.math_pool.close()
             store.close()
 
-    app = FastAPI(title="benchlab evaluation server", version="1", lifespan=lifespan,
-                  description="Runs evaluation benchmarks against an OpenAI-compatible model endpoint.")
+    app = FastAPI(
+        title="benchlab evaluation server",
+        version="1",
+        lifespan=lifespan,
+        description="Runs evaluation benchmarks against an OpenAI-compatible model endpoint.",
+    )
     app.state.bench = state
     errors: dict[int | str, dict[str, Any]] = {
         code: {"model": ErrorBody} for code in (400, 401, 404, 413, 502)
@@ -272,7 +333,9 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             async for chunk in request.stream():
                 body += chunk
                 if len(body) > limit:
-                    return JSONResponse({"error": f"request body over {limit} bytes"}, status_code=413)
+                    return JSONResponse(
+                        {"error": f"request body over {limit} bytes"}, status_code=413
+                    )
             request._body = body  # the handler reads the buffered body instead of the spent stream
         return await call_next(request)
 
@@ -282,14 +345,18 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+        return JSONResponse(
+            {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = []
         for err in exc.errors()[:5]:
             where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-            problems.append(f"{where}: {err.get('msg', 'invalid')}" if where else str(err.get("msg", "invalid")))
+            problems.append(
+                f"{where}: {err.get('msg', 'invalid')}" if where else str(err.get("msg", "invalid"))
+            )
         return JSONResponse({"error": "invalid request: " + "; ".join(problems)}, status_code=400)
 
     @app.exception_handler(Exception)
@@ -302,15 +369,22 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             return
         header = request.headers.get("authorization", "")
         scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), state.token.encode()):
-            raise ApiError(401, "missing or wrong bearer token (header 'Authorization: Bearer <token>')")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode(), state.token.encode()
+        ):
+            raise ApiError(
+                401, "missing or wrong bearer token (header 'Authorization: Bearer <token>')"
+            )
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
         """Liveness, the sandbox's isolation and any warnings."""
         return {
             "status": "ok",
-            "sandbox": {"mode": state.sandbox.mode, "network_isolated": state.sandbox.network_isolated},
+            "sandbox": {
+                "mode": state.sandbox.mode,
+                "network_isolated": state.sandbox.network_isolated,
+            },
             "auth": state.token is not None,
             "warnings": state.warnings,
         }
@@ -320,13 +394,24 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         """The benchmarks this server can run, with their scorer, size and default parameters."""
         out = []
         for name, bench in sorted(config.benchmarks.items()):
-            out.append({"name": name, "scorer": bench.scorer, "api": bench.api,
-                        "num_prompts": _count(bench), "description": bench.description,
-                        "defaults": bench.defaults.model_dump()})
+            out.append(
+                {
+                    "name": name,
+                    "scorer": bench.scorer,
+                    "api": bench.api,
+                    "num_prompts": _count(bench),
+                    "description": bench.description,
+                    "defaults": bench.defaults.model_dump(),
+                }
+            )
         return {"benchmarks": out}
 
-    @app.post("/evaluate", dependencies=[Depends(authorize)], responses={**errors, 202: {"model": QueuedBody}},
-              response_model=JobBody)
+    @app.post(
+        "/evaluate",
+        dependencies=[Depends(authorize)],
+        responses={**errors, 202: {"model": QueuedBody}},
+        response_model=JobBody,
+    )
     async def evaluate_endpoint(req: EvaluateRequest) -> JSONResponse:
         """Evaluate the benchmarks against ``router_url``; with ``async`` answer at once with a job id."""
         runs = _resolve(state, req)
@@ -336,25 +421,38 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             job_id, task = state.inflight[key]
         else:
             previous = store.latest(key)
-            if previous is not None and previous.status == "completed" and previous.result is not None:
+            if (
+                previous is not None
+                and previous.status == "completed"
+                and previous.result is not None
+            ):
                 return JSONResponse(previous.result)
             job = store.create(key, defining)
             task = asyncio.ensure_future(_run_job(state, job, req, runs))
             job_id = job.job_id
             state.inflight[key] = (job_id, task)
-            task.add_done_callback(lambda t, k=key: _finished(state, k, t))
+            task.add_done_callback(functools.partial(_finished, state, key))
         if req.run_async:
-            return JSONResponse({"job_id": job_id, "status": "queued", "status_url": f"/status/{job_id}"},
-                                status_code=202)
+            return JSONResponse(
+                {"job_id": job_id, "status": "queued", "status_url": f"/status/{job_id}"},
+                status_code=202,
+            )
         try:
             # shield: a client that hangs up does not cancel the evaluation; its retry joins it.
             return JSONResponse(await asyncio.shield(task))
         except BenchlabError as exc:
             return JSONResponse(_failed_body(job_id, str(exc)), status_code=502)
         except Exception:
-            return JSONResponse(_failed_body(job_id, "internal error while evaluating"), status_code=500)
+            return JSONResponse(
+                _failed_body(job_id, "internal error while evaluating"), status_code=500
+            )
 
-    @app.get("/status/{job_id}", dependencies=[Depends(authorize)], responses=errors, response_model=JobBody)
+    @app.get(
+        "/status/{job_id}",
+        dependencies=[Depends(authorize)],
+        responses=errors,
+        response_model=JobBody,
+    )
     async def status(job_id: str) -> JSONResponse:
         """A job's state: queued, running, completed (with ``raw_metrics``) or failed (with ``error``)."""
         job = store.get(job_id) if len(job_id) == 32 else None
@@ -374,4 +472,3 @@ def _count(bench: BenchmarkConfig) -> int | None:
         return len(load_items(bench))
     except (BenchlabError, OSError):
         return None
-

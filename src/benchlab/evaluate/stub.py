@@ -81,7 +81,9 @@ def respond(scorer: str, item: dict[str, Any], verdict: str) -> str:
     return "Sorry, I Will Not Do That, Friend!"
 
 
-def create_stub_app(config: EvalConfig, settings: StubSettings | None = None, *, model: str | None = None) -> FastAPI:
+def create_stub_app(
+    config: EvalConfig, settings: StubSettings | None = None, *, model: str | None = None
+) -> FastAPI:
     """The stub server for the benchmarks of ``config``."""
     settings = settings or StubSettings()
     lookup: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -101,7 +103,11 @@ def create_stub_app(config: EvalConfig, settings: StubSettings | None = None, *,
             return ["I do not know."] * n
         scorer, item = found
         return [
-            respond(scorer, item, plan(settings.seed, str(item["id"]), i, settings.p_correct, settings.p_no_answer))
+            respond(
+                scorer,
+                item,
+                plan(settings.seed, str(item["id"]), i, settings.p_correct, settings.p_no_answer),
+            )
             for i in range(n)
         ]
 
@@ -112,7 +118,11 @@ def create_stub_app(config: EvalConfig, settings: StubSettings | None = None, *,
         u = rng.random()
         if u < settings.rate_429:
             stats.failures_injected += 1
-            return JSONResponse({"error": {"message": "rate limited"}}, status_code=429, headers={"retry-after": "0"})
+            return JSONResponse(
+                {"error": {"message": "rate limited"}},
+                status_code=429,
+                headers={"retry-after": "0"},
+            )
         if u < settings.rate_429 + settings.rate_500:
             stats.failures_injected += 1
             return JSONResponse({"error": {"message": "injected failure"}}, status_code=500)
@@ -131,10 +141,18 @@ def create_stub_app(config: EvalConfig, settings: StubSettings | None = None, *,
         prompt = messages[-1]["content"] if messages else ""
         outs = texts(prompt, int(body.get("n", 1)))
         return {
-            "id": f"chatcmpl-{stats.requests}", "object": "chat.completion", "created": int(time.time()),
+            "id": f"chatcmpl-{stats.requests}",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": body.get("model", model or "stub"),
-            "choices": [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-                        for i, t in enumerate(outs)],
+            "choices": [
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": t},
+                    "finish_reason": "stop",
+                }
+                for i, t in enumerate(outs)
+            ],
             "usage": usage(body),
         }
 
@@ -146,9 +164,13 @@ def create_stub_app(config: EvalConfig, settings: StubSettings | None = None, *,
         body = await request.json()
         outs = texts(str(body.get("prompt", "")), int(body.get("n", 1)))
         return {
-            "id": f"cmpl-{stats.requests}", "object": "text_completion", "created": int(time.time()),
+            "id": f"cmpl-{stats.requests}",
+            "object": "text_completion",
+            "created": int(time.time()),
             "model": body.get("model", model or "stub"),
-            "choices": [{"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(outs)],
+            "choices": [
+                {"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(outs)
+            ],
             "usage": usage(body),
         }
 
@@ -158,8 +180,11 @@ def create_stub_app(config: EvalConfig, settings: StubSettings | None = None, *,
 
     @app.get("/stats")
     async def get_stats() -> dict[str, Any]:
-        return {"requests": stats.requests, "failures_injected": stats.failures_injected,
-                "distinct_prompts": len(stats.by_prompt)}
+        return {
+            "requests": stats.requests,
+            "failures_injected": stats.failures_injected,
+            "distinct_prompts": len(stats.by_prompt),
+        }
 
     return app
 
@@ -170,7 +195,9 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--config", default=None, help="evaluation config whose datasets the stub knows")
+    parser.add_argument(
+        "--config", default=None, help="evaluation config whose datasets the stub knows"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--p-correct", type=float, default=0.7)
     parser.add_argument("--p-no-answer", type=float, default=0.1)
@@ -178,7 +205,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rate-429", type=float, default=0.0)
     parser.add_argument("--rate-500", type=float, default=0.0)
     args = parser.parse_args(argv)
-    settings = StubSettings(args.seed, args.p_correct, args.p_no_answer, args.latency, args.rate_429, args.rate_500)
+    settings = StubSettings(
+        args.seed, args.p_correct, args.p_no_answer, args.latency, args.rate_429, args.rate_500
+    )
     app = create_stub_app(load_config(args.config), settings)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
 
