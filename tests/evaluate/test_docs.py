@@ -20,7 +20,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "evaluation-service.md"
 
 def example(name: str) -> str:
     """The fenced block that follows ``<!-- example: NAME -->`` in the doc."""
-    match = re.search(rf"<!-- example: {re.escape(name)} -->\s*```\w*\n(.*?)```", DOC.read_text(), re.DOTALL)
+    match = re.search(
+        rf"<!-- example: {re.escape(name)} -->\s*```\w*\n(.*?)```", DOC.read_text(), re.DOTALL
+    )
     assert match, f"no example {name!r} in {DOC.name}"
     return match.group(1)
 
@@ -50,7 +52,10 @@ def test_the_documented_request_gets_the_documented_response_shape(tmp_path, ser
     request = json.loads(example("request"))
     request["router_url"] = stub.url
     response = httpx.post(
-        f"{server.url}/evaluate", json=request, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+        f"{server.url}/evaluate",
+        json=request,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=60,
     )
     assert response.status_code == 200
     body, documented = response.json(), json.loads(example("response"))

@@ -321,6 +321,18 @@ def test_bad_requests_get_json_errors_without_server_paths(tmp_path, servers):
         content=json.dumps({**base, "benchmarks": [{"name": "mcq", "pad": "x" * 70000}]}),
     )
     assert big.status_code == 413 and "error" in big.json()
+
+    def chunks(total: int, name: str = "mcq"):
+        body = json.dumps({**base, "benchmarks": [{"name": name, "pad": "x" * total}]}).encode()
+        for i in range(0, len(body), 4096):
+            yield body[i : i + 4096]
+
+    headers = {**AUTH, "content-type": "application/json"}
+    streamed = httpx.post(url, headers=headers, timeout=10, content=chunks(70000))
+    assert streamed.status_code == 413 and "error" in streamed.json()
+    # A small streamed body is read whole: the unknown name inside it is found.
+    small = httpx.post(url, headers=headers, timeout=10, content=chunks(10, name="nope"))
+    assert small.status_code == 400 and "unknown benchmark 'nope'" in small.json()["error"]
     missing = httpx.get(f"{server.url}/status/{'0' * 32}", headers=AUTH, timeout=10)
     assert missing.status_code == 404 and "error" in missing.json()
     assert stub_requests(stub) == 0

@@ -93,6 +93,37 @@ class ApiError(Exception):
         self.message = message
 
 
+class BodyLimit:
+    """ASGI middleware: 413 for a body over ``limit`` bytes, declared or streamed (chunked)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = f"request body over {self.limit} bytes"
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await JSONResponse({"error": too_large}, status_code=413)(scope, receive, send)
+            return
+        received = 0
+
+        async def limited_receive() -> Any:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    # Raised while the route reads its body: FastAPI passes HTTPException through.
+                    raise HTTPException(413, too_large)
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+
 @dataclass
 class ServerState:
     """What the running server shares between requests."""
@@ -322,22 +353,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         code: {"model": ErrorBody} for code in (400, 401, 404, 413, 502)
     }
 
-    @app.middleware("http")
-    async def cap_body(request: Request, call_next):  # type: ignore[no-untyped-def]
-        limit = server.max_request_bytes
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            return JSONResponse({"error": f"request body over {limit} bytes"}, status_code=413)
-        if length is None and request.method == "POST":
-            body = b""
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > limit:
-                    return JSONResponse(
-                        {"error": f"request body over {limit} bytes"}, status_code=413
-                    )
-            request._body = body  # the handler reads the buffered body instead of the spent stream
-        return await call_next(request)
+    app.add_middleware(BodyLimit, limit=server.max_request_bytes)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
