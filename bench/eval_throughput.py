@@ -182,7 +182,9 @@ def main() -> None:
             from benchlab.evaluate.datasets import load_items
 
             prompts = [it.prompt for it in load_items(load_config(config).benchmarks["sums"])]
+            stub_before = cpu_secs(stub.pid)
             anchor_secs = asyncio.run(anchor(stub_url, prompts, args.concurrency))
+            stub_cpu = cpu_secs(stub.pid) - stub_before
             cpu_before = cpu_secs(server.pid)
             start = time.perf_counter()
             body = httpx.post(
@@ -217,6 +219,7 @@ def main() -> None:
         f"  server CPU: {server_cpu:.2f} s in all, {server_cpu / n * 1000:.2f} ms per request "
         f"(at {ideal:.0f} req/s that is {server_cpu / n * ideal:.0%} of one core)"
     )
+    print(f"  stub model CPU: {stub_cpu / n * 1000:.2f} ms per request (during the anchor run)")
     load = os.getloadavg()[0]
     print(f"  machine: {os.cpu_count()} CPUs, load average {load:.1f} during the run")
     print(

@@ -387,3 +387,32 @@ def test_hostile_code_from_the_model_is_scored_failed_and_the_server_lives_on(tm
         json={"rollout_id": 2, "router_url": stub.url, "benchmarks": [{"name": "pyfunc"}]},
     ).json()
     assert body["raw_metrics"]["pyfunc"]["pass@1"]["accuracy"] == 1.0
+
+
+def test_a_broken_dataset_stops_the_server_from_starting(tmp_path):
+    from benchlab.errors import DataError
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "a", "question": "q", "answer": "1"}\n{"id": "b", "question": \n')
+    extra = {"broken": {"dataset": str(broken), "scorer": "math", "prompt": "{{ question }}"}}
+    config = load_config(write_config(tmp_path, benchmarks_extra=extra))
+    with pytest.raises(DataError, match=r"broken.jsonl:2: not valid JSON"):
+        create_app(config, token=TOKEN)
+
+
+def test_a_dataset_broken_while_serving_fails_the_job_without_naming_server_files(
+    tmp_path, servers
+):
+    dataset = tmp_path / "mine.jsonl"
+    dataset.write_text('{"id": "a", "question": "q", "answer": "1"}\n')
+    extra = {"mine": {"dataset": str(dataset), "scorer": "math", "prompt": "{{ question }}"}}
+    _, _, stub, server = start_pair(tmp_path, servers, benchmarks_extra=extra)
+    dataset.write_text('{"id": "a", "question": "q", "answer": "1"}\nnot json\n')
+    response = httpx.post(
+        f"{server.url}/evaluate",
+        headers=AUTH,
+        timeout=30,
+        json={"rollout_id": 1, "router_url": stub.url, "benchmarks": [{"name": "mine"}]},
+    )
+    assert response.status_code == 502
+    assert "could not be read" in response.json()["error"] and str(tmp_path) not in response.text

@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from benchlab.errors import BenchlabError
+from benchlab.errors import BenchlabError, DataError, EvaluationError
 from benchlab.evaluate.config import BenchmarkConfig, EvalConfig
 from benchlab.evaluate.datasets import load_items
 from benchlab.evaluate.jobs import Job, JobStore, request_key
@@ -259,6 +259,13 @@ async def _run_job(
                 out_dir=out_dir,
                 log=log,
             )
+        except DataError as exc:
+            # The message names server files: it goes to the log, the client gets the gist.
+            logger.error("job %s: %s", job.job_id, exc)
+            log(f"failed: {exc}")
+            message = "a dataset of this server could not be read; see the server log"
+            state.store.fail(job.job_id, message)
+            raise EvaluationError(message) from None
         except BenchlabError as exc:
             log(f"failed: {exc}")
             state.store.fail(job.job_id, str(exc))
@@ -297,6 +304,10 @@ def _failed_body(job_id: str, error: str) -> dict[str, Any]:
 def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None = None) -> FastAPI:
     """The FastAPI application. ``token`` None turns authentication off (loopback only: the CLI checks)."""
     server = config.server
+    for bench in config.benchmarks.values():
+        load_items(
+            bench
+        )  # a broken dataset stops the start-up (DataError), not a trainer's request
     server.state_dir.mkdir(parents=True, exist_ok=True)
     if sandbox is None:
         s = config.sandbox

@@ -140,21 +140,24 @@ def create_stub_app(
         messages = [m for m in body.get("messages", []) if m.get("role") == "user"]
         prompt = messages[-1]["content"] if messages else ""
         outs = texts(prompt, int(body.get("n", 1)))
-        return {
-            "id": f"chatcmpl-{stats.requests}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", model or "stub"),
-            "choices": [
-                {
-                    "index": i,
-                    "message": {"role": "assistant", "content": t},
-                    "finish_reason": "stop",
-                }
-                for i, t in enumerate(outs)
-            ],
-            "usage": usage(body),
-        }
+        # JSONResponse directly: FastAPI's encoder walk would cost the stub more CPU than the request itself.
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{stats.requests}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", model or "stub"),
+                "choices": [
+                    {
+                        "index": i,
+                        "message": {"role": "assistant", "content": t},
+                        "finish_reason": "stop",
+                    }
+                    for i, t in enumerate(outs)
+                ],
+                "usage": usage(body),
+            }
+        )
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Any:
@@ -163,16 +166,18 @@ def create_stub_app(
             return failure
         body = await request.json()
         outs = texts(str(body.get("prompt", "")), int(body.get("n", 1)))
-        return {
-            "id": f"cmpl-{stats.requests}",
-            "object": "text_completion",
-            "created": int(time.time()),
-            "model": body.get("model", model or "stub"),
-            "choices": [
-                {"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(outs)
-            ],
-            "usage": usage(body),
-        }
+        return JSONResponse(
+            {
+                "id": f"cmpl-{stats.requests}",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": body.get("model", model or "stub"),
+                "choices": [
+                    {"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(outs)
+                ],
+                "usage": usage(body),
+            }
+        )
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
