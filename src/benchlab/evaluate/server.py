@@ -13,18 +13,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import hmac
-import ipaddress
 import logging
-import shlex
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
 from benchlab.errors import BenchlabError, DataError, EvaluationError
@@ -32,65 +28,21 @@ from benchlab.evaluate.config import BenchmarkConfig, EvalConfig
 from benchlab.evaluate.datasets import load_items
 from benchlab.evaluate.jobs import Job, JobStore, request_key
 from benchlab.evaluate.mathpool import MathVerifyPool
-from benchlab.evaluate.model import HttpSlots, ModelClient, Sampling
+from benchlab.evaluate.model import HttpSlots, ModelClient
+from benchlab.evaluate.protocol import (
+    ApiError,
+    ErrorBody,
+    EvaluateRequest,
+    JobBody,
+    QueuedBody,
+    reproducing_command,
+    resolve_runs,
+)
 from benchlab.evaluate.runner import BenchmarkRun, evaluate
 from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
 from benchlab.evaluate.scorers import Scorers
 
 logger = logging.getLogger("benchlab.evaluate")
-
-NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
-
-
-class BenchmarkRequest(BaseModel):
-    """One benchmark to run; absent parameters take the benchmark's defaults."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    name: str = Field(pattern=NAME_PATTERN, max_length=128)
-    n_samples_per_eval_prompt: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=0, le=100, allow_inf_nan=False)
-    top_p: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
-    top_k: int | None = Field(default=None, ge=-1, le=1_000_000)
-    max_response_len: int | None = Field(default=None, ge=1)
-
-
-class EvaluateRequest(BaseModel):
-    """The body slime's delegate client posts (``defaults`` and unknown fields are ignored)."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    rollout_id: int = Field(ge=-(2**63), le=2**63 - 1)
-    router_url: str = Field(min_length=1, max_length=2048)
-    benchmarks: list[BenchmarkRequest] = Field(min_length=1)
-    run_async: bool = Field(default=False, alias="async")
-
-
-class ErrorBody(BaseModel):
-    error: str
-
-
-class QueuedBody(BaseModel):
-    job_id: str
-    status: str
-    status_url: str
-
-
-class JobBody(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    job_id: str
-    status: str
-    raw_metrics: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
-    error: str | None = None
-
-
-class ApiError(Exception):
-    """An error answered as ``{"error": message}`` with ``status``."""
-
-    def __init__(self, status: int, message: str):
-        self.status = status
-        self.message = message
 
 
 class BodyLimit:
@@ -138,93 +90,6 @@ class ServerState:
     inflight: dict[str, tuple[str, asyncio.Task[dict[str, Any]]]] = field(default_factory=dict)
 
 
-def is_allowed_host(url: str, allowed: list[str]) -> bool:
-    """Whether ``url`` is http(s) to a host on the allowlist (names exact, addresses by network)."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError:
-        return False
-    if parts.scheme not in ("http", "https") or not host or parts.username or parts.password:
-        return False
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    for entry in allowed:
-        if address is None:
-            if host.lower() == entry.lower():
-                return True
-            continue
-        try:
-            if address in ipaddress.ip_network(entry, strict=False):
-                return True
-        except ValueError:
-            continue
-    return False
-
-
-def _resolve(state: ServerState, req: EvaluateRequest) -> list[BenchmarkRun]:
-    cfg = state.config
-    if len(req.benchmarks) > cfg.server.max_benchmarks_per_request:
-        raise ApiError(
-            400, f"at most {cfg.server.max_benchmarks_per_request} benchmarks per request"
-        )
-    if not is_allowed_host(req.router_url, cfg.server.allowed_router_hosts):
-        raise ApiError(
-            400,
-            "router_url must be an http(s) URL whose host is on the server's allowlist "
-            f"(server.allowed_router_hosts: {', '.join(cfg.server.allowed_router_hosts)})",
-        )
-    runs = []
-    for b in req.benchmarks:
-        bench = cfg.benchmarks.get(b.name)
-        if bench is None:
-            raise ApiError(
-                400,
-                f"unknown benchmark {b.name!r}; known: {', '.join(sorted(cfg.benchmarks)) or 'none'}",
-            )
-        d = bench.defaults
-        n = b.n_samples_per_eval_prompt or d.n_samples_per_eval_prompt
-        if n > cfg.server.max_samples_per_prompt:
-            raise ApiError(
-                400,
-                f"{b.name}: n_samples_per_eval_prompt {n} is over the server's cap "
-                f"of {cfg.server.max_samples_per_prompt}",
-            )
-        max_len = b.max_response_len or d.max_response_len
-        if max_len > cfg.server.max_response_len:
-            raise ApiError(
-                400,
-                f"{b.name}: max_response_len {max_len} is over the server's cap "
-                f"of {cfg.server.max_response_len}",
-            )
-        sampling = Sampling(
-            n=n,
-            temperature=d.temperature if b.temperature is None else b.temperature,
-            top_p=d.top_p if b.top_p is None else b.top_p,
-            top_k=d.top_k if b.top_k is None else b.top_k,
-            max_tokens=max_len,
-        )
-        runs.append(BenchmarkRun(b.name, bench, sampling))
-    return runs
-
-
-def _command(state: ServerState, req: EvaluateRequest, runs: list[BenchmarkRun]) -> str:
-    parts = [
-        "benchlab",
-        "eval",
-        "--model-url",
-        req.router_url,
-        "--model",
-        state.config.model.name,
-        "--benchmarks",
-        ",".join(r.name for r in runs),
-    ]
-    return shlex.join(parts)
-
-
 async def _run_job(
     state: ServerState, job: Job, req: EvaluateRequest, runs: list[BenchmarkRun]
 ) -> dict[str, Any]:
@@ -249,7 +114,9 @@ async def _run_job(
             log_file.write(line + "\n")
             log_file.flush()
 
-        log(f"job {job.job_id} rollout {req.rollout_id}: {_command(state, req, runs)}")
+        log(
+            f"job {job.job_id} rollout {req.rollout_id}: {reproducing_command(state.config.model.name, req, runs)}"
+        )
         try:
             result = await evaluate(
                 runs,
@@ -283,7 +150,7 @@ async def _run_job(
         "runs": result.runs,
         "output_dir": str(out_dir),
         "log_path": str(log_path),
-        "command": _command(state, req, runs),
+        "command": reproducing_command(state.config.model.name, req, runs),
     }
     if result.warning:
         body["warning"] = result.warning
@@ -441,7 +308,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     )
     async def evaluate_endpoint(req: EvaluateRequest) -> JSONResponse:
         """Evaluate the benchmarks against ``router_url``; with ``async`` answer at once with a job id."""
-        runs = _resolve(state, req)
+        runs = resolve_runs(state.config, req)
         defining = req.model_dump(exclude_none=True, exclude={"run_async"})
         key = request_key(defining)
         if key in state.inflight:
