@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import queue
 import select
 import subprocess
@@ -52,6 +53,9 @@ def serve_worker() -> None:
         out.flush()
 
 
+_WORKER_ENV = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LC_ALL", "HOME")
+
+
 class _Worker:
     """One worker process, started with ``python -c`` (not multiprocessing: no re-import of __main__)."""
 
@@ -67,6 +71,8 @@ class _Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            # Only what finding Python packages needs: the server's secrets stay with the server.
+            env={k: v for k, v in os.environ.items() if k in _WORKER_ENV},
             text=True,
             bufsize=1,
         )

@@ -171,6 +171,8 @@ class Sandbox:
             raise EvaluationError(f"unknown sandbox mode {self.mode!r}; known: {', '.join(_MODES)}")
         elif self.mode == "none":
             self.warning = "the code sandbox was configured without network isolation"
+        if os.geteuid() != 0:
+            _protect_this_process()
 
     @property
     def network_isolated(self) -> bool:
@@ -237,3 +239,18 @@ class Sandbox:
             stderr=data["stderr"],
             duration_secs=data["duration_secs"],
         )
+
+
+def _protect_this_process() -> None:
+    """Make /proc/<this pid>/environ and /mem unreadable to other processes of our uid.
+
+    Without root the programs run under the server's own uid; a non-dumpable
+    process's /proc files belong to root, so they cannot read its environment.
+    """
+    import ctypes
+
+    PR_SET_DUMPABLE = 4
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
