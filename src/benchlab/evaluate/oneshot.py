@@ -16,7 +16,7 @@ from benchlab.evaluate.mathpool import MathVerifyPool
 from benchlab.evaluate.metrics import flatten
 from benchlab.evaluate.model import HttpSlots, ModelClient, Sampling
 from benchlab.evaluate.runner import BenchmarkRun, EvaluationResult, evaluate
-from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
+from benchlab.evaluate.sandbox import sandbox_from_settings
 from benchlab.evaluate.scorers import Scorers
 
 
@@ -56,23 +56,9 @@ async def run_once(
                 ),
             )
         )
-    needs_sandbox = any(r.config.scorer == "code" for r in runs)
     sandbox = None
-    if needs_sandbox:
-        s = config.sandbox
-        sandbox = Sandbox(
-            SandboxLimits(
-                timeout_secs=s.timeout_secs,
-                cpu_secs=s.cpu_secs,
-                memory_mb=s.memory_mb,
-                processes=s.processes,
-                file_size_mb=s.file_size_mb,
-                open_files=s.open_files,
-                output_cap=s.output_cap_bytes,
-            ),
-            s.concurrency,
-            None if s.mode == "auto" else s.mode,
-        )
+    if any(r.config.scorer == "code" for r in runs):
+        sandbox = sandbox_from_settings(config.sandbox)
         if sandbox.warning:
             log(f"warning: {sandbox.warning}")
     pool = MathVerifyPool(config.math.workers, config.math.timeout_secs)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.errors import EvaluationError
+from benchlab.evaluate.config import SandboxSettings
 
 _JAIL = str(Path(__file__).with_name("_jail.py"))
 _MODES = ("root", "userns", "none")
@@ -239,6 +240,20 @@ class Sandbox:
             stderr=data["stderr"],
             duration_secs=data["duration_secs"],
         )
+
+
+def sandbox_from_settings(settings: SandboxSettings) -> Sandbox:
+    """The sandbox a config's ``sandbox:`` section describes (probing the isolation when ``mode: auto``)."""
+    limits = SandboxLimits(
+        timeout_secs=settings.timeout_secs,
+        cpu_secs=settings.cpu_secs,
+        memory_mb=settings.memory_mb,
+        processes=settings.processes,
+        file_size_mb=settings.file_size_mb,
+        open_files=settings.open_files,
+        output_cap=settings.output_cap_bytes,
+    )
+    return Sandbox(limits, settings.concurrency, None if settings.mode == "auto" else settings.mode)
 
 
 def _protect_this_process() -> None:

@@ -39,7 +39,7 @@ from benchlab.evaluate.protocol import (
     resolve_runs,
 )
 from benchlab.evaluate.runner import BenchmarkRun, evaluate
-from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
+from benchlab.evaluate.sandbox import Sandbox, sandbox_from_settings
 from benchlab.evaluate.scorers import Scorers
 
 logger = logging.getLogger("benchlab.evaluate")
@@ -114,9 +114,8 @@ async def _run_job(
             log_file.write(line + "\n")
             log_file.flush()
 
-        log(
-            f"job {job.job_id} rollout {req.rollout_id}: {reproducing_command(state.config.model.name, req, runs)}"
-        )
+        command = reproducing_command(state.config.model.name, req, runs)
+        log(f"job {job.job_id} rollout {req.rollout_id}: {command}")
         try:
             result = await evaluate(
                 runs,
@@ -150,7 +149,7 @@ async def _run_job(
         "runs": result.runs,
         "output_dir": str(out_dir),
         "log_path": str(log_path),
-        "command": reproducing_command(state.config.model.name, req, runs),
+        "command": command,
     }
     if result.warning:
         body["warning"] = result.warning
@@ -171,23 +170,12 @@ def _failed_body(job_id: str, error: str) -> dict[str, Any]:
 def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None = None) -> FastAPI:
     """The FastAPI application. ``token`` None turns authentication off (loopback only: the CLI checks)."""
     server = config.server
+    # A broken dataset stops the start-up (DataError), not a trainer's request.
     for bench in config.benchmarks.values():
-        load_items(
-            bench
-        )  # a broken dataset stops the start-up (DataError), not a trainer's request
+        load_items(bench)
     server.state_dir.mkdir(parents=True, exist_ok=True)
     if sandbox is None:
-        s = config.sandbox
-        limits = SandboxLimits(
-            timeout_secs=s.timeout_secs,
-            cpu_secs=s.cpu_secs,
-            memory_mb=s.memory_mb,
-            processes=s.processes,
-            file_size_mb=s.file_size_mb,
-            open_files=s.open_files,
-            output_cap=s.output_cap_bytes,
-        )
-        sandbox = Sandbox(limits, s.concurrency, None if s.mode == "auto" else s.mode)
+        sandbox = sandbox_from_settings(config.sandbox)
     warnings = [sandbox.warning] if sandbox.warning else []
     if token is None:
         warnings.append("authentication is off (--no-auth)")
