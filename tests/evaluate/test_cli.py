@@ -160,3 +160,21 @@ def test_eval_against_the_stub_writes_flat_metrics_into_the_run_dir(tmp_path):
     )
     assert (run_dir / "arith.jsonl").is_file()
     assert json.loads(result.stdout) == metrics
+
+
+def test_eval_against_an_unreachable_endpoint_fails_with_one_line(tmp_path):
+    config = write_config(tmp_path, model={"max_retries": 0})
+    result = benchlab(
+        "eval",
+        "--model-url",
+        f"http://127.0.0.1:{free_port()}",
+        "--benchmarks",
+        "mcq",
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "out"),
+    )
+    assert result.returncode == 1
+    assert "every model request failed" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "metrics.json").exists()

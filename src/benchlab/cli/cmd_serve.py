@@ -99,16 +99,16 @@ def eval_(
         None, "--config", "-c", help="Config YAML (default: the shipped sample)."
     ),
     n_samples: int | None = typer.Option(
-        None, "--n-samples", help="Samples per prompt (default: each benchmark's)."
+        None, "--n-samples", min=1, help="Samples per prompt (default: each benchmark's)."
     ),
     temperature: float | None = typer.Option(
-        None, help="Sampling temperature (default: each benchmark's)."
+        None, min=0.0, help="Sampling temperature (default: each benchmark's)."
     ),
     max_response_len: int | None = typer.Option(
-        None, help="max_tokens per response (default: each benchmark's)."
+        None, min=1, help="max_tokens per response (default: each benchmark's)."
     ),
     concurrency: int | None = typer.Option(
-        None, help="Requests in flight (default: the config's model.concurrency)."
+        None, min=1, help="Requests in flight (default: the config's model.concurrency)."
     ),
     api_key_env: str = typer.Option(
         "OPENAI_API_KEY", help="Environment variable with the endpoint's API key, if any."
