@@ -66,6 +66,7 @@ def write_config(tmp_path: Path, **overrides: Any) -> Path:
         bench["dataset"] = str(DEFAULT_CONFIG.parent / bench["dataset"])
     data["server"]["state_dir"] = str(tmp_path / "state")
     data["math"]["timeout_secs"] = 5
+    data["math"]["workers"] = 1
     data["sandbox"]["timeout_secs"] = 3
     data["sandbox"]["cpu_secs"] = 2
     for section, values in overrides.items():

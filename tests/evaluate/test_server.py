@@ -224,8 +224,8 @@ def test_the_server_deadline_returns_partial_metrics_with_a_warning(tmp_path, se
         tmp_path,
         servers,
         StubSettings(seed=2, latency_secs=0.3),
-        model={"concurrency": 2},
-        server={"deadline_secs": 0.8},
+        model={"concurrency": 1},
+        server={"deadline_secs": 1.5},
     )
     body = httpx.post(
         f"{server.url}/evaluate",

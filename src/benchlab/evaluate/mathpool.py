@@ -126,6 +126,14 @@ class MathVerifyPool:
         )
         self.timeouts = 0
 
+    def start(self, count: int | None = None) -> None:
+        """Start ``count`` workers (all when None) now, about a second each, rather than on first use."""
+        with self._lock:
+            while len(self._all) < min(self.workers, count or self.workers):
+                worker = _Worker()
+                self._all.append(worker)
+                self._idle.put(worker)
+
     def _take(self) -> _Worker:
         with self._lock:
             if len(self._all) < self.workers and self._idle.empty():

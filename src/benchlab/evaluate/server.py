@@ -163,6 +163,11 @@ def _finished(state: ServerState, key: str, task: asyncio.Task[dict[str, Any]]) 
         task.exception()  # retrieved here: an async job's failure lives on in the ledger
 
 
+def _report_warm_up(future: asyncio.Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        logger.error("math-verify workers did not start: %s", future.exception())
+
+
 def _failed_body(job_id: str, error: str) -> dict[str, Any]:
     return {"job_id": job_id, "status": "failed", "error": error, "raw_metrics": {}}
 
@@ -199,6 +204,10 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
         state.slots = HttpSlots(config.model.concurrency)
+        if any(b.scorer == "math" for b in config.benchmarks.values()):
+            # In the background: the server answers /health at once, the first job finds warm workers.
+            warming = asyncio.get_running_loop().run_in_executor(None, state.math_pool.start, 1)
+            warming.add_done_callback(_report_warm_up)
         try:
             yield
         finally:
