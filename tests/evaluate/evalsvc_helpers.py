@@ -1,6 +1,7 @@
 """Helpers of the evaluation tests: real servers on 127.0.0.1 and throwaway configs.
 
-(A module of its own, with a name no other test folder uses, so tests can import it.)
+A module with a name no other test folder uses, not a conftest.py: several
+``conftest`` modules clash when tests import from them.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +79,17 @@ def write_config(tmp_path: Path, **overrides: Any) -> Path:
     path = tmp_path / "eval.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+def server_pool() -> Iterator[Callable[[Any], ServerThread]]:
+    """Body of a ``servers`` fixture: start servers with ``servers(app)``; all stop at the end."""
+    started: list[ServerThread] = []
+
+    def start(app: Any) -> ServerThread:
+        server = ServerThread(app).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in reversed(started):
+        server.stop()

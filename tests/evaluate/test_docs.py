@@ -9,13 +9,18 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from evalsvc_helpers import TOKEN
+from evalsvc_helpers import TOKEN, server_pool
 
 from benchlab.evaluate.config import load_config
 from benchlab.evaluate.server import create_app
 from benchlab.evaluate.stub import StubSettings, create_stub_app
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "evaluation-service.md"
+
+
+@pytest.fixture
+def servers():
+    yield from server_pool()
 
 
 def example(name: str) -> str:

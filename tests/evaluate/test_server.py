@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from evalsvc_helpers import TOKEN, ServerThread, free_port, write_config
+from evalsvc_helpers import TOKEN, ServerThread, free_port, server_pool, write_config
 
 from benchlab.evaluate.config import load_config
 from benchlab.evaluate.datasets import load_items
@@ -18,6 +18,12 @@ from benchlab.evaluate.server import create_app
 from benchlab.evaluate.stub import StubSettings, create_stub_app, plan
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def servers():
+    yield from server_pool()
+
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
