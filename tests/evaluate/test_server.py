@@ -320,6 +320,9 @@ def test_bad_requests_get_json_errors_without_server_paths(tmp_path, servers):
         assert str(tmp_path) not in error and "Traceback" not in error, name
     assert "known: arith, instruct, mcq, pyfunc, words" in cases["unknown"].json()["error"]
     assert "allowlist" in cases["foreign_router"].json()["error"]
+    # A body without a JSON content type (as `curl -d` sends it) gets a hint.
+    form = httpx.post(url, headers=AUTH, timeout=10, content=b'{"rollout_id": 1}')
+    assert form.status_code == 400 and "Content-Type: application/json" in form.json()["error"]
     big = httpx.post(
         url,
         headers={**AUTH, "content-type": "application/json"},

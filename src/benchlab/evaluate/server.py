@@ -248,7 +248,10 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             problems.append(
                 f"{where}: {err.get('msg', 'invalid')}" if where else str(err.get("msg", "invalid"))
             )
-        return JSONResponse({"error": "invalid request: " + "; ".join(problems)}, status_code=400)
+        message = "invalid request: " + "; ".join(problems)
+        if request.method == "POST" and "json" not in request.headers.get("content-type", ""):
+            message += " (send the body as JSON, with 'Content-Type: application/json')"
+        return JSONResponse({"error": message}, status_code=400)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
