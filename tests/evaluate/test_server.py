@@ -112,7 +112,7 @@ def test_delegate_request_gets_raw_metrics_that_match_the_stub(tmp_path, servers
                 "top_k": -1,
                 "max_response_len": 512,
             },
-            {"name": "mcq"},
+            {"name": "mcq", "top_k": 40, "max_response_len": 100},
         ],
         "defaults": {"ignored": True},
     }
@@ -139,6 +139,19 @@ def test_delegate_request_gets_raw_metrics_that_match_the_stub(tmp_path, servers
     assert "done in" in Path(body["log_path"]).read_text()
     assert body["command"].startswith("benchlab eval --model-url")
     assert stub_requests(stub) == 16 + 10  # one request per prompt: n samples come back together
+    # What reached the model: OpenAI names, top_k only when not -1, mcq's other values from its defaults.
+    seen = httpx.get(f"{stub.url}/stats", timeout=5).json()["sampling"]
+    assert sorted(seen, key=lambda b: b["n"]) == [
+        {
+            "model": "default",
+            "n": 1,
+            "temperature": 0.0,
+            "top_p": 1.0,
+            "top_k": 40,
+            "max_tokens": 100,
+        },
+        {"model": "default", "n": 4, "temperature": 0.6, "top_p": 0.95, "max_tokens": 512},
+    ]
 
 
 def test_a_retry_after_a_client_timeout_joins_the_running_job(tmp_path, servers):

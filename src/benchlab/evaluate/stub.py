@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ class StubStats:
     requests: int = 0
     failures_injected: int = 0
     by_prompt: dict[str, int] = field(default_factory=dict)
+    # Every distinct set of sampling parameters received, as sorted JSON.
+    sampling: set[str] = field(default_factory=set)
 
 
 def plan(seed: int, item_id: str, sample: int, p_correct: float, p_no_answer: float) -> str:
@@ -96,7 +99,10 @@ def create_stub_app(
     app.state.stats = stats
     app.state.settings = settings
 
-    def texts(prompt: str, n: int) -> list[str]:
+    def texts(prompt: str, body: dict[str, Any]) -> list[str]:
+        n = int(body.get("n", 1))
+        keys = ("model", "n", "temperature", "top_p", "top_k", "max_tokens")
+        stats.sampling.add(json.dumps({k: body[k] for k in keys if k in body}, sort_keys=True))
         stats.by_prompt[prompt] = stats.by_prompt.get(prompt, 0) + 1
         found = lookup.get(prompt)
         if found is None:
@@ -139,7 +145,7 @@ def create_stub_app(
         body = await request.json()
         messages = [m for m in body.get("messages", []) if m.get("role") == "user"]
         prompt = messages[-1]["content"] if messages else ""
-        outs = texts(prompt, int(body.get("n", 1)))
+        outs = texts(prompt, body)
         # JSONResponse directly: FastAPI's encoder walk would cost the stub more CPU than the request itself.
         return JSONResponse(
             {
@@ -165,7 +171,7 @@ def create_stub_app(
         if failure:
             return failure
         body = await request.json()
-        outs = texts(str(body.get("prompt", "")), int(body.get("n", 1)))
+        outs = texts(str(body.get("prompt", "")), body)
         return JSONResponse(
             {
                 "id": f"cmpl-{stats.requests}",
@@ -188,6 +194,7 @@ def create_stub_app(
         return {
             "requests": stats.requests,
             "failures_injected": stats.failures_injected,
+            "sampling": [json.loads(x) for x in sorted(stats.sampling)],
             "distinct_prompts": len(stats.by_prompt),
         }
 
