@@ -323,6 +323,7 @@ def test_bad_requests_get_json_errors_without_server_paths(tmp_path, servers):
             {**base, "router_url": "http://169.254.169.254", "benchmarks": [{"name": "mcq"}]}
         ),
         "no_benchmarks": post({**base, "benchmarks": []}),
+        "twice": post({**base, "benchmarks": [{"name": "mcq"}, {"name": "mcq", "top_k": 5}]}),
         "not_json": httpx.post(
             url, headers={**AUTH, "content-type": "application/json"}, content=b"{nope", timeout=10
         ),

@@ -122,7 +122,7 @@ def eval_(
     from benchlab.evaluate.oneshot import run_once
 
     cfg = load_config(config)
-    names = [b.strip() for b in benchmarks.split(",") if b.strip()]
+    names = list(dict.fromkeys(b.strip() for b in benchmarks.split(",") if b.strip()))
     unknown = [n for n in names if n not in cfg.benchmarks]
     if not names or unknown:
         raise fail(

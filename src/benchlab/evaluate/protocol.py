@@ -111,6 +111,10 @@ def resolve_runs(cfg: EvalConfig, req: EvaluateRequest) -> list[BenchmarkRun]:
             "router_url must be an http(s) URL whose host is on the server's allowlist "
             f"(server.allowed_router_hosts: {', '.join(cfg.server.allowed_router_hosts)})",
         )
+    names = [b.name for b in req.benchmarks]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ApiError(400, f"benchmark(s) asked for more than once: {', '.join(twice)}")
     runs = []
     for b in req.benchmarks:
         bench = cfg.benchmarks.get(b.name)
