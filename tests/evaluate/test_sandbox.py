@@ -38,6 +38,13 @@ def test_probe_reports_network_isolation_or_a_warning():
     assert (mode == "none") == bool(warning)
 
 
+def test_an_interpreter_the_sandbox_cannot_run_is_a_clear_error(tmp_path):
+    from benchlab.errors import EvaluationError
+
+    with pytest.raises(EvaluationError, match="cannot run .*set sandbox.python"):
+        probe_isolation(str(tmp_path / "no-such-python"))
+
+
 def test_a_correct_program_passes_and_a_failing_assert_fails(sandbox):
     ok = run(sandbox, "def add(a, b):\n    return a + b\nassert add(2, 3) == 5\nprint('fine')\n")
     assert ok.passed and ok.stdout.strip() == "fine"

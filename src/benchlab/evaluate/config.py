@@ -86,6 +86,9 @@ class SandboxSettings(_Strict):
     """Limits of one sandboxed program (seconds, MiB, counts)."""
 
     mode: Literal["auto", "root", "userns", "none"] = "auto"
+    python: str | None = (
+        None  # interpreter of the programs; default: this one, or the system python3 as root
+    )
     concurrency: int = Field(default=2, ge=1)
     timeout_secs: float = Field(default=10.0, gt=0)
     cpu_secs: int = Field(default=10, ge=1)

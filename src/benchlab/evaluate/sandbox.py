@@ -123,11 +123,21 @@ def probe_isolation(python: str | None = None) -> tuple[str, str]:
         b"try:\n    s.connect(('127.0.0.1', 9))\nexcept ConnectionRefusedError:\n    raise SystemExit(3)\n"
         b"except OSError:\n    raise SystemExit(0)\nraise SystemExit(3)\n"
     )
+    interpreter = python or default_python()
     for mode in _MODES[:-1]:
-        cfg = _config(mode, SandboxLimits(timeout_secs=10), _UID_BASE, python or default_python())
+        cfg = _config(mode, SandboxLimits(timeout_secs=10), _UID_BASE, interpreter)
         result = _run_jail_sync(cfg, program, 30)
         if result.get("exit_code") == 0 and not result.get("timed_out"):
             return mode, ""
+    cfg = _config("none", SandboxLimits(timeout_secs=10), _UID_BASE, interpreter)
+    result = _run_jail_sync(cfg, b"pass\n", 30)
+    if result.get("exit_code") != 0:
+        # Not even an unisolated program runs: the interpreter is the problem, not the isolation.
+        why = (result.get("stderr") or result.get("error") or "").strip()[-200:]
+        raise EvaluationError(
+            f"sandboxed programs cannot run {interpreter}: {why} "
+            "(set sandbox.python to an interpreter that every user may run)"
+        )
     return "none", (
         "the code sandbox cannot create a network namespace here (needs root or unprivileged "
         "user namespaces): model-generated code runs WITH network access"
@@ -253,7 +263,10 @@ def sandbox_from_settings(settings: SandboxSettings) -> Sandbox:
         open_files=settings.open_files,
         output_cap=settings.output_cap_bytes,
     )
-    return Sandbox(limits, settings.concurrency, None if settings.mode == "auto" else settings.mode)
+    mode = None if settings.mode == "auto" else settings.mode
+    if settings.python:
+        return Sandbox(limits, settings.concurrency, mode, python=settings.python)
+    return Sandbox(limits, settings.concurrency, mode)
 
 
 def _protect_this_process() -> None:
