@@ -439,3 +439,15 @@ def test_a_dataset_broken_while_serving_fails_the_job_without_naming_server_file
     )
     assert response.status_code == 502
     assert "could not be read" in response.json()["error"] and str(tmp_path) not in response.text
+
+
+def test_a_broken_sandbox_stops_the_start_only_when_code_benchmarks_need_it(tmp_path):
+    from benchlab.errors import EvaluationError
+
+    sandbox = {"python": str(tmp_path / "no-such-python")}
+    with pytest.raises(EvaluationError, match="set sandbox.python"):
+        create_app(load_config(write_config(tmp_path, sandbox=sandbox)), token=TOKEN)
+    config = load_config(write_config(tmp_path, sandbox=sandbox))
+    config.benchmarks = {k: v for k, v in config.benchmarks.items() if v.scorer != "code"}
+    app = create_app(config, token=TOKEN)
+    assert any("no code sandbox" in w for w in app.state.bench.warnings)

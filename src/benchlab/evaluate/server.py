@@ -83,7 +83,7 @@ class ServerState:
     config: EvalConfig
     token: str | None
     store: JobStore
-    sandbox: Sandbox
+    sandbox: Sandbox | None  # None: no code benchmark, and no working sandbox either
     math_pool: MathVerifyPool
     warnings: list[str]
     slots: HttpSlots | None = None
@@ -179,9 +179,16 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     for bench in config.benchmarks.values():
         load_items(bench)
     server.state_dir.mkdir(parents=True, exist_ok=True)
+    warnings: list[str] = []
     if sandbox is None:
-        sandbox = sandbox_from_settings(config.sandbox)
-    warnings = [sandbox.warning] if sandbox.warning else []
+        try:
+            sandbox = sandbox_from_settings(config.sandbox)
+        except EvaluationError as exc:
+            if any(b.scorer == "code" for b in config.benchmarks.values()):
+                raise
+            warnings.append(f"no code sandbox ({exc}); only needed by code benchmarks")
+    if sandbox is not None and sandbox.warning:
+        warnings.append(sandbox.warning)
     if token is None:
         warnings.append("authentication is off (--no-auth)")
     store = JobStore(server.state_dir / "jobs.sqlite")
@@ -276,8 +283,8 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         return {
             "status": "ok",
             "sandbox": {
-                "mode": state.sandbox.mode,
-                "network_isolated": state.sandbox.network_isolated,
+                "mode": state.sandbox.mode if state.sandbox else None,
+                "network_isolated": state.sandbox.network_isolated if state.sandbox else False,
             },
             "auth": state.token is not None,
             "warnings": state.warnings,
