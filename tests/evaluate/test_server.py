@@ -275,6 +275,24 @@ def test_flaky_model_endpoint_is_retried_to_the_same_metrics(tmp_path, servers):
     )
 
 
+def test_a_model_slower_than_the_request_timeout_is_retried_then_reported(tmp_path, servers):
+    _, _, stub, server = start_pair(
+        tmp_path,
+        servers,
+        StubSettings(seed=0, latency_secs=1.0),
+        model={"request_timeout_secs": 0.2, "max_retries": 1},
+    )
+    response = httpx.post(
+        f"{server.url}/evaluate",
+        headers=AUTH,
+        timeout=30,
+        json={"rollout_id": 1, "router_url": stub.url, "benchmarks": [{"name": "mcq"}]},
+    )
+    assert response.status_code == 502
+    assert "failed after 2 tries: no answer within 0.2s" in response.json()["error"]
+    assert stub_requests(stub) == 2 * 10
+
+
 def test_an_unreachable_router_fails_the_job_with_a_json_error(tmp_path, servers):
     _, _, _, server = start_pair(tmp_path, servers, model={"max_retries": 1})
     response = httpx.post(

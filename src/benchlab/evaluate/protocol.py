@@ -53,6 +53,7 @@ class QueuedBody(BaseModel):
     job_id: str
     status: str
     status_url: str
+    raw_metrics: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
 
 
 class JobBody(BaseModel):

@@ -335,7 +335,12 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             task.add_done_callback(functools.partial(_finished, state, key))
         if req.run_async:
             return JSONResponse(
-                {"job_id": job_id, "status": "queued", "status_url": f"/status/{job_id}"},
+                {
+                    "job_id": job_id,
+                    "status": "queued",
+                    "status_url": f"/status/{job_id}",
+                    "raw_metrics": {},
+                },
                 status_code=202,
             )
         try:
