@@ -4,6 +4,7 @@ speaks the delegate protocol of slime's eval client (POST, block, retry the whol
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -387,8 +388,13 @@ def test_hostile_code_from_the_model_is_scored_failed_and_the_server_lives_on(tm
         "x = [bytearray(2**26) for _ in range(10**4)]",
         "import sys\nfor _ in range(2**14):\n    sys.stdout.write('y' * 2**16)",
         "import os\nassert 'BENCHLAB_EVAL_TOKEN' in os.environ or 'HOME' in os.environ",
-        f"open({escaped!r}, 'w').write('x')\nimport os\nassert os.path.exists({escaped!r})",
     ]
+    if (
+        os.geteuid() == 0
+    ):  # without root the program shares the server's uid and files (see the docs)
+        hostile.append(
+            f"open({escaped!r}, 'w').write('x')\nimport os\nassert os.path.exists({escaped!r})"
+        )
     dataset = tmp_path / "hostile.jsonl"
     dataset.write_text(
         "".join(
@@ -416,7 +422,7 @@ def test_hostile_code_from_the_model_is_scored_failed_and_the_server_lives_on(tm
     assert body["raw_metrics"]["hostile"]["pass@1"] == {
         "accuracy": 0.0,
         "no_answer": 0.0,
-        "num_entries": 6.0,
+        "num_entries": float(len(hostile)),
     }
     assert not (tmp_path / "escaped").exists()
     assert httpx.get(f"{server.url}/health", timeout=5).json()["status"] == "ok"
