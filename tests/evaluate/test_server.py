@@ -276,6 +276,38 @@ def test_flaky_model_endpoint_is_retried_to_the_same_metrics(tmp_path, servers):
     )
 
 
+def test_evaluations_over_the_running_cap_get_429_until_one_finishes(tmp_path, servers):
+    _, _, stub, server = start_pair(
+        tmp_path,
+        servers,
+        StubSettings(seed=0, latency_secs=0.3),
+        server={"max_running_jobs": 1},
+        model={"concurrency": 4},
+    )
+    first = {
+        "rollout_id": 1,
+        "router_url": stub.url,
+        "benchmarks": [{"name": "mcq"}],
+        "async": True,
+    }
+    job = httpx.post(f"{server.url}/evaluate", json=first, headers=AUTH, timeout=10).json()
+    busy = httpx.post(
+        f"{server.url}/evaluate", json={**first, "rollout_id": 2}, headers=AUTH, timeout=10
+    )
+    assert busy.status_code == 429 and "max_running_jobs" in busy.json()["error"]
+    # The same request again is not a new evaluation: it joins the running one.
+    again = httpx.post(f"{server.url}/evaluate", json=first, headers=AUTH, timeout=10).json()
+    assert again["job_id"] == job["job_id"]
+    done = httpx.post(
+        f"{server.url}/evaluate", json={**first, "async": False}, headers=AUTH, timeout=30
+    )
+    assert done.json()["status"] == "completed"
+    later = httpx.post(
+        f"{server.url}/evaluate", json={**first, "rollout_id": 2}, headers=AUTH, timeout=30
+    )
+    assert later.status_code == 202
+
+
 def test_a_model_slower_than_the_request_timeout_is_retried_then_reported(tmp_path, servers):
     _, _, stub, server = start_pair(
         tmp_path,

@@ -69,6 +69,7 @@ class ServerSettings(_Strict):
     max_samples_per_prompt: int = Field(default=64, ge=1)
     max_response_len: int = Field(default=32768, ge=1)
     deadline_secs: float = Field(default=3000.0, gt=0)
+    max_running_jobs: int = Field(default=8, ge=1)
 
 
 class ModelSettings(_Strict):

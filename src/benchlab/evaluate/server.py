@@ -232,7 +232,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     )
     app.state.bench = state
     errors: dict[int | str, dict[str, Any]] = {
-        code: {"model": ErrorBody} for code in (400, 401, 404, 413, 502)
+        code: {"model": ErrorBody} for code in (400, 401, 404, 413, 429, 502)
     }
 
     app.add_middleware(BodyLimit, limit=server.max_request_bytes)
@@ -328,6 +328,12 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
                 and previous.result is not None
             ):
                 return JSONResponse(previous.result)
+            if len(state.inflight) >= server.max_running_jobs:
+                raise ApiError(
+                    429,
+                    f"{len(state.inflight)} evaluations are running, the most this server runs at once "
+                    "(server.max_running_jobs); try again later",
+                )
             job = store.create(key, defining)
             task = asyncio.ensure_future(_run_job(state, job, req, runs))
             job_id = job.job_id
