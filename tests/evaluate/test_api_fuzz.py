@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from evalsvc_helpers import TOKEN, ServerThread, write_config
+from evalsvc_testkit import TOKEN, ServerThread, write_config
 from hypothesis import HealthCheck, settings
 
 from benchlab.evaluate.config import load_config

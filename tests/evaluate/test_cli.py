@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from evalsvc_helpers import free_port, write_config
+from evalsvc_testkit import free_port, write_config
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

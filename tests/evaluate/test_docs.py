@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from evalsvc_helpers import TOKEN, server_pool
+from evalsvc_testkit import TOKEN, server_pool
 
 from benchlab.evaluate.config import load_config
 from benchlab.evaluate.server import create_app

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from evalsvc_helpers import TOKEN, ServerThread, free_port, server_pool, write_config
+from evalsvc_testkit import TOKEN, ServerThread, free_port, server_pool, write_config
 
 from benchlab.evaluate.config import load_config
 from benchlab.evaluate.datasets import load_items

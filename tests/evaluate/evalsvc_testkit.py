@@ -1,4 +1,4 @@
-"""Helpers of the evaluation tests: real servers on 127.0.0.1 and throwaway configs.
+"""Test kit of the evaluation tests: real servers on 127.0.0.1 and throwaway configs.
 
 A module with a name no other test folder uses, not a conftest.py: several
 ``conftest`` modules clash when tests import from them.
