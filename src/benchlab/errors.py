@@ -14,6 +14,7 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   └── DataError                a table or file given to analyse is unusable
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
     └── EvaluationError              the evaluation service could not do what was asked
+        └── ModelCallError           the model endpoint failed after retries (evaluate/model.py)
 
 Messages follow one form: where (file:line field), what was expected, what was
 found, and what the valid choices are.

@@ -1,0 +1,184 @@
+"""The evaluation server's config file: benchmarks, model endpoint settings, limits, sandbox.
+
+A YAML file (see ``data/eval.yaml``, used when no ``--config`` is given)::
+
+    server:    allowlist of router hosts, caps, deadline, state folder, token variable
+    model:     model name, concurrency, per-request timeout, retries
+    sandbox:   limits of code execution
+    math:      math-verify worker processes and their timeout
+    benchmarks:
+      NAME: {dataset: file.jsonl, scorer: math|exact|choice|code|instruction,
+             prompt: Jinja2 template over the item's fields, api: chat|completions,
+             defaults: {n_samples_per_eval_prompt, temperature, top_p, top_k, max_response_len}}
+
+Dataset paths are relative to the config file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from benchlab.errors import Problem, SpecError
+
+BENCHMARK_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+SCORERS = ("math", "exact", "choice", "code", "instruction")
+DEFAULT_CONFIG = Path(__file__).with_name("data") / "eval.yaml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SamplingDefaults(_Strict):
+    """Sampling parameters a request may override, per benchmark."""
+
+    n_samples_per_eval_prompt: int = Field(default=1, ge=1)
+    temperature: float = Field(default=0.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    top_k: int = Field(default=-1, ge=-1)
+    max_response_len: int = Field(default=2048, ge=1)
+
+
+class BenchmarkConfig(_Strict):
+    """One runnable benchmark: where its items are, how to prompt, how to score."""
+
+    dataset: Path
+    scorer: Literal["math", "exact", "choice", "code", "instruction"]
+    prompt: str = "{{ question }}"
+    api: Literal["chat", "completions"] = "chat"
+    system: str | None = None
+    description: str = ""
+    defaults: SamplingDefaults = Field(default_factory=lambda: SamplingDefaults())
+
+
+class ServerSettings(_Strict):
+    """Who may call the server, what it may be asked for, and where it keeps state."""
+
+    allowed_router_hosts: list[str] = Field(
+        default_factory=lambda: ["127.0.0.0/8", "::1", "localhost"]
+    )
+    token_env: str = "BENCHLAB_EVAL_TOKEN"
+    state_dir: Path = Path("~/.cache/benchlab/eval")
+    max_request_bytes: int = Field(default=65536, ge=1024)
+    max_benchmarks_per_request: int = Field(default=16, ge=1)
+    max_samples_per_prompt: int = Field(default=64, ge=1)
+    max_response_len: int = Field(default=32768, ge=1)
+    deadline_secs: float = Field(default=3000.0, gt=0)
+    max_running_jobs: int = Field(default=8, ge=1)
+
+
+class ModelSettings(_Strict):
+    """How the server talks to the OpenAI-compatible model endpoint."""
+
+    name: str = "default"
+    concurrency: int = Field(default=32, ge=1)
+    request_timeout_secs: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    backoff_secs: float = Field(default=0.5, ge=0)
+    max_backoff_secs: float = Field(default=30.0, ge=0)
+
+
+class SandboxSettings(_Strict):
+    """Limits of one sandboxed program (seconds, MiB, counts)."""
+
+    mode: Literal["auto", "root", "userns", "none"] = "auto"
+    python: str | None = (
+        None  # interpreter of the programs; default: this one, or the system python3 as root
+    )
+    concurrency: int = Field(default=2, ge=1)
+    timeout_secs: float = Field(default=10.0, gt=0)
+    cpu_secs: int = Field(default=10, ge=1)
+    memory_mb: int = Field(default=1024, ge=64)
+    processes: int = Field(default=32, ge=1)
+    file_size_mb: int = Field(default=16, ge=1)
+    open_files: int = Field(default=64, ge=16)
+    output_cap_bytes: int = Field(default=65536, ge=1024)
+
+
+class MathSettings(_Strict):
+    """math-verify worker processes."""
+
+    workers: int = Field(default=2, ge=1)
+    timeout_secs: float = Field(default=10.0, gt=0)
+
+
+class EvalConfig(_Strict):
+    """The whole config file."""
+
+    server: ServerSettings = Field(default_factory=lambda: ServerSettings())
+    model: ModelSettings = Field(default_factory=lambda: ModelSettings())
+    sandbox: SandboxSettings = Field(default_factory=lambda: SandboxSettings())
+    math: MathSettings = Field(default_factory=lambda: MathSettings())
+    benchmarks: dict[str, BenchmarkConfig] = Field(default_factory=dict)
+
+    @field_validator("benchmarks")
+    @classmethod
+    def _names(cls, value: dict[str, BenchmarkConfig]) -> dict[str, BenchmarkConfig]:
+        for name in value:
+            if not BENCHMARK_NAME.match(name):
+                raise ValueError(f"benchmark name {name!r} must match {BENCHMARK_NAME.pattern}")
+        return value
+
+
+def _line_of(text: str, key: str) -> int | None:
+    for i, line in enumerate(text.splitlines(), 1):
+        if re.match(rf"\s*{re.escape(key)}\s*:", line):
+            return i
+    return None
+
+
+def load_config(path: Path | str | None = None) -> EvalConfig:
+    """Read and validate a config file (the shipped sample when ``path`` is None).
+
+    Dataset paths become absolute (relative ones are taken from the config's
+    folder) and must exist; ``state_dir`` gets ``~`` expanded. Raises SpecError
+    listing every problem.
+    """
+    path = Path(path) if path is not None else DEFAULT_CONFIG
+    if not path.is_file():
+        raise SpecError([Problem(str(path), None, "", "config file not found")])
+    text = path.read_text()
+    try:
+        data: Any = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise SpecError(
+            [Problem(str(path), mark.line + 1 if mark else None, "", f"not valid YAML: {exc}")]
+        ) from None
+    if not isinstance(data, dict):
+        raise SpecError([Problem(str(path), None, "", "expected a mapping at the top level")])
+    try:
+        config = EvalConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"])
+            last = next((str(p) for p in reversed(err["loc"]) if isinstance(p, str)), "")
+            problems.append(
+                Problem(str(path), _line_of(text, last) if last else None, field, err["msg"])
+            )
+        raise SpecError(problems) from None
+    problems = []
+    for name, bench in config.benchmarks.items():
+        dataset = bench.dataset.expanduser()
+        if not dataset.is_absolute():
+            dataset = (path.parent / dataset).resolve()
+        bench.dataset = dataset
+        if not dataset.is_file():
+            problems.append(
+                Problem(
+                    str(path),
+                    _line_of(text, name),
+                    f"benchmarks.{name}.dataset",
+                    f"file not found: {dataset}",
+                )
+            )
+    if problems:
+        raise SpecError(problems)
+    config.server.state_dir = config.server.state_dir.expanduser()
+    return config

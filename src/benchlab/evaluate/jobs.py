@@ -1,0 +1,142 @@
+"""The server's job ledger: every evaluation request and its outcome, in SQLite.
+
+A job is keyed by a hash of what defines it (rollout id, router URL, the
+benchmarks and their parameters), so a client that retries the same request
+gets the finished result, or joins the evaluation still running, instead of
+starting another. Finished jobs outlive the server process; jobs that were
+running when it stopped are marked failed on the next start, so a retry runs
+them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id      TEXT PRIMARY KEY,
+    request_key TEXT NOT NULL,
+    status      TEXT NOT NULL,          -- queued | running | completed | failed
+    request     TEXT NOT NULL,          -- JSON
+    result      TEXT,                   -- JSON, when completed
+    error       TEXT,                   -- when failed
+    created     REAL NOT NULL,
+    finished    REAL
+);
+CREATE INDEX IF NOT EXISTS jobs_by_key ON jobs (request_key, created);
+"""
+
+
+def request_key(request: dict[str, Any]) -> str:
+    """A stable hash of the parts of a request that define its evaluation."""
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row of the ledger; ``result`` is the completed response body."""
+
+    job_id: str
+    request_key: str
+    status: str
+    request: dict[str, Any]
+    result: dict[str, Any] | None
+    error: str | None
+    created: float
+    finished: float | None
+
+
+class JobStore:
+    """Jobs in ``path`` (SQLite, WAL). One connection, guarded by a lock; every call is short."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+
+    def _row(self, row: tuple[Any, ...] | None) -> Job | None:
+        if row is None:
+            return None
+        return Job(
+            row[0],
+            row[1],
+            row[2],
+            json.loads(row[3]),
+            json.loads(row[4]) if row[4] else None,
+            row[5],
+            row[6],
+            row[7],
+        )
+
+    _COLUMNS = "job_id, request_key, status, request, result, error, created, finished"
+
+    def create(self, key: str, request: dict[str, Any]) -> Job:
+        """A new queued job for ``request``."""
+        job = Job(uuid.uuid4().hex, key, "queued", request, None, None, time.time(), None)
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO jobs (job_id, request_key, status, request, created) VALUES (?, ?, ?, ?, ?)",
+                (job.job_id, key, job.status, json.dumps(request), job.created),
+            )
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {self._COLUMNS} FROM jobs WHERE job_id = ?", (job_id,)
+            ).fetchone()
+        return self._row(row)
+
+    def latest(self, key: str) -> Job | None:
+        """The most recent job for ``key``, whatever its status."""
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {self._COLUMNS} FROM jobs WHERE request_key = ? ORDER BY created DESC LIMIT 1",
+                (key,),
+            ).fetchone()
+        return self._row(row)
+
+    def set_running(self, job_id: str) -> None:
+        with self._lock:
+            self._db.execute("UPDATE jobs SET status = 'running' WHERE job_id = ?", (job_id,))
+
+    def complete(self, job_id: str, result: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET status = 'completed', result = ?, finished = ? WHERE job_id = ?",
+                (json.dumps(result), time.time(), job_id),
+            )
+
+    def fail(self, job_id: str, error: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET status = 'failed', error = ?, finished = ? WHERE job_id = ?",
+                (error, time.time(), job_id),
+            )
+
+    def mark_interrupted(self) -> int:
+        """Fail the jobs a previous server process left unfinished; returns how many."""
+        with self._lock:
+            cur = self._db.execute(
+                "UPDATE jobs SET status = 'failed', error = 'the server stopped before the job finished; "
+                "send the request again', finished = ? WHERE status IN ('queued', 'running')",
+                (time.time(),),
+            )
+        return cur.rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

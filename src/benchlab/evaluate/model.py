@@ -1,0 +1,177 @@
+"""Calls to the OpenAI-compatible model endpoint (an SGLang/vLLM router, or anything alike).
+
+``HttpSlots`` bounds the requests in flight across every job: it holds
+``concurrency`` httpx clients of one keep-alive connection each, and a request
+takes a client for its duration. (One shared client with a pool of 32
+connections costs about four times the CPU per request: httpcore rescans its
+whole pool on every request.) A request that gets 429, a 5xx, a timeout or a dropped
+connection is retried with exponential backoff (honouring ``Retry-After``);
+any other 4xx is final.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from benchlab.errors import EvaluationError
+
+
+class ModelCallError(EvaluationError):
+    """A model request failed for good. ``status`` is the last HTTP status (None: no answer)."""
+
+    def __init__(self, url: str, status: int | None, message: str):
+        self.url = url
+        self.status = status
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling parameters of one benchmark in one request, OpenAI-style names in ``body``."""
+
+    n: int
+    temperature: float
+    top_p: float
+    top_k: int
+    max_tokens: int
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "n": self.n,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+        }
+        if self.top_k != -1:
+            body["top_k"] = self.top_k  # not OpenAI, but SGLang and vLLM read it from the body
+        return body
+
+
+class HttpSlots:
+    """At most ``size`` requests at once, each on a client of its own with one kept-alive connection."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._free: asyncio.LifoQueue[httpx.AsyncClient] | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._ssl = (
+            ssl.create_default_context()
+        )  # loading CA certificates once, not once per client
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[httpx.AsyncClient]:
+        """A client for one request; waits while all ``size`` are busy."""
+        if self._free is None:
+            self._free = asyncio.LifoQueue()  # LIFO: the warmest connection goes first
+        if self._free.empty() and len(self._clients) < self.size:
+            client = httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                trust_env=False,
+                verify=self._ssl,
+            )
+            self._clients.append(client)
+        else:
+            client = await self._free.get()
+        try:
+            yield client
+        finally:
+            self._free.put_nowait(client)
+
+    async def aclose(self) -> None:
+        for client in self._clients:
+            await client.aclose()
+        self._clients.clear()
+
+
+class ModelClient:
+    """Sends prompts to ``base_url + /v1/...`` and returns the ``n`` completions' texts.
+
+    ``slots`` bounds concurrent requests (share it to bound a whole server);
+    ``timeout`` is per request, seconds; ``max_retries`` retries after the first try.
+    """
+
+    def __init__(
+        self,
+        slots: HttpSlots,
+        base_url: str,
+        model: str,
+        *,
+        timeout: float = 600.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        base = base_url.rstrip("/")
+        self.base_url = base[: -len("/v1")] if base.endswith("/v1") else base
+        self.slots = slots
+        self.model = model
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.headers = headers or {}
+        self.retries = 0
+
+    async def generate(
+        self, api: str, prompt: str, sampling: Sampling, system: str | None = None
+    ) -> list[str]:
+        """The ``sampling.n`` texts the model returns for ``prompt`` via ``chat`` or ``completions``."""
+        body: dict[str, Any] = {"model": self.model, **sampling.body()}
+        if api == "chat":
+            url = f"{self.base_url}/v1/chat/completions"
+            messages = [{"role": "system", "content": system}] if system else []
+            body["messages"] = [*messages, {"role": "user", "content": prompt}]
+        else:
+            url = f"{self.base_url}/v1/completions"
+            body["prompt"] = prompt
+        data = await self._post(url, body)
+        try:
+            choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
+            if api == "chat":
+                return [c["message"]["content"] or "" for c in choices]
+            return [c["text"] or "" for c in choices]
+        except (KeyError, TypeError, AttributeError):
+            raise ModelCallError(url, 200, "the model endpoint answered without choices") from None
+
+    async def _post(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+        last = "no attempt"
+        status: int | None = None
+        for attempt in range(self.max_retries + 1):
+            delay = min(self.backoff * 2**attempt, self.max_backoff) * (0.5 + random.random() / 2)
+            try:
+                async with self.slots.slot() as http:
+                    response = await http.post(
+                        url, json=body, headers=self.headers, timeout=self.timeout
+                    )
+                status = response.status_code
+                if status == 200:
+                    return response.json()
+                last = f"HTTP {status}"
+                if status != 429 and status < 500:
+                    raise ModelCallError(
+                        url, status, f"the model endpoint refused the request: HTTP {status}"
+                    )
+                retry_after = response.headers.get("retry-after", "")
+                if retry_after.replace(".", "", 1).isdigit():
+                    delay = min(float(retry_after), self.max_backoff)
+            except httpx.TimeoutException:
+                last, status = f"no answer within {self.timeout:g}s", None
+            except httpx.TransportError as exc:
+                last, status = f"{type(exc).__name__}", None
+            except ValueError:
+                last = "the model endpoint answered with invalid JSON"
+            if attempt < self.max_retries:
+                self.retries += 1
+                await asyncio.sleep(delay)
+        raise ModelCallError(
+            url, status, f"model request failed after {self.max_retries + 1} tries: {last}"
+        )

@@ -1,0 +1,97 @@
+"""Scorers: the verdict on one response to one item.
+
+``Scorers.score(kind, item, response)`` returns a ``SampleScore`` (normalised
+answer or None, correct or not, why). Math equivalence goes to the
+math-verify worker pool, code to the sandbox; the rest is string work.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from benchlab.evaluate.answers import (
+    extract_choice,
+    extract_code,
+    extract_math_answer,
+    extract_short_answer,
+    normalize_math,
+    normalize_text,
+)
+from benchlab.evaluate.instructions import check_all
+from benchlab.evaluate.mathpool import MathVerifyPool
+from benchlab.evaluate.metrics import SampleScore
+from benchlab.evaluate.sandbox import Sandbox
+
+_INTEGER = re.compile(r"^[+-]?\d{1,50}$")
+
+
+@dataclass
+class Scorers:
+    """The shared resources scorers need; one per server (or per ``benchlab eval``)."""
+
+    math_pool: MathVerifyPool
+    sandbox: Sandbox | None = None
+
+    async def score(self, kind: str, item: dict[str, Any], response: str | None) -> SampleScore:
+        """Score ``response`` (None when the model call failed) against ``item`` with scorer ``kind``."""
+        if response is None:
+            return SampleScore(None, False, "no response from the model")
+        return await getattr(self, f"_{kind}")(item, response)
+
+    async def _math(self, item: dict[str, Any], response: str) -> SampleScore:
+        answer = extract_math_answer(response)
+        if answer is None:
+            return SampleScore(None, False, "no \\boxed{} or 'The answer is'")
+        gold = str(item["answer"])
+        norm = normalize_math(answer)
+        gold_norm = normalize_math(gold)
+        if norm == gold_norm:
+            return SampleScore(norm, True)
+        if _INTEGER.match(norm) and _INTEGER.match(gold_norm):
+            # Two integer literals: equal exactly when their values are; no need for sympy.
+            return SampleScore(
+                norm,
+                int(norm) == int(gold_norm),
+                "" if int(norm) == int(gold_norm) else "not equal",
+            )
+        if len(answer) > 1000:
+            return SampleScore(norm, False, "answer too long to compare")
+        correct, why = await self.math_pool.aequivalent(gold, answer)
+        return SampleScore(norm, correct, why)
+
+    async def _exact(self, item: dict[str, Any], response: str) -> SampleScore:
+        answer = extract_short_answer(response)
+        if answer is None:
+            return SampleScore(None, False, "empty response")
+        golds = item["answer"] if isinstance(item["answer"], list) else [item["answer"]]
+        norm = normalize_text(answer)
+        return SampleScore(norm, norm in {normalize_text(str(g)) for g in golds})
+
+    async def _choice(self, item: dict[str, Any], response: str) -> SampleScore:
+        letter = extract_choice(response)
+        if letter is None:
+            return SampleScore(None, False, "no choice letter")
+        return SampleScore(letter, letter == str(item["answer"]).upper())
+
+    async def _instruction(self, item: dict[str, Any], response: str) -> SampleScore:
+        if not response.strip():
+            return SampleScore(None, False, "empty response")
+        ok, failed = check_all(response, item["checks"])
+        return SampleScore(
+            " ".join(response.split()).lower(), ok, "failed: " + ", ".join(failed) if failed else ""
+        )
+
+    async def _code(self, item: dict[str, Any], response: str) -> SampleScore:
+        code = extract_code(response)
+        if code is None:
+            return SampleScore(None, False, "no code block")
+        if self.sandbox is None:
+            return SampleScore(code.strip(), False, "no sandbox configured")
+        result = await self.sandbox.run(code + "\n\n" + str(item["tests"]) + "\n")
+        if result.passed:
+            return SampleScore(code.strip(), True)
+        why = result.error or ("timed out" if result.timed_out else f"exit code {result.exit_code}")
+        tail = result.stderr.strip().splitlines()[-1:] if result.stderr.strip() else []
+        return SampleScore(code.strip(), False, why + (f": {tail[0][:200]}" if tail else ""))

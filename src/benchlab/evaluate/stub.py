@@ -1,0 +1,228 @@
+"""A stand-in for an OpenAI-compatible model server, for tests, demos and the throughput bench.
+
+It knows the datasets of an evaluation config and answers each prompt the
+way a model would, deterministically: for item ``id`` and sample ``i`` a seeded
+hash decides whether the sample is right, wrong or holds no answer
+(``plan``), and the response is shaped for the benchmark's scorer. Latency and
+429/500 failures can be injected. ``GET /stats`` counts the requests served.
+
+Run it alone with ``python -m benchlab.evaluate.stub --port 8000 [--config eval.yaml]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from benchlab.evaluate.config import EvalConfig, load_config
+from benchlab.evaluate.datasets import load_items
+
+
+@dataclass
+class StubSettings:
+    """How the stub behaves: fractions of right and unanswered samples, latency (s), failure rates."""
+
+    seed: int = 0
+    p_correct: float = 0.7
+    p_no_answer: float = 0.1
+    latency_secs: float = 0.0
+    rate_429: float = 0.0
+    rate_500: float = 0.0
+
+
+@dataclass
+class StubStats:
+    requests: int = 0
+    failures_injected: int = 0
+    by_prompt: dict[str, int] = field(default_factory=dict)
+    # Every distinct set of sampling parameters received, as sorted JSON.
+    sampling: set[str] = field(default_factory=set)
+
+
+def plan(seed: int, item_id: str, sample: int, p_correct: float, p_no_answer: float) -> str:
+    """``correct``, ``none`` or ``wrong`` for sample ``sample`` of item ``item_id`` (seeded hash)."""
+    digest = hashlib.sha256(f"{seed}:{item_id}:{sample}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    if u < p_correct:
+        return "correct"
+    if u < p_correct + p_no_answer:
+        return "none"
+    return "wrong"
+
+
+def respond(scorer: str, item: dict[str, Any], verdict: str) -> str:
+    """The response text for ``item`` under ``scorer`` that is ``verdict`` (correct / wrong / none)."""
+    if verdict == "none":
+        return "I am not sure how to solve this."
+    if "reference" in item and verdict == "correct":
+        ref = str(item["reference"])
+        return f"```python\n{ref}\n```" if scorer == "code" else ref
+    answer = str(item.get("answer", ""))
+    if scorer == "math":
+        wrong = str(int(answer) + 1) if answer.lstrip("-").isdigit() else f"{answer}+1"
+        shown = answer if verdict == "correct" else wrong
+        return f"Working through it step by step.\n\nThe final result is $\\boxed{{{shown}}}$."
+    if scorer == "exact":
+        gold = item["answer"][0] if isinstance(item["answer"], list) else answer
+        return f"The answer is {gold if verdict == 'correct' else 'something else entirely'}."
+    if scorer == "choice":
+        letters = [chr(ord("A") + i) for i in range(len(item["choices"]))]
+        gold = answer.upper()
+        wrong = letters[(letters.index(gold) + 1) % len(letters)]
+        return f"Considering each option.\nAnswer: {gold if verdict == 'correct' else wrong}"
+    if scorer == "code":
+        return "```python\ndef unrelated():\n    return None\n```"
+    return "Sorry, I Will Not Do That, Friend!"
+
+
+def create_stub_app(
+    config: EvalConfig, settings: StubSettings | None = None, *, model: str | None = None
+) -> FastAPI:
+    """The stub server for the benchmarks of ``config``."""
+    settings = settings or StubSettings()
+    lookup: dict[str, tuple[str, dict[str, Any]]] = {}
+    for bench in config.benchmarks.values():
+        for item in load_items(bench):
+            lookup[item.prompt] = (bench.scorer, item.fields)
+    stats = StubStats()
+    rng = random.Random(settings.seed)
+    app = FastAPI(title="benchlab stub model")
+    app.state.stats = stats
+    app.state.settings = settings
+
+    def texts(prompt: str, body: dict[str, Any]) -> list[str]:
+        n = int(body.get("n", 1))
+        keys = ("model", "n", "temperature", "top_p", "top_k", "max_tokens")
+        stats.sampling.add(json.dumps({k: body[k] for k in keys if k in body}, sort_keys=True))
+        stats.by_prompt[prompt] = stats.by_prompt.get(prompt, 0) + 1
+        found = lookup.get(prompt)
+        if found is None:
+            return ["I do not know."] * n
+        scorer, item = found
+        return [
+            respond(
+                scorer,
+                item,
+                plan(settings.seed, str(item["id"]), i, settings.p_correct, settings.p_no_answer),
+            )
+            for i in range(n)
+        ]
+
+    async def gate() -> JSONResponse | None:
+        stats.requests += 1
+        if settings.latency_secs:
+            await asyncio.sleep(settings.latency_secs)
+        u = rng.random()
+        if u < settings.rate_429:
+            stats.failures_injected += 1
+            return JSONResponse(
+                {"error": {"message": "rate limited"}},
+                status_code=429,
+                headers={"retry-after": "0"},
+            )
+        if u < settings.rate_429 + settings.rate_500:
+            stats.failures_injected += 1
+            return JSONResponse({"error": {"message": "injected failure"}}, status_code=500)
+        return None
+
+    def usage(body: dict[str, Any]) -> dict[str, int]:
+        return {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Any:
+        failure = await gate()
+        if failure:
+            return failure
+        body = await request.json()
+        messages = [m for m in body.get("messages", []) if m.get("role") == "user"]
+        prompt = messages[-1]["content"] if messages else ""
+        outs = texts(prompt, body)
+        # JSONResponse directly: FastAPI's encoder walk would cost the stub more CPU than the request itself.
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{stats.requests}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", model or "stub"),
+                "choices": [
+                    {
+                        "index": i,
+                        "message": {"role": "assistant", "content": t},
+                        "finish_reason": "stop",
+                    }
+                    for i, t in enumerate(outs)
+                ],
+                "usage": usage(body),
+            }
+        )
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> Any:
+        failure = await gate()
+        if failure:
+            return failure
+        body = await request.json()
+        outs = texts(str(body.get("prompt", "")), body)
+        return JSONResponse(
+            {
+                "id": f"cmpl-{stats.requests}",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": body.get("model", model or "stub"),
+                "choices": [
+                    {"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(outs)
+                ],
+                "usage": usage(body),
+            }
+        )
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": model or "stub", "object": "model"}]}
+
+    @app.get("/stats")
+    async def get_stats() -> dict[str, Any]:
+        return {
+            "requests": stats.requests,
+            "failures_injected": stats.failures_injected,
+            "sampling": [json.loads(x) for x in sorted(stats.sampling)],
+            "distinct_prompts": len(stats.by_prompt),
+        }
+
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the stub on 127.0.0.1."""
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--config", default=None, help="evaluation config whose datasets the stub knows"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--p-correct", type=float, default=0.7)
+    parser.add_argument("--p-no-answer", type=float, default=0.1)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--rate-429", type=float, default=0.0)
+    parser.add_argument("--rate-500", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    settings = StubSettings(
+        args.seed, args.p_correct, args.p_no_answer, args.latency, args.rate_429, args.rate_500
+    )
+    app = create_stub_app(load_config(args.config), settings)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()

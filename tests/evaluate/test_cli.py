@@ -1,0 +1,180 @@
+"""`benchlab serve` and `benchlab eval` as users run them: real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from evalsvc_testkit import free_port, write_config
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def benchlab(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k != "BENCHLAB_EVAL_TOKEN"}
+    full_env = {**base, "PYTHONPATH": SRC, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-c", "from benchlab.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+    )
+
+
+def test_serve_refuses_a_public_address_without_a_token(tmp_path):
+    result = benchlab("serve", "--host", "0.0.0.0", "--config", str(write_config(tmp_path)))
+    assert result.returncode == 2
+    assert "without a token" in result.stderr and "BENCHLAB_EVAL_TOKEN" in result.stderr
+    result = benchlab(
+        "serve", "--host", "0.0.0.0", "--no-auth", "--config", str(write_config(tmp_path))
+    )
+    assert result.returncode == 2 and "--no-auth is only allowed on a loopback" in result.stderr
+
+
+def test_serve_needs_a_token_or_no_auth_even_on_loopback(tmp_path):
+    result = benchlab("serve", "--config", str(write_config(tmp_path)))
+    assert result.returncode == 2 and "--no-auth" in result.stderr
+
+
+def test_eval_rejects_unknown_benchmarks_listing_the_known_ones(tmp_path):
+    result = benchlab(
+        "eval",
+        "--model-url",
+        "http://127.0.0.1:9",
+        "--benchmarks",
+        "arith,nope",
+        "--config",
+        str(write_config(tmp_path)),
+    )
+    assert result.returncode == 2
+    assert "nope" in result.stderr and "known: arith, instruct, mcq, pyfunc, words" in result.stderr
+
+
+def _wait_for(url: str, proc: subprocess.Popen, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_serve_on_loopback_answers_health_with_its_warnings(tmp_path):
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from benchlab.cli import main; main()",
+            "serve",
+            "--no-auth",
+            "--port",
+            str(port),
+            "--config",
+            str(write_config(tmp_path)),
+            "--state-dir",
+            str(tmp_path / "state"),
+        ],
+        env={**os.environ, "PYTHONPATH": SRC},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/health", server)
+        health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()
+        listed = httpx.get(f"http://127.0.0.1:{port}/benchmarks", timeout=5).json()
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=20)
+    assert health["status"] == "ok" and health["auth"] is False
+    assert "authentication is off (--no-auth)" in health["warnings"]
+    assert "arith" in {b["name"] for b in listed["benchmarks"]}
+    assert "authentication is off" in stderr
+    assert (tmp_path / "state" / "jobs.sqlite").is_file()
+
+
+@pytest.mark.slow
+def test_eval_against_the_stub_writes_flat_metrics_into_the_run_dir(tmp_path):
+    config = write_config(tmp_path)
+    port = free_port()
+    stub = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchlab.evaluate.stub",
+            "--port",
+            str(port),
+            "--config",
+            str(config),
+            "--p-correct",
+            "1.0",
+            "--p-no-answer",
+            "0.0",
+        ],
+        env={**os.environ, "PYTHONPATH": SRC},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/v1/models", stub)
+        run_dir = tmp_path / "run"
+        result = benchlab(
+            "eval",
+            "--model-url",
+            f"http://127.0.0.1:{port}/v1",
+            "--model",
+            "m",
+            "--benchmarks",
+            "arith,instruct",
+            "--n-samples",
+            "2",
+            "--config",
+            str(config),
+            env={"BENCHLAB_RUN_DIR": str(run_dir)},
+        )
+    finally:
+        stub.terminate()
+        stub.wait(10)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    # A stub that is always right scores 1.0 everywhere; 16 and 8 prompts.
+    assert metrics["arith/pass@1[avg-of-2]/accuracy"] == 1.0
+    assert metrics["instruct/pass@2/accuracy"] == 1.0
+    assert metrics["arith/majority@2/num_entries"] == 16.0
+    assert metrics["instruct/pass@1[avg-of-2]/num_entries"] == 8.0
+    assert (
+        json.loads((run_dir / "raw_metrics.json").read_text())["arith"]["pass@2"]["accuracy"] == 1.0
+    )
+    assert (run_dir / "arith.jsonl").is_file()
+    assert json.loads(result.stdout) == metrics
+
+
+def test_eval_against_an_unreachable_endpoint_fails_with_one_line(tmp_path):
+    config = write_config(tmp_path, model={"max_retries": 0})
+    result = benchlab(
+        "eval",
+        "--model-url",
+        f"http://127.0.0.1:{free_port()}",
+        "--benchmarks",
+        "mcq",
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "out"),
+    )
+    assert result.returncode == 1
+    assert "every model request failed" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "metrics.json").exists()
