@@ -121,3 +121,10 @@ def test_source_needs_exactly_one_kind():
         MetricSource.model_validate({"regex": "(x)", "csv": "a.csv", "column": "c"})
     with pytest.raises(ValueError, match="group named 'value'"):
         MetricSource.model_validate({"regex": "(a)(b)"})
+
+
+def test_source_names_can_depend_on_the_runs_task(tmp_path):
+    (tmp_path / "metrics.json").write_text('{"arith/pass@1/accuracy": 0.75, "mcq/pass@1/accuracy": 0.5}')
+    m = metric("pass@1", json="metrics.json", key="{task}/pass@1/accuracy")
+    assert collect_run(tmp_path, [m], {"task": "mcq", "config": "c"}).finals["pass@1"] == 0.5
+    assert collect_run(tmp_path, [m], {"task": "arith", "config": "c"}).finals["pass@1"] == 0.75

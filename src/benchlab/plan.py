@@ -78,6 +78,10 @@ class Run:
         """The shell command with the run directory filled in."""
         return self.command.replace(RUN_DIR_PLACEHOLDER, shlex.quote(str(run_dir)))
 
+    def context(self) -> dict[str, str]:
+        """What a metric source may name: ``{task}``, ``{config}``, ``{seed}`` and every param."""
+        return run_context(self.task, self.config, self.seed, self.params)
+
     def resolved_config(self) -> dict[str, Any]:
         """Everything that defines this run, as written to its ``config.yaml``."""
         return {
@@ -100,6 +104,13 @@ class Run:
     def retries_for(self, failure_class: str) -> int:
         """How many times a failure of ``failure_class`` may be retried."""
         return self.retry_on.get(failure_class, self.retries)
+
+
+def run_context(task: str, config: str, seed: int, params: dict[str, Any]) -> dict[str, str]:
+    """The placeholders a metric source of this run may use."""
+    ctx = {k: str(v) for k, v in params.items()}
+    ctx.update(task=task, config=config, seed=str(seed))
+    return ctx
 
 
 def run_id(benchmark: str, task: str, config: str, params: dict[str, Any], seed: int,

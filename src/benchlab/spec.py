@@ -153,6 +153,18 @@ class MetricSource(_Model):
         kinds = self._kinds()
         return kinds[0] if kinds else "none"
 
+    def for_run(self, context: dict[str, str]) -> MetricSource:
+        """This source with ``{task}`` and ``{config}`` filled in (regex patterns are left alone)."""
+        updates = {}
+        for name in ("json_file", "jsonl", "csv", "lm_eval", "tensorboard", "file", "key", "step_key",
+                     "column", "step_column", "task", "tag"):
+            value = getattr(self, name)
+            if isinstance(value, str) and "{" in value:
+                for key, fill in context.items():
+                    value = value.replace("{" + key + "}", fill)
+                updates[name] = value
+        return self.model_copy(update=updates) if updates else self
+
     @model_validator(mode="after")
     def _one_kind(self) -> MetricSource:
         kinds = self._kinds()

@@ -40,8 +40,12 @@ class Collected:
         return self.problems.get(metric, f"metric {metric!r} was not reported")
 
 
-def collect_run(run_dir: Path, metrics: list[Metric]) -> Collected:
-    """Every metric a run reported: the spec's metrics through their sources, plus all of its own files."""
+def collect_run(run_dir: Path, metrics: list[Metric], context: dict[str, str] | None = None) -> Collected:
+    """Every metric a run reported: the spec's metrics through their sources, plus all of its own files.
+
+    ``context`` fills ``{task}`` and ``{config}`` in a source's file names and keys, so one
+    metric can be read from a place that differs per task (``key: "{task}/accuracy"``).
+    """
     out = Collected()
     finals = read_metrics_json(run_dir / "metrics.json", out.problems)
     series = read_metrics_jsonl(run_dir / "metrics.jsonl")
@@ -53,8 +57,9 @@ def collect_run(run_dir: Path, metrics: list[Metric]) -> Collected:
     for metric in metrics:
         if metric.source is None:
             continue
+        source = metric.source.for_run(context) if context else metric.source
         try:
-            final, curve = EXTRACTORS[metric.source.kind](run_dir, metric.source)
+            final, curve = EXTRACTORS[source.kind](run_dir, source)
         except ExtractFailed as exc:
             out.problems[metric.name] = str(exc)
             out.finals.pop(metric.name, None)

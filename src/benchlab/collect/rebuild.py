@@ -16,7 +16,7 @@ import yaml
 from benchlab.collect import collect_run
 from benchlab.errors import ResultsNotFound
 from benchlab.execute import triage
-from benchlab.plan import Run
+from benchlab.plan import Run, run_context
 from benchlab.spec import Metric, Spec
 from benchlab.store import COMPLETED, DB_NAME, FAILED, Store
 
@@ -73,7 +73,7 @@ def rebuild_store(folder: Path | str) -> dict[str, int]:
             ended = float(prov.get("ended") or started)
             tail = triage.log_tail(run_dir / "train.log")
             if prov.get("exit_code") == 0:
-                collected = collect_run(run_dir, metrics)
+                collected = collect_run(run_dir, metrics, run.context())
                 missing = collected.missing(primary)
                 if not missing:
                     store.finish_attempt(attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
@@ -103,7 +103,7 @@ def recollect(folder: Path | str) -> dict[str, int]:
             if run.status != COMPLETED:
                 continue
             run_dir = folder / "runs" / run.run_id
-            collected = collect_run(run_dir, metrics)
+            collected = collect_run(run_dir, metrics, run_context(run.task, run.config, run.seed, run.params))
             missing = collected.missing(primary)
             with store.transaction() as c:
                 if missing:

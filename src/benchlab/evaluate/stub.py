@@ -37,6 +37,8 @@ class StubSettings:
     latency_secs: float = 0.0
     rate_429: float = 0.0
     rate_500: float = 0.0
+    # Per model name (a checkpoint), its own fraction of right samples; others use p_correct.
+    model_p_correct: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,7 +114,9 @@ def create_stub_app(
             respond(
                 scorer,
                 item,
-                plan(settings.seed, str(item["id"]), i, settings.p_correct, settings.p_no_answer),
+                plan(settings.seed, str(item["id"]), i,
+                     settings.model_p_correct.get(str(body.get("model")), settings.p_correct),
+                     settings.p_no_answer),
             )
             for i in range(n)
         ]
@@ -216,9 +220,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--rate-429", type=float, default=0.0)
     parser.add_argument("--rate-500", type=float, default=0.0)
+    parser.add_argument("--model", action="append", default=[], metavar="NAME=P",
+                        help="a model name (checkpoint) answering right with probability P (repeatable)")
     args = parser.parse_args(argv)
+    models = {}
+    for entry in args.model:
+        name, _, prob = entry.partition("=")
+        models[name] = float(prob)
     settings = StubSettings(
-        args.seed, args.p_correct, args.p_no_answer, args.latency, args.rate_429, args.rate_500
+        args.seed, args.p_correct, args.p_no_answer, args.latency, args.rate_429, args.rate_500,
+        model_p_correct=models,
     )
     app = create_stub_app(load_config(args.config), settings)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)

@@ -473,7 +473,7 @@ class Sweep:
             failure = triage.classify(exit_code=outcome.exit_code, signal=outcome.signal,
                                       timed_out=outcome.timed_out, tail=tail, timeout=launch.timeout)
         else:
-            collected = collect_run(run_dir, metrics)
+            collected = collect_run(run_dir, metrics, run.context())
             missing = collected.missing(primary)
             if missing:
                 failure = triage.Verdict(triage.MISSING_METRIC, missing)
