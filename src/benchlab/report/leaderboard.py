@@ -4,9 +4,11 @@ The status rule (``docs/reports.md`` states it too). A config's score on a task
 is its mean over seeds of the primary metric, unrounded. With target ``T``:
 
 - goal ``max``: ✅ solved when ``score >= T``; ⚠️ close when
-  ``score >= T - 0.2·|T|`` (for a positive target: above 80% of it); else ❌ failed.
+  ``score > T - 0.2·|T|`` (for a positive target: above 80% of it); else ❌ failed.
 - goal ``min``: ✅ solved when ``score <= T``; ⚠️ close when
-  ``score <= T + 0.25·|T|`` (for a positive target: within ``T / 0.8``); else ❌ failed.
+  ``score < T + 0.25·|T|`` (for a positive target: below ``T / 0.8``); else ❌ failed.
+
+The close band is open at its far end and empty for ``T = 0``.
 
 A task without a target gets no status. Every config cell carries its own
 status, and the last column gives the best config (best mean) and its status,
@@ -35,10 +37,10 @@ def status(score: float | None, target: float | None, goal: str = "max") -> Stat
     if goal == "min":
         if score <= target:
             return "solved"
-        return "close" if score <= target + (1 / CLOSE_FRACTION - 1) * abs(target) else "failed"
+        return "close" if score < target + (1 / CLOSE_FRACTION - 1) * abs(target) else "failed"
     if score >= target:
         return "solved"
-    return "close" if score >= target - (1 - CLOSE_FRACTION) * abs(target) else "failed"
+    return "close" if score > target - (1 - CLOSE_FRACTION) * abs(target) else "failed"
 
 
 def leaderboard_rows(desc: pd.DataFrame, tasks: list[str], configs: list[str],
@@ -76,7 +78,7 @@ def render_leaderboard(desc: pd.DataFrame, tasks: list[str], configs: list[str],
              f"Score: mean ± std over seeds of **{primary}** ({direction} is better). "
              "Status: ✅ solved (reaches the target), ⚠️ close "
              + ("(above 80% of the target), " if goal == "max" else
-                "(within the target / 0.8), ")
+                "(below the target / 0.8), ")
              + "❌ failed; the last column is the best config's status.", "",
              "| task | target | " + " | ".join(configs) + " | best |",
              "|---|---:|" + "---|" * len(configs) + "---|"]
