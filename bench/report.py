@@ -38,27 +38,56 @@ N_CONFIGS = 10
 N_POINTS = 100
 
 
-def build(folder: Path, seeds: int, tasks: int = N_TASKS, configs: int = N_CONFIGS,
-          points: int = N_POINTS, rng_seed: int = 0) -> int:
+def build(
+    folder: Path,
+    seeds: int,
+    tasks: int = N_TASKS,
+    configs: int = N_CONFIGS,
+    points: int = N_POINTS,
+    rng_seed: int = 0,
+) -> int:
     """Write a synthetic results folder; returns the number of runs."""
     rng = np.random.default_rng(rng_seed)
     task_names = [f"task{t:02d}" for t in range(tasks)]
     config_names = [f"c{c}" for c in range(configs)]
     with Store.create(folder) as store:
         store.set_meta(
-            name="synthetic", description="Synthetic benchmark for timing reports.",
-            primary="score", goals={"score": "max", "time": "min"}, metrics=["score", "time"],
-            baseline="c0", tasks=task_names, configs=config_names,
+            name="synthetic",
+            description="Synthetic benchmark for timing reports.",
+            primary="score",
+            goals={"score": "max", "time": "min"},
+            metrics=["score", "time"],
+            baseline="c0",
+            tasks=task_names,
+            configs=config_names,
             targets={t: 0.9 + 0.02 * i for i, t in enumerate(task_names)},
-            references={t: [0.0, 1.0] for t in task_names}, seeds=list(range(seeds)),
-            spec_path=None, overrides={},
-            spec={"name": "synthetic", "command": "python train.py --lr {lr}",
-                  "configs": [{"name": c, "params": {"lr": 10 ** -(i % 4 + 2)}}
-                              for i, c in enumerate(config_names)]},
+            references={t: [0.0, 1.0] for t in task_names},
+            seeds=list(range(seeds)),
+            spec_path=None,
+            overrides={},
+            spec={
+                "name": "synthetic",
+                "command": "python train.py --lr {lr}",
+                "configs": [
+                    {"name": c, "params": {"lr": 10 ** -(i % 4 + 2)}}
+                    for i, c in enumerate(config_names)
+                ],
+            },
         )
-        runs = [Run(run_id=f"{t}-{c}-{s}", benchmark="synthetic", task=t, config=c, seed=s,
-                    params={}, command="python train.py")
-                for s in range(seeds) for t in task_names for c in config_names]
+        runs = [
+            Run(
+                run_id=f"{t}-{c}-{s}",
+                benchmark="synthetic",
+                task=t,
+                config=c,
+                seed=s,
+                params={},
+                command="python train.py",
+            )
+            for s in range(seeds)
+            for t in task_names
+            for c in config_names
+        ]
         store.register(runs)
         steps = np.linspace(0, 1e6, points)
         shape = 1 - np.exp(-steps / 2e5)
@@ -69,13 +98,24 @@ def build(folder: Path, seeds: int, tasks: int = N_TASKS, configs: int = N_CONFI
                 final = 0.8 + 0.02 * ti + 0.01 * ci + rng.normal(0, 0.03)
                 curve = final * shape + rng.normal(0, 0.01, points)
                 rows_a.append((r.run_id, 1, "completed", 0, float(i), float(i) + 60.0, "synthetic"))
-                rows_m += [(r.run_id, "score", float(final)),
-                           (r.run_id, "time", float(60 + 5 * ci + rng.normal(0, 2)))]
-                rows_s.append((r.run_id, "score", steps.astype("<f8").tobytes(),
-                               curve.astype("<f8").tobytes()))
+                rows_m += [
+                    (r.run_id, "score", float(final)),
+                    (r.run_id, "time", float(60 + 5 * ci + rng.normal(0, 2))),
+                ]
+                rows_s.append(
+                    (
+                        r.run_id,
+                        "score",
+                        steps.astype("<f8").tobytes(),
+                        curve.astype("<f8").tobytes(),
+                    )
+                )
             # Bulk insert in one transaction: the same rows Store.finish_attempt writes, faster.
-            c.executemany("INSERT INTO attempts (run_id, number, status, exit_code, started, ended,"
-                          " host) VALUES (?, ?, ?, ?, ?, ?, ?)", rows_a)
+            c.executemany(
+                "INSERT INTO attempts (run_id, number, status, exit_code, started, ended,"
+                " host) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows_a,
+            )
             c.execute("UPDATE runs SET status = 'completed'")
             c.executemany("INSERT INTO metrics VALUES (?, ?, ?)", rows_m)
             c.executemany("INSERT INTO series VALUES (?, ?, ?, ?)", rows_s)
@@ -93,26 +133,51 @@ def timed(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs-per-group", type=int, default=100,
-                        help="seeds per (task, config); 100 gives 10,000 runs")
+    parser.add_argument(
+        "--runs-per-group",
+        type=int,
+        default=100,
+        help="seeds per (task, config); 100 gives 10,000 runs",
+    )
     parser.add_argument("--keep", type=Path, default=None, help="build the folder here and keep it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp) / "results"
         t0 = time.perf_counter()
         n = build(folder, args.runs_per_group)
-        print(f"built {n} runs x {N_POINTS} points ({N_TASKS} tasks x {N_CONFIGS} configs x "
-              f"{args.runs_per_group} seeds) in {time.perf_counter() - t0:.1f} s")
-        floor, _ = timed([sys.executable, "-c",
-                          "import sys, benchlab.results as r; r.load(sys.argv[1])", str(folder)])
+        print(
+            f"built {n} runs x {N_POINTS} points ({N_TASKS} tasks x {N_CONFIGS} configs x "
+            f"{args.runs_per_group} seeds) in {time.perf_counter() - t0:.1f} s"
+        )
+        floor, _ = timed(
+            [
+                sys.executable,
+                "-c",
+                "import sys, benchlab.results as r; r.load(sys.argv[1])",
+                str(folder),
+            ]
+        )
         print(f"  python + results.load(series=True) (the floor)  {floor:6.2f} s")
-        took, proc = timed([sys.executable, "-m", "benchlab", "report", str(folder),
-                            "--out", str(folder / "report")])
+        took, proc = timed(
+            [
+                sys.executable,
+                "-m",
+                "benchlab",
+                "report",
+                str(folder),
+                "--out",
+                str(folder / "report"),
+            ]
+        )
         plots = sorted((folder / "report" / "plots").glob("*.png"))
         html = folder / "report" / "report.html"
-        print(f"  benchlab report (md, csv, {len(plots)} plots, html) {took:6.2f} s  "
-              f"(report.html {html.stat().st_size / 1e6:.1f} MB)")
-        print(f"  goal: benchlab report <= {GOAL_S:.0f} s -> {'met' if took <= GOAL_S else 'NOT met'}")
+        print(
+            f"  benchlab report (md, csv, {len(plots)} plots, html) {took:6.2f} s  "
+            f"(report.html {html.stat().st_size / 1e6:.1f} MB)"
+        )
+        print(
+            f"  goal: benchlab report <= {GOAL_S:.0f} s -> {'met' if took <= GOAL_S else 'NOT met'}"
+        )
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ OFFSETS = {
 BASES = {"t1": 0.5, "t2": 0.5, "t3": 0.3, "t4": 0.5}
 TARGETS = {"t1": 0.5, "t2": 0.6, "t3": 0.6, "t4": None}
 
-SCRIPT = '''
+SCRIPT = """
 import json, os, sys
 args = dict(a.split("=", 1) for a in sys.argv[1:])
 run_dir = os.environ["BENCHLAB_RUN_DIR"]
@@ -44,17 +44,21 @@ with open(os.path.join(run_dir, "metrics.jsonl"), "w") as f:
     for i in range(4):
         step = i * (10 + seed)
         f.write(json.dumps({"step": step, "score": score * (i + 1) / 4}) + "\\n")
-'''
+"""
 
 
 def spec_text() -> str:
     tasks = "\n".join(
         f"  - name: {t}\n    params: {{base: {b}}}"
         + (f"\n    target: {TARGETS[t]}" if TARGETS[t] is not None else "")
-        for t, b in BASES.items())
-    configs = "\n".join(f"  - name: {c}\n    params: {{offs: '{'_'.join(map(str, o))}'}}"
-                        for c, o in OFFSETS.items())
-    return textwrap.dedent("""
+        for t, b in BASES.items()
+    )
+    configs = "\n".join(
+        f"  - name: {c}\n    params: {{offs: '{'_'.join(map(str, o))}'}}"
+        for c, o in OFFSETS.items()
+    )
+    return (
+        textwrap.dedent("""
         name: world
         description: Known numbers for the report tests.
         tasks:
@@ -67,8 +71,12 @@ def spec_text() -> str:
           primary: {{name: score, goal: max}}
           secondary: [{{name: time, goal: min}}]
         baseline: a
-        """).format(tasks="\n" + tasks, configs="\n" + configs, seeds=SEEDS).replace(
-        "tasks:\n\n", "tasks:\n").replace("configs:\n\n", "configs:\n").lstrip()
+        """)
+        .format(tasks="\n" + tasks, configs="\n" + configs, seeds=SEEDS)
+        .replace("tasks:\n\n", "tasks:\n")
+        .replace("configs:\n\n", "configs:\n")
+        .lstrip()
+    )
 
 
 def build_run_world(root: Path) -> Path:
@@ -76,8 +84,18 @@ def build_run_world(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "run.py").write_text(SCRIPT)
     (root / "bench.yaml").write_text(spec_text())
-    run_cli("run", "bench.yaml", "--results", "out", "-j", "2", "--no-report", cwd=root,
-            timeout=300, check=True)
+    run_cli(
+        "run",
+        "bench.yaml",
+        "--results",
+        "out",
+        "-j",
+        "2",
+        "--no-report",
+        cwd=root,
+        timeout=300,
+        check=True,
+    )
     return root / "out"
 
 
@@ -86,23 +104,51 @@ def scores(task: str, config: str) -> list[float]:
     return [BASES[task] + o for o in OFFSETS[config]]
 
 
-def build_store_world(folder: Path, values: dict[tuple[str, str], list[float]], *,
-                      goal: str = "max", targets: dict[str, float | None] | None = None,
-                      references: dict[str, list[float]] | None = None,
-                      baseline: str | None = None, curves: bool = False) -> Path:
+def build_store_world(
+    folder: Path,
+    values: dict[tuple[str, str], list[float]],
+    *,
+    goal: str = "max",
+    targets: dict[str, float | None] | None = None,
+    references: dict[str, list[float]] | None = None,
+    baseline: str | None = None,
+    curves: bool = False,
+) -> Path:
     """A ledger holding the given final ``score`` per (task, config) over seeds 0..n-1."""
     tasks = list(dict.fromkeys(t for t, _ in values))
     configs = list(dict.fromkeys(c for _, c in values))
     with Store.create(folder) as store:
-        store.set_meta(name="stored", description="", primary="score", goals={"score": goal},
-                       metrics=["score"], baseline=baseline, tasks=tasks, configs=configs,
-                       targets=targets or {t: None for t in tasks}, references=references or {},
-                       seeds=list(range(max(len(v) for v in values.values()))),
-                       spec={"name": "stored", "command": "python run.py",
-                             "configs": [{"name": c, "params": {}} for c in configs]})
-        runs = [Run(run_id=f"{t}-{c}-{s}", benchmark="stored", task=t, config=c, seed=s,
-                    params={}, command="python run.py")
-                for (t, c), vals in values.items() for s in range(len(vals))]
+        store.set_meta(
+            name="stored",
+            description="",
+            primary="score",
+            goals={"score": goal},
+            metrics=["score"],
+            baseline=baseline,
+            tasks=tasks,
+            configs=configs,
+            targets=targets or {t: None for t in tasks},
+            references=references or {},
+            seeds=list(range(max(len(v) for v in values.values()))),
+            spec={
+                "name": "stored",
+                "command": "python run.py",
+                "configs": [{"name": c, "params": {}} for c in configs],
+            },
+        )
+        runs = [
+            Run(
+                run_id=f"{t}-{c}-{s}",
+                benchmark="stored",
+                task=t,
+                config=c,
+                seed=s,
+                params={},
+                command="python run.py",
+            )
+            for (t, c), vals in values.items()
+            for s in range(len(vals))
+        ]
         store.register(runs)
         for run in runs:
             value = values[(run.task, run.config)][run.seed]
@@ -111,8 +157,15 @@ def build_store_world(folder: Path, values: dict[tuple[str, str], list[float]], 
             if curves:
                 steps = np.array([0.0, 50.0, 100.0])
                 series = {"score": (steps, value * steps / 100.0)}
-            store.finish_attempt(attempt, run.run_id, status="completed", run_status="completed",
-                                 exit_code=0, metrics={"score": value}, series=series)
+            store.finish_attempt(
+                attempt,
+                run.run_id,
+                status="completed",
+                run_status="completed",
+                exit_code=0,
+                metrics={"score": value},
+                series=series,
+            )
     return folder
 
 

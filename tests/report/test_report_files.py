@@ -14,8 +14,13 @@ from scipy import stats as sps
 
 from conftest import run_cli
 
-PLOTS = {"curves_score.png", "scores_score.png", "cv_of_mean_score.png",
-         "performance_profile.png", "radar.png"}
+PLOTS = {
+    "curves_score.png",
+    "scores_score.png",
+    "cv_of_mean_score.png",
+    "performance_profile.png",
+    "radar.png",
+}
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +39,17 @@ def _fmt(x: float, digits: int = 4) -> str:
 
 
 def _rows(text: str, first: str) -> list[list[str]]:
-    return [[c.strip() for c in ln.strip("|").split("|")] for ln in text.splitlines()
-            if ln.startswith(f"| {first} |")]
+    return [
+        [c.strip() for c in ln.strip("|").split("|")]
+        for ln in text.splitlines()
+        if ln.startswith(f"| {first} |")
+    ]
 
 
 def _section(text: str, heading: str) -> str:
     start = text.index(f"\n{heading}\n")
     end = text.find("\n## ", start + len(heading) + 2)
-    return text[start:end if end > 0 else None]
+    return text[start : end if end > 0 else None]
 
 
 def test_results_table_shows_hand_computed_mean_and_std(report: Path):
@@ -51,8 +59,9 @@ def test_results_table_shows_hand_computed_mean_and_std(report: Path):
         vals = scores("t1", config)
         mean, std = statistics.mean(vals), statistics.stdev(vals)
         label = config + (" (baseline)" if config == "a" else "")
-        row = next(r for r in _rows(t1, rank) + _rows(t1, rank + " (tied)")
-                   if r[1].startswith(label))
+        row = next(
+            r for r in _rows(t1, rank) + _rows(t1, rank + " (tied)") if r[1].startswith(label)
+        )
         assert row[2] == "4"
         assert row[3] == f"{_fmt(mean)} ± {_fmt(std, 2)}"
         half = sps.t.ppf(0.975, 3) * std / 2
@@ -88,7 +97,10 @@ def test_benchmarks_md_statuses_by_hand(report: Path):
         assert row[1] == _fmt(TARGETS[task])
         for cell, config, st in zip(row[2:5], "abc", want, strict=True):
             vals = scores(task, config)
-            assert cell == f"{_fmt(statistics.mean(vals))} ± {_fmt(statistics.stdev(vals), 2)} {icon[st]}"
+            assert (
+                cell
+                == f"{_fmt(statistics.mean(vals))} ± {_fmt(statistics.stdev(vals), 2)} {icon[st]}"
+            )
         assert row[5] == f"b {icon[want[1]]} {want[1]}"
     (row,) = _rows(text, "t4")
     assert row[1] == "—" and row[5] == "b"
@@ -160,10 +172,13 @@ def test_summary_is_honest_about_significance(report: Path):
     pytest.importorskip("benchlab.stats", reason="the verdicts come from benchlab.stats")
     summary = _section((report / "BENCHMARK_REPORT.md").read_text(), "## Summary")
     assert "**b** has the best mean score on 4 of 4 tasks" in summary
-    assert re.search(r"\*\*b\*\* is significantly better on t1 \(Holm-adjusted p=[0-9.e-]+\)",
-                     summary)
-    assert ("Over all 8 comparisons with the baseline, 4 are significantly better, 0 "
-            "significantly worse and 4 show no significant difference") in summary
+    assert re.search(
+        r"\*\*b\*\* is significantly better on t1 \(Holm-adjusted p=[0-9.e-]+\)", summary
+    )
+    assert (
+        "Over all 8 comparisons with the baseline, 4 are significantly better, 0 "
+        "significantly worse and 4 show no significant difference"
+    ) in summary
 
 
 def test_report_without_plots_or_html_writes_only_text(tmp_path: Path, report: Path):
@@ -171,7 +186,10 @@ def test_report_without_plots_or_html_writes_only_text(tmp_path: Path, report: P
     done = run_cli("report", str(results), "--out", str(tmp_path / "r"), "--no-plots", "--no-html")
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
-        "BENCHMARKS.md", "BENCHMARK_REPORT.md", "results.csv"]
+        "BENCHMARKS.md",
+        "BENCHMARK_REPORT.md",
+        "results.csv",
+    ]
     assert "## Plots" not in (tmp_path / "r" / "BENCHMARK_REPORT.md").read_text()
 
 

@@ -21,10 +21,14 @@ pytestmark = pytest.mark.slow
 PROBE = """<script>
 window.__errors = [];
 window.addEventListener('error', function (e) {
-  window.__errors.push(String(e.message || (e.target && (e.target.tagName + ' ' + e.target.src)) || e.type));
+  var what = e.target && e.target.tagName ? e.target.tagName + ' ' + e.target.src : e.type;
+  window.__errors.push(String(e.message || what));
 }, true);
 var consoleError = console.error;
-console.error = function () { window.__errors.push(Array.prototype.join.call(arguments, ' ')); consoleError.apply(console, arguments); };
+console.error = function () {
+  window.__errors.push(Array.prototype.join.call(arguments, ' '));
+  consoleError.apply(console, arguments);
+};
 window.addEventListener('load', function () {
   var imgs = Array.prototype.slice.call(document.images);
   var out = {images: imgs.length, errors: window.__errors,
@@ -40,31 +44,55 @@ window.addEventListener('load', function () {
 def _chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True, timeout=900,
-                       check=False)
+        subprocess.run(
+            ["apt-get", "install", "-y", "chromium"], capture_output=True, timeout=900, check=False
+        )
         found = shutil.which("chromium")
     if found is None:
-        pytest.skip("chromium is not installed and could not be installed (apt-get install chromium)")
+        pytest.skip(
+            "chromium is not installed and could not be installed (apt-get install chromium)"
+        )
     return found
 
 
 def _browser(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--no-first-run", f"--user-data-dir={tmp / 'profile'}",
-         # Offline: any host name resolves to nothing, so an external resource would fail.
-         "--host-resolver-rules=MAP * ~NOTFOUND", *args],
-        capture_output=True, text=True, timeout=120, check=False)
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp / 'profile'}",
+            # Offline: any host name resolves to nothing, so an external resource would fail.
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("html")
-    values = {(t, c): [base + 0.01 * s + (0.05 if c == "new" else 0.0) for s in range(3)]
-              for t, base in (("walk", 0.4), ("run", 0.6), ("jump", 0.2)) for c in ("old", "new")}
-    folder = build_store_world(tmp / "res", values, targets={"walk": 0.5, "run": 0.6, "jump": None},
-                               baseline="old", curves=True)
+    values = {
+        (t, c): [base + 0.01 * s + (0.05 if c == "new" else 0.0) for s in range(3)]
+        for t, base in (("walk", 0.4), ("run", 0.6), ("jump", 0.2))
+        for c in ("old", "new")
+    }
+    folder = build_store_world(
+        tmp / "res",
+        values,
+        targets={"walk": 0.5, "run": 0.6, "jump": None},
+        baseline="old",
+        curves=True,
+    )
     files = write_report(folder, tmp / "rep")
     return files.folder / "report.html"
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.report.analysis import DEFAULT_REPS, analyze_primary, summary_index
+from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.leaderboard import render_leaderboard, status
 from benchlab.report.markdown import ReportData, render_markdown
 from benchlab.report.tables import describe
@@ -67,21 +67,39 @@ def gather(results: Path | str | None = None) -> ReportData:
     for rid, run in runs.items():
         tries = attempts.get(rid, [])
         last = tries[-1] if tries else None
-        failures.append({
-            "run": run.name, "run_id": rid, "attempts": len(tries),
-            "failure_class": last.failure_class if last else "unknown",
-            # Escaped for a Markdown table cell that report.html renders too.
-            "error": _cell(last.error or "") if last else "",
-            "tail": "\n".join((last.log_tail or "").splitlines()[-10:]) if last else "",
-        })
+        failures.append(
+            {
+                "run": run.name,
+                "run_id": rid,
+                "attempts": len(tries),
+                "failure_class": last.failure_class if last else "unknown",
+                # Escaped for a Markdown table cell that report.html renders too.
+                "error": _cell(last.error or "") if last else "",
+                "tail": "\n".join((last.log_tail or "").splitlines()[-10:]) if last else "",
+            }
+        )
     hardware, git = _hardware(folder)
-    return ReportData(info=meta, finals=table, failures=failures, hardware=hardware, git=git,
-                      benchlab_version=__version__)
+    return ReportData(
+        info=meta,
+        finals=table,
+        failures=failures,
+        hardware=hardware,
+        git=git,
+        benchlab_version=__version__,
+    )
 
 
-def write_report(results: Path | str | None = None, out: Path | str | None = None, *,
-                 plots: bool = True, html: bool = True, seeds: bool = False,
-                 reps: int = DEFAULT_REPS, seed: int = 0) -> ReportFiles:
+def write_report(
+    results: Path | str | None = None,
+    out: Path | str | None = None,
+    *,
+    plots: bool = True,
+    html: bool = True,
+    seeds: bool = False,
+    reps: int = DEFAULT_REPS,
+    seed: int = 0,
+    workers: int | None = None,
+) -> ReportFiles:
     """Write the report files into ``out`` (default: the results folder) and return their paths.
 
     Args:
@@ -92,6 +110,8 @@ def write_report(results: Path | str | None = None, out: Path | str | None = Non
         seeds: draw individual seed curves (at most 20 per config) under the means.
         reps: bootstrap resamples of the statistics.
         seed: seed of every random procedure, so the same folder gives the same report.
+        workers: processes drawing the figures while the statistics are computed
+            (default: one per core but one, at most one per figure; 0 draws in this process).
     """
     folder = find_results(results)
     out_dir = Path(out) if out is not None else folder
@@ -100,21 +120,44 @@ def write_report(results: Path | str | None = None, out: Path | str | None = Non
     info_ = data.info
     csv_path = out_dir / "results.csv"
     data.finals.to_csv(csv_path, index=False)
-    data.analysis = analyze_primary(data.finals, info_, reps=reps, seed=seed)
     desc = describe(data.finals, info_.goal, info_.primary)
-    extra: list[Path] = []
+    pending = None
     if plots:
-        data.plots = [p.as_dict() for p in _draw(folder, out_dir, data, desc, seeds, seed)]
+        from benchlab.report.plots import draw
+
+        plot_dir = out_dir / "plots"
+        if plot_dir.exists():  # a stale figure from an earlier report would be embedded otherwise
+            for old in plot_dir.glob("*.png"):
+                old.unlink()
+        pending = draw(
+            folder, plot_dir, info_, data.finals, desc, seeds=seeds, seed=seed, workers=workers
+        )
+    # The figures draw in worker processes meanwhile.
+    data.analysis = analyze_primary(data.finals, info_, reps=reps, seed=seed)
+    extra: list[Path] = []
+    if pending is not None:
+        data.plots = [p.as_dict() for p in pending()]
         extra += [out_dir / p["path"] for p in data.plots]
     bench_md = out_dir / "BENCHMARKS.md"
     prim = desc[desc["is_primary"]]
     tasks = [t for t in info_.tasks if t in set(prim["task"])] + sorted(
-        set(prim["task"]) - set(info_.tasks))
+        set(prim["task"]) - set(info_.tasks)
+    )
     configs = [c for c in info_.configs if c in set(prim["config"])] + sorted(
-        set(prim["config"]) - set(info_.configs))
-    bench_md.write_text(render_leaderboard(prim, tasks, configs, info_.targets,
-                                           info_.goal.get(info_.primary, "max"), info_.primary,
-                                           info_.name), encoding="utf-8")
+        set(prim["config"]) - set(info_.configs)
+    )
+    bench_md.write_text(
+        render_leaderboard(
+            prim,
+            tasks,
+            configs,
+            info_.targets,
+            info_.goal.get(info_.primary, "max"),
+            info_.primary,
+            info_.name,
+        ),
+        encoding="utf-8",
+    )
     extra.insert(0, bench_md)
     text = render_markdown(data)
     md = out_dir / "BENCHMARK_REPORT.md"
@@ -124,21 +167,3 @@ def write_report(results: Path | str | None = None, out: Path | str | None = Non
 
         extra.append(write_html(text, out_dir, f"Benchmark report: {info_.name}"))
     return ReportFiles(folder=out_dir, markdown=md, csv=csv_path, extra=extra)
-
-
-def _draw(folder: Path, out_dir: Path, data: ReportData, desc: object, seeds: bool,
-          seed: int) -> list[object]:
-    from benchlab.report import plots as P
-    from benchlab.report.curves import load_curves
-
-    plot_dir = out_dir / "plots"
-    if plot_dir.exists():  # a stale figure from an earlier report would be embedded otherwise
-        for old in plot_dir.glob("*.png"):
-            old.unlink()
-    found = []
-    found += P.plot_curves(load_curves(folder), data.info, plot_dir, seeds=seeds)
-    found += P.plot_scores(desc, data.info, plot_dir, summary_index(data.analysis))  # type: ignore[arg-type]
-    found += P.plot_cv(data.finals, data.info, plot_dir, seed=seed)
-    found += P.plot_profile(data.finals, data.info, plot_dir, seed=seed)
-    found += P.plot_radar(data.finals, data.info, plot_dir)
-    return found

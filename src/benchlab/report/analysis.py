@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 DEFAULT_REPS = 2_000
 
 
-def analyze_primary(finals: pd.DataFrame, info: BenchmarkInfo, reps: int = DEFAULT_REPS,
-                    seed: int = 0) -> dict[str, Any] | None:
+def analyze_primary(
+    finals: pd.DataFrame, info: BenchmarkInfo, reps: int = DEFAULT_REPS, seed: int = 0
+) -> dict[str, Any] | None:
     """``stats.analyze`` of the final primary metric, baseline and references from the spec.
 
     Returns the dict :func:`benchlab.stats.analyze` returns (``summary``,
@@ -38,8 +39,15 @@ def analyze_primary(finals: pd.DataFrame, info: BenchmarkInfo, reps: int = DEFAU
     baseline = info.baseline if info.baseline in configs else None
     try:
         result: dict[str, Any] = analyze(
-            prim, baseline=baseline, metric=info.primary, goal=info.goal or "max", reps=reps,
-            seed=seed, references=info.references or None, source="results")
+            prim,
+            baseline=baseline,
+            metric=info.primary,
+            goal=info.goal or "max",  # type: ignore[arg-type]
+            reps=reps,
+            seed=seed,
+            references=info.references or None,
+            source="results",
+        )
     except DataError as exc:
         return {"summary": [], "comparisons": [], "aggregate": [], "warnings": [str(exc)]}
     return result

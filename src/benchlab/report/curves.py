@@ -80,13 +80,15 @@ def load_curves(results: Path | str) -> list[CurveSet]:
         for i, (config, seed, _, _) in enumerate(cleaned):
             values[config].append(i)
             seeds[config].append(seed)
-        out.append(CurveSet(metric, task, grid, {c: rows[idx] for c, idx in values.items()},
-                            dict(seeds)))
+        out.append(
+            CurveSet(metric, task, grid, {c: rows[idx] for c, idx in values.items()}, dict(seeds))
+        )
     return out
 
 
-def mean_band(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray,
-                                                                      np.ndarray]:
+def mean_band(
+    values: np.ndarray, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean and Student-t confidence band of the mean at each grid point.
 
     Args:

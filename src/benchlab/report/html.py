@@ -28,7 +28,8 @@ th { background: #f3f6f9; }
 tr:nth-child(even) td { background: #fafbfc; }
 td[style*="right"], th[style*="right"] { font-variant-numeric: tabular-nums; }
 img { max-width: 100%; height: auto; display: block; margin: 8px 0; border: 1px solid #eee; }
-code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px; }
+code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+            font-size: 13px; }
 pre { background: #f6f8fa; padding: 10px 12px; overflow-x: auto; border-radius: 4px; }
 p > em:only-child { color: #555; font-size: 14px; }
 details { margin: 8px 0; }
@@ -54,10 +55,12 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
         return f'src="data:image/png;base64,{base64.b64encode(data).decode("ascii")}"'
 
     body = _IMG_SRC.sub(embed, body)
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
-            f"<body>\n<main>\n{body}</main>\n</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
+        f"<body>\n<main>\n{body}</main>\n</body>\n</html>\n"
+    )
 
 
 def write_html(markdown_text: str, folder: Path, title: str) -> Path:
