@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -122,13 +123,17 @@ def build(
     return len(runs)
 
 
-def timed(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Wall-clock seconds, CPU seconds of the command and all its processes, and the result."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
-    return elapsed, proc
+    return elapsed, cpu, proc
 
 
 def main() -> None:
@@ -149,7 +154,7 @@ def main() -> None:
             f"built {n} runs x {N_POINTS} points ({N_TASKS} tasks x {N_CONFIGS} configs x "
             f"{args.runs_per_group} seeds) in {time.perf_counter() - t0:.1f} s"
         )
-        floor, _ = timed(
+        floor, floor_cpu, _ = timed(
             [
                 sys.executable,
                 "-c",
@@ -157,8 +162,9 @@ def main() -> None:
                 str(folder),
             ]
         )
-        print(f"  python + results.load(series=True) (the floor)  {floor:6.2f} s")
-        took, proc = timed(
+        print(f"  python + results.load(series=True) (the floor)  {floor:6.2f} s wall, "
+              f"{floor_cpu:5.2f} s CPU")
+        took, cpu, _ = timed(
             [
                 sys.executable,
                 "-m",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -548,9 +549,9 @@ def _curve_plots(results: Path, info: BenchmarkInfo, folder: Path, seeds: bool) 
 
 
 def _default_workers(jobs: int) -> int:
-    cores = (
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    )
+    if not sys.platform.startswith("linux"):
+        return 0  # fork is only dependable on Linux; elsewhere draw here
+    cores = len(os.sched_getaffinity(0))
     return 0 if cores < 2 else min(jobs, cores - 1)
 
 
@@ -567,9 +568,11 @@ def draw(
 ) -> Callable[[], list[Plot]]:
     """Start drawing every figure into ``folder``; call the returned function for the list.
 
-    With two or more cores the figures are drawn in worker processes (a forkserver
-    pool, so no thread-unsafe fork), leaving the calling process free to compute
-    the statistics meanwhile; ``workers=0`` draws them here, before returning.
+    With two or more cores (on Linux) the figures are drawn in forked worker
+    processes, leaving the calling process free to compute the statistics
+    meanwhile; ``workers=0`` draws them here, before returning. Forking, unlike
+    spawning, never re-imports the caller's ``__main__`` (a script without a
+    ``__name__`` guard, a notebook, stdin all work).
     """
     jobs: list[tuple[Callable[..., list[Plot]], tuple[Any, ...]]] = [
         (_curve_plots, (results, info, folder, seeds)),
@@ -578,23 +581,31 @@ def draw(
         (plot_profile, (finals, info, folder, 200, seed)),
         (plot_radar, (finals, info, folder)),
     ]
+
+    def serial() -> list[Plot]:
+        return [p for fn, args in jobs for p in fn(*args)]
+
     n = _default_workers(len(jobs)) if workers is None else workers
     if n <= 0:
-        done = [p for fn, args in jobs for p in fn(*args)]
+        done = serial()
         return lambda: done
     import multiprocessing
+    import warnings
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(
-        ["benchlab.report.plots", "matplotlib.figure", "matplotlib.backends.backend_agg", "pandas"]
-    )
-    pool = ProcessPoolExecutor(n, mp_context=ctx)
-    futures = [pool.submit(fn, *args) for fn, args in jobs]
+    with warnings.catch_warnings():
+        # Python 3.12+ warns when forking a process that has threads (here: idle BLAS
+        # threads); the workers only draw with matplotlib and touch no lock those hold.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
+        futures = [pool.submit(fn, *args) for fn, args in jobs]
 
     def collect() -> list[Plot]:
         try:
             return [p for f in futures for p in f.result()]
+        except BrokenProcessPool:  # a worker died (e.g. out of memory): draw here instead
+            return serial()
         finally:
             pool.shutdown()
 
