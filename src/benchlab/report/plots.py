@@ -41,7 +41,7 @@ OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "
 LINESTYLES = ["-", "--", ":", "-."]
 MAX_SEED_LINES = 20
 MAX_PLOT_POINTS = 500
-DPI = 110
+DPI = 100
 
 
 @dataclass
@@ -244,7 +244,7 @@ def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[P
     fig, axes = _grid_figure(
         len(tasks),
         width=3.4,
-        height=0.35 + 0.3 * len(configs),
+        height=max(1.3, 0.35 + 0.3 * len(configs)),
         left=0.3 + 0.075 * longest,
         legend_entries=int(any(info.targets.get(t) is not None for t in tasks)),
     )
