@@ -136,11 +136,42 @@ def timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str
     return elapsed, cpu, proc
 
 
+def phases(folder: Path) -> None:
+    """CPU seconds of each step of a report, in this process (figures drawn here, one by one)."""
+    from benchlab.report import gather
+    from benchlab.report.analysis import analyze_primary
+    from benchlab.report.html import write_html
+    from benchlab.report.markdown import render_markdown
+    from benchlab.report.plots import draw
+    from benchlab.report.tables import describe
+
+    out = folder / "phases"
+
+    def step(label: str, fn):  # type: ignore[no-untyped-def]
+        start = time.process_time()
+        result = fn()
+        print(f"    {label:44s} {time.process_time() - start:5.2f} s CPU")
+        return result
+
+    data = step("gather (results table, info, failures)", lambda: gather(folder))
+    desc = step("describe", lambda: describe(data.finals, data.info.goal, data.info.primary))
+    step("import benchlab.stats (scipy.stats)", lambda: __import__("benchlab.stats"))
+    data.analysis = step("stats.analyze of the primary metric",
+                         lambda: analyze_primary(data.finals, data.info))
+    plots = step("5 figures (in workers in a real report)",
+                 lambda: draw(folder, out / "plots", data.info, data.finals, desc, workers=0)())
+    data.plots = [p.as_dict() for p in plots]
+    text = step("BENCHMARK_REPORT.md", lambda: render_markdown(data))
+    step("report.html", lambda: write_html(text, out, "report"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs-per-group", type=int, default=100,
                         help="seeds per (task, config); 100 gives 10,000 runs")
     parser.add_argument("--keep", type=Path, default=None, help="build the folder here and keep it")
+    parser.add_argument("--phases", action="store_true",
+                        help="also print the CPU time of each step, measured in this process")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp) / "results"
@@ -160,6 +191,9 @@ def main() -> None:
         print(f"  benchlab report (md, csv, {len(plots)} plots, html) {took:6.2f} s wall, "
               f"{cpu:5.2f} s CPU in all its processes (report.html {size:.1f} MB)")
         print(f"  load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        if args.phases:
+            print("  CPU time of each step:")
+            phases(folder)
         verdict = "met" if took <= GOAL_S else "NOT met"
         print(f"  goal: benchlab report <= {GOAL_S:.0f} s wall -> {verdict}")
 

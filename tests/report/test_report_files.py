@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from report_world import TARGETS, build_run_world, png_size, scores
+from report_world import TARGETS, build_run_world, png_size, run_cli, scores
 from scipy import stats as sps
-
-from conftest import run_cli
 
 PLOTS = {
     "curves_score.png",
