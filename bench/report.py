@@ -138,6 +138,10 @@ def timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str
 
 def phases(folder: Path) -> None:
     """CPU seconds of each step of a report, in this process (figures drawn here, one by one)."""
+    start = time.process_time()
+    import benchlab.stats  # noqa: F401  (scipy.stats: the heaviest import of a report)
+
+    print(f"    {'import benchlab.stats (scipy.stats)':44s} {time.process_time() - start:5.2f} s CPU")
     from benchlab.report import gather
     from benchlab.report.analysis import analyze_primary
     from benchlab.report.html import write_html
@@ -155,7 +159,6 @@ def phases(folder: Path) -> None:
 
     data = step("gather (results table, info, failures)", lambda: gather(folder))
     desc = step("describe", lambda: describe(data.finals, data.info.goal, data.info.primary))
-    step("import benchlab.stats (scipy.stats)", lambda: __import__("benchlab.stats"))
     data.analysis = step("stats.analyze of the primary metric",
                          lambda: analyze_primary(data.finals, data.info))
     plots = step("5 figures (in workers in a real report)",

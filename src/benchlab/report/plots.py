@@ -325,8 +325,8 @@ def plot_cv(
 ) -> list[Plot]:
     """CV of the mean of the primary metric vs number of seeds: one line per config.
 
-    With several tasks the line is the median over tasks and the band their range,
-    so the figure stays one panel however many tasks there are.
+    With several tasks the line is the median over tasks (for up to 3 configs a band
+    shows their range), so the figure stays one panel however many tasks there are.
     """
     from matplotlib.ticker import MaxNLocator
 
@@ -348,7 +348,8 @@ def plot_cv(
         cv = 100 * np.vstack(rows)
         st = style(i)
         with np.errstate(invalid="ignore"):
-            if cv.shape[0] > 1 and np.isfinite(cv).any():
+            # Range bands only for a few configs: more of them stack into a grey blot.
+            if cv.shape[0] > 1 and np.isfinite(cv).any() and len(configs) <= 3:
                 ax.fill_between(
                     ns,
                     np.nanmin(cv, axis=0),
@@ -369,8 +370,10 @@ def plot_cv(
     ax.set_xlabel("number of seeds N")
     ax.set_ylabel(f"CV of the mean {info.primary} (%)")
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper right", fontsize="small")
-    over = f" (median over {n_tasks} tasks, shaded: their range)" if n_tasks > 1 else ""
+    ax.legend(loc="best", fontsize="small")
+    over = ""
+    if n_tasks > 1:
+        over = f" (median over {n_tasks} tasks" + (", shaded: their range)" if len(configs) <= 3 else ")")
     ax.set_title(f"How many seeds: CV of the mean {info.primary} vs N" + over, fontsize="medium")
     fig.tight_layout()
     folder.mkdir(parents=True, exist_ok=True)
@@ -382,7 +385,8 @@ def plot_cv(
             "CV of the mean vs number of seeds",
             f"Coefficient of variation (sd / |mean|) of the mean {info.primary} of N seeds, "
             "estimated by resampling each config's runs with replacement"
-            + (", median over tasks with the range over tasks shaded" if n_tasks > 1 else "")
+            + (", median over tasks" if n_tasks > 1 else "")
+            + (" (shaded: the range over tasks)" if n_tasks > 1 and len(configs) <= 3 else "")
             + f"; where a line drops below the dashed {100 * threshold:g}% line, that many "
             "seeds pin the mean down.",
         )
@@ -453,7 +457,10 @@ def plot_profile(
     if not tasks or not scores:
         return []
     allv = np.concatenate([s[~np.isnan(s)] for s in scores.values()])
-    taus = np.linspace(min(0.0, float(allv.min())), max(1.0, float(allv.max())), 101)
+    # Over the observed range only: below the worst run every profile is 1, above the best 0.
+    worst, best = float(allv.min()), float(allv.max())
+    pad = 0.02 * (best - worst) if best > worst else 0.5
+    taus = np.linspace(worst - pad, best + pad, 101)
     profile: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] | None
     try:
         from benchlab.stats import performance_profile as profile
@@ -520,7 +527,8 @@ def plot_radar(finals: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[
         if np.any(np.isfinite(means)):
             lo, hi = min(lo, float(np.nanmin(means))), max(hi, float(np.nanmax(means)))
         ax.plot(closed, np.append(means, means[0]), lw=1.6, label=_label(cfg, info), **st)
-        ax.fill(closed, np.append(means, means[0]), color=st["color"], alpha=0.06)
+        if len(scores) <= 3:  # more fills stack into a grey blot
+            ax.fill(closed, np.append(means, means[0]), color=st["color"], alpha=0.06)
     ax.set_xticks(angles)
     ax.set_xticklabels(tasks, fontsize="small")
     ax.set_ylim(lo, hi)
