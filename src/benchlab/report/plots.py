@@ -401,7 +401,9 @@ def normalised_scores(
     Returns ``(tasks, {config: array (runs, tasks)}, note)``: tasks with a reference
     pair ``(low, high)`` map low to 0 and high to 1; without references every
     task is normalised by the worst and best run over all configs (``note`` says which).
-    Runs are NaN-padded where configs have fewer seeds on a task.
+    Runs are NaN-padded where configs have fewer seeds on a task. Tasks some config
+    has no run on are left out (so every config is profiled over the same tasks), as
+    are tasks whose two normalising values are equal; ``note`` names them.
     """
     goal = info.goal.get(info.primary, "max")
     prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
@@ -410,17 +412,22 @@ def normalised_scores(
     )
     configs = _config_order(info, set(prim["config"]))
     groups = {k: g.to_numpy() for k, g in prim.groupby(["task", "config"], sort=False)["value"]}
-    used, bounds, referenced = [], [], 0
+    used, bounds, referenced, dropped = [], [], 0, []
     for t in tasks:
+        if any((t, c) not in groups for c in configs):
+            dropped.append(t)
+            continue
         if t in info.references:
             lo, hi = info.references[t]
-            referenced += 1
         else:
             vals = prim.loc[prim["task"] == t, "value"]
             lo, hi = (vals.min(), vals.max()) if goal == "max" else (vals.max(), vals.min())
-        if lo != hi:
-            used.append(t)
-            bounds.append((float(lo), float(hi)))
+        if lo == hi:
+            dropped.append(t)
+            continue
+        used.append(t)
+        bounds.append((float(lo), float(hi)))
+        referenced += t in info.references
     if referenced == len(used):
         note = "scores are normalised by each task's reference scores (low → 0, high → 1)"
     elif referenced == 0:
@@ -433,6 +440,9 @@ def normalised_scores(
             "scores are normalised by reference scores where the spec gives them, otherwise "
             "by the task's worst (0) and best (1) run over all configs"
         )
+    if dropped:
+        note += (f"; left out: {', '.join(dropped)} (a config has no run there, or all "
+                 "scores are equal)")
     out = {}
     for cfg in configs:
         cols = [groups.get((t, cfg), np.empty(0)) for t in used]
