@@ -184,6 +184,18 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
     return tables, secondary
 
 
+def _clean(x: float | None, *scale: float | None) -> float | None:
+    """0 for the rounding noise of an exact zero (a zero mean difference comes out as 1e-17).
+
+    Noise is judged against the largest of ``scale`` (e.g. the CI bounds, in the metric's
+    units), or absolutely for a dimensionless effect size.
+    """
+    if x is None:
+        return None
+    ref = max([abs(s) for s in scale if s is not None], default=1.0)
+    return 0.0 if abs(x) < 1e-12 * max(ref, 1e-300) else x
+
+
 def _comparison_rows(data: ReportData, rows: list[dict[str, Any]]) -> list[str]:
     info = data.info
     tasks = [t for t in info.tasks if any(r["task"] == t for r in rows)]
@@ -203,15 +215,16 @@ def _comparison_rows(data: ReportData, rows: list[dict[str, Any]]) -> list[str]:
                 else f"MWU {_p(r['mannwhitney_pvalue'])}"
             )
             diff = (
-                f"{fmt(r['mean_diff'])} [{fmt(r['diff_ci_low'])}, {fmt(r['diff_ci_high'])}]"
+                f"{fmt(_clean(r['mean_diff'], r['diff_ci_low'], r['diff_ci_high']))} "
+                f"[{fmt(r['diff_ci_low'])}, {fmt(r['diff_ci_high'])}]"
                 if r.get("mean_diff") is not None
                 else "—"
             )
             sig = {True: "✓", False: "✗", None: "—"}[r.get("significant")]
             lines.append(
                 f"| {task} | {r['candidate']} | {design} | {diff} | {test} | {rank_test} | "
-                f"{_p(r.get('p_holm'))} | {fmt(r.get('cohens_d'), 3)} | "
-                f"{fmt(r.get('hedges_g'), 3)} | "
+                f"{_p(r.get('p_holm'))} | {fmt(_clean(r.get('cohens_d')), 3)} | "
+                f"{fmt(_clean(r.get('hedges_g')), 3)} | "
                 f"{fmt(r.get('prob_improvement'), 3)} | {sig} |"
             )
     return lines
