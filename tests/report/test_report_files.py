@@ -195,3 +195,15 @@ def test_report_on_a_folder_that_is_not_one_fails_cleanly(tmp_path: Path):
     done = run_cli("report", str(tmp_path / "nowhere"))
     assert done.returncode == 2
     assert "no such results folder" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_seeds_flag_draws_individual_seed_curves(tmp_path: Path, report: Path):
+    results = report.parent / "out"
+    done = run_cli("report", str(results), "--out", str(tmp_path / "r"), "--seeds", "--no-html")
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "r" / "BENCHMARK_REPORT.md").read_text()
+    assert "thin lines: up to 20 individual seeds per config" in text
+    assert "individual seeds" not in (report / "BENCHMARK_REPORT.md").read_text()
+    # Same grid, same panels: only the seed lines differ, so the picture differs.
+    seeded = (tmp_path / "r" / "plots" / "curves_score.png").read_bytes()
+    assert seeded != (report / "plots" / "curves_score.png").read_bytes()
