@@ -39,3 +39,20 @@ def test_profile_caption_names_the_tasks_left_out(tmp_path: Path):
     folder = build_store_world(tmp_path / "res", values, baseline="a")
     text = write_report(folder, tmp_path / "rep").markdown.read_text()
     assert "left out: t2 (a config has no run there, or all scores are equal)" in text
+
+
+def test_report_before_any_run_completed_lists_the_suite_without_scores(tmp_path: Path):
+    from benchlab.plan import Run
+    from benchlab.store import Store
+
+    with Store.create(tmp_path / "res") as store:
+        store.set_meta(name="e", primary="score", goals={"score": "max"}, tasks=["t"],
+                       configs=["a"], baseline="a", targets={"t": 1.0})
+        store.register([Run(run_id="x", benchmark="e", task="t", config="a", seed=0,
+                            params={}, command="x")])
+    files = write_report(tmp_path / "res", tmp_path / "rep")
+    assert list((tmp_path / "rep" / "plots").glob("*.png")) == []
+    assert "| t | 1 | — | — |" in (tmp_path / "rep" / "BENCHMARKS.md").read_text()
+    text = files.markdown.read_text()
+    assert "No run has completed yet, so there is nothing to compare." in text
+    assert "no completed run has a value of 'score' yet" in text

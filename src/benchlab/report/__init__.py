@@ -143,12 +143,9 @@ def write_report(
         extra += [out_dir / p["path"] for p in data.plots]
     bench_md = out_dir / "BENCHMARKS.md"
     prim = desc[desc["is_primary"]]
-    tasks = [t for t in info_.tasks if t in set(prim["task"])] + sorted(
-        set(prim["task"]) - set(info_.tasks)
-    )
-    configs = [c for c in info_.configs if c in set(prim["config"])] + sorted(
-        set(prim["config"]) - set(info_.configs)
-    )
+    # Every task and config of the spec, even before any run of it completed.
+    tasks = list(info_.tasks) + sorted(set(prim["task"]) - set(info_.tasks))
+    configs = list(info_.configs) + sorted(set(prim["config"]) - set(info_.configs))
     bench_md.write_text(
         render_leaderboard(
             prim,

@@ -25,8 +25,9 @@ def analyze_primary(
     """``stats.analyze`` of the final primary metric, baseline and references from the spec.
 
     Returns the dict :func:`benchlab.stats.analyze` returns (``summary``,
-    ``comparisons``, ``aggregate``, ``warnings``), or None when the statistics
-    package is not installed or no run of the primary metric has completed.
+    ``comparisons``, ``aggregate``, ``warnings``; empty lists and a warning when no
+    run of the primary metric has completed), or None when the statistics package
+    is not installed.
     """
     try:
         from benchlab.stats import analyze
@@ -34,7 +35,8 @@ def analyze_primary(
         return None
     prim = finals[finals["metric"] == info.primary]
     if prim.empty:
-        return None
+        return {"summary": [], "comparisons": [], "aggregate": [],
+                "warnings": [f"no completed run has a value of {info.primary!r} yet"]}
     configs = set(prim["config"])
     baseline = info.baseline if info.baseline in configs else None
     try:
