@@ -61,7 +61,9 @@ class SweepDisplay:
                                                 eta="?")
             if p.skipped:
                 self.console.print(f"{p.skipped} of {p.total} runs already done; running the rest")
-        if event.run is None:
+        if event.kind == "warning":
+            self.console.print(f"[yellow]warning[/]: {escape(event.error or '')}", highlight=False)
+        elif event.run is None:
             pass
         elif event.kind == "finish":
             n = p.finished
@@ -92,6 +94,15 @@ class SweepDisplay:
             parts.append(f"[yellow]{result.interrupted} interrupted[/]")
         self.console.print(f"{result.total} runs: " + ", ".join(parts)
                            + f" in {_fmt_duration(result.wall_s)} — results in {result.results_dir}")
+        if result.gpu_busy_share is not None:
+            self.console.print(f"GPUs {','.join(map(str, result.gpus))}: busy "
+                               f"{result.gpu_busy_share:.0%} of the time they were available")
+        for w in result.warnings:
+            self.console.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
+        for f in result.flagged:
+            classes = ", ".join(f"{n} {c}" for c, n in sorted(f["classes"].items()))
+            self.console.print(f"[red]flagged[/]: {escape(f['task'])}/{escape(f['config'])} failed on "
+                               f"every seed ({f['failures']} runs: {escape(classes)})", highlight=False)
         if result.stopped:
             self.console.print("[yellow]stopped[/]: run the same command again to finish the rest")
         elif result.failed:
