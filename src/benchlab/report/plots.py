@@ -612,6 +612,11 @@ def draw(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    try:  # imported once here (the caller needs it next anyway), not again in every worker
+        import benchlab.stats  # noqa: F401
+    except ImportError:
+        pass
+
     with warnings.catch_warnings():
         # Python 3.12+ warns when forking a process that has threads (here: idle BLAS
         # threads); the workers only draw with matplotlib and touch no lock those hold.
