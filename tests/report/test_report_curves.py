@@ -11,7 +11,7 @@ from scipy import stats as sps
 
 from benchlab.plan import Run
 from benchlab.report.curves import load_curves, mean_band
-from benchlab.report.plots import normalised_scores
+from benchlab.report.profiles import normalised_scores
 from benchlab.results import info, load
 
 

@@ -1,28 +1,25 @@
-"""The report's figures, as PNG files (matplotlib, Agg backend).
+"""The report's figures, as PNG files (matplotlib, Agg backend), and drawing them all.
 
-Every figure has a title, axis labels naming the metric, a legend and the
-Okabe–Ito colour-blind-safe palette (line styles vary too once configs
-outnumber its colours). The number of figures is bounded whatever the size of
-the benchmark: per task results are small multiples in one figure, and at most
-:data:`MAX_SEED_LINES` individual seed curves are drawn per config.
-
-Figures (``plots/`` under the report folder):
+The number of figures is bounded whatever the size of the benchmark: per task
+results are small multiples in one figure, and at most :data:`MAX_SEED_LINES`
+individual seed curves are drawn per config. Figures (``plots/`` under the
+report folder):
 
 - ``curves_<metric>.png``: learning curves, mean and 95% CI band over seeds, per task;
 - ``scores_<primary>.png``: mean final score and its 95% CI per task and config;
 - ``cv_of_mean_<primary>.png``: coefficient of variation of the mean vs number of seeds;
-- ``performance_profile.png``: fraction of runs above each normalised score;
+- ``performance_profile.png``: fraction of runs above each normalised score
+  (:mod:`benchlab.report.profiles`);
 - ``radar.png``: normalised mean score per task, one polygon per config (3+ tasks).
+
+:func:`draw` draws them all, in worker processes where cores allow.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,114 +27,26 @@ import numpy as np
 from scipy import stats as sps
 
 from benchlab.report.curves import CurveSet, load_curves, mean_band
+from benchlab.report.profiles import plot_profile, plot_radar
+from benchlab.report.style import (
+    DPI,
+    Plot,
+    config_label,
+    config_order,
+    grid_figure,
+    new_figure,
+    save,
+    slug,
+    style,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
-    from matplotlib.figure import Figure
 
     from benchlab.results import BenchmarkInfo
 
-OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442"]
-LINESTYLES = ["-", "--", ":", "-."]
 MAX_SEED_LINES = 20
 MAX_PLOT_POINTS = 500
-DPI = 100
-
-
-@dataclass
-class Plot:
-    """One written figure: its path relative to the report folder, a title and a caption."""
-
-    path: str
-    title: str
-    caption: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "title": self.title, "caption": self.caption}
-
-
-def style(i: int) -> dict[str, Any]:
-    """Colour and line style of the i-th config."""
-    return {
-        "color": OKABE_ITO[i % len(OKABE_ITO)],
-        "linestyle": LINESTYLES[(i // len(OKABE_ITO)) % len(LINESTYLES)],
-    }
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "metric"
-
-
-def _figure(width: float, height: float) -> Figure:
-    # A bare Figure, not pyplot: no global state, no GUI backend, nothing to close.
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height))
-
-
-def _grid_figure(
-    n: int, width: float = 3.6, height: float = 2.5, left: float = 0.8, legend_entries: int = 0
-) -> tuple[Figure, list[Any]]:
-    """A figure of ``n`` panels of ``width`` x ``height`` inches, laid out by hand.
-
-    A fixed layout in inches (room for tick labels, axis labels, titles, the
-    suptitle and a legend row under the panels) instead of ``tight_layout``,
-    which draws the whole figure an extra time.
-    """
-    ncols = 1 if n == 1 else 2 if n <= 4 else 3 if n <= 9 else 4
-    nrows = math.ceil(n / ncols)
-    gap_x, gap_y, right, top = left + 0.15, 0.8, 0.25, 0.75
-    legend_rows = math.ceil(legend_entries / _legend_cols(legend_entries)) if legend_entries else 0
-    bottom = 0.6 + 0.28 * legend_rows
-    fig_w = left + ncols * width + (ncols - 1) * gap_x + right
-    fig_h = top + nrows * height + (nrows - 1) * gap_y + bottom
-    fig = _figure(fig_w, fig_h)
-    fig.subplots_adjust(
-        left=left / fig_w,
-        right=1 - right / fig_w,
-        bottom=bottom / fig_h,
-        top=1 - top / fig_h,
-        wspace=gap_x / width,
-        hspace=gap_y / height,
-    )
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    flat = list(axes.ravel())
-    for ax in flat[n:]:
-        ax.set_visible(False)
-    return fig, flat[:n]
-
-
-def _legend_cols(entries: int) -> int:
-    return max(1, min(entries, 5))
-
-
-def _save(
-    fig: Figure,
-    folder: Path,
-    name: str,
-    legend_handles: list[Any] | None = None,
-    legend_labels: list[str] | None = None,
-) -> str:
-    if legend_handles:
-        fig.legend(  # type: ignore[call-overload]
-            legend_handles,
-            legend_labels,
-            loc="lower center",
-            ncol=_legend_cols(len(legend_handles)),
-            frameon=False,
-            bbox_to_anchor=(0.5, 0.1 / fig.get_figheight()),
-        )
-    folder.mkdir(parents=True, exist_ok=True)
-    fig.savefig(folder / name, dpi=DPI)
-    return f"plots/{name}"
-
-
-def _config_order(info: BenchmarkInfo, present: set[str]) -> list[str]:
-    return [c for c in info.configs if c in present] + sorted(present - set(info.configs))
-
-
-def _label(config: str, info: BenchmarkInfo) -> str:
-    return f"{config} (baseline)" if config == info.baseline else config
 
 
 def plot_curves(
@@ -161,8 +70,8 @@ def plot_curves(
                 c.task,
             ),
         )
-        configs = _config_order(info, {c for cs in sets for c in cs.values})
-        fig, axes = _grid_figure(len(sets), legend_entries=len(configs))
+        configs = config_order(info, {c for cs in sets for c in cs.values})
+        fig, axes = grid_figure(len(sets), legend_entries=len(configs))
         for ax, cs in zip(axes, sets, strict=True):
             grid = cs.grid
             idx = (
@@ -201,8 +110,8 @@ def plot_curves(
             y=1 - 0.2 / fig.get_figheight(),
             va="top",
         )
-        name = f"curves_{_slug(metric)}.png"
-        path = _save(fig, folder, name, handles, [_label(c, info) for c in configs])
+        name = f"curves_{slug(metric)}.png"
+        path = save(fig, folder, name, handles, [config_label(c, info) for c in configs])
         plots.append(
             Plot(
                 path,
@@ -227,7 +136,7 @@ def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[P
     tasks = [t for t in info.tasks if t in set(prim["task"])] + sorted(
         set(prim["task"]) - set(info.tasks)
     )
-    configs = _config_order(info, set(prim["config"]))
+    configs = config_order(info, set(prim["config"]))
     n = prim["n"].to_numpy(dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         half = np.where(
@@ -240,8 +149,8 @@ def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[P
     prim["half"] = np.nan_to_num(half)
     position = {c: len(configs) - 1 - i for i, c in enumerate(configs)}
     colour = {c: style(i)["color"] for i, c in enumerate(configs)}
-    longest = max(len(_label(c, info)) for c in configs)
-    fig, axes = _grid_figure(
+    longest = max(len(config_label(c, info)) for c in configs)
+    fig, axes = grid_figure(
         len(tasks),
         width=3.4,
         height=max(1.3, 0.35 + 0.3 * len(configs)),
@@ -250,7 +159,7 @@ def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[P
     )
     has_target = False
     by_task = dict(iter(prim.groupby("task", sort=False)))
-    labels = [_label(c, info) for c in reversed(configs)]
+    labels = [config_label(c, info) for c in reversed(configs)]
     for ax, task in zip(axes, tasks, strict=True):
         sub = by_task[task]
         y = sub["config"].map(position).to_numpy()
@@ -283,11 +192,11 @@ def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[P
         y=1 - 0.2 / fig.get_figheight(),
         va="top",
     )
-    name = f"scores_{_slug(info.primary)}.png"
+    name = f"scores_{slug(info.primary)}.png"
     if has_target:
         from matplotlib.lines import Line2D
 
-        path = _save(
+        path = save(
             fig,
             folder,
             name,
@@ -295,7 +204,7 @@ def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[P
             ["target (BENCHMARKS.md)"],
         )
     else:
-        path = _save(fig, folder, name)
+        path = save(fig, folder, name)
     return [
         Plot(
             path,
@@ -337,9 +246,9 @@ def plot_cv(
         return []
     n_max = max(v.shape[0] for v in groups.values())
     ns = np.arange(1, n_max + 1)
-    configs = _config_order(info, {c for c, _ in groups})
+    configs = config_order(info, {c for c, _ in groups})
     n_tasks = len({t for _, t in groups})
-    fig = _figure(7.5, 4.8)
+    fig = new_figure(7.5, 4.8)
     ax = fig.add_subplot()
     for i, cfg in enumerate(configs):
         rows = [_cv(v, ns, reps, seed)[1] for (c, _), v in groups.items() if c == cfg]
@@ -362,7 +271,7 @@ def plot_cv(
                 ns,
                 np.nanmedian(cv, axis=0) if cv.shape[0] > 1 else cv[0],
                 lw=1.6,
-                label=_label(cfg, info),
+                label=config_label(cfg, info),
                 **st,
             )
     ax.axhline(100 * threshold, color="0.4", ls="--", lw=1, label=f"{100 * threshold:g}% threshold")
@@ -377,7 +286,7 @@ def plot_cv(
     ax.set_title(f"How many seeds: CV of the mean {info.primary} vs N" + over, fontsize="medium")
     fig.tight_layout()
     folder.mkdir(parents=True, exist_ok=True)
-    name = f"cv_of_mean_{_slug(info.primary)}.png"
+    name = f"cv_of_mean_{slug(info.primary)}.png"
     fig.savefig(folder / name, dpi=DPI)
     return [
         Plot(
@@ -389,174 +298,6 @@ def plot_cv(
             + (" (shaded: the range over tasks)" if n_tasks > 1 and len(configs) <= 3 else "")
             + f"; where a line drops below the dashed {100 * threshold:g}% line, that many "
             "seeds pin the mean down.",
-        )
-    ]
-
-
-def normalised_scores(
-    finals: pd.DataFrame, info: BenchmarkInfo
-) -> tuple[list[str], dict[str, np.ndarray], str]:
-    """Per-config scores normalised per task, higher is better.
-
-    Returns ``(tasks, {config: array (runs, tasks)}, note)``: tasks with a reference
-    pair ``(low, high)`` map low to 0 and high to 1; without references every
-    task is normalised by the worst and best run over all configs (``note`` says which).
-    Runs are NaN-padded where configs have fewer seeds on a task. Tasks some config
-    has no run on are left out (so every config is profiled over the same tasks), as
-    are tasks whose two normalising values are equal; ``note`` names them.
-    """
-    goal = info.goal.get(info.primary, "max")
-    prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
-    tasks = [t for t in info.tasks if t in set(prim["task"])] + sorted(
-        set(prim["task"]) - set(info.tasks)
-    )
-    configs = _config_order(info, set(prim["config"]))
-    groups = {k: g.to_numpy() for k, g in prim.groupby(["task", "config"], sort=False)["value"]}
-    used, bounds, referenced, dropped = [], [], 0, []
-    for t in tasks:
-        if any((t, c) not in groups for c in configs):
-            dropped.append(t)
-            continue
-        if t in info.references:
-            lo, hi = info.references[t]
-        else:
-            vals = prim.loc[prim["task"] == t, "value"]
-            lo, hi = (vals.min(), vals.max()) if goal == "max" else (vals.max(), vals.min())
-        if lo == hi:
-            dropped.append(t)
-            continue
-        used.append(t)
-        bounds.append((float(lo), float(hi)))
-        referenced += t in info.references
-    if referenced == len(used):
-        note = "scores are normalised by each task's reference scores (low → 0, high → 1)"
-    elif referenced == 0:
-        note = (
-            "the spec gives no reference scores, so each task is normalised by its worst (0) "
-            "and best (1) run over all configs"
-        )
-    else:
-        note = (
-            "scores are normalised by reference scores where the spec gives them, otherwise "
-            "by the task's worst (0) and best (1) run over all configs"
-        )
-    if dropped:
-        note += (f"; left out: {', '.join(dropped)} (a config has no run there, or all "
-                 "scores are equal)")
-    out = {}
-    for cfg in configs:
-        cols = [groups.get((t, cfg), np.empty(0)) for t in used]
-        width = max((c.shape[0] for c in cols), default=0)
-        arr = np.full((width, len(used)), np.nan)
-        for j, (c, (lo, hi)) in enumerate(zip(cols, bounds, strict=True)):
-            arr[: c.shape[0], j] = (c - lo) / (hi - lo)
-        out[cfg] = arr
-    return used, out, note
-
-
-def _sentence(note: str) -> str:
-    return note[0].upper() + note[1:] + "."
-
-
-def plot_profile(
-    finals: pd.DataFrame, info: BenchmarkInfo, folder: Path, reps: int = 200, seed: int = 0
-) -> list[Plot]:
-    """Performance profiles: fraction of runs whose normalised score exceeds tau, per config."""
-    tasks, scores, note = normalised_scores(finals, info)
-    scores = {c: s for c, s in scores.items() if s.size}
-    if not tasks or not scores:
-        return []
-    allv = np.concatenate([s[~np.isnan(s)] for s in scores.values()])
-    # Over the observed range only: below the worst run every profile is 1, above the best 0.
-    worst, best = float(allv.min()), float(allv.max())
-    pad = 0.02 * (best - worst) if best > worst else 0.5
-    taus = np.linspace(worst - pad, best + pad, 101)
-    profile: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] | None
-    try:
-        from benchlab.stats import performance_profile as profile
-    except ImportError:
-        profile = None
-    fig = _figure(7.5, 4.8)
-    ax = fig.add_subplot()
-    for i, (cfg, s) in enumerate(scores.items()):
-        st = style(i)
-        if profile is not None:
-            point, lo, hi = profile(s, taus, reps=reps, seed=seed)
-            ax.fill_between(taus, lo, hi, color=st["color"], alpha=0.2, linewidth=0)
-        else:
-            valid = ~np.isnan(s)
-            point = (
-                ((s[..., None] > taus) & valid[..., None]).sum(axis=0) / valid.sum(axis=0)[:, None]
-            ).mean(axis=0)
-        ax.plot(taus, point, lw=1.8, label=_label(cfg, info), **st)
-    ax.set_xlabel(f"normalised {info.primary} τ")
-    ax.set_ylabel("fraction of runs with score > τ")
-    ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    ax.set_title(
-        f"Performance profiles over {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
-        + (" (95% bootstrap bands)" if profile is not None else "")
-    )
-    fig.text(0.5, 0.005, _sentence(note), ha="center", va="bottom", fontsize="small", color="0.3")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    folder.mkdir(parents=True, exist_ok=True)
-    fig.savefig(folder / "performance_profile.png", dpi=DPI)
-    return [
-        Plot(
-            "plots/performance_profile.png",
-            "Performance profiles",
-            f"Fraction of runs (averaged over tasks) whose normalised {info.primary} "
-            f"exceeds each threshold τ; higher and further right is better. "
-            f"{_sentence(note)}",
-        )
-    ]
-
-
-def plot_radar(finals: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[Plot]:
-    """Normalised mean score per task as a polygon per config; needs 3 or more tasks."""
-    tasks, scores, note = normalised_scores(finals, info)
-    if len(tasks) < 3:
-        return []
-    angles = np.linspace(0, 2 * np.pi, len(tasks), endpoint=False)
-    closed = np.append(angles, angles[0])
-    fig = _figure(7.5, 7.4)
-    ax = fig.add_subplot(projection="polar")
-    lo, hi = 0.0, 1.0
-    for i, (cfg, s) in enumerate(scores.items()):
-        if not s.size:
-            continue
-        with np.errstate(invalid="ignore"):
-            means = np.array(
-                [
-                    np.nanmean(s[:, j]) if np.any(~np.isnan(s[:, j])) else np.nan
-                    for j in range(s.shape[1])
-                ]
-            )
-        st = style(i)
-        if np.any(np.isfinite(means)):
-            lo, hi = min(lo, float(np.nanmin(means))), max(hi, float(np.nanmax(means)))
-        ax.plot(closed, np.append(means, means[0]), lw=1.6, label=_label(cfg, info), **st)
-        if len(scores) <= 3:  # more fills stack into a grey blot
-            ax.fill(closed, np.append(means, means[0]), color=st["color"], alpha=0.06)
-    ax.set_xticks(angles)
-    ax.set_xticklabels(tasks, fontsize="small")
-    ax.set_ylim(lo, hi)
-    ax.set_title(f"Normalised mean {info.primary} per task (further out is better)", pad=22)
-    ncol = min(len(scores), 5)
-    ax.legend(
-        loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=ncol, fontsize="small", frameon=False
-    )
-    fig.text(0.5, 0.01, _sentence(note), ha="center", va="bottom", fontsize="small", color="0.3")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    folder.mkdir(parents=True, exist_ok=True)
-    fig.savefig(folder / "radar.png", dpi=DPI)
-    return [
-        Plot(
-            "plots/radar.png",
-            "Per-task profile (radar)",
-            f"Mean normalised {info.primary} of each config on each task (1 = best, "
-            f"further out is better). {_sentence(note)}",
         )
     ]
 
