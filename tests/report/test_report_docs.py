@@ -49,3 +49,12 @@ def test_every_file_the_doc_lists_is_written(tmp_path: Path):
     console = _blocks("console")[0]
     for path in written:
         assert f"wrote report/{path}" in console
+
+
+def test_public_api_of_the_report_package_is_pinned():
+    import benchlab.report
+
+    assert sorted(benchlab.report.__all__) == [
+        "DEFAULT_REPS", "ReportData", "ReportFiles", "gather", "status", "write_report"]
+    for name in benchlab.report.__all__:
+        assert getattr(benchlab.report, name).__doc__ or name == "DEFAULT_REPS"

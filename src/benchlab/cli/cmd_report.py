@@ -12,10 +12,12 @@ from benchlab.cli.app import app, console
 @app.command()
 def report(
     results: Path = typer.Argument(
-        None, help="Results folder [default: the one under ./results].", show_default=False
+        None,
+        help="Results folder (default: ./benchlab.db's folder, or the only one under ./results).",
+        show_default=False,
     ),
     out: Path = typer.Option(
-        None, "--out", "-o", help="Where to write [default: the results folder]."
+        None, "--out", "-o", help="Where to write (default: the results folder)."
     ),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw the PNG figures."),
     html: bool = typer.Option(True, "--html/--no-html", help="Write report.html (plots embedded)."),
