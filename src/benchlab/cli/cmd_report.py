@@ -11,14 +11,30 @@ from benchlab.cli.app import app, console
 
 @app.command()
 def report(
-    results: Path = typer.Argument(None, help="Results folder [default: the one under ./results].",
-                                   show_default=False),
-    out: Path = typer.Option(None, "--out", "-o", help="Where to write [default: the results folder]."),
+    results: Path = typer.Argument(
+        None,
+        help="Results folder (default: ./benchlab.db's folder, or the only one under ./results).",
+        show_default=False,
+    ),
+    out: Path = typer.Option(
+        None, "--out", "-o", help="Where to write (default: the results folder)."
+    ),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw the PNG figures."),
+    html: bool = typer.Option(True, "--html/--no-html", help="Write report.html (plots embedded)."),
+    seeds: bool = typer.Option(
+        False, "--seeds", help="Draw individual seed curves (at most 20 per config)."
+    ),
+    reps: int = typer.Option(
+        2000, "--reps", min=100, help="Bootstrap resamples of the statistics."
+    ),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the bootstrap (the same seed gives the same report)."
+    ),
 ) -> None:
-    """Write BENCHMARK_REPORT.md and results.csv (plus plots and report.html when available)."""
+    """Write BENCHMARK_REPORT.md, BENCHMARKS.md, results.csv, plots/ and report.html."""
     from benchlab.report import write_report
 
-    files = write_report(results, out)
+    files = write_report(results, out, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed)
     console.print(f"wrote {files.markdown}")
     console.print(f"wrote {files.csv}")
     for path in files.extra:

@@ -1,7 +1,8 @@
-"""Reports: BENCHMARK_REPORT.md, results.csv (and, as they land, plots and report.html).
+"""Reports: BENCHMARK_REPORT.md, BENCHMARKS.md, results.csv, plots/ and report.html.
 
-``write_report`` gathers the results table and the ledger's failures once and
-hands them to each writer, so every file tells the same story.
+``write_report`` gathers the results table, the statistics and the ledger's
+failures once and hands them to each writer, so every file tells the same
+story. What each file holds is described in ``docs/reports.md``.
 """
 
 from __future__ import annotations
@@ -10,16 +11,19 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.report.markdown import ReportData, write_markdown
+from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
+from benchlab.report.leaderboard import render_leaderboard, status
+from benchlab.report.markdown import ReportData, render_markdown
+from benchlab.report.tables import describe
 from benchlab.results import find_results, info, load
-from benchlab.store import Store
+from benchlab.store import FAILED, AttemptRecord, RunRecord, Store
 
-__all__ = ["ReportFiles", "gather", "write_report"]
+__all__ = ["DEFAULT_REPS", "ReportData", "ReportFiles", "gather", "status", "write_report"]
 
 
 @dataclass
 class ReportFiles:
-    """The files a report wrote."""
+    """The files a report wrote: ``extra`` holds BENCHMARKS.md, the plots and report.html."""
 
     folder: Path
     markdown: Path
@@ -41,6 +45,11 @@ def _hardware(results: Path) -> tuple[str, dict[str, object]]:
     return "unknown (no run has written provenance yet)", {}
 
 
+def _cell(text: str) -> str:
+    text = " ".join(text.split())
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+
+
 def gather(results: Path | str | None = None) -> ReportData:
     """Everything a report is made of: the final-scalar table, the benchmark info, the failures."""
     from benchlab import __version__
@@ -49,33 +58,112 @@ def gather(results: Path | str | None = None) -> ReportData:
     meta = info(folder)
     table = load(folder, series=False)
     failures = []
+    runs: dict[str, RunRecord] = {}
+    attempts: dict[str, list[AttemptRecord]] = {}
     with Store.open(folder) as store:
-        runs = {r.run_id: r for r in store.runs() if r.status == "failed"}
-        attempts: dict[str, list] = {}
-        for a in store.attempts():
-            if a.run_id in runs:
-                attempts.setdefault(a.run_id, []).append(a)
+        # Reading every run and attempt costs ~0.3 s at 10,000 runs; most sweeps have no failure.
+        if store.counts().get(FAILED):
+            runs = {r.run_id: r for r in store.runs() if r.status == FAILED}
+            for a in store.attempts():
+                if a.run_id in runs:
+                    attempts.setdefault(a.run_id, []).append(a)
     for rid, run in runs.items():
         tries = attempts.get(rid, [])
         last = tries[-1] if tries else None
-        failures.append({
-            "run": run.name, "run_id": rid, "attempts": len(tries),
-            "failure_class": last.failure_class if last else "unknown",
-            "error": (last.error or "").replace("|", "\\|") if last else "",
-            "tail": "\n".join((last.log_tail or "").splitlines()[-10:]) if last else "",
-        })
+        failures.append(
+            {
+                "run": run.name,
+                "run_id": rid,
+                "attempts": len(tries),
+                "failure_class": last.failure_class if last else "unknown",
+                # Escaped for a Markdown table cell that report.html renders too.
+                "error": _cell(last.error or "") if last else "",
+                "tail": "\n".join((last.log_tail or "").splitlines()[-10:]) if last else "",
+            }
+        )
     hardware, git = _hardware(folder)
-    return ReportData(info=meta, finals=table, failures=failures, hardware=hardware, git=git,
-                      benchlab_version=__version__)
+    return ReportData(
+        info=meta,
+        finals=table,
+        failures=failures,
+        hardware=hardware,
+        git=git,
+        benchlab_version=__version__,
+    )
 
 
-def write_report(results: Path | str | None = None, out: Path | str | None = None) -> ReportFiles:
-    """Write the report files into ``out`` (default: the results folder) and return their paths."""
+def write_report(
+    results: Path | str | None = None,
+    out: Path | str | None = None,
+    *,
+    plots: bool = True,
+    html: bool = True,
+    seeds: bool = False,
+    reps: int = DEFAULT_REPS,
+    seed: int = 0,
+    workers: int | None = None,
+) -> ReportFiles:
+    """Write the report files into ``out`` (default: the results folder) and return their paths.
+
+    Args:
+        results: the results folder (default: found from the working directory).
+        out: where to write; ``plots/`` is created under it.
+        plots: draw the PNG figures (the slowest part).
+        html: write ``report.html`` (the Markdown report with the plots embedded).
+        seeds: draw individual seed curves (at most 20 per config) under the means.
+        reps: bootstrap resamples of the statistics.
+        seed: seed of every random procedure, so the same folder gives the same report.
+        workers: processes drawing the figures while the statistics are computed
+            (default: one per core but one, at most one per figure; 0 draws in this process).
+    """
     folder = find_results(results)
     out_dir = Path(out) if out is not None else folder
     out_dir.mkdir(parents=True, exist_ok=True)
     data = gather(folder)
+    info_ = data.info
     csv_path = out_dir / "results.csv"
     data.finals.to_csv(csv_path, index=False)
-    md = write_markdown(data, out_dir / "BENCHMARK_REPORT.md")
-    return ReportFiles(folder=out_dir, markdown=md, csv=csv_path)
+    desc = describe(data.finals, info_.goal, info_.primary)
+    pending = None
+    if plots:
+        from benchlab.report.plots import draw
+
+        plot_dir = out_dir / "plots"
+        if plot_dir.exists():  # a stale figure from an earlier report would be embedded otherwise
+            for old in plot_dir.glob("*.png"):
+                old.unlink()
+        pending = draw(
+            folder, plot_dir, info_, data.finals, desc, seeds=seeds, seed=seed, workers=workers
+        )
+    # The figures draw in worker processes meanwhile.
+    data.analysis = analyze_primary(data.finals, info_, reps=reps, seed=seed)
+    extra: list[Path] = []
+    if pending is not None:
+        data.plots = [p.as_dict() for p in pending()]
+        extra += [out_dir / p["path"] for p in data.plots]
+    bench_md = out_dir / "BENCHMARKS.md"
+    prim = desc[desc["is_primary"]]
+    # Every task and config of the spec, even before any run of it completed.
+    tasks = list(info_.tasks) + sorted(set(prim["task"]) - set(info_.tasks))
+    configs = list(info_.configs) + sorted(set(prim["config"]) - set(info_.configs))
+    bench_md.write_text(
+        render_leaderboard(
+            prim,
+            tasks,
+            configs,
+            info_.targets,
+            info_.goal.get(info_.primary, "max"),
+            info_.primary,
+            info_.name,
+        ),
+        encoding="utf-8",
+    )
+    extra.insert(0, bench_md)
+    text = render_markdown(data)
+    md = out_dir / "BENCHMARK_REPORT.md"
+    md.write_text(text, encoding="utf-8")
+    if html:
+        from benchlab.report.html import write_html
+
+        extra.append(write_html(text, out_dir, f"Benchmark report: {info_.name}"))
+    return ReportFiles(folder=out_dir, markdown=md, csv=csv_path, extra=extra)

@@ -1,0 +1,124 @@
+"""BENCHMARKS.md: one row per task, every config's score, the target and a status.
+
+The status rule (``docs/reports.md`` states it too). A config's score on a task
+is its mean over seeds of the primary metric, unrounded. With target ``T``:
+
+- goal ``max``: ✅ solved when ``score >= T``; ⚠️ close when
+  ``score > T - 0.2·|T|`` (for a positive target: above 80% of it); else ❌ failed.
+- goal ``min``: ✅ solved when ``score <= T``; ⚠️ close when
+  ``score < T + 0.25·|T|`` (for a positive target: below ``T / 0.8``); else ❌ failed.
+
+The close band is open at its far end and empty for ``T = 0``.
+
+A task without a target gets no status. Every config cell carries its own
+status, and the last column gives the best config (best mean) and its status,
+which is the task's status.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from benchlab.report.tables import fmt
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Status = Literal["solved", "close", "failed"]
+CLOSE_FRACTION = 0.8
+ICONS: dict[str, str] = {"solved": "✅", "close": "⚠️", "failed": "❌"}
+
+
+def status(score: float | None, target: float | None, goal: str = "max") -> Status | None:
+    """The status of a score against a target (module docstring); None without target or score."""
+    if target is None or score is None or not math.isfinite(score):
+        return None
+    if goal == "min":
+        if score <= target:
+            return "solved"
+        return "close" if score < target + (1 / CLOSE_FRACTION - 1) * abs(target) else "failed"
+    if score >= target:
+        return "solved"
+    return "close" if score > target - (1 - CLOSE_FRACTION) * abs(target) else "failed"
+
+
+@dataclass
+class TaskRow:
+    """A task's row: ``cells[config] = (mean, std, status)``; ``best`` is the best mean's config."""
+
+    task: str
+    target: float | None
+    cells: dict[str, tuple[float, float, Status | None]]
+    best: str | None
+    status: Status | None
+
+
+def leaderboard_rows(
+    desc: pd.DataFrame,
+    tasks: list[str],
+    configs: list[str],
+    targets: dict[str, float | None],
+    goal: str,
+) -> list[TaskRow]:
+    """One row per task, in the order of ``tasks``.
+
+    ``desc`` is :func:`benchlab.report.tables.describe` restricted to the primary metric.
+    """
+    rows: list[TaskRow] = []
+    for task in tasks:
+        sub = desc[desc["task"] == task].set_index("config")
+        target = targets.get(task)
+        cells: dict[str, tuple[float, float, Status | None]] = {}
+        for cfg in configs:
+            if cfg in sub.index:
+                mean, std = float(sub.at[cfg, "mean"]), float(sub.at[cfg, "std"])
+                cells[cfg] = (mean, std, status(mean, target, goal))
+        best = None
+        if cells:
+            pick = min if goal == "min" else max
+            finite = {c: v for c, v in cells.items() if math.isfinite(v[0])}
+            best = pick(finite, key=lambda c: finite[c][0]) if finite else None
+        rows.append(TaskRow(task, target, cells, best, cells[best][2] if best else None))
+    return rows
+
+
+def render_leaderboard(
+    desc: pd.DataFrame,
+    tasks: list[str],
+    configs: list[str],
+    targets: dict[str, float | None],
+    goal: str,
+    primary: str,
+    name: str,
+) -> str:
+    """The text of BENCHMARKS.md."""
+    rows = leaderboard_rows(desc, tasks, configs, targets, goal)
+    direction = "higher" if goal == "max" else "lower"
+    lines = [
+        f"# Benchmarks: {name}",
+        "",
+        f"Score: mean ± std over seeds of **{primary}** ({direction} is better). "
+        "Status: ✅ solved (reaches the target), ⚠️ close "
+        + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
+        + "❌ failed; the last column is the best config's status.",
+        "",
+        "| task | target | " + " | ".join(configs) + " | best |",
+        "|---|---:|" + "---|" * len(configs) + "---|",
+    ]
+    for row in rows:
+        cells = []
+        for cfg in configs:
+            cell = row.cells.get(cfg)
+            if cell is None:
+                cells.append("—")
+                continue
+            mean, std, st = cell
+            text = f"{fmt(mean)} ± {fmt(std, 2)}"
+            cells.append(f"{text} {ICONS[st]}" if st else text)
+        best = row.best or "—"
+        best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
+        target = "—" if row.target is None else fmt(row.target)
+        lines.append(f"| {row.task} | {target} | " + " | ".join(cells) + f" | {best_text} |")
+    return "\n".join(lines) + "\n"

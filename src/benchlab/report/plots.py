@@ -1,0 +1,376 @@
+"""The report's figures, as PNG files (matplotlib, Agg backend), and drawing them all.
+
+The number of figures is bounded whatever the size of the benchmark: per task
+results are small multiples in one figure, and at most :data:`MAX_SEED_LINES`
+individual seed curves are drawn per config. Figures (``plots/`` under the
+report folder):
+
+- ``curves_<metric>.png``: learning curves, mean and 95% CI band over seeds, per task;
+- ``scores_<primary>.png``: mean final score and its 95% CI per task and config;
+- ``cv_of_mean_<primary>.png``: coefficient of variation of the mean vs number of seeds;
+- ``performance_profile.png``: fraction of runs above each normalised score
+  (:mod:`benchlab.report.profiles`);
+- ``radar.png``: normalised mean score per task, one polygon per config (3+ tasks).
+
+:func:`draw` draws them all, in worker processes where cores allow.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy import stats as sps
+
+from benchlab.report.curves import CurveSet, load_curves, mean_band
+from benchlab.report.profiles import plot_profile, plot_radar
+from benchlab.report.style import (
+    DPI,
+    Plot,
+    config_label,
+    config_order,
+    grid_figure,
+    new_figure,
+    save,
+    slug,
+    style,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from benchlab.results import BenchmarkInfo
+
+MAX_SEED_LINES = 20
+MAX_PLOT_POINTS = 500
+
+
+def plot_curves(
+    curves: list[CurveSet], info: BenchmarkInfo, folder: Path, seeds: bool = False
+) -> list[Plot]:
+    """A figure per metric with curves: a panel per task, mean and 95% CI band per config."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+
+    by_metric: dict[str, list[CurveSet]] = {}
+    for cs in curves:
+        by_metric.setdefault(cs.metric, []).append(cs)
+    metrics = sorted(by_metric, key=lambda m: (m != info.primary, m))
+    plots = []
+    for metric in metrics:
+        sets = sorted(
+            by_metric[metric],
+            key=lambda c: (
+                c.task not in info.tasks,
+                info.tasks.index(c.task) if c.task in info.tasks else 0,
+                c.task,
+            ),
+        )
+        configs = config_order(info, {c for cs in sets for c in cs.values})
+        fig, axes = grid_figure(len(sets), legend_entries=len(configs))
+        for ax, cs in zip(axes, sets, strict=True):
+            grid = cs.grid
+            idx = (
+                np.linspace(0, grid.shape[0] - 1, MAX_PLOT_POINTS).round().astype(int)
+                if grid.shape[0] > MAX_PLOT_POINTS
+                else slice(None)
+            )
+            x = grid[idx]
+            for i, cfg in enumerate(configs):
+                if cfg not in cs.values:
+                    continue
+                vals = cs.values[cfg][:, idx]
+                st = style(i)
+                if seeds:
+                    lines = np.stack(
+                        [np.broadcast_to(x, vals[:MAX_SEED_LINES].shape), vals[:MAX_SEED_LINES]],
+                        axis=-1,
+                    )
+                    ax.add_collection(
+                        LineCollection(list(lines), colors=st["color"], linewidths=0.5, alpha=0.3)
+                    )
+                mean, low, high = mean_band(vals)
+                ax.fill_between(x, low, high, color=st["color"], alpha=0.2, linewidth=0)
+                ax.plot(x, mean, lw=1.6, **st)
+            ax.set_title(cs.task)
+            ax.set_xlabel("step")
+            ax.set_ylabel(metric)
+            ax.grid(alpha=0.3)
+            ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
+        handles = [Line2D([], [], lw=2, **style(i)) for i in range(len(configs))]
+        seeds_note = (
+            f"; thin lines: up to {MAX_SEED_LINES} individual seeds per config" if seeds else ""
+        )
+        fig.suptitle(
+            f"Learning curves of {metric}: mean over seeds, shaded 95% CI",
+            y=1 - 0.2 / fig.get_figheight(),
+            va="top",
+        )
+        name = f"curves_{slug(metric)}.png"
+        path = save(fig, folder, name, handles, [config_label(c, info) for c in configs])
+        plots.append(
+            Plot(
+                path,
+                f"Learning curves: {metric}",
+                f"Mean of {metric} over seeds at each step, with the 95% Student-t "
+                "confidence band of the mean; curves logged at different steps are "
+                "linearly interpolated onto a common grid" + seeds_note + ".",
+            )
+        )
+    return plots
+
+
+def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[Plot]:
+    """Mean final primary score with its 95% Student-t CI, a panel per task (configs on the y axis).
+
+    ``desc`` is :func:`benchlab.report.tables.describe`'s table; the interval is
+    the same t-interval as the report's 95% CI column.
+    """
+    prim = desc[desc["is_primary"]].copy()
+    if prim.empty:
+        return []
+    tasks = [t for t in info.tasks if t in set(prim["task"])] + sorted(
+        set(prim["task"]) - set(info.tasks)
+    )
+    configs = config_order(info, set(prim["config"]))
+    n = prim["n"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = np.where(
+            n > 1,
+            sps.t.ppf(0.975, np.maximum(n - 1, 1))
+            * prim["std"].to_numpy(dtype=float, na_value=np.nan)
+            / np.sqrt(n),
+            0.0,
+        )
+    prim["half"] = np.nan_to_num(half)
+    position = {c: len(configs) - 1 - i for i, c in enumerate(configs)}
+    colour = {c: style(i)["color"] for i, c in enumerate(configs)}
+    longest = max(len(config_label(c, info)) for c in configs)
+    fig, axes = grid_figure(
+        len(tasks),
+        width=3.4,
+        height=max(1.3, 0.35 + 0.3 * len(configs)),
+        left=0.3 + 0.075 * longest,
+        legend_entries=int(any(info.targets.get(t) is not None for t in tasks)),
+    )
+    has_target = False
+    by_task = dict(iter(prim.groupby("task", sort=False)))
+    labels = [config_label(c, info) for c in reversed(configs)]
+    for ax, task in zip(axes, tasks, strict=True):
+        sub = by_task[task]
+        y = sub["config"].map(position).to_numpy()
+        mean, h = sub["mean"].to_numpy(dtype=float), sub["half"].to_numpy()
+        colours = sub["config"].map(colour).tolist()
+        # Three collections per panel rather than an errorbar call per config: the same
+        # picture, a fraction of the artists to draw.
+        ax.hlines(y, mean - h, mean + h, colors=colours, lw=1.5)
+        ax.scatter(
+            np.concatenate([mean - h, mean + h]),
+            np.concatenate([y, y]),
+            marker="|",
+            s=60,
+            c=colours + colours,
+            linewidths=1.5,
+        )
+        ax.scatter(mean, y, s=30, c=colours, zorder=3)
+        target = info.targets.get(task)
+        if target is not None:
+            ax.axvline(target, color="0.4", ls="--", lw=1)
+            has_target = True
+        ax.set_yticks(range(len(configs)))
+        ax.set_yticklabels(labels)
+        ax.set_ylim(-0.6, len(configs) - 0.4)
+        ax.set_title(task)
+        ax.set_xlabel(f"{info.primary} (mean, 95% CI)")
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(
+        f"Final {info.primary} per task: mean over seeds with 95% CI",
+        y=1 - 0.2 / fig.get_figheight(),
+        va="top",
+    )
+    name = f"scores_{slug(info.primary)}.png"
+    if has_target:
+        from matplotlib.lines import Line2D
+
+        path = save(
+            fig,
+            folder,
+            name,
+            [Line2D([], [], color="0.4", ls="--", lw=1)],
+            ["target (BENCHMARKS.md)"],
+        )
+    else:
+        path = save(fig, folder, name)
+    return [
+        Plot(
+            path,
+            f"Scores: {info.primary}",
+            f"Mean final {info.primary} of each config with its 95% Student-t confidence "
+            "interval over seeds; the dashed line is the task's target, where set.",
+        )
+    ]
+
+
+def _cv(values: np.ndarray, ns: np.ndarray, reps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        from benchlab.stats import cv_of_mean
+    except ImportError:  # its expectation in closed form: sd / (sqrt(N) |mean|)
+        m = abs(values.mean())
+        return ns, (values.std() / np.sqrt(ns) / m) if m > 0 else np.full(ns.shape, np.nan)
+    return cv_of_mean(values, ns=ns, reps=reps, seed=seed)
+
+
+def plot_cv(
+    finals: pd.DataFrame,
+    info: BenchmarkInfo,
+    folder: Path,
+    reps: int = 1000,
+    seed: int = 0,
+    threshold: float = 0.05,
+) -> list[Plot]:
+    """CV of the mean of the primary metric vs number of seeds: one line per config.
+
+    With several tasks the line is the median over tasks (for up to 3 configs a band
+    shows their range), so the figure stays one panel however many tasks there are.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
+    groups = {k: g.to_numpy() for k, g in prim.groupby(["config", "task"], sort=False)["value"]}
+    groups = {k: v for k, v in groups.items() if v.shape[0] >= 2}
+    if not groups:
+        return []
+    n_max = max(v.shape[0] for v in groups.values())
+    ns = np.arange(1, n_max + 1)
+    configs = config_order(info, {c for c, _ in groups})
+    n_tasks = len({t for _, t in groups})
+    fig = new_figure(7.5, 4.8)
+    ax = fig.add_subplot()
+    for i, cfg in enumerate(configs):
+        rows = [_cv(v, ns, reps, seed)[1] for (c, _), v in groups.items() if c == cfg]
+        if not rows:
+            continue
+        cv = 100 * np.vstack(rows)
+        st = style(i)
+        with np.errstate(invalid="ignore"):
+            # Range bands only for a few configs: more of them stack into a grey blot.
+            if cv.shape[0] > 1 and np.isfinite(cv).any() and len(configs) <= 3:
+                ax.fill_between(
+                    ns,
+                    np.nanmin(cv, axis=0),
+                    np.nanmax(cv, axis=0),
+                    color=st["color"],
+                    alpha=0.15,
+                    linewidth=0,
+                )
+            ax.plot(
+                ns,
+                np.nanmedian(cv, axis=0) if cv.shape[0] > 1 else cv[0],
+                lw=1.6,
+                label=config_label(cfg, info),
+                **st,
+            )
+    ax.axhline(100 * threshold, color="0.4", ls="--", lw=1, label=f"{100 * threshold:g}% threshold")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("number of seeds N")
+    ax.set_ylabel(f"CV of the mean {info.primary} (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    over = ""
+    if n_tasks > 1:
+        over = f" (median over {n_tasks} tasks" + (", shaded: their range)" if len(configs) <= 3 else ")")
+    ax.set_title(f"How many seeds: CV of the mean {info.primary} vs N" + over, fontsize="medium")
+    fig.tight_layout()
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"cv_of_mean_{slug(info.primary)}.png"
+    fig.savefig(folder / name, dpi=DPI)
+    return [
+        Plot(
+            f"plots/{name}",
+            "CV of the mean vs number of seeds",
+            f"Coefficient of variation (sd / |mean|) of the mean {info.primary} of N seeds, "
+            "estimated by resampling each config's runs with replacement"
+            + (", median over tasks" if n_tasks > 1 else "")
+            + (" (shaded: the range over tasks)" if n_tasks > 1 and len(configs) <= 3 else "")
+            + f"; where a line drops below the dashed {100 * threshold:g}% line, that many "
+            "seeds pin the mean down.",
+        )
+    ]
+
+
+def _curve_plots(results: Path, info: BenchmarkInfo, folder: Path, seeds: bool) -> list[Plot]:
+    # Read in the worker: the curves never cross a process boundary.
+    return plot_curves(load_curves(results), info, folder, seeds=seeds)
+
+
+def _default_workers(jobs: int) -> int:
+    if not sys.platform.startswith("linux"):
+        return 0  # fork is only dependable on Linux; elsewhere draw here
+    cores = len(os.sched_getaffinity(0))
+    return 0 if cores < 2 else min(jobs, cores - 1)
+
+
+def draw(
+    results: Path,
+    folder: Path,
+    info: BenchmarkInfo,
+    finals: pd.DataFrame,
+    desc: pd.DataFrame,
+    *,
+    seeds: bool = False,
+    seed: int = 0,
+    workers: int | None = None,
+) -> Callable[[], list[Plot]]:
+    """Start drawing every figure into ``folder``; call the returned function for the list.
+
+    With two or more cores (on Linux) the figures are drawn in forked worker
+    processes, leaving the calling process free to compute the statistics
+    meanwhile; ``workers=0`` draws them here, before returning. Forking, unlike
+    spawning, never re-imports the caller's ``__main__`` (a script without a
+    ``__name__`` guard, a notebook, stdin all work).
+    """
+    jobs: list[tuple[Callable[..., list[Plot]], tuple[Any, ...]]] = [
+        (_curve_plots, (results, info, folder, seeds)),
+        (plot_scores, (desc, info, folder)),
+        (plot_cv, (finals, info, folder, 1000, seed)),
+        (plot_profile, (finals, info, folder, 200, seed)),
+        (plot_radar, (finals, info, folder)),
+    ]
+
+    def serial() -> list[Plot]:
+        return [p for fn, args in jobs for p in fn(*args)]
+
+    n = _default_workers(len(jobs)) if workers is None else workers
+    if n <= 0:
+        done = serial()
+        return lambda: done
+    import multiprocessing
+    import warnings
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:  # imported once here (the caller needs it next anyway), not again in every worker
+        import benchlab.stats  # noqa: F401
+    except ImportError:
+        pass
+
+    with warnings.catch_warnings():
+        # Python 3.12+ warns when forking a process that has threads (here: idle BLAS
+        # threads); the workers only draw with matplotlib and touch no lock those hold.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
+        futures = [pool.submit(fn, *args) for fn, args in jobs]
+
+    def collect() -> list[Plot]:
+        try:
+            return [p for f in futures for p in f.result()]
+        except BrokenProcessPool:  # a worker died (e.g. out of memory): draw here instead
+            return serial()
+        finally:
+            pool.shutdown()
+
+    return collect

@@ -1,0 +1,189 @@
+"""Across-task figures: performance profiles and the radar of normalised scores.
+
+Both need scores on one scale: :func:`normalised_scores` maps each task's
+scores to 0 (bad) .. 1 (good) with the spec's reference scores, or with the
+task's worst and best run when the spec gives none, and says which in the caption.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from benchlab.report.style import DPI, Plot, config_label, config_order, new_figure, style
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from benchlab.results import BenchmarkInfo
+
+
+def normalised_scores(
+    finals: pd.DataFrame, info: BenchmarkInfo
+) -> tuple[list[str], dict[str, np.ndarray], str]:
+    """Per-config scores normalised per task, higher is better.
+
+    Returns ``(tasks, {config: array (runs, tasks)}, note)``: tasks with a reference
+    pair ``(low, high)`` map low to 0 and high to 1; without references every
+    task is normalised by the worst and best run over all configs (``note`` says which).
+    Runs are NaN-padded where configs have fewer seeds on a task. Tasks some config
+    has no run on are left out (so every config is profiled over the same tasks), as
+    are tasks whose two normalising values are equal; ``note`` names them.
+    """
+    goal = info.goal.get(info.primary, "max")
+    prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
+    tasks = [t for t in info.tasks if t in set(prim["task"])] + sorted(
+        set(prim["task"]) - set(info.tasks)
+    )
+    configs = config_order(info, set(prim["config"]))
+    groups = {k: g.to_numpy() for k, g in prim.groupby(["task", "config"], sort=False)["value"]}
+    used, bounds, referenced, dropped = [], [], 0, []
+    for t in tasks:
+        if any((t, c) not in groups for c in configs):
+            dropped.append(t)
+            continue
+        if t in info.references:
+            lo, hi = info.references[t]
+        else:
+            vals = prim.loc[prim["task"] == t, "value"]
+            lo, hi = (vals.min(), vals.max()) if goal == "max" else (vals.max(), vals.min())
+        if lo == hi:
+            dropped.append(t)
+            continue
+        used.append(t)
+        bounds.append((float(lo), float(hi)))
+        referenced += t in info.references
+    if referenced == len(used):
+        note = "scores are normalised by each task's reference scores (low → 0, high → 1)"
+    elif referenced == 0:
+        note = (
+            "the spec gives no reference scores, so each task is normalised by its worst (0) "
+            "and best (1) run over all configs"
+        )
+    else:
+        note = (
+            "scores are normalised by reference scores where the spec gives them, otherwise "
+            "by the task's worst (0) and best (1) run over all configs"
+        )
+    if dropped:
+        note += (f"; left out: {', '.join(dropped)} (a config has no run there, or all "
+                 "scores are equal)")
+    out = {}
+    for cfg in configs:
+        cols = [groups.get((t, cfg), np.empty(0)) for t in used]
+        width = max((c.shape[0] for c in cols), default=0)
+        arr = np.full((width, len(used)), np.nan)
+        for j, (c, (lo, hi)) in enumerate(zip(cols, bounds, strict=True)):
+            arr[: c.shape[0], j] = (c - lo) / (hi - lo)
+        out[cfg] = arr
+    return used, out, note
+
+
+def _sentence(note: str) -> str:
+    return note[0].upper() + note[1:] + "."
+
+
+def plot_profile(
+    finals: pd.DataFrame, info: BenchmarkInfo, folder: Path, reps: int = 200, seed: int = 0
+) -> list[Plot]:
+    """Performance profiles: fraction of runs whose normalised score exceeds tau, per config."""
+    tasks, scores, note = normalised_scores(finals, info)
+    scores = {c: s for c, s in scores.items() if s.size}
+    if not tasks or not scores:
+        return []
+    allv = np.concatenate([s[~np.isnan(s)] for s in scores.values()])
+    # Over the observed range only: below the worst run every profile is 1, above the best 0.
+    worst, best = float(allv.min()), float(allv.max())
+    pad = 0.02 * (best - worst) if best > worst else 0.5
+    taus = np.linspace(worst - pad, best + pad, 101)
+    profile: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] | None
+    try:
+        from benchlab.stats import performance_profile as profile
+    except ImportError:
+        profile = None
+    fig = new_figure(7.5, 4.8)
+    ax = fig.add_subplot()
+    for i, (cfg, s) in enumerate(scores.items()):
+        st = style(i)
+        if profile is not None:
+            point, lo, hi = profile(s, taus, reps=reps, seed=seed)
+            ax.fill_between(taus, lo, hi, color=st["color"], alpha=0.2, linewidth=0)
+        else:
+            valid = ~np.isnan(s)
+            point = (
+                ((s[..., None] > taus) & valid[..., None]).sum(axis=0) / valid.sum(axis=0)[:, None]
+            ).mean(axis=0)
+        ax.plot(taus, point, lw=1.8, label=config_label(cfg, info), **st)
+    ax.set_xlabel(f"normalised {info.primary} τ")
+    ax.set_ylabel("fraction of runs with score > τ")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    ax.set_title(
+        f"Performance profiles over {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
+        + (" (95% bootstrap bands)" if profile is not None else "")
+    )
+    fig.text(0.5, 0.005, _sentence(note), ha="center", va="bottom", fontsize="small", color="0.3")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(folder / "performance_profile.png", dpi=DPI)
+    return [
+        Plot(
+            "plots/performance_profile.png",
+            "Performance profiles",
+            f"Fraction of runs (averaged over tasks) whose normalised {info.primary} "
+            f"exceeds each threshold τ; higher and further right is better. "
+            f"{_sentence(note)}",
+        )
+    ]
+
+
+def plot_radar(finals: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[Plot]:
+    """Normalised mean score per task as a polygon per config; needs 3 or more tasks."""
+    tasks, scores, note = normalised_scores(finals, info)
+    if len(tasks) < 3:
+        return []
+    angles = np.linspace(0, 2 * np.pi, len(tasks), endpoint=False)
+    closed = np.append(angles, angles[0])
+    fig = new_figure(7.5, 7.4)
+    ax = fig.add_subplot(projection="polar")
+    lo, hi = 0.0, 1.0
+    for i, (cfg, s) in enumerate(scores.items()):
+        if not s.size:
+            continue
+        with np.errstate(invalid="ignore"):
+            means = np.array(
+                [
+                    np.nanmean(s[:, j]) if np.any(~np.isnan(s[:, j])) else np.nan
+                    for j in range(s.shape[1])
+                ]
+            )
+        st = style(i)
+        if np.any(np.isfinite(means)):
+            lo, hi = min(lo, float(np.nanmin(means))), max(hi, float(np.nanmax(means)))
+        ax.plot(closed, np.append(means, means[0]), lw=1.6, label=config_label(cfg, info), **st)
+        if len(scores) <= 3:  # more fills stack into a grey blot
+            ax.fill(closed, np.append(means, means[0]), color=st["color"], alpha=0.06)
+    ax.set_xticks(angles)
+    ax.set_xticklabels(tasks, fontsize="small")
+    ax.set_ylim(lo, hi)
+    ax.set_title(f"Normalised mean {info.primary} per task (further out is better)", pad=22)
+    ncol = min(len(scores), 5)
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=ncol, fontsize="small", frameon=False
+    )
+    fig.text(0.5, 0.01, _sentence(note), ha="center", va="bottom", fontsize="small", color="0.3")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(folder / "radar.png", dpi=DPI)
+    return [
+        Plot(
+            "plots/radar.png",
+            "Per-task profile (radar)",
+            f"Mean normalised {info.primary} of each config on each task (1 = best, "
+            f"further out is better). {_sentence(note)}",
+        )
+    ]

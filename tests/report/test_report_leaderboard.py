@@ -1,0 +1,84 @@
+"""BENCHMARKS.md statuses: the rule of docs/reports.md, case by case, worked by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from report_world import build_store_world
+
+from benchlab.report import status, write_report
+
+
+@pytest.mark.parametrize(
+    ("score", "target", "goal", "expected"),
+    [
+        # goal max, positive target 0.9: solved at >= 0.9, close above 0.72 (80% of 0.9).
+        (0.95, 0.9, "max", "solved"),
+        (0.9, 0.9, "max", "solved"),
+        (0.8, 0.9, "max", "close"),
+        (0.7201, 0.9, "max", "close"),
+        (0.7199, 0.9, "max", "failed"),
+        # goal max, negative target -200 (a reward): close above -200 - 0.2*200 = -240.
+        (-190.0, -200.0, "max", "solved"),
+        (-230.0, -200.0, "max", "close"),
+        (-250.0, -200.0, "max", "failed"),
+        # goal min, target 1.0 (a loss): solved at <= 1.0, close below 1.0 / 0.8 = 1.25.
+        (0.95, 1.0, "min", "solved"),
+        (1.0, 1.0, "min", "solved"),
+        (1.2, 1.0, "min", "close"),
+        (1.249, 1.0, "min", "close"),
+        (1.251, 1.0, "min", "failed"),
+        # goal min, negative target -10: close below -10 + 0.25*10 = -7.5.
+        (-11.0, -10.0, "min", "solved"),
+        (-8.0, -10.0, "min", "close"),
+        (-7.0, -10.0, "min", "failed"),
+        # target 0: the close band is empty.
+        (-0.01, 0.0, "max", "failed"),
+    ],
+)
+def test_status_follows_the_documented_rule(score, target, goal, expected):
+    assert status(score, target, goal) == expected
+
+
+def test_no_target_or_no_score_means_no_status():
+    assert status(0.5, None, "max") is None
+    assert status(None, 0.5, "max") is None
+    assert status(float("nan"), 0.5, "min") is None
+
+
+def _row(text: str, task: str) -> list[str]:
+    line = next(ln for ln in text.splitlines() if ln.startswith(f"| {task} |"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_benchmarks_md_for_a_metric_to_minimise(tmp_path: Path):
+    # loss, goal min. m1 target 1.0: x mean 0.95 solved, y mean 1.2 close (< 1.25),
+    # z mean 1.35 failed; best (lowest mean) is x. m2 has no target.
+    values = {
+        ("m1", "x"): [0.9, 1.0],
+        ("m1", "y"): [1.2, 1.2],
+        ("m1", "z"): [1.3, 1.4],
+        ("m2", "x"): [3.0, 5.0],
+        ("m2", "y"): [2.0, 2.0],
+        ("m2", "z"): [1.0, 1.0],
+    }
+    folder = build_store_world(
+        tmp_path / "res", values, goal="min", targets={"m1": 1.0, "m2": None}
+    )
+    write_report(folder, tmp_path / "rep", plots=False, html=False)
+    text = (tmp_path / "rep" / "BENCHMARKS.md").read_text()
+    assert "(lower is better)" in text
+    header = _row(text, "task")
+    assert header == ["task", "target", "x", "y", "z", "best"]
+    # std of [0.9, 1.0] = 0.0707..., of [1.2, 1.2] = 0, of [1.3, 1.4] = 0.0707...
+    assert _row(text, "m1") == [
+        "m1",
+        "1",
+        "0.95 ± 0.071 ✅",
+        "1.2 ± 0 ⚠️",
+        "1.35 ± 0.071 ❌",
+        "x ✅ solved",
+    ]
+    # No target: scores only, the best config named without a status.
+    assert _row(text, "m2") == ["m2", "—", "4 ± 1.4", "2 ± 0", "1 ± 0", "z"]
