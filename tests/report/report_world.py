@@ -9,9 +9,7 @@ goal-min cases, where a real sweep adds nothing).
 
 from __future__ import annotations
 
-import importlib.util
 import struct
-import sys
 import textwrap
 import zlib
 from pathlib import Path
@@ -20,24 +18,7 @@ import numpy as np
 
 from benchlab.plan import Run
 from benchlab.store import Store
-
-
-def _root_conftest():  # type: ignore[no-untyped-def]
-    # `from conftest import ...` means whichever tests/**/conftest.py pytest imported last;
-    # load the root one by path so the helpers are always the shared ones.
-    name = "benchlab_tests_root_conftest"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while it executes
-    spec.loader.exec_module(module)
-    return module
-
-
-run_cli = _root_conftest().run_cli
+from benchlab_testing import run_cli  # noqa: E402  (shared helpers of tests/)
 
 SEEDS = 4
 # Per config: the score offset of seeds 0..3. b - a = [0.20, 0.21, 0.20, 0.22] (clearly better);
