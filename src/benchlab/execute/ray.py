@@ -62,6 +62,8 @@ _HOST_ONLY = {"CUDA_VISIBLE_DEVICES", "HOME", "PATH", "PWD", "OLDPWD", "TMPDIR",
 
 _REAPER_CODE = r"""
 import os, signal, sys, time
+if os.fork():
+    os._exit(0)  # not a child of the worker: Ray kills those along with it
 groups = {}
 for line in sys.stdin:
     op, pgid, grace = line.split()
@@ -95,17 +97,20 @@ _reaper_state: dict[str, Any] = {}
 
 def _reaper_send(line: str) -> None:
     """Tell this worker's reaper about a group; started on first use, one per worker process."""
-    proc = _reaper_state.get("proc")
-    if proc is None or proc.poll() is not None:
-        proc = subprocess.Popen([sys.executable, "-c", _REAPER_CODE], stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True, close_fds=True)
-        _reaper_state["proc"] = proc
-    try:
-        proc.stdin.write(line.encode())
-        proc.stdin.flush()
-    except OSError:
-        _reaper_state.pop("proc", None)
+    for _ in range(2):
+        pipe = _reaper_state.get("pipe")
+        if pipe is None:
+            proc = subprocess.Popen([sys.executable, "-c", _REAPER_CODE], stdin=subprocess.PIPE,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True, close_fds=True)
+            proc.wait()  # the go-between exits at once; the reaper lives on, reading the pipe
+            pipe = _reaper_state["pipe"] = proc.stdin
+        try:
+            pipe.write(line.encode())
+            pipe.flush()
+            return
+        except OSError:  # the reaper is gone: start another
+            _reaper_state.pop("pipe", None)
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -181,6 +186,7 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
     for key, value in job["env"].items():
         env[key] = value.replace(driver_dir, here)
     command = job["command"].replace(job["placeholder"], shlex.quote(here))
+    _reaper_send("")  # have the reaper running before the group exists
     result["started"] = time.time()
     try:
         with open(os.path.join(here, "train.log"), "ab", buffering=0) as log:
