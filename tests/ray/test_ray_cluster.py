@@ -7,6 +7,7 @@ to remove adds its own.
 from __future__ import annotations
 
 import json
+import re
 import logging
 import os
 import signal
@@ -296,3 +297,19 @@ def test_ctrl_c_cancels_the_tasks_and_leaves_nothing_running(ray_cluster, tmp_pa
              lambda: [(p.pid, p.ppid(), p.cmdline()) for p in alive(token)])
     rows = attempts(tmp_path / "out")
     assert rows and all(r["status"] == "interrupted" for r in rows)
+
+
+def test_the_docs_spec_example_runs_on_the_cluster(ray_cluster, tmp_path):
+    doc = (Path(__file__).parents[2] / "docs" / "cluster.md").read_text()
+    (example,) = [b for b in re.findall(r"```yaml\n(.*?)```", doc, flags=re.S) if "name:" in b]
+    # No GPU here: the node's 'fake_gpu' resource stands in for the doc's half GPU.
+    assert "resources: {cpus: 1, gpus: 0.5}" in example
+    example = example.replace("gpus: 0.5", "custom: {fake_gpu: 0.5}")
+    run_cli("init", ".", cwd=tmp_path, check=True)  # the doc's train.py
+    (tmp_path / "starter-on-ray.yaml").write_text(example)
+    proc = run_cli("run", "starter-on-ray.yaml", "-r", "out", "--ray-address", ray_cluster.address,
+                   cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    done = completed_once(tmp_path / "out", 12)
+    assert {node_id(r["node"]) for r in done} == {ray_cluster.gpu_node[:12]}
+    assert (tmp_path / "out" / "BENCHMARK_REPORT.md").exists()

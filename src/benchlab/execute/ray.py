@@ -146,13 +146,15 @@ def _pack_files(folder: str, cap: int) -> tuple[list[tuple[str, bytes]], dict[st
         room = cap - used
         with open(log[2], "rb") as fh:
             if log[0] > room:
-                fh.seek(log[0] - room)
+                # One byte before the tail, to tell whether it starts on a line boundary.
+                fh.seek(log[0] - room - 1)
+                data = fh.read(room + 1)
+                data = data[data.find(b"\n") + 1:]  # whole lines only
                 notes["log_truncated"] = f"kept the last {room} of {log[0]} bytes"
-            data = fh.read(room)
-        if "log_truncated" in notes:
-            head = (f"[benchlab: log over the {cap} byte cap; showing its last {room} of "
-                    f"{log[0]} bytes]\n").encode()
-            data = head + data[data.find(b"\n") + 1:]
+                data = (f"[benchlab: log over the {cap} byte cap; showing its last {room} of "
+                        f"{log[0]} bytes]\n").encode() + data
+            else:
+                data = fh.read()
         files.append(("train.log", data))
     if skipped:
         notes["skipped_files"] = ",".join(skipped)
@@ -284,8 +286,8 @@ class RayBackend:
         if self._owns_ray:
             kwargs: dict[str, Any] = {"address": address, "ignore_reinit_error": True,
                                       "logging_level": logging.WARNING, "log_to_driver": False}
-            if address is None:
-                kwargs["include_dashboard"] = False
+            if address is None and not os.environ.get("RAY_ADDRESS"):
+                kwargs["include_dashboard"] = False  # a private Ray for this sweep only
             try:
                 ray.init(**kwargs)
             except ConnectionError as exc:
