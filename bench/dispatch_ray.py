@@ -99,7 +99,8 @@ def main() -> None:
     print(f"  benchlab --backend ray   {ours:7.2f} ms per run")
     print(f"  Ray Tune (reuse_actors)  {tune_ms:7.2f} ms per run")
     print(f"  ratio Ray Tune / benchlab = {tune_ms / ours:.2f}")
-    print(f"  goal: benchlab <= {GOAL_MS:g} ms per run -> {'met' if ours <= GOAL_MS else 'NOT met'}")
+    verdict = "met" if ours <= GOAL_MS else "NOT met"
+    print(f"  goal: benchlab <= {GOAL_MS:g} ms per run -> {verdict}")
     sys.stdout.flush()
 
 

@@ -7,9 +7,9 @@ to remove adds its own.
 from __future__ import annotations
 
 import json
-import re
 import logging
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -37,7 +37,7 @@ MB = 2**20
 
 @dataclass
 class LocalCluster:
-    """A Ray cluster of three nodes: a 1-CPU head, node A with 2 fake GPUs, node B with CPUs only."""
+    """Three Ray nodes: a 1-CPU head, node A with 2 fake GPUs, node B with CPUs only."""
 
     cluster: Any
     gpu_node: str  # node id (hex) of the node that has the 'fake_gpu' resource
@@ -149,7 +149,7 @@ def node_id(node: str) -> str:
 
 
 def alive(token: str) -> list[psutil.Process]:
-    """Processes of this test's runs still running anywhere on this machine (the cluster's nodes)."""
+    """Processes of this test's runs still alive on this machine (all the cluster's nodes)."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info["cmdline"] or []
@@ -175,7 +175,8 @@ def wait_for(predicate, timeout: float, what: str, detail=None) -> None:
         if predicate():
             return
         time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {detail() if detail else ''}")
+    shown = detail() if detail else ""
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {shown}")
 
 
 def test_runs_spread_over_nodes_and_their_files_come_home(ray_cluster, tmp_path):

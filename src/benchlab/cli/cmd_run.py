@@ -85,8 +85,8 @@ def run(
     max_failures: int = typer.Option(None, "--max-failures", min=1,
                                      help="Stop launching after this many failed runs."),
     backend: str = typer.Option(None, "--backend", help="local or ray [default: the spec's, or local]."),
-    ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster to run on (ray backend) "
-                                    "[default: $RAY_ADDRESS, else a local Ray]."),
+    ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster to run on (ray "
+                                    "backend) [default: $RAY_ADDRESS, else a local Ray]."),
     shared_fs: bool = typer.Option(False, "--shared-fs", help="Ray nodes see the results folder at "
                                    "the same path: runs write into it directly."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the report at the end."),

@@ -105,6 +105,7 @@ def _reaper_send(line: str) -> None:
                                     start_new_session=True, close_fds=True)
             proc.wait()  # the go-between exits at once; the reaper lives on, reading the pipe
             pipe = _reaper_state["pipe"] = proc.stdin
+            assert pipe is not None
         try:
             pipe.write(line.encode())
             pipe.flush()
@@ -121,7 +122,7 @@ def _killpg(pgid: int, sig: int) -> None:
 
 
 def _pack_files(folder: str, cap: int) -> tuple[list[tuple[str, bytes]], dict[str, str]]:
-    """What the run wrote, at most ``cap`` bytes: small files first, the log's tail with the rest."""
+    """What the run wrote, at most ``cap`` bytes: small files first, the log's tail in the rest."""
     found = []
     for root, _dirs, names in os.walk(folder):
         for name in names:
@@ -163,8 +164,8 @@ def _pack_files(folder: str, cap: int) -> tuple[list[tuple[str, bytes]], dict[st
 
 def _attempt(job: dict[str, Any]) -> dict[str, Any]:
     """Run one attempt on this worker; returns its exit, its node and (not shared) its files."""
-    import shutil
     import shlex
+    import shutil
     import tempfile
 
     import ray
@@ -291,7 +292,8 @@ class RayBackend:
             try:
                 ray.init(**kwargs)
             except ConnectionError as exc:
-                raise BackendUnavailable("ray", f"cannot reach the Ray cluster at {address}: {exc}") from None
+                raise BackendUnavailable(
+                    "ray", f"cannot reach the Ray cluster at {address}: {exc}") from None
         self.shared_fs = shared_fs
         self.cap_bytes = cap_bytes
         self.grace = grace
@@ -317,7 +319,8 @@ class RayBackend:
     # -- lifecycle ------------------------------------------------------------
 
     def _remote_for(self, resources: Resources) -> Any:
-        key = (resources.cpus, resources.gpus, resources.memory, tuple(sorted(resources.custom.items())))
+        key = (resources.cpus, resources.gpus, resources.memory,
+               tuple(sorted(resources.custom.items())))
         remote = self._options.get(key)
         if remote is None:
             remote = self._options[key] = self._remote.options(**task_options(resources))
