@@ -46,6 +46,7 @@ class Logger:
         self._last_flush = time.monotonic()
         self._auto_step = 0
         self._fh: Any = None
+        self._keys: dict[str, str] = {}
 
     def log(self, step: int | float | None = None, **values: Any) -> None:
         """Record one step: ``log(step=10, loss=0.3, accuracy=0.9)``.
@@ -54,17 +55,19 @@ class Logger:
         """
         if step is None:
             step = self._auto_step
-        self._auto_step = int(step) + 1 if isinstance(step, int) else self._auto_step + 1
+        self._auto_step = int(step) + 1 if type(step) is int else self._auto_step + 1
+        keys = self._keys
         parts = ['{"step": ', _fmt(step)]
         for key, value in values.items():
-            parts.append(", ")
-            parts.append(json.dumps(key))
-            parts.append(": ")
-            parts.append(_fmt(value))
+            enc = keys.get(key)
+            if enc is None:
+                enc = keys[key] = ", " + json.dumps(key) + ": "
+            parts.append(enc)
+            # floats and ints are by far the common case: skip the general formatter
+            parts.append(repr(value) if type(value) is float and value - value == 0.0 else _fmt(value))
         parts.append("}\n")
         self._buf.append("".join(parts))
-        now = time.monotonic()
-        if now - self._last_flush >= _FLUSH_EVERY_S:
+        if time.monotonic() - self._last_flush >= _FLUSH_EVERY_S:
             self.flush()
 
     def summary(self, **values: Any) -> None:

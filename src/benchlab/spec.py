@@ -92,7 +92,7 @@ class Config(_Model):
 class MetricSource(_Model):
     """Where a metric is read from, when the run does not write benchlab's own files.
 
-    Exactly one of ``regex``, ``json``, ``jsonl``, ``csv`` is set:
+    Exactly one of ``regex``, ``json``, ``jsonl``, ``csv``, ``lm_eval``, ``tensorboard`` is set:
 
     - ``regex``: a pattern over ``file`` (default ``train.log``), ANSI colours stripped;
       the value is the group named ``value`` (or the only group), the step the group
@@ -100,6 +100,10 @@ class MetricSource(_Model):
     - ``json``: a JSON file; ``key`` is a dotted path (``eval.scores.0``).
     - ``jsonl``: a JSON-lines file; ``key`` per line, ``step_key`` for the step.
     - ``csv``: a CSV file; ``column`` for the value, ``step_column`` for the step.
+    - ``lm_eval``: the folder lm-evaluation-harness wrote (its ``--output_path``); ``task``
+      and ``key`` (``exact_match,strict-match``) pick the value from the newest
+      ``results_*.json`` under it.
+    - ``tensorboard``: a folder of TensorBoard event files; ``tag`` names the scalar.
 
     ``series: true`` keeps every match/row as a step series; the final value is
     always the last one.
@@ -109,30 +113,40 @@ class MetricSource(_Model):
     json_file: str | None = Field(default=None, alias="json")
     jsonl: str | None = None
     csv: str | None = None
+    lm_eval: str | None = None
+    tensorboard: str | None = None
     file: str | None = None
+    task: str | None = None
+    tag: str | None = None
     key: str | None = None
     step_key: str | None = None
     column: str | None = None
     step_column: str | None = None
     series: bool = False
 
+    def _kinds(self) -> list[str]:
+        return [k for k, v in (("regex", self.regex), ("json", self.json_file), ("jsonl", self.jsonl),
+                               ("csv", self.csv), ("lm_eval", self.lm_eval),
+                               ("tensorboard", self.tensorboard)) if v is not None]
+
     @property
     def kind(self) -> str:
-        for kind, value in (("regex", self.regex), ("json", self.json_file), ("jsonl", self.jsonl),
-                            ("csv", self.csv)):
-            if value is not None:
-                return kind
-        return "none"
+        kinds = self._kinds()
+        return kinds[0] if kinds else "none"
 
     @model_validator(mode="after")
     def _one_kind(self) -> MetricSource:
-        kinds = [k for k, v in (("regex", self.regex), ("json", self.json_file),
-                                ("jsonl", self.jsonl), ("csv", self.csv)) if v is not None]
+        kinds = self._kinds()
         if len(kinds) != 1:
             raise ValueError(
-                "expected exactly one of 'regex', 'json', 'jsonl', 'csv'"
+                "expected exactly one of 'regex', 'json', 'jsonl', 'csv', 'lm_eval', 'tensorboard'"
                 + (f", got {', '.join(kinds)}" if kinds else "")
             )
+        if self.lm_eval is not None and not (self.task and self.key):
+            raise ValueError("an 'lm_eval' source needs 'task' (e.g. gsm8k) and 'key' "
+                             "(e.g. 'exact_match,strict-match')")
+        if self.tensorboard is not None and not self.tag:
+            raise ValueError("a 'tensorboard' source needs 'tag', the scalar's name")
         if self.regex is not None:
             try:
                 pattern = re.compile(self.regex)
@@ -393,7 +407,7 @@ def _problems_from_validation(exc: ValidationError, file: str,
                 msg += f" (valid fields: {', '.join(valid)})"
             problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc[:-1]) or "spec", msg))
             continue
-        problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), _describe_type(err)))
+        problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), _describe_type(dict(err))))
     return problems
 
 
@@ -458,16 +472,17 @@ def _semantic_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int])
 
     if not _NAME_RE.match(spec.name):
         add(("name",), f"expected letters, digits and . _ + - only, got {spec.name!r}")
-    for kind, items in (("tasks", spec.tasks), ("configs", spec.configs)):
+    named = [("tasks", [t.name for t in spec.tasks]), ("configs", [c.name for c in spec.configs])]
+    for kind, item_names in named:
         seen: dict[str, int] = {}
-        for i, item in enumerate(items):
-            if not _NAME_RE.match(item.name):
+        for i, name in enumerate(item_names):
+            if not _NAME_RE.match(name):
                 add((kind, i, "name"),
-                    f"expected letters, digits and . _ + - only (it names folders), got {item.name!r}")
-            if item.name in seen:
-                add((kind, i, "name"), f"duplicate name {item.name!r} (also {kind}[{seen[item.name]}])")
+                    f"expected letters, digits and . _ + - only (it names folders), got {name!r}")
+            if name in seen:
+                add((kind, i, "name"), f"duplicate name {name!r} (also {kind}[{seen[name]}])")
             else:
-                seen[item.name] = i
+                seen[name] = i
     names = [m.name for m in spec.metrics.all]
     for i, m in enumerate(spec.metrics.secondary):
         if names.count(m.name) > 1:
@@ -483,7 +498,7 @@ def _semantic_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int])
             if c.command is None:
                 add((("configs", i, "command")),
                     "no command: set 'command' at the top of the spec or on this config")
-    for task_i, task in enumerate(spec.tasks):
+    for task in spec.tasks:
         for cfg_i, cfg in enumerate(spec.configs):
             template = cfg.command if cfg.command is not None else spec.command
             if template is None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -247,7 +246,8 @@ def test_kill_9_of_benchlab_then_rerun_completes_each_run_exactly_once(make_benc
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     con = ledger(bench.results)
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    completed = con.execute("SELECT run_id, COUNT(*) FROM attempts WHERE status = 'completed' GROUP BY run_id").fetchall()
+    completed = con.execute(
+        "SELECT run_id, COUNT(*) FROM attempts WHERE status = 'completed' GROUP BY run_id").fetchall()
     assert len(completed) == 6 and all(n == 1 for _, n in completed)
     lost = con.execute("SELECT COUNT(*) FROM attempts WHERE failure_class = 'orchestrator-died'").fetchone()[0]
     assert lost == 2

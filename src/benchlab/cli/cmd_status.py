@@ -126,7 +126,8 @@ def logs(
 @app.command()
 def collect(
     results: Path = ResultsArg,
-    rebuild: bool = typer.Option(False, "--rebuild", help="Recreate the ledger from runs/ (the old one is kept as a backup)."),
+    rebuild: bool = typer.Option(False, "--rebuild",
+                                 help="Recreate the ledger from runs/ (the old one is kept as a backup)."),
 ) -> None:
     """Read metrics again from the run directories into the ledger (or rebuild the ledger)."""
     from benchlab.collect.rebuild import rebuild_store, recollect

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchlab.collect import lm_eval as _lm_eval  # noqa: F401  (registers the extractor)
+from benchlab.collect import tensorboard as _tensorboard  # noqa: F401  (registers the extractor)
 from benchlab.collect.extractors import EXTRACTORS, ExtractFailed
 from benchlab.collect.files import read_metrics_json, read_metrics_jsonl
 from benchlab.spec import Metric

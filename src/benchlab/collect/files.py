@@ -66,11 +66,35 @@ def read_metrics_jsonl(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
                 records.append(json.loads(ln))
             except ValueError:
                 continue
+    records = [r for r in records if isinstance(r, dict)]
+    if not records:
+        return {}
+    try:
+        return _columns_fast(records)
+    except (KeyError, TypeError, ValueError):
+        return _columns_slow(records)
+
+
+def _columns_fast(records: list[dict[str, Any]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every record has a numeric step and the same numeric fields: one array per field."""
+    n = len(records)
+    keys = [k for k in records[0] if k != "step"]
+    if any(len(r) != len(keys) + 1 for r in records):
+        raise KeyError("ragged records")
+    steps = np.fromiter((r["step"] for r in records), dtype=float, count=n)
+    out = {}
+    for key in keys:
+        column = [r[key] for r in records]
+        if any(type(v) is bool or v is None or isinstance(v, str) for v in column):
+            raise TypeError("non-numeric value")
+        out[key] = (steps, np.array(column, dtype=float))
+    return out
+
+
+def _columns_slow(records: list[dict[str, Any]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     steps: dict[str, list[float]] = {}
     values: dict[str, list[float]] = {}
     for i, rec in enumerate(records):
-        if not isinstance(rec, dict):
-            continue
         step = _number(rec.get("step"))
         if step is None:
             step = float(i)
@@ -83,4 +107,3 @@ def read_metrics_jsonl(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             steps.setdefault(key, []).append(step)
             values.setdefault(key, []).append(val)
     return {k: (np.asarray(steps[k], dtype=float), np.asarray(values[k], dtype=float)) for k in steps}
-

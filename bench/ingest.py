@@ -1,0 +1,141 @@
+"""Metric ingest: 100 runs × 1,000 logged steps of one metric, written and read back.
+
+benchlab: each run's steps go through `benchlab.log` into its metrics.jsonl, then
+the sweep's collector puts them into the SQLite ledger; reading back is
+`benchlab.load(results)`, a long-format DataFrame.
+MLflow (the anchor): its local store (SQLite, MLflow's default since the file store
+went into maintenance), one `log_batch` of 1,000 metrics per run;
+reading back is each run's metric history, gathered into a DataFrame.
+The goal (issue 2): benchlab at least 50× faster both ways.
+
+    pip install mlflow   # the anchor; also in the `bench` extra
+    python bench/ingest.py [--runs 100] [--steps 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+
+def values(run: int, steps: int) -> list[float]:
+    return [math.exp(-s / 300) + 0.001 * ((run * 7919 + s) % 97) for s in range(steps)]
+
+
+def benchlab_write(root: Path, runs: int, steps: int) -> Path:
+    from benchlab.collect import collect_run
+    from benchlab.plan import Run
+    from benchlab.runlog import Logger
+    from benchlab.spec import Metric
+    from benchlab.store import COMPLETED, Store
+
+    results = root / "benchlab"
+    plan = [Run(run_id=f"r{i:04d}", benchmark="ingest", task="t", config="c", seed=i, params={},
+                command="true") for i in range(runs)]
+    for run in plan:
+        logger = Logger(results / "runs" / run.run_id)
+        for step, value in enumerate(values(run.seed, steps)):
+            logger.log(step=step, loss=value)
+        logger.close()
+    metrics = [Metric(name="loss", goal="min")]
+    with Store.create(results) as store:
+        store.set_meta(name="ingest", primary="loss", goals={"loss": "min"}, tasks=["t"], configs=["c"])
+        store.register(plan)
+        for run in plan:
+            attempt, _ = store.start_attempt(run.run_id, host="bench")
+            got = collect_run(results / "runs" / run.run_id, metrics)
+            store.finish_attempt(attempt, run.run_id, status=COMPLETED, run_status=COMPLETED,
+                                 exit_code=0, metrics=got.finals, series=got.series)
+    return results
+
+
+def benchlab_read(results: Path):
+    import benchlab
+
+    return benchlab.load(results)
+
+
+def mlflow_write(root: Path, runs: int, steps: int) -> list[str]:
+    import mlflow
+    from mlflow.entities import Metric as MlMetric
+    from mlflow.tracking import MlflowClient
+
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    client = MlflowClient()
+    exp = client.create_experiment("ingest")
+    ids = []
+    now = int(time.time() * 1000)
+    for i in range(runs):
+        run = client.create_run(exp)
+        batch = [MlMetric("loss", v, now, s) for s, v in enumerate(values(i, steps))]
+        client.log_batch(run.info.run_id, metrics=batch)
+        client.set_terminated(run.info.run_id)
+        ids.append(run.info.run_id)
+    return ids
+
+
+def mlflow_read(root: Path, ids: list[str]):
+    import mlflow
+    import pandas as pd
+    from mlflow.tracking import MlflowClient
+
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    client = MlflowClient()
+    frames = []
+    for seed, rid in enumerate(ids):
+        hist = client.get_metric_history(rid, "loss")
+        frames.append(pd.DataFrame({"seed": seed, "metric": "loss", "step": [m.step for m in hist],
+                                    "value": [m.value for m in hist]}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=1000)
+    args = parser.parse_args()
+    logging.getLogger("mlflow").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    root = Path(tempfile.mkdtemp(prefix="benchlab-ingest-"))
+    try:
+        t0 = time.perf_counter()
+        results = benchlab_write(root, args.runs, args.steps)
+        bl_write = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        table = benchlab_read(results)
+        bl_read = time.perf_counter() - t0
+        curve = table[table["step"].notna()]
+        assert len(curve) == args.runs * args.steps, len(curve)
+        try:
+            import mlflow  # noqa: F401
+        except ImportError:
+            print(f"benchlab: write {bl_write:.3f} s, read {bl_read:.3f} s "
+                  "(install mlflow to measure the anchor)")
+            return
+        t0 = time.perf_counter()
+        ids = mlflow_write(root, args.runs, args.steps)
+        ml_write = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ml_table = mlflow_read(root, ids)
+        ml_read = time.perf_counter() - t0
+        assert len(ml_table) == args.runs * args.steps
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    points = args.runs * args.steps
+    print(f"{args.runs} runs x {args.steps} steps = {points:,} points")
+    print(f"  write: mlflow {ml_write:7.3f} s   benchlab {bl_write:6.3f} s   {ml_write / bl_write:6.1f}x faster")
+    print(f"  read:  mlflow {ml_read:7.3f} s   benchlab {bl_read:6.3f} s   {ml_read / bl_read:6.1f}x faster")
+    ok = ml_write / bl_write >= 50 and ml_read / bl_read >= 50
+    print(f"goal: at least 50x faster both ways -> {'met' if ok else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

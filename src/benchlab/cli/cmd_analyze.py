@@ -1,0 +1,314 @@
+"""`benchlab analyze`, `compare`, `variance`, `power`: statistics of a CSV or a results folder.
+
+Parse, call :mod:`benchlab.stats`, print: rich tables by default, JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from benchlab.cli.app import app, console, err_console, print_json
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    from benchlab.errors import DataError
+
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path}: the file is empty; expected a CSV with a header row") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: not a readable CSV ({str(exc).strip()})") from None
+
+
+def _read_references(path: Path | None) -> dict[str, tuple[float, float]] | None:
+    """A CSV with columns ``task, low, high``."""
+    if path is None:
+        return None
+    import pandas as pd
+
+    from benchlab.errors import DataError
+
+    refs = _read_csv(path)
+    missing = [c for c in ("task", "low", "high") if c not in refs.columns]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; expected task, low, high")
+    out = {}
+    for col in ("low", "high"):
+        values = pd.to_numeric(refs[col], errors="coerce")
+        if values.isna().any():
+            row = int(values.isna().to_numpy().nonzero()[0][0])
+            raise DataError(f"{path}: column {col!r} must hold numbers; row {row + 1} has "
+                            f"{refs[col].iloc[row]!r}")
+        refs[col] = values
+    for task, low, high in refs[["task", "low", "high"]].itertuples(index=False, name=None):
+        out[str(task)] = (float(low), float(high))
+    return out
+
+
+def _load(path: Path) -> tuple[pd.DataFrame, Any]:
+    """A table from a CSV file, or from a results folder (with its benchmark info)."""
+    if path.is_file() and path.suffix.lower() == ".csv":
+        return _read_csv(path), None
+    from benchlab import results
+
+    return results.load(path), results.info(path)
+
+
+def _fmt(x: Any, digits: int = 4) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title="Per task and config", title_justify="left")
+    for col in ("task", "config", "metric", "n", "mean", "std", "95% CI (t)", "bootstrap CI",
+                "high var", "rank"):
+        table.add_column(col, justify="left" if col in ("task", "config", "metric") else "right")
+    for r in report["summary"]:
+        table.add_row(
+            r["task"], r["config"], r["metric"], str(r["n"]), _fmt(r["mean"]), _fmt(r["std"]),
+            f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
+            f"[{_fmt(r['boot_ci_low'])}, {_fmt(r['boot_ci_high'])}]",
+            _fmt(r["high_variance"]), _fmt(r["rank"]),
+        )
+    console.print(table)
+    if report["comparisons"]:
+        base = report["comparisons"][0]["baseline"]
+        table = Table(title=f"Candidate vs baseline {base} (diff = candidate - baseline)",
+                      title_justify="left")
+        for col in ("task", "metric", "candidate", "paired", "n", "diff [95% CI]", "p",
+                    "p Holm", "d", "P(better)", "signif."):
+            table.add_column(col)
+        for c in report["comparisons"]:
+            p = c["t_pvalue"] if c["paired"] else c["welch_pvalue"]
+            table.add_row(
+                c["task"], c["metric"], c["candidate"], _fmt(c["paired"]), str(c["n"]),
+                f"{_fmt(c['mean_diff'], 3)} [{_fmt(c['diff_ci_low'], 3)}, "
+                f"{_fmt(c['diff_ci_high'], 3)}]",
+                _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),
+                _fmt(c["prob_improvement"], 3), _fmt(c["significant"]),
+            )
+        console.print(table)
+    if report["aggregate"]:
+        table = Table(title="Across tasks (normalised scores, stratified bootstrap CIs)",
+                      title_justify="left")
+        table.add_column("config")
+        for name in ("IQM", "median", "mean", "optimality gap"):
+            table.add_column(name, justify="right")
+        for a in report["aggregate"]:
+            cells = [
+                f"{_fmt(a[k], 3)} [{_fmt(a[k + '_ci_low'], 3)}, {_fmt(a[k + '_ci_high'], 3)}]"
+                for k in ("iqm", "median", "mean", "optimality_gap")
+            ]
+            table.add_row(a["config"], *cells)
+        console.print(table)
+    _print_warnings(report["warnings"])
+
+
+def _output(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(report)
+    else:
+        _print_report(report)
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    from rich.markup import escape
+
+    for w in warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(w)}")
+
+
+TableArg = typer.Argument(
+    ..., help="Long-format CSV: task, config, seed, value (optional: metric, step, benchmark)."
+)
+ResultsArg = typer.Argument(..., help="Results folder (or a long-format CSV).")
+PilotArg = typer.Argument(None, help="Pilot results folder or CSV (not needed with --effect).")
+ReferencesOpt = typer.Option(
+    None, help="CSV task,low,high normalising the aggregate (default: observed worst and best)."
+)
+SUMMARY_HELP = "Learning curves to one number: final|auc|max|slope."
+
+
+@app.command()
+def analyze(
+    table: Path = TableArg,
+    baseline: str | None = typer.Option(None, help="Config to compare the others with."),
+    metric: str | None = typer.Option(None, help="Analyse only this metric (default: all)."),
+    goal: str = typer.Option("max", help="max: higher is better; min: lower is better."),
+    summary: str = typer.Option("final", help=SUMMARY_HELP),
+    references: Path | None = ReferencesOpt,
+    reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
+    seed: int = typer.Option(0, help="Seed of every random procedure."),
+    method: str = typer.Option("percentile", help="Bootstrap CI of one sample: percentile|bca."),
+    alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Statistics of any long-format CSV (W&B, MLflow, a paper's table)."""
+    from benchlab.errors import DataError
+    from benchlab.stats import analyze as run_analysis
+
+    if goal not in ("max", "min"):
+        raise DataError(f"--goal must be max or min; got {goal!r}")
+    if method not in ("percentile", "bca"):
+        raise DataError(f"--method must be percentile or bca; got {method!r}")
+    df = _read_csv(table)
+    # goal, summary and method are checked above or by analyze() itself.
+    report = run_analysis(
+        df, baseline=baseline, metric=metric, goal=goal,  # type: ignore[arg-type]
+        reps=reps, seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
+        method=method,  # type: ignore[arg-type]
+        references=_read_references(references), source=str(table),
+    )
+    _output(report, as_json)
+
+
+@app.command()
+def compare(
+    results: Path = ResultsArg,
+    baseline: str | None = typer.Option(None, help="Baseline config (default: the spec's)."),
+    candidate: str = typer.Option(..., help="Candidate config."),
+    metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
+    goal: str | None = typer.Option(None, help="max|min (default: the spec's, else max)."),
+    summary: str = typer.Option("final", help=SUMMARY_HELP),
+    reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
+    seed: int = typer.Option(0, help="Seed of every random procedure."),
+    alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Compare a candidate config with the baseline, paired by seed."""
+    from benchlab.errors import DataError
+    from benchlab.stats import analyze as run_analysis
+
+    df, info = _load(results)
+    goals: Any = goal or "max"
+    references = None
+    if info is not None:
+        metric = metric or info.primary
+        baseline = baseline or info.baseline
+        goals = goal or dict(info.goal)
+        references = dict(info.references)
+    if baseline is None:
+        raise DataError(f"{results}: no baseline in the spec; give --baseline")
+    _check_configs(df, [baseline, candidate], results)
+    report = run_analysis(
+        df[df["config"].astype(str).isin([baseline, candidate])],
+        baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
+        seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
+        references=references, source=str(results),
+    )
+    _output(report, as_json)
+
+
+def _check_configs(df: pd.DataFrame, configs: list[str], source: Path) -> None:
+    from benchlab.errors import DataError
+    from benchlab.stats import validate_table
+
+    if "config" not in df.columns:
+        validate_table(df, str(source))  # names the missing columns
+    have = list(dict.fromkeys(df["config"].astype(str)))
+    missing = [c for c in configs if c not in have]
+    if missing:
+        raise DataError(f"{source}: no config {', '.join(map(repr, missing))}; configs are "
+                        f"{', '.join(have) or 'none (no completed runs)'}")
+
+
+@app.command()
+def variance(
+    results: Path = ResultsArg,
+    config: str = typer.Option(..., help="Config whose pilot seeds to analyse."),
+    metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
+    threshold: float = typer.Option(0.05, min=0.0, help="Target coefficient of variation."),
+    reps: int = typer.Option(2_000, min=100, help="Subsamples per N."),
+    seed: int = typer.Option(0, help="Seed of the subsampling."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Coefficient of variation of the mean vs number of seeds; smallest N under a threshold."""
+    from rich.table import Table
+
+    from benchlab.stats import variance_analysis
+
+    df, info = _load(results)
+    if info is not None:
+        metric = metric or info.primary
+    report = variance_analysis(df, config, metric, threshold, reps, seed, source=str(results))
+    if as_json:
+        print_json(report)
+        return
+    table = Table(title=f"{config} {report['metric']}: CV of the mean vs seeds "
+                  f"(threshold {threshold:g})", title_justify="left")
+    for col in ("task", "seeds", "summary", "CV at N = 1, 2, …", "smallest N"):
+        table.add_column(col)
+    for row in report["tasks"]:
+        for name in ("final", "auc"):
+            part = row.get(name)
+            if part is None:
+                continue
+            cvs = ", ".join(_fmt(c, 2) for c in part["cv"])
+            table.add_row(row["task"], str(row.get("n_seeds", "")), name, cvs,
+                          _fmt(part["smallest_n"]))
+    console.print(table)
+    _print_warnings(report["warnings"])
+
+
+@app.command()
+def power(
+    results: Path | None = PilotArg,
+    effect: float | None = typer.Option(None, help="Standardised paired effect d_z = mean "
+                                        "difference / sd of the differences."),
+    baseline: str | None = typer.Option(None, help="Pilot baseline config."),
+    candidate: str | None = typer.Option(None, help="Pilot candidate config."),
+    metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
+    summary: str = typer.Option("final", help=SUMMARY_HELP),
+    alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Two-sided significance level."),
+    target: float = typer.Option(0.8, "--power", min=0.0, max=1.0, help="Wanted power."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Paired seeds needed to detect an effect (given, or estimated from pilot runs)."""
+    from rich.table import Table
+
+    from benchlab.errors import DataError
+    from benchlab.stats import power_analysis
+
+    df = None
+    if effect is None:
+        if results is None:
+            raise DataError(
+                "power: give --effect, or a pilot RESULTS with --baseline and --candidate"
+            )
+        df, info = _load(results)
+        if info is not None:
+            metric = metric or info.primary
+            baseline = baseline or info.baseline
+    report = power_analysis(effect, df, baseline, candidate, metric, summary, alpha, target,
+                            source=str(results))
+    if as_json:
+        print_json(report)
+        return
+    table = Table(title=f"Paired seeds for power {target:g} at alpha {alpha:g}",
+                  title_justify="left")
+    for col in ("task", "effect d_z", "pilot pairs", "seeds needed"):
+        table.add_column(col)
+    for row in report["rows"]:
+        table.add_row(_fmt(row["task"]), _fmt(row["effect"], 3), _fmt(row["pilot_pairs"]),
+                      _fmt(row["seeds"]))
+    console.print(table)
+    _print_warnings(report["warnings"])

@@ -1,0 +1,57 @@
+"""TensorBoard event files: a scalar tag's last value, or its whole curve.
+
+Reading needs the ``tensorboard`` package (``pip install 'benchlab[tensorboard]'``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from benchlab.collect.extractors import EXTRACTORS, ExtractFailed, Series
+from benchlab.spec import MetricSource
+
+
+def read_scalars(folder: Path, tag: str) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, values) of ``tag`` over every event file under ``folder``, sorted by step."""
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    except ImportError:
+        raise ExtractFailed("reading TensorBoard files needs the tensorboard package: "
+                            "pip install 'benchlab[tensorboard]'") from None
+    files = sorted(folder.rglob("events.out.tfevents.*"))
+    if not files:
+        raise ExtractFailed(f"no TensorBoard event files under {folder.name or folder}/")
+    points: list[tuple[float, float]] = []
+    seen_tags: set[str] = set()
+    for path in files:
+        acc = EventAccumulator(str(path), size_guidance={"scalars": 0, "tensors": 0})
+        acc.Reload()
+        tags = acc.Tags()
+        # torch, tensorboardX and TF1 write classic scalars; TF2 and tensorboard's own
+        # writer write scalar tensors.
+        scalars, tensors = tags.get("scalars", []), tags.get("tensors", [])
+        seen_tags.update(scalars, tensors)
+        if tag in scalars:
+            points += [(float(e.step), float(e.value)) for e in acc.Scalars(tag)]
+        elif tag in tensors:
+            from tensorboard.util.tensor_util import make_ndarray
+
+            for e in acc.Tensors(tag):
+                arr = make_ndarray(e.tensor_proto)
+                if arr.size == 1:
+                    points.append((float(e.step), float(arr.reshape(-1)[0])))
+    if not points:
+        raise ExtractFailed(f"no scalar {tag!r} in the event files (scalars: {', '.join(sorted(seen_tags)) or 'none'})")
+    arr = np.asarray(sorted(points, key=lambda p: p[0]), dtype=float)
+    return arr[:, 0].copy(), arr[:, 1].copy()
+
+
+def extract_tensorboard(run_dir: Path, source: MetricSource) -> tuple[float, Series | None]:
+    assert source.tensorboard is not None and source.tag
+    steps, vals = read_scalars(run_dir / source.tensorboard, source.tag)
+    return float(vals[-1]), (steps, vals) if source.series else None
+
+
+EXTRACTORS["tensorboard"] = extract_tensorboard

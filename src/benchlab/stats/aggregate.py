@@ -1,0 +1,339 @@
+"""Across-task aggregates, after Agarwal et al. (2021),
+"Deep Reinforcement Learning at the Edge of the Statistical Precipice".
+
+Scores are arrays of shape ``(runs, tasks)``, normalised so that 0 is a task's
+``low`` reference and 1 its ``high`` reference (higher is better after
+normalisation, whatever the metric's goal). A task with fewer runs than the
+others is padded with NaN at the end of its column; every aggregate here
+ignores the padding. Confidence intervals come from the stratified bootstrap
+(runs resampled within each task) of :func:`benchlab.stats.bootstrap.stratified_bootstrap`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from benchlab.stats.bootstrap import SeedLike, stratified_bootstrap
+
+AGGREGATES = ("iqm", "median", "mean", "optimality_gap")
+
+
+def normalize(scores: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """``(score - low) / (high - low)`` per task.
+
+    Args:
+        scores: shape ``(runs, tasks)``.
+        low, high: shape ``(tasks,)``; the scores normalised to 0 and 1. For a metric
+            to minimise give ``low`` the worse (larger) reference, so that a higher
+            normalised score is better; ``high == low`` is an error.
+    """
+    low = np.asarray(low, dtype=float)
+    high = np.asarray(high, dtype=float)
+    if np.any(high == low):
+        raise ValueError("a task's high and low references are equal; cannot normalise")
+    return (np.asarray(scores, dtype=float) - low) / (high - low)
+
+
+def _flat(scores: np.ndarray) -> np.ndarray:
+    return scores.reshape(*scores.shape[:-2], -1)
+
+
+def iqm(scores: np.ndarray) -> np.ndarray:
+    """Interquartile mean over all runs of all tasks: the mean of the middle 50%.
+
+    Like ``scipy.stats.trim_mean(x, 0.25)``: of the ``N`` values, ``⌊N/4⌋`` are cut
+    from each end. ``scores``: shape ``(..., runs, tasks)``; returns shape ``(...)``.
+    """
+    flat = _flat(np.asarray(scores, dtype=float))
+    nan = np.isnan(flat)
+    if not nan.any():
+        # A partition around both cut points is O(N), unlike a full sort.
+        n = flat.shape[-1]
+        cut = n // 4
+        if n - 2 * cut <= 0:
+            return np.full(flat.shape[:-1], np.nan)
+        middle = np.partition(flat, (cut, n - cut - 1), axis=-1)[..., cut : n - cut]
+        return middle.mean(axis=-1)
+    flat = np.sort(flat, axis=-1)  # NaN sort last
+    count = np.sum(~nan, axis=-1, keepdims=True)
+    cut = count // 4
+    pos = np.arange(flat.shape[-1])
+    keep = (pos >= cut) & (pos < count - cut)
+    return np.sum(np.where(keep, flat, 0.0), axis=-1) / np.sum(keep, axis=-1)
+
+
+def _task_means(scores: np.ndarray) -> np.ndarray:
+    s = np.asarray(scores, dtype=float)
+    valid = ~np.isnan(s)
+    if valid.all():
+        return s.mean(axis=-2)
+    return np.sum(np.where(valid, s, 0.0), axis=-2) / np.sum(valid, axis=-2)
+
+
+def mean_of_means(scores: np.ndarray) -> np.ndarray:
+    """Mean over tasks of each task's mean score. ``(..., runs, tasks) -> (...)``."""
+    return np.mean(_task_means(scores), axis=-1)
+
+
+def median_of_means(scores: np.ndarray) -> np.ndarray:
+    """Median over tasks of each task's mean score. ``(..., runs, tasks) -> (...)``."""
+    return np.median(_task_means(scores), axis=-1)
+
+
+def optimality_gap(scores: np.ndarray, gamma: float = 1.0) -> np.ndarray:
+    """``gamma - mean(min(score, gamma))`` over all runs of all tasks (lower is better).
+
+    ``scores``: shape ``(..., runs, tasks)``; returns shape ``(...)``.
+    """
+    flat = _flat(np.asarray(scores, dtype=float))
+    valid = ~np.isnan(flat)
+    if valid.all():
+        return gamma - np.minimum(flat, gamma).mean(axis=-1)
+    clipped = np.where(valid, np.minimum(flat, gamma), 0.0)
+    return gamma - np.sum(clipped, axis=-1) / np.sum(valid, axis=-1)
+
+
+_FUNCS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "iqm": iqm,
+    "median": median_of_means,
+    "mean": mean_of_means,
+    "optimality_gap": optimality_gap,
+}
+
+
+def _interval(dist: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    alpha = 1.0 - confidence
+    low, high = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
+    return low, high
+
+
+# Resamples per chunk are sized so a chunk's arrays stay in cache (measured: chunks
+# of ~32k values run 1.3x faster than ~64k and 2.7x faster than ~256k).
+_CACHE_ELEMENTS = 1 << 15
+
+
+class _Resampler:
+    """Stratified resamples of one ``(runs, tasks)`` score table, reduced to draw counts.
+
+    A resample is a multiset of the original runs, so its sorted values are the sorted
+    originals each repeated as often as drawn: the IQM needs no sort per resample, only
+    each original value's share of the sorted positions ``[⌊N/4⌋, N - ⌊N/4⌋)``.
+
+    Layout and memory are chosen for speed, as measured: counts are held as
+    ``(N, k)`` so the running sum over positions adds whole rows (vectorised), and
+    work arrays are allocated once per chunk size and reused, since fresh
+    half-megabyte arrays per chunk cost more in page faults than the arithmetic.
+    """
+
+    def __init__(self, scores: np.ndarray):
+        runs, tasks = scores.shape
+        valid = ~np.isnan(scores)  # (runs, tasks)
+        self.runs, self.tasks = runs, tasks
+        self.n_task = valid.sum(axis=0)
+        self.total = int(self.n_task.sum())
+        # Slot r*tasks + t is run r of task t; one extra slot stands for padding
+        # (value 0, sorted position N).
+        self.pad_slot = runs * tasks
+        self.values_by_slot = np.append(np.where(valid, scores, 0.0).ravel(), 0.0)
+        flat_valid = np.flatnonzero(valid.ravel())
+        order = flat_valid[np.argsort(self.values_by_slot[flat_valid], kind="stable")]
+        self.sorted_values = self.values_by_slot[order]
+        self.position = np.full(self.pad_slot + 1, self.total, dtype=np.int32)
+        self.position[order] = np.arange(self.total)
+        self.scale = np.maximum(self.n_task, 1).astype(float)  # (tasks,)
+        self.task_index = np.arange(tasks, dtype=np.int32)
+        self.padding = ~valid[:, None, :]  # (runs, 1, tasks)
+        self.full = bool(valid.all())
+        self._work: dict[int, dict[str, np.ndarray]] = {}
+
+    def _buffers(self, k: int) -> dict[str, np.ndarray]:
+        if k not in self._work:
+            shape = (self.runs, k, self.tasks)
+            n = self.total
+            self._work[k] = {
+                "u": np.empty(shape),
+                "slots": np.empty(shape, dtype=np.int32),
+                "gathered": np.empty(shape), "cells": np.empty(shape, dtype=np.int32),
+                "counts": np.empty((n + 1, k), dtype=np.int32),
+                "end": np.empty((n, k), dtype=np.int32),
+                "low": np.empty((n, k), dtype=np.int32),
+                "share": np.empty((n, k), dtype=np.int32),
+                "rep": np.arange(k, dtype=np.int32)[None, :, None],
+                # Cell of (sorted position n, resample j) in the (N + 1, k) counts: n*k + j.
+                "position_k": self.position * np.int32(k),
+            }
+        return self._work[k]
+
+    def draw(self, k: int, rng: np.random.Generator) -> np.ndarray:
+        """``k`` stratified resamples as slots: shape ``(runs, k, tasks)``.
+
+        ``slots[i, j, t] = r * tasks + t`` says that the ``i``-th draw of task ``t`` in
+        resample ``j`` is run ``r``; padding positions hold the padding slot.
+        """
+        w = self._buffers(k)
+        u, slots = w["u"], w["slots"]
+        rng.random(out=u)
+        np.multiply(u, self.scale, out=u)
+        slots[...] = u  # truncation: a uniform run index within each task
+        slots *= self.tasks
+        slots += self.task_index
+        if not self.full:
+            np.copyto(slots, self.pad_slot, where=self.padding)
+        return slots
+
+    def reduce(self, slots: np.ndarray, gamma: float = 1.0) -> np.ndarray:
+        """The four aggregates of the resamples ``slots`` (from :meth:`draw`): ``(k, 4)``."""
+        k = slots.shape[1]
+        w = self._buffers(k)
+        # Layout (runs, k, tasks): summing over runs adds whole rows.
+        gathered = np.take(self.values_by_slot, slots, out=w["gathered"])
+        task_means = gathered.sum(axis=0) / self.n_task  # (k, tasks)
+        cells = np.take(w["position_k"], slots, out=w["cells"])
+        cells += w["rep"]
+        counts = w["counts"]
+        counts.fill(0)
+        np.add.at(counts.reshape(-1), cells.reshape(-1), np.int32(1))
+        counts = counts[: self.total]  # (N, k); the padding row dropped
+
+        total, cut = self.total, self.total // 4
+        end = np.cumsum(counts, axis=0, out=w["end"])
+        share = np.minimum(end, np.int32(total - cut), out=w["share"])
+        low = np.subtract(end, counts, out=w["low"])
+        np.maximum(low, np.int32(cut), out=low)
+        share -= low
+        np.maximum(share, np.int32(0), out=share)
+        # Counts are int32: half the memory traffic of float64, and faster running sums.
+        iqm_ = np.einsum("nk,n->k", share, self.sorted_values, dtype=np.float64)
+        iqm_ /= total - 2 * cut
+        clipped = np.minimum(self.sorted_values, gamma)
+        gap = gamma - np.einsum("nk,n->k", counts, clipped, dtype=np.float64) / total
+        middle = self.tasks // 2
+        parted = np.partition(task_means, (middle - 1, middle), axis=1)
+        median = parted[:, middle] if self.tasks % 2 else parted[:, middle - 1 : middle + 1].mean(1)
+        return np.stack([iqm_, median, task_means.mean(axis=1), gap], axis=1)
+
+
+def aggregate(
+    scores: np.ndarray,
+    reps: int = 10_000,
+    confidence: float = 0.95,
+    seed: SeedLike = 0,
+) -> dict[str, tuple[float, float, float]]:
+    """IQM, median, mean and optimality gap with stratified-bootstrap percentile CIs.
+
+    The four share one set of resamples (runs drawn with replacement within each
+    task, independently per task), held as draw counts rather than resampled arrays.
+
+    Args:
+        scores: normalised scores, shape ``(runs, tasks)`` (NaN padding allowed).
+        reps: bootstrap resamples.
+        confidence: coverage of the intervals.
+        seed: seed of the numpy Generator.
+
+    Returns:
+        ``{name: (value, ci_low, ci_high)}`` for the names in :data:`AGGREGATES`.
+    """
+    scores = np.asarray(scores, dtype=float)
+    point = np.array([_FUNCS[name](scores) for name in AGGREGATES])
+    rng = np.random.default_rng(seed)
+    chunk = min(reps, max(1, _CACHE_ELEMENTS // max(scores.size, 1)))
+    resampler = _Resampler(scores)
+    parts = [resampler.reduce(resampler.draw(min(chunk, reps - start), rng))
+             for start in range(0, reps, chunk)]
+    low, high = _interval(np.concatenate(parts), confidence)
+    return {
+        name: (float(point[i]), float(low[i]), float(high[i])) for i, name in enumerate(AGGREGATES)
+    }
+
+
+def performance_profile(
+    scores: np.ndarray,
+    taus: np.ndarray,
+    reps: int = 2_000,
+    confidence: float = 0.95,
+    seed: SeedLike = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Score distribution: the fraction of runs with a score above each threshold ``tau``.
+
+    The fraction is taken per task and averaged over tasks (with equal runs per
+    task, the fraction of all runs).
+
+    Args:
+        scores: shape ``(runs, tasks)``.
+        taus: shape ``(T,)``.
+        reps, confidence, seed: the stratified bootstrap bands.
+
+    Returns:
+        ``(profile, low, high)``, each of shape ``(T,)``.
+    """
+    taus = np.asarray(taus, dtype=float)
+
+    def profile(s: np.ndarray) -> np.ndarray:
+        valid = ~np.isnan(s)
+        above = (s[..., None] > taus) & valid[..., None]  # (..., runs, tasks, T)
+        per_task = above.sum(axis=-3) / valid.sum(axis=-2)[..., None]
+        return per_task.mean(axis=-2)
+
+    point = profile(np.asarray(scores, dtype=float)[None])[0]
+    dist = stratified_bootstrap(scores, profile, reps, seed)
+    low, high = _interval(dist, confidence)
+    return point, low, high
+
+
+def _poi_per_task(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``P(X > Y) + ½P(X = Y)`` per task: ``(..., nx, tasks), (..., ny, tasks) -> (..., tasks)``."""
+    xv, yv = x[..., :, None, :], y[..., None, :, :]
+    valid = ~(np.isnan(xv) | np.isnan(yv))
+    wins = ((xv > yv) + 0.5 * (xv == yv)) * valid
+    return wins.sum(axis=(-3, -2)) / valid.sum(axis=(-3, -2))
+
+
+def average_probability_of_improvement(
+    x: np.ndarray,
+    y: np.ndarray,
+    reps: int = 2_000,
+    confidence: float = 0.95,
+    seed: SeedLike = 0,
+) -> tuple[float, float, float]:
+    """Average over tasks of ``P(X > Y) + ½P(X = Y)`` (X's runs vs Y's runs of a task).
+
+    Args:
+        x: scores of config X, shape ``(runs_x, tasks)``.
+        y: scores of config Y, shape ``(runs_y, tasks)``, same tasks in the same order.
+        reps, confidence, seed: the CI, resampling the runs of X and of Y
+            independently within each task.
+
+    Returns:
+        ``(value, ci_low, ci_high)``.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    point = float(_poi_per_task(x, y).mean())
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, 2**63 - 1, size=2)
+    # Same count of resamples for both, independent streams: a joint resample of (X, Y).
+    bx = _stratified_samples(x, reps, int(seeds[0]))
+    by = _stratified_samples(y, reps, int(seeds[1]))
+    dist = _poi_per_task(bx, by).mean(axis=-1)
+    low, high = _interval(dist, confidence)
+    return point, float(low), float(high)
+
+
+def _stratified_samples(scores: np.ndarray, reps: int, seed: int) -> np.ndarray:
+    """Stratified resamples themselves: shape ``(reps, runs, tasks)``."""
+    return stratified_bootstrap(scores, lambda s: s, reps, seed)
+
+
+__all__ = [
+    "AGGREGATES",
+    "aggregate",
+    "average_probability_of_improvement",
+    "iqm",
+    "mean_of_means",
+    "median_of_means",
+    "normalize",
+    "optimality_gap",
+    "performance_profile",
+]

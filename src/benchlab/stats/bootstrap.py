@@ -1,0 +1,241 @@
+"""Vectorised bootstrap: resample indices drawn once, statistics taken along an axis.
+
+Every function draws its resamples from ``np.random.default_rng(seed)`` as one
+index array of shape ``(reps, n)`` (chunked so no intermediate exceeds a few
+tens of megabytes), so there is no Python loop over resamples and the same
+seed always gives the same interval.
+
+A *statistic* here is a function ``f(x, axis=-1)`` that reduces the last axis
+(``np.mean``, ``np.median``, ...). Stratified statistics reduce the last two
+axes ``(..., runs, tasks)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+Statistic = Callable[..., np.ndarray]
+Method = Literal["percentile", "bca"]
+SeedLike = int | np.random.SeedSequence | None
+
+# Largest number of resampled values held in memory at once (float64: 128 MiB).
+_CHUNK_ELEMENTS = 1 << 24
+
+
+def _rng(seed: SeedLike) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _chunks(reps: int, per_rep: int) -> list[int]:
+    size = max(1, _CHUNK_ELEMENTS // max(per_rep, 1))
+    return [min(size, reps - start) for start in range(0, reps, size)]
+
+
+def bootstrap_distribution(
+    x: np.ndarray, statistic: Statistic = np.mean, reps: int = 10_000, seed: SeedLike = 0
+) -> np.ndarray:
+    """Bootstrap distribution of ``statistic`` over one sample, or a batch of samples.
+
+    Args:
+        x: shape ``(n,)``, or ``(..., n)`` for a batch of samples of equal size
+            (each resampled with the same index draws), finite values.
+        statistic: ``f(samples, axis=-1)`` reducing the last axis.
+        reps: number of resamples.
+        seed: seed of the numpy Generator.
+
+    Returns:
+        shape ``(reps,)``, or ``(..., reps)`` for a batch: the statistic of each
+        resample (drawn with replacement, size ``n``).
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.shape[-1]
+    rng = _rng(seed)
+    parts = [
+        statistic(x[..., rng.integers(0, n, size=(m, n))], axis=-1)
+        for m in _chunks(reps, x.size)
+    ]
+    return np.concatenate(parts, axis=-1)
+
+
+def percentile_interval(
+    dist: np.ndarray, confidence: float = 0.95
+) -> tuple[np.ndarray | float, np.ndarray | float]:
+    """Percentile interval of a bootstrap distribution.
+
+    ``dist``: shape ``(reps,)`` (returns two floats) or ``(..., reps)`` (returns two
+    arrays of shape ``(...)``).
+    """
+    alpha = 1.0 - confidence
+    low, high = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=-1)
+    if np.ndim(low) == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def _jackknife(x: np.ndarray, statistic: Statistic) -> np.ndarray:
+    """Leave-one-out values of ``statistic``: shape ``(n,)``."""
+    n = x.shape[0]
+    keep = ~np.eye(n, dtype=bool)
+    return np.asarray(statistic(np.broadcast_to(x, (n, n))[keep].reshape(n, n - 1), axis=-1))
+
+
+def _bca_levels(
+    theta_hat: float, dist: np.ndarray, jackknives: list[np.ndarray], confidence: float
+) -> tuple[float, float]:
+    """Adjusted percentile levels of the BCa interval (Efron & Tibshirani, eq. 14.10, 15.36)."""
+    proportion = (np.count_nonzero(dist < theta_hat) + np.count_nonzero(dist <= theta_hat)) / (
+        2 * dist.shape[0]
+    )
+    z0 = float(ndtri(proportion))
+    num = 0.0
+    den = 0.0
+    for jack in jackknives:
+        n = jack.shape[0]
+        u = (n - 1) * (jack.mean() - jack)
+        num += float(np.sum(u**3)) / n**3
+        den += float(np.sum(u**2)) / n**2
+    a = num / (6 * den**1.5) if den > 0 else 0.0
+    z = float(ndtri((1 - confidence) / 2))
+    levels = []
+    for zq in (z, -z):
+        levels.append(float(ndtr(z0 + (z0 + zq) / (1 - a * (z0 + zq)))))
+    return levels[0], levels[1]
+
+
+def bootstrap_ci(
+    x: np.ndarray,
+    statistic: Statistic = np.mean,
+    reps: int = 10_000,
+    confidence: float = 0.95,
+    method: Method = "percentile",
+    seed: SeedLike = 0,
+) -> tuple[float, float]:
+    """Bootstrap confidence interval of ``statistic`` over one sample.
+
+    Args:
+        x: shape ``(n,)``, finite values, ``n >= 2``.
+        statistic: ``f(samples, axis=-1)``.
+        reps: number of resamples.
+        confidence: coverage, e.g. 0.95.
+        method: ``"percentile"`` or ``"bca"`` (bias-corrected and accelerated,
+            acceleration from the jackknife).
+        seed: seed of the numpy Generator.
+
+    Returns:
+        ``(low, high)``. When every value of ``x`` is equal the interval is that value twice.
+    """
+    x = np.asarray(x, dtype=float)
+    dist = bootstrap_distribution(x, statistic, reps, seed)
+    if method == "percentile":
+        low, high = percentile_interval(dist, confidence)
+        return float(low), float(high)
+    if method != "bca":
+        raise ValueError(f"method must be 'percentile' or 'bca', got {method!r}")
+    if np.all(dist == dist[0]):
+        return float(dist[0]), float(dist[0])
+    theta_hat = float(statistic(x, axis=-1))
+    lo, hi = _bca_levels(theta_hat, dist, [_jackknife(x, statistic)], confidence)
+    low, high = np.percentile(dist, [100 * lo, 100 * hi])
+    return float(low), float(high)
+
+
+def bootstrap_mean_diff_ci(
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    paired: bool,
+    reps: int = 10_000,
+    confidence: float = 0.95,
+    method: Method = "percentile",
+    seed: SeedLike = 0,
+) -> tuple[float, float]:
+    """Bootstrap CI of ``mean(candidate) - mean(baseline)``.
+
+    Args:
+        baseline: shape ``(n_b,)``.
+        candidate: shape ``(n_c,)``; when ``paired``, ``n_c == n_b`` and row ``i`` of
+            both is the same seed, and the differences are resampled as pairs.
+        paired: resample pairs (one index array) or each sample on its own.
+        reps, confidence, method, seed: as in :func:`bootstrap_ci`.
+
+    Returns:
+        ``(low, high)``.
+    """
+    b = np.asarray(baseline, dtype=float)
+    c = np.asarray(candidate, dtype=float)
+    if paired:
+        return bootstrap_ci(c - b, np.mean, reps, confidence, method, seed)
+    rng = _rng(seed)
+    parts = []
+    for m in _chunks(reps, b.shape[0] + c.shape[0]):
+        ib = rng.integers(0, b.shape[0], size=(m, b.shape[0]))
+        ic = rng.integers(0, c.shape[0], size=(m, c.shape[0]))
+        parts.append(c[ic].mean(axis=-1) - b[ib].mean(axis=-1))
+    dist = np.concatenate(parts)
+    if method == "percentile" or np.all(dist == dist[0]):
+        low, high = percentile_interval(dist, confidence)
+        return float(low), float(high)
+    theta_hat = float(c.mean() - b.mean())
+    # Jackknife of a difference of means: leaving out one value of a sample moves
+    # only that sample's mean, so each sample contributes its own jackknife values.
+    jb = c.mean() - _jackknife(b, np.mean)
+    jc = _jackknife(c, np.mean) - b.mean()
+    lo, hi = _bca_levels(theta_hat, dist, [jb, jc], confidence)
+    low, high = np.percentile(dist, [100 * lo, 100 * hi])
+    return float(low), float(high)
+
+
+def stratified_bootstrap(
+    scores: np.ndarray,
+    statistic: Statistic,
+    reps: int = 10_000,
+    seed: SeedLike = 0,
+) -> np.ndarray:
+    """Bootstrap distribution of an across-task statistic, resampling runs within each task.
+
+    Args:
+        scores: shape ``(runs, tasks)``. Tasks with fewer runs are padded with NaN at
+            the end of their column; a task's resamples draw only from its own runs
+            and keep its NaN padding, so statistics must ignore NaN (see
+            :mod:`benchlab.stats.aggregate`).
+        statistic: ``f(scores)`` mapping shape ``(k, runs, tasks)`` to ``(k,)`` or
+            ``(k, m)``.
+        reps: number of resamples.
+        seed: seed of the numpy Generator.
+
+    Returns:
+        shape ``(reps,)`` or ``(reps, m)``: the statistic of each stratified resample.
+    """
+    scores = np.asarray(scores, dtype=float)
+    runs, tasks = scores.shape
+    counts = np.sum(~np.isnan(scores), axis=0)  # (tasks,)
+    flat = scores.ravel()
+    cols = np.arange(tasks)
+    rng = _rng(seed)
+    parts = []
+    if np.all(counts == runs):
+        # Every task has all its runs: draw row indices directly, gather by flat index.
+        for m in _chunks(reps, runs * tasks):
+            rows = rng.integers(0, runs, size=(m, runs, tasks))
+            parts.append(statistic(flat[rows * tasks + cols]))
+        return np.concatenate(parts)
+    # A valid row index for every slot; padding slots keep pointing at padding.
+    pad = np.arange(runs)[:, None] >= counts[None, :]  # (runs, tasks)
+    for m in _chunks(reps, runs * tasks):
+        u = rng.random(size=(m, runs, tasks))
+        rows = np.floor(u * np.maximum(counts, 1)).astype(np.intp)
+        rows = np.where(pad, np.arange(runs)[:, None], rows)
+        parts.append(statistic(flat[rows * tasks + cols]))
+    return np.concatenate(parts)
+
+
+__all__ = [
+    "bootstrap_ci",
+    "bootstrap_distribution",
+    "bootstrap_mean_diff_ci",
+    "percentile_interval",
+    "stratified_bootstrap",
+]

@@ -1,0 +1,119 @@
+"""How many seeds: the coefficient of variation of the mean vs N, and power analysis.
+
+CV of the mean at N seeds is estimated by subsampling the pilot runs: ``reps``
+samples of N runs are drawn *with replacement* (so N may reach the pilot's size
+without the spread collapsing to zero, as it would without replacement), and
+``CV(N) = sd(means) / |mean(means)|``. In expectation this is
+``σ̂ / (√N · |x̄|)`` with ``σ̂`` the pilot's standard deviation (ddof=0).
+
+Power is that of the paired design: a two-sided one-sample t-test on the
+per-seed differences, whose statistic follows a noncentral t with ``n-1``
+degrees of freedom and noncentrality ``d_z · √n`` (``d_z`` = mean difference /
+sd of differences).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats as sps
+
+from benchlab.stats.bootstrap import SeedLike
+
+
+def cv_of_mean(
+    values: np.ndarray,
+    ns: np.ndarray | None = None,
+    reps: int = 2_000,
+    seed: SeedLike = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Coefficient of variation of the mean of N runs, for each N.
+
+    Args:
+        values: one number per pilot run, shape ``(n,)``; NaN are dropped.
+        ns: the sample sizes, shape ``(k,)``; default ``1..n``.
+        reps: subsamples per N.
+        seed: seed of the numpy Generator.
+
+    Returns:
+        ``(ns, cv)``, both shape ``(k,)``; ``cv`` is NaN where the mean of the means is 0.
+    """
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.shape[0] == 0:
+        raise ValueError("cv_of_mean needs at least one value")
+    ns = np.arange(1, x.shape[0] + 1) if ns is None else np.asarray(ns, dtype=int)
+    rng = np.random.default_rng(seed)
+    nmax = int(ns.max())
+    # One draw of nmax runs per replicate; the first N of it is a sample of N.
+    draws = x[rng.integers(0, x.shape[0], size=(reps, nmax))]
+    means = np.cumsum(draws, axis=1)[:, ns - 1] / ns  # (reps, k)
+    centre = np.abs(means.mean(axis=0))
+    spread = means.std(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv = np.where(centre > 0, spread / np.where(centre > 0, centre, 1.0), np.nan)
+    return ns, cv
+
+
+def smallest_n(ns: np.ndarray, cv: np.ndarray, threshold: float = 0.05) -> int | None:
+    """The smallest N whose CV is below ``threshold`` (``None`` if none is)."""
+    below = np.flatnonzero(np.asarray(cv) < threshold)
+    return int(np.asarray(ns)[below[0]]) if below.size else None
+
+
+def paired_power(n: np.ndarray | int, effect: float, alpha: float = 0.05) -> np.ndarray:
+    """Power of the two-sided paired t-test with ``n`` pairs for the standardised effect ``d_z``.
+
+    ``power = P(T > t_{1-α/2}) + P(T < -t_{1-α/2})`` with ``T ~ nct(n-1, d_z·√n)``.
+    ``n``: int or array of shape ``(k,)`` (each ``>= 2``); returns the same shape.
+    """
+    n = np.asarray(n, dtype=float)
+    df = n - 1
+    crit = sps.t.ppf(1 - alpha / 2, df)
+    nc = effect * np.sqrt(n)
+    return sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc)
+
+
+def seeds_for_power(
+    effect: float, alpha: float = 0.05, power: float = 0.8, max_n: int = 100_000
+) -> int | None:
+    """Smallest number of paired seeds ``n >= 2`` with :func:`paired_power` ``>= power``.
+
+    Args:
+        effect: ``d_z``, the mean paired difference over the sd of the differences
+            (its sign does not matter).
+        alpha: two-sided significance level.
+        power: wanted probability of detecting the effect.
+        max_n: give up above this (returns ``None``).
+    """
+    d = abs(float(effect))
+    if d == 0.0 or not np.isfinite(d):
+        return None
+    # The normal approximation is a lower bound; search upward from just below it.
+    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
+    start = max(2, int((z / d) ** 2) - 2)
+    if paired_power(start, d, alpha) >= power:  # the approximation overshot
+        start = 2
+    lo = start
+    while lo <= max_n:
+        ns = np.arange(lo, min(lo + 256, max_n + 1))
+        ok = np.flatnonzero(paired_power(ns, d, alpha) >= power)
+        if ok.size:
+            return int(ns[ok[0]])
+        lo += 256
+    return None
+
+
+def effect_from_pilot(baseline: np.ndarray, candidate: np.ndarray) -> float | None:
+    """``d_z`` estimated from paired pilot runs: mean(c - b) / sd(c - b); ``None`` if undefined.
+
+    ``baseline``, ``candidate``: shape ``(n,)``, aligned by seed.
+    """
+    d = np.asarray(candidate, dtype=float) - np.asarray(baseline, dtype=float)
+    d = d[~np.isnan(d)]
+    if d.shape[0] < 2:
+        return None
+    sd = float(d.std(ddof=1))
+    return float(d.mean()) / sd if sd > 0 else None
+
+
+__all__ = ["cv_of_mean", "effect_from_pilot", "paired_power", "seeds_for_power", "smallest_n"]

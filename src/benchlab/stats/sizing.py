@@ -1,0 +1,151 @@
+"""How many seeds a table calls for: CV of the mean vs N, and paired power, per task.
+
+The DataFrame-level side of :mod:`benchlab.stats.seeds`, as JSON-ready dicts
+for ``benchlab variance`` and ``benchlab power``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchlab.errors import DataError
+from benchlab.stats.seeds import cv_of_mean, effect_from_pilot, seeds_for_power, smallest_n
+from benchlab.stats.table import reduce_runs, validate_table
+
+
+def _pick_metric(table: pd.DataFrame, metric: str | None, source: str) -> str:
+    available = list(dict.fromkeys(table["metric"]))
+    if metric is None:
+        return available[0]
+    if metric not in available:
+        raise DataError(f"{source}: no metric {metric!r}; the table has {', '.join(available)}")
+    return metric
+
+
+def _check_config(table: pd.DataFrame, config: str, source: str) -> None:
+    configs = list(dict.fromkeys(table["config"]))
+    if config not in configs:
+        raise DataError(
+            f"{source}: column 'config' has no {config!r}; configs are {', '.join(configs)}"
+        )
+
+
+def variance_analysis(
+    df: pd.DataFrame,
+    config: str,
+    metric: str | None = None,
+    threshold: float = 0.05,
+    reps: int = 2_000,
+    seed: int = 0,
+    source: str = "table",
+) -> dict[str, Any]:
+    """CV of the mean vs number of seeds for one config, per task, of ``final`` and ``auc``.
+
+    Returns:
+        ``{"config", "metric", "threshold", "tasks": [{"task", "n_seeds", "final": {"n": [...],
+        "cv": [...], "smallest_n"}, "auc": {...} | None}], "warnings": [...]}``. ``smallest_n``
+        is ``None`` when no N up to the number of pilot seeds reaches the threshold.
+    """
+    table = validate_table(df, source)
+    _check_config(table, config, source)
+    met = _pick_metric(table, metric, source)
+    table = table[(table["config"] == config) & (table["metric"] == met)]
+    warnings: list[str] = []
+    out_tasks: list[dict[str, Any]] = []
+    per_summary: dict[str, pd.DataFrame] = {}
+    for summary in ("final", "auc"):
+        runs, notes = reduce_runs(table, summary)  # type: ignore[arg-type]
+        if summary == "auc" and (table["step"].isna().all()):
+            warnings.append(f"{met}: no learning curves, so no AUC")
+            continue
+        warnings += notes
+        per_summary[summary] = runs
+    for task in dict.fromkeys(table["task"]):
+        row: dict[str, Any] = {"task": task}
+        for summary in ("final", "auc"):
+            runs = per_summary.get(summary)
+            if runs is None:
+                row[summary] = None
+                continue
+            values = runs.loc[runs["task"] == task, "value"].to_numpy(dtype=float)
+            values = values[~np.isnan(values)]
+            row["n_seeds"] = int(values.shape[0])
+            if values.shape[0] < 2:
+                warnings.append(f"{task}/{config} {met} {summary}: fewer than 2 seeds; no CV curve")
+                row[summary] = None
+                continue
+            ns, cv = cv_of_mean(values, reps=reps, seed=seed)
+            if np.isnan(cv).any():
+                warnings.append(f"{task}/{config} {met} {summary}: the mean is 0; CV is null")
+            row[summary] = {
+                "n": ns.tolist(),
+                "cv": [None if np.isnan(c) else float(c) for c in cv],
+                "smallest_n": smallest_n(ns, cv, threshold),
+            }
+            if row[summary]["smallest_n"] is None:
+                warnings.append(
+                    f"{task}/{config} {met} {summary}: CV stays above {threshold:g} up to "
+                    f"{values.shape[0]} seeds; run more seeds"
+                )
+        out_tasks.append(row)
+    return {"config": config, "metric": met, "threshold": threshold, "tasks": out_tasks,
+            "warnings": warnings}
+
+
+def power_analysis(
+    effect: float | None = None,
+    df: pd.DataFrame | None = None,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    metric: str | None = None,
+    summary: str = "final",
+    alpha: float = 0.05,
+    power: float = 0.8,
+    source: str = "table",
+) -> dict[str, Any]:
+    """Paired seeds needed to detect an effect, given (``effect`` = d_z) or estimated per task
+    from pilot runs of ``baseline`` and ``candidate`` in ``df`` (paired by seed).
+
+    Returns:
+        ``{"alpha", "power", "metric", "rows": [{"task", "effect", "pilot_pairs", "seeds"}],
+        "warnings"}``; ``task`` is ``None`` for a given effect; ``seeds`` is ``None`` when the
+        effect is 0 or undefined.
+    """
+    warnings: list[str] = []
+    rows: list[dict[str, Any]] = []
+    if effect is not None:
+        n = seeds_for_power(effect, alpha, power)
+        if n is None:
+            warnings.append(f"effect {effect:g} cannot be detected with any number of seeds")
+        rows.append({"task": None, "effect": float(effect), "pilot_pairs": None, "seeds": n})
+        return {"alpha": alpha, "power": power, "metric": None, "rows": rows,
+                "warnings": warnings}
+    if df is None or baseline is None or candidate is None:
+        raise DataError("power: give --effect, or pilot results with --baseline and --candidate")
+    table = validate_table(df, source)
+    for config in (baseline, candidate):
+        _check_config(table, config, source)
+    met = _pick_metric(table, metric, source)
+    runs, notes = reduce_runs(table[table["metric"] == met], summary)  # type: ignore[arg-type]
+    warnings += notes
+    for task, group in runs.groupby("task", sort=False):
+        b = group[group["config"] == baseline].set_index("seed")["value"]
+        c = group[group["config"] == candidate].set_index("seed")["value"]
+        common = [s for s in b.index if s in set(c.index)]
+        d = effect_from_pilot(b.loc[common].to_numpy(), c.loc[common].to_numpy())
+        n = None if d is None else seeds_for_power(d, alpha, power)
+        if d is None:
+            warnings.append(
+                f"{task} {met}: the effect is undefined from {len(common)} pilot pair(s) "
+                "(fewer than 2, or all differences equal)"
+            )
+        elif n is None:
+            warnings.append(f"{task} {met}: the pilot effect is 0; no number of seeds detects it")
+        rows.append({"task": task, "effect": d, "pilot_pairs": len(common), "seeds": n})
+    return {"alpha": alpha, "power": power, "metric": met, "rows": rows, "warnings": warnings}
+
+
+__all__ = ["power_analysis", "variance_analysis"]

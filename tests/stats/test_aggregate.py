@@ -1,0 +1,112 @@
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from benchlab.stats import (
+    aggregate,
+    average_probability_of_improvement,
+    iqm,
+    mean_of_means,
+    median_of_means,
+    normalize,
+    optimality_gap,
+    performance_profile,
+)
+
+# A fixed dataset: 10 runs x 6 tasks of normalised scores, varied spreads.
+SCORES = np.random.default_rng(31).normal(
+    np.linspace(0.2, 1.3, 6), np.linspace(0.05, 0.4, 6), size=(10, 6))
+
+
+def test_point_aggregates_match_scipy_and_hand_formulas():
+    assert iqm(SCORES) == pytest.approx(sps.trim_mean(SCORES, 0.25, axis=None))
+    assert mean_of_means(SCORES) == pytest.approx(SCORES.mean())
+    assert median_of_means(SCORES) == pytest.approx(np.median(SCORES.mean(axis=0)))
+    assert optimality_gap(SCORES) == pytest.approx(1 - np.minimum(SCORES, 1).mean())
+
+
+def test_iqm_of_a_small_case_by_hand():
+    # 8 values: cut 2 from each end, mean of the middle 4.
+    s = np.array([[0.0, 1.0], [10.0, 2.0], [3.0, 4.0], [5.0, 100.0]])
+    assert iqm(s) == pytest.approx((2 + 3 + 4 + 5) / 4)
+
+
+def test_aggregates_ignore_nan_padding_of_shorter_tasks():
+    s = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, np.nan]])
+    assert mean_of_means(s) == pytest.approx((3.0 + 3.0) / 2)
+    assert optimality_gap(s, gamma=4.0) == pytest.approx(4 - np.mean([1, 3, 4, 2, 4]))
+    assert iqm(s) == pytest.approx(sps.trim_mean([1, 3, 5, 2, 4], 0.25))
+
+
+def test_normalize_maps_references_to_zero_and_one_for_either_goal():
+    s = np.array([[10.0, 0.3], [20.0, 0.1]])
+    # task 0: maximise, random 10 -> 0, expert 20 -> 1; task 1: minimise error, 0.3 -> 0, 0.1 -> 1.
+    out = normalize(s, np.array([10.0, 0.3]), np.array([20.0, 0.1]))
+    assert out == pytest.approx(np.array([[0.0, 0.0], [1.0, 1.0]]))
+    with pytest.raises(ValueError):
+        normalize(s, np.array([1.0, 1.0]), np.array([1.0, 2.0]))
+
+
+def test_iqm_and_its_stratified_ci_agree_with_rliable(rliable):
+    library, metrics = rliable
+    reps = 5_000
+    np.random.seed(0)  # rliable's resampling draws from numpy's global state
+    point, cis = library.get_interval_estimates(
+        {"x": SCORES}, lambda s: np.array([metrics.aggregate_iqm(s), metrics.aggregate_mean(s),
+                                           metrics.aggregate_median(s),
+                                           metrics.aggregate_optimality_gap(s)]),
+        reps=reps)
+    ours = aggregate(SCORES, reps=reps, seed=1)
+    names = ["iqm", "mean", "median", "optimality_gap"]
+    # Two independent Monte Carlo estimates of a 2.5% quantile from 5,000 resamples
+    # differ by about 0.05 bootstrap SE (SE taken as the CI width / 3.92); allow 0.15 SE.
+    for i, name in enumerate(names):
+        value, low, high = ours[name]
+        assert value == pytest.approx(point["x"][i], rel=1e-12)
+        width = cis["x"][1, i] - cis["x"][0, i]
+        tol = 0.15 * width / 3.92
+        assert low == pytest.approx(cis["x"][0, i], abs=tol), name
+        assert high == pytest.approx(cis["x"][1, i], abs=tol), name
+
+
+def test_performance_profile_matches_rliable_and_hand_count(rliable):
+    library, _ = rliable
+    taus = np.linspace(0.0, 1.5, 7)
+    profile, low, high = performance_profile(SCORES, taus, reps=2_000, seed=0)
+    assert profile == pytest.approx([np.mean(SCORES > t) for t in taus])
+    np.random.seed(0)
+    ref, ref_ci = library.create_performance_profile({"x": SCORES}, taus, reps=2_000)
+    assert profile == pytest.approx(ref["x"])
+    assert np.all(low <= profile) and np.all(profile <= high)
+    assert low == pytest.approx(ref_ci["x"][0], abs=0.02)
+    assert high == pytest.approx(ref_ci["x"][1], abs=0.02)
+
+
+def test_average_probability_of_improvement_matches_rliable(rliable):
+    _, metrics = rliable
+    other = SCORES + np.random.default_rng(4).normal(0.05, 0.2, size=SCORES.shape)
+    value, low, high = average_probability_of_improvement(other, SCORES, reps=1_000, seed=0)
+    assert value == pytest.approx(metrics.probability_of_improvement(other, SCORES))
+    assert low < value < high
+    same, _, _ = average_probability_of_improvement(SCORES, SCORES, reps=100)
+    assert same == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("tasks", [1, 3, 6])
+def test_count_based_aggregates_equal_those_of_the_explicit_resamples(tasks):
+    import sys
+
+    module = sys.modules["benchlab.stats.aggregate"]
+    scores = SCORES[:, :tasks].copy()
+    scores[7:, 0] = np.nan  # the first task has 7 runs only
+    resampler = module._Resampler(scores)
+    slots = resampler.draw(50, np.random.default_rng(3))  # (runs, 50, tasks)
+    got = resampler.reduce(slots)
+    # Rebuild every resample as an array and compute the aggregates the plain way.
+    flat = np.append(np.nan_to_num(scores, nan=np.nan).ravel(), np.nan)
+    explicit = np.moveaxis(flat[slots], 1, 0)  # (50, runs, tasks), NaN where padded
+    assert not np.isnan(explicit[:, :7, 0]).any() and np.isnan(explicit[:, 7:, 0]).all()
+    assert got[:, 0] == pytest.approx(iqm(explicit))
+    assert got[:, 1] == pytest.approx(median_of_means(explicit))
+    assert got[:, 2] == pytest.approx(mean_of_means(explicit))
+    assert got[:, 3] == pytest.approx(optimality_gap(explicit))

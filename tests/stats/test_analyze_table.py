@@ -1,0 +1,171 @@
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from benchlab.errors import DataError
+from benchlab.stats import analyze, reduce_runs, validate_table
+
+SUMMARY_KEYS = {"task", "config", "metric", "n", "mean", "std", "sem", "median", "min", "max",
+                "ci_low", "ci_high", "boot_ci_low", "boot_ci_high", "high_variance", "rank"}
+COMPARISON_KEYS = {"task", "metric", "baseline", "candidate", "paired", "n", "mean_diff",
+                   "diff_ci_low", "diff_ci_high", "t_pvalue", "wilcoxon_pvalue", "welch_pvalue",
+                   "mannwhitney_pvalue", "cohens_d", "hedges_g", "prob_improvement", "p_holm",
+                   "significant"}
+AGGREGATE_KEYS = {"config"} | {f"{n}{s}" for n in ("iqm", "median", "mean", "optimality_gap")
+                               for s in ("", "_ci_low", "_ci_high")}
+
+
+def _table(values: dict[tuple[str, str], list[float]], metric: str = "acc") -> pd.DataFrame:
+    rows = [{"task": t, "config": c, "seed": s, "metric": metric, "value": v}
+            for (t, c), vs in values.items() for s, v in enumerate(vs)]
+    return pd.DataFrame(rows)
+
+
+BASE_A = [0.70, 0.72, 0.69, 0.71, 0.73]
+NEW_A = [0.75, 0.76, 0.74, 0.77, 0.74]
+BASE_B = [10.0, 12.0, 11.0, 13.0, 9.0]
+NEW_B = [10.5, 12.2, 11.1, 13.4, 9.1]
+TABLE = _table({("a", "base"): BASE_A, ("a", "new"): NEW_A,
+                ("b", "base"): BASE_B, ("b", "new"): NEW_B})
+
+
+def test_analyze_returns_the_documented_layout():
+    out = analyze(TABLE, baseline="base", reps=1_000)
+    assert set(out) == {"summary", "comparisons", "aggregate", "warnings"}
+    assert all(set(r) == SUMMARY_KEYS for r in out["summary"])
+    assert all(set(r) == COMPARISON_KEYS for r in out["comparisons"])
+    assert all(set(r) == AGGREGATE_KEYS for r in out["aggregate"])
+    assert len(out["summary"]) == 4 and len(out["comparisons"]) == 2
+    assert [a["config"] for a in out["aggregate"]] == ["base", "new"]
+
+
+def test_comparisons_are_paired_by_seed_and_holm_corrected_across_all():
+    out = analyze(TABLE, baseline="base", reps=1_000)
+    p = [sps.ttest_rel(NEW_A, BASE_A).pvalue, sps.ttest_rel(NEW_B, BASE_B).pvalue]
+    lo, hi = sorted(p)
+    holm = {lo: 2 * lo, hi: max(2 * lo, hi)}
+    for row, pv in zip(out["comparisons"], p, strict=True):
+        assert row["paired"] is True and row["n"] == 5
+        assert row["t_pvalue"] == pytest.approx(pv)
+        assert row["p_holm"] == pytest.approx(min(1.0, holm[pv]))
+    a = out["comparisons"][0]
+    assert a["mean_diff"] == pytest.approx(np.mean(NEW_A) - np.mean(BASE_A))
+    assert a["significant"] is (a["p_holm"] < 0.05 and a["diff_ci_low"] > 0)
+
+
+def test_summary_ranks_with_ties_and_goal_min():
+    out = analyze(TABLE, reps=500)
+    ranks = {(r["task"], r["config"]): r["rank"] for r in out["summary"]}
+    assert ranks[("a", "new")] == 1 and ranks[("a", "base")] == 2  # CIs apart
+    assert ranks[("b", "new")] == 1 and ranks[("b", "base")] == 1  # CIs overlap: tied
+    out_min = analyze(TABLE, goal="min", reps=500)
+    ranks_min = {(r["task"], r["config"]): r["rank"] for r in out_min["summary"]}
+    assert ranks_min[("a", "base")] == 1 and ranks_min[("a", "new")] == 2
+
+
+def test_a_seed_missing_for_one_config_pairs_on_the_shared_seeds_with_a_warning():
+    table = TABLE[~((TABLE["task"] == "a") & (TABLE["config"] == "new") & (TABLE["seed"] == 4))]
+    out = analyze(table, baseline="base", reps=500)
+    a = out["comparisons"][0]
+    assert a["paired"] is True and a["n"] == 4
+    assert a["t_pvalue"] == pytest.approx(sps.ttest_rel(NEW_A[:4], BASE_A[:4]).pvalue)
+    assert any("seed(s) 4 are missing on one side" in w for w in out["warnings"])
+
+
+def test_disjoint_seeds_are_compared_unpaired_with_a_warning():
+    table = TABLE.copy()
+    table.loc[table["config"] == "new", "seed"] += 100
+    out = analyze(table, baseline="base", reps=500)
+    a = out["comparisons"][0]
+    assert a["paired"] is False and a["t_pvalue"] is None
+    assert a["welch_pvalue"] == pytest.approx(
+        sps.ttest_ind(NEW_A, BASE_A, equal_var=False).pvalue)
+    assert any("compared unpaired" in w for w in out["warnings"])
+
+
+def test_single_seed_nan_and_zero_variance_give_nulls_and_warnings_not_crashes():
+    table = _table({("a", "base"): [0.5], ("a", "new"): [0.6],
+                    ("b", "base"): [1.0, 1.0, 1.0], ("b", "new"): [1.0, np.nan, 2.0]})
+    out = analyze(table, baseline="base", reps=500)
+    rows = {(r["task"], r["config"]): r for r in out["summary"]}
+    assert rows[("a", "base")]["std"] is None and rows[("a", "base")]["ci_low"] is None
+    assert rows[("b", "base")]["std"] == 0.0
+    assert rows[("b", "new")]["n"] == 2
+    comps = {c["task"]: c for c in out["comparisons"]}
+    assert comps["a"]["t_pvalue"] is None and comps["a"]["significant"] is None
+    text = "\n".join(out["warnings"])
+    assert "n=1" in text and "NaN" in text and "zero variance" in text
+
+
+def test_several_metrics_each_get_a_goal_and_the_first_is_aggregated():
+    table = pd.concat([TABLE, _table({("a", "base"): [0.3, 0.31], ("a", "new"): [0.2, 0.21]},
+                                     metric="loss")])
+    out = analyze(table, baseline="base", goal={"acc": "max", "loss": "min"}, reps=500)
+    loss = [c for c in out["comparisons"] if c["metric"] == "loss"][0]
+    assert loss["prob_improvement"] == 1.0  # lower loss is better
+    assert any("aggregate across tasks is of 'acc'" in w for w in out["warnings"])
+    only_loss = analyze(table, metric="loss", reps=500)
+    assert {r["metric"] for r in only_loss["summary"]} == {"loss"}
+
+
+def test_references_normalise_the_aggregate():
+    out = analyze(TABLE, references={"a": (0.0, 1.0), "b": (0.0, 10.0)}, reps=500)
+    base = out["aggregate"][0]
+    assert base["mean"] == pytest.approx((np.mean(BASE_A) + np.mean(BASE_B) / 10) / 2)
+    assert base["mean_ci_low"] <= base["mean"] <= base["mean_ci_high"]
+    assert not any("reference" in w for w in out["warnings"])
+
+
+def test_same_seed_reproduces_and_another_seed_changes_the_bootstrap():
+    one = analyze(TABLE, baseline="base", reps=500, seed=1)
+    assert one == analyze(TABLE, baseline="base", reps=500, seed=1)
+    two = analyze(TABLE, baseline="base", reps=500, seed=2)
+    assert [r["boot_ci_low"] for r in one["summary"]] != [r["boot_ci_low"] for r in two["summary"]]
+    assert [r["mean"] for r in one["summary"]] == [r["mean"] for r in two["summary"]]
+
+
+def _curves() -> pd.DataFrame:
+    rows = []
+    for config, gain in (("base", 1.0), ("new", 2.0)):
+        for seed in range(3):
+            steps = np.arange(0, 101, 10) + (5 if seed == 1 else 0)  # seed 1 logs off-grid
+            for s in steps:
+                rows.append({"task": "t", "config": config, "seed": seed, "metric": "r",
+                             "step": float(s), "value": gain * s / 100 + 0.01 * seed})
+    return pd.DataFrame(rows)
+
+
+def test_curves_are_aligned_then_summarised():
+    runs, _ = reduce_runs(validate_table(_curves()), "auc")
+    # Common range [5, 100]: a line gain*s/100 averages gain*52.5/100 there.
+    got = runs.set_index(["config", "seed"])["value"]
+    assert got[("base", 0)] == pytest.approx(0.525)
+    assert got[("new", 2)] == pytest.approx(1.05 + 0.02)
+    out = analyze(_curves(), baseline="base", summary="slope", reps=500)
+    assert out["comparisons"][0]["mean_diff"] == pytest.approx(0.01)
+
+
+def test_auc_of_final_only_table_is_a_clear_error():
+    with pytest.raises(DataError, match="no runs left to analyse with --summary auc"):
+        analyze(TABLE, summary="auc")
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        (TABLE.drop(columns=["seed"]), "scores.csv: missing column(s) seed"),
+        (TABLE.assign(value=["x"] + [0.1] * (len(TABLE) - 1)),
+         "scores.csv: column 'value' must hold numbers; row 1 has 'x'"),
+        (TABLE.iloc[:0], "scores.csv: the table has no rows"),
+    ],
+)
+def test_bad_tables_name_the_file_and_column(frame, message):
+    with pytest.raises(DataError) as err:
+        analyze(frame, source="scores.csv")
+    assert message in str(err.value)
+
+
+def test_unknown_baseline_lists_the_configs():
+    with pytest.raises(DataError, match="no baseline 'old'; configs are base, new"):
+        analyze(TABLE, baseline="old")

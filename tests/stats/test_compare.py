@@ -1,0 +1,135 @@
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from benchlab.stats import (
+    cohens_d,
+    compare,
+    hedges_g,
+    holm,
+    is_significant,
+    paired_t_pvalue,
+    probability_of_improvement,
+    welch_pvalue,
+)
+
+RNG = np.random.default_rng(12)
+BASE = RNG.normal(0.70, 0.05, size=10)
+CAND = BASE + RNG.normal(0.03, 0.02, size=10)
+
+
+def test_paired_tests_match_scipy():
+    c = compare(BASE, CAND, paired=True, reps=2_000)
+    assert c.paired and c.n == 10
+    assert c.t_pvalue == pytest.approx(sps.ttest_rel(CAND, BASE).pvalue, rel=1e-10)
+    assert c.wilcoxon_pvalue == pytest.approx(sps.wilcoxon(CAND - BASE).pvalue, rel=1e-10)
+    assert c.welch_pvalue == pytest.approx(
+        sps.ttest_ind(CAND, BASE, equal_var=False).pvalue, rel=1e-10)
+    assert c.mannwhitney_pvalue == pytest.approx(
+        sps.mannwhitneyu(CAND, BASE, alternative="two-sided").pvalue, rel=1e-10)
+    assert c.mean_diff == pytest.approx(np.mean(CAND - BASE))
+    assert c.diff_ci_low < c.mean_diff < c.diff_ci_high
+
+
+def test_unpaired_skips_paired_tests_and_matches_welch_and_mann_whitney():
+    b = np.array([1.0, 2.0, 3.0, 4.0])
+    c = np.array([2.5, 3.5, 4.5, 6.0, 7.0])
+    r = compare(b, c, paired=False, reps=2_000)
+    assert r.t_pvalue is None and r.wilcoxon_pvalue is None
+    assert r.n == 9 and (r.n_baseline, r.n_candidate) == (4, 5)
+    assert r.welch_pvalue == pytest.approx(sps.ttest_ind(c, b, equal_var=False).pvalue)
+    assert r.mannwhitney_pvalue == pytest.approx(
+        sps.mannwhitneyu(c, b, alternative="two-sided").pvalue)
+    assert r.pvalue == r.welch_pvalue
+
+
+def test_welch_and_paired_t_closed_forms():
+    # d = [1, 2, 3]: mean 2, sd 1, t = 2 / (1/sqrt 3) = 3.4641, df 2.
+    assert paired_t_pvalue(np.array([1.0, 2.0, 3.0])) == pytest.approx(
+        2 * sps.t.sf(2 * np.sqrt(3), 2))
+    # b=[0,2] (mean 1, var 2), c=[3,5,7] (mean 5, var 4): se² = 1 + 4/3, t = 4/se,
+    # df = (7/3)² / (1 + (4/3)²/2)
+    se2 = 1 + 4 / 3
+    df = se2**2 / (1 + (4 / 3) ** 2 / 2)
+    assert welch_pvalue(np.array([0.0, 2.0]), np.array([3.0, 5.0, 7.0])) == pytest.approx(
+        2 * sps.t.sf(4 / np.sqrt(se2), df))
+
+
+def test_cohens_d_and_hedges_g_by_hand():
+    # Paired: diffs [1, 2, 3] -> d = 2 / 1 = 2; g = 2 * (1 - 3/(4*2 - 1)) = 2 * 4/7.
+    b = np.array([0.0, 0.0, 0.0])
+    c = np.array([1.0, 2.0, 3.0])
+    assert cohens_d(b, c, paired=True) == pytest.approx(2.0)
+    assert hedges_g(2.0, 2) == pytest.approx(8 / 7)
+    # Unpaired: b=[0,2] var 2, c=[3,5,7] var 4; pooled = sqrt((2 + 8)/3); d = (5 - 1) / pooled.
+    d = cohens_d(np.array([0.0, 2.0]), np.array([3.0, 5.0, 7.0]), paired=False)
+    assert d == pytest.approx(4 / np.sqrt(10 / 3))
+    r = compare(np.array([0.0, 2.0]), np.array([3.0, 5.0, 7.0]), paired=False, reps=500)
+    assert r.hedges_g == pytest.approx(d * (1 - 3 / (4 * 3 - 1)))
+
+
+def test_probability_of_improvement_counts_ties_half_and_honours_goal():
+    b = np.array([1.0, 2.0])
+    c = np.array([2.0, 3.0])
+    # Pairs (c, b): (2,1) win, (2,2) tie, (3,1) win, (3,2) win -> (3 + 0.5) / 4.
+    assert probability_of_improvement(b, c, "max") == pytest.approx(0.875)
+    assert probability_of_improvement(b, c, "min") == pytest.approx(0.125)
+    u = sps.mannwhitneyu(c, b).statistic
+    assert probability_of_improvement(b, c) == pytest.approx(u / 4)
+
+
+def test_goal_min_keeps_raw_difference_but_flips_improvement():
+    b = np.array([0.30, 0.32, 0.31, 0.29])
+    c = b - 0.05
+    r = compare(b, c, paired=True, goal="min", reps=500)
+    assert r.mean_diff == pytest.approx(-0.05)
+    assert r.prob_improvement == pytest.approx(
+        np.mean(c[:, None] < b[None, :]) + 0.5 * np.mean(c[:, None] == b[None, :]))
+
+
+def test_all_equal_paired_differences_give_nulls_and_a_warning():
+    b = np.array([1.0, 2.0, 3.0])
+    r = compare(b, b + 0.5, paired=True, reps=500, label="t m")
+    assert r.t_pvalue is None and r.wilcoxon_pvalue is None
+    assert r.cohens_d is None and r.hedges_g is None
+    assert r.mean_diff == pytest.approx(0.5)
+    assert (r.diff_ci_low, r.diff_ci_high) == (pytest.approx(0.5), pytest.approx(0.5))
+    assert any("all paired differences equal 0.5" in w for w in r.warnings)
+
+
+def test_identical_constant_samples_give_null_tests():
+    r = compare(np.full(3, 1.0), np.full(3, 1.0), paired=True, reps=200)
+    assert r.welch_pvalue is None and r.mannwhitney_pvalue is None and r.t_pvalue is None
+    assert r.prob_improvement == 0.5
+    assert len(r.warnings) >= 3
+
+
+def test_single_pair_gives_null_tests_and_interval():
+    r = compare(np.array([1.0]), np.array([2.0]), paired=True)
+    assert r.n == 1 and r.mean_diff == 1.0
+    assert r.t_pvalue is None and r.diff_ci_low is None and r.cohens_d is None
+    assert any("n=1" in w for w in r.warnings)
+
+
+def test_nan_pairs_are_dropped():
+    b = np.array([1.0, 2.0, np.nan, 4.0])
+    c = np.array([1.5, 2.7, 3.0, 4.4])
+    r = compare(b, c, paired=True, reps=200)
+    assert r.n == 3
+    assert r.t_pvalue == pytest.approx(sps.ttest_rel(c[[0, 1, 3]], b[[0, 1, 3]]).pvalue)
+    assert any("NaN" in w for w in r.warnings)
+
+
+def test_holm_by_hand():
+    # sorted 0.01, 0.03, 0.04 -> 3*0.01=0.03, 2*0.03=0.06, max(0.06, 1*0.04)=0.06
+    assert holm([0.04, 0.01, None, 0.03]) == [
+        pytest.approx(0.06), pytest.approx(0.03), None, pytest.approx(0.06)]
+    assert holm([0.5, 0.9]) == [pytest.approx(1.0), pytest.approx(1.0)]
+
+
+def test_significant_needs_adjusted_p_and_an_interval_excluding_zero():
+    assert is_significant(0.01, 0.1, 0.3) is True
+    assert is_significant(0.01, -0.1, 0.3) is False
+    assert is_significant(0.2, 0.1, 0.3) is False
+    assert is_significant(0.01, -0.3, -0.1) is True
+    assert is_significant(None, 0.1, 0.3) is None

@@ -1,0 +1,83 @@
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from benchlab.stats import describe, is_high_variance, rank, t_interval
+
+X = np.array([0.81, 0.84, 0.79, 0.88, 0.83])
+
+
+def test_describe_matches_numpy_and_scipy():
+    d = describe(X, reps=2_000, seed=0)
+    assert d.n == 5
+    assert d.mean == pytest.approx(0.83)
+    assert d.std == pytest.approx(np.std(X, ddof=1))
+    assert d.sem == pytest.approx(sps.sem(X))
+    assert (d.median, d.min, d.max) == (0.83, 0.79, 0.88)
+    low, high = sps.t.interval(0.95, 4, loc=X.mean(), scale=sps.sem(X))
+    assert (d.ci_low, d.ci_high) == (pytest.approx(low), pytest.approx(high))
+    assert d.boot_ci_low < d.mean < d.boot_ci_high
+    # A percentile interval lies within the sample's range.
+    assert 0.79 <= d.boot_ci_low and d.boot_ci_high <= 0.88
+    assert d.warnings == []
+
+
+def test_t_interval_closed_form():
+    # mean 2, s = 1, n = 4: 2 ± t_{0.975,3} / 2 with t_{0.975,3} = 3.182446
+    low, high = t_interval(np.array([1.0, 2.0, 2.0, 3.0]) * np.sqrt(1.5) - 2 * np.sqrt(1.5) + 2)
+    assert (low, high) == (pytest.approx(2 - 3.182446 / 2, abs=1e-6),
+                           pytest.approx(2 + 3.182446 / 2, abs=1e-6))
+
+
+def test_high_variance_flag_at_one_percent_of_the_mean():
+    assert describe(X, reps=200).high_variance is True  # std 0.034 > 0.0083
+    assert describe(np.array([100.0, 100.5, 99.5]), reps=200).high_variance is False  # 0.5 < 1
+    assert describe(np.array([100.0, 100.5, 99.5]), reps=200,
+                    variance_threshold=0.001).high_variance is True
+    assert is_high_variance(0.1, 0.0) is True
+
+
+def test_single_seed_gives_nulls_and_a_warning():
+    d = describe(np.array([0.7]), label="digits/mlp acc")
+    assert (d.n, d.mean, d.median, d.min, d.max) == (1, 0.7, 0.7, 0.7, 0.7)
+    assert d.std is None and d.sem is None and d.ci_low is None and d.boot_ci_high is None
+    assert d.high_variance is None
+    assert any("digits/mlp acc: n=1" in w for w in d.warnings)
+
+
+def test_zero_variance_gives_point_intervals_and_a_warning():
+    d = describe(np.full(4, 0.5))
+    assert (d.std, d.sem, d.ci_low, d.ci_high, d.boot_ci_low, d.boot_ci_high) == (
+        0.0, 0.0, 0.5, 0.5, 0.5, 0.5)
+    assert d.high_variance is False
+    assert any("equal" in w for w in d.warnings)
+
+
+def test_nan_values_are_dropped_with_a_warning():
+    d = describe(np.array([1.0, np.nan, 3.0]), reps=200)
+    assert d.n == 2 and d.mean == 2.0
+    assert any("1 NaN" in w for w in d.warnings)
+
+
+def test_only_nan_gives_all_nulls():
+    d = describe(np.array([np.nan, np.nan]))
+    assert d.n == 0 and d.mean is None and d.high_variance is None
+
+
+def test_rank_marks_configs_overlapping_the_best_as_tied():
+    means = [0.80, 0.90, 0.85, 0.50]
+    lows = [0.78, 0.86, 0.84, 0.45]
+    highs = [0.82, 0.94, 0.87, 0.55]
+    # Best is index 1; index 2's CI [0.84, 0.87] overlaps [0.86, 0.94]; index 0 does not.
+    assert rank(means, lows, highs, "max") == [3, 1, 1, 4]
+
+
+def test_rank_honours_goal_min():
+    means = [0.2, 0.1, 0.3]
+    lows = [0.19, 0.09, 0.29]
+    highs = [0.21, 0.11, 0.31]
+    assert rank(means, lows, highs, "min") == [2, 1, 3]
+
+
+def test_rank_without_interval_is_not_tied_and_undefined_mean_is_unranked():
+    assert rank([1.0, 0.99, None], [0.9, None, None], [1.1, None, None]) == [1, 2, None]

@@ -1,0 +1,118 @@
+import json
+from pathlib import Path
+
+import pytest
+
+CSV = """task,config,seed,value
+cartpole,ppo,0,480
+cartpole,ppo,1,495
+cartpole,ppo,2,470
+cartpole,ppo,3,490
+cartpole,dqn,0,410
+cartpole,dqn,1,430
+cartpole,dqn,2,445
+cartpole,dqn,3,400
+pong,ppo,0,18.5
+pong,ppo,1,19.0
+pong,ppo,2,17.5
+pong,ppo,3,18.0
+pong,dqn,0,19.5
+pong,dqn,1,20.0
+pong,dqn,2,19.0
+pong,dqn,3,20.5
+"""
+
+
+@pytest.fixture
+def scores(tmp_path: Path) -> Path:
+    path = tmp_path / "scores.csv"
+    path.write_text(CSV)
+    return path
+
+
+def test_analyze_json_has_exactly_the_four_sections(scores, tmp_path, benchlab_cli):
+    res = benchlab_cli("analyze", str(scores), "--baseline", "dqn", "--reps", "1000", "--json",
+                       cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert list(out) == ["summary", "comparisons", "aggregate", "warnings"]
+    assert {(c["task"], c["candidate"]) for c in out["comparisons"]} == {
+        ("cartpole", "ppo"), ("pong", "ppo")}
+    cartpole = next(c for c in out["comparisons"] if c["task"] == "cartpole")
+    assert cartpole["mean_diff"] == pytest.approx((1935 - 1685) / 4)
+
+
+def test_analyze_prints_tables_without_json(scores, tmp_path, benchlab_cli):
+    res = benchlab_cli("analyze", str(scores), "--baseline", "dqn", "--reps", "500",
+                       cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "Per task and config" in res.stdout
+    assert "Candidate vs baseline dqn" in res.stdout
+    assert "Across tasks" in res.stdout
+    assert "warning: aggregate: no reference scores" in res.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("task,config,value\na,b,1\n", "missing column(s) seed"),
+        ("task,config,seed,value\na,b,0,high\n",
+         "column 'value' must hold numbers; row 1 has 'high'"),
+        ("", "the file is empty"),
+    ],
+)
+def test_bad_csv_is_one_message_naming_file_and_column_with_exit_2(
+    tmp_path, content, expected, benchlab_cli
+):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(content)
+    res = benchlab_cli("analyze", str(bad), cwd=tmp_path)
+    assert res.returncode == 2
+    assert str(bad) in res.stderr and expected in res.stderr
+    assert "Traceback" not in res.stderr
+    assert res.stdout == ""
+
+
+def test_unknown_baseline_and_missing_file_exit_2(scores, tmp_path, benchlab_cli):
+    res = benchlab_cli("analyze", str(scores), "--baseline", "sac", cwd=tmp_path)
+    assert res.returncode == 2
+    assert "no baseline 'sac'; configs are ppo, dqn" in res.stderr
+    res = benchlab_cli("analyze", str(tmp_path / "nope.csv"), cwd=tmp_path)
+    assert res.returncode == 2 and "nope.csv: no such file" in res.stderr
+
+
+def test_compare_on_a_csv_compares_one_candidate(scores, tmp_path, benchlab_cli):
+    res = benchlab_cli("compare", str(scores), "--baseline", "dqn", "--candidate", "ppo",
+                       "--reps", "500", "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert len(out["comparisons"]) == 2 and out["comparisons"][0]["paired"] is True
+
+
+def test_variance_reports_cv_against_seeds_and_smallest_n(scores, tmp_path, benchlab_cli):
+    res = benchlab_cli("variance", str(scores), "--config", "ppo", "--threshold", "0.016",
+                       "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    cartpole = out["tasks"][0]
+    assert cartpole["final"]["n"] == [1, 2, 3, 4]
+    # ppo on cartpole: sd (ddof=0) 9.60, mean 483.75 -> CV(N) = 0.0198 / sqrt(N):
+    # 0.0198 at N=1, 0.0140 at N=2.
+    assert cartpole["final"]["smallest_n"] == 2
+    assert cartpole["auc"] is None
+    assert any("no learning curves" in w for w in out["warnings"])
+
+
+def test_power_with_a_given_effect(tmp_path, benchlab_cli):
+    res = benchlab_cli("power", "--effect", "1.0", "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    # d_z = 1, alpha 0.05, power 0.8: 10 pairs (power 0.803; 9 pairs give 0.748).
+    assert json.loads(res.stdout)["rows"][0]["seeds"] == 10
+
+
+def test_power_from_pilot_runs(scores, tmp_path, benchlab_cli):
+    res = benchlab_cli("power", str(scores), "--baseline", "dqn", "--candidate", "ppo",
+                       "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    rows = {r["task"]: r for r in json.loads(res.stdout)["rows"]}
+    assert rows["cartpole"]["pilot_pairs"] == 4 and rows["cartpole"]["seeds"] >= 2
