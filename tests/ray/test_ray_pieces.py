@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import textwrap
@@ -106,3 +107,23 @@ def test_ray_options_without_the_ray_backend_are_refused(tmp_path):
                            "auto"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "--ray-address and --shared-fs need the ray backend" in proc.stdout + proc.stderr
+
+
+def test_an_address_nobody_answers_at_exits_2_at_once(tmp_path):
+    pytest.importorskip("ray")
+    (tmp_path / "bench.yaml").write_text(textwrap.dedent("""
+        name: nocluster
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 1
+        command: "true"
+        metrics: {primary: score}
+    """))
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.run([sys.executable, "-m", "benchlab", "run", "bench.yaml", "--backend", "ray",
+                           "--ray-address", f"127.0.0.1:{port}"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert f"nothing answers at 127.0.0.1:{port}" in proc.stdout + proc.stderr

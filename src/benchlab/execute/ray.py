@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -285,6 +286,7 @@ class RayBackend:
         self._ray = ray
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
+            _check_reachable(address)
             kwargs: dict[str, Any] = {"address": address, "ignore_reinit_error": True,
                                       "logging_level": logging.WARNING, "log_to_driver": False}
             if address is None and not os.environ.get("RAY_ADDRESS"):
@@ -422,6 +424,21 @@ class RayBackend:
             self.terminate_all(self.grace)
         if self._owns_ray and self._ray.is_initialized():
             self._ray.shutdown()
+
+
+def _check_reachable(address: str | None, timeout: float = 5.0) -> None:
+    """Fail fast on a ``host:port`` nobody answers: Ray itself keeps retrying for minutes."""
+    if not address or address == "auto" or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except ValueError:
+        raise BackendUnavailable("ray", f"--ray-address {address!r}: expected HOST:PORT") from None
+    except OSError as exc:
+        raise BackendUnavailable(
+            "ray", f"nothing answers at {address} ({exc.strerror or exc}); start the cluster's "
+            f"head there with `ray start --head --port={port}`, or check the address") from None
 
 
 def _first_line(exc: BaseException) -> str:
