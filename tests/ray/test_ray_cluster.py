@@ -37,7 +37,7 @@ MB = 2**20
 
 @dataclass
 class LocalCluster:
-    """Three Ray nodes: a 1-CPU head, node A with 2 fake GPUs, node B with CPUs only."""
+    """Three Ray nodes: a 1-CPU head, node A with 2 (declared) GPUs and 2 'fake_gpu', node B."""
 
     cluster: Any
     gpu_node: str  # node id (hex) of the node that has the 'fake_gpu' resource
@@ -60,7 +60,9 @@ def ray_cluster() -> Iterator[LocalCluster]:
 
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "object_store_memory": 80 * MB, "include_dashboard": False})
-    gpu = cluster.add_node(num_cpus=2, resources={"fake_gpu": 2}, object_store_memory=80 * MB)
+    # Ray takes a declared GPU count at its word: node A has 2 GPU slots with no hardware.
+    gpu = cluster.add_node(num_cpus=2, num_gpus=2, resources={"fake_gpu": 2},
+                           object_store_memory=80 * MB)
     cpu = cluster.add_node(num_cpus=2, object_store_memory=80 * MB)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
@@ -81,7 +83,8 @@ config = open(os.path.join(run_dir, "config.yaml")).read()
 os.makedirs(os.path.join(run_dir, "extra"), exist_ok=True)
 with open(os.path.join(run_dir, "extra", "seen.json"), "w") as f:
     json.dump({"run_dir": run_dir, "config_has_id": os.environ["BENCHLAB_RUN_ID"] in config,
-               "flavour": os.environ.get("FLAVOUR")}, f)
+               "flavour": os.environ.get("FLAVOUR"),
+               "cuda": os.environ.get("CUDA_VISIBLE_DEVICES")}, f)
 print("start", seed, flush=True)
 time.sleep(float(args.get("sleep", 0)))
 while args.get("hold", "none") != "none" and not os.path.exists(args["hold"]):
@@ -212,6 +215,18 @@ def test_runs_needing_a_custom_resource_run_only_where_it_is(ray_cluster, tmp_pa
     assert {node_id(r["node"]) for r in done} == {ray_cluster.gpu_node[:12]}
 
 
+def test_gpu_runs_see_the_devices_ray_gave_them(ray_cluster, tmp_path):
+    spec, _ = write_bench(tmp_path, seeds=2, resources="{cpus: 0.5, gpus: 0.5}")
+    result = run_sweep(spec, tmp_path / "out", ray_cluster.address)
+    assert result.completed == 4
+    for row in completed_once(tmp_path / "out", 4):
+        assert node_id(row["node"]) == ray_cluster.gpu_node[:12]
+        run_dir = tmp_path / "out" / "runs" / row["run_id"]
+        seen = json.loads((run_dir / "extra" / "seen.json").read_text())
+        assert seen["cuda"] in ("0", "1")
+        assert json.loads((run_dir / "provenance.json").read_text())["gpus"] == [int(seen["cuda"])]
+
+
 def test_shared_filesystem_runs_write_in_place(ray_cluster, tmp_path):
     spec, _ = write_bench(tmp_path, seeds=1)
     result = run_sweep(spec, tmp_path / "out", ray_cluster.address, shared_fs=True)
@@ -303,9 +318,7 @@ def test_ctrl_c_cancels_the_tasks_and_leaves_nothing_running(ray_cluster, tmp_pa
 def test_the_docs_spec_example_runs_on_the_cluster(ray_cluster, tmp_path):
     doc = (Path(__file__).parents[2] / "docs" / "cluster.md").read_text()
     (example,) = [b for b in re.findall(r"```yaml\n(.*?)```", doc, flags=re.S) if "name:" in b]
-    # No GPU here: the node's 'fake_gpu' resource stands in for the doc's half GPU.
-    assert "resources: {cpus: 1, gpus: 0.5}" in example
-    example = example.replace("gpus: 0.5", "custom: {fake_gpu: 0.5}")
+    assert "resources: {cpus: 1, gpus: 0.5}" in example  # run on node A's declared GPUs
     run_cli("init", ".", cwd=tmp_path, check=True)  # the doc's train.py
     (tmp_path / "starter-on-ray.yaml").write_text(example)
     proc = run_cli("run", "starter-on-ray.yaml", "-r", "out", "--ray-address", ray_cluster.address,
