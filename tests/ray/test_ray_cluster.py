@@ -227,6 +227,30 @@ def test_gpu_runs_see_the_devices_ray_gave_them(ray_cluster, tmp_path):
         assert json.loads((run_dir / "provenance.json").read_text())["gpus"] == [int(seen["cuda"])]
 
 
+def test_a_running_attempts_log_is_streamed_home(ray_cluster, tmp_path):
+    release = tmp_path / "release"
+    spec, _ = write_bench(tmp_path, seeds=1, hold=release)
+    box: dict[str, SweepResult] = {}
+    thread = threading.Thread(target=lambda: box.setdefault("result", run_sweep(
+        spec, tmp_path / "out", ray_cluster.address, flush_s=0.2)))
+    thread.start()
+    try:
+        def streamed() -> bool:
+            logs = list((tmp_path / "out" / "runs").glob("*/train.log"))
+            return len(logs) == 2 and all(p.read_text().startswith("start") for p in logs)
+
+        wait_for(streamed, 60, "both runs' first lines on the driver while they run")
+        shown = run_cli("logs", "t/a/s0", "-r", "out", cwd=tmp_path, timeout=60)
+        assert shown.stdout.startswith("start 0") and "done" not in shown.stdout
+    finally:
+        release.touch()
+        thread.join(timeout=60)
+    assert box["result"].completed == 2
+    for log in (tmp_path / "out" / "runs").glob("*/train.log"):
+        text = log.read_text()
+        assert text.count("start") == 1 and text.count("done") == 1
+
+
 def test_shared_filesystem_runs_write_in_place(ray_cluster, tmp_path):
     spec, _ = write_bench(tmp_path, seeds=1)
     result = run_sweep(spec, tmp_path / "out", ray_cluster.address, shared_fs=True)

@@ -11,10 +11,12 @@ even when the driver is gone.
 Files come home in one of two ways. With ``shared_fs=True`` the run writes
 straight into the driver's run directory, which every node must see at the
 same path (the log is then live for ``benchlab logs -f``). Otherwise the run
-writes into a scratch directory on its node, and the task returns what the run
-wrote (``train.log``, ``metrics.json(l)``, other small files, at most
-``cap_bytes`` in all; a log over the cap keeps its tail) when it ends; the
-driver writes them into the run directory before reporting the outcome.
+writes into a scratch directory on its node; its log's growth is sent every
+``flush_s`` seconds to a small sink actor on the driver's node (so the log is
+live there); when it ends, the task returns what the run wrote (``train.log``,
+``metrics.json(l)``, other small files, at most ``cap_bytes`` in all; a log
+over the cap keeps its tail), and the driver writes it into the run directory
+before reporting the outcome.
 
 Faults: tasks are never retried by Ray (``max_retries=0``); a worker or node
 that dies surfaces as an outcome of class ``node-died`` that the sweep retries
@@ -51,6 +53,7 @@ KILL_GRACE_S = 5.0
 CAP_BYTES = 64 * 2**20
 NODE_DIED = "node-died"  # failure class of an attempt whose worker or node died under it
 POLL_S = 0.1  # how often a blocked wait() looks for wake()
+FLUSH_S = 2.0  # how often a running attempt's new log output is sent home
 _INSTALL_HINT = "Ray is not installed; install it with: pip install 'benchlab[ray]'"
 # Variables of the driver's machine that must not override the worker's own.
 _HOST_ONLY = {"CUDA_VISIBLE_DEVICES", "HOME", "PATH", "PWD", "OLDPWD", "TMPDIR", "HOSTNAME",
@@ -163,6 +166,46 @@ def _pack_files(folder: str, cap: int) -> tuple[list[tuple[str, bytes]], dict[st
     return files, notes
 
 
+def _wait_streaming(proc: subprocess.Popen[bytes], job: dict[str, Any], log_path: str) -> None:
+    """Wait for the run (``TimeoutExpired`` at its timeout), sending its log's growth to the sink.
+
+    Each chunk is written at its offset and acknowledged before the next, so the
+    driver's copy is a prefix of the log, complete when the task returns.
+    """
+    sink = job.get("sink")
+    timeout = job["timeout"]
+    if sink is None:
+        proc.wait(timeout=timeout)
+        return
+    import ray
+
+    end = None if timeout is None else time.monotonic() + timeout
+    sent = 0
+    while True:
+        step = job["flush_s"] if end is None else min(job["flush_s"], end - time.monotonic())
+        try:
+            proc.wait(timeout=max(0.0, step))
+            return
+        except subprocess.TimeoutExpired:
+            if end is not None and time.monotonic() >= end:
+                raise
+        if sent >= job["cap"]:
+            continue  # the cap bounds what travels; the tail still comes home at the end
+        try:
+            with open(log_path, "rb") as fh:
+                fh.seek(sent)
+                data = fh.read(min(job["cap"] - sent, 4 * 2**20))
+        except OSError:
+            continue
+        if data:
+            try:
+                ray.get(sink.append.remote(job["run_dir"], sent, data))
+            except Exception:  # noqa: BLE001 - the sink is gone: the run goes on, unstreamed
+                sent = job["cap"]
+                continue
+            sent += len(data)
+
+
 def _attempt(job: dict[str, Any]) -> dict[str, Any]:
     """Run one attempt on this worker; returns its exit, its node and (not shared) its files."""
     import shlex
@@ -206,17 +249,15 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
     _reaper_send(f"+ {proc.pid} {job['grace']}\n")
     timed_out = False
     try:
-        timeout = job["timeout"]
+        _wait_streaming(proc, job, os.path.join(here, "train.log"))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=timeout)
+            proc.wait(timeout=job["grace"])
         except subprocess.TimeoutExpired:
-            timed_out = True
-            _killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=job["grace"])
-            except subprocess.TimeoutExpired:
-                _killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            _killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     finally:
         # Cancelled (KeyboardInterrupt) or done: nothing of the group outlives the attempt.
         if proc.returncode is None:
@@ -250,6 +291,19 @@ def _import_ray() -> Any:
     return ray
 
 
+_SINKS: dict[str, Any] = {}
+
+
+class _LogSink:
+    """Writes streamed log chunks into run directories; lives on the driver's node."""
+
+    def append(self, run_dir: str, offset: int, data: bytes) -> None:
+        path = os.path.join(run_dir, "train.log")
+        with open(path, "r+b" if os.path.exists(path) else "wb") as fh:
+            fh.seek(offset)
+            fh.write(data)
+
+
 @dataclass
 class _Flight:
     launch: Launch
@@ -281,7 +335,7 @@ class RayBackend:
     def __init__(self, spec: Spec | None = None, results_dir: Path | str | None = None, *,
                  address: str | None = None, shared_fs: bool = False, cap_bytes: int = CAP_BYTES,
                  grace: float = KILL_GRACE_S, max_inflight: int | None = None,
-                 scratch: str | None = None):
+                 scratch: str | None = None, stream_logs: bool = True, flush_s: float = FLUSH_S):
         ray = _import_ray()
         self._ray = ray
         self._owns_ray = not ray.is_initialized()
@@ -305,10 +359,30 @@ class RayBackend:
         # The task function travels by value: workers need not have benchlab installed.
         ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
         self._remote = ray.remote(max_retries=0)(_attempt)
+        self.flush_s = flush_s
+        self._sink = self._start_sink() if stream_logs and not shared_fs else None
         self._options: dict[tuple[Any, ...], Any] = {}
         self._flights: dict[Any, _Flight] = {}
         self._woken = threading.Event()
         self._base_env = dict(os.environ)
+
+    def _start_sink(self) -> Any:
+        """The log sink actor, pinned to this node; created in the background, no CPU held."""
+        ray = self._ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        try:
+            ctx = ray.get_runtime_context()
+            here = ctx.get_node_id()
+            key = f"{ctx.get_job_id()}/{here}"
+        except Exception:  # noqa: BLE001 - a client-mode driver has no node: no streaming
+            return None
+        # One sink per driver connection, kept for later sweeps of this process.
+        if key not in _SINKS:
+            actor = ray.remote(num_cpus=0, max_restarts=0)(_LogSink)
+            _SINKS[key] = actor.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote()
+        return _SINKS[key]
 
     # -- capacity -------------------------------------------------------------
 
@@ -337,7 +411,7 @@ class RayBackend:
             "run_id": run.run_id, "run_dir": str(launch.run_dir), "env": env, "cwd": launch.cwd,
             "command": run.command, "placeholder": RUN_DIR_PLACEHOLDER, "timeout": launch.timeout,
             "grace": self.grace, "shared_fs": self.shared_fs, "cap": self.cap_bytes,
-            "scratch": self.scratch,
+            "scratch": self.scratch, "sink": self._sink, "flush_s": self.flush_s,
             "config": "" if self.shared_fs else _read_text(launch.run_dir / "config.yaml"),
         }
         if self.shared_fs:
@@ -460,8 +534,5 @@ def _write_home(run_dir: Path, files: list[tuple[str, bytes]]) -> None:
         if root not in target.parents:
             continue  # never outside the run directory
         target.parent.mkdir(parents=True, exist_ok=True)
-        if rel == "train.log":
-            with open(target, "ab") as fh:
-                fh.write(data)
-        else:
-            target.write_bytes(data)
+        # The whole file, replacing any streamed copy of the log (a prefix of it).
+        target.write_bytes(data)
