@@ -28,7 +28,6 @@ import pytest
 
 from benchlab.execute.sweep import Sweep, SweepResult
 from benchlab.spec import load_spec
-from conftest import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -110,6 +109,16 @@ resources: {resources}
 retries: {retries}
 {extra}
 """
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 120,
+            check: bool = False) -> subprocess.CompletedProcess[str]:
+    """The real `benchlab` command (another test folder's conftest may shadow the shared one)."""
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    proc = subprocess.run([sys.executable, "-m", "benchlab", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=env)
+    assert not check or proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
 
 
 def write_bench(root: Path, *, seeds: int = 2, resources: str = "{cpus: 1}", retries: int = 1,
