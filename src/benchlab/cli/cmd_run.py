@@ -114,7 +114,8 @@ def run(
     from benchlab.cli.progress import SweepDisplay
 
     backend = backend or spec.backend
-    options = {"address": ray_address, "shared_fs": shared_fs} if backend == "ray" else {}
+    options = ({"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs}
+               if backend == "ray" else {})
     if backend != "ray" and (ray_address or shared_fs):
         from benchlab.cli.app import fail
 
