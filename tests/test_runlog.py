@@ -62,3 +62,8 @@ def test_importing_log_pulls_in_no_heavy_dependency():
             "print(sorted(m for m in ('numpy', 'pandas', 'pydantic', 'yaml', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_summary_creates_the_run_directory(tmp_path):
+    Logger(tmp_path / "new" / "run").summary(acc=1.0)
+    assert json.loads((tmp_path / "new" / "run" / "metrics.json").read_text()) == {"acc": 1.0}

@@ -64,7 +64,7 @@ def test_good_spec_validates(make_bench):
 
 
 def test_missing_spec_file_exits_2(tmp_path):
-    from conftest import run_cli
+    from benchlab_testing import run_cli
 
     proc = run_cli("run", "nope.yaml", cwd=tmp_path)
     assert proc.returncode == 2

@@ -68,6 +68,7 @@ class Run:
     resources: Resources = field(default_factory=Resources)
     timeout: float | None = None
     retries: int = 2
+    retry_on: dict[str, int] = field(default_factory=dict)  # per failure class, over ``retries``
 
     @property
     def name(self) -> str:
@@ -93,7 +94,12 @@ class Run:
             "resources": self.resources.model_dump(exclude_defaults=True),
             "timeout": self.timeout,
             "retries": self.retries,
+            **({"retry_on": self.retry_on} if self.retry_on else {}),
         }
+
+    def retries_for(self, failure_class: str) -> int:
+        """How many times a failure of ``failure_class`` may be retried."""
+        return self.retry_on.get(failure_class, self.retries)
 
 
 def run_id(benchmark: str, task: str, config: str, params: dict[str, Any], seed: int,
@@ -138,6 +144,7 @@ def expand(spec: Spec) -> list[Run]:
                 runs.append(Run(
                     run_id=rid, benchmark=spec.name, task=task.name, config=cfg.name, seed=seed,
                     params=params, command=command, env=env, workdir=workdir,
-                    resources=spec.resources, timeout=spec.timeout, retries=spec.retries,
+                    resources=cfg.resources or spec.resources, timeout=spec.timeout,
+                    retries=spec.retries, retry_on=spec.retry_budget,
                 ))
     return runs

@@ -72,6 +72,7 @@ class Logger:
 
     def summary(self, **values: Any) -> None:
         """Merge final scalars into ``metrics.json`` (written at once, atomically)."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         path = self.run_dir / "metrics.json"
         current: dict[str, Any] = {}
         if path.exists():

@@ -80,6 +80,23 @@ class Task(_Model):
     description: str | None = None
 
 
+class Resources(_Model):
+    """What one run needs: CPU cores, GPUs (a fraction shares a device), GPU memory in GiB."""
+
+    cpus: float = Field(default=1.0, ge=0)
+    gpus: float = Field(default=0.0, ge=0)
+    gpu_memory: float | None = Field(default=None, gt=0)
+    memory: float | None = Field(default=None, gt=0, description="host memory in GiB (Ray backend)")
+    custom: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus_shape(cls, v: float) -> float:
+        if v > 1 and v != int(v):
+            raise ValueError(f"expected a fraction up to 1 or a whole number of GPUs, got {v}")
+        return v
+
+
 class Config(_Model):
     """One configuration under test (an algorithm, hyperparameters, a checkpoint)."""
 
@@ -87,6 +104,8 @@ class Config(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
     command: str | None = None
     description: str | None = None
+    # Overrides the spec-level resources for this config's runs (e.g. one config needs a whole GPU).
+    resources: Resources | None = None
 
 
 class MetricSource(_Model):
@@ -198,21 +217,15 @@ class Metrics(_Model):
         return [self.primary, *self.secondary]
 
 
-class Resources(_Model):
-    """What one run needs: CPU cores, GPUs (a fraction shares a device), GPU memory in GiB."""
+#: Failure classes a spec may give its own retry budget (``retry_on``); the names of
+#: ``benchlab.execute.triage``'s classes.
+RetryClass = Literal["timeout", "out-of-memory", "cuda-error", "exception", "signal", "exit-code",
+                     "missing-metric", "launch-error"]
 
-    cpus: float = Field(default=1.0, ge=0)
-    gpus: float = Field(default=0.0, ge=0)
-    gpu_memory: float | None = Field(default=None, gt=0)
-    memory: float | None = Field(default=None, gt=0, description="host memory in GiB (Ray backend)")
-    custom: dict[str, float] = Field(default_factory=dict)
-
-    @field_validator("gpus")
-    @classmethod
-    def _gpus_shape(cls, v: float) -> float:
-        if v > 1 and v != int(v):
-            raise ValueError(f"expected a fraction up to 1 or a whole number of GPUs, got {v}")
-        return v
+#: Retry budgets that apply unless ``retry_on`` says otherwise: a timeout would most likely time
+#: out again, a command that cannot start will not start the second time, and an out-of-memory
+#: run gets one more try, alone on its device.
+DEFAULT_RETRY_ON: dict[str, int] = {"timeout": 0, "launch-error": 0, "out-of-memory": 1}
 
 
 class Spec(_Model):
@@ -230,6 +243,7 @@ class Spec(_Model):
     resources: Resources = Field(default_factory=Resources)
     timeout: float | None = None
     retries: int = Field(default=2, ge=0)
+    retry_on: dict[RetryClass, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     backend: Literal["local", "ray"] = "local"
@@ -262,6 +276,12 @@ class Spec(_Model):
         if isinstance(v, dict):
             return {k: ("" if x is None else str(x)) for k, x in v.items()}
         return v
+
+    @property
+    def retry_budget(self) -> dict[str, int]:
+        """Retries allowed per failure class: ``retry_on`` over the defaults; other classes get
+        ``retries``."""
+        return {**DEFAULT_RETRY_ON, **{str(k): v for k, v in self.retry_on.items()}}
 
     @property
     def seed_list(self) -> list[int]:

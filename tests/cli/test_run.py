@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from benchlab.results import load
-from conftest import BASIC_SPEC
+from benchlab_testing import BASIC_SPEC
 
 
 def ledger(results: Path) -> sqlite3.Connection:
@@ -285,24 +285,33 @@ def test_collect_rebuild_recreates_the_same_table(make_bench):
     bench = make_bench(BASIC_SPEC)
     bench.cli("run", "bench.yaml", "-r", "out", check=True)
     before = load(bench.results).sort_values(["task", "config", "seed", "metric", "step"]).reset_index(drop=True)
+    # a directory written ahead for a run that never started comes back as still to do
+    import shutil
+
+    spare = bench.results / "runs" / "0123456789ab"
+    shutil.copytree(next((bench.results / "runs").iterdir()), spare)
+    (spare / "provenance.json").unlink()
+    cfg = yaml.safe_load((spare / "config.yaml").read_text())
+    cfg.update(run_id="0123456789ab", seed=7, name=f"{cfg['task']}/{cfg['config']}/s7")
+    (spare / "config.yaml").write_text(yaml.safe_dump(cfg))
     (bench.results / "benchlab.db").unlink()
     for side in ("benchlab.db-wal", "benchlab.db-shm"):
         (bench.results / side).unlink(missing_ok=True)
     proc = bench.cli("collect", "out", "--rebuild")
-    assert proc.returncode == 0 and "8 completed" in proc.stdout
+    assert proc.returncode == 0 and "8 completed, 0 failed, 1 still to run" in proc.stdout
     after = load(bench.results).sort_values(["task", "config", "seed", "metric", "step"]).reset_index(drop=True)
     assert before.equals(after)
 
 
 def test_status_of_a_missing_folder_is_a_clear_error(tmp_path):
-    from conftest import run_cli
+    from benchlab_testing import run_cli
 
     proc = run_cli("status", "nowhere", cwd=tmp_path)
     assert proc.returncode == 2 and "nowhere: no such results folder" in proc.stderr
 
 
 def test_init_writes_a_starter_that_runs(tmp_path):
-    from conftest import run_cli
+    from benchlab_testing import run_cli
 
     assert run_cli("init", "starter", cwd=tmp_path).returncode == 0
     proc = run_cli("run", "starter/benchlab.yaml", "-r", "res", "-s", "steps=5", cwd=tmp_path, timeout=180)

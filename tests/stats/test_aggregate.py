@@ -1,3 +1,6 @@
+import inspect
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -12,6 +15,26 @@ from benchlab.stats import (
     optimality_gap,
     performance_profile,
 )
+
+
+@pytest.fixture
+def rliable(monkeypatch):
+    """rliable's ``library`` and ``metrics`` modules, working with arch 7 and arch >= 8."""
+    pytest.importorskip("rliable")
+    with warnings.catch_warnings():
+        # rliable's imports (arch, seaborn) raise third-party deprecations.
+        warnings.simplefilter("ignore")
+        from arch.bootstrap import IIDBootstrap
+        from rliable import library, metrics
+    original = IIDBootstrap.__init__
+    if "seed" in inspect.signature(original).parameters:
+        # arch 8 renamed `random_state` to `seed`; rliable 1.2 still passes `random_state`.
+        def init(self, *args, random_state=None, seed=None, **kwargs):
+            original(self, *args, seed=seed if seed is not None else random_state, **kwargs)
+
+        monkeypatch.setattr(IIDBootstrap, "__init__", init)
+    return library, metrics
+
 
 # A fixed dataset: 10 runs x 6 tasks of normalised scores, varied spreads.
 SCORES = np.random.default_rng(31).normal(

@@ -169,3 +169,19 @@ def test_bad_tables_name_the_file_and_column(frame, message):
 def test_unknown_baseline_lists_the_configs():
     with pytest.raises(DataError, match="no baseline 'old'; configs are base, new"):
         analyze(TABLE, baseline="old")
+
+
+def test_duplicate_final_values_are_averaged_and_a_nan_among_them_is_kept():
+    table = pd.DataFrame({"task": "t", "config": "a", "seed": [0, 0, 1, 1, 2],
+                          "value": [1.0, 3.0, 5.0, np.nan, 4.0]})
+    runs, notes = reduce_runs(validate_table(table), "final")
+    got = runs.set_index("seed")["value"]
+    assert got[0] == 2.0 and np.isnan(got[1]) and got[2] == 4.0
+    assert any("2 run(s) have several final values" in n for n in notes)
+
+
+def test_an_empty_metric_cell_is_an_error_naming_the_row():
+    table = TABLE.copy()
+    table.loc[2, "metric"] = np.nan
+    with pytest.raises(DataError, match="scores.csv: column 'metric' is empty in row 3"):
+        validate_table(table, "scores.csv")

@@ -81,3 +81,9 @@ def test_rank_honours_goal_min():
 
 def test_rank_without_interval_is_not_tied_and_undefined_mean_is_unranked():
     assert rank([1.0, 0.99, None], [0.9, None, None], [1.1, None, None]) == [1, 2, None]
+
+
+def test_infinite_values_are_dropped_like_nan():
+    d = describe(np.array([1.0, np.inf, 3.0, -np.inf]), reps=200)
+    assert d.n == 2 and d.mean == 2.0 and d.std == pytest.approx(np.sqrt(2))
+    assert any("2 NaN or infinite" in w for w in d.warnings)

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
+from benchlab_testing import run_cli
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
 
 
@@ -15,7 +17,7 @@ def _blocks(text: str, lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
 
 
-def test_statistics_doc_example_runs_and_matches_its_figures(tmp_path, benchlab_cli):
+def test_statistics_doc_example_runs_and_matches_its_figures(tmp_path):
     text = DOC.read_text()
     scores, refs = _blocks(text, "csv")[:2]
     (tmp_path / "scores.csv").write_text(scores)
@@ -23,7 +25,7 @@ def test_statistics_doc_example_runs_and_matches_its_figures(tmp_path, benchlab_
     command = next(line for line in _blocks(text, "console")[0].splitlines()
                    if line.startswith("$ benchlab "))
     args = shlex.split(command)[2:]
-    res = benchlab_cli(*args, cwd=tmp_path)
+    res = run_cli(*args, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert list(out) == ["summary", "comparisons", "aggregate", "warnings"]

@@ -3,6 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from benchlab_testing import run_cli
+
 CSV = """task,config,seed,value
 cartpole,ppo,0,480
 cartpole,ppo,1,495
@@ -30,8 +32,8 @@ def scores(tmp_path: Path) -> Path:
     return path
 
 
-def test_analyze_json_has_exactly_the_four_sections(scores, tmp_path, benchlab_cli):
-    res = benchlab_cli("analyze", str(scores), "--baseline", "dqn", "--reps", "1000", "--json",
+def test_analyze_json_has_exactly_the_four_sections(scores, tmp_path):
+    res = run_cli("analyze", str(scores), "--baseline", "dqn", "--reps", "1000", "--json",
                        cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
@@ -42,8 +44,8 @@ def test_analyze_json_has_exactly_the_four_sections(scores, tmp_path, benchlab_c
     assert cartpole["mean_diff"] == pytest.approx((1935 - 1685) / 4)
 
 
-def test_analyze_prints_tables_without_json(scores, tmp_path, benchlab_cli):
-    res = benchlab_cli("analyze", str(scores), "--baseline", "dqn", "--reps", "500",
+def test_analyze_prints_tables_without_json(scores, tmp_path):
+    res = run_cli("analyze", str(scores), "--baseline", "dqn", "--reps", "500",
                        cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "Per task and config" in res.stdout
@@ -62,35 +64,35 @@ def test_analyze_prints_tables_without_json(scores, tmp_path, benchlab_cli):
     ],
 )
 def test_bad_csv_is_one_message_naming_file_and_column_with_exit_2(
-    tmp_path, content, expected, benchlab_cli
+    tmp_path, content, expected
 ):
     bad = tmp_path / "bad.csv"
     bad.write_text(content)
-    res = benchlab_cli("analyze", str(bad), cwd=tmp_path)
+    res = run_cli("analyze", str(bad), cwd=tmp_path)
     assert res.returncode == 2
     assert str(bad) in res.stderr and expected in res.stderr
     assert "Traceback" not in res.stderr
     assert res.stdout == ""
 
 
-def test_unknown_baseline_and_missing_file_exit_2(scores, tmp_path, benchlab_cli):
-    res = benchlab_cli("analyze", str(scores), "--baseline", "sac", cwd=tmp_path)
+def test_unknown_baseline_and_missing_file_exit_2(scores, tmp_path):
+    res = run_cli("analyze", str(scores), "--baseline", "sac", cwd=tmp_path)
     assert res.returncode == 2
     assert "no baseline 'sac'; configs are ppo, dqn" in res.stderr
-    res = benchlab_cli("analyze", str(tmp_path / "nope.csv"), cwd=tmp_path)
+    res = run_cli("analyze", str(tmp_path / "nope.csv"), cwd=tmp_path)
     assert res.returncode == 2 and "nope.csv: no such file" in res.stderr
 
 
-def test_compare_on_a_csv_compares_one_candidate(scores, tmp_path, benchlab_cli):
-    res = benchlab_cli("compare", str(scores), "--baseline", "dqn", "--candidate", "ppo",
+def test_compare_on_a_csv_compares_one_candidate(scores, tmp_path):
+    res = run_cli("compare", str(scores), "--baseline", "dqn", "--candidate", "ppo",
                        "--reps", "500", "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert len(out["comparisons"]) == 2 and out["comparisons"][0]["paired"] is True
 
 
-def test_variance_reports_cv_against_seeds_and_smallest_n(scores, tmp_path, benchlab_cli):
-    res = benchlab_cli("variance", str(scores), "--config", "ppo", "--threshold", "0.016",
+def test_variance_reports_cv_against_seeds_and_smallest_n(scores, tmp_path):
+    res = run_cli("variance", str(scores), "--config", "ppo", "--threshold", "0.016",
                        "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
@@ -103,15 +105,15 @@ def test_variance_reports_cv_against_seeds_and_smallest_n(scores, tmp_path, benc
     assert any("no learning curves" in w for w in out["warnings"])
 
 
-def test_power_with_a_given_effect(tmp_path, benchlab_cli):
-    res = benchlab_cli("power", "--effect", "1.0", "--json", cwd=tmp_path)
+def test_power_with_a_given_effect(tmp_path):
+    res = run_cli("power", "--effect", "1.0", "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     # d_z = 1, alpha 0.05, power 0.8: 10 pairs (power 0.803; 9 pairs give 0.748).
     assert json.loads(res.stdout)["rows"][0]["seeds"] == 10
 
 
-def test_power_from_pilot_runs(scores, tmp_path, benchlab_cli):
-    res = benchlab_cli("power", str(scores), "--baseline", "dqn", "--candidate", "ppo",
+def test_power_from_pilot_runs(scores, tmp_path):
+    res = run_cli("power", str(scores), "--baseline", "dqn", "--candidate", "ppo",
                        "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     rows = {r["task"]: r for r in json.loads(res.stdout)["rows"]}

@@ -45,10 +45,11 @@ def validate(
         print_json({
             "name": spec.name, "results": str(folder), "runs": [
                 {"run_id": r.run_id, "name": r.name, "task": r.task, "config": r.config,
-                 "seed": r.seed, "params": r.params, "command": r.command, "status": s}
+                 "seed": r.seed, "params": r.params, "command": r.command, "status": s,
+                 "resources": r.resources.model_dump(exclude_defaults=True)}
                 for r, s in zip(runs, states, strict=True)],
             "resources": spec.resources.model_dump(), "timeout": spec.timeout,
-            "retries": spec.retries, "variables": spec.variables,
+            "retries": spec.retries, "retry_on": spec.retry_budget, "variables": spec.variables,
         })
         return
     from rich.table import Table
@@ -60,7 +61,13 @@ def validate(
     timeout = f"{spec.timeout:g}s" if spec.timeout else "none"
     console.print(f"per run: {res.cpus:g} CPU, {res.gpus:g} GPU"
                   + (f", {res.gpu_memory:g} GiB GPU memory" if res.gpu_memory else "")
-                  + f"; timeout {timeout}; retries {spec.retries}")
+                  + f"; timeout {timeout}; retries {spec.retries}"
+                  + "".join(f", {k}: {v}" for k, v in spec.retry_budget.items()))
+    for cfg in spec.configs:
+        own = cfg.resources
+        if own is not None:
+            console.print(f"  config {cfg.name}: {own.cpus:g} CPU, {own.gpus:g} GPU"
+                          + (f", {own.gpu_memory:g} GiB GPU memory" if own.gpu_memory else ""))
     console.print(f"primary metric: {spec.metrics.primary.name} ({spec.metrics.primary.goal})"
                   + (f"; baseline: {spec.baseline}" if spec.baseline else ""))
     console.print(f"results: {folder}  ({', '.join(f'{n} {s}' for s, n in counts.items())})")
@@ -89,6 +96,10 @@ def run(
                                     "backend) [default: $RAY_ADDRESS, else a local Ray]."),
     shared_fs: bool = typer.Option(False, "--shared-fs", help="Ray nodes see the results folder at "
                                    "the same path: runs write into it directly."),
+    gpus: str = typer.Option(None, "--gpus", metavar="auto|none|0,3,5",
+                             help="GPUs to pack runs onto: auto (the free ones), none, or indices "
+                                  "(used even if other processes hold them) [default: auto when "
+                                  "runs ask for GPUs]."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the report at the end."),
 ) -> None:
     """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
@@ -99,6 +110,10 @@ def run(
 
     spec = load_spec(spec_path, sets)
     folder = results or default_results(spec)
+    if gpus is not None:
+        from benchlab.execute.placement import parse_gpus
+
+        parse_gpus(gpus)  # a bad --gpus is a usage error before anything else happens
     if dry_run:
         statuses: dict[str, str] = {}
         if (folder / DB_NAME).exists():
@@ -122,7 +137,8 @@ def run(
         raise fail("--ray-address and --shared-fs need the ray backend (--backend ray)")
     display = SweepDisplay(console, primary=spec.metrics.primary.name)
     sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, backend=backend,
-                  on_event=display.on_event, max_failures=max_failures, backend_options=options)
+                  on_event=display.on_event, max_failures=max_failures, gpus=gpus,
+                  backend_options=options)
     previous = {}
 
     def stop(signum: int, frame: Any) -> None:

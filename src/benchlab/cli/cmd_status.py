@@ -37,6 +37,9 @@ def status(
     for a in attempts:
         last[a.run_id] = a
     running = [a for a in attempts if a.status == "running" and a.run_id in runs]
+    from benchlab.execute.triage import flag_configs
+
+    flagged = flag_configs(runs.values(), attempts)
     failures = [last[rid] for rid, r in runs.items() if r.status == "failed" and rid in last]
     by_class: dict[str, list[AttemptRecord]] = {}
     for a in failures:
@@ -52,6 +55,7 @@ def status(
                                 "signal": a.signal, "error": a.error,
                                 "log_tail": a.log_tail} for a in items]
                          for cls, items in by_class.items()},
+            "flagged": flagged,
         })
         return
     from rich.markup import escape
@@ -64,6 +68,10 @@ def status(
     for a in running:
         console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, "
                       f"{now - a.started:.0f}s, pid {a.pid})")
+    for f in flagged:
+        classes = ", ".join(f"{n} {c}" for c, n in sorted(f["classes"].items()))
+        console.print(f"[red]flagged[/]: {escape(f['task'])}/{escape(f['config'])} failed on every "
+                      f"seed ({f['failures']} runs: {escape(classes)})")
     for cls, items in sorted(by_class.items()):
         console.print(f"[red]{len(items)} failed: {cls}[/]")
         for a in items:
@@ -136,7 +144,8 @@ def collect(
         folder = results or Path(".")
         counts = rebuild_store(folder)
         console.print(f"rebuilt {folder}/benchlab.db from {counts['runs']} run directories: "
-                      f"{counts['completed']} completed, {counts['failed']} failed")
+                      f"{counts['completed']} completed, {counts['failed']} failed, "
+                      f"{counts['pending']} still to run")
         return
     from benchlab.results import find_results
 

@@ -45,6 +45,8 @@ class SweepDisplay:
             console=console, transient=True,
         )
         self._task: Any = None
+        # A live bar only on a terminal; elsewhere, plain lines.
+        self.live = console.is_terminal
         self._started = False
 
     def __enter__(self) -> SweepDisplay:
@@ -61,8 +63,12 @@ class SweepDisplay:
                                                 eta="?")
             if p.skipped:
                 self.console.print(f"{p.skipped} of {p.total} runs already done; running the rest")
-        if event.run is None:
+        if event.kind == "warning":
+            self.console.print(f"[yellow]warning[/]: {escape(event.error or '')}", highlight=False)
+        elif event.run is None:
             pass
+        elif event.kind == "finish" and not self.live:
+            self._plain_line(event)
         elif event.kind == "finish":
             n = p.finished
             width = len(str(p.total))
@@ -78,9 +84,21 @@ class SweepDisplay:
         elif event.kind == "retry":
             self.console.print(f"[yellow]retrying[/] {escape(event.run.name)} (attempt {event.attempt} "
                                f"failed: {escape(event.error or '')})", highlight=False)
-        if self._task is not None and p.total:
+        if self._task is not None and p.total and self.live:
             self.progress.update(self._task, completed=p.finished, ok=p.completed + p.skipped,
                                  failed=p.failed, running=p.running, eta=_fmt_duration(p.eta_s))
+
+    def _plain_line(self, event: SweepEvent) -> None:
+        """The finished-run line written straight to the file: output to a log or a pipe has no
+        live bar to draw around, and rich's rendering would cost more than dispatching the run."""
+        p = event.progress
+        assert event.run is not None
+        if event.status == "completed":
+            detail = f"{event.metric}={_fmt_value(event.value)}"
+        else:
+            detail = f"{event.status}: {event.error or ''}"
+        took = f" ({event.duration:.1f}s)" if event.duration is not None else ""
+        self.console.file.write(f"[{p.finished:>{len(str(p.total))}}/{p.total}] {event.run.name} — {detail}{took}\n")
 
     def summary(self, result: SweepResult) -> None:
         parts = [f"{result.completed} completed"]
@@ -92,6 +110,15 @@ class SweepDisplay:
             parts.append(f"[yellow]{result.interrupted} interrupted[/]")
         self.console.print(f"{result.total} runs: " + ", ".join(parts)
                            + f" in {_fmt_duration(result.wall_s)} — results in {result.results_dir}")
+        if result.gpu_busy_share is not None:
+            self.console.print(f"GPUs {','.join(map(str, result.gpus))}: busy "
+                               f"{result.gpu_busy_share:.0%} of the time they were available")
+        for w in result.warnings:
+            self.console.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
+        for f in result.flagged:
+            classes = ", ".join(f"{n} {c}" for c, n in sorted(f["classes"].items()))
+            self.console.print(f"[red]flagged[/]: {escape(f['task'])}/{escape(f['config'])} failed on "
+                               f"every seed ({f['failures']} runs: {escape(classes)})", highlight=False)
         if result.stopped:
             self.console.print("[yellow]stopped[/]: run the same command again to finish the rest")
         elif result.failed:

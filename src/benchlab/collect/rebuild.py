@@ -51,7 +51,7 @@ def rebuild_store(folder: Path | str) -> dict[str, int]:
             side = folder / (DB_NAME + suffix)
             if side.exists():
                 side.rename(folder / (backup.name + suffix))
-    counts = {"runs": 0, "completed": 0, "failed": 0}
+    counts = {"runs": 0, "completed": 0, "failed": 0, "pending": 0}
     with Store.create(folder) as store:
         write_benchmark_meta(store, spec, folder)
         for run_dir in sorted(p for p in runs_dir.iterdir() if (p / "config.yaml").exists()):
@@ -60,12 +60,16 @@ def rebuild_store(folder: Path | str) -> dict[str, int]:
                       config=cfg["config"], seed=int(cfg["seed"]), params=cfg.get("params") or {},
                       command=cfg["command"])
             store.register([run])
+            counts["runs"] += 1
             prov_path = run_dir / "provenance.json"
-            prov = json.loads(prov_path.read_text()) if prov_path.exists() else {}
+            if not prov_path.exists():
+                # Written ahead, or killed before it ended: still to do.
+                counts["pending"] += 1
+                continue
+            prov = json.loads(prov_path.read_text())
             started = float(prov.get("started") or time.time())
             attempt_id, _ = store.start_attempt(run.run_id, host=prov.get("host") or "", started=started,
                                                 node=prov.get("node"))
-            counts["runs"] += 1
             ended = float(prov.get("ended") or started)
             tail = triage.log_tail(run_dir / "train.log")
             if prov.get("exit_code") == 0:
@@ -78,8 +82,6 @@ def rebuild_store(folder: Path | str) -> dict[str, int]:
                     counts["completed"] += 1
                     continue
                 verdict = triage.Verdict(triage.MISSING_METRIC, missing)
-            elif not prov:
-                verdict = triage.Verdict(triage.LOST, "no provenance.json: the attempt never finished")
             else:
                 verdict = triage.classify(exit_code=prov.get("exit_code"), signal=prov.get("signal"),
                                           timed_out=bool(prov.get("timed_out")), tail=tail)

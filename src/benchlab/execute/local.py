@@ -1,19 +1,26 @@
 """The local backend: each attempt a subprocess in its own process group on this machine.
 
-Slots are counted in CPU cores (``-j``) and, when GPUs are in play, in GPU
-shares handed out by the placement policy. A waiter thread per process turns
-each exit into an event, so a freed slot is refilled at once rather than at
-the next poll. Timeouts and stops kill the whole process tree: SIGTERM to the
+Slots are counted in runs at once (``-j``) and, when GPUs are in play, in GPU
+shares handed out by the placement policy (:class:`GpuPool`): a run starts when
+both fit, and a CPU-only run never waits for a GPU. A waiter thread per process
+turns each exit into an event, so a freed slot is refilled at once rather than
+at the next poll. Timeouts and stops kill the whole process tree: SIGTERM to the
 group and every descendant found, a grace period, then SIGKILL.
+
+When a GPU run ends and leaves its device with no other run of ours, the device
+is not handed out again until its memory falls back near what it held when the
+sweep started (the driver frees memory a little after the process exits). A
+device whose memory stays held past ``settle_s`` — a leaked child, a zombie —
+is taken out of the pool for the rest of the sweep, with a warning.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import shlex
 import signal
 import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,9 +28,13 @@ from dataclasses import dataclass, field
 import psutil
 
 from benchlab.execute.base import Launch, Outcome, ProcessInfo, register
+from benchlab.execute.gpus import EMPTY_MEMORY_MIB, Inventory
+from benchlab.execute.placement import GpuPool, GpuRequest
 from benchlab.plan import Run
 
 KILL_GRACE_S = 5.0
+SETTLE_S = 10.0
+SETTLE_POLL_S = 0.2
 
 
 def process_start_time(pid: int) -> float | None:
@@ -93,6 +104,36 @@ def _pgid_of(pid: int) -> int | None:
         return None
 
 
+@dataclass
+class Child:
+    """A started attempt's shell: its pid, and its exit status once reaped (negative: killed by that signal)."""
+
+    pid: int
+    returncode: int | None = None
+
+
+def spawn(command: str, cwd: str, env: dict[str, str], log_path: str) -> Child:
+    """Start ``command`` under /bin/sh in a new session, stdout and stderr appended to ``log_path``.
+
+    posix_spawn (a vfork underneath) costs less than half of what subprocess.Popen's
+    fork+exec does from a large Python process, which matters at hundreds of runs.
+    The shell changes into ``cwd`` itself, since posix_spawn cannot.
+    """
+    if not os.path.isdir(cwd):
+        raise FileNotFoundError(2, "no such working directory", cwd)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        script = f"cd {shlex.quote(cwd)} || exit 126\n{command}"
+        pid = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", script], env, setsid=True, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, fd, 1),
+            (os.POSIX_SPAWN_DUP2, fd, 2),
+        ])
+    finally:
+        os.close(fd)
+    return Child(pid)
+
+
 def _alive(proc: psutil.Process) -> bool:
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
@@ -103,7 +144,7 @@ def _alive(proc: psutil.Process) -> bool:
 @dataclass
 class _Running:
     launch: Launch
-    proc: subprocess.Popen[bytes]
+    proc: Child
     started: float
     deadline: float | None
     kill_at: float | None = None
@@ -112,23 +153,71 @@ class _Running:
     descendants: list[psutil.Process] = field(default_factory=list)
 
 
+def settle_margin_mib(memory_total_mib: int) -> int:
+    """How far above its starting level a device's memory may stay and still count as freed."""
+    return max(EMPTY_MEMORY_MIB, memory_total_mib // 50)
+
+
 @register("local")
 class LocalBackend:
-    """Runs attempts as local subprocesses, at most ``jobs`` at a time."""
+    """Runs attempts as local subprocesses, at most ``jobs`` at a time.
+
+    With ``gpu_pool``, GPU runs are also placed on devices (``CUDA_VISIBLE_DEVICES``
+    set per run). ``hide_gpus`` gives CPU-only runs ``CUDA_VISIBLE_DEVICES=""`` so they
+    cannot allocate on a device that GPU runs were promised. ``inventory`` is read after
+    a GPU run ends, every ``settle_poll_s`` for up to ``settle_s`` seconds, until the
+    device's memory is back near its starting level.
+    """
 
     name = "local"
 
-    def __init__(self, jobs: int, grace: float = KILL_GRACE_S):
+    def __init__(self, jobs: int, grace: float = KILL_GRACE_S, gpu_pool: GpuPool | None = None,
+                 inventory: Inventory | None = None, hide_gpus: bool = False,
+                 settle_s: float = SETTLE_S, settle_poll_s: float = SETTLE_POLL_S):
         self.jobs = jobs
         self.grace = grace
         self.host = socket.gethostname()
+        self.gpu_pool = gpu_pool
+        self.inventory = inventory
+        self.hide_gpus = hide_gpus
+        self.settle_s = settle_s
+        self.settle_poll_s = settle_poll_s
         self._running: dict[int, _Running] = {}
-        self._events: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        self._events: queue.SimpleQueue[int | None | tuple[int, list[int]]] = queue.SimpleQueue()
+        self._settling: dict[int, list[int]] = {}  # attempt id -> devices whose memory drains
+        self._warnings: list[str] = []
 
     # -- capacity -------------------------------------------------------------
 
+    def _request(self, run: Run) -> GpuRequest:
+        res = run.resources
+        return GpuRequest(gpus=res.gpus, gpu_memory=res.gpu_memory)
+
     def fits(self, run: Run) -> bool:
-        return len(self._running) < self.jobs
+        if len(self._running) >= self.jobs:
+            return False
+        if self.gpu_pool is None:
+            return True
+        request = self._request(run)
+        return request.devices == 0 or self.gpu_pool.place(request) is not None
+
+    def why_never(self, run: Run) -> str | None:
+        """Why ``run`` can never start on this machine's usable GPUs (None if it can)."""
+        request = GpuRequest.of(run.resources)
+        if request.devices == 0:
+            return None
+        if self.gpu_pool is None:
+            return f"asks for {request.gpus:g} GPU(s) but GPUs are not in use in this sweep"
+        return self.gpu_pool.why_never(request)
+
+    def settling(self) -> int:
+        """How many ended GPU runs still wait for their devices' memory to drain."""
+        return len(self._settling)
+
+    def warnings(self) -> list[str]:
+        """Warnings since the last call (a device taken out of the pool, ...)."""
+        out, self._warnings = self._warnings, []
+        return out
 
     def running(self) -> int:
         return len(self._running)
@@ -136,12 +225,14 @@ class LocalBackend:
     # -- lifecycle ------------------------------------------------------------
 
     def start(self, launch: Launch) -> ProcessInfo:
-        with open(launch.log_path, "ab", buffering=0) as log:
-            proc = subprocess.Popen(
-                launch.command, shell=True, cwd=launch.cwd, env=launch.env,
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True,
-            )
+        placed = self._place(launch)
+        try:
+            proc = spawn(launch.command, launch.cwd, launch.env, str(launch.log_path))
+        except BaseException:
+            if placed:
+                assert self.gpu_pool is not None
+                self.gpu_pool.release(launch.attempt_id)
+            raise
         now = time.monotonic()
         deadline = now + launch.timeout if launch.timeout else None
         self._running[proc.pid] = _Running(launch, proc, time.time(), deadline)
@@ -149,8 +240,74 @@ class LocalBackend:
                          name=f"wait-{proc.pid}").start()
         return ProcessInfo(proc.pid, proc.pid, process_start_time(proc.pid), self.host)
 
-    def _wait_one(self, proc: subprocess.Popen[bytes]) -> None:
-        proc.wait()
+    def _place(self, launch: Launch) -> bool:
+        """Reserve the launch's GPUs and point its environment at them; whether any were taken."""
+        request = self._request(launch.run) if self.gpu_pool is not None else None
+        if request is None or request.devices == 0:
+            if self.hide_gpus:
+                launch.env["CUDA_VISIBLE_DEVICES"] = ""
+            return False
+        assert self.gpu_pool is not None
+        placement = self.gpu_pool.acquire(launch.attempt_id, request)
+        if placement is None:
+            raise OSError(f"no GPU free for {request.gpus:g} GPU(s) (start() without fits())")
+        launch.env.update(placement.env())
+        launch.gpus = list(placement.devices)
+        return True
+
+    def _release(self, launch: Launch) -> None:
+        """Give back a finished run's GPUs; devices it leaves empty wait for their memory first."""
+        pool = self.gpu_pool
+        if pool is None or launch.attempt_id not in pool.holders:
+            return
+        placement = pool.release(launch.attempt_id)
+        if self.inventory is None:
+            return
+        empty = [i for i in placement.devices if pool.reserved(i) == (0, 0)]
+        if not empty:
+            return
+        limits = {}
+        for i in empty:
+            pool.block(i)
+            d = pool.device(i)
+            limits[i] = d.baseline_used_mib + settle_margin_mib(d.memory_total_mib)
+        self._settling[launch.attempt_id] = empty
+        threading.Thread(target=self._settle, args=(launch.attempt_id, limits), daemon=True,
+                         name=f"settle-{launch.attempt_id}").start()
+
+    def _settle(self, key: int, limits: dict[int, int]) -> None:
+        """Poll the inventory until each device's memory is at most its limit (MiB); report the
+        devices still above it after ``settle_s``. Runs in its own thread; touches no pool."""
+        assert self.inventory is not None
+        devices = list(limits)
+        deadline = time.monotonic() + self.settle_s
+        left = list(devices)
+        while True:
+            try:
+                used = {r.index: r.memory_used_mib for r in self.inventory.read()}
+            except Exception:  # noqa: BLE001 - a failed reading counts as not drained yet; the deadline holds
+                used = {}
+            left = [i for i in left if used.get(i, limits[i] + 1) > limits[i]]
+            if not left or time.monotonic() >= deadline:
+                break
+            time.sleep(self.settle_poll_s)
+        self._events.put((key, left))
+
+    def _settled(self, key: int, leaked: list[int]) -> None:
+        assert self.gpu_pool is not None
+        for i in self._settling.pop(key, []):
+            if i in leaked:
+                reason = (f"memory still held {self.settle_s:g}s after its run ended "
+                          "(a leaked process?)")
+                self.gpu_pool.retire(i, reason)
+                self._warnings.append(f"GPU {i}: {reason}; not used again in this sweep "
+                                      "(see `benchlab gpus`)")
+            else:
+                self.gpu_pool.unblock(i)
+
+    def _wait_one(self, proc: Child) -> None:
+        _, status = os.waitpid(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         self._events.put(proc.pid)
 
     def wake(self) -> None:
@@ -178,6 +335,9 @@ class LocalBackend:
                 continue
             if pid is None:
                 break  # woken
+            if isinstance(pid, tuple):
+                self._settled(*pid)
+                break  # a device came back: the sweep may launch again
             outcome = self._reap(pid)
             if outcome is not None:
                 outcomes.append(outcome)
@@ -188,6 +348,9 @@ class LocalBackend:
                 except queue.Empty:
                     break
                 if more is None:
+                    continue
+                if isinstance(more, tuple):
+                    self._settled(*more)
                     continue
                 extra = self._reap(more)
                 if extra is not None:
@@ -220,6 +383,7 @@ class LocalBackend:
             return None
         # The leader is gone; anything it left in its group must not outlive the attempt.
         signal_tree(pid, signal.SIGKILL, [p for p in r.descendants if _alive(p)])
+        self._release(r.launch)
         code = r.proc.returncode
         sig = -code if code is not None and code < 0 else None
         return Outcome(

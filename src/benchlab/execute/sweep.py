@@ -8,14 +8,17 @@ sweep that died, and stopping cleanly. Progress reaches the caller as
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import os
+import queue
 import shutil
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,13 +29,16 @@ import yaml
 from benchlab.collect import collect_run
 from benchlab.execute import triage
 from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
-from benchlab.execute.local import kill_tree
+from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
+from benchlab.execute.placement import longest_first
 from benchlab.execute.provenance import sweep_provenance, write_provenance
 from benchlab.plan import Run, expand
 from benchlab.spec import Spec
 from benchlab.store import COMPLETED, FAILED, INTERRUPTED, TODO_STATES, ResultsLock, Store
 
 STOP_GRACE_S = 5.0
+#: Seconds of inventory readings before deciding which devices are free (real GPUs only).
+GPU_SAMPLE_WINDOW_S = 1.0
 ATTEMPT_ENV = "BENCHLAB_ATTEMPT_KEY"
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -55,8 +61,8 @@ class Progress:
 
 @dataclass
 class SweepEvent:
-    """Something that happened: ``begin`` (the plan, before any run), or ``start``, ``finish``,
-    ``retry`` of a run."""
+    """Something that happened: ``begin`` (the plan, before any run), ``start``, ``finish``,
+    ``retry`` of a run, or a ``warning`` (``error`` holds its text; ``run`` may be None)."""
 
     kind: str
     run: Run | None
@@ -83,6 +89,12 @@ class SweepResult:
     stopped: bool
     wall_s: float
     failed_runs: list[str] = field(default_factory=list)
+    #: (task, config) pairs that failed on every seed: ``{"task", "config", "failures"}``.
+    flagged: list[dict[str, Any]] = field(default_factory=list)
+    #: Busy device-seconds / available device-seconds over the sweep's launches (None: no GPUs).
+    gpu_busy_share: float | None = None
+    gpus: list[int] = field(default_factory=list)  # the devices the sweep could use
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -121,7 +133,8 @@ class Sweep:
     def __init__(self, spec: Spec, results_dir: Path | str, *, jobs: int | None = None,
                  rerun_failed: bool = False, backend: str | Backend = "local",
                  on_event: Callable[[SweepEvent], None] | None = None,
-                 max_failures: int | None = None, backend_options: dict[str, Any] | None = None):
+                 max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
+                 gpus: str | None = None):
         self.spec = spec
         self.results_dir = Path(results_dir).resolve()
         self.jobs = jobs or default_jobs(spec.resources.cpus)
@@ -130,8 +143,13 @@ class Sweep:
         self.max_failures = max_failures
         self._backend_arg = backend
         self._backend_options = backend_options or {}
+        self.gpus = gpus
+        self.gpu_names: dict[int, str] = {}
+        self.gpu_devices: list[int] = []
+        self._recovered_gpus: list[int] = []
         self._stop = threading.Event()
         self.backend: Backend | None = None
+        self._preparer: _Preparer | None = None
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -150,13 +168,56 @@ class Sweep:
             finally:
                 store.close()
 
-    def _make_backend(self) -> Backend:
+    def _make_backend(self, todo: Iterable[Run]) -> Backend:
         if not isinstance(self._backend_arg, str):
             return self._backend_arg
         factory = get_backend(self._backend_arg)
         if self._backend_arg == "local":
-            return factory(jobs=self.jobs, **self._backend_options)
+            return factory(jobs=self.jobs, **self._gpu_options(todo), **self._backend_options)
         return factory(spec=self.spec, results_dir=self.results_dir, **self._backend_options)
+
+    def _gpu_options(self, todo: Iterable[Run]) -> dict[str, Any]:
+        """The local backend's GPU pool and inventory for ``--gpus`` (``self.gpus``).
+
+        Nothing is read when no run asks for a GPU and ``--gpus`` was not given: a
+        CPU-only sweep pays nothing and leaves ``CUDA_VISIBLE_DEVICES`` as it found it.
+        """
+        from benchlab.errors import UserError
+        from benchlab.execute.gpus import NoInventory, open_inventory
+        from benchlab.execute.placement import GpuPool, parse_gpus, select_devices
+
+        wanting = [r for r in todo if r.resources.gpus > 0]
+        if self.gpus is None and not wanting:
+            return {}
+        selection = parse_gpus(self.gpus or "auto")
+        if selection.mode == "none":
+            if wanting:
+                raise UserError(f"--gpus none, but {len(wanting)} run(s) ask for GPUs "
+                                f"(resources.gpus of {wanting[0].name} is "
+                                f"{wanting[0].resources.gpus:g}); set resources.gpus: 0 or drop --gpus none")
+            return {"hide_gpus": True}
+        inventory = open_inventory()
+        if isinstance(inventory, NoInventory):
+            if selection.mode == "list":
+                raise UserError(f"--gpus {self.gpus}: {inventory.reason}")
+            if wanting:
+                raise UserError(f"{len(wanting)} run(s) ask for GPUs (resources.gpus of "
+                                f"{wanting[0].name} is {wanting[0].resources.gpus:g}), but "
+                                f"{inventory.reason}")
+            return {}
+        if self._recovered_gpus:
+            _wait_for_memory(inventory, self._recovered_gpus)
+        states = inventory.sample(GPU_SAMPLE_WINDOW_S)
+        devices = select_devices(selection, states)
+        self.gpu_names = {s.index: s.name for s in states}
+        pool = GpuPool(devices)
+        self.gpu_devices = pool.usable
+        if wanting and not pool.usable:
+            seen = ", ".join(f"{st.index} {st.verdict}" for st in states)
+            raise UserError(f"no free GPU for the {len(wanting)} run(s) that ask for one "
+                            f"(GPUs: {seen}); name devices with --gpus to share them anyway, "
+                            "and see `benchlab gpus` for who holds them")
+        return {"gpu_pool": pool, "inventory": inventory, "hide_gpus": bool(states)}
 
     def _run(self, store: Store, t0: float) -> SweepResult:
         spec = self.spec
@@ -171,33 +232,105 @@ class Sweep:
         progress.skipped = sum(1 for r in runs if statuses.get(r.run_id) == COMPLETED)
         progress.failed = sum(1 for r in runs if statuses.get(r.run_id) == FAILED and not self.rerun_failed)
         estimates = store.durations()
-        self._order(todo, estimates)
+        _order(todo, estimates)
 
         self.on_event(SweepEvent("begin", None, 0, progress))
-        self.backend = backend = self._make_backend()
+        self.backend = backend = self._make_backend(todo)
+        # Runs with no directory yet get theirs written ahead (local backend: the same disk).
+        fresh = {r.run_id for r in todo if not run_dir_of(self.results_dir, r.run_id).exists()}
+        lookahead = 4 * self.jobs
+        self._preparer = _Preparer(self.results_dir) if fresh and backend.name == "local" else None
+
+        def prepare_ahead() -> None:
+            if self._preparer is not None:
+                self._preparer.ahead(r for r in itertools.islice(todo, lookahead) if r.run_id in fresh)
+
+        prepare_ahead()
         shared = sweep_provenance(spec.work_path)
+        if self.gpu_names:
+            shared["machine_gpus"] = {str(i): n for i, n in sorted(self.gpu_names.items())}
         host = socket.gethostname()
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
         db_key = str(store.path)
-        tries: dict[str, int] = {}
+        failures: dict[str, dict[str, int]] = {}  # run id -> failure class -> count
         inflight: dict[int, tuple[Run, int, int, float]] = {}
         durations: list[float] = []
         failed_runs: list[str] = []
+        warnings: list[str] = []
+        busy: dict[int, list[tuple[float, float]]] = {}
         interrupted = 0
         primary = spec.metrics.primary.name
         metrics = spec.metrics.all
+        # Optional parts of a backend (the local one has them; see base.py).
+        why_never = getattr(backend, "why_never", None)
+        settling = getattr(backend, "settling", None)
+        drain_warnings = getattr(backend, "warnings", None)
+        slots: int | None = getattr(backend, "jobs", None)
+
+        def expected(run: Run) -> float | None:
+            est = estimates.get((run.task, run.config))
+            if est is not None:
+                return est
+            if durations:
+                return sum(durations) / len(durations)
+            return sum(estimates.values()) / len(estimates) if estimates else None
+
+        eta_value: list[float | None] = [None]
+        eta_at = [float("-inf")]  # when it was computed (monotonic)
 
         def eta() -> float | None:
-            left = len(todo) + len(inflight)
+            # O(queue) per call: recompute at most twice a second, not after every run.
+            now_m = time.monotonic()
+            if todo and now_m - eta_at[0] < 0.5:
+                return eta_value[0]
+            eta_value[0], eta_at[0] = _eta(), now_m
+            return eta_value[0]
+
+        def _eta() -> float | None:
+            left = [*todo, *(v[0] for v in inflight.values())]
             if not left:
                 return 0.0
-            per = (sum(durations) / len(durations)) if durations else (
-                sum(estimates.values()) / len(estimates) if estimates else None)
-            return None if per is None else per * left / max(1, min(self.jobs, left))
+            guesses = [expected(r) for r in left]
+            if any(g is None for g in guesses):
+                return None
+            now = time.time()
+            # Runs in flight are partly done; the rest queue behind the slots.
+            done_part = sum(min(now - v[3], expected(v[0]) or 0.0) for v in inflight.values())
+            work = sum(g or 0.0 for g in guesses) - done_part
+            return max(0.0, work) / max(1, min(self.jobs, len(left)))
 
+        def fail_unplaceable(run: Run, reason: str) -> None:
+            attempt_id, number = store.start_attempt(run.run_id, host=host)
+            error = f"cannot be placed: {reason}"
+            store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
+                                 failure_class=triage.LAUNCH, error=error)
+            progress.failed += 1
+            failed_runs.append(run.name)
+            self.on_event(SweepEvent("finish", run, number, progress, status=FAILED,
+                                     failure_class=triage.LAUNCH, error=error))
+
+        def drop_unplaceable() -> None:
+            if why_never is None:
+                return
+            for run in list(todo):
+                reason = why_never(run)
+                if reason is not None:
+                    todo.remove(run)
+                    fail_unplaceable(run, reason)
+
+        def pass_on_warnings() -> None:
+            if drain_warnings is None:
+                return
+            for text in drain_warnings():
+                warnings.append(text)
+                self.on_event(SweepEvent("warning", None, 0, progress, error=text))
+
+        drop_unplaceable()
         try:
-            while (todo or inflight) and not self._stop.is_set():
+            # Devices whose memory still drains keep the sweep open (bounded by the backend's
+            # settle time), so a leak found after the last run is still reported.
+            while (todo or inflight or (settling and settling())) and not self._stop.is_set():
                 # Launch while slots allow; a run that does not fit now waits, others may pass it.
                 launched = True
                 while launched and todo and not self._stop.is_set():
@@ -205,41 +338,57 @@ class Sweep:
                     if self.max_failures is not None and len(failed_runs) >= self.max_failures:
                         todo.clear()
                         break
-                    for _ in range(len(todo)):
-                        run = todo[0]
-                        if backend.fits(run):
-                            todo.popleft()
-                            tries[run.run_id] = tries.get(run.run_id, 0) + 1
-                            launch = self._launch(store, backend, run, host, base_env, db_key, shared)
-                            if launch is None:
-                                continue
-                            inflight[launch.attempt_id] = (run, launch.attempt_id, launch.number,
-                                                           time.time())
-                            progress.running = len(inflight)
-                            self.on_event(SweepEvent("start", run, launch.number, progress))
-                            launched = True
-                            break
-                        todo.rotate(-1)
-                if not inflight:
+                    if slots is not None and backend.running() >= slots:
+                        break  # no run can fit: spare the scan
+                    # The first run in queue order that fits; the queue keeps its order, so a
+                    # long run that waits for a whole device stays ahead of shorter ones.
+                    pick = next((i for i, r in enumerate(todo) if backend.fits(r)), None)
+                    if pick is None:
+                        break
+                    run = todo[pick]
+                    del todo[pick]
+                    prepare_ahead()
+                    launch = self._launch(store, backend, run, host, base_env, db_key, shared)
+                    launched = True
+                    if launch is None:
+                        continue
+                    inflight[launch.attempt_id] = (run, launch.attempt_id, launch.number,
+                                                   time.time())
+                    progress.running = len(inflight)
+                    self.on_event(SweepEvent("start", run, launch.number, progress))
+                if not inflight and not (settling and settling()):
                     break
-                for outcome in backend.wait(timeout=None):
+                outcomes = backend.wait(timeout=None)
+                pass_on_warnings()
+                if not outcomes:
+                    drop_unplaceable()  # a device may have been taken out of the pool
+                for outcome in outcomes:
                     run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
                     status, event = self._finish(store, outcome, shared, primary, metrics)
                     progress.running = len(inflight)
                     duration = outcome.ended - outcome.started
+                    for i in outcome.launch.gpus or ():
+                        busy.setdefault(i, []).append((outcome.started, outcome.ended))
+                    cls = event.failure_class or ""
+                    counts = failures.setdefault(run.run_id, {})
+                    if status == FAILED:
+                        counts[cls] = counts.get(cls, 0) + 1
                     if status == COMPLETED:
                         progress.completed += 1
                         durations.append(duration)
+                        key = (run.task, run.config)
+                        if key not in estimates:
+                            # The first measurement of this (task, config): re-plan the queue.
+                            estimates[key] = duration
+                            _order(todo, estimates)
                     elif status == INTERRUPTED:
                         interrupted += 1
-                    elif tries[run.run_id] <= run.retries and event.failure_class not in (
-                            triage.LAUNCH, triage.TIMEOUT):
-                        todo.append(run)
+                    elif counts[cls] <= run.retries_for(cls):
+                        todo.appendleft(_for_retry(run, cls))
                         store.set_status(run.run_id, "pending")
                         progress.eta_s = eta()
                         self.on_event(SweepEvent("retry", run, number, progress, status=FAILED,
-                                                 duration=duration,
-                                                 failure_class=event.failure_class,
+                                                 duration=duration, failure_class=cls,
                                                  error=event.error))
                         continue
                     else:
@@ -249,6 +398,8 @@ class Sweep:
                     event.progress = progress
                     event.duration = duration
                     self.on_event(event)
+            if todo and not self._stop.is_set():
+                drop_unplaceable()
         finally:
             if inflight:
                 for outcome in backend.terminate_all(STOP_GRACE_S):
@@ -257,20 +408,19 @@ class Sweep:
                     self._finish(store, outcome, shared, primary, metrics)
                     interrupted += 1
             backend.close()
+            if self._preparer is not None:
+                self._preparer.close()
+            if isinstance(self._backend_arg, str) and self._backend_arg == "local":
+                kill_strays(db_key)
+        flagged = triage.flag_configs(store.runs(), store.attempts())
+        store.set_meta(flagged=flagged)
         return SweepResult(
             results_dir=self.results_dir, total=len(runs), completed=progress.completed,
             failed=progress.failed, skipped=progress.skipped, interrupted=interrupted,
             stopped=self._stop.is_set(), wall_s=time.monotonic() - t0, failed_runs=failed_runs,
+            flagged=flagged, gpu_busy_share=busy_share(busy, len(self.gpu_devices)),
+            gpus=list(self.gpu_devices), warnings=warnings,
         )
-
-    @staticmethod
-    def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
-        """Longest expected first (known from earlier attempts); unknown ones keep plan order, first."""
-        if not estimates:
-            return
-        ordered = sorted(todo, key=lambda r: -estimates.get((r.task, r.config), float("inf")))
-        todo.clear()
-        todo.extend(ordered)
 
     # ------------------------------------------------------------------ one attempt
 
@@ -278,9 +428,8 @@ class Sweep:
                 base_env: dict[str, str], db_key: str, shared: dict[str, Any]) -> Launch | None:
         run_dir = run_dir_of(self.results_dir, run.run_id)
         attempt_id, number = store.start_attempt(run.run_id, host=host)
-        _prepare_run_dir(run_dir, number)
-        (run_dir / "config.yaml").write_text(
-            yaml.dump(run.resolved_config(), Dumper=_DUMPER, sort_keys=False))
+        if not (number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)):
+            _write_run_dir(run_dir, run, number)
         env = dict(base_env)
         for key, value in run.env.items():
             env[key] = value.replace("{run_dir}", str(run_dir))
@@ -303,6 +452,10 @@ class Sweep:
             return None
         if info.pid is not None:
             store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start)
+        if launch.gpus:
+            # The backend chose the devices at start; the ledger keeps them with the attempt.
+            store.conn.execute("UPDATE attempts SET gpus = ? WHERE attempt_id = ?",
+                               (",".join(map(str, launch.gpus)), attempt_id))
         return launch
 
     def _finish(self, store: Store, outcome: Outcome, shared: dict[str, Any], primary: str,
@@ -330,6 +483,7 @@ class Sweep:
                              duration_s=outcome.ended - outcome.started,
                              exit_code=outcome.exit_code, signal=outcome.signal,
                              timed_out=outcome.timed_out, node=outcome.node, gpus=launch.gpus,
+                             gpu_models=[self.gpu_names.get(i) for i in launch.gpus or ()],
                              command=launch.command)
         if outcome.node:  # a cluster backend knows the node only once the attempt has run
             store.conn.execute("UPDATE attempts SET node = ? WHERE attempt_id = ?",
@@ -355,6 +509,9 @@ class Sweep:
         stale = store.attempts(status="running")
         if not stale:
             return
+        # Their devices hold memory until the driver has cleaned up after the killed processes;
+        # the inventory must not read that as someone else's work (see _gpu_options).
+        self._recovered_gpus = sorted({int(i) for a in stale for i in (a.gpus or "").split(",") if i})
         keys = {f"{store.path}#{a.attempt_id}" for a in stale}
         by_key: dict[str, list[psutil.Process]] = {}
         # Processes started between the ledger write and the pid record are found by their env.
@@ -376,6 +533,158 @@ class Sweep:
             store.finish_attempt(attempt.attempt_id, attempt.run_id, status=INTERRUPTED,
                                  run_status=INTERRUPTED, failure_class=triage.LOST,
                                  error="the benchlab process running it died; run again")
+
+
+def _wait_for_memory(inventory: Any, devices: list[int], limit_s: float = SETTLE_S,
+                     poll_s: float = SETTLE_POLL_S) -> None:
+    """Wait (at most ``limit_s``) until ``devices`` hold no more than a driver's bookkeeping."""
+    from benchlab.execute.gpus import EMPTY_MEMORY_MIB
+
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        used = {r.index: r.memory_used_mib for r in inventory.read()}
+        if all(used.get(i, 0) <= EMPTY_MEMORY_MIB for i in devices):
+            return
+        time.sleep(poll_s)
+
+
+def kill_strays(db_key: str) -> int:
+    """Kill processes of this ledger's attempts that outlived them (a child that left its
+    process group with ``setsid`` and kept running); returns how many.
+
+    Found by the ``BENCHLAB_ATTEMPT_KEY`` every attempt's processes inherit; done once
+    per sweep, not per run, because reading every process's environment is slow.
+    """
+    prefix = f"{db_key}#"
+    me = os.getpid()
+    killed = 0
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid == me:
+            continue
+        try:
+            key = proc.environ().get(ATTEMPT_ENV, "")
+        except (psutil.Error, OSError):
+            continue
+        if key.startswith(prefix):
+            try:
+                proc.kill()
+                killed += 1
+            except psutil.Error:
+                pass
+    return killed
+
+
+def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
+    """Longest expected first (known from earlier attempts), unknown durations first, wider
+    requests first among equals (:func:`longest_first`)."""
+    if len(todo) < 2:
+        return
+    items = list(todo)
+    order = longest_first([estimates.get((r.task, r.config)) for r in items],
+                          [r.resources.gpus for r in items])
+    todo.clear()
+    todo.extend(items[i] for i in order)
+
+
+def _for_retry(run: Run, failure_class: str) -> Run:
+    """The run as its next attempt should be launched: an out-of-memory run that shared a device
+    gets a whole one to itself (the other runs on its device may have been what filled it)."""
+    if failure_class == triage.OOM and 0 < run.resources.gpus < 1:
+        return dataclasses.replace(run, resources=run.resources.model_copy(update={"gpus": 1.0}))
+    return run
+
+
+def busy_share(intervals: dict[int, list[tuple[float, float]]], n_devices: int) -> float | None:
+    """Busy device-seconds / available device-seconds.
+
+    A device is busy while at least one run holds it (overlapping shares count once);
+    available is ``n_devices`` x the span from the first GPU run's start to the last one's end.
+    """
+    spans = [iv for ivs in intervals.values() for iv in ivs]
+    if not n_devices or not spans:
+        return None
+    first, last = min(a for a, _ in spans), max(b for _, b in spans)
+    if last <= first:
+        return None
+    total = 0.0
+    for ivs in intervals.values():
+        end = float("-inf")
+        for a, b in sorted(ivs):
+            if a > end:
+                total += b - a
+                end = b
+            elif b > end:
+                total += b - end
+                end = b
+    return min(1.0, total / (n_devices * (last - first)))
+
+
+def _write_run_dir(run_dir: Path, run: Run, number: int) -> None:
+    """Everything a run directory holds before its attempt starts."""
+    _prepare_run_dir(run_dir, number)
+    (run_dir / "config.yaml").write_text(yaml.dump(run.resolved_config(), Dumper=_DUMPER, sort_keys=False))
+    (run_dir / "train.log").touch()
+
+
+class _Preparer:
+    """Writes the directories of upcoming runs on a thread of its own.
+
+    Creating files costs a millisecond or more on many disks; done ahead, it
+    overlaps with the runs in flight instead of delaying the next launch.
+    Only first attempts are prepared ahead (a retry must first move its
+    predecessor's files aside, which the sweep does itself).
+    """
+
+    def __init__(self, results_dir: Path):
+        self.results_dir = results_dir
+        self._lock = threading.Lock()
+        self._state: dict[str, str | threading.Event] = {}  # run_id -> 'queued' | Event(done)
+        self._queue: queue.SimpleQueue[Run | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="benchlab-prepare", daemon=True)
+        self._thread.start()
+
+    def ahead(self, runs: Iterable[Run]) -> None:
+        """Queue these runs' directories (those not queued before)."""
+        with self._lock:
+            for run in runs:
+                if run.run_id not in self._state:
+                    self._state[run.run_id] = "queued"
+                    self._queue.put(run)
+
+    def claim(self, run_id: str) -> bool:
+        """Whether the run's directory is (or is about to be) ready; False means: write it yourself."""
+        with self._lock:
+            state = self._state.get(run_id)
+            if state is None or state == "queued":
+                self._state[run_id] = "taken"
+                return False
+            if state == "taken":
+                return False
+        assert isinstance(state, threading.Event)
+        state.wait()
+        return True
+
+    def _work(self) -> None:
+        while True:
+            run = self._queue.get()
+            if run is None:
+                return
+            done = threading.Event()
+            with self._lock:
+                if self._state.get(run.run_id) != "queued":
+                    continue  # the sweep took it first
+                self._state[run.run_id] = done
+            try:
+                _write_run_dir(run_dir_of(self.results_dir, run.run_id), run, 1)
+            except OSError:
+                with self._lock:
+                    self._state[run.run_id] = "taken"  # the sweep will try and report it
+            finally:
+                done.set()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=5)
 
 
 def _prepare_run_dir(run_dir: Path, number: int) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import signal as _signal
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchlab.collect.extractors import strip_ansi
 
@@ -67,9 +69,13 @@ def classify(*, exit_code: int | None, signal: int | None, timed_out: bool, tail
     """Classify a failed attempt; the error is one line a person can act on."""
     if timed_out:
         return Verdict(TIMEOUT, f"timed out after {timeout:g}s" if timeout else "timed out")
+    if signal is None and exit_code is not None and 128 < exit_code <= 128 + 64:
+        # A shell reports a child killed by signal N as exit code 128 + N.
+        signal = exit_code - 128
     exc = _last_exception(tail)
     if _OOM.search(tail):
-        return Verdict(OOM, exc or "out of memory")
+        line = next((ln.strip() for ln in reversed(tail.splitlines()) if _OOM.search(ln)), None)
+        return Verdict(OOM, exc or line or "out of memory")
     if signal == _signal.SIGKILL or exit_code == 137:
         return Verdict(OOM, "killed by SIGKILL (likely the host's out-of-memory killer)")
     if _CUDA.search(tail):
@@ -84,3 +90,30 @@ def classify(*, exit_code: int | None, signal: int | None, timed_out: bool, tail
             name = f"signal {signal}"
         return Verdict(SIGNAL, f"killed by {name}")
     return Verdict(EXIT_CODE, f"exited with code {exit_code}")
+
+
+def flag_configs(runs: Iterable[Any], attempts: Iterable[Any]) -> list[dict[str, Any]]:
+    """(task, config) pairs whose every run failed: a broken config, not bad luck on one seed.
+
+    ``runs`` are the ledger's current runs (``task``, ``config``, ``status``, ``run_id``) and
+    ``attempts`` its attempts (``run_id``, ``failure_class``, ``status``, ``number``).
+    Each flag is ``{"task", "config", "failures", "classes"}``: how many runs failed and
+    how many of them ended in each failure class (their last attempt's).
+    """
+    last: dict[str, str] = {}
+    for a in attempts:
+        if a.status == "failed":
+            last[a.run_id] = a.failure_class or "unknown"
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in runs:
+        groups.setdefault((r.task, r.config), []).append(r)
+    flagged = []
+    for (task, config), members in groups.items():
+        if members and all(r.status == "failed" for r in members):
+            classes: dict[str, int] = {}
+            for r in members:
+                cls = last.get(r.run_id, "unknown")
+                classes[cls] = classes.get(cls, 0) + 1
+            flagged.append({"task": task, "config": config, "failures": len(members),
+                            "classes": classes})
+    return flagged

@@ -3,6 +3,7 @@
 Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 :mod:`~benchlab.stats.describe` (one sample, ranking), :mod:`~benchlab.stats.compare`
 (candidate vs baseline), :mod:`~benchlab.stats.aggregate` (across tasks),
+:mod:`~benchlab.stats.scores` (normalised score matrices of a table),
 :mod:`~benchlab.stats.curves` (learning curves), :mod:`~benchlab.stats.seeds`
 (how many seeds), and :mod:`~benchlab.stats.table` (a whole long-format table).
 Definitions and defaults are in ``docs/statistics.md``.
@@ -39,6 +40,7 @@ from benchlab.stats.compare import (
 )
 from benchlab.stats.curves import SUMMARIES, align, common_grid, summarize
 from benchlab.stats.describe import Description, describe, is_high_variance, rank, t_interval
+from benchlab.stats.scores import ScoreMatrices, score_matrices
 from benchlab.stats.seeds import (
     cv_of_mean,
     effect_from_pilot,
@@ -54,6 +56,7 @@ __all__ = [
     "SUMMARIES",
     "Comparison",
     "Description",
+    "ScoreMatrices",
     "aggregate",
     "align",
     "analyze",
@@ -83,6 +86,7 @@ __all__ = [
     "power_analysis",
     "probability_of_improvement",
     "rank",
+    "score_matrices",
     "reduce_runs",
     "seeds_for_power",
     "smallest_n",

@@ -158,7 +158,8 @@ def compare(
     Args:
         baseline: shape ``(n_b,)``.
         candidate: shape ``(n_c,)``. When ``paired``, ``n_c == n_b`` and index ``i``
-            of both arrays is the same seed; pairs with a NaN on either side are dropped.
+            of both arrays is the same seed; pairs with a NaN or infinity on either side
+            are dropped.
         paired: whether the arrays are aligned by seed.
         goal: ``"max"`` or ``"min"``; only ``prob_improvement`` depends on it.
         reps, confidence, method, seed: the bootstrap CI of the mean difference.
@@ -175,15 +176,16 @@ def compare(
     if paired:
         if b.shape != c.shape:
             raise ValueError(f"paired samples need the same shape, got {b.shape} and {c.shape}")
-        keep = ~(np.isnan(b) | np.isnan(c))
+        keep = np.isfinite(b) & np.isfinite(c)
         if not keep.all():
-            note.append(f"{where}{int((~keep).sum())} pair(s) with a NaN value dropped")
+            note.append(f"{where}{int((~keep).sum())} pair(s) with a NaN or infinite value dropped")
             b, c = b[keep], c[keep]
     else:
         for name, arr in (("baseline", b), ("candidate", c)):
-            if np.isnan(arr).any():
-                note.append(f"{where}{int(np.isnan(arr).sum())} NaN {name} value(s) dropped")
-        b, c = b[~np.isnan(b)], c[~np.isnan(c)]
+            if not np.isfinite(arr).all():
+                bad = int((~np.isfinite(arr)).sum())
+                note.append(f"{where}{bad} NaN or infinite {name} value(s) dropped")
+        b, c = b[np.isfinite(b)], c[np.isfinite(c)]
     nb, nc = int(b.shape[0]), int(c.shape[0])
     n = nb if paired else nb + nc
     if nb == 0 or nc == 0:

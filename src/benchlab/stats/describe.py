@@ -71,7 +71,7 @@ def describe(
     """Describe one sample: n, mean, std (ddof=1), sem, median, min, max, t and bootstrap CIs.
 
     Args:
-        x: shape ``(n,)``. NaN values are dropped with a warning.
+        x: shape ``(n,)``. NaN and infinite values are dropped with a warning.
         confidence: coverage of both intervals.
         reps: bootstrap resamples.
         method: bootstrap interval, ``"percentile"`` or ``"bca"``.
@@ -82,10 +82,10 @@ def describe(
     x = np.asarray(x, dtype=float)
     warnings: list[str] = []
     where = f"{label}: " if label else ""
-    nan = np.isnan(x)
-    if nan.any():
-        warnings.append(f"{where}{int(nan.sum())} NaN value(s) dropped")
-        x = x[~nan]
+    bad = ~np.isfinite(x)
+    if bad.any():
+        warnings.append(f"{where}{int(bad.sum())} NaN or infinite value(s) dropped")
+        x = x[~bad]
     n = int(x.shape[0])
     if n == 0:
         warnings.append(f"{where}no values; every statistic is null")

@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from benchlab.errors import DataError
-from benchlab.stats.aggregate import AGGREGATES, aggregate, normalize
+from benchlab.stats.aggregate import AGGREGATES, aggregate
 from benchlab.stats.bootstrap import Method
 from benchlab.stats.compare import compare, holm, is_significant
 from benchlab.stats.curves import SUMMARIES, Summary, align, summarize
 from benchlab.stats.describe import Goal, describe, rank
+from benchlab.stats.scores import score_matrices
 
 REQUIRED_COLUMNS = ("task", "config", "seed", "value")
 OPTIONAL_COLUMNS = ("metric", "step", "benchmark")
@@ -70,7 +71,7 @@ def validate_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
                 f"{out[col].iloc[row]!r}"
             )
         out[col] = numeric.astype(float)
-    for col in ("task", "config", "seed"):
+    for col in ("task", "config", "seed", "metric"):
         if out[col].isna().any():
             row = int(np.flatnonzero(out[col].isna().to_numpy())[0])
             raise DataError(f"{source}: column {col!r} is empty in row {row + 1}")
@@ -116,9 +117,10 @@ def reduce_runs(
             f"{n_runs} run(s) have several final values for one metric; they are averaged"
         )
     # A NaN value must reach describe() (which reports it), not vanish in a groupby mean.
-    scalar_runs = scalars.groupby(keys, sort=False)["value"].agg(
-        lambda v: v.mean() if v.notna().all() else np.nan
-    ).reset_index()
+    grouped = scalars.assign(has_nan=scalars["value"].isna()).groupby(keys, sort=False)
+    scalar_runs = grouped.agg(value=("value", "mean"), has_nan=("has_nan", "any")).reset_index()
+    scalar_runs.loc[scalar_runs["has_nan"], "value"] = np.nan
+    scalar_runs = scalar_runs.drop(columns="has_nan")
     rows: list[dict[str, Any]] = []
     curve_keys: set[tuple[Any, ...]] = set()
     for (task, metric), group in curves.groupby(["task", "metric"], sort=False):
@@ -236,7 +238,6 @@ def analyze(
     if runs.empty:
         raise DataError(f"{source}: no runs left to analyse with --summary {summary}")
     metrics = list(dict.fromkeys(runs["metric"]))
-    tasks = list(dict.fromkeys(runs["task"]))
 
     summary_rows: list[dict[str, Any]] = []
     for (task, met), group in runs.groupby(["task", "metric"], sort=False):
@@ -268,7 +269,7 @@ def analyze(
         warnings.append(f"several metrics; the aggregate across tasks is of {primary!r}")
     aggregates: list[dict[str, Any]] = []
     if primary is not None:
-        aggregates = _aggregate(runs[runs["metric"] == primary], tasks, configs,
+        aggregates = _aggregate(runs[runs["metric"] == primary], configs,
                                 _goal_of(goal, primary), references, reps, seed,
                                 confidence, warnings)
     return {"summary": summary_rows, "comparisons": comparisons, "aggregate": aggregates,
@@ -293,19 +294,24 @@ def _compare_all(
     chosen = [c for c in (candidates or configs) if c != baseline]
     out: list[dict[str, Any]] = []
     pvalues: list[float | None] = []
-    for (task, met), group in runs.groupby(["task", "metric"], sort=False):
-        base = group[group["config"] == baseline].set_index("seed")["value"]
-        if base.empty:
+    # {(task, metric, config): {seed: value}}, built in one pass (pandas masks per pair are slow).
+    values = runs["value"].to_numpy(dtype=float)
+    seeds = runs["seed"].to_numpy()
+    by_run = {key: dict(zip(seeds[idx].tolist(), values[idx].tolist(), strict=True))
+              for key, idx in runs.groupby(["task", "metric", "config"], sort=False).indices.items()}
+    for task, met in dict.fromkeys(zip(runs["task"], runs["metric"], strict=True)):
+        base = by_run.get((task, met, baseline), {})
+        if not base:
             warnings.append(f"{task} {met}: the baseline {baseline!r} has no runs; not compared")
             continue
         for cand in chosen:
-            other = group[group["config"] == cand].set_index("seed")["value"]
-            if other.empty:
+            other = by_run.get((task, met, cand), {})
+            if not other:
                 continue
             label = f"{task} {met} {cand} vs {baseline}"
-            common = [s for s in base.index if s in set(other.index)]
-            only_b = sorted(set(base.index) - set(other.index), key=str)
-            only_c = sorted(set(other.index) - set(base.index), key=str)
+            common = [s for s in base if s in other]
+            only_b = sorted(set(base) - set(other), key=str)
+            only_c = sorted(set(other) - set(base), key=str)
             paired = len(common) >= 2
             if paired and (only_b or only_c):
                 warnings.append(
@@ -314,8 +320,8 @@ def _compare_all(
                 )
             elif not paired:
                 warnings.append(f"{label}: fewer than 2 shared seeds; compared unpaired")
-            b = base.loc[common].to_numpy() if paired else base.to_numpy()
-            c = other.loc[common].to_numpy() if paired else other.to_numpy()
+            b = np.array([base[s] for s in common] if paired else list(base.values()))
+            c = np.array([other[s] for s in common] if paired else list(other.values()))
             cmp = compare(b, c, paired, _goal_of(goal, met), reps, confidence, method,
                           _seed(seed, "compare", task, met, baseline, cand), label)
             warnings += cmp.warnings
@@ -343,7 +349,6 @@ def _compare_all(
 
 def _aggregate(
     runs: pd.DataFrame,
-    tasks: list[str],
     configs: list[str],
     goal: Goal,
     references: Mapping[str, tuple[float, float]] | None,
@@ -352,50 +357,11 @@ def _aggregate(
     confidence: float,
     warnings: list[str],
 ) -> list[dict[str, Any]]:
-    runs = runs[runs["value"].notna()]
-    present = [t for t in tasks if t in set(runs["task"])]
-    shared = [t for t in present
-              if set(configs) <= set(runs.loc[runs["task"] == t, "config"])]
-    if len(shared) < len(present):
-        dropped = [t for t in present if t not in shared]
-        warnings.append(
-            f"aggregate: task(s) {', '.join(dropped)} lack some config and are left out"
-        )
-    refs = dict(references or {})
-    low, high, used = [], [], []
-    unreferenced = []
-    for t in shared:
-        if t in refs and refs[t] is not None:
-            lo, hi = map(float, refs[t])
-        else:
-            vals = runs.loc[runs["task"] == t, "value"]
-            worst, best = (vals.min(), vals.max()) if goal == "max" else (vals.max(), vals.min())
-            lo, hi = float(worst), float(best)
-            unreferenced.append(t)
-        if lo == hi:
-            warnings.append(f"aggregate: task {t} has equal low and high references; left out")
-            continue
-        low.append(lo)
-        high.append(hi)
-        used.append(t)
-    if unreferenced:
-        warnings.append(
-            f"aggregate: no reference scores for {', '.join(unreferenced)}; normalised by the "
-            "worst and best values observed over all configs"
-        )
-    if not used:
-        if shared:
-            warnings.append("aggregate: no task can be normalised; the aggregate is empty")
-        return []
+    # NaN and infinite values were already reported per (task, config) by describe().
+    matrices = score_matrices(runs, goal, references, configs)
+    warnings += matrices.warnings
     out = []
-    for config in configs:
-        per_task = [runs.loc[(runs["task"] == t) & (runs["config"] == config), "value"].to_numpy()
-                    for t in used]
-        width = max(len(v) for v in per_task)
-        scores = np.full((width, len(used)), np.nan)
-        for j, v in enumerate(per_task):
-            scores[: len(v), j] = v
-        normed = normalize(scores, np.array(low), np.array(high))
+    for config, normed in matrices.scores.items():
         result = aggregate(normed, reps, confidence, _seed(seed, "aggregate", config))
         row: dict[str, Any] = {"config": config}
         for name in AGGREGATES:

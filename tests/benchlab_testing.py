@@ -1,0 +1,83 @@
+"""Helpers shared by the tests: the real `benchlab` command and throwaway benchmarks.
+
+Import them as ``from benchlab_testing import run_cli, BASIC_SPEC``; a module of
+its own, unlike ``conftest``, cannot be shadowed by another folder's conftest.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+# A run script for throwaway benchmarks: behaviour chosen by its arguments.
+SCRIPT = '''
+import json, os, sys, time
+args = dict(a.split("=", 1) for a in sys.argv[1:])
+run_dir = os.environ["BENCHLAB_RUN_DIR"]
+seed = int(os.environ["BENCHLAB_SEED"])
+with open(os.path.join(run_dir, "env.json"), "w") as f:
+    json.dump({k: v for k, v in os.environ.items() if k.startswith(("BENCHLAB_", "CUDA_"))}, f)
+print("start", args, flush=True)
+if "sleep" in args:
+    time.sleep(float(args["sleep"]))
+if "sleep_file" in args and os.path.exists(args["sleep_file"]):
+    time.sleep(float(open(args["sleep_file"]).read()))
+if args.get("fail_seed") == str(seed):
+    print("Traceback (most recent call last):\\n  File \\"x.py\\", line 1\\nValueError: seed is cursed")
+    sys.exit(3)
+score = float(args.get("base", 0.5)) + seed / 100
+with open(os.path.join(run_dir, "metrics.json"), "w") as f:
+    json.dump({"score": score, "time": 1.0 + seed}, f)
+with open(os.path.join(run_dir, "metrics.jsonl"), "w") as f:
+    for step in range(3):
+        f.write(json.dumps({"step": step * 10, "score": score * (step + 1) / 3}) + "\\n")
+print("done", score)
+'''
+
+
+@dataclass
+class Bench:
+    """A throwaway benchmark: a spec file, its run script, and a results folder."""
+
+    root: Path
+    spec: Path
+    results: Path
+
+    def cli(self, *args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, cwd=self.root, timeout=timeout, check=check)
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120,
+            check: bool = False, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real `benchlab` command in a subprocess; stdout and stderr captured as text."""
+    full_env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "benchlab", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=full_env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"benchlab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+BASIC_SPEC = """
+name: basic
+tasks:
+  - name: t1
+    params: {base: 0.5}
+  - name: t2
+    params: {base: 0.7}
+configs:
+  - name: a
+    params: {extra: 1}
+  - name: b
+    params: {extra: 2}
+seeds: 2
+command: python run.py base={base} extra={extra}
+metrics:
+  primary: {name: score, goal: max}
+  secondary: [{name: time, goal: min}]
+baseline: a
+retries: 1
+"""

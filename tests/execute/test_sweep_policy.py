@@ -1,0 +1,80 @@
+"""The sweep's small policies, checked by hand: busy share, queue order, retries, flags."""
+
+from __future__ import annotations
+
+from collections import deque
+from types import SimpleNamespace
+
+import pytest
+
+from benchlab.execute import triage
+from benchlab.execute.sweep import _for_retry, _order, busy_share
+from benchlab.plan import expand
+from benchlab.spec import Spec
+
+
+def make_spec(**extra: object) -> Spec:
+    return Spec.model_validate({
+        "name": "p", "tasks": [{"name": "t"}], "command": "true",
+        "configs": [{"name": "long"}, {"name": "short"},
+                    {"name": "shared", "resources": {"gpus": 0.25}}],
+        "seeds": 2, "metrics": {"primary": {"name": "s", "goal": "max"}}, **extra})
+
+
+def test_busy_share_counts_overlapping_shares_once():
+    # GPU 0 busy 0-3 (two runs overlapping 1-2), GPU 1 busy 0-1; span 0-3 on 2 devices.
+    assert busy_share({0: [(0.0, 2.0), (1.0, 3.0)], 1: [(0.0, 1.0)]}, 2) == pytest.approx(4 / 6)
+    # A device that never ran anything still counts as available.
+    assert busy_share({0: [(10.0, 12.0)]}, 4) == pytest.approx(2 / 8)
+    assert busy_share({}, 2) is None and busy_share({0: [(0.0, 1.0)]}, 0) is None
+
+
+def test_queue_is_longest_first_with_unknown_in_front():
+    runs = [r for r in expand(make_spec()) if r.seed == 0]
+    todo = deque(runs)
+    _order(todo, {("t", "long"): 30.0, ("t", "short"): 2.0})
+    assert [r.config for r in todo] == ["shared", "long", "short"]
+
+
+def test_retry_budget_defaults_and_overrides():
+    run = expand(make_spec(retries=3, retry_on={"exception": 0}))[0]
+    assert run.retries_for("timeout") == 0 and run.retries_for("launch-error") == 0
+    assert run.retries_for("out-of-memory") == 1 and run.retries_for("exception") == 0
+    assert run.retries_for("exit-code") == 3
+    spec = make_spec(retry_on={"timeout": 2})
+    assert expand(spec)[0].retries_for("timeout") == 2
+
+
+def test_config_resources_replace_the_specs():
+    spec = make_spec(resources={"gpus": 1, "cpus": 2})
+    by_config = {r.config: r.resources for r in expand(spec)}
+    assert by_config["long"].gpus == 1 and by_config["long"].cpus == 2
+    assert by_config["shared"].gpus == 0.25 and by_config["shared"].cpus == 1
+
+
+def test_out_of_memory_retry_of_a_share_asks_for_the_whole_device():
+    runs = {r.config: r for r in expand(make_spec()) if r.seed == 0}
+    again = _for_retry(runs["shared"], triage.OOM)
+    assert again.resources.gpus == 1.0 and again.run_id == runs["shared"].run_id
+    assert _for_retry(runs["shared"], triage.TIMEOUT) is runs["shared"]
+    assert _for_retry(runs["long"], triage.OOM) is runs["long"]  # CPU-only: nothing to widen
+
+
+def test_flag_configs_needs_every_run_failed():
+    run = SimpleNamespace
+    runs = [run(run_id="a0", task="t", config="a", status="failed"),
+            run(run_id="a1", task="t", config="a", status="failed"),
+            run(run_id="b0", task="t", config="b", status="failed"),
+            run(run_id="b1", task="t", config="b", status="completed")]
+    attempts = [SimpleNamespace(run_id="a0", status="failed", failure_class="timeout"),
+                SimpleNamespace(run_id="a1", status="failed", failure_class="exception"),
+                SimpleNamespace(run_id="a1", status="failed", failure_class="out-of-memory")]
+    assert triage.flag_configs(runs, attempts) == [
+        {"task": "t", "config": "a", "failures": 2,
+         "classes": {"timeout": 1, "out-of-memory": 1}}]
+
+
+def test_shell_reported_signal_exit_is_a_signal():
+    verdict = triage.classify(exit_code=139, signal=None, timed_out=False, tail="")
+    assert verdict == triage.Verdict(triage.SIGNAL, "killed by SIGSEGV")
+    assert triage.classify(exit_code=137, signal=None, timed_out=False, tail="").failure_class == triage.OOM
