@@ -98,6 +98,11 @@ for g in groups:
 
 _reaper_state: dict[str, Any] = {}
 
+# The run's shell waits for "go" on its stdin, sent only once its group is registered with
+# the reaper: Ray may kill this worker at any moment (force-cancel), and a run must never
+# start unguarded. With no "go" (the worker died first) the shell exits without running.
+_GATE = 'IFS= read -r go && [ "$go" = go ] || exit 97; exec </dev/null; cmd=$1; shift; eval "$cmd"'
+
 
 def _reaper_send(line: str) -> None:
     """Tell this worker's reaper about a group; started on first use, one per worker process."""
@@ -116,6 +121,7 @@ def _reaper_send(line: str) -> None:
             return
         except OSError:  # the reaper is gone: start another
             _reaper_state.pop("pipe", None)
+    raise OSError("the reaper process could not be started")
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -237,16 +243,29 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
     result["started"] = time.time()
     try:
         with open(os.path.join(here, "train.log"), "ab", buffering=0) as log:
-            proc = subprocess.Popen(command, shell=True, cwd=job["cwd"], env=env,
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True, close_fds=True)
+            proc = subprocess.Popen(["/bin/sh", "-c", _GATE, "sh", command], cwd=job["cwd"],
+                                    env=env, stdin=subprocess.PIPE, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    close_fds=True)
     except OSError as exc:
         result["error"] = f"could not start on {node}: {exc.strerror or exc} ({job['cwd']})"
         result["ended"] = time.time()
         if not job["shared_fs"]:
             shutil.rmtree(here, ignore_errors=True)
         return result
-    _reaper_send(f"+ {proc.pid} {job['grace']}\n")
+    try:
+        _reaper_send(f"+ {proc.pid} {job['grace']}\n")
+        assert proc.stdin is not None
+        proc.stdin.write(b"go\n")
+        proc.stdin.close()
+    except OSError as exc:
+        _killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        result["error"] = f"could not start on {node}: no process reaper ({exc})"
+        result["ended"] = time.time()
+        if not job["shared_fs"]:
+            shutil.rmtree(here, ignore_errors=True)
+        return result
     timed_out = False
     try:
         _wait_streaming(proc, job, os.path.join(here, "train.log"))
