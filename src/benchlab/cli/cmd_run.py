@@ -92,6 +92,10 @@ def run(
     max_failures: int = typer.Option(None, "--max-failures", min=1,
                                      help="Stop launching after this many failed runs."),
     backend: str = typer.Option(None, "--backend", help="local or ray [default: the spec's, or local]."),
+    ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster to run on (ray "
+                                    "backend) [default: $RAY_ADDRESS, else a local Ray]."),
+    shared_fs: bool = typer.Option(False, "--shared-fs", help="Ray nodes see the results folder at "
+                                   "the same path: runs write into it directly."),
     gpus: str = typer.Option(None, "--gpus", metavar="auto|none|0,3,5",
                              help="GPUs to pack runs onto: auto (the free ones), none, or indices "
                                   "(used even if other processes hold them) [default: auto when "
@@ -124,10 +128,17 @@ def run(
         return
     from benchlab.cli.progress import SweepDisplay
 
+    backend = backend or spec.backend
+    options = ({"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs}
+               if backend == "ray" else {})
+    if backend != "ray" and (ray_address or shared_fs):
+        from benchlab.cli.app import fail
+
+        raise fail("--ray-address and --shared-fs need the ray backend (--backend ray)")
     display = SweepDisplay(console, primary=spec.metrics.primary.name)
-    sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed,
-                  backend=backend or spec.backend, on_event=display.on_event,
-                  max_failures=max_failures, gpus=gpus)
+    sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, backend=backend,
+                  on_event=display.on_event, max_failures=max_failures, gpus=gpus,
+                  backend_options=options)
     previous = {}
 
     def stop(signum: int, frame: Any) -> None:

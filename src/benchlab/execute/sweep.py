@@ -468,7 +468,7 @@ class Sweep:
         if outcome.interrupted:
             failure = triage.Verdict(triage.INTERRUPTED, "interrupted by the user")
         elif outcome.error:
-            failure = triage.Verdict(triage.LAUNCH, outcome.error)
+            failure = triage.Verdict(outcome.extra.get("failure_class", triage.LAUNCH), outcome.error)
         elif outcome.exit_code != 0 or outcome.timed_out:
             failure = triage.classify(exit_code=outcome.exit_code, signal=outcome.signal,
                                       timed_out=outcome.timed_out, tail=tail, timeout=launch.timeout)
@@ -485,6 +485,9 @@ class Sweep:
                              timed_out=outcome.timed_out, node=outcome.node, gpus=launch.gpus,
                              gpu_models=[self.gpu_names.get(i) for i in launch.gpus or ()],
                              command=launch.command)
+        if outcome.node:  # a cluster backend knows the node only once the attempt has run
+            store.conn.execute("UPDATE attempts SET node = ? WHERE attempt_id = ?",
+                               (outcome.node, launch.attempt_id))
         if failure is None:
             assert collected is not None
             store.finish_attempt(launch.attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,

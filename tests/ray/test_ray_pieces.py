@@ -1,0 +1,129 @@
+"""Parts of the ray backend that need no cluster: the size cap, task options, a missing Ray."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from benchlab.spec import Resources
+
+ray_backend = pytest.importorskip("benchlab.execute.ray")
+
+
+def write(folder: Path, name: str, size: int, fill: bytes = b"x") -> None:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(fill * size)
+
+
+def test_files_under_the_cap_come_home_whole(tmp_path):
+    write(tmp_path, "metrics.json", 20)
+    write(tmp_path, "sub/extra.txt", 30)
+    write(tmp_path, "train.log", 40)
+    write(tmp_path, "config.yaml", 10)  # the driver wrote it: never shipped back
+    files, notes = ray_backend._pack_files(str(tmp_path), cap=1000)
+    assert dict(files) == {"metrics.json": b"x" * 20, "sub/extra.txt": b"x" * 30,
+                           "train.log": b"x" * 40}
+    assert notes == {"cap_bytes": "1000"}
+
+
+def test_a_log_over_the_cap_keeps_its_tail_and_says_so(tmp_path):
+    lines = b"".join(b"line %04d\n" % i for i in range(100))  # 10 bytes a line, 1000 bytes
+    (tmp_path / "train.log").write_bytes(lines)
+    write(tmp_path, "metrics.json", 50)
+    files, notes = ray_backend._pack_files(str(tmp_path), cap=300)
+    got = dict(files)
+    assert got["metrics.json"] == b"x" * 50
+    # 300 - 50 = 250 bytes of room: the last 250 bytes, cut to whole lines = the last 25 lines.
+    head, _, tail = got["train.log"].partition(b"\n")
+    assert b"over the 300 byte cap" in head and b"last 250 of 1000 bytes" in head
+    assert tail == b"".join(b"line %04d\n" % i for i in range(75, 100))
+    assert notes["log_truncated"] == "kept the last 250 of 1000 bytes"
+
+
+def test_files_that_do_not_fit_are_skipped_smallest_kept_and_listed(tmp_path):
+    write(tmp_path, "metrics.json", 40)
+    write(tmp_path, "big.bin", 500)
+    write(tmp_path, "train.log", 100)
+    files, notes = ray_backend._pack_files(str(tmp_path), cap=200)
+    # The log reserves min(100, 200 // 2) = 100 bytes; 40 fits beside it, 500 does not.
+    assert [name for name, _ in files] == ["metrics.json", "train.log"]
+    assert notes["skipped_files"] == "big.bin"
+    assert "log_truncated" not in notes
+
+
+def test_task_options_carry_cpus_gpu_fractions_memory_in_bytes_and_custom_resources():
+    opts = ray_backend.task_options(Resources(cpus=2, gpus=0.5, memory=1.5, custom={"tpu": 1}))
+    assert opts == {"num_cpus": 2.0, "num_gpus": 0.5, "memory": 1.5 * 2**30,
+                    "resources": {"tpu": 1.0}}
+    assert ray_backend.task_options(Resources()) == {"num_cpus": 1.0, "num_gpus": 0.0}
+
+
+def test_write_home_never_writes_outside_the_run_directory(tmp_path):
+    run_dir = tmp_path / "runs" / "abc"
+    run_dir.mkdir(parents=True)
+    ray_backend._write_home(run_dir, [("metrics.json", b"{}"), ("../evil.txt", b"no"),
+                                      ("train.log", b"tail\n")])
+    assert (run_dir / "metrics.json").read_bytes() == b"{}"
+    assert (run_dir / "train.log").read_bytes() == b"tail\n"
+    assert not (tmp_path / "runs" / "evil.txt").exists()
+
+
+def test_backend_ray_without_ray_installed_exits_2_with_the_install_command(tmp_path):
+    (tmp_path / "bench.yaml").write_text(textwrap.dedent("""
+        name: noray
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 1
+        command: "true"
+        metrics: {primary: score}
+    """))
+    # Ray made unimportable, as on a machine without the extra.
+    code = ("import sys, runpy; sys.modules['ray'] = None; "
+            "sys.argv = ['benchlab', 'run', 'bench.yaml', '--backend', 'ray']; "
+            "runpy.run_module('benchlab', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "pip install 'benchlab[ray]'" in out and "Traceback" not in out
+
+
+def test_ray_options_without_the_ray_backend_are_refused(tmp_path):
+    (tmp_path / "bench.yaml").write_text(textwrap.dedent("""
+        name: local
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 1
+        command: "true"
+        metrics: {primary: score}
+    """))
+    proc = subprocess.run([sys.executable, "-m", "benchlab", "run", "bench.yaml", "--ray-address",
+                           "auto"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "--ray-address and --shared-fs need the ray backend" in proc.stdout + proc.stderr
+
+
+def test_an_address_nobody_answers_at_exits_2_at_once(tmp_path):
+    pytest.importorskip("ray")
+    (tmp_path / "bench.yaml").write_text(textwrap.dedent("""
+        name: nocluster
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 1
+        command: "true"
+        metrics: {primary: score}
+    """))
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.run([sys.executable, "-m", "benchlab", "run", "bench.yaml", "--backend", "ray",
+                           "--ray-address", f"127.0.0.1:{port}"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert f"nothing answers at 127.0.0.1:{port}" in proc.stdout + proc.stderr
