@@ -18,7 +18,7 @@ import numpy as np
 
 from benchlab.plan import Run
 from benchlab.store import Store
-from benchlab_testing import run_cli  # noqa: E402  (shared helpers of tests/)
+from benchlab_testing import run_cli
 
 SEEDS = 4
 # Per config: the score offset of seeds 0..3. b - a = [0.20, 0.21, 0.20, 0.22] (clearly better);
