@@ -238,6 +238,14 @@ class Store:
                       (started, run_id))
         return int(cur.lastrowid or 0), int(number)
 
+    def set_placement(self, attempt_id: int, *, gpus: list[int] | None = None, node: str | None = None) -> None:
+        """Record where an attempt ran, once the backend knows: its GPUs, its cluster node."""
+        if gpus:
+            self.conn.execute("UPDATE attempts SET gpus = ? WHERE attempt_id = ?",
+                              (",".join(map(str, gpus)), attempt_id))
+        if node:
+            self.conn.execute("UPDATE attempts SET node = ? WHERE attempt_id = ?", (node, attempt_id))
+
     def set_process(self, attempt_id: int, pid: int, pgid: int, proc_start: float | None) -> None:
         self.conn.execute("UPDATE attempts SET pid = ?, pgid = ?, proc_start = ? WHERE attempt_id = ?",
                           (pid, pgid, proc_start, attempt_id))

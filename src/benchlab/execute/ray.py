@@ -51,7 +51,7 @@ from benchlab.spec import Resources, Spec
 
 KILL_GRACE_S = 5.0
 CAP_BYTES = 64 * 2**20
-NODE_DIED = "node-died"  # failure class of an attempt whose worker or node died under it
+NODE_DIED = "node-died"  # triage.NODE_DIED; spelt out here because this module is shipped to workers by value
 POLL_S = 0.1  # how often a blocked wait() looks for wake()
 FLUSH_S = 2.0  # how often a running attempt's new log output is sent home
 _INSTALL_HINT = "Ray is not installed; install it with: pip install 'benchlab[ray]'"

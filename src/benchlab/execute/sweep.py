@@ -452,10 +452,8 @@ class Sweep:
             return None
         if info.pid is not None:
             store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start)
-        if launch.gpus:
-            # The backend chose the devices at start; the ledger keeps them with the attempt.
-            store.conn.execute("UPDATE attempts SET gpus = ? WHERE attempt_id = ?",
-                               (",".join(map(str, launch.gpus)), attempt_id))
+        # The backend chose the devices at start; the ledger keeps them with the attempt.
+        store.set_placement(attempt_id, gpus=launch.gpus)
         return launch
 
     def _finish(self, store: Store, outcome: Outcome, shared: dict[str, Any], primary: str,
@@ -484,10 +482,9 @@ class Sweep:
                              exit_code=outcome.exit_code, signal=outcome.signal,
                              timed_out=outcome.timed_out, node=outcome.node, gpus=launch.gpus,
                              gpu_models=[self.gpu_names.get(i) for i in launch.gpus or ()],
-                             command=launch.command)
-        if outcome.node:  # a cluster backend knows the node only once the attempt has run
-            store.conn.execute("UPDATE attempts SET node = ? WHERE attempt_id = ?",
-                               (outcome.node, launch.attempt_id))
+                             command=launch.command, **({"transfer": outcome.extra} if outcome.extra else {}))
+        # A cluster backend knows the node only once the attempt has run.
+        store.set_placement(launch.attempt_id, node=outcome.node)
         if failure is None:
             assert collected is not None
             store.finish_attempt(launch.attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,

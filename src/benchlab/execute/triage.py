@@ -25,6 +25,7 @@ MISSING_METRIC = "missing-metric"
 LAUNCH = "launch-error"
 INTERRUPTED = "interrupted"
 LOST = "orchestrator-died"
+NODE_DIED = "node-died"  # a cluster worker or node died under the attempt
 
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|out of memory|MemoryError|"
                   r"Cannot allocate memory|std::bad_alloc|RESOURCE_EXHAUSTED", re.I)
