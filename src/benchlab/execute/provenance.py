@@ -67,9 +67,25 @@ def sweep_provenance(workdir: Path) -> dict[str, Any]:
     }
 
 
+_encoded: dict[int, tuple[dict[str, Any], str]] = {}
+
+
 def write_provenance(run_dir: Path, shared: dict[str, Any], **attempt: Any) -> None:
-    """Write ``provenance.json``: the shared part plus this attempt's own facts."""
-    data = {**shared, **attempt}
+    """Write ``provenance.json``: the shared part plus this attempt's own facts.
+
+    The shared part is the same for every run of a sweep, so its JSON is made
+    once (``shared`` must not change after the first write) and each run only
+    encodes its own few fields.
+    """
+    if not shared or not attempt or any(k in shared for k in attempt):
+        text = json.dumps({**shared, **attempt}, indent=1, default=str)
+    else:
+        cached = _encoded.get(id(shared))
+        if cached is None or cached[0] is not shared:
+            cached = _encoded[id(shared)] = (shared, json.dumps(shared, indent=1, default=str))
+        own = json.dumps(attempt, indent=1, default=str)
+        # '{\n "a": 1\n}' + '{\n "b": 2\n}' -> '{\n "a": 1,\n "b": 2\n}'
+        text = cached[1][:-2] + ",\n" + own[2:]
     tmp = run_dir / "provenance.json.tmp"
-    tmp.write_text(json.dumps(data, indent=1, default=str))
+    tmp.write_text(text)
     os.replace(tmp, run_dir / "provenance.json")
