@@ -23,6 +23,7 @@ Memory is in MiB (as ``nvidia-smi`` prints it), utilisation in percent.
 
 from __future__ import annotations
 
+import abc
 import os
 import shutil
 import subprocess
@@ -188,7 +189,7 @@ def process_owner(pid: int) -> str | None:
         return None
 
 
-class _Sampler:
+class _Sampler(abc.ABC):
     """Shared sampling loop; ``clock`` and ``sleep`` are injected so tests never wait."""
 
     interval_s: float = 0.5
@@ -201,8 +202,9 @@ class _Sampler:
         self._clock = clock
         self._sleep = sleep
 
-    def read(self) -> list[DeviceReading]:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def read(self) -> list[DeviceReading]:
+        """One reading of every device (each inventory reads its own source)."""
 
     def sample(self, window_s: float) -> list[DeviceState]:
         """Read now, then every ``interval_s`` until ``window_s`` has passed (at least once)."""
