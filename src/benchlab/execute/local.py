@@ -2,10 +2,14 @@
 
 Slots are counted in runs at once (``-j``) and, when GPUs are in play, in GPU
 shares handed out by the placement policy (:class:`GpuPool`): a run starts when
-both fit, and a CPU-only run never waits for a GPU. A waiter thread per process
-turns each exit into an event, so a freed slot is refilled at once rather than
-at the next poll. Timeouts and stops kill the whole process tree: SIGTERM to the
-group and every descendant found, a grace period, then SIGKILL.
+both fit, and a CPU-only run never waits for a GPU. Timeouts and stops kill the
+whole process tree: SIGTERM to the group and every descendant found, a grace
+period, then SIGKILL.
+
+Exits are watched through pidfds (Linux 5.3+), polled together with a wake-up
+pipe, so the sweep's one ``poll`` call sees every exit as it happens and a freed
+slot is refilled at once; starting a thread per run would cost more than the
+launch itself. Where pidfds are missing, a waiter thread per process does the job.
 
 When a GPU run ends and leaves its device with no other run of ours, the device
 is not handed out again until its memory falls back near what it held when the
@@ -17,7 +21,9 @@ is taken out of the pool for the rest of the sweep, with a warning.
 from __future__ import annotations
 
 import os
+import math
 import queue
+import select
 import shlex
 import signal
 import socket
@@ -200,7 +206,15 @@ class LocalBackend:
         self.settle_s = settle_s
         self.settle_poll_s = settle_poll_s
         self._running: dict[int, _Running] = {}
+        # What threads report (a settled device, a fallback waiter's exit, wake()) goes through
+        # this queue plus a byte on the pipe, which is what interrupts poll().
         self._events: queue.SimpleQueue[int | None | tuple[int, list[int]]] = queue.SimpleQueue()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._poll = select.poll()
+        self._poll.register(self._wake_r, select.POLLIN)
+        self._pidfds: dict[int, Child] = {}  # pidfd -> its process
         self._settling: dict[int, list[int]] = {}  # attempt id -> devices whose memory drains
         self._warnings: list[str] = []
 
@@ -253,9 +267,19 @@ class LocalBackend:
         now = time.monotonic()
         deadline = now + launch.timeout if launch.timeout else None
         self._running[proc.pid] = _Running(launch, proc, time.time(), deadline)
-        threading.Thread(target=self._wait_one, args=(proc,), daemon=True,
-                         name=f"wait-{proc.pid}").start()
+        self._watch(proc)
         return ProcessInfo(proc.pid, proc.pid, process_start_time(proc.pid), self.host)
+
+    def _watch(self, proc: Child) -> None:
+        """Have ``poll`` in :meth:`wait` report the exit of ``proc``."""
+        try:
+            fd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            threading.Thread(target=self._wait_one, args=(proc,), daemon=True,
+                             name=f"wait-{proc.pid}").start()
+            return
+        self._pidfds[fd] = proc
+        self._poll.register(fd, select.POLLIN)
 
     def _place(self, launch: Launch) -> bool:
         """Reserve the launch's GPUs and point its environment at them; whether any were taken."""
@@ -308,7 +332,7 @@ class LocalBackend:
             if not left or time.monotonic() >= deadline:
                 break
             time.sleep(self.settle_poll_s)
-        self._events.put((key, left))
+        self._post((key, left))
 
     def _settled(self, key: int, leaked: list[int]) -> None:
         assert self.gpu_pool is not None
@@ -325,10 +349,51 @@ class LocalBackend:
     def _wait_one(self, proc: Child) -> None:
         _, status = os.waitpid(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
-        self._events.put(proc.pid)
+        self._post(proc.pid)
+
+    def _post(self, event: int | None | tuple[int, list[int]]) -> None:
+        self._events.put(event)
+        try:
+            os.write(self._wake_w, b"\0")
+        except (BlockingIOError, OSError):
+            pass  # the pipe is full (poll will wake anyway) or closed (the backend is done)
 
     def wake(self) -> None:
-        self._events.put(None)
+        self._post(None)
+
+    def _ready(self, wait_for: float | None) -> tuple[list[int], bool]:
+        """Exited pids and whether the caller should return to the sweep (woken, or a device
+        came back), waiting at most ``wait_for`` seconds (None: until something happens)."""
+        timeout = -1 if wait_for is None else math.ceil(wait_for * 1000)
+        exited: list[int] = []
+        for fd, _ in self._poll.poll(timeout):
+            if fd == self._wake_r:
+                try:
+                    while os.read(self._wake_r, 4096):
+                        pass
+                except BlockingIOError:
+                    pass
+                continue
+            proc = self._pidfds.pop(fd)
+            self._poll.unregister(fd)
+            os.close(fd)
+            _, status = os.waitpid(proc.pid, 0)  # a zombie by now: returns at once
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            exited.append(proc.pid)
+        back = False
+        while True:
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                break
+            if event is None:
+                back = True
+            elif isinstance(event, tuple):
+                self._settled(*event)
+                back = True
+            else:
+                exited.append(event)
+        return exited, back
 
     def wait(self, timeout: float | None) -> list[Outcome]:
         end = None if timeout is None else time.monotonic() + timeout
@@ -342,36 +407,17 @@ class LocalBackend:
                 wait_for = max(0.0, end - now)
             if limit is not None:
                 wait_for = max(0.0, limit - now) if wait_for is None else min(wait_for, max(0.0, limit - now))
-            try:
-                pid = self._events.get(timeout=wait_for)
-            except queue.Empty:
-                pid = None
+            exited, back = self._ready(wait_for)
+            for pid in exited:
+                outcome = self._reap(pid)
+                if outcome is not None:
+                    outcomes.append(outcome)
+            if back:
+                break  # woken, or a device came back: the sweep may launch again
+            if not exited:
                 self._enforce_deadlines()
                 if end is not None and time.monotonic() >= end:
                     break
-                continue
-            if pid is None:
-                break  # woken
-            if isinstance(pid, tuple):
-                self._settled(*pid)
-                break  # a device came back: the sweep may launch again
-            outcome = self._reap(pid)
-            if outcome is not None:
-                outcomes.append(outcome)
-            # Collect whatever else has already ended, without blocking.
-            while True:
-                try:
-                    more = self._events.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    continue
-                if isinstance(more, tuple):
-                    self._settled(*more)
-                    continue
-                extra = self._reap(more)
-                if extra is not None:
-                    outcomes.append(extra)
         return outcomes
 
     def _next_deadline(self) -> float | None:
@@ -427,3 +473,12 @@ class LocalBackend:
     def close(self) -> None:
         if self._running:
             self.terminate_all(self.grace)
+        # -1 first: a settle thread posting late must not write into a reused descriptor.
+        fds = [*self._pidfds, self._wake_r, self._wake_w]
+        self._wake_r = self._wake_w = -1
+        self._pidfds.clear()
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
