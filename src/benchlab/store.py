@@ -25,12 +25,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import ResultsNotFound, StoreError
 from benchlab.plan import Run
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DB_NAME = "benchlab.db"
 SCHEMA_VERSION = 1
@@ -163,6 +164,10 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; a transaction opened inside another joins it (one commit)."""
+        if self.conn.in_transaction:
+            yield self.conn
+            return
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield self.conn
@@ -238,31 +243,31 @@ class Store:
                       (started, run_id))
         return int(cur.lastrowid or 0), int(number)
 
-    def set_placement(self, attempt_id: int, *, gpus: list[int] | None = None, node: str | None = None) -> None:
-        """Record where an attempt ran, once the backend knows: its GPUs, its cluster node."""
-        if gpus:
-            self.conn.execute("UPDATE attempts SET gpus = ? WHERE attempt_id = ?",
-                              (",".join(map(str, gpus)), attempt_id))
-        if node:
-            self.conn.execute("UPDATE attempts SET node = ? WHERE attempt_id = ?", (node, attempt_id))
-
-    def set_process(self, attempt_id: int, pid: int, pgid: int, proc_start: float | None) -> None:
-        self.conn.execute("UPDATE attempts SET pid = ?, pgid = ?, proc_start = ? WHERE attempt_id = ?",
-                          (pid, pgid, proc_start, attempt_id))
+    def set_process(self, attempt_id: int, pid: int | None, pgid: int | None, proc_start: float | None,
+                    *, gpus: list[int] | None = None) -> None:
+        """Record what the backend started: its process (None where it has no local pid) and the
+        GPUs it chose."""
+        self.conn.execute(
+            "UPDATE attempts SET pid = ?, pgid = ?, proc_start = ?, gpus = COALESCE(?, gpus)"
+            " WHERE attempt_id = ?",
+            (pid, pgid, proc_start, ",".join(map(str, gpus)) if gpus else None, attempt_id))
 
     def finish_attempt(self, attempt_id: int, run_id: str, *, status: str, run_status: str,
                        exit_code: int | None = None, signal: int | None = None,
-                       ended: float | None = None, failure_class: str | None = None,
+                       ended: float | None = None, node: str | None = None,
+                       failure_class: str | None = None,
                        error: str | None = None, log_tail: str | None = None,
                        metrics: dict[str, float] | None = None,
                        series: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> None:
-        """Close an attempt and, in the same transaction, replace the run's metrics."""
+        """Close an attempt and, in the same transaction, replace the run's metrics.
+
+        ``node`` is where it ran, when only the end tells (a cluster backend)."""
         ended = time.time() if ended is None else ended
         with self.transaction() as c:
             c.execute(
-                "UPDATE attempts SET status = ?, exit_code = ?, signal = ?, ended = ?,"
+                "UPDATE attempts SET status = ?, exit_code = ?, signal = ?, ended = ?, node = COALESCE(?, node),"
                 " failure_class = ?, error = ?, log_tail = ? WHERE attempt_id = ?",
-                (status, exit_code, signal, ended, failure_class, error, log_tail, attempt_id))
+                (status, exit_code, signal, ended, node, failure_class, error, log_tail, attempt_id))
             c.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?",
                       (run_status, ended, run_id))
             if metrics is not None or series is not None:
@@ -271,6 +276,7 @@ class Store:
     @staticmethod
     def _replace_metrics(c: sqlite3.Connection, run_id: str, metrics: dict[str, float],
                          series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        import numpy as np
         c.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         c.execute("DELETE FROM series WHERE run_id = ?", (run_id,))
         c.executemany("INSERT INTO metrics VALUES (?, ?, ?)",
@@ -312,6 +318,7 @@ class Store:
 
     def series_rows(self, current_only: bool = True) -> Iterator[tuple[str, str, str, int, str,
                                                                        np.ndarray, np.ndarray]]:
+        import numpy as np
         q = ("SELECT r.run_id, r.task, r.config, r.seed, s.metric, s.steps, s.vals FROM series s"
              " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
         if current_only:

@@ -254,6 +254,28 @@ def test_kill_9_of_benchlab_then_rerun_completes_each_run_exactly_once(make_benc
     assert len(load(bench.results).query("metric == 'score' and step != step")) == 6
 
 
+def test_a_process_whose_attempt_was_never_recorded_is_killed_by_the_next_run(make_bench):
+    # A sweep killed between spawning a run and committing its attempt leaves a process that
+    # no ledger row names; it still carries the ledger's key in its environment.
+    bench = make_bench(BASIC_SPEC)
+    assert bench.cli("run", "bench.yaml", "-r", "out").returncode == 0
+    key = f"{(bench.results / 'benchlab.db').resolve()}#9999"
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                              env={"BENCHLAB_ATTEMPT_KEY": key}, start_new_session=True)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                                 env={"BENCHLAB_ATTEMPT_KEY": key.replace("out", "other")},
+                                 start_new_session=True)
+    try:
+        proc = bench.cli("run", "bench.yaml", "-r", "out")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert bystander.poll() is None  # another folder's process is left alone
+    finally:
+        orphan.kill()
+        bystander.kill()
+        bystander.wait()
+
+
 def test_dry_run_prints_commands_and_runs_nothing(make_bench):
     bench = make_bench(BASIC_SPEC)
     proc = bench.cli("run", "bench.yaml", "-r", "out", "--dry-run")

@@ -12,14 +12,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from benchlab.collect import lm_eval as _lm_eval  # noqa: F401  (registers the extractor)
 from benchlab.collect import tensorboard as _tensorboard  # noqa: F401  (registers the extractor)
 from benchlab.collect.extractors import EXTRACTORS, ExtractFailed
 from benchlab.collect.files import read_metrics_json, read_metrics_jsonl
 from benchlab.spec import Metric
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Collected", "ExtractFailed", "collect_run"]
 

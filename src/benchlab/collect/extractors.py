@@ -12,13 +12,14 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from benchlab.spec import MetricSource
 
-Series = tuple[np.ndarray, np.ndarray]
+if TYPE_CHECKING:
+    import numpy as np
+
+Series = tuple["np.ndarray", "np.ndarray"]
 Extractor = Callable[[Path, MetricSource], tuple[float, Series | None]]
 
 # CSI sequences (colours, cursor moves) and OSC sequences (titles, hyperlinks).
@@ -53,6 +54,7 @@ def _file(run_dir: Path, name: str) -> Path:
 
 
 def _series(points: list[tuple[float, float]]) -> Series:
+    import numpy as np
     arr = np.asarray(points, dtype=float).reshape(-1, 2)
     return arr[:, 0].copy(), arr[:, 1].copy()
 
@@ -97,6 +99,7 @@ def _dig(data: Any, key: str, where: str) -> Any:
 
 def extract_json(run_dir: Path, source: MetricSource) -> tuple[float, Series | None]:
     """A value at a dotted key path of a JSON file; a list there is read as a series."""
+    import numpy as np
     assert source.json_file is not None and source.key is not None
     path = _file(run_dir, source.json_file)
     try:

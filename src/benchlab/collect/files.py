@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _number(value: Any) -> float | None:
@@ -85,6 +86,7 @@ def _columns_fast(records: list[dict[str, Any]]) -> dict[str, tuple[np.ndarray, 
     The checks run through map/set so that they stay in C: this path reads every
     logged point of every run.
     """
+    import numpy as np
     n = len(records)
     keys = [k for k in records[0] if k != "step"]
     if set(map(len, records)) != {len(keys) + 1}:
@@ -104,6 +106,7 @@ def _columns_fast(records: list[dict[str, Any]]) -> dict[str, tuple[np.ndarray, 
 
 
 def _columns_slow(records: list[dict[str, Any]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    import numpy as np
     steps: dict[str, list[float]] = {}
     values: dict[str, list[float]] = {}
     for i, rec in enumerate(records):

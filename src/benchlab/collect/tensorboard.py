@@ -6,15 +6,18 @@ Reading needs the ``tensorboard`` package (``pip install 'benchlab[tensorboard]'
 from __future__ import annotations
 
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from benchlab.collect.extractors import EXTRACTORS, ExtractFailed, Series
 from benchlab.spec import MetricSource
 
+if TYPE_CHECKING:
+    import numpy as np
+
 
 def read_scalars(folder: Path, tag: str) -> tuple[np.ndarray, np.ndarray]:
     """(steps, values) of ``tag`` over every event file under ``folder``, sorted by step."""
+    import numpy as np
     try:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ImportError:

@@ -20,8 +20,8 @@ is taken out of the pool for the rest of the sweep, with a warning.
 
 from __future__ import annotations
 
-import os
 import math
+import os
 import queue
 import select
 import shlex
@@ -39,6 +39,9 @@ from benchlab.execute.placement import GpuPool, GpuRequest
 from benchlab.plan import Run
 
 KILL_GRACE_S = 5.0
+#: How far a process's kernel start time may lie from the clock reading taken as it was spawned
+#: and still be the same process: the kernel's figure rests on the boot time in whole seconds.
+START_TOLERANCE_S = 2.0
 SETTLE_S = 10.0
 SETTLE_POLL_S = 0.2
 
@@ -91,16 +94,17 @@ def signal_tree(pgid: int, sig: int, extra: list[psutil.Process] = ()) -> None: 
 def kill_tree(pid: int, pgid: int, proc_start: float | None, grace: float = KILL_GRACE_S) -> bool:
     """Kill what is left of an attempt started by an earlier benchlab (found in the ledger).
 
-    ``pid`` is touched only if its start time matches the recorded one, and group
-    members only if they started after the attempt, so a reused pid or a foreign
-    process is never signalled. Returns whether anything was signalled.
+    ``pid`` is touched only if its start time matches the recorded one (the clock as it
+    was spawned, within ``START_TOLERANCE_S``), and group members only if they started
+    after the attempt, so a reused pid or a foreign process is never signalled.
+    Returns whether anything was signalled.
     """
     leader_start = process_start_time(pid)
     leader_ours = (leader_start is not None and proc_start is not None
-                   and abs(leader_start - proc_start) < 1.0)
+                   and abs(leader_start - proc_start) < START_TOLERANCE_S)
     if leader_start is not None and not leader_ours:
         return False  # the pid now belongs to someone else
-    floor = (proc_start or 0.0) - 1.0
+    floor = (proc_start or 0.0) - START_TOLERANCE_S
     members = []
     for proc in psutil.process_iter(["pid", "create_time"]):
         if proc.pid != pid and _pgid_of(proc.pid) == pgid and (proc.info["create_time"] or 0) >= floor:
@@ -257,6 +261,9 @@ class LocalBackend:
 
     def start(self, launch: Launch) -> ProcessInfo:
         placed = self._place(launch)
+        # The clock just before the spawn stands for the process's start time: reading the
+        # kernel's figure from /proc now would wait on the child's exec.
+        spawned_at = time.time()
         try:
             proc = spawn(launch.command, launch.cwd, launch.env, str(launch.log_path))
         except BaseException:
@@ -268,7 +275,7 @@ class LocalBackend:
         deadline = now + launch.timeout if launch.timeout else None
         self._running[proc.pid] = _Running(launch, proc, time.time(), deadline)
         self._watch(proc)
-        return ProcessInfo(proc.pid, proc.pid, process_start_time(proc.pid), self.host)
+        return ProcessInfo(proc.pid, proc.pid, spawned_at, self.host)
 
     def _watch(self, proc: Child) -> None:
         """Have ``poll`` in :meth:`wait` report the exit of ``proc``."""

@@ -246,9 +246,10 @@ class Sweep:
                 self._preparer.ahead(r for r in itertools.islice(todo, lookahead) if r.run_id in fresh)
 
         prepare_ahead()
-        shared = sweep_provenance(spec.work_path)
-        if self.gpu_names:
-            shared["machine_gpus"] = {str(i): n for i, n in sorted(self.gpu_names.items())}
+        machine_gpus = {str(i): n for i, n in sorted(self.gpu_names.items())}
+        # git and package metadata take tens of milliseconds: read while the first runs go.
+        shared = _Later(lambda: {**sweep_provenance(spec.work_path),
+                                 **({"machine_gpus": machine_gpus} if machine_gpus else {})})
         host = socket.gethostname()
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
@@ -348,7 +349,7 @@ class Sweep:
                     run = todo[pick]
                     del todo[pick]
                     prepare_ahead()
-                    launch = self._launch(store, backend, run, host, base_env, db_key, shared)
+                    launch = self._launch(store, backend, run, host, base_env, db_key)
                     launched = True
                     if launch is None:
                         continue
@@ -425,7 +426,15 @@ class Sweep:
     # ------------------------------------------------------------------ one attempt
 
     def _launch(self, store: Store, backend: Backend, run: Run, host: str,
-                base_env: dict[str, str], db_key: str, shared: dict[str, Any]) -> Launch | None:
+                base_env: dict[str, str], db_key: str) -> Launch | None:
+        # One transaction from the attempt's row to its pid: one commit per launch. A crash
+        # before the commit leaves a process no row names; it carries this ledger's key in its
+        # environment, and the next sweep's recovery kills every such process first.
+        with store.transaction():
+            return self._launch_recorded(store, backend, run, host, base_env, db_key)
+
+    def _launch_recorded(self, store: Store, backend: Backend, run: Run, host: str,
+                         base_env: dict[str, str], db_key: str) -> Launch | None:
         run_dir = run_dir_of(self.results_dir, run.run_id)
         attempt_id, number = store.start_attempt(run.run_id, host=host)
         if not (number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)):
@@ -450,17 +459,15 @@ class Sweep:
             self.on_event(SweepEvent("finish", run, number, progress, status=FAILED,
                                      failure_class=triage.LAUNCH, error=error))
             return None
-        if info.pid is not None:
-            store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start)
         # The backend chose the devices at start; the ledger keeps them with the attempt.
-        store.set_placement(attempt_id, gpus=launch.gpus)
+        store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start, gpus=launch.gpus)
         return launch
 
-    def _finish(self, store: Store, outcome: Outcome, shared: dict[str, Any], primary: str,
+    def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
                 metrics: list[Any]) -> tuple[str, SweepEvent]:
         launch = outcome.launch
         run, run_dir = launch.run, launch.run_dir
-        tail = triage.log_tail(launch.log_path)
+        tail: str | None = None  # the log's last lines, read only for a failure
         collected = None
         failure: triage.Verdict | None = None
         if outcome.interrupted:
@@ -468,6 +475,7 @@ class Sweep:
         elif outcome.error:
             failure = triage.Verdict(outcome.extra.get("failure_class", triage.LAUNCH), outcome.error)
         elif outcome.exit_code != 0 or outcome.timed_out:
+            tail = triage.log_tail(launch.log_path)
             failure = triage.classify(exit_code=outcome.exit_code, signal=outcome.signal,
                                       timed_out=outcome.timed_out, tail=tail, timeout=launch.timeout)
         else:
@@ -476,57 +484,47 @@ class Sweep:
             if missing:
                 failure = triage.Verdict(triage.MISSING_METRIC, missing)
         if run_dir.exists():
-            write_provenance(run_dir, shared, run_id=run.run_id, run=run.name, attempt=launch.number,
+            write_provenance(run_dir, shared.get(), run_id=run.run_id, run=run.name, attempt=launch.number,
                              started=outcome.started, ended=outcome.ended,
                              duration_s=outcome.ended - outcome.started,
                              exit_code=outcome.exit_code, signal=outcome.signal,
                              timed_out=outcome.timed_out, node=outcome.node, gpus=launch.gpus,
                              gpu_models=[self.gpu_names.get(i) for i in launch.gpus or ()],
                              command=launch.command, **({"transfer": outcome.extra} if outcome.extra else {}))
-        # A cluster backend knows the node only once the attempt has run.
-        store.set_placement(launch.attempt_id, node=outcome.node)
         if failure is None:
             assert collected is not None
             store.finish_attempt(launch.attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
-                                 exit_code=outcome.exit_code, ended=outcome.ended,
+                                 exit_code=outcome.exit_code, ended=outcome.ended, node=outcome.node,
                                  metrics=collected.finals, series=collected.series)
             return COMPLETED, SweepEvent("finish", run, launch.number, Progress(0), status=COMPLETED,
                                          value=collected.finals.get(primary), metric=primary)
         status = INTERRUPTED if failure.failure_class == triage.INTERRUPTED else FAILED
+        if tail is None:
+            tail = triage.log_tail(launch.log_path)
         store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status=status,
                              exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,
-                             failure_class=failure.failure_class, error=failure.error, log_tail=tail)
+                             node=outcome.node, failure_class=failure.failure_class, error=failure.error, log_tail=tail)
         return status, SweepEvent("finish", run, launch.number, Progress(0), status=status,
                                   failure_class=failure.failure_class, error=failure.error)
 
     # ------------------------------------------------------------------ crash recovery
 
     def _recover(self, store: Store) -> None:
-        """Attempts left 'running' by a sweep that died: kill what survives of them, mark them lost."""
+        """Kill what a sweep that died left running; mark its attempts lost.
+
+        Every process of an attempt carries this ledger's key in its environment, and the
+        folder's lock is ours, so any process with the key is a leftover, including one
+        launched just before a crash whose attempt row was never committed.
+        """
         stale = store.attempts(status="running")
-        if not stale:
-            return
         # Their devices hold memory until the driver has cleaned up after the killed processes;
         # the inventory must not read that as someone else's work (see _gpu_options).
         self._recovered_gpus = sorted({int(i) for a in stale for i in (a.gpus or "").split(",") if i})
-        keys = {f"{store.path}#{a.attempt_id}" for a in stale}
-        by_key: dict[str, list[psutil.Process]] = {}
-        # Processes started between the ledger write and the pid record are found by their env.
-        for proc in psutil.process_iter(["pid"]):
-            try:
-                key = proc.environ().get(ATTEMPT_ENV)
-            except (psutil.Error, OSError):
-                continue
-            if key in keys:
-                by_key.setdefault(key, []).append(proc)
         for attempt in stale:
             if attempt.pid is not None and attempt.pgid is not None:
                 kill_tree(attempt.pid, attempt.pgid, attempt.proc_start)
-            for proc in by_key.get(f"{store.path}#{attempt.attempt_id}", []):
-                try:
-                    proc.kill()
-                except psutil.Error:
-                    pass
+        kill_strays(str(store.path))
+        for attempt in stale:
             store.finish_attempt(attempt.attempt_id, attempt.run_id, status=INTERRUPTED,
                                  run_status=INTERRUPTED, failure_class=triage.LOST,
                                  error="the benchlab process running it died; run again")
@@ -616,11 +614,35 @@ def busy_share(intervals: dict[int, list[tuple[float, float]]], n_devices: int) 
     return min(1.0, total / (n_devices * (last - first)))
 
 
+class _Later:
+    """A value computed on a thread of its own; ``get()`` waits for it (or, if the thread
+    failed, computes it again here so that the error surfaces in the caller)."""
+
+    def __init__(self, make: Callable[[], Any]):
+        self._make = make
+        self._value: list[Any] = []
+        self._thread = threading.Thread(target=self._work, daemon=True, name="benchlab-later")
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            self._value.append(self._make())
+        except Exception:  # noqa: BLE001 - get() makes it again and the error is raised there
+            pass
+
+    def get(self) -> Any:
+        if not self._value:
+            self._thread.join()
+        if not self._value:
+            self._value.append(self._make())
+        return self._value[0]
+
+
 def _write_run_dir(run_dir: Path, run: Run, number: int) -> None:
     """Everything a run directory holds before its attempt starts."""
     _prepare_run_dir(run_dir, number)
     (run_dir / "config.yaml").write_text(yaml.dump(run.resolved_config(), Dumper=_DUMPER, sort_keys=False))
-    (run_dir / "train.log").touch()
+    os.close(os.open(run_dir / "train.log", os.O_WRONLY | os.O_CREAT, 0o644))
 
 
 class _Preparer:
@@ -689,7 +711,11 @@ def _prepare_run_dir(run_dir: Path, number: int) -> None:
 
     Nothing an earlier attempt wrote can then be read as this attempt's metrics.
     """
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True)
+        return  # new: nothing to move aside
+    except FileExistsError:
+        pass
     leftovers = [p for p in run_dir.iterdir() if p.name != "attempts"]
     if not leftovers:
         return
