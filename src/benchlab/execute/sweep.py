@@ -12,8 +12,6 @@ import dataclasses
 import itertools
 import json
 import os
-import queue
-import shutil
 import socket
 import threading
 import time
@@ -24,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import yaml
 
 from benchlab.collect import collect_run
 from benchlab.execute import triage
@@ -32,6 +29,7 @@ from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir
 from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
 from benchlab.execute.placement import longest_first
 from benchlab.execute.provenance import sweep_provenance, write_provenance
+from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.plan import Run, expand
 from benchlab.spec import Spec
 from benchlab.store import COMPLETED, FAILED, INTERRUPTED, TODO_STATES, ResultsLock, Store
@@ -40,7 +38,6 @@ STOP_GRACE_S = 5.0
 #: Seconds of inventory readings before deciding which devices are free (real GPUs only).
 GPU_SAMPLE_WINDOW_S = 1.0
 ATTEMPT_ENV = "BENCHLAB_ATTEMPT_KEY"
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @dataclass
@@ -149,7 +146,7 @@ class Sweep:
         self._recovered_gpus: list[int] = []
         self._stop = threading.Event()
         self.backend: Backend | None = None
-        self._preparer: _Preparer | None = None
+        self._preparer: Preparer | None = None
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -239,7 +236,7 @@ class Sweep:
         # Runs with no directory yet get theirs written ahead (local backend: the same disk).
         fresh = {r.run_id for r in todo if not run_dir_of(self.results_dir, r.run_id).exists()}
         lookahead = 4 * self.jobs
-        self._preparer = _Preparer(self.results_dir) if fresh and backend.name == "local" else None
+        self._preparer = Preparer(self.results_dir) if fresh and backend.name == "local" else None
 
         def prepare_ahead() -> None:
             if self._preparer is not None:
@@ -359,10 +356,16 @@ class Sweep:
                     self.on_event(SweepEvent("start", run, launch.number, progress))
                 if not inflight and not (settling and settling()):
                     break
-                outcomes = backend.wait(timeout=None)
+                # With directories to write ahead, only look for ended runs, write one, and loop.
+                idle_work = self._preparer is not None and self._preparer.pending()
+                outcomes = backend.wait(timeout=0 if idle_work else None)
                 pass_on_warnings()
                 if not outcomes:
-                    drop_unplaceable()  # a device may have been taken out of the pool
+                    if idle_work:
+                        assert self._preparer is not None
+                        self._preparer.step()
+                    else:
+                        drop_unplaceable()  # a device may have been taken out of the pool
                 for outcome in outcomes:
                     run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
                     status, event = self._finish(store, outcome, shared, primary, metrics)
@@ -409,8 +412,6 @@ class Sweep:
                     self._finish(store, outcome, shared, primary, metrics)
                     interrupted += 1
             backend.close()
-            if self._preparer is not None:
-                self._preparer.close()
             if isinstance(self._backend_arg, str) and self._backend_arg == "local":
                 kill_strays(db_key)
         flagged = triage.flag_configs(store.runs(), store.attempts())
@@ -438,7 +439,7 @@ class Sweep:
         run_dir = run_dir_of(self.results_dir, run.run_id)
         attempt_id, number = store.start_attempt(run.run_id, host=host)
         if not (number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)):
-            _write_run_dir(run_dir, run, number)
+            write_run_dir(run_dir, run, number)
         env = dict(base_env)
         for key, value in run.env.items():
             env[key] = value.replace("{run_dir}", str(run_dir))
@@ -636,92 +637,3 @@ class _Later:
         if not self._value:
             self._value.append(self._make())
         return self._value[0]
-
-
-def _write_run_dir(run_dir: Path, run: Run, number: int) -> None:
-    """Everything a run directory holds before its attempt starts."""
-    _prepare_run_dir(run_dir, number)
-    (run_dir / "config.yaml").write_text(yaml.dump(run.resolved_config(), Dumper=_DUMPER, sort_keys=False))
-    os.close(os.open(run_dir / "train.log", os.O_WRONLY | os.O_CREAT, 0o644))
-
-
-class _Preparer:
-    """Writes the directories of upcoming runs on a thread of its own.
-
-    Creating files costs a millisecond or more on many disks; done ahead, it
-    overlaps with the runs in flight instead of delaying the next launch.
-    Only first attempts are prepared ahead (a retry must first move its
-    predecessor's files aside, which the sweep does itself).
-    """
-
-    def __init__(self, results_dir: Path):
-        self.results_dir = results_dir
-        self._lock = threading.Lock()
-        self._state: dict[str, str | threading.Event] = {}  # run_id -> 'queued' | Event(done)
-        self._queue: queue.SimpleQueue[Run | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._work, name="benchlab-prepare", daemon=True)
-        self._thread.start()
-
-    def ahead(self, runs: Iterable[Run]) -> None:
-        """Queue these runs' directories (those not queued before)."""
-        with self._lock:
-            for run in runs:
-                if run.run_id not in self._state:
-                    self._state[run.run_id] = "queued"
-                    self._queue.put(run)
-
-    def claim(self, run_id: str) -> bool:
-        """Whether the run's directory is (or is about to be) ready; False means: write it yourself."""
-        with self._lock:
-            state = self._state.get(run_id)
-            if state is None or state == "queued":
-                self._state[run_id] = "taken"
-                return False
-            if state == "taken":
-                return False
-        assert isinstance(state, threading.Event)
-        state.wait()
-        return True
-
-    def _work(self) -> None:
-        while True:
-            run = self._queue.get()
-            if run is None:
-                return
-            done = threading.Event()
-            with self._lock:
-                if self._state.get(run.run_id) != "queued":
-                    continue  # the sweep took it first
-                self._state[run.run_id] = done
-            try:
-                _write_run_dir(run_dir_of(self.results_dir, run.run_id), run, 1)
-            except OSError:
-                with self._lock:
-                    self._state[run.run_id] = "taken"  # the sweep will try and report it
-            finally:
-                done.set()
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join(timeout=5)
-
-
-def _prepare_run_dir(run_dir: Path, number: int) -> None:
-    """Make the run directory; an earlier attempt's files move to ``attempts/<n>/``.
-
-    Nothing an earlier attempt wrote can then be read as this attempt's metrics.
-    """
-    try:
-        run_dir.mkdir(parents=True)
-        return  # new: nothing to move aside
-    except FileExistsError:
-        pass
-    leftovers = [p for p in run_dir.iterdir() if p.name != "attempts"]
-    if not leftovers:
-        return
-    keep = run_dir / "attempts" / str(max(1, number - 1))
-    if keep.exists():
-        keep = run_dir / "attempts" / f"{max(1, number - 1)}-{int(time.time())}"
-    keep.mkdir(parents=True)
-    for path in leftovers:
-        shutil.move(str(path), keep / path.name)
