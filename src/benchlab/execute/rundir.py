@@ -8,12 +8,16 @@ attempt's metrics.
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import re
 import shutil
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -26,8 +30,79 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 def write_run_dir(run_dir: Path, run: Run, number: int) -> None:
     """Everything a run directory holds before attempt ``number`` starts."""
     prepare_run_dir(run_dir, number)
-    (run_dir / "config.yaml").write_text(yaml.dump(run.resolved_config(), Dumper=_DUMPER, sort_keys=False))
+    (run_dir / "config.yaml").write_text(config_yaml(run.resolved_config()))
     os.close(os.open(run_dir / "train.log", os.O_WRONLY | os.O_CREAT, 0o644))
+
+
+def config_yaml(config: dict[str, Any]) -> str:
+    """``config`` as block YAML that ``yaml.safe_load`` reads back equal.
+
+    Configs are mostly nested mappings of strings and numbers; those are written
+    here directly, at a tenth of PyYAML's cost (it is paid once per run). Anything
+    else (a list of mappings, a key that is not a string, text beyond printable
+    ASCII) goes through PyYAML.
+    """
+    lines: list[str] = []
+    if _emit(config, "", lines):
+        return "\n".join(lines) + "\n" if lines else "{}\n"
+    return yaml.dump(config, Dumper=_DUMPER, sort_keys=False)
+
+
+# A plain scalar that YAML 1.1 (PyYAML) reads as this very string: it starts with a letter,
+# '_' or '/', holds no indicator characters, and is not a boolean or null word.
+_PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./-]*\Z")
+_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
+
+
+def _scalar(value: Any) -> str | None:
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    kind = type(value)
+    if kind is int:
+        return str(value)
+    if kind is float:
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        text = repr(value)
+        if "." not in text and "e" in text:  # PyYAML's float needs a dot: 1e-05 -> 1.0e-05
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa}.0e{exponent}"
+        return text
+    if kind is str:
+        if _PLAIN.match(value) and value.lower() not in _WORDS:
+            return str(value)
+        if value.isascii() and value.isprintable():
+            return json.dumps(value)  # a JSON string is a YAML double-quoted scalar
+    return None
+
+
+def _emit(mapping: dict[Any, Any], pad: str, lines: list[str]) -> bool:
+    for key, value in mapping.items():
+        name = _scalar(key) if type(key) is str else None
+        if name is None:
+            return False
+        if isinstance(value, dict):
+            if not value:
+                lines.append(f"{pad}{name}: {{}}")
+                continue
+            lines.append(f"{pad}{name}:")
+            if not _emit(value, pad + "  ", lines):
+                return False
+        elif isinstance(value, (list, tuple)):
+            items = [_scalar(v) for v in value]
+            if any(i is None for i in items):
+                return False
+            lines.append(f"{pad}{name}: [{', '.join(items)}]")  # type: ignore[arg-type]
+        else:
+            text = _scalar(value)
+            if text is None:
+                return False
+            lines.append(f"{pad}{name}: {text}")
+    return True
 
 
 def prepare_run_dir(run_dir: Path, number: int) -> None:
