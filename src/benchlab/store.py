@@ -276,11 +276,14 @@ class Store:
     @staticmethod
     def _replace_metrics(c: sqlite3.Connection, run_id: str, metrics: dict[str, float],
                          series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        import numpy as np
         c.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
         c.execute("DELETE FROM series WHERE run_id = ?", (run_id,))
         c.executemany("INSERT INTO metrics VALUES (?, ?, ?)",
                       [(run_id, k, float(v)) for k, v in metrics.items()])
+        if not series:
+            return
+        import numpy as np
+
         c.executemany("INSERT INTO series VALUES (?, ?, ?, ?)", [
             (run_id, k, np.ascontiguousarray(s, dtype="<f8").tobytes(),
              np.ascontiguousarray(v, dtype="<f8").tobytes())
