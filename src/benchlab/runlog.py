@@ -37,16 +37,23 @@ def _fmt(value: Any) -> str:
     return json.dumps(value)
 
 
+def _line(step: Any, values: dict[str, Any]) -> str:
+    return "".join(['{"step": ', _fmt(step), *(f", {json.dumps(k)}: {_fmt(v)}" for k, v in values.items()), "}\n"])
+
+
 class Logger:
     """Appends step records to ``<run_dir>/metrics.jsonl`` and final scalars to ``metrics.json``."""
 
     def __init__(self, run_dir: str | os.PathLike[str] | None = None):
         self.run_dir = Path(run_dir if run_dir is not None else os.environ.get("BENCHLAB_RUN_DIR", "."))
-        self._buf: list[str] = []
+        self._text: list[str] = []  # finished lines, waiting for the next flush
+        # Consecutive records with the same plain-number fields are kept as one flat list and
+        # turned into text in one formatting call: per step, a log() call only appends numbers.
+        self._block_keys: tuple[str, ...] | None = None
+        self._block: list[int | float] = []
         self._last_flush = time.monotonic()
         self._auto_step = 0
         self._fh: Any = None
-        self._keys: dict[str, str] = {}
 
     def log(self, step: int | float | None = None, **values: Any) -> None:
         """Record one step: ``log(step=10, loss=0.3, accuracy=0.9)``.
@@ -56,19 +63,39 @@ class Logger:
         if step is None:
             step = self._auto_step
         self._auto_step = int(step) + 1 if type(step) is int else self._auto_step + 1
-        keys = self._keys
-        parts = ['{"step": ', _fmt(step)]
-        for key, value in values.items():
-            enc = keys.get(key)
-            if enc is None:
-                enc = keys[key] = ", " + json.dumps(key) + ": "
-            parts.append(enc)
-            # floats and ints are by far the common case: skip the general formatter
-            parts.append(repr(value) if type(value) is float and value - value == 0.0 else _fmt(value))
-        parts.append("}\n")
-        self._buf.append("".join(parts))
+        keys = tuple(values)
+        plain = type(step) is int or type(step) is float
+        for value in values.values():
+            if type(value) is not float and type(value) is not int:
+                plain = False
+                break
+        if plain:
+            if keys != self._block_keys:
+                self._seal()
+                self._block_keys = keys
+            self._block.append(step)
+            self._block += values.values()
+        else:
+            self._seal()
+            self._text.append(_line(step, values))  # formatted now: a bad value fails this call
         if time.monotonic() - self._last_flush >= _FLUSH_EVERY_S:
             self.flush()
+
+    def _seal(self) -> None:
+        """Turn the block of plain-number records into text."""
+        flat, keys = self._block, self._block_keys
+        if not flat or keys is None:
+            return
+        template = '{"step": %r' + "".join(", " + json.dumps(k) + ": %r" for k in keys) + "}\n"
+        n = len(flat) // (len(keys) + 1)
+        text = (template * n) % tuple(flat)
+        # Only a nan or an infinity puts an 'n' in a number's repr; JSON spells those differently.
+        if text.count("n") != template.count("n") * n:
+            width = len(keys) + 1
+            text = "".join(_line(flat[i], dict(zip(keys, flat[i + 1:i + width], strict=True)))
+                           for i in range(0, len(flat), width))
+        self._text.append(text)
+        self._block = []
 
     def summary(self, **values: Any) -> None:
         """Merge final scalars into ``metrics.json`` (written at once, atomically)."""
@@ -88,14 +115,15 @@ class Logger:
     def flush(self) -> None:
         """Write buffered step records to disk."""
         self._last_flush = time.monotonic()
-        if not self._buf:
+        self._seal()
+        if not self._text:
             return
         if self._fh is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
-        self._fh.write("".join(self._buf))
+        self._fh.write("".join(self._text))
         self._fh.flush()
-        self._buf.clear()
+        self._text.clear()
 
     def close(self) -> None:
         """Flush and close the file; later calls reopen it."""

@@ -56,6 +56,9 @@ def read_metrics_jsonl(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     text = path.read_text(encoding="utf-8", errors="replace").strip()
     if not text:
         return {}
+    one = _one_metric(text)
+    if one is not None:
+        return one
     try:
         # One parse of the whole file is several times faster than one per line.
         records = json.loads("[" + text.replace("\n", ",") + "]")
@@ -78,6 +81,38 @@ def read_metrics_jsonl(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 _NUMBERS = {int, float}
+
+
+def _one_metric(text: str) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """The file as ``benchlab.log`` writes one metric, ``{"step": S, "KEY": V}`` on every line,
+    read without building a dict per line (None if it is anything else).
+
+    With one field there is no order to check: a line of any other shape changes one
+    of the counts below, and anything but plain numbers fails the parse or the type check.
+    """
+    import numpy as np
+
+    end = text.find("\n")
+    try:
+        head = json.loads(text if end < 0 else text[:end])
+    except ValueError:
+        return None
+    if not isinstance(head, dict) or len(head) != 2 or next(iter(head)) != "step":
+        return None
+    key = list(head)[1]
+    sep = ", " + json.dumps(key) + ": "
+    n = text.count("\n") + 1
+    if not (text.count('{"step": ') == text.count(sep) == text.count("}") == text.count("{") == n):
+        return None
+    flat_text = text.replace('{"step": ', "").replace(sep, ", ").replace("}\n", ", ")
+    try:
+        flat = json.loads("[" + flat_text[:-1] + "]")  # [:-1]: the last line's '}'
+    except ValueError:
+        return None
+    if len(flat) != 2 * n or not set(map(type, flat)) <= _NUMBERS:
+        return None
+    pairs = np.array(flat, dtype=float).reshape(n, 2)
+    return {key: (pairs[:, 0].copy(), pairs[:, 1].copy())}
 
 
 def _columns_fast(records: list[dict[str, Any]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
