@@ -114,7 +114,7 @@ def write_report(
         reps: bootstrap resamples of the statistics.
         seed: seed of every random procedure, so the same folder gives the same report.
         workers: processes drawing the figures while the statistics are computed
-            (default: one per core but one, at most one per figure; 0 draws in this process).
+            (default: one per core, at most one per figure; 0 draws in this process).
     """
     folder = find_results(results)
     out_dir = Path(out) if out is not None else folder

@@ -308,10 +308,12 @@ def _curve_plots(results: Path, info: BenchmarkInfo, folder: Path, seeds: bool) 
 
 
 def _default_workers(jobs: int) -> int:
+    """One worker per core (at most one per figure): the calling process computes the
+    statistics meanwhile, but that is the shorter part, after which it only waits."""
     if not sys.platform.startswith("linux"):
         return 0  # fork is only dependable on Linux; elsewhere draw here
     cores = len(os.sched_getaffinity(0))
-    return 0 if cores < 2 else min(jobs, cores - 1)
+    return 0 if cores < 2 else min(jobs, cores)
 
 
 def draw(
