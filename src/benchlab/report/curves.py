@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats as sps
+from scipy.special import stdtrit
 
 from benchlab.store import Store
 
@@ -101,5 +101,5 @@ def mean_band(
     mean = values.mean(axis=0)
     if n < 2:
         return mean, mean, mean
-    half = sps.t.ppf(0.5 + confidence / 2, n - 1) * values.std(axis=0, ddof=1) / np.sqrt(n)
+    half = stdtrit(n - 1, 0.5 + confidence / 2) * values.std(axis=0, ddof=1) / np.sqrt(n)
     return mean, mean - half, mean + half

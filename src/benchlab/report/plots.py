@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import stats as sps
+from scipy.special import stdtrit
 
 from benchlab.report.curves import CurveSet, load_curves, mean_band
 from benchlab.report.profiles import plot_profile, plot_radar
@@ -141,7 +141,7 @@ def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[P
     with np.errstate(invalid="ignore", divide="ignore"):
         half = np.where(
             n > 1,
-            sps.t.ppf(0.975, np.maximum(n - 1, 1))
+            stdtrit(np.maximum(n - 1, 1), 0.975)  # Student t quantile
             * prim["std"].to_numpy(dtype=float, na_value=np.nan)
             / np.sqrt(n),
             0.0,
@@ -355,11 +355,8 @@ def draw(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    try:  # imported once here (the caller needs it next anyway), not again in every worker
-        import benchlab.stats  # noqa: F401
-    except ImportError:
-        pass
-
+    # Forked before scipy.stats is imported (the caller's statistics import it next): the
+    # workers need only scipy.special, and the import overlaps with their drawing.
     with warnings.catch_warnings():
         # Python 3.12+ warns when forking a process that has threads (here: idle BLAS
         # threads); the workers only draw with matplotlib and touch no lock those hold.

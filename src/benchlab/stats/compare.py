@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as sps
+from scipy.special import stdtr
 
 from benchlab.stats.bootstrap import Method, SeedLike, bootstrap_mean_diff_ci
 from benchlab.stats.describe import Goal
@@ -59,7 +59,7 @@ def paired_t_pvalue(diffs: np.ndarray) -> float | None:
     if sd == 0.0:
         return None
     t = float(d.mean()) / (sd / np.sqrt(n))
-    return float(2 * sps.t.sf(abs(t), n - 1))
+    return float(2 * stdtr(n - 1, -abs(t)))  # two-sided Student t tail
 
 
 def welch_pvalue(baseline: np.ndarray, candidate: np.ndarray) -> float | None:
@@ -77,7 +77,7 @@ def welch_pvalue(baseline: np.ndarray, candidate: np.ndarray) -> float | None:
         return None
     t = (float(c.mean()) - float(b.mean())) / np.sqrt(vb + vc)
     df = (vb + vc) ** 2 / (vb**2 / (nb - 1) + vc**2 / (nc - 1))
-    return float(2 * sps.t.sf(abs(t), df))
+    return float(2 * stdtr(df, -abs(t)))
 
 
 def _scipy_pvalue(func, *args, note: list[str], what: str, **kwargs) -> float | None:  # type: ignore[no-untyped-def]
@@ -192,6 +192,10 @@ def compare(
         note.append(f"{where}a side has no values; the comparison is null")
         return Comparison(paired, n, nb, nc, None, None, None, None, None, None, None, None, None,
                           None, note)
+
+    # Imported here, not with the module: scipy.stats takes most of a second to import, and
+    # processes that only draw a report's figures need nothing of it.
+    from scipy import stats as sps
 
     mean_diff = float(c.mean() - b.mean())
     t_p = wil_p = None

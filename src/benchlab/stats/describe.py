@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from scipy import stats as sps
+from scipy.special import stdtrit
 
 from benchlab.stats.bootstrap import Method, SeedLike, bootstrap_ci
 
@@ -50,7 +50,7 @@ def t_interval(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     n = x.shape[0]
     mean = float(x.mean())
     sem = float(x.std(ddof=1)) / np.sqrt(n)
-    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * sem
+    half = float(stdtrit(n - 1, 0.5 + confidence / 2)) * sem  # Student t quantile
     return mean - half, mean + half
 
 

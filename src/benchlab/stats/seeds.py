@@ -15,7 +15,6 @@ sd of differences).
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats as sps
 
 from benchlab.stats.bootstrap import SeedLike
 
@@ -66,6 +65,8 @@ def paired_power(n: np.ndarray | int, effect: float, alpha: float = 0.05) -> np.
     ``power = P(T > t_{1-α/2}) + P(T < -t_{1-α/2})`` with ``T ~ nct(n-1, d_z·√n)``.
     ``n``: int or array of shape ``(k,)`` (each ``>= 2``); returns the same shape.
     """
+    from scipy import stats as sps
+
     n = np.asarray(n, dtype=float)
     df = n - 1
     crit = sps.t.ppf(1 - alpha / 2, df)
@@ -85,6 +86,8 @@ def seeds_for_power(
         power: wanted probability of detecting the effect.
         max_n: give up above this (returns ``None``).
     """
+    from scipy import stats as sps
+
     d = abs(float(effect))
     if d == 0.0 or not np.isfinite(d):
         return None
