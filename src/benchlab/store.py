@@ -38,7 +38,7 @@ SCHEMA_VERSION = 1
 
 # Run states. 'running' seen by a new sweep means its orchestrator died.
 PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED = "pending", "running", "completed", "failed", "interrupted"
-TODO_STATES = (PENDING, RUNNING, INTERRUPTED)
+TO_RUN_STATES = (PENDING, RUNNING, INTERRUPTED)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

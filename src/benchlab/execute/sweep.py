@@ -32,7 +32,7 @@ from benchlab.execute.provenance import sweep_provenance, write_provenance
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.plan import Run, expand
 from benchlab.spec import Spec
-from benchlab.store import COMPLETED, FAILED, INTERRUPTED, TODO_STATES, ResultsLock, Store
+from benchlab.store import COMPLETED, FAILED, INTERRUPTED, TO_RUN_STATES, ResultsLock, Store
 
 STOP_GRACE_S = 5.0
 #: Seconds of inventory readings before deciding which devices are free (real GPUs only).
@@ -223,7 +223,7 @@ class Sweep:
         store.register(runs)
         self._recover(store)
         statuses = store.statuses()
-        wanted = set(TODO_STATES) | ({FAILED} if self.rerun_failed else set())
+        wanted = set(TO_RUN_STATES) | ({FAILED} if self.rerun_failed else set())
         todo = deque(r for r in runs if statuses.get(r.run_id) in wanted)
         progress = Progress(total=len(runs))
         progress.skipped = sum(1 for r in runs if statuses.get(r.run_id) == COMPLETED)
