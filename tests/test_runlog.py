@@ -8,8 +8,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from benchlab.collect.files import read_metrics_jsonl
-from benchlab.runlog import Logger
+from benchlab.runlog import CACHE_NAME, Logger
 
 
 def test_log_appends_one_json_object_per_step(tmp_path):
@@ -76,7 +78,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 from benchlab.collect import files as collect_files  # noqa: E402
 
-numbers = st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True)
+# 10**400: an integer JSON holds and float64 does not (readers take it as infinite, as json.loads takes 1e400)
+numbers = (st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True)
+           | st.sampled_from([10**400, -10**400]))
 plain_keys = st.sampled_from(["loss", "acc", "lr", "info", "nan", "ünï", 'q"uote'])
 records = st.lists(
     st.tuples(st.integers(0, 10**6) | st.floats(0, 1e6),
@@ -105,30 +109,136 @@ def test_every_logged_record_reads_back_as_json_equal_to_what_was_logged(tmp_pat
         assert all(_same(back[k], v) and type(back[k]) is type(v) for k, v in {"step": step, **values}.items())
 
 
-@given(records)
-@settings(max_examples=200, deadline=None)
-def test_one_metric_reader_gives_what_the_general_reader_gives(tmp_path_factory, recs):
+plain_records = st.lists(
+    st.tuples(st.integers(0, 10**6) | st.floats(0, 1e6),
+              st.dictionaries(plain_keys, numbers, max_size=3)),
+    min_size=1, max_size=40)
+# After which records the logger flushes, or closes and goes on (reopening its files).
+cuts = st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["flush", "close"])), max_size=4)
+
+
+def _as_float(value):
+    if type(value) is float or abs(value) < 10**400:
+        return float(value)
+    return math.inf if value > 0 else -math.inf
+
+
+def _expected_series(recs):
+    """What any reader must give, worked out from the calls alone: per metric, the
+    (step, value) of every record where it was a plain number (not a bool)."""
+    out = {}
+    for step, values in recs:
+        for key, value in values.items():
+            if type(value) in (int, float):
+                steps, vals = out.setdefault(key, ([], []))
+                steps.append(float(step))
+                vals.append(_as_float(value))
+    return out
+
+
+def _assert_series(got, want, context):
+    assert got.keys() == want.keys(), context
+    for key in want:
+        for array, expected in zip(got[key], want[key], strict=True):
+            assert array.dtype == float and len(array) == len(expected), context
+            assert all(_same(float(a), b) for a, b in zip(array, expected, strict=True)), (key, got, context)
+
+
+@given(plain_records | records, cuts)
+@settings(max_examples=300, deadline=None)
+def test_every_reader_gives_the_numbers_that_were_logged(tmp_path_factory, recs, cut_at):
     folder = tmp_path_factory.mktemp("read")
     logger = Logger(folder)
-    for step, values in recs:
+    for i, (step, values) in enumerate(recs):
         logger.log(step=step, **values)
+        for where, how in cut_at:
+            if where == i:
+                getattr(logger, how)()
     logger.close()
     path = folder / "metrics.jsonl"
-    fast = read_metrics_jsonl(path)
-    general = _general_read(path)
-    assert fast.keys() == general.keys()
-    for key in fast:
-        for got, want in zip(fast[key], general[key], strict=True):
-            assert got.tolist() == want.tolist() or all(_same(a, b) for a, b in zip(got, want, strict=True))
-
-
-def _general_read(path):
+    want = _expected_series(recs)
+    text = path.read_text()
+    _assert_series(read_metrics_jsonl(path), want, ("cache", recs))  # through the cache when there is one
+    _assert_series(collect_files.parse_metrics_jsonl(text), want, ("text", recs))  # one-metric reader first
     saved = collect_files._one_metric
     collect_files._one_metric = lambda text: None
     try:
-        return read_metrics_jsonl(path)
+        _assert_series(collect_files.parse_metrics_jsonl(text), want, ("general", recs))
     finally:
         collect_files._one_metric = saved
+    # the cache is there exactly when every logged value was a plain number float64 can hold
+    all_numbers = all(type(v) is float or (type(v) is int and abs(v) < 10**400)
+                      for _, values in recs for v in values.values())
+    cache = collect_files.read_cache(folder / CACHE_NAME, path.read_bytes())
+    assert (cache is not None) == all_numbers
+
+
+def _logged(folder, n=3):
+    logger = Logger(folder)
+    for s in range(n):
+        logger.log(step=s, loss=0.5 + s)
+    logger.close()
+    return folder / "metrics.jsonl"
+
+
+def test_the_cache_is_not_used_once_the_text_is_edited(tmp_path):
+    path = _logged(tmp_path)
+    edited = path.read_text().replace("1.5", "1.7")  # same length, another value
+    path.write_text(edited)
+    assert read_metrics_jsonl(path)["loss"][1].tolist() == [0.5, 1.7, 2.5]
+
+
+def test_the_cache_is_not_used_once_another_writer_appends(tmp_path):
+    path = _logged(tmp_path)
+    with path.open("a") as fh:
+        fh.write('{"step": 3, "loss": 9.0}\n')
+    assert read_metrics_jsonl(path)["loss"][1].tolist() == [0.5, 1.5, 2.5, 9.0]
+
+
+def test_a_torn_cache_is_not_used(tmp_path):
+    path = _logged(tmp_path)
+    cache = tmp_path / CACHE_NAME
+    whole = cache.read_bytes()
+    assert collect_files.read_cache(cache, path.read_bytes()) is not None
+    for cut in (1, 25, len(whole) // 2):
+        cache.write_bytes(whole[:-cut])
+        assert collect_files.read_cache(cache, path.read_bytes()) is None
+        assert read_metrics_jsonl(path)["loss"][1].tolist() == [0.5, 1.5, 2.5]
+
+
+def test_a_logger_appending_to_a_file_it_did_not_start_leaves_no_cache(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 0, "loss": 7.0}\n')
+    (tmp_path / CACHE_NAME).write_bytes(b"stale")
+    logger = Logger(tmp_path)
+    logger.log(step=1, loss=8.0)
+    logger.close()
+    assert not (tmp_path / CACHE_NAME).exists()
+    assert read_metrics_jsonl(path)["loss"][1].tolist() == [7.0, 8.0]
+
+
+def test_numpy_numbers_are_logged_as_the_numbers_they_hold(tmp_path):
+    import numpy as np
+
+    logger = Logger(tmp_path)
+    logger.log(step=np.int64(2), loss=np.float32(0.5), best=np.bool_(True), lr=np.float64(0.1))
+    with pytest.raises(TypeError, match="cannot be written as JSON"):
+        logger.log(step=3, weights=np.array([1.0, 2.0]))
+    logger.summary(acc=np.float32(0.25), n=np.int32(7))
+    logger.close()
+    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 2, "loss": 0.5, "best": true, "lr": 0.1}\n'
+    assert json.loads((tmp_path / "metrics.json").read_text()) == {"acc": 0.25, "n": 7}
+
+
+def test_records_waiting_for_a_flush_stay_bounded(tmp_path):
+    from benchlab import runlog
+
+    logger = Logger(tmp_path)
+    for s in range(3 * runlog._PENDING_MAX):
+        logger.log(step=s, loss=1.0)
+        assert len(logger._steps) < runlog._PENDING_MAX
+    logger.close()
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 3 * runlog._PENDING_MAX
 
 
 def test_one_metric_reader_takes_the_common_file_and_declines_other_shapes(tmp_path):

@@ -9,20 +9,51 @@ Files, in the run directory (``$BENCHLAB_RUN_DIR``, or the current directory
 when a script runs outside benchlab):
 
 - ``metrics.jsonl``: one JSON object per ``log(step=..., **values)`` call;
-- ``metrics.json``: the final scalars, merged by ``summary(**values)``.
+- ``metrics.json``: the final scalars, merged by ``summary(**values)``;
+- ``metrics.jsonl.cache``: the numbers of ``metrics.jsonl`` in binary, so that
+  the collector need not parse text it can check instead (see below).
+
+The cache is never a second source of truth: it names the length and SHA-1 of the
+``metrics.jsonl`` it describes, and the collector uses it only when the file
+still has exactly that length and digest; otherwise (an edited or foreign file, a
+run killed between the two writes, a record with a non-number value) it parses
+the text. Layout, little-endian: the line ``benchlab metrics cache 1``, then
+records, each a kind byte and a body:
+
+- ``B``: ``uint32`` record count *n*, ``uint32`` byte length of a JSON list of
+  the *k* metric names, that list, then *n* × (1 + *k*) ``float64``: per record
+  its step and its values in the order of the names;
+- ``T``: ``uint64`` byte length of ``metrics.jsonl`` and its 20-byte SHA-1;
+  written after every flush, the last one covers the whole file.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import math
+import operator
 import os
+import struct
+import sys
 import time
+from array import array
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 _FLUSH_EVERY_S = 0.5
+# Records kept as values before they become text, whatever the clock says: memory stays
+# bounded in a loop that logs millions of steps within half a second.
+_PENDING_MAX = 8192
+
+CACHE_NAME = "metrics.jsonl.cache"
+CACHE_MAGIC = b"benchlab metrics cache 1\n"
+CACHE_BLOCK = struct.Struct("<cII")
+CACHE_TRAILER = struct.Struct("<cQ20s")
+
+_monotonic = time.monotonic
 
 
 def _fmt(value: Any) -> str:
@@ -41,61 +72,199 @@ def _line(step: Any, values: dict[str, Any]) -> str:
     return "".join(['{"step": ', _fmt(step), *(f", {json.dumps(k)}: {_fmt(v)}" for k, v in values.items()), "}\n"])
 
 
+def _number(value: Any) -> Any:
+    """A number of another library (numpy, torch scalars) as the Python int or float it
+    holds; anything else unchanged."""
+    if type(value) is int or type(value) is float or type(value) is bool or isinstance(value, str | bytes):
+        return value
+    if isinstance(value, int | float):  # subclasses: numpy.float64, IntEnum
+        return int(value) if isinstance(value, int) else float(value)
+    if getattr(value, "ndim", 0) != 0:
+        return value  # an array of several numbers is not one number
+    if getattr(getattr(value, "dtype", None), "kind", "") == "b":
+        return bool(value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        pass
+    if hasattr(type(value), "__float__"):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    return value
+
+
+def _plain(value: Any) -> bool:
+    return type(value) is int or type(value) is float
+
+
+class _Cache:
+    """Writes ``metrics.jsonl.cache`` next to the text, block by block, as the text is flushed."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.ok = True
+        self.length = 0  # bytes of metrics.jsonl this cache covers
+        self._sha = hashlib.sha1(usedforsecurity=False)
+        self._blocks: list[bytes] = []
+        self._fh: Any = None
+
+    def add(self, keys: tuple[str, ...], flat: list[Any]) -> None:
+        if not self.ok:
+            return
+        try:
+            numbers = array("d", flat)
+        except OverflowError:  # an int beyond float64: the text holds it, the cache cannot
+            self.disable()
+            return
+        if sys.byteorder != "little":
+            numbers.byteswap()
+        names = json.dumps(list(keys)).encode()
+        self._blocks += (CACHE_BLOCK.pack(b"B", len(flat) // (len(keys) + 1), len(names)), names,
+                         numbers.tobytes())
+
+    def commit(self, text: bytes) -> None:
+        """``text`` was just appended to metrics.jsonl: write its blocks and a trailer covering it."""
+        if not self.ok:
+            return
+        self._sha.update(text)
+        self.length += len(text)
+        blocks, self._blocks = self._blocks, []
+        try:
+            if self._fh is None:
+                fresh = self.length == len(text)  # this logger's first text: a new cache
+                self._fh = open(self.path, "wb" if fresh else "ab")  # noqa: SIM115
+                if fresh:
+                    self._fh.write(CACHE_MAGIC)
+            self._fh.write(b"".join([*blocks, CACHE_TRAILER.pack(b"T", self.length, self._sha.digest())]))
+            self._fh.flush()
+        except OSError:
+            self.disable()
+
+    def disable(self) -> None:
+        """From here on the collector parses the text; a stale cache file is removed."""
+        if not self.ok:
+            return
+        self.ok = False
+        self._blocks = []
+        self.close()
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
 class Logger:
     """Appends step records to ``<run_dir>/metrics.jsonl`` and final scalars to ``metrics.json``."""
 
     def __init__(self, run_dir: str | os.PathLike[str] | None = None):
         self.run_dir = Path(run_dir if run_dir is not None else os.environ.get("BENCHLAB_RUN_DIR", "."))
-        self._text: list[str] = []  # finished lines, waiting for the next flush
-        # Consecutive records with the same plain-number fields are kept as one flat list and
-        # turned into text in one formatting call: per step, a log() call only appends numbers.
-        self._block_keys: tuple[str, ...] | None = None
-        self._block: list[int | float] = []
-        self._last_flush = time.monotonic()
-        self._auto_step = 0
+        # Records not yet turned into text: their steps, and their values as the call's own
+        # keyword dict (all plain numbers) or, for a record holding anything else, its finished
+        # line. Checks and formatting happen per block of records, in few calls, at flush.
+        self._steps: list[Any] = []
+        self._records: list[dict[str, Any] | str] = []
+        self._text: list[str] = []  # finished text, waiting for the next flush
+        self._last_step: Any = None
+        self._count = 0  # records already turned into text
+        self._due = _monotonic() + _FLUSH_EVERY_S
         self._fh: Any = None
+        self._cache = _Cache(self.run_dir / CACHE_NAME)
 
     def log(self, step: int | float | None = None, **values: Any) -> None:
         """Record one step: ``log(step=10, loss=0.3, accuracy=0.9)``.
 
-        Without ``step``, steps count 0, 1, 2, ... in call order.
+        Without ``step``, the step is one more than the previous one when that was an
+        integer, else the number of records logged before (so 0, 1, 2, ... from the start).
+        Numbers of numpy or torch are stored as the Python number they hold; a value that
+        JSON cannot hold raises ``TypeError`` here, and nothing of the call is kept.
         """
         if step is None:
-            step = self._auto_step
-        self._auto_step = int(step) + 1 if type(step) is int else self._auto_step + 1
-        keys = tuple(values)
-        plain = type(step) is int or type(step) is float
-        for value in values.values():
-            if type(value) is not float and type(value) is not int:
-                plain = False
-                break
-        if plain:
-            if keys != self._block_keys:
-                self._seal()
-                self._block_keys = keys
-            self._block.append(step)
-            self._block += values.values()
+            step = self._next_step()
+        record: dict[str, Any] | str = values
+        if type(step) is not int and type(step) is not float:
+            step, record = self._convert(step, values)
         else:
+            for value in values.values():
+                if type(value) is not float and type(value) is not int:
+                    step, record = self._convert(step, values)
+                    break
+        self._steps.append(step)
+        self._records.append(record)
+        if len(self._steps) >= _PENDING_MAX:
             self._seal()
-            self._text.append(_line(step, values))  # formatted now: a bad value fails this call
-        if time.monotonic() - self._last_flush >= _FLUSH_EVERY_S:
+        if _monotonic() >= self._due:
             self.flush()
 
+    def _next_step(self) -> Any:
+        last = self._steps[-1] if self._steps else self._last_step
+        if type(last) is int:
+            return last + 1
+        return self._count + len(self._steps)
+
+    @staticmethod
+    def _convert(step: Any, values: dict[str, Any]) -> tuple[Any, dict[str, Any] | str]:
+        step = _number(step)
+        values = {k: _number(v) for k, v in values.items()}
+        if _plain(step) and all(map(_plain, values.values())):
+            return step, values
+        try:
+            return step, _line(step, values)  # formatted now: a bad value fails this call
+        except TypeError as exc:
+            raise TypeError(f"benchlab.log: step {step!r} or a value of {sorted(values)} "
+                            f"cannot be written as JSON ({exc})") from None
+
     def _seal(self) -> None:
-        """Turn the block of plain-number records into text."""
-        flat, keys = self._block, self._block_keys
-        if not flat or keys is None:
+        """Turn the pending records into text (and cache blocks)."""
+        steps, records = self._steps, self._records
+        if not steps:
             return
+        self._steps, self._records = [], []
+        self._count += len(steps)
+        self._last_step = steps[-1]
+        if set(map(type, records)) == {dict}:
+            keys = tuple(records[0])
+            # Same number of fields, and every record has each of the first one's (or _block
+            # raises KeyError before it has changed anything): one block.
+            if set(map(len, records)) == {len(keys)}:  # type: ignore[arg-type]
+                try:
+                    self._block(keys, steps, records)  # type: ignore[arg-type]
+                    return
+                except KeyError:
+                    pass
+        start = 0
+        for end in range(1, len(records) + 1):
+            if end < len(records) and _shape(records[end]) == _shape(records[start]):
+                continue
+            first = records[start]
+            if isinstance(first, str):
+                self._text += records[start:end]  # type: ignore[arg-type]
+                self._cache.disable()  # the cache holds numbers only
+            else:
+                self._block(tuple(first), steps[start:end], records[start:end])  # type: ignore[arg-type]
+            start = end
+
+    def _block(self, keys: tuple[str, ...], steps: list[Any], records: list[dict[str, Any]]) -> None:
+        """Records with the same plain-number fields, in one formatting call."""
+        n, width = len(steps), len(keys) + 1
+        flat: list[Any] = [None] * (n * width)
+        flat[0::width] = steps
+        for j, key in enumerate(keys, 1):
+            flat[j::width] = map(itemgetter(key), records)
         template = '{"step": %r' + "".join(", " + json.dumps(k) + ": %r" for k in keys) + "}\n"
-        n = len(flat) // (len(keys) + 1)
         text = (template * n) % tuple(flat)
         # Only a nan or an infinity puts an 'n' in a number's repr; JSON spells those differently.
         if text.count("n") != template.count("n") * n:
-            width = len(keys) + 1
             text = "".join(_line(flat[i], dict(zip(keys, flat[i + 1:i + width], strict=True)))
                            for i in range(0, len(flat), width))
         self._text.append(text)
-        self._block = []
+        self._cache.add(keys, flat)
 
     def summary(self, **values: Any) -> None:
         """Merge final scalars into ``metrics.json`` (written at once, atomically)."""
@@ -107,30 +276,39 @@ class Logger:
                 current = json.loads(path.read_text())
             except (OSError, ValueError):
                 current = {}
-        current.update(values)
+        current.update({k: _number(v) for k, v in values.items()})
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(current, indent=1, allow_nan=True))
         os.replace(tmp, path)
 
     def flush(self) -> None:
         """Write buffered step records to disk."""
-        self._last_flush = time.monotonic()
+        self._due = _monotonic() + _FLUSH_EVERY_S
         self._seal()
         if not self._text:
             return
+        data = "".join(self._text).encode("utf-8")
+        self._text.clear()
         if self._fh is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
-        self._fh.write("".join(self._text))
+            self._fh = open(self.run_dir / "metrics.jsonl", "ab")  # noqa: SIM115
+            if self._fh.tell() != self._cache.length:
+                self._cache.disable()  # text this logger did not write: not in its cache
+        self._fh.write(data)
         self._fh.flush()
-        self._text.clear()
+        self._cache.commit(data)
 
     def close(self) -> None:
-        """Flush and close the file; later calls reopen it."""
+        """Flush and close the files; later calls reopen them."""
         self.flush()
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+        self._cache.close()
+
+
+def _shape(record: dict[str, Any] | str) -> tuple[str, ...] | None:
+    return None if isinstance(record, str) else tuple(record)
 
 
 _default: Logger | None = None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.runlog import CACHE_NAME
 from benchlab.spec import Resources
 
 ray_backend = pytest.importorskip("benchlab.execute.ray")
@@ -55,6 +56,16 @@ def test_files_that_do_not_fit_are_skipped_smallest_kept_and_listed(tmp_path):
     assert [name for name, _ in files] == ["metrics.json", "train.log"]
     assert notes["skipped_files"] == "big.bin"
     assert "log_truncated" not in notes
+
+
+def test_the_metrics_cache_comes_last_and_never_crowds_out_the_metrics_it_describes(tmp_path):
+    write(tmp_path, "metrics.jsonl", 150)
+    write(tmp_path, CACHE_NAME, 60)  # smaller than the text, yet worth nothing without it
+    write(tmp_path, "train.log", 20)
+    files, notes = ray_backend._pack_files(str(tmp_path), cap=200)
+    # 200 - 20 reserved for the log = 180: the text (150) fits, the cache (60) then does not.
+    assert [name for name, _ in files] == ["metrics.jsonl", "train.log"]
+    assert notes["skipped_files"] == CACHE_NAME
 
 
 def test_task_options_carry_cpus_gpu_fractions_memory_in_bytes_and_custom_resources():

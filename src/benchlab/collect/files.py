@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from benchlab.runlog import CACHE_BLOCK, CACHE_MAGIC, CACHE_NAME, CACHE_TRAILER
 
 if TYPE_CHECKING:
     import numpy as np
@@ -13,7 +18,10 @@ if TYPE_CHECKING:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond float64, as JSON's 1e400 reads: infinite
+        return math.inf if value > 0 else -math.inf
 
 
 def read_metrics_json(path: Path, problems: dict[str, str]) -> dict[str, float]:
@@ -49,11 +57,22 @@ def read_metrics_jsonl(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Step series from ``metrics.jsonl``: metric -> (steps, values), float64 arrays in file order.
 
     A line without ``step`` takes its line number. A torn last line (the run was
-    killed while writing) is skipped.
+    killed while writing) is skipped. When ``benchlab.log`` wrote the file, its
+    binary cache is read instead, if it still describes these very bytes.
     """
-    if not path.exists():
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
         return {}
-    text = path.read_text(encoding="utf-8", errors="replace").strip()
+    cached = read_cache(path.with_name(CACHE_NAME), data)
+    if cached is not None:
+        return cached
+    return parse_metrics_jsonl(data.decode("utf-8", errors="replace"))
+
+
+def parse_metrics_jsonl(text: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Step series from the text of a ``metrics.jsonl`` (see :func:`read_metrics_jsonl`)."""
+    text = text.strip()
     if not text:
         return {}
     one = _one_metric(text)
@@ -76,11 +95,56 @@ def read_metrics_jsonl(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         return {}
     try:
         return _columns_fast(records)
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return _columns_slow(records)
 
 
 _NUMBERS = {int, float}
+
+
+def read_cache(path: Path, jsonl: bytes) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """The series of ``metrics.jsonl.cache`` (layout in ``benchlab.runlog``), or None unless
+    its last trailer names the length and SHA-1 of ``jsonl`` and every block is whole."""
+    import numpy as np
+
+    try:
+        buf = path.read_bytes()
+    except OSError:
+        return None
+    end = len(buf) - CACHE_TRAILER.size
+    if end < len(CACHE_MAGIC) or not buf.startswith(CACHE_MAGIC):
+        return None
+    kind, length, digest = CACHE_TRAILER.unpack_from(buf, end)
+    if kind != b"T" or length != len(jsonl) or hashlib.sha1(jsonl, usedforsecurity=False).digest() != digest:
+        return None
+    parts: dict[str, list[np.ndarray]] = {}
+    pos = len(CACHE_MAGIC)
+    try:
+        while pos < end:
+            kind = buf[pos:pos + 1]
+            if kind == b"T":
+                pos += CACHE_TRAILER.size
+                continue
+            if kind != b"B":
+                return None
+            _, n, size = CACHE_BLOCK.unpack_from(buf, pos)
+            pos += CACHE_BLOCK.size
+            keys = json.loads(buf[pos:pos + size])
+            pos += size
+            width = len(keys) + 1
+            block = np.frombuffer(buf, dtype="<f8", count=n * width, offset=pos).reshape(n, width)
+            pos += block.nbytes
+            for j, key in enumerate(keys, 1):
+                parts.setdefault(key, []).append(block[:, [0, j]])
+    except (struct.error, ValueError, TypeError):
+        return None
+    if pos != end:
+        return None
+    out = {}
+    for key, blocks in parts.items():
+        pairs = np.concatenate(blocks).astype(float)  # native byte order, one contiguous copy
+        out[key] = (pairs[:, 0].copy(), pairs[:, 1].copy())
+    return out
 
 
 def _one_metric(text: str) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
@@ -111,7 +175,10 @@ def _one_metric(text: str) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
         return None
     if len(flat) != 2 * n or not set(map(type, flat)) <= _NUMBERS:
         return None
-    pairs = np.array(flat, dtype=float).reshape(n, 2)
+    try:
+        pairs = np.array(flat, dtype=float).reshape(n, 2)
+    except OverflowError:
+        return None
     return {key: (pairs[:, 0].copy(), pairs[:, 1].copy())}
 
 

@@ -47,6 +47,7 @@ from typing import Any
 from benchlab.errors import BackendUnavailable
 from benchlab.execute.base import Launch, Outcome, ProcessInfo, register
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
+from benchlab.runlog import CACHE_NAME
 from benchlab.spec import Resources, Spec
 
 KILL_GRACE_S = 5.0
@@ -142,7 +143,10 @@ def _pack_files(folder: str, cap: int) -> tuple[list[tuple[str, bytes]], dict[st
             except OSError:
                 continue
     log = next((f for f in found if f[1] == "train.log"), None)
-    others = sorted(f for f in found if f[1] not in ("train.log", "config.yaml"))
+    # Smallest first, but the metrics cache last: it is worth nothing without the
+    # metrics.jsonl it describes, and must not crowd that out of the cap.
+    others = sorted((f for f in found if f[1] not in ("train.log", "config.yaml")),
+                    key=lambda f: (f[1] == CACHE_NAME, f[0], f[1]))
     reserve = min(log[0], cap // 2) if log else 0
     files, used, skipped = [], 0, []
     for size, rel, path in others:
