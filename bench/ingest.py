@@ -99,6 +99,19 @@ def mlflow_read(root: Path, ids: list[str]):
     return pd.concat(frames, ignore_index=True)
 
 
+def create_latency_ms(folder: Path, n: int = 100) -> float:
+    """Milliseconds to create and write one small file in ``folder``: benchlab writes
+    two per run (and a directory), MLflow one database in all, so a disk slow at
+    creating files weighs on benchlab's side only."""
+    probe = Path(tempfile.mkdtemp(prefix="probe-", dir=folder))
+    t0 = time.perf_counter()
+    for i in range(n):
+        (probe / f"f{i}").write_bytes(b"x" * 100)
+    took = (time.perf_counter() - t0) / n * 1000
+    shutil.rmtree(probe, ignore_errors=True)
+    return took
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100)
@@ -124,6 +137,7 @@ def main() -> None:
     except ImportError:
         have_mlflow = False
     best = {k: float("inf") for k in ("bl_write", "bl_read", "ml_write", "ml_read")}
+    latency_before = create_latency_ms(root.parent)
 
     def timed(key: str, fn, *a):  # type: ignore[no-untyped-def]
         t0 = time.perf_counter()
@@ -145,7 +159,8 @@ def main() -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     points = args.runs * args.steps
-    print(f"{args.runs} runs x {args.steps} steps = {points:,} points, best of {args.repeat}, in {root.parent}")
+    print(f"{args.runs} runs x {args.steps} steps = {points:,} points, best of {args.repeat}, in {root.parent} "
+          f"(creating a file there: {latency_before:.2f} ms before, {create_latency_ms(root.parent):.2f} after)")
     if not have_mlflow:
         print(f"benchlab: write {best['bl_write']:.3f} s, read {best['bl_read']:.3f} s "
               "(install mlflow to measure the anchor)")
