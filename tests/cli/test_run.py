@@ -114,6 +114,11 @@ def test_failed_run_is_retried_then_recorded_with_its_log_tail(make_bench):
     assert "2 failed: exception" in status.stdout and "seed is cursed" in status.stdout
     report = (bench.results / "BENCHMARK_REPORT.md").read_text()
     assert "| t1/b/s1 | 2 | exception | ValueError: seed is cursed |" in report
+    # a plain second run leaves the failed ones alone, and says how to run them again
+    plain = bench.cli("run", "bench.yaml", "-r", "out")
+    assert ("6 of 8 runs already done, 2 failed before (--rerun-failed runs them again); nothing to run"
+            in plain.stdout)
+    assert attempts_by_run(bench.results)["t1/b/s1"] == ["failed"] * 2
     # --rerun-failed runs exactly the failed ones again
     again = bench.cli("run", "bench.yaml", "-r", "out", "--rerun-failed")
     assert again.returncode == 1

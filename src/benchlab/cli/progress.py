@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from benchlab.execute.sweep import Progress as SweepProgress
 from benchlab.execute.sweep import SweepEvent, SweepResult
 
 
@@ -61,8 +62,8 @@ class SweepDisplay:
         if self._task is None and p.total:
             self._task = self.progress.add_task("sweep", total=p.total, ok=0, failed=0, running=0,
                                                 eta="?")
-            if p.skipped:
-                self.console.print(f"{p.skipped} of {p.total} runs already done; running the rest")
+            if p.skipped or p.failed:
+                self.console.print(_resume_line(p))
         if event.kind == "warning":
             self.console.print(f"[yellow]warning[/]: {escape(event.error or '')}", highlight=False)
         elif event.run is None:
@@ -124,3 +125,12 @@ class SweepDisplay:
         elif result.failed:
             self.console.print("see the failures with [bold]benchlab status "
                                f"{result.results_dir}[/]; re-run them with --rerun-failed")
+
+
+def _resume_line(p: SweepProgress) -> str:
+    """What a sweep over a folder with earlier results will do, in one line."""
+    parts = [f"{p.skipped} of {p.total} runs already done"]
+    if p.failed:
+        parts.append(f"{p.failed} failed before (--rerun-failed runs them again)")
+    left = p.total - p.skipped - p.failed
+    return ", ".join(parts) + (f"; running the other {left}" if left else "; nothing to run")
