@@ -26,7 +26,10 @@ CASES = [
     # (name, replace old -> new in GOOD, expected fragments of the message)
     ("yaml syntax", ("  - name: t1\n", "  - name: t1\n   bad: [\n"), ["bench.yaml:", "YAML syntax error"]),
     ("unknown field", ("seeds: 3", "seedz: 3"), ["bench.yaml:8", "unknown field 'seedz'", "did you mean 'seeds'"]),
-    ("wrong type", ("seeds: 3", "seeds: many"), ["bench.yaml:8", "seeds", "expected"]),
+    ("wrong type", ("seeds: 3", "seeds: many"),
+     ["bench.yaml:8", "seeds: expected a count (5 means seeds 0..4) or a list of seeds, got 'many'"]),
+    ("bad seed in a list", ("seeds: 3", "seeds: [1, x]"),
+     ["bench.yaml:8", "seeds[1]: expected a whole number, got 'x'"]),
     ("empty tasks", ("tasks:\n  - name: t1\n", "tasks: []\n"), ["bench.yaml:3", "tasks", "must not be empty"]),
     ("empty configs", ("configs:\n  - name: a\n  - name: b\n", "configs: []\n"), ["configs", "must not be empty"]),
     ("empty seeds", ("seeds: 3", "seeds: []"), ["bench.yaml:8", "seeds", "at least one seed"]),

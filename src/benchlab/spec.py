@@ -440,7 +440,13 @@ def _problems_from_validation(exc: ValidationError, file: str,
                 msg += f" (valid fields: {', '.join(valid)})"
             problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc[:-1]) or "spec", msg))
             continue
-        problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), _describe_type(dict(err))))
+        message = _describe_type(dict(err))
+        if loc == ("seeds",) and err["type"] in ("list_type", "int_type", "int_parsing", "int_from_float"):
+            got = err.get("input")
+            if isinstance(got, list):
+                continue  # a list with a bad item: the item's own error says it
+            message = f"expected a count (5 means seeds 0..4) or a list of seeds, got {got!r}"
+        problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), message))
     return problems
 
 
@@ -607,7 +613,7 @@ def parse_spec(text: str, file: str = "<spec>", overrides: list[str] | dict[str,
             known = ", ".join(sorted(variables)) or "none defined"
             close = difflib.get_close_matches(key, list(variables), n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise OverrideError(f"{key}={value}", f"names no variable of {file}; {hint}(variables: {known})")
+            raise OverrideError(f"{key}={value}", f"names no variable of {file}; {hint}variables: {known}")
         variables[key] = value
         applied[key] = value
 
