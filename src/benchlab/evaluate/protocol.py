@@ -100,6 +100,15 @@ def is_allowed_host(url: str, allowed: list[str]) -> bool:
     return False
 
 
+def _within_cap(benchmark: str, parameter: str, value: int, cap: int) -> int:
+    """``value`` itself; ApiError (400) when it is over the server's ``cap``."""
+    if value > cap:
+        raise ApiError(
+            400, f"{benchmark}: {parameter} {value} is over the server's cap of {cap}"
+        )
+    return value
+
+
 def resolve_runs(cfg: EvalConfig, req: EvaluateRequest) -> list[BenchmarkRun]:
     """The benchmarks of ``req`` with the sampling parameters in effect; ApiError (400) for what is not allowed."""
     if len(req.benchmarks) > cfg.server.max_benchmarks_per_request:
@@ -125,20 +134,18 @@ def resolve_runs(cfg: EvalConfig, req: EvaluateRequest) -> list[BenchmarkRun]:
                 f"unknown benchmark {b.name!r}; known: {', '.join(sorted(cfg.benchmarks)) or 'none'}",
             )
         d = bench.defaults
-        n = b.n_samples_per_eval_prompt or d.n_samples_per_eval_prompt
-        if n > cfg.server.max_samples_per_prompt:
-            raise ApiError(
-                400,
-                f"{b.name}: n_samples_per_eval_prompt {n} is over the server's cap "
-                f"of {cfg.server.max_samples_per_prompt}",
-            )
-        max_len = b.max_response_len or d.max_response_len
-        if max_len > cfg.server.max_response_len:
-            raise ApiError(
-                400,
-                f"{b.name}: max_response_len {max_len} is over the server's cap "
-                f"of {cfg.server.max_response_len}",
-            )
+        n = _within_cap(
+            b.name,
+            "n_samples_per_eval_prompt",
+            b.n_samples_per_eval_prompt or d.n_samples_per_eval_prompt,
+            cfg.server.max_samples_per_prompt,
+        )
+        max_len = _within_cap(
+            b.name,
+            "max_response_len",
+            b.max_response_len or d.max_response_len,
+            cfg.server.max_response_len,
+        )
         sampling = Sampling(
             n=n,
             temperature=d.temperature if b.temperature is None else b.temperature,
