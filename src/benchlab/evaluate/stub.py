@@ -26,6 +26,9 @@ from fastapi.responses import JSONResponse
 from benchlab.evaluate.config import EvalConfig, load_config
 from benchlab.evaluate.datasets import load_items
 
+# The ``object`` of an OpenAI response, and the prefix of its ``id``.
+_ID_PREFIX = {"chat.completion": "chatcmpl", "text_completion": "cmpl"}
+
 
 @dataclass
 class StubSettings:
@@ -138,8 +141,18 @@ def create_stub_app(
             return JSONResponse({"error": {"message": "injected failure"}}, status_code=500)
         return None
 
-    def usage(body: dict[str, Any]) -> dict[str, int]:
-        return {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+    def reply(kind: str, body: dict[str, Any], choices: list[dict[str, Any]]) -> JSONResponse:
+        # JSONResponse directly: FastAPI's encoder walk would cost the stub more CPU than the request itself.
+        return JSONResponse(
+            {
+                "id": f"{_ID_PREFIX[kind]}-{stats.requests}",
+                "object": kind,
+                "created": int(time.time()),
+                "model": body.get("model", model or "stub"),
+                "choices": choices,
+                "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+            }
+        )
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Any:
@@ -150,23 +163,13 @@ def create_stub_app(
         messages = [m for m in body.get("messages", []) if m.get("role") == "user"]
         prompt = messages[-1]["content"] if messages else ""
         outs = texts(prompt, body)
-        # JSONResponse directly: FastAPI's encoder walk would cost the stub more CPU than the request itself.
-        return JSONResponse(
-            {
-                "id": f"chatcmpl-{stats.requests}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", model or "stub"),
-                "choices": [
-                    {
-                        "index": i,
-                        "message": {"role": "assistant", "content": t},
-                        "finish_reason": "stop",
-                    }
-                    for i, t in enumerate(outs)
-                ],
-                "usage": usage(body),
-            }
+        return reply(
+            "chat.completion",
+            body,
+            [
+                {"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+                for i, t in enumerate(outs)
+            ],
         )
 
     @app.post("/v1/completions")
@@ -176,17 +179,10 @@ def create_stub_app(
             return failure
         body = await request.json()
         outs = texts(str(body.get("prompt", "")), body)
-        return JSONResponse(
-            {
-                "id": f"cmpl-{stats.requests}",
-                "object": "text_completion",
-                "created": int(time.time()),
-                "model": body.get("model", model or "stub"),
-                "choices": [
-                    {"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(outs)
-                ],
-                "usage": usage(body),
-            }
+        return reply(
+            "text_completion",
+            body,
+            [{"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(outs)],
         )
 
     @app.get("/v1/models")
