@@ -29,7 +29,6 @@ from scipy.special import stdtrit
 from benchlab.report.curves import CurveSet, load_curves, mean_band
 from benchlab.report.profiles import plot_profile, plot_radar
 from benchlab.report.style import (
-    DPI,
     Plot,
     config_label,
     config_order,
@@ -285,12 +284,10 @@ def plot_cv(
         over = f" (median over {n_tasks} tasks" + (", shaded: their range)" if len(configs) <= 3 else ")")
     ax.set_title(f"How many seeds: CV of the mean {info.primary} vs N" + over, fontsize="medium")
     fig.tight_layout()
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"cv_of_mean_{slug(info.primary)}.png"
-    fig.savefig(folder / name, dpi=DPI)
+    path = save(fig, folder, f"cv_of_mean_{slug(info.primary)}.png")
     return [
         Plot(
-            f"plots/{name}",
+            path,
             "CV of the mean vs number of seeds",
             f"Coefficient of variation (sd / |mean|) of the mean {info.primary} of N seeds, "
             "estimated by resampling each config's runs with replacement"

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchlab.report.style import DPI, Plot, config_label, config_order, new_figure, style
+from benchlab.report.style import Plot, config_label, config_order, new_figure, save, style
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
     from benchlab.results import BenchmarkInfo
 
@@ -86,6 +87,16 @@ def _sentence(note: str) -> str:
     return note[0].upper() + note[1:] + "."
 
 
+def _save_with_note(
+    fig: Figure, folder: Path, name: str, note: str, note_y: float, note_height: float
+) -> str:
+    """Write ``note`` under the figure at height ``note_y``, lay the axes out above
+    ``note_height`` (both fractions of the figure height) and save it; returns its report path."""
+    fig.text(0.5, note_y, _sentence(note), ha="center", va="bottom", fontsize="small", color="0.3")
+    fig.tight_layout(rect=(0, note_height, 1, 1))
+    return save(fig, folder, name)
+
+
 def plot_profile(
     finals: pd.DataFrame, info: BenchmarkInfo, folder: Path, reps: int = 200, seed: int = 0
 ) -> list[Plot]:
@@ -126,13 +137,10 @@ def plot_profile(
         f"Performance profiles over {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
         + (" (95% bootstrap bands)" if profile is not None else "")
     )
-    fig.text(0.5, 0.005, _sentence(note), ha="center", va="bottom", fontsize="small", color="0.3")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    folder.mkdir(parents=True, exist_ok=True)
-    fig.savefig(folder / "performance_profile.png", dpi=DPI)
+    path = _save_with_note(fig, folder, "performance_profile.png", note, 0.005, 0.04)
     return [
         Plot(
-            "plots/performance_profile.png",
+            path,
             "Performance profiles",
             f"Fraction of runs (averaged over tasks) whose normalised {info.primary} "
             f"exceeds each threshold τ; higher and further right is better. "
@@ -175,13 +183,10 @@ def plot_radar(finals: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[
     ax.legend(
         loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=ncol, fontsize="small", frameon=False
     )
-    fig.text(0.5, 0.01, _sentence(note), ha="center", va="bottom", fontsize="small", color="0.3")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    folder.mkdir(parents=True, exist_ok=True)
-    fig.savefig(folder / "radar.png", dpi=DPI)
+    path = _save_with_note(fig, folder, "radar.png", note, 0.01, 0.03)
     return [
         Plot(
-            "plots/radar.png",
+            path,
             "Per-task profile (radar)",
             f"Mean normalised {info.primary} of each config on each task (1 = best, "
             f"further out is better). {_sentence(note)}",
