@@ -83,10 +83,11 @@ def _jackknife(x: np.ndarray, statistic: Statistic) -> np.ndarray:
     return np.asarray(statistic(np.broadcast_to(x, (n, n))[keep].reshape(n, n - 1), axis=-1))
 
 
-def _bca_levels(
+def _bca_interval(
     theta_hat: float, dist: np.ndarray, jackknives: list[np.ndarray], confidence: float
 ) -> tuple[float, float]:
-    """Adjusted percentile levels of the BCa interval (Efron & Tibshirani, eq. 14.10, 15.36)."""
+    """BCa interval of ``dist`` (shape ``(reps,)``): its percentiles at the levels adjusted for
+    bias and acceleration (Efron & Tibshirani, eq. 14.10, 15.36)."""
     proportion = (np.count_nonzero(dist < theta_hat) + np.count_nonzero(dist <= theta_hat)) / (
         2 * dist.shape[0]
     )
@@ -100,10 +101,9 @@ def _bca_levels(
         den += float(np.sum(u**2)) / n**2
     a = num / (6 * den**1.5) if den > 0 else 0.0
     z = float(ndtri((1 - confidence) / 2))
-    levels = []
-    for zq in (z, -z):
-        levels.append(float(ndtr(z0 + (z0 + zq) / (1 - a * (z0 + zq)))))
-    return levels[0], levels[1]
+    levels = [100 * float(ndtr(z0 + (z0 + zq) / (1 - a * (z0 + zq)))) for zq in (z, -z)]
+    low, high = np.percentile(dist, levels)
+    return float(low), float(high)
 
 
 def bootstrap_ci(
@@ -138,9 +138,7 @@ def bootstrap_ci(
     if np.all(dist == dist[0]):
         return float(dist[0]), float(dist[0])
     theta_hat = float(statistic(x, axis=-1))
-    lo, hi = _bca_levels(theta_hat, dist, [_jackknife(x, statistic)], confidence)
-    low, high = np.percentile(dist, [100 * lo, 100 * hi])
-    return float(low), float(high)
+    return _bca_interval(theta_hat, dist, [_jackknife(x, statistic)], confidence)
 
 
 def bootstrap_mean_diff_ci(
@@ -183,9 +181,7 @@ def bootstrap_mean_diff_ci(
     # only that sample's mean, so each sample contributes its own jackknife values.
     jb = c.mean() - _jackknife(b, np.mean)
     jc = _jackknife(c, np.mean) - b.mean()
-    lo, hi = _bca_levels(theta_hat, dist, [jb, jc], confidence)
-    low, high = np.percentile(dist, [100 * lo, 100 * hi])
-    return float(low), float(high)
+    return _bca_interval(theta_hat, dist, [jb, jc], confidence)
 
 
 def stratified_bootstrap(
