@@ -87,14 +87,25 @@ def _sentence(note: str) -> str:
     return note[0].upper() + note[1:] + "."
 
 
-def _save_with_note(
-    fig: Figure, folder: Path, name: str, note: str, note_y: float, note_height: float
-) -> str:
-    """Write ``note`` under the figure at height ``note_y``, lay the axes out above
-    ``note_height`` (both fractions of the figure height) and save it; returns its report path."""
+def _noted_plot(
+    fig: Figure,
+    folder: Path,
+    name: str,
+    title: str,
+    caption: str,
+    note: str,
+    note_y: float,
+    note_height: float,
+) -> Plot:
+    """Save ``fig`` as ``name`` with the normalisation ``note`` written under it; returns
+    its Plot record, whose caption ends with the same note.
+
+    ``note_y``: where the note's baseline sits; ``note_height``: the strip kept free for it
+    under the axes (both fractions of the figure height).
+    """
     fig.text(0.5, note_y, _sentence(note), ha="center", va="bottom", fontsize="small", color="0.3")
     fig.tight_layout(rect=(0, note_height, 1, 1))
-    return save(fig, folder, name)
+    return Plot(save(fig, folder, name), title, f"{caption} {_sentence(note)}")
 
 
 def plot_profile(
@@ -137,14 +148,13 @@ def plot_profile(
         f"Performance profiles over {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
         + (" (95% bootstrap bands)" if profile is not None else "")
     )
-    path = _save_with_note(fig, folder, "performance_profile.png", note, 0.005, 0.04)
+    caption = (
+        f"Fraction of runs (averaged over tasks) whose normalised {info.primary} "
+        "exceeds each threshold τ; higher and further right is better."
+    )
     return [
-        Plot(
-            path,
-            "Performance profiles",
-            f"Fraction of runs (averaged over tasks) whose normalised {info.primary} "
-            f"exceeds each threshold τ; higher and further right is better. "
-            f"{_sentence(note)}",
+        _noted_plot(
+            fig, folder, "performance_profile.png", "Performance profiles", caption, note, 0.005, 0.04
         )
     ]
 
@@ -183,12 +193,8 @@ def plot_radar(finals: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[
     ax.legend(
         loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=ncol, fontsize="small", frameon=False
     )
-    path = _save_with_note(fig, folder, "radar.png", note, 0.01, 0.03)
-    return [
-        Plot(
-            path,
-            "Per-task profile (radar)",
-            f"Mean normalised {info.primary} of each config on each task (1 = best, "
-            f"further out is better). {_sentence(note)}",
-        )
-    ]
+    caption = (
+        f"Mean normalised {info.primary} of each config on each task (1 = best, "
+        "further out is better)."
+    )
+    return [_noted_plot(fig, folder, "radar.png", "Per-task profile (radar)", caption, note, 0.01, 0.03)]
