@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from benchlab.stats.bootstrap import SeedLike, stratified_bootstrap
+from benchlab.stats.bootstrap import SeedLike, _percentile_bounds, stratified_bootstrap
 
 AGGREGATES = ("iqm", "median", "mean", "optimality_gap")
 
@@ -101,12 +101,6 @@ _FUNCS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "mean": mean_of_means,
     "optimality_gap": optimality_gap,
 }
-
-
-def _interval(dist: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    alpha = 1.0 - confidence
-    low, high = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
-    return low, high
 
 
 # Resamples per chunk are sized so a chunk's arrays stay in cache (measured: chunks
@@ -246,7 +240,7 @@ def aggregate(
     chunk = -(-reps // n_chunks)
     resampler = _Resampler(scores)
     parts = [resampler.reduce(resampler.draw(chunk, rng)) for _ in range(n_chunks)]
-    low, high = _interval(np.concatenate(parts)[:reps], confidence)
+    low, high = _percentile_bounds(np.concatenate(parts)[:reps], confidence, axis=0)
     return {
         name: (float(point[i]), float(low[i]), float(high[i])) for i, name in enumerate(AGGREGATES)
     }
@@ -282,7 +276,7 @@ def performance_profile(
 
     point = profile(np.asarray(scores, dtype=float)[None])[0]
     dist = stratified_bootstrap(scores, profile, reps, seed)
-    low, high = _interval(dist, confidence)
+    low, high = _percentile_bounds(dist, confidence, axis=0)
     return point, low, high
 
 
@@ -321,7 +315,7 @@ def average_probability_of_improvement(
     bx = _stratified_samples(x, reps, int(seeds[0]))
     by = _stratified_samples(y, reps, int(seeds[1]))
     dist = _poi_per_task(bx, by).mean(axis=-1)
-    low, high = _interval(dist, confidence)
+    low, high = _percentile_bounds(dist, confidence, axis=0)
     return point, float(low), float(high)
 
 

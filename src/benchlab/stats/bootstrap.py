@@ -61,6 +61,15 @@ def bootstrap_distribution(
     return np.concatenate(parts, axis=-1)
 
 
+def _percentile_bounds(
+    dist: np.ndarray, confidence: float, axis: int = -1
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both ends of the central ``confidence`` interval of ``dist`` along ``axis`` (the resamples)."""
+    alpha = 1.0 - confidence
+    low, high = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=axis)
+    return low, high
+
+
 def percentile_interval(
     dist: np.ndarray, confidence: float = 0.95
 ) -> tuple[np.ndarray | float, np.ndarray | float]:
@@ -69,8 +78,7 @@ def percentile_interval(
     ``dist``: shape ``(reps,)`` (returns two floats) or ``(..., reps)`` (returns two
     arrays of shape ``(...)``).
     """
-    alpha = 1.0 - confidence
-    low, high = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=-1)
+    low, high = _percentile_bounds(dist, confidence)
     if np.ndim(low) == 0:
         return float(low), float(high)
     return low, high
