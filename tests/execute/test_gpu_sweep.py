@@ -14,12 +14,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from gpu_trace import TRACE_SCRIPT, devices_of, peak_use, read_trace, run_cli
+from gpu_trace import RECORDING, TRACE_SCRIPT, devices_of, double_env, peak_use, read_trace, run_cli
 
 from benchlab.execute.sweep import Sweep
 from benchlab.spec import load_spec
 
-RECORDING = Path(__file__).parents[1] / "data" / "gpus" / "dgx-a100"
 A100_GIB = 81920 / 1024
 
 
@@ -42,10 +41,6 @@ def write_one_config(root: Path, *, seeds: int, gpus: float, args: str = "",
     if retries is not None:
         body += f"retries: {retries}\n"
     return write_bench(root, body + f"command: python run.py trace={{trace}} {args}".rstrip() + "\n")
-
-
-def double_env(folder: Path = RECORDING) -> dict[str, str]:
-    return {"BENCHLAB_GPU_DOUBLE": str(folder)}
 
 
 MIXED = """
