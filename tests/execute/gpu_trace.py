@@ -20,6 +20,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from benchlab_testing import run_cli as shared_run_cli
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 RECORDING = Path(__file__).parents[1] / "data" / "gpus" / "dgx-a100"
 
@@ -49,11 +51,10 @@ def benchlab_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess
 
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The real `benchlab` command of this checkout, in a subprocess; output captured as text."""
-    full = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
-    full["PYTHONPATH"] = SRC + os.pathsep + full.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "benchlab", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env=full, check=False)
+    """The shared ``run_cli``, pinned to this checkout's benchlab whatever PYTHONPATH says."""
+    merged = {**os.environ, **(env or {})}
+    pinned = {**(env or {}), "PYTHONPATH": SRC + os.pathsep + merged.get("PYTHONPATH", "")}
+    return shared_run_cli(*args, cwd=cwd, timeout=timeout, env=pinned)
 
 TRACE_SCRIPT = r'''
 import fcntl, json, os, sys, time

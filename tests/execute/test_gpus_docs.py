@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from gpu_trace import benchlab_cli, recorded_env
 
+from benchlab_testing import doc_blocks, run_python_blocks
+
 DOC = Path(__file__).parents[2] / "docs" / "gpus.md"
 
 
-def _blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", DOC.read_text(), flags=re.S)
-
-
 def test_python_examples_in_the_doc_run():
-    blocks = _blocks("python")
-    assert blocks
-    for code in blocks:
-        exec(compile(code, str(DOC), "exec"), {})
+    run_python_blocks(DOC)
 
 
 def test_table_in_the_doc_is_what_the_double_prints():
-    shown = _blocks("console")[0].splitlines()
+    shown = doc_blocks(DOC, "console")[0].splitlines()
     assert shown[0] == "$ benchlab gpus"
     done = benchlab_cli("gpus", env=recorded_env())
     printed = done.stdout.splitlines()
@@ -34,4 +28,4 @@ def test_table_in_the_doc_is_what_the_double_prints():
 
 def test_json_excerpt_in_the_doc_is_device_3_of_the_double():
     done = benchlab_cli("gpus", "--json", env=recorded_env())
-    assert json.loads(_blocks("json")[0]) == json.loads(done.stdout)[3]
+    assert json.loads(doc_blocks(DOC, "json")[0]) == json.loads(done.stdout)[3]
