@@ -7,6 +7,7 @@ its own, unlike ``conftest``, cannot be shadowed by another folder's conftest.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -59,6 +60,19 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120,
     if check and proc.returncode != 0:
         raise AssertionError(f"benchlab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def doc_blocks(doc: Path, lang: str) -> list[str]:
+    """The fenced ``lang`` code blocks of a Markdown file, in order, without their fences."""
+    return re.findall(rf"```{lang}\n(.*?)```", doc.read_text(), flags=re.S)
+
+
+def run_python_blocks(doc: Path) -> None:
+    """Run every ``python`` block of ``doc``, each in a fresh namespace; a doc with none fails."""
+    blocks = doc_blocks(doc, "python")
+    assert blocks, f"{doc.name} has no python example"
+    for code in blocks:
+        exec(compile(code, str(doc), "exec"), {})
 
 
 BASIC_SPEC = """

@@ -196,23 +196,26 @@ def _running_pids(results: Path) -> list[int]:
         return []
 
 
-def _start(bench, *args: str) -> subprocess.Popen[str]:
-    """Start a sweep whose runs sleep as long as nap.txt says (30 s now; 0 s once rewritten)."""
+def _start(bench, *args: str) -> tuple[subprocess.Popen[str], list[int]]:
+    """Start a sweep whose runs sleep as long as nap.txt says (30 s now; 0 s once rewritten).
+
+    Returns once its two slots are running: the sweep, and the pids of those two runs.
+    """
     (bench.root / "nap.txt").write_text("30")
     log = open(bench.root / "sweep.log", "w")  # noqa: SIM115 - closed by the Popen's end
     try:
-        return subprocess.Popen([sys.executable, "-m", "benchlab", "run", "bench.yaml", "-r", "out", "-j", "2", *args],
-                                cwd=bench.root, stdout=log, stderr=subprocess.STDOUT, text=True)
+        sweep = subprocess.Popen([sys.executable, "-m", "benchlab", "run", "bench.yaml", "-r", "out", "-j", "2", *args],
+                                 cwd=bench.root, stdout=log, stderr=subprocess.STDOUT, text=True)
     finally:
         log.close()
+    _wait_for(lambda: len(_running_pids(bench.results)) == 2)
+    return sweep, _running_pids(bench.results)
 
 
 @pytest.mark.slow
 def test_ctrl_c_stops_runs_records_them_and_a_rerun_finishes(make_bench):
     bench = make_bench(SLOW_SPEC)
-    sweep = _start(bench)
-    _wait_for(lambda: len(_running_pids(bench.results)) == 2)
-    pids = _running_pids(bench.results)
+    sweep, pids = _start(bench)
     # meanwhile, from another shell: status works, and a second run is refused
     status = bench.cli("status", "out", "--json")
     assert len(json.loads(status.stdout)["running"]) == 2
@@ -237,9 +240,7 @@ def test_ctrl_c_stops_runs_records_them_and_a_rerun_finishes(make_bench):
 @pytest.mark.slow
 def test_kill_9_of_benchlab_then_rerun_completes_each_run_exactly_once(make_bench):
     bench = make_bench(SLOW_SPEC)
-    sweep = _start(bench)
-    _wait_for(lambda: len(_running_pids(bench.results)) == 2)
-    orphans = _running_pids(bench.results)
+    sweep, orphans = _start(bench)
     sweep.kill()
     sweep.wait()
     # its runs live on in their own sessions until the next benchlab finds them

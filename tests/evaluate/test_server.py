@@ -87,6 +87,18 @@ def stub_requests(stub_server: ServerThread) -> int:
     return httpx.get(f"{stub_server.url}/stats", timeout=5).json()["requests"]
 
 
+def evaluate(
+    server: ServerThread, router_url: str, benchmark: str, *, rollout_id: int, timeout: float
+) -> httpx.Response:
+    """POST a blocking evaluation of one benchmark, all its sampling values left to the config."""
+    return httpx.post(
+        f"{server.url}/evaluate",
+        headers=AUTH,
+        timeout=timeout,
+        json={"rollout_id": rollout_id, "router_url": router_url, "benchmarks": [{"name": benchmark}]},
+    )
+
+
 def test_health_benchmarks_and_api_docs(tmp_path, servers):
     config, _, _, server = start_pair(tmp_path, servers)
     health = httpx.get(f"{server.url}/health", timeout=5).json()
@@ -247,12 +259,7 @@ def test_the_server_deadline_returns_partial_metrics_with_a_warning(tmp_path, se
         model={"concurrency": 1},
         server={"deadline_secs": 1.5},
     )
-    body = httpx.post(
-        f"{server.url}/evaluate",
-        headers=AUTH,
-        timeout=30,
-        json={"rollout_id": 5, "router_url": stub.url, "benchmarks": [{"name": "arith"}]},
-    ).json()
+    body = evaluate(server, stub.url, "arith", rollout_id=5, timeout=30).json()
     assert body["status"] == "completed"
     evaluated = body["raw_metrics"]["arith"]["pass@1"]["num_entries"]
     assert 1 <= evaluated < 16
@@ -262,12 +269,7 @@ def test_the_server_deadline_returns_partial_metrics_with_a_warning(tmp_path, se
 def test_flaky_model_endpoint_is_retried_to_the_same_metrics(tmp_path, servers):
     settings = StubSettings(seed=4, rate_429=0.2, rate_500=0.2)
     config, _, stub, server = start_pair(tmp_path, servers, settings, model={"max_retries": 12})
-    body = httpx.post(
-        f"{server.url}/evaluate",
-        headers=AUTH,
-        timeout=60,
-        json={"rollout_id": 6, "router_url": stub.url, "benchmarks": [{"name": "words"}]},
-    ).json()
+    body = evaluate(server, stub.url, "words", rollout_id=6, timeout=60).json()
     stats = httpx.get(f"{stub.url}/stats", timeout=5).json()
     assert stats["failures_injected"] > 0
     assert body["runs"][0]["model_errors"] == 0
@@ -315,12 +317,7 @@ def test_a_model_slower_than_the_request_timeout_is_retried_then_reported(tmp_pa
         StubSettings(seed=0, latency_secs=1.0),
         model={"request_timeout_secs": 0.2, "max_retries": 1},
     )
-    response = httpx.post(
-        f"{server.url}/evaluate",
-        headers=AUTH,
-        timeout=30,
-        json={"rollout_id": 1, "router_url": stub.url, "benchmarks": [{"name": "mcq"}]},
-    )
+    response = evaluate(server, stub.url, "mcq", rollout_id=1, timeout=30)
     assert response.status_code == 502
     assert "failed after 2 tries: no answer within 0.2s" in response.json()["error"]
     assert stub_requests(stub) == 2 * 10
@@ -328,16 +325,7 @@ def test_a_model_slower_than_the_request_timeout_is_retried_then_reported(tmp_pa
 
 def test_an_unreachable_router_fails_the_job_with_a_json_error(tmp_path, servers):
     _, _, _, server = start_pair(tmp_path, servers, model={"max_retries": 1})
-    response = httpx.post(
-        f"{server.url}/evaluate",
-        headers=AUTH,
-        timeout=30,
-        json={
-            "rollout_id": 8,
-            "router_url": f"http://127.0.0.1:{free_port()}",
-            "benchmarks": [{"name": "mcq"}],
-        },
-    )
+    response = evaluate(server, f"http://127.0.0.1:{free_port()}", "mcq", rollout_id=8, timeout=30)
     assert response.status_code == 502
     assert (
         response.json()["status"] == "failed"
@@ -445,12 +433,7 @@ def test_hostile_code_from_the_model_is_scored_failed_and_the_server_lives_on(tm
         benchmarks_extra=extra,
         sandbox={"concurrency": 3},
     )
-    body = httpx.post(
-        f"{server.url}/evaluate",
-        headers=AUTH,
-        timeout=90,
-        json={"rollout_id": 1, "router_url": stub.url, "benchmarks": [{"name": "hostile"}]},
-    ).json()
+    body = evaluate(server, stub.url, "hostile", rollout_id=1, timeout=90).json()
     assert body["raw_metrics"]["hostile"]["pass@1"] == {
         "accuracy": 0.0,
         "no_answer": 0.0,
@@ -459,12 +442,7 @@ def test_hostile_code_from_the_model_is_scored_failed_and_the_server_lives_on(tm
     assert not (tmp_path / "escaped").exists()
     assert httpx.get(f"{server.url}/health", timeout=5).json()["status"] == "ok"
     # ... and it still scores honest code.
-    body = httpx.post(
-        f"{server.url}/evaluate",
-        headers=AUTH,
-        timeout=90,
-        json={"rollout_id": 2, "router_url": stub.url, "benchmarks": [{"name": "pyfunc"}]},
-    ).json()
+    body = evaluate(server, stub.url, "pyfunc", rollout_id=2, timeout=90).json()
     assert body["raw_metrics"]["pyfunc"]["pass@1"]["accuracy"] == 1.0
 
 
@@ -487,12 +465,7 @@ def test_a_dataset_broken_while_serving_fails_the_job_without_naming_server_file
     extra = {"mine": {"dataset": str(dataset), "scorer": "math", "prompt": "{{ question }}"}}
     _, _, stub, server = start_pair(tmp_path, servers, benchmarks_extra=extra)
     dataset.write_text('{"id": "a", "question": "q", "answer": "1"}\nnot json\n')
-    response = httpx.post(
-        f"{server.url}/evaluate",
-        headers=AUTH,
-        timeout=30,
-        json={"rollout_id": 1, "router_url": stub.url, "benchmarks": [{"name": "mine"}]},
-    )
+    response = evaluate(server, stub.url, "mine", rollout_id=1, timeout=30)
     assert response.status_code == 502
     assert "could not be read" in response.json()["error"] and str(tmp_path) not in response.text
 

@@ -1,9 +1,13 @@
-"""Shared by the GPU sweep tests: a run script that records what it was given and when it ran.
+"""Shared by the GPU tests: the recorded machine, the real command, and a run script that
+records what it was given and when it ran.
 
-Each attempt writes ``<trace>/<run_id>.<attempt>.json`` with its start and end
-times (taken by the run itself), ``CUDA_VISIBLE_DEVICES``, ``CUDA_DEVICE_ORDER``
-and the share and memory it asked for, so tests judge the packing from the
-runs' own records.
+The recording (tests/data/gpus/dgx-a100) stands in for nvidia-smi when
+``BENCHLAB_GPU_DOUBLE`` names it.
+
+Each attempt of the run script writes ``<trace>/<run_id>.<attempt>.json`` with its
+start and end times (taken by the run itself), ``CUDA_VISIBLE_DEVICES``,
+``CUDA_DEVICE_ORDER`` and the share and memory it asked for, so tests judge the
+packing from the runs' own records.
 """
 
 from __future__ import annotations
@@ -16,16 +20,41 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from benchlab_testing import run_cli as shared_run_cli
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
+RECORDING = Path(__file__).parents[1] / "data" / "gpus" / "dgx-a100"
+
+
+def double_env(folder: Path = RECORDING) -> dict[str, str]:
+    """The variable that makes benchlab read ``folder``'s recording instead of a GPU."""
+    return {"BENCHLAB_GPU_DOUBLE": str(folder)}
+
+
+def recorded_env(folder: Path = RECORDING) -> dict[str, str]:
+    """This process's environment, with benchlab reading ``folder``'s recording instead of a GPU."""
+    return {**os.environ, **double_env(folder)}
+
+
+def benchlab_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The real `benchlab` command of this checkout with exactly ``env`` (160 columns wide)."""
+    full = {**env, "PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", ""), "COLUMNS": "160"}
+    return subprocess.run(
+        [sys.executable, "-c", "from benchlab.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=60,
+        check=False,
+    )
 
 
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The real `benchlab` command of this checkout, in a subprocess; output captured as text."""
-    full = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
-    full["PYTHONPATH"] = SRC + os.pathsep + full.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "benchlab", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env=full, check=False)
+    """The shared ``run_cli``, pinned to this checkout's benchlab whatever PYTHONPATH says."""
+    merged = {**os.environ, **(env or {})}
+    pinned = {**(env or {}), "PYTHONPATH": SRC + os.pathsep + merged.get("PYTHONPATH", "")}
+    return shared_run_cli(*args, cwd=cwd, timeout=timeout, env=pinned)
 
 TRACE_SCRIPT = r'''
 import fcntl, json, os, sys, time

@@ -14,12 +14,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from gpu_trace import TRACE_SCRIPT, devices_of, peak_use, read_trace, run_cli
+from gpu_trace import RECORDING, TRACE_SCRIPT, devices_of, double_env, peak_use, read_trace, run_cli
 
 from benchlab.execute.sweep import Sweep
 from benchlab.spec import load_spec
 
-RECORDING = Path(__file__).parents[1] / "data" / "gpus" / "dgx-a100"
 A100_GIB = 81920 / 1024
 
 
@@ -32,8 +31,16 @@ def write_bench(root: Path, body: str) -> Path:
     return spec
 
 
-def double_env(folder: Path = RECORDING) -> dict[str, str]:
-    return {"BENCHLAB_GPU_DOUBLE": str(folder)}
+def write_one_config(root: Path, *, seeds: int, gpus: float, args: str = "",
+                     retries: int | None = None) -> Path:
+    """One task, one config: ``seeds`` runs of the trace script, each asking for ``gpus`` GPUs.
+
+    ``args`` follow ``trace=`` on the script's command line (sleep, share to record, faults).
+    """
+    body = f"tasks: [{{name: t}}]\nconfigs: [{{name: a}}]\nseeds: {seeds}\nresources: {{gpus: {gpus}}}\n"
+    if retries is not None:
+        body += f"retries: {retries}\n"
+    return write_bench(root, body + f"command: python run.py trace={{trace}} {args}".rstrip() + "\n")
 
 
 MIXED = """
@@ -80,13 +87,7 @@ def test_mixed_requests_never_overfill_a_device_and_avoid_foreign_ones(tmp_path)
 
 
 def test_naming_the_zombies_device_uses_it(tmp_path):
-    spec = write_bench(tmp_path, """
-tasks: [{name: t}]
-configs: [{name: a}]
-seeds: 2
-resources: {gpus: 0.5}
-command: python run.py trace={trace} sleep=0.05 gpus=0.5
-""")
+    spec = write_one_config(tmp_path, seeds=2, gpus=0.5, args="sleep=0.05 gpus=0.5")
     done = run_cli("run", str(spec), "-r", "out", "--gpus", "3", "--no-report", cwd=tmp_path,
                    env=double_env())
     assert done.returncode == 0, done.stdout + done.stderr
@@ -94,13 +95,7 @@ command: python run.py trace={trace} sleep=0.05 gpus=0.5
 
 
 def test_gpu_runs_without_gpus_are_a_clear_usage_error(tmp_path):
-    spec = write_bench(tmp_path, """
-tasks: [{name: t}]
-configs: [{name: a}]
-seeds: 1
-resources: {gpus: 1}
-command: python run.py trace={trace}
-""")
+    spec = write_one_config(tmp_path, seeds=1, gpus=1)
     none = run_cli("run", str(spec), "-r", "out", "--gpus", "none", cwd=tmp_path, env=double_env())
     assert none.returncode == 2
     assert "--gpus none, but 1 run(s) ask for GPUs" in none.stderr
@@ -108,13 +103,7 @@ command: python run.py trace={trace}
     assert bad.returncode == 2 and "--gpus 0,x: expected auto, none" in bad.stderr
     missing = run_cli("run", str(spec), "-r", "out", "--gpus", "9", cwd=tmp_path, env=double_env())
     assert missing.returncode == 2 and "no GPU with index 9" in missing.stderr
-    too_big = write_bench(tmp_path, """
-tasks: [{name: t}]
-configs: [{name: a}]
-seeds: 1
-resources: {gpus: 8}
-command: python run.py trace={trace}
-""")
+    too_big = write_one_config(tmp_path, seeds=1, gpus=8)
     never = run_cli("run", str(too_big), "-r", "out2", "--no-report", cwd=tmp_path, env=double_env())
     assert never.returncode == 1
     assert "cannot be placed: needs 8 GPU(s), only 4 usable" in never.stdout
@@ -140,13 +129,7 @@ def one_free_device(tmp_path: Path, n: int = 1) -> Path:
 
 def test_a_freed_slot_is_refilled_at_once(tmp_path):
     smi = one_free_device(tmp_path)
-    spec = write_bench(tmp_path, """
-tasks: [{name: t}]
-configs: [{name: a}]
-seeds: 6
-resources: {gpus: 1}
-command: python run.py trace={trace} sleep=0.1 gpus=1
-""")
+    spec = write_one_config(tmp_path, seeds=6, gpus=1, args="sleep=0.1 gpus=1")
     done = run_cli("run", str(spec), "-r", "out", "-j", "4", "--no-report", cwd=tmp_path,
                    env=double_env(smi))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -161,13 +144,8 @@ command: python run.py trace={trace} sleep=0.1 gpus=1
 
 def test_a_device_is_reused_only_once_its_memory_is_back(tmp_path):
     smi = one_free_device(tmp_path, n=2)
-    spec = write_bench(tmp_path, f"""
-tasks: [{{name: t}}]
-configs: [{{name: a}}]
-seeds: 3
-resources: {{gpus: 1}}
-command: python run.py trace={{trace}} sleep=0.2 gpus=1 smi={smi / 'query-gpu.0.csv'} leak_seed=0
-""")
+    spec = write_one_config(tmp_path, seeds=3, gpus=1,
+                            args=f"sleep=0.2 gpus=1 smi={smi / 'query-gpu.0.csv'} leak_seed=0")
     events = []
     sweep = Sweep(load_spec(spec), tmp_path / "out", jobs=2, on_event=events.append,
                   backend_options={"settle_s": 0.6, "settle_poll_s": 0.05}, gpus="auto")
@@ -189,14 +167,7 @@ command: python run.py trace={{trace}} sleep=0.2 gpus=1 smi={smi / 'query-gpu.0.
 
 def test_out_of_memory_retry_gets_a_device_to_itself(tmp_path):
     smi = one_free_device(tmp_path)
-    spec = write_bench(tmp_path, """
-tasks: [{name: t}]
-configs: [{name: a}]
-seeds: 4
-resources: {gpus: 0.5}
-retries: 0
-command: python run.py trace={trace} sleep=0.8 gpus=0.5 oom_seed=1
-""")
+    spec = write_one_config(tmp_path, seeds=4, gpus=0.5, retries=0, args="sleep=0.8 gpus=0.5 oom_seed=1")
     done = run_cli("run", str(spec), "-r", "out", "-j", "4", "--no-report", cwd=tmp_path,
                    env=double_env(smi))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -303,13 +274,7 @@ def test_kill_9_during_a_gpu_sweep_then_resume_runs_each_once_on_free_devices(tm
 
     smi = one_free_device(tmp_path, n=2)
     (tmp_path / "nap.txt").write_text("60")
-    spec = write_bench(tmp_path, f"""
-tasks: [{{name: t}}]
-configs: [{{name: a}}]
-seeds: 3
-resources: {{gpus: 1}}
-command: python run.py trace={{trace}} sleep=0 gpus=1 nap={tmp_path / 'nap.txt'}
-""")
+    spec = write_one_config(tmp_path, seeds=3, gpus=1, args=f"sleep=0 gpus=1 nap={tmp_path / 'nap.txt'}")
     env = {**os.environ, **double_env(smi)}
     sweep = subprocess.Popen([sys.executable, "-m", "benchlab", "run", str(spec), "-r", "out",
                               "--no-report"], cwd=tmp_path, env=env,

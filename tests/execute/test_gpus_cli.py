@@ -4,36 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-import benchlab
-
-RECORDING = Path(__file__).parents[1] / "data" / "gpus" / "dgx-a100"
-SRC = str(Path(benchlab.__file__).parents[1])
-
-
-def benchlab_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full = {**env, "PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", ""), "COLUMNS": "160"}
-    return subprocess.run(
-        [sys.executable, "-c", "from benchlab.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env=full,
-        timeout=60,
-        check=False,
-    )
-
-
-def _double_env() -> dict[str, str]:
-    return {**os.environ, "BENCHLAB_GPU_DOUBLE": str(RECORDING)}
+from gpu_trace import benchlab_cli, recorded_env
 
 
 def test_gpus_json_on_the_double_gives_verdicts_and_the_zombie_owner():
-    done = benchlab_cli("gpus", "--json", "--window", "2", env=_double_env())
+    done = benchlab_cli("gpus", "--json", "--window", "2", env=recorded_env())
     assert done.returncode == 0, done.stderr
     devices = json.loads(done.stdout)
     assert {d["index"]: d["verdict"] for d in devices} == {
@@ -56,13 +33,13 @@ def test_gpus_json_on_the_double_gives_verdicts_and_the_zombie_owner():
 
 
 def test_gpus_without_a_window_mistakes_a_pause_for_a_zombie():
-    done = benchlab_cli("gpus", "--json", "--window", "0", env=_double_env())
+    done = benchlab_cli("gpus", "--json", "--window", "0", env=recorded_env())
     devices = json.loads(done.stdout)
     assert devices[4]["verdict"] == "idle-held" and devices[4]["samples"] == 1
 
 
 def test_gpus_table_names_the_zombie_and_never_kills():
-    done = benchlab_cli("gpus", env=_double_env())
+    done = benchlab_cli("gpus", env=recorded_env())
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "idle-held" in out and "48213 alice" in out
@@ -72,7 +49,7 @@ def test_gpus_table_names_the_zombie_and_never_kills():
 
 
 def test_gpus_with_a_bad_double_folder_is_a_user_error(tmp_path):
-    done = benchlab_cli("gpus", env={**os.environ, "BENCHLAB_GPU_DOUBLE": str(tmp_path)})
+    done = benchlab_cli("gpus", env=recorded_env(tmp_path))
     assert done.returncode == 2
     assert "query-gpu.0.csv" in done.stderr and "Traceback" not in done.stderr
 

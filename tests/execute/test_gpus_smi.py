@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from gpu_trace import RECORDING
 
 from benchlab.errors import UserError
 from benchlab.execute.gpu_double import RecordedInventory, read_owners
@@ -25,8 +26,6 @@ from benchlab.execute.gpus import (
     process_owner,
     run_smi,
 )
-
-RECORDING = Path(__file__).parents[1] / "data" / "gpus" / "dgx-a100"
 
 # Shaped like real output: padding after commas, units where `nounits` was forgotten,
 # [N/A] where a MIG or vGPU board hides a figure, and a process whose memory is hidden.

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
+from gpu_trace import RECORDING
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +22,6 @@ from benchlab.execute.placement import (
     select_devices,
 )
 
-RECORDING = Path(__file__).parents[1] / "data" / "gpus" / "dgx-a100"
 A100 = 81920  # MiB
 
 

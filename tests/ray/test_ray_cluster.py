@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -28,6 +27,7 @@ import pytest
 
 from benchlab.execute.sweep import Sweep, SweepResult
 from benchlab.spec import load_spec
+from benchlab_testing import doc_blocks, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -109,16 +109,6 @@ resources: {resources}
 retries: {retries}
 {extra}
 """
-
-
-def run_cli(*args: str, cwd: Path, timeout: float = 120,
-            check: bool = False) -> subprocess.CompletedProcess[str]:
-    """The real `benchlab` command (another test folder's conftest may shadow the shared one)."""
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    proc = subprocess.run([sys.executable, "-m", "benchlab", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env=env)
-    assert not check or proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
 
 
 def write_bench(root: Path, *, seeds: int = 2, resources: str = "{cpus: 1}", retries: int = 1,
@@ -349,8 +339,8 @@ def test_ctrl_c_cancels_the_tasks_and_leaves_nothing_running(ray_cluster, tmp_pa
 
 
 def test_the_docs_spec_example_runs_on_the_cluster(ray_cluster, tmp_path):
-    doc = (Path(__file__).parents[2] / "docs" / "cluster.md").read_text()
-    (example,) = [b for b in re.findall(r"```yaml\n(.*?)```", doc, flags=re.S) if "name:" in b]
+    doc = Path(__file__).parents[2] / "docs" / "cluster.md"
+    (example,) = [b for b in doc_blocks(doc, "yaml") if "name:" in b]
     assert "resources: {cpus: 1, gpus: 0.5}" in example  # run on node A's declared GPUs
     run_cli("init", ".", cwd=tmp_path, check=True)  # the doc's train.py
     (tmp_path / "starter-on-ray.yaml").write_text(example)

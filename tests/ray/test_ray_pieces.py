@@ -12,6 +12,7 @@ import pytest
 
 from benchlab.runlog import CACHE_NAME
 from benchlab.spec import Resources
+from benchlab_testing import run_cli
 
 ray_backend = pytest.importorskip("benchlab.execute.ray")
 
@@ -20,6 +21,18 @@ def write(folder: Path, name: str, size: int, fill: bytes = b"x") -> None:
     path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(fill * size)
+
+
+def write_one_run_spec(folder: Path) -> None:
+    """``folder/bench.yaml``: one run of a command that does nothing; these tests stop before it runs."""
+    (folder / "bench.yaml").write_text(textwrap.dedent("""
+        name: one
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 1
+        command: "true"
+        metrics: {primary: score}
+    """))
 
 
 def test_files_under_the_cap_come_home_whole(tmp_path):
@@ -86,14 +99,7 @@ def test_write_home_never_writes_outside_the_run_directory(tmp_path):
 
 
 def test_backend_ray_without_ray_installed_exits_2_with_the_install_command(tmp_path):
-    (tmp_path / "bench.yaml").write_text(textwrap.dedent("""
-        name: noray
-        tasks: [{name: t}]
-        configs: [{name: a}]
-        seeds: 1
-        command: "true"
-        metrics: {primary: score}
-    """))
+    write_one_run_spec(tmp_path)
     # Ray made unimportable, as on a machine without the extra.
     code = ("import sys, runpy; sys.modules['ray'] = None; "
             "sys.argv = ['benchlab', 'run', 'bench.yaml', '--backend', 'ray']; "
@@ -106,35 +112,19 @@ def test_backend_ray_without_ray_installed_exits_2_with_the_install_command(tmp_
 
 
 def test_ray_options_without_the_ray_backend_are_refused(tmp_path):
-    (tmp_path / "bench.yaml").write_text(textwrap.dedent("""
-        name: local
-        tasks: [{name: t}]
-        configs: [{name: a}]
-        seeds: 1
-        command: "true"
-        metrics: {primary: score}
-    """))
-    proc = subprocess.run([sys.executable, "-m", "benchlab", "run", "bench.yaml", "--ray-address",
-                           "auto"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    write_one_run_spec(tmp_path)
+    proc = run_cli("run", "bench.yaml", "--ray-address", "auto", cwd=tmp_path)
     assert proc.returncode == 2
     assert "--ray-address and --shared-fs need the ray backend" in proc.stdout + proc.stderr
 
 
 def test_an_address_nobody_answers_at_exits_2_at_once(tmp_path):
     pytest.importorskip("ray")
-    (tmp_path / "bench.yaml").write_text(textwrap.dedent("""
-        name: nocluster
-        tasks: [{name: t}]
-        configs: [{name: a}]
-        seeds: 1
-        command: "true"
-        metrics: {primary: score}
-    """))
+    write_one_run_spec(tmp_path)
     with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.run([sys.executable, "-m", "benchlab", "run", "bench.yaml", "--backend", "ray",
-                           "--ray-address", f"127.0.0.1:{port}"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
+    proc = run_cli("run", "bench.yaml", "--backend", "ray", "--ray-address", f"127.0.0.1:{port}",
+                   cwd=tmp_path, timeout=60)
     assert proc.returncode == 2
     assert f"nothing answers at 127.0.0.1:{port}" in proc.stdout + proc.stderr

@@ -8,19 +8,13 @@ from pathlib import Path
 from report_world import build_store_world
 
 from benchlab.report import write_report
+from benchlab_testing import doc_blocks, run_python_blocks
 
 DOC = Path(__file__).parents[2] / "docs" / "reports.md"
 
 
-def _blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", DOC.read_text(), flags=re.S)
-
-
 def test_python_examples_in_the_doc_run():
-    blocks = _blocks("python")
-    assert blocks
-    for code in blocks:
-        exec(compile(code, str(DOC), "exec"), {})
+    run_python_blocks(DOC)
 
 
 def test_benchmarks_md_example_is_what_the_report_writes(tmp_path: Path):
@@ -31,7 +25,7 @@ def test_benchmarks_md_example_is_what_the_report_writes(tmp_path: Path):
                                targets={"m1": 1.0, "m2": None})
     write_report(folder, tmp_path / "rep", plots=False, html=False)
     written = (tmp_path / "rep" / "BENCHMARKS.md").read_text().splitlines()
-    (example,) = _blocks("markdown")
+    (example,) = doc_blocks(DOC, "markdown")
     for line in example.strip().splitlines():
         assert line in written
 
@@ -46,7 +40,7 @@ def test_every_file_the_doc_lists_is_written(tmp_path: Path):
     listed = re.findall(r"^\| `([^`]+)` \|", files_table, flags=re.M)
     listed = [p.replace("<metric>", "score").replace("<primary>", "score") for p in listed]
     assert set(listed) == written
-    console = _blocks("console")[0]
+    console = doc_blocks(DOC, "console")[0]
     for path in written:
         assert f"wrote report/{path}" in console
 

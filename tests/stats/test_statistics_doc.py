@@ -1,28 +1,22 @@
 """The example in docs/statistics.md runs, and prints what the doc says it prints."""
 
 import json
-import re
 import shlex
 from pathlib import Path
 
 import pytest
 from scipy import stats as sps
 
-from benchlab_testing import run_cli
+from benchlab_testing import doc_blocks, run_cli
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
 
 
-def _blocks(text: str, lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
-
-
 def test_statistics_doc_example_runs_and_matches_its_figures(tmp_path):
-    text = DOC.read_text()
-    scores, refs = _blocks(text, "csv")[:2]
+    scores, refs = doc_blocks(DOC, "csv")[:2]
     (tmp_path / "scores.csv").write_text(scores)
     (tmp_path / "refs.csv").write_text(refs)
-    command = next(line for line in _blocks(text, "console")[0].splitlines()
+    command = next(line for line in doc_blocks(DOC, "console")[0].splitlines()
                    if line.startswith("$ benchlab "))
     args = shlex.split(command)[2:]
     res = run_cli(*args, cwd=tmp_path)
@@ -30,7 +24,7 @@ def test_statistics_doc_example_runs_and_matches_its_figures(tmp_path):
     out = json.loads(res.stdout)
     assert list(out) == ["summary", "comparisons", "aggregate", "warnings"]
 
-    shown = json.loads("{" + _blocks(text, "json")[0].split("{", 1)[1])
+    shown = json.loads("{" + doc_blocks(DOC, "json")[0].split("{", 1)[1])
     cartpole = next(c for c in out["comparisons"] if c["task"] == "cartpole")
     for key, value in shown.items():
         if isinstance(value, float):
@@ -43,4 +37,4 @@ def test_statistics_doc_example_runs_and_matches_its_figures(tmp_path):
     assert shown["t_pvalue"] == pytest.approx(sps.ttest_rel(ppo, a2c).pvalue, rel=0.005)
     assert shown["wilcoxon_pvalue"] == pytest.approx(sps.wilcoxon(ppo, a2c).pvalue)
 
-    assert out["warnings"] == json.loads(_blocks(text, "json")[1])
+    assert out["warnings"] == json.loads(doc_blocks(DOC, "json")[1])
