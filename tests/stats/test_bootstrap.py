@@ -98,3 +98,12 @@ def test_stratified_resamples_draw_each_task_from_its_own_runs():
     assert np.all(np.isnan(resamples[:, 3, 2]))
     assert not np.isnan(resamples[:, :3, 2]).any()
     assert len(np.unique(resamples[:, :3, 2])) == 3
+
+
+@pytest.mark.parametrize("paired", [True, False])
+def test_an_unknown_method_is_refused_by_both_intervals(paired):
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match="method must be 'percentile' or 'bca', got 'studentized'"):
+        bootstrap_ci(x, method="studentized")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="method must be 'percentile' or 'bca', got 'studentized'"):
+        bootstrap_mean_diff_ci(x, x + 1, paired=paired, method="studentized")  # type: ignore[arg-type]

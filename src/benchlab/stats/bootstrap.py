@@ -170,6 +170,8 @@ def bootstrap_mean_diff_ci(
     Returns:
         ``(low, high)``.
     """
+    if method not in ("percentile", "bca"):
+        raise ValueError(f"method must be 'percentile' or 'bca', got {method!r}")
     b = np.asarray(baseline, dtype=float)
     c = np.asarray(candidate, dtype=float)
     if paired:
