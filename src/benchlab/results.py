@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from benchlab.errors import ResultsNotFound
 from benchlab.store import DB_NAME, Store, find_db
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 COLUMNS = ["benchmark", "task", "config", "seed", "metric", "step", "value"]
@@ -47,6 +46,7 @@ def load(results: Path | str | None = None, *, series: bool = True) -> pd.DataFr
     ``series=False`` leaves out the logged curves (only final scalars), which is
     much smaller for large sweeps.
     """
+    import numpy as np
     import pandas as pd
 
     folder = find_results(results)
@@ -87,6 +87,7 @@ def _repeated(names: list[str], lengths: np.ndarray) -> Any:
     string type costs more than reading the points; with pyarrow behind that type,
     the column is built from codes in one cast instead.
     """
+    import numpy as np
     import pandas as pd
 
     uniques, codes = np.unique(np.array(names, dtype=object), return_inverse=True)

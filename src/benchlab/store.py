@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import ResultsNotFound, StoreError
-from benchlab.plan import Run
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from benchlab.plan import Run
 
 DB_NAME = "benchlab.db"
 SCHEMA_VERSION = 1

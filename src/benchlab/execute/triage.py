@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.collect.extractors import strip_ansi
-
 TAIL_LINES = 20
 TAIL_BYTES = 16384
 
@@ -43,6 +41,9 @@ def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
             data = fh.read()
     except OSError:
         return ""
+    # Imported here: `benchlab status` classifies failures without loading the extractors.
+    from benchlab.collect.extractors import strip_ansi
+
     text = strip_ansi(data.decode("utf-8", errors="replace"))
     return "\n".join(text.splitlines()[-lines:])
 
