@@ -6,6 +6,7 @@ its own, unlike ``conftest``, cannot be shadowed by another folder's conftest.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -67,12 +68,20 @@ def doc_blocks(doc: Path, lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", doc.read_text(), flags=re.S)
 
 
-def run_python_blocks(doc: Path) -> None:
-    """Run every ``python`` block of ``doc``, each in a fresh namespace; a doc with none fails."""
+def run_python_blocks(doc: Path) -> int:
+    """Run every ``python`` block of ``doc``, each in a fresh namespace; a doc with none fails.
+
+    Returns how many ``assert`` statements the blocks hold: a doc's examples state
+    their claims as asserts, and a caller checks that there are claims to check.
+    """
     blocks = doc_blocks(doc, "python")
     assert blocks, f"{doc.name} has no python example"
+    claims = 0
     for code in blocks:
-        exec(compile(code, str(doc), "exec"), {})
+        tree = ast.parse(code, str(doc))
+        claims += sum(isinstance(node, ast.Assert) for node in ast.walk(tree))
+        exec(compile(tree, str(doc), "exec"), {})
+    return claims
 
 
 BASIC_SPEC = """
