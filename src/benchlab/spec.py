@@ -232,13 +232,15 @@ class Metrics(_Model):
 #: Failure classes a spec may give its own retry budget (``retry_on``); the names of
 #: ``benchlab.execute.triage``'s classes.
 RetryClass = Literal["timeout", "out-of-memory", "cuda-error", "exception", "signal", "exit-code",
-                     "missing-metric", "launch-error", "node-died"]
+                     "missing-metric", "launch-error", "usage-error", "node-died"]
 
 #: Retry budgets that apply unless ``retry_on`` says otherwise: a timeout would most likely time
-#: out again, a command that cannot start will not start the second time, and an out-of-memory
+#: out again, a command that cannot start will not start the second time (nor one that rejected
+#: its arguments: argparse's usage error), and an out-of-memory
 #: run gets one more try, alone on its device; a run whose cluster node died was not at fault
 #: and gets two more, on other nodes.
-DEFAULT_RETRY_ON: dict[str, int] = {"timeout": 0, "launch-error": 0, "out-of-memory": 1, "node-died": 2}
+DEFAULT_RETRY_ON: dict[str, int] = {"timeout": 0, "launch-error": 0, "usage-error": 0, "out-of-memory": 1,
+                                    "node-died": 2}
 
 
 class Spec(_Model):

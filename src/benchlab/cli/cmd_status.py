@@ -13,6 +13,8 @@ from benchlab.cli.app import app, console, fail, print_json
 if TYPE_CHECKING:
     from benchlab.store import AttemptRecord, RunRecord, Store
 
+RUNS_SHOWN = 6  # run names listed per failure group; `--json` lists them all
+
 ResultsArg = typer.Argument(None, help="Results folder [default: the one under ./results].",
                             show_default=False)
 
@@ -23,7 +25,7 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
     tail: int = typer.Option(5, "--tail", help="Log lines shown per failure."),
 ) -> None:
-    """Runs by state, what is running, and failures grouped by class with their last log lines."""
+    """Runs by state, what is running, and failures grouped by what went wrong, with their last log lines."""
     from benchlab.results import find_results
     from benchlab.store import Store
 
@@ -37,13 +39,21 @@ def status(
     for a in attempts:
         last[a.run_id] = a
     running = [a for a in attempts if a.status == "running" and a.run_id in runs]
-    from benchlab.execute.triage import flag_configs
+    from benchlab.execute.triage import flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
     failures = [last[rid] for rid, r in runs.items() if r.status == "failed" and rid in last]
     by_class: dict[str, list[AttemptRecord]] = {}
     for a in failures:
         by_class.setdefault(a.failure_class or "unknown", []).append(a)
+    groups = group_failures(failures)
+    # A flagged (task, config) whose every run is in one group is that group's problem: it is
+    # said once, with the group, not again on a line of its own.
+    explained: list[list[dict[str, object]]] = []
+    for g in groups:
+        ids = {a.run_id for a in g.attempts}
+        explained.append([f for f in flagged if all(
+            rid in ids for rid, r in runs.items() if (r.task, r.config) == (f["task"], f["config"]))])
     if as_json:
         print_json({
             "benchmark": meta.get("name"), "results": str(folder), "total": len(runs),
@@ -55,6 +65,12 @@ def status(
                                 "signal": a.signal, "error": a.error,
                                 "log_tail": a.log_tail} for a in items]
                          for cls, items in by_class.items()},
+            "failure_groups": [{"failure_class": g.failure_class, "error": g.error, "count": g.count,
+                                "runs": [runs[a.run_id].name for a in g.attempts],
+                                "run_ids": [a.run_id for a in g.attempts],
+                                "flagged": [f"{f['task']}/{f['config']}" for f in fl],
+                                "log_tail": g.attempts[0].log_tail}
+                               for g, fl in zip(groups, explained, strict=True)],
             "flagged": flagged,
         })
         return
@@ -68,17 +84,30 @@ def status(
     for a in running:
         console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, "
                       f"{now - a.started:.0f}s, pid {a.pid})")
+    said = {(f["task"], f["config"]) for fl in explained for f in fl}
     for f in flagged:
+        if (f["task"], f["config"]) in said:
+            continue
         classes = ", ".join(f"{n} {c}" for c, n in sorted(f["classes"].items()))
         console.print(f"[red]flagged[/]: {escape(f['task'])}/{escape(f['config'])} failed on every "
                       f"seed ({f['failures']} runs: {escape(classes)})")
-    for cls, items in sorted(by_class.items()):
-        console.print(f"[red]{len(items)} failed: {cls}[/]")
-        for a in items:
-            console.print(f"  {escape(runs[a.run_id].name)} [dim]{a.run_id}[/] — "
-                          f"{escape(a.error or '')}")
-            for line in (a.log_tail or "").splitlines()[-tail:]:
-                console.print(f"      [dim]{escape(line)}[/]")
+    for g, fl in zip(groups, explained, strict=True):
+        console.print(f"[red]{g.count} failed: {g.failure_class}[/] — {escape(g.error)}")
+        if fl:
+            names = ", ".join(f"{f['task']}/{f['config']}" for f in fl)
+            console.print(f"  [red]flagged[/]: every seed of {escape(names)} failed this way")
+        covered = {rid for f in fl for rid, r in runs.items() if (r.task, r.config) == (f["task"], f["config"])}
+        rest = [a for a in g.attempts if a.run_id not in covered]
+        if rest:
+            shown = ", ".join(f"{runs[a.run_id].name} [dim]{a.run_id}[/]" for a in rest[:RUNS_SHOWN])
+            more = f" and {len(rest) - RUNS_SHOWN} more" if len(rest) > RUNS_SHOWN else ""
+            console.print(f"  {'run' if len(rest) == 1 else 'runs'}: {shown}{more}")
+        first = g.attempts[0]
+        lines = (first.log_tail or "").splitlines()[-tail:]
+        if lines and g.count > 1:
+            console.print(f"  [dim]log of {escape(runs[first.run_id].name)} ({first.run_id}):[/]")
+        for line in lines:
+            console.print(f"      [dim]{escape(line)}[/]")
 
 
 def _find_run(store: Store, key: str) -> RunRecord:
