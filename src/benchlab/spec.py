@@ -239,11 +239,12 @@ RetryClass = Literal["timeout", "out-of-memory", "cuda-error", "exception", "sig
 
 #: Retry budgets that apply unless ``retry_on`` says otherwise: a timeout would most likely time
 #: out again, a command that cannot start will not start the second time (nor one that rejected
-#: its arguments: argparse's usage error), and an out-of-memory
-#: run gets one more try, alone on its device; a run whose cluster node died was not at fault
-#: and gets two more, on other nodes.
-DEFAULT_RETRY_ON: dict[str, int] = {"timeout": 0, "launch-error": 0, "usage-error": 0, "out-of-memory": 1,
-                                    "node-died": 2}
+#: its arguments: argparse's usage error), a run that finished without its metric would train
+#: again only to miss it again (`benchlab collect --failed` reads it after the spec is fixed),
+#: and an out-of-memory run gets one more try, alone on its device; a run whose cluster node
+#: died was not at fault and gets two more, on other nodes.
+DEFAULT_RETRY_ON: dict[str, int] = {"timeout": 0, "launch-error": 0, "usage-error": 0, "missing-metric": 0,
+                                    "out-of-memory": 1, "node-died": 2}
 
 
 class Spec(_Model):
