@@ -85,10 +85,9 @@ def validate_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
     bad = ~(np.isfinite(seeds.to_numpy(dtype=float)) & (seeds == seeds.round()).to_numpy())
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise DataError(
-            f"{source}: column 'seed' must hold integers; row {row + 1} has "
-            f"{out['seed'].iloc[row]!r}"
-        )
+        shown = out["seed"].iloc[row]
+        shown = shown.item() if isinstance(shown, np.generic) else shown
+        raise DataError(f"{source}: column 'seed' must hold integers; row {row + 1} has {shown!r}")
     out["seed"] = seeds.astype(np.int64)
     return out
 
