@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from benchlab.errors import DataError
-from benchlab.stats.aggregate import AGGREGATES, aggregate
+from benchlab.stats.aggregate import AGGREGATES, aggregate_many
 from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, studentized_mean_ci
 from benchlab.stats.compare import compare, holm, is_significant
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
@@ -511,9 +511,20 @@ def _aggregate(
         "tasks": {t: {"source": matrices.sources[t], "low": float(lo), "high": float(hi)}
                   for t, lo, hi in zip(matrices.tasks, matrices.low, matrices.high, strict=True)},
     }
-    out = []
+    # Configs with the same runs per task share one set of resamples (drawn once, seeded by
+    # that layout alone, so a config's interval does not depend on which others exist).
+    layouts: dict[bytes, list[str]] = {}
     for config, normed in matrices.scores.items():
-        result = aggregate(normed, reps, confidence, _seed(seed, "aggregate", config))
+        key = np.asarray(normed.shape).tobytes() + np.isnan(normed).tobytes()
+        layouts.setdefault(key, []).append(config)
+    results: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for key, group in layouts.items():
+        many = aggregate_many([matrices.scores[c] for c in group], reps, confidence,
+                              _seed(seed, "aggregate", zlib.crc32(key)))
+        results.update(zip(group, many, strict=True))
+    out = []
+    for config in matrices.scores:
+        result = results[config]
         row: dict[str, Any] = {"config": config}
         for name in AGGREGATES:
             value, lo, hi = result[name]
