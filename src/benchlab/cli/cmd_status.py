@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from benchlab.cli.app import app, console, fail, print_json
+from benchlab.cli.app import app, console, err_console, fail, print_json
 
 if TYPE_CHECKING:
+    from benchlab.spec import Spec
     from benchlab.store import AttemptRecord, RunRecord, Store
 
 RUNS_SHOWN = 6  # run names listed per failure group; `--json` lists them all
@@ -163,22 +164,83 @@ def logs(
 @app.command()
 def collect(
     results: Path = ResultsArg,
+    failed: bool = typer.Option(False, "--failed",
+                                help="Read the runs that failed for a missing metric again; those that now "
+                                     "have their metrics become completed, without training again."),
+    spec_path: Path = typer.Option(None, "--spec", help="The spec whose metrics to read \\[default: the spec "
+                                   "file the folder was run with, as it is now]."),
+    sets: list[str] = typer.Option(None, "--set", "-s", metavar="KEY=VALUE",
+                                   help="Override a spec variable \\[default: the overrides of the last run]."),
     rebuild: bool = typer.Option(False, "--rebuild",
                                  help="Recreate the ledger from runs/ (the old one is kept as a backup)."),
 ) -> None:
-    """Read metrics again from the run directories into the ledger (or rebuild the ledger)."""
-    from benchlab.collect.rebuild import rebuild_store, recollect
-
+    """Read metrics again from the run directories into the ledger, with the spec as it is now."""
     if rebuild:
+        from benchlab.collect.rebuild import rebuild_store
+
         folder = results or Path(".")
         counts = rebuild_store(folder)
         console.print(f"rebuilt {folder}/benchlab.db from {counts['runs']} run directories: "
                       f"{counts['completed']} completed, {counts['failed']} failed, "
                       f"{counts['pending']} still to run")
         return
+    from rich.markup import escape
+
+    from benchlab.collect.reread import reread_runs
     from benchlab.results import find_results
 
     folder = find_results(results)
-    counts = recollect(folder)
-    console.print(f"collected {counts['completed']} completed runs ({counts['failed']} now failing "
-                  "their metrics)")
+    spec, note = _current_spec(folder, spec_path, sets)
+    if note:
+        err_console.print(f"[yellow]warning[/]: {escape(note)}")
+    done = reread_runs(folder, spec, failed=failed)
+    skipped = []
+    if done.crashed:
+        skipped.append(f"{done.crashed} that did not exit 0 (nothing to read; --rerun-failed runs them)")
+    if done.not_in_spec:
+        skipped.append(f"{done.not_in_spec} that the spec no longer names")
+    if failed:
+        console.print(f"read {len(done.completed) + len(done.still_failing)} failed runs again with "
+                      f"{escape(str(spec.path or 'the spec'))}: {len(done.completed)} now completed, "
+                      f"{len(done.still_failing)} still failing")
+        problems = done.still_failing
+    else:
+        console.print(f"collected {done.refreshed} completed runs ({len(done.demoted)} now failing their "
+                      "metrics)")
+        problems = done.demoted
+    if skipped:
+        console.print("not read: " + "; ".join(skipped))
+    if problems:
+        # Usually one reason for all: say each reason once, with how many runs have it.
+        reasons: dict[str, list[str]] = {}
+        for name, why in problems.items():
+            reasons.setdefault(why, []).append(name)
+        for why, names in reasons.items():
+            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            console.print(f"  [red]{len(names)} failing[/] ({escape(', '.join(names[:3]))}{more}): {escape(why)}")
+        raise typer.Exit(1)
+
+
+def _current_spec(folder: Path, spec_path: Path | None, sets: list[str] | None) -> tuple[Spec, str | None]:
+    """The spec to read metrics with: ``--spec``, else the file the folder was run with, as it is now
+    (with that run's overrides), else the copy kept in ``benchmark.json``. Also a warning, or None."""
+    import json
+
+    from benchlab.errors import ResultsNotFound
+    from benchlab.spec import Spec, load_spec
+
+    saved: dict[str, Any] = {}
+    path = folder / "benchmark.json"
+    if path.exists():
+        saved = json.loads(path.read_text())
+    overrides: list[str] | dict[str, Any] = sets if sets else dict(saved.get("overrides") or {})
+    if spec_path is not None:
+        return load_spec(spec_path, overrides), None
+    recorded = saved.get("spec_path")
+    if recorded and Path(recorded).is_file():
+        return load_spec(recorded, overrides), None
+    if not saved:
+        raise ResultsNotFound(folder, f"{path} is missing: name the spec with --spec")
+    spec = Spec.model_validate(saved["spec"])
+    return spec, (f"{recorded or 'the spec file'} is not there any more: reading with the spec the runs "
+                  "were made with (name another with --spec)")

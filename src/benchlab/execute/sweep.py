@@ -24,6 +24,7 @@ from typing import Any
 import psutil
 
 from benchlab.collect import collect_run
+from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.execute import triage
 from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
 from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
@@ -496,6 +497,9 @@ class Sweep:
             missing = collected.missing(primary)
             if missing:
                 failure = triage.Verdict(triage.MISSING_METRIC, missing)
+        extracted = {}
+        if collected is not None and write_extracted_metrics(run_dir, collected.finals, collected.extracted):
+            extracted = {"metrics_json": RECORDED_BY_BENCHLAB}
         if run_dir.exists():
             write_provenance(run_dir, shared.get(), run_id=run.run_id, run=run.name, attempt=launch.number,
                              started=outcome.started, ended=outcome.ended,
@@ -503,7 +507,9 @@ class Sweep:
                              exit_code=outcome.exit_code, signal=outcome.signal,
                              timed_out=outcome.timed_out, node=outcome.node, gpus=launch.gpus,
                              gpu_models=[self.gpu_names.get(i) for i in launch.gpus or ()],
-                             command=launch.command, **({"transfer": outcome.extra} if outcome.extra else {}))
+                             command=launch.command, metrics={"primary": primary, "goals": {
+                                 m.name: m.goal for m in metrics}}, **extracted,
+                             **({"transfer": outcome.extra} if outcome.extra else {}))
         if failure is None:
             assert collected is not None
             store.finish_attempt(launch.attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
