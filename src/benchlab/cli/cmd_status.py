@@ -40,6 +40,9 @@ def status(
     from benchlab.execute.triage import flag_configs
 
     flagged = flag_configs(runs.values(), attempts)
+    from benchlab.store import ledger_backups
+
+    backups = ledger_backups(folder)
     failures = [last[rid] for rid, r in runs.items() if r.status == "failed" and rid in last]
     by_class: dict[str, list[AttemptRecord]] = {}
     for a in failures:
@@ -56,6 +59,8 @@ def status(
                                 "log_tail": a.log_tail} for a in items]
                          for cls, items in by_class.items()},
             "flagged": flagged,
+            "backups": [{"path": str(b), "bytes": b.stat().st_size, "modified": b.stat().st_mtime}
+                        for b in backups],
         })
         return
     from rich.markup import escape
@@ -79,6 +84,11 @@ def status(
                           f"{escape(a.error or '')}")
             for line in (a.log_tail or "").splitlines()[-tail:]:
                 console.print(f"      [dim]{escape(line)}[/]")
+    if backups:
+        console.print(f"ledger backups ({len(backups)}, kept by `benchlab collect --rebuild`):")
+        for b in backups:
+            console.print(f"  {escape(b.name)}  {b.stat().st_size / 1e6:.1f} MB  "
+                          f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(b.stat().st_mtime))}")
 
 
 def _find_run(store: Store, key: str) -> RunRecord:
@@ -142,10 +152,12 @@ def collect(
 
     if rebuild:
         folder = results or Path(".")
-        counts = rebuild_store(folder)
-        console.print(f"rebuilt {folder}/benchlab.db from {counts['runs']} run directories: "
-                      f"{counts['completed']} completed, {counts['failed']} failed, "
-                      f"{counts['pending']} still to run")
+        done = rebuild_store(folder)
+        console.print(f"rebuilt {folder}/benchlab.db from {done.runs} run directories: "
+                      f"{done.completed} completed, {done.failed} failed, "
+                      f"{done.pending + done.interrupted} still to run")
+        if done.backup is not None:
+            console.print(f"the previous ledger is kept as {done.backup}")
         return
     from benchlab.results import find_results
 
