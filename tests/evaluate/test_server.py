@@ -111,6 +111,20 @@ def test_health_benchmarks_and_api_docs(tmp_path, servers):
     assert "/evaluate" in httpx.get(f"{server.url}/openapi.json", timeout=5).json()["paths"]
 
 
+def test_health_reports_how_the_sandbox_confines_writes(tmp_path, servers):
+    config, _, _, server = start_pair(
+        tmp_path, servers, sandbox={"max_files": 77, "tmpfs_mb": 9}
+    )
+    sandbox = httpx.get(f"{server.url}/health", timeout=5).json()["sandbox"]
+    if sandbox["mode"] == "none":
+        assert sandbox["filesystem"] == "none" and sandbox["max_files"] is None
+        return
+    assert sandbox["filesystem"] in ("readonly", "cover")
+    assert (sandbox["max_files"], sandbox["writable_mb"]) == (77, 9)
+    if sandbox["filesystem"] == "cover":
+        assert "/tmp" in sandbox["covered"]
+
+
 def test_delegate_request_gets_raw_metrics_that_match_the_stub(tmp_path, servers):
     config, settings, stub, server = start_pair(tmp_path, servers)
     payload = {

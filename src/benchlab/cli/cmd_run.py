@@ -212,10 +212,20 @@ import random
 
 from benchlab import log, summary
 
+
+
+def count(text):
+    """A whole number, also written as 1e2 or 1_000 (benchlab passes -s values as typed)."""
+    value = float(text)
+    if not value.is_integer() or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {{text!r}}")
+    return int(value)
+
+
 parser = argparse.ArgumentParser()
 parser.add_argument("--lr", type=float, required=True)
 parser.add_argument("--noise", type=float, required=True)
-parser.add_argument("--steps", type=int, default=50)
+parser.add_argument("--steps", type=count, default=50)
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.collect.files import json_error
 from benchlab.spec import MetricSource
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def extract_json(run_dir: Path, source: MetricSource) -> tuple[float, Series | N
     try:
         data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
     except ValueError as exc:
-        raise ExtractFailed(f"{source.json_file} is not valid JSON ({exc})") from None
+        raise ExtractFailed(json_error(source.json_file, exc)) from None
     node = _dig(data, source.key, source.json_file)
     if isinstance(node, list):
         vals = [_to_float(v, f"{source.json_file} {source.key}[{i}]") for i, v in enumerate(node)]

@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from benchlab.collect import collect_run
+from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
 from benchlab.execute import triage
 from benchlab.plan import Run, expand, run_context
@@ -65,7 +66,9 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
     runs_dir = folder / "runs"
     if not runs_dir.is_dir():
         raise ResultsNotFound(folder, f"{folder}: no runs/ folder to rebuild from")
-    spec = _spec_of(folder)
+    # Without the spec, the run directories describe themselves: benchlab's metrics.json (which
+    # holds what extractors read) and the metrics each run was judged by, in provenance.json.
+    spec = _spec_of(folder) if (folder / "benchmark.json").exists() else None
     with ResultsLock(folder, purpose="benchlab collect --rebuild"):
         db = folder / DB_NAME
         for stale in folder.glob(f"{DB_NAME}{REBUILDING}*"):
@@ -79,15 +82,18 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
     return counts
 
 
-def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec) -> Rebuilt:
+def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None) -> Rebuilt:
     from benchlab.execute.sweep import write_benchmark_meta
 
-    primary, metrics = _metrics(spec)
+    primary, metrics = _metrics(spec) if spec is not None else (described_primary(runs_dir), [])
     counts = Rebuilt()
     with Store(path, create=True) as store:
         # One transaction: nothing of a half-built ledger is ever committed, and it is much faster.
         with store.transaction():
-            write_benchmark_meta(store, spec, folder)
+            if spec is not None:
+                write_benchmark_meta(store, spec, folder)
+            else:
+                store.set_meta(**described_meta(runs_dir))
             runs = []
             for run_dir in sorted(p for p in runs_dir.iterdir() if (p / "config.yaml").exists()):
                 cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
@@ -96,7 +102,7 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec) -> Rebuilt:
                                           params=cfg.get("params") or {}, command=cfg["command"])))
             store.add_runs([run for _, run in runs])
             try:
-                plan = expand(spec)
+                plan = expand(spec) if spec is not None else []
             except BenchlabError:
                 plan = []
             if plan:

@@ -279,13 +279,13 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        """Liveness, the sandbox's isolation and any warnings."""
+        """Liveness, the sandbox's isolation (network, file system and the caps of its one writable place)
+        and any warnings."""
         return {
             "status": "ok",
-            "sandbox": {
-                "mode": state.sandbox.mode if state.sandbox else None,
-                "network_isolated": state.sandbox.network_isolated if state.sandbox else False,
-            },
+            "sandbox": state.sandbox.describe()
+            if state.sandbox
+            else {"mode": None, "network_isolated": False, "filesystem": None},
             "auth": state.token is not None,
             "warnings": state.warnings,
         }

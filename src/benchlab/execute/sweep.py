@@ -25,6 +25,7 @@ from typing import Any
 import psutil
 
 from benchlab.collect import collect_run
+from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.errors import LedgerLost
 from benchlab.execute import triage
 from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
@@ -145,6 +146,7 @@ class Sweep:
         self.gpus = gpus
         self.gpu_names: dict[int, str] = {}
         self.gpu_devices: list[int] = []
+        self.inventory: Any = None  # the GPU inventory, when GPUs are in use
         self._recovered_gpus: list[int] = []
         self._stop = threading.Event()
         self.backend: Backend | None = None
@@ -194,7 +196,7 @@ class Sweep:
         CPU-only sweep pays nothing and leaves ``CUDA_VISIBLE_DEVICES`` as it found it.
         """
         from benchlab.errors import UserError
-        from benchlab.execute.gpus import NoInventory, open_inventory
+        from benchlab.execute.gpus import NoInventory, open_inventory, visible_indices
         from benchlab.execute.placement import GpuPool, parse_gpus, select_devices
 
         wanting = [r for r in todo if r.resources.gpus > 0]
@@ -219,12 +221,16 @@ class Sweep:
         if self._recovered_gpus:
             _wait_for_memory(inventory, self._recovered_gpus)
         states = inventory.sample(GPU_SAMPLE_WINDOW_S)
-        devices = select_devices(selection, states)
+        visible = visible_indices(states)
+        devices = select_devices(selection, states, visible)
         self.gpu_names = {s.index: s.name for s in states}
+        self.inventory = inventory
         pool = GpuPool(devices)
         self.gpu_devices = pool.usable
         if wanting and not pool.usable:
-            seen = ", ".join(f"{st.index} {st.verdict}" for st in states)
+            seen = ", ".join(f"{st.index} {st.verdict}" + (" (MIG on)" if st.mig else "")
+                             + (" (hidden by CUDA_VISIBLE_DEVICES)" if visible is not None
+                                and st.index not in visible else "") for st in states)
             raise UserError(f"no free GPU for the {len(wanting)} run(s) that ask for one "
                             f"(GPUs: {seen}); name devices with --gpus to share them anyway, "
                             "and see `benchlab gpus` for who holds them")
@@ -523,6 +529,9 @@ class Sweep:
             missing = collected.missing(primary)
             if missing:
                 failure = triage.Verdict(triage.MISSING_METRIC, missing)
+        extracted = {}
+        if collected is not None and write_extracted_metrics(run_dir, collected.finals, collected.extracted):
+            extracted = {"metrics_json": RECORDED_BY_BENCHLAB}
         if run_dir.exists():
             write_provenance(run_dir, shared.get(), run_id=run.run_id, run=run.name, attempt=launch.number,
                              started=outcome.started, ended=outcome.ended,
@@ -530,7 +539,8 @@ class Sweep:
                              exit_code=outcome.exit_code, signal=outcome.signal,
                              timed_out=outcome.timed_out, node=outcome.node, gpus=launch.gpus,
                              gpu_models=[self.gpu_names.get(i) for i in launch.gpus or ()],
-                             command=launch.command, interrupted=outcome.interrupted,
+                             command=launch.command, metrics={"primary": primary, "goals": {
+                                 m.name: m.goal for m in metrics}}, **extracted, interrupted=outcome.interrupted,
                              **({"transfer": outcome.extra} if outcome.extra else {}))
         if not record:
             return INTERRUPTED, SweepEvent("finish", run, launch.number, Progress(0), status=INTERRUPTED)
@@ -618,13 +628,15 @@ def refuse_without_ledger(results_dir: Path) -> None:
 
 def _wait_for_memory(inventory: Any, devices: list[int], limit_s: float = SETTLE_S,
                      poll_s: float = SETTLE_POLL_S) -> None:
-    """Wait (at most ``limit_s``) until ``devices`` hold no more than a driver's bookkeeping."""
-    from benchlab.execute.gpus import EMPTY_MEMORY_MIB
+    """Wait (at most ``limit_s``) until ``devices`` hold no more than a driver's bookkeeping
+    (the inventory's one definition of an empty device, :func:`benchlab.execute.gpus.empty_margin_mib`)."""
+    from benchlab.execute.gpus import empty_margin_mib
 
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        used = {r.index: r.memory_used_mib for r in inventory.read()}
-        if all(used.get(i, 0) <= EMPTY_MEMORY_MIB for i in devices):
+        readings = {r.index: r for r in inventory.read()}
+        if all(i not in readings or readings[i].memory_used_mib <= empty_margin_mib(readings[i].memory_total_mib)
+               for i in devices):
             return
         time.sleep(poll_s)
 
