@@ -202,6 +202,15 @@ class Metric(_Model):
     name: str
     goal: Literal["max", "min"] = "max"
     source: MetricSource | None = Field(default=None, alias="from")
+    # The values the metric can take (an accuracy: [0, 1]); intervals and plots stay inside it.
+    range: tuple[float, float] | None = None
+
+    @field_validator("range")
+    @classmethod
+    def _range_order(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not v[0] < v[1]:
+            raise ValueError(f"expected [low, high] with low < high, got [{v[0]:g}, {v[1]:g}]")
+        return v
 
 
 def _metric_from_name(value: Any) -> Any:
