@@ -46,8 +46,8 @@ def analyze_primary(
         return None
     prim = finals[finals["metric"] == info.primary]
     if prim.empty and not failed_runs:
-        return {"summary": [], "comparisons": [], "aggregate": [],
-                "warnings": [f"no completed run has a value of {info.primary!r} yet"]}
+        return {"summary": [], "comparisons": [], "aggregate": [], "methods": {},
+                "normalization": {}, "warnings": [f"no completed run has a value of {info.primary!r} yet"]}
     configs = set(prim["config"]) | {c for _, c, _ in failed_runs}
     baseline = info.baseline if info.baseline in configs else None
     try:
@@ -66,8 +66,8 @@ def analyze_primary(
             source="results",
         )
     except DataError as exc:
-        return {"summary": [], "comparisons": [], "aggregate": [],
-                "warnings": [str(exc)]}
+        return {"summary": [], "comparisons": [], "aggregate": [], "methods": {},
+                "normalization": {}, "warnings": [str(exc)]}
     return result
 
 

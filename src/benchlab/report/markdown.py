@@ -393,7 +393,9 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 f"Each config against the baseline **{info.baseline}** on the final "
                 f"{info.primary}. Mean diff is candidate − baseline "
                 f"({'higher' if goal == 'max' else 'lower'} "
-                "is an improvement) with a bootstrap 95% CI. Runs are paired by seed where both "
+                "is an improvement) with its 95% CI ("
+                + str((data.analysis.get("methods") or {}).get("diff_ci") or "bootstrap")
+                + "). Runs are paired by seed where both "
                 "configs have at least two seeds in common (paired t-test and Wilcoxon "
                 "signed-rank), otherwise compared unpaired (Welch t-test and Mann–Whitney U). "
                 "Holm p is the t-test p-value adjusted by Holm–Bonferroni over all comparisons "
@@ -410,9 +412,15 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
             lines.append(f"No config could be compared with the baseline **{info.baseline}**.")
         agg = data.analysis.get("aggregate") or []
         if agg:
+            norm = (data.analysis.get("normalization") or {}).get("method")
+            scores_of = {"none": f"raw {info.primary} (no reference scores)",
+                         "references": f"{info.primary} normalised by the reference scores",
+                         "observed": f"{info.primary} min–max normalised over the configs",
+                         "mixed": f"{info.primary} normalised by reference or observed values",
+                         }.get(str(norm), f"normalised {info.primary}")
             lines += [
                 "",
-                f"Across tasks (normalised {info.primary}, after rliable: "
+                f"Across tasks ({scores_of}, after rliable: "
                 "interquartile mean, median, mean and optimality gap with stratified "
                 "bootstrap 95% CIs):",
                 "",
@@ -420,10 +428,11 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 "|---|---|---|---|---|",
             ]
             for a in agg:
-                cells = [
-                    f"{fmt(a.get(k))} [{fmt(a.get(k + '_ci_low'))}, {fmt(a.get(k + '_ci_high'))}]"
-                    for k in ("iqm", "median", "mean", "optimality_gap")
-                ]
+                cells = []
+                for k in ("iqm", "median", "mean", "optimality_gap"):
+                    lo, hi = a.get(k + "_ci_low"), a.get(k + "_ci_high")
+                    at = places((hi - lo) / 2) if lo is not None and hi is not None else None
+                    cells.append(f"{fmt_at(a.get(k), at)} [{fmt_at(lo, at)}, {fmt_at(hi, at)}]")
                 lines.append(f"| {a['config']} | " + " | ".join(cells) + " |")
         warnings = data.analysis.get("warnings") or []
         if warnings:

@@ -290,7 +290,8 @@ def analyze_seeds(
         ranges: ``{metric: (low, high)}`` of bounded metrics.
 
     Returns:
-        ``analyze``'s dict (the same four keys); each summary row gains
+        ``analyze``'s dict (the same keys; ``methods`` gains ``failed_as`` and, for bounded
+        metrics, ``ranges``); each summary row gains
         ``planned``, ``completed``, ``failed_seeds``, ``missing_seeds`` and ``ci_method``;
         each comparison gains ``baseline_seeds``, ``candidate_seeds`` (``completed/planned``)
         and ``caveat`` (what each side lost, or None). Configs without a completed seed
@@ -315,10 +316,14 @@ def analyze_seeds(
                         [metric] if metric else ())
     if used.empty:
         result: dict[str, Any] = {"summary": [], "comparisons": [], "aggregate": [],
-                                  "warnings": []}
+                                  "warnings": [], "methods": {}, "normalization": {}}
     else:
         result = analyze(used, **kwargs)
     result["warnings"] = acc.warnings + result["warnings"]
+    methods = result.setdefault("methods", {})
+    methods["failed_as"] = failed_as
+    if ranges:
+        methods["ranges"] = {m: list(r) for m, r in ranges.items()}
     _annotate_summary(result, acc, ranges)
     _annotate_comparisons(result, acc, kwargs.get("baseline"), kwargs.get("candidates"))
     return result
@@ -343,7 +348,9 @@ def _annotate_summary(result: dict[str, Any], acc: Accounting,
         r["failed_seeds"] = list(count.failed) if count else []
         r["missing_seeds"] = list(count.missing) if count else []
         bounds = ranges.get(r["metric"])
-        method = r.get("ci_method") or T_METHOD
+        named = str((result.get("methods") or {}).get("ci") or "")
+        method = r.get("ci_method") or (
+            T_METHOD if named in ("", "student-t") else named)
         if bounds is not None:
             r["ci_low"], r["ci_high"] = bound_interval(r["ci_low"], r["ci_high"], bounds)
             r["boot_ci_low"], r["boot_ci_high"] = bound_interval(
