@@ -497,9 +497,11 @@ class Sweep:
             missing = collected.missing(primary)
             if missing:
                 failure = triage.Verdict(triage.MISSING_METRIC, missing)
-        extracted = {}
+        extracted: dict[str, Any] = {}
         if collected is not None and write_extracted_metrics(run_dir, collected.finals, collected.extracted):
             extracted = {"metrics_json": RECORDED_BY_BENCHLAB}
+        if collected is not None and collected.lm_eval is not None:
+            extracted["lm_eval"] = collected.lm_eval.provenance
         if run_dir.exists():
             write_provenance(run_dir, shared.get(), run_id=run.run_id, run=run.name, attempt=launch.number,
                              started=outcome.started, ended=outcome.ended,
@@ -512,9 +514,11 @@ class Sweep:
                              **({"transfer": outcome.extra} if outcome.extra else {}))
         if failure is None:
             assert collected is not None
+            # A completed attempt's error holds a note that qualifies it, such as a partial lm-eval run.
+            note = collected.lm_eval.partial_note() if collected.lm_eval is not None else None
             store.finish_attempt(launch.attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
                                  exit_code=outcome.exit_code, ended=outcome.ended, node=outcome.node,
-                                 metrics=collected.finals, series=collected.series)
+                                 error=note, metrics=collected.finals, series=collected.series)
             return COMPLETED, SweepEvent("finish", run, launch.number, Progress(0), status=COMPLETED,
                                          value=collected.finals.get(primary), metric=primary)
         status = INTERRUPTED if failure.failure_class == triage.INTERRUPTED else FAILED
