@@ -47,6 +47,9 @@ def status(
 
     backups = ledger_backups(folder)
     failures = [last[rid] for rid, r in runs.items() if r.status == "failed" and rid in last]
+    # Completed runs whose note says they are partial (lm-eval's --limit; collect/lm_eval.py PARTIAL).
+    partial = [last[rid] for rid, r in runs.items() if r.status == "completed" and rid in last
+               and (last[rid].error or "").startswith("partial evaluation")]
     by_class: dict[str, list[AttemptRecord]] = {}
     for a in failures:
         by_class.setdefault(a.failure_class or "unknown", []).append(a)
@@ -78,6 +81,7 @@ def status(
             "flagged": flagged,
             "backups": [{"path": str(b), "bytes": b.stat().st_size, "modified": b.stat().st_mtime}
                         for b in backups],
+            "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in partial],
         })
         return
     from rich.markup import escape
@@ -97,6 +101,8 @@ def status(
         classes = ", ".join(f"{n} {c}" for c, n in sorted(f["classes"].items()))
         console.print(f"[red]flagged[/]: {escape(f['task'])}/{escape(f['config'])} failed on every "
                       f"seed ({f['failures']} runs: {escape(classes)})")
+    for a in partial:
+        console.print(f"[yellow]partial[/]: {escape(runs[a.run_id].name)} — {escape(a.error or '')}")
     for g, fl in zip(groups, explained, strict=True):
         console.print(f"[red]{g.count} failed: {g.failure_class}[/] — {escape(g.error)}")
         if fl:

@@ -245,6 +245,14 @@ class Sweep:
         statuses = store.statuses()
         wanted = set(TO_RUN_STATES) | ({FAILED} if self.rerun_failed else set())
         todo = deque(r for r in runs if statuses.get(r.run_id) in wanted)
+        if self.rerun_failed:  # the user's explicit request for a new retry budget
+            store.new_budget([r.run_id for r in todo if statuses.get(r.run_id) == FAILED])
+        # Retry budgets are counted from the ledger over each run's whole life, so a resume after
+        # a crash continues the budget instead of granting a new one.
+        failures = store.charged_failures({r.run_id for r in todo})
+        for i, r in enumerate(todo):
+            if r.run_id in failures and store.last_charged_failure(r.run_id) == triage.OOM:
+                todo[i] = _for_retry(r, triage.OOM)
         progress = Progress(total=len(runs))
         progress.skipped = sum(1 for r in runs if statuses.get(r.run_id) == COMPLETED)
         progress.failed = sum(1 for r in runs if statuses.get(r.run_id) == FAILED and not self.rerun_failed)
@@ -279,7 +287,6 @@ class Sweep:
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
         db_key = str(store.path)
-        failures: dict[str, dict[str, int]] = {}  # run id -> failure class -> count
         inflight: dict[int, tuple[Run, int, int, float]] = {}
         durations: list[float] = []
         failed_runs: list[str] = []
@@ -529,9 +536,11 @@ class Sweep:
             missing = collected.missing(primary)
             if missing:
                 failure = triage.Verdict(triage.MISSING_METRIC, missing)
-        extracted = {}
+        extracted: dict[str, Any] = {}
         if collected is not None and write_extracted_metrics(run_dir, collected.finals, collected.extracted):
             extracted = {"metrics_json": RECORDED_BY_BENCHLAB}
+        if collected is not None and collected.lm_eval is not None:
+            extracted["lm_eval"] = collected.lm_eval.provenance
         if run_dir.exists():
             write_provenance(run_dir, shared.get(), run_id=run.run_id, run=run.name, attempt=launch.number,
                              started=outcome.started, ended=outcome.ended,
@@ -546,9 +555,11 @@ class Sweep:
             return INTERRUPTED, SweepEvent("finish", run, launch.number, Progress(0), status=INTERRUPTED)
         if failure is None:
             assert collected is not None
+            # A completed attempt's error holds a note that qualifies it, such as a partial lm-eval run.
+            note = collected.lm_eval.partial_note() if collected.lm_eval is not None else None
             store.finish_attempt(launch.attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
                                  exit_code=outcome.exit_code, ended=outcome.ended, node=outcome.node,
-                                 metrics=collected.finals, series=collected.series)
+                                 error=note, metrics=collected.finals, series=collected.series)
             return COMPLETED, SweepEvent("finish", run, launch.number, Progress(0), status=COMPLETED,
                                          value=collected.finals.get(primary), metric=primary)
         status = INTERRUPTED if failure.failure_class == triage.INTERRUPTED else FAILED
