@@ -13,6 +13,7 @@ Errors name the file, the line and the field:
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 import string
 from pathlib import Path
@@ -24,6 +25,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -100,15 +102,78 @@ class Resources(_Model):
         return v
 
 
+# Characters a grid value may not hold: they would make its config's name ambiguous.
+_GRID_VALUE_BAD = re.compile(r"[\s/,=\[\]]")
+
+
+def grid_coordinate(value: Any) -> str:
+    """A grid value as it appears in a config's name: ``0.001``, ``32``, ``adam``, ``true``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return repr(float(value))
+    if isinstance(value, int):
+        return str(int(value))
+    return str(value)
+
+
 class Config(_Model):
-    """One configuration under test (an algorithm, hyperparameters, a checkpoint)."""
+    """One configuration under test (an algorithm, hyperparameters, a checkpoint).
+
+    A config with a ``grid`` stands for one config per combination of its values, named by
+    its coordinates (``mlp[lr=0.001,batch=32]``); ``Spec.configs`` holds the expanded ones.
+    """
 
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        description="param name -> the values to try; one config per combination, named name[k=v,...]")
     command: str | None = None
     description: str | None = None
     # Overrides the spec-level resources for this config's runs (e.g. one config needs a whole GPU).
     resources: Resources | None = None
+
+    @field_validator("grid")
+    @classmethod
+    def _grid_values(cls, grid: dict[str, list[Any]], info: ValidationInfo) -> dict[str, list[Any]]:
+        both = sorted(set(grid) & set(info.data.get("params") or {}))
+        if both:
+            raise ValueError(f"{', '.join(map(repr, both))} set both in params and in grid; keep one")
+        for key, values in grid.items():
+            if not _NAME_RE.match(str(key)):
+                raise ValueError(f"grid param {key!r}: expected letters, digits and . _ + - only")
+            if not values:
+                raise ValueError(f"grid param {key!r} lists no values")
+            seen: set[str] = set()
+            for value in values:
+                if isinstance(value, dict | list):
+                    raise ValueError(f"grid param {key!r}: expected single values (numbers, strings, true/false, "
+                                     f"null), got {value!r}; write such a config out in full")
+                coordinate = grid_coordinate(value)
+                if isinstance(value, str) and (not value or _GRID_VALUE_BAD.search(value)):
+                    raise ValueError(f"grid param {key!r}: {value!r} cannot name a config (no spaces, '/', "
+                                     "',', '=', '[' or ']'); write such a config out in full")
+                if coordinate in seen:
+                    raise ValueError(f"grid param {key!r} lists {coordinate} twice")
+                seen.add(coordinate)
+        return grid
+
+    def expand_grid(self) -> list[Config]:
+        """One config per combination of the grid's values, the last param varying fastest;
+        this config itself when it has no grid."""
+        if not self.grid:
+            return [self]
+        keys = list(self.grid)
+        out = []
+        for combo in itertools.product(*(self.grid[k] for k in keys)):
+            coords = ",".join(f"{k}={grid_coordinate(v)}" for k, v in zip(keys, combo, strict=True))
+            out.append(self.model_copy(update={
+                "name": f"{self.name}[{coords}]", "grid": {},
+                "params": {**self.params, **dict(zip(keys, combo, strict=True))}}))
+        return out
 
 
 class MetricSource(_Model):
@@ -270,6 +335,8 @@ class Spec(_Model):
     # Where the spec came from; not part of the YAML.
     path: Path | None = Field(default=None, exclude=True)
     overrides: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    # A grid config's name -> the names of the configs it expanded to.
+    grids: dict[str, list[str]] = Field(default_factory=dict, exclude=True)
 
     @field_validator("seeds")
     @classmethod
@@ -324,6 +391,9 @@ class Spec(_Model):
 
 
 # --------------------------------------------------------------------------- loading
+
+# Spec attributes that say where a spec came from, not what its YAML holds.
+_NOT_IN_YAML = ("path", "overrides", "grids")
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -387,7 +457,7 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
 
 def _field_names(model: type[BaseModel]) -> list[str]:
     return [f.alias or name for name, f in model.model_fields.items()
-            if not (model is Spec and name in ("path", "overrides"))]
+            if not (model is Spec and name in _NOT_IN_YAML)]
 
 
 def _describe_type(error: dict[str, Any]) -> str:
@@ -547,7 +617,13 @@ def _semantic_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int])
     for i, m in enumerate(spec.metrics.secondary):
         if names.count(m.name) > 1:
             add(("metrics", "secondary", i, "name"), f"duplicate metric {m.name!r}")
-    if spec.baseline is not None and spec.baseline not in {c.name for c in spec.configs}:
+    grids = {c.name: [g.name for g in c.expand_grid()] for c in spec.configs if c.grid}
+    expanded = {g for names in grids.values() for g in names}
+    if spec.baseline is not None and spec.baseline in grids:
+        names = grids[spec.baseline]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        add(("baseline",), f"{spec.baseline!r} is a grid of {len(names)} configs; name one of them: {shown}")
+    elif spec.baseline is not None and spec.baseline not in {c.name for c in spec.configs} | expanded:
         choices = ", ".join(c.name for c in spec.configs)
         close = difflib.get_close_matches(spec.baseline, [c.name for c in spec.configs], n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -602,12 +678,13 @@ def _command_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int]) 
             if base in common or base in reported:
                 continue
             tasks_without = [t for t in tasks if base not in t.params]
-            configs_without = [c for c in configs if base not in c.params]
+            configs_without = [c for c in configs if base not in c.params and base not in c.grid]
             if not tasks_without or not configs_without:
                 continue
             reported.add(base)
             if len(tasks_without) == len(tasks) and len(configs_without) == len(configs):
-                known = common | {k for t in tasks for k in t.params} | {k for c in configs for k in c.params}
+                known = (common | {k for t in tasks for k in t.params} | {k for c in configs for k in c.params}
+                         | {k for c in configs for k in c.grid})
                 close = difflib.get_close_matches(base, sorted(known), n=1)
                 hint = f"; did you mean {{{close[0]}}}?" if close else ""
                 msg = f"unknown placeholder {{{name}}}{hint} (known: {', '.join(sorted(known))})"
@@ -696,14 +773,17 @@ def parse_spec(text: str, file: str = "<spec>", overrides: list[str] | dict[str,
         raise SpecError(problems)
     spec.path = path
     spec.overrides = applied
+    if any(c.grid for c in spec.configs):
+        spec.grids = {c.name: [g.name for g in c.expand_grid()] for c in spec.configs if c.grid}
+        spec.configs = [g for c in spec.configs for g in c.expand_grid()]
     return spec
 
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of a spec file, for editors and validators."""
     schema = Spec.model_json_schema(by_alias=True)
-    schema.get("properties", {}).pop("path", None)
-    schema.get("properties", {}).pop("overrides", None)
+    for name in _NOT_IN_YAML:
+        schema.get("properties", {}).pop(name, None)
     schema["title"] = "benchlab spec"
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema

@@ -76,6 +76,7 @@ def _fmt(x: Any, digits: int = 4) -> str:
 
 
 def _print_report(report: dict[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="Per task and config", title_justify="left")
@@ -84,7 +85,7 @@ def _print_report(report: dict[str, Any]) -> None:
         table.add_column(col, justify="left" if col in ("task", "config", "metric") else "right")
     for r in report["summary"]:
         table.add_row(
-            r["task"], r["config"], r["metric"], str(r["n"]), _fmt(r["mean"]), _fmt(r["std"]),
+            escape(r["task"]), escape(r["config"]), escape(r["metric"]), str(r["n"]), _fmt(r["mean"]), _fmt(r["std"]),
             f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
             f"[{_fmt(r['boot_ci_low'])}, {_fmt(r['boot_ci_high'])}]",
             _fmt(r["high_variance"]), _fmt(r["rank"]),
@@ -92,7 +93,7 @@ def _print_report(report: dict[str, Any]) -> None:
     console.print(table)
     if report["comparisons"]:
         base = report["comparisons"][0]["baseline"]
-        table = Table(title=f"Candidate vs baseline {base} (diff = candidate - baseline)",
+        table = Table(title=f"Candidate vs baseline {escape(base)} (diff = candidate - baseline)",
                       title_justify="left")
         for col in ("task", "metric", "candidate", "paired", "n", "diff [95% CI]", "p",
                     "p Holm", "d", "P(better)", "signif."):
@@ -100,7 +101,7 @@ def _print_report(report: dict[str, Any]) -> None:
         for c in report["comparisons"]:
             p = c["t_pvalue"] if c["paired"] else c["welch_pvalue"]
             table.add_row(
-                c["task"], c["metric"], c["candidate"], _fmt(c["paired"]), str(c["n"]),
+                escape(c["task"]), escape(c["metric"]), escape(c["candidate"]), _fmt(c["paired"]), str(c["n"]),
                 f"{_fmt(c['mean_diff'], 3)} [{_fmt(c['diff_ci_low'], 3)}, "
                 f"{_fmt(c['diff_ci_high'], 3)}]",
                 _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),
@@ -118,7 +119,7 @@ def _print_report(report: dict[str, Any]) -> None:
                 f"{_fmt(a[k], 3)} [{_fmt(a[k + '_ci_low'], 3)}, {_fmt(a[k + '_ci_high'], 3)}]"
                 for k in ("iqm", "median", "mean", "optimality_gap")
             ]
-            table.add_row(a["config"], *cells)
+            table.add_row(escape(a["config"]), *cells)
         console.print(table)
     _print_warnings(report["warnings"])
 
