@@ -106,7 +106,11 @@ def _print_report(report: dict[str, Any]) -> None:
             name("candidate", numeric=False, key=True), name("paired"), name("n"), name("diff\n[95% CI]"),
             name("p"), name("p\nHolm"), name("d"), name("P(better)"), name("signif.")], rows)
     if report["aggregate"]:
-        print_table(console, "Across tasks (normalised scores, stratified bootstrap CIs)", [
+        how = {"none": "raw scores", "references": "scores normalised by reference scores",
+               "observed": "scores min–max normalised over the configs compared",
+               "mixed": "scores normalised by reference or observed values"}
+        method = report.get("normalization", {}).get("method")
+        print_table(console, f"Across tasks ({how.get(method, 'scores')}, stratified bootstrap CIs)", [
             name("config", numeric=False, key=True), name("IQM"), name("median"), name("mean"),
             name("optimality\ngap")],
             [[str(a["config"]), *(_ci(a[k], a[k + "_ci_low"], a[k + "_ci_high"])
@@ -135,9 +139,14 @@ TableArg = typer.Argument(
 ResultsArg = typer.Argument(..., help="Results folder (or a long-format CSV).")
 PilotArg = typer.Argument(None, help="Pilot results folder or CSV (not needed with --effect).")
 ReferencesOpt = typer.Option(
-    None, help="CSV task,low,high normalising the aggregate (default: observed worst and best)."
+    None, help="CSV task,low,high normalising the aggregate (default: --normalize)."
 )
 SUMMARY_HELP = "Learning curves to one number: final|auc|max|slope."
+ALIGN_HELP = ("Curves summarised on each run's own curve (own; default for final, max) or on the "
+              "step range all runs cover (common; default for auc, slope).")
+NORMALIZE_HELP = ("Tasks without reference scores: none (raw scores, default) or observed "
+                  "(min-max over the configs compared).")
+METHOD_HELP = "Bootstrap CI of a mean: studentized (bootstrap-t)|percentile|bca."
 
 
 @app.command()
@@ -147,10 +156,12 @@ def analyze(
     metric: str | None = typer.Option(None, help="Analyse only this metric (default: all)."),
     goal: str = typer.Option("max", help="max: higher is better; min: lower is better."),
     summary: str = typer.Option("final", help=SUMMARY_HELP),
+    align: str | None = typer.Option(None, help=ALIGN_HELP),
     references: Path | None = ReferencesOpt,
+    normalize: str = typer.Option("none", help=NORMALIZE_HELP),
     reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of every random procedure."),
-    method: str = typer.Option("percentile", help="Bootstrap CI of one sample: percentile|bca."),
+    method: str = typer.Option("studentized", help=METHOD_HELP),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
@@ -160,14 +171,13 @@ def analyze(
 
     if goal not in ("max", "min"):
         raise DataError(f"--goal must be max or min; got {goal!r}")
-    if method not in ("percentile", "bca"):
-        raise DataError(f"--method must be percentile or bca; got {method!r}")
+    _check_choice("--align", align, ("common", "own"))
     df = _read_csv(table)
-    # goal, summary and method are checked above or by analyze() itself.
+    # goal is checked above; summary, method and normalize by analyze() itself.
     report = run_analysis(
         df, baseline=baseline, metric=metric, goal=goal,  # type: ignore[arg-type]
         reps=reps, seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
-        method=method,  # type: ignore[arg-type]
+        method=method, normalize=normalize, align=align,  # type: ignore[arg-type]
         references=_read_references(references), source=str(table),
     )
     _output(report, as_json)
@@ -181,6 +191,8 @@ def compare(
     metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
     goal: str | None = typer.Option(None, help="max|min (default: the spec's, else max)."),
     summary: str = typer.Option("final", help=SUMMARY_HELP),
+    align: str | None = typer.Option(None, help=ALIGN_HELP),
+    normalize: str = typer.Option("none", help=NORMALIZE_HELP),
     reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of every random procedure."),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
@@ -201,13 +213,22 @@ def compare(
     if baseline is None:
         raise DataError(f"{results}: no baseline in the spec; give --baseline")
     _check_configs(df, [baseline, candidate], results)
+    _check_choice("--align", align, ("common", "own"))
     report = run_analysis(
         df[df["config"].astype(str).isin([baseline, candidate])],
         baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
         seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
+        normalize=normalize, align=align,  # type: ignore[arg-type]
         references=references, source=str(results),
     )
     _output(report, as_json)
+
+
+def _check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> None:
+    from benchlab.errors import DataError
+
+    if value is not None and value not in choices:
+        raise DataError(f"{flag} must be one of {', '.join(choices)}; got {value!r}")
 
 
 def _check_configs(df: pd.DataFrame, configs: list[str], source: Path) -> None:
@@ -229,8 +250,9 @@ def variance(
     config: str = typer.Option(..., help="Config whose pilot seeds to analyse."),
     metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
     threshold: float = typer.Option(0.05, min=0.0, help="Target coefficient of variation."),
-    reps: int = typer.Option(2_000, min=100, help="Subsamples per N."),
-    seed: int = typer.Option(0, help="Seed of the subsampling."),
+    # Kept so existing scripts still run; the CV is now a closed form with no resampling.
+    reps: int = typer.Option(2_000, min=100, hidden=True, help="Ignored."),
+    seed: int = typer.Option(0, hidden=True, help="Ignored."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Coefficient of variation of the mean vs number of seeds; smallest N under a threshold."""

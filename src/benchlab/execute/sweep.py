@@ -231,6 +231,14 @@ class Sweep:
         statuses = store.statuses()
         wanted = set(TO_RUN_STATES) | ({FAILED} if self.rerun_failed else set())
         todo = deque(r for r in runs if statuses.get(r.run_id) in wanted)
+        if self.rerun_failed:  # the user's explicit request for a new retry budget
+            store.new_budget([r.run_id for r in todo if statuses.get(r.run_id) == FAILED])
+        # Retry budgets are counted from the ledger over each run's whole life, so a resume after
+        # a crash continues the budget instead of granting a new one.
+        failures = store.charged_failures({r.run_id for r in todo})
+        for i, r in enumerate(todo):
+            if r.run_id in failures and store.last_charged_failure(r.run_id) == triage.OOM:
+                todo[i] = _for_retry(r, triage.OOM)
         progress = Progress(total=len(runs))
         progress.skipped = sum(1 for r in runs if statuses.get(r.run_id) == COMPLETED)
         progress.failed = sum(1 for r in runs if statuses.get(r.run_id) == FAILED and not self.rerun_failed)
@@ -257,7 +265,6 @@ class Sweep:
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
         db_key = str(store.path)
-        failures: dict[str, dict[str, int]] = {}  # run id -> failure class -> count
         inflight: dict[int, tuple[Run, int, int, float]] = {}
         durations: list[float] = []
         failed_runs: list[str] = []
