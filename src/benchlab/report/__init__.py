@@ -13,6 +13,7 @@ from pathlib import Path
 
 from benchlab.ranges import metric_ranges
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary, ledger_seeds
+from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import render_leaderboard, status
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown
 from benchlab.report.tables import describe
@@ -172,7 +173,7 @@ def write_report(
     data.failed_as = failed_as
     info_ = data.info
     csv_path = out_dir / "results.csv"
-    data.finals.to_csv(csv_path, index=False)
+    write_text_atomic(csv_path, data.finals.to_csv(index=False))
     # The tables and plots see what the statistics see: failed seeds left out or scored worst.
     used, accounting = account(
         data.finals, failed_as, info_.goal or "max", data.planned, data.failed_runs, data.ranges
@@ -184,12 +185,10 @@ def write_report(
     if plots:
         from benchlab.report.plots import draw
 
-        plot_dir = out_dir / "plots"
-        if plot_dir.exists():  # a stale figure from an earlier report would be embedded otherwise
-            for old in plot_dir.glob("*.png"):
-                old.unlink()
+        # Drawn aside and moved in whole: the previous report keeps its figures until then.
+        staging = staging_dir(out_dir)
         pending = draw(
-            folder, plot_dir, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
+            folder, staging, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
             ranges=data.ranges,
         )
     # The figures draw in worker processes meanwhile.
@@ -200,13 +199,15 @@ def write_report(
     extra: list[Path] = []
     if pending is not None:
         data.plots = [p.as_dict() for p in pending()]
+        drawn = publish_plots(staging, out_dir / "plots")
         extra += [out_dir / p["path"] for p in data.plots]
     bench_md = out_dir / "BENCHMARKS.md"
     prim = desc[desc["is_primary"]]
     # Every task and config of the spec, even before any run of it completed.
     tasks = list(info_.tasks) + sorted(set(prim["task"]) - set(info_.tasks))
     configs = list(info_.configs) + sorted(set(prim["config"]) - set(info_.configs))
-    bench_md.write_text(
+    write_text_atomic(
+        bench_md,
         render_leaderboard(
             prim,
             tasks,
@@ -218,14 +219,16 @@ def write_report(
             seeds=primary_counts(accounting, info_.primary),
             failed_as=failed_as,
         ),
-        encoding="utf-8",
     )
     extra.insert(0, bench_md)
     text = render_markdown(data)
     md = out_dir / "BENCHMARK_REPORT.md"
-    md.write_text(text, encoding="utf-8")
+    write_text_atomic(md, text)
     if html:
         from benchlab.report.html import write_html
 
         extra.append(write_html(text, out_dir, f"Benchmark report: {info_.name}"))
+    if pending is not None:
+        # Only now that no new file points at them (a stale figure would be embedded otherwise).
+        remove_stale_plots(out_dir / "plots", drawn)
     return ReportFiles(folder=out_dir, markdown=md, csv=csv_path, extra=extra)
