@@ -25,7 +25,7 @@ ResultsArg = typer.Argument(None, help="Results folder [default: the one under .
 def status(
     results: Path = ResultsArg,
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
-    tail: int = typer.Option(5, "--tail", help="Log lines shown per failure."),
+    tail: int = typer.Option(5, "--tail", help="Log lines shown per group of failures."),
 ) -> None:
     """Runs by state, what is running, and failures grouped by what went wrong, with their last log lines."""
     from benchlab.results import find_results
@@ -42,7 +42,7 @@ def status(
     for a in attempts:
         last[a.run_id] = a
     running = [a for a in attempts if a.status == "running" and a.run_id in runs]
-    from benchlab.execute.triage import flag_configs, group_failures
+    from benchlab.execute.triage import MISSING_METRIC, flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
     from benchlab.store import ledger_backups
@@ -128,6 +128,9 @@ def status(
             console.print(f"  [dim]log of {escape(runs[first.run_id].name)} ({first.run_id}):[/]")
         for line in lines:
             console.print(f"      [dim]{escape(line)}[/]")
+        if g.failure_class == MISSING_METRIC:
+            console.print(f"  the runs finished: once the spec names the metric right, [bold]benchlab collect "
+                          f"{escape(str(folder))} --failed[/] completes them without training again")
     if backups:
         console.print(f"ledger backups ({len(backups)}, kept by `benchlab collect --rebuild`):")
         for b in backups:
