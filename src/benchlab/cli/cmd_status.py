@@ -213,10 +213,10 @@ def collect(
     failed: bool = typer.Option(False, "--failed",
                                 help="Read the runs that failed for a missing metric again; those that now "
                                      "have their metrics become completed, without training again."),
-    spec_path: Path = typer.Option(None, "--spec", help="The spec whose metrics to read \\[default: the spec "
+    spec_path: Path = typer.Option(None, "--spec", help="The spec whose metrics to read [default: the spec "
                                    "file the folder was run with, as it is now]."),
     sets: list[str] = typer.Option(None, "--set", "-s", metavar="KEY=VALUE",
-                                   help="Override a spec variable \\[default: the overrides of the last run]."),
+                                   help="Override a spec variable [default: the overrides of the last run]."),
     rebuild: bool = typer.Option(False, "--rebuild",
                                  help="Recreate the ledger from runs/ (the old one is kept as a backup)."),
 ) -> None:
