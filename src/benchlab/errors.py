@@ -10,9 +10,13 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── OverrideError            a `-s key=value` names no variable, or is malformed
     │   ├── ResultsNotFound          no results folder / ledger where one was expected
     │   ├── ResultsLocked            another `benchlab run` holds the results folder
-    │   ├── BackendUnavailable       a backend is named whose extra is not installed
+    │   ├── BackendUnavailable       a backend is named that does not exist or cannot be reached
+    │   ├── MissingExtra             an optional dependency is not installed; says which extra brings it
     │   └── DataError                a table or file given to analyse is unusable
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
+    │   └── LedgerLost               the ledger was deleted, replaced or damaged, or is missing
+    │                                while run directories show finished runs
+    ├── DiskFull                     a write found no space left on the results folder's disk
     └── EvaluationError              the evaluation service could not do what was asked
         └── ModelCallError           the model endpoint failed after retries (evaluate/model.py)
 
@@ -101,12 +105,41 @@ class BackendUnavailable(UserError):
         super().__init__(f"backend {backend!r} is not available: {hint}")
 
 
+class MissingExtra(UserError):
+    """What was asked needs an optional dependency that is not installed (see ``benchlab.extras``)."""
+
+    def __init__(self, module: str, extra: str, message: str):
+        self.module = module
+        self.extra = extra
+        super().__init__(message)
+
+
 class DataError(UserError):
     """A results table or file handed to benchlab cannot be used as it is."""
 
 
 class StoreError(BenchlabError):
     """The SQLite ledger is unreadable, or belongs to another benchmark."""
+
+
+class LedgerLost(StoreError):
+    """The ledger is gone or is not the one a sweep opened; ``path`` is where it was expected.
+
+    Run directories still hold every finished run: ``benchlab collect --rebuild``
+    recreates the ledger from them.
+    """
+
+    def __init__(self, path: Path | str, message: str):
+        self.path = Path(path)
+        super().__init__(message)
+
+
+class DiskFull(BenchlabError):
+    """A write found no space left; ``path`` is the folder it was writing to."""
+
+    def __init__(self, path: Path | str, message: str):
+        self.path = Path(path)
+        super().__init__(message)
 
 
 class EvaluationError(BenchlabError):

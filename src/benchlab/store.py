@@ -5,7 +5,8 @@ Tables::
     meta      key -> value (JSON): the benchmark's name, metrics, baseline, targets, ...
     runs      one row per run id: coordinates, params, command, status, whether current
     attempts  one row per launch of a run: status, exit code, signal, times, host, pid,
-              process group, process start time, GPUs, failure class, error, log tail
+              process group, process start time, GPUs, failure class, error, log tail,
+              GPU use (mean and max utilisation of its devices, peak memory of its processes)
     metrics   final scalars of a completed run (run_id, metric) -> value
     series    step series of a completed run (run_id, metric) -> steps, values (float64 blobs)
 
@@ -13,12 +14,18 @@ A run's metrics are written in the same transaction that marks it completed,
 so a crash can never leave a run half-recorded, and re-collecting replaces
 rather than adds. ``runs.current`` is 0 for a run whose coordinates
 (task, config, seed) were taken over by a changed spec; such runs stay on
-record but leave the results table.
+record but leave the results table. ``runs.budget_from`` is the attempt number
+from which failures count against the run's retry budget: 1, until
+``--rerun-failed`` grants a new budget.
+
+Columns added after a ledger was first written are added when a sweep opens it
+(:data:`_ADDED_COLUMNS`); readers of an older ledger see them as None.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -67,6 +74,54 @@ CREATE TABLE IF NOT EXISTS series (
 """
 
 
+# Columns added to existing tables since the first schema: (table, column, SQL type and default).
+_ADDED_COLUMNS = (
+    ("runs", "budget_from", "INTEGER NOT NULL DEFAULT 1"),
+    ("attempts", "gpu_util_mean", "REAL"),
+    ("attempts", "gpu_util_max", "REAL"),
+    ("attempts", "gpu_mem_peak_mib", "INTEGER"),
+)
+_ATTEMPT_COLUMNS = ("attempt_id, run_id, number, status, exit_code, signal, started, ended, host, node, pid,"
+                    " pgid, proc_start, gpus, failure_class, error, log_tail")
+_GPU_USE_COLUMNS = ("gpu_util_mean", "gpu_util_max", "gpu_mem_peak_mib")
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    for table, column, decl in _ADDED_COLUMNS:
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+
+
+@dataclass(frozen=True)
+class GpuUse:
+    """What a run did with its GPUs over one attempt: mean and max utilisation (percent) of
+    its devices while it ran, and the peak memory (MiB) its own processes held."""
+
+    util_mean: float | None
+    util_max: float | None
+    mem_peak_mib: int | None
+
+    @property
+    def likely_cpu_bound(self) -> bool:
+        """Under half the device's time busy on average: the data pipeline or the CPU side is
+        what limits it, not the GPU."""
+        return self.util_mean is not None and self.util_mean < CPU_BOUND_BELOW_PCT
+
+    @property
+    def note(self) -> str:
+        """What to tell the user about it: the CPU-bound flag, or nothing."""
+        return "likely CPU-bound" if self.likely_cpu_bound else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"util_mean": self.util_mean, "util_max": self.util_max, "mem_peak_mib": self.mem_peak_mib,
+                "likely_cpu_bound": self.likely_cpu_bound}
+
+
+#: A run whose devices were busy less than this share of the time on average is flagged.
+CPU_BOUND_BELOW_PCT = 50.0
+
+
 @dataclass(frozen=True)
 class AttemptRecord:
     """One launch of a run, as the ledger holds it."""
@@ -88,10 +143,20 @@ class AttemptRecord:
     failure_class: str | None
     error: str | None
     log_tail: str | None
+    gpu_util_mean: float | None = None
+    gpu_util_max: float | None = None
+    gpu_mem_peak_mib: int | None = None
 
     @property
     def duration(self) -> float | None:
         return None if self.ended is None else self.ended - self.started
+
+    @property
+    def gpu_use(self) -> GpuUse | None:
+        """The attempt's GPU use, None when it was not sampled (no GPU, or an older ledger)."""
+        if self.gpu_util_mean is None and self.gpu_mem_peak_mib is None:
+            return None
+        return GpuUse(self.gpu_util_mean, self.gpu_util_max, self.gpu_mem_peak_mib)
 
 
 @dataclass(frozen=True)
@@ -138,11 +203,13 @@ class Store:
             self.conn.execute("PRAGMA busy_timeout=30000")
             if create:
                 self.conn.executescript(_SCHEMA)
+                _add_columns(self.conn)
                 self._set_default_meta()
             else:
                 self.conn.execute("SELECT 1 FROM runs LIMIT 1")
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: unreadable ledger ({exc})") from None
+            raise StoreError(f"{self.path}: unreadable ledger ({exc}); `benchlab collect --rebuild "
+                             f"{self.path.parent}` recreates it from the run directories") from None
 
     @classmethod
     def open(cls, results: Path | str) -> Store:
@@ -180,8 +247,12 @@ class Store:
     # ------------------------------------------------------------------ meta
 
     def _set_default_meta(self) -> None:
+        import uuid
+
         self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                           (json.dumps(SCHEMA_VERSION),))
+        # Tells this ledger from a copy of another put in its place (see LedgerGuard).
+        self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('ledger_id', ?)", (json.dumps(uuid.uuid4().hex),))
 
     def set_meta(self, **values: Any) -> None:
         with self.transaction() as c:
@@ -210,6 +281,16 @@ class Store:
             c.execute("UPDATE runs SET current = 0 WHERE run_id NOT IN (SELECT run_id FROM plan) AND "
                       "EXISTS (SELECT 1 FROM plan p WHERE p.task = runs.task AND "
                       "p.config = runs.config AND p.seed = runs.seed)")
+
+    def add_runs(self, runs: Iterable[Run]) -> None:
+        """Record runs as they are, current, leaving any run already on record untouched."""
+        now = time.time()
+        with self.transaction() as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO runs (run_id, name, task, config, seed, params, command, created, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(r.run_id, r.name, r.task, r.config, r.seed, json.dumps(r.params, sort_keys=True, default=str),
+                  r.command, now, now) for r in runs])
 
     def statuses(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT run_id, status FROM runs"))
@@ -290,8 +371,16 @@ class Store:
              np.ascontiguousarray(v, dtype="<f8").tobytes())
             for k, (s, v) in series.items()])
 
+    def _has_gpu_use(self) -> bool:
+        # Once there, the columns stay: ask the file until they are.
+        if not getattr(self, "_gpu_columns", False):
+            have = {row[1] for row in self.conn.execute("PRAGMA table_info(attempts)")}
+            self._gpu_columns = all(c in have for c in _GPU_USE_COLUMNS)
+        return self._gpu_columns
+
     def attempts(self, run_id: str | None = None, status: str | None = None) -> list[AttemptRecord]:
-        q = "SELECT * FROM attempts"
+        extra = (", " + ", ".join(_GPU_USE_COLUMNS)) if self._has_gpu_use() else ""
+        q = f"SELECT {_ATTEMPT_COLUMNS}{extra} FROM attempts"
         cond, args = [], []
         if run_id is not None:
             cond.append("run_id = ?")
@@ -302,6 +391,55 @@ class Store:
         if cond:
             q += " WHERE " + " AND ".join(cond)
         return [AttemptRecord(*row) for row in self.conn.execute(q + " ORDER BY attempt_id", args)]
+
+    def gpu_attempts(self) -> list[tuple[str, AttemptRecord]]:
+        """(run name, attempt) for the latest attempt placed on GPUs of each current run, in
+        launch order: what the runs used and, where the sampler measured it, how."""
+        extra = (", " + ", ".join("a." + c for c in _GPU_USE_COLUMNS)) if self._has_gpu_use() else ""
+        cols = ", ".join("a." + c.strip() for c in _ATTEMPT_COLUMNS.split(","))
+        latest: dict[str, tuple[str, AttemptRecord]] = {}
+        for row in self.conn.execute(f"SELECT r.name, {cols}{extra} FROM attempts a JOIN runs r USING (run_id)"
+                                     " WHERE r.current = 1 AND a.gpus IS NOT NULL AND a.gpus != ''"
+                                     " ORDER BY a.attempt_id"):
+            rec = AttemptRecord(*row[1:])
+            latest.pop(rec.run_id, None)  # re-insert: the order is the latest attempt's
+            latest[rec.run_id] = (row[0], rec)
+        return list(latest.values())
+
+    def set_gpu_use(self, attempt_id: int, use: GpuUse) -> None:
+        """Record what an attempt did with its GPUs (the sweep's sampler measured it)."""
+        self.conn.execute("UPDATE attempts SET gpu_util_mean = ?, gpu_util_max = ?, gpu_mem_peak_mib = ?"
+                          " WHERE attempt_id = ?", (use.util_mean, use.util_max, use.mem_peak_mib, attempt_id))
+
+    # ------------------------------------------------------------------ retry budgets
+
+    def charged_failures(self, run_ids: Iterable[str] | None = None) -> dict[str, dict[str, int]]:
+        """Failed attempts per run and failure class that count against the retry budget: those
+        from the run's ``budget_from`` on. Interrupted attempts (stopped by the user, or cut short
+        when benchlab itself died) are never charged."""
+        rows = self.conn.execute(
+            "SELECT a.run_id, COALESCE(a.failure_class, ''), COUNT(*) FROM attempts a JOIN runs r USING (run_id)"
+            " WHERE a.status = 'failed' AND a.number >= r.budget_from GROUP BY a.run_id, a.failure_class")
+        wanted = None if run_ids is None else set(run_ids)
+        out: dict[str, dict[str, int]] = {}
+        for rid, cls, n in rows:
+            if wanted is None or rid in wanted:
+                out.setdefault(rid, {})[cls] = int(n)
+        return out
+
+    def last_charged_failure(self, run_id: str) -> str | None:
+        """The failure class of the run's latest charged failure, or None."""
+        row = self.conn.execute(
+            "SELECT a.failure_class FROM attempts a JOIN runs r USING (run_id) WHERE a.run_id = ? AND"
+            " a.status = 'failed' AND a.number >= r.budget_from ORDER BY a.number DESC LIMIT 1",
+            (run_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def new_budget(self, run_ids: Iterable[str]) -> None:
+        """Grant these runs a fresh retry budget (``--rerun-failed``): failures so far stop counting."""
+        with self.transaction() as c:
+            c.executemany("UPDATE runs SET budget_from = (SELECT COUNT(*) + 1 FROM attempts a"
+                          " WHERE a.run_id = runs.run_id) WHERE run_id = ?", [(r,) for r in run_ids])
 
     def durations(self) -> dict[tuple[str, str], float]:
         """Mean duration of completed attempts per (task, config): the scheduler's estimates."""
@@ -340,6 +478,96 @@ class Store:
         return bool(result == "ok")
 
 
+def ledger_backups(folder: Path | str) -> list[Path]:
+    """The ledger backups ``benchlab collect --rebuild`` kept in a results folder, oldest first."""
+    return sorted((p for p in Path(folder).glob(f"{DB_NAME}.bak-*") if not p.name.endswith(("-wal", "-shm"))),
+                  key=lambda p: (p.stat().st_mtime, p.name))
+
+
+_SQLITE_MAGIC = b"SQLite format 3\0"
+
+
+def ledger_problem(path: Path) -> str | None:
+    """What is wrong with the ledger file at ``path`` as a whole (None: nothing seen).
+
+    Cheap (a stat and 100 bytes): it reads the header's page size and page count and
+    checks that the file holds that many pages.
+    """
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(100)
+            size = os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        return "was deleted"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        return "is no longer a SQLite database (truncated or overwritten)"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if size < page_size * pages:
+        return f"was truncated ({size} of {page_size * pages} bytes left)"
+    return None
+
+
+class LedgerGuard:
+    """Notices that the ledger a sweep writes to is no longer the file at its path.
+
+    A sweep's connection keeps writing into the file it opened, even after that file
+    was deleted, renamed to a backup or overwritten; this compares the file at the
+    path with the one opened (device and inode), its header with its size, and the
+    ``ledger_id`` stored inside it with the one read at the start.
+    """
+
+    def __init__(self, store: Store, every_s: float = 1.0):
+        self.path = store.path
+        st = os.stat(self.path)
+        self._key = (st.st_dev, st.st_ino)
+        self._identity = self._stored_identity()
+        if self._identity is None:
+            # The id is still only in the write-ahead log: fold it into the file, where it is read.
+            store.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._identity = self._stored_identity()
+        self.every_s = every_s
+        self._next = 0.0
+
+    def _stored_identity(self) -> str | None:
+        """The ``ledger_id`` in the database file itself, write-ahead log left out: a file copied
+        over the ledger shows there, whatever the log still holds."""
+        conn = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'ledger_id'").fetchone()
+        except sqlite3.OperationalError:
+            return None  # no meta table in the file yet
+        finally:
+            conn.close()
+        return None if row is None else str(json.loads(row[0]))
+
+    def check(self, *, force: bool = False) -> str | None:
+        """What happened to the ledger, or None; between ``every_s`` apart it answers None at once."""
+        now = time.monotonic()
+        if not force and now < self._next:
+            return None
+        self._next = now + self.every_s
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return "was deleted"
+        if (st.st_dev, st.st_ino) != self._key:
+            return "was replaced by another file"
+        problem = ledger_problem(self.path)
+        if problem is not None:
+            return problem
+        try:
+            identity = self._stored_identity()
+        except sqlite3.DatabaseError as exc:
+            return f"cannot be read ({exc})"
+        if self._identity is not None and identity != self._identity:
+            return "was overwritten by another ledger"
+        return None
+
+
 LOCK_NAME = ".benchlab.lock"
 
 
@@ -350,8 +578,9 @@ class ResultsLock:
     even by ``kill -9``: a crashed sweep never leaves the folder locked.
     """
 
-    def __init__(self, results_dir: Path):
+    def __init__(self, results_dir: Path, purpose: str = "benchlab run"):
         self.path = Path(results_dir) / LOCK_NAME
+        self.purpose = purpose
         self._fh: Any = None
 
     def acquire(self) -> None:
@@ -372,7 +601,7 @@ class ResultsLock:
             raise ResultsLocked(self.path.parent, holder) from None
         fh.seek(0)
         fh.truncate()
-        fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%H:%M:%S')}")
+        fh.write(f"{self.purpose}, pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%H:%M:%S')}")
         fh.flush()
         self._fh = fh
 

@@ -75,64 +75,76 @@ def _fmt(x: Any, digits: int = 4) -> str:
     return str(x)
 
 
-def _print_report(report: dict[str, Any]) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+def _ci(value: Any, low: Any, high: Any, digits: int = 3) -> str:
+    """A value over its confidence interval, on two lines so that a narrow table wraps no number."""
+    return f"{_fmt(value, digits)}\n[{_fmt(low, digits)}, {_fmt(high, digits)}]"
 
-    table = Table(title="Per task and config", title_justify="left")
-    for col in ("task", "config", "metric", "n", "mean", "std", "95% CI (t)", "bootstrap CI",
-                "high var", "rank"):
-        table.add_column(col, justify="left" if col in ("task", "config", "metric") else "right")
+
+def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
+    from rich.markup import escape
+
+    from benchlab.cli.tables import Column, print_table
+
+    name = Column
+    rows = []
     for r in report["summary"]:
-        table.add_row(
-            escape(r["task"]), escape(r["config"]), escape(r["metric"]), str(r["n"]), _fmt(r["mean"]), _fmt(r["std"]),
-            f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
-            f"[{_fmt(r['boot_ci_low'])}, {_fmt(r['boot_ci_high'])}]",
-            _fmt(r["high_variance"]), _fmt(r["rank"]),
-        )
-    console.print(table)
+        seeds = f"{r['completed']}/{r['planned']}" if "planned" in r else str(r["n"])
+        if r.get("failed_seeds"):
+            seeds += f"\n({len(r['failed_seeds'])} failed)"
+        rows.append([str(r["task"]), str(r["config"]), str(r["metric"]), seeds, _fmt(r["mean"]), _fmt(r["std"]),
+                     f"[{_fmt(r['ci_low'])},\n{_fmt(r['ci_high'])}]",
+                     f"[{_fmt(r['boot_ci_low'])},\n{_fmt(r['boot_ci_high'])}]",
+                     _fmt(r["high_variance"]), _fmt(r["rank"])])
+    print_table(console, "Per task and config", [
+        name("task", numeric=False, key=True), name("config", numeric=False, key=True),
+        name("metric", numeric=False, key=True), name("seeds"), name("mean"), name("std"),
+        name("95% CI\n(t)"), name("bootstrap\nCI"), name("high\nvar"), name("rank")], rows)
     if report["comparisons"]:
         base = report["comparisons"][0]["baseline"]
-        table = Table(title=f"Candidate vs baseline {escape(base)} (diff = candidate - baseline)",
-                      title_justify="left")
-        for col in ("task", "metric", "candidate", "paired", "n", "diff [95% CI]", "p",
-                    "p Holm", "d", "P(better)", "signif."):
-            table.add_column(col)
+        rows = []
+        caveats = []
         for c in report["comparisons"]:
             p = c["t_pvalue"] if c["paired"] else c["welch_pvalue"]
-            table.add_row(
-                escape(c["task"]), escape(c["metric"]), escape(c["candidate"]), _fmt(c["paired"]), str(c["n"]),
-                f"{_fmt(c['mean_diff'], 3)} [{_fmt(c['diff_ci_low'], 3)}, "
-                f"{_fmt(c['diff_ci_high'], 3)}]",
-                _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),
-                _fmt(c["prob_improvement"], 3), _fmt(c["significant"]),
-            )
-        console.print(table)
+            seeds = (f"{c['baseline_seeds']}, {c['candidate_seeds']}"
+                     if c.get("baseline_seeds") else "–")
+            signif = "undetermined" if c["significant"] is None else _fmt(c["significant"])
+            if c.get("caveat"):
+                signif += "\n(!)"
+                caveats.append(f"{c['task']} {c['metric']} {c['candidate']}: {c['caveat']}")
+            rows.append([str(c["task"]), str(c["metric"]), str(c["candidate"]), signif, seeds,
+                         _fmt(c["paired"]), str(c["n"]), _ci(c["mean_diff"], c["diff_ci_low"], c["diff_ci_high"]),
+                         _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),
+                         _fmt(c["prob_improvement"], 3)])
+        print_table(console, f"Candidate vs baseline {base} (diff = candidate - baseline)", [
+            name("task", numeric=False, key=True), name("metric", numeric=False, key=True),
+            name("candidate", numeric=False, key=True), name("signif."), name("seeds\n(b, c)"),
+            name("paired"), name("n"), name("diff\n[95% CI]"), name("p"), name("p\nHolm"), name("d"),
+            name("P(better)")], rows)
+        for line in caveats:
+            console.print(f"(!) lost seeds: {escape(line)}")
+        if failed_as is not None:
+            how = ("excluded: each verdict rests on the seeds that completed"
+                   if failed_as == "exclude" else "scored as the worst value")
+            console.print(f"failed seeds: {how} (--failed-as {failed_as})")
     if report["aggregate"]:
         how = {"none": "raw scores", "references": "scores normalised by reference scores",
                "observed": "scores min–max normalised over the configs compared",
                "mixed": "scores normalised by reference or observed values"}
         method = report.get("normalization", {}).get("method")
-        table = Table(title=f"Across tasks ({how.get(method, 'scores')}, stratified bootstrap "
-                      "CIs)", title_justify="left")
-        table.add_column("config")
-        for name in ("IQM", "median", "mean", "optimality gap"):
-            table.add_column(name, justify="right")
-        for a in report["aggregate"]:
-            cells = [
-                f"{_fmt(a[k], 3)} [{_fmt(a[k + '_ci_low'], 3)}, {_fmt(a[k + '_ci_high'], 3)}]"
-                for k in ("iqm", "median", "mean", "optimality_gap")
-            ]
-            table.add_row(escape(a["config"]), *cells)
-        console.print(table)
+        print_table(console, f"Across tasks ({how.get(method, 'scores')}, stratified bootstrap CIs)", [
+            name("config", numeric=False, key=True), name("IQM"), name("median"), name("mean"),
+            name("optimality\ngap")],
+            [[str(a["config"]), *(_ci(a[k], a[k + "_ci_low"], a[k + "_ci_high"])
+                                  for k in ("iqm", "median", "mean", "optimality_gap"))]
+             for a in report["aggregate"]])
     _print_warnings(report["warnings"])
 
 
-def _output(report: dict[str, Any], as_json: bool) -> None:
+def _output(report: dict[str, Any], as_json: bool, failed_as: str | None = None) -> None:
     if as_json:
         print_json(report)
     else:
-        _print_report(report)
+        _print_report(report, failed_as)
 
 
 def _print_warnings(warnings: list[str]) -> None:
@@ -156,6 +168,16 @@ ALIGN_HELP = ("Curves summarised on each run's own curve (own; default for final
 NORMALIZE_HELP = ("Tasks without reference scores: none (raw scores, default) or observed "
                   "(min-max over the configs compared).")
 METHOD_HELP = "Bootstrap CI of a mean: studentized (bootstrap-t)|percentile|bca."
+FAILED_AS_HELP = ("Failed seeds (NaN values, failed runs): exclude (judge on the completed ones, "
+                  "with a caveat) or worst (score them as the worst value).")
+
+
+def _failed_as(value: str) -> str:
+    from benchlab.errors import DataError
+
+    if value not in ("exclude", "worst"):
+        raise DataError(f"--failed-as must be exclude or worst; got {value!r}")
+    return value
 
 
 @app.command()
@@ -172,11 +194,12 @@ def analyze(
     seed: int = typer.Option(0, help="Seed of every random procedure."),
     method: str = typer.Option("studentized", help=METHOD_HELP),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
+    failed_as: str = typer.Option("exclude", "--failed-as", help=FAILED_AS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Statistics of any long-format CSV (W&B, MLflow, a paper's table)."""
     from benchlab.errors import DataError
-    from benchlab.stats import analyze as run_analysis
+    from benchlab.stats.accounting import analyze_seeds as run_analysis
 
     if goal not in ("max", "min"):
         raise DataError(f"--goal must be max or min; got {goal!r}")
@@ -184,12 +207,13 @@ def analyze(
     df = _read_csv(table)
     # goal is checked above; summary, method and normalize by analyze() itself.
     report = run_analysis(
-        df, baseline=baseline, metric=metric, goal=goal,  # type: ignore[arg-type]
+        df, failed_as=_failed_as(failed_as),
+        baseline=baseline, metric=metric, goal=goal,
         reps=reps, seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
         method=method, normalize=normalize, align=align,  # type: ignore[arg-type]
         references=_read_references(references), source=str(table),
     )
-    _output(report, as_json)
+    _output(report, as_json, failed_as)
 
 
 @app.command()
@@ -205,32 +229,45 @@ def compare(
     reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of every random procedure."),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
+    failed_as: str = typer.Option("exclude", "--failed-as", help=FAILED_AS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Compare a candidate config with the baseline, paired by seed."""
     from benchlab.errors import DataError
-    from benchlab.stats import analyze as run_analysis
+    from benchlab.stats.accounting import analyze_seeds as run_analysis
 
+    failed_as = _failed_as(failed_as)
     df, info = _load(results)
     goals: Any = goal or "max"
     references = None
+    planned = None
+    failed_runs: list[Any] = []
+    ranges = None
     if info is not None:
+        from benchlab.ranges import metric_ranges
+        from benchlab.report.analysis import ledger_seeds
+
         metric = metric or info.primary
         baseline = baseline or info.baseline
         goals = goal or dict(info.goal)
         references = dict(info.references)
+        planned, failed_runs = ledger_seeds(results)
+        ranges = metric_ranges(info.spec)
     if baseline is None:
         raise DataError(f"{results}: no baseline in the spec; give --baseline")
-    _check_configs(df, [baseline, candidate], results)
+    pair = [baseline, candidate]
+    _check_configs(df, pair, results, failed=[c for _, c, _ in failed_runs])
     _check_choice("--align", align, ("common", "own"))
     report = run_analysis(
-        df[df["config"].astype(str).isin([baseline, candidate])],
+        df[df["config"].astype(str).isin(pair)], failed_as=failed_as,
+        planned={k: v for k, v in planned.items() if k[1] in pair} if planned else None,
+        failed_runs=[r for r in failed_runs if r[1] in pair], ranges=ranges,
         baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
         seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
         normalize=normalize, align=align,  # type: ignore[arg-type]
         references=references, source=str(results),
     )
-    _output(report, as_json)
+    _output(report, as_json, failed_as)
 
 
 def _check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> None:
@@ -240,13 +277,15 @@ def _check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> Non
         raise DataError(f"{flag} must be one of {', '.join(choices)}; got {value!r}")
 
 
-def _check_configs(df: pd.DataFrame, configs: list[str], source: Path) -> None:
+def _check_configs(df: pd.DataFrame, configs: list[str], source: Path,
+                   failed: list[str] | None = None) -> None:
     from benchlab.errors import DataError
     from benchlab.stats import validate_table
 
     if "config" not in df.columns:
         validate_table(df, str(source))  # names the missing columns
-    have = list(dict.fromkeys(df["config"].astype(str)))
+    # A config whose every run failed is known to the ledger: it is compared, without a verdict.
+    have = list(dict.fromkeys([*df["config"].astype(str), *(failed or [])]))
     missing = [c for c in configs if c not in have]
     if missing:
         raise DataError(f"{source}: no config {', '.join(map(repr, missing))}; configs are "
