@@ -108,6 +108,8 @@ _FUNCS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 # Resamples per chunk are sized so a chunk's arrays stay in cache (measured: chunks
 # of ~32k values run 1.3x faster than ~64k and 2.7x faster than ~256k).
 _CACHE_ELEMENTS = 1 << 15
+# Largest count array over all tables of one chunk (int32: 16 MiB).
+_MANY_ELEMENTS = 1 << 22
 
 
 class _Resampler:
@@ -312,7 +314,10 @@ def aggregate_many(
     rng = np.random.default_rng(seed)
     # Equal chunks reuse one set of work arrays; the few surplus resamples of the
     # last chunk (fewer than the number of chunks) are drawn and dropped.
-    n_chunks = -(-reps // max(1, _CACHE_ELEMENTS // max(mask.size, 1)))
+    # Many tables at once would make a cache-sized chunk's per-table arrays huge: cap them.
+    per_chunk = min(_CACHE_ELEMENTS // max(mask.size, 1),
+                    _MANY_ELEMENTS // max(mask.size * len(arrays), 1))
+    n_chunks = -(-reps // max(1, per_chunk))
     chunk = -(-reps // n_chunks)
     resampler = _Resampler(arrays)
     parts = [resampler.reduce(resampler.draw(chunk, rng)) for _ in range(n_chunks)]
