@@ -123,9 +123,9 @@ def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
         for line in caveats:
             console.print(f"(!) lost seeds: {escape(line)}")
         if failed_as is not None:
-            how = ("excluded: each verdict rests on the seeds that completed"
-                   if failed_as == "exclude" else "scored as the worst value")
-            console.print(f"failed seeds: {how} (--failed-as {failed_as})")
+            treatment = ("excluded: each verdict rests on the seeds that completed"
+                         if failed_as == "exclude" else "scored as the worst value")
+            console.print(f"failed seeds: {treatment} (--failed-as {failed_as})")
     if report["aggregate"]:
         how = {"none": "raw scores", "references": "scores normalised by reference scores",
                "observed": "scores min–max normalised over the configs compared",
