@@ -156,3 +156,21 @@ def test_bound_interval_never_leaves_the_range(bounds):
     assert bound_interval(0.9502, 1.005, bounds) == (0.9502, 1.0)
     assert bound_interval(-2.0, 3.0, bounds) == bounds
     assert bound_interval(None, 0.5, bounds) == (None, 0.5)
+
+
+def test_analyze_cuts_the_intervals_of_a_range_given_on_the_command_line(tmp_path: Path):
+    import json
+
+    csv = tmp_path / "acc.csv"
+    values = [0.96, 1.0, 1.0]
+    csv.write_text("task,config,seed,value\n" + "".join(
+        f"gsm8k,ckpt,{s},{v}\n" for s, v in enumerate(values)))
+    done = run_cli("analyze", str(csv), "--range", "0,1", "--json")
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["summary"]
+    half = sps.t.ppf(0.975, 2) * statistics.stdev(values) / 3**0.5
+    assert row["ci_low"] == pytest.approx(statistics.mean(values) - half)
+    assert row["ci_high"] == 1.0
+    assert row["ci_method"] == "Student-t, cut at the range [0, 1]"
+    bad = run_cli("analyze", str(csv), "--range", "value=1,0")
+    assert bad.returncode == 2 and "--range value=1,0: expected LOW < HIGH" in bad.stderr
