@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from benchlab.store import AttemptRecord, RunRecord, Store
 
 RUNS_SHOWN = 6  # run names listed per failure group; `--json` lists them all
+GPU_RUNS_SHOWN = 20  # runs listed with their GPU use; past that only the likely CPU-bound ones
 
 ResultsArg = typer.Argument(None, help="Results folder [default: the one under ./results].",
                             show_default=False)
@@ -36,6 +37,7 @@ def status(
         runs = {r.run_id: r for r in store.runs()}
         counts = store.counts()
         attempts = store.attempts()
+        gpu_attempts = store.gpu_attempts()
     last: dict[str, AttemptRecord] = {}
     for a in attempts:
         last[a.run_id] = a
@@ -79,6 +81,11 @@ def status(
                                 "log_tail": g.attempts[0].log_tail}
                                for g, fl in zip(groups, explained, strict=True)],
             "flagged": flagged,
+            "gpu_use": [{"run": name, "run_id": a.run_id, "attempt": a.number, "gpus": a.gpus,
+                         **(a.gpu_use.to_json() if a.gpu_use else {"util_mean": None, "util_max": None,
+                                                                   "mem_peak_mib": None,
+                                                                   "likely_cpu_bound": None})}
+                        for name, a in gpu_attempts],
             "backups": [{"path": str(b), "bytes": b.stat().st_size, "modified": b.stat().st_mtime}
                         for b in backups],
             "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in partial],
@@ -94,6 +101,7 @@ def status(
     for a in running:
         console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, "
                       f"{now - a.started:.0f}s, pid {a.pid})")
+    _print_gpu_use(gpu_attempts)
     said = {(f["task"], f["config"]) for fl in explained for f in fl}
     for f in flagged:
         if (f["task"], f["config"]) in said:
@@ -125,6 +133,28 @@ def status(
         for b in backups:
             console.print(f"  {escape(b.name)}  {b.stat().st_size / 1e6:.1f} MB  "
                           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(b.stat().st_mtime))}")
+
+
+def _print_gpu_use(gpu_attempts: list[tuple[str, AttemptRecord]]) -> None:
+    """Each GPU run's utilisation and peak memory; runs under 50% mean utilisation are flagged."""
+    from rich.markup import escape
+
+    sampled = [(n, a) for n, a in gpu_attempts if a.gpu_use is not None]
+    if not sampled:
+        return
+    bound = [(n, a) for n, a in sampled if a.gpu_use and a.gpu_use.likely_cpu_bound]
+    shown = sampled if len(sampled) <= GPU_RUNS_SHOWN else bound[:GPU_RUNS_SHOWN]
+    console.print(f"GPU use of {len(sampled)} run(s) (mean / max utilisation, peak memory of its own processes)"
+                  + (f", {len(bound)} likely CPU-bound:" if len(shown) < len(sampled) else ":"))
+    for name, a in shown:
+        use = a.gpu_use
+        assert use is not None
+        util = ("?" if use.util_mean is None else f"{use.util_mean:.0f}% / {use.util_max:.0f}%")
+        mem = "?" if use.mem_peak_mib is None else f"{use.mem_peak_mib / 1024:.1f} GiB"
+        note = " — [yellow]likely CPU-bound[/] (under 50% mean utilisation)" if use.likely_cpu_bound else ""
+        console.print(f"  {escape(name)} on GPU {a.gpus}: {util}, {mem}{note}")
+    if len(shown) < len(sampled):
+        console.print(f"  ({len(sampled) - len(shown)} more: `benchlab status --json` lists every run)")
 
 
 def _find_run(store: Store, key: str) -> RunRecord:

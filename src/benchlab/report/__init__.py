@@ -34,17 +34,53 @@ class ReportFiles:
 
 
 def _hardware(results: Path) -> tuple[str, dict[str, object]]:
-    for prov in sorted((results / "runs").glob("*/provenance.json"))[:1]:
+    """The Hardware line (the GPUs the runs used, by model and count, and the CPU) and the git state."""
+    prov: dict[str, object] = {}
+    for path in sorted((results / "runs").glob("*/provenance.json"))[:1]:
         try:
-            data = json.loads(prov.read_text())
+            prov = json.loads(path.read_text())
         except ValueError:
             continue
-        gpus = data.get("gpu_names")
-        text = f"{data.get('host')}: {data.get('cpu_count')} CPU cores, {data.get('platform')}"
-        if gpus:
-            text += f"; GPUs: {', '.join(gpus)}"
-        return text, data.get("git") or {}
-    return "unknown (no run has written provenance yet)", {}
+    try:
+        with Store.open(results) as store:
+            hosts = store.meta().get("hardware") or {}
+            used = [a for _, a in store.gpu_attempts()]
+    except Exception:  # noqa: BLE001 - a report is still written without the ledger's hardware notes
+        hosts, used = {}, []
+    if not prov and not hosts:
+        return "unknown (no run has written provenance yet)", {}
+    git = prov.get("git") or {}
+    models: dict[str, int] = {}
+    for host, index in sorted({(a.host or "", i) for a in used for i in (a.gpus or "").split(",") if i}):
+        name = ((hosts.get(host) or {}).get("gpus") or {}).get(index) or "unknown GPU"
+        models[name] = models.get(name, 0) + 1
+    parts = [", ".join(f"{n}× {m}" for m, n in sorted(models.items()))] if models else []
+    host = str(prov.get("host") or next(iter(hosts), "") or "")
+    facts = hosts.get(host) or {}
+    cpu = facts.get("cpu") or prov.get("cpu_model")
+    cores = facts.get("cores") or prov.get("cpu_count")
+    parts.append(f"CPU: {cpu or 'unknown model'} ({cores} cores)" if cores else f"CPU: {cpu or 'unknown'}")
+    parts.append(f"host {host}" + (f", {prov['platform']}" if prov.get("platform") else ""))
+    return "; ".join(parts), git  # type: ignore[return-value]
+
+
+def _gpu_use(results: Path) -> list[dict[str, str]]:
+    """A row per run placed on GPUs, from its latest such attempt (see the template's GPU use section)."""
+    rows = []
+    with Store.open(results) as store:
+        for name, a in store.gpu_attempts():
+            use = a.gpu_use
+
+            def fmt(v: float | None, spec: str = ".0f") -> str:
+                return "—" if v is None else format(v, spec)
+
+            rows.append({"run": _cell(name), "gpus": a.gpus or "",
+                         "util_mean": fmt(use.util_mean if use else None),
+                         "util_max": fmt(use.util_max if use else None),
+                         "mem_gib": fmt(None if use is None or use.mem_peak_mib is None
+                                        else use.mem_peak_mib / 1024, ".1f"),
+                         "note": use.note if use else "not sampled"})
+    return rows
 
 
 def _cell(text: str) -> str:
@@ -86,6 +122,7 @@ def gather(results: Path | str | None = None) -> ReportData:
         )
     hardware, git = _hardware(folder)
     return ReportData(
+        gpu_use=_gpu_use(folder),
         info=meta,
         finals=table,
         failures=failures,
