@@ -25,7 +25,7 @@ ResultsArg = typer.Argument(None, help="Results folder [default: the one under .
 def status(
     results: Path = ResultsArg,
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
-    tail: int = typer.Option(5, "--tail", help="Log lines shown per failure."),
+    tail: int = typer.Option(5, "--tail", help="Log lines shown per group of failures."),
 ) -> None:
     """Runs by state, what is running, and failures grouped by what went wrong, with their last log lines."""
     from benchlab.results import find_results
@@ -42,7 +42,7 @@ def status(
     for a in attempts:
         last[a.run_id] = a
     running = [a for a in attempts if a.status == "running" and a.run_id in runs]
-    from benchlab.execute.triage import flag_configs, group_failures
+    from benchlab.execute.triage import MISSING_METRIC, flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
     from benchlab.store import ledger_backups
@@ -58,11 +58,16 @@ def status(
     groups = group_failures(failures)
     # A flagged (task, config) whose every run is in one group is that group's problem: it is
     # said once, with the group, not again on a line of its own.
-    explained: list[list[dict[str, object]]] = []
-    for g in groups:
-        ids = {a.run_id for a in g.attempts}
-        explained.append([f for f in flagged if all(
-            rid in ids for rid, r in runs.items() if (r.task, r.config) == (f["task"], f["config"]))])
+    members: dict[tuple[str, str], list[str]] = {}
+    for rid, r in runs.items():
+        members.setdefault((r.task, r.config), []).append(rid)
+    group_of = {a.run_id: n for n, g in enumerate(groups) for a in g.attempts}
+    explained: list[list[dict[str, Any]]] = [[] for _ in groups]
+    for f in flagged:
+        ids = members[(f["task"], f["config"])]
+        n = group_of.get(ids[0])
+        if n is not None and all(group_of.get(rid) == n for rid in ids):
+            explained[n].append(f)
     if as_json:
         print_json({
             "benchmark": meta.get("name"), "results": str(folder), "total": len(runs),
@@ -116,7 +121,7 @@ def status(
         if fl:
             names = ", ".join(f"{f['task']}/{f['config']}" for f in fl)
             console.print(f"  [red]flagged[/]: every seed of {escape(names)} failed this way")
-        covered = {rid for f in fl for rid, r in runs.items() if (r.task, r.config) == (f["task"], f["config"])}
+        covered = {rid for f in fl for rid in members[(f["task"], f["config"])]}
         rest = [a for a in g.attempts if a.run_id not in covered]
         if rest:
             shown = ", ".join(f"{runs[a.run_id].name} [dim]{a.run_id}[/]" for a in rest[:RUNS_SHOWN])
@@ -128,6 +133,9 @@ def status(
             console.print(f"  [dim]log of {escape(runs[first.run_id].name)} ({first.run_id}):[/]")
         for line in lines:
             console.print(f"      [dim]{escape(line)}[/]")
+        if g.failure_class == MISSING_METRIC:
+            console.print(f"  the runs finished: once the spec names the metric right, [bold]benchlab collect "
+                          f"{escape(str(folder))} --failed[/] completes them without training again")
     if backups:
         console.print(f"ledger backups ({len(backups)}, kept by `benchlab collect --rebuild`):")
         for b in backups:
@@ -213,10 +221,10 @@ def collect(
     failed: bool = typer.Option(False, "--failed",
                                 help="Read the runs that failed for a missing metric again; those that now "
                                      "have their metrics become completed, without training again."),
-    spec_path: Path = typer.Option(None, "--spec", help="The spec whose metrics to read \\[default: the spec "
+    spec_path: Path = typer.Option(None, "--spec", help="The spec whose metrics to read [default: the spec "
                                    "file the folder was run with, as it is now]."),
     sets: list[str] = typer.Option(None, "--set", "-s", metavar="KEY=VALUE",
-                                   help="Override a spec variable \\[default: the overrides of the last run]."),
+                                   help="Override a spec variable [default: the overrides of the last run]."),
     rebuild: bool = typer.Option(False, "--rebuild",
                                  help="Recreate the ledger from runs/ (the old one is kept as a backup)."),
 ) -> None:
@@ -241,21 +249,21 @@ def collect(
     spec, note = _current_spec(folder, spec_path, sets)
     if note:
         err_console.print(f"[yellow]warning[/]: {escape(note)}")
-    done = reread_runs(folder, spec, failed=failed)
+    again = reread_runs(folder, spec, failed=failed)
     skipped = []
-    if done.crashed:
-        skipped.append(f"{done.crashed} that did not exit 0 (nothing to read; --rerun-failed runs them)")
-    if done.not_in_spec:
-        skipped.append(f"{done.not_in_spec} that the spec no longer names")
+    if again.crashed:
+        skipped.append(f"{again.crashed} that did not exit 0 (nothing to read; --rerun-failed runs them)")
+    if again.not_in_spec:
+        skipped.append(f"{again.not_in_spec} that the spec no longer names")
     if failed:
-        console.print(f"read {len(done.completed) + len(done.still_failing)} failed runs again with "
-                      f"{escape(str(spec.path or 'the spec'))}: {len(done.completed)} now completed, "
-                      f"{len(done.still_failing)} still failing")
-        problems = done.still_failing
+        console.print(f"read {len(again.completed) + len(again.still_failing)} failed runs again with "
+                      f"{escape(str(spec.path or 'the spec'))}: {len(again.completed)} now completed, "
+                      f"{len(again.still_failing)} still failing")
+        problems = again.still_failing
     else:
-        console.print(f"collected {done.refreshed} completed runs ({len(done.demoted)} now failing their "
+        console.print(f"collected {again.refreshed} completed runs ({len(again.demoted)} now failing their "
                       "metrics)")
-        problems = done.demoted
+        problems = again.demoted
     if skipped:
         console.print("not read: " + "; ".join(skipped))
     if problems:

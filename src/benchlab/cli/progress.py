@@ -134,6 +134,11 @@ class SweepDisplay:
                                f"{escape(classes)})", highlight=False)
         if result.stopped:
             self.console.print("[yellow]stopped[/]: run the same command again to finish the rest")
+        elif result.failed and any("missing-metric" in f["classes"] for f in result.flagged):
+            # Every seed missed the metric: the spec names it wrong, and training again would not help.
+            self.console.print("see the failures with [bold]benchlab status "
+                               f"{result.results_dir}[/]; once the spec names the metric right, [bold]benchlab "
+                               f"collect {result.results_dir} --failed[/] completes the runs without training again")
         elif result.failed:
             self.console.print("see the failures with [bold]benchlab status "
                                f"{result.results_dir}[/]; re-run them with --rerun-failed")

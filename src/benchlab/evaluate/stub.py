@@ -32,8 +32,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from benchlab.extras import exit_missing
+
+try:
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+except ModuleNotFoundError as exc:  # run as `python -m benchlab.evaluate.stub` without the extra
+    exit_missing(exc, "the stub model server", main=__name__ == "__main__")
 
 from benchlab.evaluate.config import EvalConfig, load_config
 from benchlab.evaluate.datasets import load_items
@@ -275,7 +280,10 @@ def create_stub_app(
 
 def main(argv: list[str] | None = None) -> None:
     """Serve the stub on 127.0.0.1."""
-    import uvicorn
+    try:
+        import uvicorn
+    except ModuleNotFoundError as exc:
+        exit_missing(exc, "the stub model server", main=True)
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8000)
