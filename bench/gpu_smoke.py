@@ -66,12 +66,31 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--gpus", default="auto", help="as `benchlab run --gpus` (auto: the free ones)")
+    parser.add_argument("--mixed", action="store_true",
+                        help="also a whole-GPU config beside the quarter-GPU one (fractions and whole GPUs)")
     args = parser.parse_args()
-    why = missing()
+    if args.jobs < 1 or args.seconds <= 0:
+        parser.error("--jobs must be at least 1 and --seconds above 0")
+    from benchlab.errors import BenchlabError
+    from benchlab.execute.placement import parse_gpus
+
+    try:
+        parse_gpus(args.gpus)
+        why = missing()
+    except BenchlabError as exc:
+        print(f"gpu_smoke: {exc}", file=sys.stderr)
+        return 2
     if why:
         print(f"gpu_smoke: cannot run here: {why}. It needs a machine with an NVIDIA GPU.")
         return 2
+    try:
+        return _smoke(args)
+    except BenchlabError as exc:  # a user error (a GPU index this machine lacks, none free, ...)
+        print(f"gpu_smoke: {exc}", file=sys.stderr)
+        return 2
 
+
+def _smoke(args: argparse.Namespace) -> int:
     from benchlab.execute.gpus import open_inventory
     from benchlab.execute.sweep import Sweep
     from benchlab.spec import load_spec
@@ -90,11 +109,12 @@ def main() -> int:
         (root / "job.py").write_text(JOB)
         (root / "smoke.yaml").write_text(f"""name: gpu-smoke
 tasks: [{{name: matmul}}]
-configs: [{{name: quarter}}]
+configs:
+  - {{name: quarter, resources: {{gpus: 0.25, gpu_memory: 2}}}}
+{"  - {name: whole, resources: {gpus: 1}}" if args.mixed else ""}
 seeds: {args.jobs}
 command: {sys.executable} job.py {args.seconds}
 metrics: {{primary: {{name: matmuls, goal: max}}}}
-resources: {{gpus: 0.25, gpu_memory: 2}}
 retries: 0
 """)
         watcher = threading.Thread(target=watch, daemon=True)
@@ -121,7 +141,7 @@ retries: 0
               f"peak memory seen {peak / 1024:.1f} GiB, "
               f"job peak {max(j['peak_gib'] for j in js):.2f} GiB each")
     print(f"  NVML samples: {len(samples)} (every 0.2 s)")
-    ok = result.completed == args.jobs and all(j["cvd"] and "," not in j["cvd"] for j in jobs)
+    ok = result.completed == result.total and all(j["cvd"] and "," not in j["cvd"] for j in jobs)
     print("OK" if ok else "FAILED")
     return 0 if ok else 1
 

@@ -128,3 +128,56 @@ def test_source_names_can_depend_on_the_runs_task(tmp_path):
     m = metric("pass@1", json="metrics.json", key="{task}/pass@1/accuracy")
     assert collect_run(tmp_path, [m], {"task": "mcq", "config": "c"}).finals["pass@1"] == 0.5
     assert collect_run(tmp_path, [m], {"task": "arith", "config": "c"}).finals["pass@1"] == 0.75
+
+
+# -- nan is never hidden ------------------------------------------------------------------------
+
+# The pattern docs/extractors.md documented before it read nan, still in users' specs.
+OLD_SLM_RE = SLM_RE
+# The one it documents now.
+NEW_SLM_RE = r"trial_metrics: frame:(?P<step>\S+) \| total_reward_ma:(?P<value>[-+]?(?:nan|inf|[.\deE+-]+))"
+DIVERGED = (
+    "trial_metrics: frame:1.00e+05 | total_reward_ma:484.62 | fps:900\n"
+    "trial_metrics: frame:2.00e+05 | total_reward_ma:{last} | fps:950\n"
+)
+
+
+@pytest.mark.parametrize("pattern", [OLD_SLM_RE, NEW_SLM_RE], ids=["old-pattern", "documented-pattern"])
+@pytest.mark.parametrize("last,shown", [
+    ("nan", "nan"), ("NaN", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("+Infinity", "inf"),
+    ("\x1b[33mnan\x1b[0m", "nan"), ("-\x1b[1minf\x1b[0m", "-inf"), ("n\x1b[31ma\x1b[0mn", "nan"),
+])
+def test_a_non_finite_last_line_is_read_and_fails_the_metric(tmp_path, pattern, last, shown):
+    (tmp_path / "train.log").write_text(DIVERGED.format(last=last))
+    got = collect_run(tmp_path, [metric("total_reward_ma", regex=pattern)])
+    # Not the older line's 484.62: the run diverged, and its metric says so.
+    assert got.missing("total_reward_ma") == f"metric 'total_reward_ma' is not finite ({shown})"
+
+
+@pytest.mark.parametrize("pattern", [OLD_SLM_RE, NEW_SLM_RE], ids=["old-pattern", "documented-pattern"])
+def test_a_series_keeps_its_nan_points_in_order(tmp_path, pattern):
+    log = DIVERGED.format(last="nan") + "trial_metrics: frame:3.00e+05 | total_reward_ma:12.5 | fps:1\n"
+    (tmp_path / "train.log").write_text(log)
+    got = collect_run(tmp_path, [metric("total_reward_ma", regex=pattern, series=True)])
+    steps, vals = got.series["total_reward_ma"]
+    assert steps.tolist() == [1e5, 2e5, 3e5]
+    assert vals[0] == 484.62 and vals[1] != vals[1] and vals[2] == 12.5
+    assert got.missing("total_reward_ma") is None  # the last value is finite again
+
+
+def test_ansi_codes_inside_a_finite_number_are_stripped(tmp_path):
+    (tmp_path / "train.log").write_text("trial_metrics: frame:1e5 | total_reward_ma:8\x1b[1m16.\x1b[0m18\n")
+    got = collect_run(tmp_path, [metric("total_reward_ma", regex=NEW_SLM_RE)])
+    assert got.finals["total_reward_ma"] == 816.18
+
+
+def test_an_unnamed_group_also_reads_nan(tmp_path):
+    (tmp_path / "train.log").write_text("fps:900\nfps:nan\n")
+    got = collect_run(tmp_path, [metric("fps", regex=r"fps:(\d+)")])
+    assert got.missing("fps") == "metric 'fps' is not finite (nan)"
+
+
+def test_words_starting_like_nan_are_not_numbers(tmp_path):
+    (tmp_path / "train.log").write_text("loss:0.5\nloss:nanoseconds\nloss:information\n")
+    got = collect_run(tmp_path, [metric("loss", regex=r"loss:(?P<value>[\d.]+)")])
+    assert got.finals["loss"] == 0.5

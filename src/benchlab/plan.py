@@ -16,31 +16,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab.spec import Resources, Spec
+from benchlab.quoting import canonical, plain, shell_words, text_of
+from benchlab.spec import Config, Resources, Spec, Task
 
 ID_LENGTH = 12
 RUN_DIR_PLACEHOLDER = "{run_dir}"
+# Stands for the run's id while the command is rendered: no value can hold a NUL byte.
+_RUN_ID_MARK = "\x00run_id\x00"
 
 
 class _Plain(string.Formatter):
-    """str.format with YAML-ish spellings: true/false, JSON for lists and mappings."""
+    """str.format for environment values: text as it is, true/false, JSON for lists and mappings."""
 
     def format_field(self, value: Any, format_spec: str) -> str:
         if isinstance(value, _Raw):
             return value.text
-        if isinstance(value, bool):
-            return str(value).lower()
-        if isinstance(value, dict | list):
-            return json.dumps(value, separators=(",", ":"))
-        return format(value, format_spec)
+        return text_of(value, format_spec)
 
 
-class _Quoting(_Plain):
-    """Like ``_Plain``, and shell-quotes every substituted value (safe strings stay as they are)."""
+class _Quoting(string.Formatter):
+    """str.format for commands: every substituted value becomes shell words (``benchlab.quoting``)."""
 
     def format_field(self, value: Any, format_spec: str) -> str:
-        text = super().format_field(value, format_spec)
-        return text if isinstance(value, _Raw) else shlex.quote(text)
+        if isinstance(value, _Raw):
+            return value.text
+        return shell_words(value, format_spec)
 
 
 @dataclass(frozen=True)
@@ -117,11 +117,18 @@ def run_id(benchmark: str, task: str, config: str, params: dict[str, Any], seed:
            command: str) -> str:
     """A stable short id: the first 12 hex digits of the SHA-256 of the run's definition."""
     blob = json.dumps(
-        {"benchmark": benchmark, "task": task, "config": config, "params": params,
+        {"benchmark": benchmark, "task": task, "config": config, "params": canonical(params),
          "seed": seed, "command": command},
         sort_keys=True, separators=(",", ":"), default=str,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:ID_LENGTH]
+
+
+def command_template(spec: Spec, task: Task, cfg: Config) -> str | None:
+    """The command of a (task, config): the config's, else the task's, else the spec's."""
+    if cfg.command is not None:
+        return cfg.command
+    return task.command if task.command is not None else spec.command
 
 
 def _render(template: str, values: dict[str, Any]) -> str:
@@ -140,21 +147,22 @@ def expand(spec: Spec) -> list[Run]:
         for task in spec.tasks:
             for cfg in spec.configs:
                 params = {**task.params, **cfg.params}
-                template = cfg.command if cfg.command is not None else spec.command
+                template = command_template(spec, task, cfg)
                 assert template is not None  # guaranteed by spec validation
                 values: dict[str, Any] = {**spec.variables, **params,
                                           "task": task.name, "config": cfg.name, "seed": seed,
                                           "benchmark": spec.name,
                                           "run_dir": _Raw(RUN_DIR_PLACEHOLDER),
-                                          "run_id": _Raw("{run_id}")}
+                                          "run_id": _Raw(_RUN_ID_MARK)}
                 command = _render(template, values)
-                rid = run_id(spec.name, task.name, cfg.name, params, seed, command)
-                command = command.replace("{run_id}", rid)
+                # The id hashes the command as it reads with '{run_id}' in it (as ids always have).
+                rid = run_id(spec.name, task.name, cfg.name, params, seed, command.replace(_RUN_ID_MARK, "{run_id}"))
+                command = command.replace(_RUN_ID_MARK, rid)
                 env = {k: _PLAIN.vformat(v, (), {**values, "run_id": rid}) if "{" in v else v
                        for k, v in spec.env.items()}
                 runs.append(Run(
                     run_id=rid, benchmark=spec.name, task=task.name, config=cfg.name, seed=seed,
-                    params=params, command=command, env=env, workdir=workdir,
+                    params=plain(params), command=command, env=env, workdir=workdir,
                     resources=cfg.resources or spec.resources, timeout=spec.timeout,
                     retries=spec.retries, retry_on=spec.retry_budget,
                 ))

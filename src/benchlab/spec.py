@@ -13,6 +13,7 @@ Errors name the file, the line and the field:
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 import string
 from pathlib import Path
@@ -24,11 +25,13 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from benchlab.errors import OverrideError, Problem, SpecError
+from benchlab.quoting import as_written, shell_words
 
 # Placeholders every command template may use besides params and variables.
 BUILTIN_PLACEHOLDERS = ("task", "config", "seed", "run_dir", "run_id", "benchmark")
@@ -75,6 +78,8 @@ class Task(_Model):
 
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
+    # This task's runs use it unless their config has its own (config over task over spec).
+    command: str | None = None
     target: float | None = None
     reference: Reference | None = None
     description: str | None = None
@@ -97,15 +102,78 @@ class Resources(_Model):
         return v
 
 
+# Characters a grid value may not hold: they would make its config's name ambiguous.
+_GRID_VALUE_BAD = re.compile(r"[\s/,=\[\]]")
+
+
+def grid_coordinate(value: Any) -> str:
+    """A grid value as it appears in a config's name: ``0.001``, ``32``, ``adam``, ``true``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return repr(float(value))
+    if isinstance(value, int):
+        return str(int(value))
+    return str(value)
+
+
 class Config(_Model):
-    """One configuration under test (an algorithm, hyperparameters, a checkpoint)."""
+    """One configuration under test (an algorithm, hyperparameters, a checkpoint).
+
+    A config with a ``grid`` stands for one config per combination of its values, named by
+    its coordinates (``mlp[lr=0.001,batch=32]``); ``Spec.configs`` holds the expanded ones.
+    """
 
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        description="param name -> the values to try; one config per combination, named name[k=v,...]")
     command: str | None = None
     description: str | None = None
     # Overrides the spec-level resources for this config's runs (e.g. one config needs a whole GPU).
     resources: Resources | None = None
+
+    @field_validator("grid")
+    @classmethod
+    def _grid_values(cls, grid: dict[str, list[Any]], info: ValidationInfo) -> dict[str, list[Any]]:
+        both = sorted(set(grid) & set(info.data.get("params") or {}))
+        if both:
+            raise ValueError(f"{', '.join(map(repr, both))} set both in params and in grid; keep one")
+        for key, values in grid.items():
+            if not _NAME_RE.match(str(key)):
+                raise ValueError(f"grid param {key!r}: expected letters, digits and . _ + - only")
+            if not values:
+                raise ValueError(f"grid param {key!r} lists no values")
+            seen: set[str] = set()
+            for value in values:
+                if isinstance(value, dict | list):
+                    raise ValueError(f"grid param {key!r}: expected single values (numbers, strings, true/false, "
+                                     f"null), got {value!r}; write such a config out in full")
+                coordinate = grid_coordinate(value)
+                if isinstance(value, str) and (not value or _GRID_VALUE_BAD.search(value)):
+                    raise ValueError(f"grid param {key!r}: {value!r} cannot name a config (no spaces, '/', "
+                                     "',', '=', '[' or ']'); write such a config out in full")
+                if coordinate in seen:
+                    raise ValueError(f"grid param {key!r} lists {coordinate} twice")
+                seen.add(coordinate)
+        return grid
+
+    def expand_grid(self) -> list[Config]:
+        """One config per combination of the grid's values, the last param varying fastest;
+        this config itself when it has no grid."""
+        if not self.grid:
+            return [self]
+        keys = list(self.grid)
+        out = []
+        for combo in itertools.product(*(self.grid[k] for k in keys)):
+            coords = ",".join(f"{k}={grid_coordinate(v)}" for k, v in zip(keys, combo, strict=True))
+            out.append(self.model_copy(update={
+                "name": f"{self.name}[{coords}]", "grid": {},
+                "params": {**self.params, **dict(zip(keys, combo, strict=True))}}))
+        return out
 
 
 class MetricSource(_Model):
@@ -232,13 +300,16 @@ class Metrics(_Model):
 #: Failure classes a spec may give its own retry budget (``retry_on``); the names of
 #: ``benchlab.execute.triage``'s classes.
 RetryClass = Literal["timeout", "out-of-memory", "cuda-error", "exception", "signal", "exit-code",
-                     "missing-metric", "launch-error", "node-died"]
+                     "missing-metric", "launch-error", "usage-error", "node-died"]
 
 #: Retry budgets that apply unless ``retry_on`` says otherwise: a timeout would most likely time
-#: out again, a command that cannot start will not start the second time, and an out-of-memory
-#: run gets one more try, alone on its device; a run whose cluster node died was not at fault
-#: and gets two more, on other nodes.
-DEFAULT_RETRY_ON: dict[str, int] = {"timeout": 0, "launch-error": 0, "out-of-memory": 1, "node-died": 2}
+#: out again, a command that cannot start will not start the second time (nor one that rejected
+#: its arguments: argparse's usage error), a run that finished without its metric would train
+#: again only to miss it again (`benchlab collect --failed` reads it after the spec is fixed),
+#: and an out-of-memory run gets one more try, alone on its device; a run whose cluster node
+#: died was not at fault and gets two more, on other nodes.
+DEFAULT_RETRY_ON: dict[str, int] = {"timeout": 0, "launch-error": 0, "usage-error": 0, "missing-metric": 0,
+                                    "out-of-memory": 1, "node-died": 2}
 
 
 class Spec(_Model):
@@ -264,6 +335,8 @@ class Spec(_Model):
     # Where the spec came from; not part of the YAML.
     path: Path | None = Field(default=None, exclude=True)
     overrides: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    # A grid config's name -> the names of the configs it expanded to.
+    grids: dict[str, list[str]] = Field(default_factory=dict, exclude=True)
 
     @field_validator("seeds")
     @classmethod
@@ -318,6 +391,9 @@ class Spec(_Model):
 
 
 # --------------------------------------------------------------------------- loading
+
+# Spec attributes that say where a spec came from, not what its YAML holds.
+_NOT_IN_YAML = ("path", "overrides", "grids")
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -381,7 +457,7 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
 
 def _field_names(model: type[BaseModel]) -> list[str]:
     return [f.alias or name for name, f in model.model_fields.items()
-            if not (model is Spec and name in ("path", "overrides"))]
+            if not (model is Spec and name in _NOT_IN_YAML)]
 
 
 def _describe_type(error: dict[str, Any]) -> str:
@@ -463,14 +539,29 @@ def _parse_override(text: str) -> tuple[str, Any]:
         # YAML 1.1 reads 1e7 as a string; on a command line it is a number.
         for cast in (int, float):
             try:
-                return key, cast(value)
+                return key, as_written(cast(value), raw)
             except ValueError:
                 continue
-    return key, value
+    # A number renders in commands as it was typed (1e2 stays 1e2) and compares as a number.
+    return key, as_written(value, raw)
+
+
+def _is_command(loc: tuple[Any, ...]) -> bool:
+    return loc == ("command",) or (len(loc) == 3 and loc[0] in ("tasks", "configs") and loc[2] == "command")
 
 
 def _interpolate(node: Any, variables: dict[str, Any], loc: tuple[Any, ...],
                  unknown: list[tuple[tuple[Any, ...], str]]) -> Any:
+    if isinstance(node, str) and "${" in node and _is_command(loc):
+        # In a command a variable becomes shell words, quoted exactly as a {param} is; its braces
+        # are doubled so that the value is never read as a placeholder.
+        def words(m: re.Match[str]) -> str:
+            if m.group(1) in variables:
+                return shell_words(variables[m.group(1)]).replace("{", "{{").replace("}", "}}")
+            unknown.append((loc, m.group(1)))
+            return m.group(0)
+
+        return _VAR_RE.sub(words, node)
     if isinstance(node, dict):
         return {k: _interpolate(v, variables, (*loc, k), unknown) for k, v in node.items()}
     if isinstance(node, list):
@@ -526,38 +617,83 @@ def _semantic_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int])
     for i, m in enumerate(spec.metrics.secondary):
         if names.count(m.name) > 1:
             add(("metrics", "secondary", i, "name"), f"duplicate metric {m.name!r}")
-    if spec.baseline is not None and spec.baseline not in {c.name for c in spec.configs}:
+    grids = {c.name: [g.name for g in c.expand_grid()] for c in spec.configs if c.grid}
+    expanded = {g for names in grids.values() for g in names}
+    if spec.baseline is not None and spec.baseline in grids:
+        names = grids[spec.baseline]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        add(("baseline",), f"{spec.baseline!r} is a grid of {len(names)} configs; name one of them: {shown}")
+    elif spec.baseline is not None and spec.baseline not in {c.name for c in spec.configs} | expanded:
         choices = ", ".join(c.name for c in spec.configs)
         close = difflib.get_close_matches(spec.baseline, [c.name for c in spec.configs], n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         add(("baseline",), f"names no config: {spec.baseline!r}{hint} (configs: {choices})")
 
-    if spec.command is None:
-        for i, c in enumerate(spec.configs):
-            if c.command is None:
-                add((("configs", i, "command")),
-                    "no command: set 'command' at the top of the spec or on this config")
-    for task in spec.tasks:
-        for cfg_i, cfg in enumerate(spec.configs):
-            template = cfg.command if cfg.command is not None else spec.command
-            if template is None:
+    problems += _command_problems(spec, file, lines)
+    return problems
+
+
+def _command_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int]) -> list[Problem]:
+    """Missing commands and unknown placeholders, each reported once where the command is written.
+
+    A command is the config's, else the task's, else the spec's; a placeholder must be known
+    (a variable, a builtin, or a param) to every (task, config) that uses the command.
+    """
+    problems: list[Problem] = []
+    # (where the template is written, the template, the tasks and configs that use it)
+    uses: list[tuple[tuple[Any, ...], str, list[Task], list[Config]]] = []
+    plain_configs = [c for c in spec.configs if c.command is None]
+    plain_tasks = [t for t in spec.tasks if t.command is None]
+    for i, cfg in enumerate(spec.configs):
+        if cfg.command is not None:
+            uses.append((("configs", i, "command"), cfg.command, list(spec.tasks), [cfg]))
+    for i, task in enumerate(spec.tasks):
+        if task.command is not None and plain_configs:
+            uses.append((("tasks", i, "command"), task.command, [task], plain_configs))
+    if plain_configs and plain_tasks:
+        if spec.command is None:
+            if len(spec.configs) == len(plain_configs) and len(spec.tasks) == len(plain_tasks):
+                problems.append(Problem(file, None, "command", "required: set 'command' at the top of "
+                                        "the spec, or on each config or task"))
+            else:
+                where = ("configs", spec.configs.index(plain_configs[0]), "command")
+                pairs = [f"{t.name}/{c.name}" for t in plain_tasks for c in plain_configs]
+                shown = ", ".join(pairs[:3]) + (f" and {len(pairs) - 3} more" if len(pairs) > 3 else "")
+                problems.append(Problem(file, _line_for(where[:2], lines), _fmt_loc(where),
+                                        f"no command for {shown}: set 'command' at the top of the "
+                                        "spec, or on each config or task"))
+        else:
+            uses.append((("command",), spec.command, plain_tasks, plain_configs))
+    common = set(BUILTIN_PLACEHOLDERS) | set(spec.variables)
+    for loc, template, tasks, configs in uses:
+        try:
+            used = placeholders(template)
+        except ValueError as exc:
+            problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc),
+                                    f"malformed command template: {exc}"))
+            continue
+        reported: set[str] = set()
+        for name in used:
+            base = re.split(r"[.\[!:]", name, maxsplit=1)[0]
+            if base in common or base in reported:
                 continue
-            loc = ("configs", cfg_i, "command") if cfg.command is not None else ("command",)
-            known = set(BUILTIN_PLACEHOLDERS) | set(spec.variables) | set(task.params) | set(cfg.params)
-            try:
-                used = placeholders(template)
-            except ValueError as exc:
-                add(loc, f"malformed command template: {exc}")
+            tasks_without = [t for t in tasks if base not in t.params]
+            configs_without = [c for c in configs if base not in c.params and base not in c.grid]
+            if not tasks_without or not configs_without:
                 continue
-            for name in used:
-                base = re.split(r"[.\[!:]", name, maxsplit=1)[0]
-                if base not in known:
-                    close = difflib.get_close_matches(base, sorted(known), n=1)
-                    hint = f"; did you mean {{{close[0]}}}?" if close else ""
-                    msg = (f"unknown placeholder {{{name}}} for task {task.name!r}, config "
-                           f"{cfg.name!r}{hint} (known: {', '.join(sorted(known))})")
-                    if not any(p.message == msg for p in problems):
-                        add(loc, msg)
+            reported.add(base)
+            if len(tasks_without) == len(tasks) and len(configs_without) == len(configs):
+                known = (common | {k for t in tasks for k in t.params} | {k for c in configs for k in c.params}
+                         | {k for c in configs for k in c.grid})
+                close = difflib.get_close_matches(base, sorted(known), n=1)
+                hint = f"; did you mean {{{close[0]}}}?" if close else ""
+                msg = f"unknown placeholder {{{name}}}{hint} (known: {', '.join(sorted(known))})"
+            else:
+                lacking = [f"{t.name}/{c.name}" for t in tasks_without for c in configs_without]
+                shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
+                msg = (f"placeholder {{{name}}} has no value for {shown} (task/config); give it a "
+                       f"default in 'variables' (null renders as nothing)")
+            problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), msg))
     return problems
 
 
@@ -637,14 +773,17 @@ def parse_spec(text: str, file: str = "<spec>", overrides: list[str] | dict[str,
         raise SpecError(problems)
     spec.path = path
     spec.overrides = applied
+    if any(c.grid for c in spec.configs):
+        spec.grids = {c.name: [g.name for g in c.expand_grid()] for c in spec.configs if c.grid}
+        spec.configs = [g for c in spec.configs for g in c.expand_grid()]
     return spec
 
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of a spec file, for editors and validators."""
     schema = Spec.model_json_schema(by_alias=True)
-    schema.get("properties", {}).pop("path", None)
-    schema.get("properties", {}).pop("overrides", None)
+    for name in _NOT_IN_YAML:
+        schema.get("properties", {}).pop(name, None)
     schema["title"] = "benchlab spec"
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema

@@ -5,7 +5,8 @@ Tables::
     meta      key -> value (JSON): the benchmark's name, metrics, baseline, targets, ...
     runs      one row per run id: coordinates, params, command, status, whether current
     attempts  one row per launch of a run: status, exit code, signal, times, host, pid,
-              process group, process start time, GPUs, failure class, error, log tail
+              process group, process start time, GPUs, failure class, error, log tail,
+              GPU use (mean and max utilisation of its devices, peak memory of its processes)
     metrics   final scalars of a completed run (run_id, metric) -> value
     series    step series of a completed run (run_id, metric) -> steps, values (float64 blobs)
     spec_runs the run ids of the spec as ``benchlab run`` last ran it: the runs "in the spec"
@@ -15,7 +16,9 @@ Tables::
 A run's metrics are written in the same transaction that marks it completed,
 so a crash can never leave a run half-recorded, and re-collecting replaces
 rather than adds. ``runs.current`` is 0 for a run whose coordinates
-(task, config, seed) were taken over by a changed spec.
+(task, config, seed) were taken over by a changed spec. ``runs.budget_from`` is the attempt number
+from which failures count against the run's retry budget: 1, until
+``--rerun-failed`` grants a new budget.
 
 Which runs are *in the spec*: those of the ``spec_runs`` table, which each
 ``benchlab run`` replaces in one transaction with the runs its spec names now.
@@ -24,6 +27,9 @@ record with its attempts but is "not in the spec": it leaves the results table,
 the counts and the report. A ledger with no plan recorded (written before the
 table existed, or rebuilt from run directories) counts its current runs as in
 the spec.
+
+Columns added after a ledger was first written are added when a sweep opens it
+(:data:`_ADDED_COLUMNS`); readers of an older ledger see them as None.
 """
 
 from __future__ import annotations
@@ -110,6 +116,45 @@ class CodeState:
         return text
 
 
+# Columns added to existing tables since the first schema: (table, column, SQL type and default).
+_ADDED_COLUMNS = (
+    ("runs", "budget_from", "INTEGER NOT NULL DEFAULT 1"),
+    ("attempts", "gpu_util_mean", "REAL"),
+    ("attempts", "gpu_util_max", "REAL"),
+    ("attempts", "gpu_mem_peak_mib", "INTEGER"),
+)
+_ATTEMPT_COLUMNS = ("attempt_id, run_id, number, status, exit_code, signal, started, ended, host, node, pid,"
+                    " pgid, proc_start, gpus, failure_class, error, log_tail")
+_GPU_USE_COLUMNS = ("gpu_util_mean", "gpu_util_max", "gpu_mem_peak_mib")
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    for table, column, decl in _ADDED_COLUMNS:
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+
+
+@dataclass(frozen=True)
+class GpuUse:
+    """What a run did with its GPUs over one attempt: mean and max utilisation (percent) of
+    its devices while it ran, and the peak memory (MiB) its own processes held."""
+
+    util_mean: float | None
+    util_max: float | None
+    mem_peak_mib: int | None
+
+    @property
+    def likely_cpu_bound(self) -> bool:
+        """Under half the device's time busy on average: the data pipeline or the CPU side is
+        what limits it, not the GPU."""
+        return self.util_mean is not None and self.util_mean < CPU_BOUND_BELOW_PCT
+
+
+#: A run whose devices were busy less than this share of the time on average is flagged.
+CPU_BOUND_BELOW_PCT = 50.0
+
+
 @dataclass(frozen=True)
 class AttemptRecord:
     """One launch of a run, as the ledger holds it."""
@@ -131,10 +176,20 @@ class AttemptRecord:
     failure_class: str | None
     error: str | None
     log_tail: str | None
+    gpu_util_mean: float | None = None
+    gpu_util_max: float | None = None
+    gpu_mem_peak_mib: int | None = None
 
     @property
     def duration(self) -> float | None:
         return None if self.ended is None else self.ended - self.started
+
+    @property
+    def gpu_use(self) -> GpuUse | None:
+        """The attempt's GPU use, None when it was not sampled (no GPU, or an older ledger)."""
+        if self.gpu_util_mean is None and self.gpu_mem_peak_mib is None:
+            return None
+        return GpuUse(self.gpu_util_mean, self.gpu_util_max, self.gpu_mem_peak_mib)
 
 
 @dataclass(frozen=True)
@@ -183,6 +238,7 @@ class Store:
             if create:
                 self.conn.executescript(_SCHEMA)
                 self.conn.executescript(_PLAN_SCHEMA)
+                _add_columns(self.conn)
                 self._set_default_meta()
             else:
                 self.conn.execute("SELECT 1 FROM runs LIMIT 1")
@@ -357,8 +413,16 @@ class Store:
              np.ascontiguousarray(v, dtype="<f8").tobytes())
             for k, (s, v) in series.items()])
 
+    def _has_gpu_use(self) -> bool:
+        # Once there, the columns stay: ask the file until they are.
+        if not getattr(self, "_gpu_columns", False):
+            have = {row[1] for row in self.conn.execute("PRAGMA table_info(attempts)")}
+            self._gpu_columns = all(c in have for c in _GPU_USE_COLUMNS)
+        return self._gpu_columns
+
     def attempts(self, run_id: str | None = None, status: str | None = None) -> list[AttemptRecord]:
-        q = "SELECT * FROM attempts"
+        extra = (", " + ", ".join(_GPU_USE_COLUMNS)) if self._has_gpu_use() else ""
+        q = f"SELECT {_ATTEMPT_COLUMNS}{extra} FROM attempts"
         cond, args = [], []
         if run_id is not None:
             cond.append("run_id = ?")
@@ -369,6 +433,41 @@ class Store:
         if cond:
             q += " WHERE " + " AND ".join(cond)
         return [AttemptRecord(*row) for row in self.conn.execute(q + " ORDER BY attempt_id", args)]
+
+    def set_gpu_use(self, attempt_id: int, use: GpuUse) -> None:
+        """Record what an attempt did with its GPUs (the sweep's sampler measured it)."""
+        self.conn.execute("UPDATE attempts SET gpu_util_mean = ?, gpu_util_max = ?, gpu_mem_peak_mib = ?"
+                          " WHERE attempt_id = ?", (use.util_mean, use.util_max, use.mem_peak_mib, attempt_id))
+
+    # ------------------------------------------------------------------ retry budgets
+
+    def charged_failures(self, run_ids: Iterable[str] | None = None) -> dict[str, dict[str, int]]:
+        """Failed attempts per run and failure class that count against the retry budget: those
+        from the run's ``budget_from`` on. Interrupted attempts (stopped by the user, or cut short
+        when benchlab itself died) are never charged."""
+        rows = self.conn.execute(
+            "SELECT a.run_id, COALESCE(a.failure_class, ''), COUNT(*) FROM attempts a JOIN runs r USING (run_id)"
+            " WHERE a.status = 'failed' AND a.number >= r.budget_from GROUP BY a.run_id, a.failure_class")
+        wanted = None if run_ids is None else set(run_ids)
+        out: dict[str, dict[str, int]] = {}
+        for rid, cls, n in rows:
+            if wanted is None or rid in wanted:
+                out.setdefault(rid, {})[cls] = int(n)
+        return out
+
+    def last_charged_failure(self, run_id: str) -> str | None:
+        """The failure class of the run's latest charged failure, or None."""
+        row = self.conn.execute(
+            "SELECT a.failure_class FROM attempts a JOIN runs r USING (run_id) WHERE a.run_id = ? AND"
+            " a.status = 'failed' AND a.number >= r.budget_from ORDER BY a.number DESC LIMIT 1",
+            (run_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def new_budget(self, run_ids: Iterable[str]) -> None:
+        """Grant these runs a fresh retry budget (``--rerun-failed``): failures so far stop counting."""
+        with self.transaction() as c:
+            c.executemany("UPDATE runs SET budget_from = (SELECT COUNT(*) + 1 FROM attempts a"
+                          " WHERE a.run_id = runs.run_id) WHERE run_id = ?", [(r,) for r in run_ids])
 
     def durations(self) -> dict[tuple[str, str], float]:
         """Mean duration of completed attempts per (task, config): the scheduler's estimates."""

@@ -40,6 +40,34 @@ def test_serve_refuses_a_public_address_without_a_token(tmp_path):
     assert result.returncode == 2 and "--no-auth is only allowed on a loopback" in result.stderr
 
 
+@pytest.mark.parametrize("token,why", [
+    (" ", "only whitespace"),
+    ("\t\n   \t", "only whitespace"),
+    ("short-token", "11 characters, fewer than 16"),
+    ("x" * 15, "15 characters, fewer than 16"),
+])
+def test_serve_refuses_a_weak_token_at_start_up(tmp_path, token, why):
+    result = benchlab(
+        "serve", "--host", "0.0.0.0", "--port", str(free_port()), "--config", str(write_config(tmp_path)),
+        env={"BENCHLAB_EVAL_TOKEN": token}, timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert why in result.stderr and "$BENCHLAB_EVAL_TOKEN" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert token.strip() == "" or token not in result.stderr  # the token itself is not echoed
+
+
+def test_create_app_refuses_a_weak_token_too(tmp_path):
+    from benchlab.errors import UserError
+    from benchlab.evaluate.config import load_config
+    from benchlab.evaluate.server import create_app
+
+    config = load_config(write_config(tmp_path))
+    with pytest.raises(UserError, match="fewer than 16"):
+        create_app(config, token="0123456789abcde")
+    assert create_app(config, token="0123456789abcdef") is not None  # 16 characters are enough
+
+
 def test_serve_needs_a_token_or_no_auth_even_on_loopback(tmp_path):
     result = benchlab("serve", "--config", str(write_config(tmp_path)))
     assert result.returncode == 2 and "--no-auth" in result.stderr

@@ -111,6 +111,20 @@ def test_health_benchmarks_and_api_docs(tmp_path, servers):
     assert "/evaluate" in httpx.get(f"{server.url}/openapi.json", timeout=5).json()["paths"]
 
 
+def test_health_reports_how_the_sandbox_confines_writes(tmp_path, servers):
+    config, _, _, server = start_pair(
+        tmp_path, servers, sandbox={"max_files": 77, "tmpfs_mb": 9}
+    )
+    sandbox = httpx.get(f"{server.url}/health", timeout=5).json()["sandbox"]
+    if sandbox["mode"] == "none":
+        assert sandbox["filesystem"] == "none" and sandbox["max_files"] is None
+        return
+    assert sandbox["filesystem"] in ("readonly", "cover")
+    assert (sandbox["max_files"], sandbox["writable_mb"]) == (77, 9)
+    if sandbox["filesystem"] == "cover":
+        assert "/tmp" in sandbox["covered"]
+
+
 def test_delegate_request_gets_raw_metrics_that_match_the_stub(tmp_path, servers):
     config, settings, stub, server = start_pair(tmp_path, servers)
     payload = {
@@ -333,6 +347,30 @@ def test_an_unreachable_router_fails_the_job_with_a_json_error(tmp_path, servers
     )
 
 
+def test_request_defaults_fill_what_a_benchmark_leaves_out(tmp_path, servers):
+    config, _, stub, server = start_pair(tmp_path, servers)
+    payload = {
+        "rollout_id": 11,
+        "router_url": stub.url,
+        # NeMo-Skills' precedence: the benchmark's own field, then the request's defaults,
+        # then the benchmark config's defaults (mcq's config leaves top_p at 1.0).
+        "defaults": {"temperature": 0.3, "max_response_len": 77, "n_samples_per_eval_prompt": 2},
+        "benchmarks": [{"name": "mcq", "temperature": 0.9}, {"name": "words"}],
+    }
+    body, _ = delegate(f"{server.url}/evaluate", payload, headers=AUTH)
+    sampling = {run["benchmark"]: run["sampling"] for run in body["runs"]}
+    assert sampling["mcq"] == {"n": 2, "temperature": 0.9, "top_p": 1.0, "max_tokens": 77}
+    assert sampling["words"] == {"n": 2, "temperature": 0.3, "top_p": 1.0, "max_tokens": 77}
+    seen = httpx.get(f"{stub.url}/stats", timeout=5).json()["sampling"]
+    assert {(s["temperature"], s["max_tokens"], s["n"]) for s in seen} == {(0.9, 77, 2), (0.3, 77, 2)}
+    # The defaults are part of what defines the job: other defaults are another evaluation.
+    again, _ = delegate(
+        f"{server.url}/evaluate", {**payload, "defaults": {"temperature": 0.4}}, headers=AUTH
+    )
+    assert again["job_id"] != body["job_id"]
+    assert {r["benchmark"]: r["sampling"]["temperature"] for r in again["runs"]} == {"mcq": 0.9, "words": 0.4}
+
+
 def test_requests_without_the_token_are_refused(tmp_path, servers):
     _, _, stub, server = start_pair(tmp_path, servers)
     payload = {"rollout_id": 1, "router_url": stub.url, "benchmarks": [{"name": "mcq"}]}
@@ -367,8 +405,10 @@ def test_bad_requests_get_json_errors_without_server_paths(tmp_path, servers):
             url, headers={**AUTH, "content-type": "application/json"}, content=b"{nope", timeout=10
         ),
     }
+    # 403: the server will not call that host; 409: one benchmark asked for twice; 400 the rest.
+    expected = {"foreign_router": 403, "twice": 409}
     for name, r in cases.items():
-        assert r.status_code == 400, name
+        assert r.status_code == expected.get(name, 400), name
         error = r.json()["error"]
         assert str(tmp_path) not in error and "Traceback" not in error, name
     assert "known: arith, instruct, mcq, pyfunc, words" in cases["unknown"].json()["error"]

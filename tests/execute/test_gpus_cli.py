@@ -45,7 +45,7 @@ def test_gpus_table_names_the_zombie_and_never_kills():
     assert "idle-held" in out and "48213 alice" in out
     assert "free: 0, 2, 5, 7" in out
     assert "kill 48213" in out
-    assert "benchlab never kills processes it did not start." in out
+    assert "benchlab never kills processes it did not start; `benchlab gpus --reclaim` ends your own" in out
 
 
 def test_gpus_with_a_bad_double_folder_is_a_user_error(tmp_path):

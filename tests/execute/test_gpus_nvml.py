@@ -144,7 +144,8 @@ def test_nvml_readings_are_converted_to_mib_and_text():
     assert [r.index for r in got] == [0, 1, 2]
     assert got[0].uuid == "GPU-00000000-aaaa-bbbb-cccc-000000000000"
     assert got[0].name == "NVIDIA A100-SXM4-80GB"
-    assert (got[0].memory_total_mib, got[0].memory_used_mib) == (81920, 4)
+    # Memory info v1 only (this fake has no v2): 4 MiB with no process is taken as the reserve.
+    assert (got[0].memory_total_mib, got[0].memory_used_mib, got[0].memory_reserved_mib) == (81920, 0, 4)
     assert got[1].memory_used_mib == 30 * 1024 + 8
     assert got[1].processes == (GpuProcess(48213, "alice", 30 * 1024),)
     assert got[2].utilization_pct is None

@@ -146,10 +146,12 @@ def test_auto_selects_free_devices_and_a_list_may_name_busy_ones():
     assert [d.index for d in auto] == [0, 2, 5, 7]
     assert not any(d.foreign_busy for d in auto)
     named = select_devices(parse_gpus("3,0"), states)
-    assert [(d.index, d.foreign_busy, d.named, d.baseline_used_mib) for d in named] == [
-        (3, True, True, 31240),
-        (0, False, True, 4),
+    # GPU 0's 4 MiB with no process is the driver's reserve: not the pool's, not a run's.
+    assert [(d.index, d.foreign_busy, d.named, d.baseline_used_mib, d.reserved_mib) for d in named] == [
+        (3, True, True, 31240, 0),
+        (0, False, True, 0, 4),
     ]
+    assert named[1].capacity_mib == 81920 - 4
     assert GpuPool(named).usable == [0, 3]
     assert select_devices(parse_gpus("none"), states) == []
     with pytest.raises(UserError, match="no GPU with index 9; this machine has: 0, 1, 2"):

@@ -9,7 +9,8 @@ from benchlab.stats import analyze, reduce_runs, validate_table
 SUMMARY_KEYS = {"task", "config", "metric", "n", "mean", "std", "sem", "median", "min", "max",
                 "ci_low", "ci_high", "boot_ci_low", "boot_ci_high", "high_variance", "rank"}
 COMPARISON_KEYS = {"task", "metric", "baseline", "candidate", "paired", "n", "mean_diff",
-                   "diff_ci_low", "diff_ci_high", "t_pvalue", "wilcoxon_pvalue", "welch_pvalue",
+                   "diff_ci_low", "diff_ci_high", "diff_boot_ci_low", "diff_boot_ci_high",
+                   "t_pvalue", "wilcoxon_pvalue", "welch_pvalue",
                    "mannwhitney_pvalue", "cohens_d", "hedges_g", "prob_improvement", "p_holm",
                    "significant"}
 AGGREGATE_KEYS = {"config"} | {f"{n}{s}" for n in ("iqm", "median", "mean", "optimality_gap")
@@ -32,7 +33,8 @@ TABLE = _table({("a", "base"): BASE_A, ("a", "new"): NEW_A,
 
 def test_analyze_returns_the_documented_layout():
     out = analyze(TABLE, baseline="base", reps=1_000)
-    assert set(out) == {"summary", "comparisons", "aggregate", "warnings"}
+    assert set(out) == {"summary", "comparisons", "aggregate", "warnings", "methods",
+                        "normalization"}
     assert all(set(r) == SUMMARY_KEYS for r in out["summary"])
     assert all(set(r) == COMPARISON_KEYS for r in out["comparisons"])
     assert all(set(r) == AGGREGATE_KEYS for r in out["aggregate"])

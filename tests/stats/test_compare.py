@@ -25,8 +25,9 @@ def test_paired_tests_match_scipy():
     assert c.wilcoxon_pvalue == pytest.approx(sps.wilcoxon(CAND - BASE).pvalue, rel=1e-10)
     assert c.welch_pvalue == pytest.approx(
         sps.ttest_ind(CAND, BASE, equal_var=False).pvalue, rel=1e-10)
+    # Exact at n = 10 + 10 (scipy's default would switch to its normal approximation here).
     assert c.mannwhitney_pvalue == pytest.approx(
-        sps.mannwhitneyu(CAND, BASE, alternative="two-sided").pvalue, rel=1e-10)
+        sps.mannwhitneyu(CAND, BASE, alternative="two-sided", method="exact").pvalue, rel=1e-10)
     assert c.mean_diff == pytest.approx(np.mean(CAND - BASE))
     assert c.diff_ci_low < c.mean_diff < c.diff_ci_high
 

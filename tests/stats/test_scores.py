@@ -26,8 +26,8 @@ def test_rows_follow_seeds_and_references_orient_a_min_goal():
     assert not any("no reference" in w for w in m.warnings)
 
 
-def test_without_references_worst_is_zero_and_best_is_one():
-    m = score_matrices(RUNS[RUNS["task"] == "mnist"], goal="min")
+def test_normalize_observed_maps_the_worst_to_zero_and_the_best_to_one():
+    m = score_matrices(RUNS[RUNS["task"] == "mnist"], goal="min", normalize="observed")
     # worst 0.20 -> 0, best 0.05 -> 1
     assert m.scores["a"][:, 0] == pytest.approx([0.0, (0.20 - 0.10) / 0.15])
     assert m.scores["b"][:, 0] == pytest.approx([1.0, (0.20 - 0.15) / 0.15])

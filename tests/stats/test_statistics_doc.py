@@ -22,7 +22,8 @@ def test_statistics_doc_example_runs_and_matches_its_figures(tmp_path):
     res = run_cli(*args, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert list(out) == ["summary", "comparisons", "aggregate", "warnings"]
+    assert list(out) == ["summary", "comparisons", "aggregate", "warnings", "methods",
+                         "normalization"]
 
     shown = json.loads("{" + doc_blocks(DOC, "json")[0].split("{", 1)[1])
     cartpole = next(c for c in out["comparisons"] if c["task"] == "cartpole")

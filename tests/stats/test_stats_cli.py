@@ -32,12 +32,13 @@ def scores(tmp_path: Path) -> Path:
     return path
 
 
-def test_analyze_json_has_exactly_the_four_sections(scores, tmp_path):
+def test_analyze_json_has_exactly_the_documented_sections(scores, tmp_path):
     res = run_cli("analyze", str(scores), "--baseline", "dqn", "--reps", "1000", "--json",
                        cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert list(out) == ["summary", "comparisons", "aggregate", "warnings"]
+    assert list(out) == ["summary", "comparisons", "aggregate", "warnings", "methods",
+                         "normalization"]
     assert {(c["task"], c["candidate"]) for c in out["comparisons"]} == {
         ("cartpole", "ppo"), ("pong", "ppo")}
     cartpole = next(c for c in out["comparisons"] if c["task"] == "cartpole")
@@ -51,7 +52,7 @@ def test_analyze_prints_tables_without_json(scores, tmp_path):
     assert "Per task and config" in res.stdout
     assert "Candidate vs baseline dqn" in res.stdout
     assert "Across tasks" in res.stdout
-    assert "warning: aggregate: no reference scores" in res.stderr
+    assert "warning: aggregate: raw scores (no reference scores); task scales differ by" in res.stderr
 
 
 @pytest.mark.parametrize(
@@ -98,9 +99,10 @@ def test_variance_reports_cv_against_seeds_and_smallest_n(scores, tmp_path):
     out = json.loads(res.stdout)
     cartpole = out["tasks"][0]
     assert cartpole["final"]["n"] == [1, 2, 3, 4]
-    # ppo on cartpole: sd (ddof=0) 9.60, mean 483.75 -> CV(N) = 0.0198 / sqrt(N):
-    # 0.0198 at N=1, 0.0140 at N=2.
-    assert cartpole["final"]["smallest_n"] == 2
+    # ppo on cartpole: sd (ddof=1) 11.087, mean 483.75 -> CV(N) = 0.022919 / sqrt(N):
+    # 0.0162 at N=2 (above 0.016), 0.0132 at N=3. With ddof=0 it would have been N=2.
+    assert cartpole["final"]["cv"][1] == pytest.approx(11.0868 / 483.75 / 2**0.5, rel=1e-4)
+    assert cartpole["final"]["smallest_n"] == 3
     assert cartpole["auc"] is None
     assert any("no learning curves" in w for w in out["warnings"])
 

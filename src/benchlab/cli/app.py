@@ -40,13 +40,19 @@ def debug_enabled() -> bool:
     return os.environ.get("BENCHLAB_DEBUG", "") not in ("", "0")
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
-) -> None:
-    """Run every config on every task over many seeds, keep every run, compare with statistical rigour."""
-    if version:
+def _print_version(value: bool) -> None:
+    # An eager option's callback runs while the arguments are parsed, before click looks for
+    # a command: `benchlab --version` needs none.
+    if value:
         from benchlab import __version__
 
         console.print(f"benchlab {__version__}")
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
+                                 callback=_print_version, expose_value=True),
+) -> None:
+    """Run every config on every task over many seeds, keep every run, compare with statistical rigour."""

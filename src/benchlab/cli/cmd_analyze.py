@@ -76,6 +76,7 @@ def _fmt(x: Any, digits: int = 4) -> str:
 
 
 def _print_report(report: dict[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="Per task and config", title_justify="left")
@@ -84,7 +85,7 @@ def _print_report(report: dict[str, Any]) -> None:
         table.add_column(col, justify="left" if col in ("task", "config", "metric") else "right")
     for r in report["summary"]:
         table.add_row(
-            r["task"], r["config"], r["metric"], str(r["n"]), _fmt(r["mean"]), _fmt(r["std"]),
+            escape(r["task"]), escape(r["config"]), escape(r["metric"]), str(r["n"]), _fmt(r["mean"]), _fmt(r["std"]),
             f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
             f"[{_fmt(r['boot_ci_low'])}, {_fmt(r['boot_ci_high'])}]",
             _fmt(r["high_variance"]), _fmt(r["rank"]),
@@ -92,7 +93,7 @@ def _print_report(report: dict[str, Any]) -> None:
     console.print(table)
     if report["comparisons"]:
         base = report["comparisons"][0]["baseline"]
-        table = Table(title=f"Candidate vs baseline {base} (diff = candidate - baseline)",
+        table = Table(title=f"Candidate vs baseline {escape(base)} (diff = candidate - baseline)",
                       title_justify="left")
         for col in ("task", "metric", "candidate", "paired", "n", "diff [95% CI]", "p",
                     "p Holm", "d", "P(better)", "signif."):
@@ -100,7 +101,7 @@ def _print_report(report: dict[str, Any]) -> None:
         for c in report["comparisons"]:
             p = c["t_pvalue"] if c["paired"] else c["welch_pvalue"]
             table.add_row(
-                c["task"], c["metric"], c["candidate"], _fmt(c["paired"]), str(c["n"]),
+                escape(c["task"]), escape(c["metric"]), escape(c["candidate"]), _fmt(c["paired"]), str(c["n"]),
                 f"{_fmt(c['mean_diff'], 3)} [{_fmt(c['diff_ci_low'], 3)}, "
                 f"{_fmt(c['diff_ci_high'], 3)}]",
                 _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),
@@ -108,8 +109,12 @@ def _print_report(report: dict[str, Any]) -> None:
             )
         console.print(table)
     if report["aggregate"]:
-        table = Table(title="Across tasks (normalised scores, stratified bootstrap CIs)",
-                      title_justify="left")
+        how = {"none": "raw scores", "references": "scores normalised by reference scores",
+               "observed": "scores min–max normalised over the configs compared",
+               "mixed": "scores normalised by reference or observed values"}
+        method = report.get("normalization", {}).get("method")
+        table = Table(title=f"Across tasks ({how.get(method, 'scores')}, stratified bootstrap "
+                      "CIs)", title_justify="left")
         table.add_column("config")
         for name in ("IQM", "median", "mean", "optimality gap"):
             table.add_column(name, justify="right")
@@ -118,7 +123,7 @@ def _print_report(report: dict[str, Any]) -> None:
                 f"{_fmt(a[k], 3)} [{_fmt(a[k + '_ci_low'], 3)}, {_fmt(a[k + '_ci_high'], 3)}]"
                 for k in ("iqm", "median", "mean", "optimality_gap")
             ]
-            table.add_row(a["config"], *cells)
+            table.add_row(escape(a["config"]), *cells)
         console.print(table)
     _print_warnings(report["warnings"])
 
@@ -143,9 +148,14 @@ TableArg = typer.Argument(
 ResultsArg = typer.Argument(..., help="Results folder (or a long-format CSV).")
 PilotArg = typer.Argument(None, help="Pilot results folder or CSV (not needed with --effect).")
 ReferencesOpt = typer.Option(
-    None, help="CSV task,low,high normalising the aggregate (default: observed worst and best)."
+    None, help="CSV task,low,high normalising the aggregate (default: --normalize)."
 )
 SUMMARY_HELP = "Learning curves to one number: final|auc|max|slope."
+ALIGN_HELP = ("Curves summarised on each run's own curve (own; default for final, max) or on the "
+              "step range all runs cover (common; default for auc, slope).")
+NORMALIZE_HELP = ("Tasks without reference scores: none (raw scores, default) or observed "
+                  "(min-max over the configs compared).")
+METHOD_HELP = "Bootstrap CI of a mean: studentized (bootstrap-t)|percentile|bca."
 
 
 @app.command()
@@ -155,10 +165,12 @@ def analyze(
     metric: str | None = typer.Option(None, help="Analyse only this metric (default: all)."),
     goal: str = typer.Option("max", help="max: higher is better; min: lower is better."),
     summary: str = typer.Option("final", help=SUMMARY_HELP),
+    align: str | None = typer.Option(None, help=ALIGN_HELP),
     references: Path | None = ReferencesOpt,
+    normalize: str = typer.Option("none", help=NORMALIZE_HELP),
     reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of every random procedure."),
-    method: str = typer.Option("percentile", help="Bootstrap CI of one sample: percentile|bca."),
+    method: str = typer.Option("studentized", help=METHOD_HELP),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
@@ -168,14 +180,13 @@ def analyze(
 
     if goal not in ("max", "min"):
         raise DataError(f"--goal must be max or min; got {goal!r}")
-    if method not in ("percentile", "bca"):
-        raise DataError(f"--method must be percentile or bca; got {method!r}")
+    _check_choice("--align", align, ("common", "own"))
     df = _read_csv(table)
-    # goal, summary and method are checked above or by analyze() itself.
+    # goal is checked above; summary, method and normalize by analyze() itself.
     report = run_analysis(
         df, baseline=baseline, metric=metric, goal=goal,  # type: ignore[arg-type]
         reps=reps, seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
-        method=method,  # type: ignore[arg-type]
+        method=method, normalize=normalize, align=align,  # type: ignore[arg-type]
         references=_read_references(references), source=str(table),
     )
     _output(report, as_json)
@@ -189,6 +200,8 @@ def compare(
     metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
     goal: str | None = typer.Option(None, help="max|min (default: the spec's, else max)."),
     summary: str = typer.Option("final", help=SUMMARY_HELP),
+    align: str | None = typer.Option(None, help=ALIGN_HELP),
+    normalize: str = typer.Option("none", help=NORMALIZE_HELP),
     reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of every random procedure."),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
@@ -211,10 +224,12 @@ def compare(
     if info is not None:
         _refuse_not_in_spec(df, [baseline, candidate], results)
     _check_configs(df, [baseline, candidate], results)
+    _check_choice("--align", align, ("common", "own"))
     report = run_analysis(
         df[df["config"].astype(str).isin([baseline, candidate])],
         baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
         seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
+        normalize=normalize, align=align,  # type: ignore[arg-type]
         references=references, source=str(results),
     )
     _output(report, as_json)
@@ -241,6 +256,13 @@ def _refuse_not_in_spec(df: pd.DataFrame, configs: list[str], results: Path) -> 
                             "benchlab.load(..., all_runs=True) reads them)")
 
 
+def _check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> None:
+    from benchlab.errors import DataError
+
+    if value is not None and value not in choices:
+        raise DataError(f"{flag} must be one of {', '.join(choices)}; got {value!r}")
+
+
 def _check_configs(df: pd.DataFrame, configs: list[str], source: Path) -> None:
     from benchlab.errors import DataError
     from benchlab.stats import validate_table
@@ -260,8 +282,9 @@ def variance(
     config: str = typer.Option(..., help="Config whose pilot seeds to analyse."),
     metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
     threshold: float = typer.Option(0.05, min=0.0, help="Target coefficient of variation."),
-    reps: int = typer.Option(2_000, min=100, help="Subsamples per N."),
-    seed: int = typer.Option(0, help="Seed of the subsampling."),
+    # Kept so existing scripts still run; the CV is now a closed form with no resampling.
+    reps: int = typer.Option(2_000, min=100, hidden=True, help="Ignored."),
+    seed: int = typer.Option(0, hidden=True, help="Ignored."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Coefficient of variation of the mean vs number of seeds; smallest N under a threshold."""

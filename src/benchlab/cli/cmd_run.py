@@ -53,13 +53,18 @@ def validate(
                 for r, s in zip(runs, states, strict=True)],
             "resources": spec.resources.model_dump(), "timeout": spec.timeout,
             "retries": spec.retries, "retry_on": spec.retry_budget, "variables": spec.variables,
+            "grids": spec.grids,
         })
         return
+    from rich.markup import escape
     from rich.table import Table
 
     counts = {s: states.count(s) for s in sorted(set(states))}
     console.print(f"[bold]{spec.name}[/]: {len(spec.tasks)} tasks × {len(spec.configs)} configs × "
                   f"{len(spec.seed_list)} seeds = [bold]{len(runs)} runs[/]")
+    for base, names in spec.grids.items():
+        shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        console.print(f"grid {base} = {len(names)} configs: {shown}", highlight=False, markup=False)
     res = spec.resources
     timeout = f"{spec.timeout:g}s" if spec.timeout else "none"
     console.print(f"per run: {res.cpus:g} CPU, {res.gpus:g} GPU"
@@ -69,15 +74,15 @@ def validate(
     for cfg in spec.configs:
         own = cfg.resources
         if own is not None:
-            console.print(f"  config {cfg.name}: {own.cpus:g} CPU, {own.gpus:g} GPU"
+            console.print(f"  config {escape(cfg.name)}: {own.cpus:g} CPU, {own.gpus:g} GPU"
                           + (f", {own.gpu_memory:g} GiB GPU memory" if own.gpu_memory else ""))
-    console.print(f"primary metric: {spec.metrics.primary.name} ({spec.metrics.primary.goal})"
-                  + (f"; baseline: {spec.baseline}" if spec.baseline else ""))
+    console.print(f"primary metric: {escape(spec.metrics.primary.name)} ({spec.metrics.primary.goal})"
+                  + (f"; baseline: {escape(spec.baseline)}" if spec.baseline else ""))
     console.print(f"results: {folder}  ({', '.join(f'{n} {s}' for s, n in counts.items())})")
     table = Table("run", "id", "status", "command", box=None, pad_edge=False)
     shown = runs if len(runs) <= 30 else runs[:30]
     for r, s in zip(shown, states, strict=False):
-        table.add_row(r.name, r.run_id, s, r.command)
+        table.add_row(escape(r.name), r.run_id, s, escape(r.command))
     console.print(table)
     if len(runs) > len(shown):
         console.print(f"... and {len(runs) - len(shown)} more (--json lists all)")
@@ -121,6 +126,8 @@ def run(
 
         parse_gpus(gpus)  # a bad --gpus is a usage error before anything else happens
     if dry_run:
+        from rich.markup import escape
+
         statuses: dict[str, str] = {}
         if (folder / DB_NAME).exists():
             with Store.open(folder) as store:
@@ -128,7 +135,8 @@ def run(
         todo = [r for r in expand(spec) if rerun_all or (statuses.get(r.run_id) != COMPLETED
                 and (rerun_failed or statuses.get(r.run_id) != "failed"))]
         for r in todo:
-            console.print(f"{r.name}  [dim]{r.run_id}[/]  {r.command_for(folder / 'runs' / r.run_id)}",
+            command = r.command_for(folder / "runs" / r.run_id)
+            console.print(f"{escape(r.name)}  [dim]{r.run_id}[/]  {escape(command)}",
                           highlight=False, markup=True)
         console.print(f"{len(todo)} runs would run (dry run: nothing was started)")
         return
@@ -221,10 +229,20 @@ import random
 
 from benchlab import log, summary
 
+
+
+def count(text):
+    """A whole number, also written as 1e2 or 1_000 (benchlab passes -s values as typed)."""
+    value = float(text)
+    if not value.is_integer() or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {{text!r}}")
+    return int(value)
+
+
 parser = argparse.ArgumentParser()
 parser.add_argument("--lr", type=float, required=True)
 parser.add_argument("--noise", type=float, required=True)
-parser.add_argument("--steps", type=int, default=50)
+parser.add_argument("--steps", type=count, default=50)
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 

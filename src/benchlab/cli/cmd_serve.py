@@ -45,6 +45,10 @@ def serve(
     if state_dir is not None:
         cfg.server.state_dir = state_dir
     token = os.environ.get(cfg.server.token_env) or None
+    if token is not None and not no_auth:
+        from benchlab.evaluate.server import check_token
+
+        check_token(token, f"${cfg.server.token_env}")  # refused before anything listens
     if no_auth:
         if not _is_loopback(host):
             raise fail(

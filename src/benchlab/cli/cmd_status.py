@@ -5,14 +5,17 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from benchlab.cli.app import app, console, fail, print_json
+from benchlab.cli.app import app, console, err_console, fail, print_json
 
 if TYPE_CHECKING:
+    from benchlab.spec import Spec
     from benchlab.store import AttemptRecord, RunRecord, Store
+
+RUNS_SHOWN = 6  # run names listed per failure group; `--json` lists them all
 
 ResultsArg = typer.Argument(None, help="Results folder [default: the one under ./results].",
                             show_default=False)
@@ -26,7 +29,7 @@ def status(
     show_all: bool = typer.Option(False, "--all", help="List the runs not in the spec too (kept in the "
                                   "ledger from earlier versions of it)."),
 ) -> None:
-    """Runs by state, what is running, and failures grouped by class with their last log lines.
+    """Runs by state, what is running, and failures grouped by what went wrong, with their last log lines.
 
     The runs counted are those of the spec as `benchlab run` last ran it; runs it no longer
     names are counted apart as "not in the spec" (--all lists them).
@@ -49,13 +52,21 @@ def status(
     for a in attempts:
         last[a.run_id] = a
     running = [a for a in attempts if a.status == "running" and a.run_id in runs]
-    from benchlab.execute.triage import flag_configs
+    from benchlab.execute.triage import flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
     failures = [last[rid] for rid, r in runs.items() if r.status == "failed" and rid in last]
     by_class: dict[str, list[AttemptRecord]] = {}
     for a in failures:
         by_class.setdefault(a.failure_class or "unknown", []).append(a)
+    groups = group_failures(failures)
+    # A flagged (task, config) whose every run is in one group is that group's problem: it is
+    # said once, with the group, not again on a line of its own.
+    explained: list[list[dict[str, object]]] = []
+    for g in groups:
+        ids = {a.run_id for a in g.attempts}
+        explained.append([f for f in flagged if all(
+            rid in ids for rid, r in runs.items() if (r.task, r.config) == (f["task"], f["config"]))])
     if as_json:
         print_json({
             "benchmark": meta.get("name"), "results": str(folder), "total": len(runs),
@@ -67,6 +78,12 @@ def status(
                                 "signal": a.signal, "error": a.error,
                                 "log_tail": a.log_tail} for a in items]
                          for cls, items in by_class.items()},
+            "failure_groups": [{"failure_class": g.failure_class, "error": g.error, "count": g.count,
+                                "runs": [runs[a.run_id].name for a in g.attempts],
+                                "run_ids": [a.run_id for a in g.attempts],
+                                "flagged": [f"{f['task']}/{f['config']}" for f in fl],
+                                "log_tail": g.attempts[0].log_tail}
+                               for g, fl in zip(groups, explained, strict=True)],
             "flagged": flagged,
             "not_in_spec": {"total": len(outside), "counts": outside_counts, **(
                 {"runs": [{"run": r.name, "run_id": r.run_id, "status": r.status,
@@ -93,17 +110,30 @@ def status(
     for a in running:
         console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, "
                       f"{now - a.started:.0f}s, pid {a.pid})")
+    said = {(f["task"], f["config"]) for fl in explained for f in fl}
     for f in flagged:
+        if (f["task"], f["config"]) in said:
+            continue
         classes = ", ".join(f"{n} {c}" for c, n in sorted(f["classes"].items()))
         console.print(f"[red]flagged[/]: {escape(f['task'])}/{escape(f['config'])} failed on every "
                       f"seed ({f['failures']} runs: {escape(classes)})")
-    for cls, items in sorted(by_class.items()):
-        console.print(f"[red]{len(items)} failed: {cls}[/]")
-        for a in items:
-            console.print(f"  {escape(runs[a.run_id].name)} [dim]{a.run_id}[/] — "
-                          f"{escape(a.error or '')}")
-            for line in (a.log_tail or "").splitlines()[-tail:]:
-                console.print(f"      [dim]{escape(line)}[/]")
+    for g, fl in zip(groups, explained, strict=True):
+        console.print(f"[red]{g.count} failed: {g.failure_class}[/] — {escape(g.error)}")
+        if fl:
+            names = ", ".join(f"{f['task']}/{f['config']}" for f in fl)
+            console.print(f"  [red]flagged[/]: every seed of {escape(names)} failed this way")
+        covered = {rid for f in fl for rid, r in runs.items() if (r.task, r.config) == (f["task"], f["config"])}
+        rest = [a for a in g.attempts if a.run_id not in covered]
+        if rest:
+            shown = ", ".join(f"{runs[a.run_id].name} [dim]{a.run_id}[/]" for a in rest[:RUNS_SHOWN])
+            more = f" and {len(rest) - RUNS_SHOWN} more" if len(rest) > RUNS_SHOWN else ""
+            console.print(f"  {'run' if len(rest) == 1 else 'runs'}: {shown}{more}")
+        first = g.attempts[0]
+        lines = (first.log_tail or "").splitlines()[-tail:]
+        if lines and g.count > 1:
+            console.print(f"  [dim]log of {escape(runs[first.run_id].name)} ({first.run_id}):[/]")
+        for line in lines:
+            console.print(f"      [dim]{escape(line)}[/]")
 
 
 def _why_not_in_spec(outside: list[RunRecord], in_spec: Iterable[RunRecord]) -> list[tuple[RunRecord, str]]:
@@ -181,22 +211,83 @@ def logs(
 @app.command()
 def collect(
     results: Path = ResultsArg,
+    failed: bool = typer.Option(False, "--failed",
+                                help="Read the runs that failed for a missing metric again; those that now "
+                                     "have their metrics become completed, without training again."),
+    spec_path: Path = typer.Option(None, "--spec", help="The spec whose metrics to read \\[default: the spec "
+                                   "file the folder was run with, as it is now]."),
+    sets: list[str] = typer.Option(None, "--set", "-s", metavar="KEY=VALUE",
+                                   help="Override a spec variable \\[default: the overrides of the last run]."),
     rebuild: bool = typer.Option(False, "--rebuild",
                                  help="Recreate the ledger from runs/ (the old one is kept as a backup)."),
 ) -> None:
-    """Read metrics again from the run directories into the ledger (or rebuild the ledger)."""
-    from benchlab.collect.rebuild import rebuild_store, recollect
-
+    """Read metrics again from the run directories into the ledger, with the spec as it is now."""
     if rebuild:
+        from benchlab.collect.rebuild import rebuild_store
+
         folder = results or Path(".")
         counts = rebuild_store(folder)
         console.print(f"rebuilt {folder}/benchlab.db from {counts['runs']} run directories: "
                       f"{counts['completed']} completed, {counts['failed']} failed, "
                       f"{counts['pending']} still to run")
         return
+    from rich.markup import escape
+
+    from benchlab.collect.reread import reread_runs
     from benchlab.results import find_results
 
     folder = find_results(results)
-    counts = recollect(folder)
-    console.print(f"collected {counts['completed']} completed runs ({counts['failed']} now failing "
-                  "their metrics)")
+    spec, note = _current_spec(folder, spec_path, sets)
+    if note:
+        err_console.print(f"[yellow]warning[/]: {escape(note)}")
+    done = reread_runs(folder, spec, failed=failed)
+    skipped = []
+    if done.crashed:
+        skipped.append(f"{done.crashed} that did not exit 0 (nothing to read; --rerun-failed runs them)")
+    if done.not_in_spec:
+        skipped.append(f"{done.not_in_spec} that the spec no longer names")
+    if failed:
+        console.print(f"read {len(done.completed) + len(done.still_failing)} failed runs again with "
+                      f"{escape(str(spec.path or 'the spec'))}: {len(done.completed)} now completed, "
+                      f"{len(done.still_failing)} still failing")
+        problems = done.still_failing
+    else:
+        console.print(f"collected {done.refreshed} completed runs ({len(done.demoted)} now failing their "
+                      "metrics)")
+        problems = done.demoted
+    if skipped:
+        console.print("not read: " + "; ".join(skipped))
+    if problems:
+        # Usually one reason for all: say each reason once, with how many runs have it.
+        reasons: dict[str, list[str]] = {}
+        for name, why in problems.items():
+            reasons.setdefault(why, []).append(name)
+        for why, names in reasons.items():
+            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            console.print(f"  [red]{len(names)} failing[/] ({escape(', '.join(names[:3]))}{more}): {escape(why)}")
+        raise typer.Exit(1)
+
+
+def _current_spec(folder: Path, spec_path: Path | None, sets: list[str] | None) -> tuple[Spec, str | None]:
+    """The spec to read metrics with: ``--spec``, else the file the folder was run with, as it is now
+    (with that run's overrides), else the copy kept in ``benchmark.json``. Also a warning, or None."""
+    import json
+
+    from benchlab.errors import ResultsNotFound
+    from benchlab.spec import Spec, load_spec
+
+    saved: dict[str, Any] = {}
+    path = folder / "benchmark.json"
+    if path.exists():
+        saved = json.loads(path.read_text())
+    overrides: list[str] | dict[str, Any] = sets if sets else dict(saved.get("overrides") or {})
+    if spec_path is not None:
+        return load_spec(spec_path, overrides), None
+    recorded = saved.get("spec_path")
+    if recorded and Path(recorded).is_file():
+        return load_spec(recorded, overrides), None
+    if not saved:
+        raise ResultsNotFound(folder, f"{path} is missing: name the spec with --spec")
+    spec = Spec.model_validate(saved["spec"])
+    return spec, (f"{recorded or 'the spec file'} is not there any more: reading with the spec the runs "
+                  "were made with (name another with --spec)")

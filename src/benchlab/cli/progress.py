@@ -116,10 +116,20 @@ class SweepDisplay:
                                f"{result.gpu_busy_share:.0%} of the time they were available")
         for w in result.warnings:
             self.console.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
+        # Configs that failed on every seed the same way are one problem: one line names them all.
+        alike: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for f in result.flagged:
-            classes = ", ".join(f"{n} {c}" for c, n in sorted(f["classes"].items()))
-            self.console.print(f"[red]flagged[/]: {escape(f['task'])}/{escape(f['config'])} failed on "
-                               f"every seed ({f['failures']} runs: {escape(classes)})", highlight=False)
+            alike.setdefault(tuple(sorted(f["classes"])), []).append(f)
+        for flags in alike.values():
+            totals: dict[str, int] = {}
+            for f in flags:
+                for c, n in f["classes"].items():
+                    totals[c] = totals.get(c, 0) + n
+            names = ", ".join(f"{f['task']}/{f['config']}" for f in flags)
+            classes = ", ".join(f"{n} {c}" for c, n in sorted(totals.items()))
+            runs = sum(f["failures"] for f in flags)
+            self.console.print(f"[red]flagged[/]: {escape(names)} failed on every seed ({runs} runs: "
+                               f"{escape(classes)})", highlight=False)
         if result.stopped:
             self.console.print("[yellow]stopped[/]: run the same command again to finish the rest")
         elif result.failed:

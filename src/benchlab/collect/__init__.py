@@ -9,6 +9,7 @@ takes the series' last value as its final value.
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from benchlab.collect import lm_eval as _lm_eval  # noqa: F401  (registers the extractor)
 from benchlab.collect import tensorboard as _tensorboard  # noqa: F401  (registers the extractor)
 from benchlab.collect.extractors import EXTRACTORS, ExtractFailed
-from benchlab.collect.files import read_metrics_json, read_metrics_jsonl
+from benchlab.collect.files import FILE_PROBLEM, read_metrics_json, read_metrics_jsonl
 from benchlab.spec import Metric
 
 if TYPE_CHECKING:
@@ -26,30 +27,74 @@ if TYPE_CHECKING:
 __all__ = ["Collected", "ExtractFailed", "collect_run"]
 
 
+#: How many reported names a missing-metric message lists before it says "and N more".
+NAMES_SHOWN = 12
+
+
 @dataclass
 class Collected:
-    """What a run reported: final scalars, step series, and the problems found reading them."""
+    """What a run reported: final scalars, step series, and the problems found reading them.
+
+    ``wanted`` names the spec's metrics: a missing one is matched against what the run did
+    report that no other metric of the spec claims, for a "did you mean".
+    """
 
     finals: dict[str, float] = field(default_factory=dict)
     series: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)
+    wanted: list[str] = field(default_factory=list)
+    extracted: set[str] = field(default_factory=set)  # read by an extractor, not from benchlab's files
 
     def missing(self, metric: str) -> str | None:
         """Why ``metric`` has no usable final value, or None if it has one."""
         if metric in self.finals:
             value = self.finals[metric]
             return None if math.isfinite(value) else f"metric {metric!r} is not finite ({value})"
-        return self.problems.get(metric, f"metric {metric!r} was not reported")
+        if metric in self.problems:
+            return self.problems[metric]
+        whole_file = self.problems.get(FILE_PROBLEM)
+        if whole_file:
+            return f"metric {metric!r} was not reported: {whole_file}"
+        reported = list(self.finals)
+        if not reported:
+            return f"metric {metric!r} was not reported; the run reported no metrics"
+        shown = ", ".join(reported[:NAMES_SHOWN])
+        if len(reported) > NAMES_SHOWN:
+            shown += f" and {len(reported) - NAMES_SHOWN} more"
+        message = f"metric {metric!r} was not reported; the run reported: {shown}"
+        guess = self._guess(metric)
+        return message + (f" (did you mean {guess!r}?)" if guess else "")
+
+    def _guess(self, metric: str) -> str | None:
+        """The reported name ``metric`` most likely meant: a close spelling, the same last path
+        part (``eval/accuracy``), or the only reported name that no spec metric claims."""
+        free = [name for name in self.finals if name not in self.wanted]
+        if not free:
+            return None
+        lower = {name.lower(): name for name in free}
+        if metric.lower() in lower:
+            return lower[metric.lower()]
+        tail = [name for name in free if name.replace(",", "/").split("/")[-1] == metric
+                or name.split(",")[0].split("/")[-1] == metric]
+        if len(tail) == 1:
+            return tail[0]
+        close = difflib.get_close_matches(metric, free, n=1, cutoff=0.6)
+        if close:
+            return close[0]
+        return free[0] if len(free) == 1 else None
 
 
-def collect_run(run_dir: Path, metrics: list[Metric], context: dict[str, str] | None = None) -> Collected:
+def collect_run(run_dir: Path, metrics: list[Metric], context: dict[str, str] | None = None, *,
+                metrics_json: bool = True) -> Collected:
     """Every metric a run reported: the spec's metrics through their sources, plus all of its own files.
 
     ``context`` fills ``{task}`` and ``{config}`` in a source's file names and keys, so one
     metric can be read from a place that differs per task (``key: "{task}/accuracy"``).
+    ``metrics_json=False`` skips ``metrics.json``: benchlab's own copy of what extractors read
+    before, which must not outlive a change of the extractors.
     """
-    out = Collected()
-    finals = read_metrics_json(run_dir / "metrics.json", out.problems)
+    out = Collected(wanted=[m.name for m in metrics])
+    finals = read_metrics_json(run_dir / "metrics.json", out.problems) if metrics_json else {}
     series = read_metrics_jsonl(run_dir / "metrics.jsonl")
     out.finals.update(finals)
     out.series.update(series)
@@ -67,6 +112,7 @@ def collect_run(run_dir: Path, metrics: list[Metric], context: dict[str, str] | 
             out.finals.pop(metric.name, None)
             continue
         out.finals[metric.name] = final
+        out.extracted.add(metric.name)
         if curve is not None:
             out.series[metric.name] = curve
     return out

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.collect.files import json_error
 from benchlab.spec import MetricSource
 
 if TYPE_CHECKING:
@@ -59,29 +60,94 @@ def _series(points: list[tuple[float, float]]) -> Series:
     return arr[:, 0].copy(), arr[:, 1].copy()
 
 
+# A number as logs print it, non-finite ones included: 816.18, -1e-3, .5, nan, NaN, inf, -inf, Infinity.
+NUMBER = (r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+          r"|(?:[nN][aA][nN]|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)(?!\w))")  # not 'nanoseconds'
+
+
+
+def _value_group_span(pattern: str) -> tuple[int, int] | None:
+    """Where the value group (``(?P<value>...)``, else the first capturing group) sits in ``pattern``."""
+    start = pattern.find("(?P<value>")
+    i, depth, in_class, opened = 0, 0, False, None
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "]":
+                i += 1  # a ']' first in a class is a literal
+        elif c == "(":
+            depth += 1
+            if opened is None and (i == start or (start < 0 and pattern[i + 1:i + 2] != "?")):
+                opened = (i, depth)
+        elif c == ")":
+            if opened is not None and depth == opened[1]:
+                return opened[0], i + 1
+            depth -= 1
+        i += 1
+    return None
+
+
+def _non_finite_matches(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    """Matches of ``pattern`` with its value group widened to read any number, whose value is nan or ±inf.
+
+    A value group such as ``[-+.\\deE]+`` cannot match ``nan``: the line that says
+    the run diverged would be skipped and an older, finite value reported in its place.
+    """
+    span = _value_group_span(pattern.pattern)
+    if span is None:
+        return []
+    name = "(?P<value>" if "value" in pattern.groupindex else "("
+    widened = pattern.pattern[:span[0]] + name + NUMBER + ")" + pattern.pattern[span[1]:]
+    try:
+        wide = re.compile(widened, pattern.flags)
+    except re.error:
+        return []
+    group = "value" if "value" in wide.groupindex else 1
+    found = []
+    for m in wide.finditer(text):
+        raw = m.group(group)
+        if raw and raw.lstrip("+-")[:1].lower() in ("n", "i"):
+            found.append(m)
+    return found
+
+
 def extract_regex(run_dir: Path, source: MetricSource) -> tuple[float, Series | None]:
-    """Last match (or every match, with ``series: true``) of a pattern over a log file."""
+    """Last match (or every match, with ``series: true``) of a pattern over a log file.
+
+    Lines whose value is ``nan`` or ``inf`` count even when the pattern's value
+    group cannot match them (``[-+.\\deE]+``): a diverged run reports its ``nan``,
+    never an older line's value.
+    """
     assert source.regex is not None
     name = source.file or "train.log"
     text = strip_ansi(_file(run_dir, name).read_text(encoding="utf-8", errors="replace"))
     pattern = re.compile(source.regex)
-    has_step = "step" in pattern.groupindex
-    points: list[tuple[float, float]] = []
-    last: re.Match[str] | None = None
-    for i, m in enumerate(pattern.finditer(text)):
-        last = m
-        if source.series:
-            value = _to_float(m.group("value") if "value" in pattern.groupindex else m.group(1),
-                              f"{name} match {i + 1}")
-            step = _to_float(m.group("step"), f"{name} match {i + 1} step") if has_step else float(i)
-            points.append((step, value))
-    if last is None:
+    by_start = {m.start(): m for m in pattern.finditer(text)}
+    # On the same line the widened match wins: '[-+.\\deE]+' reads '-inf' as '-'.
+    by_start.update((m.start(), m) for m in _non_finite_matches(pattern, text))
+    matches = [by_start[k] for k in sorted(by_start)]
+    if not matches:
         raise ExtractFailed(f"no line of {name} matches {source.regex!r}")
+    has_step = "step" in pattern.groupindex
+
+    def value(m: re.Match[str], where: str) -> float:
+        return _to_float(m.group("value") if "value" in m.re.groupindex else m.group(1), where)
+
     if source.series:
+        points = [
+            (_to_float(m.group("step"), f"{name} match {i + 1} step") if has_step else float(i),
+             value(m, f"{name} match {i + 1}"))
+            for i, m in enumerate(matches)
+        ]
         steps, vals = _series(points)
         return float(vals[-1]), (steps, vals)
-    raw = last.group("value") if "value" in pattern.groupindex else last.group(1)
-    return _to_float(raw, f"{name} last match"), None
+    return value(matches[-1], f"{name} last match"), None
 
 
 def _dig(data: Any, key: str, where: str) -> Any:
@@ -105,7 +171,7 @@ def extract_json(run_dir: Path, source: MetricSource) -> tuple[float, Series | N
     try:
         data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
     except ValueError as exc:
-        raise ExtractFailed(f"{source.json_file} is not valid JSON ({exc})") from None
+        raise ExtractFailed(json_error(source.json_file, exc)) from None
     node = _dig(data, source.key, source.json_file)
     if isinstance(node, list):
         vals = [_to_float(v, f"{source.json_file} {source.key}[{i}]") for i, v in enumerate(node)]

@@ -24,14 +24,29 @@ def _number(value: Any) -> float | None:
         return math.inf if value > 0 else -math.inf
 
 
+#: The key in ``problems`` of a problem with the whole file rather than with one metric.
+FILE_PROBLEM = "*"
+
+
+def json_error(name: str, exc: ValueError) -> str:
+    """``exc`` from ``json.loads`` of file ``name``, said as where and what."""
+    if isinstance(exc, json.JSONDecodeError):
+        if not exc.doc.strip():
+            return f"{name} is not valid JSON at line 1: the file is empty"
+        return f"{name} is not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    return f"{name} is not valid JSON ({exc})"
+
+
 def read_metrics_json(path: Path, problems: dict[str, str]) -> dict[str, float]:
-    """Numeric top-level entries of ``metrics.json`` (nested mappings flattened with '/')."""
+    """Numeric top-level entries of ``metrics.json`` (nested mappings flattened with '/').
+
+    A problem with the whole file goes into ``problems`` under :data:`FILE_PROBLEM`."""
     if not path.exists():
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
     except ValueError as exc:
-        problems["*"] = f"{path.name} is not valid JSON ({exc})"
+        problems[FILE_PROBLEM] = json_error(path.name, exc)
         return {}
     out: dict[str, float] = {}
 
@@ -49,8 +64,28 @@ def read_metrics_json(path: Path, problems: dict[str, str]) -> dict[str, float]:
     if isinstance(data, dict):
         walk("", data)
     else:
-        problems["*"] = f"{path.name} must hold a JSON object, got {type(data).__name__}"
+        problems[FILE_PROBLEM] = f"{path.name} must hold a JSON object, got {type(data).__name__}"
     return out
+
+
+#: ``provenance.json``'s ``metrics_json`` when benchlab wrote the run's ``metrics.json`` from
+#: what extractors read: a copy that may be rewritten, unlike a file the run wrote itself.
+RECORDED_BY_BENCHLAB = "written by benchlab from the extracted metrics"
+
+
+def write_extracted_metrics(run_dir: Path, finals: dict[str, float], extracted: set[str], *,
+                            replace: bool = False) -> bool:
+    """Put ``finals`` into the run's ``metrics.json`` when an extractor read any of them, so
+    that the folder holds its metrics in benchlab's own form (and ``collect --rebuild`` needs
+    no extractor). A ``metrics.json`` that is there already is the run's own and is left alone,
+    unless ``replace`` (it is benchlab's earlier copy). Returns whether the file was written."""
+    path = run_dir / "metrics.json"
+    if not extracted or (path.exists() and not replace) or not run_dir.is_dir():
+        return False
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(finals, indent=1) + "\n")
+    tmp.replace(path)
+    return True
 
 
 def read_metrics_jsonl(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:

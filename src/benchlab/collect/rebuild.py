@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from benchlab.collect import collect_run
+from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import ResultsNotFound
 from benchlab.execute import triage
 from benchlab.plan import Run, run_context
@@ -41,8 +42,10 @@ def rebuild_store(folder: Path | str) -> dict[str, int]:
     runs_dir = folder / "runs"
     if not runs_dir.is_dir():
         raise ResultsNotFound(folder, f"{folder}: no runs/ folder to rebuild from")
-    spec = _spec_of(folder)
-    primary, metrics = _metrics(spec)
+    # Without the spec, the run directories describe themselves: benchlab's metrics.json (which
+    # holds what extractors read) and the metrics each run was judged by, in provenance.json.
+    spec = _spec_of(folder) if (folder / "benchmark.json").exists() else None
+    primary, metrics = _metrics(spec) if spec is not None else (described_primary(runs_dir), [])
     db = folder / DB_NAME
     if db.exists():
         backup = folder / f"{DB_NAME}.bak-{int(time.time())}"
@@ -53,7 +56,10 @@ def rebuild_store(folder: Path | str) -> dict[str, int]:
                 side.rename(folder / (backup.name + suffix))
     counts = {"runs": 0, "completed": 0, "failed": 0, "pending": 0}
     with Store.create(folder) as store:
-        write_benchmark_meta(store, spec, folder)
+        if spec is not None:
+            write_benchmark_meta(store, spec, folder)
+        else:
+            store.set_meta(**described_meta(runs_dir))
         for run_dir in sorted(p for p in runs_dir.iterdir() if (p / "config.yaml").exists()):
             cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
             run = Run(run_id=cfg["run_id"], benchmark=cfg["benchmark"], task=cfg["task"],

@@ -97,6 +97,8 @@ class SandboxSettings(_Strict):
     processes: int = Field(default=32, ge=1)
     file_size_mb: int = Field(default=16, ge=1)
     open_files: int = Field(default=64, ge=16)
+    tmpfs_mb: int = Field(default=64, ge=1)  # the program's one writable place (/tmp)
+    max_files: int = Field(default=1024, ge=8)  # files, folders and hard links it may create there
     output_cap_bytes: int = Field(default=65536, ge=1024)
 
 

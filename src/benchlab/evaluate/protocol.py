@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import shlex
+from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,12 +22,14 @@ from benchlab.evaluate.runner import BenchmarkRun
 NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
 
 
-class BenchmarkRequest(BaseModel):
-    """One benchmark to run; absent parameters take the benchmark's defaults."""
+SAMPLING_FIELDS = ("n_samples_per_eval_prompt", "temperature", "top_p", "top_k", "max_response_len")
+
+
+class RequestDefaults(BaseModel):
+    """Sampling parameters for every benchmark of a request that leaves them out (NeMo-Skills' ``defaults``)."""
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str = Field(pattern=NAME_PATTERN, max_length=128)
     n_samples_per_eval_prompt: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=100, allow_inf_nan=False)
     top_p: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
@@ -34,14 +37,21 @@ class BenchmarkRequest(BaseModel):
     max_response_len: int | None = Field(default=None, ge=1)
 
 
+class BenchmarkRequest(RequestDefaults):
+    """One benchmark to run; absent parameters take the request's ``defaults``, then the benchmark's."""
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=128)
+
+
 class EvaluateRequest(BaseModel):
-    """The body slime's delegate client posts (``defaults`` and unknown fields are ignored)."""
+    """The body slime's delegate client posts (unknown fields are ignored)."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     rollout_id: int = Field(ge=-(2**63), le=2**63 - 1)
     router_url: str = Field(min_length=1, max_length=2048)
     benchmarks: list[BenchmarkRequest] = Field(min_length=1)
+    defaults: RequestDefaults | None = None
     run_async: bool = Field(default=False, alias="async")
 
 
@@ -109,22 +119,39 @@ def _within_cap(benchmark: str, parameter: str, value: int, cap: int) -> int:
     return value
 
 
+def allowlist_description(allowed: list[str]) -> str:
+    """How the OpenAPI schema describes ``router_url``."""
+    return (
+        "Base URL of the OpenAI-compatible model endpoint (with or without /v1): http(s), no user "
+        "or password, and a host on this server's allowlist (server.allowed_router_hosts: "
+        f"{', '.join(allowed) or 'none'}; host names match exactly, addresses by network). "
+        "Any other host is refused with 403."
+    )
+
+
 def resolve_runs(cfg: EvalConfig, req: EvaluateRequest) -> list[BenchmarkRun]:
-    """The benchmarks of ``req`` with the sampling parameters in effect; ApiError (400) for what is not allowed."""
+    """The benchmarks of ``req`` with the sampling parameters in effect.
+
+    A field a benchmark leaves out takes the request's ``defaults``, then the
+    benchmark config's. ApiError for what is not allowed: 400 for what the
+    OpenAPI schema already rules out (counts, names, caps), 403 for a
+    ``router_url`` off the allowlist, 409 for a benchmark asked for twice.
+    """
     if len(req.benchmarks) > cfg.server.max_benchmarks_per_request:
         raise ApiError(
             400, f"at most {cfg.server.max_benchmarks_per_request} benchmarks per request"
         )
     if not is_allowed_host(req.router_url, cfg.server.allowed_router_hosts):
         raise ApiError(
-            400,
+            403,
             "router_url must be an http(s) URL whose host is on the server's allowlist "
             f"(server.allowed_router_hosts: {', '.join(cfg.server.allowed_router_hosts)})",
         )
     names = [b.name for b in req.benchmarks]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ApiError(400, f"benchmark(s) asked for more than once: {', '.join(twice)}")
+        raise ApiError(409, f"benchmark(s) asked for more than once: {', '.join(twice)}")
+    fallback = req.defaults or RequestDefaults()
     runs = []
     for b in req.benchmarks:
         bench = cfg.benchmarks.get(b.name)
@@ -133,24 +160,26 @@ def resolve_runs(cfg: EvalConfig, req: EvaluateRequest) -> list[BenchmarkRun]:
                 400,
                 f"unknown benchmark {b.name!r}; known: {', '.join(sorted(cfg.benchmarks)) or 'none'}",
             )
-        d = bench.defaults
+        chosen = {}
+        for name in SAMPLING_FIELDS:
+            value = getattr(b, name)
+            if value is None:
+                value = getattr(fallback, name)
+            chosen[name] = getattr(bench.defaults, name) if value is None else value
         n = _within_cap(
             b.name,
             "n_samples_per_eval_prompt",
-            b.n_samples_per_eval_prompt or d.n_samples_per_eval_prompt,
+            chosen["n_samples_per_eval_prompt"],
             cfg.server.max_samples_per_prompt,
         )
         max_len = _within_cap(
-            b.name,
-            "max_response_len",
-            b.max_response_len or d.max_response_len,
-            cfg.server.max_response_len,
+            b.name, "max_response_len", chosen["max_response_len"], cfg.server.max_response_len
         )
         sampling = Sampling(
             n=n,
-            temperature=d.temperature if b.temperature is None else b.temperature,
-            top_p=d.top_p if b.top_p is None else b.top_p,
-            top_k=d.top_k if b.top_k is None else b.top_k,
+            temperature=chosen["temperature"],
+            top_p=chosen["top_p"],
+            top_k=chosen["top_k"],
             max_tokens=max_len,
         )
         runs.append(BenchmarkRun(b.name, bench, sampling))
@@ -170,3 +199,42 @@ def reproducing_command(model: str, req: EvaluateRequest, runs: list[BenchmarkRu
         ",".join(r.name for r in runs),
     ]
     return shlex.join(parts)
+
+
+def tighten_schema(schema: dict[str, Any], cfg: EvalConfig) -> dict[str, Any]:
+    """The generated OpenAPI ``schema`` with what this server's config allows stated in it.
+
+    The request models are the same for every config; the benchmark names, the
+    caps and the allowlist are the config's, so they are written into the
+    schema here: clients (and fuzzers) then know every request the server will
+    take before sending it.
+    """
+    components = schema.get("components", {}).get("schemas", {})
+    caps = {
+        "n_samples_per_eval_prompt": cfg.server.max_samples_per_prompt,
+        "max_response_len": cfg.server.max_response_len,
+    }
+    for model in ("RequestDefaults", "BenchmarkRequest"):
+        properties = components.get(model, {}).get("properties", {})
+        for name, cap in caps.items():
+            for option in properties.get(name, {}).get("anyOf", []):
+                if option.get("type") == "integer":
+                    option["maximum"] = cap
+            if name in properties:
+                properties[name]["description"] = f"at most {cap} (server cap)"
+    bench = components.get("BenchmarkRequest", {}).get("properties", {}).get("name")
+    if bench is not None and cfg.benchmarks:
+        bench["enum"] = sorted(cfg.benchmarks)
+        bench["description"] = f"a benchmark of this server ({NAME_PATTERN})"
+    request = components.get("EvaluateRequest", {}).get("properties", {})
+    if "benchmarks" in request:
+        request["benchmarks"]["maxItems"] = cfg.server.max_benchmarks_per_request
+        request["benchmarks"]["description"] = (
+            f"at most {cfg.server.max_benchmarks_per_request} benchmarks, each named once (409 otherwise)"
+        )
+    if "rollout_id" in request:
+        # As integers: the float 9.223372036854776e18 that pydantic writes is 2**63, one past the bound.
+        request["rollout_id"].update(minimum=-(2**63), maximum=2**63 - 1)
+    if "router_url" in request:
+        request["router_url"]["description"] = allowlist_description(cfg.server.allowed_router_hosts)
+    return schema

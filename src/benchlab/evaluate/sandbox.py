@@ -6,12 +6,17 @@ isolation modes) with:
 - its own session and process group, killed as a whole at the wall-clock limit;
 - rlimits on CPU seconds, address space, processes, file size and open files;
 - an empty environment, so no secret of the server reaches it;
-- a throwaway working directory, and output capped at ``output_cap`` bytes;
-- no network: a new network namespace with nothing but a downed loopback.
+- output capped at ``output_cap`` bytes;
+- no network: a new network namespace with nothing but a downed loopback;
+- no writable path outside itself: inside its mount namespace every mount is
+  read-only, and its one writable place is a private tmpfs of ``tmpfs_mb`` MiB
+  and ``max_files`` files. Where the mounts cannot be made read-only, every
+  world-writable directory found at start-up is covered instead.
 
-``probe_isolation`` finds the strongest mode this machine allows; when it is
-not network-isolated, ``Sandbox.warning`` says so (the server logs it at
-start-up and shows it in ``/health``).
+``probe_isolation`` finds the strongest mode this machine allows and
+``probe_filesystem`` how writes are confined under it; when either falls short,
+``Sandbox.warning`` says so (the server logs it at start-up and shows it in
+``/health``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ from benchlab.evaluate.config import SandboxSettings
 
 _JAIL = str(Path(__file__).with_name("_jail.py"))
 _MODES = ("root", "userns", "none")
+_FILESYSTEMS = ("readonly", "cover", "none")
+# Pseudo file systems whose world-writable entries are not directories a program can fill.
+_NOT_SCANNED = {"proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "bpf", "tracefs",
+                "debugfs", "securityfs", "pstore", "configfs", "fusectl", "hugetlbfs", "binfmt_misc"}
 # Unprivileged uids, one per concurrent sandbox, so that one sample's fork bomb
 # exhausts only its own RLIMIT_NPROC. Nothing on a normal system owns them.
 _UID_BASE = 61000
@@ -46,6 +55,7 @@ class SandboxLimits:
     file_size_mb: int = 16
     open_files: int = 64
     tmpfs_mb: int = 64
+    max_files: int = 1024
     output_cap: int = 65536
     max_program_bytes: int = 1 << 20
 
@@ -125,7 +135,8 @@ def probe_isolation(python: str | None = None) -> tuple[str, str]:
     )
     interpreter = python or default_python()
     for mode in _MODES[:-1]:
-        cfg = _config(mode, SandboxLimits(timeout_secs=10), _UID_BASE, interpreter)
+        # Only the network is probed here: "cover" with nothing to cover cannot fail on the file system.
+        cfg = _config(mode, SandboxLimits(timeout_secs=10), _UID_BASE, interpreter, "cover")
         result = _run_jail_sync(cfg, program, 30)
         if result.get("exit_code") == 0 and not result.get("timed_out"):
             return mode, ""
@@ -144,9 +155,69 @@ def probe_isolation(python: str | None = None) -> tuple[str, str]:
     )
 
 
-def _config(mode: str, limits: SandboxLimits, uid: int, python: str) -> dict:
+def world_writable_dirs(root: str = "/") -> list[str]:
+    """Every directory under ``root`` that any user may write to, as the sandbox's uid would find it.
+
+    Walks each mounted file system (not /proc, /sys and other pseudo file
+    systems), without following links, and does not descend where others may
+    not enter (an unprivileged uid could not reach what lies below).
+    """
+    skip = set()
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            fstype = fields[fields.index("-") + 1]
+            if fstype in _NOT_SCANNED:
+                skip.add(fields[4].encode().decode("unicode_escape"))
+    found: list[str] = []
+    stack = [root]
+    while stack:
+        path = stack.pop()
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    if not entry.is_dir(follow_symlinks=False) or entry.path in skip:
+                        continue
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    if mode & 0o002:
+                        found.append(entry.path)
+                    if mode & 0o001:
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return sorted(found)
+
+
+def probe_filesystem(mode: str, python: str | None = None) -> tuple[str, tuple[str, ...]]:
+    """How writes are confined under ``mode``: ``readonly`` (the whole tree), ``cover``
+    (the world-writable directories, returned too) or ``none``."""
+    if mode == "none":
+        return "none", ()
+    interpreter = python or default_python()
+    limits = SandboxLimits(timeout_secs=10)
+    result = _run_jail_sync(_config(mode, limits, _UID_BASE, interpreter, "readonly"), b"pass\n", 30)
+    if not result.get("setup"):
+        return "readonly", ()
+    cover = tuple(world_writable_dirs())
+    result = _run_jail_sync(_config(mode, limits, _UID_BASE, interpreter, "cover", cover), b"pass\n", 30)
+    if result.get("setup"):
+        raise EvaluationError(f"the code sandbox cannot confine writes: {result['error']}")
+    return "cover", cover
+
+
+def _config(
+    mode: str,
+    limits: SandboxLimits,
+    uid: int,
+    python: str,
+    filesystem: str = "readonly",
+    cover: tuple[str, ...] = (),
+) -> dict:
     return {
         "mode": mode,
+        "filesystem": filesystem,
+        "cover": list(cover),
+        "max_files": limits.max_files,
         "uid": uid,
         "python": python,
         "timeout_secs": limits.timeout_secs,
@@ -166,6 +237,8 @@ class Sandbox:
     """Runs programs, at most ``concurrency`` at a time, each in its own sandbox.
 
     ``mode`` is one of ``root``, ``userns``, ``none``; leave it None to probe.
+    ``filesystem`` is one of ``readonly``, ``cover`` (then ``cover`` lists the
+    directories hidden), ``none``; leave it None to probe.
     """
 
     limits: SandboxLimits = field(default_factory=SandboxLimits)
@@ -173,6 +246,8 @@ class Sandbox:
     mode: str | None = None
     python: str = field(default_factory=default_python)
     warning: str = ""
+    filesystem: str | None = None
+    cover: tuple[str, ...] = ()
     _uids: asyncio.Queue[int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -182,8 +257,34 @@ class Sandbox:
             raise EvaluationError(f"unknown sandbox mode {self.mode!r}; known: {', '.join(_MODES)}")
         elif self.mode == "none":
             self.warning = "the code sandbox was configured without network isolation"
+        if self.mode == "none":
+            self.filesystem = "none"
+        elif self.filesystem is None:
+            self.filesystem, self.cover = probe_filesystem(self.mode, self.python)
+        elif self.filesystem not in _FILESYSTEMS:
+            raise EvaluationError(
+                f"unknown sandbox filesystem {self.filesystem!r}; known: {', '.join(_FILESYSTEMS)}"
+            )
+        elif self.filesystem == "cover" and not self.cover:
+            self.cover = tuple(world_writable_dirs())
+        if self.filesystem == "none":
+            self.warning = "; ".join(
+                w for w in (self.warning, "the code sandbox cannot confine writes: model-generated "
+                            "code may write wherever the server's user may") if w
+            )
         if os.geteuid() != 0:
             _protect_this_process()
+
+    def describe(self) -> dict[str, object]:
+        """What ``/health`` shows: isolation mode, how writes are confined, and the caps of the writable place."""
+        return {
+            "mode": self.mode,
+            "network_isolated": self.network_isolated,
+            "filesystem": self.filesystem,
+            "covered": list(self.cover),
+            "writable_mb": self.limits.tmpfs_mb if self.filesystem != "none" else None,
+            "max_files": self.limits.max_files if self.filesystem != "none" else None,
+        }
 
     @property
     def network_isolated(self) -> bool:
@@ -202,7 +303,9 @@ class Sandbox:
             self._uids.put_nowait(uid)
 
     async def _run(self, program: bytes, uid: int) -> SandboxResult:
-        cfg = _config(self.mode or "none", self.limits, uid, self.python)
+        cfg = _config(
+            self.mode or "none", self.limits, uid, self.python, self.filesystem or "none", self.cover
+        )
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -261,6 +364,8 @@ def sandbox_from_settings(settings: SandboxSettings) -> Sandbox:
         processes=settings.processes,
         file_size_mb=settings.file_size_mb,
         open_files=settings.open_files,
+        tmpfs_mb=settings.tmpfs_mb,
+        max_files=settings.max_files,
         output_cap=settings.output_cap_bytes,
     )
     mode = None if settings.mode == "auto" else settings.mode

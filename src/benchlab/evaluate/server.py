@@ -23,7 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from benchlab.errors import BenchlabError, DataError, EvaluationError
+from benchlab.errors import BenchlabError, DataError, EvaluationError, UserError
 from benchlab.evaluate.config import BenchmarkConfig, EvalConfig
 from benchlab.evaluate.datasets import load_items
 from benchlab.evaluate.jobs import Job, JobStore, request_key
@@ -37,12 +37,33 @@ from benchlab.evaluate.protocol import (
     QueuedBody,
     reproducing_command,
     resolve_runs,
+    tighten_schema,
 )
 from benchlab.evaluate.runner import BenchmarkRun, evaluate
 from benchlab.evaluate.sandbox import Sandbox, sandbox_from_settings
 from benchlab.evaluate.scorers import Scorers
 
 logger = logging.getLogger("benchlab.evaluate")
+
+MIN_TOKEN_LENGTH = 16
+
+
+def check_token(token: str, where: str = "the token") -> None:
+    """UserError unless ``token`` is at least ``MIN_TOKEN_LENGTH`` characters and not only whitespace.
+
+    A guessable token on a server bound to a public address hands the evaluation
+    (and the model endpoint behind it) to anyone on the network. Surrounding
+    whitespace does not count.
+    """
+    hint = "(e.g. python -c 'import secrets; print(secrets.token_urlsafe())')"
+    if not token.strip():
+        raise UserError(
+            f"{where} is only whitespace; use a random token of at least {MIN_TOKEN_LENGTH} characters {hint}"
+        )
+    if len(token.strip()) < MIN_TOKEN_LENGTH:
+        raise UserError(
+            f"{where} has {len(token.strip())} characters, fewer than {MIN_TOKEN_LENGTH}; use a random token {hint}"
+        )
 
 
 class BodyLimit:
@@ -173,7 +194,13 @@ def _failed_body(job_id: str, error: str) -> dict[str, Any]:
 
 
 def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None = None) -> FastAPI:
-    """The FastAPI application. ``token`` None turns authentication off (loopback only: the CLI checks)."""
+    """The FastAPI application. ``token`` None turns authentication off (loopback only: the CLI checks).
+
+    Raises UserError for a token shorter than 16 characters or made of whitespace.
+    """
+    if token is not None:
+        check_token(token, f"${config.server.token_env}")
+        token = token.strip()  # a trailing newline from a secrets file is not part of it
     server = config.server
     # A broken dataset stops the start-up (DataError), not a trainer's request.
     for bench in config.benchmarks.values():
@@ -232,8 +259,21 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     )
     app.state.bench = state
     errors: dict[int | str, dict[str, Any]] = {
-        code: {"model": ErrorBody} for code in (400, 401, 404, 413, 429, 502)
+        code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 429, 502)
     }
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            app.openapi_schema = tighten_schema(
+                get_openapi(title=app.title, version=app.version, description=app.description,
+                            routes=app.routes),
+                config,
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     app.add_middleware(BodyLimit, limit=server.max_request_bytes)
 
@@ -279,13 +319,13 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        """Liveness, the sandbox's isolation and any warnings."""
+        """Liveness, the sandbox's isolation (network, file system and the caps of its one writable place)
+        and any warnings."""
         return {
             "status": "ok",
-            "sandbox": {
-                "mode": state.sandbox.mode if state.sandbox else None,
-                "network_isolated": state.sandbox.network_isolated if state.sandbox else False,
-            },
+            "sandbox": state.sandbox.describe()
+            if state.sandbox
+            else {"mode": None, "network_isolated": False, "filesystem": None},
             "auth": state.token is not None,
             "warnings": state.warnings,
         }

@@ -13,17 +13,26 @@ Three implementations answer the same small :class:`Inventory` protocol:
 job between two bursts of work, so :meth:`Inventory.sample` reads several
 times over a window and :func:`classify` gives each device a verdict:
 
-- ``free``: no compute process and (almost) no memory held;
+- ``free``: no compute process and no more memory held than the driver reserves
+  for itself (within :func:`empty_margin_mib`);
 - ``busy``: memory held and the device did work at some point in the window;
 - ``idle-held``: memory held but 0% utilisation in every reading: a likely
-  zombie. benchlab reports its pids and owner and never kills it.
+  zombie. benchlab reports its pids and owner; ``benchlab gpus --reclaim`` frees
+  the caller's own, never anyone else's.
 
 Memory is in MiB (as ``nvidia-smi`` prints it), utilisation in percent.
+``memory_used_mib`` never counts the memory the driver reserves for itself:
+NVML's memory info v2 reports that reserve apart (an idle H100 80GB HBM3 on
+driver 580: reserved 480 MiB, used 0); where only v1 (or ``nvidia-smi``) is
+there, the smallest reading a device gives with no compute process, when it lies
+within the empty margin, is taken as its reserve and subtracted.
 """
 
 from __future__ import annotations
 
 import abc
+import dataclasses
+import math
 import os
 import shutil
 import subprocess
@@ -34,9 +43,18 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 Verdict = Literal["free", "busy", "idle-held"]
 
-#: A device holding at most this much memory with no compute process counts as
-#: empty: drivers report a few MiB of their own bookkeeping on an idle device.
-EMPTY_MEMORY_MIB = 256
+#: A device with no compute process counts as empty while it holds, beyond the driver's reserve,
+#: at most this share of its memory. It scales with the device (1631 MiB on an 80 GB H100, 204
+#: MiB on a 10 GB MIG-sized board), where a fixed figure is too tight for one and too loose for
+#: the other. The same margin is what a device must fall back to before the local backend hands
+#: it out again (:func:`benchlab.execute.local.LocalBackend`), so the two can never disagree.
+EMPTY_SHARE = 0.02
+
+
+def empty_margin_mib(memory_total_mib: int) -> int:
+    """Memory (MiB) a device may hold beyond its driver's reserve and still count as empty."""
+    return max(1, math.ceil(memory_total_mib * EMPTY_SHARE))
+
 
 GPU_QUERY = "index,uuid,name,memory.total,memory.used,utilization.gpu"
 APPS_QUERY = "gpu_uuid,pid,used_memory"
@@ -71,6 +89,15 @@ class DeviceReading:
     memory_used_mib: int
     utilization_pct: int | None
     processes: tuple[GpuProcess, ...] = ()
+    #: Memory the driver keeps for itself, not counted in ``memory_used_mib`` (None: unknown).
+    memory_reserved_mib: int | None = None
+    #: MIG mode is on: the device is split into instances benchlab does not place runs on.
+    mig: bool = False
+
+    @property
+    def is_empty(self) -> bool:
+        """No compute process and no more memory held than :func:`empty_margin_mib` allows."""
+        return not self.processes and self.memory_used_mib <= empty_margin_mib(self.memory_total_mib)
 
 
 @dataclass(frozen=True)
@@ -91,10 +118,12 @@ class DeviceState:
     processes: tuple[GpuProcess, ...]
     verdict: Verdict
     samples: int
+    memory_reserved_mib: int | None = None
+    mig: bool = False
 
     @property
     def memory_free_mib(self) -> int:
-        return max(0, self.memory_total_mib - self.memory_used_mib)
+        return max(0, self.memory_total_mib - (self.memory_reserved_mib or 0) - self.memory_used_mib)
 
     @property
     def kill_hint(self) -> str | None:
@@ -130,8 +159,8 @@ class Inventory(Protocol):
 def classify(readings: list[DeviceReading]) -> DeviceState:
     """The verdict on one device from its readings over a window (oldest first).
 
-    A device with any compute process or more than :data:`EMPTY_MEMORY_MIB` held is
-    occupied. Occupied and working (utilisation above 0 in some reading, or not
+    A device with any compute process, or more memory held beyond the driver's reserve
+    than :func:`empty_margin_mib` allows, is occupied. Occupied and working (utilisation above 0 in some reading, or not
     reported at all, which we cannot call idle) is ``busy``; occupied with 0% in
     every reading is ``idle-held``. Memory held with no visible process is still
     occupied: in a container, other containers' processes are invisible.
@@ -148,7 +177,7 @@ def classify(readings: list[DeviceReading]) -> DeviceState:
     for r in readings:
         for p in r.processes:
             procs[p.pid] = p
-    occupied = bool(procs) or used > EMPTY_MEMORY_MIB
+    occupied = bool(procs) or used > empty_margin_mib(last.memory_total_mib)
     verdict: Verdict
     if not occupied:
         verdict = "free"
@@ -166,6 +195,8 @@ def classify(readings: list[DeviceReading]) -> DeviceState:
         processes=tuple(sorted(procs.values(), key=lambda p: p.pid)),
         verdict=verdict,
         samples=len(readings),
+        memory_reserved_mib=last.memory_reserved_mib,
+        mig=any(r.mig for r in readings),
     )
 
 
@@ -190,7 +221,11 @@ def process_owner(pid: int) -> str | None:
 
 
 class _Sampler(abc.ABC):
-    """Shared sampling loop; ``clock`` and ``sleep`` are injected so tests never wait."""
+    """Shared sampling loop; ``clock`` and ``sleep`` are injected so tests never wait.
+
+    It also learns each device's reserve where the source does not report it (see
+    the module docstring): the baseline lives as long as the inventory.
+    """
 
     interval_s: float = 0.5
 
@@ -201,10 +236,28 @@ class _Sampler(abc.ABC):
     ) -> None:
         self._clock = clock
         self._sleep = sleep
+        self._baseline: dict[str, int] = {}
 
     @abc.abstractmethod
+    def read_raw(self) -> list[DeviceReading]:
+        """One reading of every device as the source gives it (each inventory reads its own)."""
+
     def read(self) -> list[DeviceReading]:
-        """One reading of every device (each inventory reads its own source)."""
+        """One reading of every device, ``memory_used_mib`` net of the driver's reserve."""
+        return [self._net_of_reserve(r) for r in self.read_raw()]
+
+    def _net_of_reserve(self, r: DeviceReading) -> DeviceReading:
+        if r.memory_reserved_mib is not None:
+            return r  # the driver said (NVML memory info v2)
+        if not r.processes and r.memory_used_mib <= empty_margin_mib(r.memory_total_mib):
+            # Memory held with no compute process and within the margin: the driver's own.
+            # Above the margin it may be another container's job, never a reserve.
+            self._baseline[r.uuid] = min(self._baseline.get(r.uuid, r.memory_used_mib), r.memory_used_mib)
+        base = self._baseline.get(r.uuid)
+        if base is None:
+            return r
+        return dataclasses.replace(r, memory_used_mib=max(0, r.memory_used_mib - base),
+                                   memory_reserved_mib=base)
 
     def sample(self, window_s: float) -> list[DeviceState]:
         """Read now, then every ``interval_s`` until ``window_s`` has passed (at least once)."""
@@ -214,6 +267,42 @@ class _Sampler(abc.ABC):
             self._sleep(min(self.interval_s, deadline - self._clock()))
             series.append(self.read())
         return classify_all(series)
+
+
+def visible_indices(states: Iterable[DeviceState | DeviceReading],
+                    env: Mapping[str, str] | None = None) -> set[int] | None:
+    """The indices of the devices ``CUDA_VISIBLE_DEVICES`` leaves visible; None when it is unset.
+
+    NVML and ``nvidia-smi`` ignore the variable and list every device; CUDA programs
+    see only these. Entries are read as CUDA reads them: a number is a device index
+    (in PCI bus order, nvidia-smi's, which benchlab also sets for its runs), ``GPU-...``
+    a UUID or a unique prefix of one; the first entry naming no device ends the list
+    (so ``-1`` hides them all). A ``MIG-...`` entry raises :class:`UserError`: benchlab
+    does not place runs on MIG instances.
+    """
+    from benchlab.errors import UserError
+
+    env = os.environ if env is None else env
+    raw = env.get("CUDA_VISIBLE_DEVICES")
+    if raw is None:
+        return None
+    states = list(states)
+    indices = {s.index for s in states}
+    out: set[int] = set()
+    for entry in (e.strip() for e in raw.split(",")):
+        if entry.upper().startswith("MIG-"):
+            raise UserError(f"CUDA_VISIBLE_DEVICES={raw}: {entry} is a MIG instance; benchlab places runs "
+                            "on whole GPUs and GPU shares, not on MIG instances. Unset "
+                            "CUDA_VISIBLE_DEVICES (and use --gpus), or run with --gpus none and "
+                            "resources.gpus: 0 to leave the instance to your command")
+        if entry.isdigit() and int(entry) in indices:
+            out.add(int(entry))
+            continue
+        match = [s.index for s in states if entry and s.uuid.startswith(entry)]
+        if len(match) != 1:
+            break  # as CUDA: an entry naming no device (or several) hides the rest
+        out.add(match[0])
+    return out
 
 
 # ---------------------------------------------------------------- nvidia-smi
@@ -321,7 +410,7 @@ class SmiInventory(_Sampler):
         self._runner = runner
         self._owner_of = owner_of
 
-    def read(self) -> list[DeviceReading]:
+    def read_raw(self) -> list[DeviceReading]:
         gpu_csv = self._runner(SMI_GPU_ARGS)
         apps_csv = self._runner(SMI_APPS_ARGS)
         return parse_smi(gpu_csv, apps_csv, self._owner_of)
@@ -349,17 +438,41 @@ class NvmlInventory(_Sampler):
             nvml = pynvml
         self._nvml = nvml
         self._owner_of = owner_of
+        self._has_v2: bool | None = None
         nvml.nvmlInit()  # raises nvml.NVMLError with the driver's reason
 
     def close(self) -> None:
         self._nvml.nvmlShutdown()
 
-    def read(self) -> list[DeviceReading]:
+    def _memory(self, h: Any) -> tuple[int, int, int | None]:
+        """(total, used, reserved) in bytes; reserved None where the driver has no memory info v2."""
+        nv = self._nvml
+        version = getattr(nv, "nvmlMemory_v2", None)  # nvidia-ml-py releases before 11.510 lack it
+        if version is not None and self._has_v2 is not False:
+            try:
+                m = nv.nvmlDeviceGetMemoryInfo(h, version=version)
+            except nv.NVMLError:
+                self._has_v2 = False  # "Function Not Found": a driver older than 510
+            else:
+                self._has_v2 = True
+                return int(m.total), int(m.used), int(m.reserved)
+        m = nv.nvmlDeviceGetMemoryInfo(h)
+        return int(m.total), int(m.used), None
+
+    def _mig(self, h: Any) -> bool:
+        nv = self._nvml
+        try:
+            current, _pending = nv.nvmlDeviceGetMigMode(h)
+        except (nv.NVMLError, AttributeError):
+            return False  # "Not Supported": a board without MIG
+        return bool(current)
+
+    def read_raw(self) -> list[DeviceReading]:
         nv = self._nvml
         readings = []
         for i in range(nv.nvmlDeviceGetCount()):
             h = nv.nvmlDeviceGetHandleByIndex(i)
-            mem = nv.nvmlDeviceGetMemoryInfo(h)
+            total, used, reserved = self._memory(h)
             try:
                 util: int | None = int(nv.nvmlDeviceGetUtilizationRates(h).gpu)
             except nv.NVMLError:
@@ -372,7 +485,7 @@ class NvmlInventory(_Sampler):
                 GpuProcess(
                     int(p.pid),
                     self._owner_of(int(p.pid)),
-                    None if p.usedGpuMemory is None else int(p.usedGpuMemory) // 2**20,
+                    None if p.usedGpuMemory is None else _mib(int(p.usedGpuMemory)),
                 )
                 for p in raw
             )
@@ -381,13 +494,20 @@ class NvmlInventory(_Sampler):
                     index=i,
                     uuid=_text(nv.nvmlDeviceGetUUID(h)),
                     name=_text(nv.nvmlDeviceGetName(h)),
-                    memory_total_mib=int(mem.total) // 2**20,
-                    memory_used_mib=int(mem.used) // 2**20,
+                    memory_total_mib=_mib(total),
+                    memory_used_mib=_mib(used),
                     utilization_pct=util,
                     processes=procs,
+                    memory_reserved_mib=None if reserved is None else _mib(reserved),
+                    mig=self._mig(h),
                 )
             )
         return readings
+
+
+def _mib(n_bytes: int) -> int:
+    # Rounded to the nearest MiB, as nvidia-smi prints it (10553720832 B: "10065 MiB", not 10064).
+    return (n_bytes + 2**19) // 2**20
 
 
 def _text(value: str | bytes) -> str:
@@ -430,9 +550,9 @@ def open_inventory(
     env = os.environ if env is None else env
     recorded = env.get(DOUBLE_ENV, "")
     if recorded:
-        from benchlab.execute.gpu_double import RecordedInventory
+        from benchlab.execute.gpu_double import open_recording
 
-        return RecordedInventory(recorded)
+        return open_recording(recorded)
     try:
         return NvmlInventory(nvml)
     except Exception as exc:  # ImportError, NVMLError_LibraryNotFound, DriverNotLoaded, ...

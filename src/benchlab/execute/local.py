@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from benchlab.execute.base import Launch, Outcome, ProcessInfo, register
-from benchlab.execute.gpus import EMPTY_MEMORY_MIB, Inventory
+from benchlab.execute.gpus import Inventory, empty_margin_mib
 from benchlab.execute.placement import GpuPool, GpuRequest
 from benchlab.plan import Run
 
@@ -181,8 +181,9 @@ class _Running:
 
 
 def settle_margin_mib(memory_total_mib: int) -> int:
-    """How far above its starting level a device's memory may stay and still count as freed."""
-    return max(EMPTY_MEMORY_MIB, memory_total_mib // 50)
+    """How far above its starting level a device's memory may stay and still count as freed:
+    the inventory's own margin for an empty device, so the two never disagree."""
+    return empty_margin_mib(memory_total_mib)
 
 
 @register("local")

@@ -57,6 +57,8 @@ class GpuDevice:
     baseline_used_mib: int = 0
     foreign_busy: bool = False
     named: bool = False
+    #: What the driver keeps for itself (NVML memory info v2's ``reserved``): never ours to give.
+    reserved_mib: int = 0
 
     @property
     def usable(self) -> bool:
@@ -64,8 +66,8 @@ class GpuDevice:
 
     @property
     def capacity_mib(self) -> int:
-        """Memory benchlab's runs may reserve: total less the baseline."""
-        return self.memory_total_mib - self.baseline_used_mib
+        """Memory benchlab's runs may reserve: total less the driver's reserve and the baseline."""
+        return self.memory_total_mib - self.reserved_mib - self.baseline_used_mib
 
 
 @dataclass(frozen=True)
@@ -349,23 +351,39 @@ def parse_gpus(value: str) -> GpuSelection:
     return GpuSelection("list", tuple(indices))
 
 
-def select_devices(selection: GpuSelection, states: Sequence[DeviceState]) -> list[GpuDevice]:
+def select_devices(selection: GpuSelection, states: Sequence[DeviceState],
+                   visible: set[int] | None = None) -> list[GpuDevice]:
     """The pool's devices for a ``--gpus`` selection, from the inventory's verdicts.
 
-    ``auto`` keeps the devices whose verdict is ``free``; a list keeps exactly the
-    named ones, flagged ``named`` so they are used even when foreign processes hold
-    them (the user asked). Raises UserError for an index the machine does not have.
+    ``auto`` keeps the devices whose verdict is ``free``, that are not split into MIG
+    instances and that ``CUDA_VISIBLE_DEVICES`` leaves visible (``visible``: their
+    indices, None when it is not set; see :func:`benchlab.execute.gpus.visible_indices`).
+    A list keeps exactly the named ones, flagged ``named`` so they are used even when
+    foreign processes hold them (the user asked). Raises UserError for an index the
+    machine does not have, one hidden by ``CUDA_VISIBLE_DEVICES``, or one in MIG mode.
     """
     if selection.mode == "none":
         return []
     by_index = {s.index: s for s in states}
     if selection.mode == "auto":
-        chosen, named = [s for s in states if s.verdict == "free"], False
+        chosen = [s for s in states if s.verdict == "free" and not s.mig
+                  and (visible is None or s.index in visible)]
+        named = False
     else:
         missing = [i for i in selection.indices if i not in by_index]
         if missing:
             have = ", ".join(str(i) for i in sorted(by_index)) or "none"
             raise UserError(f"--gpus: no GPU with index {missing[0]}; this machine has: {have}")
+        hidden = [i for i in selection.indices if visible is not None and i not in visible]
+        if hidden:
+            shown = ", ".join(str(i) for i in sorted(visible or ())) or "none"
+            raise UserError(f"--gpus: GPU {hidden[0]} is hidden by CUDA_VISIBLE_DEVICES in this "
+                            f"environment (visible: {shown}); unset it or name a visible GPU")
+        mig = [i for i in selection.indices if by_index[i].mig]
+        if mig:
+            raise UserError(f"--gpus: GPU {mig[0]} has MIG enabled; benchlab places runs on whole GPUs "
+                            "and GPU shares, not on MIG instances. Name another GPU, or disable MIG "
+                            f"(nvidia-smi -i {mig[0]} -mig 0) as an administrator")
         chosen, named = [by_index[i] for i in selection.indices], True
     return [
         GpuDevice(
@@ -374,6 +392,7 @@ def select_devices(selection: GpuSelection, states: Sequence[DeviceState]) -> li
             baseline_used_mib=s.memory_used_mib,
             foreign_busy=s.verdict != "free",
             named=named,
+            reserved_mib=s.memory_reserved_mib or 0,
         )
         for s in chosen
     ]

@@ -24,6 +24,7 @@ from typing import Any
 import psutil
 
 from benchlab.collect import collect_run
+from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.execute import triage
 from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
 from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
@@ -165,6 +166,7 @@ class Sweep:
         self.gpus = gpus
         self.gpu_names: dict[int, str] = {}
         self.gpu_devices: list[int] = []
+        self.inventory: Any = None  # the GPU inventory, when GPUs are in use
         self._recovered_gpus: list[int] = []
         self._stop = threading.Event()
         self.backend: Backend | None = None
@@ -202,7 +204,7 @@ class Sweep:
         CPU-only sweep pays nothing and leaves ``CUDA_VISIBLE_DEVICES`` as it found it.
         """
         from benchlab.errors import UserError
-        from benchlab.execute.gpus import NoInventory, open_inventory
+        from benchlab.execute.gpus import NoInventory, open_inventory, visible_indices
         from benchlab.execute.placement import GpuPool, parse_gpus, select_devices
 
         wanting = [r for r in todo if r.resources.gpus > 0]
@@ -227,12 +229,16 @@ class Sweep:
         if self._recovered_gpus:
             _wait_for_memory(inventory, self._recovered_gpus)
         states = inventory.sample(GPU_SAMPLE_WINDOW_S)
-        devices = select_devices(selection, states)
+        visible = visible_indices(states)
+        devices = select_devices(selection, states, visible)
         self.gpu_names = {s.index: s.name for s in states}
+        self.inventory = inventory
         pool = GpuPool(devices)
         self.gpu_devices = pool.usable
         if wanting and not pool.usable:
-            seen = ", ".join(f"{st.index} {st.verdict}" for st in states)
+            seen = ", ".join(f"{st.index} {st.verdict}" + (" (MIG on)" if st.mig else "")
+                             + (" (hidden by CUDA_VISIBLE_DEVICES)" if visible is not None
+                                and st.index not in visible else "") for st in states)
             raise UserError(f"no free GPU for the {len(wanting)} run(s) that ask for one "
                             f"(GPUs: {seen}); name devices with --gpus to share them anyway, "
                             "and see `benchlab gpus` for who holds them")
@@ -253,6 +259,16 @@ class Sweep:
         if self.rerun_all:
             wanted |= {FAILED, COMPLETED}
         todo = deque(r for r in runs if statuses.get(r.run_id) in wanted)
+        if self.rerun_all:  # every run starts over, with a whole retry budget
+            store.new_budget([r.run_id for r in todo])
+        elif self.rerun_failed:  # the user's explicit request for a new retry budget
+            store.new_budget([r.run_id for r in todo if statuses.get(r.run_id) == FAILED])
+        # Retry budgets are counted from the ledger over each run's whole life, so a resume after
+        # a crash continues the budget instead of granting a new one.
+        failures = store.charged_failures({r.run_id for r in todo})
+        for i, r in enumerate(todo):
+            if r.run_id in failures and store.last_charged_failure(r.run_id) == triage.OOM:
+                todo[i] = _for_retry(r, triage.OOM)
         progress = Progress(total=len(runs))
         progress.skipped = sum(1 for r in runs if statuses.get(r.run_id) == COMPLETED and not self.rerun_all)
         progress.failed = sum(1 for r in runs if statuses.get(r.run_id) == FAILED and not self.rerun_failed
@@ -283,7 +299,6 @@ class Sweep:
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
         db_key = str(store.path)
-        failures: dict[str, dict[str, int]] = {}  # run id -> failure class -> count
         inflight: dict[int, tuple[Run, int, int, float]] = {}
         durations: list[float] = []
         failed_runs: list[str] = []
@@ -517,6 +532,9 @@ class Sweep:
             missing = collected.missing(primary)
             if missing:
                 failure = triage.Verdict(triage.MISSING_METRIC, missing)
+        extracted = {}
+        if collected is not None and write_extracted_metrics(run_dir, collected.finals, collected.extracted):
+            extracted = {"metrics_json": RECORDED_BY_BENCHLAB}
         if run_dir.exists():
             write_provenance(run_dir, shared.get(), run_id=run.run_id, run=run.name, attempt=launch.number,
                              started=outcome.started, ended=outcome.ended,
@@ -524,7 +542,9 @@ class Sweep:
                              exit_code=outcome.exit_code, signal=outcome.signal,
                              timed_out=outcome.timed_out, node=outcome.node, gpus=launch.gpus,
                              gpu_models=[self.gpu_names.get(i) for i in launch.gpus or ()],
-                             command=launch.command, **({"transfer": outcome.extra} if outcome.extra else {}))
+                             command=launch.command, metrics={"primary": primary, "goals": {
+                                 m.name: m.goal for m in metrics}}, **extracted,
+                             **({"transfer": outcome.extra} if outcome.extra else {}))
         if failure is None:
             assert collected is not None
             store.finish_attempt(launch.attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
@@ -582,13 +602,15 @@ def code_changed(store: Store, now: CodeState, runs: list[Run], statuses: dict[s
 
 def _wait_for_memory(inventory: Any, devices: list[int], limit_s: float = SETTLE_S,
                      poll_s: float = SETTLE_POLL_S) -> None:
-    """Wait (at most ``limit_s``) until ``devices`` hold no more than a driver's bookkeeping."""
-    from benchlab.execute.gpus import EMPTY_MEMORY_MIB
+    """Wait (at most ``limit_s``) until ``devices`` hold no more than a driver's bookkeeping
+    (the inventory's one definition of an empty device, :func:`benchlab.execute.gpus.empty_margin_mib`)."""
+    from benchlab.execute.gpus import empty_margin_mib
 
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        used = {r.index: r.memory_used_mib for r in inventory.read()}
-        if all(used.get(i, 0) <= EMPTY_MEMORY_MIB for i in devices):
+        readings = {r.index: r for r in inventory.read()}
+        if all(i not in readings or readings[i].memory_used_mib <= empty_margin_mib(readings[i].memory_total_mib)
+               for i in devices):
             return
         time.sleep(poll_s)
 

@@ -20,13 +20,24 @@ EXCEPTION = "exception"
 SIGNAL = "signal"
 EXIT_CODE = "exit-code"
 MISSING_METRIC = "missing-metric"
-LAUNCH = "launch-error"
+LAUNCH = "launch-error"  # the command could not start: it will not start the next time either
+USAGE = "usage-error"  # the command rejected its arguments (argparse's exit 2): the same again next time
 INTERRUPTED = "interrupted"
 LOST = "orchestrator-died"
 NODE_DIED = "node-died"  # a cluster worker or node died under the attempt
 
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|out of memory|MemoryError|"
                   r"Cannot allocate memory|std::bad_alloc|RESOURCE_EXHAUSTED", re.I)
+# What a shell prints when it cannot run the command: `sh: 1: pyhton: not found` (dash),
+# `bash: pyhton: command not found`, `sh: ./train.sh: Permission denied` (exit 126).
+_NOT_FOUND = re.compile(r"command not found|: not found$|No such file or directory$|Permission denied$|"
+                        r"cannot execute", re.I)
+_SCRIPT_MISSING = re.compile(r"can't open file .*No such file or directory$")
+_SHELL_PREFIX = re.compile(r"^(?:/\S*/)?(?:ba|da|z|k)?sh: (?:line )?\d*:? ?")
+# argparse ends a usage error with `usage: prog ...` then `prog: error: ...`; click with
+# `Usage: prog ...` then `Error: ...`.
+_USAGE = re.compile(r"^usage: ", re.I)
+_USAGE_ERROR = re.compile(r"^(?:\S+: )?error: ", re.I)
 _CUDA = re.compile(r"CUDA error|cudaError|CUBLAS_STATUS|CUDNN_STATUS|NCCL error|"
                    r"device-side assert|illegal memory access", re.I)
 
@@ -66,11 +77,43 @@ def _last_exception(tail: str) -> str | None:
     return None
 
 
+def _launch_failure(exit_code: int | None, tail: str) -> Verdict | None:
+    """A command the shell could not run: exit 126/127, or a last line saying it was not found."""
+    lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+    said = next((ln for ln in reversed(lines) if _NOT_FOUND.search(ln)), None)
+    if exit_code in (126, 127):
+        what = _SHELL_PREFIX.sub("", said) if said else ("not found" if exit_code == 127 else "not executable")
+        return Verdict(LAUNCH, f"could not start: {what} (exit {exit_code})")
+    if lines and _SCRIPT_MISSING.search(lines[-1]):
+        # `python: can't open file '/x/trian.py': [Errno 2] No such file or directory` (exit 2)
+        return Verdict(LAUNCH, f"could not start: {lines[-1]} (exit {exit_code})")
+    if lines and said == lines[-1] and re.search(r"command not found|: not found$", said, re.I):
+        # the run's own script called a program that is not installed, as its last act
+        return Verdict(LAUNCH, f"a command was not found: {_SHELL_PREFIX.sub('', said)} (exit {exit_code})")
+    return None
+
+
+def _usage_failure(exit_code: int | None, tail: str) -> Verdict | None:
+    """Exit 2 after a usage line that no traceback follows: the command refused its arguments."""
+    if exit_code != 2:
+        return None
+    lines = tail.splitlines()
+    usage = [i for i, ln in enumerate(lines) if _USAGE.match(ln)]
+    if not usage or any(ln.startswith("Traceback (most recent call last)") for ln in lines[usage[-1]:]):
+        return None
+    error = next((ln.strip() for ln in lines[usage[-1]:] if _USAGE_ERROR.match(ln.strip())), None)
+    return Verdict(USAGE, error or "exited with code 2 after printing its usage")
+
+
 def classify(*, exit_code: int | None, signal: int | None, timed_out: bool, tail: str,
              timeout: float | None = None) -> Verdict:
     """Classify a failed attempt; the error is one line a person can act on."""
     if timed_out:
         return Verdict(TIMEOUT, f"timed out after {timeout:g}s" if timeout else "timed out")
+    if signal is None:
+        verdict = _launch_failure(exit_code, tail) or _usage_failure(exit_code, tail)
+        if verdict is not None:
+            return verdict
     if signal is None and exit_code is not None and 128 < exit_code <= 128 + 64:
         # A shell reports a child killed by signal N as exit code 128 + N.
         signal = exit_code - 128
@@ -119,3 +162,36 @@ def flag_configs(runs: Iterable[Any], attempts: Iterable[Any]) -> list[dict[str,
             flagged.append({"task": task, "config": config, "failures": len(members),
                             "classes": classes})
     return flagged
+
+
+@dataclass
+class FailureGroup:
+    """Failed runs that failed the same way: one class, one error, one log tail worth reading."""
+
+    failure_class: str
+    error: str
+    attempts: list[Any]  # the runs' last attempts (``run_id``, ``log_tail``, ...), in ledger order
+
+    @property
+    def count(self) -> int:
+        return len(self.attempts)
+
+
+def group_failures(attempts: Iterable[Any]) -> list[FailureGroup]:
+    """Failed attempts grouped by what went wrong, largest group first.
+
+    Attempts with the same class and error are one problem (twelve seeds that all hit the same
+    argparse error). Where the error says little (``exited with code 1``, ``killed by SIGSEGV``),
+    the last line of the log tail is part of the key, so different crashes stay apart.
+    """
+    groups: dict[tuple[str, str, str], FailureGroup] = {}
+    for a in attempts:
+        cls, error = a.failure_class or "unknown", a.error or ""
+        last = ""
+        if cls in (EXIT_CODE, SIGNAL, "unknown"):
+            last = next((ln.strip() for ln in reversed((a.log_tail or "").splitlines()) if ln.strip()), "")
+        key = (cls, error, last)
+        if key not in groups:
+            groups[key] = FailureGroup(cls, error, [])
+        groups[key].attempts.append(a)
+    return sorted(groups.values(), key=lambda g: -g.count)  # stable: ledger order among equals

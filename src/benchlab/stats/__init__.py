@@ -4,7 +4,9 @@ Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 :mod:`~benchlab.stats.describe` (one sample, ranking), :mod:`~benchlab.stats.compare`
 (candidate vs baseline), :mod:`~benchlab.stats.aggregate` (across tasks),
 :mod:`~benchlab.stats.scores` (normalised score matrices of a table),
-:mod:`~benchlab.stats.curves` (learning curves), :mod:`~benchlab.stats.seeds`
+:mod:`~benchlab.stats.curves` (learning curves), :mod:`~benchlab.stats.ranktests`
+(exact rank tests), :mod:`~benchlab.stats.tolerance` (what counts as zero),
+:mod:`~benchlab.stats.seeds`
 (how many seeds), and :mod:`~benchlab.stats.table` (a whole long-format table).
 Definitions and defaults are in ``docs/statistics.md``.
 """
@@ -21,16 +23,19 @@ from benchlab.stats.aggregate import (
     performance_profile,
 )
 from benchlab.stats.bootstrap import (
+    METHODS,
     bootstrap_ci,
     bootstrap_distribution,
     bootstrap_mean_diff_ci,
     percentile_interval,
     stratified_bootstrap,
+    studentized_mean_ci,
 )
 from benchlab.stats.compare import (
     Comparison,
     cohens_d,
     compare,
+    diff_t_interval,
     hedges_g,
     holm,
     is_significant,
@@ -40,7 +45,8 @@ from benchlab.stats.compare import (
 )
 from benchlab.stats.curves import SUMMARIES, align, common_grid, summarize
 from benchlab.stats.describe import Description, describe, is_high_variance, rank, t_interval
-from benchlab.stats.scores import ScoreMatrices, score_matrices
+from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
+from benchlab.stats.scores import NORMALIZATIONS, ScoreMatrices, score_matrices
 from benchlab.stats.seeds import (
     cv_of_mean,
     effect_from_pilot,
@@ -49,13 +55,19 @@ from benchlab.stats.seeds import (
     smallest_n,
 )
 from benchlab.stats.sizing import power_analysis, variance_analysis
-from benchlab.stats.table import analyze, reduce_runs, validate_table
+from benchlab.stats.table import ALIGNS, analyze, reduce_runs, validate_table
+from benchlab.stats.tolerance import RELATIVE_TOLERANCE
 
 __all__ = [
     "AGGREGATES",
+    "ALIGNS",
+    "METHODS",
+    "NORMALIZATIONS",
+    "RELATIVE_TOLERANCE",
     "SUMMARIES",
     "Comparison",
     "Description",
+    "RankTest",
     "ScoreMatrices",
     "aggregate",
     "align",
@@ -69,6 +81,7 @@ __all__ = [
     "compare",
     "cv_of_mean",
     "describe",
+    "diff_t_interval",
     "effect_from_pilot",
     "hedges_g",
     "holm",
@@ -86,11 +99,14 @@ __all__ = [
     "power_analysis",
     "probability_of_improvement",
     "rank",
+    "rank_sum_test",
     "score_matrices",
     "reduce_runs",
     "seeds_for_power",
+    "signed_rank_test",
     "smallest_n",
     "stratified_bootstrap",
+    "studentized_mean_ci",
     "summarize",
     "t_interval",
     "validate_table",

@@ -12,8 +12,10 @@ ignores the padding. Confidence intervals come from the stratified bootstrap
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
+from scipy.special import ndtr, stdtrit
 
 from benchlab.stats.bootstrap import SeedLike, _percentile_bounds, stratified_bootstrap
 
@@ -211,13 +213,43 @@ class _Resampler:
         return np.stack([iqm_, median, task_means.mean(axis=1), gap], axis=1)
 
 
+AggregateMethod = Literal["expanded", "percentile"]
+
+
+def expanded_confidence(counts: np.ndarray, confidence: float = 0.95) -> float:
+    """The percentile level that makes a stratified bootstrap interval honest at small n.
+
+    A bootstrap resample of ``n`` runs has a variance ``(n-1)/n`` times too small, and
+    a normal quantile ignores that the spread is estimated; both narrow a percentile
+    interval (88% instead of 95% for 5 tasks × 5 runs). The expanded percentile
+    interval (Hesterberg 2015) takes the percentiles at ``α'/2 = Φ(-√r · t_{1-α/2, ν})``
+    with ``ν = Σ(n_t - 1)`` and ``r = Σ 1/n_t / Σ (n_t - 1)/n_t²`` (``n/(n-1)`` when
+    every task has ``n`` runs).
+
+    Args:
+        counts: runs per task, shape ``(tasks,)``, each ``>= 2``.
+
+    Returns:
+        The confidence to pass to the percentile interval (``confidence`` itself when a
+        task has fewer than 2 runs).
+    """
+    n = np.asarray(counts, dtype=float)
+    if n.size == 0 or np.any(n < 2):
+        return confidence
+    ratio = float(np.sum(1 / n) / np.sum((n - 1) / n**2))
+    df = float(np.sum(n - 1))
+    z = np.sqrt(ratio) * float(stdtrit(df, 0.5 + confidence / 2))
+    return float(1 - 2 * ndtr(-z))
+
+
 def aggregate(
     scores: np.ndarray,
     reps: int = 10_000,
     confidence: float = 0.95,
     seed: SeedLike = 0,
+    method: AggregateMethod = "expanded",
 ) -> dict[str, tuple[float, float, float]]:
-    """IQM, median, mean and optimality gap with stratified-bootstrap percentile CIs.
+    """IQM, median, mean and optimality gap with stratified-bootstrap CIs.
 
     The four share one set of resamples (runs drawn with replacement within each
     task, independently per task), held as draw counts rather than resampled arrays.
@@ -227,6 +259,9 @@ def aggregate(
         reps: bootstrap resamples.
         confidence: coverage of the intervals.
         seed: seed of the numpy Generator.
+        method: ``"expanded"`` percentile interval (default; see
+            :func:`expanded_confidence`) or the plain ``"percentile"`` interval, as
+            rliable computes it.
 
     Returns:
         ``{name: (value, ci_low, ci_high)}`` for the names in :data:`AGGREGATES`.
@@ -240,7 +275,11 @@ def aggregate(
     chunk = -(-reps // n_chunks)
     resampler = _Resampler(scores)
     parts = [resampler.reduce(resampler.draw(chunk, rng)) for _ in range(n_chunks)]
-    low, high = _percentile_bounds(np.concatenate(parts)[:reps], confidence, axis=0)
+    if method not in ("expanded", "percentile"):
+        raise ValueError(f"method must be 'expanded' or 'percentile', got {method!r}")
+    level = (expanded_confidence(np.sum(~np.isnan(scores), axis=0), confidence)
+             if method == "expanded" else confidence)
+    low, high = _percentile_bounds(np.concatenate(parts)[:reps], level, axis=0)
     return {
         name: (float(point[i]), float(low[i]), float(high[i])) for i, name in enumerate(AGGREGATES)
     }
@@ -328,6 +367,7 @@ __all__ = [
     "AGGREGATES",
     "aggregate",
     "average_probability_of_improvement",
+    "expanded_confidence",
     "iqm",
     "mean_of_means",
     "median_of_means",

@@ -19,8 +19,15 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 Statistic = Callable[..., np.ndarray]
-Method = Literal["percentile", "bca"]
+Method = Literal["studentized", "percentile", "bca"]
+METHODS: tuple[str, ...] = ("studentized", "percentile", "bca")
 SeedLike = int | np.random.SeedSequence | None
+
+# Below 4 values too many resamples repeat one value (a third of them at n = 3), their
+# standard error is 0 and the studentized interval is undefined.
+STUDENTIZED_MIN_N = 4
+# Stands in for ±inf (a resample of one repeated value) so quantiles never interpolate inf·0.
+_HUGE = 1e300
 
 # Largest number of resampled values held in memory at once (float64: 128 MiB).
 _CHUNK_ELEMENTS = 1 << 24
@@ -114,35 +121,139 @@ def _bca_interval(
     return float(low), float(high)
 
 
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
+
+
+def resample_counts(rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
+    """How often each of ``n`` values is drawn in each of ``reps`` resamples: ``(reps, n)``.
+
+    A resample's mean and sum of squares are then matrix products, so any number of
+    samples of the same size share one set of draws.
+    """
+    idx = rng.integers(0, n, size=(reps, n))
+    flat = (np.arange(reps)[:, None] * n + idx).ravel()
+    return np.bincount(flat, minlength=reps * n).reshape(reps, n).astype(float)
+
+
+def _t_star(centred: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Resampled mean shift and its squared standard error: ``(samples, reps)`` each.
+
+    ``centred``: samples minus their means, ``(samples, n)``; ``counts``: ``(reps, n)``.
+    """
+    n = centred.shape[-1]
+    shift = centred @ counts.T / n
+    second = (centred**2) @ counts.T / n
+    var = np.maximum(second - shift**2, 0.0) * (n / (n - 1))
+    return shift, var / n
+
+
+def _studentized_bounds(shift: np.ndarray, se2: np.ndarray, confidence: float
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Quantiles ``(q_low, q_high)`` of ``t* = shift / se*`` along the last axis."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = shift / np.sqrt(se2)
+    # A resample of one repeated value has se* = 0: t* is ±inf (or 0/0 when it equals the mean).
+    t = np.nan_to_num(t, nan=0.0, posinf=_HUGE, neginf=-_HUGE)
+    alpha = 1.0 - confidence
+    low, high = np.quantile(t, [alpha / 2, 1 - alpha / 2], axis=-1)
+    return low, high
+
+
+def studentized_mean_ci(
+    x: np.ndarray, reps: int = 10_000, confidence: float = 0.95, seed: SeedLike = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap-t (studentized) CI of the mean, for one sample or a batch of samples.
+
+    ``t* = (x̄* - x̄) / (s*/√n)`` over resamples, and the interval is
+    ``[x̄ - q_{1-α/2}(t*) · s/√n, x̄ - q_{α/2}(t*) · s/√n]`` (Efron & Tibshirani 1993,
+    §12.5), standard deviations with ddof = 1. Every sample of the batch is resampled
+    with the same draws.
+
+    Args:
+        x: shape ``(n,)`` or ``(..., n)``, finite, ``n >= STUDENTIZED_MIN_N``.
+        reps, confidence, seed: resamples, coverage, seed of the numpy Generator.
+
+    Returns:
+        ``(low, high)``, arrays of shape ``x.shape[:-1]`` (0-d for one sample).
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.shape[-1]
+    if n < STUDENTIZED_MIN_N:
+        raise ValueError(f"the studentized interval needs n >= {STUDENTIZED_MIN_N}, got {n}")
+    flat = x.reshape(-1, n)
+    mean = flat.mean(axis=1)
+    centred = flat - mean[:, None]
+    se = np.sqrt(np.sum(centred**2, axis=1) / (n - 1) / n)
+    rng = _rng(seed)
+    shifts, se2s = [], []
+    for m in _chunks(reps, flat.shape[0] * 4 + n):
+        shift, se2 = _t_star(centred, resample_counts(rng, m, n))
+        shifts.append(shift)
+        se2s.append(se2)
+    q_low, q_high = _studentized_bounds(np.concatenate(shifts, axis=1),
+                                        np.concatenate(se2s, axis=1), confidence)
+    low, high = mean - q_high * se, mean - q_low * se
+    return low.reshape(x.shape[:-1]), high.reshape(x.shape[:-1])
+
+
+def _studentized_diff_ci(
+    b: np.ndarray, c: np.ndarray, reps: int, confidence: float, seed: SeedLike
+) -> tuple[float, float]:
+    """Two-sample bootstrap-t CI of ``mean(c) - mean(b)`` with the Welch standard error."""
+    nb, nc = b.shape[0], c.shape[0]
+    rng = _rng(seed)
+    cb, cc = (b - b.mean())[None, :], (c - c.mean())[None, :]
+    shifts, se2s = [], []
+    for m in _chunks(reps, nb + nc):
+        sb, vb = _t_star(cb, resample_counts(rng, m, nb))
+        sc, vc = _t_star(cc, resample_counts(rng, m, nc))
+        shifts.append(sc - sb)
+        se2s.append(vb + vc)
+    q_low, q_high = _studentized_bounds(np.concatenate(shifts, axis=1),
+                                        np.concatenate(se2s, axis=1), confidence)
+    diff = float(c.mean() - b.mean())
+    se = float(np.sqrt(b.var(ddof=1) / nb + c.var(ddof=1) / nc))
+    return diff - float(q_high[0]) * se, diff - float(q_low[0]) * se
+
+
 def bootstrap_ci(
     x: np.ndarray,
     statistic: Statistic = np.mean,
     reps: int = 10_000,
     confidence: float = 0.95,
-    method: Method = "percentile",
+    method: Method = "studentized",
     seed: SeedLike = 0,
 ) -> tuple[float, float]:
     """Bootstrap confidence interval of ``statistic`` over one sample.
 
     Args:
-        x: shape ``(n,)``, finite values, ``n >= 2``.
-        statistic: ``f(samples, axis=-1)``.
+        x: shape ``(n,)``, finite values, ``n >= 2`` (``n >= 4`` for ``"studentized"``).
+        statistic: ``f(samples, axis=-1)``; ``"studentized"`` is of the mean only.
         reps: number of resamples.
         confidence: coverage, e.g. 0.95.
-        method: ``"percentile"`` or ``"bca"`` (bias-corrected and accelerated,
-            acceleration from the jackknife).
+        method: ``"studentized"`` (bootstrap-t, :func:`studentized_mean_ci`; the one whose
+            coverage holds at small n), ``"percentile"`` or ``"bca"`` (bias-corrected and
+            accelerated, acceleration from the jackknife).
         seed: seed of the numpy Generator.
 
     Returns:
         ``(low, high)``. When every value of ``x`` is equal the interval is that value twice.
     """
+    _check_method(method)
     x = np.asarray(x, dtype=float)
+    if method == "studentized":
+        if statistic is not np.mean:
+            raise ValueError("the studentized interval is of the mean; use percentile or bca")
+        if np.all(x == x[0]):
+            return float(x[0]), float(x[0])
+        low, high = studentized_mean_ci(x, reps, confidence, seed)
+        return float(low), float(high)
     dist = bootstrap_distribution(x, statistic, reps, seed)
     if method == "percentile":
         low, high = percentile_interval(dist, confidence)
         return float(low), float(high)
-    if method != "bca":
-        raise ValueError(f"method must be 'percentile' or 'bca', got {method!r}")
     if np.all(dist == dist[0]):
         return float(dist[0]), float(dist[0])
     theta_hat = float(statistic(x, axis=-1))
@@ -155,7 +266,7 @@ def bootstrap_mean_diff_ci(
     paired: bool,
     reps: int = 10_000,
     confidence: float = 0.95,
-    method: Method = "percentile",
+    method: Method = "studentized",
     seed: SeedLike = 0,
 ) -> tuple[float, float]:
     """Bootstrap CI of ``mean(candidate) - mean(baseline)``.
@@ -165,17 +276,25 @@ def bootstrap_mean_diff_ci(
         candidate: shape ``(n_c,)``; when ``paired``, ``n_c == n_b`` and row ``i`` of
             both is the same seed, and the differences are resampled as pairs.
         paired: resample pairs (one index array) or each sample on its own.
-        reps, confidence, method, seed: as in :func:`bootstrap_ci`.
+        reps, confidence, method, seed: as in :func:`bootstrap_ci`; unpaired
+            ``"studentized"`` studentizes with the Welch standard error
+            ``√(s_b²/n_b + s_c²/n_c)`` and needs ``n >= 4`` on each side.
 
     Returns:
         ``(low, high)``.
     """
-    if method not in ("percentile", "bca"):
-        raise ValueError(f"method must be 'percentile' or 'bca', got {method!r}")
+    _check_method(method)
     b = np.asarray(baseline, dtype=float)
     c = np.asarray(candidate, dtype=float)
     if paired:
         return bootstrap_ci(c - b, np.mean, reps, confidence, method, seed)
+    if method == "studentized":
+        if min(b.shape[0], c.shape[0]) < STUDENTIZED_MIN_N:
+            raise ValueError(f"the studentized interval needs n >= {STUDENTIZED_MIN_N} a side")
+        if np.all(b == b[0]) and np.all(c == c[0]):
+            diff = float(c[0] - b[0])
+            return diff, diff
+        return _studentized_diff_ci(b, c, reps, confidence, seed)
     rng = _rng(seed)
     parts = []
     for m in _chunks(reps, b.shape[0] + c.shape[0]):
@@ -239,9 +358,13 @@ def stratified_bootstrap(
 
 
 __all__ = [
+    "METHODS",
+    "STUDENTIZED_MIN_N",
     "bootstrap_ci",
     "bootstrap_distribution",
     "bootstrap_mean_diff_ci",
     "percentile_interval",
+    "resample_counts",
     "stratified_bootstrap",
+    "studentized_mean_ci",
 ]

@@ -8,15 +8,16 @@ value). p-values are two-sided.
 
 from __future__ import annotations
 
-import warnings as _warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import stdtr
+from scipy.special import stdtr, stdtrit
 
-from benchlab.stats.bootstrap import Method, SeedLike, bootstrap_mean_diff_ci
+from benchlab.stats.bootstrap import STUDENTIZED_MIN_N, Method, SeedLike, bootstrap_mean_diff_ci
 from benchlab.stats.describe import Goal
+from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
+from benchlab.stats.tolerance import is_negligible, scale
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,13 @@ class Comparison:
     hedges_g: float | None
     prob_improvement: float | None
     warnings: list[str] = field(default_factory=list)
+    diff_boot_ci_low: float | None = None
+    diff_boot_ci_high: float | None = None
+
+    @property
+    def diff_ci_method(self) -> str:
+        """How ``diff_ci_low/high`` were computed: ``"student-t"`` (paired) or ``"welch-t"``."""
+        return "student-t" if self.paired else "welch-t"
 
     @property
     def pvalue(self) -> float | None:
@@ -45,18 +53,20 @@ class Comparison:
         return self.t_pvalue if self.paired else self.welch_pvalue
 
 
-def paired_t_pvalue(diffs: np.ndarray) -> float | None:
+def paired_t_pvalue(diffs: np.ndarray, magnitude: float | None = None) -> float | None:
     """Two-sided p-value of the paired t-test on ``diffs`` (shape ``(n,)``).
 
-    ``t = mean(d) / (sd(d)/√n)`` with ``n-1`` degrees of freedom; ``None`` when
-    ``n < 2`` or ``sd(d) = 0`` (t is 0/0 or infinite).
+    ``t = mean(d) / (sd(d)/√n)`` with ``sd`` of ddof = 1 and ``n-1`` degrees of freedom;
+    ``None`` when ``n < 2`` or ``sd(d)`` is zero up to rounding
+    (``<= RELATIVE_TOLERANCE · magnitude``, ``magnitude`` defaulting to ``max|d|``; pass
+    the scale of the paired values): t would be 0/0 or float noise blown up.
     """
     d = np.asarray(diffs, dtype=float)
     n = d.shape[0]
     if n < 2:
         return None
     sd = float(d.std(ddof=1))
-    if sd == 0.0:
+    if is_negligible(sd, d, np.array([magnitude or 0.0])):
         return None
     t = float(d.mean()) / (sd / np.sqrt(n))
     return float(2 * stdtr(n - 1, -abs(t)))  # two-sided Student t tail
@@ -65,33 +75,21 @@ def paired_t_pvalue(diffs: np.ndarray) -> float | None:
 def welch_pvalue(baseline: np.ndarray, candidate: np.ndarray) -> float | None:
     """Two-sided p-value of Welch's t-test (unequal variances, Welch–Satterthwaite df).
 
-    ``None`` when a group has fewer than 2 values or both variances are 0.
+    Variances with ddof = 1. ``None`` when a group has fewer than 2 values or both
+    standard deviations are zero up to rounding (relative to ``max|x|`` of both).
     """
     b = np.asarray(baseline, dtype=float)
     c = np.asarray(candidate, dtype=float)
     nb, nc = b.shape[0], c.shape[0]
     if nb < 2 or nc < 2:
         return None
-    vb, vc = float(b.var(ddof=1)) / nb, float(c.var(ddof=1)) / nc
-    if vb + vc == 0.0:
+    if is_negligible(max(float(b.std(ddof=1)), float(c.std(ddof=1))), b, c):
         return None
+    vb, vc = float(b.var(ddof=1)) / nb, float(c.var(ddof=1)) / nc
     t = (float(c.mean()) - float(b.mean())) / np.sqrt(vb + vc)
-    df = (vb + vc) ** 2 / (vb**2 / (nb - 1) + vc**2 / (nc - 1))
+    # A side with zero variance contributes nothing to the df (0/0 avoided).
+    df = (vb + vc) ** 2 / sum(v**2 / (k - 1) for v, k in ((vb, nb), (vc, nc)) if v > 0)
     return float(2 * stdtr(df, -abs(t)))
-
-
-def _scipy_pvalue(func, *args, note: list[str], what: str, **kwargs) -> float | None:  # type: ignore[no-untyped-def]
-    # scipy warns (small samples, ties) rather than failing; its warnings become ours.
-    with _warnings.catch_warnings(record=True) as caught:
-        _warnings.simplefilter("always")
-        try:
-            p = float(func(*args, **kwargs).pvalue)
-        except ValueError as exc:
-            note.append(f"{what}: {exc}")
-            return None
-    for w in caught:
-        note.append(f"{what}: {w.message}")
-    return p if np.isfinite(p) else None
 
 
 def probability_of_improvement(
@@ -109,11 +107,11 @@ def probability_of_improvement(
 
 
 def cohens_d(baseline: np.ndarray, candidate: np.ndarray, paired: bool) -> float | None:
-    """Cohen's d of ``candidate - baseline``.
+    """Cohen's d of ``candidate - baseline`` (standard deviations with ddof = 1).
 
     Paired: ``mean(d) / sd(d)`` (d_z). Unpaired: ``(mean_c - mean_b) / s_pooled`` with
-    ``s_pooled² = ((n_b-1)s_b² + (n_c-1)s_c²) / (n_b+n_c-2)``. ``None`` when the sd is 0
-    or undefined.
+    ``s_pooled² = ((n_b-1)s_b² + (n_c-1)s_c²) / (n_b+n_c-2)``. ``None`` when a side has
+    fewer than 2 values or the sd is zero up to rounding (relative to ``max|x|``).
     """
     b = np.asarray(baseline, dtype=float)
     c = np.asarray(candidate, dtype=float)
@@ -122,14 +120,14 @@ def cohens_d(baseline: np.ndarray, candidate: np.ndarray, paired: bool) -> float
         if d.shape[0] < 2:
             return None
         sd = float(d.std(ddof=1))
-        return float(d.mean()) / sd if sd > 0 else None
+        return None if is_negligible(sd, b, c) else float(d.mean()) / sd
     nb, nc = b.shape[0], c.shape[0]
-    if nb + nc < 3 or nb < 1 or nc < 1:
+    if nb < 2 or nc < 2:
         return None
     ssb = float(((b - b.mean()) ** 2).sum())
     ssc = float(((c - c.mean()) ** 2).sum())
-    pooled = np.sqrt((ssb + ssc) / (nb + nc - 2))
-    return (float(c.mean()) - float(b.mean())) / pooled if pooled > 0 else None
+    pooled = float(np.sqrt((ssb + ssc) / (nb + nc - 2)))
+    return None if is_negligible(pooled, b, c) else (float(c.mean()) - float(b.mean())) / pooled
 
 
 def hedges_g(d: float | None, df: int) -> float | None:
@@ -142,6 +140,48 @@ def hedges_g(d: float | None, df: int) -> float | None:
     return d * (1.0 - 3.0 / (4.0 * df - 1.0))
 
 
+def diff_t_interval(
+    baseline: np.ndarray, candidate: np.ndarray, paired: bool, confidence: float = 0.95
+) -> tuple[float, float]:
+    """t interval of ``mean(c) - mean(b)``, the interval the verdict uses.
+
+    Paired: ``mean(d) ± t_{1-α/2, n-1} · s_d/√n``. Unpaired (Welch):
+    ``c̄ - b̄ ± t_{1-α/2, ν} · √(s_b²/n_b + s_c²/n_c)`` with the Welch–Satterthwaite ν.
+    Standard deviations with ddof = 1; each side needs ``n >= 2``. A spread of zero
+    (up to rounding) gives the point interval.
+    """
+    b = np.asarray(baseline, dtype=float)
+    c = np.asarray(candidate, dtype=float)
+    q = 0.5 + confidence / 2
+    if paired:
+        d = c - b
+        n = d.shape[0]
+        mean, sd = float(d.mean()), float(d.std(ddof=1))
+        if is_negligible(sd, b, c):
+            return mean, mean
+        half = float(stdtrit(n - 1, q)) * sd / np.sqrt(n)
+        return mean - half, mean + half
+    nb, nc = b.shape[0], c.shape[0]
+    diff = float(c.mean() - b.mean())
+    if is_negligible(max(float(b.std(ddof=1)), float(c.std(ddof=1))), b, c):
+        return diff, diff
+    vb, vc = float(b.var(ddof=1)) / nb, float(c.var(ddof=1)) / nc
+    df = (vb + vc) ** 2 / sum(v**2 / (k - 1) for v, k in ((vb, nb), (vc, nc)) if v > 0)
+    half = float(stdtrit(df, q)) * np.sqrt(vb + vc)
+    return diff - half, diff + half
+
+
+def _rank_test_note(name: str, test: RankTest | None, where: str, note: list[str]) -> float | None:
+    if test is None:
+        return None
+    if test.method == "normal" and test.tied_groups:
+        note.append(
+            f"{where}{name}: normal approximation (n={test.n} is above the exact limit) with a "
+            f"tie correction for {test.tied_groups} group(s) of tied values"
+        )
+    return test.pvalue
+
+
 def compare(
     baseline: np.ndarray,
     candidate: np.ndarray,
@@ -149,7 +189,7 @@ def compare(
     goal: Goal = "max",
     reps: int = 10_000,
     confidence: float = 0.95,
-    method: Method = "percentile",
+    method: Method = "studentized",
     seed: SeedLike = 0,
     label: str = "",
 ) -> Comparison:
@@ -162,12 +202,17 @@ def compare(
             are dropped.
         paired: whether the arrays are aligned by seed.
         goal: ``"max"`` or ``"min"``; only ``prob_improvement`` depends on it.
-        reps, confidence, method, seed: the bootstrap CI of the mean difference.
-        label: names the comparison in warnings.
+        reps, confidence, method, seed: the bootstrap CI of the mean difference
+            (``diff_boot_ci_*``; ``reps=0`` skips it). ``diff_ci_*`` is the t interval
+            (:func:`diff_t_interval`) at the same ``confidence``.
+        label: names the comparison in warnings (task, metric and both configs).
 
     Returns:
         A :class:`Comparison`. The paired t and Wilcoxon p-values are ``None`` when
         unpaired; Welch and Mann–Whitney are computed on the two samples in both cases.
+        Every test, effect size and interval is ``None`` when a side has fewer than 2
+        values; the tests and effect sizes that divide by a spread are ``None`` when that
+        spread is zero up to rounding (:mod:`benchlab.stats.tolerance`).
     """
     b = np.asarray(baseline, dtype=float)
     c = np.asarray(candidate, dtype=float)
@@ -192,51 +237,51 @@ def compare(
         note.append(f"{where}a side has no values; the comparison is null")
         return Comparison(paired, n, nb, nc, None, None, None, None, None, None, None, None, None,
                           None, note)
-
-    # Imported here, not with the module: scipy.stats takes most of a second to import, and
-    # processes that only draw a report's figures need nothing of it.
-    from scipy import stats as sps
-
     mean_diff = float(c.mean() - b.mean())
+    if nb < 2 or nc < 2:
+        what = "n=1 pair" if paired else f"a side has n<2 (baseline {nb}, candidate {nc})"
+        note.append(f"{where}{what}: tests, effect sizes and CI are null; no verdict")
+        return Comparison(paired, n, nb, nc, mean_diff, None, None, None, None, None, None, None,
+                          None, None, note)
+
+    magnitude = scale(b, c)
     t_p = wil_p = None
     if paired:
         d = c - b
-        t_p = paired_t_pvalue(d)
-        if nb < 2:
-            note.append(f"{where}n=1 pair: paired tests, effect sizes and CI are null")
-        elif np.all(d == d[0]):
+        t_p = paired_t_pvalue(d, magnitude)
+        if t_p is None:
             note.append(
-                f"{where}all paired differences equal {d[0]:g}: paired t, Wilcoxon and Cohen's d "
-                "are undefined (null)"
+                f"{where}all paired differences equal {float(d.mean()):g} (up to rounding): paired "
+                "t, Wilcoxon, Cohen's d and Hedges' g are undefined (null); no verdict"
             )
         else:
-            wil_p = _scipy_pvalue(sps.wilcoxon, d, note=note, what=f"{where}Wilcoxon")
+            wil_p = _rank_test_note("Wilcoxon", signed_rank_test(d, magnitude), where, note)
     welch_p = welch_pvalue(b, c)
-    if welch_p is None and (nb < 2 or nc < 2):
-        note.append(f"{where}a side has n<2: Welch t-test is null")
-    elif welch_p is None:
-        note.append(f"{where}both sides have zero variance: Welch t-test is null")
-    mw_p = None
-    if np.all(np.concatenate([b, c]) == b[0]):
-        note.append(f"{where}every value is equal: Mann-Whitney U is null")
-    else:
-        mw_p = _scipy_pvalue(sps.mannwhitneyu, c, b, alternative="two-sided", note=note,
-                             what=f"{where}Mann-Whitney U")
+    if welch_p is None:
+        note.append(f"{where}both sides have zero variance (up to rounding): Welch t-test is null")
+    mw = rank_sum_test(b, c)
+    if mw is None:
+        note.append(f"{where}every value is equal (up to rounding): Mann-Whitney U is null")
+    mw_p = _rank_test_note("Mann-Whitney U", mw, where, note)
     d_eff = cohens_d(b, c, paired)
+    if d_eff is None and not (paired and t_p is None):
+        note.append(f"{where}zero standard deviation (up to rounding): Cohen's d, Hedges' g are "
+                    "null")
     df = nb - 1 if paired else nb + nc - 2
-    if d_eff is None and not (paired and nb >= 2 and np.all(c - b == (c - b)[0])):
-        note.append(f"{where}zero or undefined standard deviation: Cohen's d, Hedges' g are null")
     g = hedges_g(d_eff, df)
     if d_eff is not None and g is None:
         note.append(f"{where}{df} degree(s) of freedom: Hedges' g is null")
-    ci: tuple[float | None, float | None] = (None, None)
-    if nb >= 2 and nc >= 2:
-        ci = bootstrap_mean_diff_ci(b, c, paired, reps, confidence, method, seed)
-    elif not (paired and nb < 2):
-        note.append(f"{where}a side has n<2: bootstrap CI of the difference is null")
+    ci = diff_t_interval(b, c, paired, confidence)
+    boot: tuple[float | None, float | None] = (None, None)
+    if reps > 0:
+        if method == "studentized" and min(nb, nc) < STUDENTIZED_MIN_N:
+            note.append(f"{where}fewer than {STUDENTIZED_MIN_N} values a side: the bootstrap-t CI "
+                        "of the difference is null (the t interval stands)")
+        else:
+            boot = bootstrap_mean_diff_ci(b, c, paired, reps, confidence, method, seed)
     return Comparison(
         paired, n, nb, nc, mean_diff, ci[0], ci[1], t_p, wil_p, welch_p, mw_p, d_eff, g,
-        probability_of_improvement(b, c, goal), note,
+        probability_of_improvement(b, c, goal), note, boot[0], boot[1],
     )
 
 
@@ -275,6 +320,7 @@ __all__ = [
     "Comparison",
     "cohens_d",
     "compare",
+    "diff_t_interval",
     "hedges_g",
     "holm",
     "is_significant",

@@ -13,7 +13,8 @@ from typing import Literal
 import numpy as np
 from scipy.special import stdtrit
 
-from benchlab.stats.bootstrap import Method, SeedLike, bootstrap_ci
+from benchlab.stats.bootstrap import STUDENTIZED_MIN_N, Method, SeedLike, bootstrap_ci
+from benchlab.stats.tolerance import RELATIVE_TOLERANCE, is_negligible
 
 Goal = Literal["max", "min"]
 
@@ -41,16 +42,19 @@ def t_interval(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """Student-t interval of the mean: ``mean ± t_{1-α/2, n-1} · s/√n``.
 
     Args:
-        x: shape ``(n,)``, ``n >= 2``.
+        x: shape ``(n,)``, ``n >= 2``, or ``(..., n)`` for a batch of samples.
 
     Returns:
-        ``(low, high)``; both equal the mean when ``s = 0``.
+        ``(low, high)``: floats for one sample, arrays of shape ``x.shape[:-1]`` for a
+        batch; both equal the mean when ``s = 0``. ``s`` has ddof = 1.
     """
     x = np.asarray(x, dtype=float)
-    n = x.shape[0]
-    mean = float(x.mean())
-    sem = float(x.std(ddof=1)) / np.sqrt(n)
-    half = float(stdtrit(n - 1, 0.5 + confidence / 2)) * sem  # Student t quantile
+    n = x.shape[-1]
+    mean = x.mean(axis=-1)
+    sem = x.std(axis=-1, ddof=1) / np.sqrt(n)
+    half = stdtrit(n - 1, 0.5 + confidence / 2) * sem  # Student t quantile
+    if x.ndim == 1:
+        return float(mean - half), float(mean + half)
     return mean - half, mean + half
 
 
@@ -63,7 +67,7 @@ def describe(
     x: np.ndarray,
     confidence: float = 0.95,
     reps: int = 10_000,
-    method: Method = "percentile",
+    method: Method = "studentized",
     variance_threshold: float = 0.01,
     seed: SeedLike = 0,
     label: str = "",
@@ -73,8 +77,10 @@ def describe(
     Args:
         x: shape ``(n,)``. NaN and infinite values are dropped with a warning.
         confidence: coverage of both intervals.
-        reps: bootstrap resamples.
-        method: bootstrap interval, ``"percentile"`` or ``"bca"``.
+        reps: bootstrap resamples; 0 leaves the bootstrap interval null (for callers that
+            compute it for many samples at once, as :func:`benchlab.stats.analyze` does).
+        method: bootstrap interval: ``"studentized"`` (bootstrap-t; null below
+            ``n = 4``, with a warning), ``"percentile"`` or ``"bca"``.
         variance_threshold: flag ``std > variance_threshold · |mean|``.
         seed: seed of the bootstrap.
         label: names the sample in warnings, e.g. ``"digits/mlp accuracy"``.
@@ -99,12 +105,20 @@ def describe(
                            warnings)
     std = float(x.std(ddof=1))
     sem = std / np.sqrt(n)
-    if std == 0.0:
-        warnings.append(f"{where}all {n} values are equal: zero variance, point intervals")
+    if is_negligible(std, x):
+        # Equal up to rounding (e.g. 0.1 + 0.2 vs 0.3 read from CSV): zero variance.
+        warnings.append(f"{where}all {n} values are equal (up to rounding): zero variance, "
+                        "point intervals")
+        std = 0.0
         return Description(n, mean, 0.0, 0.0, median, lo, hi, mean, mean, mean, mean, False,
                            warnings)
     ci_low, ci_high = t_interval(x, confidence)
-    b_low, b_high = bootstrap_ci(x, np.mean, reps, confidence, method, seed)
+    b_low = b_high = None
+    if method == "studentized" and n < STUDENTIZED_MIN_N:
+        warnings.append(f"{where}n={n}: too few values for the bootstrap-t interval (null; the "
+                        "t interval stands)")
+    elif reps > 0:
+        b_low, b_high = bootstrap_ci(x, np.mean, reps, confidence, method, seed)
     return Description(
         n, mean, std, sem, median, lo, hi, ci_low, ci_high, b_low, b_high,
         is_high_variance(std, mean, variance_threshold), warnings,
@@ -125,9 +139,11 @@ def rank(
 
     Returns:
         One rank per config: ``1`` for the best config and for every config whose
-        interval overlaps the best one's; otherwise its 1-based position in the
-        order of means. ``None`` where the mean is undefined. A config without an
-        interval (n=1) is never counted as tied.
+        interval overlaps the best one's; otherwise one more than the number of
+        configs with a strictly better mean (the ``min`` method: configs whose means
+        are equal, up to rounding, share a rank whatever the input order). ``None``
+        where the mean is undefined. A config without an interval (n=1) is never
+        counted as tied through its interval.
     """
     if goal not in ("max", "min"):
         raise ValueError(f"goal must be 'max' or 'min', got {goal!r}")
@@ -137,16 +153,20 @@ def rank(
     ranks: list[int | None] = [None] * len(means)
     if not order:
         return ranks
+    values = np.array([sign * float(means[i]) for i in order])  # type: ignore[arg-type]
+    tol = RELATIVE_TOLERANCE * float(np.max(np.abs(values)))
+    # 1 + how many means are better by more than rounding: equal means share a rank.
+    positions = 1 + np.searchsorted(values, values - tol, side="left")
     best = order[0]
     b_lo, b_hi = ci_low[best], ci_high[best]
-    for position, i in enumerate(order, start=1):
+    for position, i in zip(positions.tolist(), order, strict=True):
         lo, hi = ci_low[i], ci_high[i]
         overlaps = (
             None not in (b_lo, b_hi, lo, hi)
             and float(lo) <= float(b_hi)  # type: ignore[arg-type]
             and float(b_lo) <= float(hi)  # type: ignore[arg-type]
         )
-        ranks[i] = 1 if (i == best or overlaps) else position
+        ranks[i] = 1 if (i == best or overlaps) else int(position)
     return ranks
 
 

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from benchlab.stats.aggregate import normalize
+from benchlab.stats.aggregate import normalize as normalize_scores
 from benchlab.stats.describe import Goal
+
+Normalize = Literal["none", "observed"]
+NORMALIZATIONS: tuple[str, ...] = ("none", "observed")
+# Raw-score aggregates are dominated by the tasks with the largest numbers; past this
+# ratio of task scales the warning suggests reference scores.
+SCALE_RATIO_WARNING = 10.0
 
 
 @dataclass
@@ -25,7 +32,11 @@ class ScoreMatrices:
     ``scores[config]`` has shape ``(runs, tasks)``: rows sorted by seed (so row ``i``
     of two configs is the same seed when both have the same seeds), columns in the
     order of ``tasks``, NaN padding where a task has fewer runs. ``low`` and ``high``
-    (shape ``(tasks,)``) are the references used; ``warnings`` say what was left out.
+    (shape ``(tasks,)``) are the values mapped to 0 and 1 (0 and 1 for raw scores);
+    ``sources[task]`` says where they came from: ``"reference"``, ``"observed"``
+    (worst and best over the configs compared) or ``"raw"`` (not normalised).
+    ``method`` names the whole: ``"references"``, ``"observed"``, ``"none"`` or
+    ``"mixed"``. ``warnings`` say what was left out.
     """
 
     tasks: list[str]
@@ -33,6 +44,8 @@ class ScoreMatrices:
     low: np.ndarray
     high: np.ndarray
     warnings: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+    method: str = "none"
 
 
 def score_matrices(
@@ -40,20 +53,30 @@ def score_matrices(
     goal: Goal = "max",
     references: Mapping[str, tuple[float, float] | None] | None = None,
     configs: Sequence[str] | None = None,
+    normalize: Normalize = "none",
 ) -> ScoreMatrices:
     """Normalise one metric's runs per task and arrange them per config.
 
     Args:
         runs: columns ``task, config, seed, value``, one row per run (e.g. one metric
             of :func:`benchlab.stats.reduce_runs`). NaN and infinite values are ignored.
-        goal: the metric's goal; without a reference, a task is normalised from its
-            worst (0) to its best (1) observed value over all configs.
-        references: ``{task: (low, high)}``, the scores mapped to 0 and 1.
+        goal: the metric's goal.
+        references: ``{task: (low, high)}``, the scores mapped to 0 and 1. A task with a
+            reference is always normalised by it.
         configs: configs to include, in this order (default: as they appear).
+        normalize: what happens to a task without a reference. ``"none"`` (default):
+            its raw scores are used, as rliable does, so the aggregate of a config does
+            not depend on which other configs are compared; a warning suggests references
+            when task scales differ by more than 10×. When some tasks have references and
+            others not, the unreferenced ones are left out (mixing normalised and raw
+            scores is meaningless). ``"observed"``: min–max normalised by the worst (0)
+            and best (1) value observed over all ``configs``.
 
     Tasks that some config lacks, and tasks whose low and high are equal, are left
     out with a warning.
     """
+    if normalize not in NORMALIZATIONS:
+        raise ValueError(f"normalize must be one of {', '.join(NORMALIZATIONS)}; got {normalize!r}")
     runs = runs[np.isfinite(runs["value"].to_numpy(dtype=float))]
     configs = list(configs) if configs is not None else list(dict.fromkeys(runs["config"]))
     warnings: list[str] = []
@@ -62,28 +85,59 @@ def score_matrices(
     if len(shared) < len(present):
         dropped = [t for t in present if t not in shared]
         warnings.append(f"aggregate: task(s) {', '.join(dropped)} lack some config and are left out")
-    refs = dict(references or {})
-    low, high, used, unreferenced = [], [], [], []
+    refs = {t: r for t, r in (references or {}).items() if r is not None}
+    unreferenced = [t for t in shared if t not in refs]
+    if normalize == "none" and unreferenced and len(unreferenced) < len(shared):
+        warnings.append(
+            f"aggregate: no reference scores for {', '.join(unreferenced)} while other tasks have "
+            "them; left out (give their references, or --normalize observed)"
+        )
+        shared = [t for t in shared if t in refs]
+        unreferenced = []
+    low, high, used = [], [], []
+    sources: dict[str, str] = {}
     for t in shared:
-        ref = refs.get(t)
-        if ref is not None:
-            lo, hi = float(ref[0]), float(ref[1])
-        else:
-            vals = runs.loc[runs["task"] == t, "value"]
+        vals = runs.loc[runs["task"] == t, "value"]
+        if t in refs:
+            lo, hi = float(refs[t][0]), float(refs[t][1])
+            source = "reference"
+        elif normalize == "observed":
             worst, best = (vals.min(), vals.max()) if goal == "max" else (vals.max(), vals.min())
             lo, hi = float(worst), float(best)
-            unreferenced.append(t)
+            source = "observed"
+        else:
+            lo, hi = 0.0, 1.0
+            source = "raw"
         if lo == hi:
             warnings.append(f"aggregate: task {t} has equal low and high references; left out")
             continue
         low.append(lo)
         high.append(hi)
         used.append(t)
-    if unreferenced:
+        sources[t] = source
+    kinds = set(sources.values())
+    method = ("none" if kinds <= {"raw"} else "references" if kinds == {"reference"}
+              else "observed" if kinds == {"observed"} else "mixed")
+    observed = [t for t in used if sources[t] == "observed"]
+    if observed:
         warnings.append(
-            f"aggregate: no reference scores for {', '.join(unreferenced)}; normalised by the "
-            "worst and best values observed over all configs"
+            f"aggregate: no reference scores for {', '.join(observed)}; normalised by the "
+            "worst and best values observed over the configs compared (--normalize observed), "
+            "so each config's aggregate depends on which others are compared"
         )
+    raw = [t for t in used if sources[t] == "raw"]
+    if len(raw) > 1:
+        typical = {t: float(np.mean(np.abs(runs.loc[runs["task"] == t, "value"]))) for t in raw}
+        small, large = min(typical, key=typical.__getitem__), max(typical, key=typical.__getitem__)
+        if typical[large] > SCALE_RATIO_WARNING * typical[small]:
+            ratio = (f"{typical[large] / typical[small]:.3g}×" if typical[small] > 0
+                     else f"more than {SCALE_RATIO_WARNING:g}×")
+            warnings.append(
+                f"aggregate: raw scores (no reference scores); task scales differ by {ratio} "
+                f"(mean |value| {typical[large]:.4g} on {large}, {typical[small]:.4g} on {small}), "
+                "so the largest tasks dominate: give reference scores (spec tasks[].reference "
+                "or --references), or --normalize observed"
+            )
     lows, highs = np.array(low), np.array(high)
     scores: dict[str, np.ndarray] = {}
     if used:
@@ -95,10 +149,10 @@ def score_matrices(
             matrix = np.full((max(len(v) for v in per_task), len(used)), np.nan)
             for j, v in enumerate(per_task):
                 matrix[: len(v), j] = v
-            scores[config] = normalize(matrix, lows, highs)
+            scores[config] = normalize_scores(matrix, lows, highs)
     elif shared:
         warnings.append("aggregate: no task can be normalised; the aggregate is empty")
-    return ScoreMatrices(used, scores, lows, highs, warnings)
+    return ScoreMatrices(used, scores, lows, highs, warnings, sources, method)
 
 
-__all__ = ["ScoreMatrices", "score_matrices"]
+__all__ = ["NORMALIZATIONS", "Normalize", "ScoreMatrices", "score_matrices"]

@@ -135,16 +135,25 @@ def power_analysis(
         b = group[group["config"] == baseline].set_index("seed")["value"]
         c = group[group["config"] == candidate].set_index("seed")["value"]
         common = [s for s in b.index if s in set(c.index)]
-        d = effect_from_pilot(b.loc[common].to_numpy(), c.loc[common].to_numpy())
+        bv, cv = b.loc[common].to_numpy(dtype=float), c.loc[common].to_numpy(dtype=float)
+        bad = np.isnan(bv) | np.isnan(cv)
+        if bad.any():
+            lost = [str(s) for s, x in zip(common, bad, strict=True) if x]
+            warnings.append(
+                f"{task} {met}: {int(bad.sum())} pilot pair(s) with a NaN dropped (seed(s) "
+                f"{', '.join(lost)}); the effect is estimated from {int((~bad).sum())} pair(s)"
+            )
+        pairs = int((~bad).sum())
+        d = effect_from_pilot(bv, cv)
         n = None if d is None else seeds_for_power(d, alpha, power)
         if d is None:
             warnings.append(
-                f"{task} {met}: the effect is undefined from {len(common)} pilot pair(s) "
-                "(fewer than 2, or all differences equal)"
+                f"{task} {met}: the effect is undefined from {pairs} pilot pair(s) "
+                "(fewer than 2, or all differences equal up to rounding)"
             )
         elif n is None:
             warnings.append(f"{task} {met}: the pilot effect is 0; no number of seeds detects it")
-        rows.append({"task": task, "effect": d, "pilot_pairs": len(common), "seeds": n})
+        rows.append({"task": task, "effect": d, "pilot_pairs": pairs, "seeds": n})
     return {"alpha": alpha, "power": power, "metric": met, "rows": rows, "warnings": warnings}
 
 

@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from benchlab.errors import DataError
 from benchlab.stats.aggregate import AGGREGATES, aggregate
-from benchlab.stats.bootstrap import Method
+from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, studentized_mean_ci
 from benchlab.stats.compare import compare, holm, is_significant
-from benchlab.stats.curves import SUMMARIES, Summary, align, summarize
+from benchlab.stats.curves import SUMMARIES, Summary, summarize
+from benchlab.stats.curves import align as align_curves
 from benchlab.stats.describe import Goal, describe, rank
-from benchlab.stats.scores import score_matrices
+from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
+from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
 
 REQUIRED_COLUMNS = ("task", "config", "seed", "value")
 OPTIONAL_COLUMNS = ("metric", "step", "benchmark")
@@ -42,9 +44,9 @@ def validate_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
         absent) columns, ``value``/``step`` as floats, ``task``/``config``/``metric`` as str.
 
     Raises:
-        DataError: a required column is missing, the table is empty, or ``value``
-            or ``step`` holds something that is not a number (the first offending
-            row and value are named).
+        DataError: a required column is missing, the table is empty, ``value`` or
+            ``step`` holds something that is not a number, or ``seed`` something that
+            is not an integer (the first offending row and value are named).
     """
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
@@ -77,35 +79,66 @@ def validate_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
             raise DataError(f"{source}: column {col!r} is empty in row {row + 1}")
     for col in ("task", "config", "metric"):
         out[col] = out[col].astype(str)
-    # "3" and 3.0 name the same seed (CSV exports differ); keep ints as ints.
+    # "3" and 3.0 name the same seed (CSV exports differ); 1.5 or "best" is no seed at all,
+    # and taking it as a label would silently pair runs that were never paired.
     seeds = pd.to_numeric(out["seed"], errors="coerce")
-    if seeds.notna().all() and (seeds == seeds.round()).all():
-        out["seed"] = seeds.astype(np.int64)
-    else:
-        out["seed"] = out["seed"].astype(str)
+    bad = ~(np.isfinite(seeds.to_numpy(dtype=float)) & (seeds == seeds.round()).to_numpy())
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"{source}: column 'seed' must hold integers; row {row + 1} has "
+            f"{out['seed'].iloc[row]!r}"
+        )
+    out["seed"] = seeds.astype(np.int64)
     return out
 
 
+Align = Literal["common", "own"]
+ALIGNS: tuple[str, ...] = ("common", "own")
+
+
+def default_align(summary: str) -> Align:
+    """``own`` for the summaries of a run's end (``final``, ``max``); ``common`` for those
+    of a whole range (``auc``, ``slope``), which differ in meaning over different ranges."""
+    return "own" if summary in ("final", "max") else "common"
+
+
 def reduce_runs(
-    df: pd.DataFrame, summary: Summary = "final", k: int = 1, fraction: float = 0.25
+    df: pd.DataFrame,
+    summary: Summary = "final",
+    k: int = 1,
+    fraction: float = 0.25,
+    align: Align | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """One value per run and metric: ``task, config, metric, seed, value``.
 
     A run's final scalar (a row with no step) is used as is for ``summary="final"``.
-    Learning curves (rows with a step) of one (task, metric) are interpolated onto
-    their common step grid (:func:`benchlab.stats.curves.align`) and summarised;
-    for ``auc``, ``max`` and ``slope`` every run needs a curve. Duplicate scalars
-    of one run are averaged, with a warning.
+    Learning curves (rows with a step) are summarised (:func:`benchlab.stats.curves.summarize`)
+
+    - on each run's own curve (``align="own"``, the default for ``final`` and ``max``):
+      a run that stopped early keeps its own last value;
+    - or on the step range every curve of the (task, metric) covers (``align="common"``,
+      the default for ``auc`` and ``slope``), after linear interpolation onto the union
+      of their steps in that range (:func:`benchlab.stats.curves.align`); every run that
+      is cut is named in a warning with the steps it lost.
+
+    NaN points of a curve are dropped and counted in a warning. For ``auc``, ``max`` and
+    ``slope`` every run needs a curve. Duplicate scalars of one run are averaged, with a
+    warning.
 
     Args:
         df: a table checked by :func:`validate_table`.
         summary, k, fraction: see :func:`benchlab.stats.curves.summarize`.
+        align: ``"own"`` or ``"common"``; ``None`` picks :func:`default_align`.
 
     Returns:
         ``(runs, warnings)``.
     """
     if summary not in SUMMARIES:
         raise DataError(f"--summary must be one of {', '.join(SUMMARIES)}; got {summary!r}")
+    align = default_align(summary) if align is None else align
+    if align not in ALIGNS:
+        raise DataError(f"--align must be one of {', '.join(ALIGNS)}; got {align!r}")
     warnings: list[str] = []
     keys = ["task", "config", "metric", "seed"]
     scalars = df[df["step"].isna()]
@@ -125,12 +158,34 @@ def reduce_runs(
     curve_keys: set[tuple[Any, ...]] = set()
     for (task, metric), group in curves.groupby(["task", "metric"], sort=False):
         runs = list(group.groupby(["config", "seed"], sort=False))
-        grid, values = align([(g["step"].to_numpy(), g["value"].to_numpy()) for _, g in runs])
-        if grid.shape[0] == 0:
-            warnings.append(f"{task} {metric}: the learning curves share no step range; skipped")
-            continue
-        for ((config, seed), _), row in zip(runs, values, strict=True):
-            value = summarize(grid, row, summary, k, fraction)
+        raw = [(g["step"].to_numpy(dtype=float), g["value"].to_numpy(dtype=float)) for _, g in runs]
+        dropped = [int(np.isnan(v).sum()) for _, v in raw]
+        if sum(dropped):
+            warnings.append(
+                f"{task} {metric}: {sum(dropped)} NaN curve point(s) dropped from "
+                f"{sum(1 for x in dropped if x)} run(s)"
+            )
+        cleaned = [(st[~np.isnan(v)], v[~np.isnan(v)]) for st, v in raw]
+        if align == "common":
+            grid, values = align_curves(cleaned)
+            if grid.shape[0] == 0:
+                warnings.append(f"{task} {metric}: the learning curves share no step range; skipped")
+                continue
+            lo, hi = float(grid[0]), float(grid[-1])
+            cut = []
+            for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True):
+                if st.shape[0] and (st.min() < lo or st.max() > hi):
+                    cut.append(f"{config}/s{seed} (steps {st.min():g}–{st.max():g})")
+            if cut:
+                warnings.append(
+                    f"{task} {metric}: --summary {summary} on the common step range "
+                    f"[{lo:g}, {hi:g}]; cut to it: {', '.join(cut)}"
+                )
+            per_run = [(grid, row) for row in values]
+        else:
+            per_run = cleaned
+        for ((config, seed), _), (st, v) in zip(runs, per_run, strict=True):
+            value = summarize(st, v, summary, k, fraction)
             if value is None:
                 warnings.append(f"{task}/{config}/s{seed} {metric}: {summary} is undefined (null)")
             rows.append({"task": task, "config": config, "metric": metric, "seed": seed,
@@ -172,6 +227,31 @@ def _num(x: float | None) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
+def _fill_studentized(
+    cells: list[tuple[dict[str, Any], np.ndarray]],
+    low_key: str,
+    high_key: str,
+    reps: int,
+    confidence: float,
+    seed: int,
+    what: str,
+) -> None:
+    """Bootstrap-t intervals of the mean for many samples at once, written into their rows.
+
+    Samples of the same size share one set of resample draws (seeded by the size alone,
+    so a sample's interval does not depend on which other samples exist): one matrix
+    product per size instead of one bootstrap per (task, config).
+    """
+    by_size: dict[int, list[tuple[dict[str, Any], np.ndarray]]] = {}
+    for row, x in cells:
+        by_size.setdefault(int(x.shape[0]), []).append((row, x))
+    for n, group in by_size.items():
+        batch = np.stack([x for _, x in group])
+        low, high = studentized_mean_ci(batch, reps, confidence, _seed(seed, what, n))
+        for (row, _), lo, hi in zip(group, low.tolist(), high.tolist(), strict=True):
+            row[low_key], row[high_key] = _num(lo), _num(hi)
+
+
 def analyze(
     df: pd.DataFrame,
     baseline: str | None = None,
@@ -183,11 +263,13 @@ def analyze(
     summary: Summary = "final",
     confidence: float = 0.95,
     alpha: float = 0.05,
-    method: Method = "percentile",
+    method: Method = "studentized",
     variance_threshold: float = 0.01,
     references: Mapping[str, tuple[float, float]] | None = None,
     source: str = "table",
-) -> dict[str, list[Any]]:
+    normalize: Normalize = "none",
+    align: Align | None = None,
+) -> dict[str, Any]:
     """Every statistic of a long-format table.
 
     Args:
@@ -201,16 +283,25 @@ def analyze(
         seed: seed of every random procedure.
         summary: how learning curves become one number per run.
         confidence: coverage of every interval; ``alpha``: significance level.
-        method: one-sample bootstrap interval, ``"percentile"`` or ``"bca"``.
+        method: bootstrap interval of the mean (``boot_ci_*``, ``diff_boot_ci_*``):
+            ``"studentized"`` (bootstrap-t, default), ``"percentile"`` or ``"bca"``.
         variance_threshold: ``high_variance`` when ``std > threshold · |mean|``.
-        references: ``{task: (low, high)}`` normalising scores for the aggregate;
-            tasks without one use the observed worst and best values (with a warning).
+        references: ``{task: (low, high)}`` normalising scores for the aggregate.
         source: names the table in messages.
+        normalize: tasks without a reference: ``"none"`` (raw scores, default) or
+            ``"observed"`` (min–max over the configs compared); see
+            :func:`benchlab.stats.score_matrices`.
+        align: learning curves summarised on each run's ``"own"`` curve or on the
+            ``"common"`` step range; ``None`` picks :func:`default_align` of ``summary``.
 
     Returns:
-        ``{"summary": [...], "comparisons": [...], "aggregate": [...], "warnings": [...]}``
-        (the object layout is in ``docs/statistics.md``).
+        ``{"summary": [...], "comparisons": [...], "aggregate": [...], "warnings": [...],
+        "methods": {...}, "normalization": {...}}`` (the layout is in ``docs/statistics.md``).
     """
+    if method not in METHODS:
+        raise DataError(f"--method must be one of {', '.join(METHODS)}; got {method!r}")
+    if normalize not in NORMALIZATIONS:
+        raise DataError(f"--normalize must be one of {', '.join(NORMALIZATIONS)}; got {normalize!r}")
     table = validate_table(df, source)
     warnings: list[str] = []
     if metric is not None:
@@ -233,19 +324,23 @@ def analyze(
                 f"{source}: column 'config' has no {', '.join(map(repr, unknown))}; configs are "
                 f"{', '.join(configs)}"
             )
-    runs, notes = reduce_runs(table, summary)
+    align = default_align(summary) if align is None else align
+    runs, notes = reduce_runs(table, summary, align=align)
     warnings += notes
     if runs.empty:
         raise DataError(f"{source}: no runs left to analyse with --summary {summary}")
     metrics = list(dict.fromkeys(runs["metric"]))
+    batched = method == "studentized"
 
     summary_rows: list[dict[str, Any]] = []
+    boot_cells: list[tuple[dict[str, Any], np.ndarray]] = []
     for (task, met), group in runs.groupby(["task", "metric"], sort=False):
         rows = []
         for config, g in group.groupby("config", sort=False):
             d = describe(
-                g["value"].to_numpy(), confidence, reps, method, variance_threshold,
-                _seed(seed, "describe", task, config, met), f"{task}/{config} {met}",
+                g["value"].to_numpy(), confidence, 0 if batched else reps, method,
+                variance_threshold, _seed(seed, "describe", task, config, met),
+                f"{task}/{config} {met}",
             )
             warnings += d.warnings
             rows.append({
@@ -256,11 +351,21 @@ def analyze(
                 "boot_ci_low": _num(d.boot_ci_low), "boot_ci_high": _num(d.boot_ci_high),
                 "high_variance": d.high_variance,
             })
+            if batched and d.n >= STUDENTIZED_MIN_N:
+                x = g["value"].to_numpy(dtype=float)
+                x = x[np.isfinite(x)]
+                if d.std == 0.0:
+                    rows[-1]["boot_ci_low"] = rows[-1]["boot_ci_high"] = d.mean
+                else:
+                    boot_cells.append((rows[-1], x))
         ranks = rank([r["mean"] for r in rows], [r["ci_low"] for r in rows],
                      [r["ci_high"] for r in rows], _goal_of(goal, met))
         for r, rk in zip(rows, ranks, strict=True):
             r["rank"] = rk
         summary_rows += rows
+    if batched:
+        _fill_studentized(boot_cells, "boot_ci_low", "boot_ci_high", reps, confidence, seed,
+                          "describe")
 
     comparisons = _compare_all(runs, baseline, candidates, configs, goal, reps, seed,
                                confidence, method, alpha, warnings)
@@ -268,12 +373,30 @@ def analyze(
     if metric is None and len(metrics) > 1:
         warnings.append(f"several metrics; the aggregate across tasks is of {primary!r}")
     aggregates: list[dict[str, Any]] = []
+    normalization: dict[str, Any] = {"metric": primary, "method": None, "tasks": {}}
     if primary is not None:
-        aggregates = _aggregate(runs[runs["metric"] == primary], configs,
-                                _goal_of(goal, primary), references, reps, seed,
-                                confidence, warnings)
+        aggregates, normalization = _aggregate(
+            runs[runs["metric"] == primary], configs, _goal_of(goal, primary), references,
+            normalize, reps, seed, confidence, warnings)
+        normalization["metric"] = primary
+    methods = {
+        "ci": "student-t",
+        "boot_ci": method if method != "studentized" else "bootstrap-t (studentized)",
+        "diff_ci": "student-t on paired differences; welch-t unpaired",
+        "diff_boot_ci": method if method != "studentized" else "bootstrap-t (studentized)",
+        "aggregate_ci": "stratified bootstrap, percentile",
+        "wilcoxon": "signed rank, zero differences dropped (wilcox), exact up to "
+                    f"{WILCOXON_EXACT_MAX} pairs, else normal approximation with tie correction",
+        "mannwhitney": "rank sum, exact up to "
+                       f"{MANNWHITNEY_EXACT_MAX} runs, else normal approximation with tie correction",
+        "summary": summary,
+        "align": align if not runs.empty and table["step"].notna().any() else None,
+        "confidence": confidence,
+        "alpha": alpha,
+        "reps": reps,
+    }
     return {"summary": summary_rows, "comparisons": comparisons, "aggregate": aggregates,
-            "warnings": warnings}
+            "warnings": warnings, "methods": methods, "normalization": normalization}
 
 
 def _compare_all(
@@ -294,6 +417,7 @@ def _compare_all(
     chosen = [c for c in (candidates or configs) if c != baseline]
     out: list[dict[str, Any]] = []
     pvalues: list[float | None] = []
+    boot_cells: list[tuple[dict[str, Any], np.ndarray]] = []
     # {(task, metric, config): {seed: value}}, built in one pass (pandas masks per pair are slow).
     values = runs["value"].to_numpy(dtype=float)
     seeds = runs["seed"].to_numpy()
@@ -322,27 +446,44 @@ def _compare_all(
                 warnings.append(f"{label}: fewer than 2 shared seeds; compared unpaired")
             b = np.array([base[s] for s in common] if paired else list(base.values()))
             c = np.array([other[s] for s in common] if paired else list(other.values()))
-            cmp = compare(b, c, paired, _goal_of(goal, met), reps, confidence, method,
-                          _seed(seed, "compare", task, met, baseline, cand), label)
+            # Paired bootstrap-t intervals are filled in below, all sizes at once.
+            batch = paired and method == "studentized"
+            cmp = compare(b, c, paired, _goal_of(goal, met), 0 if batch else reps, confidence,
+                          method, _seed(seed, "compare", task, met, baseline, cand), label)
             warnings += cmp.warnings
             pvalues.append(cmp.pvalue)
-            out.append({
+            row = {
                 "task": task, "metric": met, "baseline": baseline, "candidate": cand,
                 "paired": cmp.paired, "n": cmp.n, "mean_diff": _num(cmp.mean_diff),
                 "diff_ci_low": _num(cmp.diff_ci_low), "diff_ci_high": _num(cmp.diff_ci_high),
+                "diff_boot_ci_low": _num(cmp.diff_boot_ci_low),
+                "diff_boot_ci_high": _num(cmp.diff_boot_ci_high),
                 "t_pvalue": _num(cmp.t_pvalue), "wilcoxon_pvalue": _num(cmp.wilcoxon_pvalue),
                 "welch_pvalue": _num(cmp.welch_pvalue),
                 "mannwhitney_pvalue": _num(cmp.mannwhitney_pvalue),
                 "cohens_d": _num(cmp.cohens_d), "hedges_g": _num(cmp.hedges_g),
                 "prob_improvement": _num(cmp.prob_improvement),
-            })
+            }
+            out.append(row)
+            if batch and cmp.diff_ci_low is not None:
+                keep = np.isfinite(b) & np.isfinite(c)
+                d = (c - b)[keep]
+                if d.shape[0] < STUDENTIZED_MIN_N:
+                    warnings.append(f"{label}: fewer than {STUDENTIZED_MIN_N} pairs: the bootstrap-t "
+                                    "CI of the difference is null (the t interval stands)")
+                elif cmp.diff_ci_low == cmp.diff_ci_high:
+                    row["diff_boot_ci_low"] = row["diff_boot_ci_high"] = cmp.diff_ci_low
+                else:
+                    boot_cells.append((row, d))
+    _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
+                      "compare")
     for row, p in zip(out, holm(pvalues), strict=True):
         row["p_holm"] = p
         row["significant"] = is_significant(p, row["diff_ci_low"], row["diff_ci_high"], alpha)
         if p is None:
             warnings.append(
                 f"{row['task']} {row['metric']} {row['candidate']} vs {baseline}: no p-value; "
-                "not counted in the Holm correction, significance is null"
+                "not counted in the Holm correction, no verdict (significance is null)"
             )
     return out
 
@@ -352,24 +493,38 @@ def _aggregate(
     configs: list[str],
     goal: Goal,
     references: Mapping[str, tuple[float, float]] | None,
+    normalize: Normalize,
     reps: int,
     seed: int,
     confidence: float,
     warnings: list[str],
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     # NaN and infinite values were already reported per (task, config) by describe().
-    matrices = score_matrices(runs, goal, references, configs)
+    matrices = score_matrices(runs, goal, references, configs, normalize)
     warnings += matrices.warnings
+    raw_min = matrices.method == "none" and goal == "min"
+    if raw_min and matrices.scores:
+        warnings.append("aggregate: raw scores of a metric to minimise: iqm, median and mean are "
+                        "in the metric's units (lower is better); optimality_gap needs "
+                        "normalised scores and is null")
+    normalization = {
+        "method": matrices.method,
+        "tasks": {t: {"source": matrices.sources[t], "low": float(lo), "high": float(hi)}
+                  for t, lo, hi in zip(matrices.tasks, matrices.low, matrices.high, strict=True)},
+    }
     out = []
     for config, normed in matrices.scores.items():
         result = aggregate(normed, reps, confidence, _seed(seed, "aggregate", config))
         row: dict[str, Any] = {"config": config}
         for name in AGGREGATES:
             value, lo, hi = result[name]
+            if raw_min and name == "optimality_gap":
+                value = lo = hi = None  # type: ignore[assignment]
             row[name] = _num(value)
             row[f"{name}_ci_low"], row[f"{name}_ci_high"] = _num(lo), _num(hi)
         out.append(row)
-    return out
+    return out, normalization
 
 
-__all__ = ["DEFAULT_METRIC", "REQUIRED_COLUMNS", "analyze", "reduce_runs", "validate_table"]
+__all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "analyze", "default_align", "reduce_runs",
+           "validate_table"]

@@ -1,0 +1,169 @@
+"""Reclaiming GPUs from the caller's own idle-held processes (``benchlab gpus --reclaim``).
+
+A process is the caller's when the process table says its real uid is the caller's,
+read again right before it is signalled, together with its start time, so a pid
+reused by someone else in between is never touched. Everything else on an
+idle-held device is left alone and listed with the reason: another user's process,
+one whose owner cannot be seen from here (another container, a pid the process
+table does not know), or memory held with no process listed at all.
+
+Each of the caller's processes gets SIGTERM, then SIGKILL once ``grace_s`` has
+passed without it exiting.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import psutil
+
+from benchlab.execute.gpus import DeviceState, GpuProcess
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A process holding an idle-held device, and what reclaiming makes of it."""
+
+    device: int
+    process: GpuProcess
+    #: None when it is the caller's; else why it is left alone.
+    refusal: str | None
+    #: The kernel's start time when it was looked at, to tell it from a reused pid.
+    started: float | None = None
+
+
+@dataclass(frozen=True)
+class ReclaimPlan:
+    """What ``--reclaim`` would do: ``mine`` to end, ``left`` alone (with reasons), and
+    idle-held ``unseen`` devices whose memory no listed process holds."""
+
+    mine: list[Holder]
+    left: list[Holder]
+    unseen: list[int]
+
+
+@dataclass(frozen=True)
+class Freed:
+    """The outcome for one process: ``how`` is ``SIGTERM``, ``SIGKILL``, ``gone`` (it had ended
+    by itself) or ``failed: <reason>``."""
+
+    holder: Holder
+    how: str
+
+
+def _look(pid: int) -> tuple[int | None, float | None]:
+    """(real uid, start time) of ``pid`` from the process table, (None, None) if not visible."""
+    try:
+        proc = psutil.Process(pid)
+        return proc.uids().real, proc.create_time()
+    except (psutil.Error, OSError):
+        return None, None
+
+
+def _protected() -> set[int]:
+    """pid 1, this process and its ancestors: never ended, whoever owns them."""
+    out = {0, 1, os.getpid()}
+    try:
+        out.update(p.pid for p in psutil.Process().parents())
+    except psutil.Error:
+        pass
+    return out
+
+
+def plan(states: Iterable[DeviceState], uid: int | None = None) -> ReclaimPlan:
+    """Sort the processes on idle-held devices into the caller's (``uid``, default this
+    process's real uid) and the rest."""
+    uid = os.getuid() if uid is None else uid
+    mine: list[Holder] = []
+    left: list[Holder] = []
+    unseen: list[int] = []
+    protected = _protected()
+    for state in states:
+        if state.verdict != "idle-held":
+            continue
+        if not state.processes:
+            unseen.append(state.index)
+        for proc in state.processes:
+            owner_uid, started = _look(proc.pid)
+            if proc.pid in protected:
+                left.append(Holder(state.index, proc, "it is init or the process asking (or one of its parents)"))
+            elif owner_uid is None:
+                left.append(Holder(state.index, proc, "its owner cannot be seen from here "
+                                   "(another container, or it has ended)"))
+            elif owner_uid != uid:
+                who = proc.user or f"uid {owner_uid}"
+                left.append(Holder(state.index, proc, f"it belongs to {who}, not to you"))
+            else:
+                mine.append(Holder(state.index, proc, None, started))
+    return ReclaimPlan(mine, left, unseen)
+
+
+def _same(holder: Holder, uid: int) -> psutil.Process | None:
+    """The holder's process if it is still the one planned (same start time, still ours)."""
+    try:
+        proc = psutil.Process(holder.process.pid)
+        if proc.uids().real != uid or holder.started is None or abs(proc.create_time() - holder.started) > 1e-3:
+            return None
+        return proc
+    except (psutil.Error, OSError):
+        return None
+
+
+def reclaim(holders: list[Holder], grace_s: float = 5.0, uid: int | None = None) -> list[Freed]:
+    """End the caller's ``holders``: SIGTERM to all at once, SIGKILL to those alive after ``grace_s``."""
+    uid = os.getuid() if uid is None else uid
+    out: dict[int, Freed] = {}
+    live: dict[int, tuple[Holder, psutil.Process]] = {}
+    for h in holders:
+        proc = _same(h, uid)
+        if proc is None:
+            out[h.process.pid] = Freed(h, "gone")
+            continue
+        try:
+            proc.send_signal(signal.SIGTERM)
+            live[proc.pid] = (h, proc)
+        except psutil.NoSuchProcess:
+            out[h.process.pid] = Freed(h, "gone")
+        except (psutil.Error, OSError) as exc:
+            out[h.process.pid] = Freed(h, f"failed: {exc}")
+    alive = _wait([p for _, p in live.values()], grace_s)
+    for pid, (h, _) in live.items():
+        if pid not in {p.pid for p in alive}:
+            out[pid] = Freed(h, "SIGTERM")
+    for proc in alive:
+        try:
+            proc.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            out[proc.pid] = Freed(live[proc.pid][0], "SIGTERM")
+            continue
+        except (psutil.Error, OSError) as exc:
+            out[proc.pid] = Freed(live[proc.pid][0], f"failed: {exc}")
+            continue
+        out[proc.pid] = Freed(live[proc.pid][0], "SIGKILL")
+    for proc in _wait(alive, 5.0):
+        out[proc.pid] = Freed(live[proc.pid][0], "failed: still running after SIGKILL")
+    return [out[h.process.pid] for h in holders]
+
+
+def _ended(proc: psutil.Process) -> bool:
+    # A zombie holds no GPU memory: it is as good as gone (its parent reaps it, not us).
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
+
+
+def _wait(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Those of ``procs`` still running after at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    alive = [p for p in procs if not _ended(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [p for p in alive if not _ended(p)]
+    return alive

@@ -1,0 +1,150 @@
+"""`benchlab gpus --reclaim` on real processes that the recorded H100 reports as its holders.
+
+The recording is the real H100's "foreign-idle-10GB" reading (a process holding 10 GB at
+0%), with the process list replaced by pids of processes these tests start: ours, one
+that ignores SIGTERM, another user's, and a pid nobody has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+from gpu_trace import SRC
+
+H100 = Path(__file__).parents[1] / "data" / "gpus" / "h100-80gb"
+GIB = 2**30
+
+SLEEPER = "import time; time.sleep(120)"
+STUBBORN = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('ready', flush=True); time.sleep(120)")
+
+
+def _start(code: str, **kw) -> subprocess.Popen:
+    ready = "SIG_IGN" in code
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE if ready else None,
+                            text=True, **kw)
+    if ready:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        proc.stdout.close()
+    # Reap it the moment it ends, as a real parent would, so it does not linger as a zombie.
+    threading.Thread(target=proc.wait, daemon=True).start()
+    return proc
+
+
+def _unused_pid() -> int:
+    pid = 4_000_000
+    while psutil.pid_exists(pid):
+        pid += 1
+    return pid
+
+
+def _recording(tmp_path: Path, holders: list[tuple[int, int]]) -> Path:
+    """The real idle-held reading with ``holders`` (pid, GiB) as its compute processes."""
+    data = json.loads((H100 / "foreign-idle-10GB.nvml.json").read_text())
+    data["devices"][0]["compute_processes"] = [{"pid": pid, "usedGpuMemory": gib * GIB}
+                                               for pid, gib in holders]
+    out = tmp_path / "held.nvml.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+def _cli(*args: str, recording: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BENCHLAB_GPU_DOUBLE": str(recording), "COLUMNS": "160",
+           "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-c", "from benchlab.cli import main; main()", "gpus", *args],
+                          input=stdin, capture_output=True, text=True, env=env, timeout=60, check=False)
+
+
+def _foreign() -> subprocess.Popen | None:
+    """A process of another user: started as `nobody` when we are root."""
+    if os.geteuid() != 0:
+        return None
+    # /bin/sleep: nobody may not be allowed to run this checkout's interpreter.
+    proc = subprocess.Popen(["sleep", "120"], user="nobody", cwd="/")
+    threading.Thread(target=proc.wait, daemon=True).start()
+    return proc
+
+
+@pytest.fixture
+def procs():
+    started: list[subprocess.Popen] = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+
+
+def test_reclaim_ends_own_processes_and_leaves_the_rest(tmp_path, procs):
+    mine = _start(SLEEPER)
+    stubborn = _start(STUBBORN)
+    procs.extend([mine, stubborn])
+    other = _foreign()
+    other_pid = other.pid if other is not None else 1  # pid 1 belongs to root, not to us
+    if other is not None:
+        procs.append(other)
+    ghost = _unused_pid()
+    rec = _recording(tmp_path, [(mine.pid, 4), (stubborn.pid, 3), (other_pid, 2), (ghost, 1)])
+
+    done = _cli("--reclaim", "--yes", "--grace", "1", recording=rec)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert f"ended pid {mine.pid} on GPU 0 with SIGTERM: 4.0 GiB freed" in out
+    assert f"ended pid {stubborn.pid} on GPU 0 with SIGKILL: 3.0 GiB freed" in out
+    assert f"left alone: pid {other_pid} on GPU 0: it belongs to" in out
+    assert f"left alone: pid {ghost} on GPU 0: its owner cannot be seen from here" in out
+    assert "freed 7.0 GiB on GPU(s) 0" in out
+    mine.wait(timeout=5)
+    stubborn.wait(timeout=5)
+    assert mine.returncode == -signal.SIGTERM
+    assert stubborn.returncode == -signal.SIGKILL
+    if other is not None:
+        assert other.poll() is None  # another user's process is never touched
+    assert psutil.pid_exists(1)
+
+
+def test_reclaim_asks_first_and_a_no_kills_nothing(tmp_path, procs):
+    mine = _start(SLEEPER)
+    procs.append(mine)
+    rec = _recording(tmp_path, [(mine.pid, 9)])
+    done = _cli("--reclaim", recording=rec, stdin="n\n")
+    assert done.returncode == 1
+    assert f"yours: pid {mine.pid} on GPU 0, 9.0 GiB" in done.stdout
+    assert "nothing ended (pass --yes to skip the question)" in done.stdout
+    assert mine.poll() is None
+    done = _cli("--reclaim", recording=rec, stdin="y\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert mine.wait(timeout=5) == -signal.SIGTERM
+
+
+def test_reclaim_with_nothing_of_ours_says_so(tmp_path, procs):
+    done = _cli("--reclaim", "--yes", recording=H100 / "idle.nvml.json")
+    assert done.returncode == 0
+    assert "nothing to reclaim: no idle-held GPU process of yours" in done.stdout
+    other = _foreign()
+    if other is not None:
+        procs.append(other)
+    pid, user = (other.pid, "nobody") if other is not None else (1, "root")
+    done = _cli("--reclaim", "--yes", "--json", recording=_recording(tmp_path, [(pid, 2)]))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"freed": [], "left": [
+        {"device": 0, "process": {"pid": pid, "user": user, "used_memory_mib": 2048},
+         "refusal": f"it belongs to {user}, not to you"}]}
+    assert other is None or other.poll() is None
+
+
+def test_reclaim_never_signals_init_or_its_own_caller(tmp_path):
+    # As root, pid 1 is "ours" by uid; it is still never a GPU zombie to end.
+    rec = _recording(tmp_path, [(1, 2), (os.getpid(), 1)])
+    done = _cli("--reclaim", "--yes", recording=rec)
+    assert done.returncode == 0
+    assert "left alone: pid 1 on GPU 0" in done.stdout
+    assert f"left alone: pid {os.getpid()} on GPU 0" in done.stdout
+    assert psutil.pid_exists(1)
