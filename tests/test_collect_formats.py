@@ -56,9 +56,12 @@ def test_lm_eval_without_results_file_says_how_to_write_one(tmp_path):
     assert "--output_path {run_dir}" in got.missing("x")
 
 
-def test_lm_eval_source_needs_task_and_key():
-    with pytest.raises(ValueError, match="needs 'task'"):
-        MetricSource.model_validate({"lm_eval": "."})
+def test_lm_eval_source_needs_task_and_key_together():
+    with pytest.raises(ValueError, match="needs both 'task'"):
+        MetricSource.model_validate({"lm_eval": ".", "task": "gsm8k"})
+    with pytest.raises(ValueError, match="needs both 'task'"):
+        MetricSource.model_validate({"lm_eval": ".", "key": "acc,none"})
+    assert MetricSource.model_validate({"lm_eval": "."}).kind == "lm_eval"  # every metric of the file
 
 
 @pytest.mark.parametrize("writer", ["tensorboard", "tensorboardX"])
@@ -84,3 +87,59 @@ def test_tensorboard_scalars_from_the_real_writers(tmp_path, writer):
     assert got.series["reward"][1].tolist() == [0, 10, 20, 30, 40]
     missing = collect_run(tmp_path, [metric("loss", tensorboard="tb", tag="loss")])
     assert missing.missing("loss") == "no scalar 'loss' in the event files (scalars: eval/reward)"
+
+
+# -- every lm-eval metric, without declaring them -----------------------------------------------
+
+
+def test_lm_eval_whole_file_reads_every_task_metric_filter_and_group(tmp_path):
+    from lm_eval_testkit import write_results_v049
+
+    write_results_v049(tmp_path)
+    got = collect_run(tmp_path, [metric("gsm8k/exact_match,strict-match", lm_eval=".")])
+    assert got.missing("gsm8k/exact_match,strict-match") is None
+    assert got.finals["gsm8k/exact_match,strict-match"] == 0.5625
+    # Every (task, metric, filter), the other filter and the group included, none of them declared.
+    assert got.finals["gsm8k/exact_match,flexible-extract"] == 0.5875
+    assert got.finals["mmlu_stem/acc,none"] == 0.4125
+    assert got.finals["mmlu_college_physics/acc,none"] == 0.2549
+    # Standard errors are values of their own; "N/A" is kept as null (NaN here) with a note naming it.
+    assert got.finals["gsm8k/exact_match_stderr,strict-match"] == 0.0137
+    assert got.finals["mmlu_stem/acc_stderr,none"] != got.finals["mmlu_stem/acc_stderr,none"]
+    assert any("mmlu_stem/acc_stderr,none" in note and "N/A" in note for note in got.notes)
+    assert "alias" not in " ".join(got.finals)
+
+
+def test_lm_eval_provenance_and_a_limit_flag_partial_tasks(tmp_path):
+    from lm_eval_testkit import write_results_v049
+
+    write_results_v049(tmp_path, limit=100)
+    got = collect_run(tmp_path, [metric("exact_match,strict-match", lm_eval=".")], {"task": "gsm8k"})
+    # The bare metric name is picked for the run's task.
+    assert got.finals["exact_match,strict-match"] == 0.5625
+    prov = got.lm_eval.provenance
+    assert prov["versions"]["gsm8k"] == 3.0 and prov["n-shot"]["gsm8k"] == 5
+    assert prov["n-samples"]["gsm8k"] == {"original": 1319, "effective": 100}
+    assert prov["model_args"].startswith("pretrained=/ckpt/step-1000")
+    assert prov["lm_eval_version"] == "0.4.9" and prov["model_name"] == "/ckpt/step-1000"
+    assert prov["partial"] == {"gsm8k": {"effective": 100, "original": 1319}}
+    assert got.lm_eval.partial_note() == "partial evaluation (--limit): gsm8k 100 of 1319 samples"
+
+
+def test_lm_eval_whole_file_without_limit_is_not_partial(tmp_path):
+    from lm_eval_testkit import write_results_v049
+
+    write_results_v049(tmp_path)
+    got = collect_run(tmp_path, [metric("gsm8k/exact_match,strict-match", lm_eval=".")])
+    assert got.lm_eval.partial == {} and got.lm_eval.partial_note() is None
+
+
+def test_lm_eval_unknown_name_lists_the_runs_task_metrics(tmp_path):
+    from lm_eval_testkit import write_results_v049
+
+    write_results_v049(tmp_path)
+    got = collect_run(tmp_path, [metric("acc,none", lm_eval=".")], {"task": "gsm8k"})
+    assert got.missing("acc,none") == (
+        "no lm-evaluation-harness metric 'acc,none' (nor gsm8k/acc,none); the results hold: "
+        "gsm8k/exact_match,strict-match, gsm8k/exact_match,flexible-extract"
+    )

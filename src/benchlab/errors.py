@@ -14,6 +14,9 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── BackendUnavailable       a backend is named whose extra is not installed
     │   └── DataError                a table or file given to analyse is unusable
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
+    │   └── LedgerLost               the ledger was deleted, replaced or damaged, or is missing
+    │                                while run directories show finished runs
+    ├── DiskFull                     a write found no space left on the results folder's disk
     └── EvaluationError              the evaluation service could not do what was asked
         └── ModelCallError           the model endpoint failed after retries (evaluate/model.py)
 
@@ -122,6 +125,26 @@ class DataError(UserError):
 
 class StoreError(BenchlabError):
     """The SQLite ledger is unreadable, or belongs to another benchmark."""
+
+
+class LedgerLost(StoreError):
+    """The ledger is gone or is not the one a sweep opened; ``path`` is where it was expected.
+
+    Run directories still hold every finished run: ``benchlab collect --rebuild``
+    recreates the ledger from them.
+    """
+
+    def __init__(self, path: Path | str, message: str):
+        self.path = Path(path)
+        super().__init__(message)
+
+
+class DiskFull(BenchlabError):
+    """A write found no space left; ``path`` is the folder it was writing to."""
+
+    def __init__(self, path: Path | str, message: str):
+        self.path = Path(path)
+        super().__init__(message)
 
 
 class EvaluationError(BenchlabError):

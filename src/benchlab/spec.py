@@ -189,7 +189,9 @@ class MetricSource(_Model):
     - ``csv``: a CSV file; ``column`` for the value, ``step_column`` for the step.
     - ``lm_eval``: the folder lm-evaluation-harness wrote (its ``--output_path``); ``task``
       and ``key`` (``exact_match,strict-match``) pick the value from the newest
-      ``results_*.json`` under it.
+      ``results_*.json`` under it; without them every ``task/metric,filter`` of the file is
+      read and the metric's name (``gsm8k/exact_match,strict-match``, or
+      ``exact_match,strict-match`` for the run's task) picks its value.
     - ``tensorboard``: a folder of TensorBoard event files; ``tag`` names the scalar.
 
     ``series: true`` keeps every match/row as a step series; the final value is
@@ -241,9 +243,10 @@ class MetricSource(_Model):
                 "expected exactly one of 'regex', 'json', 'jsonl', 'csv', 'lm_eval', 'tensorboard'"
                 + (f", got {', '.join(kinds)}" if kinds else "")
             )
-        if self.lm_eval is not None and not (self.task and self.key):
-            raise ValueError("an 'lm_eval' source needs 'task' (e.g. gsm8k) and 'key' "
-                             "(e.g. 'exact_match,strict-match')")
+        if self.lm_eval is not None and bool(self.task) != bool(self.key):
+            raise ValueError("an 'lm_eval' source needs both 'task' (e.g. gsm8k) and 'key' "
+                             "(e.g. 'exact_match,strict-match'), or neither: then every metric of the "
+                             "results file is read and the metric's name picks its value")
         if self.tensorboard is not None and not self.tag:
             raise ValueError("a 'tensorboard' source needs 'tag', the scalar's name")
         if self.regex is not None:
@@ -270,6 +273,15 @@ class Metric(_Model):
     name: str
     goal: Literal["max", "min"] = "max"
     source: MetricSource | None = Field(default=None, alias="from")
+    # The values the metric can take (an accuracy: [0, 1]); intervals and plots stay inside it.
+    range: tuple[float, float] | None = None
+
+    @field_validator("range")
+    @classmethod
+    def _range_order(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not v[0] < v[1]:
+            raise ValueError(f"expected [low, high] with low < high, got [{v[0]:g}, {v[1]:g}]")
+        return v
 
 
 def _metric_from_name(value: Any) -> Any:

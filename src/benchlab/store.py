@@ -35,6 +35,7 @@ Columns added after a ledger was first written are added when a sweep opens it
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -243,7 +244,8 @@ class Store:
             else:
                 self.conn.execute("SELECT 1 FROM runs LIMIT 1")
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: unreadable ledger ({exc})") from None
+            raise StoreError(f"{self.path}: unreadable ledger ({exc}); `benchlab collect --rebuild "
+                             f"{self.path.parent}` recreates it from the run directories") from None
 
     @classmethod
     def open(cls, results: Path | str) -> Store:
@@ -281,8 +283,12 @@ class Store:
     # ------------------------------------------------------------------ meta
 
     def _set_default_meta(self) -> None:
+        import uuid
+
         self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                           (json.dumps(SCHEMA_VERSION),))
+        # Tells this ledger from a copy of another put in its place (see LedgerGuard).
+        self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('ledger_id', ?)", (json.dumps(uuid.uuid4().hex),))
 
     def set_meta(self, **values: Any) -> None:
         with self.transaction() as c:
@@ -331,6 +337,16 @@ class Store:
         if self.has_plan():
             return f"{alias}.run_id IN (SELECT run_id FROM main.spec_runs)"
         return f"{alias}.current = 1"
+
+    def add_runs(self, runs: Iterable[Run]) -> None:
+        """Record runs as they are, current, leaving any run already on record untouched."""
+        now = time.time()
+        with self.transaction() as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO runs (run_id, name, task, config, seed, params, command, created, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(r.run_id, r.name, r.task, r.config, r.seed, json.dumps(r.params, sort_keys=True, default=str),
+                  r.command, now, now) for r in runs])
 
     def statuses(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT run_id, status FROM runs"))
@@ -550,6 +566,96 @@ class Store:
         return bool(result == "ok")
 
 
+def ledger_backups(folder: Path | str) -> list[Path]:
+    """The ledger backups ``benchlab collect --rebuild`` kept in a results folder, oldest first."""
+    return sorted((p for p in Path(folder).glob(f"{DB_NAME}.bak-*") if not p.name.endswith(("-wal", "-shm"))),
+                  key=lambda p: (p.stat().st_mtime, p.name))
+
+
+_SQLITE_MAGIC = b"SQLite format 3\0"
+
+
+def ledger_problem(path: Path) -> str | None:
+    """What is wrong with the ledger file at ``path`` as a whole (None: nothing seen).
+
+    Cheap (a stat and 100 bytes): it reads the header's page size and page count and
+    checks that the file holds that many pages.
+    """
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(100)
+            size = os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        return "was deleted"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        return "is no longer a SQLite database (truncated or overwritten)"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if size < page_size * pages:
+        return f"was truncated ({size} of {page_size * pages} bytes left)"
+    return None
+
+
+class LedgerGuard:
+    """Notices that the ledger a sweep writes to is no longer the file at its path.
+
+    A sweep's connection keeps writing into the file it opened, even after that file
+    was deleted, renamed to a backup or overwritten; this compares the file at the
+    path with the one opened (device and inode), its header with its size, and the
+    ``ledger_id`` stored inside it with the one read at the start.
+    """
+
+    def __init__(self, store: Store, every_s: float = 1.0):
+        self.path = store.path
+        st = os.stat(self.path)
+        self._key = (st.st_dev, st.st_ino)
+        self._identity = self._stored_identity()
+        if self._identity is None:
+            # The id is still only in the write-ahead log: fold it into the file, where it is read.
+            store.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._identity = self._stored_identity()
+        self.every_s = every_s
+        self._next = 0.0
+
+    def _stored_identity(self) -> str | None:
+        """The ``ledger_id`` in the database file itself, write-ahead log left out: a file copied
+        over the ledger shows there, whatever the log still holds."""
+        conn = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'ledger_id'").fetchone()
+        except sqlite3.OperationalError:
+            return None  # no meta table in the file yet
+        finally:
+            conn.close()
+        return None if row is None else str(json.loads(row[0]))
+
+    def check(self, *, force: bool = False) -> str | None:
+        """What happened to the ledger, or None; between ``every_s`` apart it answers None at once."""
+        now = time.monotonic()
+        if not force and now < self._next:
+            return None
+        self._next = now + self.every_s
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return "was deleted"
+        if (st.st_dev, st.st_ino) != self._key:
+            return "was replaced by another file"
+        problem = ledger_problem(self.path)
+        if problem is not None:
+            return problem
+        try:
+            identity = self._stored_identity()
+        except sqlite3.DatabaseError as exc:
+            return f"cannot be read ({exc})"
+        if self._identity is not None and identity != self._identity:
+            return "was overwritten by another ledger"
+        return None
+
+
 LOCK_NAME = ".benchlab.lock"
 
 
@@ -560,8 +666,9 @@ class ResultsLock:
     even by ``kill -9``: a crashed sweep never leaves the folder locked.
     """
 
-    def __init__(self, results_dir: Path):
+    def __init__(self, results_dir: Path, purpose: str = "benchlab run"):
         self.path = Path(results_dir) / LOCK_NAME
+        self.purpose = purpose
         self._fh: Any = None
 
     def acquire(self) -> None:
@@ -582,7 +689,7 @@ class ResultsLock:
             raise ResultsLocked(self.path.parent, holder) from None
         fh.seek(0)
         fh.truncate()
-        fh.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%H:%M:%S')}")
+        fh.write(f"{self.purpose}, pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%H:%M:%S')}")
         fh.flush()
         self._fh = fh
 

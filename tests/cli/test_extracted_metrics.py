@@ -37,3 +37,47 @@ def test_a_nan_on_the_last_log_line_fails_the_run_as_not_finite(make_bench):
     # The run is failed, not completed with the older line's 484.62.
     status = json.loads(bench.cli("status", "out", "--json", check=True).stdout)
     assert status["counts"] == {"failed": 1}
+
+
+# A checkpoint evaluation: lm_eval stand-in that writes a v0.4.9-shaped results file into --output_path.
+LM_EVAL_SCRIPT = r'''
+import os, shutil, sys
+out = os.path.join(sys.argv[1], "__ckpt__step-1000")
+os.makedirs(out, exist_ok=True)
+shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.json"),
+            os.path.join(out, "results_2026-01-01T00-00-00.000001.json"))
+'''
+
+LM_EVAL_SPEC = """
+name: ckpt-eval
+tasks: [{name: gsm8k}]
+configs: [{name: step-1000}]
+seeds: [0]
+retries: 0
+command: python run.py {run_dir}
+metrics:
+  primary: {name: "exact_match,strict-match", goal: max, from: {lm_eval: .}}
+"""
+
+
+def test_an_lm_eval_run_reports_every_metric_undeclared_and_is_flagged_partial(make_bench):
+    from lm_eval_testkit import results_v049
+
+    bench = make_bench(LM_EVAL_SPEC, script=LM_EVAL_SCRIPT)
+    (bench.root / "results.json").write_text(json.dumps(results_v049(limit=100)))
+    proc = bench.cli("run", "bench.yaml", "-r", "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    status = json.loads(bench.cli("status", "out", "--json", check=True).stdout)
+    assert status["counts"] == {"completed": 1}
+    assert status["partial"] == [{"run": "gsm8k/step-1000/s0", "run_id": status["partial"][0]["run_id"],
+                                  "note": "partial evaluation (--limit): gsm8k 100 of 1319 samples"}]
+    assert "partial: gsm8k/step-1000/s0" in bench.cli("status", "out", check=True).stdout
+    run_dir = next((bench.root / "out" / "runs").iterdir())
+    provenance = json.loads((run_dir / "provenance.json").read_text())["lm_eval"]
+    assert provenance["versions"]["gsm8k"] == 3.0 and provenance["n-shot"]["gsm8k"] == 5
+    assert provenance["model_args"].startswith("pretrained=/ckpt/step-1000")
+    # The run folder's metrics.json holds every metric of the file, in benchlab's own form.
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["exact_match,strict-match"] == 0.5625
+    assert metrics["gsm8k/exact_match,flexible-extract"] == 0.5875
+    assert metrics["mmlu_stem/acc,none"] == 0.4125 and metrics["gsm8k/exact_match_stderr,strict-match"] == 0.0137

@@ -31,8 +31,9 @@ def test_benchmarks_md_example_is_what_the_report_writes(tmp_path: Path):
 
 
 def test_every_file_the_doc_lists_is_written(tmp_path: Path):
-    values = {(t, c): [0.1 * i + 0.01 * s for s in range(3)]
-              for i, t in enumerate(("t1", "t2", "t3"), start=1) for c in ("a", "b")}
+    values = {(t, c): [0.1 * i + 0.01 * s + 0.02 * j for s in range(3)]
+              for i, t in enumerate(("t1", "t2", "t3"), start=1)
+              for j, c in enumerate(("a", "b", "c"))}
     folder = build_store_world(tmp_path / "res", values, baseline="a", curves=True)
     files = write_report(folder, tmp_path / "rep")
     written = {str(p.relative_to(files.folder)) for p in [files.markdown, files.csv, *files.extra]}

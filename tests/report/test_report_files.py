@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 import re
 import statistics
 from pathlib import Path
@@ -36,6 +37,11 @@ def _fmt(x: float, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
+def _at(spread: float) -> int:
+    """Decimals that show ``spread`` to 2 significant digits (the report's precision rule)."""
+    return max(0, 1 - math.floor(math.log10(spread)))
+
+
 def _rows(text: str, first: str) -> list[list[str]]:
     return [
         [c.strip() for c in ln.strip("|").split("|")]
@@ -60,13 +66,15 @@ def test_results_table_shows_hand_computed_mean_and_std(report: Path):
         row = next(
             r for r in _rows(t1, rank) + _rows(t1, rank + " (tied)") if r[1].startswith(label)
         )
-        assert row[2] == "4"
-        assert row[3] == f"{_fmt(mean)} ± {_fmt(std, 2)}"
+        assert row[2] == "4/4"  # completed/planned seeds
+        # Every number of the row to the decimals the CI's half-width supports.
         half = sps.t.ppf(0.975, 3) * std / 2
-        assert row[4] == f"[{_fmt(mean - half)}, {_fmt(mean + half)}]"
-        assert row[5:7] == [_fmt(min(vals)), _fmt(max(vals))]
-        # secondary metric time = 10 + seed for every run: mean 11.5, std of 10..13.
-        assert row[7] == f"11.5 ± {_fmt(statistics.stdev([10, 11, 12, 13]), 2)}"
+        at = _at(half)
+        assert row[3] == f"{mean:.{at}f} ± {std:.{at}f}"
+        assert row[4] == f"[{mean - half:.{at}f}, {mean + half:.{at}f}]"
+        assert row[5:7] == [f"{min(vals):.{at}f}", f"{max(vals):.{at}f}"]
+        # secondary metric time = 10 + seed for every run: mean 11.5, std of 10..13 = 1.29.
+        assert row[7] == "11.5 ± 1.3"
 
 
 def test_header_names_suite_metric_seeds_and_hardware(report: Path):
@@ -95,10 +103,8 @@ def test_benchmarks_md_statuses_by_hand(report: Path):
         assert row[1] == _fmt(TARGETS[task])
         for cell, config, st in zip(row[2:5], "abc", want, strict=True):
             vals = scores(task, config)
-            assert (
-                cell
-                == f"{_fmt(statistics.mean(vals))} ± {_fmt(statistics.stdev(vals), 2)} {icon[st]}"
-            )
+            mean, std = statistics.mean(vals), statistics.stdev(vals)
+            assert cell == f"{mean:.{_at(std)}f} ± {std:.{_at(std)}f} {icon[st]}"
         assert row[5] == f"b {icon[want[1]]} {want[1]}"
     (row,) = _rows(text, "t4")
     assert row[1] == "—" and row[5] == "b"
@@ -159,11 +165,17 @@ def test_comparisons_match_scipy_and_holm_by_hand(report: Path):
     for (task, cand), p in pvals.items():
         (row,) = [r for r in _rows(comp, task) if r[1] == cand]
         diff = statistics.mean(scores(task, cand)) - statistics.mean(scores(task, "a"))
-        assert row[2] == "paired (4)"
-        assert row[3].startswith(_fmt(diff) + " [") or (abs(diff) < 1e-12 and row[3][0] in "-0")
-        assert float(row[4].split()[1]) == pytest.approx(p, rel=0.05)
-        assert float(row[6]) == pytest.approx(holm[(task, cand)], rel=0.05)
-        assert row[10] == ("✓" if cand == "b" else "✗")
+        # task | candidate | verdict | mean diff [CI] | Holm p | seeds | design | test p | ...
+        assert row[2] == ("✓ significantly better" if cand == "b"
+                          else "✗ no significant difference")
+        shown, ci = row[3].split(" [")
+        decimals = len(shown.split(".")[1]) if "." in shown else 0
+        assert all(len(b.split(".")[1]) == decimals for b in ci.rstrip("]").split(", "))
+        assert float(shown) == pytest.approx(diff, abs=0.5 * 10**-decimals + 1e-12)
+        assert float(row[4]) == pytest.approx(holm[(task, cand)], rel=0.05)
+        assert row[5] == "4/4, 4/4"
+        assert row[6] == "paired (4)"
+        assert float(row[7].split()[1]) == pytest.approx(p, rel=0.05)
 
 
 def test_summary_is_honest_about_significance(report: Path):
@@ -175,7 +187,7 @@ def test_summary_is_honest_about_significance(report: Path):
     )
     assert (
         "Over all 8 comparisons with the baseline, 4 are significantly better, 0 "
-        "significantly worse and 4 show no significant difference"
+        "significantly worse, 4 show no significant difference and 0 are undetermined"
     ) in summary
 
 

@@ -71,14 +71,15 @@ def test_benchmarks_md_for_a_metric_to_minimise(tmp_path: Path):
     assert "(lower is better)" in text
     header = _row(text, "task")
     assert header == ["task", "target", "x", "y", "z", "best"]
-    # std of [0.9, 1.0] = 0.0707..., of [1.2, 1.2] = 0, of [1.3, 1.4] = 0.0707...
+    # std of [0.9, 1.0] = 0.0707..., of [1.2, 1.2] = 0, of [1.3, 1.4] = 0.0707...; the std
+    # to 2 significant digits (0.071: 3 decimals) and the mean to the same decimals.
     assert _row(text, "m1") == [
         "m1",
         "1",
-        "0.95 ± 0.071 ✅",
+        "0.950 ± 0.071 ✅",
         "1.2 ± 0 ⚠️",
-        "1.35 ± 0.071 ❌",
+        "1.350 ± 0.071 ❌",
         "x ✅ solved",
     ]
-    # No target: scores only, the best config named without a status.
-    assert _row(text, "m2") == ["m2", "—", "4 ± 1.4", "2 ± 0", "1 ± 0", "z"]
+    # No target: scores only, the best config named without a status (std 1.41: 1 decimal).
+    assert _row(text, "m2") == ["m2", "—", "4.0 ± 1.4", "2 ± 0", "1 ± 0", "z"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sqlite3
 import sys
 
 from benchlab.cli.app import app, debug_enabled, err_console
@@ -36,6 +37,13 @@ def main(argv: list[str] | None = None) -> None:
             raise
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         sys.exit(exc.exit_code)
+    except sqlite3.DatabaseError as exc:
+        # A ledger damaged in a way opening it did not show: one line, and the way out.
+        if debug_enabled():
+            raise
+        err_console.print(f"[bold red]error:[/] the ledger (benchlab.db) is unreadable: {escape(str(exc))}; "
+                          "`benchlab collect --rebuild RESULTS` recreates it from the run directories")
+        sys.exit(1)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")
         sys.exit(130)

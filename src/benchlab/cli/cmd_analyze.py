@@ -75,17 +75,21 @@ def _fmt(x: Any, digits: int = 4) -> str:
     return str(x)
 
 
-def _print_report(report: dict[str, Any]) -> None:
+def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="Per task and config", title_justify="left")
-    for col in ("task", "config", "metric", "n", "mean", "std", "95% CI (t)", "bootstrap CI",
+    for col in ("task", "config", "metric", "seeds", "mean", "std", "95% CI (t)", "bootstrap CI",
                 "high var", "rank"):
         table.add_column(col, justify="left" if col in ("task", "config", "metric") else "right")
     for r in report["summary"]:
+        seeds = f"{r['completed']}/{r['planned']}" if "planned" in r else str(r["n"])
+        if r.get("failed_seeds"):
+            seeds += f" ({len(r['failed_seeds'])} failed)"
         table.add_row(
-            escape(r["task"]), escape(r["config"]), escape(r["metric"]), str(r["n"]), _fmt(r["mean"]), _fmt(r["std"]),
+            escape(r["task"]), escape(r["config"]), escape(r["metric"]), seeds, _fmt(r["mean"]),
+            _fmt(r["std"]),
             f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
             f"[{_fmt(r['boot_ci_low'])}, {_fmt(r['boot_ci_high'])}]",
             _fmt(r["high_variance"]), _fmt(r["rank"]),
@@ -95,19 +99,33 @@ def _print_report(report: dict[str, Any]) -> None:
         base = report["comparisons"][0]["baseline"]
         table = Table(title=f"Candidate vs baseline {escape(base)} (diff = candidate - baseline)",
                       title_justify="left")
-        for col in ("task", "metric", "candidate", "paired", "n", "diff [95% CI]", "p",
-                    "p Holm", "d", "P(better)", "signif."):
+        for col in ("task", "metric", "candidate", "signif.", "seeds (b, c)", "paired", "n",
+                    "diff [95% CI]", "p", "p Holm", "d", "P(better)"):
             table.add_column(col)
+        caveats = []
         for c in report["comparisons"]:
             p = c["t_pvalue"] if c["paired"] else c["welch_pvalue"]
+            seeds = (f"{c['baseline_seeds']}, {c['candidate_seeds']}"
+                     if c.get("baseline_seeds") else "–")
+            signif = "undetermined" if c["significant"] is None else _fmt(c["significant"])
+            if c.get("caveat"):
+                signif += " (!)"
+                caveats.append(f"{c['task']} {c['metric']} {c['candidate']}: {c['caveat']}")
             table.add_row(
-                escape(c["task"]), escape(c["metric"]), escape(c["candidate"]), _fmt(c["paired"]), str(c["n"]),
+                escape(c["task"]), escape(c["metric"]), escape(c["candidate"]), signif, seeds,
+                _fmt(c["paired"]), str(c["n"]),
                 f"{_fmt(c['mean_diff'], 3)} [{_fmt(c['diff_ci_low'], 3)}, "
                 f"{_fmt(c['diff_ci_high'], 3)}]",
                 _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),
-                _fmt(c["prob_improvement"], 3), _fmt(c["significant"]),
+                _fmt(c["prob_improvement"], 3),
             )
         console.print(table)
+        for line in caveats:
+            console.print(f"(!) lost seeds: {escape(line)}")
+        if failed_as is not None:
+            how = ("excluded: each verdict rests on the seeds that completed"
+                   if failed_as == "exclude" else "scored as the worst value")
+            console.print(f"failed seeds: {how} (--failed-as {failed_as})")
     if report["aggregate"]:
         how = {"none": "raw scores", "references": "scores normalised by reference scores",
                "observed": "scores min–max normalised over the configs compared",
@@ -128,11 +146,11 @@ def _print_report(report: dict[str, Any]) -> None:
     _print_warnings(report["warnings"])
 
 
-def _output(report: dict[str, Any], as_json: bool) -> None:
+def _output(report: dict[str, Any], as_json: bool, failed_as: str | None = None) -> None:
     if as_json:
         print_json(report)
     else:
-        _print_report(report)
+        _print_report(report, failed_as)
 
 
 def _print_warnings(warnings: list[str]) -> None:
@@ -156,6 +174,16 @@ ALIGN_HELP = ("Curves summarised on each run's own curve (own; default for final
 NORMALIZE_HELP = ("Tasks without reference scores: none (raw scores, default) or observed "
                   "(min-max over the configs compared).")
 METHOD_HELP = "Bootstrap CI of a mean: studentized (bootstrap-t)|percentile|bca."
+FAILED_AS_HELP = ("Failed seeds (NaN values, failed runs): exclude (judge on the completed ones, "
+                  "with a caveat) or worst (score them as the worst value).")
+
+
+def _failed_as(value: str) -> str:
+    from benchlab.errors import DataError
+
+    if value not in ("exclude", "worst"):
+        raise DataError(f"--failed-as must be exclude or worst; got {value!r}")
+    return value
 
 
 @app.command()
@@ -172,11 +200,12 @@ def analyze(
     seed: int = typer.Option(0, help="Seed of every random procedure."),
     method: str = typer.Option("studentized", help=METHOD_HELP),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
+    failed_as: str = typer.Option("exclude", "--failed-as", help=FAILED_AS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Statistics of any long-format CSV (W&B, MLflow, a paper's table)."""
     from benchlab.errors import DataError
-    from benchlab.stats import analyze as run_analysis
+    from benchlab.stats.accounting import analyze_seeds as run_analysis
 
     if goal not in ("max", "min"):
         raise DataError(f"--goal must be max or min; got {goal!r}")
@@ -184,12 +213,13 @@ def analyze(
     df = _read_csv(table)
     # goal is checked above; summary, method and normalize by analyze() itself.
     report = run_analysis(
-        df, baseline=baseline, metric=metric, goal=goal,  # type: ignore[arg-type]
+        df, failed_as=_failed_as(failed_as),
+        baseline=baseline, metric=metric, goal=goal,
         reps=reps, seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
         method=method, normalize=normalize, align=align,  # type: ignore[arg-type]
         references=_read_references(references), source=str(table),
     )
-    _output(report, as_json)
+    _output(report, as_json, failed_as)
 
 
 @app.command()
@@ -205,34 +235,47 @@ def compare(
     reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of every random procedure."),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
+    failed_as: str = typer.Option("exclude", "--failed-as", help=FAILED_AS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Compare a candidate config with the baseline, paired by seed."""
     from benchlab.errors import DataError
-    from benchlab.stats import analyze as run_analysis
+    from benchlab.stats.accounting import analyze_seeds as run_analysis
 
+    failed_as = _failed_as(failed_as)
     df, info = _load(results)
     goals: Any = goal or "max"
     references = None
+    planned = None
+    failed_runs: list[Any] = []
+    ranges = None
     if info is not None:
+        from benchlab.ranges import metric_ranges
+        from benchlab.report.analysis import ledger_seeds
+
         metric = metric or info.primary
         baseline = baseline or info.baseline
         goals = goal or dict(info.goal)
         references = dict(info.references)
+        planned, failed_runs = ledger_seeds(results)
+        ranges = metric_ranges(info.spec)
     if baseline is None:
         raise DataError(f"{results}: no baseline in the spec; give --baseline")
+    pair = [baseline, candidate]
     if info is not None:
-        _refuse_not_in_spec(df, [baseline, candidate], results)
-    _check_configs(df, [baseline, candidate], results)
+        _refuse_not_in_spec(df, pair, results)
+    _check_configs(df, pair, results, failed=[c for _, c, _ in failed_runs])
     _check_choice("--align", align, ("common", "own"))
     report = run_analysis(
-        df[df["config"].astype(str).isin([baseline, candidate])],
+        df[df["config"].astype(str).isin(pair)], failed_as=failed_as,
+        planned={k: v for k, v in planned.items() if k[1] in pair} if planned else None,
+        failed_runs=[r for r in failed_runs if r[1] in pair], ranges=ranges,
         baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
         seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
         normalize=normalize, align=align,  # type: ignore[arg-type]
         references=references, source=str(results),
     )
-    _output(report, as_json)
+    _output(report, as_json, failed_as)
 
 
 def _refuse_not_in_spec(df: pd.DataFrame, configs: list[str], results: Path) -> None:
@@ -263,13 +306,15 @@ def _check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> Non
         raise DataError(f"{flag} must be one of {', '.join(choices)}; got {value!r}")
 
 
-def _check_configs(df: pd.DataFrame, configs: list[str], source: Path) -> None:
+def _check_configs(df: pd.DataFrame, configs: list[str], source: Path,
+                   failed: list[str] | None = None) -> None:
     from benchlab.errors import DataError
     from benchlab.stats import validate_table
 
     if "config" not in df.columns:
         validate_table(df, str(source))  # names the missing columns
-    have = list(dict.fromkeys(df["config"].astype(str)))
+    # A config whose every run failed is known to the ledger: it is compared, without a verdict.
+    have = list(dict.fromkeys([*df["config"].astype(str), *(failed or [])]))
     missing = [c for c in configs if c not in have]
     if missing:
         raise DataError(f"{source}: no config {', '.join(map(repr, missing))}; configs are "

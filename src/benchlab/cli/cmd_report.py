@@ -30,11 +30,19 @@ def report(
     seed: int = typer.Option(
         0, "--seed", help="Seed of the bootstrap (the same seed gives the same report)."
     ),
+    failed_as: str = typer.Option(
+        "exclude", "--failed-as", help="Failed seeds: exclude (judge on the completed ones, "
+        "with a caveat) or worst (score them as the worst value)."
+    ),
 ) -> None:
     """Write BENCHMARK_REPORT.md, BENCHMARKS.md, results.csv, plots/ and report.html."""
+    from benchlab.errors import DataError
     from benchlab.report import write_report
 
-    files = write_report(results, out, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed)
+    if failed_as not in ("exclude", "worst"):
+        raise DataError(f"--failed-as must be exclude or worst; got {failed_as!r}")
+    files = write_report(results, out, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed,
+                         failed_as=failed_as)
     console.print(f"wrote {files.markdown}")
     console.print(f"wrote {files.csv}")
     for path in files.extra:

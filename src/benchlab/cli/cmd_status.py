@@ -55,7 +55,13 @@ def status(
     from benchlab.execute.triage import flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
+    from benchlab.store import ledger_backups
+
+    backups = ledger_backups(folder)
     failures = [last[rid] for rid, r in runs.items() if r.status == "failed" and rid in last]
+    # Completed runs whose note says they are partial (lm-eval's --limit; collect/lm_eval.py PARTIAL).
+    partial = [last[rid] for rid, r in runs.items() if r.status == "completed" and rid in last
+               and (last[rid].error or "").startswith("partial evaluation")]
     by_class: dict[str, list[AttemptRecord]] = {}
     for a in failures:
         by_class.setdefault(a.failure_class or "unknown", []).append(a)
@@ -89,6 +95,9 @@ def status(
                 {"runs": [{"run": r.name, "run_id": r.run_id, "status": r.status,
                            "reason": reason} for r, reason in _why_not_in_spec(outside, runs.values())]}
                 if show_all else {})},
+            "backups": [{"path": str(b), "bytes": b.stat().st_size, "modified": b.stat().st_mtime}
+                        for b in backups],
+            "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in partial],
         })
         return
     from rich.markup import escape
@@ -117,6 +126,8 @@ def status(
         classes = ", ".join(f"{n} {c}" for c, n in sorted(f["classes"].items()))
         console.print(f"[red]flagged[/]: {escape(f['task'])}/{escape(f['config'])} failed on every "
                       f"seed ({f['failures']} runs: {escape(classes)})")
+    for a in partial:
+        console.print(f"[yellow]partial[/]: {escape(runs[a.run_id].name)} — {escape(a.error or '')}")
     for g, fl in zip(groups, explained, strict=True):
         console.print(f"[red]{g.count} failed: {g.failure_class}[/] — {escape(g.error)}")
         if fl:
@@ -134,6 +145,11 @@ def status(
             console.print(f"  [dim]log of {escape(runs[first.run_id].name)} ({first.run_id}):[/]")
         for line in lines:
             console.print(f"      [dim]{escape(line)}[/]")
+    if backups:
+        console.print(f"ledger backups ({len(backups)}, kept by `benchlab collect --rebuild`):")
+        for b in backups:
+            console.print(f"  {escape(b.name)}  {b.stat().st_size / 1e6:.1f} MB  "
+                          f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(b.stat().st_mtime))}")
 
 
 def _why_not_in_spec(outside: list[RunRecord], in_spec: Iterable[RunRecord]) -> list[tuple[RunRecord, str]]:
@@ -226,10 +242,12 @@ def collect(
         from benchlab.collect.rebuild import rebuild_store
 
         folder = results or Path(".")
-        counts = rebuild_store(folder)
-        console.print(f"rebuilt {folder}/benchlab.db from {counts['runs']} run directories: "
-                      f"{counts['completed']} completed, {counts['failed']} failed, "
-                      f"{counts['pending']} still to run")
+        done = rebuild_store(folder)
+        console.print(f"rebuilt {folder}/benchlab.db from {done.runs} run directories: "
+                      f"{done.completed} completed, {done.failed} failed, "
+                      f"{done.pending + done.interrupted} still to run")
+        if done.backup is not None:
+            console.print(f"the previous ledger is kept as {done.backup}")
         return
     from rich.markup import escape
 

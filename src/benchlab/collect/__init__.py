@@ -13,7 +13,7 @@ import difflib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchlab.collect import lm_eval as _lm_eval  # noqa: F401  (registers the extractor)
 from benchlab.collect import tensorboard as _tensorboard  # noqa: F401  (registers the extractor)
@@ -44,6 +44,10 @@ class Collected:
     problems: dict[str, str] = field(default_factory=dict)
     wanted: list[str] = field(default_factory=list)
     extracted: set[str] = field(default_factory=set)  # read by an extractor, not from benchlab's files
+    # The lm-evaluation-harness file read whole (its provenance: versions, n-shot, n-samples,
+    # model_args, partial tasks); None for other runs.
+    lm_eval: _lm_eval.LmEvalResults | None = None
+    notes: list[str] = field(default_factory=list)
 
     def missing(self, metric: str) -> str | None:
         """Why ``metric`` has no usable final value, or None if it has one."""
@@ -105,6 +109,9 @@ def collect_run(run_dir: Path, metrics: list[Metric], context: dict[str, str] | 
         if metric.source is None:
             continue
         source = metric.source.for_run(context) if context else metric.source
+        if source.kind == "lm_eval" and not source.task:
+            _read_every_lm_eval_metric(out, run_dir, source, metric.name, (context or {}).get("task"))
+            continue
         try:
             final, curve = EXTRACTORS[source.kind](run_dir, source)
         except ExtractFailed as exc:
@@ -116,3 +123,23 @@ def collect_run(run_dir: Path, metrics: list[Metric], context: dict[str, str] | 
         if curve is not None:
             out.series[metric.name] = curve
     return out
+
+
+def _read_every_lm_eval_metric(out: Collected, run_dir: Path, source: Any, name: str, task: str | None) -> None:
+    """Every ``task/metric,filter`` of the newest lm-evaluation-harness file into ``out``; ``name`` picks the
+    metric's own value (read once per run, however many metrics name the file)."""
+    try:
+        if out.lm_eval is None or out.lm_eval.provenance.get("folder") != source.lm_eval:
+            found = _lm_eval.read_all(run_dir, source)
+            found.provenance["folder"] = source.lm_eval
+            out.lm_eval = found
+            out.finals.update(found.values)
+            out.extracted.update(found.values)
+            out.notes.extend(n for n in found.notes if n not in out.notes)
+        value = _lm_eval.pick(out.lm_eval, name, task)
+    except ExtractFailed as exc:
+        out.problems[name] = str(exc)
+        out.finals.pop(name, None)
+        return
+    out.finals[name] = value
+    out.extracted.add(name)

@@ -2,14 +2,26 @@
 
 The file holds ``results`` (per task, metric keys of the form ``metric,filter``
 such as ``exact_match,strict-match`` or ``pass_at_1,none``, with ``*_stderr``
-companions that may be the string ``"N/A"``), ``versions``, ``n-shot`` and
-``config``. With ``--output_path {run_dir}`` in a run's command, the newest
-results file anywhere under the run directory is the run's.
+companions that may be the string ``"N/A"``), ``groups`` (the same for task
+groups such as ``mmlu``), ``versions``, ``n-shot``, ``n-samples`` (per task
+``original`` and ``effective``: fewer effective samples means ``--limit`` cut
+the run short) and ``config`` (``model``, ``model_args``, ``limit``). With
+``--output_path {run_dir}`` in a run's command, the newest results file
+anywhere under the run directory is the run's.
+
+Two ways to read it:
+
+- ``task`` and ``key`` pick one value (``extract_lm_eval``);
+- without them, ``read_all`` reads every ``(task, metric, filter)`` as
+  ``task/metric,filter``, standard errors included as values of their own
+  (``task/metric_stderr,filter``), and the file's provenance.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +48,112 @@ def read_results(path: Path) -> dict[str, Any]:
     return data
 
 
-def flatten(data: dict[str, Any]) -> dict[str, float]:
-    """Every numeric result as ``task/metric,filter`` -> value (stderr entries that are 'N/A' dropped)."""
-    out = {}
-    for task, metrics in data["results"].items():
-        if not isinstance(metrics, dict):
+def is_stderr(key: str) -> bool:
+    """Whether a metric key (``acc_stderr,none``) is a standard error."""
+    return key.split(",", 1)[0].endswith("_stderr")
+
+
+@dataclass
+class LmEvalResults:
+    """Everything one results file reports.
+
+    ``values``: ``task/metric,filter`` -> value, groups and standard errors
+    included; a standard error the harness could not compute (``"N/A"``) is NaN
+    here (null in the ledger) and named in ``notes``. ``partial``: task ->
+    ``(effective, original)`` samples, for tasks cut short by ``--limit``.
+    ``provenance``: versions, n-shot, n-samples, model and its arguments, date,
+    harness version, the file's name.
+    """
+
+    values: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    partial: dict[str, tuple[int, int]] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def partial_note(self) -> str | None:
+        """``partial evaluation (--limit): gsm8k 100 of 1319 samples``, or None when every task ran whole."""
+        if not self.partial:
+            return None
+        return PARTIAL + ", ".join(f"{t} {e} of {o} samples" for t, (e, o) in sorted(self.partial.items()))
+
+
+PARTIAL = "partial evaluation (--limit): "
+
+
+def flatten(data: dict[str, Any]) -> LmEvalResults:
+    """Every result of an lm-evaluation-harness file (its ``results`` and ``groups``), as ``LmEvalResults``."""
+    out = LmEvalResults()
+    not_available = []
+    for section in ("results", "groups"):
+        entries = data.get(section)
+        if not isinstance(entries, dict):
             continue
-        for key, value in metrics.items():
-            if isinstance(value, bool) or not isinstance(value, int | float):
+        for task, metrics in entries.items():
+            if not isinstance(metrics, dict):
                 continue
-            out[f"{task}/{key}"] = float(value)
+            for key, value in metrics.items():
+                name = f"{task}/{key}"
+                if isinstance(value, bool) or key == "alias":
+                    continue
+                if isinstance(value, int | float):
+                    out.values[name] = float(value)
+                elif is_stderr(key) and isinstance(value, str) and value.strip().upper() == "N/A":
+                    out.values[name] = math.nan
+                    if name not in not_available:
+                        not_available.append(name)
+    if not_available:
+        out.notes.append(
+            "lm-evaluation-harness could not compute these standard errors (\"N/A\"), kept as null: "
+            + ", ".join(not_available)
+        )
+    samples = data.get("n-samples") if isinstance(data.get("n-samples"), dict) else {}
+    for task, counts in samples.items():
+        if isinstance(counts, dict):
+            effective, original = counts.get("effective"), counts.get("original")
+            if isinstance(effective, int) and isinstance(original, int) and effective < original:
+                out.partial[task] = (effective, original)
+    note = out.partial_note()
+    if note:
+        out.notes.append(note)
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    out.provenance = {
+        "versions": data.get("versions", {}),
+        "n-shot": data.get("n-shot", {}),
+        "n-samples": samples,
+        "model": config.get("model"),
+        "model_args": config.get("model_args"),
+        "limit": config.get("limit"),
+        "model_name": data.get("model_name"),
+        "date": data.get("date"),
+        "lm_eval_version": data.get("lm_eval_version"),
+        "git_hash": data.get("git_hash"),
+        "partial": {t: {"effective": e, "original": o} for t, (e, o) in sorted(out.partial.items())},
+        "notes": list(out.notes),
+    }
     return out
+
+
+def read_all(run_dir: Path, source: MetricSource) -> LmEvalResults:
+    """Every result of the newest results file under the source's folder, without declaring them."""
+    assert source.lm_eval is not None
+    path = newest_results(run_dir / source.lm_eval)
+    found = flatten(read_results(path))
+    found.provenance["file"] = str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)
+    return found
+
+
+def pick(results: LmEvalResults, name: str, task: str | None) -> float:
+    """The value a metric named ``name`` stands for: ``name`` itself (``gsm8k/exact_match,strict-match``),
+    else ``<task>/<name>`` for the run's task (``exact_match,strict-match``)."""
+    for candidate in (name, f"{task}/{name}" if task else None):
+        if candidate is not None and candidate in results.values:
+            return results.values[candidate]
+    shown = [k for k in results.values if not is_stderr(k.split("/", 1)[1])]
+    if task:
+        shown = [k for k in shown if k.startswith(f"{task}/")] or shown
+    listed = ", ".join(shown[:12]) + (f" and {len(shown) - 12} more" if len(shown) > 12 else "")
+    raise ExtractFailed(f"no lm-evaluation-harness metric {name!r}"
+                        + (f" (nor {task}/{name})" if task else "") + f"; the results hold: {listed}")
 
 
 def extract_lm_eval(run_dir: Path, source: MetricSource) -> tuple[float, Series | None]:

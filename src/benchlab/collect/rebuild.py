@@ -7,19 +7,23 @@ The spec the folder was run with is kept in ``benchmark.json``.
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
+import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
-from benchlab.errors import ResultsNotFound
+from benchlab.errors import BenchlabError, ResultsNotFound
 from benchlab.execute import triage
-from benchlab.plan import Run, run_context
+from benchlab.plan import Run, expand, run_context
 from benchlab.spec import Metric, Spec
-from benchlab.store import COMPLETED, DB_NAME, FAILED, Store
+from benchlab.store import COMPLETED, DB_NAME, FAILED, INTERRUPTED, ResultsLock, Store
 
 
 def _spec_of(folder: Path) -> Spec:
@@ -34,10 +38,30 @@ def _metrics(spec: Spec) -> tuple[str, list[Metric]]:
     return spec.metrics.primary.name, spec.metrics.all
 
 
-def rebuild_store(folder: Path | str) -> dict[str, int]:
-    """Recreate ``benchlab.db`` from ``runs/*``; an existing ledger is renamed to a backup first."""
-    from benchlab.execute.sweep import write_benchmark_meta
+REBUILDING = ".rebuilding"  # suffix of a ledger being built; never read as a ledger
 
+
+@dataclass
+class Rebuilt:
+    """What ``rebuild_store`` did: counts of run directories by outcome, and where the old ledger went."""
+
+    runs: int = 0
+    completed: int = 0
+    failed: int = 0
+    interrupted: int = 0
+    pending: int = 0
+    backup: Path | None = None
+
+
+def rebuild_store(folder: Path | str) -> Rebuilt:
+    """Recreate ``benchlab.db`` from ``runs/*``, keeping the old ledger as a backup.
+
+    It holds the results folder's lock, as a sweep does, so it never runs beside one.
+    The new ledger is built in a file of its own next to the old one and swapped in
+    with one rename only once it is complete: a rebuild killed at any moment leaves
+    the old ledger as it was (and a half-built file that the next rebuild removes).
+    The old ledger keeps a name no other backup has (``benchlab.db.bak-<time>[-n]``).
+    """
     folder = Path(folder)
     runs_dir = folder / "runs"
     if not runs_dir.is_dir():
@@ -45,57 +69,112 @@ def rebuild_store(folder: Path | str) -> dict[str, int]:
     # Without the spec, the run directories describe themselves: benchlab's metrics.json (which
     # holds what extractors read) and the metrics each run was judged by, in provenance.json.
     spec = _spec_of(folder) if (folder / "benchmark.json").exists() else None
-    primary, metrics = _metrics(spec) if spec is not None else (described_primary(runs_dir), [])
-    db = folder / DB_NAME
-    if db.exists():
-        backup = folder / f"{DB_NAME}.bak-{int(time.time())}"
-        db.rename(backup)
-        for suffix in ("-wal", "-shm"):
-            side = folder / (DB_NAME + suffix)
-            if side.exists():
-                side.rename(folder / (backup.name + suffix))
-    counts = {"runs": 0, "completed": 0, "failed": 0, "pending": 0}
-    with Store.create(folder) as store:
-        if spec is not None:
-            write_benchmark_meta(store, spec, folder)
-        else:
-            store.set_meta(**described_meta(runs_dir))
-        for run_dir in sorted(p for p in runs_dir.iterdir() if (p / "config.yaml").exists()):
-            cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
-            run = Run(run_id=cfg["run_id"], benchmark=cfg["benchmark"], task=cfg["task"],
-                      config=cfg["config"], seed=int(cfg["seed"]), params=cfg.get("params") or {},
-                      command=cfg["command"])
-            store.register([run])
-            counts["runs"] += 1
-            prov_path = run_dir / "provenance.json"
-            if not prov_path.exists():
-                # Written ahead, or killed before it ended: still to do.
-                counts["pending"] += 1
-                continue
-            prov = json.loads(prov_path.read_text())
-            started = float(prov.get("started") or time.time())
-            attempt_id, _ = store.start_attempt(run.run_id, host=prov.get("host") or "", started=started,
-                                                node=prov.get("node"))
-            ended = float(prov.get("ended") or started)
-            tail = triage.log_tail(run_dir / "train.log")
-            if prov.get("exit_code") == 0:
-                collected = collect_run(run_dir, metrics, run.context())
-                missing = collected.missing(primary)
-                if not missing:
-                    store.finish_attempt(attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
-                                         exit_code=0, ended=ended, metrics=collected.finals,
-                                         series=collected.series)
-                    counts["completed"] += 1
-                    continue
-                verdict = triage.Verdict(triage.MISSING_METRIC, missing)
-            else:
-                verdict = triage.classify(exit_code=prov.get("exit_code"), signal=prov.get("signal"),
-                                          timed_out=bool(prov.get("timed_out")), tail=tail)
-            store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
-                                 exit_code=prov.get("exit_code"), signal=prov.get("signal"), ended=ended,
-                                 failure_class=verdict.failure_class, error=verdict.error, log_tail=tail)
-            counts["failed"] += 1
+    with ResultsLock(folder, purpose="benchlab collect --rebuild"):
+        db = folder / DB_NAME
+        for stale in folder.glob(f"{DB_NAME}{REBUILDING}*"):
+            stale.unlink()  # left by a rebuild that was killed; the lock says none is running
+        fresh = folder / f"{DB_NAME}{REBUILDING}"
+        counts = _build(fresh, folder, runs_dir, spec)
+        counts.backup = _back_up(db) if db.exists() else None
+        os.replace(fresh, db)
+        # The old file's shared-memory index must not be read as the new one's.
+        (folder / f"{DB_NAME}-shm").unlink(missing_ok=True)
     return counts
+
+
+def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None) -> Rebuilt:
+    from benchlab.execute.sweep import write_benchmark_meta
+
+    primary, metrics = _metrics(spec) if spec is not None else (described_primary(runs_dir), [])
+    counts = Rebuilt()
+    with Store(path, create=True) as store:
+        # One transaction: nothing of a half-built ledger is ever committed, and it is much faster.
+        with store.transaction():
+            if spec is not None:
+                write_benchmark_meta(store, spec, folder)
+            else:
+                store.set_meta(**described_meta(runs_dir))
+            runs = []
+            for run_dir in sorted(p for p in runs_dir.iterdir() if (p / "config.yaml").exists()):
+                cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+                runs.append((run_dir, Run(run_id=cfg["run_id"], benchmark=cfg["benchmark"], task=cfg["task"],
+                                          config=cfg["config"], seed=int(cfg["seed"]),
+                                          params=cfg.get("params") or {}, command=cfg["command"])))
+            store.add_runs([run for _, run in runs])
+            try:
+                plan = expand(spec) if spec is not None else []
+            except BenchlabError:
+                plan = []
+            if plan:
+                # Where several directories share coordinates, the spec's own run is the current one.
+                store.register(plan)
+            for run_dir, run in runs:
+                _rebuild_run(store, run_dir, run, primary, metrics, counts)
+        store.conn.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to rename
+    return counts
+
+
+def _rebuild_run(store: Store, run_dir: Path, run: Run, primary: str, metrics: list[Metric],
+                 counts: Rebuilt) -> None:
+    counts.runs += 1
+    prov_path = run_dir / "provenance.json"
+    if not prov_path.exists():
+        # Written ahead, or killed before it ended: still to do.
+        counts.pending += 1
+        return
+    prov = json.loads(prov_path.read_text())
+    started = float(prov.get("started") or time.time())
+    attempt_id, _ = store.start_attempt(run.run_id, host=prov.get("host") or "", started=started,
+                                        node=prov.get("node"))
+    ended = float(prov.get("ended") or started)
+    tail = triage.log_tail(run_dir / "train.log")
+    if prov.get("interrupted"):
+        # Stopped by the user (or a lost ledger): still to do, as the sweep had it.
+        store.finish_attempt(attempt_id, run.run_id, status=INTERRUPTED, run_status=INTERRUPTED,
+                             exit_code=prov.get("exit_code"), signal=prov.get("signal"), ended=ended,
+                             failure_class=triage.INTERRUPTED, error="interrupted by the user", log_tail=tail)
+        counts.interrupted += 1
+        return
+    if prov.get("exit_code") == 0 and not prov.get("timed_out"):
+        collected = collect_run(run_dir, metrics, run.context())
+        missing = collected.missing(primary)
+        if not missing:
+            store.finish_attempt(attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
+                                 exit_code=0, ended=ended, metrics=collected.finals, series=collected.series)
+            counts.completed += 1
+            return
+        verdict = triage.Verdict(triage.MISSING_METRIC, missing)
+    else:
+        verdict = triage.classify(exit_code=prov.get("exit_code"), signal=prov.get("signal"),
+                                  timed_out=bool(prov.get("timed_out")), tail=tail)
+    store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
+                         exit_code=prov.get("exit_code"), signal=prov.get("signal"), ended=ended,
+                         failure_class=verdict.failure_class, error=verdict.error, log_tail=tail)
+    counts.failed += 1
+
+
+def _back_up(db: Path) -> Path:
+    """Give the ledger at ``db`` a backup name of its own (a hard link: the file is not copied);
+    its write-ahead log is folded in first, so the backup is one file."""
+    try:
+        with Store(db) as old:
+            old.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except (BenchlabError, sqlite3.DatabaseError):
+        pass  # unreadable: kept as it is, write-ahead log included
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in itertools.count(1):
+        backup = db.with_name(f"{DB_NAME}.bak-{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            os.link(db, backup)  # fails rather than replace an existing backup
+        except FileExistsError:
+            continue
+        break
+    wal = db.with_name(DB_NAME + "-wal")
+    if wal.exists() and wal.stat().st_size:
+        os.rename(wal, backup.with_name(backup.name + "-wal"))
+    else:
+        wal.unlink(missing_ok=True)
+    return backup
 
 
 def recollect(folder: Path | str) -> dict[str, int]:

@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import socket
+import sqlite3
 import threading
 import time
 from collections import deque
@@ -25,6 +26,7 @@ import psutil
 
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
+from benchlab.errors import LedgerLost
 from benchlab.execute import triage
 from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
 from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
@@ -33,7 +35,17 @@ from benchlab.execute.provenance import code_state, sweep_provenance, write_prov
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.plan import Run, expand
 from benchlab.spec import Spec
-from benchlab.store import COMPLETED, FAILED, INTERRUPTED, TO_RUN_STATES, CodeState, ResultsLock, Store
+from benchlab.store import (
+    COMPLETED,
+    DB_NAME,
+    FAILED,
+    INTERRUPTED,
+    TO_RUN_STATES,
+    CodeState,
+    LedgerGuard,
+    ResultsLock,
+    Store,
+)
 
 STOP_GRACE_S = 5.0
 #: Seconds of inventory readings before deciding which devices are free (real GPUs only).
@@ -183,11 +195,23 @@ class Sweep:
     def run(self) -> SweepResult:
         t0 = time.monotonic()
         with ResultsLock(self.results_dir):
+            refuse_without_ledger(self.results_dir)
             store = Store.create(self.results_dir)
             try:
+                self._guard = LedgerGuard(store)
                 return self._run(store, t0)
+            except sqlite3.DatabaseError as exc:
+                # A write or read failed under us: say what became of the file, not SQLite's words.
+                raise self._lost(self._guard.check(force=True) or f"is unreadable ({exc})") from None
             finally:
                 store.close()
+
+    def _lost(self, problem: str) -> LedgerLost:
+        db = self.results_dir / DB_NAME
+        return LedgerLost(db, f"{db} {problem} while this sweep was running: it stopped launching runs "
+                              f"and stopped the ones in flight (their run directories keep what they did). "
+                              f"Recreate the ledger from the run directories with "
+                              f"`benchlab collect --rebuild {self.results_dir}`, then run again to finish.")
 
     def _make_backend(self, todo: Iterable[Run]) -> Backend:
         if not isinstance(self._backend_arg, str):
@@ -275,6 +299,15 @@ class Sweep:
                               and not self.rerun_all)
         estimates = store.durations()
         _order(todo, estimates)
+
+        if isinstance(self._backend_arg, str) and self._backend_arg == "local":
+            missing = missing_workdirs(todo)
+            if missing:
+                from benchlab.errors import UserError
+
+                where = f" (workdir of {spec.path})" if spec.path else ""
+                raise UserError(f"working directory {missing[0]} does not exist{where}; nothing was run. "
+                                "Create it, or fix the spec's `workdir`.")
 
         changed = None if self.rerun_all else code_changed(store, self.code, runs, statuses)
         if changed:
@@ -372,10 +405,15 @@ class Sweep:
                 self.on_event(SweepEvent("warning", None, 0, progress, error=text))
 
         drop_unplaceable()
+        lost: str | None = None
         try:
             # Devices whose memory still drains keep the sweep open (bounded by the backend's
             # settle time), so a leak found after the last run is still reported.
             while (todo or inflight or (settling and settling())) and not self._stop.is_set():
+                problem = self._guard.check()
+                if problem is not None:
+                    lost = problem
+                    raise self._lost(problem)
                 # Launch while slots allow; a run that does not fit now waits, others may pass it.
                 launched = True
                 while launched and todo and not self._stop.is_set():
@@ -395,7 +433,12 @@ class Sweep:
                     prepare_ahead()
                     launch = self._launch(store, backend, run, host, base_env, db_key)
                     launched = True
-                    if launch is None:
+                    if isinstance(launch, _LaunchFailed):
+                        # Counted like any failure: in the progress, the summary and the exit code.
+                        progress.failed += 1
+                        failed_runs.append(run.name)
+                        self.on_event(SweepEvent("finish", run, launch.number, progress, status=FAILED,
+                                                 failure_class=triage.LAUNCH, error=launch.error))
                         continue
                     inflight[launch.attempt_id] = (run, launch.attempt_id, launch.number,
                                                    time.time())
@@ -451,16 +494,23 @@ class Sweep:
                     self.on_event(event)
             if todo and not self._stop.is_set():
                 drop_unplaceable()
+        except sqlite3.DatabaseError:
+            lost = "is unreadable"
+            raise
         finally:
             if inflight:
                 for outcome in backend.terminate_all(STOP_GRACE_S):
                     run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
                     outcome.interrupted = True
-                    self._finish(store, outcome, shared, primary, metrics)
+                    # A lost ledger is not written to: it may now be someone's backup.
+                    self._finish(store, outcome, shared, primary, metrics, record=lost is None)
                     interrupted += 1
             backend.close()
             if isinstance(self._backend_arg, str) and self._backend_arg == "local":
                 kill_strays(db_key)
+        problem = self._guard.check(force=True)  # lost after the last check: still say so
+        if problem is not None:
+            raise self._lost(problem)
         flagged = triage.flag_configs(store.runs(), store.attempts())
         store.set_meta(flagged=flagged)
         return SweepResult(
@@ -474,7 +524,7 @@ class Sweep:
     # ------------------------------------------------------------------ one attempt
 
     def _launch(self, store: Store, backend: Backend, run: Run, host: str,
-                base_env: dict[str, str], db_key: str) -> Launch | None:
+                base_env: dict[str, str], db_key: str) -> Launch | _LaunchFailed:
         # One transaction from the attempt's row to its pid: one commit per launch. A crash
         # before the commit leaves a process no row names; it carries this ledger's key in its
         # environment, and the next sweep's recovery kills every such process first.
@@ -482,11 +532,13 @@ class Sweep:
             return self._launch_recorded(store, backend, run, host, base_env, db_key)
 
     def _launch_recorded(self, store: Store, backend: Backend, run: Run, host: str,
-                         base_env: dict[str, str], db_key: str) -> Launch | None:
+                         base_env: dict[str, str], db_key: str) -> Launch | _LaunchFailed:
         run_dir = run_dir_of(self.results_dir, run.run_id)
         attempt_id, number = store.start_attempt(run.run_id, host=host)
         store.tag_attempt(attempt_id, self._code_id)
-        if not (number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)):
+        claimed = number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)
+        # A directory written ahead may have been removed since: written again, not blamed on the run.
+        if not claimed or not os.path.exists(run_dir / "config.yaml"):
             write_run_dir(run_dir, run, number)
         env = dict(base_env)
         for key, value in run.env.items():
@@ -501,19 +553,17 @@ class Sweep:
         try:
             info = backend.start(launch)
         except OSError as exc:
-            error = f"could not start: {exc.strerror or exc} ({run.workdir})"
+            where = exc.filename if exc.filename else run.workdir
+            error = f"could not start: {exc.strerror or exc} ({where})"
             store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
                                  failure_class=triage.LAUNCH, error=error)
-            progress = Progress(total=0)
-            self.on_event(SweepEvent("finish", run, number, progress, status=FAILED,
-                                     failure_class=triage.LAUNCH, error=error))
-            return None
+            return _LaunchFailed(number, error)
         # The backend chose the devices at start; the ledger keeps them with the attempt.
         store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start, gpus=launch.gpus)
         return launch
 
     def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
-                metrics: list[Any]) -> tuple[str, SweepEvent]:
+                metrics: list[Any], record: bool = True) -> tuple[str, SweepEvent]:
         launch = outcome.launch
         run, run_dir = launch.run, launch.run_dir
         tail: str | None = None  # the log's last lines, read only for a failure
@@ -532,9 +582,11 @@ class Sweep:
             missing = collected.missing(primary)
             if missing:
                 failure = triage.Verdict(triage.MISSING_METRIC, missing)
-        extracted = {}
+        extracted: dict[str, Any] = {}
         if collected is not None and write_extracted_metrics(run_dir, collected.finals, collected.extracted):
             extracted = {"metrics_json": RECORDED_BY_BENCHLAB}
+        if collected is not None and collected.lm_eval is not None:
+            extracted["lm_eval"] = collected.lm_eval.provenance
         if run_dir.exists():
             write_provenance(run_dir, shared.get(), run_id=run.run_id, run=run.name, attempt=launch.number,
                              started=outcome.started, ended=outcome.ended,
@@ -543,13 +595,17 @@ class Sweep:
                              timed_out=outcome.timed_out, node=outcome.node, gpus=launch.gpus,
                              gpu_models=[self.gpu_names.get(i) for i in launch.gpus or ()],
                              command=launch.command, metrics={"primary": primary, "goals": {
-                                 m.name: m.goal for m in metrics}}, **extracted,
+                                 m.name: m.goal for m in metrics}}, **extracted, interrupted=outcome.interrupted,
                              **({"transfer": outcome.extra} if outcome.extra else {}))
+        if not record:
+            return INTERRUPTED, SweepEvent("finish", run, launch.number, Progress(0), status=INTERRUPTED)
         if failure is None:
             assert collected is not None
+            # A completed attempt's error holds a note that qualifies it, such as a partial lm-eval run.
+            note = collected.lm_eval.partial_note() if collected.lm_eval is not None else None
             store.finish_attempt(launch.attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
                                  exit_code=outcome.exit_code, ended=outcome.ended, node=outcome.node,
-                                 metrics=collected.finals, series=collected.series)
+                                 error=note, metrics=collected.finals, series=collected.series)
             return COMPLETED, SweepEvent("finish", run, launch.number, Progress(0), status=COMPLETED,
                                          value=collected.finals.get(primary), metric=primary)
         status = INTERRUPTED if failure.failure_class == triage.INTERRUPTED else FAILED
@@ -598,6 +654,49 @@ def code_changed(store: Store, now: CodeState, runs: list[Run], statuses: dict[s
     return (f"the code under test changed since {n} of the {len(done)} finished runs ran (they ran "
             f"{then.describe()}{' and others' if len(before) > 1 else ''}; it is now {now.describe()}); "
             "they are kept as done: --rerun-all runs every run again")
+
+
+@dataclass(frozen=True)
+class _LaunchFailed:
+    """A launch the backend refused: the attempt's number and why (already in the ledger)."""
+
+    number: int
+    error: str
+
+
+def missing_workdirs(runs: Iterable[Run]) -> list[str]:
+    """The working directories of ``runs`` that do not exist on this machine."""
+    return sorted(w for w in {r.workdir for r in runs} if not os.path.isdir(w))
+
+
+def refuse_without_ledger(results_dir: Path) -> None:
+    """Raise ``LedgerLost`` when run directories show finished runs but the ledger is missing or
+    holds no attempt: a sweep would run them all again, and the ledger can be rebuilt instead."""
+    db = results_dir / DB_NAME
+    if db.exists():
+        try:
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+            try:
+                (attempts,) = conn.execute("SELECT COUNT(*) FROM (SELECT 1 FROM attempts LIMIT 1)").fetchone()
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            raise LedgerLost(db, f"{db} is unreadable ({exc}); nothing was run. Recreate it from the run "
+                                 f"directories with `benchlab collect --rebuild {results_dir}`.") from None
+        if attempts:
+            return
+    runs_dir = results_dir / "runs"
+    if not runs_dir.is_dir():
+        return
+    with os.scandir(runs_dir) as entries:
+        finished = next((e.name for e in entries if os.path.exists(os.path.join(e.path, "provenance.json"))),
+                        None)
+    if finished is None:
+        return
+    state = "is missing" if not db.exists() else "holds no attempt"
+    raise LedgerLost(db, f"{db} {state}, but run directories under {runs_dir} show finished runs "
+                         f"(e.g. {finished}); nothing was run, so that they are not run again. Recreate the "
+                         f"ledger from them with `benchlab collect --rebuild {results_dir}`, then run again.")
 
 
 def _wait_for_memory(inventory: Any, devices: list[int], limit_s: float = SETTLE_S,

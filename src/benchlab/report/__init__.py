@@ -11,9 +11,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
+from benchlab.ranges import metric_ranges
+from benchlab.report.analysis import DEFAULT_REPS, analyze_primary, ledger_seeds
 from benchlab.report.leaderboard import render_leaderboard, status
-from benchlab.report.markdown import ReportData, render_markdown
+from benchlab.report.markdown import ReportData, primary_counts, render_markdown
 from benchlab.report.tables import describe
 from benchlab.results import find_results, info, load
 from benchlab.store import FAILED, AttemptRecord, RunRecord, Store
@@ -60,6 +61,7 @@ def gather(results: Path | str | None = None) -> ReportData:
     failures = []
     runs: dict[str, RunRecord] = {}
     attempts: dict[str, list[AttemptRecord]] = {}
+    planned, failed_runs = ledger_seeds(folder)
     with Store.open(folder) as store:
         # Reading every run and attempt costs ~0.3 s at 10,000 runs; most sweeps have no failure.
         if store.counts().get(FAILED):
@@ -89,6 +91,10 @@ def gather(results: Path | str | None = None) -> ReportData:
         hardware=hardware,
         git=git,
         benchlab_version=__version__,
+        results=folder,
+        planned=planned,
+        failed_runs=failed_runs,
+        ranges=metric_ranges(meta.spec),
     )
 
 
@@ -102,6 +108,7 @@ def write_report(
     reps: int = DEFAULT_REPS,
     seed: int = 0,
     workers: int | None = None,
+    failed_as: str = "exclude",
 ) -> ReportFiles:
     """Write the report files into ``out`` (default: the results folder) and return their paths.
 
@@ -115,15 +122,27 @@ def write_report(
         seed: seed of every random procedure, so the same folder gives the same report.
         workers: processes drawing the figures while the statistics are computed
             (default: one per core, at most one per figure; 0 draws in this process).
+        failed_as: how failed seeds enter the statistics, the tables and the plots:
+            ``"exclude"`` (left out, and every claim they touch says so) or ``"worst"``
+            (scored as the worst value; see :mod:`benchlab.stats.accounting`).
     """
+    from benchlab.stats.accounting import account
+
     folder = find_results(results)
     out_dir = Path(out) if out is not None else folder
     out_dir.mkdir(parents=True, exist_ok=True)
     data = gather(folder)
+    data.failed_as = failed_as
     info_ = data.info
     csv_path = out_dir / "results.csv"
     data.finals.to_csv(csv_path, index=False)
-    desc = describe(data.finals, info_.goal, info_.primary)
+    # The tables and plots see what the statistics see: failed seeds left out or scored worst.
+    used, accounting = account(
+        data.finals, failed_as, info_.goal or "max", data.planned, data.failed_runs, data.ranges
+    ) if len(data.finals) else (data.finals, None)
+    data.accounting = accounting
+    data.used = used
+    desc = describe(used, info_.goal, info_.primary)
     pending = None
     if plots:
         from benchlab.report.plots import draw
@@ -133,10 +152,14 @@ def write_report(
             for old in plot_dir.glob("*.png"):
                 old.unlink()
         pending = draw(
-            folder, plot_dir, info_, data.finals, desc, seeds=seeds, seed=seed, workers=workers
+            folder, plot_dir, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
+            ranges=data.ranges,
         )
     # The figures draw in worker processes meanwhile.
-    data.analysis = analyze_primary(data.finals, info_, reps=reps, seed=seed)
+    data.analysis = analyze_primary(
+        data.finals, info_, reps=reps, seed=seed, failed_as=failed_as, planned=data.planned,
+        failed_runs=data.failed_runs, ranges=data.ranges,
+    )
     extra: list[Path] = []
     if pending is not None:
         data.plots = [p.as_dict() for p in pending()]
@@ -155,6 +178,8 @@ def write_report(
             info_.goal.get(info_.primary, "max"),
             info_.primary,
             info_.name,
+            seeds=primary_counts(accounting, info_.primary),
+            failed_as=failed_as,
         ),
         encoding="utf-8",
     )

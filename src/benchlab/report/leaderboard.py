@@ -21,10 +21,12 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from benchlab.report.tables import fmt
+from benchlab.report.tables import fmt, mean_pm
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from benchlab.stats.accounting import SeedCount
 
 Status = Literal["solved", "close", "failed"]
 CLOSE_FRACTION = 0.8
@@ -74,6 +76,7 @@ def leaderboard_rows(
         for cfg in configs:
             if cfg in sub.index:
                 mean, std = float(sub.at[cfg, "mean"]), float(sub.at[cfg, "std"])
+                std = std if sub.at[cfg, "n"] > 1 else float("nan")  # one seed: no spread
                 cells[cfg] = (mean, std, status(mean, target, goal))
         best = None
         if cells:
@@ -92,17 +95,28 @@ def render_leaderboard(
     goal: str,
     primary: str,
     name: str,
+    seeds: dict[tuple[str, str], SeedCount] | None = None,
+    failed_as: str = "exclude",
 ) -> str:
-    """The text of BENCHMARKS.md."""
+    """The text of BENCHMARKS.md.
+
+    ``seeds`` (completed/planned per (task, config)) marks every cell whose config lost
+    seeds, and a config with no completed seed gets a "failed" cell instead of a blank.
+    """
     rows = leaderboard_rows(desc, tasks, configs, targets, goal)
+    seeds = seeds or {}
     direction = "higher" if goal == "max" else "lower"
+    how = "excluded" if failed_as == "exclude" else "scored as the worst value"
     lines = [
         f"# Benchmarks: {name}",
         "",
         f"Score: mean ± std over seeds of **{primary}** ({direction} is better). "
         "Status: ✅ solved (reaches the target), ⚠️ close "
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
-        + "❌ failed; the last column is the best config's status.",
+        + "❌ failed; the last column is the best config's status. "
+        f"Where a config lost seeds the cell says how many completed of those planned "
+        f"(failed seeds {how}, `--failed-as {failed_as}`); ✗ marks a config with no completed "
+        "seed.",
         "",
         "| task | target | " + " | ".join(configs) + " | best |",
         "|---|---:|" + "---|" * len(configs) + "---|",
@@ -111,13 +125,21 @@ def render_leaderboard(
         cells = []
         for cfg in configs:
             cell = row.cells.get(cfg)
+            count = seeds.get((row.task, cfg))
             if cell is None:
-                cells.append("—")
+                cells.append(f"✗ failed ({count.label} seeds)" if count is not None else "—")
                 continue
             mean, std, st = cell
-            text = f"{fmt(mean)} ± {fmt(std, 2)}"
-            cells.append(f"{text} {ICONS[st]}" if st else text)
+            text = mean_pm(mean, std)
+            if st:
+                text += f" {ICONS[st]}"
+            if count is not None and count.lost:
+                text += f" ({count.label} seeds)"
+            cells.append(text)
         best = row.best or "—"
+        lost = seeds.get((row.task, row.best)) if row.best else None
+        if lost is not None and lost.lost:
+            best += f" ({lost.label} seeds)"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {row.task} | {target} | " + " | ".join(cells) + f" | {best_text} |")

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
-import numpy as np
 import yaml
 
-from benchlab.report.tables import describe, fmt
+from benchlab.report.tables import describe, fmt, fmt_at, mean_pm, places
 from benchlab.results import BenchmarkInfo
+from benchlab.stats.accounting import Accounting, SeedCount
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,6 +40,20 @@ class ReportData:
     benchlab_version: str = ""
     plots: list[dict[str, str]] = field(default_factory=list)
     analysis: dict[str, Any] | None = None  # the output of benchlab.stats, when available
+    results: Path | None = None  # the results folder
+    planned: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    failed_runs: list[tuple[str, str, int]] = field(default_factory=list)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    failed_as: str = "exclude"
+    accounting: Accounting | None = None
+    used: pd.DataFrame | None = None  # the finals as the statistics see them (failed_as applied)
+
+
+def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
+    """The seed counts of the primary metric, by (task, config)."""
+    if accounting is None:
+        return {}
+    return {(t, c): n for (t, c, m), n in accounting.counts.items() if m == primary}
 
 
 def _p(p: float | None) -> str:
@@ -62,21 +76,46 @@ def _list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def _caveat(row: dict[str, Any]) -> str:
+    return f"; {row['caveat']}" if row.get("caveat") else ""
+
+
 def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
     info = data.info
     goal = info.goal.get(info.primary, "max")
     prim = desc[desc["is_primary"]]
     if prim.empty:
+        failed = sorted({c for _, c, _ in data.failed_runs})
+        if failed:
+            return (f"No run has completed yet; {_list(failed)} failed on every seed so far, so "
+                    "there is nothing to compare.")
         return "No run has completed yet, so there is nothing to compare."
     best = prim[prim["rank"] == 1]
     wins = best.groupby("config", sort=False)["task"].apply(list).to_dict()
     n_tasks = prim["task"].nunique()
     top_cfg, top_tasks = max(wins.items(), key=lambda kv: len(kv[1]))
     where = f" ({', '.join(top_tasks)})" if len(top_tasks) <= 4 else ""
+    counts = primary_counts(data.accounting, info.primary)
+    lost = [counts[(t, top_cfg)] for t in top_tasks if (t, top_cfg) in counts
+            and counts[(t, top_cfg)].lost]
+    seeds_note = ""
+    if lost:
+        done = sum(c.completed for c in lost)
+        planned = sum(c.planned for c in lost)
+        how = ("failed seeds excluded" if data.failed_as == "exclude"
+               else "failed seeds scored as the worst value")
+        seeds_note = f", from {done} of its {planned} planned seeds there ({how})"
     parts = [
         f"**{top_cfg}** has the best mean {info.primary} on {len(top_tasks)} of {n_tasks} "
-        f"task{'s' if n_tasks != 1 else ''}{where}."
+        f"task{'s' if n_tasks != 1 else ''}{where}{seeds_note}."
     ]
+    no_seed: dict[str, list[str]] = {}
+    for (task, config), n in counts.items():
+        if n.completed == 0 and n.failed:
+            no_seed.setdefault(config, []).append(task)
+    for config, where_ in no_seed.items():
+        on = "any task" if len(where_) == n_tasks or len(where_) > 4 else _list(where_)
+        parts.append(f"**{config}** failed on every seed of {on} and has no score there.")
     comparisons = [
         r for r in (data.analysis or {}).get("comparisons", []) if r.get("metric") == info.primary
     ]
@@ -84,8 +123,9 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         mine = [r for r in comparisons if r["candidate"] == top_cfg]
         groups: dict[str, list[str]] = {"better": [], "worse": [], "none": [], "undetermined": []}
         for r in mine:
-            p = f" (Holm-adjusted p={_p(r['p_holm'])})" if r.get("p_holm") is not None else ""
-            groups[_verdict(r, goal)].append(r["task"] + p)
+            p = f"Holm-adjusted p={_p(r['p_holm'])}" if r.get("p_holm") is not None else ""
+            note = "; ".join(x for x in (p, r.get("caveat") or "") if x)
+            groups[_verdict(r, goal)].append(r["task"] + (f" ({note})" if note else ""))
         clauses = []
         for key, text in (
             ("better", "is significantly better"),
@@ -103,16 +143,19 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
     elif comparisons:
         parts.append(f"The baseline **{info.baseline}** itself is best there.")
     if comparisons:
-        counts = {"better": 0, "worse": 0, "none": 0, "undetermined": 0}
+        tally = {"better": 0, "worse": 0, "none": 0, "undetermined": 0}
         for r in comparisons:
-            counts[_verdict(r, goal)] += 1
+            tally[_verdict(r, goal)] += 1
         if len({r["candidate"] for r in comparisons}) > 1:
             tail = (
                 f"Over all {len(comparisons)} comparisons with the baseline, "
-                f"{counts['better']} are significantly better, {counts['worse']} "
-                f"significantly worse and {counts['none'] + counts['undetermined']} show "
-                "no significant difference"
+                f"{tally['better']} are significantly better, {tally['worse']} "
+                f"significantly worse, {tally['none']} show no significant difference and "
+                f"{tally['undetermined']} are undetermined"
             )
+            with_loss = sum(1 for r in comparisons if r.get("caveat"))
+            if with_loss:
+                tail += f"; {with_loss} of them rest on a side that lost seeds"
             parts.append(tail + _failures_clause(data) + ".")
             return " ".join(parts)
     elif info.baseline and not data.analysis:
@@ -128,6 +171,39 @@ def _failures_clause(data: ReportData) -> str:
     return f"; {n} run{'s' if n != 1 else ''} failed (see the failure log)" if n else ""
 
 
+def _stderr_ci(
+    finals: pd.DataFrame, task: str, config: str, metric: str, bounds: tuple[float, float] | None
+) -> tuple[float, float, float] | None:
+    """``(se, low, high)`` from the evaluation's own standard error of a one-seed result.
+
+    lm-evaluation-harness (and most evaluation tools) report ``<metric>_stderr`` next to a
+    metric; a spec that reads it as a metric of that name gives a one-seed result an
+    interval: the normal 95% interval ``value ± 1.96·se``, cut at the metric's range.
+    """
+    rows = finals[(finals["task"] == task) & (finals["config"] == config)]
+    se_rows = rows.loc[rows["metric"] == f"{metric}_stderr", "value"].dropna()
+    val_rows = rows.loc[rows["metric"] == metric, "value"].dropna()
+    if len(se_rows) != 1 or len(val_rows) != 1 or not se_rows.iloc[0] > 0:
+        return None
+    from benchlab.stats.accounting import bound_interval
+
+    se, value = float(se_rows.iloc[0]), float(val_rows.iloc[0])
+    low, high = bound_interval(value - 1.959964 * se, value + 1.959964 * se, bounds)
+    return se, float(low), float(high)  # type: ignore[arg-type]
+
+
+def _seeds_cell(count: SeedCount | None, n: int) -> str:
+    if count is None:
+        return str(n)
+    text = count.label
+    notes = []
+    if count.failed:
+        notes.append(f"{len(count.failed)} failed")
+    if count.missing:
+        notes.append(f"{len(count.missing)} missing")
+    return text + (f" ({', '.join(notes)})" if notes else "")
+
+
 def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, Any]], list[str]]:
     info = data.info
     secondary = [
@@ -135,44 +211,73 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
         for m in desc["metric"].unique()
         if m != info.primary and (not info.goal or m in info.goal)
     ]
+    counts = primary_counts(data.accounting, info.primary)
+    bounds = data.ranges.get(info.primary)
     summary_rows = {}
     if data.analysis:
         for row in data.analysis.get("summary", []):
             if row.get("metric") == info.primary:
                 summary_rows[(row["task"], row["config"])] = row
     tables = []
-    for task in [t for t in info.tasks if t in set(desc["task"])] + sorted(
-        set(desc["task"]) - set(info.tasks)
-    ):
+    all_tasks = set(desc["task"]) | {t for t, _ in counts}
+    for task in [t for t in info.tasks if t in all_tasks] + sorted(all_tasks - set(info.tasks)):
         sub = desc[desc["task"] == task]
         prim = sub[sub["is_primary"]].sort_values("rank")
         rows = []
         for _, r in prim.iterrows():
             extra = summary_rows.get((task, r["config"]), {})
+            count = counts.get((task, r["config"]))
             sec_vals = []
             for m in secondary:
                 s = sub[(sub["config"] == r["config"]) & (sub["metric"] == m)]
                 sec_vals.append(
-                    "—" if s.empty else f"{fmt(s['mean'].iloc[0])} ± {fmt(s['std'].iloc[0], 2)}"
+                    "—" if s.empty else mean_pm(s["mean"].iloc[0], s["std"].iloc[0])
                 )
-            ci = ""
-            if extra:
-                ci = f"[{fmt(extra.get('ci_low'))}, {fmt(extra.get('ci_high'))}]"
+            lo, hi = extra.get("ci_low"), extra.get("ci_high")
+            half = (hi - lo) / 2 if lo is not None and hi is not None else None
+            at = places(half) if half else places(r["std"] if r["n"] > 1 else None)
+            ci = "" if not extra else (
+                f"[{fmt_at(lo, at)}, {fmt_at(hi, at)}]" if lo is not None else "—")
+            mean_std = mean_pm(r["mean"], r["std"] if r["n"] > 1 else None, half)
+            if int(r["n"]) == 1:
+                se = _stderr_ci(data.finals, task, r["config"], info.primary, bounds)
+                if se is not None:
+                    at = places(se[0])
+                    mean_std = f"{fmt_at(r['mean'], at)} ± {fmt_at(se[0], at)} (s.e.)"
+                    ci = f"[{fmt_at(se[1], at)}, {fmt_at(se[2], at)}] (s.e.)"
+                elif extra:
+                    ci = "— (one seed)"
+            own = _rank(r["rank"])
+            # Rank by mean (equal means share the lower rank); a config whose CI overlaps the
+            # best one's shares rank 1, as the statistics rank it, and is marked tied.
+            rank_shown = 1 if extra.get("rank") == 1 else own
             rows.append(
                 {
-                    "rank": "—" if r["rank"] is None or r["rank"] is np.nan else int(r["rank"]),
+                    "rank": "—" if rank_shown is None else rank_shown,
                     # stats ranks every config whose CI overlaps the best one's as 1.
-                    "tied": " (tied)" if extra.get("rank") == 1 and r["rank"] != 1 else "",
+                    "tied": " (tied)" if extra.get("rank") == 1 and own != 1 else "",
                     "config": r["config"] + (" (baseline)" if r["config"] == info.baseline else ""),
                     "flag": " ⚠" if extra.get("high_variance") else "",
-                    "n": int(r["n"]),
-                    "mean_std": f"{fmt(r['mean'])} ± {fmt(r['std'], 2)}",
+                    "n": _seeds_cell(count, int(r["n"])),
+                    "mean_std": mean_std,
                     "ci": ci,
-                    "min": fmt(r["min"]),
-                    "max": fmt(r["max"]),
+                    "min": fmt_at(r["min"], at) if at is not None else fmt(r["min"]),
+                    "max": fmt_at(r["max"], at) if at is not None else fmt(r["max"]),
                     "secondary": sec_vals,
                 }
             )
+        shown = set(prim["config"])
+        for (t, config), count in counts.items():
+            if t != task or config in shown:
+                continue
+            rows.append({
+                "rank": "—", "tied": "",
+                "config": config + (" (baseline)" if config == info.baseline else "")
+                + " ✗ failed",
+                "flag": "", "n": _seeds_cell(count, 0),
+                "mean_std": "no completed seed", "ci": "—" if summary_rows else "",
+                "min": "—", "max": "—", "secondary": ["—" for _ in secondary],
+            })
         tables.append(
             {
                 "name": task,
@@ -182,6 +287,13 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
             }
         )
     return tables, secondary
+
+
+def _rank(x: Any) -> int | None:
+    try:
+        return None if x is None or x != x or x is getattr(x, "NA", object()) else int(x)
+    except TypeError:  # pandas' NA refuses comparison
+        return None
 
 
 def _clean(x: float | None, *scale: float | None) -> float | None:
@@ -196,38 +308,74 @@ def _clean(x: float | None, *scale: float | None) -> float | None:
     return 0.0 if abs(x) < 1e-12 * max(ref, 1e-300) else x
 
 
+_VERDICT_CELL = {
+    "better": "✓ significantly better",
+    "worse": "✓ significantly worse",
+    "none": "✗ no significant difference",
+    "undetermined": "— undetermined",
+}
+
+
 def _comparison_rows(data: ReportData, rows: list[dict[str, Any]]) -> list[str]:
     info = data.info
+    goal = info.goal.get(info.primary, "max")
     tasks = [t for t in info.tasks if any(r["task"] == t for r in rows)]
     tasks += sorted({r["task"] for r in rows} - set(tasks))
+    # The verdict comes third, so it is on screen however wide the rest of the table is.
     lines = [
-        "| task | candidate | design (n) | mean diff [95% CI] | test p | rank-test p "
-        "| Holm p | Cohen's d | Hedges' g | P(improvement) | significant |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|:---:|",
+        "| task | candidate | verdict | mean diff [95% CI] | Holm p | seeds (baseline, candidate) "
+        "| design | test p | rank-test p | Cohen's d | Hedges' g | P(improvement) |",
+        "|---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for task in tasks:
         for r in (r for r in rows if r["task"] == task):
             design = f"paired ({r['n']})" if r["paired"] else f"unpaired ({r['n']})"
+            if not r["n"]:
+                design = "—"
             test = f"t {_p(r['t_pvalue'])}" if r["paired"] else f"Welch {_p(r['welch_pvalue'])}"
             rank_test = (
                 f"Wilcoxon {_p(r['wilcoxon_pvalue'])}"
                 if r["paired"]
                 else f"MWU {_p(r['mannwhitney_pvalue'])}"
             )
+            lo, hi = r.get("diff_ci_low"), r.get("diff_ci_high")
+            at = places((hi - lo) / 2) if lo is not None and hi is not None else None
             diff = (
-                f"{fmt(_clean(r['mean_diff'], r['diff_ci_low'], r['diff_ci_high']))} "
-                f"[{fmt(r['diff_ci_low'])}, {fmt(r['diff_ci_high'])}]"
+                f"{fmt_at(_clean(r['mean_diff'], lo, hi), at)} [{fmt_at(lo, at)}, {fmt_at(hi, at)}]"
                 if r.get("mean_diff") is not None
                 else "—"
             )
-            sig = {True: "✓", False: "✗", None: "—"}[r.get("significant")]
+            verdict = _VERDICT_CELL[_verdict(r, goal)]
+            if r.get("caveat"):
+                verdict += f" ⚠ {r['caveat']}"
+            seeds = (f"{r.get('baseline_seeds') or '—'}, {r.get('candidate_seeds') or '—'}"
+                     if r.get("baseline_seeds") or r.get("candidate_seeds") else "—")
             lines.append(
-                f"| {task} | {r['candidate']} | {design} | {diff} | {test} | {rank_test} | "
-                f"{_p(r.get('p_holm'))} | {fmt(_clean(r.get('cohens_d')), 3)} | "
-                f"{fmt(_clean(r.get('hedges_g')), 3)} | "
-                f"{fmt(r.get('prob_improvement'), 3)} | {sig} |"
+                f"| {task} | {r['candidate']} | {verdict} | {diff} | {_p(r.get('p_holm'))} | "
+                f"{seeds} | {design} | {test} | {rank_test} | "
+                f"{fmt(_clean(r.get('cohens_d')), 3)} | {fmt(_clean(r.get('hedges_g')), 3)} | "
+                f"{fmt(r.get('prob_improvement'), 3)} |"
             )
     return lines
+
+
+def _failed_as_text(data: ReportData) -> str:
+    counts = primary_counts(data.accounting, data.info.primary)
+    lost = sum(len(c.failed) for c in counts.values())
+    if data.failed_as == "worst":
+        return (
+            "Failed seeds are scored as the worst value (`--failed-as worst`): the lower "
+            "end of the metric's range where it has one, otherwise the worst value any config "
+            f"reached on that task. {lost} seed{'s' if lost != 1 else ''} of "
+            f"{data.info.primary} failed."
+        )
+    return (
+        "Failed seeds are excluded (`--failed-as exclude`, the default): a config is judged "
+        "on the seeds that completed, which flatters one that fails often; each comparison "
+        "touched by a loss says so beside its verdict. `benchlab report --failed-as worst` "
+        f"scores failed seeds as the worst value instead. {lost} seed{'s' if lost != 1 else ''} "
+        f"of {data.info.primary} failed."
+    )
 
 
 def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
@@ -245,13 +393,18 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 f"Each config against the baseline **{info.baseline}** on the final "
                 f"{info.primary}. Mean diff is candidate − baseline "
                 f"({'higher' if goal == 'max' else 'lower'} "
-                "is an improvement) with a bootstrap 95% CI. Runs are paired by seed where both "
+                "is an improvement) with its 95% CI ("
+                + str((data.analysis.get("methods") or {}).get("diff_ci") or "bootstrap")
+                + "). Runs are paired by seed where both "
                 "configs have at least two seeds in common (paired t-test and Wilcoxon "
                 "signed-rank), otherwise compared unpaired (Welch t-test and Mann–Whitney U). "
                 "Holm p is the t-test p-value adjusted by Holm–Bonferroni over all comparisons "
                 "below; ✓ significant means Holm p < 0.05 and the CI of the difference excludes "
-                "0. P(improvement) is the probability that a run of the candidate beats one of "
-                "the baseline.",
+                "0; undetermined means there is no test to decide (a side has fewer than two "
+                "seeds, or no variance). Seeds are completed/planned. P(improvement) is the "
+                "probability that a run of the candidate beats one of the baseline.",
+                "",
+                _failed_as_text(data),
                 "",
             ]
             lines += _comparison_rows(data, rows)
@@ -259,9 +412,15 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
             lines.append(f"No config could be compared with the baseline **{info.baseline}**.")
         agg = data.analysis.get("aggregate") or []
         if agg:
+            norm = (data.analysis.get("normalization") or {}).get("method")
+            scores_of = {"none": f"raw {info.primary} (no reference scores)",
+                         "references": f"{info.primary} normalised by the reference scores",
+                         "observed": f"{info.primary} min–max normalised over the configs",
+                         "mixed": f"{info.primary} normalised by reference or observed values",
+                         }.get(str(norm), f"normalised {info.primary}")
             lines += [
                 "",
-                f"Across tasks (normalised {info.primary}, after rliable: "
+                f"Across tasks ({scores_of}, after rliable: "
                 "interquartile mean, median, mean and optimality gap with stratified "
                 "bootstrap 95% CIs):",
                 "",
@@ -269,10 +428,11 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 "|---|---|---|---|---|",
             ]
             for a in agg:
-                cells = [
-                    f"{fmt(a.get(k))} [{fmt(a.get(k + '_ci_low'))}, {fmt(a.get(k + '_ci_high'))}]"
-                    for k in ("iqm", "median", "mean", "optimality_gap")
-                ]
+                cells = []
+                for k in ("iqm", "median", "mean", "optimality_gap"):
+                    lo, hi = a.get(k + "_ci_low"), a.get(k + "_ci_high")
+                    at = places((hi - lo) / 2) if lo is not None and hi is not None else None
+                    cells.append(f"{fmt_at(a.get(k), at)} [{fmt_at(lo, at)}, {fmt_at(hi, at)}]")
                 lines.append(f"| {a['config']} | " + " | ".join(cells) + " |")
         warnings = data.analysis.get("warnings") or []
         if warnings:
@@ -303,23 +463,61 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _benchlab_checkout() -> tuple[Path, str | None] | None:
+    """The source checkout benchlab runs from (an editable install) and its commit, if any."""
+    import subprocess
+
+    import benchlab
+
+    root = Path(benchlab.__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").is_file():
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=20, check=False)
+    except OSError:
+        return root, None
+    return root, (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
 def _reproduce(data: ReportData) -> list[str]:
+    """Shell lines that run the benchmark again and report it, each working as written."""
+    import shlex
+
     info = data.info
     lines = []
+    spec = info.spec_path or "<spec.yaml>"
     commit = data.git.get("commit")
     if commit:
-        lines.append(
-            f"git checkout {commit}"
-            + ("  # the runs used uncommitted changes too" if data.git.get("dirty") else "")
-        )
-    lines.append(f"pip install 'benchlab=={data.benchlab_version}'")
-    spec = info.spec_path or "<spec.yaml>"
+        where = Path(info.spec_path).parent if info.spec_path else None
+        lines.append("# the code under test, at the commit its runs recorded"
+                     + (" (they used uncommitted changes too)" if data.git.get("dirty") else ""))
+        lines.append(f"git -C {shlex.quote(str(where))} checkout {commit}" if where
+                     else f"git checkout {commit}")
+    source = _benchlab_checkout()
+    if source is not None:
+        root, sha = source
+        lines.append(f"# benchlab {data.benchlab_version}, installed from its source checkout"
+                     + (f" at {sha[:12]}" if sha else ""))
+        if sha:
+            lines.append(f"git -C {shlex.quote(str(root))} checkout {sha}")
+        lines.append(f"pip install {shlex.quote(str(root))}")
+    else:
+        lines.append(f"# benchlab {data.benchlab_version} made this report: install that version "
+                     "from its source")
     sets = " ".join(
-        f"-s {k}={json.dumps(v) if not isinstance(v, str) else v}"
+        "-s " + shlex.quote(f"{k}={json.dumps(v) if not isinstance(v, str) else v}")
         for k, v in info.overrides.items()
     )
-    lines.append(f"benchlab run {spec}" + (f" {sets}" if sets else ""))
-    lines.append("benchlab report")
+    folder = data.results.resolve() if data.results is not None else None
+    again = folder.with_name(folder.name + "-again") if folder is not None else None
+    target = f" --results {shlex.quote(str(again))}" if again is not None else ""
+    lines.append(f"benchlab run {shlex.quote(spec)}{target}" + (f" {sets}" if sets else ""))
+    lines.append(f"benchlab report {shlex.quote(str(again))}" if again is not None
+                 else "benchlab report")
+    if folder is not None:
+        lines.append(f"# this report again, from the runs it was made of: "
+                     f"benchlab report {shlex.quote(str(folder))}")
     return lines
 
 
@@ -346,7 +544,7 @@ def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame) -> str:
 def render_markdown(data: ReportData) -> str:
     """The text of BENCHMARK_REPORT.md."""
     info = data.info
-    desc = describe(data.finals, info.goal, info.primary)
+    desc = describe(data.used if data.used is not None else data.finals, info.goal, info.primary)
     tables, secondary = _task_tables(data, desc)
     prim = desc[desc["is_primary"]]
     seeds_text = _seeds_text(info, prim)
@@ -364,12 +562,21 @@ def render_markdown(data: ReportData) -> str:
         )
     legend = "Rank 1 is the best mean over seeds; std is the sample standard deviation (n−1)"
     if data.analysis:
+        methods = [r["ci_method"] for r in data.analysis.get("summary", [])
+                   if r.get("metric") == info.primary and r.get("ci_method")]
+        method = max(set(methods), key=methods.count) if methods else "Student-t"
         legend += (
-            "; 95% CI is the Student-t interval of the mean; ⚠ marks high variance "
+            f"; 95% CI is the interval of the mean ({method}), shown to the precision it "
+            "supports (two significant digits of its half-width); one seed has no interval, "
+            "unless the evaluation reported its own standard error (marked s.e.: the normal "
+            "interval value ± 1.96 s.e.); ⚠ marks high variance "
             "(std above 1% of |mean|); (tied) marks a config whose CI overlaps the best "
-            "one's"
+            "one's: it shares rank 1"
         )
-    legend += "; n is the number of seeds that completed."
+    legend += ("; seeds are completed/planned: failed seeds "
+               + ("are excluded" if data.failed_as == "exclude" else "are scored as the worst value")
+               + f" (--failed-as {data.failed_as}), missing ones have not run; "
+               "✗ failed marks a config with no completed seed.")
     return _ENV.get_template("BENCHMARK_REPORT.md.j2").render(
         name=info.name,
         date=_dt.date.today().isoformat(),

@@ -49,9 +49,17 @@ MAX_PLOT_POINTS = 500
 
 
 def plot_curves(
-    curves: list[CurveSet], info: BenchmarkInfo, folder: Path, seeds: bool = False
+    curves: list[CurveSet],
+    info: BenchmarkInfo,
+    folder: Path,
+    seeds: bool = False,
+    ranges: dict[str, tuple[float, float]] | None = None,
 ) -> list[Plot]:
-    """A figure per metric with curves: a panel per task, mean and 95% CI band per config."""
+    """A figure per metric with curves: a panel per task, mean and 95% CI band per config.
+
+    A config with one seed on a task gets its curve and no band; a metric with a range
+    (``ranges``) has its bands cut at it.
+    """
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
 
@@ -70,6 +78,8 @@ def plot_curves(
             ),
         )
         configs = config_order(info, {c for cs in sets for c in cs.values})
+        bounds = (ranges or {}).get(metric)
+        single: set[str] = set()
         fig, axes = grid_figure(len(sets), legend_entries=len(configs))
         for ax, cs in zip(axes, sets, strict=True):
             grid = cs.grid
@@ -93,7 +103,12 @@ def plot_curves(
                         LineCollection(list(lines), colors=st["color"], linewidths=0.5, alpha=0.3)
                     )
                 mean, low, high = mean_band(vals)
-                ax.fill_between(x, low, high, color=st["color"], alpha=0.2, linewidth=0)
+                if vals.shape[0] > 1:
+                    if bounds is not None:
+                        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+                    ax.fill_between(x, low, high, color=st["color"], alpha=0.2, linewidth=0)
+                else:
+                    single.add(cfg)
                 ax.plot(x, mean, lw=1.6, **st)
             ax.set_title(cs.task)
             ax.set_xlabel("step")
@@ -104,8 +119,17 @@ def plot_curves(
         seeds_note = (
             f"; thin lines: up to {MAX_SEED_LINES} individual seeds per config" if seeds else ""
         )
+        if single:
+            seeds_note += (
+                f"; {', '.join(sorted(single))} ran one seed on some task, where its line is "
+                "that seed and has no band"
+            )
+        if bounds is not None:
+            seeds_note += f"; bands are cut at the metric's range [{bounds[0]:g}, {bounds[1]:g}]"
+        any_band = any(v.shape[0] > 1 for cs in sets for v in cs.values.values())
         fig.suptitle(
-            f"Learning curves of {metric}: mean over seeds, shaded 95% CI",
+            f"Learning curves of {metric}: mean over seeds"
+            + (", shaded 95% CI" if any_band else " (one seed each: no interval)"),
             y=1 - 0.2 / fig.get_figheight(),
             va="top",
         )
@@ -115,23 +139,33 @@ def plot_curves(
             Plot(
                 path,
                 f"Learning curves: {metric}",
-                f"Mean of {metric} over seeds at each step, with the 95% Student-t "
-                "confidence band of the mean; curves logged at different steps are "
+                (f"Mean of {metric} over seeds at each step, with the 95% Student-t "
+                 "confidence band of the mean" if any_band else
+                 f"{metric} at each step of the one seed each config ran (no interval)")
+                + "; curves logged at different steps are "
                 "linearly interpolated onto a common grid" + seeds_note + ".",
             )
         )
     return plots
 
 
-def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[Plot]:
-    """Mean final primary score with its 95% Student-t CI, a panel per task (configs on the y axis).
+def plot_scores(
+    desc: pd.DataFrame,
+    info: BenchmarkInfo,
+    folder: Path,
+    finals: pd.DataFrame | None = None,
+    ranges: dict[str, tuple[float, float]] | None = None,
+) -> list[Plot]:
+    """Final primary score per task and config: every seed as a point, the mean, its 95% CI.
 
-    ``desc`` is :func:`benchlab.report.tables.describe`'s table; the interval is
-    the same t-interval as the report's 95% CI column.
+    ``desc`` is :func:`benchlab.report.tables.describe`'s table; the interval is the same
+    Student-t interval as the report's 95% CI column, cut at the metric's range where it
+    has one, and absent for a config with one seed. ``finals`` gives the seeds' values.
     """
     prim = desc[desc["is_primary"]].copy()
     if prim.empty:
         return []
+    bounds = (ranges or {}).get(info.primary)
     tasks = [t for t in info.tasks if t in set(prim["task"])] + sorted(
         set(prim["task"]) - set(info.tasks)
     )
@@ -143,9 +177,9 @@ def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[P
             stdtrit(np.maximum(n - 1, 1), 0.975)  # Student t quantile
             * prim["std"].to_numpy(dtype=float, na_value=np.nan)
             / np.sqrt(n),
-            0.0,
+            np.nan,
         )
-    prim["half"] = np.nan_to_num(half)
+    prim["half"] = half
     position = {c: len(configs) - 1 - i for i, c in enumerate(configs)}
     colour = {c: style(i)["color"] for i, c in enumerate(configs)}
     longest = max(len(config_label(c, info)) for c in configs)
@@ -158,36 +192,58 @@ def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[P
     )
     has_target = False
     by_task = dict(iter(prim.groupby("task", sort=False)))
+    points: dict[str, pd.DataFrame] = {}
+    if finals is not None and len(finals):
+        mine = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
+        points = dict(iter(mine.groupby("task", sort=False)))
     labels = [config_label(c, info) for c in reversed(configs)]
+    rng = np.random.default_rng(0)  # the vertical jitter of the seed points, the same every time
     for ax, task in zip(axes, tasks, strict=True):
         sub = by_task[task]
+        if task in points:
+            pts = points[task]
+            py = pts["config"].map(position).to_numpy(dtype=float)
+            py += rng.uniform(-0.18, 0.18, py.shape[0])
+            ax.scatter(pts["value"].to_numpy(dtype=float), py, s=12, marker="o",
+                       facecolors="none", edgecolors=pts["config"].map(colour).tolist(),
+                       linewidths=0.8, alpha=0.8, zorder=2)
         y = sub["config"].map(position).to_numpy()
         mean, h = sub["mean"].to_numpy(dtype=float), sub["half"].to_numpy()
         colours = sub["config"].map(colour).tolist()
-        # Three collections per panel rather than an errorbar call per config: the same
-        # picture, a fraction of the artists to draw.
-        ax.hlines(y, mean - h, mean + h, colors=colours, lw=1.5)
-        ax.scatter(
-            np.concatenate([mean - h, mean + h]),
-            np.concatenate([y, y]),
-            marker="|",
-            s=60,
-            c=colours + colours,
-            linewidths=1.5,
-        )
-        ax.scatter(mean, y, s=30, c=colours, zorder=3)
+        has_ci = np.isfinite(h)
+        low, high = mean - h, mean + h
+        if bounds is not None:
+            low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+        if has_ci.any():
+            # Three collections per panel rather than an errorbar call per config: the same
+            # picture, a fraction of the artists to draw.
+            ci_colours = [c for c, k in zip(colours, has_ci, strict=True) if k]
+            ax.hlines(y[has_ci], low[has_ci], high[has_ci], colors=ci_colours, lw=1.5)
+            ax.scatter(
+                np.concatenate([low[has_ci], high[has_ci]]),
+                np.concatenate([y[has_ci], y[has_ci]]),
+                marker="|",
+                s=60,
+                c=ci_colours + ci_colours,
+                linewidths=1.5,
+            )
+        ax.scatter(mean, y, s=34, c=colours, marker="D", zorder=3)
         target = info.targets.get(task)
         if target is not None:
             ax.axvline(target, color="0.4", ls="--", lw=1)
             has_target = True
+        if bounds is not None:
+            lo_x, hi_x = ax.get_xlim()
+            span = max(hi_x - lo_x, 1e-12)
+            ax.set_xlim(max(lo_x, bounds[0] - 0.02 * span), min(hi_x, bounds[1] + 0.02 * span))
         ax.set_yticks(range(len(configs)))
         ax.set_yticklabels(labels)
         ax.set_ylim(-0.6, len(configs) - 0.4)
         ax.set_title(task)
-        ax.set_xlabel(f"{info.primary} (mean, 95% CI)")
+        ax.set_xlabel(f"{info.primary} (seeds, mean, 95% CI)")
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle(
-        f"Final {info.primary} per task: mean over seeds with 95% CI",
+        f"Final {info.primary} per task: each seed (circles), mean (diamond), 95% CI",
         y=1 - 0.2 / fig.get_figheight(),
         va="top",
     )
@@ -204,12 +260,17 @@ def plot_scores(desc: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[P
         )
     else:
         path = save(fig, folder, name)
+    single = sorted({f"{r.task}/{r.config}" for r in prim.itertuples() if r.n == 1})
     return [
         Plot(
             path,
             f"Scores: {info.primary}",
-            f"Mean final {info.primary} of each config with its 95% Student-t confidence "
-            "interval over seeds; the dashed line is the task's target, where set.",
+            f"Final {info.primary} of every seed (circles, jittered vertically), each config's "
+            "mean (diamond) and its 95% Student-t confidence interval over seeds"
+            + (f", cut at the metric's range [{bounds[0]:g}, {bounds[1]:g}]" if bounds else "")
+            + ("; one seed has no interval (" + ", ".join(single[:6])
+               + (" …" if len(single) > 6 else "") + ")" if single else "")
+            + "; the dashed line is the task's target, where set.",
         )
     ]
 
@@ -299,9 +360,15 @@ def plot_cv(
     ]
 
 
-def _curve_plots(results: Path, info: BenchmarkInfo, folder: Path, seeds: bool) -> list[Plot]:
+def _curve_plots(
+    results: Path,
+    info: BenchmarkInfo,
+    folder: Path,
+    seeds: bool,
+    ranges: dict[str, tuple[float, float]] | None = None,
+) -> list[Plot]:
     # Read in the worker: the curves never cross a process boundary.
-    return plot_curves(load_curves(results), info, folder, seeds=seeds)
+    return plot_curves(load_curves(results), info, folder, seeds=seeds, ranges=ranges)
 
 
 def _default_workers(jobs: int) -> int:
@@ -323,6 +390,7 @@ def draw(
     seeds: bool = False,
     seed: int = 0,
     workers: int | None = None,
+    ranges: dict[str, tuple[float, float]] | None = None,
 ) -> Callable[[], list[Plot]]:
     """Start drawing every figure into ``folder``; call the returned function for the list.
 
@@ -333,8 +401,8 @@ def draw(
     ``__name__`` guard, a notebook, stdin all work).
     """
     jobs: list[tuple[Callable[..., list[Plot]], tuple[Any, ...]]] = [
-        (_curve_plots, (results, info, folder, seeds)),
-        (plot_scores, (desc, info, folder)),
+        (_curve_plots, (results, info, folder, seeds, ranges)),
+        (plot_scores, (desc, info, folder, finals, ranges)),
         (plot_cv, (finals, info, folder, 1000, seed)),
         (plot_profile, (finals, info, folder, 200, seed)),
         (plot_radar, (finals, info, folder)),

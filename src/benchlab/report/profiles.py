@@ -108,10 +108,17 @@ def _noted_plot(
     return Plot(save(fig, folder, name), title, f"{caption} {_sentence(note)}")
 
 
+#: Up to this many configs share one panel; beyond, each config gets its own panel (its band
+#: over the others' lines in grey), since overlapping bands merge into an unreadable smear.
+SHARED_PANEL = 3
+
+
 def plot_profile(
     finals: pd.DataFrame, info: BenchmarkInfo, folder: Path, reps: int = 200, seed: int = 0
 ) -> list[Plot]:
     """Performance profiles: fraction of runs whose normalised score exceeds tau, per config."""
+    from benchlab.report.style import grid_figure
+
     tasks, scores, note = normalised_scores(finals, info)
     scores = {c: s for c, s in scores.items() if s.size}
     if not tasks or not scores:
@@ -126,32 +133,62 @@ def plot_profile(
         from benchlab.stats import performance_profile as profile
     except ImportError:
         profile = None
-    fig = new_figure(7.5, 4.8)
-    ax = fig.add_subplot()
-    for i, (cfg, s) in enumerate(scores.items()):
-        st = style(i)
+    curves = {}
+    for cfg, s in scores.items():
         if profile is not None:
-            point, lo, hi = profile(s, taus, reps=reps, seed=seed)
-            ax.fill_between(taus, lo, hi, color=st["color"], alpha=0.2, linewidth=0)
+            curves[cfg] = profile(s, taus, reps=reps, seed=seed)
         else:
             valid = ~np.isnan(s)
             point = (
                 ((s[..., None] > taus) & valid[..., None]).sum(axis=0) / valid.sum(axis=0)[:, None]
             ).mean(axis=0)
+            curves[cfg] = (point, None, None)
+    names = list(curves)
+    shared = len(names) <= SHARED_PANEL
+    if shared:
+        fig = new_figure(7.5, 4.8)
+        axes = [fig.add_subplot()]
+    else:
+        fig, axes = grid_figure(len(names), width=3.6, height=2.6)
+    for k, cfg in enumerate(names):
+        ax = axes[0] if shared else axes[k]
+        if not shared:  # the others, for reference
+            for other in names:
+                if other != cfg:
+                    ax.plot(taus, curves[other][0], lw=0.8, color="0.75")
+        point, lo, hi = curves[cfg]
+        st = style(k)
+        if lo is not None:
+            ax.fill_between(taus, lo, hi, color=st["color"], alpha=0.18, linewidth=0)
         ax.plot(taus, point, lw=1.8, label=config_label(cfg, info), **st)
-    ax.set_xlabel(f"normalised {info.primary} τ")
-    ax.set_ylabel("fraction of runs with score > τ")
-    ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    ax.set_title(
-        f"Performance profiles over {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
-        + (" (95% bootstrap bands)" if profile is not None else "")
-    )
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        if not shared:
+            ax.set_title(config_label(cfg, info), fontsize="medium")
+            ax.set_xlabel("normalised score τ", fontsize="small")
+            ax.set_ylabel("runs > τ", fontsize="small")
+    if shared:
+        axes[0].set_xlabel(f"normalised {info.primary} τ")
+        axes[0].set_ylabel("fraction of runs with score > τ")
+        axes[0].legend(loc="best", fontsize="small")
+    title = (f"Performance profiles over {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
+             + (" (95% bootstrap bands)" if profile is not None else ""))
+    if shared:
+        axes[0].set_title(title)
+    else:
+        fig.suptitle(title + ": one panel per config, the others in grey",
+                     y=1 - 0.2 / fig.get_figheight(), va="top")
     caption = (
         f"Fraction of runs (averaged over tasks) whose normalised {info.primary} "
-        "exceeds each threshold τ; higher and further right is better."
+        "exceeds each threshold τ; higher and further right is better"
+        + ("." if shared else "; each panel shows one config with its band over the other "
+           "configs' profiles in grey, since overlapping bands would hide each other.")
     )
+    if not shared:
+        fig.text(0.5, 0.005, _sentence(note), ha="center", va="bottom", fontsize="small",
+                 color="0.3")
+        return [Plot(save(fig, folder, "performance_profile.png"), "Performance profiles",
+                     f"{caption} {_sentence(note)}")]
     return [
         _noted_plot(
             fig, folder, "performance_profile.png", "Performance profiles", caption, note, 0.005, 0.04
@@ -160,9 +197,10 @@ def plot_profile(
 
 
 def plot_radar(finals: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[Plot]:
-    """Normalised mean score per task as a polygon per config; needs 3 or more tasks."""
+    """Normalised mean score per task as a polygon per config; needs 3 or more tasks and
+    3 or more configs (with fewer configs the scores table says the same, more plainly)."""
     tasks, scores, note = normalised_scores(finals, info)
-    if len(tasks) < 3:
+    if len(tasks) < 3 or sum(1 for s in scores.values() if s.size) < 3:
         return []
     angles = np.linspace(0, 2 * np.pi, len(tasks), endpoint=False)
     closed = np.append(angles, angles[0])
@@ -194,7 +232,6 @@ def plot_radar(finals: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[
         loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=ncol, fontsize="small", frameon=False
     )
     caption = (
-        f"Mean normalised {info.primary} of each config on each task (1 = best, "
-        "further out is better)."
+        f"Mean normalised {info.primary} of each config on each task; further out is better."
     )
     return [_noted_plot(fig, folder, "radar.png", "Per-task profile (radar)", caption, note, 0.01, 0.03)]

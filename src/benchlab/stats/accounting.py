@@ -1,0 +1,392 @@
+"""Every planned seed accounted for: completed, failed or missing, and how failed ones count.
+
+A claim about a config is only as good as the seeds behind it. A config that
+crashed or returned NaN on half its seeds and is judged on the other half looks
+better than it is, and one that failed on every seed must not vanish from a
+table. :func:`analyze_seeds` wraps :func:`benchlab.stats.analyze`:
+
+- it counts, per (task, config, metric), the seeds that were **planned**, the
+  ones that **completed** with a finite value, the ones that **failed** (the run
+  failed, or its value is NaN or infinite) and the ones that are **missing** (no
+  run result at all: not run yet, or absent from a CSV);
+- with ``failed_as="exclude"`` (the default) failed seeds are left out, and every
+  row and comparison they touch says so; with ``failed_as="worst"`` each failed
+  seed is scored as the worst value: the metric's bound where its range is known
+  (0 for an accuracy in [0, 1]), otherwise the worst value observed on that task
+  and metric over all configs. Missing seeds are never scored: a sweep still
+  running has not failed;
+- a config with no completed seed keeps its summary row (``n = 0``) and its
+  comparison row (no verdict);
+- every interval of a metric with a known range is cut at that range
+  (``ci_method`` names it), since the mean of values inside ``[low, high]`` lies
+  inside it too; cutting the interval there never removes the true mean, so its
+  coverage is unchanged.
+
+Pure functions over DataFrames: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from benchlab.errors import DataError
+
+FailedAs = Literal["exclude", "worst"]
+FAILED_AS: tuple[str, ...] = ("exclude", "worst")
+
+#: The interval the summary rows carry (``ci_low``, ``ci_high``), as :func:`analyze` computes it.
+T_METHOD = "Student-t"
+
+
+@dataclass(frozen=True)
+class SeedCount:
+    """What became of the planned seeds of one (task, config, metric)."""
+
+    task: str
+    config: str
+    metric: str
+    planned: int
+    completed: int
+    failed: tuple[Any, ...] = ()
+    missing: tuple[Any, ...] = ()
+
+    @property
+    def lost(self) -> int:
+        """Planned seeds without a completed value (failed or missing)."""
+        return len(self.failed) + len(self.missing)
+
+    @property
+    def label(self) -> str:
+        """``completed/planned``, as every table shows it."""
+        return f"{self.completed}/{self.planned}"
+
+    def describe_loss(self, failed_as: str, worst: float | None = None) -> str | None:
+        """``"flaky: 4 of 8 seeds failed (1, 3, 5, 7), excluded"``; None when nothing was lost."""
+        if not self.lost:
+            return None
+        parts = []
+        if self.failed:
+            how = "excluded" if failed_as == "exclude" or worst is None else (
+                f"scored as the worst value {worst:.4g}")
+            parts.append(f"{len(self.failed)} of {self.planned} seeds failed "
+                         f"({_seeds(self.failed)}), {how}")
+        if self.missing:
+            parts.append(f"{len(self.missing)} of {self.planned} seeds missing "
+                         f"({_seeds(self.missing)})")
+        return f"{self.config}: " + "; ".join(parts)
+
+
+@dataclass
+class Accounting:
+    """The seed counts of a table and the values that replace failed seeds (``worst`` mode)."""
+
+    failed_as: str
+    counts: dict[tuple[str, str, str], SeedCount] = field(default_factory=dict)
+    worst: dict[tuple[str, str], float] = field(default_factory=dict)  # (task, metric) -> value
+    warnings: list[str] = field(default_factory=list)
+
+    def loss(self, task: str, config: str, metric: str) -> str | None:
+        count = self.counts.get((task, config, metric))
+        if count is None:
+            return None
+        worst = self.worst.get((task, metric)) if self.failed_as == "worst" else None
+        return count.describe_loss(self.failed_as, worst)
+
+
+def _seeds(seeds: Sequence[Any], most: int = 8) -> str:
+    shown = ", ".join(map(str, list(seeds)[:most]))
+    return shown + (f" and {len(seeds) - most} more" if len(seeds) > most else "")
+
+
+def _goal(goal: str | Mapping[str, str], metric: str) -> str:
+    return goal.get(metric, "max") if isinstance(goal, Mapping) else goal
+
+
+def count_seeds(
+    table: pd.DataFrame,
+    planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
+    failed_runs: Iterable[tuple[str, str, Any]] = (),
+    metrics: Sequence[str] = (),
+) -> dict[tuple[str, str, str], SeedCount]:
+    """Count the seeds of every (task, config, metric).
+
+    Args:
+        table: a long-format table checked by :func:`benchlab.stats.validate_table`.
+        planned: ``{(task, config): seeds}`` that were meant to run (a spec's runs). Without
+            it, every config seen on a task is taken to plan every seed seen on that task.
+        failed_runs: ``(task, config, seed)`` of runs that failed (the ledger's failures);
+            they have no value in the table.
+        metrics: metrics counted on a task where no run has a value (every run failed).
+
+    Returns:
+        ``{(task, config, metric): SeedCount}``. A run is failed when it is in
+        ``failed_runs``, when its final value (a row without step) is NaN or infinite, or
+        when none of its values is finite.
+    """
+    failed_set = {(str(t), str(c), s) for t, c, s in failed_runs}
+    finite = np.isfinite(table["value"].to_numpy(dtype=float))
+    scalar = table["step"].isna().to_numpy()
+    frame = pd.DataFrame({
+        "task": table["task"].to_numpy(), "config": table["config"].to_numpy(),
+        "metric": table["metric"].to_numpy(), "seed": table["seed"].to_numpy(),
+        "finite": finite, "bad_final": scalar & ~finite,
+    })
+    runs = frame.groupby(["task", "config", "metric", "seed"], sort=False).agg(
+        any_finite=("finite", "any"), bad_final=("bad_final", "any"))
+    ok = runs["any_finite"] & ~runs["bad_final"]
+    metrics_of_task: dict[str, list[str]] = {}
+    for task, metric in dict.fromkeys(zip(frame["task"], frame["metric"], strict=True)):
+        metrics_of_task.setdefault(task, []).append(metric)
+    if planned is None:
+        seeds_of_task: dict[str, list[Any]] = {}
+        for task, seed in dict.fromkeys(zip(frame["task"], frame["seed"], strict=True)):
+            seeds_of_task.setdefault(task, []).append(seed)
+        for t, _, s in failed_set:
+            if s not in seeds_of_task.setdefault(t, []):
+                seeds_of_task[t].append(s)
+        configs = list(dict.fromkeys([*frame["config"], *(c for _, c, _ in failed_set)]))
+        planned = {(t, c): seeds for t, seeds in seeds_of_task.items() for c in configs}
+    done: dict[tuple[str, str, str], dict[Any, bool]] = {}
+    for (task, config, metric, seed), good in ok.items():
+        done.setdefault((task, config, metric), {})[seed] = bool(good)
+    out: dict[tuple[str, str, str], SeedCount] = {}
+    for (task, config), seeds in planned.items():
+        for metric in metrics_of_task.get(task) or metrics:
+            have = done.get((task, config, metric), {})
+            completed, failed, missing = 0, [], []
+            for seed in seeds:
+                if (task, config, seed) in failed_set or have.get(seed) is False:
+                    failed.append(seed)
+                elif seed in have:
+                    completed += 1
+                else:
+                    missing.append(seed)
+            # Seeds that ran although not planned (a CSV, an older spec) still count.
+            extra = [s for s in have if s not in set(seeds)]
+            completed += sum(have[s] for s in extra)
+            failed += [s for s in extra if not have[s]]
+            out[(task, config, metric)] = SeedCount(
+                task, config, metric, len(seeds) + len(extra), completed, tuple(failed),
+                tuple(missing))
+    return out
+
+
+def _worst_values(
+    table: pd.DataFrame,
+    goal: str | Mapping[str, str],
+    ranges: Mapping[str, tuple[float, float]],
+) -> dict[tuple[str, str], float]:
+    out = {}
+    good = table[np.isfinite(table["value"].to_numpy(dtype=float))]
+    for (task, metric), g in good.groupby(["task", "metric"], sort=False):
+        up = _goal(goal, metric) == "max"
+        if metric in ranges:
+            out[(task, metric)] = float(ranges[metric][0] if up else ranges[metric][1])
+        else:
+            out[(task, metric)] = float(g["value"].min() if up else g["value"].max())
+    for task, metric in dict.fromkeys(zip(table["task"], table["metric"], strict=True)):
+        if (task, metric) not in out and metric in ranges:
+            up = _goal(goal, metric) == "max"
+            out[(task, metric)] = float(ranges[metric][0] if up else ranges[metric][1])
+    return out
+
+
+def account(
+    table: pd.DataFrame,
+    failed_as: str = "exclude",
+    goal: str | Mapping[str, str] = "max",
+    planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
+    failed_runs: Iterable[tuple[str, str, Any]] = (),
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    metrics: Sequence[str] = (),
+) -> tuple[pd.DataFrame, Accounting]:
+    """The table the statistics should see under ``failed_as``, and the seed accounting.
+
+    ``exclude`` drops the rows of failed runs; ``worst`` gives each failed seed one
+    final value, the worst (module docstring). See :func:`count_seeds` for the arguments.
+    """
+    if failed_as not in FAILED_AS:
+        raise DataError(f"--failed-as must be one of {', '.join(FAILED_AS)}; got {failed_as!r}")
+    failed_runs = list(failed_runs)
+    counts = count_seeds(table, planned, failed_runs, metrics)
+    acc = Accounting(failed_as, counts)
+    failed_keys = {(c.task, c.config, c.metric, s) for c in counts.values() for s in c.failed}
+    keys = list(zip(table["task"], table["config"], table["metric"], table["seed"], strict=True))
+    is_failed = np.fromiter((k in failed_keys for k in keys), dtype=bool, count=len(keys))
+    out = table[~is_failed]
+    if failed_as == "worst":
+        acc.worst = _worst_values(table, goal, ranges or {})
+        rows = []
+        for (task, metric), value in acc.worst.items():
+            for c in counts.values():
+                if c.task == task and c.metric == metric:
+                    rows += [{"task": task, "config": c.config, "metric": metric, "seed": s,
+                              "step": np.nan, "value": value} for s in c.failed]
+        unfilled = sorted({(c.task, c.metric) for c in counts.values() if c.failed}
+                          - set(acc.worst))
+        for task, metric in unfilled:
+            acc.warnings.append(f"{task} {metric}: no finite value and no declared range, so "
+                                "there is no worst value to give the failed seeds; excluded")
+        if rows:
+            filler = pd.DataFrame(rows)
+            for col in out.columns:
+                if col not in filler.columns:
+                    filler[col] = out[col].iloc[0] if len(out) else None
+            out = pd.concat([out, filler[out.columns]], ignore_index=True)
+            if out["seed"].map(type).nunique() > 1:
+                out["seed"] = out["seed"].astype(str)
+    for c in counts.values():
+        if not c.lost:
+            continue
+        parts = []
+        if c.failed:
+            if failed_as == "exclude" or (c.task, c.metric) not in acc.worst:
+                how = (f"excluded (--failed-as {failed_as}): the statistics cover only the "
+                       f"{c.completed} that completed")
+            else:
+                how = (f"scored as the worst value {acc.worst[(c.task, c.metric)]:.4g} "
+                       "(--failed-as worst)")
+            parts.append(f"{len(c.failed)} of {c.planned} seeds failed ({_seeds(c.failed)}); {how}")
+        if c.missing:
+            parts.append(f"{len(c.missing)} of {c.planned} seeds missing ({_seeds(c.missing)}), "
+                         "not counted")
+        acc.warnings.append(f"{c.task}/{c.config} {c.metric}: " + "; ".join(parts))
+    return out.reset_index(drop=True), acc
+
+
+def bound_interval(
+    low: float | None, high: float | None, bounds: tuple[float, float] | None
+) -> tuple[float | None, float | None]:
+    """``[low, high]`` cut at ``bounds``; unchanged when either is undefined."""
+    if bounds is None:
+        return low, high
+    lo, hi = bounds
+    return (None if low is None else min(max(low, lo), hi),
+            None if high is None else max(min(high, hi), lo))
+
+
+def analyze_seeds(
+    df: pd.DataFrame,
+    *,
+    failed_as: str = "exclude",
+    planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
+    failed_runs: Iterable[tuple[str, str, Any]] = (),
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """:func:`benchlab.stats.analyze` with every planned seed accounted for (module docstring).
+
+    Takes :func:`~benchlab.stats.analyze`'s keyword arguments, plus:
+
+    Args:
+        failed_as: ``"exclude"`` (default) or ``"worst"``.
+        planned: ``{(task, config): seeds}`` meant to run; default: every seed seen on a task.
+        failed_runs: ``(task, config, seed)`` of failed runs (not in ``df``).
+        ranges: ``{metric: (low, high)}`` of bounded metrics.
+
+    Returns:
+        ``analyze``'s dict (the same keys; ``methods`` gains ``failed_as`` and, for bounded
+        metrics, ``ranges``); each summary row gains
+        ``planned``, ``completed``, ``failed_seeds``, ``missing_seeds`` and ``ci_method``;
+        each comparison gains ``baseline_seeds``, ``candidate_seeds`` (``completed/planned``)
+        and ``caveat`` (what each side lost, or None). Configs without a completed seed
+        keep a summary row and a comparison row.
+    """
+    from benchlab.stats.table import analyze, validate_table
+
+    source = kwargs.get("source", "table")
+    metric = kwargs.get("metric")
+    failed_runs = list(failed_runs)
+    if len(df) == 0 and failed_runs:  # every run failed: nothing to validate, all to count
+        table = pd.DataFrame({"task": pd.Series(dtype=object), "config": pd.Series(dtype=object),
+                              "seed": pd.Series(dtype=np.int64), "metric": pd.Series(dtype=object),
+                              "step": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
+    else:
+        table = validate_table(df, source)
+    if metric is not None and metric in set(table["metric"]):
+        table = table[table["metric"] == metric]
+    goal = kwargs.get("goal", "max")
+    ranges = dict(ranges or {})
+    used, acc = account(table, failed_as, goal, planned, failed_runs, ranges,
+                        [metric] if metric else ())
+    if used.empty:
+        result: dict[str, Any] = {"summary": [], "comparisons": [], "aggregate": [],
+                                  "warnings": [], "methods": {}, "normalization": {}}
+    else:
+        result = analyze(used, **kwargs)
+    result["warnings"] = acc.warnings + result["warnings"]
+    methods = result.setdefault("methods", {})
+    methods["failed_as"] = failed_as
+    if ranges:
+        methods["ranges"] = {m: list(r) for m, r in ranges.items()}
+    _annotate_summary(result, acc, ranges)
+    _annotate_comparisons(result, acc, kwargs.get("baseline"), kwargs.get("candidates"))
+    return result
+
+
+def _annotate_summary(result: dict[str, Any], acc: Accounting,
+                      ranges: Mapping[str, tuple[float, float]]) -> None:
+    rows = result["summary"]
+    seen = {(r["task"], r["config"], r["metric"]) for r in rows}
+    for key, count in acc.counts.items():
+        if key not in seen:  # no completed seed: the row stays, with nothing to show
+            rows.append({"task": count.task, "config": count.config, "metric": count.metric,
+                         "n": 0, **{k: None for k in (
+                             "mean", "std", "sem", "median", "min", "max", "ci_low", "ci_high",
+                             "boot_ci_low", "boot_ci_high", "high_variance", "rank")}})
+    order = {k: i for i, k in enumerate(acc.counts)}
+    rows.sort(key=lambda r: (order.get((r["task"], r["config"], r["metric"]), len(order)),))
+    for r in rows:
+        count = acc.counts.get((r["task"], r["config"], r["metric"]))
+        r["planned"] = count.planned if count else r["n"]
+        r["completed"] = count.completed if count else r["n"]
+        r["failed_seeds"] = list(count.failed) if count else []
+        r["missing_seeds"] = list(count.missing) if count else []
+        bounds = ranges.get(r["metric"])
+        named = str((result.get("methods") or {}).get("ci") or "")
+        method = r.get("ci_method") or (
+            T_METHOD if named in ("", "student-t") else named)
+        if bounds is not None:
+            r["ci_low"], r["ci_high"] = bound_interval(r["ci_low"], r["ci_high"], bounds)
+            r["boot_ci_low"], r["boot_ci_high"] = bound_interval(
+                r["boot_ci_low"], r["boot_ci_high"], bounds)
+            method += f", cut at the range [{bounds[0]:g}, {bounds[1]:g}]"
+        r["ci_method"] = method if r["ci_low"] is not None else None
+
+
+def _annotate_comparisons(result: dict[str, Any], acc: Accounting, baseline: str | None,
+                          candidates: Sequence[str] | None) -> None:
+    if baseline is None:
+        return
+    rows = result["comparisons"]
+    seen = {(r["task"], r["metric"], r["candidate"]) for r in rows}
+    for (task, config, metric), count in acc.counts.items():
+        if config == baseline or (candidates is not None and config not in candidates):
+            continue
+        base = acc.counts.get((task, baseline, metric))
+        if (task, metric, config) in seen or base is None:
+            continue
+        if count.completed == 0 or base.completed == 0:
+            rows.append({
+                "task": task, "metric": metric, "baseline": baseline, "candidate": config,
+                "paired": False, "n": 0, **{k: None for k in (
+                    "mean_diff", "diff_ci_low", "diff_ci_high", "t_pvalue", "wilcoxon_pvalue",
+                    "welch_pvalue", "mannwhitney_pvalue", "cohens_d", "hedges_g",
+                    "prob_improvement", "p_holm", "significant")}})
+    for r in rows:
+        base = acc.counts.get((r["task"], r["baseline"], r["metric"]))
+        cand = acc.counts.get((r["task"], r["candidate"], r["metric"]))
+        r["baseline_seeds"] = base.label if base else None
+        r["candidate_seeds"] = cand.label if cand else None
+        losses = [x for x in (acc.loss(r["task"], r["baseline"], r["metric"]),
+                              acc.loss(r["task"], r["candidate"], r["metric"])) if x]
+        r["caveat"] = "; ".join(losses) or None
+
+
+__all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "analyze_seeds",
+           "bound_interval", "count_seeds"]
