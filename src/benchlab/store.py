@@ -332,8 +332,8 @@ class Store:
         except sqlite3.OperationalError:  # a ledger from before the plan table, opened read-only
             return False
 
-    def _in_spec(self, alias: str = "runs") -> str:
-        """An SQL condition on ``alias`` (a runs row): the run is in the spec."""
+    def in_spec_sql(self, alias: str = "runs") -> str:
+        """An SQL condition on ``alias`` (a row of ``runs``): the run is in the spec."""
         if self.has_plan():
             return f"{alias}.run_id IN (SELECT run_id FROM main.spec_runs)"
         return f"{alias}.current = 1"
@@ -353,7 +353,7 @@ class Store:
 
     def runs(self, current_only: bool = True) -> list[RunRecord]:
         """The runs in the spec; with ``current_only=False``, every run on record (``in_spec`` tells)."""
-        cond = self._in_spec()
+        cond = self.in_spec_sql()
         q = f"SELECT run_id, name, task, config, seed, params, command, status, current, {cond} FROM runs"
         if current_only:
             q += f" WHERE {cond}"
@@ -500,7 +500,7 @@ class Store:
         q = ("SELECT r.run_id, r.task, r.config, r.seed, m.metric, m.value FROM metrics m"
              " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
         if current_only:
-            q += " AND " + self._in_spec("r")
+            q += " AND " + self.in_spec_sql("r")
         # In the order they were written (completion order), whichever way SQLite joins.
         return list(self.conn.execute(q + " ORDER BY m.rowid"))
 
@@ -510,20 +510,20 @@ class Store:
         q = ("SELECT r.run_id, r.task, r.config, r.seed, s.metric, s.steps, s.vals FROM series s"
              " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
         if current_only:
-            q += " AND " + self._in_spec("r")
+            q += " AND " + self.in_spec_sql("r")
         for rid, task, cfg, seed, metric, steps, vals in self.conn.execute(q + " ORDER BY s.rowid"):
             yield (rid, task, cfg, seed, metric, np.frombuffer(steps, dtype="<f8"),
                    np.frombuffer(vals, dtype="<f8"))
 
     def counts(self, in_spec: bool = True) -> dict[str, int]:
         """Runs by status: of the runs in the spec, or (``in_spec=False``) of those not in it."""
-        cond = self._in_spec()
+        cond = self.in_spec_sql()
         return dict(self.conn.execute(
             f"SELECT status, COUNT(*) FROM runs WHERE {cond if in_spec else f'NOT ({cond})'} GROUP BY status"))
 
     def in_spec_ids(self) -> set[str]:
         """The ids of the runs in the spec."""
-        return {rid for (rid,) in self.conn.execute(f"SELECT run_id FROM runs WHERE {self._in_spec()}")}
+        return {rid for (rid,) in self.conn.execute(f"SELECT run_id FROM runs WHERE {self.in_spec_sql()}")}
 
     # ------------------------------------------------------------------ code under test
 

@@ -178,7 +178,7 @@ def _find_run(store: Store, key: str) -> RunRecord:
     runs = store.runs(current_only=False)
     exact = [r for r in runs if key in (r.run_id, r.name)]
     if exact:
-        current = [r for r in exact if r.current]
+        current = [r for r in exact if r.in_spec] or [r for r in exact if r.current]
         return (current or exact)[0]
     prefix = [r for r in runs if r.run_id.startswith(key)]
     if len(prefix) == 1:
