@@ -11,7 +11,8 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── ResultsNotFound          no results folder / ledger where one was expected
     │   ├── ResultsLocked            another `benchlab run` holds the results folder
     │   ├── ResultsOfOtherSpec       the results folder holds the runs of another spec file
-    │   ├── BackendUnavailable       a backend is named whose extra is not installed
+    │   ├── BackendUnavailable       a backend is named that does not exist or cannot be reached
+    │   ├── MissingExtra             an optional dependency is not installed; says which extra brings it
     │   └── DataError                a table or file given to analyse is unusable
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
     │   └── LedgerLost               the ledger was deleted, replaced or damaged, or is missing
@@ -117,6 +118,15 @@ class BackendUnavailable(UserError):
     def __init__(self, backend: str, hint: str):
         self.backend = backend
         super().__init__(f"backend {backend!r} is not available: {hint}")
+
+
+class MissingExtra(UserError):
+    """What was asked needs an optional dependency that is not installed (see ``benchlab.extras``)."""
+
+    def __init__(self, module: str, extra: str, message: str):
+        self.module = module
+        self.extra = extra
+        super().__init__(message)
 
 
 class DataError(UserError):

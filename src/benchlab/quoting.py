@@ -34,7 +34,7 @@ class WrittenFloat(float):
         obj.written = written
         return obj
 
-    def __getnewargs__(self) -> tuple[float, str]:  # copy and pickle keep the spelling
+    def __getnewargs__(self) -> tuple[float, str]:  # type: ignore[override]  # copies keep the spelling
         return float(self), self.written
 
     def __str__(self) -> str:

@@ -7,7 +7,7 @@ anywhere in the spec and as ``{name}`` in command templates, and are
 overridden from the command line with ``-s name=value``.
 
 Errors name the file, the line and the field:
-``bench.yaml:14 configs[2].params.lr: expected a number, got 'fast'``.
+``spec.yaml:14 configs[2].params.lr: expected a number, got 'fast' (variables.lr is 0.01)``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
-import string
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -31,12 +30,19 @@ from pydantic import (
 )
 
 from benchlab.errors import OverrideError, Problem, SpecError
-from benchlab.quoting import as_written, shell_words
+from benchlab.quoting import WrittenFloat, as_written, shell_words
+from benchlab.spec_checks import (
+    BUILTIN_PLACEHOLDERS,  # noqa: F401 - part of this module's API since it began
+    GRID_VALUE_BAD,
+    NAME_RE,
+    grid_coordinate,
+    grid_names,
+    placeholders,  # noqa: F401 - part of this module's API since it began
+    semantic_problems,
+    type_mismatch,
+)
+from benchlab.spec_yaml import MAX_BYTES, ExponentText, Lines, YamlProblem, read_yaml
 
-# Placeholders every command template may use besides params and variables.
-BUILTIN_PLACEHOLDERS = ("task", "config", "seed", "run_dir", "run_id", "benchmark")
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?", re.I)
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
@@ -102,23 +108,6 @@ class Resources(_Model):
         return v
 
 
-# Characters a grid value may not hold: they would make its config's name ambiguous.
-_GRID_VALUE_BAD = re.compile(r"[\s/,=\[\]]")
-
-
-def grid_coordinate(value: Any) -> str:
-    """A grid value as it appears in a config's name: ``0.001``, ``32``, ``adam``, ``true``, ``null``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return repr(float(value))
-    if isinstance(value, int):
-        return str(int(value))
-    return str(value)
-
-
 class Config(_Model):
     """One configuration under test (an algorithm, hyperparameters, a checkpoint).
 
@@ -143,7 +132,7 @@ class Config(_Model):
         if both:
             raise ValueError(f"{', '.join(map(repr, both))} set both in params and in grid; keep one")
         for key, values in grid.items():
-            if not _NAME_RE.match(str(key)):
+            if not NAME_RE.match(str(key)):
                 raise ValueError(f"grid param {key!r}: expected letters, digits and . _ + - only")
             if not values:
                 raise ValueError(f"grid param {key!r} lists no values")
@@ -153,7 +142,7 @@ class Config(_Model):
                     raise ValueError(f"grid param {key!r}: expected single values (numbers, strings, true/false, "
                                      f"null), got {value!r}; write such a config out in full")
                 coordinate = grid_coordinate(value)
-                if isinstance(value, str) and (not value or _GRID_VALUE_BAD.search(value)):
+                if isinstance(value, str) and (not value or GRID_VALUE_BAD.search(value)):
                     raise ValueError(f"grid param {key!r}: {value!r} cannot name a config (no spaces, '/', "
                                      "',', '=', '[' or ']'); write such a config out in full")
                 if coordinate in seen:
@@ -167,13 +156,10 @@ class Config(_Model):
         if not self.grid:
             return [self]
         keys = list(self.grid)
-        out = []
-        for combo in itertools.product(*(self.grid[k] for k in keys)):
-            coords = ",".join(f"{k}={grid_coordinate(v)}" for k, v in zip(keys, combo, strict=True))
-            out.append(self.model_copy(update={
-                "name": f"{self.name}[{coords}]", "grid": {},
-                "params": {**self.params, **dict(zip(keys, combo, strict=True))}}))
-        return out
+        combos = itertools.product(*(self.grid[k] for k in keys))
+        return [self.model_copy(update={"name": name, "grid": {},
+                                        "params": {**self.params, **dict(zip(keys, combo, strict=True))}})
+                for name, combo in zip(grid_names(self.name, self.grid), combos, strict=True)]
 
 
 class MetricSource(_Model):
@@ -408,23 +394,6 @@ class Spec(_Model):
 _NOT_IN_YAML = ("path", "overrides", "grids")
 
 
-class _LineLoader(yaml.SafeLoader):
-    """A SafeLoader that keeps each mapping key's line, to point errors at it."""
-
-
-def _compose_lines(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value
-            lines[(*path, key)] = key_node.start_mark.line + 1
-            _compose_lines(value_node, (*path, key), lines)
-            lines[(*path, key)] = key_node.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _compose_lines(item, (*path, i), lines)
-
-
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
@@ -433,13 +402,6 @@ def _fmt_loc(loc: tuple[Any, ...]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
-
-
-def _line_for(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int | None:
-    for cut in range(len(loc), -1, -1):
-        if loc[:cut] in lines:
-            return lines[loc[:cut]]
-    return None
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -505,8 +467,7 @@ def _describe_type(error: dict[str, Any]) -> str:
     return msg.removeprefix("Value error, ")
 
 
-def _problems_from_validation(exc: ValidationError, file: str,
-                              lines: dict[tuple[Any, ...], int]) -> list[Problem]:
+def _problems_from_validation(exc: ValidationError, file: str, lines: Lines) -> list[Problem]:
     problems: list[Problem] = []
     seen: set[tuple[Any, ...]] = set()
     for err in exc.errors():
@@ -526,7 +487,7 @@ def _problems_from_validation(exc: ValidationError, file: str,
                 msg += f"; did you mean {close[0]!r}?"
             if valid:
                 msg += f" (valid fields: {', '.join(valid)})"
-            problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc[:-1]) or "spec", msg))
+            problems.append(Problem(file, lines.line_for(loc), _fmt_loc(loc[:-1]) or "spec", msg))
             continue
         message = _describe_type(dict(err))
         if loc == ("seeds",) and err["type"] in ("list_type", "int_type", "int_parsing", "int_from_float"):
@@ -534,7 +495,7 @@ def _problems_from_validation(exc: ValidationError, file: str,
             if isinstance(got, list):
                 continue  # a list with a bad item: the item's own error says it
             message = f"expected a count (5 means seeds 0..4) or a list of seeds, got {got!r}"
-        problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), message))
+        problems.append(Problem(file, lines.line_for(loc), _fmt_loc(loc), message))
     return problems
 
 
@@ -562,9 +523,27 @@ def _is_command(loc: tuple[Any, ...]) -> bool:
     return loc == ("command",) or (len(loc) == 3 and loc[0] in ("tasks", "configs") and loc[2] == "command")
 
 
+def _typed_place(loc: tuple[Any, ...]) -> bool:
+    """Whether values at ``loc`` are data handed to runs (params, grid values), where ``1e-3`` is a number."""
+    return len(loc) >= 4 and loc[0] in ("tasks", "configs") and loc[2] in ("params", "grid")
+
+
+def _as_value(node: Any, typed: bool) -> Any:
+    if isinstance(node, ExponentText):
+        return WrittenFloat(float(node.replace("_", "")), str(node)) if typed else str(node)
+    return node
+
+
 def _interpolate(node: Any, variables: dict[str, Any], loc: tuple[Any, ...],
                  unknown: list[tuple[tuple[Any, ...], str]]) -> Any:
-    if isinstance(node, str) and "${" in node and _is_command(loc):
+    """``node`` with every ``${name}`` filled in from ``variables`` (unknown names are noted)."""
+    if isinstance(node, dict):
+        return {k: _interpolate(v, variables, (*loc, k), unknown) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_interpolate(v, variables, (*loc, i), unknown) for i, v in enumerate(node)]
+    if not isinstance(node, str) or "${" not in node:
+        return _as_value(node, _typed_place(loc))
+    if _is_command(loc):
         # In a command a variable becomes shell words, quoted exactly as a {param} is; its braces
         # are doubled so that the value is never read as a placeholder.
         def words(m: re.Match[str]) -> str:
@@ -574,139 +553,21 @@ def _interpolate(node: Any, variables: dict[str, Any], loc: tuple[Any, ...],
             return m.group(0)
 
         return _VAR_RE.sub(words, node)
-    if isinstance(node, dict):
-        return {k: _interpolate(v, variables, (*loc, k), unknown) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_interpolate(v, variables, (*loc, i), unknown) for i, v in enumerate(node)]
-    if isinstance(node, str) and "${" in node:
-        whole = _VAR_RE.fullmatch(node)
-        if whole:
-            name = whole.group(1)
-            if name in variables:
-                return variables[name]  # a lone ${x} keeps the variable's type
-            unknown.append((loc, name))
-            return node
+    whole = _VAR_RE.fullmatch(node)
+    if whole:
+        name = whole.group(1)
+        if name in variables:
+            return variables[name]  # a lone ${x} keeps the variable's type
+        unknown.append((loc, name))
+        return str(node)
 
-        def sub(m: re.Match[str]) -> str:
-            if m.group(1) in variables:
-                return str(variables[m.group(1)])
-            unknown.append((loc, m.group(1)))
-            return m.group(0)
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) in variables:
+            return str(variables[m.group(1)])
+        unknown.append((loc, m.group(1)))
+        return m.group(0)
 
-        return _VAR_RE.sub(sub, node)
-    return node
-
-
-def placeholders(template: str) -> list[str]:
-    """Names of the ``{placeholders}`` in a command template (``{{`` escapes a brace)."""
-    names = []
-    for _, field_name, _, _ in string.Formatter().parse(template):
-        if field_name is not None:
-            names.append(field_name)
-    return names
-
-
-def _semantic_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int]) -> list[Problem]:
-    problems: list[Problem] = []
-
-    def add(loc: tuple[Any, ...], message: str) -> None:
-        problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), message))
-
-    if not _NAME_RE.match(spec.name):
-        add(("name",), f"expected letters, digits and . _ + - only, got {spec.name!r}")
-    named = [("tasks", [t.name for t in spec.tasks]), ("configs", [c.name for c in spec.configs])]
-    for kind, item_names in named:
-        seen: dict[str, int] = {}
-        for i, name in enumerate(item_names):
-            if not _NAME_RE.match(name):
-                add((kind, i, "name"),
-                    f"expected letters, digits and . _ + - only (it names folders), got {name!r}")
-            if name in seen:
-                add((kind, i, "name"), f"duplicate name {name!r} (also {kind}[{seen[name]}])")
-            else:
-                seen[name] = i
-    names = [m.name for m in spec.metrics.all]
-    for i, m in enumerate(spec.metrics.secondary):
-        if names.count(m.name) > 1:
-            add(("metrics", "secondary", i, "name"), f"duplicate metric {m.name!r}")
-    grids = {c.name: [g.name for g in c.expand_grid()] for c in spec.configs if c.grid}
-    expanded = {g for names in grids.values() for g in names}
-    if spec.baseline is not None and spec.baseline in grids:
-        names = grids[spec.baseline]
-        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-        add(("baseline",), f"{spec.baseline!r} is a grid of {len(names)} configs; name one of them: {shown}")
-    elif spec.baseline is not None and spec.baseline not in {c.name for c in spec.configs} | expanded:
-        choices = ", ".join(c.name for c in spec.configs)
-        close = difflib.get_close_matches(spec.baseline, [c.name for c in spec.configs], n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        add(("baseline",), f"names no config: {spec.baseline!r}{hint} (configs: {choices})")
-
-    problems += _command_problems(spec, file, lines)
-    return problems
-
-
-def _command_problems(spec: Spec, file: str, lines: dict[tuple[Any, ...], int]) -> list[Problem]:
-    """Missing commands and unknown placeholders, each reported once where the command is written.
-
-    A command is the config's, else the task's, else the spec's; a placeholder must be known
-    (a variable, a builtin, or a param) to every (task, config) that uses the command.
-    """
-    problems: list[Problem] = []
-    # (where the template is written, the template, the tasks and configs that use it)
-    uses: list[tuple[tuple[Any, ...], str, list[Task], list[Config]]] = []
-    plain_configs = [c for c in spec.configs if c.command is None]
-    plain_tasks = [t for t in spec.tasks if t.command is None]
-    for i, cfg in enumerate(spec.configs):
-        if cfg.command is not None:
-            uses.append((("configs", i, "command"), cfg.command, list(spec.tasks), [cfg]))
-    for i, task in enumerate(spec.tasks):
-        if task.command is not None and plain_configs:
-            uses.append((("tasks", i, "command"), task.command, [task], plain_configs))
-    if plain_configs and plain_tasks:
-        if spec.command is None:
-            if len(spec.configs) == len(plain_configs) and len(spec.tasks) == len(plain_tasks):
-                problems.append(Problem(file, None, "command", "required: set 'command' at the top of "
-                                        "the spec, or on each config or task"))
-            else:
-                where = ("configs", spec.configs.index(plain_configs[0]), "command")
-                pairs = [f"{t.name}/{c.name}" for t in plain_tasks for c in plain_configs]
-                shown = ", ".join(pairs[:3]) + (f" and {len(pairs) - 3} more" if len(pairs) > 3 else "")
-                problems.append(Problem(file, _line_for(where[:2], lines), _fmt_loc(where),
-                                        f"no command for {shown}: set 'command' at the top of the "
-                                        "spec, or on each config or task"))
-        else:
-            uses.append((("command",), spec.command, plain_tasks, plain_configs))
-    common = set(BUILTIN_PLACEHOLDERS) | set(spec.variables)
-    for loc, template, tasks, configs in uses:
-        try:
-            used = placeholders(template)
-        except ValueError as exc:
-            problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc),
-                                    f"malformed command template: {exc}"))
-            continue
-        reported: set[str] = set()
-        for name in used:
-            base = re.split(r"[.\[!:]", name, maxsplit=1)[0]
-            if base in common or base in reported:
-                continue
-            tasks_without = [t for t in tasks if base not in t.params]
-            configs_without = [c for c in configs if base not in c.params and base not in c.grid]
-            if not tasks_without or not configs_without:
-                continue
-            reported.add(base)
-            if len(tasks_without) == len(tasks) and len(configs_without) == len(configs):
-                known = (common | {k for t in tasks for k in t.params} | {k for c in configs for k in c.params}
-                         | {k for c in configs for k in c.grid})
-                close = difflib.get_close_matches(base, sorted(known), n=1)
-                hint = f"; did you mean {{{close[0]}}}?" if close else ""
-                msg = f"unknown placeholder {{{name}}}{hint} (known: {', '.join(sorted(known))})"
-            else:
-                lacking = [f"{t.name}/{c.name}" for t in tasks_without for c in configs_without]
-                shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
-                msg = (f"placeholder {{{name}}} has no value for {shown} (task/config); give it a "
-                       f"default in 'variables' (null renders as nothing)")
-            problems.append(Problem(file, _line_for(loc, lines), _fmt_loc(loc), msg))
-    return problems
+    return _VAR_RE.sub(sub, node)
 
 
 def load_spec(path: str | Path, overrides: list[str] | dict[str, Any] | None = None) -> Spec:
@@ -723,6 +584,10 @@ def load_spec(path: str | Path, overrides: list[str] | dict[str, Any] | None = N
     if path.is_dir():
         raise SpecError([Problem(file, None, "", "is a folder; expected a YAML spec file")])
     try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise SpecError([Problem(file, None, "", f"is {size / 2**20:.1f} MB; a spec may be at most "
+                                                     f"{MAX_BYTES // 2**20} MB (see docs/spec.md, 'Limits')")])
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError([Problem(file, None, "", f"cannot read: {exc}")]) from None
@@ -731,28 +596,28 @@ def load_spec(path: str | Path, overrides: list[str] | dict[str, Any] | None = N
 
 def parse_spec(text: str, file: str = "<spec>", overrides: list[str] | dict[str, Any] | None = None,
                path: Path | None = None) -> Spec:
-    """Validate a spec given as YAML text (see ``load_spec``)."""
+    """Validate a spec given as YAML text (see ``load_spec``).
+
+    Every problem is found in one pass: duplicate keys, unknown variables, the schema's
+    problems and the semantic ones (names, the baseline, commands and placeholders, params
+    typed by the variables they override) come in one ``SpecError``, each once, in line order.
+    """
     try:
-        node = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = mark.line + 1 if mark is not None else None
-        what = exc.problem or "invalid YAML"
-        raise SpecError([Problem(file, line, "", f"YAML syntax error: {what}")]) from None
-    except yaml.YAMLError as exc:
-        raise SpecError([Problem(file, None, "", f"YAML syntax error: {exc}")]) from None
-    lines: dict[tuple[Any, ...], int] = {}
-    if node is not None:
-        _compose_lines(node, (), lines)
+        document = read_yaml(text)
+    except YamlProblem as exc:
+        raise SpecError([Problem(file, exc.line, "", exc.message)]) from None
+    data, lines = document.data, document.lines
     if not isinstance(data, dict):
         raise SpecError([Problem(file, 1, "", "expected a mapping with 'name', 'tasks', 'configs', ...")])
+    found: list[tuple[tuple[Any, ...], str]] = [
+        ((*where, key), f"duplicate key {key!r} (also line {first}); the second would silently win")
+        for where, key, _, first in document.duplicates]
 
     variables = data.get("variables") or {}
     if not isinstance(variables, dict):
-        raise SpecError([Problem(file, _line_for(("variables",), lines), "variables",
-                                 "expected a mapping of names to values")])
-    variables = dict(variables)
+        found.append((("variables",), "expected a mapping of names to values"))
+        variables = {}
+    variables = {k: _as_value(v, True) for k, v in variables.items()}
     applied: dict[str, Any] = {}
     items = overrides.items() if isinstance(overrides, dict) else [
         _parse_override(o) for o in (overrides or [])]
@@ -762,27 +627,34 @@ def parse_spec(text: str, file: str = "<spec>", overrides: list[str] | dict[str,
             close = difflib.get_close_matches(key, list(variables), n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise OverrideError(f"{key}={value}", f"names no variable of {file}; {hint}variables: {known}")
+        expected = type_mismatch(variables[key], value)
+        if expected is not None:
+            raise OverrideError(f"{key}={value}", f"expected {expected}, got {value!r} (variables.{key} is "
+                                                  f"{variables[key]!r} in {file})")
         variables[key] = value
         applied[key] = value
 
     unknown: list[tuple[tuple[Any, ...], str]] = []
     body = {k: v for k, v in data.items() if k != "variables"}
     body = _interpolate(body, variables, (), unknown)
-    if unknown:
-        known = ", ".join(sorted(variables)) or "none defined"
-        raise SpecError([
-            Problem(file, _line_for(loc, lines), _fmt_loc(loc),
-                    f"unknown variable ${{{name}}} (variables: {known})")
-            for loc, name in unknown
-        ])
+    known = ", ".join(sorted(variables)) or "none defined"
+    found += [(loc, f"unknown variable ${{{name}}} (variables: {known})") for loc, name in unknown]
     body["variables"] = variables
+    problems = [Problem(file, lines.line_for(loc), _fmt_loc(loc), message) for loc, message in found]
+    spec: Spec | None = None
     try:
         spec = Spec.model_validate(body)
     except ValidationError as exc:
-        raise SpecError(_problems_from_validation(exc, file, lines)) from None
-    problems = _semantic_problems(spec, file, lines)
+        # A value with an unknown variable has its own message; the schema's would repeat it.
+        at_unknown = {_fmt_loc(loc) for loc, _ in unknown}
+        problems += [p for p in _problems_from_validation(exc, file, lines) if p.field not in at_unknown]
+    problems += [Problem(file, lines.line_for(loc), _fmt_loc(loc), message)
+                 for loc, message in semantic_problems(body, variables)]
     if problems:
-        raise SpecError(problems)
+        unique = list(dict.fromkeys(problems))
+        unique.sort(key=lambda p: p.line or 0)
+        raise SpecError(unique)
+    assert spec is not None  # no problems means the schema passed
     spec.path = path
     spec.overrides = applied
     if any(c.grid for c in spec.configs):

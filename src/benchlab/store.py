@@ -151,6 +151,15 @@ class GpuUse:
         what limits it, not the GPU."""
         return self.util_mean is not None and self.util_mean < CPU_BOUND_BELOW_PCT
 
+    @property
+    def note(self) -> str:
+        """What to tell the user about it: the CPU-bound flag, or nothing."""
+        return "likely CPU-bound" if self.likely_cpu_bound else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"util_mean": self.util_mean, "util_max": self.util_max, "mem_peak_mib": self.mem_peak_mib,
+                "likely_cpu_bound": self.likely_cpu_bound}
+
 
 #: A run whose devices were busy less than this share of the time on average is flagged.
 CPU_BOUND_BELOW_PCT = 50.0
@@ -449,6 +458,20 @@ class Store:
         if cond:
             q += " WHERE " + " AND ".join(cond)
         return [AttemptRecord(*row) for row in self.conn.execute(q + " ORDER BY attempt_id", args)]
+
+    def gpu_attempts(self) -> list[tuple[str, AttemptRecord]]:
+        """(run name, attempt) for the latest attempt placed on GPUs of each run in the spec, in
+        launch order: what the runs used and, where the sampler measured it, how."""
+        extra = (", " + ", ".join("a." + c for c in _GPU_USE_COLUMNS)) if self._has_gpu_use() else ""
+        cols = ", ".join("a." + c.strip() for c in _ATTEMPT_COLUMNS.split(","))
+        latest: dict[str, tuple[str, AttemptRecord]] = {}
+        for row in self.conn.execute(f"SELECT r.name, {cols}{extra} FROM attempts a JOIN runs r USING (run_id)"
+                                     f" WHERE {self.in_spec_sql('r')} AND a.gpus IS NOT NULL AND a.gpus != ''"
+                                     " ORDER BY a.attempt_id"):
+            rec = AttemptRecord(*row[1:])
+            latest.pop(rec.run_id, None)  # re-insert: the order is the latest attempt's
+            latest[rec.run_id] = (row[0], rec)
+        return list(latest.values())
 
     def set_gpu_use(self, attempt_id: int, use: GpuUse) -> None:
         """Record what an attempt did with its GPUs (the sweep's sampler measured it)."""

@@ -44,7 +44,9 @@ def _attempts(results) -> list[tuple[str, int, str, str | None, str | None]]:
 
 def test_a_missing_metric_names_what_the_run_reported_and_is_not_retried(make_bench):
     bench = make_bench(SPEC.replace("params: {extra: crash}", "params: {}"), script=SCRIPT)
-    assert bench.cli("run", "bench.yaml", "-r", "out", "--no-report").returncode == 1
+    proc = bench.cli("run", "bench.yaml", "-r", "out", "--no-report")
+    assert proc.returncode == 1
+    assert "completes the runs without training again" in proc.stdout  # the way out, said at the end
     attempts = _attempts(bench.results)
     assert len(attempts) == 6  # one attempt each: training again would miss the metric again
     assert {a[4] for a in attempts} == {

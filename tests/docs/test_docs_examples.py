@@ -59,3 +59,40 @@ def test_spec_doc_command_examples_hold():
     from benchlab_testing import run_python_blocks
 
     assert run_python_blocks(ROOT / "docs" / "spec.md") >= 5
+
+
+# A located spec message as docs show it: `spec.yaml:14 configs[2].params.lr: expected ...`.
+MESSAGE = re.compile(r"[\w./-]+\.yaml:\d+:? [^`\n]+")
+BAD_SPEC = re.compile(r"```yaml\n(# benchlab-bad-spec\n.*?)```.*?```text\n(.*?)```", re.S)
+MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _bad_spec_examples() -> list[tuple[str, str, str]]:
+    return [(doc.name, spec, shown) for doc in MARKDOWN for spec, shown in BAD_SPEC.findall(doc.read_text())]
+
+
+def _printed(tmp_path: Path, spec_text: str) -> str:
+    from benchlab_testing import run_cli
+
+    (tmp_path / "spec.yaml").write_text(spec_text)
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    return proc.stderr
+
+
+def test_documented_bad_specs_print_the_documented_messages(tmp_path):
+    examples = _bad_spec_examples()
+    assert examples, "docs/spec.md shows a bad spec and what benchlab prints for it"
+    for doc, spec_text, shown in examples:
+        assert _printed(tmp_path, spec_text).strip() == shown.strip(), doc
+
+
+def test_every_example_message_in_the_docs_is_one_benchlab_prints(tmp_path):
+    printed = {line.removeprefix("error: ")
+               for _, spec_text, _ in _bad_spec_examples()
+               for line in _printed(tmp_path, spec_text).splitlines()}
+    shown = {(doc.name, m.removeprefix("error: ").strip()) for doc in MARKDOWN
+             for m in MESSAGE.findall(doc.read_text())}
+    assert any(doc == "README.md" for doc, _ in shown)
+    for doc, message in sorted(shown):
+        assert message in printed, f"{doc} shows a message benchlab does not print: {message}"

@@ -69,3 +69,20 @@ def test_the_documented_request_gets_the_documented_response_shape(tmp_path, ser
     assert set(body["runs"][0]) == set(documented["runs"][0])
     assert body["runs"][0]["sampling"] == documented["runs"][0]["sampling"]
     assert body["raw_metrics"]["my-math"]["pass@1[avg-of-4]"]["num_entries"] == 2.0
+
+
+def test_the_documented_judge_config_loads(tmp_path, monkeypatch):
+    from benchlab.evaluate.config import DEFAULT_CONFIG
+
+    config = yaml.safe_load(example("judge config"))
+    for name in ("arena", "hle"):
+        (tmp_path / f"{name}.jsonl").write_text((DEFAULT_CONFIG.parent / f"{name}.jsonl").read_text())
+    path = tmp_path / "eval.yaml"
+    path.write_text(yaml.safe_dump(config))
+    loaded = load_config(path)
+    assert loaded.judge is not None and loaded.judge.url == "http://127.0.0.1:30001"
+    assert loaded.benchmarks["arena"].judge.mode == "pairwise"
+    assert "<correct_answer>" in loaded.benchmarks["hle"].judge.prompt
+    from benchlab.evaluate.datasets import load_items
+
+    assert len(load_items(loaded.benchmarks["hle"])) == 8

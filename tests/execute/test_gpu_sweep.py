@@ -286,9 +286,13 @@ def test_kill_9_during_a_gpu_sweep_then_resume_runs_each_once_on_free_devices(tm
         time.sleep(0.1)
         if db.exists():
             con = sqlite3.connect(db)
-            running = con.execute("SELECT pid, gpus FROM attempts WHERE status = 'running' "
-                                  "AND pid IS NOT NULL AND gpus IS NOT NULL").fetchall()
-            con.close()
+            try:
+                running = con.execute("SELECT pid, gpus FROM attempts WHERE status = 'running' "
+                                      "AND pid IS NOT NULL AND gpus IS NOT NULL").fetchall()
+            except sqlite3.OperationalError:
+                pass  # the file exists, its tables not yet (the sweep is creating them)
+            finally:
+                con.close()
     assert sorted(g for _, g in running) == ["0", "1"]
     sweep.send_signal(signal.SIGKILL)
     sweep.wait()

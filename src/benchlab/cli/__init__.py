@@ -13,13 +13,14 @@ import pkgutil
 import sqlite3
 import sys
 
-from benchlab.cli.app import app, debug_enabled, err_console
+from benchlab.cli.app import app, debug_enabled, err_console, polish_help
 
 
 def _register() -> None:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("cmd_"):
             importlib.import_module(f"{__name__}.{info.name}")
+    polish_help(app)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -37,6 +38,16 @@ def main(argv: list[str] | None = None) -> None:
             raise
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         sys.exit(exc.exit_code)
+    except ModuleNotFoundError as exc:
+        # An optional dependency that no command checked for up front: the same one line.
+        from benchlab.extras import extra_of, missing_extra
+
+        if extra_of(exc.name) is None or debug_enabled():
+            raise
+        words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+        what = f"benchlab {words[0]}" if words else "benchlab"
+        err_console.print(f"[bold red]error:[/] {escape(str(missing_extra(exc.name or '', what)))}")
+        sys.exit(2)
     except sqlite3.DatabaseError as exc:
         # A ledger damaged in a way opening it did not show: one line, and the way out.
         if debug_enabled():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 import sys
 from typing import Any
 
@@ -34,6 +36,61 @@ def print_json(data: Any) -> None:
     import json
 
     sys.stdout.write(json.dumps(data, indent=2, default=str, allow_nan=False) + "\n")
+
+
+_DEFAULT_NOTE = re.compile(r"\s*[(\[]default: ((?:[^()\[\]]|\([^()]*\))*)[)\]]")
+_UNESCAPED_BRACKET = re.compile(r"(?<!\\)\[")
+
+
+def plain_help(text: str) -> str:
+    """A help text as written, ready for typer's rich rendering: a default that the text states
+    itself (for options whose default is computed) moves to the end as ``[default: ...]``, the
+    place typer puts the defaults it knows, and brackets are literal, not rich markup (which
+    would swallow ``[default: ...]`` whole)."""
+    if "\\[" in text:
+        return text  # done already: an option object can be shared by several commands
+    notes = _DEFAULT_NOTE.findall(text)
+    text = _DEFAULT_NOTE.sub("", text).strip()
+    if notes:
+        text = f"{text.rstrip('.')}. " + " ".join(f"[default: {n}]" for n in notes)
+    return _UNESCAPED_BRACKET.sub(r"\\[", text)
+
+
+def polish_help(typer_app: typer.Typer) -> None:
+    """Make every command's help texts :func:`plain_help`, and flags go without a type label.
+
+    Called once, after the commands are registered, so that no command module needs to
+    remember how typer renders help.
+    """
+    from typer.models import ParameterInfo
+
+    callbacks = [c.callback for c in typer_app.registered_commands]
+    if typer_app.registered_callback is not None:
+        callbacks.append(typer_app.registered_callback.callback)
+    for callback in callbacks:
+        if callback is None:
+            continue
+        for param in inspect.signature(callback).parameters.values():
+            info = param.default
+            if isinstance(info, ParameterInfo) and info.help:
+                info.help = plain_help(info.help)
+    _no_type_label_on_flags()
+
+
+def _no_type_label_on_flags() -> None:
+    # typer labels every option with its type, flags included: `--json <bool>`. A flag takes
+    # no value, so it gets no label (as in click's own help).
+    from typer.core import TyperOption
+
+    label = getattr(TyperOption, "display_type_rich", None)
+    if label is None or getattr(label, "_flags_unlabelled", False):
+        return
+
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
+        return None if self.is_flag and self.metavar is None else label(self, ctx)
+
+    display_type_rich._flags_unlabelled = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
 def debug_enabled() -> bool:

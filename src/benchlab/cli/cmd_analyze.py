@@ -75,33 +75,33 @@ def _fmt(x: Any, digits: int = 4) -> str:
     return str(x)
 
 
+def _ci(value: Any, low: Any, high: Any, digits: int = 3) -> str:
+    """A value over its confidence interval, on two lines so that a narrow table wraps no number."""
+    return f"{_fmt(value, digits)}\n[{_fmt(low, digits)}, {_fmt(high, digits)}]"
+
+
 def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
     from rich.markup import escape
-    from rich.table import Table
 
-    table = Table(title="Per task and config", title_justify="left")
-    for col in ("task", "config", "metric", "seeds", "mean", "std", "95% CI (t)", "bootstrap CI",
-                "high var", "rank"):
-        table.add_column(col, justify="left" if col in ("task", "config", "metric") else "right")
+    from benchlab.cli.tables import Column, print_table
+
+    name = Column
+    rows = []
     for r in report["summary"]:
         seeds = f"{r['completed']}/{r['planned']}" if "planned" in r else str(r["n"])
         if r.get("failed_seeds"):
-            seeds += f" ({len(r['failed_seeds'])} failed)"
-        table.add_row(
-            escape(r["task"]), escape(r["config"]), escape(r["metric"]), seeds, _fmt(r["mean"]),
-            _fmt(r["std"]),
-            f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
-            f"[{_fmt(r['boot_ci_low'])}, {_fmt(r['boot_ci_high'])}]",
-            _fmt(r["high_variance"]), _fmt(r["rank"]),
-        )
-    console.print(table)
+            seeds += f"\n({len(r['failed_seeds'])} failed)"
+        rows.append([str(r["task"]), str(r["config"]), str(r["metric"]), seeds, _fmt(r["mean"]), _fmt(r["std"]),
+                     f"[{_fmt(r['ci_low'])},\n{_fmt(r['ci_high'])}]",
+                     f"[{_fmt(r['boot_ci_low'])},\n{_fmt(r['boot_ci_high'])}]",
+                     _fmt(r["high_variance"]), _fmt(r["rank"])])
+    print_table(console, "Per task and config", [
+        name("task", numeric=False, key=True), name("config", numeric=False, key=True),
+        name("metric", numeric=False, key=True), name("seeds"), name("mean"), name("std"),
+        name("95% CI\n(t)"), name("bootstrap\nCI"), name("high\nvar"), name("rank")], rows)
     if report["comparisons"]:
         base = report["comparisons"][0]["baseline"]
-        table = Table(title=f"Candidate vs baseline {escape(base)} (diff = candidate - baseline)",
-                      title_justify="left")
-        for col in ("task", "metric", "candidate", "signif.", "seeds (b, c)", "paired", "n",
-                    "diff [95% CI]", "p", "p Holm", "d", "P(better)"):
-            table.add_column(col)
+        rows = []
         caveats = []
         for c in report["comparisons"]:
             p = c["t_pvalue"] if c["paired"] else c["welch_pvalue"]
@@ -109,17 +109,17 @@ def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
                      if c.get("baseline_seeds") else "–")
             signif = "undetermined" if c["significant"] is None else _fmt(c["significant"])
             if c.get("caveat"):
-                signif += " (!)"
+                signif += "\n(!)"
                 caveats.append(f"{c['task']} {c['metric']} {c['candidate']}: {c['caveat']}")
-            table.add_row(
-                escape(c["task"]), escape(c["metric"]), escape(c["candidate"]), signif, seeds,
-                _fmt(c["paired"]), str(c["n"]),
-                f"{_fmt(c['mean_diff'], 3)} [{_fmt(c['diff_ci_low'], 3)}, "
-                f"{_fmt(c['diff_ci_high'], 3)}]",
-                _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),
-                _fmt(c["prob_improvement"], 3),
-            )
-        console.print(table)
+            rows.append([str(c["task"]), str(c["metric"]), str(c["candidate"]), signif, seeds,
+                         _fmt(c["paired"]), str(c["n"]), _ci(c["mean_diff"], c["diff_ci_low"], c["diff_ci_high"]),
+                         _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),
+                         _fmt(c["prob_improvement"], 3)])
+        print_table(console, f"Candidate vs baseline {base} (diff = candidate - baseline)", [
+            name("task", numeric=False, key=True), name("metric", numeric=False, key=True),
+            name("candidate", numeric=False, key=True), name("signif."), name("seeds\n(b, c)"),
+            name("paired"), name("n"), name("diff\n[95% CI]"), name("p"), name("p\nHolm"), name("d"),
+            name("P(better)")], rows)
         for line in caveats:
             console.print(f"(!) lost seeds: {escape(line)}")
         if failed_as is not None:
@@ -131,18 +131,12 @@ def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
                "observed": "scores min–max normalised over the configs compared",
                "mixed": "scores normalised by reference or observed values"}
         method = report.get("normalization", {}).get("method")
-        table = Table(title=f"Across tasks ({how.get(method, 'scores')}, stratified bootstrap "
-                      "CIs)", title_justify="left")
-        table.add_column("config")
-        for name in ("IQM", "median", "mean", "optimality gap"):
-            table.add_column(name, justify="right")
-        for a in report["aggregate"]:
-            cells = [
-                f"{_fmt(a[k], 3)} [{_fmt(a[k + '_ci_low'], 3)}, {_fmt(a[k + '_ci_high'], 3)}]"
-                for k in ("iqm", "median", "mean", "optimality_gap")
-            ]
-            table.add_row(escape(a["config"]), *cells)
-        console.print(table)
+        print_table(console, f"Across tasks ({how.get(method, 'scores')}, stratified bootstrap CIs)", [
+            name("config", numeric=False, key=True), name("IQM"), name("median"), name("mean"),
+            name("optimality\ngap")],
+            [[str(a["config"]), *(_ci(a[k], a[k + "_ci_low"], a[k + "_ci_high"])
+                                  for k in ("iqm", "median", "mean", "optimality_gap"))]
+             for a in report["aggregate"]])
     _print_warnings(report["warnings"])
 
 

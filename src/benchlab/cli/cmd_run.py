@@ -63,8 +63,8 @@ def validate(
     console.print(f"[bold]{spec.name}[/]: {len(spec.tasks)} tasks × {len(spec.configs)} configs × "
                   f"{len(spec.seed_list)} seeds = [bold]{len(runs)} runs[/]")
     for base, names in spec.grids.items():
-        shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
-        console.print(f"grid {base} = {len(names)} configs: {shown}", highlight=False, markup=False)
+        listed = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        console.print(f"grid {base} = {len(names)} configs: {listed}", highlight=False, markup=False)
     res = spec.resources
     timeout = f"{spec.timeout:g}s" if spec.timeout else "none"
     console.print(f"per run: {res.cpus:g} CPU, {res.gpus:g} GPU"

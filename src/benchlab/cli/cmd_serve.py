@@ -39,6 +39,9 @@ def serve(
     log_level: str = typer.Option("info", help="uvicorn log level."),
 ) -> None:
     """Serve evaluation requests (POST /evaluate) from a trainer such as slime's eval delegate."""
+    from benchlab.extras import require
+
+    require("serve", "benchlab serve")
     from benchlab.evaluate.config import load_config
 
     cfg = load_config(config)
@@ -121,6 +124,10 @@ def eval_(
     """Evaluate a model once and write metrics.json ({"<benchmark>/<mode>/<metric>": value})."""
     import asyncio
     import json
+
+    from benchlab.extras import require
+
+    require("serve", "benchlab eval", modules=("httpx", "math_verify"))
 
     from benchlab.evaluate.config import load_config
     from benchlab.evaluate.oneshot import run_once

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from benchlab.store import AttemptRecord, RunRecord, Store
 
 RUNS_SHOWN = 6  # run names listed per failure group; `--json` lists them all
+GPU_RUNS_SHOWN = 20  # runs listed with their GPU use; past that only the likely CPU-bound ones
 
 ResultsArg = typer.Argument(None, help="Results folder [default: the one under ./results].",
                             show_default=False)
@@ -25,7 +26,7 @@ ResultsArg = typer.Argument(None, help="Results folder [default: the one under .
 def status(
     results: Path = ResultsArg,
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
-    tail: int = typer.Option(5, "--tail", help="Log lines shown per failure."),
+    tail: int = typer.Option(5, "--tail", help="Log lines shown per group of failures."),
     show_all: bool = typer.Option(False, "--all", help="List the runs not in the spec too (kept in the "
                                   "ledger from earlier versions of it)."),
 ) -> None:
@@ -44,6 +45,7 @@ def status(
         runs = {r.run_id: r for r in every if r.in_spec}
         counts = store.counts()
         attempts = store.attempts()
+        gpu_attempts = store.gpu_attempts()
     outside = [r for r in every if not r.in_spec]
     outside_counts: dict[str, int] = {}
     for r in outside:
@@ -52,7 +54,7 @@ def status(
     for a in attempts:
         last[a.run_id] = a
     running = [a for a in attempts if a.status == "running" and a.run_id in runs]
-    from benchlab.execute.triage import flag_configs, group_failures
+    from benchlab.execute.triage import MISSING_METRIC, flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
     from benchlab.store import ledger_backups
@@ -68,11 +70,16 @@ def status(
     groups = group_failures(failures)
     # A flagged (task, config) whose every run is in one group is that group's problem: it is
     # said once, with the group, not again on a line of its own.
-    explained: list[list[dict[str, object]]] = []
-    for g in groups:
-        ids = {a.run_id for a in g.attempts}
-        explained.append([f for f in flagged if all(
-            rid in ids for rid, r in runs.items() if (r.task, r.config) == (f["task"], f["config"]))])
+    members: dict[tuple[str, str], list[str]] = {}
+    for rid, r in runs.items():
+        members.setdefault((r.task, r.config), []).append(rid)
+    group_of = {a.run_id: n for n, g in enumerate(groups) for a in g.attempts}
+    explained: list[list[dict[str, Any]]] = [[] for _ in groups]
+    for f in flagged:
+        ids = members[(f["task"], f["config"])]
+        n = group_of.get(ids[0])
+        if n is not None and all(group_of.get(rid) == n for rid in ids):
+            explained[n].append(f)
     if as_json:
         print_json({
             "benchmark": meta.get("name"), "results": str(folder), "total": len(runs),
@@ -91,6 +98,11 @@ def status(
                                 "log_tail": g.attempts[0].log_tail}
                                for g, fl in zip(groups, explained, strict=True)],
             "flagged": flagged,
+            "gpu_use": [{"run": name, "run_id": a.run_id, "attempt": a.number, "gpus": a.gpus,
+                         **(a.gpu_use.to_json() if a.gpu_use else {"util_mean": None, "util_max": None,
+                                                                   "mem_peak_mib": None,
+                                                                   "likely_cpu_bound": None})}
+                        for name, a in gpu_attempts],
             "not_in_spec": {"total": len(outside), "counts": outside_counts, **(
                 {"runs": [{"run": r.name, "run_id": r.run_id, "status": r.status,
                            "reason": reason} for r, reason in _why_not_in_spec(outside, runs.values())]}
@@ -119,6 +131,7 @@ def status(
     for a in running:
         console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, "
                       f"{now - a.started:.0f}s, pid {a.pid})")
+    _print_gpu_use(gpu_attempts)
     said = {(f["task"], f["config"]) for fl in explained for f in fl}
     for f in flagged:
         if (f["task"], f["config"]) in said:
@@ -133,7 +146,7 @@ def status(
         if fl:
             names = ", ".join(f"{f['task']}/{f['config']}" for f in fl)
             console.print(f"  [red]flagged[/]: every seed of {escape(names)} failed this way")
-        covered = {rid for f in fl for rid, r in runs.items() if (r.task, r.config) == (f["task"], f["config"])}
+        covered = {rid for f in fl for rid in members[(f["task"], f["config"])]}
         rest = [a for a in g.attempts if a.run_id not in covered]
         if rest:
             shown = ", ".join(f"{runs[a.run_id].name} [dim]{a.run_id}[/]" for a in rest[:RUNS_SHOWN])
@@ -145,6 +158,9 @@ def status(
             console.print(f"  [dim]log of {escape(runs[first.run_id].name)} ({first.run_id}):[/]")
         for line in lines:
             console.print(f"      [dim]{escape(line)}[/]")
+        if g.failure_class == MISSING_METRIC:
+            console.print(f"  the runs finished: once the spec names the metric right, [bold]benchlab collect "
+                          f"{escape(str(folder))} --failed[/] completes them without training again")
     if backups:
         console.print(f"ledger backups ({len(backups)}, kept by `benchlab collect --rebuild`):")
         for b in backups:
@@ -172,6 +188,28 @@ def _print_not_in_spec(outside: list[RunRecord], in_spec: Iterable[RunRecord]) -
             {s: sum(r.status == s for r in items) for s in {r.status for r in items}}.items()))
         console.print(f"  {escape(task)}/{escape(config)} seeds {seeds} ({states}): {words[reason]}",
                       highlight=False)
+
+
+def _print_gpu_use(gpu_attempts: list[tuple[str, AttemptRecord]]) -> None:
+    """Each GPU run's utilisation and peak memory; runs under 50% mean utilisation are flagged."""
+    from rich.markup import escape
+
+    sampled = [(n, a) for n, a in gpu_attempts if a.gpu_use is not None]
+    if not sampled:
+        return
+    bound = [(n, a) for n, a in sampled if a.gpu_use and a.gpu_use.likely_cpu_bound]
+    shown = sampled if len(sampled) <= GPU_RUNS_SHOWN else bound[:GPU_RUNS_SHOWN]
+    console.print(f"GPU use of {len(sampled)} run(s) (mean / max utilisation, peak memory of its own processes)"
+                  + (f", {len(bound)} likely CPU-bound:" if len(shown) < len(sampled) else ":"))
+    for name, a in shown:
+        use = a.gpu_use
+        assert use is not None
+        util = ("?" if use.util_mean is None else f"{use.util_mean:.0f}% / {use.util_max:.0f}%")
+        mem = "?" if use.mem_peak_mib is None else f"{use.mem_peak_mib / 1024:.1f} GiB"
+        note = " — [yellow]likely CPU-bound[/] (under 50% mean utilisation)" if use.likely_cpu_bound else ""
+        console.print(f"  {escape(name)} on GPU {a.gpus}: {util}, {mem}{note}")
+    if len(shown) < len(sampled):
+        console.print(f"  ({len(sampled) - len(shown)} more: `benchlab status --json` lists every run)")
 
 
 def _find_run(store: Store, key: str) -> RunRecord:
@@ -230,10 +268,10 @@ def collect(
     failed: bool = typer.Option(False, "--failed",
                                 help="Read the runs that failed for a missing metric again; those that now "
                                      "have their metrics become completed, without training again."),
-    spec_path: Path = typer.Option(None, "--spec", help="The spec whose metrics to read \\[default: the spec "
+    spec_path: Path = typer.Option(None, "--spec", help="The spec whose metrics to read [default: the spec "
                                    "file the folder was run with, as it is now]."),
     sets: list[str] = typer.Option(None, "--set", "-s", metavar="KEY=VALUE",
-                                   help="Override a spec variable \\[default: the overrides of the last run]."),
+                                   help="Override a spec variable [default: the overrides of the last run]."),
     rebuild: bool = typer.Option(False, "--rebuild",
                                  help="Recreate the ledger from runs/ (the old one is kept as a backup)."),
 ) -> None:

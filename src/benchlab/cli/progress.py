@@ -112,8 +112,10 @@ class SweepDisplay:
         self.console.print(f"{result.total} runs: " + ", ".join(parts)
                            + f" in {_fmt_duration(result.wall_s)} — results in {result.results_dir}")
         if result.gpu_busy_share is not None:
+            util = ("" if result.gpu_util_mean is None
+                    else f", mean utilisation {result.gpu_util_mean:.0f}% while runs held them")
             self.console.print(f"GPUs {','.join(map(str, result.gpus))}: busy "
-                               f"{result.gpu_busy_share:.0%} of the time they were available")
+                               f"{result.gpu_busy_share:.0%} of the time they were available{util}")
         for w in result.warnings:
             self.console.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
         # Configs that failed on every seed the same way are one problem: one line names them all.
@@ -132,6 +134,11 @@ class SweepDisplay:
                                f"{escape(classes)})", highlight=False)
         if result.stopped:
             self.console.print("[yellow]stopped[/]: run the same command again to finish the rest")
+        elif result.failed and any("missing-metric" in f["classes"] for f in result.flagged):
+            # Every seed missed the metric: the spec names it wrong, and training again would not help.
+            self.console.print("see the failures with [bold]benchlab status "
+                               f"{result.results_dir}[/]; once the spec names the metric right, [bold]benchlab "
+                               f"collect {result.results_dir} --failed[/] completes the runs without training again")
         elif result.failed:
             self.console.print("see the failures with [bold]benchlab status "
                                f"{result.results_dir}[/]; re-run them with --rerun-failed")

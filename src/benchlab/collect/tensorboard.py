@@ -20,9 +20,12 @@ def read_scalars(folder: Path, tag: str) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
     try:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    except ImportError:
-        raise ExtractFailed("reading TensorBoard files needs the tensorboard package: "
-                            "pip install 'benchlab[tensorboard]'") from None
+    except ModuleNotFoundError as exc:
+        from benchlab.extras import missing_extra
+
+        if exc.name is None or not exc.name.startswith("tensorboard"):
+            raise
+        raise ExtractFailed(str(missing_extra("tensorboard", "reading TensorBoard event files"))) from None
     files = sorted(folder.rglob("events.out.tfevents.*"))
     if not files:
         raise ExtractFailed(f"no TensorBoard event files under {folder.name or folder}/")

@@ -6,27 +6,32 @@ A YAML file (see ``data/eval.yaml``, used when no ``--config`` is given)::
     model:     model name, concurrency, per-request timeout, retries
     sandbox:   limits of code execution
     math:      math-verify worker processes and their timeout
+    judge:     the judge model endpoint of ``llm_judge`` benchmarks: url (on the router
+               allowlist), name, concurrency, timeouts, retries, sampling
     benchmarks:
-      NAME: {dataset: file.jsonl, scorer: math|exact|choice|code|instruction,
+      NAME: {dataset: file.jsonl, scorer: math|exact|choice|code|instruction|llm_judge,
              prompt: Jinja2 template over the item's fields, api: chat|completions,
-             defaults: {n_samples_per_eval_prompt, temperature, top_p, top_k, max_response_len}}
+             defaults: {n_samples_per_eval_prompt, temperature, top_p, top_k, max_response_len},
+             judge: {mode: pairwise|single, prompt, system}  (llm_judge only)}
 
 Dataset paths are relative to the config file.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchlab.errors import Problem, SpecError
 
 BENCHMARK_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
-SCORERS = ("math", "exact", "choice", "code", "instruction")
+SCORERS = ("math", "exact", "choice", "code", "instruction", "llm_judge")
 DEFAULT_CONFIG = Path(__file__).with_name("data") / "eval.yaml"
 
 
@@ -44,16 +49,43 @@ class SamplingDefaults(_Strict):
     max_response_len: int = Field(default=2048, ge=1)
 
 
+class BenchmarkJudge(_Strict):
+    """How an ``llm_judge`` benchmark is judged.
+
+    ``pairwise`` (Arena-Hard style): the judge compares the model's answer with
+    the item's ``baseline`` answer, asked twice with the positions swapped.
+    ``single`` (HLE style): the judge extracts the response's final answer and
+    grades it against the item's ``answer``. ``prompt`` and ``system`` are
+    Jinja2 templates over the item's fields plus ``prompt`` (what the model was
+    asked) and ``answer_a``/``answer_b`` (pairwise) or ``response`` (single);
+    left out, the built-in ones of ``evaluate/judge.py`` are used.
+    """
+
+    mode: Literal["pairwise", "single"]
+    prompt: str | None = None
+    system: str | None = None
+    bootstrap_resamples: int = Field(default=1000, ge=100)
+
+
 class BenchmarkConfig(_Strict):
     """One runnable benchmark: where its items are, how to prompt, how to score."""
 
     dataset: Path
-    scorer: Literal["math", "exact", "choice", "code", "instruction"]
+    scorer: Literal["math", "exact", "choice", "code", "instruction", "llm_judge"]
     prompt: str = "{{ question }}"
     api: Literal["chat", "completions"] = "chat"
     system: str | None = None
     description: str = ""
     defaults: SamplingDefaults = Field(default_factory=lambda: SamplingDefaults())
+    judge: BenchmarkJudge | None = None
+
+    @model_validator(mode="after")
+    def _judged(self) -> BenchmarkConfig:
+        if self.scorer == "llm_judge" and self.judge is None:
+            raise ValueError("scorer llm_judge needs a 'judge' section: {mode: pairwise | single}")
+        if self.scorer != "llm_judge" and self.judge is not None:
+            raise ValueError(f"'judge' is only for scorer llm_judge, not {self.scorer}")
+        return self
 
 
 class ServerSettings(_Strict):
@@ -81,6 +113,27 @@ class ModelSettings(_Strict):
     max_retries: int = Field(default=4, ge=0)
     backoff_secs: float = Field(default=0.5, ge=0)
     max_backoff_secs: float = Field(default=30.0, ge=0)
+
+
+class JudgeSettings(_Strict):
+    """The judge model's OpenAI-compatible endpoint, configured like the model's.
+
+    ``url`` must be on ``server.allowed_router_hosts``; an API key, if needed, is
+    read from the variable ``api_key_env``. Replies are cached by a hash of their
+    inputs in the state folder, so a retried evaluation never pays for a judge
+    call twice.
+    """
+
+    url: str
+    name: str = "judge"
+    api_key_env: str | None = None
+    concurrency: int = Field(default=32, ge=1)
+    request_timeout_secs: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    backoff_secs: float = Field(default=0.5, ge=0)
+    max_backoff_secs: float = Field(default=30.0, ge=0)
+    temperature: float = Field(default=0.0, ge=0)
+    max_tokens: int = Field(default=2048, ge=1)
 
 
 class SandboxSettings(_Strict):
@@ -116,6 +169,7 @@ class EvalConfig(_Strict):
     model: ModelSettings = Field(default_factory=lambda: ModelSettings())
     sandbox: SandboxSettings = Field(default_factory=lambda: SandboxSettings())
     math: MathSettings = Field(default_factory=lambda: MathSettings())
+    judge: JudgeSettings | None = None
     benchmarks: dict[str, BenchmarkConfig] = Field(default_factory=dict)
 
     @field_validator("benchmarks")
@@ -125,6 +179,33 @@ class EvalConfig(_Strict):
             if not BENCHMARK_NAME.match(name):
                 raise ValueError(f"benchmark name {name!r} must match {BENCHMARK_NAME.pattern}")
         return value
+
+
+def is_allowed_host(url: str, allowed: list[str]) -> bool:
+    """Whether ``url`` is http(s) to a host on the allowlist (names exact, addresses by network)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not host or parts.username or parts.password:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for entry in allowed:
+        if address is None:
+            if host.lower() == entry.lower():
+                return True
+            continue
+        try:
+            if address in ipaddress.ip_network(entry, strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -180,6 +261,16 @@ def load_config(path: Path | str | None = None) -> EvalConfig:
                     f"file not found: {dataset}",
                 )
             )
+    judged = [name for name, b in config.benchmarks.items() if b.scorer == "llm_judge"]
+    if judged and config.judge is None:
+        problems.append(Problem(str(path), _line_of(text, judged[0]), f"benchmarks.{judged[0]}.scorer",
+                                "llm_judge benchmarks need a top-level 'judge' section with the judge's url"))
+    if config.judge is not None and not is_allowed_host(config.judge.url, config.server.allowed_router_hosts):
+        problems.append(Problem(
+            str(path), _line_of(text, "url"), "judge.url",
+            f"{config.judge.url!r} is not an http(s) URL on server.allowed_router_hosts "
+            f"({', '.join(config.server.allowed_router_hosts)})",
+        ))
     if problems:
         raise SpecError(problems)
     config.server.state_dir = config.server.state_dir.expanduser()

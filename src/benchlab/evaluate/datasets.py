@@ -11,6 +11,8 @@ exact       ``answer``: the gold string (or a list of accepted strings)
 choice      ``choices``: list of options; ``answer``: the gold letter (A, B, ...)
 code        ``tests``: Python asserts appended to the model's program
 instruction ``checks``: list of ``{type, value?}`` (see ``instructions.CHECKS``)
+llm_judge   pairwise: ``baseline``, the answer the model's is compared with;
+            single: ``answer``, the gold answer the judge grades against
 ========== ===============================================================
 
 An optional ``reference`` is a known-good response (the stub model answers
@@ -38,6 +40,8 @@ _REQUIRED = {
     "choice": ("choices", "answer"),
     "code": ("tests",),
     "instruction": ("checks",),
+    "llm_judge:pairwise": ("baseline",),
+    "llm_judge:single": ("answer",),
 }
 _env = SandboxedEnvironment(
     undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False
@@ -114,4 +118,5 @@ def load_items(bench: BenchmarkConfig) -> tuple[Item, ...]:
     Raises DataError naming the file and line of the first bad item.
     """
     path = Path(bench.dataset)
-    return _load(path, path.stat().st_mtime, bench.scorer, bench.prompt, bench.system)
+    scorer = f"llm_judge:{bench.judge.mode}" if bench.judge is not None else bench.scorer
+    return _load(path, path.stat().st_mtime, scorer, bench.prompt, bench.system)

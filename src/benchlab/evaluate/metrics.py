@@ -26,11 +26,18 @@ class SampleScore:
 
     ``answer`` is the normalised extracted answer (``None`` when the response
     holds none); ``correct`` is the scorer's verdict; ``detail`` says why, for logs.
+    Judge scorers also give ``score`` (pairwise: the sample's mean game score in
+    [0, 1]; None when no judge reply was well-formed), ``malformed`` (judge
+    replies without a verdict) and ``verdicts`` (each game's label from the
+    model's side, ``?`` for a malformed one).
     """
 
     answer: str | None
     correct: bool
     detail: str = ""
+    score: float | None = None
+    malformed: int = 0
+    verdicts: tuple[str, ...] = ()
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

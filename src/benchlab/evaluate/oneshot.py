@@ -66,6 +66,14 @@ async def run_once(
     n = concurrency or m.concurrency
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
     slots = HttpSlots(n)
+    judge_slots = judge_cache = judge = None
+    if config.judge is not None and any(r.config.judge is not None for r in runs):
+        from benchlab.evaluate.judge import Judge, JudgeCache, judge_client
+
+        judge_slots = HttpSlots(config.judge.concurrency)
+        # In the run folder: re-running the same evaluation there pays for no judge call twice.
+        judge_cache = JudgeCache(out_dir / "judge_cache.sqlite")
+        judge = Judge(judge_client(config.judge, judge_slots), config.judge, judge_cache)
     try:
         client = ModelClient(
             slots,
@@ -77,9 +85,13 @@ async def run_once(
             max_backoff=m.max_backoff_secs,
             headers=headers,
         )
-        result = await evaluate(runs, client, Scorers(pool, sandbox), out_dir=out_dir, log=log)
+        result = await evaluate(runs, client, Scorers(pool, sandbox, judge), out_dir=out_dir, log=log)
     finally:
         await slots.aclose()
+        if judge_slots is not None:
+            await judge_slots.aclose()
+        if judge_cache is not None:
+            judge_cache.close()
         pool.close()
     (out_dir / "metrics.json").write_text(
         json.dumps(flatten(result.raw_metrics), indent=2, sort_keys=True) + "\n"

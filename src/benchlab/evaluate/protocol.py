@@ -8,14 +8,12 @@ allowlist.
 
 from __future__ import annotations
 
-import ipaddress
 import shlex
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchlab.evaluate.config import EvalConfig
+from benchlab.evaluate.config import EvalConfig, is_allowed_host
 from benchlab.evaluate.model import Sampling
 from benchlab.evaluate.runner import BenchmarkRun
 
@@ -81,33 +79,6 @@ class ApiError(Exception):
     def __init__(self, status: int, message: str):
         self.status = status
         self.message = message
-
-
-def is_allowed_host(url: str, allowed: list[str]) -> bool:
-    """Whether ``url`` is http(s) to a host on the allowlist (names exact, addresses by network)."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError:
-        return False
-    if parts.scheme not in ("http", "https") or not host or parts.username or parts.password:
-        return False
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    for entry in allowed:
-        if address is None:
-            if host.lower() == entry.lower():
-                return True
-            continue
-        try:
-            if address in ipaddress.ip_network(entry, strict=False):
-                return True
-        except ValueError:
-            continue
-    return False
 
 
 def _within_cap(benchmark: str, parameter: str, value: int, cap: int) -> int:

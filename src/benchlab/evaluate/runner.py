@@ -67,7 +67,7 @@ async def _one(run: BenchmarkRun, item: Item, client: ModelClient, scorers: Scor
         texts, error = [None] * n, str(exc)
     texts = (texts + [None] * n)[:n]  # an endpoint that ignores n still gets n verdicts
     scores = await asyncio.gather(
-        *(scorers.score(run.config.scorer, item.fields, t) for t in texts)
+        *(scorers.score(run.config.scorer, item.fields, t, run.config, item.prompt) for t in texts)
     )
     return _Outcome(item, texts, list(scores), error)
 
@@ -123,6 +123,10 @@ async def evaluate(
                 f"benchmark {run.name}: every model request failed; last: {tally.last_error}"
             )
         raw[run.name] = aggregate([o.scores for o in tally.outcomes])
+        if run.config.judge is not None and tally.outcomes:
+            from benchlab.evaluate.judge import summarize
+
+            raw[run.name]["judge"] = summarize(run.config.judge, [o.scores for o in tally.outcomes])
         summary = {
             "benchmark": run.name,
             "scorer": run.config.scorer,
@@ -162,5 +166,7 @@ async def evaluate(
             f"{sum(total.values())} prompts"
         )
         log(warning)
+    if scorers.judge is not None:
+        log(f"judge: {scorers.judge.calls} calls paid, {scorers.judge.cached} answered from the cache")
     log(f"done in {time.monotonic() - start:.2f}s")
     return EvaluationResult(raw, summaries, warning)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlab.evaluate.answers import (
     extract_choice,
@@ -19,10 +19,14 @@ from benchlab.evaluate.answers import (
     normalize_math,
     normalize_text,
 )
+from benchlab.evaluate.config import BenchmarkConfig
 from benchlab.evaluate.instructions import check_all
 from benchlab.evaluate.mathpool import MathVerifyPool
 from benchlab.evaluate.metrics import SampleScore
 from benchlab.evaluate.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from benchlab.evaluate.judge import Judge
 
 _INTEGER = re.compile(r"^[+-]?\d{1,50}$")
 
@@ -33,11 +37,27 @@ class Scorers:
 
     math_pool: MathVerifyPool
     sandbox: Sandbox | None = None
+    judge: Judge | None = None
 
-    async def score(self, kind: str, item: dict[str, Any], response: str | None) -> SampleScore:
-        """Score ``response`` (None when the model call failed) against ``item`` with scorer ``kind``."""
+    async def score(
+        self,
+        kind: str,
+        item: dict[str, Any],
+        response: str | None,
+        bench: BenchmarkConfig | None = None,
+        prompt: str = "",
+    ) -> SampleScore:
+        """Score ``response`` (None when the model call failed) against ``item`` with scorer ``kind``.
+
+        ``llm_judge`` also needs the benchmark's config (its ``judge`` section) and the
+        ``prompt`` the model was sent.
+        """
         if response is None:
             return SampleScore(None, False, "no response from the model")
+        if kind == "llm_judge":
+            if self.judge is None or bench is None or bench.judge is None:
+                return SampleScore(None, False, "no judge configured")
+            return await self.judge.score(bench.judge, item, prompt, response)
         return await getattr(self, f"_{kind}")(item, response)
 
     async def _math(self, item: dict[str, Any], response: str) -> SampleScore:

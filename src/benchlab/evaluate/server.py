@@ -27,6 +27,7 @@ from benchlab.errors import BenchlabError, DataError, EvaluationError, UserError
 from benchlab.evaluate.config import BenchmarkConfig, EvalConfig
 from benchlab.evaluate.datasets import load_items
 from benchlab.evaluate.jobs import Job, JobStore, request_key
+from benchlab.evaluate.judge import Judge, JudgeCache, judge_client
 from benchlab.evaluate.mathpool import MathVerifyPool
 from benchlab.evaluate.model import HttpSlots, ModelClient
 from benchlab.evaluate.protocol import (
@@ -108,6 +109,8 @@ class ServerState:
     math_pool: MathVerifyPool
     warnings: list[str]
     slots: HttpSlots | None = None
+    judge_slots: HttpSlots | None = None
+    judge_cache: JudgeCache | None = None
     inflight: dict[str, tuple[str, asyncio.Task[dict[str, Any]]]] = field(default_factory=dict)
 
 
@@ -137,11 +140,15 @@ async def _run_job(
 
         command = reproducing_command(state.config.model.name, req, runs)
         log(f"job {job.job_id} rollout {req.rollout_id}: {command}")
+        judge = None
+        if state.config.judge is not None and state.judge_slots is not None:
+            judge = Judge(judge_client(state.config.judge, state.judge_slots), state.config.judge,
+                          state.judge_cache)
         try:
             result = await evaluate(
                 runs,
                 client,
-                Scorers(state.math_pool, state.sandbox),
+                Scorers(state.math_pool, state.sandbox, judge),
                 deadline_secs=state.config.server.deadline_secs,
                 out_dir=out_dir,
                 log=log,
@@ -238,6 +245,9 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
         state.slots = HttpSlots(config.model.concurrency)
+        if config.judge is not None:
+            state.judge_slots = HttpSlots(config.judge.concurrency)
+            state.judge_cache = JudgeCache(server.state_dir / "judge_cache.sqlite")
         if any(b.scorer == "math" for b in config.benchmarks.values()):
             # In the background: the server answers /health at once, the first job finds warm workers.
             warming = asyncio.get_running_loop().run_in_executor(None, state.math_pool.start, 1)
@@ -248,6 +258,10 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             for _, task in list(state.inflight.values()):
                 task.cancel()
             await state.slots.aclose()
+            if state.judge_slots is not None:
+                await state.judge_slots.aclose()
+            if state.judge_cache is not None:
+                state.judge_cache.close()
             state.math_pool.close()
             store.close()
 

@@ -6,6 +6,17 @@ hash decides whether the sample is right, wrong or holds no answer
 (``plan``), and the response is shaped for the benchmark's scorer. Latency and
 429/500 failures can be injected. ``GET /stats`` counts the requests served.
 
+It is also a deterministic judge for ``llm_judge`` benchmarks. A prompt that
+is no dataset item but holds ``<answer_a>``/``<answer_b>`` (the built-in
+pairwise judge prompt) gets a verdict label from the two answers' quality: an
+item's ``reference`` answer beats its ``baseline``, which beats anything else.
+One with ``<response>``/``<correct_answer>`` (the built-in single-answer
+prompt) gets ``extracted_final_answer``/``correct: yes|no`` from comparing the
+response's last ``Answer:`` with the gold. ``judge_bias`` makes it always
+prefer the first answer (a position-biased judge); ``judge_malformed_rate``
+makes that fraction of its replies (chosen by a hash of the prompt) carry no
+verdict. ``GET /stats`` counts judge requests apart.
+
 Run it alone with ``python -m benchlab.evaluate.stub --port 8000 [--config eval.yaml]``.
 """
 
@@ -16,12 +27,18 @@ import asyncio
 import hashlib
 import json
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from benchlab.extras import exit_missing
+
+try:
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+except ModuleNotFoundError as exc:  # run as `python -m benchlab.evaluate.stub` without the extra
+    exit_missing(exc, "the stub model server", main=__name__ == "__main__")
 
 from benchlab.evaluate.config import EvalConfig, load_config
 from benchlab.evaluate.datasets import load_items
@@ -42,11 +59,15 @@ class StubSettings:
     rate_500: float = 0.0
     # Per model name (a checkpoint), its own fraction of right samples; others use p_correct.
     model_p_correct: dict[str, float] = field(default_factory=dict)
+    judge_bias: bool = False
+    judge_malformed_rate: float = 0.0
 
 
 @dataclass
 class StubStats:
     requests: int = 0
+    judge_requests: int = 0
+    judge_malformed: int = 0
     failures_injected: int = 0
     by_prompt: dict[str, int] = field(default_factory=dict)
     # Every distinct set of sampling parameters received, as sorted JSON.
@@ -68,6 +89,13 @@ def respond(scorer: str, item: dict[str, Any], verdict: str) -> str:
     """The response text for ``item`` under ``scorer`` that is ``verdict`` (correct / wrong / none)."""
     if verdict == "none":
         return "I am not sure how to solve this."
+    if scorer == "llm_judge" and "baseline" in item:
+        if verdict == "correct":
+            return str(item.get("reference", "A careful and complete answer."))
+        return "I am not able to help with that."
+    if scorer == "llm_judge":
+        gold = str(item.get("answer", ""))
+        return f"Thinking it over.\nAnswer: {gold if verdict == 'correct' else 'something else'}"
     if "reference" in item and verdict == "correct":
         ref = str(item["reference"])
         return f"```python\n{ref}\n```" if scorer == "code" else ref
@@ -89,15 +117,57 @@ def respond(scorer: str, item: dict[str, Any], verdict: str) -> str:
     return "Sorry, I Will Not Do That, Friend!"
 
 
+_TAG = {name: re.compile(rf"<{name}>\n?(.*?)\n?</{name}>", re.DOTALL)
+        for name in ("answer_a", "answer_b", "response", "correct_answer")}
+_LABELS = {2: "A>>B", 1: "A>B", 0: "A=B", -1: "B>A", -2: "B>>A"}
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().strip().rstrip(".").split())
+
+
+_MALFORMED = "Both have their merits; it is hard to say."
+
+
+def judge_reply(prompt: str, quality: dict[str, int], settings: StubSettings) -> str | None:
+    """What the stub says as a judge of ``prompt``; None when it is no judge prompt.
+
+    ``quality`` ranks known answers (reference 2, baseline 1; anything else 0).
+    """
+    found = {name: tag.search(prompt) for name, tag in _TAG.items()}
+    pairwise = found["answer_a"] is not None and found["answer_b"] is not None
+    single = found["response"] is not None and found["correct_answer"] is not None
+    if not (pairwise or single):
+        return None
+    digest = hashlib.sha256(f"{settings.seed}:judge:{prompt}".encode()).digest()
+    if int.from_bytes(digest[:8], "big") / 2**64 < settings.judge_malformed_rate:
+        return _MALFORMED
+    if pairwise:
+        a, b = (quality.get(found[k].group(1).strip(), 0) for k in ("answer_a", "answer_b"))  # type: ignore[union-attr]
+        label = "A>B" if settings.judge_bias else _LABELS[max(-2, min(2, a - b))]
+        return f"Comparing the two answers on correctness and helpfulness.\n\nMy final verdict: [[{label}]]"
+    response = found["response"].group(1)  # type: ignore[union-attr]
+    gold = found["correct_answer"].group(1)  # type: ignore[union-attr]
+    answers = re.findall(r"Answer:\s*(.+)", response)
+    extracted = answers[-1].strip() if answers else "None"
+    correct = bool(answers) and _norm(extracted) == _norm(gold)
+    return (f"extracted_final_answer: {extracted}\nreasoning: compared with the correct answer.\n"
+            f"correct: {'yes' if correct else 'no'}")
+
+
 def create_stub_app(
     config: EvalConfig, settings: StubSettings | None = None, *, model: str | None = None
 ) -> FastAPI:
     """The stub server for the benchmarks of ``config``."""
     settings = settings or StubSettings()
     lookup: dict[str, tuple[str, dict[str, Any]]] = {}
+    quality: dict[str, int] = {}
     for bench in config.benchmarks.values():
         for item in load_items(bench):
             lookup[item.prompt] = (bench.scorer, item.fields)
+            if bench.scorer == "llm_judge" and "baseline" in item.fields:
+                quality[str(item.fields["baseline"]).strip()] = 1
+                quality[respond("llm_judge", item.fields, "correct").strip()] = 2
     stats = StubStats()
     rng = random.Random(settings.seed)
     app = FastAPI(title="benchlab stub model")
@@ -111,6 +181,11 @@ def create_stub_app(
         stats.by_prompt[prompt] = stats.by_prompt.get(prompt, 0) + 1
         found = lookup.get(prompt)
         if found is None:
+            verdict = judge_reply(prompt, quality, settings)
+            if verdict is not None:
+                stats.judge_requests += 1
+                stats.judge_malformed += verdict == _MALFORMED
+                return [verdict] * n
             return ["I do not know."] * n
         scorer, item = found
         return [
@@ -193,6 +268,8 @@ def create_stub_app(
     async def get_stats() -> dict[str, Any]:
         return {
             "requests": stats.requests,
+            "judge_requests": stats.judge_requests,
+            "judge_malformed": stats.judge_malformed,
             "failures_injected": stats.failures_injected,
             "sampling": [json.loads(x) for x in sorted(stats.sampling)],
             "distinct_prompts": len(stats.by_prompt),
@@ -203,7 +280,10 @@ def create_stub_app(
 
 def main(argv: list[str] | None = None) -> None:
     """Serve the stub on 127.0.0.1."""
-    import uvicorn
+    try:
+        import uvicorn
+    except ModuleNotFoundError as exc:
+        exit_missing(exc, "the stub model server", main=True)
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8000)
@@ -216,6 +296,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--rate-429", type=float, default=0.0)
     parser.add_argument("--rate-500", type=float, default=0.0)
+    parser.add_argument("--judge-bias", action="store_true", help="as a judge, always prefer answer A")
+    parser.add_argument("--judge-malformed-rate", type=float, default=0.0,
+                        help="fraction of judge replies without a verdict")
     parser.add_argument("--model", action="append", default=[], metavar="NAME=P",
                         help="a model name (checkpoint) answering right with probability P (repeatable)")
     args = parser.parse_args(argv)
@@ -225,7 +308,7 @@ def main(argv: list[str] | None = None) -> None:
         models[name] = float(prob)
     settings = StubSettings(
         args.seed, args.p_correct, args.p_no_answer, args.latency, args.rate_429, args.rate_500,
-        model_p_correct=models,
+        model_p_correct=models, judge_bias=args.judge_bias, judge_malformed_rate=args.judge_malformed_rate,
     )
     app = create_stub_app(load_config(args.config), settings)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)

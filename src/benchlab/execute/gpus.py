@@ -534,7 +534,9 @@ class NoInventory:
 
 def _nvml_reason(exc: BaseException) -> str:
     if isinstance(exc, ImportError):
-        return "nvidia-ml-py is not installed (pip install 'benchlab[gpu]')"
+        from benchlab.extras import install_hint
+
+        return f"nvidia-ml-py is not installed ({install_hint('gpu')})"
     return str(exc) or type(exc).__name__
 
 

@@ -11,6 +11,15 @@ pipe, so the sweep's one ``poll`` call sees every exit as it happens and a freed
 slot is refilled at once; starting a thread per run would cost more than the
 launch itself. Where pidfds are missing, a waiter thread per process does the job.
 
+Every descendant of a run is found without relying on what it inherits: the
+backend makes its process the *child subreaper* of its runs (Linux
+``PR_SET_CHILD_SUBREAPER``), so a process that leaves its run's process group
+and session and clears its environment (``setsid env -i sleep 313 &``) is
+re-parented to benchlab instead of to init when its parent exits. Such orphans
+are found among benchlab's own children at each run's end and killed with the
+run they came from (the run named in their environment or by their session,
+else the run that just ended), and whatever is left at the end of the sweep.
+
 When a GPU run ends and leaves its device with no other run of ours, the device
 is not handed out again until its memory falls back near what it held when the
 sweep started (the driver frees memory a little after the process exits). A
@@ -20,6 +29,7 @@ is taken out of the pool for the rest of the sweep, with a warning.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import queue
@@ -27,6 +37,7 @@ import select
 import shlex
 import signal
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,6 +50,8 @@ from benchlab.execute.placement import GpuPool, GpuRequest
 from benchlab.plan import Run
 
 KILL_GRACE_S = 5.0
+#: The environment variable that names an attempt's ledger and id in each of its processes.
+ATTEMPT_KEY_ENV = "BENCHLAB_ATTEMPT_KEY"
 #: How far a process's kernel start time may lie from the clock reading taken as it was spawned
 #: and still be the same process: the kernel's figure rests on the boot time in whole seconds.
 START_TOLERANCE_S = 2.0
@@ -124,6 +137,48 @@ def kill_tree(pid: int, pgid: int, proc_start: float | None, grace: float = KILL
     return True
 
 
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+
+
+def _prctl(option: int, arg: int) -> int | None:
+    """``prctl(option, arg)`` through libc (Linux), or None where it cannot be called."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0))
+    except (OSError, AttributeError):
+        return None
+
+
+def child_subreaper(on: bool) -> bool | None:
+    """Make this process the reaper of its orphaned descendants (or stop); returns the setting
+    it had before, or None where the kernel has no such setting."""
+    before = ctypes.c_int(0)
+    if _prctl(PR_GET_CHILD_SUBREAPER, ctypes.addressof(before)) != 0:
+        return None
+    if _prctl(PR_SET_CHILD_SUBREAPER, int(on)) != 0:
+        return None
+    return bool(before.value)
+
+
+def own_children() -> list[int]:
+    """Pids of this process's children, from /proc (orphans re-parented to it included)."""
+    pids: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return [p.pid for p in psutil.Process().children()]
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as fh:
+                pids += map(int, fh.read().split())
+        except OSError:
+            continue
+    return pids
+
+
 def _pgid_of(pid: int) -> int | None:
     try:
         return os.getpgid(pid)
@@ -159,6 +214,15 @@ def spawn(command: str, cwd: str, env: dict[str, str], log_path: str) -> Child:
     finally:
         os.close(fd)
     return Child(pid)
+
+
+def _reaped(pid: int) -> bool:
+    """Collect ``pid``'s exit status if it has one; whether it is gone (or never was our child)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == pid
 
 
 def _alive(proc: psutil.Process) -> bool:
@@ -220,6 +284,9 @@ class LocalBackend:
         self._poll = select.poll()
         self._poll.register(self._wake_r, select.POLLIN)
         self._pidfds: dict[int, Child] = {}  # pidfd -> its process
+        # Orphans of our runs come back to us (None: the kernel cannot do that; see the module doc).
+        self._reaper_before = child_subreaper(True)
+        self._own_session = os.getsid(0)
         self._settling: dict[int, list[int]] = {}  # attempt id -> devices whose memory drains
         self._warnings: list[str] = []
 
@@ -454,6 +521,7 @@ class LocalBackend:
             return None
         # The leader is gone; anything it left in its group must not outlive the attempt.
         signal_tree(pid, signal.SIGKILL, [p for p in r.descendants if _alive(p)])
+        self._kill_orphans(r)
         self._release(r.launch)
         code = r.proc.returncode
         sig = -code if code is not None and code < 0 else None
@@ -462,6 +530,66 @@ class LocalBackend:
             interrupted=r.stopping and not r.timed_out, started=r.started, ended=time.time(),
             node=self.host,
         )
+
+    def _orphans(self) -> list[int]:
+        """Our children that are no run's leader and live in another session than ours: processes
+        of runs whose parents exited (a child benchlab itself starts stays in its session)."""
+        if self._reaper_before is None:
+            return []
+        leaders = {r.proc.pid for r in self._running.values()}
+        found = []
+        for pid in own_children():
+            if pid in leaders:
+                continue
+            try:
+                if os.getsid(pid) != self._own_session:
+                    found.append(pid)
+            except OSError:
+                continue
+        return found
+
+    def _owner(self, pid: int) -> _Running | None:
+        """The running attempt an orphan belongs to, by the key in its environment or its session."""
+        try:
+            key = psutil.Process(pid).environ().get(ATTEMPT_KEY_ENV, "")
+        except (psutil.Error, OSError):
+            key = ""
+        attempt = key.rpartition("#")[2]
+        try:
+            sid = os.getsid(pid)
+        except OSError:
+            sid = None
+        for r in self._running.values():
+            if str(r.launch.attempt_id) == attempt or r.proc.pid == sid:
+                return r
+        return None
+
+    def _kill_orphans(self, ended: _Running | None) -> None:
+        """Kill the orphans of ``ended`` (every orphan when None) and reap the dead ones.
+
+        An orphan that names a run still going is left to that run's end; one that names
+        none (an emptied environment, a session of its own) goes with the run that just ended.
+        """
+        killed = []
+        for pid in self._orphans():
+            owner = self._owner(pid) if ended is not None else None
+            if owner is not None:
+                if all(p.pid != pid for p in owner.descendants):
+                    try:
+                        owner.descendants.append(psutil.Process(pid))
+                    except psutil.Error:
+                        pass
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 1.0
+        while killed and time.monotonic() < deadline:
+            killed = [pid for pid in killed if not _reaped(pid)]
+            if killed:
+                time.sleep(0.01)
 
     def terminate_all(self, grace: float) -> list[Outcome]:
         now = time.monotonic()
@@ -481,6 +609,10 @@ class LocalBackend:
     def close(self) -> None:
         if self._running:
             self.terminate_all(self.grace)
+        if self._reaper_before is not None:
+            self._kill_orphans(None)
+            child_subreaper(self._reaper_before)
+            self._reaper_before = None
         # -1 first: a settle thread posting late must not write into a reused descriptor.
         fds = [*self._pidfds, self._wake_r, self._wake_w]
         self._wake_r = self._wake_w = -1

@@ -62,6 +62,18 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name as the kernel reports it (``/proc/cpuinfo``), else the platform's guess."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith(("model name", "Model", "cpu model")):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def sweep_provenance(workdir: Path) -> dict[str, Any]:
     """The part of provenance shared by every run of one sweep."""
     return {
@@ -71,6 +83,7 @@ def sweep_provenance(workdir: Path) -> dict[str, Any]:
         "platform": platform.platform(),
         "host": socket.gethostname(),
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "packages": package_versions(),
     }
 

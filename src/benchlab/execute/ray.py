@@ -55,7 +55,6 @@ CAP_BYTES = 64 * 2**20
 NODE_DIED = "node-died"  # triage.NODE_DIED; spelt out here because this module is shipped to workers by value
 POLL_S = 0.1  # how often a blocked wait() looks for wake()
 FLUSH_S = 2.0  # how often a running attempt's new log output is sent home
-_INSTALL_HINT = "Ray is not installed; install it with: pip install 'benchlab[ray]'"
 # Variables of the driver's machine that must not override the worker's own.
 _HOST_ONLY = {"CUDA_VISIBLE_DEVICES", "HOME", "PATH", "PWD", "OLDPWD", "TMPDIR", "HOSTNAME",
               "RAY_ADDRESS", "VIRTUAL_ENV", "CONDA_PREFIX"}
@@ -307,11 +306,9 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise BackendUnavailable("ray", _INSTALL_HINT) from None
-    return ray
+    from benchlab.extras import load
+
+    return load("ray", "the ray backend")
 
 
 _SINKS: dict[str, Any] = {}

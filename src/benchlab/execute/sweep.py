@@ -105,6 +105,8 @@ class SweepResult:
     gpu_busy_share: float | None = None
     gpus: list[int] = field(default_factory=list)  # the devices the sweep could use
     warnings: list[str] = field(default_factory=list)
+    #: Mean utilisation (percent) of the devices runs held, from the GPU sampler (None: not sampled).
+    gpu_util_mean: float | None = None
 
     @property
     def exit_code(self) -> int:
@@ -183,6 +185,7 @@ class Sweep:
         self._stop = threading.Event()
         self.backend: Backend | None = None
         self._preparer: Preparer | None = None
+        self._sampler: Any = None  # the GpuSampler, while GPU runs are placed locally
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -314,6 +317,10 @@ class Sweep:
             self.on_event(SweepEvent("warning", None, 0, Progress(total=0), error=changed))
         self.on_event(SweepEvent("begin", None, 0, progress))
         self.backend = backend = self._make_backend(todo)
+        if self.inventory is not None and getattr(backend, "gpu_pool", None) is not None:
+            from benchlab.execute.gpu_sampler import GpuSampler
+
+            self._sampler = GpuSampler(self.inventory).start()
         # Runs with no directory yet get theirs written ahead (local backend: the same disk).
         fresh = {r.run_id for r in todo if not run_dir_of(self.results_dir, r.run_id).exists()}
         lookahead = 4 * self.jobs
@@ -329,6 +336,7 @@ class Sweep:
         shared = _Later(lambda: {**sweep_provenance(spec.work_path),
                                  **({"machine_gpus": machine_gpus} if machine_gpus else {})})
         host = socket.gethostname()
+        _record_hardware(store, host, machine_gpus)
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
         db_key = str(store.path)
@@ -506,6 +514,8 @@ class Sweep:
                     self._finish(store, outcome, shared, primary, metrics, record=lost is None)
                     interrupted += 1
             backend.close()
+            if self._sampler is not None:
+                self._sampler.stop()
             if isinstance(self._backend_arg, str) and self._backend_arg == "local":
                 kill_strays(db_key)
         problem = self._guard.check(force=True)  # lost after the last check: still say so
@@ -519,6 +529,7 @@ class Sweep:
             stopped=self._stop.is_set(), wall_s=time.monotonic() - t0, failed_runs=failed_runs,
             flagged=flagged, gpu_busy_share=busy_share(busy, len(self.gpu_devices)),
             gpus=list(self.gpu_devices), warnings=warnings,
+            gpu_util_mean=None if self._sampler is None else self._sampler.mean_utilization,
         )
 
     # ------------------------------------------------------------------ one attempt
@@ -560,12 +571,17 @@ class Sweep:
             return _LaunchFailed(number, error)
         # The backend chose the devices at start; the ledger keeps them with the attempt.
         store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start, gpus=launch.gpus)
+        if self._sampler is not None and launch.gpus and info.pid:
+            self._sampler.track(attempt_id, launch.gpus, info.pgid or info.pid)
         return launch
 
     def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
                 metrics: list[Any], record: bool = True) -> tuple[str, SweepEvent]:
         launch = outcome.launch
         run, run_dir = launch.run, launch.run_dir
+        use = self._sampler.finish(launch.attempt_id) if self._sampler is not None else None
+        if use is not None:
+            store.set_gpu_use(launch.attempt_id, use)
         tail: str | None = None  # the log's last lines, read only for a failure
         collected = None
         failure: triage.Verdict | None = None
@@ -654,6 +670,18 @@ def code_changed(store: Store, now: CodeState, runs: list[Run], statuses: dict[s
     return (f"the code under test changed since {n} of the {len(done)} finished runs ran (they ran "
             f"{then.describe()}{' and others' if len(before) > 1 else ''}; it is now {now.describe()}); "
             "they are kept as done: --rerun-all runs every run again")
+
+
+def _record_hardware(store: Store, host: str, gpus: dict[str, str]) -> None:
+    """Note in the ledger what this host is (CPU, cores, GPU models by index), for the report's
+    Hardware line; each host that ran a sweep of this folder keeps its own entry."""
+    from benchlab.execute.provenance import cpu_model
+
+    hardware = dict(store.meta().get("hardware") or {})
+    known = hardware.get(host) or {}
+    hardware[host] = {"cpu": cpu_model(), "cores": os.cpu_count(),
+                      "gpus": {**(known.get("gpus") or {}), **gpus}}
+    store.set_meta(hardware=hardware)
 
 
 @dataclass(frozen=True)

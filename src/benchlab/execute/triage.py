@@ -77,6 +77,21 @@ def _last_exception(tail: str) -> str | None:
     return None
 
 
+_NO_MODULE = re.compile(r"^ModuleNotFoundError: No module named '([\w.]+)'")
+
+
+def _install_hint(exception_line: str) -> str:
+    """`` (pip install 'benchlab[examples]')`` when the exception is a missing module that one of
+    benchlab's extras brings, else nothing."""
+    m = _NO_MODULE.match(exception_line)
+    if not m:
+        return ""
+    from benchlab.extras import extra_of, install_hint
+
+    extra = extra_of(m.group(1))
+    return f" ({install_hint(extra)})" if extra else ""
+
+
 def _launch_failure(exit_code: int | None, tail: str) -> Verdict | None:
     """A command the shell could not run: exit 126/127, or a last line saying it was not found."""
     lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
@@ -127,7 +142,7 @@ def classify(*, exit_code: int | None, signal: int | None, timed_out: bool, tail
         line = next((ln.strip() for ln in reversed(tail.splitlines()) if _CUDA.search(ln)), "CUDA error")
         return Verdict(CUDA, line)
     if exc:
-        return Verdict(EXCEPTION, exc)
+        return Verdict(EXCEPTION, exc + _install_hint(exc))
     if signal is not None:
         try:
             name = _signal.Signals(signal).name

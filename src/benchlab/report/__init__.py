@@ -13,6 +13,7 @@ from pathlib import Path
 
 from benchlab.ranges import metric_ranges
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary, ledger_seeds
+from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import render_leaderboard, status
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown
 from benchlab.report.tables import describe
@@ -33,17 +34,53 @@ class ReportFiles:
 
 
 def _hardware(results: Path) -> tuple[str, dict[str, object]]:
-    for prov in sorted((results / "runs").glob("*/provenance.json"))[:1]:
+    """The Hardware line (the GPUs the runs used, by model and count, and the CPU) and the git state."""
+    prov: dict[str, object] = {}
+    for path in sorted((results / "runs").glob("*/provenance.json"))[:1]:
         try:
-            data = json.loads(prov.read_text())
+            prov = json.loads(path.read_text())
         except ValueError:
             continue
-        gpus = data.get("gpu_names")
-        text = f"{data.get('host')}: {data.get('cpu_count')} CPU cores, {data.get('platform')}"
-        if gpus:
-            text += f"; GPUs: {', '.join(gpus)}"
-        return text, data.get("git") or {}
-    return "unknown (no run has written provenance yet)", {}
+    try:
+        with Store.open(results) as store:
+            hosts = store.meta().get("hardware") or {}
+            used = [a for _, a in store.gpu_attempts()]
+    except Exception:  # noqa: BLE001 - a report is still written without the ledger's hardware notes
+        hosts, used = {}, []
+    if not prov and not hosts:
+        return "unknown (no run has written provenance yet)", {}
+    git = prov.get("git") or {}
+    models: dict[str, int] = {}
+    for host, index in sorted({(a.host or "", i) for a in used for i in (a.gpus or "").split(",") if i}):
+        name = ((hosts.get(host) or {}).get("gpus") or {}).get(index) or "unknown GPU"
+        models[name] = models.get(name, 0) + 1
+    parts = [", ".join(f"{n}× {m}" for m, n in sorted(models.items()))] if models else []
+    host = str(prov.get("host") or next(iter(hosts), "") or "")
+    facts = hosts.get(host) or {}
+    cpu = facts.get("cpu") or prov.get("cpu_model")
+    cores = facts.get("cores") or prov.get("cpu_count")
+    parts.append(f"CPU: {cpu or 'unknown model'} ({cores} cores)" if cores else f"CPU: {cpu or 'unknown'}")
+    parts.append(f"host {host}" + (f", {prov['platform']}" if prov.get("platform") else ""))
+    return "; ".join(parts), git  # type: ignore[return-value]
+
+
+def _gpu_use(results: Path) -> list[dict[str, str]]:
+    """A row per run placed on GPUs, from its latest such attempt (see the template's GPU use section)."""
+    rows = []
+    with Store.open(results) as store:
+        for name, a in store.gpu_attempts():
+            use = a.gpu_use
+
+            def fmt(v: float | None, spec: str = ".0f") -> str:
+                return "—" if v is None else format(v, spec)
+
+            rows.append({"run": _cell(name), "gpus": a.gpus or "",
+                         "util_mean": fmt(use.util_mean if use else None),
+                         "util_max": fmt(use.util_max if use else None),
+                         "mem_gib": fmt(None if use is None or use.mem_peak_mib is None
+                                        else use.mem_peak_mib / 1024, ".1f"),
+                         "note": use.note if use else "not sampled"})
+    return rows
 
 
 def _cell(text: str) -> str:
@@ -85,6 +122,7 @@ def gather(results: Path | str | None = None) -> ReportData:
         )
     hardware, git = _hardware(folder)
     return ReportData(
+        gpu_use=_gpu_use(folder),
         info=meta,
         finals=table,
         failures=failures,
@@ -135,7 +173,7 @@ def write_report(
     data.failed_as = failed_as
     info_ = data.info
     csv_path = out_dir / "results.csv"
-    data.finals.to_csv(csv_path, index=False)
+    write_text_atomic(csv_path, data.finals.to_csv(index=False))
     # The tables and plots see what the statistics see: failed seeds left out or scored worst.
     used, accounting = account(
         data.finals, failed_as, info_.goal or "max", data.planned, data.failed_runs, data.ranges
@@ -147,12 +185,10 @@ def write_report(
     if plots:
         from benchlab.report.plots import draw
 
-        plot_dir = out_dir / "plots"
-        if plot_dir.exists():  # a stale figure from an earlier report would be embedded otherwise
-            for old in plot_dir.glob("*.png"):
-                old.unlink()
+        # Drawn aside and moved in whole: the previous report keeps its figures until then.
+        staging = staging_dir(out_dir)
         pending = draw(
-            folder, plot_dir, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
+            folder, staging, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
             ranges=data.ranges,
         )
     # The figures draw in worker processes meanwhile.
@@ -163,13 +199,15 @@ def write_report(
     extra: list[Path] = []
     if pending is not None:
         data.plots = [p.as_dict() for p in pending()]
+        drawn = publish_plots(staging, out_dir / "plots")
         extra += [out_dir / p["path"] for p in data.plots]
     bench_md = out_dir / "BENCHMARKS.md"
     prim = desc[desc["is_primary"]]
     # Every task and config of the spec, even before any run of it completed.
     tasks = list(info_.tasks) + sorted(set(prim["task"]) - set(info_.tasks))
     configs = list(info_.configs) + sorted(set(prim["config"]) - set(info_.configs))
-    bench_md.write_text(
+    write_text_atomic(
+        bench_md,
         render_leaderboard(
             prim,
             tasks,
@@ -181,14 +219,16 @@ def write_report(
             seeds=primary_counts(accounting, info_.primary),
             failed_as=failed_as,
         ),
-        encoding="utf-8",
     )
     extra.insert(0, bench_md)
     text = render_markdown(data)
     md = out_dir / "BENCHMARK_REPORT.md"
-    md.write_text(text, encoding="utf-8")
+    write_text_atomic(md, text)
     if html:
         from benchlab.report.html import write_html
 
         extra.append(write_html(text, out_dir, f"Benchmark report: {info_.name}"))
+    if pending is not None:
+        # Only now that no new file points at them (a stale figure would be embedded otherwise).
+        remove_stale_plots(out_dir / "plots", drawn)
     return ReportFiles(folder=out_dir, markdown=md, csv=csv_path, extra=extra)

@@ -66,5 +66,7 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
 def write_html(markdown_text: str, folder: Path, title: str) -> Path:
     """Write ``report.html`` into ``folder`` (where the plots are) and return its path."""
     path = folder / "report.html"
-    path.write_text(render_html(markdown_text, folder, title), encoding="utf-8")
+    from benchlab.report.atomic import write_text_atomic
+
+    write_text_atomic(path, render_html(markdown_text, folder, title))
     return path

@@ -40,6 +40,8 @@ class ReportData:
     benchlab_version: str = ""
     plots: list[dict[str, str]] = field(default_factory=list)
     analysis: dict[str, Any] | None = None  # the output of benchlab.stats, when available
+    #: One row per run placed on GPUs: run, gpus, util_mean, util_max, mem_gib, note (strings).
+    gpu_use: list[dict[str, str]] = field(default_factory=list)
     results: Path | None = None  # the results folder
     planned: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     failed_runs: list[tuple[str, str, int]] = field(default_factory=list)
@@ -595,6 +597,7 @@ def render_markdown(data: ReportData) -> str:
         configs=configs,
         command=info.spec.get("command", "(per config)"),
         failures=data.failures,
+        gpu_use=data.gpu_use,
         reproduce=_reproduce(data),
     )
 

@@ -371,6 +371,21 @@ def _curve_plots(
     return plot_curves(load_curves(results), info, folder, seeds=seeds, ranges=ranges)
 
 
+def _die_with(parent: int) -> None:
+    """In a figure worker: be killed by the kernel as soon as the report's process ends,
+    whatever ends it (SIGKILL included), instead of drawing on as an orphan."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it ended before the request took hold
+        os._exit(1)
+
+
 def _default_workers(jobs: int) -> int:
     """One worker per core (at most one per figure): the calling process computes the
     statistics meanwhile, but that is the shorter part, after which it only waits."""
@@ -426,7 +441,8 @@ def draw(
         # Python 3.12+ warns when forking a process that has threads (here: idle BLAS
         # threads); the workers only draw with matplotlib and touch no lock those hold.
         warnings.simplefilter("ignore", DeprecationWarning)
-        pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
+        pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_die_with, initargs=(os.getpid(),))
         futures = [pool.submit(fn, *args) for fn, args in jobs]
 
     def collect() -> list[Plot]:
