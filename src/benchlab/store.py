@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.errors import ResultsNotFound, StoreError
+from benchlab.errors import DiskFull, ResultsNotFound, StoreError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -237,6 +237,16 @@ class Store:
         self.path = Path(db_path)
         if not create and not self.path.exists():
             raise ResultsNotFound(self.path, f"{self.path}: no such ledger")
+        #: Opened from a folder this process cannot write (an archive): read as an unchanging file.
+        self.read_only = not create and not os.access(self.path.parent, os.W_OK)
+        if self.read_only:
+            try:
+                self.conn = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True, isolation_level=None,
+                                            check_same_thread=False)
+                self.conn.execute("SELECT 1 FROM runs LIMIT 1")
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path}: unreadable ledger ({exc})") from None
+            return
         try:
             self.conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
                                         check_same_thread=False)
@@ -253,6 +263,8 @@ class Store:
             else:
                 self.conn.execute("SELECT 1 FROM runs LIMIT 1")
         except sqlite3.DatabaseError as exc:
+            if is_disk_full(exc):
+                raise disk_full(self.path.parent) from None
             raise StoreError(f"{self.path}: unreadable ledger ({exc}); `benchlab collect --rebuild "
                              f"{self.path.parent}` recreates it from the run directories") from None
 
@@ -285,7 +297,8 @@ class Store:
         try:
             yield self.conn
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
+                self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
 
@@ -589,6 +602,27 @@ class Store:
         return bool(result == "ok")
 
 
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or a quota) is full: ENOSPC/EDQUOT, or SQLite's SQLITE_FULL."""
+    import errno
+
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+
+
+def disk_full(folder: Path) -> DiskFull:
+    """The one message for a full disk: which folder, how much is free, and that nothing is lost."""
+    import shutil
+
+    try:
+        free = f"{shutil.disk_usage(folder).free / 2**20:.1f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    return DiskFull(folder, f"no space left on the disk of {folder} ({free}): benchlab stopped; what finished "
+                            "is recorded. Free some space and run the same command again to finish.")
+
+
 def ledger_backups(folder: Path | str) -> list[Path]:
     """The ledger backups ``benchlab collect --rebuild`` kept in a results folder, oldest first."""
     return sorted((p for p in Path(folder).glob(f"{DB_NAME}.bak-*") if not p.name.endswith(("-wal", "-shm"))),
@@ -699,10 +733,20 @@ class ResultsLock:
         import os
         import socket
 
-        from benchlab.errors import ResultsLocked
+        from benchlab.errors import ResultsLocked, UserError
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+")  # noqa: SIM115 - held for the sweep's lifetime
+        folder = self.path.parent
+        if folder.exists() and not folder.is_dir():
+            raise ResultsNotFound(folder, f"{folder} is a file, not a results folder; name a folder with "
+                                          "--results (it is created if missing)")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fh = open(self.path, "a+")  # noqa: SIM115 - held for the sweep's lifetime
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full(folder) from None
+            raise UserError(f"cannot write into the results folder {folder} ({exc.strerror or exc}); "
+                            "it may be read-only (an archive): name another with --results") from None
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -29,7 +30,7 @@ def _without(modules: list[str], *argv: str, module: str = "benchlab", cwd: Path
     code = (f"import sys, runpy; sys.modules.update(dict.fromkeys({modules!r})); "
             f"sys.argv = [{module!r}, *{list(argv)!r}]; runpy.run_module({module!r}, run_name='__main__')")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env={**__import__("os").environ, "COLUMNS": "200", "NO_COLOR": "1"})
+                          env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"})
 
 
 @pytest.mark.parametrize(("blocked", "argv", "module", "line"), [

@@ -19,8 +19,10 @@ from gpu_trace import run_cli
 
 from benchlab.execute.gpu_sampler import GpuSampler
 from benchlab.execute.gpus import DeviceReading, GpuProcess
+from benchlab_testing import doc_blocks
 
 H100 = Path(__file__).parents[1] / "data" / "gpus" / "h100-80gb"
+DOC = Path(__file__).parents[2] / "docs" / "gpus.md"
 GIB = 2**30
 
 RUN = r'''
@@ -97,6 +99,11 @@ def test_each_run_gets_its_utilisation_and_own_peak_memory(tmp_path):
     text = run_cli("status", "out", cwd=tmp_path).stdout
     assert "t/starved/s0 on GPU" in text and "20% / 20%, 5.0 GiB — likely CPU-bound" in text
     assert "t/busy/s0 on GPU" in text and "90% / 90%, 5.0 GiB\n" in text
+    # docs/gpus.md shows this very output (which run got which GPU may differ).
+    [block] = [b for b in doc_blocks(DOC, "console") if b.startswith("$ benchlab status out")]
+    gpu_lines = [re.sub(r"on GPU \d", "on GPU N", line) for line in text.splitlines()
+                 if line.startswith(("GPU use of", "  t/"))]
+    assert gpu_lines == [re.sub(r"on GPU \d", "on GPU N", line) for line in block.splitlines()[2:]]
 
     report = run_cli("report", "out", "--no-plots", "--no-html", cwd=tmp_path)
     assert report.returncode == 0, report.stdout + report.stderr

@@ -29,3 +29,17 @@ def test_table_in_the_doc_is_what_the_double_prints():
 def test_json_excerpt_in_the_doc_is_device_3_of_the_double():
     done = benchlab_cli("gpus", "--json", env=recorded_env())
     assert json.loads(doc_blocks(DOC, "json")[0]) == json.loads(done.stdout)[3]
+
+
+def test_h100_tables_in_the_doc_are_what_the_recorded_h100_prints():
+    import os
+
+    h100 = Path(__file__).parents[1] / "data" / "gpus" / "h100-80gb"
+    shown = [b for b in doc_blocks(DOC, "console") if "H100 80GB HBM3 │" in b]
+    assert len(shown) == 2
+    for block, state in ((shown[0], "idle"), (shown[1], "foreign-idle-10GB")):
+        env = {**os.environ, "BENCHLAB_GPU_DOUBLE": str(h100 / f"{state}.nvml.json")}
+        printed = benchlab_cli("gpus", env=env).stdout.splitlines()
+        lines = block.splitlines()
+        assert lines[0] == "$ benchlab gpus" and lines[1] == "GPUs (nvml, 2 s window)"
+        assert printed[1:] == lines[2:], state

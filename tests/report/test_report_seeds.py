@@ -112,20 +112,20 @@ def test_verdict_says_beside_it_that_a_side_lost_seeds(excluded: Path):
     flaky = next(r for r in ([c.strip() for c in ln.strip("|").split("|")]
                              for ln in comp.splitlines() if ln.startswith("| mmlu |"))
                  if r[1] == "flaky")
-    assert flaky[2] == ("✓ significantly better ⚠ flaky: 3 of 6 seeds failed (1, 3, 5), "
+    assert flaky[2] == ("✓ significantly better<br>⚠ flaky: 3 of 6 seeds failed (1, 3, 5), "
                         "excluded")
     assert flaky[5] == "6/6, 3/6"
     broken = next(r for r in ([c.strip() for c in ln.strip("|").split("|")]
                               for ln in comp.splitlines() if ln.startswith("| mmlu |"))
                   if r[1] == "broken")
-    assert broken[2].startswith("— undetermined ⚠ broken: 6 of 6 seeds failed")
+    assert broken[2].startswith("— undetermined<br>⚠ broken: 6 of 6 seeds failed")
     assert "Failed seeds are excluded (`--failed-as exclude`, the default)" in comp
     summary = _section(text, "## Summary")
     assert ("is significantly better on mmlu (Holm-adjusted p=" in summary
             and "; flaky: 3 of 6 seeds failed (1, 3, 5), excluded)" in summary)
-    assert "**broken** failed on every seed of any task and has no score there." in summary
+    assert "**broken** failed on every seed of every task and has no score there." in summary
     page = (excluded / "report.html").read_text()
-    assert "✓ significantly better ⚠ flaky: 3 of 6 seeds failed (1, 3, 5), excluded" in page
+    assert "✓ significantly better<br>⚠ flaky: 3 of 6 seeds failed (1, 3, 5), excluded" in page
     assert "broken ✗ failed" in page and "0/6 (6 failed)" in page
 
 

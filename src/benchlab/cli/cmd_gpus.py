@@ -85,7 +85,7 @@ def gpus(
     for s in states:
         if s.verdict != "idle-held":
             continue
-        owners = sorted({p.user or "?" for p in s.processes})
+        owners = sorted({p.user or "owner not visible from here" for p in s.processes})
         who = (
             f"pid {' '.join(str(p.pid) for p in s.processes)} ({', '.join(owners)})"
             if s.processes

@@ -296,21 +296,21 @@ def collect(
     spec, note = _current_spec(folder, spec_path, sets)
     if note:
         err_console.print(f"[yellow]warning[/]: {escape(note)}")
-    done = reread_runs(folder, spec, failed=failed)
+    again = reread_runs(folder, spec, failed=failed)
     skipped = []
-    if done.crashed:
-        skipped.append(f"{done.crashed} that did not exit 0 (nothing to read; --rerun-failed runs them)")
-    if done.not_in_spec:
-        skipped.append(f"{done.not_in_spec} that the spec no longer names")
+    if again.crashed:
+        skipped.append(f"{again.crashed} that did not exit 0 (nothing to read; --rerun-failed runs them)")
+    if again.not_in_spec:
+        skipped.append(f"{again.not_in_spec} that the spec no longer names")
     if failed:
-        console.print(f"read {len(done.completed) + len(done.still_failing)} failed runs again with "
-                      f"{escape(str(spec.path or 'the spec'))}: {len(done.completed)} now completed, "
-                      f"{len(done.still_failing)} still failing")
-        problems = done.still_failing
+        console.print(f"read {len(again.completed) + len(again.still_failing)} failed runs again with "
+                      f"{escape(str(spec.path or 'the spec'))}: {len(again.completed)} now completed, "
+                      f"{len(again.still_failing)} still failing")
+        problems = again.still_failing
     else:
-        console.print(f"collected {done.refreshed} completed runs ({len(done.demoted)} now failing their "
+        console.print(f"collected {again.refreshed} completed runs ({len(again.demoted)} now failing their "
                       "metrics)")
-        problems = done.demoted
+        problems = again.demoted
     if skipped:
         console.print("not read: " + "; ".join(skipped))
     if problems:

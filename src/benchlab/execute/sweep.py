@@ -45,6 +45,8 @@ from benchlab.store import (
     LedgerGuard,
     ResultsLock,
     Store,
+    disk_full,
+    is_disk_full,
 )
 
 STOP_GRACE_S = 5.0
@@ -204,8 +206,14 @@ class Sweep:
                 self._guard = LedgerGuard(store)
                 return self._run(store, t0)
             except sqlite3.DatabaseError as exc:
+                if is_disk_full(exc):
+                    raise disk_full(self.results_dir) from None
                 # A write or read failed under us: say what became of the file, not SQLite's words.
                 raise self._lost(self._guard.check(force=True) or f"is unreadable ({exc})") from None
+            except OSError as exc:
+                if is_disk_full(exc):
+                    raise disk_full(self.results_dir) from None
+                raise
             finally:
                 store.close()
 
@@ -506,13 +514,19 @@ class Sweep:
             lost = "is unreadable"
             raise
         finally:
-            if inflight:
+            if inflight or backend.running():
                 for outcome in backend.terminate_all(STOP_GRACE_S):
-                    run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
+                    if inflight.pop(outcome.launch.attempt_id, None) is None:
+                        continue  # started, but its attempt's row was never committed (a full disk)
                     outcome.interrupted = True
-                    # A lost ledger is not written to: it may now be someone's backup.
-                    self._finish(store, outcome, shared, primary, metrics, record=lost is None)
                     interrupted += 1
+                    try:
+                        # A lost ledger is not written to: it may now be someone's backup.
+                        self._finish(store, outcome, shared, primary, metrics, record=lost is None)
+                    except (OSError, sqlite3.Error) as exc:
+                        if not is_disk_full(exc):
+                            raise
+                        # Left 'running' in the ledger: the next sweep records it as lost, and runs it.
             backend.close()
             if self._sampler is not None:
                 self._sampler.stop()
@@ -564,6 +578,8 @@ class Sweep:
         try:
             info = backend.start(launch)
         except OSError as exc:
+            if is_disk_full(exc):
+                raise
             where = exc.filename if exc.filename else run.workdir
             error = f"could not start: {exc.strerror or exc} ({where})"
             store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,

@@ -116,7 +116,8 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         if n.completed == 0 and n.failed:
             no_seed.setdefault(config, []).append(task)
     for config, where_ in no_seed.items():
-        on = "any task" if len(where_) == n_tasks or len(where_) > 4 else _list(where_)
+        on = ("every task" if len(where_) >= n_tasks else f"{len(where_)} tasks"
+              if len(where_) > 4 else _list(where_))
         parts.append(f"**{config}** failed on every seed of {on} and has no score there.")
     comparisons = [
         r for r in (data.analysis or {}).get("comparisons", []) if r.get("metric") == info.primary
@@ -149,11 +150,14 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         for r in comparisons:
             tally[_verdict(r, goal)] += 1
         if len({r["candidate"] for r in comparisons}) > 1:
+            def are(n: int) -> str:
+                return f"{n} {'is' if n == 1 else 'are'}"
+
             tail = (
                 f"Over all {len(comparisons)} comparisons with the baseline, "
-                f"{tally['better']} are significantly better, {tally['worse']} "
-                f"significantly worse, {tally['none']} show no significant difference and "
-                f"{tally['undetermined']} are undetermined"
+                f"{are(tally['better'])} significantly better, {tally['worse']} "
+                f"significantly worse, {tally['none']} show{'s' if tally['none'] == 1 else ''} "
+                f"no significant difference and {are(tally['undetermined'])} undetermined"
             )
             with_loss = sum(1 for r in comparisons if r.get("caveat"))
             if with_loss:
@@ -348,8 +352,8 @@ def _comparison_rows(data: ReportData, rows: list[dict[str, Any]]) -> list[str]:
                 else "—"
             )
             verdict = _VERDICT_CELL[_verdict(r, goal)]
-            if r.get("caveat"):
-                verdict += f" ⚠ {r['caveat']}"
+            if r.get("caveat"):  # on a line of its own, so the verdict column stays narrow
+                verdict += f"<br>⚠ {r['caveat']}"
             seeds = (f"{r.get('baseline_seeds') or '—'}, {r.get('candidate_seeds') or '—'}"
                      if r.get("baseline_seeds") or r.get("candidate_seeds") else "—")
             lines.append(

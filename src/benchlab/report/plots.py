@@ -260,7 +260,8 @@ def plot_scores(
         )
     else:
         path = save(fig, folder, name)
-    single = sorted({f"{r.task}/{r.config}" for r in prim.itertuples() if r.n == 1})
+    ones = {(r.task, r.config) for r in prim.itertuples() if r.n == 1}
+    single = [f"{t}/{c}" for t in tasks for c in configs if (t, c) in ones]
     return [
         Plot(
             path,

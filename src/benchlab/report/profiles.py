@@ -110,7 +110,7 @@ def _noted_plot(
 
 #: Up to this many configs share one panel; beyond, each config gets its own panel (its band
 #: over the others' lines in grey), since overlapping bands merge into an unreadable smear.
-SHARED_PANEL = 3
+SHARED_PANEL = 2
 
 
 def plot_profile(

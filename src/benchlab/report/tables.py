@@ -37,8 +37,12 @@ def describe(finals: pd.DataFrame, goals: dict[str, str], primary: str) -> pd.Da
 
 def places(spread: float | None, digits: int = 2) -> int | None:
     """Decimal places that show ``spread`` (a CI half-width, a std) to ``digits`` significant
-    digits: the precision a number with that uncertainty supports. None when undefined or 0."""
-    if spread is None or not np.isfinite(spread) or spread <= 0:
+    digits: the precision a number with that uncertainty supports.
+
+    None when the spread is undefined, 0, or rounding noise (below 1e-12: an interval
+    of equal values computed in floating point), so the caller prints the number as is.
+    """
+    if spread is None or not np.isfinite(spread) or spread <= 1e-12:
         return None
     return max(0, digits - 1 - int(np.floor(np.log10(abs(spread)))))
 
