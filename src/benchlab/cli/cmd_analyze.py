@@ -282,6 +282,8 @@ def compare(
     if baseline is None:
         raise DataError(f"{results}: no baseline in the spec; give --baseline")
     pair = [baseline, candidate]
+    if info is not None:
+        _refuse_not_in_spec(df, pair, results)
     _check_configs(df, pair, results, failed=[c for _, c, _ in failed_runs])
     _check_choice("--align", align, ("common", "own"))
     report = run_analysis(
@@ -294,6 +296,27 @@ def compare(
         references=references, source=str(results),
     )
     _output(report, as_json, failed_as)
+
+
+def _refuse_not_in_spec(df: pd.DataFrame, configs: list[str], results: Path) -> None:
+    """A config whose runs the ledger keeps but the spec no longer names is not compared: its
+    numbers come from another version of the benchmark."""
+    from benchlab.errors import DataError
+    from benchlab.results import find_results
+    from benchlab.store import Store
+
+    have = set(df["config"].astype(str))
+    wanted = [c for c in configs if c not in have]
+    if not wanted:
+        return
+    with Store.open(find_results(results)) as store:
+        outside = [r.config for r in store.runs(current_only=False) if not r.in_spec]
+    kept = {c: outside.count(c) for c in wanted}
+    for config, n in kept.items():
+        if n:
+            raise DataError(f"{results}: config {config!r} is not in the spec as last run; its {n} runs are "
+                            "kept in the ledger but not compared (`benchlab status --all` lists them; "
+                            "benchlab.load(..., all_runs=True) reads them)")
 
 
 def _check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> None:
