@@ -109,6 +109,11 @@ def test_a_removed_config_and_cut_seeds_leave_status_report_compare_and_load(mak
     assert scores["in_spec"].sum() == 4
     assert _attempts(bench.results) == 9  # every attempt stays on record
 
+    # A ledger rebuilt from the run directories knows the same spec.
+    bench.cli("collect", "--rebuild", "results/versions", check=True)
+    rebuilt = json.loads(bench.cli("status", "--json", check=True).stdout)
+    assert rebuilt["counts"] == {"completed": 4} and rebuilt["not_in_spec"]["total"] == 5
+
 
 def test_running_the_old_spec_after_an_edit_shows_one_version(make_bench):
     bench = make_bench(BASIC_SPEC)
