@@ -193,6 +193,12 @@ def test_changed_code_is_told_before_skipping_and_rerun_all_runs_everything(make
     bench.cli("run", "bench.yaml", "-r", "out", "--no-report", check=True)
     same = bench.cli("run", "bench.yaml", "-r", "out", "--no-report", check=True)
     assert "code under test changed" not in same.stdout
+    # An edit of the spec alone, uncommitted and then committed, is not a change of the code.
+    bench.spec.write_text(bench.spec.read_text() + "# a comment\n")
+    spec_edit = bench.cli("run", "bench.yaml", "-r", "out", "--no-report", check=True)
+    _git(bench.root, "commit", "-qam", "comment")
+    spec_commit = bench.cli("run", "bench.yaml", "-r", "out", "--no-report", check=True)
+    assert "code under test changed" not in spec_edit.stdout + spec_commit.stdout
 
     (bench.root / "run.py").write_text((bench.root / "run.py").read_text() + "# changed\n")
     changed = bench.cli("run", "bench.yaml", "-r", "out", "--no-report", check=True)
