@@ -112,8 +112,8 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         f"task{'s' if n_tasks != 1 else ''}{where}{seeds_note}."
     ]
     no_seed: dict[str, list[str]] = {}
-    for (task, config), n in counts.items():
-        if n.completed == 0 and n.failed:
+    for (task, config), count in counts.items():
+        if count.completed == 0 and count.failed:
             no_seed.setdefault(config, []).append(task)
     for config, where_ in no_seed.items():
         on = ("every task" if len(where_) >= n_tasks else f"{len(where_)} tasks"
@@ -430,11 +430,14 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 "interquartile mean, median, mean and optimality gap with stratified "
                 "bootstrap 95% CIs):",
                 "",
-                "| config | IQM | median | mean | optimality gap |",
-                "|---|---|---|---|---|",
+                "| config | seeds (all tasks) | IQM | median | mean | optimality gap |",
+                "|---|---:|---|---|---|---|",
             ]
+            counts = primary_counts(data.accounting, info.primary)
             for a in agg:
-                cells = []
+                mine = [c for (_, cfg), c in counts.items() if cfg == a["config"]]
+                cells = [f"{sum(c.completed for c in mine)}/{sum(c.planned for c in mine)}"
+                         if mine else "—"]
                 for k in ("iqm", "median", "mean", "optimality_gap"):
                     lo, hi = a.get(k + "_ci_low"), a.get(k + "_ci_high")
                     at = places((hi - lo) / 2) if lo is not None and hi is not None else None
