@@ -474,7 +474,9 @@ class Sweep:
                         drop_unplaceable()  # a device may have been taken out of the pool
                 for outcome in outcomes:
                     run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
-                    status, event = self._finish(store, outcome, shared, primary, metrics)
+                    status, event = self._finish(
+                        store, outcome, shared, primary, metrics,
+                        retried=lambda cls, r=run: failures.get(r.run_id, {}).get(cls, 0) < r.retries_for(cls))
                     progress.running = len(inflight)
                     duration = outcome.ended - outcome.started
                     for i in outcome.launch.gpus or ():
@@ -592,12 +594,14 @@ class Sweep:
         return launch
 
     def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
-                metrics: list[Any], record: bool = True) -> tuple[str, SweepEvent]:
+                metrics: list[Any], record: bool = True,
+                retried: Callable[[str], bool] | None = None) -> tuple[str, SweepEvent]:
+        """Collect and record one ended attempt. ``retried(failure_class)`` says whether a failure
+        of that class will be retried: the run is then recorded as pending in the same transaction
+        as the failed attempt, so a crash in between cannot leave it failed with budget left."""
         launch = outcome.launch
         run, run_dir = launch.run, launch.run_dir
         use = self._sampler.finish(launch.attempt_id) if self._sampler is not None else None
-        if use is not None:
-            store.set_gpu_use(launch.attempt_id, use)
         tail: str | None = None  # the log's last lines, read only for a failure
         collected = None
         failure: triage.Verdict | None = None
@@ -631,6 +635,8 @@ class Sweep:
                              **({"transfer": outcome.extra} if outcome.extra else {}))
         if not record:
             return INTERRUPTED, SweepEvent("finish", run, launch.number, Progress(0), status=INTERRUPTED)
+        if use is not None:
+            store.set_gpu_use(launch.attempt_id, use)
         if failure is None:
             assert collected is not None
             # A completed attempt's error holds a note that qualifies it, such as a partial lm-eval run.
@@ -643,7 +649,8 @@ class Sweep:
         status = INTERRUPTED if failure.failure_class == triage.INTERRUPTED else FAILED
         if tail is None:
             tail = triage.log_tail(launch.log_path)
-        store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status=status,
+        again = status == FAILED and retried is not None and retried(failure.failure_class)
+        store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status="pending" if again else status,
                              exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,
                              node=outcome.node, failure_class=failure.failure_class, error=failure.error, log_tail=tail)
         return status, SweepEvent("finish", run, launch.number, Progress(0), status=status,
