@@ -18,6 +18,17 @@ process and its math-verify workers spent per request (psutil), which does not
 depend on what else the machine is running.
 
     PYTHONPATH=src python bench/eval_throughput.py [--prompts 2000] [--latency 0.1] [--concurrency 32]
+
+With ``--judge``, every prompt is also judged: the benchmark uses the
+``llm_judge`` scorer (single-answer grading), and a second stub, the judge, on
+its own port, answers each judge request after the same latency. A prompt is
+then two requests in a row (model, then judge), with ``concurrency`` of each
+in flight: the theoretical rate is still concurrency / latency prompts per
+second (two pipelined stages of that rate), now 640 requests per second in
+all. The anchor is the same two-stage pipeline of bare workers (32 asking the
+model, 32 asking the judge with what the model said).
+
+    PYTHONPATH=src python bench/eval_throughput.py --judge
 """
 
 from __future__ import annotations
@@ -47,7 +58,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_world(folder: Path, prompts: int, concurrency: int) -> Path:
+def write_world(folder: Path, prompts: int, concurrency: int, judge_port: int | None = None) -> Path:
     rng = random.Random(0)
     with (folder / "sums.jsonl").open("w") as f:
         for i in range(prompts):
@@ -59,11 +70,22 @@ def write_world(folder: Path, prompts: int, concurrency: int) -> Path:
                 + "\n"
             )
     config = folder / "eval.yaml"
+    if judge_port is None:
+        config.write_text(
+            f"server:\n  state_dir: {folder / 'state'}\n  deadline_secs: 600\n"
+            f"model:\n  concurrency: {concurrency}\n  request_timeout_secs: 30\n"
+            "benchmarks:\n  sums:\n    dataset: sums.jsonl\n    scorer: math\n"
+            '    prompt: "{{ question }} Put the answer in \\\\boxed{}."\n'
+        )
+        return config
     config.write_text(
         f"server:\n  state_dir: {folder / 'state'}\n  deadline_secs: 600\n"
         f"model:\n  concurrency: {concurrency}\n  request_timeout_secs: 30\n"
-        "benchmarks:\n  sums:\n    dataset: sums.jsonl\n    scorer: math\n"
-        '    prompt: "{{ question }} Put the answer in \\\\boxed{}."\n'
+        f"judge:\n  url: http://127.0.0.1:{judge_port}\n  concurrency: {concurrency}\n"
+        "  request_timeout_secs: 30\n"
+        "benchmarks:\n  sums:\n    dataset: sums.jsonl\n    scorer: llm_judge\n"
+        "    judge: {mode: single}\n"
+        '    prompt: "{{ question }} End with Answer: <the sum>."\n'
     )
     return config
 
@@ -110,6 +132,47 @@ async def anchor(stub_url: str, prompts: list[str], concurrency: int) -> float:
     return time.perf_counter() - start
 
 
+async def anchor_judged(stub_url: str, judge_url: str, prompts: list[str], judge_prompts: dict[str, str],
+                        concurrency: int) -> float:
+    """Seconds for a two-stage pipeline of bare workers: ``concurrency`` asking the model,
+    as many asking the judge with each answer."""
+    todo: asyncio.Queue[str] = asyncio.Queue()
+    judged: asyncio.Queue[str | None] = asyncio.Queue()
+    for p in prompts:
+        todo.put_nowait(p)
+    context = ssl.create_default_context()
+
+    async def ask(client: httpx.AsyncClient, url: str, content: str) -> str:
+        r = await client.post(f"{url}/v1/chat/completions", timeout=30, json={
+            "model": "m", "messages": [{"role": "user", "content": content}], "n": 1, "max_tokens": 64})
+        r.raise_for_status()
+        return r.json()["choices"][0]["message"]["content"]
+
+    def client() -> httpx.AsyncClient:
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        return httpx.AsyncClient(limits=limits, trust_env=False, verify=context)
+
+    async def model_worker() -> None:
+        async with client() as c:
+            while not todo.empty():
+                prompt = todo.get_nowait()
+                answer = await ask(c, stub_url, prompt)
+                judged.put_nowait(judge_prompts[prompt].replace("RESPONSE", answer))
+
+    async def judge_worker() -> None:
+        async with client() as c:
+            while (text := await judged.get()) is not None:
+                await ask(c, judge_url, text)
+
+    start = time.perf_counter()
+    judges = [asyncio.ensure_future(judge_worker()) for _ in range(concurrency)]
+    await asyncio.gather(*(model_worker() for _ in range(concurrency)))
+    for _ in judges:
+        judged.put_nowait(None)
+    await asyncio.gather(*judges)
+    return time.perf_counter() - start
+
+
 def cpu_secs(pid: int) -> float:
     """User + system CPU seconds of a process and its living children."""
     import psutil
@@ -130,28 +193,25 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--judge", action="store_true", help="judge every answer with a second stub")
     args = parser.parse_args()
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        config = write_world(folder, args.prompts, args.concurrency)
-        stub_port, server_port = free_port(), free_port()
-        stub = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "benchlab.evaluate.stub",
-                "--port",
-                str(stub_port),
-                "--config",
-                str(config),
-                "--latency",
-                str(args.latency),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        stub_port, server_port, judge_port = free_port(), free_port(), free_port()
+        config = write_world(folder, args.prompts, args.concurrency, judge_port if args.judge else None)
+
+        def start_stub(port: int) -> subprocess.Popen:
+            return subprocess.Popen(
+                [sys.executable, "-m", "benchlab.evaluate.stub", "--port", str(port), "--config", str(config),
+                 "--latency", str(args.latency)],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+
+        stub = start_stub(stub_port)
+        judge = start_stub(judge_port) if args.judge else None
         server = subprocess.Popen(
             [
                 sys.executable,
@@ -175,15 +235,28 @@ def main() -> None:
                 f"http://127.0.0.1:{stub_port}",
                 f"http://127.0.0.1:{server_port}",
             )
+            judge_url = f"http://127.0.0.1:{judge_port}"
             wait_for(f"{stub_url}/v1/models", stub)
+            if judge is not None:
+                wait_for(f"{judge_url}/v1/models", judge)
             wait_for(f"{server_url}/health", server)
             sys.path.insert(0, SRC)
             from benchlab.evaluate.config import load_config
             from benchlab.evaluate.datasets import load_items
 
-            prompts = [it.prompt for it in load_items(load_config(config).benchmarks["sums"])]
+            items = load_items(load_config(config).benchmarks["sums"])
+            prompts = [it.prompt for it in items]
             stub_before = cpu_secs(stub.pid)
-            anchor_secs = asyncio.run(anchor(stub_url, prompts, args.concurrency))
+            if judge is None:
+                anchor_secs = asyncio.run(anchor(stub_url, prompts, args.concurrency))
+            else:
+                from benchlab.evaluate.judge import SINGLE_PROMPT, _env
+
+                template = _env.from_string(SINGLE_PROMPT)
+                judge_prompts = {it.prompt: template.render(**it.fields, prompt=it.prompt, response="RESPONSE")
+                                 for it in items}
+                anchor_secs = asyncio.run(
+                    anchor_judged(stub_url, judge_url, prompts, judge_prompts, args.concurrency))
             stub_cpu = cpu_secs(stub.pid) - stub_before
             cpu_before = cpu_secs(server.pid)
             start = time.perf_counter()
@@ -195,29 +268,36 @@ def main() -> None:
             bench_secs = time.perf_counter() - start
             server_cpu = cpu_secs(server.pid) - cpu_before
         finally:
-            for proc in (server, stub):
-                proc.terminate()
-                proc.wait(30)
+            for proc in (server, stub, judge):
+                if proc is not None:
+                    proc.terminate()
+                    proc.wait(30)
     if body.get("status") != "completed":
         raise SystemExit(f"evaluation failed: {body}")
     n, c, lat = args.prompts, args.concurrency, args.latency
     ideal = c / lat
     metrics = body["raw_metrics"]["sums"]["pass@1"]
     rows = [("anchor (bare httpx loop)", anchor_secs), ("benchlab (POST /evaluate)", bench_secs)]
+    unit = "prompts/s" if args.judge else "req/s"
+    stages = " and the judge's, each" if args.judge else ""
     print(
-        f"{n} prompts, {lat * 1000:.0f} ms model latency, concurrency {c}: theoretical {ideal:.0f} req/s"
+        f"{n} prompts, {lat * 1000:.0f} ms model latency{stages}, concurrency {c}: theoretical {ideal:.0f} {unit}"
     )
+    if args.judge:
+        # The pipeline fills in one extra latency: n / ideal + lat is the least any run can take.
+        print(f"  ({2 * n} requests; the least wall time is {n / ideal + lat:.2f} s)")
     for name, secs in rows:
         rps = n / secs
-        overhead_ms = (secs * c / n - lat) * 1000
+        overhead_ms = (secs * c / n - lat * (2 if args.judge else 1)) * 1000
         print(
-            f"  {name:28s} {secs:6.2f} s  {rps:6.1f} req/s  {rps / ideal:6.1%} of theoretical  "
-            f"overhead {overhead_ms:5.1f} ms/request"
+            f"  {name:28s} {secs:6.2f} s  {rps:6.1f} {unit}  {rps / ideal:6.1%} of theoretical  "
+            f"overhead {overhead_ms:5.1f} ms/prompt"
         )
     print(f"  ratio benchlab / anchor throughput: {anchor_secs / bench_secs:.3f}")
+    per = "prompt (a model and a judge request)" if args.judge else "request"
     print(
-        f"  server CPU: {server_cpu:.2f} s in all, {server_cpu / n * 1000:.2f} ms per request "
-        f"(at {ideal:.0f} req/s that is {server_cpu / n * ideal:.0%} of one core)"
+        f"  server CPU: {server_cpu:.2f} s in all, {server_cpu / n * 1000:.2f} ms per {per} "
+        f"(at {ideal:.0f} {unit} that is {server_cpu / n * ideal:.0%} of one core)"
     )
     print(f"  stub model CPU: {stub_cpu / n * 1000:.2f} ms per request (during the anchor run)")
     load = os.getloadavg()[0]
@@ -226,6 +306,9 @@ def main() -> None:
         f"  scored: accuracy {metrics['accuracy']:.3f}, no_answer {metrics['no_answer']:.3f}, "
         f"{int(metrics['num_entries'])} prompts"
     )
+    if args.judge:
+        judged = body["raw_metrics"]["sums"]["judge"]
+        print(f"  judged: accuracy {judged['accuracy']:.3f}, malformed {int(judged['malformed'])}")
 
 
 if __name__ == "__main__":

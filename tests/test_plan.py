@@ -71,3 +71,17 @@ def test_per_config_command_is_used():
                                    "{name: logreg, params: {lr: 0.1}, command: 'echo {task} {seed}'}"))
     logreg = [r for r in expand(spec) if r.config == "logreg"][0]
     assert logreg.command == "echo digits 0"
+
+
+def test_exponent_params_keep_the_ids_they_had_as_strings():
+    # YAML 1.1 read `lr: 3e-4` as the string '3e-4', and ids hashed it so; it is a number now,
+    # written as typed, and hashed as written, so results of earlier sweeps are still found.
+    spec = parse_spec(SPEC.replace("lr: 0.1", "lr: 3e-4"))
+    run = expand(spec)[0]
+    assert run.params["lr"] == 0.0003
+    command = "python train.py --task digits --lr 3e-4 --n 10 --seed 0 --out {run_dir}"
+    assert run.command == command
+    payload = {"benchmark": "ids", "task": "digits", "config": "logreg", "params": {"n": 10, "lr": "3e-4"},
+               "seed": 0, "command": command}
+    expected = hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
+    assert run.run_id == expected

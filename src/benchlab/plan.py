@@ -23,6 +23,7 @@ ID_LENGTH = 12
 RUN_DIR_PLACEHOLDER = "{run_dir}"
 # Stands for the run's id while the command is rendered: no value can hold a NUL byte.
 _RUN_ID_MARK = "\x00run_id\x00"
+_SEED_MARK = "\x00seed\x00"
 
 
 class _Plain(string.Formatter):
@@ -116,8 +117,12 @@ def run_context(task: str, config: str, seed: int, params: dict[str, Any]) -> di
 def run_id(benchmark: str, task: str, config: str, params: dict[str, Any], seed: int,
            command: str) -> str:
     """A stable short id: the first 12 hex digits of the SHA-256 of the run's definition."""
+    return _hash_id(benchmark, task, config, canonical(params), seed, command)
+
+
+def _hash_id(benchmark: str, task: str, config: str, params: dict[str, Any], seed: int, command: str) -> str:
     blob = json.dumps(
-        {"benchmark": benchmark, "task": task, "config": config, "params": canonical(params),
+        {"benchmark": benchmark, "task": task, "config": config, "params": params,
          "seed": seed, "command": command},
         sort_keys=True, separators=(",", ":"), default=str,
     )
@@ -131,8 +136,57 @@ def command_template(spec: Spec, task: Task, cfg: Config) -> str | None:
     return task.command if task.command is not None else spec.command
 
 
+_Piece = tuple[str, str | None, str, str | None]  # literal text, field name, format spec, conversion
+_COMPILED: dict[str, list[_Piece] | None] = {}
+
+
+def _compile(template: str) -> list[_Piece] | None:
+    """``template`` split into literal text and placeholders, once; None where a placeholder
+    reaches into a value (``{x.y}``, ``{x[0]}``) or nests, which ``str.format`` handles."""
+    if template not in _COMPILED:
+        pieces: list[_Piece] | None = []
+        for literal, name, spec, conv in string.Formatter().parse(template):
+            if name is not None and (not name.isidentifier() or "{" in (spec or "")):
+                pieces = None
+                break
+            assert pieces is not None
+            pieces.append((literal, name, spec or "", conv))
+        _COMPILED[template] = pieces
+    return _COMPILED[template]
+
+
 def _render(template: str, values: dict[str, Any]) -> str:
-    return _FORMATTER.vformat(template, (), values)
+    pieces = _compile(template)
+    if pieces is None:
+        return _FORMATTER.vformat(template, (), values)
+    out = []
+    for literal, name, spec, conv in pieces:
+        out.append(literal)
+        if name is not None:
+            value = values[name]
+            if conv is not None:
+                value = _FORMATTER.convert_field(value, conv)
+            out.append(_FORMATTER.format_field(value, spec))
+    return "".join(out)
+
+
+def _seed_is_plain(template: str) -> bool:
+    """Whether every ``{seed}`` of ``template`` is bare (no format spec or conversion)."""
+    return all(spec == "" and conv is None for _, name, spec, conv in string.Formatter().parse(template)
+               if name == "seed")
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """What one (task, config) gives each of its runs, worked out once for all seeds."""
+
+    task: Task
+    config: Config
+    params: dict[str, Any]  # plain values, as runs carry them
+    canonical: dict[str, Any]  # as run ids hash them
+    values: dict[str, Any]  # every placeholder but the seed
+    template: str
+    rendered: str | None  # the command with the seed still to fill in, where that is safe
 
 
 def expand(spec: Spec) -> list[Run]:
@@ -141,29 +195,39 @@ def expand(spec: Spec) -> list[Run]:
     Seed-major order means an interrupted sweep already holds paired seeds for
     every config, which is what comparisons need.
     """
-    runs: list[Run] = []
     workdir = str(spec.work_path)
+    retry_on = spec.retry_budget
+    pairs = []
+    for task in spec.tasks:
+        for cfg in spec.configs:
+            params = {**task.params, **cfg.params}
+            template = command_template(spec, task, cfg)
+            assert template is not None  # guaranteed by spec validation
+            values: dict[str, Any] = {**spec.variables, **params, "task": task.name, "config": cfg.name,
+                                      "benchmark": spec.name, "run_dir": _Raw(RUN_DIR_PLACEHOLDER),
+                                      "run_id": _Raw(_RUN_ID_MARK)}
+            # A bare {seed} is an integer's digits: rendered once per pair, filled in per seed.
+            rendered = (_render(template, {**values, "seed": _Raw(_SEED_MARK)})
+                        if _seed_is_plain(template) else None)
+            pairs.append(_Pair(task, cfg, plain(params), canonical(params), values, template, rendered))
+    runs: list[Run] = []
     for seed in spec.seed_list:
-        for task in spec.tasks:
-            for cfg in spec.configs:
-                params = {**task.params, **cfg.params}
-                template = command_template(spec, task, cfg)
-                assert template is not None  # guaranteed by spec validation
-                values: dict[str, Any] = {**spec.variables, **params,
-                                          "task": task.name, "config": cfg.name, "seed": seed,
-                                          "benchmark": spec.name,
-                                          "run_dir": _Raw(RUN_DIR_PLACEHOLDER),
-                                          "run_id": _Raw(_RUN_ID_MARK)}
-                command = _render(template, values)
-                # The id hashes the command as it reads with '{run_id}' in it (as ids always have).
-                rid = run_id(spec.name, task.name, cfg.name, params, seed, command.replace(_RUN_ID_MARK, "{run_id}"))
-                command = command.replace(_RUN_ID_MARK, rid)
-                env = {k: _PLAIN.vformat(v, (), {**values, "run_id": rid}) if "{" in v else v
-                       for k, v in spec.env.items()}
-                runs.append(Run(
-                    run_id=rid, benchmark=spec.name, task=task.name, config=cfg.name, seed=seed,
-                    params=plain(params), command=command, env=env, workdir=workdir,
-                    resources=cfg.resources or spec.resources, timeout=spec.timeout,
-                    retries=spec.retries, retry_on=spec.retry_budget,
-                ))
+        for pair in pairs:
+            task, cfg = pair.task, pair.config
+            if pair.rendered is not None:
+                command = pair.rendered.replace(_SEED_MARK, str(seed))
+            else:
+                command = _render(pair.template, {**pair.values, "seed": seed})
+            # The id hashes the command as it reads with '{run_id}' in it (as ids always have).
+            rid = _hash_id(spec.name, task.name, cfg.name, pair.canonical, seed,
+                           command.replace(_RUN_ID_MARK, "{run_id}"))
+            command = command.replace(_RUN_ID_MARK, rid)
+            env = {k: _PLAIN.vformat(v, (), {**pair.values, "seed": seed, "run_id": rid}) if "{" in v else v
+                   for k, v in spec.env.items()}
+            runs.append(Run(
+                run_id=rid, benchmark=spec.name, task=task.name, config=cfg.name, seed=seed,
+                params=pair.params, command=command, env=env, workdir=workdir,
+                resources=cfg.resources or spec.resources, timeout=spec.timeout,
+                retries=spec.retries, retry_on=retry_on,
+            ))
     return runs

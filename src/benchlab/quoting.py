@@ -74,8 +74,13 @@ def as_written(value: Any, text: str) -> Any:
     return WrittenInt(value, text) if isinstance(value, int) else WrittenFloat(value, text)
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def plain(value: Any) -> Any:
     """``value`` with every remembered spelling dropped (for storage, YAML and JSON files)."""
+    if value.__class__ is dict and all(v.__class__ in _SCALARS for v in value.values()):
+        return dict(value)  # the common case: nothing to drop
     if isinstance(value, WrittenFloat):
         return float(value)
     if isinstance(value, WrittenInt):

@@ -125,10 +125,11 @@ def read_yaml(text: str) -> Document:
 
 
 def _build(text: str) -> Document:
-    resolve = yaml.resolver.Resolver().resolve
+    resolver = yaml.resolver.Resolver()
+    resolve = resolver.resolve
+    implicit_starts = frozenset(k for k in resolver.yaml_implicit_resolvers if k)
     constructor = yaml.constructor.SafeConstructor()
-    constructors = constructor.yaml_constructors
-    scalar_cache: dict[tuple[str, str], Any] = {}
+    plain_cache: dict[str, Any] = {}
     anchors: dict[str, tuple[Any, int | Lines, int]] = {}  # anchor -> (value, lines, size)
     stack: list[_Frame] = []
     root: Any = None
@@ -150,27 +151,26 @@ def _build(text: str) -> Document:
             size = 1
             tag = ev.tag
             raw = ev.value
-            if tag is None or tag == "!":
-                tag = resolve(yaml.ScalarNode, raw, ev.implicit)
-            if tag == _STR:
-                value: Any = ExponentText(raw) if ev.implicit[0] and EXPONENT_FLOAT.match(raw) else raw
-            elif (tag == "tag:yaml.org,2002:merge" and stack and isinstance(stack[-1].value, dict)
-                  and stack[-1].key is _NO_KEY):
-                value = _MERGE
+            plain = tag is None and ev.implicit[0]
+            if plain and (not raw or raw[0] not in implicit_starts):
+                # Most scalars are words: a plain scalar whose first character starts no implicit
+                # type (numbers, booleans, null, dates, merge) is a string without asking the resolver.
+                value: Any = raw if raw else None
+            elif plain and raw in plain_cache:
+                value = plain_cache[raw]
+            elif tag is None or tag == "!" or tag == _STR:
+                tag = resolve(yaml.ScalarNode, raw, ev.implicit) if tag != _STR else tag
+                if tag == _STR:
+                    value = ExponentText(raw) if plain and EXPONENT_FLOAT.match(raw) else raw
+                elif (tag == "tag:yaml.org,2002:merge" and stack and isinstance(stack[-1].value, dict)
+                      and stack[-1].key is _NO_KEY):
+                    value = _MERGE
+                else:
+                    value = _construct(constructor, tag, raw, line)
+                if plain and value is not _MERGE:
+                    plain_cache[raw] = value
             else:
-                cached = scalar_cache.get((tag, raw), _NO_KEY)
-                if cached is _NO_KEY:
-                    make = constructors.get(tag)
-                    if make is None or tag in ("tag:yaml.org,2002:binary",):
-                        raise YamlProblem(line, f"unsupported YAML tag {ev.tag!r}; a spec holds plain "
-                                                "values, mappings and lists")
-                    try:
-                        cached = make(constructor, yaml.ScalarNode(tag, raw))
-                    except (ValueError, yaml.YAMLError) as exc:
-                        raise YamlProblem(line, f"cannot read {raw!r} as {tag.rsplit(':', 1)[-1]}: "
-                                                f"{exc}") from None
-                    scalar_cache[(tag, raw)] = cached
-                value = cached
+                value = _construct(constructor, tag, raw, line)
             value_lines: int | Lines = line
             if ev.anchor is not None:
                 anchors[ev.anchor] = (value, line, 1)
@@ -247,6 +247,18 @@ def _build(text: str) -> Document:
             top.lines.children[key] = value_lines
             top.key = _NO_KEY
     return Document(root, root_lines, duplicates)
+
+
+def _construct(constructor: Any, tag: str, raw: str, line: int) -> Any:
+    """A scalar of an explicit or resolved ``tag`` (int, float, bool, null, timestamp) as PyYAML's
+    safe loader builds it; any other tag is refused."""
+    make = constructor.yaml_constructors.get(tag)
+    if make is None or tag in ("tag:yaml.org,2002:binary", "tag:yaml.org,2002:merge"):
+        raise YamlProblem(line, f"unsupported YAML tag {tag!r}; a spec holds plain values, mappings and lists")
+    try:
+        return make(constructor, yaml.ScalarNode(tag, raw))
+    except (ValueError, yaml.YAMLError) as exc:
+        raise YamlProblem(line, f"cannot read {raw!r} as {tag.rsplit(':', 1)[-1]}: {exc}") from None
 
 
 def _child_key(frame: _Frame) -> Any:

@@ -241,3 +241,23 @@ def test_gpu_smoke_gives_one_line_for_a_user_error():
     assert done.returncode == 2
     assert done.stderr.strip() == "gpu_smoke: --gpus 0,0: device index listed twice"
     assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("state", "verdict"), [("idle", "free"), ("after", "free"),
+                                                ("foreign-idle-10GB", "idle-held"), ("foreign-busy", "busy")])
+def test_the_recorded_nvidia_smi_csv_gives_the_same_verdicts_as_nvml(state, verdict):
+    from benchlab.execute.gpus import classify, parse_smi
+
+    readings = parse_smi((H100 / f"{state}.query-gpu.csv").read_text(),
+                         (H100 / f"{state}.query-compute-apps.csv").read_text(), lambda pid: None)
+    [reading] = readings
+    assert reading.memory_reserved_mib == 480 and not reading.mig
+    state_smi = classify(readings)
+    [state_nvml] = RecordedNvmlInventory(H100 / f"{state}.nvml.json").sample(0.0)
+    assert state_smi.verdict == state_nvml.verdict == verdict
+    assert state_smi.memory_used_mib == state_nvml.memory_used_mib
+    assert state_smi.memory_free_mib == state_nvml.memory_free_mib
+    # total - reserved - used, each rounded to the MiB on its own: within 1 MiB of nvidia-smi's free.
+    assert abs(state_smi.memory_free_mib - int(smi(state)["memory.free"])) <= 1
+    assert [(p.pid, p.used_memory_mib) for p in state_smi.processes] == \
+        [(p.pid, p.used_memory_mib) for p in state_nvml.processes]

@@ -122,14 +122,40 @@ def test_count_based_aggregates_equal_those_of_the_explicit_resamples(tasks):
     module = sys.modules["benchlab.stats.aggregate"]
     scores = SCORES[:, :tasks].copy()
     scores[7:, 0] = np.nan  # the first task has 7 runs only
-    resampler = module._Resampler(scores)
+    other = 1.3 - 2.0 * scores  # a second config, same layout, values in the reverse order
+    resampler = module._Resampler([scores, other])
     slots = resampler.draw(50, np.random.default_rng(3))  # (runs, 50, tasks)
-    got = resampler.reduce(slots)
-    # Rebuild every resample as an array and compute the aggregates the plain way.
-    flat = np.append(np.nan_to_num(scores, nan=np.nan).ravel(), np.nan)
-    explicit = np.moveaxis(flat[slots], 1, 0)  # (50, runs, tasks), NaN where padded
-    assert not np.isnan(explicit[:, :7, 0]).any() and np.isnan(explicit[:, 7:, 0]).all()
-    assert got[:, 0] == pytest.approx(iqm(explicit))
-    assert got[:, 1] == pytest.approx(median_of_means(explicit))
-    assert got[:, 2] == pytest.approx(mean_of_means(explicit))
-    assert got[:, 3] == pytest.approx(optimality_gap(explicit))
+    got = resampler.reduce(slots)  # (2, 50, 4)
+    for table, mine in ((scores, got[0]), (other, got[1])):
+        # Rebuild every resample as an array and compute the aggregates the plain way.
+        flat = np.append(table.ravel(), np.nan)
+        explicit = np.moveaxis(flat[slots], 1, 0)  # (50, runs, tasks), NaN where padded
+        assert not np.isnan(explicit[:, :7, 0]).any() and np.isnan(explicit[:, 7:, 0]).all()
+        assert mine[:, 0] == pytest.approx(iqm(explicit))
+        assert mine[:, 1] == pytest.approx(median_of_means(explicit))
+        assert mine[:, 2] == pytest.approx(mean_of_means(explicit))
+        assert mine[:, 3] == pytest.approx(optimality_gap(explicit))
+
+
+def test_aggregating_configs_together_gives_each_what_it_gets_alone():
+    from benchlab.stats.aggregate import aggregate_many
+
+    tables = [SCORES, SCORES[::-1] * 1.5, SCORES + 0.2]
+    together = aggregate_many(tables, reps=3_000, seed=5)
+    alone = [aggregate(t, reps=3_000, seed=5) for t in tables]
+    for mine, its in zip(together, alone, strict=True):
+        for name in mine:  # the same resamples; sums may round differently in the last bit
+            assert mine[name] == pytest.approx(its[name], rel=1e-12, abs=1e-12)
+    with pytest.raises(ValueError, match="same shape and NaN padding"):
+        aggregate_many([SCORES, SCORES[:5]], reps=10)
+
+
+def test_the_expanded_interval_is_wider_than_the_percentile_one_by_the_small_n_factor():
+    from benchlab.stats.aggregate import expanded_confidence
+
+    # 5 runs on each of 4 tasks: sqrt(5/4) * t_{0.975, 16} = 2.3719 -> two-sided 98.23%.
+    expected = 1 - 2 * sps.norm.sf(np.sqrt(5 / 4) * sps.t.ppf(0.975, 16))
+    assert expanded_confidence(np.full(4, 5), 0.95) == pytest.approx(expected, rel=1e-12)
+    plain = aggregate(SCORES[:5], reps=4_000, seed=2, method="percentile")["mean"]
+    wide = aggregate(SCORES[:5], reps=4_000, seed=2)["mean"]
+    assert wide[1] < plain[1] and wide[2] > plain[2]

@@ -110,3 +110,47 @@ def test_an_unknown_method_is_refused_by_both_intervals(paired):
         bootstrap_ci(x, method="expanded")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=message):
         bootstrap_mean_diff_ci(x, x + 1, paired=paired, method="expanded")  # type: ignore[arg-type]
+
+
+def test_bootstrap_t_interval_matches_the_exactly_enumerated_bootstrap_distribution():
+    # n = 5: all 5^5 equally likely resamples, enumerated; the Monte Carlo quantiles of t*
+    # converge to this distribution's.
+    import itertools
+
+    from benchlab.stats import studentized_mean_ci
+
+    x = np.array([2.0, 3.5, 4.0, 7.0, 11.0])
+    n = x.shape[0]
+    idx = np.array(list(itertools.product(range(n), repeat=n)))
+    res = x[idx]
+    se_star = res.std(axis=1, ddof=1) / np.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_star = (res.mean(axis=1) - x.mean()) / se_star
+    t_star = np.nan_to_num(t_star, nan=0.0, posinf=np.inf, neginf=-np.inf)
+    # The q-quantile as the ceil(qB)-th smallest value: the inverse of the empirical CDF.
+    q_low, q_high = np.quantile(t_star, [0.025, 0.975], method="inverted_cdf")
+    se = x.std(ddof=1) / np.sqrt(n)
+    exact = (x.mean() - q_high * se, x.mean() - q_low * se)
+    low, high = studentized_mean_ci(x, reps=100_000, seed=0)
+    width = exact[1] - exact[0]
+    assert float(low) == pytest.approx(exact[0], abs=0.02 * width)
+    assert float(high) == pytest.approx(exact[1], abs=0.02 * width)
+    # Wider than the percentile interval, which cannot leave [min, max] of the data.
+    assert float(low) < bootstrap_ci(x, method="percentile", seed=0)[0]
+
+
+def test_bootstrap_t_of_a_batch_equals_each_sample_on_its_own():
+    from benchlab.stats import studentized_mean_ci
+
+    batch = np.random.default_rng(3).normal(size=(4, 6))
+    low, high = studentized_mean_ci(batch, reps=2_000, seed=9)
+    for i in range(4):
+        one = studentized_mean_ci(batch[i], reps=2_000, seed=9)
+        assert (low[i], high[i]) == (pytest.approx(float(one[0])), pytest.approx(float(one[1])))
+
+
+def test_bootstrap_t_needs_four_values():
+    from benchlab.stats import studentized_mean_ci
+
+    with pytest.raises(ValueError, match="needs n >= 4, got 3"):
+        studentized_mean_ci(np.array([1.0, 2.0, 4.0]))

@@ -87,3 +87,20 @@ def test_infinite_values_are_dropped_like_nan():
     d = describe(np.array([1.0, np.inf, 3.0, -np.inf]), reps=200)
     assert d.n == 2 and d.mean == 2.0 and d.std == pytest.approx(np.sqrt(2))
     assert any("2 NaN or infinite" in w for w in d.warnings)
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]])
+def test_identical_means_share_a_rank_whatever_the_input_order(order):
+    # Configs 1 and 2 have identical data, below the best with CIs apart from it.
+    means = [0.90, 0.70, 0.70, 0.50]
+    lows = [0.88, 0.68, 0.68, 0.48]
+    highs = [0.92, 0.72, 0.72, 0.52]
+    got = rank([means[i] for i in order], [lows[i] for i in order], [highs[i] for i in order])
+    expected = [1, 2, 2, 4]  # scipy.stats.rankdata(-means, method="min")
+    assert got == [expected[i] for i in order]
+    assert expected == sps.rankdata([-m for m in means], method="min").astype(int).tolist()
+
+
+def test_means_equal_up_to_rounding_share_a_rank():
+    got = rank([0.9, 0.1 + 0.2, 0.3], [0.88, 0.29, 0.29], [0.92, 0.31, 0.31])
+    assert got == [1, 2, 2]

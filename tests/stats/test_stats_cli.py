@@ -120,3 +120,55 @@ def test_power_from_pilot_runs(scores, tmp_path):
     assert res.returncode == 0, res.stderr
     rows = {r["task"]: r for r in json.loads(res.stdout)["rows"]}
     assert rows["cartpole"]["pilot_pairs"] == 4 and rows["cartpole"]["seeds"] >= 2
+
+
+@pytest.mark.parametrize(("seed", "shown"), [("1.5", "1.5"), ("best", "'best'")])
+def test_a_seed_that_is_not_an_integer_is_refused_naming_the_row(tmp_path, seed, shown):
+    bad = tmp_path / "scores.csv"
+    bad.write_text(CSV.replace("pong,dqn,2,19.0", f"pong,dqn,{seed},19.0"))
+    res = run_cli("analyze", str(bad), cwd=tmp_path)
+    assert res.returncode == 2
+    assert f"column 'seed' must hold integers; row 15 has {shown}" in res.stderr
+    assert "Traceback" not in res.stderr and res.stdout == ""
+
+
+def test_seeds_written_as_3_and_3_point_0_are_the_same_seed(tmp_path):
+    path = tmp_path / "scores.csv"
+    path.write_text(CSV.replace("cartpole,dqn,3,400", "cartpole,dqn,3.0,400"))
+    res = run_cli("analyze", str(path), "--baseline", "dqn", "--reps", "200", "--json",
+                  cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["comparisons"][0]["n"] == 4
+
+
+def test_power_says_when_a_pilot_pair_with_a_nan_was_dropped(tmp_path):
+    rows = ["task,config,seed,value"]
+    base = [10.0, 11.0, 9.5, 10.5, 10.2, 9.8]
+    cand = [11.0, 11.9, 10.1, float("nan"), 11.4, 10.3]
+    rows += [f"t,a,{s},{v}" for s, v in enumerate(base)]
+    rows += [f"t,b,{s},{'' if v != v else v}" for s, v in enumerate(cand)]
+    (tmp_path / "pilot.csv").write_text("\n".join(rows) + "\n")
+    res = run_cli("power", "pilot.csv", "--baseline", "a", "--candidate", "b", "--json",
+                  cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    row = out["rows"][0]
+    assert row["pilot_pairs"] == 5
+    keep = [0, 1, 2, 4, 5]
+    d = [cand[i] - base[i] for i in keep]
+    mean = sum(d) / 5
+    sd = (sum((x - mean) ** 2 for x in d) / 4) ** 0.5  # ddof = 1, by hand
+    assert row["effect"] == pytest.approx(mean / sd)
+    assert any("1 pilot pair(s) with a NaN dropped (seed(s) 3); the effect is estimated from 5"
+               in w for w in out["warnings"])
+
+
+def test_analyze_json_names_every_interval_method(scores, tmp_path):
+    res = run_cli("analyze", str(scores), "--baseline", "dqn", "--reps", "300", "--json",
+                  cwd=tmp_path)
+    methods = json.loads(res.stdout)["methods"]
+    assert methods["ci"] == "student-t"
+    assert methods["boot_ci"] == methods["diff_boot_ci"] == "bootstrap-t (studentized)"
+    assert methods["diff_ci"].startswith("student-t")
+    assert methods["aggregate_ci"].startswith("stratified bootstrap")
+    assert "exact" in methods["wilcoxon"] and "exact" in methods["mannwhitney"]

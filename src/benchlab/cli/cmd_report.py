@@ -41,8 +41,18 @@ def report(
 
     if failed_as not in ("exclude", "worst"):
         raise DataError(f"--failed-as must be exclude or worst; got {failed_as!r}")
-    files = write_report(results, out, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed,
-                         failed_as=failed_as)
+    try:
+        files = write_report(results, out, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed,
+                             failed_as=failed_as)
+    except OSError as exc:
+        from benchlab.cli.app import fail
+        from benchlab.store import disk_full, is_disk_full
+
+        where = Path(exc.filename).parent if exc.filename else (out or results or Path("."))
+        if is_disk_full(exc):
+            raise disk_full(where) from None
+        raise fail(f"cannot write the report into {where} ({exc.strerror or exc}); "
+                   "write it elsewhere with --out DIR", code=1) from None
     console.print(f"wrote {files.markdown}")
     console.print(f"wrote {files.csv}")
     for path in files.extra:

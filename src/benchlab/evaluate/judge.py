@@ -26,6 +26,7 @@ never pays for a judge call twice. ``summarize`` gives the benchmark's
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import re
@@ -94,6 +95,12 @@ _EXTRACTED = re.compile(r"^\W*extracted_final_answer\W*:\s*(.*?)\s*$", re.IGNORE
 _env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
 
 
+@functools.lru_cache(maxsize=64)
+def _template(text: str) -> jinja2.Template:
+    # Compiling costs far more than rendering: once per template, not once per judge call.
+    return _env.from_string(text)
+
+
 def parse_verdict(reply: str) -> str | None:
     """The one verdict label of a pairwise reply, or None (no label, or labels that disagree)."""
     labels = {m.group(1) for m in _LABEL.finditer(reply)}
@@ -136,6 +143,8 @@ class JudgeCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # A cache: losing the last replies to a power cut costs a re-ask, so no fsync per reply.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT NOT NULL)")
         self._lock = threading.Lock()
 
@@ -172,10 +181,10 @@ class Judge:
         """The judge's reply (from the cache when this exact call was made before); None when the call failed."""
         key = self._key(system, prompt)
         if self.cache is not None:
-            reply = self.cache.get(key)
-            if reply is not None:
+            stored = self.cache.get(key)
+            if stored is not None:
                 self.cached += 1
-                return reply
+                return stored
         if key in self._inflight:  # the same call in flight (both games identical, or a joined retry)
             self.cached += 1
             return await asyncio.shield(self._inflight[key])
@@ -193,7 +202,10 @@ class Judge:
                 self.cache.put(key, reply)
             future.set_result(reply)
             return reply
-        except BaseException as exc:
+        except asyncio.CancelledError:
+            future.cancel()  # past the deadline: whoever joined this call is cancelled with it
+            raise
+        except Exception as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: a joined waiter re-raises it, nobody else needs to
             raise
@@ -208,7 +220,7 @@ class Judge:
 
     def _render(self, template: str, fields: dict[str, Any]) -> str:
         try:
-            return _env.from_string(template).render(**fields)
+            return _template(template).render(**fields)
         except jinja2.TemplateError as exc:
             raise DataError(f"judge prompt template: {exc}") from None
 

@@ -334,6 +334,24 @@ def _rows(text: str) -> list[list[str]]:
     return rows
 
 
+def _header(line: str) -> list[str] | None:
+    """The column names of a ``--format=csv`` header line (units dropped), or None for a data row."""
+    cells = [c.strip() for c in line.split(",")]
+    if not cells or not cells[0] or cells[0][0].isdigit() or cells[0].startswith("GPU-"):
+        return None
+    return [c.split(" [")[0].strip() for c in cells]
+
+
+def _named_rows(text: str) -> tuple[list[str] | None, list[list[str]]]:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    names = _header(lines[0]) if lines else None
+    return names, _rows("\n".join(lines[1:] if names else lines))
+
+
+def _mig_on(value: str | None) -> bool:
+    return (value or "").strip().lower() == "enabled"
+
+
 def parse_smi(
     gpu_csv: str,
     apps_csv: str,
@@ -342,11 +360,20 @@ def parse_smi(
     """Readings from the output of the two queries :data:`SMI_GPU_ARGS` and :data:`SMI_APPS_ARGS`.
 
     Accepts ``--format=csv,noheader,nounits`` output, and also tolerates units
-    (``81920 MiB``, ``35 %``) and ``[N/A]`` cells. Raises ValueError on a row
-    that is not shaped like the query.
+    (``81920 MiB``, ``35 %``) and ``[N/A]`` cells. Output with a header line
+    (``--format=csv``) is read by column name, in any order and with more columns,
+    and then ``memory.reserved`` and ``mig.mode.current`` are used where present.
+    Raises ValueError on a row that is not shaped like the query.
     """
     procs: dict[str, list[GpuProcess]] = {}
-    for row in _rows(apps_csv):
+    names, rows = _named_rows(apps_csv)
+    for row in rows:
+        if names:
+            cells = dict(zip(names, row, strict=False))
+            mem_key = "used_gpu_memory" if "used_gpu_memory" in cells else "used_memory"
+            if not {"gpu_uuid", "pid", mem_key} <= cells.keys():
+                raise ValueError(f"expected columns gpu_uuid, pid, used_memory; got {names!r}")
+            row = [cells["gpu_uuid"], cells["pid"], cells[mem_key]]
         if len(row) != 3:
             raise ValueError(f"expected 3 fields ({APPS_QUERY}), got {len(row)}: {row!r}")
         uuid, pid_s, mem_s = row
@@ -355,10 +382,19 @@ def parse_smi(
             continue
         procs.setdefault(uuid, []).append(GpuProcess(pid, owner_of(pid), _int(mem_s)))
     readings = []
-    for row in _rows(gpu_csv):
+    names, rows = _named_rows(gpu_csv)
+    for row in rows:
+        extra: dict[str, str] = {}
+        if names:
+            extra = dict(zip(names, row, strict=False))
+            wanted = GPU_QUERY.split(",")
+            if not set(wanted) <= extra.keys():
+                raise ValueError(f"expected columns {GPU_QUERY}; got {names!r}")
+            row = [extra[k] for k in wanted]
         if len(row) != 6:
             raise ValueError(f"expected 6 fields ({GPU_QUERY}), got {len(row)}: {row!r}")
         index, uuid, name, total, used, util = row
+        reserved = _int(extra["memory.reserved"]) if "memory.reserved" in extra else None
         readings.append(
             DeviceReading(
                 index=int(index),
@@ -368,6 +404,8 @@ def parse_smi(
                 memory_used_mib=_int(used) or 0,
                 utilization_pct=_int(util),
                 processes=tuple(procs.get(uuid, ())),
+                memory_reserved_mib=reserved,
+                mig=_mig_on(extra.get("mig.mode.current")),
             )
         )
     return sorted(readings, key=lambda r: r.index)

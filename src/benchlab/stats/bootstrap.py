@@ -26,19 +26,19 @@ SeedLike = int | np.random.SeedSequence | None
 # Below 4 values too many resamples repeat one value (a third of them at n = 3), their
 # standard error is 0 and the studentized interval is undefined.
 STUDENTIZED_MIN_N = 4
-# Stands in for ±inf (a resample of one repeated value) so quantiles never interpolate inf·0.
-_HUGE = 1e300
 
 # Largest number of resampled values held in memory at once (float64: 128 MiB).
 _CHUNK_ELEMENTS = 1 << 24
+# Values per chunk of the studentized bootstrap's work arrays: small enough to stay in cache.
+_CACHE_ELEMENTS = 1 << 17
 
 
 def _rng(seed: SeedLike) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def _chunks(reps: int, per_rep: int) -> list[int]:
-    size = max(1, _CHUNK_ELEMENTS // max(per_rep, 1))
+def _chunks(reps: int, per_rep: int, limit: int = _CHUNK_ELEMENTS) -> list[int]:
+    size = max(1, limit // max(per_rep, 1))
     return [min(size, reps - start) for start in range(0, reps, size)]
 
 
@@ -137,6 +137,50 @@ def resample_counts(rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
     return np.bincount(flat, minlength=reps * n).reshape(reps, n).astype(float)
 
 
+def _order_statistics(t: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``α/2`` and ``1-α/2`` quantiles of ``t`` along its last axis, as order statistics.
+
+    The ``q``-quantile of ``B`` resampled values is the ``⌈qB⌉``-th smallest (the inverse
+    of their empirical distribution function; Efron & Tibshirani 1993, §12.5); two
+    selections, no sort. ``t`` is reordered in place. NaN (0/0) must be replaced first.
+    """
+    reps = t.shape[-1]
+    alpha = 1.0 - confidence
+    k_low = min(max(int(np.ceil(reps * alpha / 2)) - 1, 0), reps - 1)
+    k_high = min(max(int(np.ceil(reps * (1 - alpha / 2))) - 1, 0), reps - 1)
+    # Two single selections: numpy's partition with several kth is several times slower
+    # than one (measured, numpy 2.4); after the first, the upper order statistic is among
+    # the values right of k_low.
+    t.partition(k_low, axis=-1)
+    low = t[..., k_low].copy()
+    right = t[..., k_low + 1 :]
+    if k_high <= k_low or right.shape[-1] == 0:
+        return low, t[..., k_high]
+    right.partition(k_high - k_low - 1, axis=-1)
+    return low, right[..., k_high - k_low - 1]
+
+
+def _studentized_t(centred: np.ndarray, counts: np.ndarray, out: np.ndarray) -> None:
+    """``t* / √(n-1)`` of each resample, written into ``out``: ``(samples, reps)``.
+
+    ``centred``: samples minus their means, ``(samples, n)``; ``counts``: ``(reps, n)``.
+    With ``S1 = Σ wᵢ cᵢ`` and ``S2 = Σ wᵢ cᵢ²`` over a resample's draw counts ``w``,
+    ``t* = (x̄* - x̄) / (s*/√n) = √(n-1) · S1 / √(n·S2 - S1²)``; the constant √(n-1) is
+    applied to the two quantiles only. A resample of one repeated value has
+    ``n·S2 = S1²``: t* is ±inf, or 0/0 (set to 0) when that value is the mean.
+    """
+    n = centred.shape[-1]
+    s1 = centred @ counts.T
+    s2 = (centred * centred) @ counts.T
+    s2 *= n
+    s2 -= s1 * s1
+    np.maximum(s2, 0.0, out=s2)
+    np.sqrt(s2, out=s2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(s1, s2, out=out)
+    out[np.isnan(out)] = 0.0
+
+
 def _t_star(centred: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Resampled mean shift and its squared standard error: ``(samples, reps)`` each.
 
@@ -155,10 +199,8 @@ def _studentized_bounds(shift: np.ndarray, se2: np.ndarray, confidence: float
     with np.errstate(divide="ignore", invalid="ignore"):
         t = shift / np.sqrt(se2)
     # A resample of one repeated value has se* = 0: t* is ±inf (or 0/0 when it equals the mean).
-    t = np.nan_to_num(t, nan=0.0, posinf=_HUGE, neginf=-_HUGE)
-    alpha = 1.0 - confidence
-    low, high = np.quantile(t, [alpha / 2, 1 - alpha / 2], axis=-1)
-    return low, high
+    t[np.isnan(t)] = 0.0
+    return _order_statistics(t, confidence)
 
 
 def studentized_mean_ci(
@@ -168,15 +210,17 @@ def studentized_mean_ci(
 
     ``t* = (x̄* - x̄) / (s*/√n)`` over resamples, and the interval is
     ``[x̄ - q_{1-α/2}(t*) · s/√n, x̄ - q_{α/2}(t*) · s/√n]`` (Efron & Tibshirani 1993,
-    §12.5), standard deviations with ddof = 1. Every sample of the batch is resampled
-    with the same draws.
+    §12.5), standard deviations with ddof = 1 and the quantiles the ``⌈qB⌉``-th smallest
+    of the ``B`` values. Every sample of the batch is resampled with the same draws, so
+    a batch costs two matrix products per chunk of resamples.
 
     Args:
         x: shape ``(n,)`` or ``(..., n)``, finite, ``n >= STUDENTIZED_MIN_N``.
         reps, confidence, seed: resamples, coverage, seed of the numpy Generator.
 
     Returns:
-        ``(low, high)``, arrays of shape ``x.shape[:-1]`` (0-d for one sample).
+        ``(low, high)``, arrays of shape ``x.shape[:-1]`` (0-d for one sample); ±inf where
+        too many resamples repeat one value (never at ``n >= 4`` in practice).
     """
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
@@ -187,14 +231,17 @@ def studentized_mean_ci(
     centred = flat - mean[:, None]
     se = np.sqrt(np.sum(centred**2, axis=1) / (n - 1) / n)
     rng = _rng(seed)
-    shifts, se2s = [], []
-    for m in _chunks(reps, flat.shape[0] * 4 + n):
-        shift, se2 = _t_star(centred, resample_counts(rng, m, n))
-        shifts.append(shift)
-        se2s.append(se2)
-    q_low, q_high = _studentized_bounds(np.concatenate(shifts, axis=1),
-                                        np.concatenate(se2s, axis=1), confidence)
-    low, high = mean - q_high * se, mean - q_low * se
+    t = np.empty((flat.shape[0], reps))
+    start = 0
+    # Small chunks keep each step's arrays in cache (measured: about 2x faster than
+    # chunks of tens of megabytes); the per-chunk Python overhead stays small.
+    for m in _chunks(reps, flat.shape[0] * 3 + n, _CACHE_ELEMENTS):
+        _studentized_t(centred, resample_counts(rng, m, n), t[:, start : start + m])
+        start += m
+    q_low, q_high = _order_statistics(t, confidence)
+    scale = np.sqrt(n - 1) * se
+    with np.errstate(invalid="ignore"):
+        low, high = mean - q_high * scale, mean - q_low * scale
     return low.reshape(x.shape[:-1]), high.reshape(x.shape[:-1])
 
 

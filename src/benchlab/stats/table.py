@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from benchlab.errors import DataError
-from benchlab.stats.aggregate import AGGREGATES, aggregate
+from benchlab.stats.aggregate import AGGREGATES, aggregate_many
 from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, studentized_mean_ci
 from benchlab.stats.compare import compare, holm, is_significant
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
@@ -85,10 +85,9 @@ def validate_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
     bad = ~(np.isfinite(seeds.to_numpy(dtype=float)) & (seeds == seeds.round()).to_numpy())
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise DataError(
-            f"{source}: column 'seed' must hold integers; row {row + 1} has "
-            f"{out['seed'].iloc[row]!r}"
-        )
+        shown = out["seed"].iloc[row]
+        shown = shown.item() if isinstance(shown, np.generic) else shown
+        raise DataError(f"{source}: column 'seed' must hold integers; row {row + 1} has {shown!r}")
     out["seed"] = seeds.astype(np.int64)
     return out
 
@@ -512,9 +511,20 @@ def _aggregate(
         "tasks": {t: {"source": matrices.sources[t], "low": float(lo), "high": float(hi)}
                   for t, lo, hi in zip(matrices.tasks, matrices.low, matrices.high, strict=True)},
     }
-    out = []
+    # Configs with the same runs per task share one set of resamples (drawn once, seeded by
+    # that layout alone, so a config's interval does not depend on which others exist).
+    layouts: dict[bytes, list[str]] = {}
     for config, normed in matrices.scores.items():
-        result = aggregate(normed, reps, confidence, _seed(seed, "aggregate", config))
+        key = np.asarray(normed.shape).tobytes() + np.isnan(normed).tobytes()
+        layouts.setdefault(key, []).append(config)
+    results: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for key, group in layouts.items():
+        many = aggregate_many([matrices.scores[c] for c in group], reps, confidence,
+                              _seed(seed, "aggregate", zlib.crc32(key)))
+        results.update(zip(group, many, strict=True))
+    out = []
+    for config in matrices.scores:
+        result = results[config]
         row: dict[str, Any] = {"config": config}
         for name in AGGREGATES:
             value, lo, hi = result[name]
