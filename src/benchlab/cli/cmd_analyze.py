@@ -80,6 +80,12 @@ def _ci(value: Any, low: Any, high: Any, digits: int = 3) -> str:
     return f"{_fmt(value, digits)}\n[{_fmt(low, digits)}, {_fmt(high, digits)}]"
 
 
+def _boot_header(report: dict[str, Any]) -> str:
+    """The bootstrap column's header, named for its method (bootstrap-t unless --method)."""
+    method = str((report.get("methods") or {}).get("boot_ci") or "")
+    return "bootstrap-t\nCI" if method.startswith("bootstrap-t") else f"bootstrap\nCI ({method})"
+
+
 def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
     from rich.markup import escape
 
@@ -98,7 +104,7 @@ def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
     print_table(console, "Per task and config", [
         name("task", numeric=False, key=True), name("config", numeric=False, key=True),
         name("metric", numeric=False, key=True), name("seeds"), name("mean"), name("std"),
-        name("95% CI\n(t)"), name("bootstrap\nCI"), name("high\nvar"), name("rank")], rows)
+        name("95% CI\n(t)"), name(_boot_header(report)), name("high\nvar"), name("rank")], rows)
     if report["comparisons"]:
         base = report["comparisons"][0]["baseline"]
         rows = []
