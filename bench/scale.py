@@ -51,8 +51,9 @@ import json, resource, subprocess, sys, time
 t0 = time.perf_counter()
 proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 wall = time.perf_counter() - t0
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(json.dumps({"wall": wall, "rss_mib": rss, "rc": proc.returncode}))
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall": wall, "cpu": use.ru_utime + use.ru_stime, "rss_mib": use.ru_maxrss / 1024,
+                  "rc": proc.returncode}))
 """
 
 
@@ -84,17 +85,17 @@ def sweep(spec: Path, results: Path, jobs: int, window: float | None) -> dict[st
 
     Returns the seconds to its first launch, the runs per second it completed in the
     second half of its time, and its peak memory (MiB)."""
-    before = 0
-    if (results / "benchlab.db").exists():
-        with ledger(results) as con:
-            before = con.execute("SELECT COALESCE(MAX(attempt_id), 0) FROM attempts").fetchone()[0]
+    before = _last_attempt(results) if (results / "benchlab.db").exists() else 0
     wrapper = subprocess.Popen([sys.executable, "-c", WRAP, *benchlab(
         "run", str(spec), "-r", str(results), "-j", str(jobs), "--no-report")],
         cwd=spec.parent, stdout=subprocess.PIPE, text=True)
     t0 = time.time()
     if window is not None:
+        # The window counts from the first launch, however long the start took.
+        while wrapper.poll() is None and _last_attempt(results) <= before:
+            time.sleep(0.05)
         time.sleep(window)
-        for child in _children(wrapper.pid):
+        for child in _children(wrapper.pid) if wrapper.poll() is None else []:
             os.kill(child, signal.SIGINT)
     out, _ = wrapper.communicate()
     stats = json.loads(out.strip().splitlines()[-1])
@@ -107,8 +108,21 @@ def sweep(spec: Path, results: Path, jobs: int, window: float | None) -> dict[st
     half = rows[0][0] + (last - rows[0][0]) / 2 if rows else ended
     late = [r for r in rows if r[2] == "completed" and r[1] is not None and r[1] >= half]
     rate = len(late) / max(1e-9, last - half)
-    return {"first_launch_s": first, "runs_per_s": rate, "rss_mib": stats["rss_mib"],
+    return {"first_launch_s": first, "runs_per_s": rate, "rss_mib": stats["rss_mib"], "cpu": stats["cpu"],
             "completed": sum(1 for r in rows if r[2] == "completed")}
+
+
+def _last_attempt(results: Path) -> int:
+    try:
+        with ledger(results) as con:
+            return con.execute("SELECT COALESCE(MAX(attempt_id), 0) FROM attempts").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def cmd(m: dict[str, float]) -> str:
+    """A command's figures: wall seconds / CPU seconds / peak memory."""
+    return f"{m['wall']:.2f} s / {m['cpu']:.2f} s / {m['rss_mib']:.0f} MiB"
 
 
 def _children(pid: int) -> list[int]:
@@ -129,8 +143,8 @@ def main() -> None:
     anchor = sweep(write_spec(root, 500), root / "r500", args.jobs, None)
     print(f"anchor: 500 runs, steady state {anchor['runs_per_s']:.0f} runs/s, first launch "
           f"{anchor['first_launch_s']:.2f} s")
-    header = ("| runs | validate | run --dry-run | first launch | resume: first launch | dispatch (runs/s) "
-              "| vs 500 runs | status | sweep peak memory |")
+    header = ("| runs | validate (wall / CPU / peak) | run --dry-run | first launch | resume: first launch "
+              "| dispatch (runs/s) | vs 500 runs | status | sweep peak memory |")
     rows = [header, "|---" * (header.count("|") - 1) + "|"]
     for n in (int(s) for s in args.sizes.split(",")):
         spec = write_spec(root, n)
@@ -138,22 +152,20 @@ def main() -> None:
         validate = measured(benchlab("validate", str(spec), "-r", str(results)), root)
         dry = measured(benchlab("run", str(spec), "-r", str(results), "--dry-run"), root)
         first = sweep(spec, results, args.jobs, args.window)
-        resume = sweep(spec, results, args.jobs, min(args.window, 5.0))
+        resume = sweep(spec, results, args.jobs, 2.0)
         status = measured(benchlab("status", str(results)), root)
         rows.append(
-            f"| {n:,} | {validate['wall']:.2f} s / {validate['rss_mib']:.0f} MiB "
-            f"| {dry['wall']:.2f} s / {dry['rss_mib']:.0f} MiB | {first['first_launch_s']:.2f} s "
+            f"| {n:,} | {cmd(validate)} | {cmd(dry)} | {first['first_launch_s']:.2f} s "
             f"| {resume['first_launch_s']:.2f} s | {first['runs_per_s']:.0f} "
-            f"| {first['runs_per_s'] / anchor['runs_per_s']:.2f} | {status['wall']:.2f} s / "
-            f"{status['rss_mib']:.0f} MiB | {max(first['rss_mib'], resume['rss_mib']):.0f} MiB |")
+            f"| {first['runs_per_s'] / anchor['runs_per_s']:.2f} | {cmd(status)} "
+            f"| {max(first['rss_mib'], resume['rss_mib']):.0f} MiB |")
         print(rows[-1], flush=True)
     if args.report_runs:
         spec = write_spec(root, args.report_runs)
         results = root / f"report{args.report_runs}"
         done = sweep(spec, results, max(args.jobs, 2), None)
         report = measured(benchlab("report", str(results)), root)
-        rows.append(f"\nreport on {done['completed']:,} completed runs: {report['wall']:.2f} s, "
-                    f"peak {report['rss_mib']:.0f} MiB")
+        rows.append(f"\nreport on {done['completed']:,} completed runs: {cmd(report)}")
     print("\n".join(rows))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chaos_kit import check_ledger, completed, finish, start, wait_for
+from chaos_kit import check_ledger, completed, finish, start, survivors, wait_for
 
 from benchlab.results import load
 from benchlab_testing import run_cli
@@ -85,6 +85,7 @@ def test_a_full_disk_is_one_message_loses_nothing_and_resumes(tmp_path, small_di
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     text = " ".join(err.split())
     assert "no space left" in text and str(out) in text and "MiB free" in text
+    assert survivors(f"{db}#") == []
     ballast.unlink()
     proc = run_cli("run", "bench.yaml", "-r", str(out), "--no-report", "-j", "2", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
