@@ -81,7 +81,9 @@ def test_a_killed_rebuild_leaves_the_old_ledger_as_it_was(bench):
     rng = random.Random(12)
     for _ in range(3):
         proc = start(bench, "collect", "out", "--rebuild")
-        time.sleep(rng.uniform(1.0, 2.0))  # past start-up, well before 1,520 directories are read
+        # Killed while it reads the 1,520 directories into its new ledger, at a seeded moment.
+        wait_for(lambda: (out / "benchlab.db.rebuilding").exists(), proc=proc)
+        time.sleep(rng.uniform(0.0, 0.3))
         assert proc.poll() is None, "the rebuild ended before it could be killed"
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
