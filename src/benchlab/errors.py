@@ -10,6 +10,7 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── OverrideError            a `-s key=value` names no variable, or is malformed
     │   ├── ResultsNotFound          no results folder / ledger where one was expected
     │   ├── ResultsLocked            another `benchlab run` holds the results folder
+    │   ├── ResultsOfOtherSpec       the results folder holds the runs of another spec file
     │   ├── BackendUnavailable       a backend is named that does not exist or cannot be reached
     │   ├── MissingExtra             an optional dependency is not installed; says which extra brings it
     │   └── DataError                a table or file given to analyse is unusable
@@ -94,6 +95,20 @@ class ResultsLocked(UserError):
         super().__init__(
             f"{path} is in use by another benchlab run ({holder}); "
             "wait for it to finish, or watch it with `benchlab status`"
+        )
+
+
+class ResultsOfOtherSpec(UserError):
+    """A results folder already holds the runs of another spec file."""
+
+    def __init__(self, path: Path | str, owner: str, owner_name: str, spec: str, name: str):
+        self.path = Path(path)
+        self.owner = owner
+        self.spec = spec
+        same = "the same benchmark name" if owner_name == name else f"another benchmark ({owner_name!r})"
+        super().__init__(
+            f"{path} holds the runs of {owner} ({owner_name!r}); {spec} ({name!r}) is another spec file "
+            f"with {same}: give it its own folder with --results, or run {owner}"
         )
 
 

@@ -2,7 +2,9 @@
 
 Columns: ``benchmark, task, config, seed, metric, step, value``; ``step`` is NaN
 for a run's final scalars and a number for each point of a logged curve.
-Only completed runs that are current (not replaced by a changed spec) appear.
+Only the completed runs of the spec as ``benchlab run`` last ran it appear: runs
+the spec no longer names (a removed config or seed, a changed definition) stay
+in the ledger but not in the table, unless asked for with ``all_runs=True``.
 """
 
 from __future__ import annotations
@@ -40,29 +42,39 @@ def find_results(path: Path | str | None = None) -> Path:
                                 + ", ".join(str(c.relative_to(here)) for c in candidates))
 
 
-def load(results: Path | str | None = None, *, series: bool = True) -> pd.DataFrame:
+def load(results: Path | str | None = None, *, series: bool = True, all_runs: bool = False) -> pd.DataFrame:
     """The results table of a results folder, as a pandas DataFrame in long format.
 
+    It holds the completed runs of the spec as ``benchlab run`` last ran it.
     ``series=False`` leaves out the logged curves (only final scalars), which is
-    much smaller for large sweeps.
+    much smaller for large sweeps. ``all_runs=True`` adds the runs kept in the
+    ledger that the spec no longer names, with two more columns to tell them
+    apart: ``run_id`` and ``in_spec`` (False for those runs).
     """
     import numpy as np
     import pandas as pd
 
     folder = find_results(results)
+    columns = [*COLUMNS, "run_id", "in_spec"] if all_runs else COLUMNS
     with Store.open(folder) as store:
         name = store.meta().get("name", folder.name)
-        finals = store.metric_rows()
+        finals = store.metric_rows(current_only=not all_runs)
+        in_spec = store.in_spec_ids() if all_runs else set()
         frames = []
         if finals:
-            _, task, cfg, seed, metric, value = zip(*finals, strict=True)
+            rid, task, cfg, seed, metric, value = zip(*finals, strict=True)
             frames.append(pd.DataFrame({
                 "benchmark": name, "task": task, "config": cfg, "seed": seed, "metric": metric,
-                "step": np.nan, "value": np.asarray(value, dtype=float)}))
+                "step": np.nan, "value": np.asarray(value, dtype=float),
+                **({"run_id": rid, "in_spec": [r in in_spec for r in rid]} if all_runs else {})}))
         if series:
-            rows = list(store.series_rows())
+            rows = list(store.series_rows(current_only=not all_runs))
             if rows:
                 lengths = np.array([len(r[5]) for r in rows])
+                extra = {}
+                if all_runs:
+                    extra = {"run_id": _repeated([r[0] for r in rows], lengths),
+                             "in_spec": np.repeat([r[0] in in_spec for r in rows], lengths)}
                 frames.append(pd.DataFrame({
                     "benchmark": name,
                     "task": _repeated([r[1] for r in rows], lengths),
@@ -71,13 +83,14 @@ def load(results: Path | str | None = None, *, series: bool = True) -> pd.DataFr
                     "metric": _repeated([r[4] for r in rows], lengths),
                     "step": np.concatenate([r[5] for r in rows]),
                     "value": np.concatenate([r[6] for r in rows]),
+                    **extra,
                 }))
     if not frames:
-        return pd.DataFrame({c: pd.Series(dtype=float if c in ("step", "value") else object)
-                             for c in COLUMNS})
+        return pd.DataFrame({c: pd.Series(dtype=float if c in ("step", "value") else
+                                          bool if c == "in_spec" else object) for c in columns})
     table = pd.concat(frames, ignore_index=True)
     table["seed"] = table["seed"].astype(int)
-    return table[COLUMNS]
+    return table[columns]
 
 
 def _repeated(names: list[str], lengths: np.ndarray) -> Any:

@@ -9,14 +9,24 @@ Tables::
               GPU use (mean and max utilisation of its devices, peak memory of its processes)
     metrics   final scalars of a completed run (run_id, metric) -> value
     series    step series of a completed run (run_id, metric) -> steps, values (float64 blobs)
+    spec_runs the run ids of the spec as ``benchlab run`` last ran it: the runs "in the spec"
+    code      each state of the code under test seen at a launch (git commit, diff hash)
+    attempt_code  attempt id -> the code state it was launched with
 
 A run's metrics are written in the same transaction that marks it completed,
 so a crash can never leave a run half-recorded, and re-collecting replaces
 rather than adds. ``runs.current`` is 0 for a run whose coordinates
-(task, config, seed) were taken over by a changed spec; such runs stay on
-record but leave the results table. ``runs.budget_from`` is the attempt number
+(task, config, seed) were taken over by a changed spec. ``runs.budget_from`` is the attempt number
 from which failures count against the run's retry budget: 1, until
 ``--rerun-failed`` grants a new budget.
+
+Which runs are *in the spec*: those of the ``spec_runs`` table, which each
+``benchlab run`` replaces in one transaction with the runs its spec names now.
+Every other run (a removed config, a cut seed, a changed definition) stays on
+record with its attempts but is "not in the spec": it leaves the results table,
+the counts and the report. A ledger with no plan recorded (written before the
+table existed, or rebuilt from run directories) counts its current runs as in
+the spec.
 
 Columns added after a ledger was first written are added when a sweep opens it
 (:data:`_ADDED_COLUMNS`); readers of an older ledger see them as None.
@@ -72,6 +82,39 @@ CREATE TABLE IF NOT EXISTS series (
     PRIMARY KEY (run_id, metric)
 );
 """
+
+# Added after the first ledgers were written: created on open (``CREATE ... IF NOT EXISTS``), so an
+# older ledger gains them the first time a sweep opens it.
+_PLAN_SCHEMA = """
+CREATE TABLE IF NOT EXISTS spec_runs (run_id TEXT PRIMARY KEY, position INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS code (
+    code_id INTEGER PRIMARY KEY AUTOINCREMENT, git_commit TEXT, dirty INTEGER, diff_sha256 TEXT,
+    UNIQUE (git_commit, dirty, diff_sha256)
+);
+CREATE TABLE IF NOT EXISTS attempt_code (attempt_id INTEGER PRIMARY KEY, code_id INTEGER NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class CodeState:
+    """The code under test at a launch: its git commit, whether the work tree had uncommitted
+    changes, and a hash of that diff (None where the work dir is not in a git repository)."""
+
+    commit: str | None
+    dirty: bool | None = None
+    diff_sha256: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.commit is not None
+
+    def describe(self) -> str:
+        if self.commit is None:
+            return "no git repository"
+        text = f"commit {self.commit[:10]}"
+        if self.dirty:
+            text += " with uncommitted changes" + (f" (diff {self.diff_sha256[:8]})" if self.diff_sha256 else "")
+        return text
 
 
 # Columns added to existing tables since the first schema: (table, column, SQL type and default).
@@ -184,6 +227,7 @@ class RunRecord:
     command: str
     status: str
     current: bool
+    in_spec: bool = True  # in the plan of the spec as last run (see the module's docstring)
 
 
 def find_db(results: Path | str) -> Path:
@@ -227,6 +271,7 @@ class Store:
             self.conn.execute("PRAGMA busy_timeout=30000")
             if create:
                 self.conn.executescript(_SCHEMA)
+                self.conn.executescript(_PLAN_SCHEMA)
                 _add_columns(self.conn)
                 self._set_default_meta()
             else:
@@ -309,6 +354,26 @@ class Store:
                       "EXISTS (SELECT 1 FROM plan p WHERE p.task = runs.task AND "
                       "p.config = runs.config AND p.seed = runs.seed)")
 
+    def set_plan(self, run_ids: Iterable[str]) -> None:
+        """Make ``run_ids`` the runs in the spec, replacing the plan before (one transaction)."""
+        with self.transaction() as c:
+            c.execute("DELETE FROM spec_runs")
+            c.executemany("INSERT OR IGNORE INTO spec_runs VALUES (?, ?)",
+                          ((rid, i) for i, rid in enumerate(run_ids)))
+
+    def has_plan(self) -> bool:
+        """Whether a sweep recorded which runs are in the spec (older ledgers have no plan)."""
+        try:
+            return self.conn.execute("SELECT 1 FROM spec_runs LIMIT 1").fetchone() is not None
+        except sqlite3.OperationalError:  # a ledger from before the plan table, opened read-only
+            return False
+
+    def in_spec_sql(self, alias: str = "runs") -> str:
+        """An SQL condition on ``alias`` (a row of ``runs``): the run is in the spec."""
+        if self.has_plan():
+            return f"{alias}.run_id IN (SELECT run_id FROM main.spec_runs)"
+        return f"{alias}.current = 1"
+
     def add_runs(self, runs: Iterable[Run]) -> None:
         """Record runs as they are, current, leaving any run already on record untouched."""
         now = time.time()
@@ -323,10 +388,12 @@ class Store:
         return dict(self.conn.execute("SELECT run_id, status FROM runs"))
 
     def runs(self, current_only: bool = True) -> list[RunRecord]:
-        q = "SELECT run_id, name, task, config, seed, params, command, status, current FROM runs"
+        """The runs in the spec; with ``current_only=False``, every run on record (``in_spec`` tells)."""
+        cond = self.in_spec_sql()
+        q = f"SELECT run_id, name, task, config, seed, params, command, status, current, {cond} FROM runs"
         if current_only:
-            q += " WHERE current = 1"
-        return [RunRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], bool(r[8]))
+            q += f" WHERE {cond}"
+        return [RunRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], bool(r[8]), bool(r[9]))
                 for r in self.conn.execute(q + " ORDER BY rowid")]
 
     def set_status(self, run_id: str, status: str) -> None:
@@ -420,13 +487,13 @@ class Store:
         return [AttemptRecord(*row) for row in self.conn.execute(q + " ORDER BY attempt_id", args)]
 
     def gpu_attempts(self) -> list[tuple[str, AttemptRecord]]:
-        """(run name, attempt) for the latest attempt placed on GPUs of each current run, in
+        """(run name, attempt) for the latest attempt placed on GPUs of each run in the spec, in
         launch order: what the runs used and, where the sampler measured it, how."""
         extra = (", " + ", ".join("a." + c for c in _GPU_USE_COLUMNS)) if self._has_gpu_use() else ""
         cols = ", ".join("a." + c.strip() for c in _ATTEMPT_COLUMNS.split(","))
         latest: dict[str, tuple[str, AttemptRecord]] = {}
         for row in self.conn.execute(f"SELECT r.name, {cols}{extra} FROM attempts a JOIN runs r USING (run_id)"
-                                     " WHERE r.current = 1 AND a.gpus IS NOT NULL AND a.gpus != ''"
+                                     f" WHERE {self.in_spec_sql('r')} AND a.gpus IS NOT NULL AND a.gpus != ''"
                                      " ORDER BY a.attempt_id"):
             rec = AttemptRecord(*row[1:])
             latest.pop(rec.run_id, None)  # re-insert: the order is the latest attempt's
@@ -478,12 +545,14 @@ class Store:
     # ------------------------------------------------------------------ metrics
 
     def metric_rows(self, current_only: bool = True) -> list[tuple[str, str, str, int, str, float]]:
-        """(run_id, task, config, seed, metric, value) of every completed run's final scalars."""
+        """(run_id, task, config, seed, metric, value) of every completed run's final scalars
+        (of the runs in the spec; of every run with ``current_only=False``)."""
         q = ("SELECT r.run_id, r.task, r.config, r.seed, m.metric, m.value FROM metrics m"
              " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
         if current_only:
-            q += " AND r.current = 1"
-        return list(self.conn.execute(q))
+            q += " AND " + self.in_spec_sql("r")
+        # In the order they were written (completion order), whichever way SQLite joins.
+        return list(self.conn.execute(q + " ORDER BY m.rowid"))
 
     def series_rows(self, current_only: bool = True) -> Iterator[tuple[str, str, str, int, str,
                                                                        np.ndarray, np.ndarray]]:
@@ -491,14 +560,56 @@ class Store:
         q = ("SELECT r.run_id, r.task, r.config, r.seed, s.metric, s.steps, s.vals FROM series s"
              " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
         if current_only:
-            q += " AND r.current = 1"
-        for rid, task, cfg, seed, metric, steps, vals in self.conn.execute(q):
+            q += " AND " + self.in_spec_sql("r")
+        for rid, task, cfg, seed, metric, steps, vals in self.conn.execute(q + " ORDER BY s.rowid"):
             yield (rid, task, cfg, seed, metric, np.frombuffer(steps, dtype="<f8"),
                    np.frombuffer(vals, dtype="<f8"))
 
-    def counts(self) -> dict[str, int]:
+    def counts(self, in_spec: bool = True) -> dict[str, int]:
+        """Runs by status: of the runs in the spec, or (``in_spec=False``) of those not in it."""
+        cond = self.in_spec_sql()
         return dict(self.conn.execute(
-            "SELECT status, COUNT(*) FROM runs WHERE current = 1 GROUP BY status"))
+            f"SELECT status, COUNT(*) FROM runs WHERE {cond if in_spec else f'NOT ({cond})'} GROUP BY status"))
+
+    def in_spec_ids(self) -> set[str]:
+        """The ids of the runs in the spec."""
+        return {rid for (rid,) in self.conn.execute(f"SELECT run_id FROM runs WHERE {self.in_spec_sql()}")}
+
+    # ------------------------------------------------------------------ code under test
+
+    def code_id(self, state: CodeState) -> int:
+        """The id of a code state, recorded the first time it is seen."""
+        with self.transaction() as c:
+            c.execute("INSERT OR IGNORE INTO code (git_commit, dirty, diff_sha256) VALUES (?, ?, ?)",
+                      (state.commit, state.dirty, state.diff_sha256))
+            (cid,) = c.execute("SELECT code_id FROM code WHERE git_commit IS ? AND dirty IS ? AND "
+                               "diff_sha256 IS ?", (state.commit, state.dirty, state.diff_sha256)).fetchone()
+        return int(cid)
+
+    def tag_attempt(self, attempt_id: int, code_id: int) -> None:
+        """Record the code state an attempt was launched with (joins the launch's transaction)."""
+        self.conn.execute("INSERT OR REPLACE INTO attempt_code VALUES (?, ?)", (attempt_id, code_id))
+
+    def completed_code(self, run_ids: Iterable[str]) -> dict[CodeState, int]:
+        """How many of ``run_ids``' completed runs ran with each code state (their last completed
+        attempt's); runs from before code states were recorded are left out."""
+        try:
+            rows = self.conn.execute(
+                "SELECT a.run_id, MAX(a.attempt_id) FROM attempts a JOIN runs r USING (run_id)"
+                " WHERE a.status = 'completed' AND r.status = 'completed' GROUP BY a.run_id").fetchall()
+            codes = {cid: CodeState(commit, None if dirty is None else bool(dirty), diff)
+                     for cid, commit, dirty, diff in self.conn.execute(
+                         "SELECT code_id, git_commit, dirty, diff_sha256 FROM code")}
+            tagged = dict(self.conn.execute("SELECT attempt_id, code_id FROM attempt_code"))
+        except sqlite3.OperationalError:  # an older ledger, opened read-only
+            return {}
+        wanted = set(run_ids)
+        out: dict[CodeState, int] = {}
+        for rid, aid in rows:
+            if rid in wanted and aid in tagged:
+                state = codes[tagged[aid]]
+                out[state] = out.get(state, 0) + 1
+        return out
 
     def integrity_ok(self) -> bool:
         (result,) = self.conn.execute("PRAGMA integrity_check").fetchone()

@@ -81,7 +81,7 @@ def test_header_names_suite_metric_seeds_and_hardware(report: Path):
     text = (report / "BENCHMARK_REPORT.md").read_text()
     assert "**Task suite:** t1, t2, t3, t4" in text
     assert "**Primary metric:** score (higher is better)" in text
-    assert "**Seeds per config:** 4 (seeds 0–3)" in text
+    assert "**Seeds per config:** 4/4 (seeds 0–3)" in text
     assert re.search(r"\*\*Hardware:\*\* CPU: .+ \(\d+ cores\); host ", text)  # no GPU: the CPU first
     assert "benchlab run " in _section(text, "## Reproduction")
 

@@ -156,3 +156,61 @@ def test_bound_interval_never_leaves_the_range(bounds):
     assert bound_interval(0.9502, 1.005, bounds) == (0.9502, 1.0)
     assert bound_interval(-2.0, 3.0, bounds) == bounds
     assert bound_interval(None, 0.5, bounds) == (None, 0.5)
+
+
+def test_analyze_cuts_the_intervals_of_a_range_given_on_the_command_line(tmp_path: Path):
+    import json
+
+    csv = tmp_path / "acc.csv"
+    values = [0.96, 1.0, 1.0]
+    csv.write_text("task,config,seed,value\n" + "".join(
+        f"gsm8k,ckpt,{s},{v}\n" for s, v in enumerate(values)))
+    done = run_cli("analyze", str(csv), "--range", "0,1", "--json")
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["summary"]
+    half = sps.t.ppf(0.975, 2) * statistics.stdev(values) / 3**0.5
+    assert row["ci_low"] == pytest.approx(statistics.mean(values) - half)
+    assert row["ci_high"] == 1.0
+    assert row["ci_method"] == "Student-t, cut at the range [0, 1]"
+    bad = run_cli("analyze", str(csv), "--range", "value=1,0")
+    assert bad.returncode == 2 and "--range value=1,0: expected LOW < HIGH" in bad.stderr
+
+
+def test_plotted_bands_and_intervals_never_pass_the_range(tmp_path: Path, monkeypatch):
+    import numpy as np
+    import pandas as pd
+    from matplotlib.collections import LineCollection, PolyCollection
+
+    from benchlab.report import plots
+    from benchlab.report.curves import CurveSet
+    from benchlab.report.tables import describe
+    from benchlab.results import BenchmarkInfo
+
+    figures = []
+
+    def keep(fig, folder, name, *args, **kwargs):  # the figure as drawn, before it is saved
+        figures.append(fig)
+        return f"plots/{name}"
+
+    monkeypatch.setattr(plots, "save", keep)
+    info = BenchmarkInfo(name="cart", primary="return", goal={"return": "max"}, baseline=None,
+                         configs=["ppo"], tasks=["cartpole"])
+    grid = np.array([0.0, 100.0, 200.0])
+    runs = np.array([[100.0, 500.0, 500.0], [20.0, 100.0, 500.0], [60.0, 480.0, 380.0]])
+    curve = CurveSet("return", "cartpole", grid, {"ppo": runs}, {"ppo": [0, 1, 2]})
+    plots.plot_curves([curve], info, tmp_path, ranges={"return": (0.0, 500.0)})
+    (band,) = [c for c in figures[0].axes[0].collections if isinstance(c, PolyCollection)]
+    ys = np.concatenate([p.vertices[:, 1] for p in band.get_paths()])
+    # Unclipped, the t band at step 100 runs from about -190 to 910.
+    t = sps.t.ppf(0.975, 2) * runs[:, 1].std(ddof=1) / 3**0.5
+    assert runs[:, 1].mean() + t > 600 and runs[:, 1].mean() - t < 0
+    assert ys.max() <= 500.0 and ys.min() >= 0.0
+    finals = pd.DataFrame({"task": "cartpole", "config": "ppo", "seed": [0, 1, 2],
+                           "metric": "return", "value": runs[:, 2]})
+    plots.plot_scores(describe(finals, {"return": "max"}, "return"), info, tmp_path, finals,
+                      ranges={"return": (0.0, 500.0)})
+    ax = figures[1].axes[0]
+    (bar,) = [c for c in ax.collections if isinstance(c, LineCollection)]
+    xs = np.concatenate([s[:, 0] for s in bar.get_segments()])
+    assert xs.max() == 500.0  # the interval is cut at the cap, not drawn to 630
+    assert ax.get_xlim()[1] < 510.0  # the axis ends just past the cap (a 2% margin)

@@ -120,6 +120,10 @@ def test_verdict_says_beside_it_that_a_side_lost_seeds(excluded: Path):
                   if r[1] == "broken")
     assert broken[2].startswith("— undetermined<br>⚠ broken: 6 of 6 seeds failed")
     assert "Failed seeds are excluded (`--failed-as exclude`, the default)" in comp
+    aggregate = {r[0]: r for r in ([c.strip() for c in ln.strip("|").split("|")]
+                                   for ln in comp.split("Across tasks")[1].splitlines()
+                                   if ln.startswith("| ") and not ln.startswith("| config"))}
+    assert aggregate["flaky"][1] == "3/6" and aggregate["base"][1] == "6/6"
     summary = _section(text, "## Summary")
     assert ("is significantly better on mmlu (Holm-adjusted p=" in summary
             and "; flaky: 3 of 6 seeds failed (1, 3, 5), excluded)" in summary)

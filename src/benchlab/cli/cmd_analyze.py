@@ -123,9 +123,9 @@ def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
         for line in caveats:
             console.print(f"(!) lost seeds: {escape(line)}")
         if failed_as is not None:
-            how = ("excluded: each verdict rests on the seeds that completed"
-                   if failed_as == "exclude" else "scored as the worst value")
-            console.print(f"failed seeds: {how} (--failed-as {failed_as})")
+            treatment = ("excluded: each verdict rests on the seeds that completed"
+                         if failed_as == "exclude" else "scored as the worst value")
+            console.print(f"failed seeds: {treatment} (--failed-as {failed_as})")
     if report["aggregate"]:
         how = {"none": "raw scores", "references": "scores normalised by reference scores",
                "observed": "scores min–max normalised over the configs compared",
@@ -172,6 +172,30 @@ FAILED_AS_HELP = ("Failed seeds (NaN values, failed runs): exclude (judge on the
                   "with a caveat) or worst (score them as the worst value).")
 
 
+RANGE_HELP = ("Values a metric can take, METRIC=LOW,HIGH (or LOW,HIGH for every metric); "
+              "its intervals are cut there. Repeatable.")
+
+
+def _ranges(values: list[str] | None, table: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """``--range acc=0,1`` / ``--range 0,1`` into ``{metric: (low, high)}``."""
+    from benchlab.errors import DataError
+
+    out: dict[str, tuple[float, float]] = {}
+    metrics = (list(dict.fromkeys(table["metric"].astype(str))) if "metric" in table.columns
+               else ["value"])
+    for text in values or []:
+        name, _, bounds = text.rpartition("=")
+        try:
+            low, high = (float(x) for x in bounds.split(","))
+        except ValueError:
+            raise DataError(f"--range: expected METRIC=LOW,HIGH or LOW,HIGH; got {text!r}") from None
+        if not low < high:
+            raise DataError(f"--range {text}: expected LOW < HIGH")
+        for metric in [name] if name else metrics:
+            out[metric] = (low, high)
+    return out
+
+
 def _failed_as(value: str) -> str:
     from benchlab.errors import DataError
 
@@ -195,6 +219,7 @@ def analyze(
     method: str = typer.Option("studentized", help=METHOD_HELP),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
     failed_as: str = typer.Option("exclude", "--failed-as", help=FAILED_AS_HELP),
+    value_range: list[str] = typer.Option(None, "--range", help=RANGE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Statistics of any long-format CSV (W&B, MLflow, a paper's table)."""
@@ -212,6 +237,7 @@ def analyze(
         reps=reps, seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
         method=method, normalize=normalize, align=align,  # type: ignore[arg-type]
         references=_read_references(references), source=str(table),
+        ranges=_ranges(value_range, df),
     )
     _output(report, as_json, failed_as)
 
@@ -256,6 +282,8 @@ def compare(
     if baseline is None:
         raise DataError(f"{results}: no baseline in the spec; give --baseline")
     pair = [baseline, candidate]
+    if info is not None:
+        _refuse_not_in_spec(df, pair, results)
     _check_configs(df, pair, results, failed=[c for _, c, _ in failed_runs])
     _check_choice("--align", align, ("common", "own"))
     report = run_analysis(
@@ -268,6 +296,27 @@ def compare(
         references=references, source=str(results),
     )
     _output(report, as_json, failed_as)
+
+
+def _refuse_not_in_spec(df: pd.DataFrame, configs: list[str], results: Path) -> None:
+    """A config whose runs the ledger keeps but the spec no longer names is not compared: its
+    numbers come from another version of the benchmark."""
+    from benchlab.errors import DataError
+    from benchlab.results import find_results
+    from benchlab.store import Store
+
+    have = set(df["config"].astype(str))
+    wanted = [c for c in configs if c not in have]
+    if not wanted:
+        return
+    with Store.open(find_results(results)) as store:
+        outside = [r.config for r in store.runs(current_only=False) if not r.in_spec]
+    kept = {c: outside.count(c) for c in wanted}
+    for config, n in kept.items():
+        if n:
+            raise DataError(f"{results}: config {config!r} is not in the spec as last run; its {n} runs are "
+                            "kept in the ledger but not compared (`benchlab status --all` lists them; "
+                            "benchlab.load(..., all_runs=True) reads them)")
 
 
 def _check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> None:

@@ -14,11 +14,14 @@ SpecArg = typer.Argument(..., help="The benchmark spec (YAML).", show_default=Fa
 SetOpt = typer.Option(None, "--set", "-s", help="Override a spec variable: -s max_frame=1e6 (repeatable).",
                       metavar="KEY=VALUE")
 ResultsOpt = typer.Option(None, "--results", "-r",
-                          help="Results folder [default: results/<benchmark name>].")
+                          help="Results folder [default: results/<benchmark name> beside the spec file].")
 
 
 def default_results(spec: Any) -> Path:
-    return Path("results") / spec.name
+    """``results/<benchmark>`` in the spec file's folder: one place per spec, whatever the working
+    directory (a spec built in memory has no folder: then under the working directory)."""
+    base = Path(spec.path).parent if spec.path is not None else Path(".")
+    return base / "results" / spec.name
 
 
 @app.command()
@@ -94,6 +97,9 @@ def run(
     results: Path = ResultsOpt,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would run, run nothing."),
     rerun_failed: bool = typer.Option(False, "--rerun-failed", help="Run failed runs again too."),
+    rerun_all: bool = typer.Option(False, "--rerun-all", "--force",
+                                   help="Run every run again, finished ones too (after the code under test "
+                                        "changed); the earlier attempts stay on record."),
     max_failures: int = typer.Option(None, "--max-failures", min=1,
                                      help="Stop launching after this many failed runs."),
     backend: str = typer.Option(None, "--backend", help="local or ray [default: the spec's, or local]."),
@@ -126,8 +132,8 @@ def run(
         if (folder / DB_NAME).exists():
             with Store.open(folder) as store:
                 statuses = store.statuses()
-        todo = [r for r in expand(spec) if statuses.get(r.run_id) != COMPLETED
-                and (rerun_failed or statuses.get(r.run_id) != "failed")]
+        todo = [r for r in expand(spec) if rerun_all or (statuses.get(r.run_id) != COMPLETED
+                and (rerun_failed or statuses.get(r.run_id) != "failed"))]
         runs_dir = folder / "runs"
         if console.is_terminal and len(todo) <= 1000:
             for r in todo:
@@ -153,7 +159,10 @@ def run(
 
         raise fail("--ray-address and --shared-fs need the ray backend (--backend ray)")
     display = SweepDisplay(console, primary=spec.metrics.primary.name)
-    sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, backend=backend,
+    from rich.markup import escape
+
+    console.print(f"results: {escape(str(folder))}", highlight=False)
+    sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all, backend=backend,
                   on_event=display.on_event, max_failures=max_failures, gpus=gpus,
                   backend_options=options)
     previous = {}

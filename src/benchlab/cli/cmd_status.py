@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,18 +27,29 @@ def status(
     results: Path = ResultsArg,
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
     tail: int = typer.Option(5, "--tail", help="Log lines shown per group of failures."),
+    show_all: bool = typer.Option(False, "--all", help="List the runs not in the spec too (kept in the "
+                                  "ledger from earlier versions of it)."),
 ) -> None:
-    """Runs by state, what is running, and failures grouped by what went wrong, with their last log lines."""
+    """Runs by state, what is running, and failures grouped by what went wrong, with their last log lines.
+
+    The runs counted are those of the spec as `benchlab run` last ran it; runs it no longer
+    names are counted apart as "not in the spec" (--all lists them).
+    """
     from benchlab.results import find_results
     from benchlab.store import Store
 
     folder = find_results(results)
     with Store.open(folder) as store:
         meta = store.meta()
-        runs = {r.run_id: r for r in store.runs()}
+        every = store.runs(current_only=False)
+        runs = {r.run_id: r for r in every if r.in_spec}
         counts = store.counts()
         attempts = store.attempts()
         gpu_attempts = store.gpu_attempts()
+    outside = [r for r in every if not r.in_spec]
+    outside_counts: dict[str, int] = {}
+    for r in outside:
+        outside_counts[r.status] = outside_counts.get(r.status, 0) + 1
     last: dict[str, AttemptRecord] = {}
     for a in attempts:
         last[a.run_id] = a
@@ -91,6 +103,10 @@ def status(
                                                                    "mem_peak_mib": None,
                                                                    "likely_cpu_bound": None})}
                         for name, a in gpu_attempts],
+            "not_in_spec": {"total": len(outside), "counts": outside_counts, **(
+                {"runs": [{"run": r.name, "run_id": r.run_id, "status": r.status,
+                           "reason": reason} for r, reason in _why_not_in_spec(outside, runs.values())]}
+                if show_all else {})},
             "backups": [{"path": str(b), "bytes": b.stat().st_size, "modified": b.stat().st_mtime}
                         for b in backups],
             "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in partial],
@@ -101,7 +117,16 @@ def status(
     total = len(runs)
     order = ["completed", "running", "pending", "failed", "interrupted"]
     parts = [f"{counts.get(s, 0)} {s}" for s in order if counts.get(s)]
-    console.print(f"[bold]{escape(str(meta.get('name')))}[/] ({folder}): {total} runs — " + ", ".join(parts))
+    shown = folder.relative_to(Path.cwd()) if folder.is_absolute() and folder.is_relative_to(Path.cwd()) else folder
+    console.print(f"[bold]{escape(str(meta.get('name')))}[/] ({escape(str(shown))}): {total} runs — "
+                  + ", ".join(parts))
+    if outside:
+        kinds = ", ".join(f"{n} {s}" for s, n in sorted(outside_counts.items()))
+        console.print(f"{len(outside)} runs not in the spec ({kinds}): kept in the ledger, left out of "
+                      "the counts, the results table and the report"
+                      + ("" if show_all else " (--all lists them)"))
+        if show_all:
+            _print_not_in_spec(outside, runs.values())
     now = time.time()
     for a in running:
         console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, "
@@ -143,6 +168,28 @@ def status(
                           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(b.stat().st_mtime))}")
 
 
+def _why_not_in_spec(outside: list[RunRecord], in_spec: Iterable[RunRecord]) -> list[tuple[RunRecord, str]]:
+    """Each run not in the spec with why: its definition changed (the spec still names its task,
+    config and seed), or the spec no longer names it (a config, task or seed was removed)."""
+    coords = {(r.task, r.config, r.seed) for r in in_spec}
+    return [(r, "superseded" if (r.task, r.config, r.seed) in coords else "removed") for r in outside]
+
+
+def _print_not_in_spec(outside: list[RunRecord], in_spec: Iterable[RunRecord]) -> None:
+    from rich.markup import escape
+
+    groups: dict[tuple[str, str, str], list[RunRecord]] = {}
+    for r, reason in _why_not_in_spec(outside, in_spec):
+        groups.setdefault((reason, r.task, r.config), []).append(r)
+    words = {"removed": "no longer in the spec", "superseded": "superseded by a changed definition"}
+    for (reason, task, config), items in sorted(groups.items()):
+        seeds = ", ".join(str(r.seed) for r in sorted(items, key=lambda r: r.seed))
+        states = ", ".join(f"{n} {s}" for s, n in sorted(
+            {s: sum(r.status == s for r in items) for s in {r.status for r in items}}.items()))
+        console.print(f"  {escape(task)}/{escape(config)} seeds {seeds} ({states}): {words[reason]}",
+                      highlight=False)
+
+
 def _print_gpu_use(gpu_attempts: list[tuple[str, AttemptRecord]]) -> None:
     """Each GPU run's utilisation and peak memory; runs under 50% mean utilisation are flagged."""
     from rich.markup import escape
@@ -169,7 +216,7 @@ def _find_run(store: Store, key: str) -> RunRecord:
     runs = store.runs(current_only=False)
     exact = [r for r in runs if key in (r.run_id, r.name)]
     if exact:
-        current = [r for r in exact if r.current]
+        current = [r for r in exact if r.in_spec] or [r for r in exact if r.current]
         return (current or exact)[0]
     prefix = [r for r in runs if r.run_id.startswith(key)]
     if len(prefix) == 1:

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchlab.store import CodeState
+
 # Packages whose versions matter to an ML result, recorded when installed.
 TRACKED_PACKAGES = ("benchlab", "numpy", "scipy", "pandas", "torch", "jax", "jaxlib", "tensorflow",
                     "scikit-learn", "gymnasium", "transformers", "vllm", "ray")
@@ -42,6 +44,12 @@ def git_state(workdir: Path) -> dict[str, Any]:
         "dirty": bool(status.strip()),
         "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None,
     }
+
+
+def code_state(workdir: Path) -> CodeState:
+    """The state of the code under test in ``workdir``, as the ledger compares it between sweeps."""
+    git = git_state(workdir)
+    return CodeState(git["commit"], git["dirty"], git["diff_sha256"])
 
 
 def package_versions() -> dict[str, str]:

@@ -30,7 +30,7 @@ from benchlab.errors import LedgerLost
 from benchlab.execute import triage
 from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
 from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
-from benchlab.execute.provenance import sweep_provenance, write_provenance
+from benchlab.execute.provenance import code_state, sweep_provenance, write_provenance
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.plan import Run, expand
 from benchlab.spec import Spec
@@ -40,6 +40,7 @@ from benchlab.store import (
     FAILED,
     INTERRUPTED,
     TO_RUN_STATES,
+    CodeState,
     LedgerGuard,
     ResultsLock,
     Store,
@@ -139,6 +140,23 @@ def write_benchmark_meta(store: Store, spec: Spec, results_dir: Path) -> None:
          "overrides": spec.overrides}, indent=1, default=str))
 
 
+def check_spec_owns(store: Store, spec: Spec, results_dir: Path) -> None:
+    """Refuse a results folder that holds the runs of another spec file (``ResultsOfOtherSpec``).
+
+    A folder belongs to the spec file that first ran into it. A spec file that moved (the recorded
+    one no longer exists) takes the folder over; a spec built in memory (no file) is not checked.
+    """
+    from benchlab.errors import ResultsOfOtherSpec
+
+    meta = store.meta()
+    owner = meta.get("spec_path")
+    if spec.path is None or not owner:
+        return
+    mine = str(spec.path.resolve())
+    if owner != mine and Path(owner).exists() and not os.path.samefile(owner, mine):
+        raise ResultsOfOtherSpec(results_dir, owner, str(meta.get("name")), mine, spec.name)
+
+
 class Sweep:
     """One invocation of ``benchlab run`` over a spec and a results folder."""
 
@@ -146,11 +164,16 @@ class Sweep:
                  rerun_failed: bool = False, backend: str | Backend = "local",
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
-                 gpus: str | None = None):
+                 gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None):
+        """``rerun_all`` runs every run of the plan again, finished or not (the earlier attempts
+        stay on record); ``code`` is the state of the code under test (read from git when None)."""
         self.spec = spec
         self.results_dir = Path(results_dir).resolve()
         self.jobs = jobs or default_jobs(spec.resources.cpus)
         self.rerun_failed = rerun_failed
+        self.rerun_all = rerun_all
+        self.code = code if code is not None else code_state(spec.work_path)
+        self._code_id = 0
         self.on_event = on_event or (lambda event: None)
         self.max_failures = max_failures
         self._backend_arg = backend
@@ -258,13 +281,21 @@ class Sweep:
     def _run(self, store: Store, t0: float) -> SweepResult:
         spec = self.spec
         runs = expand(spec)
+        check_spec_owns(store, spec, self.results_dir)
         write_benchmark_meta(store, spec, self.results_dir)
-        store.register(runs)
+        with store.transaction():  # the runs and the plan they make change together
+            store.register(runs)
+            store.set_plan(r.run_id for r in runs)
+        self._code_id = store.code_id(self.code)
         self._recover(store)
         statuses = store.statuses()
         wanted = set(TO_RUN_STATES) | ({FAILED} if self.rerun_failed else set())
+        if self.rerun_all:
+            wanted |= {FAILED, COMPLETED}
         todo = deque(r for r in runs if statuses.get(r.run_id) in wanted)
-        if self.rerun_failed:  # the user's explicit request for a new retry budget
+        if self.rerun_all:  # every run starts over, with a whole retry budget
+            store.new_budget([r.run_id for r in todo])
+        elif self.rerun_failed:  # the user's explicit request for a new retry budget
             store.new_budget([r.run_id for r in todo if statuses.get(r.run_id) == FAILED])
         # Retry budgets are counted from the ledger over each run's whole life, so a resume after
         # a crash continues the budget instead of granting a new one.
@@ -273,8 +304,9 @@ class Sweep:
             if r.run_id in failures and store.last_charged_failure(r.run_id) == triage.OOM:
                 todo[i] = _for_retry(r, triage.OOM)
         progress = Progress(total=len(runs))
-        progress.skipped = sum(1 for r in runs if statuses.get(r.run_id) == COMPLETED)
-        progress.failed = sum(1 for r in runs if statuses.get(r.run_id) == FAILED and not self.rerun_failed)
+        progress.skipped = sum(1 for r in runs if statuses.get(r.run_id) == COMPLETED and not self.rerun_all)
+        progress.failed = sum(1 for r in runs if statuses.get(r.run_id) == FAILED and not self.rerun_failed
+                              and not self.rerun_all)
         estimates = store.durations()
         _order(todo, estimates)
 
@@ -286,6 +318,10 @@ class Sweep:
                 where = f" (workdir of {spec.path})" if spec.path else ""
                 raise UserError(f"working directory {missing[0]} does not exist{where}; nothing was run. "
                                 "Create it, or fix the spec's `workdir`.")
+
+        changed = None if self.rerun_all else code_changed(store, self.code, runs, statuses)
+        if changed:
+            self.on_event(SweepEvent("warning", None, 0, Progress(total=0), error=changed))
         self.on_event(SweepEvent("begin", None, 0, progress))
         self.backend = backend = self._make_backend(todo)
         if self.inventory is not None and getattr(backend, "gpu_pool", None) is not None:
@@ -449,7 +485,9 @@ class Sweep:
                         drop_unplaceable()  # a device may have been taken out of the pool
                 for outcome in outcomes:
                     run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
-                    status, event = self._finish(store, outcome, shared, primary, metrics)
+                    status, event = self._finish(
+                        store, outcome, shared, primary, metrics,
+                        retried=lambda cls, r=run: failures.get(r.run_id, {}).get(cls, 0) < r.retries_for(cls))
                     progress.running = len(inflight)
                     duration = outcome.ended - outcome.started
                     for i in outcome.launch.gpus or ():
@@ -535,6 +573,7 @@ class Sweep:
                          base_env: dict[str, str], db_key: str) -> Launch | _LaunchFailed:
         run_dir = run_dir_of(self.results_dir, run.run_id)
         attempt_id, number = store.start_attempt(run.run_id, host=host)
+        store.tag_attempt(attempt_id, self._code_id)
         claimed = number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)
         # A directory written ahead may have been removed since: written again, not blamed on the run.
         if not claimed or not os.path.exists(run_dir / "config.yaml"):
@@ -566,12 +605,14 @@ class Sweep:
         return launch
 
     def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
-                metrics: list[Any], record: bool = True) -> tuple[str, SweepEvent]:
+                metrics: list[Any], record: bool = True,
+                retried: Callable[[str], bool] | None = None) -> tuple[str, SweepEvent]:
+        """Collect and record one ended attempt. ``retried(failure_class)`` says whether a failure
+        of that class will be retried: the run is then recorded as pending in the same transaction
+        as the failed attempt, so a crash in between cannot leave it failed with budget left."""
         launch = outcome.launch
         run, run_dir = launch.run, launch.run_dir
         use = self._sampler.finish(launch.attempt_id) if self._sampler is not None else None
-        if use is not None:
-            store.set_gpu_use(launch.attempt_id, use)
         tail: str | None = None  # the log's last lines, read only for a failure
         collected = None
         failure: triage.Verdict | None = None
@@ -605,6 +646,8 @@ class Sweep:
                              **({"transfer": outcome.extra} if outcome.extra else {}))
         if not record:
             return INTERRUPTED, SweepEvent("finish", run, launch.number, Progress(0), status=INTERRUPTED)
+        if use is not None:
+            store.set_gpu_use(launch.attempt_id, use)
         if failure is None:
             assert collected is not None
             # A completed attempt's error holds a note that qualifies it, such as a partial lm-eval run.
@@ -617,7 +660,8 @@ class Sweep:
         status = INTERRUPTED if failure.failure_class == triage.INTERRUPTED else FAILED
         if tail is None:
             tail = triage.log_tail(launch.log_path)
-        store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status=status,
+        again = status == FAILED and retried is not None and retried(failure.failure_class)
+        store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status="pending" if again else status,
                              exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,
                              node=outcome.node, failure_class=failure.failure_class, error=failure.error, log_tail=tail)
         return status, SweepEvent("finish", run, launch.number, Progress(0), status=status,
@@ -644,6 +688,22 @@ class Sweep:
             store.finish_attempt(attempt.attempt_id, attempt.run_id, status=INTERRUPTED,
                                  run_status=INTERRUPTED, failure_class=triage.LOST,
                                  error="the benchlab process running it died; run again")
+
+
+def code_changed(store: Store, now: CodeState, runs: list[Run], statuses: dict[str, str]) -> str | None:
+    """What to tell before finished runs are skipped although the code under test changed since
+    they ran (None when it did not, or when either side is not in a git repository)."""
+    if not now.known:
+        return None
+    done = [r.run_id for r in runs if statuses.get(r.run_id) == COMPLETED]
+    before = {s: n for s, n in store.completed_code(done).items() if s.known and s != now}
+    if not before:
+        return None
+    n = sum(before.values())
+    then = max(before, key=lambda s: before[s])
+    return (f"the code under test changed since {n} of the {len(done)} finished runs ran (they ran "
+            f"{then.describe()}{' and others' if len(before) > 1 else ''}; it is now {now.describe()}); "
+            "they are kept as done: --rerun-all runs every run again")
 
 
 def _record_hardware(store: Store, host: str, gpus: dict[str, str]) -> None:

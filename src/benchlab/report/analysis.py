@@ -74,7 +74,7 @@ def analyze_primary(
 def ledger_seeds(
     results: Path | str,
 ) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str, int]]]:
-    """``(planned, failed)`` of a results folder's current runs, from its ledger.
+    """``(planned, failed)`` of the runs in the spec (as last run), from a results folder's ledger.
 
     ``planned[(task, config)]`` lists the seeds the spec meant to run; ``failed`` holds the
     ``(task, config, seed)`` of runs that failed. Only these columns are read, so a ledger
@@ -86,7 +86,7 @@ def ledger_seeds(
     failed: list[tuple[str, str, int]] = []
     with Store.open(results) as store:
         for task, config, seed, state in store.conn.execute(
-            "SELECT task, config, seed, status FROM runs WHERE current = 1 ORDER BY rowid"
+            f"SELECT task, config, seed, status FROM runs WHERE {store.in_spec_sql()} ORDER BY rowid"
         ):
             planned.setdefault((task, config), []).append(seed)
             if state == FAILED:

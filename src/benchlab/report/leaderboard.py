@@ -115,8 +115,8 @@ def render_leaderboard(
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
         + "❌ failed; the last column is the best config's status. "
         f"Where a config lost seeds the cell says how many completed of those planned "
-        f"(failed seeds {how}, `--failed-as {failed_as}`); ✗ marks a config with no completed "
-        "seed.",
+        f"(failed seeds {how}, `--failed-as {failed_as}`), and every other score is over all "
+        "its planned seeds; ✗ marks a config with no completed seed.",
         "",
         "| task | target | " + " | ".join(configs) + " | best |",
         "|---|---:|" + "---|" * len(configs) + "---|",

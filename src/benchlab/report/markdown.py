@@ -112,8 +112,8 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         f"task{'s' if n_tasks != 1 else ''}{where}{seeds_note}."
     ]
     no_seed: dict[str, list[str]] = {}
-    for (task, config), n in counts.items():
-        if n.completed == 0 and n.failed:
+    for (task, config), count in counts.items():
+        if count.completed == 0 and count.failed:
             no_seed.setdefault(config, []).append(task)
     for config, where_ in no_seed.items():
         on = ("every task" if len(where_) >= n_tasks else f"{len(where_)} tasks"
@@ -430,11 +430,14 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 "interquartile mean, median, mean and optimality gap with stratified "
                 "bootstrap 95% CIs):",
                 "",
-                "| config | IQM | median | mean | optimality gap |",
-                "|---|---|---|---|---|",
+                "| config | seeds (all tasks) | IQM | median | mean | optimality gap |",
+                "|---|---:|---|---|---|---|",
             ]
+            counts = primary_counts(data.accounting, info.primary)
             for a in agg:
-                cells = []
+                mine = [c for (_, cfg), c in counts.items() if cfg == a["config"]]
+                cells = [f"{sum(c.completed for c in mine)}/{sum(c.planned for c in mine)}"
+                         if mine else "—"]
                 for k in ("iqm", "median", "mean", "optimality_gap"):
                     lo, hi = a.get(k + "_ci_low"), a.get(k + "_ci_high")
                     at = places((hi - lo) / 2) if lo is not None and hi is not None else None
@@ -527,15 +530,33 @@ def _reproduce(data: ReportData) -> list[str]:
     return lines
 
 
+def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame) -> str:
+    """Completed/planned seeds per config: ``3/3`` when every config and task has the same count,
+    else per config (``a 3/3, b 1–3/3``: a range over its tasks)."""
+    done = {(str(t), str(c)): int(n) for t, c, n in zip(prim["task"], prim["config"], prim["n"], strict=True)}
+    configs = list(info.configs) or sorted({c for _, c in done})
+    tasks = list(info.tasks) or sorted({t for t, _ in done})
+    per_config = {c: sorted({done.get((t, c), 0) for t in tasks}) for c in configs}
+    planned = f"/{len(info.seeds)}" if info.seeds else ""
+
+    def counts(ns: list[int]) -> str:
+        return (str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}") + planned
+
+    distinct = {tuple(ns) for ns in per_config.values()}
+    if len(distinct) <= 1:
+        text = counts(next(iter(per_config.values()), [0]))
+    else:
+        text = ", ".join(f"{c} {counts(ns)}" for c, ns in per_config.items())
+    return text + (f" (seeds {info.seeds[0]}–{info.seeds[-1]})" if info.seeds else "")
+
+
 def render_markdown(data: ReportData) -> str:
     """The text of BENCHMARK_REPORT.md."""
     info = data.info
     desc = describe(data.used if data.used is not None else data.finals, info.goal, info.primary)
     tables, secondary = _task_tables(data, desc)
     prim = desc[desc["is_primary"]]
-    ns = sorted(set(int(n) for n in prim["n"])) if not prim.empty else []
-    seeds_text = (str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}") if ns else "0"
-    seeds_text += f" (seeds {info.seeds[0]}–{info.seeds[-1]})" if info.seeds else ""
+    seeds_text = _seeds_text(info, prim)
     spec_configs = {c["name"]: c for c in info.spec.get("configs", [])}
     configs = []
     for name in info.configs:

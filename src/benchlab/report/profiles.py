@@ -133,7 +133,7 @@ def plot_profile(
         from benchlab.stats import performance_profile as profile
     except ImportError:
         profile = None
-    curves = {}
+    curves: dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
     for cfg, s in scores.items():
         if profile is not None:
             curves[cfg] = profile(s, taus, reps=reps, seed=seed)
@@ -158,7 +158,7 @@ def plot_profile(
                     ax.plot(taus, curves[other][0], lw=0.8, color="0.75")
         point, lo, hi = curves[cfg]
         st = style(k)
-        if lo is not None:
+        if lo is not None and hi is not None:
             ax.fill_between(taus, lo, hi, color=st["color"], alpha=0.18, linewidth=0)
         ax.plot(taus, point, lw=1.8, label=config_label(cfg, info), **st)
         ax.set_ylim(-0.02, 1.02)

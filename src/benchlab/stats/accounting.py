@@ -342,11 +342,11 @@ def _annotate_summary(result: dict[str, Any], acc: Accounting,
     order = {k: i for i, k in enumerate(acc.counts)}
     rows.sort(key=lambda r: (order.get((r["task"], r["config"], r["metric"]), len(order)),))
     for r in rows:
-        count = acc.counts.get((r["task"], r["config"], r["metric"]))
-        r["planned"] = count.planned if count else r["n"]
-        r["completed"] = count.completed if count else r["n"]
-        r["failed_seeds"] = list(count.failed) if count else []
-        r["missing_seeds"] = list(count.missing) if count else []
+        own = acc.counts.get((r["task"], r["config"], r["metric"]))
+        r["planned"] = own.planned if own else r["n"]
+        r["completed"] = own.completed if own else r["n"]
+        r["failed_seeds"] = list(own.failed) if own else []
+        r["missing_seeds"] = list(own.missing) if own else []
         bounds = ranges.get(r["metric"])
         named = str((result.get("methods") or {}).get("ci") or "")
         method = r.get("ci_method") or (
