@@ -89,7 +89,7 @@ _PLAN_SCHEMA = """
 CREATE TABLE IF NOT EXISTS spec_runs (run_id TEXT PRIMARY KEY, position INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS code (
     code_id INTEGER PRIMARY KEY AUTOINCREMENT, git_commit TEXT, dirty INTEGER, diff_sha256 TEXT,
-    UNIQUE (git_commit, dirty, diff_sha256)
+    tree_sha256 TEXT, UNIQUE (git_commit, dirty, diff_sha256)
 );
 CREATE TABLE IF NOT EXISTS attempt_code (attempt_id INTEGER PRIMARY KEY, code_id INTEGER NOT NULL);
 """
@@ -103,10 +103,19 @@ class CodeState:
     commit: str | None
     dirty: bool | None = None
     diff_sha256: str | None = None
+    tree_sha256: str | None = None  # the tracked files' contents at the commit (spec file left out)
 
     @property
     def known(self) -> bool:
         return self.commit is not None
+
+    def same_code(self, other: CodeState) -> bool:
+        """Whether two states hold the same code: the same contents and uncommitted diff (a new
+        commit of the same files is the same code); the same commit and diff where a content
+        hash is missing."""
+        if self.tree_sha256 and other.tree_sha256:
+            return (self.tree_sha256, self.diff_sha256) == (other.tree_sha256, other.diff_sha256)
+        return (self.commit, self.diff_sha256) == (other.commit, other.diff_sha256)
 
     def describe(self) -> str:
         if self.commit is None:
@@ -120,6 +129,7 @@ class CodeState:
 # Columns added to existing tables since the first schema: (table, column, SQL type and default).
 _ADDED_COLUMNS = (
     ("runs", "budget_from", "INTEGER NOT NULL DEFAULT 1"),
+    ("code", "tree_sha256", "TEXT"),
     ("attempts", "gpu_util_mean", "REAL"),
     ("attempts", "gpu_util_max", "REAL"),
     ("attempts", "gpu_mem_peak_mib", "INTEGER"),
@@ -580,8 +590,8 @@ class Store:
     def code_id(self, state: CodeState) -> int:
         """The id of a code state, recorded the first time it is seen."""
         with self.transaction() as c:
-            c.execute("INSERT OR IGNORE INTO code (git_commit, dirty, diff_sha256) VALUES (?, ?, ?)",
-                      (state.commit, state.dirty, state.diff_sha256))
+            c.execute("INSERT OR IGNORE INTO code (git_commit, dirty, diff_sha256, tree_sha256) VALUES (?, ?, ?, ?)",
+                      (state.commit, state.dirty, state.diff_sha256, state.tree_sha256))
             (cid,) = c.execute("SELECT code_id FROM code WHERE git_commit IS ? AND dirty IS ? AND "
                                "diff_sha256 IS ?", (state.commit, state.dirty, state.diff_sha256)).fetchone()
         return int(cid)
@@ -597,9 +607,9 @@ class Store:
             rows = self.conn.execute(
                 "SELECT a.run_id, MAX(a.attempt_id) FROM attempts a JOIN runs r USING (run_id)"
                 " WHERE a.status = 'completed' AND r.status = 'completed' GROUP BY a.run_id").fetchall()
-            codes = {cid: CodeState(commit, None if dirty is None else bool(dirty), diff)
-                     for cid, commit, dirty, diff in self.conn.execute(
-                         "SELECT code_id, git_commit, dirty, diff_sha256 FROM code")}
+            codes = {cid: CodeState(commit, None if dirty is None else bool(dirty), diff, tree)
+                     for cid, commit, dirty, diff, tree in self.conn.execute(
+                         "SELECT code_id, git_commit, dirty, diff_sha256, tree_sha256 FROM code")}
             tagged = dict(self.conn.execute("SELECT attempt_id, code_id FROM attempt_code"))
         except sqlite3.OperationalError:  # an older ledger, opened read-only
             return {}

@@ -172,7 +172,7 @@ class Sweep:
         self.jobs = jobs or default_jobs(spec.resources.cpus)
         self.rerun_failed = rerun_failed
         self.rerun_all = rerun_all
-        self.code = code if code is not None else code_state(spec.work_path)
+        self.code = code if code is not None else code_state(spec.work_path, spec.path)
         self._code_id = 0
         self.on_event = on_event or (lambda event: None)
         self.max_failures = max_failures
@@ -696,7 +696,7 @@ def code_changed(store: Store, now: CodeState, runs: list[Run], statuses: dict[s
     if not now.known:
         return None
     done = [r.run_id for r in runs if statuses.get(r.run_id) == COMPLETED]
-    before = {s: n for s, n in store.completed_code(done).items() if s.known and s != now}
+    before = {s: n for s, n in store.completed_code(done).items() if s.known and not s.same_code(now)}
     if not before:
         return None
     n = sum(before.values())
