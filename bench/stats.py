@@ -5,8 +5,12 @@ optimality gap, each with a 95% stratified-bootstrap percentile CI, at the same
 number of resamples for both. Prints both wall times and the ratio, and checks
 that the two agree within Monte Carlo error.
 
+Then times the whole `benchlab analyze` command (a subprocess: start-up, imports,
+every per-task statistic, the comparisons with config0 and the aggregates) on the
+same table as a long-format CSV, at the same number of resamples; best of 3.
+
     pip install -e '.[bench]'
-    python bench/stats.py [--reps 2000] [--configs 5] [--tasks 26] [--seeds 10]
+    python bench/stats.py [--reps 2000] [--configs 5] [--tasks 26] [--seeds 10] [--skip-rliable]
 """
 
 from __future__ import annotations
@@ -14,12 +18,17 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import resource
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from benchlab.stats.aggregate import aggregate_many
+from benchlab.stats import aggregate_many
 
 
 def _load_rliable():  # type: ignore[no-untyped-def]
@@ -43,6 +52,8 @@ def main() -> None:
     parser.add_argument("--configs", type=int, default=5)
     parser.add_argument("--tasks", type=int, default=26)
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--skip-rliable", action="store_true",
+                        help="time only `benchlab analyze` (rliable takes minutes at 50,000)")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -51,6 +62,36 @@ def main() -> None:
                                  size=(args.seeds, args.tasks))
         for i in range(args.configs)
     }
+    if not args.skip_rliable:
+        _versus_rliable(scores, args)
+    _time_analyze(scores, args.reps)
+
+
+def _time_analyze(scores: dict[str, np.ndarray], reps: int) -> None:
+    rows = ["task,config,seed,value"]
+    for config, matrix in scores.items():
+        for seed, row in enumerate(matrix):
+            rows += [f"task{t},{config},{seed},{v!r}" for t, v in enumerate(row.tolist())]
+    with tempfile.TemporaryDirectory() as tmp:
+        table = Path(tmp) / "table.csv"
+        table.write_text("\n".join(rows) + "\n")
+        command = [sys.executable, "-m", "benchlab", "analyze", str(table), "--baseline",
+                   "config0", "--reps", str(reps), "--json"]
+        walls, cpus = [], []
+        for _ in range(3):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+            walls.append(time.perf_counter() - t0)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    seeds, tasks = next(iter(scores.values())).shape
+    print(f"benchlab analyze, {len(scores)} configs x {tasks} tasks x {seeds} seeds, {reps} "
+          f"resamples, best of 3: {min(walls):.3f} s wall, {min(cpus):.3f} s CPU "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+
+
+def _versus_rliable(scores: dict[str, np.ndarray], args: argparse.Namespace) -> None:
     library, metrics = _load_rliable()
     load_before = os.getloadavg()[0]
 

@@ -649,8 +649,13 @@ def _parse(text: str, file: str, overrides: list[str] | dict[str, Any] | None, p
             raise OverrideError(f"{key}={value}", f"names no variable of {file}; {hint}variables: {known}")
         expected = type_mismatch(variables[key], value)
         if expected is not None:
+            hint = ""
+            if isinstance(value, str) and "," in value:
+                # Hydra's multirun spelling (lr=1e-3,1e-4): say where benchlab's sweeps live.
+                hint = (f"; to run several values, give a config a grid: grid: {{{key}: [{value}]}} "
+                        "(docs/spec.md, Grids)")
             raise OverrideError(f"{key}={value}", f"expected {expected}, got {value!r} (variables.{key} is "
-                                                  f"{variables[key]!r} in {file})")
+                                                  f"{variables[key]!r} in {file}){hint}")
         variables[key] = value
         applied[key] = value
 

@@ -206,3 +206,38 @@ def test_eval_against_an_unreachable_endpoint_fails_with_one_line(tmp_path):
     assert result.returncode == 1
     assert "every model request failed" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+@pytest.mark.slow
+def test_eval_of_a_judged_benchmark_writes_win_rates_and_reruns_from_the_judge_cache(tmp_path):
+    from benchlab.evaluate.config import DEFAULT_CONFIG
+
+    port = free_port()
+    arena = {"dataset": str(DEFAULT_CONFIG.parent / "arena.jsonl"), "scorer": "llm_judge",
+             "judge": {"mode": "pairwise"}}
+    # One stub serves as model and as judge: judge prompts are no dataset item, so it judges them.
+    config = write_config(tmp_path, benchmarks_extra={"arena": arena},
+                          judge={"url": f"http://127.0.0.1:{port}", "name": "j"})
+    stub = subprocess.Popen(
+        [sys.executable, "-m", "benchlab.evaluate.stub", "--port", str(port), "--config", str(config),
+         "--p-correct", "1.0", "--p-no-answer", "0.0"],
+        env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    run_dir = tmp_path / "run"
+    args = ("eval", "--model-url", f"http://127.0.0.1:{port}", "--model", "m", "--benchmarks", "arena",
+            "--config", str(config), "--out", str(run_dir))
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/v1/models", stub)
+        first = benchlab(*args)
+        judged = httpx.get(f"http://127.0.0.1:{port}/stats", timeout=5).json()["judge_requests"]
+        second = benchlab(*args)
+        again = httpx.get(f"http://127.0.0.1:{port}/stats", timeout=5).json()["judge_requests"]
+    finally:
+        stub.terminate()
+        stub.wait(10)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    # Always the reference answer: it beats the baseline in both positions of all 8 prompts.
+    assert metrics["arena/judge/win_rate"] == 1.0 and metrics["arena/judge/wins"] == 16.0
+    assert metrics["arena/judge/malformed"] == 0.0
+    assert judged == 16 and again == judged  # the second run asked the judge nothing

@@ -130,3 +130,36 @@ def test_a_ledger_written_before_budgets_and_gpu_use_is_read_and_upgraded(tmp_pa
         assert store.charged_failures() == {}
         cols = {row[1] for row in store.conn.execute("PRAGMA table_info(attempts)")}
         assert {"gpu_util_mean", "gpu_util_max", "gpu_mem_peak_mib"} <= cols
+
+
+DIE_AFTER_FIRST_FAILURE = r'''
+import os, signal, sys
+from benchlab.cli import main
+from benchlab.store import Store
+
+record = Store.finish_attempt
+
+def finish_then_die(self, *args, **kw):
+    record(self, *args, **kw)
+    if kw.get("status") == "failed":  # killed right after the failed attempt is committed
+        os.kill(os.getpid(), signal.SIGKILL)
+
+Store.finish_attempt = finish_then_die
+sys.argv = ["benchlab", *sys.argv[1:]]
+main()
+'''
+
+
+def test_a_crash_right_after_a_failure_is_recorded_leaves_the_budget_to_the_resume(tmp_path):
+    spec = _spec(tmp_path)
+    (tmp_path / "die.py").write_text(DIE_AFTER_FIRST_FAILURE)
+    (tmp_path / "run.py").write_text(SCRIPT.replace("if n == 3:", "if False:"))
+    killed = subprocess.run([sys.executable, "die.py", "run", str(spec), "-r", "out", "--no-report"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert killed.returncode == -signal.SIGKILL
+    db = tmp_path / "out" / "benchlab.db"
+    assert _attempts(db) == [(1, "failed", "exception")]
+    done = run_cli("run", str(spec), "-r", "out", "--no-report", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    # The run still had two retries: the resume uses them, no more.
+    assert [a[:2] for a in _attempts(db)] == [(1, "failed"), (2, "failed"), (3, "failed")]

@@ -142,7 +142,10 @@ def test_aggregating_configs_together_gives_each_what_it_gets_alone():
 
     tables = [SCORES, SCORES[::-1] * 1.5, SCORES + 0.2]
     together = aggregate_many(tables, reps=3_000, seed=5)
-    assert together == [aggregate(t, reps=3_000, seed=5) for t in tables]
+    alone = [aggregate(t, reps=3_000, seed=5) for t in tables]
+    for mine, its in zip(together, alone, strict=True):
+        for name in mine:  # the same resamples; sums may round differently in the last bit
+            assert mine[name] == pytest.approx(its[name], rel=1e-12, abs=1e-12)
     with pytest.raises(ValueError, match="same shape and NaN padding"):
         aggregate_many([SCORES, SCORES[:5]], reps=10)
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from benchlab.stats import (
+    aggregate_many,
     bootstrap_distribution,
     bootstrap_mean_diff_ci,
     compare,
@@ -76,3 +77,15 @@ def test_the_significant_verdict_is_a_false_positive_at_rate_alpha_under_the_nul
     rate = float(np.mean(verdicts))
     se = np.sqrt(0.05 * 0.95 / trials)
     assert abs(rate - 0.05) <= 3 * se, rate
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [5, 10, 30])
+def test_the_across_task_intervals_cover_93_to_97_percent(n):
+    # 5 tasks of n runs, every task N(MU, SIGMA): the across-task mean and IQM are MU.
+    tables = list(np.random.default_rng(400 + n).normal(MU, SIGMA, size=(TRIALS, n, 5)))
+    results = aggregate_many(tables, reps=500, seed=n)
+    for name in ("mean", "iqm"):
+        low = np.array([r[name][1] for r in results])
+        high = np.array([r[name][2] for r in results])
+        assert 0.93 <= _coverage(low, high, MU) <= 0.97, name

@@ -5,7 +5,7 @@ def test_public_names_are_pinned():
     # Adding or removing a public name is a decision: update this list with it.
     assert sorted(benchlab.stats.__all__) == sorted([
         "AGGREGATES", "ALIGNS", "METHODS", "NORMALIZATIONS", "RELATIVE_TOLERANCE", "RankTest",
-        "diff_t_interval", "rank_sum_test", "signed_rank_test", "studentized_mean_ci",
+        "aggregate_many", "diff_t_interval", "rank_sum_test", "signed_rank_test", "studentized_mean_ci",
         "SUMMARIES", "Comparison", "Description", "ScoreMatrices", "aggregate", "align", "analyze",
         "average_probability_of_improvement", "bootstrap_ci", "bootstrap_distribution",
         "bootstrap_mean_diff_ci", "cohens_d", "common_grid", "compare", "cv_of_mean", "describe",

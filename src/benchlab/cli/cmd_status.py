@@ -149,9 +149,9 @@ def status(
         covered = {rid for f in fl for rid in members[(f["task"], f["config"])]}
         rest = [a for a in g.attempts if a.run_id not in covered]
         if rest:
-            shown = ", ".join(f"{runs[a.run_id].name} [dim]{a.run_id}[/]" for a in rest[:RUNS_SHOWN])
+            listed = ", ".join(f"{runs[a.run_id].name} [dim]{a.run_id}[/]" for a in rest[:RUNS_SHOWN])
             more = f" and {len(rest) - RUNS_SHOWN} more" if len(rest) > RUNS_SHOWN else ""
-            console.print(f"  {'run' if len(rest) == 1 else 'runs'}: {shown}{more}")
+            console.print(f"  {'run' if len(rest) == 1 else 'runs'}: {listed}{more}")
         first = g.attempts[0]
         lines = (first.log_tail or "").splitlines()[-tail:]
         if lines and g.count > 1:

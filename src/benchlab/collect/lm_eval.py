@@ -106,7 +106,8 @@ def flatten(data: dict[str, Any]) -> LmEvalResults:
             "lm-evaluation-harness could not compute these standard errors (\"N/A\"), kept as null: "
             + ", ".join(not_available)
         )
-    samples = data.get("n-samples") if isinstance(data.get("n-samples"), dict) else {}
+    raw_samples = data.get("n-samples")
+    samples: dict[str, Any] = raw_samples if isinstance(raw_samples, dict) else {}
     for task, counts in samples.items():
         if isinstance(counts, dict):
             effective, original = counts.get("effective"), counts.get("original")
@@ -115,7 +116,8 @@ def flatten(data: dict[str, Any]) -> LmEvalResults:
     note = out.partial_note()
     if note:
         out.notes.append(note)
-    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    raw_config = data.get("config")
+    config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
     out.provenance = {
         "versions": data.get("versions", {}),
         "n-shot": data.get("n-shot", {}),

@@ -181,10 +181,10 @@ class Judge:
         """The judge's reply (from the cache when this exact call was made before); None when the call failed."""
         key = self._key(system, prompt)
         if self.cache is not None:
-            reply = self.cache.get(key)
-            if reply is not None:
+            stored = self.cache.get(key)
+            if stored is not None:
                 self.cached += 1
-                return reply
+                return stored
         if key in self._inflight:  # the same call in flight (both games identical, or a joined retry)
             self.cached += 1
             return await asyncio.shield(self._inflight[key])
@@ -202,7 +202,10 @@ class Judge:
                 self.cache.put(key, reply)
             future.set_result(reply)
             return reply
-        except BaseException as exc:
+        except asyncio.CancelledError:
+            future.cancel()  # past the deadline: whoever joined this call is cancelled with it
+            raise
+        except Exception as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: a joined waiter re-raises it, nobody else needs to
             raise

@@ -30,7 +30,6 @@ from benchlab.errors import LedgerLost
 from benchlab.execute import triage
 from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
 from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
-from benchlab.execute.placement import longest_first
 from benchlab.execute.provenance import code_state, sweep_provenance, write_provenance
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.plan import Run, expand
@@ -173,7 +172,7 @@ class Sweep:
         self.jobs = jobs or default_jobs(spec.resources.cpus)
         self.rerun_failed = rerun_failed
         self.rerun_all = rerun_all
-        self.code = code if code is not None else code_state(spec.work_path)
+        self.code = code if code is not None else code_state(spec.work_path, spec.path)
         self._code_id = 0
         self.on_event = on_event or (lambda event: None)
         self.max_failures = max_failures
@@ -330,7 +329,12 @@ class Sweep:
 
             self._sampler = GpuSampler(self.inventory).start()
         # Runs with no directory yet get theirs written ahead (local backend: the same disk).
-        fresh = {r.run_id for r in todo if not run_dir_of(self.results_dir, r.run_id).exists()}
+        # One listing, not a stat per run: at 100,000 runs that is seconds before the first launch.
+        try:
+            existing = set(os.listdir(run_dir_of(self.results_dir, "x").parent))
+        except FileNotFoundError:
+            existing = set()
+        fresh = {r.run_id for r in todo if r.run_id not in existing}
         lookahead = 4 * self.jobs
         self._preparer = Preparer(self.results_dir) if fresh and backend.name == "local" else None
 
@@ -373,12 +377,17 @@ class Sweep:
         eta_value: list[float | None] = [None]
         eta_at = [float("-inf")]  # when it was computed (monotonic)
 
+        eta_every = [0.5]
+
         def eta() -> float | None:
-            # O(queue) per call: recompute at most twice a second, not after every run.
+            # O(queue) per call: recompute at most twice a second, and never for more than 2% of
+            # the time (a 100,000-run queue takes tens of milliseconds).
             now_m = time.monotonic()
-            if todo and now_m - eta_at[0] < 0.5:
+            if todo and now_m - eta_at[0] < eta_every[0]:
                 return eta_value[0]
+            t = time.perf_counter()
             eta_value[0], eta_at[0] = _eta(), now_m
+            eta_every[0] = max(0.5, 50 * (time.perf_counter() - t))
             return eta_value[0]
 
         def _eta() -> float | None:
@@ -421,6 +430,7 @@ class Sweep:
                 self.on_event(SweepEvent("warning", None, 0, progress, error=text))
 
         drop_unplaceable()
+        replan = _Replanner()
         lost: str | None = None
         try:
             # Devices whose memory still drains keep the sweep open (bounded by the backend's
@@ -430,6 +440,7 @@ class Sweep:
                 if problem is not None:
                     lost = problem
                     raise self._lost(problem)
+                replan.maybe(todo, estimates)
                 # Launch while slots allow; a run that does not fit now waits, others may pass it.
                 launched = True
                 while launched and todo and not self._stop.is_set():
@@ -474,7 +485,9 @@ class Sweep:
                         drop_unplaceable()  # a device may have been taken out of the pool
                 for outcome in outcomes:
                     run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
-                    status, event = self._finish(store, outcome, shared, primary, metrics)
+                    status, event = self._finish(
+                        store, outcome, shared, primary, metrics,
+                        retried=lambda cls, r=run: failures.get(r.run_id, {}).get(cls, 0) < r.retries_for(cls))
                     progress.running = len(inflight)
                     duration = outcome.ended - outcome.started
                     for i in outcome.launch.gpus or ():
@@ -490,7 +503,7 @@ class Sweep:
                         if key not in estimates:
                             # The first measurement of this (task, config): re-plan the queue.
                             estimates[key] = duration
-                            _order(todo, estimates)
+                            replan.mark()
                     elif status == INTERRUPTED:
                         interrupted += 1
                     elif counts[cls] <= run.retries_for(cls):
@@ -592,12 +605,14 @@ class Sweep:
         return launch
 
     def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
-                metrics: list[Any], record: bool = True) -> tuple[str, SweepEvent]:
+                metrics: list[Any], record: bool = True,
+                retried: Callable[[str], bool] | None = None) -> tuple[str, SweepEvent]:
+        """Collect and record one ended attempt. ``retried(failure_class)`` says whether a failure
+        of that class will be retried: the run is then recorded as pending in the same transaction
+        as the failed attempt, so a crash in between cannot leave it failed with budget left."""
         launch = outcome.launch
         run, run_dir = launch.run, launch.run_dir
         use = self._sampler.finish(launch.attempt_id) if self._sampler is not None else None
-        if use is not None:
-            store.set_gpu_use(launch.attempt_id, use)
         tail: str | None = None  # the log's last lines, read only for a failure
         collected = None
         failure: triage.Verdict | None = None
@@ -631,6 +646,8 @@ class Sweep:
                              **({"transfer": outcome.extra} if outcome.extra else {}))
         if not record:
             return INTERRUPTED, SweepEvent("finish", run, launch.number, Progress(0), status=INTERRUPTED)
+        if use is not None:
+            store.set_gpu_use(launch.attempt_id, use)
         if failure is None:
             assert collected is not None
             # A completed attempt's error holds a note that qualifies it, such as a partial lm-eval run.
@@ -643,7 +660,8 @@ class Sweep:
         status = INTERRUPTED if failure.failure_class == triage.INTERRUPTED else FAILED
         if tail is None:
             tail = triage.log_tail(launch.log_path)
-        store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status=status,
+        again = status == FAILED and retried is not None and retried(failure.failure_class)
+        store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status="pending" if again else status,
                              exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,
                              node=outcome.node, failure_class=failure.failure_class, error=failure.error, log_tail=tail)
         return status, SweepEvent("finish", run, launch.number, Progress(0), status=status,
@@ -678,7 +696,7 @@ def code_changed(store: Store, now: CodeState, runs: list[Run], statuses: dict[s
     if not now.known:
         return None
     done = [r.run_id for r in runs if statuses.get(r.run_id) == COMPLETED]
-    before = {s: n for s, n in store.completed_code(done).items() if s.known and s != now}
+    before = {s: n for s, n in store.completed_code(done).items() if s.known and not s.same_code(now)}
     if not before:
         return None
     n = sum(before.values())
@@ -786,14 +804,47 @@ def kill_strays(db_key: str) -> int:
 
 def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
     """Longest expected first (known from earlier attempts), unknown durations first, wider
-    requests first among equals (:func:`longest_first`)."""
+    requests first among equals: the order of :func:`benchlab.execute.placement.longest_first`,
+    with the key computed once per (task, config, GPUs), not per run (a stable sort keeps
+    submission order in ties)."""
     if len(todo) < 2:
         return
-    items = list(todo)
-    order = longest_first([estimates.get((r.task, r.config)) for r in items],
-                          [r.resources.gpus for r in items])
+    keys: dict[tuple[str, str, float], tuple[int, float, float]] = {}
+
+    def key(r: Run) -> tuple[int, float, float]:
+        k = (r.task, r.config, r.resources.gpus)
+        found = keys.get(k)
+        if found is None:
+            e = estimates.get((r.task, r.config))
+            found = keys[k] = (0, 0.0, 0.0) if e is None else (1, -e, -r.resources.gpus)
+        return found
+
+    items = sorted(todo, key=key)
     todo.clear()
-    todo.extend(items[i] for i in order)
+    todo.extend(items)
+
+
+class _Replanner:
+    """Re-orders the queue after new duration estimates, spacing the sorts so that they never
+    take more than ``share`` of the sweep's time: every (task, config)'s first result brings
+    one, and a sort of 100,000 queued runs costs tens of milliseconds."""
+
+    def __init__(self, share: float = 0.05):
+        self.share = share
+        self.due = False
+        self._next = 0.0
+
+    def mark(self) -> None:
+        self.due = True
+
+    def maybe(self, todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
+        if not self.due or time.monotonic() < self._next:
+            return
+        t = time.perf_counter()
+        _order(todo, estimates)
+        cost = time.perf_counter() - t
+        self.due = False
+        self._next = time.monotonic() + cost / self.share
 
 
 def _for_retry(run: Run, failure_class: str) -> Run:

@@ -14,6 +14,7 @@ Definitions and defaults are in ``docs/statistics.md``.
 from benchlab.stats.aggregate import (
     AGGREGATES,
     aggregate,
+    aggregate_many,
     average_probability_of_improvement,
     iqm,
     mean_of_means,
@@ -70,6 +71,7 @@ __all__ = [
     "RankTest",
     "ScoreMatrices",
     "aggregate",
+    "aggregate_many",
     "align",
     "analyze",
     "average_probability_of_improvement",

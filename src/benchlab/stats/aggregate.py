@@ -108,6 +108,8 @@ _FUNCS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 # Resamples per chunk are sized so a chunk's arrays stay in cache (measured: chunks
 # of ~32k values run 1.3x faster than ~64k and 2.7x faster than ~256k).
 _CACHE_ELEMENTS = 1 << 15
+# Largest count array over all tables of one chunk (int32: 16 MiB).
+_MANY_ELEMENTS = 1 << 22
 
 
 class _Resampler:
@@ -196,11 +198,13 @@ class _Resampler:
         by_slot = counts[: self.pad_slot]  # (slots, k); the padding row dropped
 
         # Task means and optimality gap need no order: weights per slot.
+        # optimize=True: einsum then hands these contractions to a matrix product, 4x
+        # faster here than its own loop (measured); the IQM's is faster without.
         task_means = np.einsum("rtk,crt->ckt", by_slot.reshape(self.runs, self.tasks, k),
-                               self.mean_weights)  # (C, k, tasks)
+                               self.mean_weights, optimize=True)  # (C, k, tasks)
         total, cut = self.total, self.total // 4
         clipped = np.minimum(self.by_slot, gamma)
-        gap = gamma - np.einsum("sk,cs->ck", by_slot, clipped, dtype=np.float64) / total
+        gap = gamma - np.einsum("sk,cs->ck", by_slot, clipped, optimize=True) / total
         # mode="clip": every index is in range, and numpy's bounds-checked take runs
         # several times slower (measured, numpy 2.4).
         ordered = np.take(by_slot, self.order, axis=0, out=w["sorted"], mode="clip")  # (C, N, k)
@@ -312,7 +316,10 @@ def aggregate_many(
     rng = np.random.default_rng(seed)
     # Equal chunks reuse one set of work arrays; the few surplus resamples of the
     # last chunk (fewer than the number of chunks) are drawn and dropped.
-    n_chunks = -(-reps // max(1, _CACHE_ELEMENTS // max(mask.size, 1)))
+    # Many tables at once would make a cache-sized chunk's per-table arrays huge: cap them.
+    per_chunk = min(_CACHE_ELEMENTS // max(mask.size, 1),
+                    _MANY_ELEMENTS // max(mask.size * len(arrays), 1))
+    n_chunks = -(-reps // max(1, per_chunk))
     chunk = -(-reps // n_chunks)
     resampler = _Resampler(arrays)
     parts = [resampler.reduce(resampler.draw(chunk, rng)) for _ in range(n_chunks)]

@@ -81,7 +81,13 @@ def score_matrices(
     configs = list(configs) if configs is not None else list(dict.fromkeys(runs["config"]))
     warnings: list[str] = []
     present = list(dict.fromkeys(runs["task"]))
-    shared = [t for t in present if set(configs) <= set(runs.loc[runs["task"] == t, "config"])]
+    # One pass per question over the table, not one boolean mask per task.
+    by_task = runs.groupby("task", sort=False)
+    configs_of = by_task["config"].agg(set)
+    stats = by_task["value"].agg(["min", "max"])
+    typical_abs = runs["value"].abs().groupby(runs["task"], sort=False).mean()
+    wanted = set(configs)
+    shared = [t for t in present if wanted <= configs_of[t]]
     if len(shared) < len(present):
         dropped = [t for t in present if t not in shared]
         warnings.append(f"aggregate: task(s) {', '.join(dropped)} lack some config and are left out")
@@ -97,12 +103,12 @@ def score_matrices(
     low, high, used = [], [], []
     sources: dict[str, str] = {}
     for t in shared:
-        vals = runs.loc[runs["task"] == t, "value"]
         if t in refs:
             lo, hi = float(refs[t][0]), float(refs[t][1])
             source = "reference"
         elif normalize == "observed":
-            worst, best = (vals.min(), vals.max()) if goal == "max" else (vals.max(), vals.min())
+            low_t, high_t = stats.at[t, "min"], stats.at[t, "max"]
+            worst, best = (low_t, high_t) if goal == "max" else (high_t, low_t)
             lo, hi = float(worst), float(best)
             source = "observed"
         else:
@@ -127,7 +133,7 @@ def score_matrices(
         )
     raw = [t for t in used if sources[t] == "raw"]
     if len(raw) > 1:
-        typical = {t: float(np.mean(np.abs(runs.loc[runs["task"] == t, "value"]))) for t in raw}
+        typical = {t: float(typical_abs[t]) for t in raw}
         small, large = min(typical, key=typical.__getitem__), max(typical, key=typical.__getitem__)
         if typical[large] > SCALE_RATIO_WARNING * typical[small]:
             ratio = (f"{typical[large] / typical[small]:.3g}×" if typical[small] > 0
