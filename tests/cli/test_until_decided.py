@@ -98,6 +98,13 @@ def test_until_decided_adds_seeds_only_where_the_comparison_is_open(make_bench) 
     assert seeds["same"] == list(range(12)) and seeds["base"] == list(range(12))
     # The closing lines name every pair, its seeds and why it stopped (on stderr next to --json).
     assert "undecided at --max-seeds" in proc.stderr and "decided: better than the baseline" in proc.stderr
+    # `benchlab status` says the same, as text and as JSON.
+    shown = bench.cli("status", str(bench.results))
+    assert shown.returncode == 0, shown.stderr
+    assert "t1/far: 4 seeds — decided: better than the baseline" in shown.stdout
+    assert f"t1/same: {pairs['same']['seeds']} seeds — {pairs['same']['reason']}" in shown.stdout
+    status = json.loads(bench.cli("status", str(bench.results), "--json").stdout)
+    assert {p["config"]: p["seeds"] for p in status["sequential"]["pairs"]} == {"far": 4, "same": 12}
 
 
 def test_an_equivalence_margin_stops_a_pair_that_is_clearly_within_it(make_bench) -> None:

@@ -98,11 +98,12 @@ def test_fewer_than_two_pairs_stay_open_and_failed_seeds_drop_out() -> None:
     assert np.isnan(look.low[0]) and np.isfinite(look.low[1])
 
 
-def test_false_positive_rate_stays_at_alpha_while_naive_retesting_inflates_it() -> None:
+@pytest.mark.parametrize("spending", ["obrien-fleming", "pocock"])
+def test_false_positive_rate_stays_at_alpha_while_naive_retesting_inflates_it(spending: str) -> None:
     rng = np.random.default_rng(20260414)
     trials, alpha = 6000, 0.05
     sizes = look_sizes(5, 5, 20)
-    bounds = boundaries(np.array(sizes) / 20, alpha)
+    bounds = boundaries(np.array(sizes) / 20, alpha, spending)
     diffs = rng.normal(0.0, 1.0, size=(trials, 20))
     decision, _ = run_design(diffs, sizes, bounds)
     rate = np.isin(decision, (POSITIVE, NEGATIVE)).mean()
@@ -129,3 +130,16 @@ def test_a_real_effect_is_decided_with_fewer_seeds_than_the_fixed_design_of_the_
         return float(stats.nct.sf(crit, n - 1, effect * np.sqrt(n)) + stats.nct.cdf(-crit, n - 1, effect * np.sqrt(n)))
     fixed_n = next(n for n in range(2, 200) if fixed_power(n) >= power)
     assert used.mean() < 0.85 * fixed_n, (used.mean(), fixed_n, power)
+
+
+def test_the_boundaries_printed_in_the_statistics_doc_are_the_computed_ones() -> None:
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "statistics.md").read_text()
+    section = doc.split("## Seeds until decided", 1)[1].split("\n## ", 1)[0]
+    found = re.search(r"they are ([\d., ]+) \(O'Brien–Fleming\) and\s+([\d., ]+) \(Pocock\)", section)
+    assert found, "the doc no longer states the boundaries"
+    for text, spending in zip(found.groups(), ("obrien-fleming", "pocock"), strict=True):
+        shown = [float(x) for x in text.replace(",", " ").split()]
+        assert shown == pytest.approx(boundaries(np.array([5, 10, 15, 20]) / 20, 0.05, spending), abs=6e-4)
