@@ -116,7 +116,7 @@ def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
             signif = "undetermined" if c["significant"] is None else _fmt(c["significant"])
             if c.get("caveat"):
                 signif += "\n(!)"
-                caveats.append(f"{c['task']} {c['metric']} {c['candidate']}: {c['caveat']}")
+                caveats.append(f"{c['task']} {c['metric']}: {c['caveat']}")
             rows.append([str(c["task"]), str(c["metric"]), str(c["candidate"]), signif, seeds,
                          _fmt(c["paired"]), str(c["n"]), _ci(c["mean_diff"], c["diff_ci_low"], c["diff_ci_high"]),
                          _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),

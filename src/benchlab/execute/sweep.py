@@ -164,10 +164,13 @@ class Sweep:
                  rerun_failed: bool = False, backend: str | Backend = "local",
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
-                 gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None):
+                 gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
+                 runs: list[Run] | None = None):
         """``rerun_all`` runs every run of the plan again, finished or not (the earlier attempts
-        stay on record); ``code`` is the state of the code under test (read from git when None)."""
+        stay on record); ``code`` is the state of the code under test (read from git when None);
+        ``runs`` is the plan when it is not the spec's own runs (``--until-decided`` adds seeds)."""
         self.spec = spec
+        self._runs = runs
         self.results_dir = Path(results_dir).resolve()
         self.jobs = jobs or default_jobs(spec.resources.cpus)
         self.rerun_failed = rerun_failed
@@ -280,7 +283,7 @@ class Sweep:
 
     def _run(self, store: Store, t0: float) -> SweepResult:
         spec = self.spec
-        runs = expand(spec)
+        runs = expand(spec) if self._runs is None else self._runs
         check_spec_owns(store, spec, self.results_dir)
         write_benchmark_meta(store, spec, self.results_dir)
         with store.transaction():  # the runs and the plan they make change together
