@@ -127,6 +127,8 @@ def _last_attempt(results: Path) -> int:
 
 def launch(m: dict[str, float]) -> str:
     """Seconds to the first launch: wall / CPU."""
+    if m["first_launch_s"] != m["first_launch_s"]:  # NaN: the sweep before had finished every run
+        return "— (nothing left)"
     return f"{m['first_launch_s']:.2f} s / {m['first_launch_cpu']:.2f} s"
 
 

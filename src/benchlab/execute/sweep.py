@@ -419,8 +419,14 @@ class Sweep:
         def drop_unplaceable() -> None:
             if why_never is None:
                 return
+            # The answer rests on a run's resources, which the runs of a config share: asked once
+            # per resources object (held, so that its id stays its own), not 100,000 times.
+            answers: dict[int, tuple[Any, str | None]] = {}
             for run in list(todo):
-                reason = why_never(run)
+                known = answers.get(id(run.resources))
+                if known is None:
+                    known = answers[id(run.resources)] = (run.resources, why_never(run))
+                reason = known[1]
                 if reason is not None:
                     todo.remove(run)
                     fail_unplaceable(run, reason)
