@@ -104,3 +104,10 @@ def test_override_is_typed_by_its_variable(make_bench):
     with pytest.raises(OverrideError):
         parse_spec(SPEC, overrides=["verbose=3"])
     assert parse_spec(SPEC, overrides=["opt=7"]).variables["opt"] == 7
+
+
+def test_hydra_style_sweep_override_points_to_grids(make_bench):
+    bench = make_bench(SPEC)
+    proc = bench.cli("validate", "bench.yaml", "-s", "lr=1e-3,1e-4")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "to run several values, give a config a grid: grid: {lr: [1e-3,1e-4]}" in proc.stderr

@@ -362,6 +362,14 @@ class Spec(_Model):
             return {k: ("" if x is None else str(x)) for k, x in v.items()}
         return v
 
+    @model_validator(mode="after")
+    def _expand_grids(self) -> Spec:
+        # However a spec is made (a file, or Spec(...) in code), its configs are the expanded ones.
+        if any(c.grid for c in self.configs):
+            self.grids = {**self.grids, **{c.name: [g.name for g in c.expand_grid()] for c in self.configs if c.grid}}
+            self.configs = [g for c in self.configs for g in c.expand_grid()]
+        return self
+
     @property
     def retry_budget(self) -> dict[str, int]:
         """Retries allowed per failure class: ``retry_on`` over the defaults; other classes get
@@ -649,8 +657,13 @@ def _parse(text: str, file: str, overrides: list[str] | dict[str, Any] | None, p
             raise OverrideError(f"{key}={value}", f"names no variable of {file}; {hint}variables: {known}")
         expected = type_mismatch(variables[key], value)
         if expected is not None:
+            hint = ""
+            if isinstance(value, str) and "," in value:
+                # Hydra's multirun spelling (lr=1e-3,1e-4): say where benchlab's sweeps live.
+                hint = (f"; to run several values, give a config a grid: grid: {{{key}: [{value}]}} "
+                        "(docs/spec.md, Grids)")
             raise OverrideError(f"{key}={value}", f"expected {expected}, got {value!r} (variables.{key} is "
-                                                  f"{variables[key]!r} in {file})")
+                                                  f"{variables[key]!r} in {file}){hint}")
         variables[key] = value
         applied[key] = value
 
@@ -677,9 +690,6 @@ def _parse(text: str, file: str, overrides: list[str] | dict[str, Any] | None, p
     assert spec is not None  # no problems means the schema passed
     spec.path = path
     spec.overrides = applied
-    if any(c.grid for c in spec.configs):
-        spec.grids = {c.name: [g.name for g in c.expand_grid()] for c in spec.configs if c.grid}
-        spec.configs = [g for c in spec.configs for g in c.expand_grid()]
     return spec
 
 

@@ -89,7 +89,7 @@ _PLAN_SCHEMA = """
 CREATE TABLE IF NOT EXISTS spec_runs (run_id TEXT PRIMARY KEY, position INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS code (
     code_id INTEGER PRIMARY KEY AUTOINCREMENT, git_commit TEXT, dirty INTEGER, diff_sha256 TEXT,
-    UNIQUE (git_commit, dirty, diff_sha256)
+    tree_sha256 TEXT, UNIQUE (git_commit, dirty, diff_sha256)
 );
 CREATE TABLE IF NOT EXISTS attempt_code (attempt_id INTEGER PRIMARY KEY, code_id INTEGER NOT NULL);
 """
@@ -103,10 +103,19 @@ class CodeState:
     commit: str | None
     dirty: bool | None = None
     diff_sha256: str | None = None
+    tree_sha256: str | None = None  # the tracked files' contents at the commit (spec file left out)
 
     @property
     def known(self) -> bool:
         return self.commit is not None
+
+    def same_code(self, other: CodeState) -> bool:
+        """Whether two states hold the same code: the same contents and uncommitted diff (a new
+        commit of the same files is the same code); the same commit and diff where a content
+        hash is missing."""
+        if self.tree_sha256 and other.tree_sha256:
+            return (self.tree_sha256, self.diff_sha256) == (other.tree_sha256, other.diff_sha256)
+        return (self.commit, self.diff_sha256) == (other.commit, other.diff_sha256)
 
     def describe(self) -> str:
         if self.commit is None:
@@ -120,6 +129,7 @@ class CodeState:
 # Columns added to existing tables since the first schema: (table, column, SQL type and default).
 _ADDED_COLUMNS = (
     ("runs", "budget_from", "INTEGER NOT NULL DEFAULT 1"),
+    ("code", "tree_sha256", "TEXT"),
     ("attempts", "gpu_util_mean", "REAL"),
     ("attempts", "gpu_util_max", "REAL"),
     ("attempts", "gpu_mem_peak_mib", "INTEGER"),
@@ -163,6 +173,20 @@ class GpuUse:
 
 #: A run whose devices were busy less than this share of the time on average is flagged.
 CPU_BOUND_BELOW_PCT = 50.0
+
+
+class _ParamsText:
+    """A run's params as the ledger stores them (sorted JSON), made once per params object:
+    the runs of a (task, config) share one, and at 100,000 runs the JSON is a second."""
+
+    def __init__(self) -> None:
+        self._made: dict[int, tuple[Any, str]] = {}  # holds the object, so its id is not reused
+
+    def __call__(self, params: dict[str, Any]) -> str:
+        made = self._made.get(id(params))
+        if made is None:
+            made = self._made[id(params)] = (params, json.dumps(params, sort_keys=True, default=str))
+        return made[1]
 
 
 @dataclass(frozen=True)
@@ -325,8 +349,8 @@ class Store:
     def register(self, runs: Iterable[Run]) -> None:
         """Record the runs of the current plan; runs they replace (same coordinates) stop being current."""
         now = time.time()
-        rows = [(r.run_id, r.name, r.task, r.config, r.seed, json.dumps(r.params, sort_keys=True,
-                 default=str), r.command, now, now) for r in runs]
+        params = _ParamsText()
+        rows = [(r.run_id, r.name, r.task, r.config, r.seed, params(r.params), r.command, now, now) for r in runs]
         with self.transaction() as c:
             c.execute("CREATE TEMP TABLE IF NOT EXISTS plan (run_id TEXT PRIMARY KEY, task TEXT, "
                       "config TEXT, seed INTEGER)")
@@ -363,12 +387,12 @@ class Store:
     def add_runs(self, runs: Iterable[Run]) -> None:
         """Record runs as they are, current, leaving any run already on record untouched."""
         now = time.time()
+        params = _ParamsText()
         with self.transaction() as c:
             c.executemany(
                 "INSERT OR IGNORE INTO runs (run_id, name, task, config, seed, params, command, created, updated)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(r.run_id, r.name, r.task, r.config, r.seed, json.dumps(r.params, sort_keys=True, default=str),
-                  r.command, now, now) for r in runs])
+                [(r.run_id, r.name, r.task, r.config, r.seed, params(r.params), r.command, now, now) for r in runs])
 
     def statuses(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT run_id, status FROM runs"))
@@ -566,8 +590,8 @@ class Store:
     def code_id(self, state: CodeState) -> int:
         """The id of a code state, recorded the first time it is seen."""
         with self.transaction() as c:
-            c.execute("INSERT OR IGNORE INTO code (git_commit, dirty, diff_sha256) VALUES (?, ?, ?)",
-                      (state.commit, state.dirty, state.diff_sha256))
+            c.execute("INSERT OR IGNORE INTO code (git_commit, dirty, diff_sha256, tree_sha256) VALUES (?, ?, ?, ?)",
+                      (state.commit, state.dirty, state.diff_sha256, state.tree_sha256))
             (cid,) = c.execute("SELECT code_id FROM code WHERE git_commit IS ? AND dirty IS ? AND "
                                "diff_sha256 IS ?", (state.commit, state.dirty, state.diff_sha256)).fetchone()
         return int(cid)
@@ -583,9 +607,9 @@ class Store:
             rows = self.conn.execute(
                 "SELECT a.run_id, MAX(a.attempt_id) FROM attempts a JOIN runs r USING (run_id)"
                 " WHERE a.status = 'completed' AND r.status = 'completed' GROUP BY a.run_id").fetchall()
-            codes = {cid: CodeState(commit, None if dirty is None else bool(dirty), diff)
-                     for cid, commit, dirty, diff in self.conn.execute(
-                         "SELECT code_id, git_commit, dirty, diff_sha256 FROM code")}
+            codes = {cid: CodeState(commit, None if dirty is None else bool(dirty), diff, tree)
+                     for cid, commit, dirty, diff, tree in self.conn.execute(
+                         "SELECT code_id, git_commit, dirty, diff_sha256, tree_sha256 FROM code")}
             tagged = dict(self.conn.execute("SELECT attempt_id, code_id FROM attempt_code"))
         except sqlite3.OperationalError:  # an older ledger, opened read-only
             return {}

@@ -81,3 +81,8 @@ def test_an_lm_eval_run_reports_every_metric_undeclared_and_is_flagged_partial(m
     assert metrics["exact_match,strict-match"] == 0.5625
     assert metrics["gsm8k/exact_match,flexible-extract"] == 0.5875
     assert metrics["mmlu_stem/acc,none"] == 0.4125 and metrics["gsm8k/exact_match_stderr,strict-match"] == 0.0137
+    # The report says the score is not the full benchmark's.
+    bench.cli("report", "out", check=True)
+    report = (bench.root / "out" / "BENCHMARK_REPORT.md").read_text()
+    assert "1 run is a partial evaluation" in report
+    assert "gsm8k/step-1000/s0: gsm8k 100 of 1319 samples" in report

@@ -172,3 +172,11 @@ def test_analyze_json_names_every_interval_method(scores, tmp_path):
     assert methods["diff_ci"].startswith("student-t")
     assert methods["aggregate_ci"].startswith("stratified bootstrap")
     assert "exact" in methods["wilcoxon"] and "exact" in methods["mannwhitney"]
+
+
+def test_the_printed_table_names_the_bootstrap_interval(scores, tmp_path):
+    res = run_cli("analyze", str(scores), "--reps", "300", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "bootstrap-t" in res.stdout
+    res = run_cli("analyze", str(scores), "--reps", "300", "--method", "percentile", cwd=tmp_path)
+    assert "CI (percentile)" in res.stdout

@@ -108,6 +108,7 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None) -> Rebui
             if plan:
                 # Where several directories share coordinates, the spec's own run is the current one.
                 store.register(plan)
+                store.set_plan(r.run_id for r in plan)  # runs of earlier versions stay "not in the spec"
             for run_dir, run in runs:
                 _rebuild_run(store, run_dir, run, primary, metrics, counts)
         store.conn.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to rename

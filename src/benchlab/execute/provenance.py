@@ -46,10 +46,28 @@ def git_state(workdir: Path) -> dict[str, Any]:
     }
 
 
-def code_state(workdir: Path) -> CodeState:
-    """The state of the code under test in ``workdir``, as the ledger compares it between sweeps."""
-    git = git_state(workdir)
-    return CodeState(git["commit"], git["dirty"], git["diff_sha256"])
+def code_state(workdir: Path, spec_path: Path | None = None) -> CodeState:
+    """The state of the code under test in ``workdir``'s repository, as the ledger compares it
+    between sweeps: the commit, and hashes of the tracked files' contents at it and of the
+    uncommitted diff, both leaving out the spec file (its edits change run ids instead, so a spec
+    edit, committed or not, is not a change of the code)."""
+    head = _git(workdir, "rev-parse", "HEAD", "--show-toplevel")
+    if head is None or len(head.split()) < 2:
+        return CodeState(None)
+    commit, top = head.split("\n")[:2]
+    own = None
+    if spec_path is not None:
+        try:
+            own = Path(spec_path).resolve().relative_to(Path(top).resolve()).as_posix()
+        except ValueError:
+            own = None  # the spec lives outside the repository
+    pathspec = ["--", ":(top)"] + ([f":(top,exclude){own}"] if own else [])
+    diff = _git(workdir, "diff", "HEAD", *pathspec) or ""
+    tree = _git(workdir, "ls-tree", "-r", "HEAD") or ""
+    if own:
+        tree = "\n".join(line for line in tree.splitlines() if line.split("\t", 1)[-1] != own)
+    return CodeState(commit.strip(), bool(diff), hashlib.sha256(diff.encode()).hexdigest() if diff else None,
+                     hashlib.sha256(tree.encode()).hexdigest())
 
 
 def package_versions() -> dict[str, str]:

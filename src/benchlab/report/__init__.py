@@ -106,6 +106,16 @@ def gather(results: Path | str | None = None) -> ReportData:
             for a in store.attempts():
                 if a.run_id in runs:
                     attempts.setdefault(a.run_id, []).append(a)
+        # A completed attempt's error is a note that qualifies it: an lm-eval run cut short by --limit
+        # (collect/lm_eval.py). One indexed-free scan of the attempts, only the matching rows read.
+        partial = [
+            {"run": name, "note": note}
+            for name, note in store.conn.execute(
+                "SELECT runs.name, attempts.error FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
+                f" WHERE attempts.status = 'completed' AND runs.status = 'completed' AND {store.in_spec_sql()}"
+                " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name"
+            )
+        ]
     for rid, run in runs.items():
         tries = attempts.get(rid, [])
         last = tries[-1] if tries else None
@@ -133,6 +143,7 @@ def gather(results: Path | str | None = None) -> ReportData:
         planned=planned,
         failed_runs=failed_runs,
         ranges=metric_ranges(meta.spec),
+        partial=partial,
     )
 
 

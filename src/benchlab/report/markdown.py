@@ -44,6 +44,8 @@ class ReportData:
     gpu_use: list[dict[str, str]] = field(default_factory=list)
     results: Path | None = None  # the results folder
     planned: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    #: Completed runs whose evaluation was cut short (lm-eval --limit): run, note.
+    partial: list[dict[str, str]] = field(default_factory=list)
     failed_runs: list[tuple[str, str, int]] = field(default_factory=list)
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     failed_as: str = "exclude"
@@ -170,6 +172,18 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         n = len(data.failures)
         parts.append(f"{n} run{'s' if n != 1 else ''} failed (see the failure log).")
     return " ".join(parts)
+
+
+def _partial_sentence(data: ReportData) -> str:
+    """Runs scored on part of their evaluation set (lm-eval's ``--limit``), named with their counts."""
+    if not data.partial:
+        return ""
+    n = len(data.partial)
+    shown = "; ".join(f"{p['run']}: {p['note'].split(': ', 1)[-1]}" for p in data.partial[:5])
+    more = f" and {n - 5} more" if n > 5 else ""
+    return (f" {n} run{'s are' if n != 1 else ' is a'} partial evaluation{'s' if n != 1 else ''} "
+            f"(lm-eval --limit: fewer samples than the task has), so {'their' if n != 1 else 'its'} "
+            f"scores are not the full benchmark's: {shown}{more}.")
 
 
 def _failures_clause(data: ReportData) -> str:
@@ -595,7 +609,7 @@ def render_markdown(data: ReportData) -> str:
         seeds_text=seeds_text,
         hardware=data.hardware,
         description=info.description,
-        summary=_summary_sentences(data, desc),
+        summary=_summary_sentences(data, desc) + _partial_sentence(data),
         task_tables=tables,
         secondary=secondary,
         legend=legend,

@@ -140,7 +140,8 @@ def power_analysis(
         if bad.any():
             lost = [str(s) for s, x in zip(common, bad, strict=True) if x]
             warnings.append(
-                f"{task} {met}: {int(bad.sum())} pilot pair(s) with a NaN dropped (seed(s) "
+                f"{task} {met} {candidate} vs {baseline}: {int(bad.sum())} pilot pair(s) with a NaN "
+                f"dropped (seed(s) "
                 f"{', '.join(lost)}); the effect is estimated from {int((~bad).sum())} pair(s)"
             )
         pairs = int((~bad).sum())
@@ -148,11 +149,13 @@ def power_analysis(
         n = None if d is None else seeds_for_power(d, alpha, power)
         if d is None:
             warnings.append(
-                f"{task} {met}: the effect is undefined from {pairs} pilot pair(s) "
+                f"{task} {met} {candidate} vs {baseline}: the effect is undefined from {pairs} "
+                "pilot pair(s) "
                 "(fewer than 2, or all differences equal up to rounding)"
             )
         elif n is None:
-            warnings.append(f"{task} {met}: the pilot effect is 0; no number of seeds detects it")
+            warnings.append(f"{task} {met} {candidate} vs {baseline}: the pilot effect is 0; no "
+                            "number of seeds detects it")
         rows.append({"task": task, "effect": d, "pilot_pairs": pairs, "seeds": n})
     return {"alpha": alpha, "power": power, "metric": met, "rows": rows, "warnings": warnings}
 
