@@ -105,3 +105,12 @@ def test_grid_configs_run_and_compare_paired(make_bench):
     assert rows and all(r["paired"] and r["n"] == 2 for r in rows)
     table = bench.cli("compare", "out", "--baseline", "ref", "--candidate", "mlp[lr=0.001,batch=32]")
     assert "mlp[lr=0.001,batch=32]" in table.stdout
+
+
+def test_spec_built_in_code_expands_its_grids_too():
+    from benchlab.spec import Config, Metrics, Spec, Task
+
+    spec = Spec(name="code", tasks=[Task(name="t")], command="run {lr}", metrics=Metrics(primary="score"), seeds=1,
+                configs=[Config(name="m", grid={"lr": [0.1, 0.2]})])
+    assert [c.name for c in spec.configs] == ["m[lr=0.1]", "m[lr=0.2]"]
+    assert [r.command for r in expand(spec)] == ["run 0.1", "run 0.2"]

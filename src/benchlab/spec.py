@@ -362,6 +362,14 @@ class Spec(_Model):
             return {k: ("" if x is None else str(x)) for k, x in v.items()}
         return v
 
+    @model_validator(mode="after")
+    def _expand_grids(self) -> Spec:
+        # However a spec is made (a file, or Spec(...) in code), its configs are the expanded ones.
+        if any(c.grid for c in self.configs):
+            self.grids = {**self.grids, **{c.name: [g.name for g in c.expand_grid()] for c in self.configs if c.grid}}
+            self.configs = [g for c in self.configs for g in c.expand_grid()]
+        return self
+
     @property
     def retry_budget(self) -> dict[str, int]:
         """Retries allowed per failure class: ``retry_on`` over the defaults; other classes get
@@ -682,9 +690,6 @@ def _parse(text: str, file: str, overrides: list[str] | dict[str, Any] | None, p
     assert spec is not None  # no problems means the schema passed
     spec.path = path
     spec.overrides = applied
-    if any(c.grid for c in spec.configs):
-        spec.grids = {c.name: [g.name for g in c.expand_grid()] for c in spec.configs if c.grid}
-        spec.configs = [g for c in spec.configs for g in c.expand_grid()]
     return spec
 
 

@@ -175,6 +175,20 @@ class GpuUse:
 CPU_BOUND_BELOW_PCT = 50.0
 
 
+class _ParamsText:
+    """A run's params as the ledger stores them (sorted JSON), made once per params object:
+    the runs of a (task, config) share one, and at 100,000 runs the JSON is a second."""
+
+    def __init__(self) -> None:
+        self._made: dict[int, tuple[Any, str]] = {}  # holds the object, so its id is not reused
+
+    def __call__(self, params: dict[str, Any]) -> str:
+        made = self._made.get(id(params))
+        if made is None:
+            made = self._made[id(params)] = (params, json.dumps(params, sort_keys=True, default=str))
+        return made[1]
+
+
 @dataclass(frozen=True)
 class AttemptRecord:
     """One launch of a run, as the ledger holds it."""
@@ -335,8 +349,8 @@ class Store:
     def register(self, runs: Iterable[Run]) -> None:
         """Record the runs of the current plan; runs they replace (same coordinates) stop being current."""
         now = time.time()
-        rows = [(r.run_id, r.name, r.task, r.config, r.seed, json.dumps(r.params, sort_keys=True,
-                 default=str), r.command, now, now) for r in runs]
+        params = _ParamsText()
+        rows = [(r.run_id, r.name, r.task, r.config, r.seed, params(r.params), r.command, now, now) for r in runs]
         with self.transaction() as c:
             c.execute("CREATE TEMP TABLE IF NOT EXISTS plan (run_id TEXT PRIMARY KEY, task TEXT, "
                       "config TEXT, seed INTEGER)")
@@ -373,12 +387,12 @@ class Store:
     def add_runs(self, runs: Iterable[Run]) -> None:
         """Record runs as they are, current, leaving any run already on record untouched."""
         now = time.time()
+        params = _ParamsText()
         with self.transaction() as c:
             c.executemany(
                 "INSERT OR IGNORE INTO runs (run_id, name, task, config, seed, params, command, created, updated)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(r.run_id, r.name, r.task, r.config, r.seed, json.dumps(r.params, sort_keys=True, default=str),
-                  r.command, now, now) for r in runs])
+                [(r.run_id, r.name, r.task, r.config, r.seed, params(r.params), r.command, now, now) for r in runs])
 
     def statuses(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT run_id, status FROM runs"))

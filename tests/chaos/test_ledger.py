@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from chaos_kit import check_ledger, completed, digest, finish, start, wait_for
+from chaos_kit import check_ledger, completed, digest, finish, start, survivors, wait_for
 
 from benchlab_testing import run_cli
 
@@ -81,7 +81,9 @@ def test_a_killed_rebuild_leaves_the_old_ledger_as_it_was(bench):
     rng = random.Random(12)
     for _ in range(3):
         proc = start(bench, "collect", "out", "--rebuild")
-        time.sleep(rng.uniform(1.0, 2.0))  # past start-up, well before 1,520 directories are read
+        # Killed while it reads the 1,520 directories into its new ledger, at a seeded moment.
+        wait_for(lambda: (out / "benchlab.db.rebuilding").exists(), proc=proc)
+        time.sleep(rng.uniform(0.0, 0.3))
         assert proc.poll() is None, "the rebuild ended before it could be killed"
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
@@ -191,10 +193,23 @@ def test_a_sweep_whose_ledger_is_lost_stops_and_says_so(bench, how):
     expected = {"deleted": "was deleted", "renamed": "was deleted", "overwritten": "overwritten",
                 "truncated": "truncated"}[how]
     assert expected in " ".join(err.split()), err
-    assert len(list((out / "runs").glob("*/provenance.json"))) < 20  # it did stop launching
+    finished = {p.parent.name: p.read_bytes() for p in (out / "runs").glob("*/provenance.json")}
+    assert len(finished) < 20  # it did stop launching
+    assert survivors(f"{db}#") == []
     if how == "renamed":
         # Nothing was written into the file after it became someone else's.
         assert check_ledger(out / "benchlab.db.bak-old")["completed"] < 20
+    # The way out it names works: rebuilt, then run again, every run completes exactly once and
+    # no finished run is run again.
+    assert run_cli("collect", "out", "--rebuild", cwd=bench).returncode == 0
+    proc = run_cli("run", "bench.yaml", "-r", "out", "--no-report", "-j", "2", "-s", "pause=0.4", cwd=bench)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert check_ledger(db) == {"completed": 20}
+    interrupted = {r for (r,) in sqlite3.connect(db).execute(
+        "SELECT DISTINCT run_id FROM attempts WHERE status = 'interrupted'")}
+    for run_id, prov in finished.items():
+        if run_id not in interrupted:
+            assert (out / "runs" / run_id / "provenance.json").read_bytes() == prov
 
 
 def test_run_on_finished_run_directories_without_a_ledger_refuses_and_points_to_rebuild(bench):

@@ -57,6 +57,7 @@ def test_an_argparse_usage_error_is_not_retried_and_status_prints_its_log_once(m
     # The four configs failed the same way: one line names them all.
     assert proc.stdout.count("flagged") == 1
     assert "t1/a, t1/b, t2/a, t2/b failed on every seed (12 runs: 12 usage-error)" in proc.stdout
+    assert "the command cannot run as written: fix it, then re-run them with --rerun-failed" in proc.stdout
     state = _status(bench)
     failures = state["failures"]["usage-error"]
     assert len(failures) == 12 and {f["attempt"] for f in failures} == {1}

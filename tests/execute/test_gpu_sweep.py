@@ -254,13 +254,14 @@ retries: 0
 """)
     done = bench.cli("run", "bench.yaml", "-r", "out", "-j", "2", "--no-report")
     assert done.returncode == 1
-    assert "flagged: t1/bad failed on every seed (1 runs: 1 exception)" in done.stdout
+    # one problem, one line: both configs failed on every seed the same way
+    assert "flagged: t1/bad, t2/bad failed on every seed (2 runs: 2 exception)" in done.stdout
     status = bench.cli("status", "out", "--json")
     flagged = json.loads(status.stdout)["flagged"]
     assert sorted((f["task"], f["config"], f["failures"]) for f in flagged) == [
         ("t1", "bad", 1), ("t2", "bad", 1)]
     text = bench.cli("status", "out")
-    assert "flagged: t2/bad failed on every seed" in text.stdout
+    assert "flagged: every seed of t1/bad, t2/bad failed this way" in text.stdout
 
 
 @pytest.mark.slow

@@ -116,7 +116,7 @@ def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
             signif = "undetermined" if c["significant"] is None else _fmt(c["significant"])
             if c.get("caveat"):
                 signif += "\n(!)"
-                caveats.append(f"{c['task']} {c['metric']} {c['candidate']}: {c['caveat']}")
+                caveats.append(f"{c['task']} {c['metric']}: {c['caveat']}")
             rows.append([str(c["task"]), str(c["metric"]), str(c["candidate"]), signif, seeds,
                          _fmt(c["paired"]), str(c["n"]), _ci(c["mean_diff"], c["diff_ci_low"], c["diff_ci_high"]),
                          _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),
@@ -133,11 +133,11 @@ def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
                          if failed_as == "exclude" else "scored as the worst value")
             console.print(f"failed seeds: {treatment} (--failed-as {failed_as})")
     if report["aggregate"]:
-        how = {"none": "raw scores", "references": "scores normalised by reference scores",
-               "observed": "scores min–max normalised over the configs compared",
-               "mixed": "scores normalised by reference or observed values"}
+        scale = {"none": "raw scores", "references": "scores normalised by reference scores",
+                 "observed": "scores min–max normalised over the configs compared",
+                 "mixed": "scores normalised by reference or observed values"}
         method = report.get("normalization", {}).get("method")
-        print_table(console, f"Across tasks ({how.get(method, 'scores')}, stratified bootstrap CIs)", [
+        print_table(console, f"Across tasks ({scale.get(method, 'scores')}, stratified bootstrap CIs)", [
             name("config", numeric=False, key=True), name("IQM"), name("median"), name("mean"),
             name("optimality\ngap")],
             [[str(a["config"]), *(_ci(a[k], a[k + "_ci_low"], a[k + "_ci_high"])

@@ -112,6 +112,24 @@ def run(
                                   "(used even if other processes hold them) [default: auto when "
                                   "runs ask for GPUs]."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the report at the end."),
+    until_decided: bool = typer.Option(False, "--until-decided",
+                                       help="After the spec's seeds, add seeds only to the (task, config) pairs "
+                                            "whose comparison with the baseline is not decided yet "
+                                            "(group-sequential; see docs/statistics.md)."),
+    max_seeds: int = typer.Option(None, "--max-seeds", min=2,
+                                  help="With --until-decided: the most seeds a pair gets [default: 4 × the "
+                                       "spec's seeds]."),
+    batch: int = typer.Option(None, "--batch", min=1,
+                              help="With --until-decided: seeds added per look [default: the spec's seeds]."),
+    margin: float = typer.Option(None, "--margin",
+                                 help="With --until-decided: differences within ±MARGIN (metric units) count "
+                                      "as equivalent, which also stops a pair [default: no equivalence]."),
+    alpha: float = typer.Option(0.05, "--alpha", min=1e-6, max=0.5,
+                                help="With --until-decided: the error rate of each pair's decision."),
+    spending: str = typer.Option("obrien-fleming", "--spending", metavar="obrien-fleming|pocock",
+                                 help="With --until-decided: how α is spent over the looks."),
+    as_json: bool = typer.Option(False, "--json", help="With --until-decided: print each pair's seeds "
+                                 "and decision as JSON at the end (on stdout; progress goes to stderr)."),
 ) -> None:
     """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
     from benchlab.execute.sweep import Sweep
@@ -125,6 +143,24 @@ def run(
         from benchlab.execute.placement import parse_gpus
 
         parse_gpus(gpus)  # a bad --gpus is a usage error before anything else happens
+    if not until_decided:
+        from benchlab.cli.app import fail
+
+        given = [name for name, value in (("--max-seeds", max_seeds), ("--batch", batch), ("--margin", margin),
+                                          ("--json", as_json or None)) if value is not None]
+        if given:
+            raise fail(f"{', '.join(given)} only apply with --until-decided")
+    elif not dry_run:
+        from benchlab.stats.sequential import SPENDINGS
+
+        if spending not in SPENDINGS:
+            from benchlab.cli.app import fail
+
+            raise fail(f"--spending {spending}: expected one of {', '.join(SPENDINGS)}")
+        return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
+                                  spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
+                                  max_failures=max_failures, backend=backend, ray_address=ray_address,
+                                  shared_fs=shared_fs, gpus=gpus, report=report)
     if dry_run:
         from rich.markup import escape
 
@@ -134,10 +170,19 @@ def run(
                 statuses = store.statuses()
         todo = [r for r in expand(spec) if rerun_all or (statuses.get(r.run_id) != COMPLETED
                 and (rerun_failed or statuses.get(r.run_id) != "failed"))]
-        for r in todo:
-            command = r.command_for(folder / "runs" / r.run_id)
-            console.print(f"{escape(r.name)}  [dim]{r.run_id}[/]  {escape(command)}",
-                          highlight=False, markup=True)
+        runs_dir = folder / "runs"
+        if console.is_terminal and len(todo) <= 1000:
+            for r in todo:
+                command = r.command_for(runs_dir / r.run_id)
+                console.print(f"{escape(r.name)}  [dim]{r.run_id}[/]  {escape(command)}",
+                              highlight=False, markup=True)
+        else:
+            # Plain lines in one write: rich's per-line rendering costs seconds at 100,000 runs.
+            import sys
+
+            sys.stdout.write("".join(f"{r.name}  {r.run_id}  {r.command_for(runs_dir / r.run_id)}\n"
+                                     for r in todo))
+            sys.stdout.flush()
         console.print(f"{len(todo)} runs would run (dry run: nothing was started)")
         return
     from benchlab.cli.progress import SweepDisplay
@@ -176,6 +221,119 @@ def run(
         files = write_report(folder)
         console.print(f"report: [bold]{files.markdown}[/]")
     raise typer.Exit(result.exit_code)
+
+
+
+def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch: int | None,
+                       margin: float | None, alpha: float, spending: str, as_json: bool, jobs: int | None,
+                       rerun_failed: bool, max_failures: int | None, backend: str | None,
+                       ray_address: str | None, shared_fs: bool, gpus: str | None, report: bool) -> None:
+    """``run --until-decided``: one ordinary sweep per look, over the runs the open pairs need.
+
+    Nothing of the design is stored: each look is replayed from the ledger's finished runs
+    (``benchlab.execute.sequential``), so the same command continues after any interruption.
+    """
+    from rich.markup import escape
+
+    from benchlab.cli.app import err_console
+    from benchlab.cli.progress import SweepDisplay
+    from benchlab.execute import sequential as seqrun
+    from benchlab.execute.sweep import Sweep
+    from benchlab.store import DB_NAME, Store
+
+    first = len(spec.seed_list)
+    design = seqrun.make_design(spec, max_seeds or 4 * first, batch or first, alpha, spending, margin)
+    runs = seqrun.all_runs(spec, design)
+    out = err_console if as_json else console
+    backend = backend or spec.backend
+    if backend != "ray" and (ray_address or shared_fs):
+        from benchlab.cli.app import fail
+
+        raise fail("--ray-address and --shared-fs need the ray backend (--backend ray)")
+    options = ({"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs}
+               if backend == "ray" else {})
+    looks = ", ".join(map(str, design.sizes))
+    out.print(f"results: {escape(str(folder))}", highlight=False)
+    out.print(f"until decided: looks at {looks} seeds, {design.spending} α-spending, α = {design.alpha:g} per "
+              f"comparison with {escape(str(spec.baseline))}"
+              + (f", equivalence margin ±{design.margin:g}" if design.margin is not None else ""), highlight=False)
+    state = None
+    if (folder / DB_NAME).exists():
+        with Store.open(folder) as store:
+            state = seqrun.read_state(store, spec, design, runs)
+    exit_code = 0
+    planned: set[str] = set()
+    while True:
+        plan = seqrun.plan_runs(spec, design, runs, state)
+        ids = {r.run_id for r in plan}
+        if state is not None and ids == planned:
+            break  # no open pair can take another look: every one stopped, or its seeds failed
+        planned = ids
+        if state is not None and state.open:
+            seeds = sorted({state.wanted[(p.task, p.config)] for p in state.open})
+            out.print(f"look at {', '.join(map(str, seeds))} seeds: {len(state.open)} of {len(state.pairs)} "
+                      f"comparisons still open", highlight=False)
+        display = SweepDisplay(out, primary=spec.metrics.primary.name)
+        sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, backend=backend,
+                      on_event=display.on_event, max_failures=max_failures, gpus=gpus,
+                      backend_options=options, runs=plan)
+        rerun_failed = False  # a new retry budget once, not at every look
+        result = _sweep_with_signals(sweep, display)
+        display.summary(result)
+        exit_code = max(exit_code, result.exit_code)
+        if result.stopped:
+            raise typer.Exit(result.exit_code)
+        with Store.open(folder) as store:
+            state = seqrun.read_state(store, spec, design, runs)
+            # For `benchlab status`: where each comparison stood at the last look (derived, not state).
+            store.set_meta(sequential={"design": design.to_json(), "baseline": spec.baseline,
+                                       "pairs": [p.to_json() for p in state.pairs]})
+        if max_failures is not None and result.failed >= max_failures:
+            break
+    _print_decisions(out, state, design)
+    if as_json:
+        print_json({"design": design.to_json(), "baseline": spec.baseline,
+                    "pairs": [p.to_json() for p in state.pairs] if state else []})
+    if report:
+        from benchlab.report import write_report
+
+        files = write_report(folder)
+        out.print(f"report: [bold]{files.markdown}[/]")
+    raise typer.Exit(exit_code)
+
+
+def _sweep_with_signals(sweep: Any, display: Any) -> Any:
+    """Run ``sweep`` with SIGINT and SIGTERM asking it to stop cleanly."""
+    previous = {}
+
+    def stop(signum: int, frame: Any) -> None:
+        sweep.request_stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, stop)
+    try:
+        with display:
+            return sweep.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _print_decisions(out: Any, state: Any, design: Any) -> None:
+    """One line per comparison: its seeds and why it stopped getting more."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    if state is None:
+        return
+    table = Table("task", "config", "seeds", "mean diff", "repeated CI", "stopped because", box=None,
+                  pad_edge=False, title=None)
+    for p in state.pairs:
+        ci = f"[{p.low:.4g}, {p.high:.4g}]" if p.low is not None and p.high is not None else "-"
+        failed = f" ({p.failed} without a value)" if p.failed else ""
+        table.add_row(escape(p.task), escape(p.config), f"{p.seeds}{failed}",
+                      f"{p.mean:+.4g}" if p.mean is not None else "-", ci, escape(p.reason))
+    out.print(table)
 
 
 _STARTER_SPEC = '''\

@@ -110,6 +110,7 @@ def status(
             "backups": [{"path": str(b), "bytes": b.stat().st_size, "modified": b.stat().st_mtime}
                         for b in backups],
             "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in partial],
+            **({"sequential": meta["sequential"]} if meta.get("sequential") else {}),
         })
         return
     from rich.markup import escape
@@ -149,9 +150,9 @@ def status(
         covered = {rid for f in fl for rid in members[(f["task"], f["config"])]}
         rest = [a for a in g.attempts if a.run_id not in covered]
         if rest:
-            shown = ", ".join(f"{runs[a.run_id].name} [dim]{a.run_id}[/]" for a in rest[:RUNS_SHOWN])
+            listed = ", ".join(f"{runs[a.run_id].name} [dim]{a.run_id}[/]" for a in rest[:RUNS_SHOWN])
             more = f" and {len(rest) - RUNS_SHOWN} more" if len(rest) > RUNS_SHOWN else ""
-            console.print(f"  {'run' if len(rest) == 1 else 'runs'}: {shown}{more}")
+            console.print(f"  {'run' if len(rest) == 1 else 'runs'}: {listed}{more}")
         first = g.attempts[0]
         lines = (first.log_tail or "").splitlines()[-tail:]
         if lines and g.count > 1:
@@ -161,11 +162,26 @@ def status(
         if g.failure_class == MISSING_METRIC:
             console.print(f"  the runs finished: once the spec names the metric right, [bold]benchlab collect "
                           f"{escape(str(folder))} --failed[/] completes them without training again")
+    _print_sequential(meta.get("sequential"))
     if backups:
         console.print(f"ledger backups ({len(backups)}, kept by `benchlab collect --rebuild`):")
         for b in backups:
             console.print(f"  {escape(b.name)}  {b.stat().st_size / 1e6:.1f} MB  "
                           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(b.stat().st_mtime))}")
+
+
+def _print_sequential(sequential: dict[str, Any] | None) -> None:
+    """Each comparison of the last `run --until-decided`: its seeds and why it stopped."""
+    if not sequential:
+        return
+    from rich.markup import escape
+
+    console.print(f"until decided (vs {escape(str(sequential.get('baseline')))}, looks at "
+                  f"{', '.join(map(str, sequential['design']['looks']))} seeds), as of the last look:")
+    for p in sequential["pairs"]:
+        failed = f", {p['failed']} without a value" if p.get("failed") else ""
+        console.print(f"  {escape(p['task'])}/{escape(p['config'])}: {p['seeds']} seeds{failed} — "
+                      f"{escape(p['reason'])}")
 
 
 def _why_not_in_spec(outside: list[RunRecord], in_spec: Iterable[RunRecord]) -> list[tuple[RunRecord, str]]:

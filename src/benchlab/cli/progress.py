@@ -139,6 +139,12 @@ class SweepDisplay:
             self.console.print("see the failures with [bold]benchlab status "
                                f"{result.results_dir}[/]; once the spec names the metric right, [bold]benchlab "
                                f"collect {result.results_dir} --failed[/] completes the runs without training again")
+        elif result.failed and result.flagged and all(
+                set(f["classes"]) <= {"launch-error", "usage-error"} for f in result.flagged):
+            # Retrying as it is would fail the same way: say what to fix first.
+            self.console.print("see the failures with [bold]benchlab status "
+                               f"{result.results_dir}[/]; the command cannot run as written: fix it, then "
+                               "re-run them with --rerun-failed")
         elif result.failed:
             self.console.print("see the failures with [bold]benchlab status "
                                f"{result.results_dir}[/]; re-run them with --rerun-failed")

@@ -30,7 +30,6 @@ from benchlab.errors import LedgerLost
 from benchlab.execute import triage
 from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
 from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
-from benchlab.execute.placement import longest_first
 from benchlab.execute.provenance import code_state, sweep_provenance, write_provenance
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.plan import Run, expand
@@ -165,10 +164,13 @@ class Sweep:
                  rerun_failed: bool = False, backend: str | Backend = "local",
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
-                 gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None):
+                 gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
+                 runs: list[Run] | None = None):
         """``rerun_all`` runs every run of the plan again, finished or not (the earlier attempts
-        stay on record); ``code`` is the state of the code under test (read from git when None)."""
+        stay on record); ``code`` is the state of the code under test (read from git when None);
+        ``runs`` is the plan when it is not the spec's own runs (``--until-decided`` adds seeds)."""
         self.spec = spec
+        self._runs = runs
         self.results_dir = Path(results_dir).resolve()
         self.jobs = jobs or default_jobs(spec.resources.cpus)
         self.rerun_failed = rerun_failed
@@ -281,7 +283,7 @@ class Sweep:
 
     def _run(self, store: Store, t0: float) -> SweepResult:
         spec = self.spec
-        runs = expand(spec)
+        runs = expand(spec) if self._runs is None else self._runs
         check_spec_owns(store, spec, self.results_dir)
         write_benchmark_meta(store, spec, self.results_dir)
         with store.transaction():  # the runs and the plan they make change together
@@ -330,7 +332,12 @@ class Sweep:
 
             self._sampler = GpuSampler(self.inventory).start()
         # Runs with no directory yet get theirs written ahead (local backend: the same disk).
-        fresh = {r.run_id for r in todo if not run_dir_of(self.results_dir, r.run_id).exists()}
+        # One listing, not a stat per run: at 100,000 runs that is seconds before the first launch.
+        try:
+            existing = set(os.listdir(run_dir_of(self.results_dir, "x").parent))
+        except FileNotFoundError:
+            existing = set()
+        fresh = {r.run_id for r in todo if r.run_id not in existing}
         lookahead = 4 * self.jobs
         self._preparer = Preparer(self.results_dir) if fresh and backend.name == "local" else None
 
@@ -373,12 +380,17 @@ class Sweep:
         eta_value: list[float | None] = [None]
         eta_at = [float("-inf")]  # when it was computed (monotonic)
 
+        eta_every = [0.5]
+
         def eta() -> float | None:
-            # O(queue) per call: recompute at most twice a second, not after every run.
+            # O(queue) per call: recompute at most twice a second, and never for more than 2% of
+            # the time (a 100,000-run queue takes tens of milliseconds).
             now_m = time.monotonic()
-            if todo and now_m - eta_at[0] < 0.5:
+            if todo and now_m - eta_at[0] < eta_every[0]:
                 return eta_value[0]
+            t = time.perf_counter()
             eta_value[0], eta_at[0] = _eta(), now_m
+            eta_every[0] = max(0.5, 50 * (time.perf_counter() - t))
             return eta_value[0]
 
         def _eta() -> float | None:
@@ -407,8 +419,14 @@ class Sweep:
         def drop_unplaceable() -> None:
             if why_never is None:
                 return
+            # The answer rests on a run's resources, which the runs of a config share: asked once
+            # per resources object (held, so that its id stays its own), not 100,000 times.
+            answers: dict[int, tuple[Any, str | None]] = {}
             for run in list(todo):
-                reason = why_never(run)
+                known = answers.get(id(run.resources))
+                if known is None:
+                    known = answers[id(run.resources)] = (run.resources, why_never(run))
+                reason = known[1]
                 if reason is not None:
                     todo.remove(run)
                     fail_unplaceable(run, reason)
@@ -421,6 +439,7 @@ class Sweep:
                 self.on_event(SweepEvent("warning", None, 0, progress, error=text))
 
         drop_unplaceable()
+        replan = _Replanner()
         lost: str | None = None
         try:
             # Devices whose memory still drains keep the sweep open (bounded by the backend's
@@ -430,6 +449,7 @@ class Sweep:
                 if problem is not None:
                     lost = problem
                     raise self._lost(problem)
+                replan.maybe(todo, estimates)
                 # Launch while slots allow; a run that does not fit now waits, others may pass it.
                 launched = True
                 while launched and todo and not self._stop.is_set():
@@ -474,9 +494,8 @@ class Sweep:
                         drop_unplaceable()  # a device may have been taken out of the pool
                 for outcome in outcomes:
                     run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
-                    status, event = self._finish(
-                        store, outcome, shared, primary, metrics,
-                        retried=lambda cls, r=run: failures.get(r.run_id, {}).get(cls, 0) < r.retries_for(cls))
+                    status, event = self._finish(store, outcome, shared, primary, metrics,
+                                                 retried=_budget_left(run, failures.get(run.run_id, {})))
                     progress.running = len(inflight)
                     duration = outcome.ended - outcome.started
                     for i in outcome.launch.gpus or ():
@@ -492,7 +511,7 @@ class Sweep:
                         if key not in estimates:
                             # The first measurement of this (task, config): re-plan the queue.
                             estimates[key] = duration
-                            _order(todo, estimates)
+                            replan.mark()
                     elif status == INTERRUPTED:
                         interrupted += 1
                     elif counts[cls] <= run.retries_for(cls):
@@ -793,14 +812,52 @@ def kill_strays(db_key: str) -> int:
 
 def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
     """Longest expected first (known from earlier attempts), unknown durations first, wider
-    requests first among equals (:func:`longest_first`)."""
+    requests first among equals: the order of :func:`benchlab.execute.placement.longest_first`,
+    with the key computed once per (task, config, GPUs), not per run (a stable sort keeps
+    submission order in ties)."""
     if len(todo) < 2:
         return
-    items = list(todo)
-    order = longest_first([estimates.get((r.task, r.config)) for r in items],
-                          [r.resources.gpus for r in items])
+    keys: dict[tuple[str, str, float], tuple[int, float, float]] = {}
+
+    def key(r: Run) -> tuple[int, float, float]:
+        k = (r.task, r.config, r.resources.gpus)
+        found = keys.get(k)
+        if found is None:
+            e = estimates.get((r.task, r.config))
+            found = keys[k] = (0, 0.0, 0.0) if e is None else (1, -e, -r.resources.gpus)
+        return found
+
+    items = sorted(todo, key=key)
     todo.clear()
-    todo.extend(items[i] for i in order)
+    todo.extend(items)
+
+
+class _Replanner:
+    """Re-orders the queue after new duration estimates, spacing the sorts so that they never
+    take more than ``share`` of the sweep's time: every (task, config)'s first result brings
+    one, and a sort of 100,000 queued runs costs tens of milliseconds."""
+
+    def __init__(self, share: float = 0.05):
+        self.share = share
+        self.due = False
+        self._next = 0.0
+
+    def mark(self) -> None:
+        self.due = True
+
+    def maybe(self, todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
+        if not self.due or time.monotonic() < self._next:
+            return
+        t = time.perf_counter()
+        _order(todo, estimates)
+        cost = time.perf_counter() - t
+        self.due = False
+        self._next = time.monotonic() + cost / self.share
+
+
+def _budget_left(run: Run, charged: dict[str, int]) -> Callable[[str], bool]:
+    """Whether one more failure of a class, on top of those ``charged`` so far, leaves ``run`` a retry."""
+    return lambda failure_class: charged.get(failure_class, 0) < run.retries_for(failure_class)
 
 
 def _for_retry(run: Run, failure_class: str) -> Run:

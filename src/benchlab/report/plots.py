@@ -128,8 +128,8 @@ def plot_curves(
             seeds_note += f"; bands are cut at the metric's range [{bounds[0]:g}, {bounds[1]:g}]"
         any_band = any(v.shape[0] > 1 for cs in sets for v in cs.values.values())
         fig.suptitle(
-            f"Learning curves of {metric}: mean over seeds"
-            + (", shaded 95% CI" if any_band else " (one seed each: no interval)"),
+            f"Learning curves of {metric}: "
+            + ("mean over seeds, shaded 95% CI" if any_band else "one seed per config, no interval"),
             y=1 - 0.2 / fig.get_figheight(),
             va="top",
         )
@@ -243,7 +243,9 @@ def plot_scores(
         ax.set_xlabel(f"{info.primary} (seeds, mean, 95% CI)")
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle(
-        f"Final {info.primary} per task: each seed (circles), mean (diamond), 95% CI",
+        f"Final {info.primary} per task: "
+        + ("each seed (circles), mean (diamond), 95% CI" if (n > 1).any()
+           else "one seed per config, no interval"),
         y=1 - 0.2 / fig.get_figheight(),
         va="top",
     )

@@ -1,0 +1,209 @@
+"""``benchlab run --until-decided``: seeds added only where a comparison with the baseline is open.
+
+The state of the design is never stored: it is replayed from the ledger's finished runs each
+time (:func:`replay`). Look ``k`` of a (task, config) is taken once every run of its first
+``n_k`` seeds, on both sides, has finished; its decision comes from
+:func:`benchlab.stats.sequential.decide_look`. Replaying the same results gives the same
+decisions, so a sweep killed at any moment continues, when run again, exactly where it stopped.
+
+The seeds after the spec's are the next integers after its largest seed, in order; a
+comparison at look ``k`` uses the first ``n_k`` seeds of that sequence, the same seeds for the
+candidate and the baseline (the baseline gets a seed wherever any candidate of the task still
+needs it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from benchlab.errors import UserError
+from benchlab.plan import Run, expand
+from benchlab.spec import Spec
+from benchlab.stats import sequential as seq
+from benchlab.store import COMPLETED, FAILED, Store
+
+#: Why a comparison stopped getting seeds (or that it has not).
+BETTER, WORSE, EQUIVALENT, MAX_SEEDS, DEGENERATE, OPEN = (
+    "better", "worse", "equivalent", "max-seeds", "degenerate", "open")
+
+
+@dataclass(frozen=True)
+class Design:
+    """The planned looks of a sequential sweep and their boundaries."""
+
+    seeds: list[int]  # every seed the design may use, the spec's first
+    sizes: list[int]  # paired seeds at each look
+    bounds: list[float]  # two-sided z-scale critical values, one per look
+    alpha: float
+    spending: str
+    margin: float | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"alpha": self.alpha, "spending": self.spending, "margin": self.margin, "looks": self.sizes,
+                "bounds": [round(b, 6) if math.isfinite(b) else None for b in self.bounds]}
+
+
+@dataclass(frozen=True)
+class PairState:
+    """Where one candidate's comparison with the baseline on one task stands."""
+
+    task: str
+    config: str
+    seeds: int  # paired seeds of the last look taken (0 before the first)
+    wanted: int  # seeds it needs in the plan now: its next look's, or its last look's once stopped
+    status: str  # BETTER, WORSE, EQUIVALENT, MAX_SEEDS, DEGENERATE or OPEN
+    mean: float | None = None  # mean paired difference, candidate − baseline, at the last look
+    low: float | None = None  # repeated confidence interval at the last look
+    high: float | None = None
+    failed: int = 0  # seeds of the last look with no value on either side
+
+    @property
+    def stopped(self) -> bool:
+        return self.status != OPEN
+
+    @property
+    def reason(self) -> str:
+        """Why it got the seeds it got, in words."""
+        return {BETTER: "decided: better than the baseline", WORSE: "decided: worse than the baseline",
+                EQUIVALENT: "decided: equivalent to the baseline (within the margin)",
+                MAX_SEEDS: "undecided at --max-seeds",
+                DEGENERATE: "stopped: paired differences have no spread (identical runs?); no verdict",
+                OPEN: "open: more seeds running"}[self.status]
+
+    def to_json(self) -> dict[str, object]:
+        return {"task": self.task, "config": self.config, "seeds": self.seeds, "status": self.status,
+                "reason": self.reason, "mean_diff": self.mean, "rci": [self.low, self.high], "failed": self.failed}
+
+
+@dataclass
+class SequentialState:
+    """Every comparison's state, and how many seeds each (task, config) needs in the plan."""
+
+    pairs: list[PairState]
+    wanted: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    @property
+    def open(self) -> list[PairState]:
+        return [p for p in self.pairs if not p.stopped]
+
+
+def make_design(spec: Spec, max_seeds: int, batch: int, alpha: float = 0.05,
+                spending: str = "obrien-fleming", margin: float | None = None) -> Design:
+    """The looks of ``spec`` with ``batch`` seeds added at a time up to ``max_seeds`` (``UserError``
+    where that cannot work: no baseline, fewer than 2 seeds, a cap below the spec's seeds)."""
+    if spec.baseline is None:
+        raise UserError("--until-decided compares every config with the baseline, but the spec names "
+                        "none; add `baseline: <config>` to it")
+    if len(spec.configs) < 2:
+        raise UserError("--until-decided needs a config to compare with the baseline; the spec has one config")
+    first = len(spec.seed_list)
+    if first < 2:
+        raise UserError(f"--until-decided needs at least 2 seeds in the spec to estimate a spread, "
+                        f"it has {first}")
+    if max_seeds < first:
+        raise UserError(f"--max-seeds {max_seeds} is below the spec's {first} seeds")
+    if margin is not None and not margin > 0:
+        raise UserError(f"--margin must be positive, got {margin}")
+    start = max(spec.seed_list) + 1
+    seeds = [*spec.seed_list, *range(start, start + max_seeds - first)]
+    sizes = seq.look_sizes(first, batch, max_seeds)
+    bounds = seq.boundaries(np.asarray(sizes, dtype=float) / max_seeds, alpha, spending)
+    return Design(seeds, sizes, [float(b) for b in bounds], alpha, spending, margin)
+
+
+def all_runs(spec: Spec, design: Design) -> list[Run]:
+    """Every run the design may ask for (each (task, config) over every seed of the design)."""
+    return expand(spec.model_copy(update={"seeds": design.seeds}))
+
+
+def replay(spec: Spec, design: Design, runs: list[Run], statuses: dict[str, str],
+           values: dict[str, float]) -> SequentialState:
+    """The design's state from finished runs: ``statuses`` and primary-metric ``values`` by run id.
+
+    A completed run without a finite value, and a failed run, count as finished with no value
+    (that seed drops out of the pair, and ``failed`` says so).
+    """
+    index = {s: i for i, s in enumerate(design.seeds)}
+    by_pair: dict[tuple[str, str], np.ndarray] = {}
+    done: dict[tuple[str, str], np.ndarray] = {}
+    for r in runs:
+        key = (r.task, r.config)
+        if key not in by_pair:
+            by_pair[key] = np.full(len(design.seeds), np.nan)
+            done[key] = np.zeros(len(design.seeds), dtype=bool)
+        status = statuses.get(r.run_id)
+        done[key][index[r.seed]] = status in (COMPLETED, FAILED)
+        if status == COMPLETED and r.run_id in values:
+            by_pair[key][index[r.seed]] = values[r.run_id]
+    sign = 1.0 if spec.metrics.primary.goal == "max" else -1.0
+    base = spec.baseline
+    assert base is not None
+    first = design.sizes[0]
+    state = SequentialState(pairs=[])
+    for task in spec.tasks:
+        need_base = first
+        for cfg in spec.configs:
+            if cfg.name == base:
+                continue
+            pair = _replay_pair(task.name, cfg.name, by_pair[(task.name, base)], by_pair[(task.name, cfg.name)],
+                                done[(task.name, base)] & done[(task.name, cfg.name)], design, sign)
+            state.pairs.append(pair)
+            state.wanted[(task.name, cfg.name)] = pair.wanted
+            if not pair.stopped:
+                need_base = max(need_base, pair.wanted)
+            else:
+                need_base = max(need_base, pair.seeds)
+        state.wanted[(task.name, base)] = need_base
+    return state
+
+
+def _replay_pair(task: str, config: str, base: np.ndarray, cand: np.ndarray, done: np.ndarray,
+                 design: Design, sign: float) -> PairState:
+    last = PairState(task, config, 0, design.sizes[0], OPEN)
+    for k, (size, bound) in enumerate(zip(design.sizes, design.bounds, strict=True)):
+        if not done[:size].all():
+            return PairState(task, config, last.seeds, size, OPEN, last.mean, last.low, last.high, last.failed)
+        diffs = sign * (cand[:size] - base[:size])
+        magnitude = np.nanmax(np.abs(np.concatenate([base[:size], cand[:size]])), initial=0.0)
+        look = seq.decide_look(diffs[None, :], bound, design.margin, np.array([magnitude]))
+        code = int(look.decision[0])
+        # Report the difference in the metric's own direction (candidate − baseline).
+        mean, low, high = (sign * float(x) if np.isfinite(x) else None
+                           for x in (look.mean[0], look.low[0], look.high[0]))
+        if sign < 0 and low is not None and high is not None:
+            low, high = high, low
+        status = {seq.POSITIVE: BETTER, seq.NEGATIVE: WORSE, seq.EQUIVALENT: EQUIVALENT,
+                  seq.DEGENERATE: DEGENERATE}.get(code, OPEN)
+        if status == OPEN and k == len(design.sizes) - 1:
+            status = MAX_SEEDS
+        failed = size - int(look.n[0])
+        last = PairState(task, config, size, size, status, mean, low, high, failed)
+        if status != OPEN:
+            return last
+    return last
+
+
+def read_state(store: Store, spec: Spec, design: Design, runs: list[Run]) -> SequentialState:
+    """:func:`replay` over what the ledger holds now."""
+    primary = spec.metrics.primary.name
+    wanted = {r.run_id for r in runs}
+    values = {rid: v for rid, _t, _c, _s, metric, v in store.metric_rows(current_only=False)
+              if metric == primary and rid in wanted and v is not None and math.isfinite(v)}
+    return replay(spec, design, runs, store.statuses(), values)
+
+
+def plan_runs(spec: Spec, design: Design, runs: list[Run], state: SequentialState | None) -> list[Run]:
+    """The runs of the next batch's sweep: the spec's seeds everywhere (before any look: ``state``
+    None), then each (task, config) up to the seeds it needs."""
+    position = {s: i for i, s in enumerate(design.seeds)}
+    first = design.sizes[0]
+    if state is None:
+        return [r for r in runs if position[r.seed] < first]
+    return [r for r in runs if position[r.seed] < state.wanted.get((r.task, r.config), first)]
+
+
+__all__ = ["BETTER", "DEGENERATE", "EQUIVALENT", "MAX_SEEDS", "OPEN", "WORSE", "Design", "PairState",
+           "SequentialState", "all_runs", "make_design", "plan_runs", "read_state", "replay"]

@@ -1,0 +1,163 @@
+"""`benchlab run --until-decided`: seeds added only to open comparisons, resumable after kill -9."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from benchlab_testing import run_cli
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "chaos"))
+from chaos_kit import check_ledger, completed, finish, start, wait_for  # noqa: E402
+
+# Each (config, task, seed) draws its noise from its own named stream: reruns give the same score.
+NOISY = '''
+import json, os, random, sys, time
+args = dict(a.split("=", 1) for a in sys.argv[1:])
+seed = int(os.environ["BENCHLAB_SEED"])
+if seed >= int(args.get("slow_from", 10**9)):
+    time.sleep(float(args["slow"]))
+rng = random.Random(f"{args['cfg']}-{args['task']}-{seed}")
+score = float(args["effect"]) + rng.gauss(0, float(args["noise"]))
+with open(os.path.join(os.environ["BENCHLAB_RUN_DIR"], "metrics.json"), "w") as f:
+    json.dump({"score": score}, f)
+'''
+
+SPEC = """
+name: seq
+tasks:
+  - name: t1
+configs:
+  - name: base
+    params: {effect: 0}
+  - name: far
+    params: {effect: 10}
+  - name: same
+    params: {effect: 0}
+seeds: 4
+command: python run.py cfg={config} task={task} effect={effect} noise=0.5 SLOW
+metrics:
+  primary: {name: score, goal: max}
+baseline: base
+"""
+
+
+def _score(cfg: str, effect: float, seed: int) -> float:
+    return effect + random.Random(f"{cfg}-t1-{seed}").gauss(0, 0.5)
+
+
+def _seeds_run(db: Path) -> dict[str, list[int]]:
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT config, seed FROM runs WHERE status = 'completed' ORDER BY seed").fetchall()
+    finally:
+        con.close()
+    out: dict[str, list[int]] = {}
+    for cfg, seed in rows:
+        out.setdefault(cfg, []).append(seed)
+    return out
+
+
+def _bench(make_bench, slow: str = "") -> object:
+    return make_bench(SPEC.replace("SLOW", slow), script=NOISY)
+
+
+def test_until_decided_adds_seeds_only_where_the_comparison_is_open(make_bench) -> None:
+    bench = _bench(make_bench)
+    proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided", "--max-seeds", "12",
+                     "--batch", "4", "--json", "--no-report", "-j", "2")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    pairs = {p["config"]: p for p in out["pairs"]}
+    assert out["design"]["looks"] == [4, 8, 12]
+    # An effect of 10 noise sds is decided at the first look; it gets no seed beyond the spec's.
+    assert pairs["far"]["status"] == "better" and pairs["far"]["seeds"] == 4
+    assert "better than the baseline" in pairs["far"]["reason"]
+    # The same distribution as the baseline, recomputed here look by look with the published boundaries.
+    bounds = out["design"]["bounds"]
+    expected_status, expected_seeds = "max-seeds", 12
+    for size, bound in zip([4, 8, 12], bounds, strict=True):
+        diffs = np.array([_score("same", 0, s) - _score("base", 0, s) for s in range(size)])
+        half = stats.t.ppf(stats.norm.cdf(bound), size - 1) * diffs.std(ddof=1) / np.sqrt(size)
+        if diffs.mean() - half > 0 or diffs.mean() + half < 0:
+            expected_status, expected_seeds = "decided", size
+            break
+    assert (pairs["same"]["status"], pairs["same"]["seeds"]) == (expected_status, expected_seeds)
+    assert abs(pairs["same"]["mean_diff"] - diffs.mean()) < 1e-9
+    # The ledger: the baseline got every seed the open candidate needed, the decided one none more.
+    seeds = _seeds_run(bench.results / "benchlab.db")
+    assert seeds["far"] == [0, 1, 2, 3]
+    assert seeds["same"] == list(range(12)) and seeds["base"] == list(range(12))
+    # The closing lines name every pair, its seeds and why it stopped (on stderr next to --json).
+    assert "undecided at --max-seeds" in proc.stderr and "decided: better than the baseline" in proc.stderr
+    # `benchlab status` says the same, as text and as JSON.
+    shown = bench.cli("status", str(bench.results))
+    assert shown.returncode == 0, shown.stderr
+    assert "t1/far: 4 seeds — decided: better than the baseline" in shown.stdout
+    assert f"t1/same: {pairs['same']['seeds']} seeds — {pairs['same']['reason']}" in shown.stdout
+    status = json.loads(bench.cli("status", str(bench.results), "--json").stdout)
+    assert {p["config"]: p["seeds"] for p in status["sequential"]["pairs"]} == {"far": 4, "same": 12}
+
+
+def test_an_equivalence_margin_stops_a_pair_that_is_clearly_within_it(make_bench) -> None:
+    bench = _bench(make_bench)
+    proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided", "--max-seeds", "12",
+                     "--batch", "4", "--margin", "5", "--json", "--no-report", "-j", "2")
+    assert proc.returncode == 0, proc.stderr
+    pairs = {p["config"]: p for p in json.loads(proc.stdout)["pairs"]}
+    # Differences of sd ≈ 0.7 against a margin of ±5: the repeated interval is inside it at once.
+    assert pairs["same"]["status"] == "equivalent" and pairs["same"]["seeds"] == 4
+    lo, hi = pairs["same"]["rci"]
+    assert -5 < lo < hi < 5
+
+
+def test_sequential_options_without_until_decided_are_a_usage_error(make_bench) -> None:
+    bench = _bench(make_bench)
+    proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--max-seeds", "12")
+    assert proc.returncode == 2
+    assert "--max-seeds only apply with --until-decided" in proc.stderr
+    assert "Traceback" not in proc.stderr and not bench.results.exists()
+
+
+def test_until_decided_without_a_baseline_says_what_to_add(make_bench) -> None:
+    bench = make_bench(SPEC.replace("SLOW", "").replace("baseline: base\n", ""), script=NOISY)
+    proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided")
+    assert proc.returncode == 2
+    assert "baseline: <config>" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_kill_9_during_a_later_look_resumes_to_the_same_decisions(make_bench, tmp_path: Path) -> None:
+    # Seeds from 4 on are slow, so the kill lands while the second look's runs are in flight.
+    bench = _bench(make_bench, slow="slow_from=4 slow=0.6")
+    args = ["run", str(bench.spec), "-r", str(bench.results), "--until-decided", "--max-seeds", "12",
+            "--batch", "4", "--no-report", "-j", "2"]
+    db = bench.results / "benchlab.db"
+    proc = start(bench.root, *args)
+    # The spec's 12 runs, then at least one run of the second look: the design is mid-way.
+    wait_for(lambda: completed(db) >= 14, within=90, proc=proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=10)
+    done_before = completed(db)
+    assert 14 <= done_before < 28  # killed before the design was through
+    again = start(bench.root, *args, "--json")
+    code, out, err = finish(again, timeout=180)
+    assert code == 0, err
+    pairs = {p["config"]: (p["status"], p["seeds"]) for p in json.loads(out)["pairs"]}
+    # The same design run without interruption, in a folder of its own.
+    fresh = run_cli(*[a if a != str(bench.results) else str(tmp_path / "fresh") for a in args], "--json",
+                    cwd=bench.root, timeout=180)
+    assert fresh.returncode == 0, fresh.stderr
+    assert pairs == {p["config"]: (p["status"], p["seeds"]) for p in json.loads(fresh.stdout)["pairs"]}
+    # Nothing lost, nothing run twice: each run completed once, the same runs as the fresh folder.
+    statuses = check_ledger(db)
+    assert statuses == check_ledger(tmp_path / "fresh" / "benchlab.db")
+    assert _seeds_run(db) == _seeds_run(tmp_path / "fresh" / "benchlab.db")
