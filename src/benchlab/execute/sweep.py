@@ -494,9 +494,8 @@ class Sweep:
                         drop_unplaceable()  # a device may have been taken out of the pool
                 for outcome in outcomes:
                     run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
-                    status, event = self._finish(
-                        store, outcome, shared, primary, metrics,
-                        retried=lambda cls, r=run: failures.get(r.run_id, {}).get(cls, 0) < r.retries_for(cls))
+                    status, event = self._finish(store, outcome, shared, primary, metrics,
+                                                 retried=_budget_left(run, failures.get(run.run_id, {})))
                     progress.running = len(inflight)
                     duration = outcome.ended - outcome.started
                     for i in outcome.launch.gpus or ():
@@ -854,6 +853,11 @@ class _Replanner:
         cost = time.perf_counter() - t
         self.due = False
         self._next = time.monotonic() + cost / self.share
+
+
+def _budget_left(run: Run, charged: dict[str, int]) -> Callable[[str], bool]:
+    """Whether one more failure of a class, on top of those ``charged`` so far, leaves ``run`` a retry."""
+    return lambda failure_class: charged.get(failure_class, 0) < run.retries_for(failure_class)
 
 
 def _for_retry(run: Run, failure_class: str) -> Run:
