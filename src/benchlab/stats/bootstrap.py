@@ -295,8 +295,8 @@ def bootstrap_ci(
             raise ValueError("the studentized interval is of the mean; use percentile or bca")
         if np.all(x == x[0]):
             return float(x[0]), float(x[0])
-        low, high = studentized_mean_ci(x, reps, confidence, seed)
-        return float(low), float(high)
+        t_low, t_high = studentized_mean_ci(x, reps, confidence, seed)
+        return float(t_low), float(t_high)
     dist = bootstrap_distribution(x, statistic, reps, seed)
     if method == "percentile":
         low, high = percentile_interval(dist, confidence)
