@@ -105,6 +105,14 @@ def test_until_decided_adds_seeds_only_where_the_comparison_is_open(make_bench) 
     assert f"t1/same: {pairs['same']['seeds']} seeds — {pairs['same']['reason']}" in shown.stdout
     status = json.loads(bench.cli("status", str(bench.results), "--json").stdout)
     assert {p["config"]: p["seeds"] for p in status["sequential"]["pairs"]} == {"far": 4, "same": 12}
+    # Nothing is left to run for this design; a fresh folder would start with the spec's 12 runs.
+    args = ["run", str(bench.spec), "--until-decided", "--max-seeds", "12", "--batch", "4", "--dry-run"]
+    assert "0 runs would run" in bench.cli(*args, "-r", str(bench.results)).stdout
+    assert "12 runs would run" in bench.cli(*args, "-r", str(bench.root / "fresh")).stdout
+    # The report counts each config's seeds against what its pair was given, not the spec's 4.
+    assert bench.cli("report", str(bench.results)).returncode == 0
+    header = (bench.results / "BENCHMARK_REPORT.md").read_text()
+    assert "**Seeds per config:** base 12/12, far 4/4, same 12/12 (seeds 0–11; seeds added until decided)" in header
 
 
 def test_an_equivalence_margin_stops_a_pair_that_is_clearly_within_it(make_bench) -> None:

@@ -150,13 +150,15 @@ def run(
                                           ("--json", as_json or None)) if value is not None]
         if given:
             raise fail(f"{', '.join(given)} only apply with --until-decided")
-    elif not dry_run:
+    else:
+        from benchlab.cli.app import fail
         from benchlab.stats.sequential import SPENDINGS
 
         if spending not in SPENDINGS:
-            from benchlab.cli.app import fail
-
             raise fail(f"--spending {spending}: expected one of {', '.join(SPENDINGS)}")
+        if rerun_all:  # every look would start the design over
+            raise fail("--rerun-all does not combine with --until-decided; run with a fresh --results folder")
+    if until_decided and not dry_run:
         return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
                                   spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
                                   max_failures=max_failures, backend=backend, ray_address=ray_address,
@@ -168,7 +170,19 @@ def run(
         if (folder / DB_NAME).exists():
             with Store.open(folder) as store:
                 statuses = store.statuses()
-        todo = [r for r in expand(spec) if rerun_all or (statuses.get(r.run_id) != COMPLETED
+        planned = expand(spec)
+        if until_decided:  # the runs of the next look: the spec's, or the open pairs' next batch
+            from benchlab.execute import sequential as seqrun
+
+            first = len(spec.seed_list)
+            design = seqrun.make_design(spec, max_seeds or 4 * first, batch or first, alpha, spending, margin)
+            every = seqrun.all_runs(spec, design)
+            state = None
+            if (folder / DB_NAME).exists():
+                with Store.open(folder) as store:
+                    state = seqrun.read_state(store, spec, design, every)
+            planned = seqrun.plan_runs(spec, design, every, state)
+        todo = [r for r in planned if rerun_all or (statuses.get(r.run_id) != COMPLETED
                 and (rerun_failed or statuses.get(r.run_id) != "failed"))]
         runs_dir = folder / "runs"
         if console.is_terminal and len(todo) <= 1000:

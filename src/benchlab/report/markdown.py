@@ -544,14 +544,30 @@ def _reproduce(data: ReportData) -> list[str]:
     return lines
 
 
-def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame) -> str:
+def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame,
+                planned_seeds: dict[tuple[str, str], list[int]] | None = None) -> str:
     """Completed/planned seeds per config: ``3/3`` when every config and task has the same count,
-    else per config (``a 3/3, b 1–3/3``: a range over its tasks)."""
+    else per config (``a 3/3, b 1–3/3``: a range over its tasks). ``planned_seeds`` (the runs in
+    the plan per (task, config)) counts seeds added after the spec's (``run --until-decided``)."""
     done = {(str(t), str(c)): int(n) for t, c, n in zip(prim["task"], prim["config"], prim["n"], strict=True)}
     configs = list(info.configs) or sorted({c for _, c in done})
     tasks = list(info.tasks) or sorted({t for t, _ in done})
     per_config = {c: sorted({done.get((t, c), 0) for t in tasks}) for c in configs}
-    planned = f"/{len(info.seeds)}" if info.seeds else ""
+    seeds = list(info.seeds)
+    extra = planned_seeds and any(len(v) > len(seeds) for v in planned_seeds.values())
+    if planned_seeds and extra:
+        # Pairs planned with different numbers of seeds: completed/planned per config, each a range.
+        every = sorted({s for v in planned_seeds.values() for s in v})
+
+        def span(ns: list[int]) -> str:
+            return str(ns[0]) if ns[0] == ns[-1] else f"{ns[0]}–{ns[-1]}"
+
+        parts = []
+        for c in configs:
+            want = sorted(len(planned_seeds.get((t, c), [])) for t in tasks)
+            parts.append(f"{c} {span(per_config[c])}/{span(want)}")
+        return ", ".join(parts) + f" (seeds {every[0]}–{every[-1]}; seeds added until decided)"
+    planned = f"/{len(seeds)}" if seeds else ""
 
     def counts(ns: list[int]) -> str:
         return (str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}") + planned
@@ -561,7 +577,7 @@ def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame) -> str:
         text = counts(next(iter(per_config.values()), [0]))
     else:
         text = ", ".join(f"{c} {counts(ns)}" for c, ns in per_config.items())
-    return text + (f" (seeds {info.seeds[0]}–{info.seeds[-1]})" if info.seeds else "")
+    return text + (f" (seeds {seeds[0]}–{seeds[-1]})" if seeds else "")
 
 
 def render_markdown(data: ReportData) -> str:
@@ -570,7 +586,7 @@ def render_markdown(data: ReportData) -> str:
     desc = describe(data.used if data.used is not None else data.finals, info.goal, info.primary)
     tables, secondary = _task_tables(data, desc)
     prim = desc[desc["is_primary"]]
-    seeds_text = _seeds_text(info, prim)
+    seeds_text = _seeds_text(info, prim, data.planned)
     spec_configs = {c["name"]: c for c in info.spec.get("configs", [])}
     configs = []
     for name in info.configs:
