@@ -13,13 +13,26 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── ResultsOfOtherSpec       the results folder holds the runs of another spec file
     │   ├── BackendUnavailable       a backend is named that does not exist or cannot be reached
     │   ├── MissingExtra             an optional dependency is not installed; says which extra brings it
-    │   └── DataError                a table or file given to analyse is unusable
+    │   ├── DataError                a table or file given to analyse is unusable
+    │   └── YamlProblem              a spec's text cannot be read as YAML; becomes a SpecError
+    │                                (spec_yaml.py)
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
     │   └── LedgerLost               the ledger was deleted, replaced or damaged, or is missing
     │                                while run directories show finished runs
     ├── DiskFull                     a write found no space left on the results folder's disk
+    ├── ExtractFailed                a run's metric could not be read; the run is recorded as
+    │                                failed with the reason (collect/extractors.py)
+    ├── SmiUnavailable               nvidia-smi is missing or failed (execute/gpus.py)
     └── EvaluationError              the evaluation service could not do what was asked
-        └── ModelCallError           the model endpoint failed after retries (evaluate/model.py)
+        ├── ModelCallError           the model endpoint failed after retries (evaluate/model.py)
+        └── ApiError                 a request the service refuses, answered with an HTTP status
+                                     (evaluate/protocol.py)
+
+Classes that live next to the code that raises them are listed with their module;
+``tests/test_error_tree.py`` checks that every exception class under ``benchlab``
+is in this tree. Two stand outside it on purpose: ``evaluate/_jail.py`` runs as a
+stdlib-only script in its own process, and ``execute/gpu_double.py``'s ``NVMLError``
+must derive from ``Exception`` exactly as ``pynvml.NVMLError`` does.
 
 Messages follow one form: where (file:line field), what was expected, what was
 found, and what the valid choices are.

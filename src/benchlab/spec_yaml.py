@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from yaml import events
 
+from benchlab.errors import UserError
 from benchlab.quoting import EXPONENT_FLOAT
 
 #: Largest spec file read, in bytes. A hand-written spec is a few kilobytes; a generated one
@@ -46,7 +47,7 @@ class ExponentText(str):
     """A plain scalar such as ``1e-3``: a string to YAML 1.1, a number to the spec's params."""
 
 
-class YamlProblem(Exception):
+class YamlProblem(UserError):
     """The text cannot be read (syntax, a limit, an unsupported tag): where, and what is wrong."""
 
     def __init__(self, line: int | None, message: str):

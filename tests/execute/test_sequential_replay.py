@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from benchlab.execute.sequential import BETTER, OPEN, all_runs, make_design, plan_runs, replay
+from benchlab.execute.sequential import BETTER, NO_DATA, OPEN, all_runs, make_design, plan_runs, replay
 from benchlab.spec import load_spec
 from benchlab.store import COMPLETED, FAILED
 
@@ -80,3 +80,13 @@ def test_a_look_waits_until_both_sides_have_finished_its_seeds(setup) -> None:
     statuses = {r.run_id: COMPLETED for r in runs if r.seed < 4 and not (r.config == "base" and r.seed == 3)}
     state = replay(spec, design, runs, statuses, values)
     assert all(p.status == OPEN and p.seeds == 0 and p.wanted == 4 for p in state.pairs)
+
+
+def test_a_candidate_that_failed_every_seed_gets_no_more_seeds(setup) -> None:
+    spec, design, runs = setup
+    values = _values(runs, lambda c, s: float(s) + (0.3 if c == "noisy" else 0.0) * (s % 3))
+    statuses = {r.run_id: (FAILED if r.config == "fast" else COMPLETED) for r in runs if r.seed < 4}
+    state = replay(spec, design, runs, statuses, values)
+    fast = next(p for p in state.pairs if p.config == "fast")
+    assert fast.status == NO_DATA and fast.failed == 4 and fast.seeds == 4
+    assert {r.seed for r in plan_runs(spec, design, runs, state) if r.config == "fast"} == {0, 1, 2, 3}

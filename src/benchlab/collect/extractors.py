@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.collect.files import json_error
+from benchlab.errors import BenchlabError
 from benchlab.spec import MetricSource
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ Extractor = Callable[[Path, MetricSource], tuple[float, Series | None]]
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
-class ExtractFailed(Exception):
+class ExtractFailed(BenchlabError):
     """A metric could not be read; the message says where and why."""
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchlab.errors import EvaluationError
 from benchlab.evaluate.config import EvalConfig, is_allowed_host
 from benchlab.evaluate.model import Sampling
 from benchlab.evaluate.runner import BenchmarkRun
@@ -73,12 +74,13 @@ class JobBody(BaseModel):
     error: str | None = None
 
 
-class ApiError(Exception):
+class ApiError(EvaluationError):
     """An error answered as ``{"error": message}`` with ``status``."""
 
     def __init__(self, status: int, message: str):
         self.status = status
         self.message = message
+        super().__init__(message)
 
 
 def _within_cap(benchmark: str, parameter: str, value: int, cap: int) -> int:

@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from benchlab.errors import BenchlabError
+
 Verdict = Literal["free", "busy", "idle-held"]
 
 #: A device with no compute process counts as empty while it holds, beyond the driver's reserve,
@@ -411,7 +413,7 @@ def parse_smi(
     return sorted(readings, key=lambda r: r.index)
 
 
-class SmiUnavailable(Exception):
+class SmiUnavailable(BenchlabError):
     """nvidia-smi is missing or failed; the message is the reason shown to the user."""
 
 

@@ -26,8 +26,8 @@ from benchlab.stats import sequential as seq
 from benchlab.store import COMPLETED, FAILED, Store
 
 #: Why a comparison stopped getting seeds (or that it has not).
-BETTER, WORSE, EQUIVALENT, MAX_SEEDS, DEGENERATE, OPEN = (
-    "better", "worse", "equivalent", "max-seeds", "degenerate", "open")
+BETTER, WORSE, EQUIVALENT, MAX_SEEDS, DEGENERATE, NO_DATA, OPEN = (
+    "better", "worse", "equivalent", "max-seeds", "degenerate", "no-data", "open")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class PairState:
     config: str
     seeds: int  # paired seeds of the last look taken (0 before the first)
     wanted: int  # seeds it needs in the plan now: its next look's, or its last look's once stopped
-    status: str  # BETTER, WORSE, EQUIVALENT, MAX_SEEDS, DEGENERATE or OPEN
+    status: str  # BETTER, WORSE, EQUIVALENT, MAX_SEEDS, DEGENERATE, NO_DATA or OPEN
     mean: float | None = None  # mean paired difference, candidate − baseline, at the last look
     low: float | None = None  # repeated confidence interval at the last look
     high: float | None = None
@@ -71,6 +71,7 @@ class PairState:
                 EQUIVALENT: "decided: equivalent to the baseline (within the margin)",
                 MAX_SEEDS: "undecided at --max-seeds",
                 DEGENERATE: "stopped: paired differences have no spread (identical runs?); no verdict",
+                NO_DATA: "stopped: no seed has a value on both sides (failed runs); no verdict",
                 OPEN: "open: more seeds running"}[self.status]
 
     def to_json(self) -> dict[str, object]:
@@ -177,7 +178,9 @@ def _replay_pair(task: str, config: str, base: np.ndarray, cand: np.ndarray, don
             low, high = high, low
         status = {seq.POSITIVE: BETTER, seq.NEGATIVE: WORSE, seq.EQUIVALENT: EQUIVALENT,
                   seq.DEGENERATE: DEGENERATE}.get(code, OPEN)
-        if status == OPEN and k == len(design.sizes) - 1:
+        if status == OPEN and int(look.n[0]) == 0:
+            status = NO_DATA  # every seed failed on one side: more seeds of it would fail too
+        elif status == OPEN and k == len(design.sizes) - 1:
             status = MAX_SEEDS
         failed = size - int(look.n[0])
         last = PairState(task, config, size, size, status, mean, low, high, failed)
@@ -205,5 +208,5 @@ def plan_runs(spec: Spec, design: Design, runs: list[Run], state: SequentialStat
     return [r for r in runs if position[r.seed] < state.wanted.get((r.task, r.config), first)]
 
 
-__all__ = ["BETTER", "DEGENERATE", "EQUIVALENT", "MAX_SEEDS", "OPEN", "WORSE", "Design", "PairState",
+__all__ = ["BETTER", "DEGENERATE", "EQUIVALENT", "MAX_SEEDS", "NO_DATA", "OPEN", "WORSE", "Design", "PairState",
            "SequentialState", "all_runs", "make_design", "plan_runs", "read_state", "replay"]
