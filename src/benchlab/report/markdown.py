@@ -191,25 +191,51 @@ def _failures_clause(data: ReportData) -> str:
     return f"; {n} run{'s' if n != 1 else ''} failed (see the failure log)" if n else ""
 
 
+def stderr_names(metric: str, task: str) -> list[tuple[str, str]]:
+    """The metric names an evaluation's standard error of ``metric`` may have, with the
+    label the report gives each: ``(name, label)``, most specific first.
+
+    lm-evaluation-harness writes ``exact_match_stderr,strict-match`` next to
+    ``exact_match,strict-match``; its every-metric extractor names them
+    ``task/exact_match_stderr,strict-match`` (``collect/lm_eval.py``), and a bare
+    ``metric,filter`` primary is taken from the run's own task. Any other tool's
+    ``<metric>_stderr`` counts too.
+    """
+    names: list[tuple[str, str]] = []
+    if "," in metric:
+        head, filt = metric.split(",", 1)
+        own = f"{head}_stderr,{filt}"
+        names.append((own, "lm-eval standard error"))
+        if "/" not in metric:
+            names.append((f"{task}/{own}", "lm-eval standard error"))
+    names.append((f"{metric}_stderr", "s.e."))
+    return names
+
+
 def _stderr_ci(
     finals: pd.DataFrame, task: str, config: str, metric: str, bounds: tuple[float, float] | None
-) -> tuple[float, float, float] | None:
-    """``(se, low, high)`` from the evaluation's own standard error of a one-seed result.
+) -> tuple[float, float, float, str] | None:
+    """``(se, low, high, label)`` from the evaluation's own standard error of a one-seed result.
 
-    lm-evaluation-harness (and most evaluation tools) report ``<metric>_stderr`` next to a
-    metric; a spec that reads it as a metric of that name gives a one-seed result an
-    interval: the normal 95% interval ``value ± 1.96·se``, cut at the metric's range.
+    The standard error is found by name (:func:`stderr_names`), so an lm-eval run read
+    with ``from: {lm_eval: .}`` needs no declaration; the interval is the normal 95%
+    interval ``value ± 1.96·se``, cut at the metric's range.
     """
     rows = finals[(finals["task"] == task) & (finals["config"] == config)]
-    se_rows = rows.loc[rows["metric"] == f"{metric}_stderr", "value"].dropna()
     val_rows = rows.loc[rows["metric"] == metric, "value"].dropna()
-    if len(se_rows) != 1 or len(val_rows) != 1 or not se_rows.iloc[0] > 0:
+    if len(val_rows) != 1:
+        return None
+    for name, label in stderr_names(metric, task):  # noqa: B007 - the label found is used below
+        se_rows = rows.loc[rows["metric"] == name, "value"].dropna()
+        if len(se_rows) == 1 and se_rows.iloc[0] > 0:
+            break
+    else:
         return None
     from benchlab.stats.accounting import bound_interval
 
     se, value = float(se_rows.iloc[0]), float(val_rows.iloc[0])
     low, high = bound_interval(value - 1.959964 * se, value + 1.959964 * se, bounds)
-    return se, float(low), float(high)  # type: ignore[arg-type]
+    return se, float(low), float(high), label  # type: ignore[arg-type]
 
 
 def _seeds_cell(count: SeedCount | None, n: int) -> str:
@@ -264,7 +290,7 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
                 if se is not None:
                     at = places(se[0])
                     mean_std = f"{fmt_at(r['mean'], at)} ± {fmt_at(se[0], at)} (s.e.)"
-                    ci = f"[{fmt_at(se[1], at)}, {fmt_at(se[2], at)}] (s.e.)"
+                    ci = f"[{fmt_at(se[1], at)}, {fmt_at(se[2], at)}] ({se[3]})"
                 elif extra:
                     ci = "— (one seed)"
             own = _rank(r["rank"])
@@ -608,7 +634,8 @@ def render_markdown(data: ReportData) -> str:
             f"; 95% CI is the interval of the mean ({method}), shown to the precision it "
             "supports (two significant digits of its half-width); one seed has no interval, "
             "unless the evaluation reported its own standard error (marked s.e.: the normal "
-            "interval value ± 1.96 s.e.); ⚠ marks high variance "
+            "interval value ± 1.96 s.e.; lm-eval standard error where lm-evaluation-harness "
+            "computed it); ⚠ marks high variance "
             "(std above 1% of |mean|); (tied) marks a config whose CI overlaps the best "
             "one's: it shares rank 1"
         )
