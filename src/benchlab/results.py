@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import ResultsNotFound
+from benchlab.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.store import DB_NAME, Store, find_db
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-COLUMNS = ["benchmark", "task", "config", "seed", "metric", "step", "value"]
+COLUMNS = list(LONG_COLUMNS)  # the long format (benchlab.long_format), as a list for pandas
 
 
 def find_results(path: Path | str | None = None) -> Path:

@@ -43,6 +43,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from benchlab.run_files import METRICS_FILE, SERIES_FILE
+
 _FLUSH_EVERY_S = 0.5
 # Records kept as values before they become text, whatever the clock says: memory stays
 # bounded in a loop that logs millions of steps within half a second.
@@ -269,7 +271,7 @@ class Logger:
     def summary(self, **values: Any) -> None:
         """Merge final scalars into ``metrics.json`` (written at once, atomically)."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        path = self.run_dir / "metrics.json"
+        path = self.run_dir / METRICS_FILE
         current: dict[str, Any] = {}
         if path.exists():
             try:
@@ -291,7 +293,7 @@ class Logger:
         self._text.clear()
         if self._fh is None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.run_dir / "metrics.jsonl", "ab")  # noqa: SIM115
+            self._fh = open(self.run_dir / SERIES_FILE, "ab")  # noqa: SIM115
             if self._fh.tell() != self._cache.length:
                 self._cache.disable()  # text this logger did not write: not in its cache
         self._fh.write(data)

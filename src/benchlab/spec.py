@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from benchlab.errors import OverrideError, Problem, SpecError
+from benchlab.failures import LAUNCH, MISSING_METRIC, NODE_DIED, OOM, TIMEOUT, USAGE, RetryClass
 from benchlab.quoting import WrittenFloat, as_written, shell_words
 from benchlab.spec_checks import (
     BUILTIN_PLACEHOLDERS,  # noqa: F401 - part of this module's API since it began
@@ -296,19 +297,13 @@ class Metrics(_Model):
         return [self.primary, *self.secondary]
 
 
-#: Failure classes a spec may give its own retry budget (``retry_on``); the names of
-#: ``benchlab.execute.triage``'s classes.
-RetryClass = Literal["timeout", "out-of-memory", "cuda-error", "exception", "signal", "exit-code",
-                     "missing-metric", "launch-error", "usage-error", "node-died"]
-
 #: Retry budgets that apply unless ``retry_on`` says otherwise: a timeout would most likely time
 #: out again, a command that cannot start will not start the second time (nor one that rejected
 #: its arguments: argparse's usage error), a run that finished without its metric would train
 #: again only to miss it again (`benchlab collect --failed` reads it after the spec is fixed),
 #: and an out-of-memory run gets one more try, alone on its device; a run whose cluster node
 #: died was not at fault and gets two more, on other nodes.
-DEFAULT_RETRY_ON: dict[str, int] = {"timeout": 0, "launch-error": 0, "usage-error": 0, "missing-metric": 0,
-                                    "out-of-memory": 1, "node-died": 2}
+DEFAULT_RETRY_ON: dict[str, int] = {TIMEOUT: 0, LAUNCH: 0, USAGE: 0, MISSING_METRIC: 0, OOM: 1, NODE_DIED: 2}
 
 
 class Spec(_Model):

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from benchlab.cli.app import app, err_console, fail
+from benchlab.run_files import METRICS_FILE
 
 
 def _is_loopback(host: str) -> bool:
@@ -163,4 +164,4 @@ def eval_(
     if result.warning:
         err_console.print(f"[bold yellow]warning:[/] {result.warning}")
     err_console.print(f"wrote {out_dir / 'metrics.json'}")
-    typer.echo(json.dumps(json.loads((out_dir / "metrics.json").read_text()), indent=2))
+    typer.echo(json.dumps(json.loads((out_dir / METRICS_FILE).read_text()), indent=2))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from benchlab.cli.app import app, console, err_console, fail, print_json
+from benchlab.run_files import LOG_FILE
 
 if TYPE_CHECKING:
     from benchlab.spec import Spec
@@ -259,7 +260,7 @@ def logs(
     with Store.open(folder) as store:
         run = _find_run(store, run_key)
         run_id = run.run_id
-        log = folder / "runs" / run_id / "train.log"
+        log = folder / "runs" / run_id / LOG_FILE
         if not log.exists():
             raise fail(f"{log}: no log yet (run status: {run.status})")
         with open(log, "rb") as fh:

@@ -19,6 +19,7 @@ from benchlab.collect import lm_eval as _lm_eval  # noqa: F401  (registers the e
 from benchlab.collect import tensorboard as _tensorboard  # noqa: F401  (registers the extractor)
 from benchlab.collect.extractors import EXTRACTORS, ExtractFailed
 from benchlab.collect.files import FILE_PROBLEM, read_metrics_json, read_metrics_jsonl
+from benchlab.run_files import METRICS_FILE, SERIES_FILE
 from benchlab.spec import Metric
 
 if TYPE_CHECKING:
@@ -98,8 +99,8 @@ def collect_run(run_dir: Path, metrics: list[Metric], context: dict[str, str] | 
     before, which must not outlive a change of the extractors.
     """
     out = Collected(wanted=[m.name for m in metrics])
-    finals = read_metrics_json(run_dir / "metrics.json", out.problems) if metrics_json else {}
-    series = read_metrics_jsonl(run_dir / "metrics.jsonl")
+    finals = read_metrics_json(run_dir / METRICS_FILE, out.problems) if metrics_json else {}
+    series = read_metrics_jsonl(run_dir / SERIES_FILE)
     out.finals.update(finals)
     out.series.update(series)
     for name, (_, vals) in series.items():

@@ -16,11 +16,12 @@ from typing import Any
 import yaml
 
 from benchlab.errors import ResultsNotFound
+from benchlab.run_files import CONFIG_FILE, PROVENANCE_FILE
 
 
 def _judged_by(run_dir: Path) -> dict[str, Any] | None:
     try:
-        prov = json.loads((run_dir / "provenance.json").read_text())
+        prov = json.loads((run_dir / PROVENANCE_FILE).read_text())
     except (OSError, ValueError):
         return None
     metrics = prov.get("metrics") if isinstance(prov, dict) else None
@@ -31,8 +32,8 @@ def _judged_by(run_dir: Path) -> dict[str, Any] | None:
 
 def _latest_judgement(runs_dir: Path) -> dict[str, Any] | None:
     """The metrics the most recently ended run was judged by."""
-    dirs = sorted((p for p in runs_dir.iterdir() if (p / "provenance.json").exists()),
-                  key=lambda p: (p / "provenance.json").stat().st_mtime, reverse=True)
+    dirs = sorted((p for p in runs_dir.iterdir() if (p / PROVENANCE_FILE).exists()),
+                  key=lambda p: (p / PROVENANCE_FILE).stat().st_mtime, reverse=True)
     return next((j for j in map(_judged_by, dirs) if j is not None), None)
 
 
@@ -56,7 +57,7 @@ def described_meta(runs_dir: Path) -> dict[str, Any]:
     seeds: set[int] = set()
     for run_dir in sorted(runs_dir.iterdir()):
         try:
-            cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+            cfg = yaml.safe_load((run_dir / CONFIG_FILE).read_text())
         except (OSError, yaml.YAMLError):
             continue
         if not isinstance(cfg, dict):

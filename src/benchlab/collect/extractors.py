@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.collect.files import json_error
 from benchlab.errors import BenchlabError
+from benchlab.run_files import LOG_FILE
 from benchlab.spec import MetricSource
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def extract_regex(run_dir: Path, source: MetricSource) -> tuple[float, Series | 
     never an older line's value.
     """
     assert source.regex is not None
-    name = source.file or "train.log"
+    name = source.file or LOG_FILE
     text = strip_ansi(_file(run_dir, name).read_text(encoding="utf-8", errors="replace"))
     pattern = re.compile(source.regex)
     by_start = {m.start(): m for m in pattern.finditer(text)}

@@ -9,6 +9,7 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.run_files import METRICS_FILE
 from benchlab.runlog import CACHE_BLOCK, CACHE_MAGIC, CACHE_NAME, CACHE_TRAILER
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def write_extracted_metrics(run_dir: Path, finals: dict[str, float], extracted: 
     that the folder holds its metrics in benchlab's own form (and ``collect --rebuild`` needs
     no extractor). A ``metrics.json`` that is there already is the run's own and is left alone,
     unless ``replace`` (it is benchlab's earlier copy). Returns whether the file was written."""
-    path = run_dir / "metrics.json"
+    path = run_dir / METRICS_FILE
     if not extracted or (path.exists() and not replace) or not run_dir.is_dir():
         return False
     tmp = path.with_name(path.name + ".tmp")

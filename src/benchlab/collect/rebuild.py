@@ -22,6 +22,7 @@ from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
 from benchlab.execute import triage
 from benchlab.plan import Run, expand, run_context
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE
 from benchlab.spec import Metric, Spec
 from benchlab.store import COMPLETED, DB_NAME, FAILED, INTERRUPTED, ResultsLock, Store
 
@@ -95,8 +96,8 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None) -> Rebui
             else:
                 store.set_meta(**described_meta(runs_dir))
             runs = []
-            for run_dir in sorted(p for p in runs_dir.iterdir() if (p / "config.yaml").exists()):
-                cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+            for run_dir in sorted(p for p in runs_dir.iterdir() if (p / CONFIG_FILE).exists()):
+                cfg = yaml.safe_load((run_dir / CONFIG_FILE).read_text())
                 runs.append((run_dir, Run(run_id=cfg["run_id"], benchmark=cfg["benchmark"], task=cfg["task"],
                                           config=cfg["config"], seed=int(cfg["seed"]),
                                           params=cfg.get("params") or {}, command=cfg["command"])))
@@ -118,7 +119,7 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None) -> Rebui
 def _rebuild_run(store: Store, run_dir: Path, run: Run, primary: str, metrics: list[Metric],
                  counts: Rebuilt) -> None:
     counts.runs += 1
-    prov_path = run_dir / "provenance.json"
+    prov_path = run_dir / PROVENANCE_FILE
     if not prov_path.exists():
         # Written ahead, or killed before it ended: still to do.
         counts.pending += 1
@@ -128,7 +129,7 @@ def _rebuild_run(store: Store, run_dir: Path, run: Run, primary: str, metrics: l
     attempt_id, _ = store.start_attempt(run.run_id, host=prov.get("host") or "", started=started,
                                         node=prov.get("node"))
     ended = float(prov.get("ended") or started)
-    tail = triage.log_tail(run_dir / "train.log")
+    tail = triage.log_tail(run_dir / LOG_FILE)
     if prov.get("interrupted"):
         # Stopped by the user (or a lost ledger): still to do, as the sweep had it.
         store.finish_attempt(attempt_id, run.run_id, status=INTERRUPTED, run_status=INTERRUPTED,

@@ -24,6 +24,7 @@ from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.execute import triage
 from benchlab.plan import expand
+from benchlab.run_files import PROVENANCE_FILE
 from benchlab.spec import Spec
 from benchlab.store import COMPLETED, FAILED, ResultsLock, Store
 
@@ -102,14 +103,14 @@ def reread_runs(folder: Path | str, spec: Spec, *, failed: bool) -> Reread:
 def _benchlab_wrote_metrics_json(run_dir: Path) -> bool:
     """Whether the run folder's ``metrics.json`` is benchlab's copy of extracted metrics."""
     try:
-        prov = json.loads((run_dir / "provenance.json").read_text())
+        prov = json.loads((run_dir / PROVENANCE_FILE).read_text())
     except (OSError, ValueError):
         return False
     return isinstance(prov, dict) and prov.get("metrics_json") == RECORDED_BY_BENCHLAB
 
 
 def _update_provenance(run_dir: Path, updates: dict[str, object]) -> None:
-    path = run_dir / "provenance.json"
+    path = run_dir / PROVENANCE_FILE
     try:
         prov = json.loads(path.read_text())
     except (OSError, ValueError):

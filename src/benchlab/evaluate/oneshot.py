@@ -18,6 +18,7 @@ from benchlab.evaluate.model import HttpSlots, ModelClient, Sampling
 from benchlab.evaluate.runner import BenchmarkRun, EvaluationResult, evaluate
 from benchlab.evaluate.sandbox import sandbox_from_settings
 from benchlab.evaluate.scorers import Scorers
+from benchlab.run_files import METRICS_FILE
 
 
 async def run_once(
@@ -93,7 +94,7 @@ async def run_once(
         if judge_cache is not None:
             judge_cache.close()
         pool.close()
-    (out_dir / "metrics.json").write_text(
+    (out_dir / METRICS_FILE).write_text(
         json.dumps(flatten(result.raw_metrics), indent=2, sort_keys=True) + "\n"
     )
     (out_dir / "raw_metrics.json").write_text(json.dumps(result.raw_metrics, indent=2) + "\n")

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchlab.run_files import PROVENANCE_FILE
 from benchlab.store import CodeState
 
 # Packages whose versions matter to an ML result, recorded when installed.
@@ -127,4 +128,4 @@ def write_provenance(run_dir: Path, shared: dict[str, Any], **attempt: Any) -> N
         text = cached[1][:-2] + ",\n" + own[2:]
     tmp = run_dir / "provenance.json.tmp"
     tmp.write_text(text)
-    os.replace(tmp, run_dir / "provenance.json")
+    os.replace(tmp, run_dir / PROVENANCE_FILE)

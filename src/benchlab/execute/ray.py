@@ -46,13 +46,14 @@ from typing import Any
 
 from benchlab.errors import BackendUnavailable
 from benchlab.execute.base import Launch, Outcome, ProcessInfo, register
+from benchlab.failures import NODE_DIED
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
+from benchlab.run_files import CONFIG_FILE, LOG_FILE
 from benchlab.runlog import CACHE_NAME
 from benchlab.spec import Resources, Spec
 
 KILL_GRACE_S = 5.0
 CAP_BYTES = 64 * 2**20
-NODE_DIED = "node-died"  # triage.NODE_DIED; spelt out here because this module is shipped to workers by value
 POLL_S = 0.1  # how often a blocked wait() looks for wake()
 FLUSH_S = 2.0  # how often a running attempt's new log output is sent home
 # Variables of the driver's machine that must not override the worker's own.
@@ -141,10 +142,10 @@ def _pack_files(folder: str, cap: int) -> tuple[list[tuple[str, bytes]], dict[st
                 found.append((os.path.getsize(path), os.path.relpath(path, folder), path))
             except OSError:
                 continue
-    log = next((f for f in found if f[1] == "train.log"), None)
+    log = next((f for f in found if f[1] == LOG_FILE), None)
     # Smallest first, but the metrics cache last: it is worth nothing without the
     # metrics.jsonl it describes, and must not crowd that out of the cap.
-    others = sorted((f for f in found if f[1] not in ("train.log", "config.yaml")),
+    others = sorted((f for f in found if f[1] not in (LOG_FILE, CONFIG_FILE)),
                     key=lambda f: (f[1] == CACHE_NAME, f[0], f[1]))
     reserve = min(log[0], cap // 2) if log else 0
     files, used, skipped = [], 0, []
@@ -169,7 +170,7 @@ def _pack_files(folder: str, cap: int) -> tuple[list[tuple[str, bytes]], dict[st
                         f"{log[0]} bytes]\n").encode() + data
             else:
                 data = fh.read()
-        files.append(("train.log", data))
+        files.append((LOG_FILE, data))
     if skipped:
         notes["skipped_files"] = ",".join(skipped)
     return files, notes
@@ -236,7 +237,7 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
         here = driver_dir
     else:
         here = tempfile.mkdtemp(prefix=f"benchlab-{job['run_id']}-", dir=job["scratch"])
-        with open(os.path.join(here, "config.yaml"), "w") as fh:
+        with open(os.path.join(here, CONFIG_FILE), "w") as fh:
             fh.write(job["config"])
     env = dict(os.environ)
     for key, value in job["env"].items():
@@ -245,7 +246,7 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
     _reaper_send("")  # have the reaper running before the group exists
     result["started"] = time.time()
     try:
-        with open(os.path.join(here, "train.log"), "ab", buffering=0) as log:
+        with open(os.path.join(here, LOG_FILE), "ab", buffering=0) as log:
             proc = subprocess.Popen(["/bin/sh", "-c", _GATE, "sh", command], cwd=job["cwd"],
                                     env=env, stdin=subprocess.PIPE, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True,
@@ -271,7 +272,7 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
         return result
     timed_out = False
     try:
-        _wait_streaming(proc, job, os.path.join(here, "train.log"))
+        _wait_streaming(proc, job, os.path.join(here, LOG_FILE))
     except subprocess.TimeoutExpired:
         timed_out = True
         _killpg(proc.pid, signal.SIGTERM)
@@ -318,7 +319,7 @@ class _LogSink:
     """Writes streamed log chunks into run directories; lives on the driver's node."""
 
     def append(self, run_dir: str, offset: int, data: bytes) -> None:
-        path = os.path.join(run_dir, "train.log")
+        path = os.path.join(run_dir, LOG_FILE)
         with open(path, "r+b" if os.path.exists(path) else "wb") as fh:
             fh.seek(offset)
             fh.write(data)
@@ -432,7 +433,7 @@ class RayBackend:
             "command": run.command, "placeholder": RUN_DIR_PLACEHOLDER, "timeout": launch.timeout,
             "grace": self.grace, "shared_fs": self.shared_fs, "cap": self.cap_bytes,
             "scratch": self.scratch, "sink": self._sink, "flush_s": self.flush_s,
-            "config": "" if self.shared_fs else _read_text(launch.run_dir / "config.yaml"),
+            "config": "" if self.shared_fs else _read_text(launch.run_dir / CONFIG_FILE),
         }
         if self.shared_fs:
             job["command"] = launch.command

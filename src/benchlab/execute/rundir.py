@@ -23,6 +23,7 @@ import yaml
 
 from benchlab.execute.base import run_dir_of
 from benchlab.plan import Run
+from benchlab.run_files import CONFIG_FILE, LOG_FILE
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -30,8 +31,8 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 def write_run_dir(run_dir: Path, run: Run, number: int) -> None:
     """Everything a run directory holds before attempt ``number`` starts."""
     prepare_run_dir(run_dir, number)
-    (run_dir / "config.yaml").write_text(config_yaml(run.resolved_config()))
-    os.close(os.open(run_dir / "train.log", os.O_WRONLY | os.O_CREAT, 0o644))
+    (run_dir / CONFIG_FILE).write_text(config_yaml(run.resolved_config()))
+    os.close(os.open(run_dir / LOG_FILE, os.O_WRONLY | os.O_CREAT, 0o644))
 
 
 def config_yaml(config: dict[str, Any]) -> str:

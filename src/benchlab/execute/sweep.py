@@ -33,6 +33,7 @@ from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
 from benchlab.execute.provenance import code_state, sweep_provenance, write_provenance
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.plan import Run, expand
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE
 from benchlab.spec import Spec
 from benchlab.store import (
     COMPLETED,
@@ -584,7 +585,7 @@ class Sweep:
         store.tag_attempt(attempt_id, self._code_id)
         claimed = number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)
         # A directory written ahead may have been removed since: written again, not blamed on the run.
-        if not claimed or not os.path.exists(run_dir / "config.yaml"):
+        if not claimed or not os.path.exists(run_dir / CONFIG_FILE):
             write_run_dir(run_dir, run, number)
         env = dict(base_env)
         for key, value in run.env.items():
@@ -595,7 +596,7 @@ class Sweep:
                    **{ATTEMPT_ENV: f"{db_key}#{attempt_id}"})
         launch = Launch(run=run, attempt_id=attempt_id, number=number, run_dir=run_dir,
                         command=run.command_for(run_dir), env=env, cwd=run.workdir,
-                        timeout=run.timeout, log_path=run_dir / "train.log")
+                        timeout=run.timeout, log_path=run_dir / LOG_FILE)
         try:
             info = backend.start(launch)
         except OSError as exc:
@@ -759,7 +760,7 @@ def refuse_without_ledger(results_dir: Path) -> None:
     if not runs_dir.is_dir():
         return
     with os.scandir(runs_dir) as entries:
-        finished = next((e.name for e in entries if os.path.exists(os.path.join(e.path, "provenance.json"))),
+        finished = next((e.name for e in entries if os.path.exists(os.path.join(e.path, PROVENANCE_FILE))),
                         None)
     if finished is None:
         return

@@ -9,22 +9,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# The failure classes are named once, in benchlab.failures; re-exported here (callers write triage.OOM).
+from benchlab.failures import (  # noqa: F401
+    CUDA,
+    EXCEPTION,
+    EXIT_CODE,
+    INTERRUPTED,
+    LAUNCH,
+    LOST,
+    MISSING_METRIC,
+    NODE_DIED,
+    OOM,
+    SIGNAL,
+    TIMEOUT,
+    USAGE,
+)
+
 TAIL_LINES = 20
 TAIL_BYTES = 16384
 
-# Failure classes, in the ledger's `attempts.failure_class`.
-TIMEOUT = "timeout"
-OOM = "out-of-memory"
-CUDA = "cuda-error"
-EXCEPTION = "exception"
-SIGNAL = "signal"
-EXIT_CODE = "exit-code"
-MISSING_METRIC = "missing-metric"
-LAUNCH = "launch-error"  # the command could not start: it will not start the next time either
-USAGE = "usage-error"  # the command rejected its arguments (argparse's exit 2): the same again next time
-INTERRUPTED = "interrupted"
-LOST = "orchestrator-died"
-NODE_DIED = "node-died"  # a cluster worker or node died under the attempt
 
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|out of memory|MemoryError|"
                   r"Cannot allocate memory|std::bad_alloc|RESOURCE_EXHAUSTED", re.I)

@@ -18,6 +18,7 @@ from benchlab.report.leaderboard import render_leaderboard, status
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown
 from benchlab.report.tables import describe
 from benchlab.results import find_results, info, load
+from benchlab.run_files import PROVENANCE_FILE
 from benchlab.store import FAILED, AttemptRecord, RunRecord, Store
 
 __all__ = ["DEFAULT_REPS", "ReportData", "ReportFiles", "gather", "status", "write_report"]
@@ -36,7 +37,7 @@ class ReportFiles:
 def _hardware(results: Path) -> tuple[str, dict[str, object]]:
     """The Hardware line (the GPUs the runs used, by model and count, and the CPU) and the git state."""
     prov: dict[str, object] = {}
-    for path in sorted((results / "runs").glob("*/provenance.json"))[:1]:
+    for path in sorted((results / "runs").glob(f"*/{PROVENANCE_FILE}"))[:1]:
         try:
             prov = json.loads(path.read_text())
         except ValueError:

@@ -1,8 +1,7 @@
 """The statistics a report shows, from :func:`benchlab.stats.analyze` on the primary metric.
 
-Kept apart so the rest of the report needs no statistics package to render:
-without :mod:`benchlab.stats` (or with too little data) :func:`analyze_primary`
-returns None and the report falls back to mean ± std without intervals or tests.
+Kept apart so the report's other modules format what :mod:`benchlab.stats` returns
+and compute no statistics of their own.
 """
 
 from __future__ import annotations
@@ -31,19 +30,16 @@ def analyze_primary(
     planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
     failed_runs: Sequence[tuple[str, str, Any]] = (),
     ranges: Mapping[str, tuple[float, float]] | None = None,
-) -> dict[str, Any] | None:
+) -> dict[str, Any]:
     """``stats.analyze`` of the final primary metric, baseline and references from the spec,
     every planned seed accounted for (:func:`benchlab.stats.accounting.analyze_seeds`).
 
     Returns the dict :func:`benchlab.stats.accounting.analyze_seeds` returns (``summary``,
     ``comparisons``, ``aggregate``, ``warnings``; empty lists and a warning
-    when no run of the primary metric has completed or failed), or None when the statistics
-    package is not installed.
+    when no run of the primary metric has completed or failed).
     """
-    try:
-        from benchlab.stats.accounting import analyze_seeds
-    except ImportError:
-        return None
+    from benchlab.stats.accounting import analyze_seeds
+
     prim = finals[finals["metric"] == info.primary]
     if prim.empty and not failed_runs:
         return {"summary": [], "comparisons": [], "aggregate": [], "methods": {},
@@ -93,9 +89,3 @@ def ledger_seeds(
                 failed.append((task, config, seed))
     return planned, failed
 
-
-def summary_index(analysis: dict[str, Any] | None) -> dict[tuple[str, str], dict[str, Any]]:
-    """The analysis' per (task, config) summary rows, by key."""
-    if not analysis:
-        return {}
-    return {(r["task"], r["config"]): r for r in analysis.get("summary", [])}

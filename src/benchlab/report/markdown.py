@@ -721,7 +721,3 @@ def render_markdown(data: ReportData) -> str:
         reproduce=_reproduce(data),
     )
 
-
-def write_markdown(data: ReportData, path: Path) -> Path:
-    path.write_text(render_markdown(data), encoding="utf-8")
-    return path

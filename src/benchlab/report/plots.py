@@ -279,11 +279,8 @@ def plot_scores(
 
 
 def _cv(values: np.ndarray, ns: np.ndarray, reps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        from benchlab.stats import cv_of_mean
-    except ImportError:  # its expectation in closed form: sd / (sqrt(N) |mean|)
-        m = abs(values.mean())
-        return ns, (values.std() / np.sqrt(ns) / m) if m > 0 else np.full(ns.shape, np.nan)
+    from benchlab.stats import cv_of_mean
+
     return cv_of_mean(values, ns=ns, reps=reps, seed=seed)
 
 

@@ -7,7 +7,6 @@ task's worst and best run when the spec gives none, and says which in the captio
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -128,21 +127,9 @@ def plot_profile(
     worst, best = float(allv.min()), float(allv.max())
     pad = 0.02 * (best - worst) if best > worst else 0.5
     taus = np.linspace(worst - pad, best + pad, 101)
-    profile: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] | None
-    try:
-        from benchlab.stats import performance_profile as profile
-    except ImportError:
-        profile = None
-    curves: dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]] = {}
-    for cfg, s in scores.items():
-        if profile is not None:
-            curves[cfg] = profile(s, taus, reps=reps, seed=seed)
-        else:
-            valid = ~np.isnan(s)
-            point = (
-                ((s[..., None] > taus) & valid[..., None]).sum(axis=0) / valid.sum(axis=0)[:, None]
-            ).mean(axis=0)
-            curves[cfg] = (point, None, None)
+    from benchlab.stats import performance_profile
+
+    curves = {cfg: performance_profile(s, taus, reps=reps, seed=seed) for cfg, s in scores.items()}
     names = list(curves)
     shared = len(names) <= SHARED_PANEL
     if shared:
@@ -158,8 +145,7 @@ def plot_profile(
                     ax.plot(taus, curves[other][0], lw=0.8, color="0.75")
         point, lo, hi = curves[cfg]
         st = style(k)
-        if lo is not None and hi is not None:
-            ax.fill_between(taus, lo, hi, color=st["color"], alpha=0.18, linewidth=0)
+        ax.fill_between(taus, lo, hi, color=st["color"], alpha=0.18, linewidth=0)
         ax.plot(taus, point, lw=1.8, label=config_label(cfg, info), **st)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
@@ -172,7 +158,7 @@ def plot_profile(
         axes[0].set_ylabel("fraction of runs with score > τ")
         axes[0].legend(loc="best", fontsize="small")
     title = (f"Performance profiles over {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
-             + (" (95% bootstrap bands)" if profile is not None else ""))
+             + " (95% bootstrap bands)")
     if shared:
         axes[0].set_title(title)
     else:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from benchlab.errors import DataError
+from benchlab.long_format import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from benchlab.stats.aggregate import AGGREGATES, aggregate_many
 from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, studentized_mean_ci
 from benchlab.stats.compare import compare, holm, is_significant
@@ -27,8 +28,6 @@ from benchlab.stats.describe import Goal, describe, rank
 from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
 from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
 
-REQUIRED_COLUMNS = ("task", "config", "seed", "value")
-OPTIONAL_COLUMNS = ("metric", "step", "benchmark")
 DEFAULT_METRIC = "value"
 
 

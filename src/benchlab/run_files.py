@@ -1,0 +1,24 @@
+"""The names of the files in a run directory (``<results>/runs/<run id>/``), spelt here once.
+
+What writes each one:
+
+- ``config.yaml``: benchlab, before the command starts: the run's exact resolved config.
+- ``train.log``: the command's stdout and stderr, as they came.
+- ``metrics.json``: the run's final metrics, ``{"name": value}`` (``benchlab.log_final`` or the
+  training script itself); also what ``benchlab eval`` writes into its output folder.
+- ``metrics.jsonl``: the logged curves, one JSON object per ``benchlab.log`` call.
+- ``provenance.json``: benchlab, when the attempt ends: host, versions, GPUs, timings.
+
+A module-level ``str`` each, so that code shipped to Ray workers by value carries the names
+without importing benchlab there.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+CONFIG_FILE: Final = "config.yaml"
+LOG_FILE: Final = "train.log"
+METRICS_FILE: Final = "metrics.json"
+SERIES_FILE: Final = "metrics.jsonl"
+PROVENANCE_FILE: Final = "provenance.json"
