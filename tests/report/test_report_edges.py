@@ -11,9 +11,10 @@ from benchlab.report import write_report
 
 
 @pytest.mark.parametrize(("values", "options", "plots"), [
-    # One seed: no CI, no CV curve (needs 2 seeds), no radar (needs 3 tasks), no curves logged.
+    # One seed: no CI, no CV curve (needs 2 seeds), no radar (needs 3 tasks), no curves logged,
+    # no profile (without reference scores it would be a 0/1 step; the report says so).
     ({("t", "a"): [0.5], ("t", "b"): [0.7]}, {},
-     {"scores_score.png", "performance_profile.png"}),
+     {"scores_score.png"}),
     # Every score equal: nothing to normalise, so no profile.
     ({("t", "a"): [0.5, 0.5], ("t", "b"): [0.5, 0.5]}, {"baseline": "a", "curves": True},
      {"curves_score.png", "scores_score.png", "cv_of_mean_score.png"}),

@@ -92,3 +92,24 @@ def test_figures_normalised_without_references_say_they_differ_from_the_raw_aggr
     assert "the learning-curve figures put every run of a task on the steps all of them cover" in (
         methods.lower())
     assert "each task without reference scores is min–max normalised over the configs shown" in methods
+
+
+def test_one_seed_profile_without_references_is_left_out_and_the_report_says_why(tmp_path: Path):
+    # One checkpoint evaluation per config: min–max over the configs would make a 1 and b 0.
+    folder = build_store_world(tmp_path / "res", {("t", "a"): [0.5], ("t", "b"): [0.7]})
+    text, page = _both(folder, tmp_path / "rep")
+    assert not (tmp_path / "rep" / "plots" / "performance_profile.png").exists()
+    reason = ("No performance profile: every config has one run per task and t has no reference "
+              "scores, so normalising over the configs would put the best config at 1")
+    assert reason in text and reason in page
+
+
+def test_one_seed_profile_on_reference_scores_is_drawn_without_a_band_and_says_so(tmp_path: Path):
+    values = {("t1", "a"): [0.5], ("t1", "b"): [0.7], ("t2", "a"): [30.0], ("t2", "b"): [20.0]}
+    folder = build_store_world(tmp_path / "res", values,
+                               references={"t1": [0.0, 1.0], "t2": [0.0, 100.0]})
+    text, _ = _both(folder, tmp_path / "rep")
+    assert (tmp_path / "rep" / "plots" / "performance_profile.png").exists()
+    caption = text.split("### Performance profiles")[1].split("###")[0]
+    assert "one run per config and task, so no band: resampling a single run has no spread" in caption
+    assert "No performance profile" not in text

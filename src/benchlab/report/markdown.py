@@ -662,6 +662,17 @@ def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame,
     return text + (f" (seeds {seeds[0]}–{seeds[-1]})" if seeds else "")
 
 
+def _plot_notes(data: ReportData) -> list[str]:
+    """Why a figure the report usually has was left out."""
+    from benchlab.report.profiles import profile_omitted
+
+    if not data.plots:
+        return []
+    used = data.used if data.used is not None else data.finals
+    reason = profile_omitted(used, data.info)
+    return [f"No performance profile: {reason}."] if reason else []
+
+
 def render_markdown(data: ReportData) -> str:
     """The text of BENCHMARK_REPORT.md."""
     info = data.info
@@ -713,6 +724,7 @@ def render_markdown(data: ReportData) -> str:
         secondary=secondary,
         legend=legend,
         plots=data.plots,
+        plot_notes=_plot_notes(data),
         comparisons=_comparisons_text(data, desc),
         configs=configs,
         command=info.spec.get("command", "(per config)"),

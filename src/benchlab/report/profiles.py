@@ -82,6 +82,37 @@ def normalised_scores(
     return used, out, note
 
 
+def one_run_each(finals: pd.DataFrame, info: BenchmarkInfo) -> bool:
+    """Whether no (task, config) has more than one run with a primary value (single-seed
+    evaluations, such as checkpoint evaluations)."""
+    prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
+    return not prim.empty and int(prim.groupby(["task", "config"]).size().max()) <= 1
+
+
+def profile_omitted(finals: pd.DataFrame, info: BenchmarkInfo) -> str | None:
+    """Why no performance profile is drawn, or None when one is.
+
+    With one run per (task, config) and a task without reference scores, min–max
+    normalising that task over the configs puts the best config at exactly 1 and the
+    worst at 0: every profile would be a 0/1 step that restates the ranks in the tables.
+    """
+    if not one_run_each(finals, info):
+        return None
+    prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
+    unreferenced = sorted(set(prim["task"]) - set(info.references))
+    if not unreferenced:
+        return None
+    return (f"every config has one run per task and {_tasks(unreferenced)} no reference "
+            "scores, so normalising over the configs would put the best config at 1 and the "
+            "worst at 0 on every such task, and the profile would only restate the ranks in "
+            "the tables; give each task `reference: [low, high]` in the spec to draw one")
+
+
+def _tasks(names: list[str]) -> str:
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"{shown} {'has' if len(names) == 1 else 'have'}"
+
+
 def _sentence(note: str) -> str:
     return note[0].upper() + note[1:] + "."
 
@@ -118,10 +149,15 @@ def plot_profile(
     """Performance profiles: fraction of runs whose normalised score exceeds tau, per config."""
     from benchlab.report.style import grid_figure
 
+    if profile_omitted(finals, info) is not None:
+        return []  # the report says why (markdown.py)
     tasks, scores, note = normalised_scores(finals, info)
     scores = {c: s for c, s in scores.items() if s.size}
     if not tasks or not scores:
         return []
+    # One run per (task, config): resampling it gives a band of zero width, which would
+    # claim a certainty a single run cannot give.
+    banded = not one_run_each(finals, info)
     allv = np.concatenate([s[~np.isnan(s)] for s in scores.values()])
     # Over the observed range only: below the worst run every profile is 1, above the best 0.
     worst, best = float(allv.min()), float(allv.max())
@@ -145,7 +181,8 @@ def plot_profile(
                     ax.plot(taus, curves[other][0], lw=0.8, color="0.75")
         point, lo, hi = curves[cfg]
         st = style(k)
-        ax.fill_between(taus, lo, hi, color=st["color"], alpha=0.18, linewidth=0)
+        if banded:
+            ax.fill_between(taus, lo, hi, color=st["color"], alpha=0.18, linewidth=0)
         ax.plot(taus, point, lw=1.8, label=config_label(cfg, info), **st)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
@@ -158,7 +195,7 @@ def plot_profile(
         axes[0].set_ylabel("fraction of runs with score > τ")
         axes[0].legend(loc="best", fontsize="small")
     title = (f"Performance profiles over {len(tasks)} task{'s' if len(tasks) != 1 else ''}"
-             + " (95% bootstrap bands)")
+             + (" (95% bootstrap bands)" if banded else " (one run each: no bands)"))
     if shared:
         axes[0].set_title(title)
     else:
@@ -167,6 +204,8 @@ def plot_profile(
     caption = (
         f"Fraction of runs (averaged over tasks) whose normalised {info.primary} "
         "exceeds each threshold τ; higher and further right is better"
+        + ("" if banded else "; one run per config and task, so no band: resampling a single "
+           "run has no spread")
         + ("." if shared else "; each panel shows one config with its band over the other "
            "configs' profiles in grey, since overlapping bands would hide each other.")
     )
