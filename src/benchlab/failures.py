@@ -1,7 +1,7 @@
 """The failure classes: what kind of failure an attempt's end was, as kept in the ledger's
 ``attempts.failure_class``.
 
-Named here once. :mod:`benchlab.execute.triage` decides which class an attempt's end
+Named here once. :mod:`benchlab.triage` decides which class an attempt's end
 belongs to; a spec's ``retry_on`` gives the retryable ones a budget of their own.
 """
 

@@ -9,6 +9,7 @@ in the ledger but not in the table, unless asked for with ``all_runs=True``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ from benchlab.store import DB_NAME, Store, find_db
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+    from benchlab.spec import Spec
 
 COLUMNS = list(LONG_COLUMNS)  # the long format (benchlab.long_format), as a list for pandas
 
@@ -151,3 +154,21 @@ def info(results: Path | str | None = None) -> BenchmarkInfo:
         spec=meta.get("spec", {}), spec_path=meta.get("spec_path"),
         overrides=meta.get("overrides", {}),
     )
+
+
+def write_benchmark_meta(store: Store, spec: Spec, results_dir: Path) -> None:
+    """Record what the report needs to know about the benchmark, in the ledger and next to it."""
+    dump = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+    store.set_meta(
+        name=spec.name, description=spec.description, primary=spec.metrics.primary.name,
+        goals={m.name: m.goal for m in spec.metrics.all},
+        metrics=[m.name for m in spec.metrics.all], baseline=spec.baseline,
+        tasks=[t.name for t in spec.tasks], configs=[c.name for c in spec.configs],
+        targets={t.name: t.target for t in spec.tasks},
+        references={t.name: [t.reference.low, t.reference.high] for t in spec.tasks if t.reference},
+        seeds=spec.seed_list, spec_path=str(spec.path.resolve()) if spec.path else None,
+        overrides=spec.overrides, spec=dump,
+    )
+    (results_dir / "benchmark.json").write_text(json.dumps(
+        {"spec": dump, "spec_path": str(spec.path.resolve()) if spec.path else None,
+         "overrides": spec.overrides}, indent=1, default=str))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from benchlab.execute import triage
+from benchlab import triage
 
 ARGPARSE_SCRIPT = '''
 import argparse, json, os

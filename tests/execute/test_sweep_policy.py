@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchlab.execute import triage
+from benchlab import triage
 from benchlab.execute.sweep import _for_retry, _order, busy_share
 from benchlab.plan import expand
 from benchlab.spec import Spec

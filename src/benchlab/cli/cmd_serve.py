@@ -163,5 +163,5 @@ def eval_(
     )
     if result.warning:
         err_console.print(f"[bold yellow]warning:[/] {result.warning}")
-    err_console.print(f"wrote {out_dir / 'metrics.json'}")
+    err_console.print(f"wrote {out_dir / METRICS_FILE}")
     typer.echo(json.dumps(json.loads((out_dir / METRICS_FILE).read_text()), indent=2))

@@ -55,7 +55,7 @@ def status(
     for a in attempts:
         last[a.run_id] = a
     running = [a for a in attempts if a.status == "running" and a.run_id in runs]
-    from benchlab.execute.triage import MISSING_METRIC, flag_configs, group_failures
+    from benchlab.triage import MISSING_METRIC, flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
     from benchlab.store import ledger_backups

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import yaml
 
+from benchlab import triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
-from benchlab.execute import triage
 from benchlab.plan import Run, expand, run_context
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE
 from benchlab.spec import Metric, Spec
@@ -84,7 +84,7 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
 
 
 def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None) -> Rebuilt:
-    from benchlab.execute.sweep import write_benchmark_meta
+    from benchlab.results import write_benchmark_meta
 
     primary, metrics = _metrics(spec) if spec is not None else (described_primary(runs_dir), [])
     counts = Rebuilt()

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from benchlab import triage
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
-from benchlab.execute import triage
 from benchlab.plan import expand
 from benchlab.run_files import PROVENANCE_FILE
 from benchlab.spec import Spec

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import os
 import socket
 import sqlite3
@@ -24,15 +23,16 @@ from typing import Any
 
 import psutil
 
+from benchlab import triage
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.errors import LedgerLost
-from benchlab.execute import triage
 from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
 from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
 from benchlab.execute.provenance import code_state, sweep_provenance, write_provenance
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.plan import Run, expand
+from benchlab.results import write_benchmark_meta
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE
 from benchlab.spec import Spec
 from benchlab.store import (
@@ -121,24 +121,6 @@ def default_jobs(cpus_per_run: float) -> int:
     """How many runs fit at once on this machine's cores."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, int(cores // cpus_per_run)) if cpus_per_run > 0 else cores
-
-
-def write_benchmark_meta(store: Store, spec: Spec, results_dir: Path) -> None:
-    """Record what the report needs to know about the benchmark, in the ledger and next to it."""
-    dump = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
-    store.set_meta(
-        name=spec.name, description=spec.description, primary=spec.metrics.primary.name,
-        goals={m.name: m.goal for m in spec.metrics.all},
-        metrics=[m.name for m in spec.metrics.all], baseline=spec.baseline,
-        tasks=[t.name for t in spec.tasks], configs=[c.name for c in spec.configs],
-        targets={t.name: t.target for t in spec.tasks},
-        references={t.name: [t.reference.low, t.reference.high] for t in spec.tasks if t.reference},
-        seeds=spec.seed_list, spec_path=str(spec.path.resolve()) if spec.path else None,
-        overrides=spec.overrides, spec=dump,
-    )
-    (results_dir / "benchmark.json").write_text(json.dumps(
-        {"spec": dump, "spec_path": str(spec.path.resolve()) if spec.path else None,
-         "overrides": spec.overrides}, indent=1, default=str))
 
 
 def check_spec_owns(store: Store, spec: Spec, results_dir: Path) -> None:

@@ -1,0 +1,180 @@
+"""The import rules of docs/architecture.md, read from the source (nothing is imported).
+
+A "unit" is a subpackage (``benchlab.collect``, ``benchlab.execute``, ...) or a module at the
+package's top level (``benchlab.spec``, ``benchlab.store``, ...). An import at module level
+runs when the module is imported; one inside a function runs only when it is called, and one
+under ``if TYPE_CHECKING:`` never runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import benchlab
+
+SRC = Path(benchlab.__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # the importing module, dotted
+    imported: str  # the benchlab module it imports, dotted
+    module_level: bool
+    line: int
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _targets(node: ast.Import | ast.ImportFrom, importer: str) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = node.module or ""
+    if node.level:  # relative: resolved against the importing module's package
+        package = importer.split(".")
+        is_package = MODULES[importer].name == "__init__.py"
+        package = package[: len(package) - node.level + (1 if is_package else 0)]
+        base = ".".join([*package, base] if base else package)
+    # `from benchlab.execute import triage` imports the module benchlab.execute.triage
+    return [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+
+
+def _imports_of(name: str) -> list[Import]:
+    found: list[Import] = []
+
+    def visit(nodes: list[ast.stmt], module_level: bool) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                for target in _targets(node, name):
+                    if target == "benchlab" or target.startswith("benchlab."):
+                        found.append(Import(name, target, module_level, node.lineno))
+            elif isinstance(node, ast.If) and _is_type_checking(node.test):
+                visit(node.orelse, module_level)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(node.body, False)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    children = getattr(node, field, None)
+                    if isinstance(children, list):
+                        visit([c for c in children if isinstance(c, ast.stmt | ast.excepthandler)], module_level)
+                if isinstance(node, ast.ExceptHandler):
+                    continue
+
+    visit(ast.parse(MODULES[name].read_text(), str(MODULES[name])).body, True)
+    return found
+
+
+IMPORTS = [imp for name in MODULES for imp in _imports_of(name)]
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the directed graph ``edges``, as the list of its nodes, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def dfs(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (found := dfs(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state and (found := dfs(start)):
+            return found
+    return None
+
+
+def test_the_walk_sees_module_level_and_function_level_imports():
+    rebuild = {(i.imported, i.module_level) for i in IMPORTS if i.importer == "benchlab.collect.rebuild"}
+    assert ("benchlab.store", True) in rebuild
+    assert any(not level for _, level in rebuild)  # it imports the spec loader where it needs it
+
+
+def test_no_import_cycle_between_modules_at_module_level():
+    edges: dict[str, set[str]] = {}
+    for imp in IMPORTS:
+        if imp.module_level and imp.imported != imp.importer:
+            edges.setdefault(imp.importer, set()).add(imp.imported)
+    assert _cycle(edges) is None
+
+
+def test_no_import_cycle_between_subpackages_at_module_level():
+    edges: dict[str, set[str]] = {}
+    for imp in IMPORTS:
+        a, b = _unit(imp.importer), _unit(imp.imported)
+        if imp.module_level and a != b and b != "benchlab":
+            edges.setdefault(a, set()).add(b)
+    assert _cycle(edges) is None
+
+
+def _crossing(source: str, targets: tuple[str, ...]) -> list[str]:
+    return sorted(f"{MODULES[i.importer].relative_to(SRC.parent)}:{i.line} imports {i.imported}"
+                  for i in IMPORTS
+                  if _unit(i.importer) == source and _unit(i.imported) in targets)
+
+
+def test_collect_does_not_import_execute():
+    # Reading a run directory back (collect) must work without the machinery that ran it.
+    assert _crossing("benchlab.collect", ("benchlab.execute",)) == []
+
+
+@pytest.mark.xfail(strict=True, reason="the report still reads the ledger (seeds, failures, GPU use) and run "
+                                       "folders itself; it is to take the results table and stats' results only")
+def test_report_imports_neither_store_nor_execute():
+    assert _crossing("benchlab.report", ("benchlab.store", "benchlab.execute")) == []
+
+
+RUN_FILES = ("config.yaml", "train.log", "metrics.json", "metrics.jsonl", "provenance.json")
+
+
+def _string_constants(path: Path) -> list[tuple[int, str]]:
+    """The string literals of a module's code, docstrings left out."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_run_directory_file_names_are_spelt_only_in_run_files():
+    spelt = sorted(f"{path.relative_to(SRC.parent)}:{line} {value!r}"
+                   for name, path in MODULES.items() if name != "benchlab.run_files"
+                   for line, value in _string_constants(path)
+                   if any(value == f or value.endswith("/" + f) for f in RUN_FILES))
+    assert spelt == []
+
+
+def test_long_format_columns_are_listed_only_in_long_format():
+    spelt = sorted(f"{path.relative_to(SRC.parent)}:{line}"
+                   for name, path in MODULES.items() if name != "benchlab.long_format"
+                   for node in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(node, ast.List | ast.Tuple)
+                   and [c.value for c in node.elts if isinstance(c, ast.Constant)][:4] in (
+                       ["benchmark", "task", "config", "seed"], ["task", "config", "seed", "value"])
+                   for line in [node.lineno])
+    assert spelt == []
