@@ -4,6 +4,11 @@ normalisation of the aggregates, the curve alignment, and why a profile was left
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+from report_world import build_store_world
+
+from benchlab.report import write_report
 
 # lm_eval stand-in: copies a v0.4.9-shaped results file into --output_path.
 LM_EVAL_SCRIPT = r'''
@@ -47,3 +52,43 @@ def test_one_seed_lm_eval_run_shows_the_harness_standard_error_as_its_interval(m
     assert row[4] == "[0.536, 0.589] (lm-eval standard error)"
     page = (bench.root / "out" / "report.html").read_text()
     assert "[0.536, 0.589] (lm-eval standard error)" in page
+
+
+# Two tasks on scales 100× apart, three seeds each: b beats a on both.
+TWO_SCALES = {("t1", "a"): [0.5, 0.6, 0.55], ("t1", "b"): [0.7, 0.8, 0.74],
+              ("t2", "a"): [50.0, 60.0, 55.0], ("t2", "b"): [70.0, 80.0, 72.0]}
+
+
+def _both(folder: Path, out: Path, **kw) -> tuple[str, str]:
+    files = write_report(folder, out, **kw)
+    return files.markdown.read_text(), (out / "report.html").read_text()
+
+
+def test_report_says_the_aggregate_is_of_raw_scores_and_each_run_keeps_its_own_final(tmp_path: Path):
+    folder = build_store_world(tmp_path / "res", TWO_SCALES, baseline="a")
+    text, page = _both(folder, tmp_path / "rep", plots=False)
+    methods = text.split("**Methods.**")[1].split("\n")[0]
+    assert "Normalisation: none. The aggregate is of raw score, in its own units" in methods
+    assert "normalised" not in methods
+    assert "Alignment: own. Each run's final score is its own last reported value" in methods
+    assert "Across tasks (raw score (no reference scores)" in text
+    assert "Normalisation: none." in page and "Alignment: own." in page
+
+
+def test_report_names_the_reference_scores_each_task_is_normalised_by(tmp_path: Path):
+    folder = build_store_world(tmp_path / "res", TWO_SCALES, baseline="a",
+                               references={"t1": [0.0, 1.0], "t2": [0.0, 100.0]})
+    text, page = _both(folder, tmp_path / "rep", plots=False)
+    expected = ("Normalisation: by the spec's reference scores (low → 0, high → 1): "
+                "t1 [0, 1], t2 [0, 100].")
+    assert expected in text and expected in page
+    assert "Across tasks (score normalised by the reference scores" in text
+
+
+def test_figures_normalised_without_references_say_they_differ_from_the_raw_aggregate(tmp_path: Path):
+    folder = build_store_world(tmp_path / "res", TWO_SCALES, baseline="a", curves=True)
+    text, _ = _both(folder, tmp_path / "rep")
+    methods = text.split("**Methods.**")[1].split("\n")[0]
+    assert "the learning-curve figures put every run of a task on the steps all of them cover" in (
+        methods.lower())
+    assert "each task without reference scores is min–max normalised over the configs shown" in methods

@@ -424,6 +424,61 @@ def _failed_as_text(data: ReportData) -> str:
     )
 
 
+def _normalization_text(data: ReportData) -> str:
+    """What the aggregate across tasks is of, from the analysis' ``normalization``."""
+    primary = data.info.primary
+    norm = (data.analysis or {}).get("normalization") or {}
+    method = norm.get("method")
+    tasks: dict[str, dict[str, Any]] = norm.get("tasks") or {}
+    if not method:
+        return "Normalisation: none (no aggregate across tasks was computed)."
+
+    def bounds(kind: str) -> str:
+        return ", ".join(f"{t} [{fmt(v['low'])}, {fmt(v['high'])}]"
+                         for t, v in tasks.items() if v.get("source") == kind)
+
+    if method == "none":
+        return (f"Normalisation: none. The aggregate is of raw {primary}, in its own units, since "
+                "the spec gives no task reference scores; give each task `reference: [low, high]` "
+                "to aggregate tasks on different scales.")
+    if method == "references":
+        return (f"Normalisation: by the spec's reference scores (low → 0, high → 1): "
+                f"{bounds('reference')}.")
+    if method == "observed":
+        return ("Normalisation: min–max over the configs compared (worst → 0, best → 1): "
+                f"{bounds('observed')}; these scores change when configs are added or removed.")
+    parts = [f"by reference scores: {bounds('reference')}"]
+    if bounds("observed"):
+        parts.append(f"min–max over the configs compared: {bounds('observed')}")
+    raw = [t for t, v in tasks.items() if v.get("source") == "raw"]
+    if raw:
+        parts.append(f"raw: {', '.join(raw)}")
+    return f"Normalisation: mixed ({'; '.join(parts)})."
+
+
+def _methods_text(data: ReportData) -> str:
+    """The Methods paragraph: curve alignment and the normalisation of the aggregate."""
+    align = ((data.analysis or {}).get("methods") or {}).get("align")
+    if align == "common":
+        final = (f"Alignment: common. Final {data.info.primary} values are taken on the step "
+                 "range every run of a task covers; the warnings name each run that was cut.")
+    else:
+        final = (f"Alignment: own. Each run's final {data.info.primary} is its own last reported "
+                 "value; no run is cut to a shorter run's steps.")
+    if any(str(p.get("path", "")).startswith("plots/curves_") for p in data.plots):
+        final += (" The learning-curve figures put every run of a task on the steps all of "
+                  "them cover (linear interpolation), so they end at the shortest run's last step.")
+    text = f"**Methods.** {final} {_normalization_text(data)}"
+    figures = {str(p.get("path", "")) for p in data.plots}
+    method = ((data.analysis or {}).get("normalization") or {}).get("method")
+    if method != "references" and figures & {"plots/performance_profile.png", "plots/radar.png"}:
+        # A figure across tasks needs one scale even where the aggregate keeps raw units.
+        text += (" The performance-profile and radar figures need one scale across tasks, so "
+                 "there each task without reference scores is min–max normalised over the "
+                 "configs shown, as their captions say.")
+    return text
+
+
 def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
     info = data.info
     goal = info.goal.get(info.primary, "max")
@@ -483,6 +538,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                     at = places((hi - lo) / 2) if lo is not None and hi is not None else None
                     cells.append(f"{fmt_at(a.get(k), at)} [{fmt_at(lo, at)}, {fmt_at(hi, at)}]")
                 lines.append(f"| {a['config']} | " + " | ".join(cells) + " |")
+        lines += ["", _methods_text(data)]
         warnings = data.analysis.get("warnings") or []
         if warnings:
             lines += ["", "Warnings from the analysis:", ""]
