@@ -89,3 +89,15 @@ def test_the_across_task_intervals_cover_93_to_97_percent(n):
         low = np.array([r[name][1] for r in results])
         high = np.array([r[name][2] for r in results])
         assert 0.93 <= _coverage(low, high, MU) <= 0.97, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [5, 10, 30])
+def test_the_across_task_mean_and_median_of_a_single_task_cover_93_to_97_percent(n):
+    # One task: both aggregates are that task's mean, whose true value is MU.
+    tables = list(_samples(n, 100 + n)[:, :, None])
+    results = aggregate_many(tables, reps=500, seed=n)
+    for name in ("mean", "median"):
+        low = np.array([r[name][1] for r in results])
+        high = np.array([r[name][2] for r in results])
+        assert 0.93 <= _coverage(low, high, MU) <= 0.97, name

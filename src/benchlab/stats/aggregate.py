@@ -17,7 +17,13 @@ from typing import Literal
 import numpy as np
 from scipy.special import ndtr, stdtrit
 
-from benchlab.stats.bootstrap import SeedLike, _percentile_bounds, stratified_bootstrap
+from benchlab.stats.bootstrap import (
+    STUDENTIZED_MIN_N,
+    SeedLike,
+    _percentile_bounds,
+    stratified_bootstrap,
+    studentized_mean_ci,
+)
 
 AGGREGATES = ("iqm", "median", "mean", "optimality_gap")
 
@@ -276,8 +282,9 @@ def aggregate(
         confidence: coverage of the intervals.
         seed: seed of the numpy Generator.
         method: ``"expanded"`` percentile interval (default; see
-            :func:`expanded_confidence`) or the plain ``"percentile"`` interval, as
-            rliable computes it.
+            :func:`expanded_confidence`; with a single task of at least 4 runs the
+            mean's and median's interval is that task's bootstrap-t one) or the plain
+            ``"percentile"`` interval, as rliable computes it.
 
     Returns:
         ``{name: (value, ci_low, ci_high)}`` for the names in :data:`AGGREGATES`.
@@ -327,11 +334,33 @@ def aggregate_many(
     level = (expanded_confidence(np.sum(~mask, axis=0), confidence)
              if method == "expanded" else confidence)
     low, high = _percentile_bounds(dist, level, axis=1)  # (C, 4) each
+    if method == "expanded" and mask.shape[1] == 1:
+        _single_task_intervals(arrays, mask, low, high, reps, confidence, rng)
     return [
         {name: (float(points[c][i]), float(low[c, i]), float(high[c, i]))
          for i, name in enumerate(AGGREGATES)}
         for c in range(len(arrays))
     ]
+
+
+def _single_task_intervals(arrays: list[np.ndarray], mask: np.ndarray, low: np.ndarray,
+                           high: np.ndarray, reps: int, confidence: float,
+                           rng: np.random.Generator) -> None:
+    """With one task the mean and the median over tasks are that task's mean: give them
+    the bootstrap-t (studentized) interval, as the task's ``boot_ci`` does.
+
+    The expanded percentile interval of one task's mean covers about 91% at n = 5
+    (measured, tests/stats/test_coverage.py); the bootstrap-t covers 95%. Fewer than
+    :data:`STUDENTIZED_MIN_N` runs, or zero variance, keep the expanded percentile one.
+    """
+    values = np.stack([a[~mask[:, 0], 0] for a in arrays])  # (C, n): same runs in every table
+    if values.shape[1] < STUDENTIZED_MIN_N:
+        return
+    t_low, t_high = studentized_mean_ci(values, reps, confidence, int(rng.integers(2**63 - 1)))
+    ok = np.isfinite(t_low) & np.isfinite(t_high) & (values.std(axis=1) > 0)
+    for name in ("median", "mean"):
+        i = AGGREGATES.index(name)
+        low[ok, i], high[ok, i] = t_low[ok], t_high[ok]
 
 
 def performance_profile(

@@ -382,7 +382,9 @@ def analyze(
         "boot_ci": method if method != "studentized" else "bootstrap-t (studentized)",
         "diff_ci": "student-t on paired differences; welch-t unpaired",
         "diff_boot_ci": method if method != "studentized" else "bootstrap-t (studentized)",
-        "aggregate_ci": "stratified bootstrap, percentile",
+        "aggregate_ci": "stratified bootstrap, expanded percentile"
+                        + ("; mean and median of the one task (4 runs or more): bootstrap-t (studentized)"
+                           if len(normalization["tasks"]) == 1 else ""),
         "wilcoxon": "signed rank, zero differences dropped (wilcox), exact up to "
                     f"{WILCOXON_EXACT_MAX} pairs, else normal approximation with tie correction",
         "mannwhitney": "rank sum, exact up to "
