@@ -67,3 +67,24 @@ def write_results_v049(folder: Path, stamp: str = "2026-01-01T00-00-00.000001", 
     path = out / f"results_{stamp}.json"
     path.write_text(json.dumps(results_v049(limit), indent=2))
     return path
+
+
+# A checkpoint evaluation's command: an lm_eval stand-in that writes a v0.4.9-shaped results file into --output_path.
+LM_EVAL_SCRIPT = r'''
+import os, shutil, sys
+out = os.path.join(sys.argv[1], "__ckpt__step-1000")
+os.makedirs(out, exist_ok=True)
+shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.json"),
+            os.path.join(out, "results_2026-01-01T00-00-00.000001.json"))
+'''
+
+LM_EVAL_SPEC = """
+name: ckpt-eval
+tasks: [{name: gsm8k}]
+configs: [{name: step-1000}]
+seeds: [0]
+retries: 0
+command: python run.py {run_dir}
+metrics:
+  primary: {name: "exact_match,strict-match", goal: max, from: {lm_eval: .}}
+"""

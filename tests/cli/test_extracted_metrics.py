@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from lm_eval_testkit import LM_EVAL_SCRIPT, LM_EVAL_SPEC
+
 # An SLM-Lab-like trainer whose last trial_metrics line reads nan (it diverged).
 DIVERGING = r'''
 import sys
@@ -39,25 +41,6 @@ def test_a_nan_on_the_last_log_line_fails_the_run_as_not_finite(make_bench):
     assert status["counts"] == {"failed": 1}
 
 
-# A checkpoint evaluation: lm_eval stand-in that writes a v0.4.9-shaped results file into --output_path.
-LM_EVAL_SCRIPT = r'''
-import os, shutil, sys
-out = os.path.join(sys.argv[1], "__ckpt__step-1000")
-os.makedirs(out, exist_ok=True)
-shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.json"),
-            os.path.join(out, "results_2026-01-01T00-00-00.000001.json"))
-'''
-
-LM_EVAL_SPEC = """
-name: ckpt-eval
-tasks: [{name: gsm8k}]
-configs: [{name: step-1000}]
-seeds: [0]
-retries: 0
-command: python run.py {run_dir}
-metrics:
-  primary: {name: "exact_match,strict-match", goal: max, from: {lm_eval: .}}
-"""
 
 
 def test_an_lm_eval_run_reports_every_metric_undeclared_and_is_flagged_partial(make_bench):

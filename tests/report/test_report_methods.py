@@ -9,26 +9,7 @@ from pathlib import Path
 from report_world import build_store_world
 
 from benchlab.report import write_report
-
-# lm_eval stand-in: copies a v0.4.9-shaped results file into --output_path.
-LM_EVAL_SCRIPT = r'''
-import os, shutil, sys
-out = os.path.join(sys.argv[1], "__ckpt__step-1000")
-os.makedirs(out, exist_ok=True)
-shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.json"),
-            os.path.join(out, "results_2026-01-01T00-00-00.000001.json"))
-'''
-
-LM_EVAL_SPEC = """
-name: ckpt-eval
-tasks: [{name: gsm8k}]
-configs: [{name: step-1000}]
-seeds: [0]
-retries: 0
-command: python run.py {run_dir}
-metrics:
-  primary: {name: "exact_match,strict-match", goal: max, from: {lm_eval: .}}
-"""
+from lm_eval_testkit import LM_EVAL_SCRIPT, LM_EVAL_SPEC
 
 
 def _row(text: str, config: str) -> list[str]:

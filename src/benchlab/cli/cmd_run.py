@@ -215,19 +215,7 @@ def run(
     sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all, backend=backend,
                   on_event=display.on_event, max_failures=max_failures, gpus=gpus,
                   backend_options=options)
-    previous = {}
-
-    def stop(signum: int, frame: Any) -> None:
-        sweep.request_stop()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, stop)
-    try:
-        with display:
-            result = sweep.run()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    result = _sweep_with_signals(sweep, display)
     display.summary(result)
     if report and result.completed + result.skipped > 0 and not result.stopped:
         from benchlab.report import write_report
