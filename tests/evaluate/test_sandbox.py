@@ -307,6 +307,7 @@ def test_without_root_the_user_namespace_also_confines_writes(host_writable_dirs
     """As an ordinary user (the CI's case without root), writes land nowhere on the host either."""
     import sysconfig
 
+    import benchlab
     from benchlab.evaluate.sandbox import default_python
 
     python, path = sys.executable, os.environ.get("PYTHONPATH", "")
@@ -318,7 +319,10 @@ def test_without_root_the_user_namespace_also_confines_writes(host_writable_dirs
         # A Python under /root (pyenv) is out of an ordinary user's reach: then the system one,
         # with this environment's packages on its path.
         python = default_python()
-        path = os.pathsep.join(p for p in (path, sysconfig.get_paths()["purelib"]) if p)
+        # An editable install's .pth file is not read from a PYTHONPATH entry: name the package's
+        # own folder too.
+        package_parent = str(Path(benchlab.__file__).resolve().parents[1])
+        path = os.pathsep.join(p for p in (path, package_parent, sysconfig.get_paths()["purelib"]) if p)
         command = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", _AS_NOBODY]
     name = f"nobody-{uuid.uuid4().hex[:12]}-"
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path, "HOME": str(tmp_path)}
