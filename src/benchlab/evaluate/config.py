@@ -115,7 +115,7 @@ class ModelSettings(_Strict):
     max_backoff_secs: float = Field(default=30.0, ge=0)
 
 
-class JudgeSettings(_Strict):
+class JudgeSettings(ModelSettings):
     """The judge model's OpenAI-compatible endpoint, configured like the model's.
 
     ``url`` must be on ``server.allowed_router_hosts``; an API key, if needed, is
@@ -124,14 +124,10 @@ class JudgeSettings(_Strict):
     call twice.
     """
 
+    # Concurrency, timeout, retries and backoff are the model's settings, with the same defaults.
     url: str
     name: str = "judge"
     api_key_env: str | None = None
-    concurrency: int = Field(default=32, ge=1)
-    request_timeout_secs: float = Field(default=600.0, gt=0)
-    max_retries: int = Field(default=4, ge=0)
-    backoff_secs: float = Field(default=0.5, ge=0)
-    max_backoff_secs: float = Field(default=30.0, ge=0)
     temperature: float = Field(default=0.0, ge=0)
     max_tokens: int = Field(default=2048, ge=1)
 
