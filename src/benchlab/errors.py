@@ -16,6 +16,8 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── DataError                a table or file given to analyse is unusable
     │   │   └── BadArgument          an argument of a statistics function has no valid value;
     │   │                            .argument names it (the CLI shows it as its flag)
+    │   ├── BenchmarkChanged         on resume, a dataset or the code differs from what the runs
+    │   │                            began with (execute/version.py)
     │   └── YamlProblem              a spec's text cannot be read as YAML; becomes a SpecError
     │                                (spec_yaml.py)
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
