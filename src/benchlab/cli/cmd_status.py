@@ -47,6 +47,7 @@ def status(
         counts = store.counts()
         attempts = store.attempts()
         gpu_attempts = store.gpu_attempts()
+        recording = store.plan_recording()
     outside = [r for r in every if not r.in_spec]
     outside_counts: dict[str, int] = {}
     for r in outside:
@@ -112,6 +113,7 @@ def status(
                         for b in backups],
             "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in partial],
             **({"sequential": meta["sequential"]} if meta.get("sequential") else {}),
+            "plan_recording": recording,
         })
         return
     from rich.markup import escape
@@ -122,6 +124,11 @@ def status(
     shown = folder.relative_to(Path.cwd()) if folder.is_absolute() and folder.is_relative_to(Path.cwd()) else folder
     console.print(f"[bold]{escape(str(meta.get('name')))}[/] ({escape(str(shown))}): {total} runs — "
                   + ", ".join(parts))
+    if recording is not None:
+        so_far = "" if recording.get("recorded") is None else f"{recording['recorded']:,} of "
+        console.print(f"[yellow]plan partly recorded[/]: {so_far}{recording['runs']:,} runs. A sweep records "
+                      "its plan while its first runs go; one stopped part-way leaves it so, and `benchlab run` "
+                      "again completes it. Until it is whole, the counts above are of the plan before.")
     if outside:
         kinds = ", ".join(f"{n} {s}" for s, n in sorted(outside_counts.items()))
         console.print(f"{len(outside)} runs not in the spec ({kinds}): kept in the ledger, left out of "
