@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import DiskFull, ResultsNotFound, StoreError
 
 if TYPE_CHECKING:
@@ -350,6 +351,14 @@ class Store:
 
     def meta(self) -> dict[str, Any]:
         return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
+
+    def set_benchmark(self, info: BenchmarkInfo) -> None:
+        """Record the benchmark this ledger holds (replacing what was recorded)."""
+        self.set_meta(**info.to_meta())
+
+    def benchmark(self) -> BenchmarkInfo | None:
+        """The benchmark this ledger holds; None before ``benchlab run`` recorded one."""
+        return BenchmarkInfo.from_meta(self.meta())
 
     # ------------------------------------------------------------------ runs
 
