@@ -882,6 +882,33 @@ class LedgerGuard:
 
 
 LOCK_NAME = ".benchlab.lock"
+#: Suffix of a ledger that ``collect --rebuild`` is building (and of SQLite's files beside it):
+#: never read as a ledger.
+REBUILDING = ".rebuilding"
+
+
+def rebuild_leftovers(folder: Path | str) -> list[Path]:
+    """The files of a ledger being rebuilt in ``folder``: a rebuild's work, or what a killed one left."""
+    return sorted(Path(folder).glob(f"{DB_NAME}{REBUILDING}*"))
+
+
+def lock_holder(folder: Path | str) -> str | None:
+    """Who holds the folder's lock now, as its holder wrote it ("benchlab run, pid N on host since
+    HH:MM:SS"), or None. Told from the holder's pid on this host, without touching the lock
+    (even a shared lock, held for an instant, would turn a sweep starting then away)."""
+    import re
+    import socket
+
+    import psutil
+
+    try:
+        text = (Path(folder) / LOCK_NAME).read_text().strip()
+    except OSError:
+        return None
+    found = re.search(r"pid (\d+) on (\S+)", text)
+    if found is None or found.group(2) != socket.gethostname():
+        return None
+    return text if psutil.pid_exists(int(found.group(1))) else None
 
 
 class ResultsLock:
@@ -922,6 +949,9 @@ class ResultsLock:
             holder = fh.read().strip() or "unknown process"
             fh.close()
             raise ResultsLocked(self.path.parent, holder) from None
+        # Holding the lock, this process knows no rebuild is running: what one left is removed.
+        for stale in rebuild_leftovers(folder):
+            stale.unlink(missing_ok=True)
         fh.seek(0)
         fh.truncate()
         fh.write(f"{self.purpose}, pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%H:%M:%S')}")
