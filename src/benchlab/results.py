@@ -136,6 +136,8 @@ class BenchmarkInfo:
     spec: dict[str, Any] = field(default_factory=dict)
     spec_path: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
+    versions: list[dict[str, Any]] = field(default_factory=list)  # benchmark versions, oldest first
+    preregistration: dict[str, Any] | None = None  # the analysis plan as registered at the first run
 
 
 def info(results: Path | str | None = None) -> BenchmarkInfo:
@@ -152,7 +154,8 @@ def info(results: Path | str | None = None) -> BenchmarkInfo:
         references={k: (float(v[0]), float(v[1])) for k, v in meta.get("references", {}).items()},
         description=meta.get("description", ""), seeds=meta.get("seeds", []),
         spec=meta.get("spec", {}), spec_path=meta.get("spec_path"),
-        overrides=meta.get("overrides", {}),
+        overrides=meta.get("overrides", {}), versions=meta.get("versions", []),
+        preregistration=meta.get("preregistration"),
     )
 
 
