@@ -140,13 +140,13 @@ def check_spec_owns(store: Store, spec: Spec, results_dir: Path) -> None:
     """
     from benchlab.errors import ResultsOfOtherSpec
 
-    meta = store.meta()
-    owner = meta.get("spec_path")
-    if spec.path is None or not owner:
+    recorded = store.benchmark()
+    owner = recorded.spec_path if recorded is not None else None
+    if spec.path is None or recorded is None or not owner:
         return
     mine = str(spec.path.resolve())
     if owner != mine and Path(owner).exists() and not os.path.samefile(owner, mine):
-        raise ResultsOfOtherSpec(results_dir, owner, str(meta.get("name")), mine, spec.name)
+        raise ResultsOfOtherSpec(results_dir, owner, recorded.name, mine, spec.name)
 
 
 class Sweep:

@@ -121,9 +121,9 @@ def read_side(text: str | Path) -> Side:
     folder_text, _, wanted = raw.partition("@") if "@" in raw and not Path(raw).exists() else (raw, "", "")
     folder = find_results(folder_text)
     meta = info(folder)
-    versions = meta.versions
     with Store.open(folder) as store:
         not_completed = {k: v for k, v in store.counts().items() if k != "completed"}
+        versions: list[dict[str, Any]] = store.meta().get("versions", [])
     if not wanted:
         table = load(folder)
         return Side(raw, folder, meta.name, meta.goal, meta.spec, meta.spec_path,
