@@ -42,12 +42,6 @@ class Description:
     warnings: list[str] = field(default_factory=list)
 
 
-def _mean(x: np.ndarray) -> float:
-    """The mean of one sample from its correctly rounded sum: 0.7375 stays 0.7375, where a
-    running float sum can land a unit below it and print as 0.737."""
-    return math.fsum(x.tolist()) / x.shape[0]
-
-
 def t_interval(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """Student-t interval of the mean: ``mean ± t_{1-α/2, n-1} · s/√n``.
 
@@ -60,7 +54,7 @@ def t_interval(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """
     x = np.asarray(x, dtype=float)
     n = x.shape[-1]
-    mean = _mean(x) if x.ndim == 1 else x.mean(axis=-1)
+    mean = x.mean(axis=-1)
     sem = x.std(axis=-1, ddof=1) / np.sqrt(n)
     half = stdtrit(n - 1, 0.5 + confidence / 2) * sem  # Student t quantile
     if x.ndim == 1:
@@ -107,7 +101,7 @@ def describe(
         warnings.append(f"{where}no values; every statistic is null")
         return Description(0, None, None, None, None, None, None, None, None, None, None, None,
                            warnings)
-    mean = _mean(x)
+    mean = float(x.mean())
     median, lo, hi = float(np.median(x)), float(x.min()), float(x.max())
     if n == 1:
         warnings.append(f"{where}n=1: std, sem, confidence intervals and variance flag are null")
@@ -192,7 +186,8 @@ def describe_groups(
 
     Returns:
         One row per group with a finite value, in the order the groups first appear:
-        ``task, config, metric, n, mean, std, min, max, ci_low, ci_high`` (NaN where
+        ``task, config, metric, n, mean`` (correctly rounded), ``std, min, max, ci_low,
+        ci_high`` (:func:`describe`'s; NaN where
         undefined), ``rank`` (:func:`rank`: CIs overlapping the best one's share rank 1),
         ``mean_rank`` (the rank by mean alone; 1 is the best mean) and ``tied`` (rank 1
         through an overlapping CI, not by the best mean).
@@ -202,9 +197,15 @@ def describe_groups(
     values = table["value"].to_numpy(dtype=float)
     rows: list[dict[str, object]] = []
     for (task, config, metric), idx in table.groupby(["task", "config", "metric"], sort=False).indices.items():
-        d = describe(values[idx], confidence, reps=0)
+        x = values[idx]
+        d = describe(x, confidence, reps=0)
         if d.n:
-            rows.append({"task": task, "config": config, "metric": metric, "n": d.n, "mean": d.mean,
+            # The printed mean is the correctly rounded one (from math.fsum): a mean of 0.7375
+            # prints as 0.738, as by hand, where a running float sum can land a unit below it
+            # and print as 0.737. describe's own mean (and the analysis JSON) keep numpy's.
+            x = x[np.isfinite(x)]
+            mean = math.fsum(x.tolist()) / x.shape[0]
+            rows.append({"task": task, "config": config, "metric": metric, "n": d.n, "mean": mean,
                          "std": d.std, "min": d.min, "max": d.max, "ci_low": d.ci_low,
                          "ci_high": d.ci_high})
     out = pd.DataFrame(rows, columns=["task", "config", "metric", "n", "mean", "std", "min", "max",
