@@ -82,7 +82,10 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def page_tables(quickstart: Path) -> list[tuple[str | None, list[list[str]]]]:
     with ui_server(quickstart.parent) as (port, _):
-        status, _, body = get(port, "/b/quickstart")
+        status, _, page = get(port, "/b/quickstart")
+        assert status == 200 and b'data-src="/b/quickstart/numbers"' in page
+        # What the page's script puts in it.
+        status, _, body = get(port, "/b/quickstart/numbers")
     assert status == 200
     parser = Tables()
     parser.feed(body.decode())
