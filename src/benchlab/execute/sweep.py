@@ -52,6 +52,7 @@ from benchlab.store import (
     TO_RUN_STATES,
     CodeState,
     LedgerGuard,
+    PlanRecorder,
     ResultsLock,
     Store,
     disk_full,
@@ -62,6 +63,8 @@ STOP_GRACE_S = 5.0
 #: Seconds of inventory readings before deciding which devices are free (real GPUs only).
 GPU_SAMPLE_WINDOW_S = 1.0
 ATTEMPT_ENV = "BENCHLAB_ATTEMPT_KEY"
+#: While the plan is being recorded, a step of it at least this often, however busy the runs keep the sweep.
+PLAN_STEP_EVERY_S = 0.05
 
 
 @dataclass
@@ -186,6 +189,7 @@ class Sweep:
         self.backend: Backend | None = None
         self._preparer: Preparer | None = None
         self._sampler: Any = None  # the GpuSampler, while GPU runs are placed locally
+        self._plan: PlanRecorder | None = None
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -282,9 +286,9 @@ class Sweep:
         runs = expand(spec) if self._runs is None else self._runs
         check_spec_owns(store, spec, self.results_dir)
         write_benchmark_meta(store, spec, self.results_dir)
-        with store.transaction():  # the runs and the plan they make change together
-            store.register(runs)
-            store.set_plan(r.run_id for r in runs)
+        # The runs and the plan they make are recorded between the first launches, a step at a
+        # time (PlanRecorder): at 100,000 runs recording them first took seconds.
+        self._plan = plan = store.record_plan(runs)
         self._code_id = store.code_id(self.code)
         self._recover(store)
         statuses = store.statuses()
@@ -294,7 +298,16 @@ class Sweep:
         wanted = set(TO_RUN_STATES) | ({FAILED} if self.rerun_failed else set())
         if self.rerun_all:
             wanted |= {FAILED, COMPLETED}
-        todo = deque(r for r in runs if statuses.get(r.run_id) in wanted)
+        todo: deque[Run] = deque()
+        done = failed = 0
+        for r in runs:  # one pass: at 100,000 runs each pass is tens of milliseconds before the first launch
+            state = statuses.get(r.run_id, PENDING)  # not recorded yet: pending
+            if state in wanted:
+                todo.append(r)
+            if state == COMPLETED:
+                done += 1
+            elif state == FAILED:
+                failed += 1
         if self.rerun_all:  # every run starts over, with a whole retry budget
             store.new_budget([r.run_id for r in todo])
         elif self.rerun_failed:  # the user's explicit request for a new retry budget
@@ -302,13 +315,12 @@ class Sweep:
         # Retry budgets are counted from the ledger over each run's whole life, so a resume after
         # a crash continues the budget instead of granting a new one.
         failures = store.charged_failures({r.run_id for r in todo})
-        for i, r in enumerate(todo):
+        for i, r in enumerate(todo if failures else ()):
             if r.run_id in failures and store.last_charged_failure(r.run_id) == triage.OOM:
                 todo[i] = _for_retry(r, triage.OOM)
         progress = Progress(total=len(runs))
-        progress.skipped = sum(1 for r in runs if statuses.get(r.run_id) == COMPLETED and not self.rerun_all)
-        progress.failed = sum(1 for r in runs if statuses.get(r.run_id) == FAILED and not self.rerun_failed
-                              and not self.rerun_all)
+        progress.skipped = 0 if self.rerun_all else done
+        progress.failed = 0 if self.rerun_failed or self.rerun_all else failed
         estimates = store.durations()
         _order(todo, estimates)
 
@@ -408,7 +420,9 @@ class Sweep:
             return max(0.0, work) / max(1, min(self.jobs, len(left)))
 
         def fail_unplaceable(run: Run, reason: str) -> None:
-            attempt_id, number = store.start_attempt(run.run_id, host=host)
+            with store.transaction():
+                plan.ensure(run)
+                attempt_id, number = store.start_attempt(run.run_id, host=host)
             error = f"cannot be placed: {reason}"
             store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
                                  failure_class=triage.LAUNCH, error=error)
@@ -442,6 +456,7 @@ class Sweep:
         drop_unplaceable()
         replan = _Replanner()
         lost: str | None = None
+        plan_due = time.monotonic() + PLAN_STEP_EVERY_S
         try:
             # Devices whose memory still drains keep the sweep open (bounded by the backend's
             # settle time), so a leak found after the last run is still reported.
@@ -483,12 +498,20 @@ class Sweep:
                     self.on_event(SweepEvent("start", run, launch.number, progress))
                 if not inflight and not (settling and settling()):
                     break
-                # With directories to write ahead, only look for ended runs, write one, and loop.
-                idle_work = self._preparer is not None and self._preparer.pending()
+                # With the plan to record or directories to write ahead, only look for ended runs,
+                # do a step of that work, and loop. The plan also gets a step at least every
+                # PLAN_STEP_EVERY_S, however busy the runs keep the loop.
+                if not plan.done and time.monotonic() >= plan_due:
+                    plan.step()
+                    plan_due = time.monotonic() + PLAN_STEP_EVERY_S
+                idle_work = not plan.done or (self._preparer is not None and self._preparer.pending())
                 outcomes = backend.wait(timeout=0 if idle_work else None)
                 pass_on_warnings()
                 if not outcomes:
-                    if idle_work:
+                    if not plan.done:
+                        plan.step()
+                        plan_due = time.monotonic() + PLAN_STEP_EVERY_S
+                    elif idle_work:
                         assert self._preparer is not None
                         self._preparer.step()
                     else:
@@ -557,6 +580,7 @@ class Sweep:
         problem = self._guard.check(force=True)  # lost after the last check: still say so
         if problem is not None:
             raise self._lost(problem)
+        plan.finish()
         flagged = triage.flag_configs(store.runs(), store.attempts())
         store.set_meta(flagged=flagged)
         return SweepResult(
@@ -581,6 +605,8 @@ class Sweep:
     def _launch_recorded(self, store: Store, backend: Backend, run: Run, host: str,
                          base_env: dict[str, str], db_key: str) -> Launch | _LaunchFailed:
         run_dir = run_dir_of(self.results_dir, run.run_id)
+        assert self._plan is not None
+        self._plan.ensure(run)  # recorded before its attempt, in the same transaction
         attempt_id, number = store.start_attempt(run.run_id, host=host)
         store.tag_attempt(attempt_id, self._code_id)
         claimed = number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)
@@ -836,7 +862,7 @@ def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
     requests first among equals: the order of :func:`benchlab.execute.placement.longest_first`,
     with the key computed once per (task, config, GPUs), not per run (a stable sort keeps
     submission order in ties)."""
-    if len(todo) < 2:
+    if len(todo) < 2 or not estimates:  # no duration known: every key is the same
         return
     keys: dict[tuple[str, str, float], tuple[int, float, float]] = {}
 
