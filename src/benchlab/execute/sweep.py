@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from benchlab import triage
+from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.errors import LedgerLost
@@ -294,6 +294,7 @@ class Sweep:
         statuses = store.statuses()
         self.version_id = record_version(store, spec, self.code, self.results_dir, statuses,
                                          allow=self.allow_changed or self.rerun_all)
+        preregistration.register(store, spec, sum(1 for s in statuses.values() if s == COMPLETED))
         wanted = set(TO_RUN_STATES) | ({FAILED} if self.rerun_failed else set())
         if self.rerun_all:
             wanted |= {FAILED, COMPLETED}
