@@ -41,6 +41,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,9 +55,36 @@ if TYPE_CHECKING:
 DB_NAME = "benchlab.db"
 SCHEMA_VERSION = 1
 
-# Run states. 'running' seen by a new sweep means its orchestrator died.
-PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED = "pending", "running", "completed", "failed", "interrupted"
+
+
+class Status(StrEnum):
+    """The state of a run (``runs.status``) or of an attempt (``attempts.status``; never pending).
+
+    A ``str``: the ledger stores the value, and a status read back compares equal to its member.
+    """
+
+    PENDING = "pending"
+    #: Seen by a new sweep, it means the benchlab that ran it died.
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED = (
+    Status.PENDING, Status.RUNNING, Status.COMPLETED, Status.FAILED, Status.INTERRUPTED)
 TO_RUN_STATES = (PENDING, RUNNING, INTERRUPTED)
+
+
+def runs_to_do(runs: Iterable[Run], statuses: dict[str, str], *, rerun_failed: bool = False,
+               rerun_all: bool = False) -> list[Run]:
+    """The runs of ``runs`` a sweep launches, in their order: those not finished yet (a run the
+    ledger does not know is pending), the failed ones too with ``rerun_failed``, every one with
+    ``rerun_all``."""
+    if rerun_all:
+        return list(runs)
+    wanted = {*TO_RUN_STATES, FAILED} if rerun_failed else set(TO_RUN_STATES)
+    return [r for r in runs if statuses.get(r.run_id, PENDING) in wanted]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
