@@ -14,6 +14,8 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── BackendUnavailable       a backend is named that does not exist or cannot be reached
     │   ├── MissingExtra             an optional dependency is not installed; says which extra brings it
     │   ├── DataError                a table or file given to analyse is unusable
+    │   ├── BenchmarkChanged         on resume, a dataset or the code differs from what the runs
+    │   │                            began with (execute/version.py)
     │   └── YamlProblem              a spec's text cannot be read as YAML; becomes a SpecError
     │                                (spec_yaml.py)
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark

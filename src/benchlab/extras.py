@@ -20,7 +20,7 @@ from benchlab.errors import MissingExtra
 
 #: extra -> the top-level modules it brings that benchlab (or a bundled example) imports.
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "serve": ("fastapi", "starlette", "uvicorn", "httpx", "math_verify"),
+    "serve": ("fastapi", "starlette", "uvicorn", "httpx", "math_verify", "plotly"),
     "ray": ("ray",),
     "gpu": ("pynvml",),
     "search": ("optuna",),

@@ -45,6 +45,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import DiskFull, ResultsNotFound, StoreError
 
 if TYPE_CHECKING:
@@ -268,6 +269,18 @@ class RunRecord:
     in_spec: bool = True  # in the plan of the spec as last run (see the module's docstring)
 
 
+_READ_ONLY = [False]
+
+
+def read_only_process(read_only: bool = True) -> None:
+    """Open every ledger of this process read-only from now on (a server that only shows them).
+
+    The readers it goes through (``results.load``, the report's gathering) open the ledger
+    themselves; this makes each of them unable to write it without a flag on every one.
+    """
+    _READ_ONLY[0] = read_only
+
+
 def find_db(results: Path | str) -> Path:
     """The ledger of a results folder (or the file itself), or ``ResultsNotFound``."""
     path = Path(results)
@@ -285,10 +298,24 @@ def find_db(results: Path | str) -> Path:
 class Store:
     """The SQLite ledger of one results folder."""
 
-    def __init__(self, db_path: Path | str, *, create: bool = False):
+    def __init__(self, db_path: Path | str, *, create: bool = False, read_only: bool | None = None):
         self.path = Path(db_path)
         if not create and not self.path.exists():
             raise ResultsNotFound(self.path, f"{self.path}: no such ledger")
+        if read_only is None:
+            read_only = _READ_ONLY[0]
+        if read_only and not create and os.access(self.path.parent, os.W_OK):
+            # A reader beside a live sweep (``benchlab ui``): SQLite refuses every write on this
+            # connection, and still sees the sweep's commits as they land (WAL).
+            self.read_only = True
+            try:
+                self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
+                                            check_same_thread=False, timeout=30)
+                self.conn.execute("PRAGMA busy_timeout=30000")
+                self.conn.execute("SELECT 1 FROM runs LIMIT 1")
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path}: unreadable ledger ({exc})") from None
+            return
         #: Opened from a folder this process cannot write (an archive): read as an unchanging file.
         self.read_only = not create and not os.access(self.path.parent, os.W_OK)
         if self.read_only:
@@ -321,8 +348,10 @@ class Store:
                              f"{self.path.parent}` recreates it from the run directories") from None
 
     @classmethod
-    def open(cls, results: Path | str) -> Store:
-        return cls(find_db(results))
+    def open(cls, results: Path | str, *, read_only: bool | None = None) -> Store:
+        """The ledger of a results folder; ``read_only`` (default: :func:`read_only_process`'s
+        choice, else False) opens it so that this connection can never write."""
+        return cls(find_db(results), read_only=read_only)
 
     @classmethod
     def create(cls, results_dir: Path | str) -> Store:
@@ -371,6 +400,14 @@ class Store:
 
     def meta(self) -> dict[str, Any]:
         return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
+
+    def set_benchmark(self, info: BenchmarkInfo) -> None:
+        """Record the benchmark this ledger holds (replacing what was recorded)."""
+        self.set_meta(**info.to_meta())
+
+    def benchmark(self) -> BenchmarkInfo | None:
+        """The benchmark this ledger holds; None before ``benchlab run`` recorded one."""
+        return BenchmarkInfo.from_meta(self.meta())
 
     # ------------------------------------------------------------------ runs
 

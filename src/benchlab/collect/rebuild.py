@@ -94,7 +94,7 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None) -> Rebui
             if spec is not None:
                 write_benchmark_meta(store, spec, folder)
             else:
-                store.set_meta(**described_meta(runs_dir))
+                store.set_benchmark(described_meta(runs_dir))
             runs = []
             for run_dir in sorted(p for p in runs_dir.iterdir() if (p / CONFIG_FILE).exists()):
                 cfg = yaml.safe_load((run_dir / CONFIG_FILE).read_text())

@@ -29,6 +29,14 @@ from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_ba
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV, kill_strays, kill_tree
 from benchlab.execute.provenance import code_state, sweep_provenance, write_provenance
 from benchlab.execute.rundir import Preparer, write_run_dir
+from benchlab.execute.version import (
+    DIFF_FILE,
+    VERSIONS_DIR,
+    BenchmarkChanged,
+    changes_since,
+    current_version,
+    write_version,
+)
 from benchlab.plan import Run, expand
 from benchlab.results import write_benchmark_meta
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, run_dir_of, runs_dir
@@ -131,13 +139,13 @@ def check_spec_owns(store: Store, spec: Spec, results_dir: Path) -> None:
     """
     from benchlab.errors import ResultsOfOtherSpec
 
-    meta = store.meta()
-    owner = meta.get("spec_path")
-    if spec.path is None or not owner:
+    recorded = store.benchmark()
+    owner = recorded.spec_path if recorded is not None else None
+    if spec.path is None or recorded is None or not owner:
         return
     mine = str(spec.path.resolve())
     if owner != mine and Path(owner).exists() and not os.path.samefile(owner, mine):
-        raise ResultsOfOtherSpec(results_dir, owner, str(meta.get("name")), mine, spec.name)
+        raise ResultsOfOtherSpec(results_dir, owner, recorded.name, mine, spec.name)
 
 
 class Sweep:
@@ -148,13 +156,15 @@ class Sweep:
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
                  gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
-                 runs: list[Run] | None = None):
+                 runs: list[Run] | None = None, allow_changed: bool = False):
         """``backend`` is a backend's name (:func:`benchlab.execute.base.get_backend`) or one ready
         to use [default: the spec's ``backend``]; ``backend_options`` go to its
         :meth:`~benchlab.execute.base.Backend.for_sweep`; ``rerun_all`` runs every run of the plan
         again, finished or not (the earlier attempts stay on record); ``code`` is the state of the
         code under test (read from git when None); ``runs`` is the plan when it is not the spec's
-        own runs (``--until-decided`` adds seeds)."""
+        own runs (``--until-decided`` adds seeds); ``allow_changed`` goes on (recording it) where a
+        dataset or the code changed since the runs began, instead of raising
+        :class:`~benchlab.execute.version.BenchmarkChanged`."""
         self.spec = spec
         self._runs = runs
         self.results_dir = Path(results_dir).resolve()
@@ -163,6 +173,8 @@ class Sweep:
         self.rerun_all = rerun_all
         self.code = code if code is not None else code_state(spec.work_path, spec.path)
         self._code_id = 0
+        self.allow_changed = allow_changed
+        self.version_id: str | None = None
         self.on_event = on_event or (lambda event: None)
         self.max_failures = max_failures
         self._backend_arg: str | Backend = spec.backend if backend is None else backend
@@ -226,6 +238,8 @@ class Sweep:
         self._register(store, runs)
         self._recover(store)
         statuses = store.statuses()
+        self.version_id = record_version(store, self.spec, self.code, self.results_dir, statuses,
+                                         allow=self.allow_changed or self.rerun_all)
         queue, budget, progress = self._plan(store, runs, statuses)
         if self._runs_here():
             self._check_workdirs(queue)
@@ -320,7 +334,9 @@ class Sweep:
         machine_gpus = {str(i): n for i, n in sorted(self._gpu_models.items())}
         work_path = self.spec.work_path
         # git and package metadata take tens of milliseconds: read while the first runs go.
-        shared = _Later(lambda: {**sweep_provenance(work_path),
+        version_id = self.version_id
+        shared = _Later(lambda: {**sweep_provenance(work_path), "benchmark_version": version_id,
+                                 "code_diff_file": f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
                                  **({"machine_gpus": machine_gpus} if machine_gpus else {})})
         host = socket.gethostname()
         _record_hardware(store, host, machine_gpus)
@@ -587,6 +603,26 @@ class Sweep:
             store.finish_attempt(attempt.attempt_id, attempt.run_id, status=INTERRUPTED,
                                  run_status=INTERRUPTED, failure_class=triage.LOST,
                                  error="the benchlab process running it died; run again")
+
+
+def record_version(store: Store, spec: Spec, code: CodeState, results_dir: Path, statuses: dict[str, str],
+                   *, allow: bool) -> str:
+    """Write the benchmark version of this sweep and record it in the ledger; return its id.
+
+    Where runs already ran under an earlier version whose datasets or code differ, raise
+    :class:`BenchmarkChanged` naming what changed, unless ``allow`` (the change is then recorded
+    with the new version)."""
+    now = current_version(spec, code, results_dir)
+    versions = list(store.meta().get("versions", []))
+    began = any(s != PENDING for s in statuses.values())
+    changes = changes_since(versions[-1], now) if versions and began else []
+    if changes and not allow:
+        raise BenchmarkChanged(results_dir, changes)
+    write_version(results_dir, now, spec)
+    if not versions or versions[-1]["id"] != now.id:
+        versions.append({**now.to_json(), "changes": changes})
+        store.set_meta(versions=versions)
+    return now.id
 
 
 def code_changed(store: Store, now: CodeState, runs: list[Run], statuses: dict[str, str]) -> str | None:
