@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab import triage
+from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.errors import LedgerLost, UserError
@@ -50,6 +50,7 @@ from benchlab.store import (
     RUNNING,
     CodeState,
     LedgerGuard,
+    PlanRecorder,
     ResultsLock,
     Store,
     disk_full,
@@ -61,6 +62,8 @@ if TYPE_CHECKING:
     from benchlab.execute.gpu_sampler import GpuSampler
 
 STOP_GRACE_S = 5.0
+#: While the plan is being recorded, a step of it at least this often, however busy the runs keep the sweep.
+PLAN_STEP_EVERY_S = 0.05
 
 
 @dataclass
@@ -186,6 +189,7 @@ class Sweep:
         self._preparer: Preparer | None = None
         self._sampler: GpuSampler | None = None
         self._gpu_models: dict[int, str] = {}
+        self._plan_recorder: PlanRecorder | None = None
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -240,6 +244,7 @@ class Sweep:
         statuses = store.statuses()
         self.version_id = record_version(store, self.spec, self.code, self.results_dir, statuses,
                                          allow=self.allow_changed or self.rerun_all)
+        preregistration.register(store, self.spec, sum(1 for s in statuses.values() if s == COMPLETED))
         queue, budget, progress = self._plan(store, runs, statuses)
         if self._runs_here():
             self._check_workdirs(queue)
@@ -269,6 +274,7 @@ class Sweep:
         problem = self._guard.check(force=True)  # lost after the last check: still say so
         if problem is not None:
             raise self._lost(problem)
+        st.plan.finish()
         flagged = triage.flag_configs(store.runs(), store.attempts())
         store.set_meta(flagged=flagged)
         tally = st.tally
@@ -287,15 +293,16 @@ class Sweep:
         """Enter the plan in the ledger: the benchmark's record, its runs, the code under test."""
         check_spec_owns(store, self.spec, self.results_dir)
         write_benchmark_meta(store, self.spec, self.results_dir)
-        with store.transaction():  # the runs and the plan they make change together
-            store.register(runs)
-            store.set_plan(r.run_id for r in runs)
+        # The runs and the plan they make are recorded between the first launches, a step at a
+        # time (PlanRecorder): at 100,000 runs recording them first took seconds.
+        self._plan_recorder = store.record_plan(runs)
         self._code_id = store.code_id(self.code)
 
     def _plan(self, store: Store, runs: list[Run],
               statuses: dict[str, str]) -> tuple[RunQueue, RetryBudget, Progress]:
         """The queue of runs to launch, in order, their retry budgets, and the counts so far."""
-        todo = runs_to_do(runs, statuses, rerun_failed=self.rerun_failed, rerun_all=self.rerun_all)
+        found = runs_to_do(runs, statuses, rerun_failed=self.rerun_failed, rerun_all=self.rerun_all)
+        todo = found.runs
         if self.rerun_all:  # every run starts over, with a whole retry budget
             store.new_budget([r.run_id for r in todo])
         elif self.rerun_failed:  # the user's explicit request for a new retry budget
@@ -303,13 +310,12 @@ class Sweep:
         # Retry budgets are counted from the ledger over each run's whole life, so a resume after
         # a crash continues the budget instead of granting a new one.
         budget = RetryBudget(store.charged_failures({r.run_id for r in todo}))
-        for i, r in enumerate(todo):
+        for i, r in enumerate(todo if budget.charged else ()):
             if r.run_id in budget.charged and store.last_charged_failure(r.run_id) == triage.OOM:
                 todo[i] = _for_retry(r, triage.OOM)
         progress = Progress(total=len(runs))
-        progress.skipped = sum(1 for r in runs if statuses.get(r.run_id) == COMPLETED and not self.rerun_all)
-        progress.failed = sum(1 for r in runs if statuses.get(r.run_id) == FAILED and not self.rerun_failed
-                              and not self.rerun_all)
+        progress.skipped = 0 if self.rerun_all else found.completed
+        progress.failed = 0 if self.rerun_failed or self.rerun_all else found.failed
         queue = RunQueue(todo, store.durations())
         queue.order()
         return queue, budget, progress
@@ -342,7 +348,8 @@ class Sweep:
         _record_hardware(store, host, machine_gpus)
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
-        st = _LoopState(store=store, backend=backend, queue=queue, budget=budget,
+        assert self._plan_recorder is not None
+        st = _LoopState(store=store, backend=backend, queue=queue, budget=budget, plan=self._plan_recorder,
                         eta=Eta(queue.estimates, self.jobs), tally=_Tally(progress), shared=shared, host=host,
                         base_env=base_env, db_key=str(store.path), fresh=fresh, lookahead=4 * self.jobs,
                         primary=self.spec.metrics.primary.name, metrics=self.spec.metrics.all)
@@ -358,6 +365,7 @@ class Sweep:
     def _loop(self, st: _LoopState) -> None:
         """Launch what fits, wait for what ends, record it; until nothing is left or a stop."""
         backend, queue = st.backend, st.queue
+        plan_due = time.monotonic() + PLAN_STEP_EVERY_S
         # Devices whose memory still drains keep the sweep open (bounded by the backend's
         # settle time), so a leak found after the last run is still reported.
         while (queue or st.inflight or backend.settling()) and not self._stop.is_set():
@@ -369,12 +377,21 @@ class Sweep:
             self._launch_what_fits(st)
             if not st.inflight and not backend.settling():
                 break
-            # With directories to write ahead, only look for ended runs, write one, and loop.
-            idle_work = self._preparer is not None and self._preparer.pending()
+            # With the plan to record or directories to write ahead, only look for ended runs,
+            # do a step of that work, and loop. The plan also gets a step at least every
+            # PLAN_STEP_EVERY_S, however busy the runs keep the loop.
+            plan = st.plan
+            if not plan.done and time.monotonic() >= plan_due:
+                plan.step()
+                plan_due = time.monotonic() + PLAN_STEP_EVERY_S
+            idle_work = not plan.done or (self._preparer is not None and self._preparer.pending())
             outcomes = backend.wait(timeout=0 if idle_work else None)
             self._pass_on_warnings(st)
             if not outcomes:
-                if idle_work:
+                if not plan.done:
+                    plan.step()
+                    plan_due = time.monotonic() + PLAN_STEP_EVERY_S
+                elif idle_work:
                     assert self._preparer is not None
                     self._preparer.step()
                 else:
@@ -443,7 +460,9 @@ class Sweep:
         if type(st.backend).why_never is Backend.why_never:
             return  # the protocol's default: any run may start some day; spare the scan
         for run, reason in st.queue.remove_never_fitting(st.backend.why_never):
-            attempt_id, number = st.store.start_attempt(run.run_id, host=st.host)
+            with st.store.transaction():
+                st.plan.ensure(run)
+                attempt_id, number = st.store.start_attempt(run.run_id, host=st.host)
             error = f"cannot be placed: {reason}"
             st.store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
                                     failure_class=triage.LAUNCH, error=error)
@@ -487,6 +506,8 @@ class Sweep:
     def _launch_recorded(self, store: Store, backend: Backend, run: Run, host: str,
                          base_env: dict[str, str], db_key: str) -> Launch | _LaunchFailed:
         run_dir = run_dir_of(self.results_dir, run.run_id)
+        assert self._plan_recorder is not None
+        self._plan_recorder.ensure(run)  # recorded before its attempt, in the same transaction
         attempt_id, number = store.start_attempt(run.run_id, host=host)
         store.tag_attempt(attempt_id, self._code_id)
         claimed = number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)
@@ -701,7 +722,7 @@ def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
     requests first among equals: the order of :func:`benchlab.execute.placement.longest_first`,
     with the key computed once per (task, config, GPUs), not per run (a stable sort keeps
     submission order in ties)."""
-    if len(todo) < 2:
+    if len(todo) < 2 or not estimates:  # no duration known: every key is the same
         return
     keys: dict[tuple[str, str, float], tuple[int, float, float]] = {}
 
@@ -961,6 +982,7 @@ class _LoopState:
     backend: Backend
     queue: RunQueue
     budget: RetryBudget
+    plan: PlanRecorder  # records the plan in the ledger a step at a time, between launches
     eta: Eta
     tally: _Tally
     shared: _Later  # provenance common to every run, read in the background

@@ -116,6 +116,7 @@ def command_interpreter(spec: Spec) -> tuple[str, str]:
         (first,) = firsts
         if re.fullmatch(r"(.*/)?python[0-9.]*", first):
             path_env = spec.env.get("PATH", os.environ.get("PATH"))
+            found: str | None
             if "/" in first:
                 # not resolve(): a venv's python is a symlink to the base interpreter, whose packages differ
                 found = os.path.normpath(spec.work_path / first)

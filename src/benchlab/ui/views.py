@@ -191,12 +191,12 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
     tables, secondary = _task_tables(data, desc)
     info = data.info
     comparisons: list[list[str]] = []
-    rows = [r for r in (data.analysis or {}).get("comparisons", []) if r.get("metric") == info.primary]
+    rows = [r for r in data.analysis.comparisons if r.metric == info.primary] if data.analysis else []
     if rows:
         comparisons = markdown_rows(_comparison_rows(data, rows))
     board = markdown_rows(leaderboard(data, desc).splitlines())
     return ReportNumbers(info.primary, info.goal.get(info.primary, "max"), info.baseline, tables, secondary,
-                         comparisons, board, list((data.analysis or {}).get("warnings") or []))
+                         comparisons, board, list(data.analysis.warnings if data.analysis else []))
 
 
 def benchmark_view(bench: Benchmark, *, with_numbers: bool = True) -> BenchmarkView:
