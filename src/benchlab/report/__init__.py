@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchlab import preregistration
 from benchlab.ranges import metric_ranges
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary, ledger_seeds
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
@@ -106,6 +107,7 @@ def gather(results: Path | str | None = None) -> ReportData:
     attempts: dict[str, list[AttemptRecord]] = {}
     planned, failed_runs = ledger_seeds(folder)
     with Store.open(folder) as store:
+        registered = store.meta().get(preregistration.META_KEY)
         # Reading every run and attempt costs ~0.3 s at 10,000 runs; most sweeps have no failure.
         if store.counts().get(FAILED):
             runs = {r.run_id: r for r in store.runs() if r.status == FAILED}
@@ -150,6 +152,7 @@ def gather(results: Path | str | None = None) -> ReportData:
         failed_runs=failed_runs,
         ranges=metric_ranges(meta.spec),
         partial=partial,
+        registered_plan=registered,
     )
 
 
@@ -249,6 +252,10 @@ def write_report(
         )
     # The figures draw in worker processes meanwhile.
     analyze(data, reps=reps, seed=seed)
+    if data.registered_plan is not None and used is not None:
+        judged = preregistration.judge(used, data.registered_plan["plan"], info_.goal, list(info_.configs),
+                                       reps=reps, seed=seed)
+        data.analysis_plan = preregistration.statement(data.registered_plan, info_.spec, judged)
     extra: list[Path] = []
     if pending is not None:
         data.plots = [p.as_dict() for p in pending()]
