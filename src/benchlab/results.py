@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab import preregistration
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
@@ -225,6 +226,8 @@ class Results:
     partial: list[PartialRun] = field(default_factory=list)
     gpu_use: list[GpuPlacement] = field(default_factory=list)
     environment: Environment = field(default_factory=Environment)
+    #: The pre-registered analysis plan as the ledger holds it (:mod:`benchlab.preregistration`).
+    registered_plan: dict[str, Any] | None = None
 
 
 def read(results: Path | str | None = None) -> Results:
@@ -259,7 +262,7 @@ def read(results: Path | str | None = None) -> Results:
             f" WHERE attempts.status = 'completed' AND runs.status = 'completed' AND {store.in_spec_sql()}"
             " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name")]
         placed = store.gpu_attempts()
-        hosts = store.meta().get("hardware") or {}
+        meta = store.meta()
     gpu_use = []
     for name, a in placed:
         use = a.gpu_use
@@ -271,7 +274,8 @@ def read(results: Path | str | None = None) -> Results:
     return Results(
         info=recorded, finals=finals, folder=folder, curves=CurvesView(folder), planned=planned,
         failed_runs=failed_seeds, failures=failures, partial=partial, gpu_use=gpu_use,
-        environment=Environment(hosts=hosts, provenance=_first_provenance(folder)),
+        environment=Environment(hosts=meta.get("hardware") or {}, provenance=_first_provenance(folder)),
+        registered_plan=meta.get(preregistration.META_KEY),
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchlab import preregistration
 from benchlab.ranges import metric_ranges
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
@@ -106,6 +107,7 @@ def gather(table: Results) -> ReportData:
         failed_runs=table.failed_runs,
         ranges=metric_ranges(table.info.spec),
         partial=[{"run": p.run, "note": p.note} for p in table.partial],
+        registered_plan=table.registered_plan,
     )
 
 
@@ -208,6 +210,10 @@ def write_report(
         )
     # The figures draw in worker processes meanwhile.
     analyze(data, reps=reps, seed=seed)
+    if data.registered_plan is not None and used is not None:
+        judged = preregistration.judge(used, data.registered_plan["plan"], info_.goal, list(info_.configs),
+                                       reps=reps, seed=seed)
+        data.analysis_plan = preregistration.statement(data.registered_plan, info_.spec, judged)
     extra: list[Path] = []
     if pending is not None:
         data.plots = [p.as_dict() for p in pending()]
