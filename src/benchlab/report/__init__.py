@@ -217,7 +217,7 @@ def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], l
 
     if data.results is None:
         return {}
-    where = os.path.relpath(data.results / "runs", out_dir or data.results)
+    where = os.path.relpath(runs_dir(data.results), out_dir or data.results)
     return {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v] for k, v in data.run_ids.items()}
 
 
