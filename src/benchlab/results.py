@@ -18,7 +18,7 @@ from benchlab import preregistration
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
-from benchlab.run_files import PROVENANCE_FILE
+from benchlab.run_files import PROVENANCE_FILE, runs_dir
 from benchlab.store import DB_NAME, AttemptRecord, Store, find_db
 
 if TYPE_CHECKING:
@@ -228,6 +228,8 @@ class Results:
     environment: Environment = field(default_factory=Environment)
     #: The pre-registered analysis plan as the ledger holds it (:mod:`benchlab.preregistration`).
     registered_plan: dict[str, Any] | None = None
+    #: (task, config) -> [(seed, run id)] of the completed runs, by seed.
+    run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
 
 
 def read(results: Path | str | None = None) -> Results:
@@ -263,6 +265,11 @@ def read(results: Path | str | None = None) -> Results:
             " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name")]
         placed = store.gpu_attempts()
         meta = store.meta()
+        run_ids: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        for task, config, seed, rid in store.conn.execute(
+                f"SELECT task, config, seed, run_id FROM runs WHERE status = 'completed' AND {store.in_spec_sql()}"
+                " ORDER BY task, config, seed"):
+            run_ids.setdefault((task, config), []).append((int(seed), rid))
     gpu_use = []
     for name, a in placed:
         use = a.gpu_use
@@ -275,7 +282,7 @@ def read(results: Path | str | None = None) -> Results:
         info=recorded, finals=finals, folder=folder, curves=CurvesView(folder), planned=planned,
         failed_runs=failed_seeds, failures=failures, partial=partial, gpu_use=gpu_use,
         environment=Environment(hosts=meta.get("hardware") or {}, provenance=_first_provenance(folder)),
-        registered_plan=meta.get(preregistration.META_KEY),
+        registered_plan=meta.get(preregistration.META_KEY), run_ids=run_ids,
     )
 
 
@@ -310,7 +317,7 @@ def _planned_and_failed(
 
 def _first_provenance(folder: Path) -> dict[str, Any]:
     """The provenance.json of the first run directory that has a readable one ({} if none)."""
-    for path in sorted((folder / "runs").glob(f"*/{PROVENANCE_FILE}"))[:1]:
+    for path in sorted(runs_dir(folder).glob(f"*/{PROVENANCE_FILE}"))[:1]:
         try:
             found = json.loads(path.read_text())
         except ValueError:

@@ -17,10 +17,11 @@ from benchlab import preregistration
 from benchlab.ranges import metric_ranges
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
-from benchlab.report.leaderboard import render_leaderboard, status
+from benchlab.report.leaderboard import render_leaderboard, status, task_settings
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown
 from benchlab.report.tables import describe
 from benchlab.results import Environment, GpuPlacement, Results, read
+from benchlab.run_files import runs_dir
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -108,6 +109,7 @@ def gather(table: Results) -> ReportData:
         ranges=metric_ranges(table.info.spec),
         partial=[{"run": p.run, "note": p.note} for p in table.partial],
         registered_plan=table.registered_plan,
+        run_ids=table.run_ids,
     )
 
 
@@ -137,8 +139,9 @@ def analyze(data: ReportData, *, reps: int = DEFAULT_REPS, seed: int = 0) -> Non
     )
 
 
-def leaderboard(data: ReportData, desc: pd.DataFrame) -> str:
-    """The text of BENCHMARKS.md, from :func:`account_seeds`' table."""
+def leaderboard(data: ReportData, desc: pd.DataFrame, out_dir: Path | None = None) -> str:
+    """The text of BENCHMARKS.md, from :func:`account_seeds`' table; with ``out_dir`` (where it
+    is written) each score links its seeds' run folders."""
     info_ = data.info
     prim = desc[desc["is_primary"]]
     # Every task and config of the spec, even before any run of it completed.
@@ -154,7 +157,19 @@ def leaderboard(data: ReportData, desc: pd.DataFrame) -> str:
         info_.name,
         seeds=primary_counts(data.accounting, info_.primary),
         failed_as=data.failed_as,
+        settings=task_settings(info_.spec),
+        run_links=run_links(data, out_dir) if out_dir is not None else None,
     )
+
+
+def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """Each (task, config)'s seeds with a link to its run folder, relative to ``out_dir``."""
+    import os
+
+    if data.results is None:
+        return {}
+    where = os.path.relpath(runs_dir(data.results), out_dir or data.results)
+    return {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v] for k, v in data.run_ids.items()}
 
 
 def write_report(
@@ -220,7 +235,7 @@ def write_report(
         drawn = publish_plots(staging, out_dir / "plots")
         extra += [out_dir / p["path"] for p in data.plots]
     bench_md = out_dir / "BENCHMARKS.md"
-    write_text_atomic(bench_md, leaderboard(data, desc))
+    write_text_atomic(bench_md, leaderboard(data, desc, out_dir))
     extra.insert(0, bench_md)
     text = render_markdown(data)
     md = out_dir / "BENCHMARK_REPORT.md"
