@@ -148,20 +148,20 @@ def run(
 
         parse_gpus(gpus)  # a bad --gpus is a usage error before anything else happens
     if not until_decided:
-        from benchlab.cli.app import fail
+        from benchlab.errors import UsageError
 
         given = [name for name, value in (("--max-seeds", max_seeds), ("--batch", batch), ("--margin", margin),
                                           ("--json", as_json or None)) if value is not None]
         if given:
-            raise fail(f"{', '.join(given)} only apply with --until-decided")
+            raise UsageError(f"{', '.join(given)} only apply with --until-decided")
     else:
-        from benchlab.cli.app import fail
+        from benchlab.errors import UsageError
         from benchlab.stats.sequential import SPENDINGS
 
         if spending not in SPENDINGS:
-            raise fail(f"--spending {spending}: expected one of {', '.join(SPENDINGS)}")
+            raise UsageError(f"--spending {spending}: expected one of {', '.join(SPENDINGS)}")
         if rerun_all:  # every look would start the design over
-            raise fail("--rerun-all does not combine with --until-decided; run with a fresh --results folder")
+            raise UsageError("--rerun-all does not combine with --until-decided; run with a fresh --results folder")
     if until_decided and not dry_run:
         return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
                                   spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
@@ -215,9 +215,9 @@ def run(
     options = ({"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs}
                if backend == "ray" else {})
     if backend != "ray" and (ray_address or shared_fs):
-        from benchlab.cli.app import fail
+        from benchlab.errors import UsageError
 
-        raise fail("--ray-address and --shared-fs need the ray backend (--backend ray)")
+        raise UsageError("--ray-address and --shared-fs need the ray backend (--backend ray)")
     display = SweepDisplay(console, primary=spec.metrics.primary.name)
     from rich.markup import escape
 
@@ -260,9 +260,9 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
     out = err_console if as_json else console
     backend = backend or spec.backend
     if backend != "ray" and (ray_address or shared_fs):
-        from benchlab.cli.app import fail
+        from benchlab.errors import UsageError
 
-        raise fail("--ray-address and --shared-fs need the ray backend (--backend ray)")
+        raise UsageError("--ray-address and --shared-fs need the ray backend (--backend ray)")
     options = ({"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs}
                if backend == "ray" else {})
     looks = ", ".join(map(str, design.sizes))
@@ -434,13 +434,13 @@ def init(
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
 ) -> None:
     """Write a commented starter spec and a tiny run script that work as written."""
-    from benchlab.cli.app import fail
+    from benchlab.errors import UsageError
 
     directory.mkdir(parents=True, exist_ok=True)
     spec, script = directory / "benchlab.yaml", directory / "train.py"
     for path in (spec, script):
         if path.exists() and not force:
-            raise fail(f"{path} exists; use --force to overwrite it")
+            raise UsageError(f"{path} exists; use --force to overwrite it")
     spec.write_text(_STARTER_SPEC.format(spec=spec))
     script.write_text(_STARTER_SCRIPT.format())
     console.print(f"wrote {spec} and {script}")
