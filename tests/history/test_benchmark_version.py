@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -147,6 +148,11 @@ def test_resume_stops_on_a_changed_dataset_and_allow_changed_records_it(tmp_path
     err = " ".join(stopped.stderr.split())
     assert "dataset 'train' at data/train.csv (sha256 " in err and "--allow-changed" in err
     assert "Traceback" not in stopped.stderr
+    # docs/history.md shows this message (its folder and hashes aside).
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "history.md").read_text()
+    shown = next(line for line in doc.splitlines() if line.startswith("error: results/starter: the benchmark"))
+    pattern = re.escape(shown).replace("results/starter", ".+").replace("3f0bd4c5a2b1", "[0-9a-f]{12}")
+    assert re.search(pattern.replace("9e51c0d7f2aa", "[0-9a-f]{12}"), err), (shown, err)
     with sqlite3.connect(results / "benchlab.db") as db:
         assert db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 4  # the new seed did not run
     went_on = run_cli("run", "bench.yaml", "--no-report", "--allow-changed", cwd=tmp_path, check=True)
@@ -166,3 +172,28 @@ def test_resume_stops_on_a_new_commit_with_other_code(tmp_path):
     stopped = run_cli("run", "bench.yaml", "--no-report", cwd=tmp_path)
     assert stopped.returncode == 2
     assert "the code's commit (" in stopped.stderr
+
+
+def test_packages_are_named_as_importlib_metadata_names_them(tmp_path):
+    import importlib.metadata as md
+
+    from benchlab.execute.version import name_and_version, package_list
+
+    # Every distribution this interpreter sees, as the email parser behind ``dist.metadata`` reads it.
+    expected = sorted({f"{d.metadata['Name']}=={d.version}" for d in md.distributions() if d.metadata["Name"]},
+                      key=str.lower)
+    assert len(expected) > 20
+    assert package_list(sys.executable) == expected
+    # Headers written in odd ways: lower-case keys, tabs, a body after the headers, a folded name.
+    cases = {
+        "plain": "Metadata-Version: 2.1\nName: Foo_Bar\nVersion: 1.0.post2\n\nName: not-me\n",
+        "odd": "metadata-version: 2.1\nname:\tBaz \nversion:  3\nSummary: x\n",
+        "folded": "Metadata-Version: 2.1\nName: long\n  name\nVersion: 2\n",
+        "nameless": "Metadata-Version: 2.1\nVersion: 9\n",
+    }
+    for label, text in cases.items():
+        info = tmp_path / f"{label}-1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(text)
+        dist = md.PathDistribution(info)
+        assert name_and_version(dist) == (dist.metadata["Name"], dist.version), label
