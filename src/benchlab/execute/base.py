@@ -93,7 +93,7 @@ class Backend(Protocol):
 
 BackendFactory = Callable[..., Backend]
 _REGISTRY: dict[str, BackendFactory] = {}
-_MODULES = {"local": "benchlab.execute.local", "ray": "benchlab.execute.ray"}
+_MODULES = {"local": "benchlab.execute.local", "ray": "benchlab.execute.ray", "slurm": "benchlab.execute.slurm"}
 
 
 def register(name: str) -> Callable[[BackendFactory], BackendFactory]:

@@ -173,6 +173,7 @@ class Sweep:
         self.backend: Backend | None = None
         self._preparer: Preparer | None = None
         self._sampler: Any = None  # the GpuSampler, while GPU runs are placed locally
+        self._held: list[tuple[Any, str]] = []  # (attempt, job id) left by a sweep that died
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -421,6 +422,25 @@ class Sweep:
                 warnings.append(text)
                 self.on_event(SweepEvent("warning", None, 0, progress, error=text))
 
+        record_placements = getattr(backend, "placements", None)
+
+        def pass_on_placements() -> None:
+            if record_placements is not None:
+                found = record_placements()
+                if found:
+                    store.set_placements(found)
+
+        if self._held:
+            adopted = self._adopt(store, backend, runs, base_env, db_key)
+            if adopted:
+                mine = {held.run.run_id for held in adopted}
+                for r in [r for r in todo if r.run_id in mine]:
+                    todo.remove(r)
+                for held in adopted:
+                    inflight[held.attempt_id] = (held.run, held.attempt_id, held.number, time.time())
+                    self.on_event(SweepEvent("start", held.run, held.number, progress))
+                progress.running = len(inflight)
+                pass_on_placements()
         drop_unplaceable()
         replan = _Replanner()
         lost: str | None = None
@@ -469,6 +489,7 @@ class Sweep:
                 idle_work = self._preparer is not None and self._preparer.pending()
                 outcomes = backend.wait(timeout=0 if idle_work else None)
                 pass_on_warnings()
+                pass_on_placements()
                 if not outcomes:
                     if idle_work:
                         assert self._preparer is not None
@@ -519,7 +540,10 @@ class Sweep:
             raise
         finally:
             if inflight or backend.running():
-                for outcome in backend.terminate_all(STOP_GRACE_S):
+                stopped = backend.terminate_all(STOP_GRACE_S)
+                if lost is None:
+                    pass_on_placements()
+                for outcome in stopped:
                     if inflight.pop(outcome.launch.attempt_id, None) is None:
                         continue  # started, but its attempt's row was never committed (a full disk)
                     outcome.interrupted = True
@@ -569,16 +593,7 @@ class Sweep:
         # A directory written ahead may have been removed since: written again, not blamed on the run.
         if not claimed or not os.path.exists(run_dir / CONFIG_FILE):
             write_run_dir(run_dir, run, number)
-        env = dict(base_env)
-        for key, value in run.env.items():
-            env[key] = value.replace("{run_dir}", str(run_dir))
-        env.update(BENCHLAB_RUN_DIR=str(run_dir), BENCHLAB_RUN_ID=run.run_id,
-                   BENCHLAB_SEED=str(run.seed), BENCHLAB_ATTEMPT=str(number),
-                   BENCHLAB_TASK=run.task, BENCHLAB_CONFIG=run.config,
-                   **{ATTEMPT_ENV: f"{db_key}#{attempt_id}"})
-        launch = Launch(run=run, attempt_id=attempt_id, number=number, run_dir=run_dir,
-                        command=run.command_for(run_dir), env=env, cwd=run.workdir,
-                        timeout=run.timeout, log_path=run_dir / LOG_FILE)
+        launch = self._make_launch(run, attempt_id, number, base_env, db_key)
         try:
             info = backend.start(launch)
         except OSError as exc:
@@ -594,6 +609,42 @@ class Sweep:
         if self._sampler is not None and launch.gpus and info.pid:
             self._sampler.track(attempt_id, launch.gpus, info.pgid or info.pid)
         return launch
+
+    def _make_launch(self, run: Run, attempt_id: int, number: int, base_env: dict[str, str],
+                     db_key: str) -> Launch:
+        run_dir = run_dir_of(self.results_dir, run.run_id)
+        env = dict(base_env)
+        for key, value in run.env.items():
+            env[key] = value.replace("{run_dir}", str(run_dir))
+        env.update(BENCHLAB_RUN_DIR=str(run_dir), BENCHLAB_RUN_ID=run.run_id,
+                   BENCHLAB_SEED=str(run.seed), BENCHLAB_ATTEMPT=str(number),
+                   BENCHLAB_TASK=run.task, BENCHLAB_CONFIG=run.config,
+                   **{ATTEMPT_ENV: f"{db_key}#{attempt_id}"})
+        return Launch(run=run, attempt_id=attempt_id, number=number, run_dir=run_dir,
+                      command=run.command_for(run_dir), env=env, cwd=run.workdir,
+                      timeout=run.timeout, log_path=run_dir / LOG_FILE)
+
+    def _adopt(self, store: Store, backend: Backend, runs: list[Run], base_env: dict[str, str],
+               db_key: str) -> list[Launch]:
+        """Re-attach to the jobs a sweep that died left with a cluster scheduler; the attempts the
+        backend cannot follow (gone without a result, or another backend now) are recorded lost."""
+        adopt = getattr(backend, "adopt", None)
+        by_id = {r.run_id: r for r in runs}
+        adopted: list[Launch] = []
+        for attempt, job_id in self._held:
+            run = by_id.get(attempt.run_id)
+            if adopt is not None and run is not None:
+                launch = self._make_launch(run, attempt.attempt_id, attempt.number, base_env, db_key)
+                launch.gpus = [int(g) for g in (attempt.gpus or "").split(",") if g.isdigit()] or None
+                if adopt(launch, job_id):
+                    adopted.append(launch)
+                    continue
+            note = "" if adopt is not None else f" (its job {job_id} may still run there: scancel {job_id})"
+            store.finish_attempt(attempt.attempt_id, attempt.run_id, status=INTERRUPTED,
+                                 run_status=INTERRUPTED, failure_class=triage.LOST,
+                                 error=f"the benchlab process following it died; run again{note}")
+        self._held = []
+        return adopted
 
     def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
                 metrics: list[Any], record: bool = True,
@@ -668,6 +719,13 @@ class Sweep:
         launched just before a crash whose attempt row was never committed.
         """
         stale = store.attempts(status="running")
+        # Attempts a cluster scheduler holds (a job id, no local process) may still be queued or
+        # running there: the backend re-attaches to them (see _adopt) instead of launching again.
+        placed = store.placements(a.attempt_id for a in stale)
+        self._held = [(a, placed[a.attempt_id].job_id) for a in stale
+                      if a.attempt_id in placed and a.pid is None]
+        held_ids = {a.attempt_id for a, _ in self._held}
+        stale = [a for a in stale if a.attempt_id not in held_ids]
         # Their devices hold memory until the driver has cleaned up after the killed processes;
         # the inventory must not read that as someone else's work (see _gpu_options).
         self._recovered_gpus = sorted({int(i) for a in stale for i in (a.gpus or "").split(",") if i})
