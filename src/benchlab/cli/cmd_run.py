@@ -102,6 +102,9 @@ def run(
                                         "changed); the earlier attempts stay on record."),
     max_failures: int = typer.Option(None, "--max-failures", min=1,
                                      help="Stop launching after this many failed runs."),
+    allow_changed: bool = typer.Option(False, "--allow-changed",
+                                       help="Go on where a dataset or the code under test changed since the "
+                                            "runs began (the change is recorded); without it, run stops."),
     backend: str = typer.Option(None, "--backend", help="local, ray or slurm [default: the spec's, or local]."),
     slurm: list[str] = typer.Option(None, "--slurm", metavar="KEY=VALUE",
                                     help="Slurm backend: partition, account, qos, constraint, array_size or "
@@ -166,7 +169,8 @@ def run(
         return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
                                   spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
                                   max_failures=max_failures, backend=backend, ray_address=ray_address,
-                                  shared_fs=shared_fs, gpus=gpus, report=report, slurm=slurm)
+                                  shared_fs=shared_fs, gpus=gpus, report=report, allow_changed=allow_changed,
+                                  slurm=slurm)
     if dry_run:
         from rich.markup import escape
 
@@ -213,7 +217,7 @@ def run(
     console.print(f"results: {escape(str(folder))}", highlight=False)
     sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all, backend=backend,
                   on_event=display.on_event, max_failures=max_failures, gpus=gpus,
-                  backend_options=options)
+                  backend_options=options, allow_changed=allow_changed)
     result = _sweep_with_signals(sweep, display)
     display.summary(result)
     if report and result.completed + result.skipped > 0 and not result.stopped:
@@ -257,7 +261,7 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
                        margin: float | None, alpha: float, spending: str, as_json: bool, jobs: int | None,
                        rerun_failed: bool, max_failures: int | None, backend: str | None,
                        ray_address: str | None, shared_fs: bool, gpus: str | None, report: bool,
-                       slurm: list[str] | None = None) -> None:
+                       allow_changed: bool = False, slurm: list[str] | None = None) -> None:
     """``run --until-decided``: one ordinary sweep per look, over the runs the open pairs need.
 
     Nothing of the design is stored: each look is replayed from the ledger's finished runs
@@ -301,7 +305,7 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
         display = SweepDisplay(out, primary=spec.metrics.primary.name)
         sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, backend=backend,
                       on_event=display.on_event, max_failures=max_failures, gpus=gpus,
-                      backend_options=options, runs=plan)
+                      backend_options=options, runs=plan, allow_changed=allow_changed)
         rerun_failed = False  # a new retry budget once, not at every look
         result = _sweep_with_signals(sweep, display)
         display.summary(result)

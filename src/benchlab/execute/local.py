@@ -17,8 +17,9 @@ backend makes its process the *child subreaper* of its runs (Linux
 and session and clears its environment (``setsid env -i sleep 313 &``) is
 re-parented to benchlab instead of to init when its parent exits. Such orphans
 are found among benchlab's own children at each run's end and killed with the
-run they came from (the run named in their environment or by their session,
-else the run that just ended), and whatever is left at the end of the sweep.
+run they came from (the run named in their environment or by their session; one
+that names none, with the last of the runs that were going when it started), and
+whatever is left at the end of the sweep.
 
 When a GPU run ends and leaves its device with no other run of ours, the device
 is not handed out again until its memory falls back near what it held when the
@@ -567,8 +568,11 @@ class LocalBackend:
     def _kill_orphans(self, ended: _Running | None) -> None:
         """Kill the orphans of ``ended`` (every orphan when None) and reap the dead ones.
 
-        An orphan that names a run still going is left to that run's end; one that names
-        none (an emptied environment, a session of its own) goes with the run that just ended.
+        An orphan that names a run still going is left to that run's end. One that names
+        none (an emptied environment, a session of its own) may come from any run that was
+        going when it started: it is left alone while another such run still goes (killing
+        it could break that run, a server it started for itself), and killed at the end of
+        the last one. An escapee of a run alone in the sweep still dies with its run.
         """
         killed = []
         for pid in self._orphans():
@@ -580,6 +584,8 @@ class LocalBackend:
                     except psutil.Error:
                         pass
                 continue
+            if ended is not None and self._may_be_of_a_running_run(pid):
+                continue
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
@@ -590,6 +596,22 @@ class LocalBackend:
             killed = [pid for pid in killed if not _reaped(pid)]
             if killed:
                 time.sleep(0.01)
+
+    def _may_be_of_a_running_run(self, pid: int) -> bool:
+        """Whether a run still going had started when orphan ``pid`` did (it may be its parent's)."""
+        try:
+            born = psutil.Process(pid).create_time()
+        except psutil.Error:
+            return False
+        # Compared with each run's shell as the kernel dates both (in clock ticks since boot, so
+        # that no clock of ours, read a little after the spawn, can put a run after its own child).
+        for r in self._running.values():
+            try:
+                if psutil.Process(r.proc.pid).create_time() <= born:
+                    return True
+            except psutil.Error:
+                return True  # its shell cannot be read: it may still be the parent
+        return False
 
     def terminate_all(self, grace: float) -> list[Outcome]:
         now = time.monotonic()

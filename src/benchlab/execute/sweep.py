@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from benchlab import triage
+from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.errors import LedgerLost
@@ -31,6 +31,14 @@ from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir
 from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
 from benchlab.execute.provenance import code_state, sweep_provenance, write_provenance
 from benchlab.execute.rundir import Preparer, write_run_dir
+from benchlab.execute.version import (
+    DIFF_FILE,
+    VERSIONS_DIR,
+    BenchmarkChanged,
+    changes_since,
+    current_version,
+    write_version,
+)
 from benchlab.plan import Run, expand
 from benchlab.results import write_benchmark_meta
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE
@@ -40,9 +48,11 @@ from benchlab.store import (
     DB_NAME,
     FAILED,
     INTERRUPTED,
+    PENDING,
     TO_RUN_STATES,
     CodeState,
     LedgerGuard,
+    PlanRecorder,
     ResultsLock,
     Store,
     disk_full,
@@ -53,6 +63,8 @@ STOP_GRACE_S = 5.0
 #: Seconds of inventory readings before deciding which devices are free (real GPUs only).
 GPU_SAMPLE_WINDOW_S = 1.0
 ATTEMPT_ENV = "BENCHLAB_ATTEMPT_KEY"
+#: While the plan is being recorded, a step of it at least this often, however busy the runs keep the sweep.
+PLAN_STEP_EVERY_S = 0.05
 
 
 @dataclass
@@ -131,13 +143,13 @@ def check_spec_owns(store: Store, spec: Spec, results_dir: Path) -> None:
     """
     from benchlab.errors import ResultsOfOtherSpec
 
-    meta = store.meta()
-    owner = meta.get("spec_path")
-    if spec.path is None or not owner:
+    recorded = store.benchmark()
+    owner = recorded.spec_path if recorded is not None else None
+    if spec.path is None or recorded is None or not owner:
         return
     mine = str(spec.path.resolve())
     if owner != mine and Path(owner).exists() and not os.path.samefile(owner, mine):
-        raise ResultsOfOtherSpec(results_dir, owner, str(meta.get("name")), mine, spec.name)
+        raise ResultsOfOtherSpec(results_dir, owner, recorded.name, mine, spec.name)
 
 
 class Sweep:
@@ -148,10 +160,12 @@ class Sweep:
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
                  gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
-                 runs: list[Run] | None = None):
+                 runs: list[Run] | None = None, allow_changed: bool = False):
         """``rerun_all`` runs every run of the plan again, finished or not (the earlier attempts
         stay on record); ``code`` is the state of the code under test (read from git when None);
-        ``runs`` is the plan when it is not the spec's own runs (``--until-decided`` adds seeds)."""
+        ``runs`` is the plan when it is not the spec's own runs (``--until-decided`` adds seeds);
+        ``allow_changed`` goes on (recording it) where a dataset or the code changed since the runs
+        began, instead of raising :class:`~benchlab.execute.version.BenchmarkChanged`."""
         self.spec = spec
         self._runs = runs
         self.results_dir = Path(results_dir).resolve()
@@ -160,6 +174,8 @@ class Sweep:
         self.rerun_all = rerun_all
         self.code = code if code is not None else code_state(spec.work_path, spec.path)
         self._code_id = 0
+        self.allow_changed = allow_changed
+        self.version_id: str | None = None
         self.on_event = on_event or (lambda event: None)
         self.max_failures = max_failures
         self._backend_arg = backend
@@ -174,6 +190,7 @@ class Sweep:
         self._preparer: Preparer | None = None
         self._sampler: Any = None  # the GpuSampler, while GPU runs are placed locally
         self._held: list[tuple[Any, str]] = []  # (attempt, job id) left by a sweep that died
+        self._plan: PlanRecorder | None = None
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -270,16 +287,28 @@ class Sweep:
         runs = expand(spec) if self._runs is None else self._runs
         check_spec_owns(store, spec, self.results_dir)
         write_benchmark_meta(store, spec, self.results_dir)
-        with store.transaction():  # the runs and the plan they make change together
-            store.register(runs)
-            store.set_plan(r.run_id for r in runs)
+        # The runs and the plan they make are recorded between the first launches, a step at a
+        # time (PlanRecorder): at 100,000 runs recording them first took seconds.
+        self._plan = plan = store.record_plan(runs)
         self._code_id = store.code_id(self.code)
         self._recover(store)
         statuses = store.statuses()
+        self.version_id = record_version(store, spec, self.code, self.results_dir, statuses,
+                                         allow=self.allow_changed or self.rerun_all)
+        preregistration.register(store, spec, sum(1 for s in statuses.values() if s == COMPLETED))
         wanted = set(TO_RUN_STATES) | ({FAILED} if self.rerun_failed else set())
         if self.rerun_all:
             wanted |= {FAILED, COMPLETED}
-        todo = deque(r for r in runs if statuses.get(r.run_id) in wanted)
+        todo: deque[Run] = deque()
+        done = failed = 0
+        for r in runs:  # one pass: at 100,000 runs each pass is tens of milliseconds before the first launch
+            state = statuses.get(r.run_id, PENDING)  # not recorded yet: pending
+            if state in wanted:
+                todo.append(r)
+            if state == COMPLETED:
+                done += 1
+            elif state == FAILED:
+                failed += 1
         if self.rerun_all:  # every run starts over, with a whole retry budget
             store.new_budget([r.run_id for r in todo])
         elif self.rerun_failed:  # the user's explicit request for a new retry budget
@@ -287,13 +316,12 @@ class Sweep:
         # Retry budgets are counted from the ledger over each run's whole life, so a resume after
         # a crash continues the budget instead of granting a new one.
         failures = store.charged_failures({r.run_id for r in todo})
-        for i, r in enumerate(todo):
+        for i, r in enumerate(todo if failures else ()):
             if r.run_id in failures and store.last_charged_failure(r.run_id) == triage.OOM:
                 todo[i] = _for_retry(r, triage.OOM)
         progress = Progress(total=len(runs))
-        progress.skipped = sum(1 for r in runs if statuses.get(r.run_id) == COMPLETED and not self.rerun_all)
-        progress.failed = sum(1 for r in runs if statuses.get(r.run_id) == FAILED and not self.rerun_failed
-                              and not self.rerun_all)
+        progress.skipped = 0 if self.rerun_all else done
+        progress.failed = 0 if self.rerun_failed or self.rerun_all else failed
         estimates = store.durations()
         _order(todo, estimates)
 
@@ -332,7 +360,9 @@ class Sweep:
         prepare_ahead()
         machine_gpus = {str(i): n for i, n in sorted(self.gpu_names.items())}
         # git and package metadata take tens of milliseconds: read while the first runs go.
-        shared = _Later(lambda: {**sweep_provenance(spec.work_path),
+        version_id = self.version_id
+        shared = _Later(lambda: {**sweep_provenance(spec.work_path), "benchmark_version": version_id,
+                                 "code_diff_file": f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
                                  **({"machine_gpus": machine_gpus} if machine_gpus else {})})
         host = socket.gethostname()
         _record_hardware(store, host, machine_gpus)
@@ -391,7 +421,9 @@ class Sweep:
             return max(0.0, work) / max(1, min(self.jobs, len(left)))
 
         def fail_unplaceable(run: Run, reason: str) -> None:
-            attempt_id, number = store.start_attempt(run.run_id, host=host)
+            with store.transaction():
+                plan.ensure(run)
+                attempt_id, number = store.start_attempt(run.run_id, host=host)
             error = f"cannot be placed: {reason}"
             store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
                                  failure_class=triage.LAUNCH, error=error)
@@ -444,6 +476,7 @@ class Sweep:
         drop_unplaceable()
         replan = _Replanner()
         lost: str | None = None
+        plan_due = time.monotonic() + PLAN_STEP_EVERY_S
         try:
             # Devices whose memory still drains keep the sweep open (bounded by the backend's
             # settle time), so a leak found after the last run is still reported.
@@ -485,13 +518,21 @@ class Sweep:
                     self.on_event(SweepEvent("start", run, launch.number, progress))
                 if not inflight and not (settling and settling()):
                     break
-                # With directories to write ahead, only look for ended runs, write one, and loop.
-                idle_work = self._preparer is not None and self._preparer.pending()
+                # With the plan to record or directories to write ahead, only look for ended runs,
+                # do a step of that work, and loop. The plan also gets a step at least every
+                # PLAN_STEP_EVERY_S, however busy the runs keep the loop.
+                if not plan.done and time.monotonic() >= plan_due:
+                    plan.step()
+                    plan_due = time.monotonic() + PLAN_STEP_EVERY_S
+                idle_work = not plan.done or (self._preparer is not None and self._preparer.pending())
                 outcomes = backend.wait(timeout=0 if idle_work else None)
                 pass_on_warnings()
                 pass_on_placements()
                 if not outcomes:
-                    if idle_work:
+                    if not plan.done:
+                        plan.step()
+                        plan_due = time.monotonic() + PLAN_STEP_EVERY_S
+                    elif idle_work:
                         assert self._preparer is not None
                         self._preparer.step()
                     else:
@@ -563,6 +604,7 @@ class Sweep:
         problem = self._guard.check(force=True)  # lost after the last check: still say so
         if problem is not None:
             raise self._lost(problem)
+        plan.finish()
         flagged = triage.flag_configs(store.runs(), store.attempts())
         store.set_meta(flagged=flagged)
         return SweepResult(
@@ -587,6 +629,8 @@ class Sweep:
     def _launch_recorded(self, store: Store, backend: Backend, run: Run, host: str,
                          base_env: dict[str, str], db_key: str) -> Launch | _LaunchFailed:
         run_dir = run_dir_of(self.results_dir, run.run_id)
+        assert self._plan is not None
+        self._plan.ensure(run)  # recorded before its attempt, in the same transaction
         attempt_id, number = store.start_attempt(run.run_id, host=host)
         store.tag_attempt(attempt_id, self._code_id)
         claimed = number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)
@@ -739,6 +783,26 @@ class Sweep:
                                  error="the benchlab process running it died; run again")
 
 
+def record_version(store: Store, spec: Spec, code: CodeState, results_dir: Path, statuses: dict[str, str],
+                   *, allow: bool) -> str:
+    """Write the benchmark version of this sweep and record it in the ledger; return its id.
+
+    Where runs already ran under an earlier version whose datasets or code differ, raise
+    :class:`BenchmarkChanged` naming what changed, unless ``allow`` (the change is then recorded
+    with the new version)."""
+    now = current_version(spec, code, results_dir)
+    versions = list(store.meta().get("versions", []))
+    began = any(s != PENDING for s in statuses.values())
+    changes = changes_since(versions[-1], now) if versions and began else []
+    if changes and not allow:
+        raise BenchmarkChanged(results_dir, changes)
+    write_version(results_dir, now, spec)
+    if not versions or versions[-1]["id"] != now.id:
+        versions.append({**now.to_json(), "changes": changes})
+        store.set_meta(versions=versions)
+    return now.id
+
+
 def code_changed(store: Store, now: CodeState, runs: list[Run], statuses: dict[str, str]) -> str | None:
     """What to tell before finished runs are skipped although the code under test changed since
     they ran (None when it did not, or when either side is not in a git repository)."""
@@ -856,7 +920,7 @@ def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
     requests first among equals: the order of :func:`benchlab.execute.placement.longest_first`,
     with the key computed once per (task, config, GPUs), not per run (a stable sort keeps
     submission order in ties)."""
-    if len(todo) < 2:
+    if len(todo) < 2 or not estimates:  # no duration known: every key is the same
         return
     keys: dict[tuple[str, str, float], tuple[int, float, float]] = {}
 
