@@ -140,10 +140,12 @@ def test_an_array_is_throttled_to_jobs_and_queued_runs_show_slurms_reason(
         tasks: [{name: t}]
         configs: [{name: a}]
         seeds: 6
-        command: python run.py sleep=1.5
+        command: python run.py sleep=3
         metrics: {primary: score}
     """)
     out = tmp_path / "out"
+    # Runs of 3 s, two at a time: runs wait in the queue for 6 s or more, while `benchlab status`
+    # (a Python start-up of its own, seconds on a loaded machine) is asked.
     driver = start_driver(spec, out, "-j", "2")
     try:
         # While it runs, `benchlab status` tells queued runs from running ones, with Slurm's reason.
