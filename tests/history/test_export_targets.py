@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import socket
 import textwrap
@@ -15,14 +16,16 @@ import pytest
 
 from benchlab.errors import DataError
 from benchlab.history.export import export, public_url, rewrite_links, safe_url
+from benchlab.report.leaderboard import task_settings
 from benchlab_testing import run_cli
 
 SPEC = """
 name: pub
+variables: {max_frame: 10000000, num_envs: 16}
 tasks: [{name: t1, params: {base: 0.5}}]
 configs: [{name: a, params: {extra: 1}}, {name: b, params: {extra: 2, base: 0.6}}]
 seeds: 3
-command: python run.py base={base} extra={extra}
+command: python run.py base={base} extra={extra} frames={max_frame} envs={num_envs}
 metrics: {primary: score}
 baseline: a
 """
@@ -142,6 +145,35 @@ def test_s3_export_through_a_real_s3_api_rewrites_links_and_second_run_uploads_n
     body = fs.cat_file("bench-public/starter/results.csv")
     assert manifest["files"]["results.csv"]["sha256"] == hashlib.sha256(body).hexdigest()
     assert "testing" not in (folder / "exports.json").read_text() + (folder / "EXPORTS.md").read_text()
+
+
+def test_benchmarks_md_has_a_settings_line_per_task_and_links_each_score_to_its_run_folders(results, tmp_path):
+    text = (results / "BENCHMARKS.md").read_text()
+    assert "- **t1**: base 0.5, max_frame 1e7, num_envs 16" in text
+    runs = [line for line in text.splitlines() if line.startswith("- t1 / ")]
+    assert len(runs) == 2
+    for line in runs:
+        config = line.split(" / ")[1].split(":")[0]
+        links = re.findall(r"\[(\d+)\]\((runs/[0-9a-f]+/)\)", line)
+        assert [int(seed) for seed, _ in links] == [0, 1, 2]
+        for seed, href in links:  # each link is that seed's run folder
+            config_yaml = (results / href / "config.yaml").read_text()
+            assert f"seed: {seed}\n" in config_yaml and f"config: {config}\n" in config_yaml
+    # Exported, the links point to the target's public URL.
+    folder = _copy(results, tmp_path)
+    export(folder, "memory://links/x", what="report", public="https://example.org/bench")
+    import fsspec
+
+    published = fsspec.filesystem("memory").cat_file("/links/x/BENCHMARKS.md").decode()
+    href = re.search(r"\[0\]\((runs/[0-9a-f]+/)\)", text).group(1)
+    assert f"[0](https://example.org/bench/{href})" in published
+
+
+def test_settings_named_by_the_spec_come_from_params_then_variables():
+    spec = {"variables": {"max_frame": 3e6, "lr": 0.1}, "settings": ["max_frame", "num_envs", "missing"],
+            "command": "python x.py {lr}",
+            "tasks": [{"name": "pong", "params": {"num_envs": 16}}, {"name": "lunar", "params": {}}]}
+    assert task_settings(spec) == {"pong": "max_frame 3e6, num_envs 16", "lunar": "max_frame 3e6"}
 
 
 def test_public_urls_of_s3_and_hugging_face_targets():

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import BackendUnavailable
-from benchlab.execute.base import Launch, Outcome, ProcessInfo, register
+from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext
 from benchlab.failures import CANCELLED, NODE_DIED, OOM, PREEMPTED
 from benchlab.plan import Run
 from benchlab.spec import Resources, Slurm, Spec
@@ -233,8 +233,7 @@ def check_available() -> Any:
     return submitit
 
 
-@register("slurm")
-class SlurmBackend:
+class SlurmBackend(Backend):
     """Runs attempts as Slurm jobs; see the module's docstring.
 
     ``jobs``: most runs of one array that Slurm runs at once (``%N``). ``slurm``: the
@@ -243,6 +242,11 @@ class SlurmBackend:
     """
 
     name = "slurm"
+
+    @classmethod
+    def for_sweep(cls, context: SweepContext, **options: Any) -> SlurmBackend:
+        # -j only when given (the CLI passes it): the login node's cores say nothing of the cluster.
+        return cls(spec=context.spec, results_dir=context.results_dir, **options)
 
     def __init__(self, spec: Spec | None = None, results_dir: Path | str | None = None, *,
                  jobs: int | None = None, slurm: dict[str, str] | None = None, folder: Path | str | None = None,
