@@ -961,11 +961,12 @@ class LedgerGuard:
         self.path = store.path
         st = os.stat(self.path)
         self._key = (st.st_dev, st.st_ino)
+        # The file alone is read below (immutable, write-ahead log left out). After a crash
+        # mid-checkpoint (a full disk, a kill) the file is torn until the log is folded back in,
+        # and the id may still be only in the log: fold it in first. The sweep holds the results
+        # lock, so no other writer is in the way.
+        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._identity = self._stored_identity()
-        if self._identity is None:
-            # The id is still only in the write-ahead log: fold it into the file, where it is read.
-            store.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            self._identity = self._stored_identity()
         self.every_s = every_s
         self._next = 0.0
 
@@ -998,8 +999,13 @@ class LedgerGuard:
             return problem
         try:
             identity = self._stored_identity()
-        except sqlite3.DatabaseError as exc:
-            return f"cannot be read ({exc})"
+        except sqlite3.DatabaseError:
+            # Our own connection may be folding the log into the file at this instant: look again.
+            time.sleep(0.2)
+            try:
+                identity = self._stored_identity()
+            except sqlite3.DatabaseError as exc:
+                return f"cannot be read ({exc})"
         if self._identity is not None and identity != self._identity:
             return "was overwritten by another ledger"
         return None

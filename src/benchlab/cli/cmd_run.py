@@ -34,7 +34,7 @@ def validate(
     """Validate a spec and print the plan: the runs, their resources, and what is already done."""
     from benchlab.plan import expand
     from benchlab.spec import load_spec
-    from benchlab.store import DB_NAME, Store
+    from benchlab.store import DB_NAME, PENDING, Store
 
     spec = load_spec(spec_path, sets)
     runs = expand(spec)
@@ -43,7 +43,7 @@ def validate(
     if (folder / DB_NAME).exists():
         with Store.open(folder) as store:
             statuses = store.statuses()
-    states = [statuses.get(r.run_id, "pending") for r in runs]
+    states = [statuses.get(r.run_id, PENDING) for r in runs]
     if as_json:
         print_json({
             "name": spec.name, "results": str(folder), "runs": [
@@ -139,10 +139,11 @@ def run(
                                  "and decision as JSON at the end (on stdout; progress goes to stderr)."),
 ) -> None:
     """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
+    from benchlab import run_files
     from benchlab.execute.sweep import Sweep
     from benchlab.plan import expand
     from benchlab.spec import load_spec
-    from benchlab.store import COMPLETED, DB_NAME, Store
+    from benchlab.store import DB_NAME, Store, runs_to_do
 
     spec = load_spec(spec_path, sets)
     folder = results or default_results(spec)
@@ -190,9 +191,8 @@ def run(
                 with Store.open(folder) as store:
                     state = seqrun.read_state(store, spec, design, every)
             planned = seqrun.plan_runs(spec, design, every, state)
-        todo = [r for r in planned if rerun_all or (statuses.get(r.run_id) != COMPLETED
-                and (rerun_failed or statuses.get(r.run_id) != "failed"))]
-        runs_dir = folder / "runs"
+        todo = runs_to_do(planned, statuses, rerun_failed=rerun_failed, rerun_all=rerun_all).runs
+        runs_dir = run_files.runs_dir(folder)
         if console.is_terminal and len(todo) <= 1000:
             for r in todo:
                 command = r.command_for(runs_dir / r.run_id)

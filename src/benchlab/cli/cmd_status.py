@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from benchlab.cli.app import app, console, err_console, fail, print_json
-from benchlab.run_files import LOG_FILE
+from benchlab.run_files import LOG_FILE, run_dir_of
 
 if TYPE_CHECKING:
     from benchlab.spec import Spec
@@ -36,8 +36,9 @@ def status(
     The runs counted are those of the spec as `benchlab run` last ran it; runs it no longer
     names are counted apart as "not in the spec" (--all lists them).
     """
+    from benchlab.failures import failed_runs
     from benchlab.results import find_results
-    from benchlab.store import Store
+    from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Store
 
     folder = find_results(results)
     with Store.open(folder) as store:
@@ -56,7 +57,7 @@ def status(
     last: dict[str, AttemptRecord] = {}
     for a in attempts:
         last[a.run_id] = a
-    running = [a for a in attempts if a.status == "running" and a.run_id in runs]
+    running = [a for a in attempts if a.status == RUNNING and a.run_id in runs]
     from benchlab.triage import MISSING_METRIC, flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
@@ -67,9 +68,9 @@ def status(
     rebuilding = lock_holder(folder) if leftovers else None
     if rebuilding is not None and "rebuild" not in rebuilding:
         rebuilding = None
-    failures = [last[rid] for rid, r in runs.items() if r.status == "failed" and rid in last]
+    failures = [f.last for f in failed_runs(runs.values(), attempts) if f.last is not None]
     # Completed runs whose note says they are partial (lm-eval's --limit; collect/lm_eval.py PARTIAL).
-    partial = [last[rid] for rid, r in runs.items() if r.status == "completed" and rid in last
+    partial = [last[rid] for rid, r in runs.items() if r.status == COMPLETED and rid in last
                and (last[rid].error or "").startswith("partial evaluation")]
     by_class: dict[str, list[AttemptRecord]] = {}
     for a in failures:
@@ -126,7 +127,7 @@ def status(
     from rich.markup import escape
 
     total = len(runs)
-    order = ["completed", "running", "pending", "failed", "interrupted"]
+    order = [COMPLETED, RUNNING, PENDING, FAILED, INTERRUPTED]
     parts = [f"{counts.get(s, 0)} {s}" for s in order if counts.get(s)]
     shown = folder.relative_to(Path.cwd()) if folder.is_absolute() and folder.is_relative_to(Path.cwd()) else folder
     console.print(f"[bold]{escape(str(meta.get('name')))}[/] ({escape(str(shown))}): {total} runs — "
@@ -294,13 +295,13 @@ def logs(
     import sys
 
     from benchlab.results import find_results
-    from benchlab.store import Store
+    from benchlab.store import RUNNING, Store
 
     folder = find_results(results)
     with Store.open(folder) as store:
         run = _find_run(store, run_key)
         run_id = run.run_id
-        log = folder / "runs" / run_id / LOG_FILE
+        log = run_dir_of(folder, run_id) / LOG_FILE
         if not log.exists():
             raise fail(f"{log}: no log yet (run status: {run.status})")
         with open(log, "rb") as fh:
@@ -312,7 +313,7 @@ def logs(
                     continue
                 if not follow:
                     break
-                if store.statuses().get(run_id) != "running":
+                if store.statuses().get(run_id) != RUNNING:
                     rest = fh.read()
                     sys.stdout.buffer.write(rest)
                     break

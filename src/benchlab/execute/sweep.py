@@ -205,14 +205,16 @@ class Sweep:
         with ResultsLock(self.results_dir):
             refuse_without_ledger(self.results_dir)
             store = Store.create(self.results_dir)
+            guard: LedgerGuard | None = None
             try:
-                self._guard = LedgerGuard(store)
+                self._guard = guard = LedgerGuard(store)
                 return self._run(store, t0)
             except sqlite3.DatabaseError as exc:
                 if is_disk_full(exc):
                     raise disk_full(self.results_dir) from None
                 # A write or read failed under us: say what became of the file, not SQLite's words.
-                raise self._lost(self._guard.check(force=True) or f"is unreadable ({exc})") from None
+                problem = guard.check(force=True) if guard is not None else None
+                raise self._lost(problem or f"is unreadable ({exc})") from None
             except OSError as exc:
                 if is_disk_full(exc):
                     raise disk_full(self.results_dir) from None

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
 from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
 from benchlab.ui.library import Benchmark, tail
 
@@ -305,7 +305,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
     for (config, seed), (rid, status) in runs.items():
         if status != RUNNING:
             continue
-        path = bench.folder / "runs" / rid / SERIES_FILE
+        path = run_dir_of(bench.folder, rid) / SERIES_FILE
         try:
             series = read_metrics_jsonl(path)
         except (OSError, ValueError):
