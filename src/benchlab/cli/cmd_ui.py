@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -19,7 +20,7 @@ def _is_loopback(host: str) -> bool:
 @app.command()
 def ui(
     results: list[Path] = typer.Argument(None, help="Results folders, or folders whose subfolders are results "
-                                         "folders [default: ./results, or . when it holds benchlab.db].",
+                                         "folders [default: ./results, or the current folder when it holds benchlab.db].",
                                          show_default=False),
     host: str = typer.Option("127.0.0.1", help="Address to bind; anything but loopback needs --token."),
     port: int = typer.Option(8050, help="Port to listen on."),
@@ -27,6 +28,8 @@ def ui(
                                      help="Require this token: 'Authorization: Bearer <token>', or the cookie "
                                           "that the one-time URL printed at start sets."),
     log_level: str = typer.Option("warning", help="uvicorn log level."),
+    nice: bool = typer.Option(True, "--nice/--no-nice", help="Run at the lowest CPU priority (nice 19), so that "
+                              "a sweep on the same machine is never slowed by the dashboard."),
 ) -> None:
     """Serve a live, read-only dashboard: sweeps, seed grids, curves with seed bands, comparisons, logs."""
     from benchlab.extras import require
@@ -44,6 +47,9 @@ def ui(
         results = [here] if (here / DB_NAME).exists() else [here / "results"]
     from benchlab.ui import Library, create_app
 
+    if nice:
+        # The dashboard yields the CPU to a sweep on the same machine: it gets what the runs leave.
+        os.nice(19 - os.nice(0))
     library = Library(list(results))
     application = create_app(library, token=token)
     import uvicorn
