@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -26,6 +27,8 @@ def ui(
                                      help="Require this token: 'Authorization: Bearer <token>', or the cookie "
                                           "that the one-time URL printed at start sets."),
     log_level: str = typer.Option("warning", help="uvicorn log level."),
+    nice: bool = typer.Option(True, "--nice/--no-nice", help="Run at the lowest CPU priority (nice 19), so that "
+                              "a sweep on the same machine is never slowed by the dashboard."),
 ) -> None:
     """Serve a live, read-only dashboard: sweeps, seed grids, curves with seed bands, comparisons, logs."""
     from benchlab.extras import require
@@ -43,6 +46,9 @@ def ui(
         results = [here] if (here / DB_NAME).exists() else [here / "results"]
     from benchlab.ui import Library, create_app
 
+    if nice:
+        # The dashboard yields the CPU to a sweep on the same machine: it gets what the runs leave.
+        os.nice(19 - os.nice(0))
     library = Library(list(results))
     application = create_app(library, token=token)
     import uvicorn

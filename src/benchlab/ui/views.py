@@ -128,7 +128,7 @@ class Cell:
     def counts(self) -> list[tuple[str, int]]:
         """Seeds per state, in the order the grid shows them."""
         order = (COMPLETED, RUNNING, FAILED, INTERRUPTED, PENDING)
-        n = {s: 0 for s in order}
+        n: dict[str, int] = {s: 0 for s in order}
         for _, st, _ in self.seeds:
             n[st] = n.get(st, 0) + 1
         return [(s, k) for s, k in n.items() if k]
