@@ -19,8 +19,8 @@ def _is_loopback(host: str) -> bool:
 
 @app.command()
 def ui(
-    results: list[Path] = typer.Argument(None, help="Results folders, or folders whose subfolders are results "
-                                         "folders [default: ./results, or the current folder when it holds benchlab.db].",
+    results: list[Path] = typer.Argument(None, help="Results folders, or folders whose subfolders are results folders "
+                                         "[default: ./results, or the current folder when it holds benchlab.db].",
                                          show_default=False),
     host: str = typer.Option("127.0.0.1", help="Address to bind; anything but loopback needs --token."),
     port: int = typer.Option(8050, help="Port to listen on."),
