@@ -26,11 +26,13 @@ USAGE: Final = "usage-error"  # the command rejected its arguments (argparse's e
 INTERRUPTED: Final = "interrupted"  # stopped by the user; not a fault of the run, not retried
 LOST: Final = "orchestrator-died"  # benchlab itself died under the attempt
 NODE_DIED: Final = "node-died"  # a cluster worker or node died under the attempt
+CANCELLED: Final = "cancelled"  # the cluster's scheduler cancelled the job (scancel, an administrator)
+PREEMPTED: Final = "preempted"  # the scheduler took the job's resources for another job; not the run's fault
 
 #: The classes a spec may give its own retry budget (``retry_on``): every class but
 #: ``interrupted`` and ``orchestrator-died``. A Literal so that the spec's schema lists them.
 RetryClass = Literal["timeout", "out-of-memory", "cuda-error", "exception", "signal", "exit-code",
-                     "missing-metric", "launch-error", "usage-error", "node-died"]
+                     "missing-metric", "launch-error", "usage-error", "node-died", "cancelled", "preempted"]
 
 RETRY_CLASSES: tuple[str, ...] = get_args(RetryClass)
 

@@ -48,24 +48,34 @@ def curve_sets(view: CurvesView) -> list[CurveSet]:
     """Every logged curve of the results table, grouped by (metric, task) and aligned."""
     out = []
     for (metric, task), runs in view.groups().items():
-        # A curve with no finite point has nothing to align or draw.
-        runs = [r for r in runs if np.any(~(np.isnan(r[2]) | np.isnan(r[3])))]
-        if not runs:
-            continue
-        curves = [(s, v) for _, _, s, v in runs]
-        # The grid stats.align would make (the steps of points with a value), decimated first:
-        # aligning onto all of it and then decimating gives the same points at far less cost.
-        grid = decimate(common_grid([s[~(np.isnan(s) | np.isnan(v))] for s, v in curves]))
-        if grid.shape[0] == 0:
-            continue
-        _, rows = align(curves, grid)
-        values: dict[str, list[int]] = {}
-        seeds: dict[str, list[int]] = {}
-        for i, (config, seed, _, _) in enumerate(runs):
-            values.setdefault(config, []).append(i)
-            seeds.setdefault(config, []).append(seed)
-        out.append(CurveSet(metric, task, grid, {c: rows[idx] for c, idx in values.items()}, seeds))
+        aligned = curve_set(metric, task, runs)
+        if aligned is not None:
+            out.append(aligned)
     return out
+
+
+def curve_set(
+    metric: str, task: str, runs: list[tuple[str, int, np.ndarray, np.ndarray]]
+) -> CurveSet | None:
+    """The curves of one (metric, task), ``[(config, seed, steps, values), ...]``, aligned on
+    one grid; None when they have no point or share no step range."""
+    # A curve with no finite point has nothing to align or draw.
+    runs = [r for r in runs if np.any(~(np.isnan(r[2]) | np.isnan(r[3])))]
+    if not runs:
+        return None
+    curves = [(s, v) for _, _, s, v in runs]
+    # The grid stats.align would make (the steps of points with a value), decimated first:
+    # aligning onto all of it and then decimating gives the same points at far less cost.
+    grid = decimate(common_grid([s[~(np.isnan(s) | np.isnan(v))] for s, v in curves]))
+    if grid.shape[0] == 0:
+        return None
+    _, rows = align(curves, grid)
+    values: dict[str, list[int]] = {}
+    seeds: dict[str, list[int]] = {}
+    for i, (config, seed, _, _) in enumerate(runs):
+        values.setdefault(config, []).append(i)
+        seeds.setdefault(config, []).append(seed)
+    return CurveSet(metric, task, grid, {c: rows[idx] for c, idx in values.items()}, seeds)
 
 
 def mean_band(

@@ -128,7 +128,7 @@ class Cell:
     def counts(self) -> list[tuple[str, int]]:
         """Seeds per state, in the order the grid shows them."""
         order = (COMPLETED, RUNNING, FAILED, INTERRUPTED, PENDING)
-        n = {s: 0 for s in order}
+        n: dict[str, int] = {s: 0 for s in order}
         for _, st, _ in self.seeds:
             n[st] = n.get(st, 0) + 1
         return [(s, k) for s, k in n.items() if k]
@@ -270,8 +270,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
     (or its last write, while it runs), since ``metrics.jsonl`` records no clock.
     """
     from benchlab.collect.files import read_metrics_jsonl
-    from benchlab.report.curves import curve_sets, mean_band
-    from benchlab.results import CurvesView
+    from benchlab.report.curves import curve_set, mean_band
 
     with Store.open(bench.folder, read_only=True) as store:
         meta = store.meta()
@@ -286,7 +285,14 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
             f" WHERE r.task = ? AND {store.in_spec_sql('r')} ORDER BY a.attempt_id", (task,)
         ):
             timing[rid] = (started, ended)
-    sets = [c for c in curve_sets(CurvesView(bench.folder)) if c.task == task and c.metric == metric]
+        # Only this (task, metric)'s curves: the ledger holds every run's (1,000,000 points at 10,000 runs).
+        stored = [(config, int(seed), np.frombuffer(steps, dtype="<f8"), np.frombuffer(vals, dtype="<f8"))
+                  for config, seed, steps, vals in store.conn.execute(
+                      "SELECT r.config, r.seed, s.steps, s.vals FROM series s JOIN runs r USING (run_id)"
+                      f" WHERE r.status = 'completed' AND {store.in_spec_sql('r')} AND r.task = ? AND s.metric = ?"
+                      " ORDER BY s.rowid", (task, metric))]
+    aligned = curve_set(metric, task, stored)
+    sets = [aligned] if aligned is not None else []
     configs: dict[str, dict[str, Any]] = {}
     order = list(meta.get("configs") or [])
     if sets:
