@@ -14,6 +14,8 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── BackendUnavailable       a backend is named that does not exist or cannot be reached
     │   ├── MissingExtra             an optional dependency is not installed; says which extra brings it
     │   ├── DataError                a table or file given to analyse is unusable
+    │   ├── SearchError              a search cannot go on as asked (its study was made by another
+    │   │                            search section, a promoted config's name is taken, no trial finished)
     │   └── YamlProblem              a spec's text cannot be read as YAML; becomes a SpecError
     │                                (spec_yaml.py)
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
@@ -144,6 +146,14 @@ class MissingExtra(UserError):
 
 class DataError(UserError):
     """A results table or file handed to benchlab cannot be used as it is."""
+
+
+class SearchError(UserError):
+    """`benchlab search` cannot do what was asked; ``study`` names the study it is about."""
+
+    def __init__(self, study: str, message: str):
+        self.study = study
+        super().__init__(message)
 
 
 class StoreError(BenchlabError):

@@ -23,7 +23,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "serve": ("fastapi", "starlette", "uvicorn", "httpx", "math_verify"),
     "ray": ("ray",),
     "gpu": ("pynvml",),
-    "search": ("optuna",),
+    "search": ("optuna", "cmaes"),
     "tensorboard": ("tensorboard",),
     "examples": ("sklearn", "gymnasium"),
 }

@@ -56,6 +56,9 @@ SCHEMA_VERSION = 1
 
 # Run states. 'running' seen by a new sweep means its orchestrator died.
 PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED = "pending", "running", "completed", "failed", "interrupted"
+#: A search trial's run stopped early because its curve could not catch up (`benchlab search`):
+#: not a failure, never retried.
+PRUNED = "pruned"
 TO_RUN_STATES = (PENDING, RUNNING, INTERRUPTED)
 
 _SCHEMA = """
@@ -370,6 +373,14 @@ class Store:
             c.execute("DELETE FROM spec_runs")
             c.executemany("INSERT OR IGNORE INTO spec_runs VALUES (?, ?)",
                           ((rid, i) for i, rid in enumerate(run_ids)))
+
+    def add_to_plan(self, run_ids: Iterable[str]) -> None:
+        """Add ``run_ids`` to the runs in the spec, after those already there (a search adds each
+        trial's runs as it asks for the trial)."""
+        with self.transaction() as c:
+            (start,) = c.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM spec_runs").fetchone()
+            c.executemany("INSERT OR IGNORE INTO spec_runs VALUES (?, ?)",
+                          ((rid, start + i) for i, rid in enumerate(run_ids)))
 
     def has_plan(self) -> bool:
         """Whether a sweep recorded which runs are in the spec (older ledgers have no plan)."""
@@ -747,8 +758,8 @@ class ResultsLock:
     even by ``kill -9``: a crashed sweep never leaves the folder locked.
     """
 
-    def __init__(self, results_dir: Path, purpose: str = "benchlab run"):
-        self.path = Path(results_dir) / LOCK_NAME
+    def __init__(self, results_dir: Path, purpose: str = "benchlab run", name: str = LOCK_NAME):
+        self.path = Path(results_dir) / name
         self.purpose = purpose
         self._fh: Any = None
 

@@ -90,6 +90,9 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release what the backend holds (threads, cluster connections)."""
 
+    # Optional: ``cancel(attempt_id)`` stops one attempt at once (a search prunes a trial with it);
+    # its outcome still comes back through ``wait``. A backend without it cannot prune.
+
 
 BackendFactory = Callable[..., Backend]
 _REGISTRY: dict[str, BackendFactory] = {}

@@ -591,6 +591,14 @@ class LocalBackend:
             if killed:
                 time.sleep(0.01)
 
+    def cancel(self, attempt_id: int) -> None:
+        """Kill one attempt's process group now (a pruned search trial: nothing of it is kept
+        that a grace period would save); its outcome comes back through ``wait``."""
+        for r in self._running.values():
+            if r.launch.attempt_id == attempt_id:
+                r.descendants = _descendants(r.proc.pid)
+                signal_tree(r.proc.pid, signal.SIGKILL, r.descendants)
+
     def terminate_all(self, grace: float) -> list[Outcome]:
         now = time.monotonic()
         for r in self._running.values():

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 
@@ -40,6 +40,7 @@ from benchlab.store import (
     DB_NAME,
     FAILED,
     INTERRUPTED,
+    PRUNED,
     TO_RUN_STATES,
     CodeState,
     LedgerGuard,
@@ -65,10 +66,11 @@ class Progress:
     running: int = 0
     skipped: int = 0  # already completed before this sweep
     eta_s: float | None = None
+    pruned: int = 0  # stopped early by a search's pruner (not failures)
 
     @property
     def finished(self) -> int:
-        return self.completed + self.failed + self.skipped
+        return self.completed + self.failed + self.skipped + self.pruned
 
 
 @dataclass
@@ -109,12 +111,34 @@ class SweepResult:
     warnings: list[str] = field(default_factory=list)
     #: Mean utilisation (percent) of the devices runs held, from the GPU sampler (None: not sampled).
     gpu_util_mean: float | None = None
+    pruned: int = 0
 
     @property
     def exit_code(self) -> int:
         if self.stopped:
             return 130
         return 1 if self.failed else 0
+
+
+class Feeder(Protocol):
+    """Hands a sweep its runs as slots free up, and names runs to stop early: what
+    ``benchlab search`` plugs into the sweep (its trials are asked for one at a time).
+
+    A sweep with a feeder starts with no plan; each run ``more`` returns joins the plan (the
+    ledger's runs in the spec). Runs already completed or pruned are not run again: they are
+    reported as ``finish`` events with attempt 0. A run ``to_prune`` names is killed (its
+    process group, through the backend's optional ``cancel``) or dropped from the queue, and
+    recorded as ``pruned``: not a failure, never retried.
+    """
+
+    #: Seconds between calls of ``to_prune`` while runs are in flight (None: it is never called).
+    poll_s: float | None
+
+    def more(self, free: int) -> list[Run]:
+        """Runs to add now that ``free`` slots are idle (an empty list: none for now)."""
+
+    def to_prune(self) -> dict[str, str]:
+        """Run id -> why it is pruned, for runs queued or in flight that are to stop now."""
 
 
 def default_jobs(cpus_per_run: float) -> int:
@@ -136,7 +160,9 @@ def check_spec_owns(store: Store, spec: Spec, results_dir: Path) -> None:
     if spec.path is None or not owner:
         return
     mine = str(spec.path.resolve())
-    if owner != mine and Path(owner).exists() and not os.path.samefile(owner, mine):
+    # A spec promoted from the owner's search (`benchlab search --promote`) continues its benchmark.
+    promoted_from = {str((spec.base_dir / c.origin.spec).resolve()) for c in spec.configs if c.origin is not None}
+    if owner != mine and Path(owner).exists() and not os.path.samefile(owner, mine) and owner not in promoted_from:
         raise ResultsOfOtherSpec(results_dir, owner, str(meta.get("name")), mine, spec.name)
 
 
@@ -148,12 +174,15 @@ class Sweep:
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
                  gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
-                 runs: list[Run] | None = None):
+                 runs: list[Run] | None = None, feeder: Feeder | None = None):
         """``rerun_all`` runs every run of the plan again, finished or not (the earlier attempts
         stay on record); ``code`` is the state of the code under test (read from git when None);
-        ``runs`` is the plan when it is not the spec's own runs (``--until-decided`` adds seeds)."""
+        ``runs`` is the plan when it is not the spec's own runs (``--until-decided`` adds seeds);
+        ``feeder`` hands the runs out one batch at a time instead (see ``Feeder``)."""
         self.spec = spec
         self._runs = runs
+        self.feeder = feeder
+        self._pruning: dict[int, str] = {}  # attempt id -> why its run is being pruned
         self.results_dir = Path(results_dir).resolve()
         self.jobs = jobs or default_jobs(spec.resources.cpus)
         self.rerun_failed = rerun_failed
@@ -266,12 +295,14 @@ class Sweep:
 
     def _run(self, store: Store, t0: float) -> SweepResult:
         spec = self.spec
-        runs = expand(spec) if self._runs is None else self._runs
+        feeder = self.feeder
+        runs = [] if feeder is not None else expand(spec) if self._runs is None else self._runs
         check_spec_owns(store, spec, self.results_dir)
         write_benchmark_meta(store, spec, self.results_dir)
-        with store.transaction():  # the runs and the plan they make change together
-            store.register(runs)
-            store.set_plan(r.run_id for r in runs)
+        if feeder is None:
+            with store.transaction():  # the runs and the plan they make change together
+                store.register(runs)
+                store.set_plan(r.run_id for r in runs)
         self._code_id = store.code_id(self.code)
         self._recover(store)
         statuses = store.statuses()
@@ -421,13 +452,54 @@ class Sweep:
                 warnings.append(text)
                 self.on_event(SweepEvent("warning", None, 0, progress, error=text))
 
+        def top_up() -> bool:
+            """Ask the feeder for runs while slots would stay idle; False, so that it can lead
+            the loop's condition."""
+            if feeder is None or self._stop.is_set():
+                return False
+            free = (slots or self.jobs) - len(inflight) - len(todo)
+            while free > 0:
+                new = feeder.more(free)
+                if not new:
+                    return False
+                with store.transaction():
+                    store.add_runs(new)
+                    store.add_to_plan(r.run_id for r in new)
+                known = store.statuses()
+                progress.total += len(new)
+                for r in new:
+                    state = known.get(r.run_id)
+                    if state in (COMPLETED, PRUNED):
+                        # Done before this sweep (the same trial asked again after a crash).
+                        progress.skipped += 1
+                        self.on_event(SweepEvent("finish", r, 0, progress, status=state))
+                    else:
+                        todo.append(r)
+                        free -= 1
+            return False
+
+        def prune(run_id: str, reason: str) -> None:
+            queued = next((r for r in todo if r.run_id == run_id), None)
+            if queued is not None:
+                todo.remove(queued)
+                store.set_status(run_id, PRUNED)
+                progress.pruned += 1
+                self.on_event(SweepEvent("finish", queued, 0, progress, status=PRUNED, error=reason))
+                return
+            cancel = getattr(backend, "cancel", None)
+            for attempt_id, (run, *_rest) in inflight.items():
+                if run.run_id == run_id and attempt_id not in self._pruning and cancel is not None:
+                    self._pruning[attempt_id] = reason
+                    cancel(attempt_id)
+
         drop_unplaceable()
         replan = _Replanner()
         lost: str | None = None
+        poll_s = feeder.poll_s if feeder is not None else None
         try:
             # Devices whose memory still drains keep the sweep open (bounded by the backend's
             # settle time), so a leak found after the last run is still reported.
-            while (todo or inflight or (settling and settling())) and not self._stop.is_set():
+            while (top_up() or todo or inflight or (settling and settling())) and not self._stop.is_set():
                 problem = self._guard.check()
                 if problem is not None:
                     lost = problem
@@ -467,8 +539,11 @@ class Sweep:
                     break
                 # With directories to write ahead, only look for ended runs, write one, and loop.
                 idle_work = self._preparer is not None and self._preparer.pending()
-                outcomes = backend.wait(timeout=0 if idle_work else None)
+                outcomes = backend.wait(timeout=0 if idle_work else poll_s)
                 pass_on_warnings()
+                if feeder is not None and poll_s is not None:
+                    for run_id, reason in feeder.to_prune().items():
+                        prune(run_id, reason)
                 if not outcomes:
                     if idle_work:
                         assert self._preparer is not None
@@ -477,6 +552,13 @@ class Sweep:
                         drop_unplaceable()  # a device may have been taken out of the pool
                 for outcome in outcomes:
                     run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
+                    if attempt_id in self._pruning:
+                        event = self._finish_pruned(store, outcome, self._pruning.pop(attempt_id), metrics)
+                        progress.running = len(inflight)
+                        progress.pruned += 1
+                        event.progress = progress
+                        self.on_event(event)
+                        continue
                     status, event = self._finish(store, outcome, shared, primary, metrics,
                                                  retried=_budget_left(run, failures.get(run.run_id, {})))
                     progress.running = len(inflight)
@@ -548,6 +630,7 @@ class Sweep:
             flagged=flagged, gpu_busy_share=busy_share(busy, len(self.gpu_devices)),
             gpus=list(self.gpu_devices), warnings=warnings,
             gpu_util_mean=None if self._sampler is None else self._sampler.mean_utilization,
+            pruned=progress.pruned,
         )
 
     # ------------------------------------------------------------------ one attempt
@@ -657,6 +740,19 @@ class Sweep:
                              node=outcome.node, failure_class=failure.failure_class, error=failure.error, log_tail=tail)
         return status, SweepEvent("finish", run, launch.number, Progress(0), status=status,
                                   failure_class=failure.failure_class, error=failure.error)
+
+    def _finish_pruned(self, store: Store, outcome: Outcome, reason: str, metrics: list[Any]) -> SweepEvent:
+        """Record an attempt its feeder pruned: what it logged until then is kept (the report
+        draws pruned curves), and its run is done: pruned, neither failed nor retried."""
+        launch = outcome.launch
+        run = launch.run
+        collected = collect_run(launch.run_dir, metrics, run.context())
+        store.finish_attempt(launch.attempt_id, run.run_id, status=PRUNED, run_status=PRUNED,
+                             exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,
+                             node=outcome.node, error=reason, metrics=collected.finals,
+                             series=collected.series)
+        return SweepEvent("finish", run, launch.number, Progress(0), status=PRUNED, error=reason,
+                          duration=outcome.ended - outcome.started)
 
     # ------------------------------------------------------------------ crash recovery
 
