@@ -33,6 +33,7 @@ def values(run: int, steps: int) -> list[float]:
 
 
 def benchlab_write(root: Path, runs: int, steps: int) -> Path:
+    from benchlab.benchmark_info import BenchmarkInfo
     from benchlab.collect import collect_run
     from benchlab.plan import Run
     from benchlab.runlog import Logger
@@ -49,7 +50,8 @@ def benchlab_write(root: Path, runs: int, steps: int) -> Path:
         logger.close()
     metrics = [Metric(name="loss", goal="min")]
     with Store.create(results) as store:
-        store.set_meta(name="ingest", primary="loss", goals={"loss": "min"}, tasks=["t"], configs=["c"])
+        store.set_benchmark(BenchmarkInfo(name="ingest", primary="loss", goal={"loss": "min"},
+                                          baseline=None, tasks=["t"], configs=["c"]))
         store.register(plan)
         for run in plan:
             attempt, _ = store.start_attempt(run.run_id, host="bench")

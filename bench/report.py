@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.plan import Run
 from benchlab.store import Store
 
@@ -52,17 +53,17 @@ def build(
     task_names = [f"task{t:02d}" for t in range(tasks)]
     config_names = [f"c{c}" for c in range(configs)]
     with Store.create(folder) as store:
-        store.set_meta(
+        store.set_benchmark(BenchmarkInfo(
             name="synthetic",
             description="Synthetic benchmark for timing reports.",
             primary="score",
-            goals={"score": "max", "time": "min"},
+            goal={"score": "max", "time": "min"},
             metrics=["score", "time"],
             baseline="c0",
             tasks=task_names,
             configs=config_names,
             targets={t: 0.9 + 0.02 * i for i, t in enumerate(task_names)},
-            references={t: [0.0, 1.0] for t in task_names},
+            references={t: (0.0, 1.0) for t in task_names},
             seeds=list(range(seeds)),
             spec_path=None,
             overrides={},
@@ -74,7 +75,7 @@ def build(
                     for i, c in enumerate(config_names)
                 ],
             },
-        )
+        ))
         runs = [
             Run(
                 run_id=f"{t}-{c}-{s}",

@@ -14,6 +14,10 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── BackendUnavailable       a backend is named that does not exist or cannot be reached
     │   ├── MissingExtra             an optional dependency is not installed; says which extra brings it
     │   ├── DataError                a table or file given to analyse is unusable
+    │   │   └── BadArgument          an argument of a statistics function has no valid value;
+    │   │                            .argument names it (the CLI shows it as its flag)
+    │   ├── BenchmarkChanged         on resume, a dataset or the code differs from what the runs
+    │   │                            began with (execute/version.py)
     │   ├── SearchError              a search cannot go on as asked (its study was made by another
     │   │                            search section, a promoted config's name is taken, no trial finished)
     │   └── YamlProblem              a spec's text cannot be read as YAML; becomes a SpecError
@@ -146,6 +150,27 @@ class MissingExtra(UserError):
 
 class DataError(UserError):
     """A results table or file handed to benchlab cannot be used as it is."""
+
+
+class BadArgument(DataError):
+    """An argument of a library function is not one of its valid values.
+
+    The message names the argument as the function spells it (``summary``); the CLI,
+    which knows its flags, shows it with :meth:`message_for` (``--summary``).
+    """
+
+    def __init__(self, argument: str, value: object, choices: tuple[str, ...] | list[str],
+                 what: str | None = None) -> None:
+        self.argument = argument
+        self.value = value
+        self.choices = tuple(choices)
+        self.what = what  # e.g. "goal of metric 'loss'": said instead of the argument's name
+        super().__init__(self.message_for(argument))
+
+    def message_for(self, name: str) -> str:
+        """The message with the argument called ``name`` (a flag, in the CLI)."""
+        return (f"{self.what or name} must be one of {', '.join(self.choices)}; "
+                f"got {self.value!r}")
 
 
 class SearchError(UserError):

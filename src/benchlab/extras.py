@@ -20,12 +20,13 @@ from benchlab.errors import MissingExtra
 
 #: extra -> the top-level modules it brings that benchlab (or a bundled example) imports.
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "serve": ("fastapi", "starlette", "uvicorn", "httpx", "math_verify"),
+    "serve": ("fastapi", "starlette", "uvicorn", "httpx", "math_verify", "plotly"),
     "ray": ("ray",),
     "gpu": ("pynvml",),
     "search": ("optuna", "cmaes"),
     "tensorboard": ("tensorboard",),
     "examples": ("sklearn", "gymnasium"),
+    "export": ("fsspec", "s3fs", "huggingface_hub"),
 }
 
 #: module -> its pip package, where the two names differ.

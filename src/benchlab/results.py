@@ -10,10 +10,10 @@ in the ledger but not in the table, unless asked for with ``all_runs=True``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.store import DB_NAME, Store, find_db
@@ -170,56 +170,21 @@ def _repeated(names: list[str], lengths: np.ndarray) -> Any:
     return uniques[codes]
 
 
-@dataclass
-class BenchmarkInfo:
-    """What a results folder knows about its benchmark (from the spec it was run with)."""
-
-    name: str
-    primary: str
-    goal: dict[str, str]
-    baseline: str | None
-    configs: list[str]
-    tasks: list[str]
-    targets: dict[str, float | None] = field(default_factory=dict)
-    references: dict[str, tuple[float, float]] = field(default_factory=dict)
-    description: str = ""
-    seeds: list[int] = field(default_factory=list)
-    spec: dict[str, Any] = field(default_factory=dict)
-    spec_path: str | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
-
-
 def info(results: Path | str | None = None) -> BenchmarkInfo:
     """The benchmark's metadata: primary metric and goals, baseline, tasks, configs, targets."""
     folder = find_results(results)
     with Store.open(folder) as store:
-        meta = store.meta()
-    if "name" not in meta:
+        recorded = store.benchmark()
+    if recorded is None:
         raise ResultsNotFound(folder, f"{folder}: the ledger holds no benchmark yet")
-    return BenchmarkInfo(
-        name=meta["name"], primary=meta["primary"], goal=meta.get("goals", {}),
-        baseline=meta.get("baseline"), configs=meta.get("configs", []), tasks=meta.get("tasks", []),
-        targets=meta.get("targets", {}),
-        references={k: (float(v[0]), float(v[1])) for k, v in meta.get("references", {}).items()},
-        description=meta.get("description", ""), seeds=meta.get("seeds", []),
-        spec=meta.get("spec", {}), spec_path=meta.get("spec_path"),
-        overrides=meta.get("overrides", {}),
-    )
+    return recorded
 
 
 def write_benchmark_meta(store: Store, spec: Spec, results_dir: Path) -> None:
-    """Record what the report needs to know about the benchmark, in the ledger and next to it."""
-    dump = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
-    store.set_meta(
-        name=spec.name, description=spec.description, primary=spec.metrics.primary.name,
-        goals={m.name: m.goal for m in spec.metrics.all},
-        metrics=[m.name for m in spec.metrics.all], baseline=spec.baseline,
-        tasks=[t.name for t in spec.tasks], configs=[c.name for c in spec.configs],
-        targets={t.name: t.target for t in spec.tasks},
-        references={t.name: [t.reference.low, t.reference.high] for t in spec.tasks if t.reference},
-        seeds=spec.seed_list, spec_path=str(spec.path.resolve()) if spec.path else None,
-        overrides=spec.overrides, spec=dump,
-    )
+    """Record the benchmark of ``spec`` in the ledger, and the spec itself next to it
+    (``benchmark.json``, read back when the ledger is rebuilt)."""
+    record = BenchmarkInfo.from_spec(spec)
+    store.set_benchmark(record)
     (results_dir / "benchmark.json").write_text(json.dumps(
-        {"spec": dump, "spec_path": str(spec.path.resolve()) if spec.path else None,
-         "overrides": spec.overrides}, indent=1, default=str))
+        {"spec": record.spec, "spec_path": record.spec_path, "overrides": record.overrides},
+        indent=1, default=str))

@@ -322,6 +322,42 @@ class Metrics(_Model):
 DEFAULT_RETRY_ON: dict[str, int] = {TIMEOUT: 0, LAUNCH: 0, USAGE: 0, MISSING_METRIC: 0, OOM: 1, NODE_DIED: 2}
 
 
+class Dataset(_Model):
+    """A dataset the benchmark reads: a file or a folder, checksummed once per benchmark version."""
+
+    name: str
+    path: str = Field(description="a file or a folder; relative paths are taken from the spec's folder")
+
+
+class PlannedComparison(_Model):
+    """A comparison of interest named by the analysis plan: ``candidate`` against ``baseline``."""
+
+    baseline: str
+    candidate: str
+
+
+class Analysis(_Model):
+    """The analysis plan, decided before the results are seen and hashed into the ledger at the
+    first run: the report says whether the analysis it shows is the one registered."""
+
+    metric: str | None = Field(default=None, description="the primary metric (default: metrics.primary)")
+    summary: Literal["final", "auc", "max", "slope"] = "final"
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    test: Literal["t", "wilcoxon", "welch", "mannwhitney"] = "t"
+    comparisons: list[PlannedComparison] = Field(default_factory=list)
+    min_effect: float | None = Field(
+        default=None, ge=0, description="the smallest difference that matters, in the metric's units")
+
+    @field_validator("comparisons", mode="before")
+    @classmethod
+    def _pairs(cls, v: Any) -> Any:
+        # `- [baseline, candidate]` is the short form of `- {baseline: .., candidate: ..}`.
+        if isinstance(v, list):
+            return [{"baseline": x[0], "candidate": x[1]} if isinstance(x, list | tuple) and len(x) == 2 else x
+                    for x in v]
+        return v
+
+
 class Spec(_Model):
     """A validated benchmark spec."""
 
@@ -341,6 +377,10 @@ class Spec(_Model):
     workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     backend: Literal["local", "ray"] = "local"
+    datasets: list[Dataset] | None = None
+    analysis: Analysis | None = None
+    settings: list[str] | None = Field(
+        default=None, description="the params and variables each task's Settings line shows in BENCHMARKS.md")
     #: What `benchlab search` tunes (docs/search.md); the benchmark's runs never use it.
     search: Search | None = None
 

@@ -21,7 +21,8 @@ from which failures count against the run's retry budget: 1, until
 ``--rerun-failed`` grants a new budget.
 
 Which runs are *in the spec*: those of the ``spec_runs`` table, which each
-``benchlab run`` replaces in one transaction with the runs its spec names now.
+``benchlab run`` replaces in one transaction with the runs its spec names now (gathered
+beforehand a step at a time while its first runs go: :class:`PlanRecorder`).
 Every other run (a removed config, a cut seed, a changed definition) stays on
 record with its attempts but is "not in the spec": it leaves the results table,
 the counts and the report. A ledger with no plan recorded (written before the
@@ -38,12 +39,14 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import DiskFull, ResultsNotFound, StoreError
 
 if TYPE_CHECKING:
@@ -54,12 +57,62 @@ if TYPE_CHECKING:
 DB_NAME = "benchlab.db"
 SCHEMA_VERSION = 1
 
-# Run states. 'running' seen by a new sweep means its orchestrator died.
-PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED = "pending", "running", "completed", "failed", "interrupted"
-#: A search trial's run stopped early because its curve could not catch up (`benchlab search`):
-#: not a failure, never retried.
-PRUNED = "pruned"
+
+
+class Status(StrEnum):
+    """The state of a run (``runs.status``) or of an attempt (``attempts.status``; never pending).
+
+    A ``str``: the ledger stores the value, and a status read back compares equal to its member.
+    """
+
+    PENDING = "pending"
+    #: Seen by a new sweep, it means the benchlab that ran it died.
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    #: A search trial's run stopped early because its curve could not catch up (`benchlab
+    #: search`): not a failure, never retried.
+    PRUNED = "pruned"
+
+
+PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED, PRUNED = (
+    Status.PENDING, Status.RUNNING, Status.COMPLETED, Status.FAILED, Status.INTERRUPTED, Status.PRUNED)
 TO_RUN_STATES = (PENDING, RUNNING, INTERRUPTED)
+
+#: Meta keys of the plan: the digest of the run ids recorded in ``spec_runs`` (all of them registered
+#: and the runs they replace superseded), and the plan a sweep is recording (removed once it is whole).
+PLAN_DIGEST, PLAN_RECORDING = "plan_digest", "plan_recording"
+#: Runs recorded per step: a step is one transaction of a few tens of milliseconds.
+PLAN_STEP_RUNS = 2000
+
+
+@dataclass(frozen=True)
+class ToDo:
+    """What a sweep finds of its plan in the ledger: the runs to launch, in plan order, and how
+    many of the plan's runs are finished already (completed, failed)."""
+
+    runs: list[Run]
+    completed: int
+    failed: int
+
+
+def runs_to_do(runs: Iterable[Run], statuses: dict[str, str], *, rerun_failed: bool = False,
+               rerun_all: bool = False) -> ToDo:
+    """The runs of ``runs`` a sweep launches: those not finished yet (a run the ledger does not
+    know is pending), the failed ones too with ``rerun_failed``, every one with ``rerun_all``."""
+    wanted = {*TO_RUN_STATES, FAILED} if rerun_failed else set(TO_RUN_STATES)
+    todo: list[Run] = []
+    done = failed = 0
+    for r in runs:  # one pass: at 100,000 runs each pass is tens of milliseconds before the first launch
+        state = statuses.get(r.run_id, PENDING)
+        if rerun_all or state in wanted:
+            todo.append(r)
+        if state == COMPLETED:
+            done += 1
+        elif state == FAILED:
+            failed += 1
+    return ToDo(todo, done, failed)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -243,6 +296,18 @@ class RunRecord:
     in_spec: bool = True  # in the plan of the spec as last run (see the module's docstring)
 
 
+_READ_ONLY = [False]
+
+
+def read_only_process(read_only: bool = True) -> None:
+    """Open every ledger of this process read-only from now on (a server that only shows them).
+
+    The readers it goes through (``results.load``, the report's gathering) open the ledger
+    themselves; this makes each of them unable to write it without a flag on every one.
+    """
+    _READ_ONLY[0] = read_only
+
+
 def find_db(results: Path | str) -> Path:
     """The ledger of a results folder (or the file itself), or ``ResultsNotFound``."""
     path = Path(results)
@@ -260,10 +325,24 @@ def find_db(results: Path | str) -> Path:
 class Store:
     """The SQLite ledger of one results folder."""
 
-    def __init__(self, db_path: Path | str, *, create: bool = False):
+    def __init__(self, db_path: Path | str, *, create: bool = False, read_only: bool | None = None):
         self.path = Path(db_path)
         if not create and not self.path.exists():
             raise ResultsNotFound(self.path, f"{self.path}: no such ledger")
+        if read_only is None:
+            read_only = _READ_ONLY[0]
+        if read_only and not create and os.access(self.path.parent, os.W_OK):
+            # A reader beside a live sweep (``benchlab ui``): SQLite refuses every write on this
+            # connection, and still sees the sweep's commits as they land (WAL).
+            self.read_only = True
+            try:
+                self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
+                                            check_same_thread=False, timeout=30)
+                self.conn.execute("PRAGMA busy_timeout=30000")
+                self.conn.execute("SELECT 1 FROM runs LIMIT 1")
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path}: unreadable ledger ({exc})") from None
+            return
         #: Opened from a folder this process cannot write (an archive): read as an unchanging file.
         self.read_only = not create and not os.access(self.path.parent, os.W_OK)
         if self.read_only:
@@ -296,8 +375,10 @@ class Store:
                              f"{self.path.parent}` recreates it from the run directories") from None
 
     @classmethod
-    def open(cls, results: Path | str) -> Store:
-        return cls(find_db(results))
+    def open(cls, results: Path | str, *, read_only: bool | None = None) -> Store:
+        """The ledger of a results folder; ``read_only`` (default: :func:`read_only_process`'s
+        choice, else False) opens it so that this connection can never write."""
+        return cls(find_db(results), read_only=read_only)
 
     @classmethod
     def create(cls, results_dir: Path | str) -> Store:
@@ -347,6 +428,14 @@ class Store:
     def meta(self) -> dict[str, Any]:
         return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
 
+    def set_benchmark(self, info: BenchmarkInfo) -> None:
+        """Record the benchmark this ledger holds (replacing what was recorded)."""
+        self.set_meta(**info.to_meta())
+
+    def benchmark(self) -> BenchmarkInfo | None:
+        """The benchmark this ledger holds; None before ``benchlab run`` recorded one."""
+        return BenchmarkInfo.from_meta(self.meta())
+
     # ------------------------------------------------------------------ runs
 
     def register(self, runs: Iterable[Run]) -> None:
@@ -373,6 +462,28 @@ class Store:
             c.execute("DELETE FROM spec_runs")
             c.executemany("INSERT OR IGNORE INTO spec_runs VALUES (?, ?)",
                           ((rid, i) for i, rid in enumerate(run_ids)))
+            c.execute("DELETE FROM meta WHERE key IN (?, ?)", (PLAN_DIGEST, PLAN_RECORDING))
+
+    def record_plan(self, runs: Sequence[Run], *, step: int | None = None) -> PlanRecorder:
+        """Start recording ``runs`` as the plan (what ``register`` and ``set_plan`` do together), a
+        step of ``step`` runs at a time (default :data:`PLAN_STEP_RUNS`): see :class:`PlanRecorder`.
+        A plan already recorded as it is is not written again."""
+        recorder = PlanRecorder(self, runs, PLAN_STEP_RUNS if step is None else step)
+        recorder.start()
+        return recorder
+
+    def plan_recording(self) -> dict[str, Any] | None:
+        """The plan a sweep is recording, or began recording and stopped part-way: ``{"runs": how
+        many it names, "recorded": how many are recorded so far, "started": when}``; None when the
+        plan on record is whole."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (PLAN_RECORDING,)).fetchone()
+        if row is None:
+            return None
+        try:
+            (recorded,) = self.conn.execute("SELECT COUNT(*) FROM spec_runs_next").fetchone()
+        except sqlite3.OperationalError:  # swapped in since the meta row was read
+            recorded = None
+        return {**json.loads(row[0]), "recorded": recorded}
 
     def add_to_plan(self, run_ids: Iterable[str]) -> None:
         """Add ``run_ids`` to the runs in the spec, after those already there (a search adds each
@@ -381,6 +492,7 @@ class Store:
             (start,) = c.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM spec_runs").fetchone()
             c.executemany("INSERT OR IGNORE INTO spec_runs VALUES (?, ?)",
                           ((rid, start + i) for i, rid in enumerate(run_ids)))
+            c.execute("DELETE FROM meta WHERE key = ?", (PLAN_DIGEST,))  # no longer the recorded plan
 
     def has_plan(self) -> bool:
         """Whether a sweep recorded which runs are in the spec (older ledgers have no plan)."""
@@ -414,7 +526,15 @@ class Store:
         q = f"SELECT run_id, name, task, config, seed, params, command, status, current, {cond} FROM runs"
         if current_only:
             q += f" WHERE {cond}"
-        return [RunRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], bool(r[8]), bool(r[9]))
+        parsed: dict[str, Any] = {}  # the runs of a (task, config) share their params' text: parsed once
+
+        def params(text: str) -> Any:
+            found = parsed.get(text)
+            if found is None:
+                found = parsed[text] = json.loads(text)
+            return found
+
+        return [RunRecord(r[0], r[1], r[2], r[3], r[4], params(r[5]), r[6], r[7], bool(r[8]), bool(r[9]))
                 for r in self.conn.execute(q + " ORDER BY rowid")]
 
     def set_status(self, run_id: str, status: str) -> None:
@@ -637,6 +757,108 @@ class Store:
         return bool(result == "ok")
 
 
+def plan_digest(run_ids: Iterable[str]) -> str:
+    """A digest of a plan: its run ids, in order."""
+    import hashlib
+
+    return hashlib.sha256("\n".join(run_ids).encode()).hexdigest()
+
+
+class PlanRecorder:
+    """Records a sweep's plan in the ledger a step at a time, so that the first runs launch at once.
+
+    Recording 100,000 runs (their rows, and which runs are in the spec) takes over a second;
+    a sweep starts its first runs first and calls :meth:`step` between launches. It stays
+    safe to kill at any moment:
+
+    - a run is in the ``runs`` table before its first attempt (:meth:`ensure`, in the
+      launch's transaction), so no attempt is ever recorded without its run;
+    - the new plan is gathered in ``spec_runs_next`` and replaces ``spec_runs`` in one
+      transaction, with the runs it supersedes, only once it is whole: until then readers
+      see the plan before (on a new folder: the runs recorded so far), and the
+      ``plan_recording`` meta key says that a plan of so many runs is being recorded;
+    - a sweep killed part-way leaves that key behind (``benchlab status`` tells it), and the
+      next ``benchlab run`` records the plan again from the start; rows already written
+      are kept, none is written twice.
+
+    A plan whose digest matches the one recorded is not written at all: a resume of the
+    same spec pays nothing.
+    """
+
+    def __init__(self, store: Store, runs: Sequence[Run], step: int = PLAN_STEP_RUNS):
+        self.store = store
+        self.runs = runs
+        self.step_runs = max(1, step)
+        self.digest = plan_digest(r.run_id for r in runs)
+        self._next = 0  # runs[:_next] are recorded
+        self._params = _ParamsText()
+        self._positions: list[tuple[str, int]] | None = None  # (run id, position in the plan), by id
+        self.done = False
+
+    def start(self) -> None:
+        """Begin (one transaction), or find the plan already recorded."""
+        conn = self.store.conn
+        recorded = conn.execute("SELECT value FROM meta WHERE key = ?", (PLAN_DIGEST,)).fetchone()
+        if recorded is not None and json.loads(recorded[0]) == self.digest and self.store.plan_recording() is None:
+            self.done = True
+            return
+        with self.store.transaction() as c:
+            c.execute("DROP TABLE IF EXISTS spec_runs_next")
+            c.execute("CREATE TABLE spec_runs_next (run_id TEXT PRIMARY KEY, position INTEGER NOT NULL)")
+            c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                          [(PLAN_RECORDING, json.dumps({"runs": len(self.runs), "started": time.time()}))])
+            c.execute("DELETE FROM meta WHERE key = ?", (PLAN_DIGEST,))
+
+    def _rows(self, runs: Iterable[Run], now: float) -> list[tuple[Any, ...]]:
+        params = self._params
+        return [(r.run_id, r.name, r.task, r.config, r.seed, params(r.params), r.command, now, now) for r in runs]
+
+    def ensure(self, run: Run) -> None:
+        """Make sure ``run`` has its row before an attempt of it is recorded (joins the caller's
+        transaction)."""
+        if self.done:
+            return
+        self.store.conn.executemany(_UPSERT_RUN, self._rows([run], time.time()))
+
+    def step(self) -> None:
+        """Record the next ``step_runs`` runs; the last step swaps the plan in."""
+        if self.done:
+            return
+        if self._positions is None:
+            # In id order, the plan's index grows at its end: a third faster than in plan order.
+            self._positions = sorted((r.run_id, i) for i, r in enumerate(self.runs))
+        chunk = self.runs[self._next:self._next + self.step_runs]
+        with self.store.transaction() as c:
+            c.executemany(_UPSERT_RUN, self._rows(chunk, time.time()))
+            c.executemany("INSERT OR IGNORE INTO spec_runs_next VALUES (?, ?)",
+                          self._positions[self._next:self._next + len(chunk)])
+            self._next += len(chunk)
+            if self._next >= len(self.runs):
+                self._swap(c)
+        if self._next >= len(self.runs):
+            self.done = True
+
+    def finish(self) -> None:
+        """Record what is left."""
+        while not self.done:
+            self.step()
+
+    def _swap(self, c: sqlite3.Connection) -> None:
+        # A run whose coordinates the new plan gives another id (its definition changed) stops
+        # being current; a run of the plan is current again.
+        c.execute("UPDATE runs SET current = 0 WHERE current = 1 AND run_id NOT IN (SELECT run_id FROM "
+                  "spec_runs_next) AND EXISTS (SELECT 1 FROM runs p JOIN spec_runs_next n USING (run_id) "
+                  "WHERE p.task = runs.task AND p.config = runs.config AND p.seed = runs.seed)")
+        c.execute("DROP TABLE IF EXISTS spec_runs")
+        c.execute("ALTER TABLE spec_runs_next RENAME TO spec_runs")
+        c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (PLAN_DIGEST, json.dumps(self.digest)))
+        c.execute("DELETE FROM meta WHERE key = ?", (PLAN_RECORDING,))
+
+
+_UPSERT_RUN = ("INSERT INTO runs (run_id, name, task, config, seed, params, command, created, updated)"
+               " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id) DO UPDATE SET current = 1")
+
+
 def is_disk_full(exc: BaseException) -> bool:
     """Whether ``exc`` says the disk (or a quota) is full: ENOSPC/EDQUOT, or SQLite's SQLITE_FULL."""
     import errno
@@ -749,6 +971,33 @@ class LedgerGuard:
 
 
 LOCK_NAME = ".benchlab.lock"
+#: Suffix of a ledger that ``collect --rebuild`` is building (and of SQLite's files beside it):
+#: never read as a ledger.
+REBUILDING = ".rebuilding"
+
+
+def rebuild_leftovers(folder: Path | str) -> list[Path]:
+    """The files of a ledger being rebuilt in ``folder``: a rebuild's work, or what a killed one left."""
+    return sorted(Path(folder).glob(f"{DB_NAME}{REBUILDING}*"))
+
+
+def lock_holder(folder: Path | str) -> str | None:
+    """Who holds the folder's lock now, as its holder wrote it ("benchlab run, pid N on host since
+    HH:MM:SS"), or None. Told from the holder's pid on this host, without touching the lock
+    (even a shared lock, held for an instant, would turn a sweep starting then away)."""
+    import re
+    import socket
+
+    import psutil
+
+    try:
+        text = (Path(folder) / LOCK_NAME).read_text().strip()
+    except OSError:
+        return None
+    found = re.search(r"pid (\d+) on (\S+)", text)
+    if found is None or found.group(2) != socket.gethostname():
+        return None
+    return text if psutil.pid_exists(int(found.group(1))) else None
 
 
 class ResultsLock:
@@ -789,6 +1038,9 @@ class ResultsLock:
             holder = fh.read().strip() or "unknown process"
             fh.close()
             raise ResultsLocked(self.path.parent, holder) from None
+        # Holding the lock, this process knows no rebuild is running: what one left is removed.
+        for stale in rebuild_leftovers(folder):
+            stale.unlink(missing_ok=True)
         fh.seek(0)
         fh.truncate()
         fh.write(f"{self.purpose}, pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%H:%M:%S')}")

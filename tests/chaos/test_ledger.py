@@ -6,6 +6,7 @@ no ledger is silently replaced, and every way out is one message, never a traceb
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -99,6 +100,34 @@ def test_a_killed_rebuild_leaves_the_old_ledger_as_it_was(bench):
     assert [p.name for p in out.iterdir() if "rebuild" in p.name] == []
     (backup,) = out.glob("benchlab.db.bak-*")
     assert digest(backup) == before
+
+
+def test_what_a_killed_rebuild_left_is_listed_by_status_and_removed_by_the_next_run(bench):
+    assert run_cli("run", "bench.yaml", "-r", "out", "--no-report", "-s", "pause=0", cwd=bench).returncode == 0
+    out = bench / "out"
+    fabricate_runs(out, 1500)
+    proc = start(bench, "collect", "out", "--rebuild")
+    wait_for(lambda: (out / "benchlab.db.rebuilding").exists(), proc=proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    left = sorted(p.name for p in out.glob("benchlab.db.rebuilding*"))
+    assert "benchlab.db.rebuilding" in left
+
+    status = run_cli("status", "out", cwd=bench)
+    assert status.returncode == 0, status.stderr
+    said = " ".join(status.stdout.split())
+    assert "20 runs — 20 completed" in said
+    assert "left by a killed `benchlab collect --rebuild`: benchlab.db.rebuilding (" in said
+    assert "The next `benchlab run` or rebuild removes them." in said
+    as_json = json.loads(run_cli("status", "out", "--json", cwd=bench).stdout)
+    assert as_json["rebuild"]["running"] is None
+    assert sorted(Path(f).name for f in as_json["rebuild"]["files"]) == left
+
+    again = run_cli("run", "bench.yaml", "-r", "out", "--no-report", "-s", "pause=0", cwd=bench)
+    assert again.returncode == 0, again.stderr
+    assert list(out.glob("benchlab.db.rebuilding*")) == []
+    assert "rebuild" not in run_cli("status", "out", cwd=bench).stdout
+    assert check_ledger(out / "benchlab.db") == {"completed": 20}
 
 
 def test_backups_of_rebuilds_in_the_same_second_are_all_kept_and_listed(bench):

@@ -42,6 +42,7 @@ case "$1" in
   late) sleep 0.5; (setsid env -i sleep 31303.5 &) ;;
   quick) sleep 0.3 ;;
   server) (setsid sleep 31304.5 &); sleep 2; pgrep -f "sleep 31304.5" > /dev/null || exit 9 ;;
+  bare) (setsid env -i sleep 31305.5 &); sleep 2; pgrep -f "sleep 31305.5" > /dev/null || exit 9 ;;
 esac
 echo '{"score": 1}' > "$BENCHLAB_RUN_DIR/metrics.json"
 """
@@ -77,6 +78,17 @@ def test_an_orphan_of_a_run_still_going_outlives_another_runs_end_and_dies_with_
     # found it at its own end) and died with the server.
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert gone("31304.5", within=2.0)
+
+
+def test_an_orphan_that_names_no_run_lives_while_a_run_that_may_own_it_goes_and_dies_after(tmp_path):
+    escape_bench(tmp_path, ["quick", "bare"])
+    proc = run_cli("run", "bench.yaml", "-r", "out", "--no-report", "-j", "2", cwd=tmp_path)
+    # The bare run's helper has an empty environment and a session of its own: nothing names its
+    # run. The quick run's end left it alone (the bare run, going when it started, may own it; the
+    # bare run checks that its helper is still there), and it died with the last such run.
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 completed" in proc.stdout
+    assert gone("31305.5", within=2.0)
 
 
 CURVES = """

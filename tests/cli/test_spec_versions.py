@@ -186,7 +186,7 @@ def _git(root: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-def test_changed_code_is_told_before_skipping_and_rerun_all_runs_everything(make_bench):
+def test_changed_code_stops_run_and_allowed_is_told_before_skipping_and_rerun_all_runs_everything(make_bench):
     bench = make_bench(BASIC_SPEC)
     _git(bench.root, "init", "-q")
     _git(bench.root, "add", "run.py", "bench.yaml")
@@ -202,7 +202,11 @@ def test_changed_code_is_told_before_skipping_and_rerun_all_runs_everything(make
     assert "code under test changed" not in spec_edit.stdout + spec_commit.stdout
 
     (bench.root / "run.py").write_text((bench.root / "run.py").read_text() + "# changed\n")
-    changed = bench.cli("run", "bench.yaml", "-r", "out", "--no-report", check=True)
+    stopped = bench.cli("run", "bench.yaml", "-r", "out", "--no-report")
+    assert stopped.returncode == 2 and "Traceback" not in stopped.stderr
+    assert "the code's uncommitted diff (no diff -> diff " in stopped.stderr
+    assert _attempts(bench.results) == 8  # nothing ran
+    changed = bench.cli("run", "bench.yaml", "-r", "out", "--no-report", "--allow-changed", check=True)
     out = " ".join(changed.stdout.split())
     assert "the code under test changed since 8 of the 8 finished runs ran" in out
     assert "it is now commit" in out and "with uncommitted changes" in out

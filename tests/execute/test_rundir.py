@@ -91,3 +91,15 @@ def test_preparer_writes_ahead_and_hands_each_directory_over_once(tmp_path):
     assert not prep.pending()
     assert prep.claim(runs[2].run_id) is True
     assert not (tmp_path / "res" / "runs" / runs[1].run_id).exists()
+
+
+def test_attempt_folders_never_collide_when_attempt_numbers_start_over(tmp_path):
+    # A ledger replaced or emptied numbers attempts from 1 again: each launch then asks to keep the
+    # files before it as attempt 1, several times within one second.
+    run_dir = tmp_path / "runs" / "abc"
+    for i in range(5):
+        rundir.prepare_run_dir(run_dir, 1)
+        (run_dir / "train.log").write_text(f"attempt {i}\n")
+    kept = sorted((p / "train.log").read_text() for p in (run_dir / "attempts").iterdir())
+    assert kept == [f"attempt {i}\n" for i in range(4)]  # the last one is still in place
+    assert (run_dir / "train.log").read_text() == "attempt 4\n"

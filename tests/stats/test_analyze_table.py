@@ -33,13 +33,14 @@ TABLE = _table({("a", "base"): BASE_A, ("a", "new"): NEW_A,
 
 def test_analyze_returns_the_documented_layout():
     out = analyze(TABLE, baseline="base", reps=1_000)
-    assert set(out) == {"summary", "comparisons", "aggregate", "warnings", "methods",
-                        "normalization"}
-    assert all(set(r) == SUMMARY_KEYS for r in out["summary"])
-    assert all(set(r) == COMPARISON_KEYS for r in out["comparisons"])
-    assert all(set(r) == AGGREGATE_KEYS for r in out["aggregate"])
-    assert len(out["summary"]) == 4 and len(out["comparisons"]) == 2
-    assert [a["config"] for a in out["aggregate"]] == ["base", "new"]
+    data = out.to_dict()
+    assert list(data) == ["summary", "comparisons", "aggregate", "warnings", "methods",
+                          "normalization"]
+    assert all(set(r) == SUMMARY_KEYS for r in data["summary"])
+    assert all(set(r) == COMPARISON_KEYS for r in data["comparisons"])
+    assert all(set(r) == AGGREGATE_KEYS for r in data["aggregate"])
+    assert len(out.summary) == 4 and len(out.comparisons) == 2
+    assert [a.config for a in out.aggregate] == ["base", "new"]
 
 
 def test_comparisons_are_paired_by_seed_and_holm_corrected_across_all():
@@ -47,56 +48,56 @@ def test_comparisons_are_paired_by_seed_and_holm_corrected_across_all():
     p = [sps.ttest_rel(NEW_A, BASE_A).pvalue, sps.ttest_rel(NEW_B, BASE_B).pvalue]
     lo, hi = sorted(p)
     holm = {lo: 2 * lo, hi: max(2 * lo, hi)}
-    for row, pv in zip(out["comparisons"], p, strict=True):
-        assert row["paired"] is True and row["n"] == 5
-        assert row["t_pvalue"] == pytest.approx(pv)
-        assert row["p_holm"] == pytest.approx(min(1.0, holm[pv]))
-    a = out["comparisons"][0]
-    assert a["mean_diff"] == pytest.approx(np.mean(NEW_A) - np.mean(BASE_A))
-    assert a["significant"] is (a["p_holm"] < 0.05 and a["diff_ci_low"] > 0)
+    for row, pv in zip(out.comparisons, p, strict=True):
+        assert row.paired is True and row.n == 5
+        assert row.t_pvalue == pytest.approx(pv)
+        assert row.p_holm == pytest.approx(min(1.0, holm[pv]))
+    a = out.comparisons[0]
+    assert a.mean_diff == pytest.approx(np.mean(NEW_A) - np.mean(BASE_A))
+    assert a.significant is (a.p_holm < 0.05 and a.diff_ci_low > 0)
 
 
 def test_summary_ranks_with_ties_and_goal_min():
     out = analyze(TABLE, reps=500)
-    ranks = {(r["task"], r["config"]): r["rank"] for r in out["summary"]}
+    ranks = {(r.task, r.config): r.rank for r in out.summary}
     assert ranks[("a", "new")] == 1 and ranks[("a", "base")] == 2  # CIs apart
     assert ranks[("b", "new")] == 1 and ranks[("b", "base")] == 1  # CIs overlap: tied
     out_min = analyze(TABLE, goal="min", reps=500)
-    ranks_min = {(r["task"], r["config"]): r["rank"] for r in out_min["summary"]}
+    ranks_min = {(r.task, r.config): r.rank for r in out_min.summary}
     assert ranks_min[("a", "base")] == 1 and ranks_min[("a", "new")] == 2
 
 
 def test_a_seed_missing_for_one_config_pairs_on_the_shared_seeds_with_a_warning():
     table = TABLE[~((TABLE["task"] == "a") & (TABLE["config"] == "new") & (TABLE["seed"] == 4))]
     out = analyze(table, baseline="base", reps=500)
-    a = out["comparisons"][0]
-    assert a["paired"] is True and a["n"] == 4
-    assert a["t_pvalue"] == pytest.approx(sps.ttest_rel(NEW_A[:4], BASE_A[:4]).pvalue)
-    assert any("seed(s) 4 are missing on one side" in w for w in out["warnings"])
+    a = out.comparisons[0]
+    assert a.paired is True and a.n == 4
+    assert a.t_pvalue == pytest.approx(sps.ttest_rel(NEW_A[:4], BASE_A[:4]).pvalue)
+    assert any("seed(s) 4 are missing on one side" in w for w in out.warnings)
 
 
 def test_disjoint_seeds_are_compared_unpaired_with_a_warning():
     table = TABLE.copy()
     table.loc[table["config"] == "new", "seed"] += 100
     out = analyze(table, baseline="base", reps=500)
-    a = out["comparisons"][0]
-    assert a["paired"] is False and a["t_pvalue"] is None
-    assert a["welch_pvalue"] == pytest.approx(
+    a = out.comparisons[0]
+    assert a.paired is False and a.t_pvalue is None
+    assert a.welch_pvalue == pytest.approx(
         sps.ttest_ind(NEW_A, BASE_A, equal_var=False).pvalue)
-    assert any("compared unpaired" in w for w in out["warnings"])
+    assert any("compared unpaired" in w for w in out.warnings)
 
 
 def test_single_seed_nan_and_zero_variance_give_nulls_and_warnings_not_crashes():
     table = _table({("a", "base"): [0.5], ("a", "new"): [0.6],
                     ("b", "base"): [1.0, 1.0, 1.0], ("b", "new"): [1.0, np.nan, 2.0]})
     out = analyze(table, baseline="base", reps=500)
-    rows = {(r["task"], r["config"]): r for r in out["summary"]}
-    assert rows[("a", "base")]["std"] is None and rows[("a", "base")]["ci_low"] is None
-    assert rows[("b", "base")]["std"] == 0.0
-    assert rows[("b", "new")]["n"] == 2
-    comps = {c["task"]: c for c in out["comparisons"]}
-    assert comps["a"]["t_pvalue"] is None and comps["a"]["significant"] is None
-    text = "\n".join(out["warnings"])
+    rows = {(r.task, r.config): r for r in out.summary}
+    assert rows[("a", "base")].std is None and rows[("a", "base")].ci_low is None
+    assert rows[("b", "base")].std == 0.0
+    assert rows[("b", "new")].n == 2
+    comps = {c.task: c for c in out.comparisons}
+    assert comps["a"].t_pvalue is None and comps["a"].significant is None
+    text = "\n".join(out.warnings)
     assert "n=1" in text and "NaN" in text and "zero variance" in text
 
 
@@ -104,27 +105,27 @@ def test_several_metrics_each_get_a_goal_and_the_first_is_aggregated():
     table = pd.concat([TABLE, _table({("a", "base"): [0.3, 0.31], ("a", "new"): [0.2, 0.21]},
                                      metric="loss")])
     out = analyze(table, baseline="base", goal={"acc": "max", "loss": "min"}, reps=500)
-    loss = [c for c in out["comparisons"] if c["metric"] == "loss"][0]
-    assert loss["prob_improvement"] == 1.0  # lower loss is better
-    assert any("aggregate across tasks is of 'acc'" in w for w in out["warnings"])
+    loss = [c for c in out.comparisons if c.metric == "loss"][0]
+    assert loss.prob_improvement == 1.0  # lower loss is better
+    assert any("aggregate across tasks is of 'acc'" in w for w in out.warnings)
     only_loss = analyze(table, metric="loss", reps=500)
-    assert {r["metric"] for r in only_loss["summary"]} == {"loss"}
+    assert {r.metric for r in only_loss.summary} == {"loss"}
 
 
 def test_references_normalise_the_aggregate():
     out = analyze(TABLE, references={"a": (0.0, 1.0), "b": (0.0, 10.0)}, reps=500)
-    base = out["aggregate"][0]
-    assert base["mean"] == pytest.approx((np.mean(BASE_A) + np.mean(BASE_B) / 10) / 2)
-    assert base["mean_ci_low"] <= base["mean"] <= base["mean_ci_high"]
-    assert not any("reference" in w for w in out["warnings"])
+    base = out.aggregate[0]
+    assert base.mean.value == pytest.approx((np.mean(BASE_A) + np.mean(BASE_B) / 10) / 2)
+    assert base.mean.ci_low <= base.mean.value <= base.mean.ci_high
+    assert not any("reference" in w for w in out.warnings)
 
 
 def test_same_seed_reproduces_and_another_seed_changes_the_bootstrap():
     one = analyze(TABLE, baseline="base", reps=500, seed=1)
     assert one == analyze(TABLE, baseline="base", reps=500, seed=1)
     two = analyze(TABLE, baseline="base", reps=500, seed=2)
-    assert [r["boot_ci_low"] for r in one["summary"]] != [r["boot_ci_low"] for r in two["summary"]]
-    assert [r["mean"] for r in one["summary"]] == [r["mean"] for r in two["summary"]]
+    assert [r.boot_ci_low for r in one.summary] != [r.boot_ci_low for r in two.summary]
+    assert [r.mean for r in one.summary] == [r.mean for r in two.summary]
 
 
 def _curves() -> pd.DataFrame:
@@ -145,11 +146,11 @@ def test_curves_are_aligned_then_summarised():
     assert got[("base", 0)] == pytest.approx(0.525)
     assert got[("new", 2)] == pytest.approx(1.05 + 0.02)
     out = analyze(_curves(), baseline="base", summary="slope", reps=500)
-    assert out["comparisons"][0]["mean_diff"] == pytest.approx(0.01)
+    assert out.comparisons[0].mean_diff == pytest.approx(0.01)
 
 
 def test_auc_of_final_only_table_is_a_clear_error():
-    with pytest.raises(DataError, match="no runs left to analyse with --summary auc"):
+    with pytest.raises(DataError, match="no runs left to analyse with summary 'auc'"):
         analyze(TABLE, summary="auc")
 
 

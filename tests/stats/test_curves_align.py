@@ -58,7 +58,7 @@ def test_align_common_for_final_reproduces_the_common_range_on_request():
     got = runs.set_index(["config", "seed"])["value"]
     assert got[("base", 0)] == pytest.approx(6.0) and got[("new", 0)] == pytest.approx(7.2)
     assert any("cut to it" in n for n in notes)
-    with pytest.raises(DataError, match="--align must be one of common, own; got 'both'"):
+    with pytest.raises(DataError, match="^align must be one of common, own; got 'both'$"):
         reduce_runs(validate_table(_curves()), "final", align="both")  # type: ignore[arg-type]
 
 
@@ -72,11 +72,12 @@ def test_nan_curve_points_are_dropped_and_counted():
 
 def test_the_json_and_the_cli_say_which_alignment_applied(tmp_path):
     _curves().to_csv(tmp_path / "curves.csv", index=False)
-    assert analyze(_curves(), reps=200)["methods"]["align"] == "own"
-    assert analyze(_curves(), summary="auc", reps=200)["methods"]["align"] == "common"
+    assert analyze(_curves(), reps=200).methods.align == "own"
+    assert analyze(_curves(), summary="auc", reps=200).methods.align == "common"
     res = run_cli("analyze", "curves.csv", "--baseline", "base", "--summary", "final",
                   "--align", "common", "--reps", "200", "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert '"align": "common"' in res.stdout
     bad = run_cli("analyze", "curves.csv", "--align", "middle", cwd=tmp_path)
-    assert bad.returncode == 2 and "--align must be one of common, own; got 'middle'" in bad.stderr
+    assert bad.returncode == 2 and "Invalid value for '--align'" in bad.stderr
+    assert "'middle' is not one of 'common', 'own'" in bad.stderr

@@ -108,7 +108,7 @@ def test_a_single_seed_config_gets_no_verdict_in_the_table():
     table = pd.DataFrame({"task": "t", "config": ["a", "b", "b", "b"], "seed": [0, 1, 2, 3],
                           "value": [0.5, 0.6, 0.7, 0.65]})
     out = analyze(table, baseline="a", reps=200)
-    row = out["comparisons"][0]
-    assert row["paired"] is False
-    assert row["cohens_d"] is None and row["mannwhitney_pvalue"] is None
-    assert row["significant"] is None
+    row = out.comparisons[0]
+    assert row.paired is False
+    assert row.cohens_d is None and row.mannwhitney_pvalue is None
+    assert row.significant is None

@@ -5,15 +5,28 @@ Parse, call :mod:`benchlab.stats`, print: rich tables by default, JSON with ``--
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from benchlab.choices import (
+    AlignChoice,
+    FailedAsChoice,
+    GoalChoice,
+    MethodChoice,
+    NormalizeChoice,
+    SummaryChoice,
+)
 from benchlab.cli.app import app, console, err_console, print_json
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from benchlab.stats.analysis import Analysis
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -80,47 +93,46 @@ def _ci(value: Any, low: Any, high: Any, digits: int = 3) -> str:
     return f"{_fmt(value, digits)}\n[{_fmt(low, digits)}, {_fmt(high, digits)}]"
 
 
-def _boot_header(report: dict[str, Any]) -> str:
+def _boot_header(report: Analysis) -> str:
     """The bootstrap column's header, named for its method (bootstrap-t unless --method)."""
-    method = str((report.get("methods") or {}).get("boot_ci") or "")
+    method = report.methods.boot_ci if report.methods is not None else ""
     return "bootstrap-t\nCI" if method.startswith("bootstrap-t") else f"bootstrap\nCI ({method})"
 
 
-def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
+def _print_report(report: Analysis, failed_as: str | None = None) -> None:
     from rich.markup import escape
 
     from benchlab.cli.tables import Column, print_table
 
     name = Column
     rows = []
-    for r in report["summary"]:
-        seeds = f"{r['completed']}/{r['planned']}" if "planned" in r else str(r["n"])
-        if r.get("failed_seeds"):
-            seeds += f"\n({len(r['failed_seeds'])} failed)"
-        rows.append([str(r["task"]), str(r["config"]), str(r["metric"]), seeds, _fmt(r["mean"]), _fmt(r["std"]),
-                     f"[{_fmt(r['ci_low'])},\n{_fmt(r['ci_high'])}]",
-                     f"[{_fmt(r['boot_ci_low'])},\n{_fmt(r['boot_ci_high'])}]",
-                     _fmt(r["high_variance"]), _fmt(r["rank"])])
+    for r in report.summary:
+        seeds = f"{r.seeds.completed}/{r.seeds.planned}" if r.seeds is not None else str(r.n)
+        if r.seeds is not None and r.seeds.failed_seeds:
+            seeds += f"\n({len(r.seeds.failed_seeds)} failed)"
+        rows.append([r.task, r.config, r.metric, seeds, _fmt(r.mean), _fmt(r.std),
+                     f"[{_fmt(r.ci_low)},\n{_fmt(r.ci_high)}]",
+                     f"[{_fmt(r.boot_ci_low)},\n{_fmt(r.boot_ci_high)}]",
+                     _fmt(r.high_variance), _fmt(r.rank)])
     print_table(console, "Per task and config", [
         name("task", numeric=False, key=True), name("config", numeric=False, key=True),
         name("metric", numeric=False, key=True), name("seeds"), name("mean"), name("std"),
         name("95% CI\n(t)"), name(_boot_header(report)), name("high\nvar"), name("rank")], rows)
-    if report["comparisons"]:
-        base = report["comparisons"][0]["baseline"]
+    if report.comparisons:
+        base = report.comparisons[0].baseline
         rows = []
         caveats = []
-        for c in report["comparisons"]:
-            p = c["t_pvalue"] if c["paired"] else c["welch_pvalue"]
-            seeds = (f"{c['baseline_seeds']}, {c['candidate_seeds']}"
-                     if c.get("baseline_seeds") else "–")
-            signif = "undetermined" if c["significant"] is None else _fmt(c["significant"])
-            if c.get("caveat"):
+        for c in report.comparisons:
+            seeds = (f"{c.seeds.baseline_seeds}, {c.seeds.candidate_seeds}"
+                     if c.seeds is not None and c.seeds.baseline_seeds else "–")
+            signif = "undetermined" if c.significant is None else _fmt(c.significant)
+            if c.seeds is not None and c.seeds.caveat:
                 signif += "\n(!)"
-                caveats.append(f"{c['task']} {c['metric']}: {c['caveat']}")
-            rows.append([str(c["task"]), str(c["metric"]), str(c["candidate"]), signif, seeds,
-                         _fmt(c["paired"]), str(c["n"]), _ci(c["mean_diff"], c["diff_ci_low"], c["diff_ci_high"]),
-                         _fmt(p, 3), _fmt(c["p_holm"], 3), _fmt(c["cohens_d"], 3),
-                         _fmt(c["prob_improvement"], 3)])
+                caveats.append(f"{c.task} {c.metric}: {c.seeds.caveat}")
+            rows.append([c.task, c.metric, c.candidate, signif, seeds,
+                         _fmt(c.paired), str(c.n), _ci(c.mean_diff, c.diff_ci_low, c.diff_ci_high),
+                         _fmt(c.pvalue, 3), _fmt(c.p_holm, 3), _fmt(c.cohens_d, 3),
+                         _fmt(c.prob_improvement, 3)])
         print_table(console, f"Candidate vs baseline {base} (diff = candidate - baseline)", [
             name("task", numeric=False, key=True), name("metric", numeric=False, key=True),
             name("candidate", numeric=False, key=True), name("signif."), name("seeds\n(b, c)"),
@@ -132,23 +144,23 @@ def _print_report(report: dict[str, Any], failed_as: str | None = None) -> None:
             treatment = ("excluded: each verdict rests on the seeds that completed"
                          if failed_as == "exclude" else "scored as the worst value")
             console.print(f"failed seeds: {treatment} (--failed-as {failed_as})")
-    if report["aggregate"]:
+    if report.aggregate:
         scale = {"none": "raw scores", "references": "scores normalised by reference scores",
                  "observed": "scores min–max normalised over the configs compared",
                  "mixed": "scores normalised by reference or observed values"}
-        method = report.get("normalization", {}).get("method")
-        print_table(console, f"Across tasks ({scale.get(method, 'scores')}, stratified bootstrap CIs)", [
+        method = report.normalization.method if report.normalization is not None else None
+        print_table(console, f"Across tasks ({scale.get(method or '', 'scores')}, stratified bootstrap CIs)", [
             name("config", numeric=False, key=True), name("IQM"), name("median"), name("mean"),
             name("optimality\ngap")],
-            [[str(a["config"]), *(_ci(a[k], a[k + "_ci_low"], a[k + "_ci_high"])
-                                  for k in ("iqm", "median", "mean", "optimality_gap"))]
-             for a in report["aggregate"]])
-    _print_warnings(report["warnings"])
+            [[a.config, *(_ci(e.value, e.ci_low, e.ci_high)
+                          for e in (a.iqm, a.median, a.mean, a.optimality_gap))]
+             for a in report.aggregate])
+    _print_warnings(report.warnings)
 
 
-def _output(report: dict[str, Any], as_json: bool, failed_as: str | None = None) -> None:
+def _output(report: Analysis, as_json: bool, failed_as: str | None = None) -> None:
     if as_json:
-        print_json(report)
+        sys.stdout.write(report.to_json() + "\n")
     else:
         _print_report(report, failed_as)
 
@@ -158,6 +170,19 @@ def _print_warnings(warnings: list[str]) -> None:
 
     for w in warnings:
         err_console.print(f"[yellow]warning:[/] {escape(w)}")
+
+
+@contextmanager
+def _flags() -> Iterator[None]:
+    """The library names its arguments (``summary``); the CLI's messages name flags (``--summary``)."""
+    from benchlab.errors import BadArgument, DataError
+
+    try:
+        yield
+    except BadArgument as exc:
+        if exc.what is not None:  # about something other than a flag, e.g. a metric's goal in the spec
+            raise
+        raise DataError(exc.message_for("--" + exc.argument.replace("_", "-"))) from None
 
 
 TableArg = typer.Argument(
@@ -202,50 +227,38 @@ def _ranges(values: list[str] | None, table: pd.DataFrame) -> dict[str, tuple[fl
     return out
 
 
-def _failed_as(value: str) -> str:
-    from benchlab.errors import DataError
-
-    if value not in ("exclude", "worst"):
-        raise DataError(f"--failed-as must be exclude or worst; got {value!r}")
-    return value
-
-
 @app.command()
 def analyze(
     table: Path = TableArg,
     baseline: str | None = typer.Option(None, help="Config to compare the others with."),
     metric: str | None = typer.Option(None, help="Analyse only this metric (default: all)."),
-    goal: str = typer.Option("max", help="max: higher is better; min: lower is better."),
-    summary: str = typer.Option("final", help=SUMMARY_HELP),
-    align: str | None = typer.Option(None, help=ALIGN_HELP),
+    goal: GoalChoice = typer.Option(GoalChoice.MAX, help="max: higher is better; min: lower is better."),
+    summary: SummaryChoice = typer.Option(SummaryChoice.FINAL, help=SUMMARY_HELP),
+    align: AlignChoice | None = typer.Option(None, help=ALIGN_HELP),
     references: Path | None = ReferencesOpt,
-    normalize: str = typer.Option("none", help=NORMALIZE_HELP),
+    normalize: NormalizeChoice = typer.Option(NormalizeChoice.NONE, help=NORMALIZE_HELP),
     reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of every random procedure."),
-    method: str = typer.Option("studentized", help=METHOD_HELP),
+    method: MethodChoice = typer.Option(MethodChoice.STUDENTIZED, help=METHOD_HELP),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
-    failed_as: str = typer.Option("exclude", "--failed-as", help=FAILED_AS_HELP),
+    failed_as: FailedAsChoice = typer.Option(FailedAsChoice.EXCLUDE, "--failed-as", help=FAILED_AS_HELP),
     value_range: list[str] = typer.Option(None, "--range", help=RANGE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Statistics of any long-format CSV (W&B, MLflow, a paper's table)."""
-    from benchlab.errors import DataError
     from benchlab.stats.accounting import analyze_seeds as run_analysis
 
-    if goal not in ("max", "min"):
-        raise DataError(f"--goal must be max or min; got {goal!r}")
-    _check_choice("--align", align, ("common", "own"))
     df = _read_csv(table)
-    # goal is checked above; summary, method and normalize by analyze() itself.
-    report = run_analysis(
-        df, failed_as=_failed_as(failed_as),
-        baseline=baseline, metric=metric, goal=goal,
-        reps=reps, seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
-        method=method, normalize=normalize, align=align,  # type: ignore[arg-type]
-        references=_read_references(references), source=str(table),
-        ranges=_ranges(value_range, df),
-    )
-    _output(report, as_json, failed_as)
+    with _flags():
+        report = run_analysis(
+            df, failed_as=failed_as.value,
+            baseline=baseline, metric=metric, goal=goal.value,
+            reps=reps, seed=seed, summary=summary.value, alpha=alpha,
+            method=method.value, normalize=normalize.value, align=align and align.value,
+            references=_read_references(references), source=str(table),
+            ranges=_ranges(value_range, df),
+        )
+    _output(report, as_json, failed_as.value)
 
 
 @app.command()
@@ -254,23 +267,22 @@ def compare(
     baseline: str | None = typer.Option(None, help="Baseline config (default: the spec's)."),
     candidate: str = typer.Option(..., help="Candidate config."),
     metric: str | None = typer.Option(None, help="Metric (default: the primary one)."),
-    goal: str | None = typer.Option(None, help="max|min (default: the spec's, else max)."),
-    summary: str = typer.Option("final", help=SUMMARY_HELP),
-    align: str | None = typer.Option(None, help=ALIGN_HELP),
-    normalize: str = typer.Option("none", help=NORMALIZE_HELP),
+    goal: GoalChoice | None = typer.Option(None, help="max|min (default: the spec's, else max)."),
+    summary: SummaryChoice = typer.Option(SummaryChoice.FINAL, help=SUMMARY_HELP),
+    align: AlignChoice | None = typer.Option(None, help=ALIGN_HELP),
+    normalize: NormalizeChoice = typer.Option(NormalizeChoice.NONE, help=NORMALIZE_HELP),
     reps: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of every random procedure."),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
-    failed_as: str = typer.Option("exclude", "--failed-as", help=FAILED_AS_HELP),
+    failed_as: FailedAsChoice = typer.Option(FailedAsChoice.EXCLUDE, "--failed-as", help=FAILED_AS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Compare a candidate config with the baseline, paired by seed."""
     from benchlab.errors import DataError
     from benchlab.stats.accounting import analyze_seeds as run_analysis
 
-    failed_as = _failed_as(failed_as)
     df, info = _load(results)
-    goals: Any = goal or "max"
+    goals: Any = goal.value if goal is not None else "max"
     references = None
     planned = None
     failed_runs: list[Any] = []
@@ -281,7 +293,7 @@ def compare(
 
         metric = metric or info.primary
         baseline = baseline or info.baseline
-        goals = goal or dict(info.goal)
+        goals = goal.value if goal is not None else dict(info.goal)
         references = dict(info.references)
         planned, failed_runs = ledger_seeds(results)
         ranges = metric_ranges(info.spec)
@@ -291,17 +303,17 @@ def compare(
     if info is not None:
         _refuse_not_in_spec(df, pair, results)
     _check_configs(df, pair, results, failed=[c for _, c, _ in failed_runs])
-    _check_choice("--align", align, ("common", "own"))
-    report = run_analysis(
-        df[df["config"].astype(str).isin(pair)], failed_as=failed_as,
-        planned={k: v for k, v in planned.items() if k[1] in pair} if planned else None,
-        failed_runs=[r for r in failed_runs if r[1] in pair], ranges=ranges,
-        baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
-        seed=seed, summary=summary, alpha=alpha,  # type: ignore[arg-type]
-        normalize=normalize, align=align,  # type: ignore[arg-type]
-        references=references, source=str(results),
-    )
-    _output(report, as_json, failed_as)
+    with _flags():
+        report = run_analysis(
+            df[df["config"].astype(str).isin(pair)], failed_as=failed_as.value,
+            planned={k: v for k, v in planned.items() if k[1] in pair} if planned else None,
+            failed_runs=[r for r in failed_runs if r[1] in pair], ranges=ranges,
+            baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
+            seed=seed, summary=summary.value, alpha=alpha,
+            normalize=normalize.value, align=align and align.value,
+            references=references, source=str(results),
+        )
+    _output(report, as_json, failed_as.value)
 
 
 def _refuse_not_in_spec(df: pd.DataFrame, configs: list[str], results: Path) -> None:
@@ -323,13 +335,6 @@ def _refuse_not_in_spec(df: pd.DataFrame, configs: list[str], results: Path) -> 
             raise DataError(f"{results}: config {config!r} is not in the spec as last run; its {n} runs are "
                             "kept in the ledger but not compared (`benchlab status --all` lists them; "
                             "benchlab.load(..., all_runs=True) reads them)")
-
-
-def _check_choice(flag: str, value: str | None, choices: tuple[str, ...]) -> None:
-    from benchlab.errors import DataError
-
-    if value is not None and value not in choices:
-        raise DataError(f"{flag} must be one of {', '.join(choices)}; got {value!r}")
 
 
 def _check_configs(df: pd.DataFrame, configs: list[str], source: Path,

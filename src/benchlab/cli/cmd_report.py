@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from benchlab.choices import FailedAsChoice
 from benchlab.cli.app import app, console
 
 
@@ -30,20 +31,17 @@ def report(
     seed: int = typer.Option(
         0, "--seed", help="Seed of the bootstrap (the same seed gives the same report)."
     ),
-    failed_as: str = typer.Option(
-        "exclude", "--failed-as", help="Failed seeds: exclude (judge on the completed ones, "
+    failed_as: FailedAsChoice = typer.Option(
+        FailedAsChoice.EXCLUDE, "--failed-as", help="Failed seeds: exclude (judge on the completed ones, "
         "with a caveat) or worst (score them as the worst value)."
     ),
 ) -> None:
     """Write BENCHMARK_REPORT.md, BENCHMARKS.md, results.csv, plots/ and report.html."""
-    from benchlab.errors import DataError
     from benchlab.report import write_report
 
-    if failed_as not in ("exclude", "worst"):
-        raise DataError(f"--failed-as must be exclude or worst; got {failed_as!r}")
     try:
         files = write_report(results, out, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed,
-                             failed_as=failed_as)
+                             failed_as=failed_as.value)
     except OSError as exc:
         from benchlab.cli.app import fail
         from benchlab.store import disk_full, is_disk_full

@@ -117,6 +117,9 @@ def run(
                                         "changed); the earlier attempts stay on record."),
     max_failures: int = typer.Option(None, "--max-failures", min=1,
                                      help="Stop launching after this many failed runs."),
+    allow_changed: bool = typer.Option(False, "--allow-changed",
+                                       help="Go on where a dataset or the code under test changed since the "
+                                            "runs began (the change is recorded); without it, run stops."),
     backend: str = typer.Option(None, "--backend", help="local or ray [default: the spec's, or local]."),
     ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster to run on (ray "
                                     "backend) [default: $RAY_ADDRESS, else a local Ray]."),
@@ -177,7 +180,7 @@ def run(
         return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
                                   spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
                                   max_failures=max_failures, backend=backend, ray_address=ray_address,
-                                  shared_fs=shared_fs, gpus=gpus, report=report)
+                                  shared_fs=shared_fs, gpus=gpus, report=report, allow_changed=allow_changed)
     if dry_run:
         from rich.markup import escape
 
@@ -206,11 +209,18 @@ def run(
                 console.print(f"{escape(r.name)}  [dim]{r.run_id}[/]  {escape(command)}",
                               highlight=False, markup=True)
         else:
-            # Plain lines in one write: rich's per-line rendering costs seconds at 100,000 runs.
+            # Plain lines in one write: rich's per-line rendering costs seconds at 100,000 runs, and
+            # so does a Path per run (the folder is filled in only where a command names it).
+            import os
             import sys
 
-            sys.stdout.write("".join(f"{r.name}  {r.run_id}  {r.command_for(runs_dir / r.run_id)}\n"
-                                     for r in todo))
+            from benchlab.plan import RUN_DIR_PLACEHOLDER
+
+            inside = f"{runs_dir}{os.sep}"
+            sys.stdout.write("".join(
+                f"{r.name}  {r.run_id}  "
+                f"{r.command_for(inside + r.run_id) if RUN_DIR_PLACEHOLDER in r.command else r.command}\n"
+                for r in todo))
             sys.stdout.flush()
         console.print(f"{len(todo)} runs would run (dry run: nothing was started)")
         return
@@ -229,7 +239,7 @@ def run(
     console.print(f"results: {escape(str(folder))}", highlight=False)
     sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all, backend=backend,
                   on_event=display.on_event, max_failures=max_failures, gpus=gpus,
-                  backend_options=options)
+                  backend_options=options, allow_changed=allow_changed)
     result = _sweep_with_signals(sweep, display)
     display.summary(result)
     if report and result.completed + result.skipped > 0 and not result.stopped:
@@ -244,7 +254,8 @@ def run(
 def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch: int | None,
                        margin: float | None, alpha: float, spending: str, as_json: bool, jobs: int | None,
                        rerun_failed: bool, max_failures: int | None, backend: str | None,
-                       ray_address: str | None, shared_fs: bool, gpus: str | None, report: bool) -> None:
+                       ray_address: str | None, shared_fs: bool, gpus: str | None, report: bool,
+                       allow_changed: bool = False) -> None:
     """``run --until-decided``: one ordinary sweep per look, over the runs the open pairs need.
 
     Nothing of the design is stored: each look is replayed from the ledger's finished runs
@@ -293,7 +304,7 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
         display = SweepDisplay(out, primary=spec.metrics.primary.name)
         sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, backend=backend,
                       on_event=display.on_event, max_failures=max_failures, gpus=gpus,
-                      backend_options=options, runs=plan)
+                      backend_options=options, runs=plan, allow_changed=allow_changed)
         rerun_failed = False  # a new retry budget once, not at every look
         result = _sweep_with_signals(sweep, display)
         display.summary(result)

@@ -47,6 +47,7 @@ def status(
         counts = store.counts()
         attempts = store.attempts()
         gpu_attempts = store.gpu_attempts()
+        recording = store.plan_recording()
     outside = [r for r in every if not r.in_spec]
     outside_counts: dict[str, int] = {}
     for r in outside:
@@ -58,9 +59,13 @@ def status(
     from benchlab.triage import MISSING_METRIC, flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
-    from benchlab.store import ledger_backups
+    from benchlab.store import ledger_backups, lock_holder, rebuild_leftovers
 
     backups = ledger_backups(folder)
+    leftovers = rebuild_leftovers(folder)
+    rebuilding = lock_holder(folder) if leftovers else None
+    if rebuilding is not None and "rebuild" not in rebuilding:
+        rebuilding = None
     failures = [last[rid] for rid, r in runs.items() if r.status == "failed" and rid in last]
     # Completed runs whose note says they are partial (lm-eval's --limit; collect/lm_eval.py PARTIAL).
     partial = [last[rid] for rid, r in runs.items() if r.status == "completed" and rid in last
@@ -112,6 +117,8 @@ def status(
                         for b in backups],
             "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in partial],
             **({"sequential": meta["sequential"]} if meta.get("sequential") else {}),
+            "plan_recording": recording,
+            "rebuild": {"running": rebuilding, "files": [str(p) for p in leftovers]} if leftovers else None,
         })
         return
     from rich.markup import escape
@@ -122,6 +129,11 @@ def status(
     shown = folder.relative_to(Path.cwd()) if folder.is_absolute() and folder.is_relative_to(Path.cwd()) else folder
     console.print(f"[bold]{escape(str(meta.get('name')))}[/] ({escape(str(shown))}): {total} runs — "
                   + ", ".join(parts))
+    if recording is not None:
+        so_far = "" if recording.get("recorded") is None else f"{recording['recorded']:,} of "
+        console.print(f"[yellow]plan partly recorded[/]: {so_far}{recording['runs']:,} runs. A sweep records "
+                      "its plan while its first runs go; one stopped part-way leaves it so, and `benchlab run` "
+                      "again completes it. Until it is whole, the counts above are of the plan before.")
     if outside:
         kinds = ", ".join(f"{n} {s}" for s, n in sorted(outside_counts.items()))
         console.print(f"{len(outside)} runs not in the spec ({kinds}): kept in the ledger, left out of "
@@ -164,6 +176,14 @@ def status(
             console.print(f"  the runs finished: once the spec names the metric right, [bold]benchlab collect "
                           f"{escape(str(folder))} --failed[/] completes them without training again")
     _print_sequential(meta.get("sequential"))
+    if leftovers:
+        names = ", ".join(f"{p.name} ({p.stat().st_size / 1e6:.1f} MB)" for p in leftovers if p.exists())
+        if rebuilding is not None:
+            console.print(f"a rebuild of the ledger is running ({escape(rebuilding)}): {escape(names)}")
+        else:
+            console.print(f"[yellow]left by a killed `benchlab collect --rebuild`[/]: {escape(names)}; the "
+                          "ledger above is the one from before it. The next `benchlab run` or rebuild "
+                          "removes them.")
     if backups:
         console.print(f"ledger backups ({len(backups)}, kept by `benchlab collect --rebuild`):")
         for b in backups:

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
 from benchlab.run_files import CONFIG_FILE, PROVENANCE_FILE
 
@@ -47,8 +48,8 @@ def described_primary(runs_dir: Path) -> str:
     return str(judged["primary"])
 
 
-def described_meta(runs_dir: Path) -> dict[str, Any]:
-    """The ledger's benchmark description (name, primary metric, goals, tasks, configs, seeds)
+def described_meta(runs_dir: Path) -> BenchmarkInfo:
+    """The ledger's benchmark record (name, primary metric, goals, tasks, configs, seeds)
     as the run directories give it."""
     judged = _latest_judgement(runs_dir) or {}
     names: Counter[str] = Counter()
@@ -67,8 +68,7 @@ def described_meta(runs_dir: Path) -> dict[str, Any]:
         configs[str(cfg.get("config"))] = None
         seeds.add(int(cfg.get("seed", 0)))
     goals = {str(k): str(v) for k, v in (judged.get("goals") or {}).items()}
-    return {"name": names.most_common(1)[0][0] if names else runs_dir.parent.name,
-            "primary": judged.get("primary"), "goals": goals, "metrics": list(goals),
-            "tasks": list(tasks), "configs": list(configs), "seeds": sorted(seeds),
-            "baseline": None, "targets": {}, "references": {}, "description": "",
-            "spec": {}, "spec_path": None, "overrides": {}}
+    return BenchmarkInfo(
+        name=names.most_common(1)[0][0] if names else runs_dir.parent.name,
+        primary=judged.get("primary"), goal=goals, metrics=list(goals), baseline=None,
+        tasks=list(tasks), configs=list(configs), seeds=sorted(seeds))

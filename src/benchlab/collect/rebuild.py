@@ -24,7 +24,7 @@ from benchlab.errors import BenchlabError, ResultsNotFound
 from benchlab.plan import Run, expand, run_context
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE
 from benchlab.spec import Metric, Spec
-from benchlab.store import COMPLETED, DB_NAME, FAILED, INTERRUPTED, ResultsLock, Store
+from benchlab.store import COMPLETED, DB_NAME, FAILED, INTERRUPTED, REBUILDING, ResultsLock, Store
 
 
 def _spec_of(folder: Path) -> Spec:
@@ -38,8 +38,6 @@ def _spec_of(folder: Path) -> Spec:
 def _metrics(spec: Spec) -> tuple[str, list[Metric]]:
     return spec.metrics.primary.name, spec.metrics.all
 
-
-REBUILDING = ".rebuilding"  # suffix of a ledger being built; never read as a ledger
 
 
 @dataclass
@@ -60,7 +58,8 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
     It holds the results folder's lock, as a sweep does, so it never runs beside one.
     The new ledger is built in a file of its own next to the old one and swapped in
     with one rename only once it is complete: a rebuild killed at any moment leaves
-    the old ledger as it was (and a half-built file that the next rebuild removes).
+    the old ledger as it was (and a half-built file that ``benchlab status`` lists and the
+    next ``benchlab run`` or rebuild removes).
     The old ledger keeps a name no other backup has (``benchlab.db.bak-<time>[-n]``).
     """
     folder = Path(folder)
@@ -70,10 +69,9 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
     # Without the spec, the run directories describe themselves: benchlab's metrics.json (which
     # holds what extractors read) and the metrics each run was judged by, in provenance.json.
     spec = _spec_of(folder) if (folder / "benchmark.json").exists() else None
+    # Taking the lock removes what a killed rebuild left (as every holder of the lock does).
     with ResultsLock(folder, purpose="benchlab collect --rebuild"):
         db = folder / DB_NAME
-        for stale in folder.glob(f"{DB_NAME}{REBUILDING}*"):
-            stale.unlink()  # left by a rebuild that was killed; the lock says none is running
         fresh = folder / f"{DB_NAME}{REBUILDING}"
         counts = _build(fresh, folder, runs_dir, spec)
         counts.backup = _back_up(db) if db.exists() else None
@@ -94,7 +92,7 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None) -> Rebui
             if spec is not None:
                 write_benchmark_meta(store, spec, folder)
             else:
-                store.set_meta(**described_meta(runs_dir))
+                store.set_benchmark(described_meta(runs_dir))
             runs = []
             for run_dir in sorted(p for p in runs_dir.iterdir() if (p / CONFIG_FILE).exists()):
                 cfg = yaml.safe_load((run_dir / CONFIG_FILE).read_text())

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from benchlab import triage
+from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.plan import expand
@@ -126,12 +127,11 @@ def _update_provenance(run_dir: Path, updates: dict[str, object]) -> None:
 def _adopt_metrics(store: Store, folder: Path, spec: Spec) -> None:
     """The ledger's and ``benchmark.json``'s metric definitions become ``spec``'s: its metrics
     are what the ledger now holds. What the spec says of anything else is left to `benchlab run`."""
-    metrics = spec.model_dump(mode="json", by_alias=True, exclude_none=True)["metrics"]
-    meta = store.meta()
-    dump = dict(meta.get("spec") or {})
-    dump["metrics"] = metrics
-    store.set_meta(primary=spec.metrics.primary.name, goals={m.name: m.goal for m in spec.metrics.all},
-                   metrics=[m.name for m in spec.metrics.all], spec=dump)
+    new = BenchmarkInfo.from_spec(spec)
+    metrics = new.spec["metrics"]
+    base = store.benchmark() or new
+    store.set_benchmark(replace(base, primary=new.primary, goal=new.goal, metrics=new.metrics,
+                                spec={**base.spec, "metrics": metrics}))
     path = folder / "benchmark.json"
     try:
         saved = json.loads(path.read_text())

@@ -45,14 +45,14 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import BackendUnavailable
-from benchlab.execute.base import Launch, Outcome, ProcessInfo, register
+from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext
+from benchlab.execute.proctree import KILL_GRACE_S
 from benchlab.failures import NODE_DIED
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
 from benchlab.run_files import CONFIG_FILE, LOG_FILE
 from benchlab.runlog import CACHE_NAME
 from benchlab.spec import Resources, Spec
 
-KILL_GRACE_S = 5.0
 CAP_BYTES = 64 * 2**20
 POLL_S = 0.1  # how often a blocked wait() looks for wake()
 FLUSH_S = 2.0  # how often a running attempt's new log output is sent home
@@ -341,8 +341,7 @@ def task_options(resources: Resources) -> dict[str, Any]:
     return opts
 
 
-@register("ray")
-class RayBackend:
+class RayBackend(Backend):
     """Runs attempts as tasks on a Ray cluster (``address``), or on a local Ray when none is given.
 
     ``shared_fs``: every node sees the results folder at the same path, and runs
@@ -352,6 +351,10 @@ class RayBackend:
     """
 
     name = "ray"
+
+    @classmethod
+    def for_sweep(cls, context: SweepContext, **options: Any) -> RayBackend:
+        return cls(spec=context.spec, results_dir=context.results_dir, **options)
 
     def __init__(self, spec: Spec | None = None, results_dir: Path | str | None = None, *,
                  address: str | None = None, shared_fs: bool = False, cap_bytes: int = CAP_BYTES,
@@ -494,7 +497,7 @@ class RayBackend:
             node=result["node"], error=result.get("error"), extra=extra,
         )
 
-    def cancel(self, attempt_id: int) -> None:
+    def cancel(self, attempt_id: int) -> bool:
         """Stop one attempt (a pruned search trial): its task is force-cancelled, and the
         worker's reaper kills the run's process group; the outcome comes back through ``wait``."""
         for ref, flight in list(self._flights.items()):
@@ -502,7 +505,9 @@ class RayBackend:
                 try:
                     self._ray.cancel(ref, force=True)
                 except Exception:  # noqa: BLE001 - already finished or gone
-                    pass
+                    return False
+                return True
+        return False
 
     def terminate_all(self, grace: float) -> list[Outcome]:
         ray = self._ray

@@ -8,6 +8,7 @@ attempt's metrics.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -21,9 +22,8 @@ from typing import Any
 
 import yaml
 
-from benchlab.execute.base import run_dir_of
 from benchlab.plan import Run
-from benchlab.run_files import CONFIG_FILE, LOG_FILE
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, run_dir_of
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -116,12 +116,25 @@ def prepare_run_dir(run_dir: Path, number: int) -> None:
     leftovers = [p for p in run_dir.iterdir() if p.name != "attempts"]
     if not leftovers:
         return
-    keep = run_dir / "attempts" / str(max(1, number - 1))
-    if keep.exists():
-        keep = run_dir / "attempts" / f"{max(1, number - 1)}-{int(time.time())}"
-    keep.mkdir(parents=True)
+    keep = _new_folder(run_dir / "attempts", str(max(1, number - 1)))
     for path in leftovers:
         shutil.move(str(path), keep / path.name)
+
+
+def _new_folder(parent: Path, name: str) -> Path:
+    """A new, empty folder ``parent/name``, else ``name-<time>``, else ``name-<time>-<k>``: an
+    attempt's number is not always new (the ledger it came from may have been replaced or
+    emptied, and numbering starts over), and what an earlier attempt left is never overwritten.
+    ``mkdir`` is the test, so two writers cannot take the same name either."""
+    parent.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    for candidate in itertools.chain([name, f"{name}-{stamp}"], (f"{name}-{stamp}-{k}" for k in itertools.count(2))):
+        try:
+            (parent / candidate).mkdir()
+            return parent / candidate
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")  # itertools.count never ends
 
 
 class Preparer:

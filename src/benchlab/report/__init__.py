@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from benchlab import preregistration
 from benchlab.ranges import metric_ranges
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary, ledger_seeds
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
@@ -21,7 +23,11 @@ from benchlab.results import find_results, info, load
 from benchlab.run_files import PROVENANCE_FILE
 from benchlab.store import FAILED, AttemptRecord, RunRecord, Store
 
-__all__ = ["DEFAULT_REPS", "ReportData", "ReportFiles", "gather", "status", "write_report"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["DEFAULT_REPS", "ReportData", "ReportFiles", "account_seeds", "analyze", "gather", "leaderboard",
+           "status", "write_report"]
 
 
 @dataclass
@@ -101,6 +107,7 @@ def gather(results: Path | str | None = None) -> ReportData:
     attempts: dict[str, list[AttemptRecord]] = {}
     planned, failed_runs = ledger_seeds(folder)
     with Store.open(folder) as store:
+        registered = store.meta().get(preregistration.META_KEY)
         # Reading every run and attempt costs ~0.3 s at 10,000 runs; most sweeps have no failure.
         if store.counts().get(FAILED):
             runs = {r.run_id: r for r in store.runs() if r.status == FAILED}
@@ -145,6 +152,53 @@ def gather(results: Path | str | None = None) -> ReportData:
         failed_runs=failed_runs,
         ranges=metric_ranges(meta.spec),
         partial=partial,
+        registered_plan=registered,
+    )
+
+
+def account_seeds(data: ReportData, failed_as: str = "exclude") -> pd.DataFrame:
+    """Account for every planned seed of ``data`` (``data.used``, ``data.accounting``) and return
+    the per (task, config, metric) table of :func:`benchlab.report.tables.describe` over them.
+
+    The tables and plots see what the statistics see: failed seeds left out or scored worst.
+    """
+    from benchlab.stats.accounting import account
+
+    info_ = data.info
+    data.failed_as = failed_as
+    used, accounting = account(
+        data.finals, failed_as, info_.goal or "max", data.planned, data.failed_runs, data.ranges
+    ) if len(data.finals) else (data.finals, None)
+    data.accounting = accounting
+    data.used = used
+    return describe(used, info_.goal, info_.primary)
+
+
+def analyze(data: ReportData, *, reps: int = DEFAULT_REPS, seed: int = 0) -> None:
+    """The report's statistics of the primary metric (``data.analysis``), after :func:`account_seeds`."""
+    data.analysis = analyze_primary(
+        data.finals, data.info, reps=reps, seed=seed, failed_as=data.failed_as, planned=data.planned,
+        failed_runs=data.failed_runs, ranges=data.ranges,
+    )
+
+
+def leaderboard(data: ReportData, desc: pd.DataFrame) -> str:
+    """The text of BENCHMARKS.md, from :func:`account_seeds`' table."""
+    info_ = data.info
+    prim = desc[desc["is_primary"]]
+    # Every task and config of the spec, even before any run of it completed.
+    tasks = list(info_.tasks) + sorted(set(prim["task"]) - set(info_.tasks))
+    configs = list(info_.configs) + sorted(set(prim["config"]) - set(info_.configs))
+    return render_leaderboard(
+        prim,
+        tasks,
+        configs,
+        info_.targets,
+        info_.goal.get(info_.primary, "max"),
+        info_.primary,
+        info_.name,
+        seeds=primary_counts(data.accounting, info_.primary),
+        failed_as=data.failed_as,
     )
 
 
@@ -176,23 +230,16 @@ def write_report(
             ``"exclude"`` (left out, and every claim they touch says so) or ``"worst"``
             (scored as the worst value; see :mod:`benchlab.stats.accounting`).
     """
-    from benchlab.stats.accounting import account
 
     folder = find_results(results)
     out_dir = Path(out) if out is not None else folder
     out_dir.mkdir(parents=True, exist_ok=True)
     data = gather(folder)
-    data.failed_as = failed_as
     info_ = data.info
     csv_path = out_dir / "results.csv"
     write_text_atomic(csv_path, data.finals.to_csv(index=False))
-    # The tables and plots see what the statistics see: failed seeds left out or scored worst.
-    used, accounting = account(
-        data.finals, failed_as, info_.goal or "max", data.planned, data.failed_runs, data.ranges
-    ) if len(data.finals) else (data.finals, None)
-    data.accounting = accounting
-    data.used = used
-    desc = describe(used, info_.goal, info_.primary)
+    desc = account_seeds(data, failed_as)
+    used = data.used
     pending = None
     if plots:
         from benchlab.report.plots import draw
@@ -204,34 +251,18 @@ def write_report(
             ranges=data.ranges,
         )
     # The figures draw in worker processes meanwhile.
-    data.analysis = analyze_primary(
-        data.finals, info_, reps=reps, seed=seed, failed_as=failed_as, planned=data.planned,
-        failed_runs=data.failed_runs, ranges=data.ranges,
-    )
+    analyze(data, reps=reps, seed=seed)
+    if data.registered_plan is not None and used is not None:
+        judged = preregistration.judge(used, data.registered_plan["plan"], info_.goal, list(info_.configs),
+                                       reps=reps, seed=seed)
+        data.analysis_plan = preregistration.statement(data.registered_plan, info_.spec, judged)
     extra: list[Path] = []
     if pending is not None:
         data.plots = [p.as_dict() for p in pending()]
         drawn = publish_plots(staging, out_dir / "plots")
         extra += [out_dir / p["path"] for p in data.plots]
     bench_md = out_dir / "BENCHMARKS.md"
-    prim = desc[desc["is_primary"]]
-    # Every task and config of the spec, even before any run of it completed.
-    tasks = list(info_.tasks) + sorted(set(prim["task"]) - set(info_.tasks))
-    configs = list(info_.configs) + sorted(set(prim["config"]) - set(info_.configs))
-    write_text_atomic(
-        bench_md,
-        render_leaderboard(
-            prim,
-            tasks,
-            configs,
-            info_.targets,
-            info_.goal.get(info_.primary, "max"),
-            info_.primary,
-            info_.name,
-            seeds=primary_counts(accounting, info_.primary),
-            failed_as=failed_as,
-        ),
-    )
+    write_text_atomic(bench_md, leaderboard(data, desc))
     extra.insert(0, bench_md)
     text = render_markdown(data)
     md = out_dir / "BENCHMARK_REPORT.md"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import DataError
+from benchlab.stats.analysis import Analysis
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,24 +31,23 @@ def analyze_primary(
     planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
     failed_runs: Sequence[tuple[str, str, Any]] = (),
     ranges: Mapping[str, tuple[float, float]] | None = None,
-) -> dict[str, Any]:
+) -> Analysis:
     """``stats.analyze`` of the final primary metric, baseline and references from the spec,
     every planned seed accounted for (:func:`benchlab.stats.accounting.analyze_seeds`).
 
-    Returns the dict :func:`benchlab.stats.accounting.analyze_seeds` returns (``summary``,
-    ``comparisons``, ``aggregate``, ``warnings``; empty lists and a warning
-    when no run of the primary metric has completed or failed).
+    Returns the :class:`~benchlab.stats.analysis.Analysis` that
+    :func:`benchlab.stats.accounting.analyze_seeds` returns (empty, with a warning, when no
+    run of the primary metric has completed or failed, or the table cannot be analysed).
     """
     from benchlab.stats.accounting import analyze_seeds
 
     prim = finals[finals["metric"] == info.primary]
     if prim.empty and not failed_runs:
-        return {"summary": [], "comparisons": [], "aggregate": [], "methods": {},
-                "normalization": {}, "warnings": [f"no completed run has a value of {info.primary!r} yet"]}
+        return Analysis(warnings=[f"no completed run has a value of {info.primary!r} yet"])
     configs = set(prim["config"]) | {c for _, c, _ in failed_runs}
     baseline = info.baseline if info.baseline in configs else None
     try:
-        result: dict[str, Any] = analyze_seeds(
+        result = analyze_seeds(
             prim,
             failed_as=failed_as,
             planned=planned,
@@ -62,8 +62,7 @@ def analyze_primary(
             source="results",
         )
     except DataError as exc:
-        return {"summary": [], "comparisons": [], "aggregate": [], "methods": {},
-                "normalization": {}, "warnings": [str(exc)]}
+        return Analysis(warnings=[str(exc)])
     return result
 
 

@@ -14,6 +14,7 @@ import yaml
 from benchlab.report.tables import describe, fmt, fmt_at, mean_pm, places
 from benchlab.results import BenchmarkInfo
 from benchlab.stats.accounting import Accounting, SeedCount
+from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,7 +40,7 @@ class ReportData:
     git: dict[str, Any] = field(default_factory=dict)
     benchlab_version: str = ""
     plots: list[dict[str, str]] = field(default_factory=list)
-    analysis: dict[str, Any] | None = None  # the output of benchlab.stats, when available
+    analysis: Analysis | None = None  # the output of benchlab.stats, when available
     #: One row per run placed on GPUs: run, gpus, util_mean, util_max, mem_gib, note (strings).
     gpu_use: list[dict[str, str]] = field(default_factory=list)
     results: Path | None = None  # the results folder
@@ -51,6 +52,9 @@ class ReportData:
     failed_as: str = "exclude"
     accounting: Accounting | None = None
     used: pd.DataFrame | None = None  # the finals as the statistics see them (failed_as applied)
+    #: The pre-registered analysis plan as the ledger holds it (``benchlab.preregistration``).
+    registered_plan: dict[str, Any] | None = None
+    analysis_plan: str = ""  # the "Analysis plan" section, Markdown
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
@@ -66,13 +70,13 @@ def _p(p: float | None) -> str:
     return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
 
 
-def _verdict(row: dict[str, Any], goal: str) -> str:
+def _verdict(row: ComparisonRow, goal: str) -> str:
     """'better' / 'worse' only when the comparison is significant, else 'none' / 'undetermined'."""
-    if row.get("significant") is None:
+    if row.significant is None:
         return "undetermined"
-    if not row["significant"] or row.get("mean_diff") is None:
+    if not row.significant or row.mean_diff is None:
         return "none"
-    up = row["mean_diff"] > 0
+    up = row.mean_diff > 0
     return "better" if up == (goal == "max") else "worse"
 
 
@@ -80,8 +84,8 @@ def _list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _caveat(row: dict[str, Any]) -> str:
-    return f"; {row['caveat']}" if row.get("caveat") else ""
+def _caveat(row: ComparisonRow) -> str:
+    return f"; {row.caveat}" if row.caveat else ""
 
 
 def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
@@ -121,16 +125,14 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         on = ("every task" if len(where_) >= n_tasks else f"{len(where_)} tasks"
               if len(where_) > 4 else _list(where_))
         parts.append(f"**{config}** failed on every seed of {on} and has no score there.")
-    comparisons = [
-        r for r in (data.analysis or {}).get("comparisons", []) if r.get("metric") == info.primary
-    ]
+    comparisons = _primary_comparisons(data)
     if comparisons and top_cfg != info.baseline:
-        mine = [r for r in comparisons if r["candidate"] == top_cfg]
+        mine = [r for r in comparisons if r.candidate == top_cfg]
         groups: dict[str, list[str]] = {"better": [], "worse": [], "none": [], "undetermined": []}
         for r in mine:
-            p = f"Holm-adjusted p={_p(r['p_holm'])}" if r.get("p_holm") is not None else ""
-            note = "; ".join(x for x in (p, r.get("caveat") or "") if x)
-            groups[_verdict(r, goal)].append(r["task"] + (f" ({note})" if note else ""))
+            p = f"Holm-adjusted p={_p(r.p_holm)}" if r.p_holm is not None else ""
+            note = "; ".join(x for x in (p, r.caveat or "") if x)
+            groups[_verdict(r, goal)].append(r.task + (f" ({note})" if note else ""))
         clauses = []
         for key, text in (
             ("better", "is significantly better"),
@@ -151,7 +153,7 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         tally = {"better": 0, "worse": 0, "none": 0, "undetermined": 0}
         for r in comparisons:
             tally[_verdict(r, goal)] += 1
-        if len({r["candidate"] for r in comparisons}) > 1:
+        if len({r.candidate for r in comparisons}) > 1:
             def are(n: int) -> str:
                 return f"{n} {'is' if n == 1 else 'are'}"
 
@@ -161,7 +163,7 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
                 f"significantly worse, {tally['none']} show{'s' if tally['none'] == 1 else ''} "
                 f"no significant difference and {are(tally['undetermined'])} undetermined"
             )
-            with_loss = sum(1 for r in comparisons if r.get("caveat"))
+            with_loss = sum(1 for r in comparisons if r.caveat)
             if with_loss:
                 tail += f"; {with_loss} of them rest on a side that lost seeds"
             parts.append(tail + _failures_clause(data) + ".")
@@ -259,11 +261,11 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
     ]
     counts = primary_counts(data.accounting, info.primary)
     bounds = data.ranges.get(info.primary)
-    summary_rows = {}
+    summary_rows: dict[tuple[str, str], SummaryRow] = {}
     if data.analysis:
-        for row in data.analysis.get("summary", []):
-            if row.get("metric") == info.primary:
-                summary_rows[(row["task"], row["config"])] = row
+        for row in data.analysis.summary:
+            if row.metric == info.primary:
+                summary_rows[(row.task, row.config)] = row
     tables = []
     all_tasks = set(desc["task"]) | {t for t, _ in counts}
     for task in [t for t in info.tasks if t in all_tasks] + sorted(all_tasks - set(info.tasks)):
@@ -271,7 +273,7 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
         prim = sub[sub["is_primary"]].sort_values("rank")
         rows = []
         for _, r in prim.iterrows():
-            extra = summary_rows.get((task, r["config"]), {})
+            extra = summary_rows.get((task, r["config"]))
             count = counts.get((task, r["config"]))
             sec_vals = []
             for m in secondary:
@@ -279,7 +281,7 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
                 sec_vals.append(
                     "—" if s.empty else mean_pm(s["mean"].iloc[0], s["std"].iloc[0])
                 )
-            lo, hi = extra.get("ci_low"), extra.get("ci_high")
+            lo, hi = (extra.ci_low, extra.ci_high) if extra else (None, None)
             half = (hi - lo) / 2 if lo is not None and hi is not None else None
             at = places(half) if half else places(r["std"] if r["n"] > 1 else None)
             ci = "" if not extra else (
@@ -296,14 +298,15 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
             own = _rank(r["rank"])
             # Rank by mean (equal means share the lower rank); a config whose CI overlaps the
             # best one's shares rank 1, as the statistics rank it, and is marked tied.
-            rank_shown = 1 if extra.get("rank") == 1 else own
+            stats_rank = extra.rank if extra else None
+            rank_shown = 1 if stats_rank == 1 else own
             rows.append(
                 {
                     "rank": "—" if rank_shown is None else rank_shown,
                     # stats ranks every config whose CI overlaps the best one's as 1.
-                    "tied": " (tied)" if extra.get("rank") == 1 and own != 1 else "",
+                    "tied": " (tied)" if stats_rank == 1 and own != 1 else "",
                     "config": r["config"] + (" (baseline)" if r["config"] == info.baseline else ""),
-                    "flag": " ⚠" if extra.get("high_variance") else "",
+                    "flag": " ⚠" if extra and extra.high_variance else "",
                     "n": _seeds_cell(count, int(r["n"])),
                     "mean_std": mean_std,
                     "ci": ci,
@@ -362,11 +365,16 @@ _VERDICT_CELL = {
 }
 
 
-def _comparison_rows(data: ReportData, rows: list[dict[str, Any]]) -> list[str]:
+def _primary_comparisons(data: ReportData) -> list[ComparisonRow]:
+    primary = data.info.primary
+    return [r for r in data.analysis.comparisons if r.metric == primary] if data.analysis else []
+
+
+def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
     info = data.info
     goal = info.goal.get(info.primary, "max")
-    tasks = [t for t in info.tasks if any(r["task"] == t for r in rows)]
-    tasks += sorted({r["task"] for r in rows} - set(tasks))
+    tasks = [t for t in info.tasks if any(r.task == t for r in rows)]
+    tasks += sorted({r.task for r in rows} - set(tasks))
     # The verdict comes third, so it is on screen however wide the rest of the table is.
     lines = [
         "| task | candidate | verdict | mean diff [95% CI] | Holm p | seeds (baseline, candidate) "
@@ -374,33 +382,34 @@ def _comparison_rows(data: ReportData, rows: list[dict[str, Any]]) -> list[str]:
         "|---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for task in tasks:
-        for r in (r for r in rows if r["task"] == task):
-            design = f"paired ({r['n']})" if r["paired"] else f"unpaired ({r['n']})"
-            if not r["n"]:
+        for r in (r for r in rows if r.task == task):
+            design = f"paired ({r.n})" if r.paired else f"unpaired ({r.n})"
+            if not r.n:
                 design = "—"
-            test = f"t {_p(r['t_pvalue'])}" if r["paired"] else f"Welch {_p(r['welch_pvalue'])}"
+            test = f"t {_p(r.t_pvalue)}" if r.paired else f"Welch {_p(r.welch_pvalue)}"
             rank_test = (
-                f"Wilcoxon {_p(r['wilcoxon_pvalue'])}"
-                if r["paired"]
-                else f"MWU {_p(r['mannwhitney_pvalue'])}"
+                f"Wilcoxon {_p(r.wilcoxon_pvalue)}"
+                if r.paired
+                else f"MWU {_p(r.mannwhitney_pvalue)}"
             )
-            lo, hi = r.get("diff_ci_low"), r.get("diff_ci_high")
+            lo, hi = r.diff_ci_low, r.diff_ci_high
             at = places((hi - lo) / 2) if lo is not None and hi is not None else None
             diff = (
-                f"{fmt_at(_clean(r['mean_diff'], lo, hi), at)} [{fmt_at(lo, at)}, {fmt_at(hi, at)}]"
-                if r.get("mean_diff") is not None
+                f"{fmt_at(_clean(r.mean_diff, lo, hi), at)} [{fmt_at(lo, at)}, {fmt_at(hi, at)}]"
+                if r.mean_diff is not None
                 else "—"
             )
             verdict = _VERDICT_CELL[_verdict(r, goal)]
-            if r.get("caveat"):  # on a line of its own, so the verdict column stays narrow
-                verdict += f"<br>⚠ {r['caveat']}"
-            seeds = (f"{r.get('baseline_seeds') or '—'}, {r.get('candidate_seeds') or '—'}"
-                     if r.get("baseline_seeds") or r.get("candidate_seeds") else "—")
+            if r.caveat:  # on a line of its own, so the verdict column stays narrow
+                verdict += f"<br>⚠ {r.caveat}"
+            b_seeds = r.seeds.baseline_seeds if r.seeds else None
+            c_seeds = r.seeds.candidate_seeds if r.seeds else None
+            seeds = f"{b_seeds or '—'}, {c_seeds or '—'}" if b_seeds or c_seeds else "—"
             lines.append(
-                f"| {task} | {r['candidate']} | {verdict} | {diff} | {_p(r.get('p_holm'))} | "
+                f"| {task} | {r.candidate} | {verdict} | {diff} | {_p(r.p_holm)} | "
                 f"{seeds} | {design} | {test} | {rank_test} | "
-                f"{fmt(_clean(r.get('cohens_d')), 3)} | {fmt(_clean(r.get('hedges_g')), 3)} | "
-                f"{fmt(r.get('prob_improvement'), 3)} |"
+                f"{fmt(_clean(r.cohens_d), 3)} | {fmt(_clean(r.hedges_g), 3)} | "
+                f"{fmt(r.prob_improvement, 3)} |"
             )
     return lines
 
@@ -427,15 +436,15 @@ def _failed_as_text(data: ReportData) -> str:
 def _normalization_text(data: ReportData) -> str:
     """What the aggregate across tasks is of, from the analysis' ``normalization``."""
     primary = data.info.primary
-    norm = (data.analysis or {}).get("normalization") or {}
-    method = norm.get("method")
-    tasks: dict[str, dict[str, Any]] = norm.get("tasks") or {}
+    norm = data.analysis.normalization if data.analysis else None
+    method = norm.method if norm else None
+    tasks = norm.tasks if norm else {}
     if not method:
         return "Normalisation: none (no aggregate across tasks was computed)."
 
     def bounds(kind: str) -> str:
-        return ", ".join(f"{t} [{fmt(v['low'])}, {fmt(v['high'])}]"
-                         for t, v in tasks.items() if v.get("source") == kind)
+        return ", ".join(f"{t} [{fmt(v.low)}, {fmt(v.high)}]"
+                         for t, v in tasks.items() if v.source == kind)
 
     if method == "none":
         return (f"Normalisation: none. The aggregate is of raw {primary}, in its own units, since "
@@ -450,7 +459,7 @@ def _normalization_text(data: ReportData) -> str:
     parts = [f"by reference scores: {bounds('reference')}"]
     if bounds("observed"):
         parts.append(f"min–max over the configs compared: {bounds('observed')}")
-    raw = [t for t, v in tasks.items() if v.get("source") == "raw"]
+    raw = [t for t, v in tasks.items() if v.source == "raw"]
     if raw:
         parts.append(f"raw: {', '.join(raw)}")
     return f"Normalisation: mixed ({'; '.join(parts)})."
@@ -458,7 +467,8 @@ def _normalization_text(data: ReportData) -> str:
 
 def _methods_text(data: ReportData) -> str:
     """The Methods paragraph: curve alignment and the normalisation of the aggregate."""
-    align = ((data.analysis or {}).get("methods") or {}).get("align")
+    methods = data.analysis.methods if data.analysis else None
+    align = methods.align if methods else None
     if align == "common":
         final = (f"Alignment: common. Final {data.info.primary} values are taken on the step "
                  "range every run of a task covers; the warnings name each run that was cut.")
@@ -470,7 +480,8 @@ def _methods_text(data: ReportData) -> str:
                   "them cover (linear interpolation), so they end at the shortest run's last step.")
     text = f"**Methods.** {final} {_normalization_text(data)}"
     figures = {str(p.get("path", "")) for p in data.plots}
-    method = ((data.analysis or {}).get("normalization") or {}).get("method")
+    norm = data.analysis.normalization if data.analysis else None
+    method = norm.method if norm else None
     if method != "references" and figures & {"plots/performance_profile.png", "plots/radar.png"}:
         # A figure across tasks needs one scale even where the aggregate keeps raw units.
         text += (" The performance-profile and radar figures need one scale across tasks, so "
@@ -484,10 +495,9 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
     goal = info.goal.get(info.primary, "max")
     if not info.baseline:
         return "No baseline is named in the spec, so no config is compared against one."
-    rows = [
-        r for r in (data.analysis or {}).get("comparisons", []) if r.get("metric") == info.primary
-    ]
+    rows = _primary_comparisons(data)
     if data.analysis is not None:
+        methods = data.analysis.methods
         lines = []
         if rows:
             lines += [
@@ -495,7 +505,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 f"{info.primary}. Mean diff is candidate − baseline "
                 f"({'higher' if goal == 'max' else 'lower'} "
                 "is an improvement) with its 95% CI ("
-                + str((data.analysis.get("methods") or {}).get("diff_ci") or "bootstrap")
+                + ((methods.diff_ci if methods else None) or "bootstrap")
                 + "). Runs are paired by seed where both "
                 "configs have at least two seeds in common (paired t-test and Wilcoxon "
                 "signed-rank), otherwise compared unpaired (Welch t-test and Mann–Whitney U). "
@@ -511,9 +521,9 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
             lines += _comparison_rows(data, rows)
         else:
             lines.append(f"No config could be compared with the baseline **{info.baseline}**.")
-        agg = data.analysis.get("aggregate") or []
+        agg = data.analysis.aggregate
         if agg:
-            norm = (data.analysis.get("normalization") or {}).get("method")
+            norm = data.analysis.normalization.method if data.analysis.normalization else None
             scores_of = {"none": f"raw {info.primary} (no reference scores)",
                          "references": f"{info.primary} normalised by the reference scores",
                          "observed": f"{info.primary} min–max normalised over the configs",
@@ -530,16 +540,16 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
             ]
             counts = primary_counts(data.accounting, info.primary)
             for a in agg:
-                mine = [c for (_, cfg), c in counts.items() if cfg == a["config"]]
+                mine = [c for (_, cfg), c in counts.items() if cfg == a.config]
                 cells = [f"{sum(c.completed for c in mine)}/{sum(c.planned for c in mine)}"
                          if mine else "—"]
-                for k in ("iqm", "median", "mean", "optimality_gap"):
-                    lo, hi = a.get(k + "_ci_low"), a.get(k + "_ci_high")
+                for e in (a.iqm, a.median, a.mean, a.optimality_gap):
+                    lo, hi = e.ci_low, e.ci_high
                     at = places((hi - lo) / 2) if lo is not None and hi is not None else None
-                    cells.append(f"{fmt_at(a.get(k), at)} [{fmt_at(lo, at)}, {fmt_at(hi, at)}]")
-                lines.append(f"| {a['config']} | " + " | ".join(cells) + " |")
+                    cells.append(f"{fmt_at(e.value, at)} [{fmt_at(lo, at)}, {fmt_at(hi, at)}]")
+                lines.append(f"| {a.config} | " + " | ".join(cells) + " |")
         lines += ["", _methods_text(data)]
-        warnings = data.analysis.get("warnings") or []
+        warnings = data.analysis.warnings
         if warnings:
             lines += ["", "Warnings from the analysis:", ""]
             lines += [f"- {w}" for w in warnings[:20]]
@@ -694,8 +704,8 @@ def render_markdown(data: ReportData) -> str:
         )
     legend = "Rank 1 is the best mean over seeds; std is the sample standard deviation (n−1)"
     if data.analysis:
-        methods = [r["ci_method"] for r in data.analysis.get("summary", [])
-                   if r.get("metric") == info.primary and r.get("ci_method")]
+        methods = [r.ci_method for r in data.analysis.summary
+                   if r.metric == info.primary and r.ci_method]
         method = max(set(methods), key=methods.count) if methods else "Student-t"
         legend += (
             f"; 95% CI is the interval of the mean ({method}), shown to the precision it "
@@ -726,6 +736,7 @@ def render_markdown(data: ReportData) -> str:
         plots=data.plots,
         plot_notes=_plot_notes(data),
         comparisons=_comparisons_text(data, desc),
+        analysis_plan=data.analysis_plan,
         configs=configs,
         command=info.spec.get("command", "(per config)"),
         failures=data.failures,

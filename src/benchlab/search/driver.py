@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import SearchError
-from benchlab.execute.base import run_dir_of
 from benchlab.execute.sweep import Sweep, SweepEvent, SweepResult
 from benchlab.plan import Run, expand
+from benchlab.run_files import run_dir_of
 from benchlab.search.live import CurveTail
 from benchlab.search.study import (
     FAILURE_ATTR,

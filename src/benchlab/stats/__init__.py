@@ -7,7 +7,8 @@ Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 :mod:`~benchlab.stats.curves` (learning curves), :mod:`~benchlab.stats.ranktests`
 (exact rank tests), :mod:`~benchlab.stats.tolerance` (what counts as zero),
 :mod:`~benchlab.stats.seeds`
-(how many seeds), and :mod:`~benchlab.stats.table` (a whole long-format table).
+(how many seeds), :mod:`~benchlab.stats.table` (a whole long-format table) and
+:mod:`~benchlab.stats.analysis` (its typed result).
 Definitions and defaults are in ``docs/statistics.md``.
 """
 
@@ -23,6 +24,7 @@ from benchlab.stats.aggregate import (
     optimality_gap,
     performance_profile,
 )
+from benchlab.stats.analysis import AggregateRow, Analysis, ComparisonRow, Estimate, SummaryRow
 from benchlab.stats.bootstrap import (
     METHODS,
     bootstrap_ci,
@@ -66,10 +68,15 @@ __all__ = [
     "NORMALIZATIONS",
     "RELATIVE_TOLERANCE",
     "SUMMARIES",
+    "AggregateRow",
+    "Analysis",
     "Comparison",
+    "ComparisonRow",
     "Description",
+    "Estimate",
     "RankTest",
     "ScoreMatrices",
+    "SummaryRow",
     "aggregate",
     "aggregate_many",
     "align",

@@ -34,10 +34,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from benchlab.errors import DataError
+from benchlab.choices import FailedAsChoice
+from benchlab.errors import BadArgument
+from benchlab.stats.analysis import Analysis, ComparisonRow, ComparisonSeeds, RowSeeds, SummaryRow
 
 FailedAs = Literal["exclude", "worst"]
-FAILED_AS: tuple[str, ...] = ("exclude", "worst")
+FAILED_AS: tuple[str, ...] = tuple(m.value for m in FailedAsChoice)
 
 #: The interval the summary rows carry (``ci_low``, ``ci_high``), as :func:`analyze` computes it.
 T_METHOD = "Student-t"
@@ -211,7 +213,7 @@ def account(
     final value, the worst (module docstring). See :func:`count_seeds` for the arguments.
     """
     if failed_as not in FAILED_AS:
-        raise DataError(f"--failed-as must be one of {', '.join(FAILED_AS)}; got {failed_as!r}")
+        raise BadArgument("failed_as", failed_as, FAILED_AS)
     failed_runs = list(failed_runs)
     counts = count_seeds(table, planned, failed_runs, metrics)
     acc = Accounting(failed_as, counts)
@@ -278,7 +280,7 @@ def analyze_seeds(
     failed_runs: Iterable[tuple[str, str, Any]] = (),
     ranges: Mapping[str, tuple[float, float]] | None = None,
     **kwargs: Any,
-) -> dict[str, Any]:
+) -> Analysis:
     """:func:`benchlab.stats.analyze` with every planned seed accounted for (module docstring).
 
     Takes :func:`~benchlab.stats.analyze`'s keyword arguments, plus:
@@ -290,12 +292,11 @@ def analyze_seeds(
         ranges: ``{metric: (low, high)}`` of bounded metrics.
 
     Returns:
-        ``analyze``'s dict (the same keys; ``methods`` gains ``failed_as`` and, for bounded
-        metrics, ``ranges``); each summary row gains
-        ``planned``, ``completed``, ``failed_seeds``, ``missing_seeds`` and ``ci_method``;
-        each comparison gains ``baseline_seeds``, ``candidate_seeds`` (``completed/planned``)
-        and ``caveat`` (what each side lost, or None). Configs without a completed seed
-        keep a summary row and a comparison row.
+        ``analyze``'s :class:`~benchlab.stats.analysis.Analysis` with ``failed_as`` and
+        ``ranges`` set; each summary row gains ``seeds`` (planned, completed, failed and
+        missing seeds, and ``ci_method``), each comparison ``seeds`` (``completed/planned``
+        of each side and a ``caveat`` naming what each side lost). Configs without a
+        completed seed keep a summary row and a comparison row.
     """
     from benchlab.stats.table import analyze, validate_table
 
@@ -314,57 +315,48 @@ def analyze_seeds(
     ranges = dict(ranges or {})
     used, acc = account(table, failed_as, goal, planned, failed_runs, ranges,
                         [metric] if metric else ())
-    if used.empty:
-        result: dict[str, Any] = {"summary": [], "comparisons": [], "aggregate": [],
-                                  "warnings": [], "methods": {}, "normalization": {}}
-    else:
-        result = analyze(used, **kwargs)
-    result["warnings"] = acc.warnings + result["warnings"]
-    methods = result.setdefault("methods", {})
-    methods["failed_as"] = failed_as
-    if ranges:
-        methods["ranges"] = {m: list(r) for m, r in ranges.items()}
+    result = Analysis() if used.empty else analyze(used, **kwargs)
+    result.warnings = acc.warnings + result.warnings
+    result.failed_as = failed_as
+    result.ranges = {m: (lo, hi) for m, (lo, hi) in ranges.items()}
     _annotate_summary(result, acc, ranges)
     _annotate_comparisons(result, acc, kwargs.get("baseline"), kwargs.get("candidates"))
     return result
 
 
-def _annotate_summary(result: dict[str, Any], acc: Accounting,
+def _annotate_summary(result: Analysis, acc: Accounting,
                       ranges: Mapping[str, tuple[float, float]]) -> None:
-    rows = result["summary"]
-    seen = {(r["task"], r["config"], r["metric"]) for r in rows}
+    rows = result.summary
+    seen = {(r.task, r.config, r.metric) for r in rows}
     for key, count in acc.counts.items():
         if key not in seen:  # no completed seed: the row stays, with nothing to show
-            rows.append({"task": count.task, "config": count.config, "metric": count.metric,
-                         "n": 0, **{k: None for k in (
-                             "mean", "std", "sem", "median", "min", "max", "ci_low", "ci_high",
-                             "boot_ci_low", "boot_ci_high", "high_variance", "rank")}})
+            rows.append(SummaryRow(task=count.task, config=count.config, metric=count.metric, n=0))
     order = {k: i for i, k in enumerate(acc.counts)}
-    rows.sort(key=lambda r: (order.get((r["task"], r["config"], r["metric"]), len(order)),))
+    rows.sort(key=lambda r: (order.get((r.task, r.config, r.metric), len(order)),))
+    named = result.methods.ci if result.methods is not None else ""
     for r in rows:
-        own = acc.counts.get((r["task"], r["config"], r["metric"]))
-        r["planned"] = own.planned if own else r["n"]
-        r["completed"] = own.completed if own else r["n"]
-        r["failed_seeds"] = list(own.failed) if own else []
-        r["missing_seeds"] = list(own.missing) if own else []
-        bounds = ranges.get(r["metric"])
-        named = str((result.get("methods") or {}).get("ci") or "")
-        method = r.get("ci_method") or (
-            T_METHOD if named in ("", "student-t") else named)
+        own = acc.counts.get((r.task, r.config, r.metric))
+        bounds = ranges.get(r.metric)
+        method = T_METHOD if named in ("", "student-t") else named
         if bounds is not None:
-            r["ci_low"], r["ci_high"] = bound_interval(r["ci_low"], r["ci_high"], bounds)
-            r["boot_ci_low"], r["boot_ci_high"] = bound_interval(
-                r["boot_ci_low"], r["boot_ci_high"], bounds)
+            r.ci_low, r.ci_high = bound_interval(r.ci_low, r.ci_high, bounds)
+            r.boot_ci_low, r.boot_ci_high = bound_interval(r.boot_ci_low, r.boot_ci_high, bounds)
             method += f", cut at the range [{bounds[0]:g}, {bounds[1]:g}]"
-        r["ci_method"] = method if r["ci_low"] is not None else None
+        r.seeds = RowSeeds(
+            planned=own.planned if own else r.n,
+            completed=own.completed if own else r.n,
+            failed_seeds=list(own.failed) if own else [],
+            missing_seeds=list(own.missing) if own else [],
+            ci_method=method if r.ci_low is not None else None,
+        )
 
 
-def _annotate_comparisons(result: dict[str, Any], acc: Accounting, baseline: str | None,
+def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | None,
                           candidates: Sequence[str] | None) -> None:
     if baseline is None:
         return
-    rows = result["comparisons"]
-    seen = {(r["task"], r["metric"], r["candidate"]) for r in rows}
+    rows = result.comparisons
+    seen = {(r.task, r.metric, r.candidate) for r in rows}
     for (task, config, metric), count in acc.counts.items():
         if config == baseline or (candidates is not None and config not in candidates):
             continue
@@ -372,20 +364,16 @@ def _annotate_comparisons(result: dict[str, Any], acc: Accounting, baseline: str
         if (task, metric, config) in seen or base is None:
             continue
         if count.completed == 0 or base.completed == 0:
-            rows.append({
-                "task": task, "metric": metric, "baseline": baseline, "candidate": config,
-                "paired": False, "n": 0, **{k: None for k in (
-                    "mean_diff", "diff_ci_low", "diff_ci_high", "t_pvalue", "wilcoxon_pvalue",
-                    "welch_pvalue", "mannwhitney_pvalue", "cohens_d", "hedges_g",
-                    "prob_improvement", "p_holm", "significant")}})
+            rows.append(ComparisonRow(task=task, metric=metric, baseline=baseline,
+                                      candidate=config, paired=False, n=0))
     for r in rows:
-        base = acc.counts.get((r["task"], r["baseline"], r["metric"]))
-        cand = acc.counts.get((r["task"], r["candidate"], r["metric"]))
-        r["baseline_seeds"] = base.label if base else None
-        r["candidate_seeds"] = cand.label if cand else None
-        losses = [x for x in (acc.loss(r["task"], r["baseline"], r["metric"]),
-                              acc.loss(r["task"], r["candidate"], r["metric"])) if x]
-        r["caveat"] = "; ".join(losses) or None
+        base = acc.counts.get((r.task, r.baseline, r.metric))
+        cand = acc.counts.get((r.task, r.candidate, r.metric))
+        losses = [x for x in (acc.loss(r.task, r.baseline, r.metric),
+                              acc.loss(r.task, r.candidate, r.metric)) if x]
+        r.seeds = ComparisonSeeds(baseline_seeds=base.label if base else None,
+                                  candidate_seeds=cand.label if cand else None,
+                                  caveat="; ".join(losses) or None)
 
 
 __all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "analyze_seeds",

@@ -18,9 +18,11 @@ from typing import Literal
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from benchlab.choices import MethodChoice
+
 Statistic = Callable[..., np.ndarray]
 Method = Literal["studentized", "percentile", "bca"]
-METHODS: tuple[str, ...] = ("studentized", "percentile", "bca")
+METHODS: tuple[str, ...] = tuple(m.value for m in MethodChoice)
 SeedLike = int | np.random.SeedSequence | None
 
 # Below 4 values too many resamples repeat one value (a third of them at n = 3), their

@@ -17,8 +17,10 @@ from typing import Literal
 
 import numpy as np
 
+from benchlab.choices import SummaryChoice
+
 Summary = Literal["final", "auc", "max", "slope"]
-SUMMARIES: tuple[str, ...] = ("final", "auc", "max", "slope")
+SUMMARIES: tuple[str, ...] = tuple(m.value for m in SummaryChoice)
 
 
 def _clean(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

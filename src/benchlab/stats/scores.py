@@ -15,11 +15,12 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from benchlab.choices import NormalizeChoice
 from benchlab.stats.aggregate import normalize as normalize_scores
 from benchlab.stats.describe import Goal
 
 Normalize = Literal["none", "observed"]
-NORMALIZATIONS: tuple[str, ...] = ("none", "observed")
+NORMALIZATIONS: tuple[str, ...] = tuple(m.value for m in NormalizeChoice)
 # Raw-score aggregates are dominated by the tasks with the largest numbers; past this
 # ratio of task scales the warning suggests reference scores.
 SCALE_RATIO_WARNING = 10.0

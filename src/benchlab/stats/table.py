@@ -1,11 +1,12 @@
-"""The statistics of a whole long-format results table, as one JSON-ready dict.
+"""The statistics of a whole long-format results table, as one typed :class:`Analysis`.
 
 :func:`analyze` is what ``benchlab analyze``, ``benchlab compare`` and the
 report call: it validates the table, reduces learning curves to one number per
 run, describes and ranks every (task, config, metric), compares every candidate
 with the baseline (Holm-corrected across all comparisons), and aggregates the
 primary metric across tasks. Undefined numbers are ``None`` with a line in
-``warnings``; nothing here prints or reads files.
+``warnings``; nothing here prints or reads files. The result's types and its JSON
+are in :mod:`benchlab.stats.analysis`.
 """
 
 from __future__ import annotations
@@ -17,9 +18,20 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from benchlab.errors import DataError
+from benchlab.choices import AlignChoice
+from benchlab.errors import BadArgument, DataError
 from benchlab.long_format import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from benchlab.stats.aggregate import AGGREGATES, aggregate_many
+from benchlab.stats.analysis import (
+    AggregateRow,
+    Analysis,
+    ComparisonRow,
+    Estimate,
+    Methods,
+    Normalization,
+    SummaryRow,
+    TaskNormalization,
+)
 from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, studentized_mean_ci
 from benchlab.stats.compare import compare, holm, is_significant
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
@@ -92,7 +104,7 @@ def validate_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
 
 
 Align = Literal["common", "own"]
-ALIGNS: tuple[str, ...] = ("common", "own")
+ALIGNS: tuple[str, ...] = tuple(m.value for m in AlignChoice)
 
 
 def default_align(summary: str) -> Align:
@@ -133,10 +145,10 @@ def reduce_runs(
         ``(runs, warnings)``.
     """
     if summary not in SUMMARIES:
-        raise DataError(f"--summary must be one of {', '.join(SUMMARIES)}; got {summary!r}")
+        raise BadArgument("summary", summary, SUMMARIES)
     align = default_align(summary) if align is None else align
     if align not in ALIGNS:
-        raise DataError(f"--align must be one of {', '.join(ALIGNS)}; got {align!r}")
+        raise BadArgument("align", align, ALIGNS)
     warnings: list[str] = []
     keys = ["task", "config", "metric", "seed"]
     scalars = df[df["step"].isna()]
@@ -217,7 +229,7 @@ def _seed(seed: int, *parts: object) -> np.random.SeedSequence:
 def _goal_of(goal: Goal | Mapping[str, Goal], metric: str) -> Goal:
     g = goal.get(metric, "max") if isinstance(goal, Mapping) else goal
     if g not in ("max", "min"):
-        raise DataError(f"goal of metric {metric!r} must be 'max' or 'min'; got {g!r}")
+        raise BadArgument("goal", g, ("max", "min"), what=f"goal of metric {metric!r}")
     return g
 
 
@@ -226,7 +238,7 @@ def _num(x: float | None) -> float | None:
 
 
 def _fill_studentized(
-    cells: list[tuple[dict[str, Any], np.ndarray]],
+    cells: list[tuple[SummaryRow, np.ndarray]] | list[tuple[ComparisonRow, np.ndarray]],
     low_key: str,
     high_key: str,
     reps: int,
@@ -240,14 +252,15 @@ def _fill_studentized(
     so a sample's interval does not depend on which other samples exist): one matrix
     product per size instead of one bootstrap per (task, config).
     """
-    by_size: dict[int, list[tuple[dict[str, Any], np.ndarray]]] = {}
+    by_size: dict[int, list[tuple[Any, np.ndarray]]] = {}
     for row, x in cells:
         by_size.setdefault(int(x.shape[0]), []).append((row, x))
     for n, group in by_size.items():
         batch = np.stack([x for _, x in group])
         low, high = studentized_mean_ci(batch, reps, confidence, _seed(seed, what, n))
         for (row, _), lo, hi in zip(group, low.tolist(), high.tolist(), strict=True):
-            row[low_key], row[high_key] = _num(lo), _num(hi)
+            setattr(row, low_key, _num(lo))
+            setattr(row, high_key, _num(hi))
 
 
 def analyze(
@@ -267,7 +280,7 @@ def analyze(
     source: str = "table",
     normalize: Normalize = "none",
     align: Align | None = None,
-) -> dict[str, Any]:
+) -> Analysis:
     """Every statistic of a long-format table.
 
     Args:
@@ -293,13 +306,19 @@ def analyze(
             ``"common"`` step range; ``None`` picks :func:`default_align` of ``summary``.
 
     Returns:
-        ``{"summary": [...], "comparisons": [...], "aggregate": [...], "warnings": [...],
-        "methods": {...}, "normalization": {...}}`` (the layout is in ``docs/statistics.md``).
+        An :class:`~benchlab.stats.analysis.Analysis`; its ``to_json()`` layout is in
+        ``docs/statistics.md``.
+
+    Raises:
+        BadArgument: ``method``, ``normalize``, ``summary``, ``align`` or a ``goal`` is not
+            one of its choices.
+        DataError: the table is unusable, or names no such ``metric``, ``baseline`` or
+            candidate.
     """
     if method not in METHODS:
-        raise DataError(f"--method must be one of {', '.join(METHODS)}; got {method!r}")
+        raise BadArgument("method", method, METHODS)
     if normalize not in NORMALIZATIONS:
-        raise DataError(f"--normalize must be one of {', '.join(NORMALIZATIONS)}; got {normalize!r}")
+        raise BadArgument("normalize", normalize, NORMALIZATIONS)
     table = validate_table(df, source)
     warnings: list[str] = []
     if metric is not None:
@@ -326,12 +345,12 @@ def analyze(
     runs, notes = reduce_runs(table, summary, align=align)
     warnings += notes
     if runs.empty:
-        raise DataError(f"{source}: no runs left to analyse with --summary {summary}")
+        raise DataError(f"{source}: no runs left to analyse with summary {summary!r}")
     metrics = list(dict.fromkeys(runs["metric"]))
     batched = method == "studentized"
 
-    summary_rows: list[dict[str, Any]] = []
-    boot_cells: list[tuple[dict[str, Any], np.ndarray]] = []
+    summary_rows: list[SummaryRow] = []
+    boot_cells: list[tuple[SummaryRow, np.ndarray]] = []
     for (task, met), group in runs.groupby(["task", "metric"], sort=False):
         rows = []
         for config, g in group.groupby("config", sort=False):
@@ -341,25 +360,25 @@ def analyze(
                 f"{task}/{config} {met}",
             )
             warnings += d.warnings
-            rows.append({
-                "task": task, "config": config, "metric": met, "n": d.n,
-                "mean": _num(d.mean), "std": _num(d.std), "sem": _num(d.sem),
-                "median": _num(d.median), "min": _num(d.min), "max": _num(d.max),
-                "ci_low": _num(d.ci_low), "ci_high": _num(d.ci_high),
-                "boot_ci_low": _num(d.boot_ci_low), "boot_ci_high": _num(d.boot_ci_high),
-                "high_variance": d.high_variance,
-            })
+            rows.append(SummaryRow(
+                task=str(task), config=str(config), metric=str(met), n=d.n,
+                mean=_num(d.mean), std=_num(d.std), sem=_num(d.sem),
+                median=_num(d.median), min=_num(d.min), max=_num(d.max),
+                ci_low=_num(d.ci_low), ci_high=_num(d.ci_high),
+                boot_ci_low=_num(d.boot_ci_low), boot_ci_high=_num(d.boot_ci_high),
+                high_variance=d.high_variance,
+            ))
             if batched and d.n >= STUDENTIZED_MIN_N:
                 x = g["value"].to_numpy(dtype=float)
                 x = x[np.isfinite(x)]
                 if d.std == 0.0:
-                    rows[-1]["boot_ci_low"] = rows[-1]["boot_ci_high"] = d.mean
+                    rows[-1].boot_ci_low = rows[-1].boot_ci_high = d.mean
                 else:
                     boot_cells.append((rows[-1], x))
-        ranks = rank([r["mean"] for r in rows], [r["ci_low"] for r in rows],
-                     [r["ci_high"] for r in rows], _goal_of(goal, met))
+        ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
+                     [r.ci_high for r in rows], _goal_of(goal, met))
         for r, rk in zip(rows, ranks, strict=True):
-            r["rank"] = rk
+            r.rank = rk
         summary_rows += rows
     if batched:
         _fill_studentized(boot_cells, "boot_ci_low", "boot_ci_high", reps, confidence, seed,
@@ -370,33 +389,34 @@ def analyze(
     primary = metric if metric is not None else (metrics[0] if metrics else None)
     if metric is None and len(metrics) > 1:
         warnings.append(f"several metrics; the aggregate across tasks is of {primary!r}")
-    aggregates: list[dict[str, Any]] = []
-    normalization: dict[str, Any] = {"metric": primary, "method": None, "tasks": {}}
+    aggregates: list[AggregateRow] = []
+    normalization = Normalization(method=None, metric=primary)
     if primary is not None:
         aggregates, normalization = _aggregate(
             runs[runs["metric"] == primary], configs, _goal_of(goal, primary), references,
             normalize, reps, seed, confidence, warnings)
-        normalization["metric"] = primary
-    methods = {
-        "ci": "student-t",
-        "boot_ci": method if method != "studentized" else "bootstrap-t (studentized)",
-        "diff_ci": "student-t on paired differences; welch-t unpaired",
-        "diff_boot_ci": method if method != "studentized" else "bootstrap-t (studentized)",
-        "aggregate_ci": "stratified bootstrap, expanded percentile"
-                        + ("; mean and median of the one task (4 runs or more): bootstrap-t (studentized)"
-                           if len(normalization["tasks"]) == 1 else ""),
-        "wilcoxon": "signed rank, zero differences dropped (wilcox), exact up to "
-                    f"{WILCOXON_EXACT_MAX} pairs, else normal approximation with tie correction",
-        "mannwhitney": "rank sum, exact up to "
-                       f"{MANNWHITNEY_EXACT_MAX} runs, else normal approximation with tie correction",
-        "summary": summary,
-        "align": align if not runs.empty and table["step"].notna().any() else None,
-        "confidence": confidence,
-        "alpha": alpha,
-        "reps": reps,
-    }
-    return {"summary": summary_rows, "comparisons": comparisons, "aggregate": aggregates,
-            "warnings": warnings, "methods": methods, "normalization": normalization}
+        normalization.metric = primary
+    boot = method if method != "studentized" else "bootstrap-t (studentized)"
+    methods = Methods(
+        ci="student-t",
+        boot_ci=boot,
+        diff_ci="student-t on paired differences; welch-t unpaired",
+        diff_boot_ci=boot,
+        aggregate_ci="stratified bootstrap, expanded percentile"
+                     + ("; mean and median of the one task (4 runs or more): bootstrap-t (studentized)"
+                        if len(normalization.tasks) == 1 else ""),
+        wilcoxon="signed rank, zero differences dropped (wilcox), exact up to "
+                 f"{WILCOXON_EXACT_MAX} pairs, else normal approximation with tie correction",
+        mannwhitney="rank sum, exact up to "
+                    f"{MANNWHITNEY_EXACT_MAX} runs, else normal approximation with tie correction",
+        summary=summary,
+        align=align if not runs.empty and table["step"].notna().any() else None,
+        confidence=confidence,
+        alpha=alpha,
+        reps=reps,
+    )
+    return Analysis(summary=summary_rows, comparisons=comparisons, aggregate=aggregates,
+                    warnings=warnings, methods=methods, normalization=normalization)
 
 
 def _compare_all(
@@ -411,13 +431,13 @@ def _compare_all(
     method: Method,
     alpha: float,
     warnings: list[str],
-) -> list[dict[str, Any]]:
+) -> list[ComparisonRow]:
     if baseline is None:
         return []
     chosen = [c for c in (candidates or configs) if c != baseline]
-    out: list[dict[str, Any]] = []
+    out: list[ComparisonRow] = []
     pvalues: list[float | None] = []
-    boot_cells: list[tuple[dict[str, Any], np.ndarray]] = []
+    boot_cells: list[tuple[ComparisonRow, np.ndarray]] = []
     # {(task, metric, config): {seed: value}}, built in one pass (pandas masks per pair are slow).
     values = runs["value"].to_numpy(dtype=float)
     seeds = runs["seed"].to_numpy()
@@ -452,18 +472,18 @@ def _compare_all(
                           method, _seed(seed, "compare", task, met, baseline, cand), label)
             warnings += cmp.warnings
             pvalues.append(cmp.pvalue)
-            row = {
-                "task": task, "metric": met, "baseline": baseline, "candidate": cand,
-                "paired": cmp.paired, "n": cmp.n, "mean_diff": _num(cmp.mean_diff),
-                "diff_ci_low": _num(cmp.diff_ci_low), "diff_ci_high": _num(cmp.diff_ci_high),
-                "diff_boot_ci_low": _num(cmp.diff_boot_ci_low),
-                "diff_boot_ci_high": _num(cmp.diff_boot_ci_high),
-                "t_pvalue": _num(cmp.t_pvalue), "wilcoxon_pvalue": _num(cmp.wilcoxon_pvalue),
-                "welch_pvalue": _num(cmp.welch_pvalue),
-                "mannwhitney_pvalue": _num(cmp.mannwhitney_pvalue),
-                "cohens_d": _num(cmp.cohens_d), "hedges_g": _num(cmp.hedges_g),
-                "prob_improvement": _num(cmp.prob_improvement),
-            }
+            row = ComparisonRow(
+                task=str(task), metric=str(met), baseline=baseline, candidate=cand,
+                paired=cmp.paired, n=cmp.n, mean_diff=_num(cmp.mean_diff),
+                diff_ci_low=_num(cmp.diff_ci_low), diff_ci_high=_num(cmp.diff_ci_high),
+                diff_boot_ci_low=_num(cmp.diff_boot_ci_low),
+                diff_boot_ci_high=_num(cmp.diff_boot_ci_high),
+                t_pvalue=_num(cmp.t_pvalue), wilcoxon_pvalue=_num(cmp.wilcoxon_pvalue),
+                welch_pvalue=_num(cmp.welch_pvalue),
+                mannwhitney_pvalue=_num(cmp.mannwhitney_pvalue),
+                cohens_d=_num(cmp.cohens_d), hedges_g=_num(cmp.hedges_g),
+                prob_improvement=_num(cmp.prob_improvement),
+            )
             out.append(row)
             if batch and cmp.diff_ci_low is not None:
                 keep = np.isfinite(b) & np.isfinite(c)
@@ -472,17 +492,17 @@ def _compare_all(
                     warnings.append(f"{label}: fewer than {STUDENTIZED_MIN_N} pairs: the bootstrap-t "
                                     "CI of the difference is null (the t interval stands)")
                 elif cmp.diff_ci_low == cmp.diff_ci_high:
-                    row["diff_boot_ci_low"] = row["diff_boot_ci_high"] = cmp.diff_ci_low
+                    row.diff_boot_ci_low = row.diff_boot_ci_high = cmp.diff_ci_low
                 else:
                     boot_cells.append((row, d))
     _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
                       "compare")
     for row, p in zip(out, holm(pvalues), strict=True):
-        row["p_holm"] = p
-        row["significant"] = is_significant(p, row["diff_ci_low"], row["diff_ci_high"], alpha)
+        row.p_holm = p
+        row.significant = is_significant(p, row.diff_ci_low, row.diff_ci_high, alpha)
         if p is None:
             warnings.append(
-                f"{row['task']} {row['metric']} {row['candidate']} vs {baseline}: no p-value; "
+                f"{row.task} {row.metric} {row.candidate} vs {baseline}: no p-value; "
                 "not counted in the Holm correction, no verdict (significance is null)"
             )
     return out
@@ -498,7 +518,7 @@ def _aggregate(
     seed: int,
     confidence: float,
     warnings: list[str],
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[AggregateRow], Normalization]:
     # NaN and infinite values were already reported per (task, config) by describe().
     matrices = score_matrices(runs, goal, references, configs, normalize)
     warnings += matrices.warnings
@@ -507,11 +527,11 @@ def _aggregate(
         warnings.append("aggregate: raw scores of a metric to minimise: iqm, median and mean are "
                         "in the metric's units (lower is better); optimality_gap needs "
                         "normalised scores and is null")
-    normalization = {
-        "method": matrices.method,
-        "tasks": {t: {"source": matrices.sources[t], "low": float(lo), "high": float(hi)}
-                  for t, lo, hi in zip(matrices.tasks, matrices.low, matrices.high, strict=True)},
-    }
+    normalization = Normalization(
+        method=matrices.method,
+        tasks={t: TaskNormalization(matrices.sources[t], float(lo), float(hi))
+               for t, lo, hi in zip(matrices.tasks, matrices.low, matrices.high, strict=True)},
+    )
     # Configs with the same runs per task share one set of resamples (drawn once, seeded by
     # that layout alone, so a config's interval does not depend on which others exist).
     layouts: dict[bytes, list[str]] = {}
@@ -526,14 +546,13 @@ def _aggregate(
     out = []
     for config in matrices.scores:
         result = results[config]
-        row: dict[str, Any] = {"config": config}
+        estimates = {}
         for name in AGGREGATES:
             value, lo, hi = result[name]
-            if raw_min and name == "optimality_gap":
-                value = lo = hi = None  # type: ignore[assignment]
-            row[name] = _num(value)
-            row[f"{name}_ci_low"], row[f"{name}_ci_high"] = _num(lo), _num(hi)
-        out.append(row)
+            gap_undefined = raw_min and name == "optimality_gap"
+            estimates[name] = (Estimate() if gap_undefined
+                               else Estimate(_num(value), _num(lo), _num(hi)))
+        out.append(AggregateRow(config=str(config), **estimates))
     return out, normalization
 
 

@@ -1,0 +1,61 @@
+"""`benchlab ui`: the live dashboard of one or more results folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from benchlab.cli.app import app, err_console, fail
+
+
+def _is_loopback(host: str) -> bool:
+    from benchlab.cli.cmd_serve import _is_loopback as loopback
+
+    return loopback(host)
+
+
+@app.command()
+def ui(
+    results: list[Path] = typer.Argument(None, help="Results folders, or folders whose subfolders are results "
+                                         "folders [default: ./results, or . when it holds benchlab.db].",
+                                         show_default=False),
+    host: str = typer.Option("127.0.0.1", help="Address to bind; anything but loopback needs --token."),
+    port: int = typer.Option(8050, help="Port to listen on."),
+    token: str | None = typer.Option(None, "--token", envvar="BENCHLAB_UI_TOKEN",
+                                     help="Require this token: 'Authorization: Bearer <token>', or the cookie "
+                                          "that the one-time URL printed at start sets."),
+    log_level: str = typer.Option("warning", help="uvicorn log level."),
+) -> None:
+    """Serve a live, read-only dashboard: sweeps, seed grids, curves with seed bands, comparisons, logs."""
+    from benchlab.extras import require
+
+    require("serve", "benchlab ui")
+    if not _is_loopback(host) and not token:
+        raise fail(f"refusing to listen on {host} without a token: pass --token (or set $BENCHLAB_UI_TOKEN); "
+                   "browsers then log in with the one-time URL printed here")
+    if token is not None and len(token) < 8:
+        raise fail(f"--token must be at least 8 characters, got {len(token)}")
+    from benchlab.store import DB_NAME
+
+    if not results:
+        here = Path.cwd()
+        results = [here] if (here / DB_NAME).exists() else [here / "results"]
+    from benchlab.ui import Library, create_app
+
+    library = Library(list(results))
+    application = create_app(library, token=token)
+    import uvicorn
+
+    shown = f"[{host}]" if ":" in host else host
+    names = ", ".join(b.key for b in library.benchmarks()) or "none yet"
+    err_console.print(f"benchlab ui on http://{shown}:{port}/ (benchmarks: {names}; read-only)", markup=False)
+    if token:
+        code = application.state.access.login_code
+        err_console.print(f"open once to log in: http://{shown}:{port}/login/{code}", markup=False)
+        err_console.print("or send 'Authorization: Bearer <token>'; any URL with ?token=<token> logs in too",
+                          markup=False)
+    try:
+        uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=False)
+    finally:
+        library.close()

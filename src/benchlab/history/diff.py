@@ -1,0 +1,356 @@
+"""``benchlab diff``: two versions of a benchmark, what changed between them and which scores moved.
+
+A side is a results folder, or ``FOLDER@VERSION``: the runs of one recorded benchmark version
+in a folder that holds several (a version id or its prefix, as ``versions/`` lists them).
+
+For every (task, config, metric) both sides have, the change ``after - before`` is compared with
+:func:`benchlab.stats.compare` (paired by seed where both sides have the same seeds, unpaired
+otherwise), Holm's correction runs across the whole table, and the verdict is
+
+- ``regression``: the Holm-adjusted p-value is below alpha and the 95% CI of the change
+  excludes 0 on the bad side of the metric's goal;
+- ``improvement``: the same on the good side;
+- ``no detectable change``: anything else (including comparisons with too few seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchlab.errors import DataError
+from benchlab.execute.version import PACKAGES_FILE, SPEC_FILE, VERSIONS_DIR
+from benchlab.run_files import PROVENANCE_FILE
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+NO_CHANGE = "no detectable change"
+VERDICTS = (REGRESSION, IMPROVEMENT, NO_CHANGE)
+
+
+@dataclass
+class Side:
+    """One side of a diff: its label, folder, benchmark version (the ledger's record of it, or
+    None for a folder from before versions were recorded) and its long-format table."""
+
+    label: str
+    folder: Path
+    name: str
+    goals: dict[str, str]
+    spec: dict[str, Any]
+    spec_path: str | None
+    version: dict[str, Any] | None
+    table: pd.DataFrame
+    not_completed: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Change:
+    """The change of one (task, config, metric) from the first side to the second."""
+
+    task: str
+    config: str
+    metric: str
+    goal: str
+    paired: bool
+    n_before: int
+    n_after: int
+    mean_before: float
+    mean_after: float
+    std_before: float | None
+    std_after: float | None
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    p_holm: float | None
+    verdict: str
+    ratio: float | None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.task}/{self.config}/{self.metric}"
+
+
+@dataclass
+class VersionDiff:
+    """What changed between two sides and how every shared score moved."""
+
+    before: str
+    after: str
+    code: list[str]
+    spec: list[str]
+    packages: list[str]
+    datasets: list[str]
+    changes: list[Change]
+    only_before: list[str]
+    only_after: list[str]
+    alpha: float
+    summary: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.verdict == REGRESSION]
+
+    @property
+    def improvements(self) -> list[Change]:
+        return [c for c in self.changes if c.verdict == IMPROVEMENT]
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["counts"] = {v: sum(1 for c in self.changes if c.verdict == v) for v in VERDICTS}
+        return out
+
+
+def read_side(text: str | Path) -> Side:
+    """The side named by ``FOLDER`` or ``FOLDER@VERSION``."""
+    import pandas as pd
+
+    from benchlab.results import find_results, info, load
+    from benchlab.store import Store
+
+    raw = str(text)
+    folder_text, _, wanted = raw.partition("@") if "@" in raw and not Path(raw).exists() else (raw, "", "")
+    folder = find_results(folder_text)
+    meta = info(folder)
+    with Store.open(folder) as store:
+        not_completed = {k: v for k, v in store.counts().items() if k != "completed"}
+        versions: list[dict[str, Any]] = store.meta().get("versions", [])
+    if not wanted:
+        table = load(folder)
+        return Side(raw, folder, meta.name, meta.goal, meta.spec, meta.spec_path,
+                    versions[-1] if versions else None, table, not_completed)
+    matches = [v for v in versions if v["id"].startswith(wanted)]
+    if len(matches) != 1:
+        listed = ", ".join(f"{v['id']} ({v['recorded_at']})" for v in versions) or "none recorded"
+        what = "matches no" if not matches else "matches several"
+        raise DataError(f"{raw}: {wanted!r} {what} benchmark version of {folder}; its versions: {listed}")
+    version = matches[0]
+    table = load(folder, all_runs=True)
+    ids = [rid for rid in table["run_id"].unique() if _run_version(folder, rid) == version["id"]]
+    table = table[table["run_id"].isin(ids)].drop(columns=["run_id", "in_spec"])
+    if table.empty:
+        raise DataError(f"{raw}: no completed run of version {version['id']} in {folder} (a run re-run under a "
+                        "later version keeps only its latest result)")
+    spec, spec_path = meta.spec, meta.spec_path
+    recorded = folder / VERSIONS_DIR / version["id"] / SPEC_FILE
+    if recorded.exists():  # the spec as this version resolved it, not as the ledger last saw it
+        data = json.loads(recorded.read_text())
+        spec, spec_path = data.get("spec", spec), data.get("spec_path", spec_path)
+    return Side(raw, folder, meta.name, meta.goal, spec, spec_path, version,
+                pd.DataFrame(table).reset_index(drop=True), {})
+
+
+def _run_version(folder: Path, run_id: str) -> str | None:
+    try:
+        return json.loads((folder / "runs" / run_id / PROVENANCE_FILE).read_text()).get("benchmark_version")
+    except (OSError, ValueError):
+        return None
+
+
+def diff_results(before: Side, after: Side, *, metric: str | None = None, summary: str = "final",
+                 alpha: float = 0.05, reps: int = 2000, seed: int = 0) -> VersionDiff:
+    """Compare two sides (see the module docstring). Statistics come from :mod:`benchlab.stats`."""
+    import numpy as np
+
+    from benchlab.stats import compare, holm, is_significant, reduce_runs, validate_table
+
+    runs = []
+    notes: list[str] = []
+    for side in (before, after):
+        table = side.table if metric is None else side.table[side.table["metric"] == metric]
+        if table.empty:
+            raise DataError(f"{side.label}: no completed run" + (f" with metric {metric!r}" if metric else ""))
+        reduced, warnings = reduce_runs(validate_table(table, side.label), summary)  # type: ignore[arg-type]
+        notes += [f"{side.label}: {w}" for w in warnings]
+        runs.append(reduced)
+        for status, n in side.not_completed.items():
+            notes.append(f"{side.label}: {n} run(s) {status}, not in the comparison")
+    keyed = [{k: dict(zip(g["seed"].tolist(), g["value"].tolist(), strict=True))
+              for k, g in r.groupby(["task", "config", "metric"], sort=True)} for r in runs]
+    shared = sorted(keyed[0].keys() & keyed[1].keys())
+    raw: list[tuple[tuple[str, str, str], Any, dict[int, float], dict[int, float], str]] = []
+    for i, key in enumerate(shared):
+        b, a = keyed[0][key], keyed[1][key]
+        goal = after.goals.get(key[2]) or before.goals.get(key[2]) or "max"
+        paired = sorted(b) == sorted(a)
+        seeds_b, seeds_a = sorted(b), sorted(a)
+        cmp = compare(np.array([b[s] for s in seeds_b]), np.array([a[s] for s in (seeds_b if paired else seeds_a)]),
+                      paired=paired, goal=goal, reps=reps, seed=seed + i, label="/".join(key))  # type: ignore[arg-type]
+        raw.append((key, cmp, b, a, goal))
+    adjusted = holm([cmp.pvalue for _, cmp, _, _, _ in raw])
+    changes = []
+    for (key, cmp, b, a, goal), p_adj in zip(raw, adjusted, strict=True):
+        significant = is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, alpha)
+        verdict = NO_CHANGE
+        if significant and cmp.mean_diff is not None:
+            verdict = IMPROVEMENT if (cmp.mean_diff > 0) == (goal == "max") else REGRESSION
+        vb, va = np.array(list(b.values())), np.array(list(a.values()))
+        mb, ma = float(np.nanmean(vb)), float(np.nanmean(va))
+        changes.append(Change(
+            key[0], key[1], key[2], goal, cmp.paired, len(b), len(a), mb, ma,
+            float(np.nanstd(vb, ddof=1)) if len(vb) > 1 else None,
+            float(np.nanstd(va, ddof=1)) if len(va) > 1 else None,
+            cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, cmp.pvalue, p_adj, verdict,
+            ma / mb if mb != 0 else None, list(cmp.warnings)))
+    return VersionDiff(
+        before=before.label, after=after.label, code=code_changes(before, after), spec=spec_changes(before, after),
+        packages=package_changes(before, after), datasets=dataset_changes(before, after), changes=changes,
+        only_before=["/".join(k) for k in sorted(keyed[0].keys() - keyed[1].keys())],
+        only_after=["/".join(k) for k in sorted(keyed[1].keys() - keyed[0].keys())],
+        alpha=alpha, summary=summary, notes=notes)
+
+
+# --------------------------------------------------------------------------- what changed
+
+def _git(workdir: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=workdir, capture_output=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.decode("utf-8", errors="replace")
+
+
+def _workdir(side: Side) -> Path | None:
+    if not side.spec_path:
+        return None
+    base = Path(side.spec_path).parent
+    wd = Path(side.spec.get("workdir") or ".")
+    path = wd if wd.is_absolute() else base / wd
+    return path if path.is_dir() else None
+
+
+def code_changes(before: Side, after: Side) -> list[str]:
+    """The commit range (with ``git diff --stat`` where the repository is at hand) and the
+    recorded uncommitted diffs."""
+    vb, va = before.version or {}, after.version or {}
+    cb, ca = vb.get("commit"), va.get("commit")
+    out = []
+    if not cb or not ca:
+        return ["code: not recorded on both sides (not a git repository, or results from before versions)"]
+    if cb == ca:
+        out.append(f"commit: {ca[:10]} on both sides")
+    else:
+        out.append(f"commits: {cb[:10]}..{ca[:10]}")
+        stat = None
+        for side in (after, before):
+            wd = _workdir(side)
+            if wd is not None:
+                stat = _git(wd, "diff", "--stat", cb, ca)
+                if stat is not None:
+                    break
+        if stat is None:
+            out.append("git diff --stat: the repository or one of the commits is not at hand")
+        else:
+            out += ["    " + line for line in stat.rstrip().splitlines()] or ["    (no file differs)"]
+    db, da = vb.get("diff_sha256"), va.get("diff_sha256")
+    if db != da:
+        def where(side: Side, v: dict[str, Any]) -> str:
+            if not v.get("diff_sha256"):
+                return "none"
+            return f"{side.folder / VERSIONS_DIR / v['id'] / 'code.diff'} (sha256 {v['diff_sha256'][:8]})"
+        out.append(f"uncommitted diff: {where(before, vb)} -> {where(after, va)}")
+    elif db:
+        out.append(f"uncommitted diff: the same on both sides (sha256 {db[:8]})")
+    return out
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def spec_changes(before: Side, after: Side) -> list[str]:
+    """Params, seeds, tasks, configs, variables and commands that differ, one line each."""
+    sb, sa = before.spec, after.spec
+    out = []
+    for part in ("tasks", "configs"):
+        nb = {x["name"]: x for x in sb.get(part, [])}
+        na = {x["name"]: x for x in sa.get(part, [])}
+        for name in sorted(nb.keys() - na.keys()):
+            out.append(f"{part}: {name} removed")
+        for name in sorted(na.keys() - nb.keys()):
+            out.append(f"{part}: {name} added")
+        for name in sorted(nb.keys() & na.keys()):
+            fb, fa = _flat({k: v for k, v in nb[name].items() if k != "name"}), \
+                _flat({k: v for k, v in na[name].items() if k != "name"})
+            for k in sorted(fb.keys() | fa.keys()):
+                if fb.get(k) != fa.get(k):
+                    out.append(f"{part}.{name}.{k}: {fb.get(k)!r} -> {fa.get(k)!r}")
+    for key in ("seeds", "command", "workdir"):
+        if sb.get(key) != sa.get(key):
+            out.append(f"{key}: {sb.get(key)!r} -> {sa.get(key)!r}")
+    fb, fa = _flat(sb.get("variables", {})), _flat(sa.get("variables", {}))
+    for k in sorted(fb.keys() | fa.keys()):
+        if fb.get(k) != fa.get(k):
+            out.append(f"variables.{k}: {fb.get(k)!r} -> {fa.get(k)!r}")
+    return out
+
+
+def _packages(side: Side) -> dict[str, str] | None:
+    if not side.version:
+        return None
+    path = side.folder / VERSIONS_DIR / side.version["id"] / PACKAGES_FILE
+    if not path.exists():
+        return None
+    out = {}
+    for line in path.read_text().split():
+        name, _, version = line.partition("==")
+        out[name.lower()] = version
+    return out
+
+
+def package_changes(before: Side, after: Side) -> list[str]:
+    """Packages whose versions differ between the two sides' interpreters."""
+    pb, pa = _packages(before), _packages(after)
+    if pb is None or pa is None:
+        return ["packages: not recorded on both sides"]
+    out = []
+    for name in sorted(pb.keys() | pa.keys()):
+        if pb.get(name) != pa.get(name):
+            out.append(f"{name}: {pb.get(name) or 'absent'} -> {pa.get(name) or 'absent'}")
+    return out
+
+
+def dataset_changes(before: Side, after: Side) -> list[str]:
+    """Datasets whose checksums differ, or that one side lists and the other does not."""
+    db = {d["name"]: d for d in (before.version or {}).get("datasets", [])}
+    da = {d["name"]: d for d in (after.version or {}).get("datasets", [])}
+    out = []
+    for name in sorted(db.keys() | da.keys()):
+        b, a = db.get(name), da.get(name)
+        if b is None or a is None:
+            out.append(f"{name}: {'absent' if b is None else b['sha256'][:12]} -> "
+                       f"{'absent' if a is None else a['sha256'][:12]}")
+        elif b["sha256"] != a["sha256"]:
+            out.append(f"{name}: sha256 {b['sha256'][:12]} -> {a['sha256'][:12]} ({b['bytes']} -> {a['bytes']} bytes)")
+    return out
+
+
+__all__ = [
+    "IMPROVEMENT",
+    "NO_CHANGE",
+    "REGRESSION",
+    "VERDICTS",
+    "Change",
+    "Side",
+    "VersionDiff",
+    "code_changes",
+    "dataset_changes",
+    "diff_results",
+    "package_changes",
+    "read_side",
+    "spec_changes",
+]

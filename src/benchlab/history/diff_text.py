@@ -1,0 +1,75 @@
+"""A :class:`~benchlab.history.diff.VersionDiff` as Markdown (in the manner of asv's regression
+list) and as CSV rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlab.history.diff import IMPROVEMENT, NO_CHANGE, REGRESSION, Change, VersionDiff
+
+#: asv's marks, with a goal-aware meaning: ``+`` worse, ``-`` better, ``~`` no detectable change.
+MARKS = {REGRESSION: "+", IMPROVEMENT: "-", NO_CHANGE: "~"}
+
+CSV_COLUMNS = ("task", "config", "metric", "goal", "verdict", "paired", "n_before", "n_after", "mean_before",
+               "mean_after", "diff", "ci_low", "ci_high", "ratio", "p_value", "p_holm")
+
+
+def _g(x: float | None, digits: int = 4) -> str:
+    return "—" if x is None else f"{x:.{digits}g}"
+
+
+def _mean_std(mean: float, std: float | None) -> str:
+    return _g(mean) if std is None else f"{_g(mean)} ± {_g(std, 2)}"
+
+
+def change_line(c: Change) -> list[str]:
+    """The cells of one change in the Markdown table."""
+    ci = "—" if c.ci_low is None else f"{c.diff:+.4g} [{c.ci_low:+.4g}, {c.ci_high:+.4g}]"
+    how = f"paired, n={c.n_before}" if c.paired else f"unpaired, n={c.n_before}/{c.n_after}"
+    return [MARKS[c.verdict], _mean_std(c.mean_before, c.std_before), _mean_std(c.mean_after, c.std_after), ci,
+            "—" if c.ratio is None else f"{c.ratio:.3f}", _g(c.p_holm, 2), f"{c.key} ({how}, goal {c.goal})"]
+
+
+def to_markdown(d: VersionDiff) -> str:
+    """The diff as Markdown: what changed, then regressions, improvements and the rest."""
+    lines = [f"# benchlab diff: {d.before} → {d.after}", ""]
+    n_reg, n_imp = len(d.regressions), len(d.improvements)
+    lines.append(f"{len(d.changes)} score(s) compared ({d.summary} value per run; Holm-corrected across the "
+                 f"table, alpha {d.alpha:g}): **{n_reg} regression(s)**, {n_imp} improvement(s), "
+                 f"{len(d.changes) - n_reg - n_imp} without a detectable change.")
+    lines += ["", "## What changed", ""]
+    for title, items in (("Code", d.code), ("Spec", d.spec), ("Packages", d.packages), ("Datasets", d.datasets)):
+        if not items:
+            lines.append(f"- {title}: no change")
+            continue
+        lines.append(f"- {title}:")
+        for item in items:
+            if item.startswith("    "):
+                lines.append(f"      {item.strip()}")
+            else:
+                lines.append(f"  - {item}")
+    header = ["", "before", "after", "change (95% CI)", "ratio", "p (Holm)", "task/config/metric"]
+    for verdict, title in ((REGRESSION, "Regressions"), (IMPROVEMENT, "Improvements"),
+                           (NO_CHANGE, "No detectable change")):
+        rows = [c for c in d.changes if c.verdict == verdict]
+        lines += ["", f"## {title} ({len(rows)})", ""]
+        if not rows:
+            lines.append("none")
+            continue
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join("---" for _ in header) + "|")
+        lines += ["| " + " | ".join(change_line(c)) + " |" for c in rows]
+    lines += ["", "`+` worse, `-` better for the metric's goal, `~` no detectable change (as asv marks them)."]
+    if d.only_before or d.only_after:
+        lines += ["", "## Not on both sides", ""]
+        lines += [f"- only in {d.before}: {k}" for k in d.only_before]
+        lines += [f"- only in {d.after}: {k}" for k in d.only_after]
+    notes = d.notes + [w for c in d.changes for w in c.warnings]
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def csv_rows(d: VersionDiff) -> list[dict[str, Any]]:
+    """One row per compared (task, config, metric), with :data:`CSV_COLUMNS`."""
+    return [{k: getattr(c, k) for k in CSV_COLUMNS} for c in d.changes]

@@ -1,0 +1,257 @@
+"""The typed result of :func:`benchlab.stats.analyze`: rows, methods, and its JSON.
+
+:class:`Analysis` holds one :class:`SummaryRow` per (task, config, metric), one
+:class:`ComparisonRow` per candidate vs baseline, one :class:`AggregateRow` per config
+(across tasks), the warnings, the :class:`Methods` used and the :class:`Normalization`
+of the aggregate. Undefined numbers are ``None``.
+
+:meth:`Analysis.to_json` is the JSON that ``benchlab analyze --json`` prints; its layout
+(key names and order) is a contract documented in ``docs/statistics.md`` and pinned by
+``tests/stats/test_analysis_json.py``. Fields the seed accounting adds
+(:func:`benchlab.stats.accounting.analyze_seeds`) appear in it only when it ran.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchlab.stats.aggregate import AGGREGATES
+
+
+@dataclass
+class RowSeeds:
+    """What became of the planned seeds of a summary row (seed accounting)."""
+
+    planned: int
+    completed: int
+    failed_seeds: list[Any] = field(default_factory=list)
+    missing_seeds: list[Any] = field(default_factory=list)
+    #: How ``ci_low``/``ci_high`` were computed; None when there is no interval.
+    ci_method: str | None = None
+
+
+@dataclass
+class SummaryRow:
+    """The description and rank of one (task, config, metric); see ``docs/statistics.md``."""
+
+    task: str
+    config: str
+    metric: str
+    n: int
+    mean: float | None = None
+    std: float | None = None
+    sem: float | None = None
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    boot_ci_low: float | None = None
+    boot_ci_high: float | None = None
+    high_variance: bool | None = None
+    rank: int | None = None
+    #: Set by the seed accounting; None when the table was analysed as it is.
+    seeds: RowSeeds | None = None
+
+    @property
+    def ci_method(self) -> str | None:
+        """How ``ci_low``/``ci_high`` were computed, when the seed accounting named it."""
+        return self.seeds.ci_method if self.seeds is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a JSON object (flat; the accounting's fields last)."""
+        out = {k: getattr(self, k) for k in _SUMMARY_KEYS}
+        if self.seeds is not None:
+            out.update(_fields(self.seeds))
+        return out
+
+
+@dataclass
+class ComparisonSeeds:
+    """The seeds behind each side of a comparison (seed accounting)."""
+
+    baseline_seeds: str | None  # completed/planned
+    candidate_seeds: str | None
+    #: What each side lost (failed or missing seeds), or None.
+    caveat: str | None = None
+
+
+@dataclass
+class ComparisonRow:
+    """A candidate against the baseline on one (task, metric); ``diff = candidate - baseline``."""
+
+    task: str
+    metric: str
+    baseline: str
+    candidate: str
+    paired: bool
+    n: int
+    mean_diff: float | None = None
+    diff_ci_low: float | None = None
+    diff_ci_high: float | None = None
+    diff_boot_ci_low: float | None = None
+    diff_boot_ci_high: float | None = None
+    t_pvalue: float | None = None
+    wilcoxon_pvalue: float | None = None
+    welch_pvalue: float | None = None
+    mannwhitney_pvalue: float | None = None
+    cohens_d: float | None = None
+    hedges_g: float | None = None
+    prob_improvement: float | None = None
+    p_holm: float | None = None
+    #: True/False; None when there is no verdict (no p-value, or undefined interval).
+    significant: bool | None = None
+    seeds: ComparisonSeeds | None = None
+
+    @property
+    def caveat(self) -> str | None:
+        """What either side lost (failed or missing seeds); None when nothing or unaccounted."""
+        return self.seeds.caveat if self.seeds is not None else None
+
+    @property
+    def pvalue(self) -> float | None:
+        """The unadjusted p-value shown beside the verdict: paired t, else Welch."""
+        return self.t_pvalue if self.paired else self.welch_pvalue
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a JSON object (flat; the accounting's fields last)."""
+        out = {k: getattr(self, k) for k in _COMPARISON_KEYS}
+        if self.seeds is not None:
+            out.update(_fields(self.seeds))
+        return out
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate and its confidence interval; any may be None."""
+
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+@dataclass
+class AggregateRow:
+    """One config across tasks: the aggregates of :data:`benchlab.stats.AGGREGATES`."""
+
+    config: str
+    iqm: Estimate = field(default_factory=Estimate)
+    median: Estimate = field(default_factory=Estimate)
+    mean: Estimate = field(default_factory=Estimate)
+    optimality_gap: Estimate = field(default_factory=Estimate)
+
+    def estimate(self, name: str) -> Estimate:
+        """The aggregate called ``name`` (one of :data:`benchlab.stats.AGGREGATES`)."""
+        if name not in AGGREGATES:
+            raise KeyError(f"no aggregate {name!r}; aggregates are {', '.join(AGGREGATES)}")
+        value: Estimate = getattr(self, name)
+        return value
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"config", "iqm", "iqm_ci_low", "iqm_ci_high", "median", ...}``."""
+        out: dict[str, Any] = {"config": self.config}
+        for name in AGGREGATES:
+            e = self.estimate(name)
+            out[name], out[f"{name}_ci_low"], out[f"{name}_ci_high"] = e.value, e.ci_low, e.ci_high
+        return out
+
+
+@dataclass(frozen=True)
+class TaskNormalization:
+    """How one task's scores were put on a common scale: ``(x - low) / (high - low)``."""
+
+    source: str  # "reference", "observed" or "none"
+    low: float
+    high: float
+
+
+@dataclass
+class Normalization:
+    """The scale the aggregate across tasks is on."""
+
+    method: str | None  # "none", "references", "observed" or "mixed"
+    tasks: dict[str, TaskNormalization] = field(default_factory=dict)
+    metric: str | None = None  # the metric aggregated
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method,
+                "tasks": {t: _fields(n) for t, n in self.tasks.items()},
+                "metric": self.metric}
+
+
+@dataclass
+class Methods:
+    """The method behind every number, named as the output shows it."""
+
+    ci: str
+    boot_ci: str
+    diff_ci: str
+    diff_boot_ci: str
+    aggregate_ci: str
+    wilcoxon: str
+    mannwhitney: str
+    summary: str
+    align: str | None
+    confidence: float
+    alpha: float
+    reps: int
+
+    def to_json(self) -> dict[str, Any]:
+        return _fields(self)
+
+
+@dataclass
+class Analysis:
+    """Every statistic of a long-format table (:func:`benchlab.stats.analyze`)."""
+
+    summary: list[SummaryRow] = field(default_factory=list)
+    comparisons: list[ComparisonRow] = field(default_factory=list)
+    aggregate: list[AggregateRow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: None when nothing was analysed (no completed run).
+    methods: Methods | None = None
+    normalization: Normalization | None = None
+    #: Seed accounting (:func:`benchlab.stats.accounting.analyze_seeds`); None without it.
+    failed_as: str | None = None
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def summary_of(self, task: str, config: str, metric: str) -> SummaryRow | None:
+        """The summary row of ``(task, config, metric)``, or None."""
+        for row in self.summary:
+            if (row.task, row.config, row.metric) == (task, config, metric):
+                return row
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object ``benchlab analyze --json`` prints, as Python values."""
+        methods = self.methods.to_json() if self.methods is not None else {}
+        if self.failed_as is not None:
+            methods["failed_as"] = self.failed_as
+        if self.ranges:
+            methods["ranges"] = {m: list(r) for m, r in self.ranges.items()}
+        return {
+            "summary": [r.to_json() for r in self.summary],
+            "comparisons": [r.to_json() for r in self.comparisons],
+            "aggregate": [r.to_json() for r in self.aggregate],
+            "warnings": list(self.warnings),
+            "methods": methods,
+            "normalization": self.normalization.to_json() if self.normalization else {},
+        }
+
+    def to_json(self) -> str:
+        """The JSON text (2-space indent, no NaN) that ``benchlab analyze --json`` prints."""
+        return json.dumps(self.to_dict(), indent=2, default=str, allow_nan=False)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    # Shallow on purpose: asdict() would deep-copy and recurse into nested rows.
+    return {k: getattr(obj, k) for k in obj.__dataclass_fields__}
+
+
+_SUMMARY_KEYS = [k for k in SummaryRow.__dataclass_fields__ if k != "seeds"]
+_COMPARISON_KEYS = [k for k in ComparisonRow.__dataclass_fields__ if k != "seeds"]
+
+__all__ = ["AggregateRow", "Analysis", "ComparisonRow", "ComparisonSeeds", "Estimate", "Methods",
+           "Normalization", "RowSeeds", "SummaryRow", "TaskNormalization"]

@@ -1,0 +1,277 @@
+"""The dashboard's web application: pages, their live parts, the change feed, the token.
+
+Every page is HTML rendered here; its live part (``<main id="live">``) is fetched again by
+``ui.js`` when ``/api/changes`` says that its benchmark's version moved (polled every second),
+so a change shows within two seconds without a reload. The curves page draws with the
+plotly.js that the ``plotly`` package ships, served from that package's own file.
+
+With a token, every request needs it: ``Authorization: Bearer <token>``, or the cookie that
+the one-time URL printed at start (``/login/<code>``) or any URL with ``?token=<token>`` sets.
+"""
+
+import hmac
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
+from starlette.exceptions import HTTPException
+
+from benchlab.ui import views
+from benchlab.ui.library import Library, NotFound, tail
+
+COOKIE = "benchlab_ui"
+STATIC = Path(__file__).parent / "static"
+
+
+@dataclass
+class Access:
+    """Who may look: nobody needs anything without a token; with one, the bearer, the holder
+    of the session cookie, or the first opener of the one-time login code."""
+
+    token: str | None = None
+    session: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    login_code: str | None = field(default_factory=lambda: secrets.token_urlsafe(24))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def allows(self, bearer: str | None, cookie: str | None) -> bool:
+        if self.token is None:
+            return True
+        if bearer is not None and hmac.compare_digest(bearer.encode(), self.token.encode()):
+            return True
+        return cookie is not None and hmac.compare_digest(cookie.encode(), self.session.encode())
+
+    def is_token(self, value: str) -> bool:
+        return self.token is not None and hmac.compare_digest(value.encode(), self.token.encode())
+
+    def use_code(self, code: str) -> bool:
+        """True the first time the login code is presented, never again."""
+        with self._lock:
+            if self.login_code is None or not hmac.compare_digest(code.encode(), self.login_code.encode()):
+                return False
+            self.login_code = None
+            return True
+
+
+class _Cache:
+    """Views computed once per version of their benchmark (a computation per key at a time)."""
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[Any, ...], tuple[int, Any]] = {}
+        self._locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], version: int, make: Callable[[], Any]) -> tuple[int, Any]:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            hit = self._values.get(key)
+            if hit is not None and hit[0] == version:
+                return hit
+            value = (version, make())
+            self._values[key] = value
+            return value
+
+
+def _when(ts: float | None) -> str:
+    return "—" if ts is None else datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(s: float | None) -> str:
+    if s is None:
+        return "—"
+    s = int(round(s))
+    h, rest = divmod(s, 3600)
+    m, sec = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
+
+
+def _environment() -> Any:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(loader=PackageLoader("benchlab.ui", "templates"), autoescape=select_autoescape(["html"]),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["when"] = _when
+    env.filters["duration"] = _duration
+    env.filters["cell"] = views.cell_html
+    env.globals["urlencode"] = urlencode
+    return env
+
+
+def plotly_js() -> Path | None:
+    """plotly.js as the installed ``plotly`` package ships it, or None without the package."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
+    return path if path.is_file() else None
+
+
+def create_app(library: Library, *, token: str | None = None, warm_up: bool = True) -> Any:
+    """The FastAPI application serving ``library``; ``token`` guards every request; ``warm_up``
+    computes each benchmark's page in the background from the start."""
+    from benchlab.store import read_only_process
+
+    read_only_process()  # whatever this process opens through the library's readers
+    app = FastAPI(title="benchlab ui", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.library = library
+    access = Access(token=token)
+    app.state.access = access
+    env = _environment()
+    cache = _Cache()
+    plotly = plotly_js()
+
+    def warm() -> None:
+        # The first page of each benchmark is computed before anyone asks (and the statistics'
+        # imports paid), so that its first response is as quick as the next ones.
+        try:
+            for b in library.benchmarks():
+                v = library.version_of(b.key)
+                cache.get(("overview", b.key), v, partial(views.overview, b))
+                cache.get(("benchmark", b.key), v, partial(views.benchmark_view, b))
+                cache.get(("numbers", b.key), v, partial(views.report_numbers, b.folder))
+        except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
+            pass
+
+    if warm_up:
+        threading.Thread(target=warm, name="benchlab-ui-warm", daemon=True).start()
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Callable[[Request], Any]) -> Any:
+        if access.token is None:
+            return await call_next(request)
+        path = request.url.path
+        if path.startswith("/login/"):
+            return await call_next(request)
+        given = request.query_params.get("token")
+        if given is not None and access.is_token(given):
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            target = path + (f"?{urlencode(rest)}" if rest else "")
+            response = RedirectResponse(target, status_code=303)
+            _set_cookie(response)
+            return response
+        auth = request.headers.get("authorization", "")
+        bearer = auth[7:] if auth.lower().startswith("bearer ") else None
+        if access.allows(bearer, request.cookies.get(COOKIE)):
+            return await call_next(request)
+        return PlainTextResponse("unauthorized: open the URL that `benchlab ui` printed, or send "
+                                 "'Authorization: Bearer <token>'", status_code=401)
+
+    def _set_cookie(response: Any) -> None:
+        response.set_cookie(COOKIE, access.session, httponly=True, samesite="strict")
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> Any:
+        return PlainTextResponse("not found", status_code=404)
+
+    def page(name: str, request: Request, version: int, bench: str, **context: Any) -> Any:
+        fragment = request.query_params.get("fragment") == "1"
+        text = env.get_template(name).render(fragment=fragment, bench=bench, version=version,
+                                             request=request, **context)
+        return HTMLResponse(text, headers={"X-Version": str(version), "Cache-Control": "no-store"})
+
+    @app.get("/login/{code}")
+    def login(code: str) -> Any:
+        if not access.use_code(code):
+            return PlainTextResponse("this login link was used already: ask for a new one, or send the token "
+                                     "('Authorization: Bearer <token>' or ?token=<token>)", status_code=401)
+        response = RedirectResponse("/", status_code=303)
+        _set_cookie(response)
+        return response
+
+    @app.get("/api/changes")
+    def changes(since: int = -1) -> Any:
+        """Each benchmark's version and their sum; ``changed`` names those past ``since``'s sum."""
+        versions = library.versions()
+        total = sum(versions.values())
+        return JSONResponse({"version": total, "changed": total != since, "benchmarks": versions},
+                            headers={"Cache-Control": "no-store"})
+
+    @app.get("/", response_class=HTMLResponse)
+    def index(request: Request) -> Any:
+        versions = library.versions()
+        total = sum(versions.values())
+        rows = [cache.get(("overview", b.key), versions[b.key], partial(views.overview, b))[1]
+                for b in library.benchmarks() if b.key in versions]
+        return page("index.html", request, total, "*", rows=rows, title="Benchmarks")
+
+    @app.get("/b/{key}", response_class=HTMLResponse)
+    def benchmark(request: Request, key: str) -> Any:
+        bench = library.get(key)
+        version, view = cache.get(("benchmark", key), library.version_of(key),
+                                  lambda: views.benchmark_view(bench))
+        return page("benchmark.html", request, version, key, view=view, title=view.overview.name,
+                    seeds_shown=views.SEEDS_SHOWN)
+
+    @app.get("/b/{key}/numbers", response_class=HTMLResponse)
+    def numbers(request: Request, key: str) -> Any:
+        """The report's tables of the benchmark, as HTML to put in its page."""
+        bench = library.get(key)
+        version, numbers = cache.get(("numbers", key), library.version_of(key),
+                                     partial(views.report_numbers, bench.folder))
+        text = env.get_template("numbers.html").render(numbers=numbers, bench=key)
+        return HTMLResponse(text, headers={"X-Version": str(version), "Cache-Control": "no-store"})
+
+    @app.get("/b/{key}/curves", response_class=HTMLResponse)
+    def curves(request: Request, key: str, task: str | None = None, metric: str | None = None,
+               x: str = "step", seeds: int = 0) -> Any:
+        bench = library.get(key)
+        version, view = cache.get(("benchmark", key), library.version_of(key),
+                                  lambda: views.benchmark_view(bench))
+        choices = view.curves
+        if choices and (task, metric) not in choices:
+            task, metric = choices[0] if task is None else next(
+                ((t, m) for t, m in choices if t == task), choices[0])
+        return page("curves.html", request, version, key, view=view, task=task, metric=metric,
+                    x="time" if x == "time" else "step", seeds=bool(seeds), choices=choices,
+                    has_plotly=plotly is not None, title=f"{view.overview.name}: curves")
+
+    @app.get("/b/{key}/curves.json")
+    def curves_json(key: str, task: str, metric: str) -> Any:
+        bench = library.get(key)
+        version, data = cache.get(("curves", key, task, metric), library.version_of(key),
+                                  lambda: views.curves_data(bench, task, metric))
+        return JSONResponse({**data, "version": version}, headers={"Cache-Control": "no-store"})
+
+    @app.get("/b/{key}/runs/{run_id}", response_class=HTMLResponse)
+    def run(request: Request, key: str, run_id: str) -> Any:
+        bench = library.get(key)
+        folder = library.run_dir(key, run_id)
+        version = library.version_of(key)
+        view = views.run_view(bench, folder, run_id)
+        return page("run.html", request, version, key, run=view, title=view.name,
+                    bench_name=views.overview(bench).name)
+
+    @app.get("/b/{key}/runs/{run_id}/log", response_class=PlainTextResponse)
+    def run_log(key: str, run_id: str, lines: int = views.LOG_TAIL_LINES) -> Any:
+        from benchlab.run_files import LOG_FILE
+
+        path = library.run_dir(key, run_id) / LOG_FILE
+        if not path.is_file():
+            raise NotFound(run_id)
+        return PlainTextResponse(tail(path, max(1, min(lines, 10_000))), headers={"Cache-Control": "no-store"})
+
+    @app.get("/b/{key}/runs/{run_id}/files/{name:path}")
+    def run_file(key: str, run_id: str, name: str) -> Any:
+        path = library.run_file(key, run_id, name)
+        return FileResponse(path, media_type="text/plain; charset=utf-8")
+
+    @app.get("/static/{name}")
+    def static(name: str) -> Any:
+        if name == "plotly.min.js" and plotly is not None:
+            return FileResponse(plotly, media_type="text/javascript")
+        path = STATIC / name
+        if name not in {p.name for p in STATIC.iterdir()}:
+            raise HTTPException(404)
+        return FileResponse(path)
+
+    return app

@@ -1,0 +1,215 @@
+"""The results folders a dashboard shows, what changed in them, and the files it may read.
+
+A :class:`Library` is given folders: each is a results folder (it holds a ledger) or a root
+whose subfolders are results folders, looked at again every few seconds so that a sweep started
+after the dashboard appears in it. Each benchmark gets a name for its URLs: its folder's name,
+made unique with a suffix where two folders share one.
+
+What changed is told by a version number per benchmark, bumped when its fingerprint moves: the
+ledger's ``PRAGMA data_version`` (SQLite changes it when another connection commits) and the
+sizes of the log and curve files of its running runs. A fingerprint costs one pragma and a few
+``stat`` calls, so any number of open pages polling it costs the sweep nothing it would notice.
+
+Every ledger is opened read-only, and a run's files are served only from inside its run
+directory: anything else is :class:`NotFound`, which the server turns into a 404.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchlab.errors import ResultsNotFound
+from benchlab.run_files import LOG_FILE, SERIES_FILE
+from benchlab.store import DB_NAME, RUNNING
+
+#: How often a root folder is looked at again for new benchmarks, and how long a computed
+#: fingerprint is trusted (many pages polling at once share one look).
+RESCAN_S = 3.0
+FINGERPRINT_TTL_S = 0.2
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+class NotFound(LookupError):
+    """What a URL names does not exist, or lies outside the results folders (served as a 404)."""
+
+
+@dataclass
+class Benchmark:
+    """One results folder as the dashboard shows it: ``key`` names it in URLs."""
+
+    key: str
+    folder: Path
+    version: int = 0
+    _fingerprint: tuple[object, ...] | None = None
+    _checked: float = float("-inf")
+    _running: list[str] = field(default_factory=list)
+    _data_version: int | None = None
+    _conn: sqlite3.Connection | None = None
+
+    def connection(self) -> sqlite3.Connection:
+        """A read-only connection of its own to the ledger, kept open for the cheap checks."""
+        if self._conn is None:
+            self._conn = sqlite3.connect(f"file:{self.folder / DB_NAME}?mode=ro", uri=True,
+                                         isolation_level=None, check_same_thread=False, timeout=5)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _is_results(folder: Path) -> bool:
+    return (folder / DB_NAME).is_file()
+
+
+class Library:
+    """The benchmarks under the folders given, their versions, and safe paths into them."""
+
+    def __init__(self, paths: list[Path], *, clock: Callable[[], float] = time.monotonic) -> None:
+        if not paths:
+            raise ResultsNotFound(Path("."), "no results folder given")
+        for p in paths:
+            if not p.is_dir():
+                raise ResultsNotFound(p, f"{p}: no such folder")
+        self.paths = [p.resolve() for p in paths]
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._by_key: dict[str, Benchmark] = {}
+        self._scanned = float("-inf")
+        self._scan()
+        if not self._by_key and not any(not _is_results(p) for p in self.paths):
+            raise ResultsNotFound(self.paths[0], f"{self.paths[0]}: no {DB_NAME} here")
+        self._version_base = 0
+
+    # ------------------------------------------------------------------ folders
+
+    def _folders(self) -> list[Path]:
+        found: list[Path] = []
+        for p in self.paths:
+            if _is_results(p):
+                found.append(p)
+            else:
+                found += sorted(c for c in p.iterdir() if c.is_dir() and _is_results(c))
+        return found
+
+    def _scan(self) -> None:
+        known = {b.folder for b in self._by_key.values()}
+        for folder in self._folders():
+            if folder in known:
+                continue
+            key, n = folder.name, 2
+            while key in self._by_key:
+                key, n = f"{folder.name}-{n}", n + 1
+            self._by_key[key] = Benchmark(key, folder)
+        self._scanned = self._clock()
+
+    def benchmarks(self) -> list[Benchmark]:
+        """Every benchmark, in the order found (a root's new subfolders after a short delay)."""
+        with self._lock:
+            if self._clock() - self._scanned > RESCAN_S:
+                self._scan()
+            return list(self._by_key.values())
+
+    def get(self, key: str) -> Benchmark:
+        """The benchmark named ``key`` in URLs, or :class:`NotFound`."""
+        for b in self.benchmarks():
+            if b.key == key:
+                return b
+        raise NotFound(key)
+
+    def close(self) -> None:
+        for b in self._by_key.values():
+            b.close()
+
+    # ------------------------------------------------------------------ changes
+
+    def versions(self) -> dict[str, int]:
+        """Each benchmark's version: a number that grows whenever something it shows changed."""
+        out = {}
+        for b in self.benchmarks():
+            with self._lock:
+                self._refresh(b)
+                out[b.key] = b.version
+        return out
+
+    def version_of(self, key: str) -> int:
+        b = self.get(key)
+        with self._lock:
+            self._refresh(b)
+            return b.version
+
+    def _refresh(self, b: Benchmark) -> None:
+        now = self._clock()
+        if now - b._checked < FINGERPRINT_TTL_S:
+            return
+        b._checked = now
+        try:
+            conn = b.connection()
+            (data_version,) = conn.execute("PRAGMA data_version").fetchone()
+            if data_version != b._data_version or b._fingerprint is None:
+                b._data_version = data_version
+                b._running = [r for (r,) in conn.execute("SELECT run_id FROM runs WHERE status = ?",
+                                                         (RUNNING,))]
+            sizes = []
+            for rid in b._running:
+                for name in (LOG_FILE, SERIES_FILE):
+                    try:
+                        sizes.append((b.folder / "runs" / rid / name).stat().st_size)
+                    except OSError:
+                        sizes.append(-1)
+            fingerprint: tuple[object, ...] = (data_version, tuple(b._running), tuple(sizes))
+        except sqlite3.Error as exc:
+            # A ledger being replaced or locked for long: shown as a change, looked at again next time.
+            fingerprint = ("error", str(exc))
+            b.close()
+        if fingerprint != b._fingerprint:
+            b._fingerprint = fingerprint
+            b.version += 1
+
+    # ------------------------------------------------------------------ files
+
+    def run_dir(self, key: str, run_id: str) -> Path:
+        """The run directory of ``run_id`` in benchmark ``key``; :class:`NotFound` for anything
+        that is not a plain run id, or whose folder resolves outside the results folder."""
+        b = self.get(key)
+        if not _RUN_ID.match(run_id) or run_id in (".", ".."):
+            raise NotFound(run_id)
+        runs = (b.folder / "runs").resolve()
+        path = (runs / run_id).resolve()
+        if path.parent != runs:
+            raise NotFound(run_id)
+        return path
+
+    def run_file(self, key: str, run_id: str, name: str) -> Path:
+        """A file inside a run directory, never one outside it (``..``, absolute paths, links out)."""
+        folder = self.run_dir(key, run_id)
+        if not name or name.startswith("/") or "\\" in name or "\x00" in name:
+            raise NotFound(name)
+        path = (folder / name).resolve()
+        if not path.is_relative_to(folder) or not path.is_file():
+            raise NotFound(name)
+        return path
+
+
+def tail(path: Path, lines: int = 200, max_bytes: int = 256 * 1024) -> str:
+    """The last ``lines`` lines of a text file, reading at most ``max_bytes`` from its end."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    if size > max_bytes:
+        text = text.split("\n", 1)[-1]  # the first line read is likely cut
+    return "\n".join(text.splitlines()[-lines:])

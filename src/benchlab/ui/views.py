@@ -1,0 +1,403 @@
+"""What each page of the dashboard shows, read from a results folder (never written).
+
+The numbers of the results table, the comparisons and the leaderboard come from the same
+functions as ``benchlab report``, called on the same results table (:func:`report_numbers`),
+and are shown as the report prints them; this module only adds what a live page needs: run
+states, progress, failures as they happen, curves of runs still running, a run's files.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from markupsafe import Markup
+
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE
+from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
+from benchlab.ui.library import Benchmark, tail
+
+#: Log lines shown under a failure group, and on a run's page.
+FAILURE_TAIL_LINES = 10
+LOG_TAIL_LINES = 200
+#: Seed lines drawn per config on a curve (the band is over all of them).
+MAX_SEED_LINES = 20
+#: Seeds of a (task, config) shown one by one in the grid; past that, counts by state.
+SEEDS_SHOWN = 24
+
+
+@dataclass
+class Overview:
+    """A benchmark's line on the first page."""
+
+    key: str
+    name: str
+    description: str
+    counts: dict[str, int]
+    total: int
+    state: str  # running | done | failed runs | stopped | empty
+    eta_s: float | None
+    last_activity: float | None
+    gpu: str | None
+
+    @property
+    def finished(self) -> int:
+        return self.counts.get(COMPLETED, 0) + self.counts.get(FAILED, 0)
+
+    @property
+    def progress(self) -> float:
+        return self.finished / self.total if self.total else 0.0
+
+
+def _estimate_eta(store: Store, counts: dict[str, int]) -> float | None:
+    """Seconds until the runs left are done: each run's expected duration (the mean of its
+    (task, config)'s completed attempts, else of all) over the runs running side by side."""
+    durations = store.durations()
+    if not durations:
+        return None
+    overall = sum(durations.values()) / len(durations)
+    cond = store.in_spec_sql("r")
+    work = 0.0
+    now = time.time()
+    running = 0
+    for task, config, status, started in store.conn.execute(
+        f"SELECT r.task, r.config, r.status, (SELECT MAX(a.started) FROM attempts a WHERE a.run_id = r.run_id)"
+        f" FROM runs r WHERE {cond} AND r.status IN (?, ?, ?)",
+        (PENDING, RUNNING, INTERRUPTED),
+    ):
+        expected = durations.get((task, config), overall)
+        if status == RUNNING and started is not None:
+            running += 1
+            work += max(0.0, expected - (now - started))
+        else:
+            work += expected
+    if not counts.get(RUNNING):
+        return None if work else 0.0
+    return work / max(1, running)
+
+
+def overview(bench: Benchmark) -> Overview:
+    """State, progress, ETA, last activity and GPU use of one benchmark."""
+    with Store.open(bench.folder, read_only=True) as store:
+        meta = store.meta()
+        counts = store.counts()
+        total = sum(counts.values())
+        (last,) = store.conn.execute("SELECT MAX(updated) FROM runs").fetchone()
+        (ended,) = store.conn.execute("SELECT MAX(COALESCE(ended, started)) FROM attempts").fetchone()
+        last = max([v for v in (last, ended) if v is not None], default=None)
+        eta = _estimate_eta(store, counts) if counts.get(RUNNING) else None
+        uses = [a.gpu_use for _, a in store.gpu_attempts()]
+    sampled = [u for u in uses if u is not None and u.util_mean is not None]
+    gpu = None
+    if uses:
+        gpu = f"{len(uses)} runs on GPUs"
+        if sampled:
+            mean = sum(u.util_mean or 0.0 for u in sampled) / len(sampled)
+            peak = max((u.mem_peak_mib or 0) for u in sampled)
+            gpu += f", mean utilisation {mean:.0f}%, peak memory {peak / 1024:.1f} GiB"
+    if counts.get(RUNNING):
+        state = "running"
+    elif total == 0:
+        state = "empty"
+    elif counts.get(FAILED) and not counts.get(PENDING) and not counts.get(INTERRUPTED):
+        state = "failed runs"
+    elif counts.get(COMPLETED, 0) == total:
+        state = "done"
+    else:
+        state = "stopped"
+    return Overview(bench.key, meta.get("name", bench.folder.name), meta.get("description", ""), counts,
+                    total, state, eta, last, gpu)
+
+
+# ---------------------------------------------------------------------------- a benchmark
+
+
+@dataclass
+class Cell:
+    """The seeds of one (task, config): ``(seed, state, run_id)`` each."""
+
+    seeds: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def counts(self) -> list[tuple[str, int]]:
+        """Seeds per state, in the order the grid shows them."""
+        order = (COMPLETED, RUNNING, FAILED, INTERRUPTED, PENDING)
+        n = {s: 0 for s in order}
+        for _, st, _ in self.seeds:
+            n[st] = n.get(st, 0) + 1
+        return [(s, k) for s, k in n.items() if k]
+
+
+@dataclass
+class FailureView:
+    failure_class: str
+    error: str
+    runs: list[tuple[str, str]]  # (run name, run id)
+    tail: str
+
+
+@dataclass
+class ReportNumbers:
+    """The report's own numbers, as ``benchlab report`` prints them (Markdown cells)."""
+
+    primary: str
+    goal: str
+    baseline: str | None
+    task_tables: list[dict[str, Any]]
+    secondary: list[str]
+    comparisons: list[list[str]]  # header first
+    leaderboard: list[list[str]]  # header first
+    warnings: list[str]
+
+
+@dataclass
+class BenchmarkView:
+    overview: Overview
+    tasks: list[str]
+    configs: list[str]
+    grid: dict[tuple[str, str], Cell]
+    failures: list[FailureView]
+    curves: list[tuple[str, str]]  # (task, metric) with a logged curve
+
+
+def markdown_rows(lines: list[str]) -> list[list[str]]:
+    """The cells of a Markdown table's lines (the separator line left out)."""
+    rows = []
+    for line in lines:
+        line = line.strip()
+        if not line.startswith("|"):
+            continue
+        if set(line) <= set("|-: "):
+            continue
+        cells = [c.strip() for c in line.strip().removeprefix("|").removesuffix("|").split(" | ")]
+        rows.append(cells)
+    return rows
+
+
+def report_numbers(folder: Path) -> ReportNumbers | None:
+    """The results tables, comparisons and leaderboard of ``benchlab report``, made by its functions.
+
+    ``report.gather`` reads the results table (``results.load``) and the ledger's seeds and
+    failures; ``report.account_seeds`` and ``report.analyze`` run the same ``stats`` functions
+    with the report's defaults (2,000 bootstrap resamples, seed 0, failed seeds excluded).
+    """
+    from benchlab.report import account_seeds, analyze, gather, leaderboard
+
+    # The report formats its rows here; shared, so that the page prints what the report prints.
+    from benchlab.report.markdown import _comparison_rows, _task_tables
+
+    data = gather(folder)
+    if data.finals.empty and not data.failed_runs:
+        return None
+    desc = account_seeds(data)
+    analyze(data)
+    tables, secondary = _task_tables(data, desc)
+    info = data.info
+    comparisons: list[list[str]] = []
+    rows = [r for r in data.analysis.comparisons if r.metric == info.primary] if data.analysis else []
+    if rows:
+        comparisons = markdown_rows(_comparison_rows(data, rows))
+    board = markdown_rows(leaderboard(data, desc).splitlines())
+    return ReportNumbers(info.primary, info.goal.get(info.primary, "max"), info.baseline, tables, secondary,
+                         comparisons, board, list(data.analysis.warnings if data.analysis else []))
+
+
+def benchmark_view(bench: Benchmark) -> BenchmarkView:
+    """What the page of one benchmark shows but the report's numbers (:func:`report_numbers`,
+    fetched apart: at 10,000 runs they take seconds, the rest milliseconds)."""
+    from benchlab.triage import group_failures
+
+    over = overview(bench)
+    grid: dict[tuple[str, str], Cell] = defaultdict(Cell)
+    with Store.open(bench.folder, read_only=True) as store:
+        meta = store.meta()
+        names: dict[str, str] = {}
+        for rid, name, task, config, seed, status in store.conn.execute(
+            f"SELECT run_id, name, task, config, seed, status FROM runs WHERE {store.in_spec_sql()}"
+            " ORDER BY rowid"
+        ):
+            grid[(task, config)].seeds.append((int(seed), status, rid))
+            names[rid] = name
+        failed = {rid for cell in grid.values() for _, st, rid in cell.seeds if st == FAILED}
+        last: dict[str, AttemptRecord] = {}
+        if failed:
+            for a in store.attempts(status=FAILED):
+                if a.run_id in failed:
+                    last[a.run_id] = a
+        curves = sorted({(t, m) for t, m in store.conn.execute(
+            f"SELECT DISTINCT r.task, s.metric FROM series s JOIN runs r USING (run_id) WHERE {store.in_spec_sql('r')}"
+        )})
+    tasks = list(meta.get("tasks") or []) + sorted({t for t, _ in grid} - set(meta.get("tasks") or []))
+    configs = list(meta.get("configs") or []) + sorted({c for _, c in grid} - set(meta.get("configs") or []))
+    failures = [
+        FailureView(g.failure_class, g.error, [(names.get(a.run_id, a.run_id), a.run_id) for a in g.attempts],
+                    "\n".join((g.attempts[0].log_tail or "").splitlines()[-FAILURE_TAIL_LINES:]))
+        for g in group_failures(last.values())
+    ]
+    return BenchmarkView(over, tasks, configs, dict(grid), failures, curves)
+
+
+# ---------------------------------------------------------------------------- curves
+
+
+def _finite(a: np.ndarray) -> list[float | None]:
+    return [None if not math.isfinite(v) else float(v) for v in a.tolist()]
+
+
+def _times(steps: np.ndarray, started: float | None, ended: float | None) -> list[float | None] | None:
+    """Seconds since the run started at each step, the steps spread evenly over the attempt."""
+    if started is None or ended is None or steps.shape[0] == 0:
+        return None
+    span = float(steps[-1] - steps[0])
+    if span <= 0:
+        return [float(ended - started)] * steps.shape[0]
+    return _finite((steps - steps[0]) / span * (ended - started))
+
+
+def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
+    """One (task, metric)'s curves: per config its mean and 95% band over the completed seeds
+    (the report's :func:`~benchlab.report.curves.mean_band` on its aligned curves), and each seed
+    as a line, the running ones read from their ``metrics.jsonl`` as they grow.
+
+    Wall time is estimated: a run's logged steps spread evenly between its start and its end
+    (or its last write, while it runs), since ``metrics.jsonl`` records no clock.
+    """
+    from benchlab.collect.files import read_metrics_jsonl
+    from benchlab.report.curves import load_curves, mean_band
+
+    with Store.open(bench.folder, read_only=True) as store:
+        meta = store.meta()
+        runs = {}
+        for rid, config, seed, status in store.conn.execute(
+            f"SELECT run_id, config, seed, status FROM runs WHERE {store.in_spec_sql()} AND task = ?", (task,)
+        ):
+            runs[(config, int(seed))] = (rid, status)
+        timing: dict[str, tuple[float, float | None]] = {}
+        for rid, started, ended in store.conn.execute(
+            "SELECT a.run_id, a.started, a.ended FROM attempts a JOIN runs r USING (run_id)"
+            f" WHERE r.task = ? AND {store.in_spec_sql('r')} ORDER BY a.attempt_id", (task,)
+        ):
+            timing[rid] = (started, ended)
+    sets = [c for c in load_curves(bench.folder) if c.task == task and c.metric == metric]
+    configs: dict[str, dict[str, Any]] = {}
+    order = list(meta.get("configs") or [])
+    if sets:
+        cs = sets[0]
+        for config, values in cs.values.items():
+            mean, low, high = mean_band(values)
+            seeds = cs.seeds[config]
+            lines = []
+            for i, seed in enumerate(seeds[:MAX_SEED_LINES]):
+                rid = runs.get((config, seed), ("", ""))[0]
+                started, ended = timing.get(rid, (None, None))
+                lines.append({"seed": seed, "run_id": rid, "state": COMPLETED, "x": _finite(cs.grid),
+                              "t": _times(cs.grid, started, ended), "y": _finite(values[i])})
+            ts = [ln["t"] for ln in lines if ln["t"] is not None]
+            mean_t = _finite(np.mean(np.array(ts, dtype=float), axis=0)) if ts else None
+            configs[config] = {"n": int(values.shape[0]), "x": _finite(cs.grid), "t": mean_t,
+                               "mean": _finite(mean), "low": _finite(low), "high": _finite(high), "seeds": lines}
+    for (config, seed), (rid, status) in runs.items():
+        if status != RUNNING:
+            continue
+        path = bench.folder / "runs" / rid / SERIES_FILE
+        try:
+            series = read_metrics_jsonl(path)
+        except (OSError, ValueError):
+            continue
+        if metric not in series:
+            continue
+        steps, vals = series[metric]
+        started = timing.get(rid, (None, None))[0]
+        try:
+            last_write = path.stat().st_mtime
+        except OSError:
+            last_write = None
+        entry = configs.setdefault(config, {"n": 0, "x": [], "t": None, "mean": [], "low": [], "high": [],
+                                            "seeds": []})
+        entry["seeds"].append({"seed": seed, "run_id": rid, "state": RUNNING, "x": _finite(np.asarray(steps)),
+                               "t": _times(np.asarray(steps, dtype=float), started, last_write),
+                               "y": _finite(np.asarray(vals))})
+    ordered = [c for c in order if c in configs] + sorted(set(configs) - set(order))
+    goals = meta.get("goals") or {}
+    return {"task": task, "metric": metric, "goal": goals.get(metric), "configs": [
+        {"name": c, **configs[c]} for c in ordered]}
+
+
+# ---------------------------------------------------------------------------- a run
+
+
+@dataclass
+class RunView:
+    run_id: str
+    name: str
+    task: str
+    config: str
+    seed: int
+    status: str
+    params: dict[str, Any]
+    command: str
+    attempts: list[AttemptRecord]
+    metrics: dict[str, float | None]
+    series: dict[str, tuple[int, float | None]]  # metric -> (points, last value)
+    config_text: str
+    provenance: dict[str, Any] | None
+    files: list[str]
+    log: str
+
+
+def run_view(bench: Benchmark, run_dir: Path, run_id: str) -> RunView:
+    """A run's config, provenance, metrics, attempts and the tail of its log."""
+    from benchlab.collect.files import read_metrics_jsonl
+    from benchlab.ui.library import NotFound
+
+    with Store.open(bench.folder, read_only=True) as store:
+        row = store.conn.execute("SELECT name, task, config, seed, params, command, status FROM runs"
+                                 " WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise NotFound(run_id)
+        attempts = store.attempts(run_id=run_id)
+        metrics = dict(store.conn.execute("SELECT metric, value FROM metrics WHERE run_id = ? ORDER BY metric",
+                                          (run_id,)))
+        series_rows = store.conn.execute("SELECT metric, steps, vals FROM series WHERE run_id = ? ORDER BY metric",
+                                         (run_id,)).fetchall()
+    series: dict[str, tuple[int, float | None]] = {}
+    for metric, steps, vals in series_rows:
+        v = np.frombuffer(vals, dtype=np.float64)
+        series[metric] = (int(np.frombuffer(steps, dtype=np.float64).shape[0]), float(v[-1]) if v.size else None)
+    if not metrics and (run_dir / METRICS_FILE).is_file():
+        try:  # a run still running, or failed: what it wrote so far
+            raw = json.loads((run_dir / METRICS_FILE).read_text())
+            metrics = {k: v for k, v in raw.items() if isinstance(v, int | float)} if isinstance(raw, dict) else {}
+        except (OSError, ValueError):
+            pass
+    if not series and (run_dir / SERIES_FILE).is_file():
+        try:
+            for m, (_s, v) in read_metrics_jsonl(run_dir / SERIES_FILE).items():
+                series[m] = (int(len(v)), float(v[-1]) if len(v) else None)
+        except (OSError, ValueError):
+            pass
+    provenance = None
+    try:
+        provenance = json.loads((run_dir / PROVENANCE_FILE).read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        config_text = (run_dir / CONFIG_FILE).read_text(errors="replace")
+    except OSError:
+        config_text = ""
+    files = sorted(p.name for p in run_dir.iterdir() if p.is_file()) if run_dir.is_dir() else []
+    name, task, config, seed, params, command, status = row
+    return RunView(run_id, name, task, config, int(seed), status, json.loads(params), command, attempts,
+                   metrics, series, config_text, provenance, files,
+                   tail(run_dir / LOG_FILE, LOG_TAIL_LINES))
+
+
+def cell_html(text: str) -> Markup:
+    """A cell of the report's Markdown tables as HTML: escaped, with its line breaks kept."""
+    return Markup(html.escape(html.unescape(text)).replace("&lt;br&gt;", "<br>").replace("\\|", "|"))

@@ -1,0 +1,106 @@
+"""The JSON of ``benchlab analyze --json`` is a contract: the typed result must print it unchanged.
+
+The files under ``golden/`` were written by the dict-returning ``analyze`` (main at 0b7a328,
+before the result was typed) from the hand-built ``golden/table.csv`` (3 tasks x 3 configs x
+6 seeds; an accuracy with a NaN seed and a missing seed, a loss logged as a learning curve)
+with the commands below, and are compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from benchlab.errors import BadArgument
+from benchlab.stats import analyze
+from benchlab.stats.accounting import analyze_seeds
+from benchlab.stats.analysis import AggregateRow, Analysis, ComparisonRow, Estimate, SummaryRow
+from benchlab_testing import run_cli
+
+GOLDEN = Path(__file__).parent / "golden"
+
+CASES = {
+    "analyze_all.json": ["--baseline", "base", "--reps", "500", "--range", "acc=0,1",
+                         "--references", "references.csv"],
+    "analyze_loss_auc.json": ["--baseline", "base", "--metric", "loss", "--goal", "min",
+                              "--summary", "auc", "--method", "percentile", "--failed-as", "worst",
+                              "--reps", "500"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cli_json_is_byte_for_byte_the_contract(name):
+    res = run_cli("analyze", "table.csv", *CASES[name], "--json", cwd=GOLDEN)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == (GOLDEN / name).read_text()
+
+
+def test_library_result_serialises_to_the_same_json_as_the_dict_it_replaces():
+    df = pd.read_csv(GOLDEN / "table.csv")
+    out = analyze(df[df["metric"] == "acc"], baseline="base", candidates=["cand"], reps=300,
+                  normalize="observed")
+    assert out.to_json() + "\n" == (GOLDEN / "analyze_api_observed.json").read_text()
+
+
+def test_result_is_typed_rows_not_dicts():
+    df = pd.read_csv(GOLDEN / "table.csv")
+    out = analyze_seeds(df, baseline="base", metric="acc", reps=200, ranges={"acc": (0.0, 1.0)})
+    assert isinstance(out, Analysis)
+    assert all(isinstance(r, SummaryRow) for r in out.summary)
+    assert all(isinstance(r, ComparisonRow) for r in out.comparisons)
+    assert all(isinstance(r, AggregateRow) and isinstance(r.iqm, Estimate) for r in out.aggregate)
+    flaky = out.summary_of("t1", "flaky", "acc")
+    assert flaky is not None and flaky.n == 5
+    assert flaky.seeds is not None and flaky.seeds.failed_seeds == [1] and flaky.seeds.planned == 6
+    assert flaky.ci_method == "Student-t, cut at the range [0, 1]"
+    t1 = next(c for c in out.comparisons if c.task == "t1" and c.candidate == "flaky")
+    assert t1.pvalue == t1.t_pvalue and t1.caveat is not None and "1 of 6 seeds failed" in t1.caveat
+    data = out.to_dict()
+    assert data["methods"]["failed_as"] == "exclude"
+    assert data["aggregate"][0]["iqm"] == out.aggregate[0].iqm.value
+
+
+def test_a_config_that_failed_everywhere_keeps_rows_with_every_key():
+    df = pd.read_csv(GOLDEN / "table.csv")
+    df = df[df["metric"] == "acc"]
+    df.loc[df["config"] == "flaky", "value"] = float("nan")
+    data = analyze_seeds(df, baseline="base", reps=200).to_dict()
+    summary = [r for r in data["summary"] if r["config"] == "flaky"]
+    comps = [r for r in data["comparisons"] if r["candidate"] == "flaky"]
+    assert len(summary) == 3 and all(r["n"] == 0 and r["mean"] is None for r in summary)
+    assert len(comps) == 3 and all(r["significant"] is None for r in comps)
+    # The same keys, in the same order, as a comparison that was computed.
+    computed = next(r for r in data["comparisons"] if r["candidate"] == "cand")
+    assert all(list(r) == list(computed) for r in comps)
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_bad_choices_name_the_argument_in_the_library_and_the_flag_in_the_cli(tmp_path):
+    df = pd.read_csv(GOLDEN / "table.csv")
+    with pytest.raises(BadArgument) as err:
+        analyze(df, summary="median")  # type: ignore[arg-type]
+    assert str(err.value) == "summary must be one of final, auc, max, slope; got 'median'"
+    assert err.value.argument == "summary"
+    with pytest.raises(BadArgument, match="^goal of metric 'acc' must be one of max, min; got 'up'$"):
+        analyze(df, goal={"acc": "up"})  # type: ignore[dict-item]
+    res = run_cli("analyze", "table.csv", "--goal", "up", cwd=GOLDEN)
+    assert res.returncode == 2
+    assert "Invalid value for '--goal'" in res.stderr and "'up' is not one of 'max', 'min'" in res.stderr
+
+
+def test_the_python_example_of_docs_statistics_runs():
+    import io
+
+    from benchlab_testing import doc_blocks
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
+    df = pd.read_csv(io.StringIO(doc_blocks(doc, "csv")[0]))
+    code = next(b for b in doc_blocks(doc, "python") if "from benchlab.stats import analyze" in b)
+    namespace: dict[str, object] = {"df": df}
+    exec(code, namespace)  # noqa: S102  (the doc's own example)
+    report = namespace["report"]
+    assert isinstance(report, Analysis) and report.comparisons[0].p_holm is not None
+    assert json.loads(report.to_json())["comparisons"][0]["p_holm"] == report.comparisons[0].p_holm

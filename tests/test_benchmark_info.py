@@ -1,0 +1,69 @@
+"""The benchmark record: written from a spec by the store, read back whole by the store."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from benchlab.benchmark_info import BenchmarkInfo
+from benchlab.results import info, write_benchmark_meta
+from benchlab.spec import load_spec
+from benchlab.store import Store
+
+SPEC = """\
+name: rec
+description: two configs on two tasks
+metrics:
+  primary: {name: acc, goal: max}
+  secondary:
+    - {name: loss, goal: min}
+tasks:
+  - {name: a, target: 0.9, reference: {low: 0.1, high: 1.0}}
+  - {name: b}
+configs:
+  - {name: base}
+  - {name: new}
+baseline: base
+seeds: [0, 1, 2]
+command: echo {seed}
+"""
+
+
+def test_record_written_from_a_spec_reads_back_equal(tmp_path: Path) -> None:
+    spec_file = tmp_path / "benchlab.yaml"
+    spec_file.write_text(SPEC)
+    spec = load_spec(spec_file)
+    with Store.create(tmp_path / "res") as store:
+        write_benchmark_meta(store, spec, tmp_path / "res")
+    got = info(tmp_path / "res")
+    assert got == BenchmarkInfo.from_spec(spec)
+    assert got.primary == "acc"
+    assert got.goal == {"acc": "max", "loss": "min"}
+    assert got.metrics == ["acc", "loss"]
+    assert got.baseline == "base"
+    assert got.tasks == ["a", "b"] and got.configs == ["base", "new"]
+    assert got.targets == {"a": 0.9, "b": None}
+    assert got.references == {"a": (0.1, 1.0)}
+    assert got.seeds == [0, 1, 2]
+    assert got.spec_path == str(spec_file.resolve())
+    saved = json.loads((tmp_path / "res" / "benchmark.json").read_text())
+    assert saved["spec"]["name"] == "rec" and saved["spec_path"] == str(spec_file.resolve())
+
+
+def test_a_ledger_without_the_later_fields_reads_with_their_defaults(tmp_path: Path) -> None:
+    with Store.create(tmp_path) as store:
+        pass
+    # A ledger written before `metrics`, `overrides` and the rest were recorded.
+    with sqlite3.connect(tmp_path / "benchlab.db") as conn:
+        conn.executemany("INSERT INTO meta VALUES (?, ?)",
+                         [("name", '"old"'), ("primary", '"score"'), ("goals", '{"score": "min"}')])
+    with Store.open(tmp_path) as store:
+        got = store.benchmark()
+    assert got == BenchmarkInfo(name="old", primary="score", goal={"score": "min"}, baseline=None,
+                                configs=[], tasks=[])
+
+
+def test_a_ledger_with_no_benchmark_has_no_record(tmp_path: Path) -> None:
+    with Store.create(tmp_path) as store:
+        assert store.benchmark() is None

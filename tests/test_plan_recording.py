@@ -1,0 +1,140 @@
+"""A sweep's plan at scale: run ids built in bulk, and the plan recorded while the first runs go.
+
+The ids must stay what they always were (each run's definition, hashed), and recording the
+plan a step at a time must keep the ledger's promise: stopped at any step, nothing is lost
+and nothing runs twice.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from benchlab import store as store_module
+from benchlab.execute.sweep import Sweep
+from benchlab.plan import expand, run_id
+from benchlab.spec import load_spec
+from benchlab.store import Store
+from benchlab_testing import SCRIPT, run_cli
+
+TRICKY = """
+name: tricky
+variables: {frames: 1e-3, tag: "a b"}
+env: {MY_SEED: "{seed}", PLAIN: "x", RID: "{run_id}-{task}"}
+tasks:
+  - {name: t0, params: {lr: 1e-3, nested: {b: [1, 2.50, "ü"], a: null}}}
+  - {name: t1, params: {lr: 0.001}, command: "echo {seed:03d} {lr} ${frames} {run_id} {run_dir}"}
+configs:
+  - {name: c0, params: {flag: true}}
+  - {name: c1, params: {x: "it's"}, command: "echo {x} {seed} {run_id}"}
+seeds: [3, 1, 7]
+command: "python -c 'print({seed})' {lr} ${tag}"
+metrics:
+  primary: {name: score}
+"""
+
+TWELVE = """
+name: twelve
+tasks: [{name: t1, params: {base: 0.5}}, {name: t2, params: {base: 0.7}}]
+configs: [{name: a}, {name: b}, {name: c}]
+seeds: 2
+command: python run.py base={base}
+metrics:
+  primary: {name: score, goal: max}
+retries: 0
+"""
+
+
+def _write(root: Path, text: str) -> Path:
+    (root / "run.py").write_text(SCRIPT)
+    spec = root / "bench.yaml"
+    spec.write_text(textwrap.dedent(text).lstrip())
+    return spec
+
+
+def test_each_run_id_is_the_hash_of_its_own_definition(tmp_path):
+    spec = load_spec(_write(tmp_path, TRICKY), [])
+    runs = expand(spec)
+    tasks = {t.name: t for t in spec.tasks}
+    configs = {c.name: c for c in spec.configs}
+    assert len(runs) == 2 * 2 * 3
+    assert [r.seed for r in runs[:4]] == [3, 3, 3, 3]  # seed-major
+    for r in runs:
+        # One run at a time, from what defines it: the command as it reads with '{run_id}' in it.
+        params = {**tasks[r.task].params, **configs[r.config].params}
+        assert r.run_id == run_id(spec.name, r.task, r.config, params, r.seed,
+                                  r.command.replace(r.run_id, "{run_id}"))
+        assert r.env["MY_SEED"] == str(r.seed) and r.env["RID"] == f"{r.run_id}-{r.task}"
+    t1 = next(r for r in runs if r.task == "t1" and r.config == "c0" and r.seed == 7)
+    assert t1.command.startswith("echo 007 0.001 1e-3 " + t1.run_id)
+    assert len({r.run_id for r in runs}) == len(runs)
+
+
+class _Crash(Exception):
+    pass
+
+
+def _ledger(results: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{results / 'benchlab.db'}?mode=ro", uri=True)
+
+
+def test_a_sweep_stopped_while_recording_its_plan_loses_and_repeats_nothing(tmp_path, monkeypatch):
+    spec_path = _write(tmp_path, TWELVE)
+    results = tmp_path / "out"
+    spec = load_spec(spec_path, [])
+    monkeypatch.setattr(store_module, "PLAN_STEP_RUNS", 2)
+
+    def crash_at_first_launch(event):
+        if event.kind == "start":
+            raise _Crash  # the sweep dies right after its first launch: no step of the plan done yet
+
+    with pytest.raises(_Crash):
+        Sweep(spec, results, jobs=2, on_event=crash_at_first_launch).run()
+
+    with _ledger(results) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []  # no attempt without its run
+        attempts = db.execute("SELECT run_id, status FROM attempts").fetchall()
+        registered = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    assert [status for _, status in attempts] == ["interrupted"]
+    assert registered < 12
+    shown = run_cli("status", str(results), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert f"plan partly recorded: {registered - 1} of 12 runs" in " ".join(shown.stdout.split())
+
+    again = run_cli("run", str(spec_path), "-r", str(results), "--no-report", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    with _ledger(results) as db:
+        per_run = db.execute("SELECT run_id, SUM(status = 'completed') FROM attempts GROUP BY run_id").fetchall()
+        planned = [rid for (rid,) in db.execute("SELECT run_id FROM spec_runs ORDER BY position")]
+        keys = [k for (k,) in db.execute("SELECT key FROM meta")]
+    assert planned == [r.run_id for r in expand(spec)]
+    assert sorted(per_run) == sorted((rid, 1) for rid in planned)  # every run completed exactly once
+    assert "plan_recording" not in keys
+    shown = run_cli("status", str(results), cwd=tmp_path)
+    assert "12 runs — 12 completed" in shown.stdout
+    assert "partly recorded" not in shown.stdout
+
+
+def test_the_same_plan_again_is_not_written_and_a_changed_one_replaces_it(tmp_path):
+    spec_path = _write(tmp_path, TWELVE)
+    runs = expand(load_spec(spec_path, []))
+    with Store.create(tmp_path / "out") as store:
+        store.record_plan(runs, step=5).finish()
+        before = store.conn.total_changes
+        again = store.record_plan(runs, step=5)
+        again.finish()
+        assert store.conn.total_changes == before
+        # Base 0.5 -> 0.6 on t1 renames t1's runs: their coordinates now belong to new runs.
+        changed = expand(load_spec(_write(tmp_path, TWELVE.replace("base: 0.5", "base: 0.6")), []))
+        store.record_plan(changed, step=5).finish()
+        assert store.plan_recording() is None
+        current = {rid for (rid,) in store.conn.execute("SELECT run_id FROM runs WHERE current = 1")}
+        planned = [rid for (rid,) in store.conn.execute("SELECT run_id FROM spec_runs ORDER BY position")]
+    assert planned == [r.run_id for r in changed]
+    old_t1 = {r.run_id for r in runs if r.task == "t1"}
+    assert len(old_t1) == 6 and not old_t1 & current
+    assert current == {r.run_id for r in changed}

@@ -1,0 +1,195 @@
+"""`benchlab ui` as a real server on 127.0.0.1: read-only, confined, guarded by its token, live."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from ui_testkit import SLOW_SCRIPT, SLOW_SPEC, get, get_json, ui_server, wait_for
+
+from benchlab_testing import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sweep run to its end: 2 configs x 4 seeds, seed 3 of `bad` failed."""
+    root = tmp_path_factory.mktemp("ui")
+    (root / "run.py").write_text(SLOW_SCRIPT)
+    (root / "bench.yaml").write_text(SLOW_SPEC.format(seeds=4, steps=3, pause=0))
+    done = run_cli("run", "bench.yaml", "-j", "2", "--results", "out/slowbench", cwd=root, timeout=300)
+    assert done.returncode == 1, done.stderr  # one run failed on purpose
+    return root / "out" / "slowbench"
+
+
+def _tree(folder: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file under ``folder`` but SQLite's shared-memory and WAL files: size, mtime, digest."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and not p.name.endswith(("-shm", "-wal")):
+            out[str(p.relative_to(folder))] = (p.stat().st_size, p.stat().st_mtime_ns,
+                                               hashlib.sha256(p.read_bytes()).hexdigest())
+    return out
+
+
+def _run_ids(folder: Path) -> list[str]:
+    con = sqlite3.connect(f"file:{folder / 'benchlab.db'}?mode=ro", uri=True)
+    try:
+        return [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY rowid")]
+    finally:
+        con.close()
+
+
+def test_every_page_answers_and_no_file_of_the_results_folder_changes(finished: Path):
+    before = _tree(finished)
+    rid = _run_ids(finished)[0]
+    with ui_server(finished) as (port, _):
+        for path in ("/", "/b/slowbench", "/b/slowbench/curves", f"/b/slowbench/runs/{rid}",
+                     f"/b/slowbench/runs/{rid}/log", f"/b/slowbench/runs/{rid}/files/train.log",
+                     "/b/slowbench/curves.json?task=walk&metric=reward", "/api/changes", "/static/plotly.min.js"):
+            status, _, body = get(port, path)
+            assert status == 200, (path, status, body[:200])
+    assert _tree(finished) == before
+
+
+def test_a_ledger_opened_by_the_server_refuses_writes(finished: Path):
+    from benchlab.store import Store, read_only_process
+
+    read_only_process()
+    try:
+        with Store.open(finished) as store:
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                store.set_meta(name="changed")
+    finally:
+        read_only_process(False)
+    with Store.open(finished) as store:
+        assert store.meta()["name"] == "slowbench"
+
+
+@pytest.mark.parametrize("path", [
+    "/b/slowbench/runs/../benchlab.db",
+    "/b/slowbench/runs/..%2Fbenchlab.db/files/x",
+    "/b/slowbench/runs/{rid}/files/../../benchlab.db",
+    "/b/slowbench/runs/{rid}/files/..%2F..%2Fbenchlab.db",
+    "/b/slowbench/runs/{rid}/files/%2Fetc%2Fpasswd",
+    "/b/slowbench/runs/{rid}/files//etc/passwd",
+    "/b/slowbench/runs/{rid}/files/link-out",
+    "/b/slowbench/runs/..%2F..%2F..%2Fetc/log",
+    "/b/slowbench/runs/nosuchrun",
+    "/b/slowbench/runs/{rid}/files/nosuchfile",
+    "/b/..%2F..%2Fetc",
+    "/static/..%2F..%2F__init__.py",
+    "/static/../library.py",
+])
+def test_paths_outside_the_results_folders_get_404(finished: Path, path: str):
+    rid = _run_ids(finished)[0]
+    link = finished / "runs" / rid / "link-out"
+    if not link.exists():
+        link.symlink_to("/etc/passwd")
+    try:
+        with ui_server(finished) as (port, _):
+            status, _, body = get(port, path.format(rid=rid))
+    finally:
+        link.unlink()
+    assert status == 404, body[:300]
+    assert b"root:" not in body and b"SQLite format" not in body
+
+
+def test_a_run_file_inside_its_folder_is_served(finished: Path):
+    rid = _run_ids(finished)[0]
+    with ui_server(finished) as (port, _):
+        status, _, body = get(port, f"/b/slowbench/runs/{rid}/files/train.log")
+    assert status == 200
+    assert body == (finished / "runs" / rid / "train.log").read_bytes()
+
+
+def test_binding_another_address_without_a_token_is_refused(finished: Path):
+    done = run_cli("ui", str(finished), "--host", "0.0.0.0", "--port", "1")
+    assert done.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without a token" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_it_binds_loopback_by_default(finished: Path):
+    with ui_server(finished, host=None) as (port, proc):
+        line = proc.stderr.readline()
+        assert f"on http://127.0.0.1:{port}/" in line
+        listening = [c for c in psutil.Process(proc.pid).net_connections("tcp") if c.status == "LISTEN"]
+    assert [c.laddr.ip for c in listening] == ["127.0.0.1"]
+
+
+def test_with_a_token_only_the_bearer_or_the_one_time_url_gets_in(finished: Path):
+    token = "s3cret-token-42"
+    with ui_server(finished, token=token) as (port, proc):
+        assert get(port, "/")[0] == 401
+        assert get(port, "/api/changes")[0] == 401
+        assert get(port, "/", {"Authorization": "Bearer wrong-token"})[0] == 401
+        assert get(port, "/", {"Authorization": f"Bearer {token}"})[0] == 200
+        # The one-time URL the command printed sets a cookie, once.
+        line = ""
+        deadline = time.monotonic() + 30
+        while "login/" not in line and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+        code = re.search(r"/login/(\S+)", line).group(1)
+        status, headers, _ = get(port, f"/login/{code}")
+        assert status == 303
+        cookie = headers["set-cookie"].split(";")[0]
+        assert token not in cookie
+        assert get(port, "/b/slowbench", {"Cookie": cookie})[0] == 200
+        assert get(port, f"/login/{code}")[0] == 401  # used already
+        assert get(port, "/", {"Cookie": "benchlab_ui=guessed"})[0] == 401
+        # ?token= logs in too, and the token leaves the address.
+        status, headers, _ = get(port, f"/b/slowbench?token={token}")
+        assert status == 303 and headers["location"] == "/b/slowbench"
+        assert "benchlab_ui=" in headers["set-cookie"]
+
+
+def test_the_change_feed_moves_when_the_ledger_changes_and_only_then(finished: Path, tmp_path: Path):
+    import shutil
+
+    from benchlab.store import Store
+
+    copy = tmp_path / "slowbench"
+    shutil.copytree(finished, copy)
+    with ui_server(copy) as (port, _):
+        first = get_json(port, "/api/changes")["benchmarks"]["slowbench"]
+        time.sleep(0.6)
+        assert get_json(port, "/api/changes")["benchmarks"]["slowbench"] == first
+        with Store.open(copy) as store:
+            store.set_meta(description="touched")
+        started = time.monotonic()
+        wait_for(lambda: get_json(port, "/api/changes")["benchmarks"]["slowbench"] > first, timeout=5, every=0.1)
+        assert time.monotonic() - started < 2
+
+
+def test_a_root_folder_shows_every_benchmark_under_it(finished: Path, tmp_path: Path):
+    import shutil
+
+    shutil.copytree(finished, tmp_path / "one")
+    shutil.copytree(finished, tmp_path / "two")
+    with ui_server(tmp_path) as (port, _):
+        status, _, body = get(port, "/")
+        assert status == 200
+        assert b'href="/b/one"' in body and b'href="/b/two"' in body
+        # A sweep started after the dashboard shows up without a restart.
+        shutil.copytree(finished, tmp_path / "three")
+        wait_for(lambda: b'href="/b/three"' in get(port, "/")[2], timeout=10)
+
+
+def test_the_benchmark_page_shows_the_failure_with_its_log_tail(finished: Path):
+    with ui_server(finished) as (port, _):
+        status, _, body = get(port, "/b/slowbench")
+    text = body.decode()
+    assert status == 200
+    failures = text[text.index("<h2>Failures</h2>"):text.index('id="results"')]
+    assert "<b>exception</b> · 1 run · ValueError: seed is cursed" in failures
+    assert "walk/bad/s3" in failures
+    assert "ValueError: seed is cursed" in text
+    assert text.count('data-state="failed"') == 1
+    assert text.count('data-state="completed"') == 7
