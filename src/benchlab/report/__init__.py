@@ -16,11 +16,11 @@ from benchlab import preregistration
 from benchlab.ranges import metric_ranges
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary, ledger_seeds
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
-from benchlab.report.leaderboard import render_leaderboard, status
+from benchlab.report.leaderboard import render_leaderboard, status, task_settings
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown
 from benchlab.report.tables import describe
 from benchlab.results import find_results, info, load
-from benchlab.run_files import PROVENANCE_FILE
+from benchlab.run_files import PROVENANCE_FILE, runs_dir
 from benchlab.store import FAILED, AttemptRecord, RunRecord, Store
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class ReportFiles:
 def _hardware(results: Path) -> tuple[str, dict[str, object]]:
     """The Hardware line (the GPUs the runs used, by model and count, and the CPU) and the git state."""
     prov: dict[str, object] = {}
-    for path in sorted((results / "runs").glob(f"*/{PROVENANCE_FILE}"))[:1]:
+    for path in sorted(runs_dir(results).glob(f"*/{PROVENANCE_FILE}"))[:1]:
         try:
             prov = json.loads(path.read_text())
         except ValueError:
@@ -108,6 +108,11 @@ def gather(results: Path | str | None = None) -> ReportData:
     planned, failed_runs = ledger_seeds(folder)
     with Store.open(folder) as store:
         registered = store.meta().get(preregistration.META_KEY)
+        run_ids: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        for task, config, seed, rid in store.conn.execute(
+                f"SELECT task, config, seed, run_id FROM runs WHERE status = 'completed' AND {store.in_spec_sql()}"
+                " ORDER BY task, config, seed"):
+            run_ids.setdefault((task, config), []).append((int(seed), rid))
         # Reading every run and attempt costs ~0.3 s at 10,000 runs; most sweeps have no failure.
         if store.counts().get(FAILED):
             runs = {r.run_id: r for r in store.runs() if r.status == FAILED}
@@ -153,6 +158,7 @@ def gather(results: Path | str | None = None) -> ReportData:
         ranges=metric_ranges(meta.spec),
         partial=partial,
         registered_plan=registered,
+        run_ids=run_ids,
     )
 
 
@@ -182,8 +188,9 @@ def analyze(data: ReportData, *, reps: int = DEFAULT_REPS, seed: int = 0) -> Non
     )
 
 
-def leaderboard(data: ReportData, desc: pd.DataFrame) -> str:
-    """The text of BENCHMARKS.md, from :func:`account_seeds`' table."""
+def leaderboard(data: ReportData, desc: pd.DataFrame, out_dir: Path | None = None) -> str:
+    """The text of BENCHMARKS.md, from :func:`account_seeds`' table; with ``out_dir`` (where it
+    is written) each score links its seeds' run folders."""
     info_ = data.info
     prim = desc[desc["is_primary"]]
     # Every task and config of the spec, even before any run of it completed.
@@ -199,7 +206,19 @@ def leaderboard(data: ReportData, desc: pd.DataFrame) -> str:
         info_.name,
         seeds=primary_counts(data.accounting, info_.primary),
         failed_as=data.failed_as,
+        settings=task_settings(info_.spec),
+        run_links=run_links(data, out_dir) if out_dir is not None else None,
     )
+
+
+def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """Each (task, config)'s seeds with a link to its run folder, relative to ``out_dir``."""
+    import os
+
+    if data.results is None:
+        return {}
+    where = os.path.relpath(runs_dir(data.results), out_dir or data.results)
+    return {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v] for k, v in data.run_ids.items()}
 
 
 def write_report(
@@ -262,7 +281,7 @@ def write_report(
         drawn = publish_plots(staging, out_dir / "plots")
         extra += [out_dir / p["path"] for p in data.plots]
     bench_md = out_dir / "BENCHMARKS.md"
-    write_text_atomic(bench_md, leaderboard(data, desc))
+    write_text_atomic(bench_md, leaderboard(data, desc, out_dir))
     extra.insert(0, bench_md)
     text = render_markdown(data)
     md = out_dir / "BENCHMARK_REPORT.md"

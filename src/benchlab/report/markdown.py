@@ -55,6 +55,8 @@ class ReportData:
     #: The pre-registered analysis plan as the ledger holds it (``benchlab.preregistration``).
     registered_plan: dict[str, Any] | None = None
     analysis_plan: str = ""  # the "Analysis plan" section, Markdown
+    #: (task, config) -> [(seed, run id)] of the completed runs, for BENCHMARKS.md's links.
+    run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
