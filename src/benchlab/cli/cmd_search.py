@@ -7,8 +7,9 @@ from typing import Any
 
 import typer
 
-from benchlab.cli.app import app, console, fail, print_json
+from benchlab.cli.app import app, console, print_json
 from benchlab.cli.cmd_run import ResultsOpt, SetOpt, SpecArg, default_results
+from benchlab.errors import UsageError
 
 
 def _params_text(params: dict[str, Any]) -> str:
@@ -50,9 +51,9 @@ def search(
 
     spec = load_spec(spec_path, sets)
     if spec.search is None:
-        raise fail(f"{spec_path}: the spec has no `search` section; see docs/search.md for one")
+        raise UsageError(f"{spec_path}: the spec has no `search` section; see docs/search.md for one")
     if summary is not None and summary not in SUMMARIES:
-        raise fail(f"--summary {summary}: expected one of {', '.join(SUMMARIES)}")
+        raise UsageError(f"--summary {summary}: expected one of {', '.join(SUMMARIES)}")
     folder = results or default_results(spec)
     if promote is not None:
         return _promote(spec, folder, promote, as_json)
@@ -65,7 +66,7 @@ def search(
 
     backend = backend or spec.backend
     if backend != "ray" and (ray_address or shared_fs):
-        raise fail("--ray-address and --shared-fs need the ray backend (--backend ray)")
+        raise UsageError("--ray-address and --shared-fs need the ray backend (--backend ray)")
     options = {"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs} if backend == "ray" else {}
     show = err_console if as_json else console
     search_ = spec.search
