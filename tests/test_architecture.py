@@ -178,3 +178,36 @@ def test_long_format_columns_are_listed_only_in_long_format():
                        ["benchmark", "task", "config", "seed"], ["task", "config", "seed", "value"])
                    for line in [node.lineno])
     assert spelt == []
+
+
+def _backend_modules() -> list[str]:
+    """The modules that define a backend: a class deriving from ``Backend``."""
+    found = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                    (isinstance(b, ast.Name) and b.id == "Backend")
+                    or (isinstance(b, ast.Attribute) and b.attr == "Backend") for b in node.bases):
+                found.append(name)
+                break
+    return found
+
+
+def test_the_backend_walk_finds_the_shipped_backends():
+    assert {"benchlab.execute.local", "benchlab.execute.ray"} <= set(_backend_modules())
+
+
+def test_the_sweep_imports_no_backend():
+    # The sweep knows backends by the protocol in execute/base.py only: a new backend is added
+    # without touching it, and the sweep never loads a backend it does not use.
+    backends = set(_backend_modules())
+    assert sorted(f"{i.line}: {i.imported}" for i in IMPORTS
+                  if i.importer == "benchlab.execute.sweep" and i.imported in backends) == []
+
+
+def test_the_sweep_names_no_backend():
+    from benchlab.execute.base import BUILTIN_BACKENDS
+
+    spelt = [f"{line}: {value!r}" for line, value in _string_constants(MODULES["benchlab.execute.sweep"])
+             if value in BUILTIN_BACKENDS]
+    assert spelt == []

@@ -26,6 +26,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "search": ("optuna",),
     "tensorboard": ("tensorboard",),
     "examples": ("sklearn", "gymnasium"),
+    "export": ("fsspec", "s3fs", "huggingface_hub"),
 }
 
 #: module -> its pip package, where the two names differ.

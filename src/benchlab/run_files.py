@@ -1,4 +1,5 @@
-"""The names of the files in a run directory (``<results>/runs/<run id>/``), spelt here once.
+"""The run directories of a results folder (``<results>/runs/<run id>/``) and the names of their
+files, spelt here once.
 
 What writes each one:
 
@@ -15,10 +16,24 @@ without importing benchlab there.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Final
+
+#: The folder of a results folder that holds one directory per run.
+RUNS_DIR: Final = "runs"
 
 CONFIG_FILE: Final = "config.yaml"
 LOG_FILE: Final = "train.log"
 METRICS_FILE: Final = "metrics.json"
 SERIES_FILE: Final = "metrics.jsonl"
 PROVENANCE_FILE: Final = "provenance.json"
+
+
+def runs_dir(results: Path) -> Path:
+    """The folder of ``results`` that holds the run directories."""
+    return results / RUNS_DIR
+
+
+def run_dir_of(results: Path, run_id: str) -> Path:
+    """The directory of run ``run_id`` in the results folder ``results``."""
+    return results / RUNS_DIR / run_id

@@ -145,13 +145,13 @@ def test_one_margin_serves_the_inventory_and_the_slot_reuse_wait():
 
 
 def test_resuming_after_a_crash_does_not_wait_on_an_idle_h100(tmp_path):
-    from benchlab.execute.sweep import _wait_for_memory
+    from benchlab.execute.local import wait_for_memory
 
     inv = RecordedNvmlInventory(v1_only(tmp_path, "idle"))
     reads = []
     real_read = inv.read
     inv.read = lambda: reads.append(1) or real_read()  # type: ignore[method-assign]
-    _wait_for_memory(inv, [0], limit_s=30, poll_s=0.01)
+    wait_for_memory(inv, [0], limit_s=30, poll_s=0.01)
     assert len(reads) == 1  # one look: 480 MiB of reserve is not a run's leftover
 
 

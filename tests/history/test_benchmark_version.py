@@ -166,3 +166,28 @@ def test_resume_stops_on_a_new_commit_with_other_code(tmp_path):
     stopped = run_cli("run", "bench.yaml", "--no-report", cwd=tmp_path)
     assert stopped.returncode == 2
     assert "the code's commit (" in stopped.stderr
+
+
+def test_packages_are_named_as_importlib_metadata_names_them(tmp_path):
+    import importlib.metadata as md
+
+    from benchlab.execute.version import name_and_version, package_list
+
+    # Every distribution this interpreter sees, as the email parser behind ``dist.metadata`` reads it.
+    expected = sorted({f"{d.metadata['Name']}=={d.version}" for d in md.distributions() if d.metadata["Name"]},
+                      key=str.lower)
+    assert len(expected) > 20
+    assert package_list(sys.executable) == expected
+    # Headers written in odd ways: lower-case keys, tabs, a body after the headers, a folded name.
+    cases = {
+        "plain": "Metadata-Version: 2.1\nName: Foo_Bar\nVersion: 1.0.post2\n\nName: not-me\n",
+        "odd": "metadata-version: 2.1\nname:\tBaz \nversion:  3\nSummary: x\n",
+        "folded": "Metadata-Version: 2.1\nName: long\n  name\nVersion: 2\n",
+        "nameless": "Metadata-Version: 2.1\nVersion: 9\n",
+    }
+    for label, text in cases.items():
+        info = tmp_path / f"{label}-1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(text)
+        dist = md.PathDistribution(info)
+        assert name_and_version(dist) == (dist.metadata["Name"], dist.version), label

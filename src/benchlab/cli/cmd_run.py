@@ -194,11 +194,18 @@ def run(
                 console.print(f"{escape(r.name)}  [dim]{r.run_id}[/]  {escape(command)}",
                               highlight=False, markup=True)
         else:
-            # Plain lines in one write: rich's per-line rendering costs seconds at 100,000 runs.
+            # Plain lines in one write: rich's per-line rendering costs seconds at 100,000 runs, and
+            # so does a Path per run (the folder is filled in only where a command names it).
+            import os
             import sys
 
-            sys.stdout.write("".join(f"{r.name}  {r.run_id}  {r.command_for(runs_dir / r.run_id)}\n"
-                                     for r in todo))
+            from benchlab.plan import RUN_DIR_PLACEHOLDER
+
+            inside = f"{runs_dir}{os.sep}"
+            sys.stdout.write("".join(
+                f"{r.name}  {r.run_id}  "
+                f"{r.command_for(inside + r.run_id) if RUN_DIR_PLACEHOLDER in r.command else r.command}\n"
+                for r in todo))
             sys.stdout.flush()
         console.print(f"{len(todo)} runs would run (dry run: nothing was started)")
         return

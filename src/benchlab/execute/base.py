@@ -1,25 +1,43 @@
-"""The Backend protocol: what every executor (local, ray, ...) offers the sweep.
+"""The Backend protocol: what every executor (local, ray, ...) offers the sweep, and the registry
+that finds one by name.
 
-A backend starts launches and reports outcomes; it knows nothing of specs,
-stores or retries, which the sweep (``benchlab.execute.sweep``) owns.
+A backend starts launches and reports outcomes; it knows nothing of specs' retries, the ledger
+or run directories' contents, which the sweep (``benchlab.execute.sweep``) owns. The split is
+submitit's: the sweep is the caller that submits, a backend the executor, an attempt the job.
 
-Adding a backend: write ``benchlab/execute/<name>.py`` with a class that
-implements ``Backend`` and decorate it with ``@register("<name>")``; the sweep
-finds it by name (``--backend <name>``). Nothing in the core changes. A backend
-that runs commands on other machines must bring the run directory's files
-(train.log, metrics.json, metrics.jsonl) home before it reports the outcome.
+Adding a backend
+----------------
+Write ``benchlab/execute/<name>.py`` with a subclass of :class:`Backend`: the seven abstract
+methods are what every backend must do; the others have defaults that fit a backend whose runs
+happen elsewhere (no GPUs of this machine, no placement limits, nothing to settle). Build it
+from the sweep's :class:`SweepContext` in :meth:`Backend.for_sweep` when it needs more than its
+own options. Then make it known by name, in one of three ways:
+
+- shipped with benchlab: one line in :data:`BUILTIN_BACKENDS` (``"<name>": "module:Class"``);
+- in another package: an entry point in the ``benchlab.backends`` group, same syntax;
+- in-process (tests, notebooks): ``@register("<name>")`` on the class.
+
+The sweep finds it with :func:`get_backend`; nothing in the sweep changes. A backend that runs
+commands on other machines must bring the run directory's files (``benchlab.run_files``) home
+before it reports the outcome. ``Spec.backend`` lists the names a spec file may choose.
 """
 
 from __future__ import annotations
 
+import abc
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import BackendUnavailable
 from benchlab.plan import Run
+
+if TYPE_CHECKING:
+    from benchlab.execute.gpu_sampler import GpuSampler
+    from benchlab.spec import Spec
 
 
 @dataclass
@@ -64,58 +82,142 @@ class ProcessInfo:
     node: str | None = None
 
 
-class Backend(Protocol):
-    """An executor of launches."""
+@dataclass(frozen=True)
+class SweepContext:
+    """What the sweep knows when it builds its backend (:meth:`Backend.for_sweep`)."""
 
-    name: str
+    spec: Spec
+    results_dir: Path
+    #: Runs at once (``-j``), or the machine's cores over the spec's CPUs per run.
+    jobs: int
+    #: The runs this sweep will launch, in queue order.
+    runs: list[Run]
+    #: ``--gpus`` as given (None: not given).
+    gpus: str | None = None
+    #: Devices that runs of a sweep that died were holding: their memory may still be draining.
+    recovered_gpus: tuple[int, ...] = ()
 
+
+class Backend(abc.ABC):
+    """An executor of launches: :meth:`start` one, :meth:`wait` for outcomes.
+
+    Subclass it: the abstract methods are required, the rest are optional parts with defaults.
+    """
+
+    name: str = ""
+    #: Launches run as processes of this machine, in the results folder's own file system: the
+    #: sweep then writes run directories ahead of launching, checks working directories before
+    #: the first launch, and looks for stray processes of its attempts when it ends.
+    runs_here: bool = False
+    #: How many attempts can run at once (None: no fixed number; :meth:`fits` decides).
+    slots: int | None = None
+    #: Models of this machine's GPUs by index, for provenance and the report's Hardware line.
+    gpu_models: Mapping[int, str] = MappingProxyType({})
+    #: The devices runs may be placed on (empty: GPUs are not placed by this backend).
+    gpu_devices: tuple[int, ...] | list[int] = ()
+
+    @classmethod
+    def for_sweep(cls, context: SweepContext, **options: Any) -> Backend:
+        """The backend for a sweep, built from what the sweep knows and the user's ``options``
+        (``backend_options``). The default passes the options alone."""
+        return cls(**options)
+
+    # -- required -------------------------------------------------------------
+
+    @abc.abstractmethod
     def fits(self, run: Run) -> bool:
         """Whether ``run`` can start now."""
 
+    @abc.abstractmethod
     def start(self, launch: Launch) -> ProcessInfo:
-        """Start ``launch``; returns at once."""
+        """Start ``launch``; returns at once. Raises ``OSError`` when it cannot start (recorded
+        as a failed attempt of class ``launch-error``)."""
 
+    @abc.abstractmethod
     def wait(self, timeout: float | None) -> list[Outcome]:
         """Block until at least one attempt ends, ``wake()`` is called, or ``timeout`` passes."""
 
+    @abc.abstractmethod
     def wake(self) -> None:
         """Make a blocked ``wait`` return now (thread- and signal-safe)."""
 
+    @abc.abstractmethod
     def running(self) -> int:
         """How many attempts are in flight."""
 
+    @abc.abstractmethod
     def terminate_all(self, grace: float) -> list[Outcome]:
         """Stop every attempt in flight (TERM, ``grace`` seconds, KILL) and report them interrupted."""
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Release what the backend holds (threads, cluster connections)."""
 
+    # -- optional -------------------------------------------------------------
 
-BackendFactory = Callable[..., Backend]
-_REGISTRY: dict[str, BackendFactory] = {}
-_MODULES = {"local": "benchlab.execute.local", "ray": "benchlab.execute.ray"}
+    def why_never(self, run: Run) -> str | None:
+        """Why ``run`` can never start here (the sweep fails it at once), or None if it may."""
+        return None
+
+    def settling(self) -> int:
+        """How many ended attempts still hold something back (a device whose memory drains);
+        the sweep stays open while this is not zero."""
+        return 0
+
+    def warnings(self) -> list[str]:
+        """Warnings since the last call (a device taken out of the pool, ...)."""
+        return []
+
+    def gpu_sampler(self) -> GpuSampler | None:
+        """A sampler of the utilisation of the devices runs hold (None: nothing to sample)."""
+        return None
 
 
-def register(name: str) -> Callable[[BackendFactory], BackendFactory]:
-    """Class decorator: make a backend available by name."""
+#: The backends shipped with benchlab, by name, as entry points (``module:Class``) imported on
+#: first use: ``--backend local`` never loads Ray.
+BUILTIN_BACKENDS: Mapping[str, str] = MappingProxyType({
+    "local": "benchlab.execute.local:LocalBackend",
+    "ray": "benchlab.execute.ray:RayBackend",
+})
+#: The entry-point group other packages declare their backends in.
+ENTRY_POINT_GROUP = "benchlab.backends"
+_REGISTRY: dict[str, type[Backend]] = {}
 
-    def deco(factory: BackendFactory) -> BackendFactory:
-        _REGISTRY[name] = factory
-        return factory
+
+def register(name: str) -> Callable[[type[Backend]], type[Backend]]:
+    """Class decorator: make a backend defined in-process available by name."""
+
+    def deco(cls: type[Backend]) -> type[Backend]:
+        _REGISTRY[name] = cls
+        return cls
 
     return deco
 
 
-def get_backend(name: str) -> BackendFactory:
-    """The backend factory registered as ``name`` (importing its module on first use)."""
-    if name not in _REGISTRY and name in _MODULES:
-        importlib.import_module(_MODULES[name])
+def _load(target: str) -> type[Backend]:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+def _entry_points() -> dict[str, str]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def known_backends() -> list[str]:
+    """Every backend name :func:`get_backend` can find."""
+    return sorted({*_REGISTRY, *BUILTIN_BACKENDS, *_entry_points()})
+
+
+def get_backend(name: str) -> type[Backend]:
+    """The backend class known as ``name``: registered in-process, shipped with benchlab, or
+    declared by an installed package's entry point (imported on first use)."""
+    if name not in _REGISTRY:
+        target = BUILTIN_BACKENDS.get(name) or _entry_points().get(name)
+        if target is not None:
+            _REGISTRY[name] = _load(target)
     try:
         return _REGISTRY[name]
     except KeyError:
-        known = ", ".join(sorted(set(_REGISTRY) | set(_MODULES)))
-        raise BackendUnavailable(name, f"unknown backend; choose one of: {known}") from None
-
-
-def run_dir_of(results: Path, run_id: str) -> Path:
-    return results / "runs" / run_id
+        raise BackendUnavailable(name, f"unknown backend; choose one of: {', '.join(known_backends())}") from None

@@ -42,100 +42,25 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from benchlab.execute.base import Launch, Outcome, ProcessInfo, register
+from benchlab.errors import UserError
+from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext
 from benchlab.execute.gpus import Inventory, empty_margin_mib
 from benchlab.execute.placement import GpuPool, GpuRequest
+from benchlab.execute.proctree import ATTEMPT_KEY_ENV, KILL_GRACE_S, descendants, is_alive, signal_tree
 from benchlab.plan import Run
 
-KILL_GRACE_S = 5.0
-#: The environment variable that names an attempt's ledger and id in each of its processes.
-ATTEMPT_KEY_ENV = "BENCHLAB_ATTEMPT_KEY"
-#: How far a process's kernel start time may lie from the clock reading taken as it was spawned
-#: and still be the same process: the kernel's figure rests on the boot time in whole seconds.
-START_TOLERANCE_S = 2.0
+if TYPE_CHECKING:
+    from benchlab.execute.gpu_sampler import GpuSampler
+
+#: Seconds a device's memory may take to drain after its run ended before the device is retired.
 SETTLE_S = 10.0
 SETTLE_POLL_S = 0.2
-
-
-_BOOT_TIME: float | None = None
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def process_start_time(pid: int) -> float | None:
-    """The kernel's start time of ``pid`` (seconds since the epoch), to tell it from a reused pid.
-
-    The same figure as ``psutil.Process(pid).create_time()``; on Linux it is read
-    from /proc directly, with the boot time read once, as it is taken per launch.
-    """
-    global _BOOT_TIME
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        if _BOOT_TIME is None:
-            _BOOT_TIME = psutil.boot_time()
-        return _BOOT_TIME + int(fields[19]) / _CLOCK_TICKS  # field 22: starttime, in clock ticks
-    except (OSError, IndexError, ValueError):
-        pass
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
-
-
-def _descendants(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return []
-
-
-def signal_tree(pgid: int, sig: int, extra: list[psutil.Process] = ()) -> None:  # type: ignore[assignment]
-    """Send ``sig`` to a process group and to descendants that left it (``setsid``)."""
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for proc in extra:
-        try:
-            proc.send_signal(sig)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-
-
-def kill_tree(pid: int, pgid: int, proc_start: float | None, grace: float = KILL_GRACE_S) -> bool:
-    """Kill what is left of an attempt started by an earlier benchlab (found in the ledger).
-
-    ``pid`` is touched only if its start time matches the recorded one (the clock as it
-    was spawned, within ``START_TOLERANCE_S``), and group members only if they started
-    after the attempt, so a reused pid or a foreign process is never signalled.
-    Returns whether anything was signalled.
-    """
-    leader_start = process_start_time(pid)
-    leader_ours = (leader_start is not None and proc_start is not None
-                   and abs(leader_start - proc_start) < START_TOLERANCE_S)
-    if leader_start is not None and not leader_ours:
-        return False  # the pid now belongs to someone else
-    floor = (proc_start or 0.0) - START_TOLERANCE_S
-    members = []
-    for proc in psutil.process_iter(["pid", "create_time"]):
-        if proc.pid != pid and _pgid_of(proc.pid) == pgid and (proc.info["create_time"] or 0) >= floor:
-            members.append(proc)
-    extra = _descendants(pid) if leader_ours else []
-    targets = [*members, *extra]
-    if not leader_ours and not targets:
-        return False
-    signal_tree(pgid, signal.SIGTERM, extra)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        alive = [p for p in targets if _alive(p)]
-        if not alive and not (leader_ours and psutil.pid_exists(pid) and _alive(psutil.Process(pid))):
-            return True
-        time.sleep(0.05)
-    signal_tree(pgid, signal.SIGKILL, extra)
-    return True
+#: Seconds of inventory readings before deciding which devices are free (real GPUs only).
+GPU_SAMPLE_WINDOW_S = 1.0
 
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -180,13 +105,6 @@ def own_children() -> list[int]:
     return pids
 
 
-def _pgid_of(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except (ProcessLookupError, PermissionError):
-        return None
-
-
 @dataclass
 class Child:
     """A started attempt's shell: its pid, and its exit status once reaped (negative: killed by that signal)."""
@@ -226,13 +144,6 @@ def _reaped(pid: int) -> bool:
     return done == pid
 
 
-def _alive(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 @dataclass
 class _Running:
     launch: Launch
@@ -251,8 +162,7 @@ def settle_margin_mib(memory_total_mib: int) -> int:
     return empty_margin_mib(memory_total_mib)
 
 
-@register("local")
-class LocalBackend:
+class LocalBackend(Backend):
     """Runs attempts as local subprocesses, at most ``jobs`` at a time.
 
     With ``gpu_pool``, GPU runs are also placed on devices (``CUDA_VISIBLE_DEVICES``
@@ -263,11 +173,15 @@ class LocalBackend:
     """
 
     name = "local"
+    runs_here = True
 
     def __init__(self, jobs: int, grace: float = KILL_GRACE_S, gpu_pool: GpuPool | None = None,
                  inventory: Inventory | None = None, hide_gpus: bool = False,
-                 settle_s: float = SETTLE_S, settle_poll_s: float = SETTLE_POLL_S):
-        self.jobs = jobs
+                 settle_s: float = SETTLE_S, settle_poll_s: float = SETTLE_POLL_S,
+                 gpu_models: dict[int, str] | None = None):
+        self.jobs = self.slots = jobs
+        self.gpu_models = dict(gpu_models or {})
+        self.gpu_devices = list(gpu_pool.usable) if gpu_pool is not None else []
         self.grace = grace
         self.host = socket.gethostname()
         self.gpu_pool = gpu_pool
@@ -290,6 +204,18 @@ class LocalBackend:
         self._own_session = os.getsid(0)
         self._settling: dict[int, list[int]] = {}  # attempt id -> devices whose memory drains
         self._warnings: list[str] = []
+
+    @classmethod
+    def for_sweep(cls, context: SweepContext, **options: Any) -> LocalBackend:
+        """``context.jobs`` runs at once, on the GPUs ``--gpus`` selects (see :func:`gpu_setup`)."""
+        return cls(jobs=context.jobs, **gpu_setup(context), **options)
+
+    def gpu_sampler(self) -> GpuSampler | None:
+        if self.inventory is None or self.gpu_pool is None:
+            return None
+        from benchlab.execute.gpu_sampler import GpuSampler
+
+        return GpuSampler(self.inventory)
 
     # -- capacity -------------------------------------------------------------
 
@@ -512,7 +438,7 @@ class LocalBackend:
                 signal_tree(r.proc.pid, signal.SIGKILL, r.descendants)
 
     def _term(self, r: _Running, now: float) -> None:
-        r.descendants = _descendants(r.proc.pid)
+        r.descendants = descendants(r.proc.pid)
         signal_tree(r.proc.pid, signal.SIGTERM, r.descendants)
         r.kill_at = now + self.grace
 
@@ -521,7 +447,7 @@ class LocalBackend:
         if r is None:
             return None
         # The leader is gone; anything it left in its group must not outlive the attempt.
-        signal_tree(pid, signal.SIGKILL, [p for p in r.descendants if _alive(p)])
+        signal_tree(pid, signal.SIGKILL, [p for p in r.descendants if is_alive(p)])
         self._kill_orphans(r)
         self._release(r.launch)
         code = r.proc.returncode
@@ -644,3 +570,64 @@ class LocalBackend:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def gpu_setup(context: SweepContext) -> dict[str, Any]:
+    """The local backend's GPU pool, inventory and device names for ``--gpus`` (``context.gpus``).
+
+    Nothing is read when no run asks for a GPU and ``--gpus`` was not given: a
+    CPU-only sweep pays nothing and leaves ``CUDA_VISIBLE_DEVICES`` as it found it.
+    """
+    from benchlab.execute.gpus import NoInventory, open_inventory, visible_indices
+    from benchlab.execute.placement import parse_gpus, select_devices
+
+    gpus = context.gpus
+    wanting = [r for r in context.runs if r.resources.gpus > 0]
+    if gpus is None and not wanting:
+        return {}
+    selection = parse_gpus(gpus or "auto")
+    if selection.mode == "none":
+        if wanting:
+            raise UserError(f"--gpus none, but {len(wanting)} run(s) ask for GPUs "
+                            f"(resources.gpus of {wanting[0].name} is "
+                            f"{wanting[0].resources.gpus:g}); set resources.gpus: 0 or drop --gpus none")
+        return {"hide_gpus": True}
+    inventory = open_inventory()
+    if isinstance(inventory, NoInventory):
+        if selection.mode == "list":
+            raise UserError(f"--gpus {gpus}: {inventory.reason}")
+        if wanting:
+            raise UserError(f"{len(wanting)} run(s) ask for GPUs (resources.gpus of "
+                            f"{wanting[0].name} is {wanting[0].resources.gpus:g}), but "
+                            f"{inventory.reason}")
+        return {}
+    if context.recovered_gpus:
+        # Their memory drains once the driver has cleaned up after the killed processes; the
+        # inventory must not read that as someone else's work.
+        wait_for_memory(inventory, list(context.recovered_gpus))
+    states = inventory.sample(GPU_SAMPLE_WINDOW_S)
+    visible = visible_indices(states)
+    devices = select_devices(selection, states, visible)
+    pool = GpuPool(devices)
+    if wanting and not pool.usable:
+        seen = ", ".join(f"{st.index} {st.verdict}" + (" (MIG on)" if st.mig else "")
+                         + (" (hidden by CUDA_VISIBLE_DEVICES)" if visible is not None
+                            and st.index not in visible else "") for st in states)
+        raise UserError(f"no free GPU for the {len(wanting)} run(s) that ask for one "
+                        f"(GPUs: {seen}); name devices with --gpus to share them anyway, "
+                        "and see `benchlab gpus` for who holds them")
+    return {"gpu_pool": pool, "inventory": inventory, "hide_gpus": bool(states),
+            "gpu_models": {st.index: st.name for st in states}}
+
+
+def wait_for_memory(inventory: Inventory, devices: list[int], limit_s: float = SETTLE_S,
+                    poll_s: float = SETTLE_POLL_S) -> None:
+    """Wait (at most ``limit_s``) until ``devices`` hold no more than a driver's bookkeeping
+    (the inventory's one definition of an empty device, :func:`benchlab.execute.gpus.empty_margin_mib`)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        readings = {r.index: r for r in inventory.read()}
+        if all(i not in readings or readings[i].memory_used_mib <= empty_margin_mib(readings[i].memory_total_mib)
+               for i in devices):
+            return
+        time.sleep(poll_s)

@@ -45,14 +45,14 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import BackendUnavailable
-from benchlab.execute.base import Launch, Outcome, ProcessInfo, register
+from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext
+from benchlab.execute.proctree import KILL_GRACE_S
 from benchlab.failures import NODE_DIED
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
 from benchlab.run_files import CONFIG_FILE, LOG_FILE
 from benchlab.runlog import CACHE_NAME
 from benchlab.spec import Resources, Spec
 
-KILL_GRACE_S = 5.0
 CAP_BYTES = 64 * 2**20
 POLL_S = 0.1  # how often a blocked wait() looks for wake()
 FLUSH_S = 2.0  # how often a running attempt's new log output is sent home
@@ -341,8 +341,7 @@ def task_options(resources: Resources) -> dict[str, Any]:
     return opts
 
 
-@register("ray")
-class RayBackend:
+class RayBackend(Backend):
     """Runs attempts as tasks on a Ray cluster (``address``), or on a local Ray when none is given.
 
     ``shared_fs``: every node sees the results folder at the same path, and runs
@@ -352,6 +351,10 @@ class RayBackend:
     """
 
     name = "ray"
+
+    @classmethod
+    def for_sweep(cls, context: SweepContext, **options: Any) -> RayBackend:
+        return cls(spec=context.spec, results_dir=context.results_dir, **options)
 
     def __init__(self, spec: Spec | None = None, results_dir: Path | str | None = None, *,
                  address: str | None = None, shared_fs: bool = False, cap_bytes: int = CAP_BYTES,

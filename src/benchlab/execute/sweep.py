@@ -16,19 +16,17 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psutil
-
-from benchlab import triage
+from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
-from benchlab.errors import LedgerLost
-from benchlab.execute.base import Backend, Launch, Outcome, get_backend, run_dir_of
-from benchlab.execute.local import SETTLE_POLL_S, SETTLE_S, kill_tree
+from benchlab.errors import LedgerLost, UserError
+from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_backend
+from benchlab.execute.proctree import ATTEMPT_KEY_ENV, kill_strays, kill_tree
 from benchlab.execute.provenance import code_state, sweep_provenance, write_provenance
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.execute.version import (
@@ -41,7 +39,7 @@ from benchlab.execute.version import (
 )
 from benchlab.plan import Run, expand
 from benchlab.results import write_benchmark_meta
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, run_dir_of, runs_dir
 from benchlab.spec import Spec
 from benchlab.store import (
     COMPLETED,
@@ -49,7 +47,7 @@ from benchlab.store import (
     FAILED,
     INTERRUPTED,
     PENDING,
-    TO_RUN_STATES,
+    RUNNING,
     CodeState,
     LedgerGuard,
     PlanRecorder,
@@ -57,12 +55,13 @@ from benchlab.store import (
     Store,
     disk_full,
     is_disk_full,
+    runs_to_do,
 )
 
+if TYPE_CHECKING:
+    from benchlab.execute.gpu_sampler import GpuSampler
+
 STOP_GRACE_S = 5.0
-#: Seconds of inventory readings before deciding which devices are free (real GPUs only).
-GPU_SAMPLE_WINDOW_S = 1.0
-ATTEMPT_ENV = "BENCHLAB_ATTEMPT_KEY"
 #: While the plan is being recorded, a step of it at least this often, however busy the runs keep the sweep.
 PLAN_STEP_EVERY_S = 0.05
 
@@ -156,16 +155,19 @@ class Sweep:
     """One invocation of ``benchlab run`` over a spec and a results folder."""
 
     def __init__(self, spec: Spec, results_dir: Path | str, *, jobs: int | None = None,
-                 rerun_failed: bool = False, backend: str | Backend = "local",
+                 rerun_failed: bool = False, backend: str | Backend | None = None,
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
                  gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
                  runs: list[Run] | None = None, allow_changed: bool = False):
-        """``rerun_all`` runs every run of the plan again, finished or not (the earlier attempts
-        stay on record); ``code`` is the state of the code under test (read from git when None);
-        ``runs`` is the plan when it is not the spec's own runs (``--until-decided`` adds seeds);
-        ``allow_changed`` goes on (recording it) where a dataset or the code changed since the runs
-        began, instead of raising :class:`~benchlab.execute.version.BenchmarkChanged`."""
+        """``backend`` is a backend's name (:func:`benchlab.execute.base.get_backend`) or one ready
+        to use [default: the spec's ``backend``]; ``backend_options`` go to its
+        :meth:`~benchlab.execute.base.Backend.for_sweep`; ``rerun_all`` runs every run of the plan
+        again, finished or not (the earlier attempts stay on record); ``code`` is the state of the
+        code under test (read from git when None); ``runs`` is the plan when it is not the spec's
+        own runs (``--until-decided`` adds seeds); ``allow_changed`` goes on (recording it) where a
+        dataset or the code changed since the runs began, instead of raising
+        :class:`~benchlab.execute.version.BenchmarkChanged`."""
         self.spec = spec
         self._runs = runs
         self.results_dir = Path(results_dir).resolve()
@@ -178,18 +180,16 @@ class Sweep:
         self.version_id: str | None = None
         self.on_event = on_event or (lambda event: None)
         self.max_failures = max_failures
-        self._backend_arg = backend
+        self._backend_arg: str | Backend = spec.backend if backend is None else backend
         self._backend_options = backend_options or {}
         self.gpus = gpus
-        self.gpu_names: dict[int, str] = {}
-        self.gpu_devices: list[int] = []
-        self.inventory: Any = None  # the GPU inventory, when GPUs are in use
         self._recovered_gpus: list[int] = []
         self._stop = threading.Event()
         self.backend: Backend | None = None
         self._preparer: Preparer | None = None
-        self._sampler: Any = None  # the GpuSampler, while GPU runs are placed locally
-        self._plan: PlanRecorder | None = None
+        self._sampler: GpuSampler | None = None
+        self._gpu_models: dict[int, str] = {}
+        self._plan_recorder: PlanRecorder | None = None
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -226,370 +226,272 @@ class Sweep:
                               f"Recreate the ledger from the run directories with "
                               f"`benchlab collect --rebuild {self.results_dir}`, then run again to finish.")
 
-    def _make_backend(self, todo: Iterable[Run]) -> Backend:
+    def _runs_here(self) -> bool:
+        arg = self._backend_arg
+        return (get_backend(arg) if isinstance(arg, str) else arg).runs_here
+
+    def _make_backend(self, queue: RunQueue) -> Backend:
         if not isinstance(self._backend_arg, str):
             return self._backend_arg
-        factory = get_backend(self._backend_arg)
-        if self._backend_arg == "local":
-            return factory(jobs=self.jobs, **self._gpu_options(todo), **self._backend_options)
-        return factory(spec=self.spec, results_dir=self.results_dir, **self._backend_options)
-
-    def _gpu_options(self, todo: Iterable[Run]) -> dict[str, Any]:
-        """The local backend's GPU pool and inventory for ``--gpus`` (``self.gpus``).
-
-        Nothing is read when no run asks for a GPU and ``--gpus`` was not given: a
-        CPU-only sweep pays nothing and leaves ``CUDA_VISIBLE_DEVICES`` as it found it.
-        """
-        from benchlab.errors import UserError
-        from benchlab.execute.gpus import NoInventory, open_inventory, visible_indices
-        from benchlab.execute.placement import GpuPool, parse_gpus, select_devices
-
-        wanting = [r for r in todo if r.resources.gpus > 0]
-        if self.gpus is None and not wanting:
-            return {}
-        selection = parse_gpus(self.gpus or "auto")
-        if selection.mode == "none":
-            if wanting:
-                raise UserError(f"--gpus none, but {len(wanting)} run(s) ask for GPUs "
-                                f"(resources.gpus of {wanting[0].name} is "
-                                f"{wanting[0].resources.gpus:g}); set resources.gpus: 0 or drop --gpus none")
-            return {"hide_gpus": True}
-        inventory = open_inventory()
-        if isinstance(inventory, NoInventory):
-            if selection.mode == "list":
-                raise UserError(f"--gpus {self.gpus}: {inventory.reason}")
-            if wanting:
-                raise UserError(f"{len(wanting)} run(s) ask for GPUs (resources.gpus of "
-                                f"{wanting[0].name} is {wanting[0].resources.gpus:g}), but "
-                                f"{inventory.reason}")
-            return {}
-        if self._recovered_gpus:
-            _wait_for_memory(inventory, self._recovered_gpus)
-        states = inventory.sample(GPU_SAMPLE_WINDOW_S)
-        visible = visible_indices(states)
-        devices = select_devices(selection, states, visible)
-        self.gpu_names = {s.index: s.name for s in states}
-        self.inventory = inventory
-        pool = GpuPool(devices)
-        self.gpu_devices = pool.usable
-        if wanting and not pool.usable:
-            seen = ", ".join(f"{st.index} {st.verdict}" + (" (MIG on)" if st.mig else "")
-                             + (" (hidden by CUDA_VISIBLE_DEVICES)" if visible is not None
-                                and st.index not in visible else "") for st in states)
-            raise UserError(f"no free GPU for the {len(wanting)} run(s) that ask for one "
-                            f"(GPUs: {seen}); name devices with --gpus to share them anyway, "
-                            "and see `benchlab gpus` for who holds them")
-        return {"gpu_pool": pool, "inventory": inventory, "hide_gpus": bool(states)}
+        context = SweepContext(spec=self.spec, results_dir=self.results_dir, jobs=self.jobs,
+                               runs=list(queue), gpus=self.gpus, recovered_gpus=tuple(self._recovered_gpus))
+        return get_backend(self._backend_arg).for_sweep(context, **self._backend_options)
 
     def _run(self, store: Store, t0: float) -> SweepResult:
-        spec = self.spec
-        runs = expand(spec) if self._runs is None else self._runs
-        check_spec_owns(store, spec, self.results_dir)
-        write_benchmark_meta(store, spec, self.results_dir)
-        # The runs and the plan they make are recorded between the first launches, a step at a
-        # time (PlanRecorder): at 100,000 runs recording them first took seconds.
-        self._plan = plan = store.record_plan(runs)
-        self._code_id = store.code_id(self.code)
+        runs = expand(self.spec) if self._runs is None else self._runs
+        self._register(store, runs)
         self._recover(store)
         statuses = store.statuses()
-        self.version_id = record_version(store, spec, self.code, self.results_dir, statuses,
+        self.version_id = record_version(store, self.spec, self.code, self.results_dir, statuses,
                                          allow=self.allow_changed or self.rerun_all)
-        wanted = set(TO_RUN_STATES) | ({FAILED} if self.rerun_failed else set())
-        if self.rerun_all:
-            wanted |= {FAILED, COMPLETED}
-        todo: deque[Run] = deque()
-        done = failed = 0
-        for r in runs:  # one pass: at 100,000 runs each pass is tens of milliseconds before the first launch
-            state = statuses.get(r.run_id, PENDING)  # not recorded yet: pending
-            if state in wanted:
-                todo.append(r)
-            if state == COMPLETED:
-                done += 1
-            elif state == FAILED:
-                failed += 1
+        preregistration.register(store, self.spec, sum(1 for s in statuses.values() if s == COMPLETED))
+        queue, budget, progress = self._plan(store, runs, statuses)
+        if self._runs_here():
+            self._check_workdirs(queue)
+        changed = None if self.rerun_all else code_changed(store, self.code, runs, statuses)
+        if changed:
+            self.on_event(SweepEvent("warning", None, 0, Progress(total=0), error=changed))
+        self.on_event(SweepEvent("begin", None, 0, progress))
+        self.backend = backend = self._make_backend(queue)
+        self._gpu_models = dict(backend.gpu_models)
+        self._sampler = backend.gpu_sampler()
+        if self._sampler is not None:
+            self._sampler.start()
+        st = self._start_state(store, backend, queue, budget, progress)
+        self._drop_unplaceable(st)
+        try:
+            self._loop(st)
+        except sqlite3.DatabaseError:
+            st.lost = "is unreadable"
+            raise
+        finally:
+            self._stop_in_flight(st)
+            backend.close()
+            if self._sampler is not None:
+                self._sampler.stop()
+            if backend.runs_here:
+                kill_strays(st.db_key)
+        problem = self._guard.check(force=True)  # lost after the last check: still say so
+        if problem is not None:
+            raise self._lost(problem)
+        st.plan.finish()
+        flagged = triage.flag_configs(store.runs(), store.attempts())
+        store.set_meta(flagged=flagged)
+        tally = st.tally
+        return SweepResult(
+            results_dir=self.results_dir, total=len(runs), completed=progress.completed,
+            failed=progress.failed, skipped=progress.skipped, interrupted=tally.interrupted,
+            stopped=self._stop.is_set(), wall_s=time.monotonic() - t0, failed_runs=tally.failed_runs,
+            flagged=flagged, gpu_busy_share=busy_share(tally.busy, len(backend.gpu_devices)),
+            gpus=list(backend.gpu_devices), warnings=tally.warnings,
+            gpu_util_mean=None if self._sampler is None else self._sampler.mean_utilization,
+        )
+
+    # ------------------------------------------------------------------ before the first launch
+
+    def _register(self, store: Store, runs: list[Run]) -> None:
+        """Enter the plan in the ledger: the benchmark's record, its runs, the code under test."""
+        check_spec_owns(store, self.spec, self.results_dir)
+        write_benchmark_meta(store, self.spec, self.results_dir)
+        # The runs and the plan they make are recorded between the first launches, a step at a
+        # time (PlanRecorder): at 100,000 runs recording them first took seconds.
+        self._plan_recorder = store.record_plan(runs)
+        self._code_id = store.code_id(self.code)
+
+    def _plan(self, store: Store, runs: list[Run],
+              statuses: dict[str, str]) -> tuple[RunQueue, RetryBudget, Progress]:
+        """The queue of runs to launch, in order, their retry budgets, and the counts so far."""
+        found = runs_to_do(runs, statuses, rerun_failed=self.rerun_failed, rerun_all=self.rerun_all)
+        todo = found.runs
         if self.rerun_all:  # every run starts over, with a whole retry budget
             store.new_budget([r.run_id for r in todo])
         elif self.rerun_failed:  # the user's explicit request for a new retry budget
             store.new_budget([r.run_id for r in todo if statuses.get(r.run_id) == FAILED])
         # Retry budgets are counted from the ledger over each run's whole life, so a resume after
         # a crash continues the budget instead of granting a new one.
-        failures = store.charged_failures({r.run_id for r in todo})
-        for i, r in enumerate(todo if failures else ()):
-            if r.run_id in failures and store.last_charged_failure(r.run_id) == triage.OOM:
+        budget = RetryBudget(store.charged_failures({r.run_id for r in todo}))
+        for i, r in enumerate(todo if budget.charged else ()):
+            if r.run_id in budget.charged and store.last_charged_failure(r.run_id) == triage.OOM:
                 todo[i] = _for_retry(r, triage.OOM)
         progress = Progress(total=len(runs))
-        progress.skipped = 0 if self.rerun_all else done
-        progress.failed = 0 if self.rerun_failed or self.rerun_all else failed
-        estimates = store.durations()
-        _order(todo, estimates)
+        progress.skipped = 0 if self.rerun_all else found.completed
+        progress.failed = 0 if self.rerun_failed or self.rerun_all else found.failed
+        queue = RunQueue(todo, store.durations())
+        queue.order()
+        return queue, budget, progress
 
-        if isinstance(self._backend_arg, str) and self._backend_arg == "local":
-            missing = missing_workdirs(todo)
-            if missing:
-                from benchlab.errors import UserError
+    def _check_workdirs(self, queue: RunQueue) -> None:
+        missing = missing_workdirs(queue)
+        if missing:
+            where = f" (workdir of {self.spec.path})" if self.spec.path else ""
+            raise UserError(f"working directory {missing[0]} does not exist{where}; nothing was run. "
+                            "Create it, or fix the spec's `workdir`.")
 
-                where = f" (workdir of {spec.path})" if spec.path else ""
-                raise UserError(f"working directory {missing[0]} does not exist{where}; nothing was run. "
-                                "Create it, or fix the spec's `workdir`.")
-
-        changed = None if self.rerun_all else code_changed(store, self.code, runs, statuses)
-        if changed:
-            self.on_event(SweepEvent("warning", None, 0, Progress(total=0), error=changed))
-        self.on_event(SweepEvent("begin", None, 0, progress))
-        self.backend = backend = self._make_backend(todo)
-        if self.inventory is not None and getattr(backend, "gpu_pool", None) is not None:
-            from benchlab.execute.gpu_sampler import GpuSampler
-
-            self._sampler = GpuSampler(self.inventory).start()
-        # Runs with no directory yet get theirs written ahead (local backend: the same disk).
+    def _start_state(self, store: Store, backend: Backend, queue: RunQueue, budget: RetryBudget,
+                     progress: Progress) -> _LoopState:
+        # Runs with no directory yet get theirs written ahead (when runs write on this disk).
         # One listing, not a stat per run: at 100,000 runs that is seconds before the first launch.
         try:
-            existing = set(os.listdir(run_dir_of(self.results_dir, "x").parent))
+            existing = set(os.listdir(runs_dir(self.results_dir)))
         except FileNotFoundError:
             existing = set()
-        fresh = {r.run_id for r in todo if r.run_id not in existing}
-        lookahead = 4 * self.jobs
-        self._preparer = Preparer(self.results_dir) if fresh and backend.name == "local" else None
-
-        def prepare_ahead() -> None:
-            if self._preparer is not None:
-                self._preparer.ahead(r for r in itertools.islice(todo, lookahead) if r.run_id in fresh)
-
-        prepare_ahead()
-        machine_gpus = {str(i): n for i, n in sorted(self.gpu_names.items())}
+        fresh = {r.run_id for r in queue if r.run_id not in existing}
+        self._preparer = Preparer(self.results_dir) if fresh and backend.runs_here else None
+        machine_gpus = {str(i): n for i, n in sorted(self._gpu_models.items())}
+        work_path = self.spec.work_path
         # git and package metadata take tens of milliseconds: read while the first runs go.
         version_id = self.version_id
-        shared = _Later(lambda: {**sweep_provenance(spec.work_path), "benchmark_version": version_id,
+        shared = _Later(lambda: {**sweep_provenance(work_path), "benchmark_version": version_id,
                                  "code_diff_file": f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
                                  **({"machine_gpus": machine_gpus} if machine_gpus else {})})
         host = socket.gethostname()
         _record_hardware(store, host, machine_gpus)
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
-        db_key = str(store.path)
-        inflight: dict[int, tuple[Run, int, int, float]] = {}
-        durations: list[float] = []
-        failed_runs: list[str] = []
-        warnings: list[str] = []
-        busy: dict[int, list[tuple[float, float]]] = {}
-        interrupted = 0
-        primary = spec.metrics.primary.name
-        metrics = spec.metrics.all
-        # Optional parts of a backend (the local one has them; see base.py).
-        why_never = getattr(backend, "why_never", None)
-        settling = getattr(backend, "settling", None)
-        drain_warnings = getattr(backend, "warnings", None)
-        slots: int | None = getattr(backend, "jobs", None)
+        assert self._plan_recorder is not None
+        st = _LoopState(store=store, backend=backend, queue=queue, budget=budget, plan=self._plan_recorder,
+                        eta=Eta(queue.estimates, self.jobs), tally=_Tally(progress), shared=shared, host=host,
+                        base_env=base_env, db_key=str(store.path), fresh=fresh, lookahead=4 * self.jobs,
+                        primary=self.spec.metrics.primary.name, metrics=self.spec.metrics.all)
+        self._prepare_ahead(st)
+        return st
 
-        def expected(run: Run) -> float | None:
-            est = estimates.get((run.task, run.config))
-            if est is not None:
-                return est
-            if durations:
-                return sum(durations) / len(durations)
-            return sum(estimates.values()) / len(estimates) if estimates else None
+    def _prepare_ahead(self, st: _LoopState) -> None:
+        if self._preparer is not None:
+            self._preparer.ahead(r for r in st.queue.ahead(st.lookahead) if r.run_id in st.fresh)
 
-        eta_value: list[float | None] = [None]
-        eta_at = [float("-inf")]  # when it was computed (monotonic)
+    # ------------------------------------------------------------------ the loop
 
-        eta_every = [0.5]
-
-        def eta() -> float | None:
-            # O(queue) per call: recompute at most twice a second, and never for more than 2% of
-            # the time (a 100,000-run queue takes tens of milliseconds).
-            now_m = time.monotonic()
-            if todo and now_m - eta_at[0] < eta_every[0]:
-                return eta_value[0]
-            t = time.perf_counter()
-            eta_value[0], eta_at[0] = _eta(), now_m
-            eta_every[0] = max(0.5, 50 * (time.perf_counter() - t))
-            return eta_value[0]
-
-        def _eta() -> float | None:
-            left = [*todo, *(v[0] for v in inflight.values())]
-            if not left:
-                return 0.0
-            guesses = [expected(r) for r in left]
-            if any(g is None for g in guesses):
-                return None
-            now = time.time()
-            # Runs in flight are partly done; the rest queue behind the slots.
-            done_part = sum(min(now - v[3], expected(v[0]) or 0.0) for v in inflight.values())
-            work = sum(g or 0.0 for g in guesses) - done_part
-            return max(0.0, work) / max(1, min(self.jobs, len(left)))
-
-        def fail_unplaceable(run: Run, reason: str) -> None:
-            with store.transaction():
-                plan.ensure(run)
-                attempt_id, number = store.start_attempt(run.run_id, host=host)
-            error = f"cannot be placed: {reason}"
-            store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
-                                 failure_class=triage.LAUNCH, error=error)
-            progress.failed += 1
-            failed_runs.append(run.name)
-            self.on_event(SweepEvent("finish", run, number, progress, status=FAILED,
-                                     failure_class=triage.LAUNCH, error=error))
-
-        def drop_unplaceable() -> None:
-            if why_never is None:
-                return
-            # The answer rests on a run's resources, which the runs of a config share: asked once
-            # per resources object (held, so that its id stays its own), not 100,000 times.
-            answers: dict[int, tuple[Any, str | None]] = {}
-            for run in list(todo):
-                known = answers.get(id(run.resources))
-                if known is None:
-                    known = answers[id(run.resources)] = (run.resources, why_never(run))
-                reason = known[1]
-                if reason is not None:
-                    todo.remove(run)
-                    fail_unplaceable(run, reason)
-
-        def pass_on_warnings() -> None:
-            if drain_warnings is None:
-                return
-            for text in drain_warnings():
-                warnings.append(text)
-                self.on_event(SweepEvent("warning", None, 0, progress, error=text))
-
-        drop_unplaceable()
-        replan = _Replanner()
-        lost: str | None = None
+    def _loop(self, st: _LoopState) -> None:
+        """Launch what fits, wait for what ends, record it; until nothing is left or a stop."""
+        backend, queue = st.backend, st.queue
         plan_due = time.monotonic() + PLAN_STEP_EVERY_S
-        try:
-            # Devices whose memory still drains keep the sweep open (bounded by the backend's
-            # settle time), so a leak found after the last run is still reported.
-            while (todo or inflight or (settling and settling())) and not self._stop.is_set():
-                problem = self._guard.check()
-                if problem is not None:
-                    lost = problem
-                    raise self._lost(problem)
-                replan.maybe(todo, estimates)
-                # Launch while slots allow; a run that does not fit now waits, others may pass it.
-                launched = True
-                while launched and todo and not self._stop.is_set():
-                    launched = False
-                    if self.max_failures is not None and len(failed_runs) >= self.max_failures:
-                        todo.clear()
-                        break
-                    if slots is not None and backend.running() >= slots:
-                        break  # no run can fit: spare the scan
-                    # The first run in queue order that fits; the queue keeps its order, so a
-                    # long run that waits for a whole device stays ahead of shorter ones.
-                    pick = next((i for i, r in enumerate(todo) if backend.fits(r)), None)
-                    if pick is None:
-                        break
-                    run = todo[pick]
-                    del todo[pick]
-                    prepare_ahead()
-                    launch = self._launch(store, backend, run, host, base_env, db_key)
-                    launched = True
-                    if isinstance(launch, _LaunchFailed):
-                        # Counted like any failure: in the progress, the summary and the exit code.
-                        progress.failed += 1
-                        failed_runs.append(run.name)
-                        self.on_event(SweepEvent("finish", run, launch.number, progress, status=FAILED,
-                                                 failure_class=triage.LAUNCH, error=launch.error))
-                        continue
-                    inflight[launch.attempt_id] = (run, launch.attempt_id, launch.number,
-                                                   time.time())
-                    progress.running = len(inflight)
-                    self.on_event(SweepEvent("start", run, launch.number, progress))
-                if not inflight and not (settling and settling()):
-                    break
-                # With the plan to record or directories to write ahead, only look for ended runs,
-                # do a step of that work, and loop. The plan also gets a step at least every
-                # PLAN_STEP_EVERY_S, however busy the runs keep the loop.
-                if not plan.done and time.monotonic() >= plan_due:
+        # Devices whose memory still drains keep the sweep open (bounded by the backend's
+        # settle time), so a leak found after the last run is still reported.
+        while (queue or st.inflight or backend.settling()) and not self._stop.is_set():
+            problem = self._guard.check()
+            if problem is not None:
+                st.lost = problem
+                raise self._lost(problem)
+            queue.maybe_reorder()
+            self._launch_what_fits(st)
+            if not st.inflight and not backend.settling():
+                break
+            # With the plan to record or directories to write ahead, only look for ended runs,
+            # do a step of that work, and loop. The plan also gets a step at least every
+            # PLAN_STEP_EVERY_S, however busy the runs keep the loop.
+            plan = st.plan
+            if not plan.done and time.monotonic() >= plan_due:
+                plan.step()
+                plan_due = time.monotonic() + PLAN_STEP_EVERY_S
+            idle_work = not plan.done or (self._preparer is not None and self._preparer.pending())
+            outcomes = backend.wait(timeout=0 if idle_work else None)
+            self._pass_on_warnings(st)
+            if not outcomes:
+                if not plan.done:
                     plan.step()
                     plan_due = time.monotonic() + PLAN_STEP_EVERY_S
-                idle_work = not plan.done or (self._preparer is not None and self._preparer.pending())
-                outcomes = backend.wait(timeout=0 if idle_work else None)
-                pass_on_warnings()
-                if not outcomes:
-                    if not plan.done:
-                        plan.step()
-                        plan_due = time.monotonic() + PLAN_STEP_EVERY_S
-                    elif idle_work:
-                        assert self._preparer is not None
-                        self._preparer.step()
-                    else:
-                        drop_unplaceable()  # a device may have been taken out of the pool
-                for outcome in outcomes:
-                    run, attempt_id, number, started = inflight.pop(outcome.launch.attempt_id)
-                    status, event = self._finish(store, outcome, shared, primary, metrics,
-                                                 retried=_budget_left(run, failures.get(run.run_id, {})))
-                    progress.running = len(inflight)
-                    duration = outcome.ended - outcome.started
-                    for i in outcome.launch.gpus or ():
-                        busy.setdefault(i, []).append((outcome.started, outcome.ended))
-                    cls = event.failure_class or ""
-                    counts = failures.setdefault(run.run_id, {})
-                    if status == FAILED:
-                        counts[cls] = counts.get(cls, 0) + 1
-                    if status == COMPLETED:
-                        progress.completed += 1
-                        durations.append(duration)
-                        key = (run.task, run.config)
-                        if key not in estimates:
-                            # The first measurement of this (task, config): re-plan the queue.
-                            estimates[key] = duration
-                            replan.mark()
-                    elif status == INTERRUPTED:
-                        interrupted += 1
-                    elif counts[cls] <= run.retries_for(cls):
-                        todo.appendleft(_for_retry(run, cls))
-                        store.set_status(run.run_id, "pending")
-                        progress.eta_s = eta()
-                        self.on_event(SweepEvent("retry", run, number, progress, status=FAILED,
-                                                 duration=duration, failure_class=cls,
-                                                 error=event.error))
-                        continue
-                    else:
-                        progress.failed += 1
-                        failed_runs.append(run.name)
-                    progress.eta_s = eta()
-                    event.progress = progress
-                    event.duration = duration
-                    self.on_event(event)
-            if todo and not self._stop.is_set():
-                drop_unplaceable()
-        except sqlite3.DatabaseError:
-            lost = "is unreadable"
-            raise
-        finally:
-            if inflight or backend.running():
-                for outcome in backend.terminate_all(STOP_GRACE_S):
-                    if inflight.pop(outcome.launch.attempt_id, None) is None:
-                        continue  # started, but its attempt's row was never committed (a full disk)
-                    outcome.interrupted = True
-                    interrupted += 1
-                    try:
-                        # A lost ledger is not written to: it may now be someone's backup.
-                        self._finish(store, outcome, shared, primary, metrics, record=lost is None)
-                    except (OSError, sqlite3.Error) as exc:
-                        if not is_disk_full(exc):
-                            raise
-                        # Left 'running' in the ledger: the next sweep records it as lost, and runs it.
-            backend.close()
-            if self._sampler is not None:
-                self._sampler.stop()
-            if isinstance(self._backend_arg, str) and self._backend_arg == "local":
-                kill_strays(db_key)
-        problem = self._guard.check(force=True)  # lost after the last check: still say so
-        if problem is not None:
-            raise self._lost(problem)
-        plan.finish()
-        flagged = triage.flag_configs(store.runs(), store.attempts())
-        store.set_meta(flagged=flagged)
-        return SweepResult(
-            results_dir=self.results_dir, total=len(runs), completed=progress.completed,
-            failed=progress.failed, skipped=progress.skipped, interrupted=interrupted,
-            stopped=self._stop.is_set(), wall_s=time.monotonic() - t0, failed_runs=failed_runs,
-            flagged=flagged, gpu_busy_share=busy_share(busy, len(self.gpu_devices)),
-            gpus=list(self.gpu_devices), warnings=warnings,
-            gpu_util_mean=None if self._sampler is None else self._sampler.mean_utilization,
-        )
+                elif idle_work:
+                    assert self._preparer is not None
+                    self._preparer.step()
+                else:
+                    self._drop_unplaceable(st)  # a device may have been taken out of the pool
+            for outcome in outcomes:
+                self._on_outcome(st, outcome)
+        if queue and not self._stop.is_set():
+            self._drop_unplaceable(st)
+
+    def _launch_what_fits(self, st: _LoopState) -> None:
+        """Launch while slots allow; a run that does not fit now waits, others may pass it."""
+        backend, queue, progress = st.backend, st.queue, st.tally.progress
+        while queue and not self._stop.is_set():
+            if self.max_failures is not None and len(st.tally.failed_runs) >= self.max_failures:
+                queue.clear()
+                return
+            if backend.slots is not None and backend.running() >= backend.slots:
+                return  # no run can fit: spare the scan
+            run = queue.take_first(backend.fits)
+            if run is None:
+                return
+            self._prepare_ahead(st)
+            launch = self._launch(st.store, backend, run, st.host, st.base_env, st.db_key)
+            if isinstance(launch, _LaunchFailed):
+                # Counted like any failure: in the progress, the summary and the exit code.
+                st.tally.fail(run)
+                self.on_event(SweepEvent("finish", run, launch.number, progress, status=FAILED,
+                                         failure_class=triage.LAUNCH, error=launch.error))
+                continue
+            st.inflight[launch.attempt_id] = _InFlight(run, launch.number, time.time())
+            progress.running = len(st.inflight)
+            self.on_event(SweepEvent("start", run, launch.number, progress))
+
+    def _on_outcome(self, st: _LoopState, outcome: Outcome) -> None:
+        """Record an ended attempt, then count it, queue its retry, or report it finished."""
+        flight = st.inflight.pop(outcome.launch.attempt_id)
+        run, progress = flight.run, st.tally.progress
+        status, event = self._finish(st.store, outcome, st.shared, st.primary, st.metrics,
+                                     retried=st.budget.allows_another(run))
+        progress.running = len(st.inflight)
+        duration = outcome.ended - outcome.started
+        st.tally.note_devices(outcome)
+        cls = event.failure_class or ""
+        if status == COMPLETED:
+            progress.completed += 1
+            st.eta.record(duration)
+            st.queue.learn(run, duration)
+        elif status == INTERRUPTED:
+            st.tally.interrupted += 1
+        elif st.budget.charge(run, cls):
+            st.queue.retry_first(_for_retry(run, cls))
+            st.store.set_status(run.run_id, PENDING)
+            progress.eta_s = st.eta.get(st.queue, st.inflight.values())
+            self.on_event(SweepEvent("retry", run, flight.number, progress, status=FAILED,
+                                     duration=duration, failure_class=cls, error=event.error))
+            return
+        else:
+            st.tally.fail(run)
+        progress.eta_s = st.eta.get(st.queue, st.inflight.values())
+        event.progress = progress
+        event.duration = duration
+        self.on_event(event)
+
+    def _drop_unplaceable(self, st: _LoopState) -> None:
+        """Fail the queued runs the backend says can never start (no device large enough, ...)."""
+        if type(st.backend).why_never is Backend.why_never:
+            return  # the protocol's default: any run may start some day; spare the scan
+        for run, reason in st.queue.remove_never_fitting(st.backend.why_never):
+            with st.store.transaction():
+                st.plan.ensure(run)
+                attempt_id, number = st.store.start_attempt(run.run_id, host=st.host)
+            error = f"cannot be placed: {reason}"
+            st.store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
+                                    failure_class=triage.LAUNCH, error=error)
+            st.tally.fail(run)
+            self.on_event(SweepEvent("finish", run, number, st.tally.progress, status=FAILED,
+                                     failure_class=triage.LAUNCH, error=error))
+
+    def _pass_on_warnings(self, st: _LoopState) -> None:
+        for text in st.backend.warnings():
+            st.tally.warnings.append(text)
+            self.on_event(SweepEvent("warning", None, 0, st.tally.progress, error=text))
+
+    def _stop_in_flight(self, st: _LoopState) -> None:
+        """Terminate what still runs (a stop, an error) and record it as interrupted."""
+        backend = st.backend
+        if not (st.inflight or backend.running()):
+            return
+        for outcome in backend.terminate_all(STOP_GRACE_S):
+            if st.inflight.pop(outcome.launch.attempt_id, None) is None:
+                continue  # started, but its attempt's row was never committed (a full disk)
+            outcome.interrupted = True
+            st.tally.interrupted += 1
+            try:
+                # A lost ledger is not written to: it may now be someone's backup.
+                self._finish(st.store, outcome, st.shared, st.primary, st.metrics, record=st.lost is None)
+            except (OSError, sqlite3.Error) as exc:
+                if not is_disk_full(exc):
+                    raise
+                # Left 'running' in the ledger: the next sweep records it as lost, and runs it.
 
     # ------------------------------------------------------------------ one attempt
 
@@ -604,8 +506,8 @@ class Sweep:
     def _launch_recorded(self, store: Store, backend: Backend, run: Run, host: str,
                          base_env: dict[str, str], db_key: str) -> Launch | _LaunchFailed:
         run_dir = run_dir_of(self.results_dir, run.run_id)
-        assert self._plan is not None
-        self._plan.ensure(run)  # recorded before its attempt, in the same transaction
+        assert self._plan_recorder is not None
+        self._plan_recorder.ensure(run)  # recorded before its attempt, in the same transaction
         attempt_id, number = store.start_attempt(run.run_id, host=host)
         store.tag_attempt(attempt_id, self._code_id)
         claimed = number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)
@@ -618,7 +520,7 @@ class Sweep:
         env.update(BENCHLAB_RUN_DIR=str(run_dir), BENCHLAB_RUN_ID=run.run_id,
                    BENCHLAB_SEED=str(run.seed), BENCHLAB_ATTEMPT=str(number),
                    BENCHLAB_TASK=run.task, BENCHLAB_CONFIG=run.config,
-                   **{ATTEMPT_ENV: f"{db_key}#{attempt_id}"})
+                   **{ATTEMPT_KEY_ENV: f"{db_key}#{attempt_id}"})
         launch = Launch(run=run, attempt_id=attempt_id, number=number, run_dir=run_dir,
                         command=run.command_for(run_dir), env=env, cwd=run.workdir,
                         timeout=run.timeout, log_path=run_dir / LOG_FILE)
@@ -674,7 +576,7 @@ class Sweep:
                              duration_s=outcome.ended - outcome.started,
                              exit_code=outcome.exit_code, signal=outcome.signal,
                              timed_out=outcome.timed_out, node=outcome.node, gpus=launch.gpus,
-                             gpu_models=[self.gpu_names.get(i) for i in launch.gpus or ()],
+                             gpu_models=[self._gpu_models.get(i) for i in launch.gpus or ()],
                              command=launch.command, metrics={"primary": primary, "goals": {
                                  m.name: m.goal for m in metrics}}, **extracted, interrupted=outcome.interrupted,
                              **({"transfer": outcome.extra} if outcome.extra else {}))
@@ -695,7 +597,7 @@ class Sweep:
         if tail is None:
             tail = triage.log_tail(launch.log_path)
         again = status == FAILED and retried is not None and retried(failure.failure_class)
-        store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status="pending" if again else status,
+        store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status=PENDING if again else status,
                              exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,
                              node=outcome.node, failure_class=failure.failure_class, error=failure.error, log_tail=tail)
         return status, SweepEvent("finish", run, launch.number, Progress(0), status=status,
@@ -710,9 +612,9 @@ class Sweep:
         folder's lock is ours, so any process with the key is a leftover, including one
         launched just before a crash whose attempt row was never committed.
         """
-        stale = store.attempts(status="running")
+        stale = store.attempts(status=RUNNING)
         # Their devices hold memory until the driver has cleaned up after the killed processes;
-        # the inventory must not read that as someone else's work (see _gpu_options).
+        # the backend must not read that as someone else's work (SweepContext.recovered_gpus).
         self._recovered_gpus = sorted({int(i) for a in stale for i in (a.gpus or "").split(",") if i})
         for attempt in stale:
             if attempt.pid is not None and attempt.pgid is not None:
@@ -801,59 +703,18 @@ def refuse_without_ledger(results_dir: Path) -> None:
                                  f"directories with `benchlab collect --rebuild {results_dir}`.") from None
         if attempts:
             return
-    runs_dir = results_dir / "runs"
-    if not runs_dir.is_dir():
+    folder = runs_dir(results_dir)
+    if not folder.is_dir():
         return
-    with os.scandir(runs_dir) as entries:
+    with os.scandir(folder) as entries:
         finished = next((e.name for e in entries if os.path.exists(os.path.join(e.path, PROVENANCE_FILE))),
                         None)
     if finished is None:
         return
     state = "is missing" if not db.exists() else "holds no attempt"
-    raise LedgerLost(db, f"{db} {state}, but run directories under {runs_dir} show finished runs "
+    raise LedgerLost(db, f"{db} {state}, but run directories under {folder} show finished runs "
                          f"(e.g. {finished}); nothing was run, so that they are not run again. Recreate the "
                          f"ledger from them with `benchlab collect --rebuild {results_dir}`, then run again.")
-
-
-def _wait_for_memory(inventory: Any, devices: list[int], limit_s: float = SETTLE_S,
-                     poll_s: float = SETTLE_POLL_S) -> None:
-    """Wait (at most ``limit_s``) until ``devices`` hold no more than a driver's bookkeeping
-    (the inventory's one definition of an empty device, :func:`benchlab.execute.gpus.empty_margin_mib`)."""
-    from benchlab.execute.gpus import empty_margin_mib
-
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        readings = {r.index: r for r in inventory.read()}
-        if all(i not in readings or readings[i].memory_used_mib <= empty_margin_mib(readings[i].memory_total_mib)
-               for i in devices):
-            return
-        time.sleep(poll_s)
-
-
-def kill_strays(db_key: str) -> int:
-    """Kill processes of this ledger's attempts that outlived them (a child that left its
-    process group with ``setsid`` and kept running); returns how many.
-
-    Found by the ``BENCHLAB_ATTEMPT_KEY`` every attempt's processes inherit; done once
-    per sweep, not per run, because reading every process's environment is slow.
-    """
-    prefix = f"{db_key}#"
-    me = os.getpid()
-    killed = 0
-    for proc in psutil.process_iter(["pid"]):
-        if proc.pid == me:
-            continue
-        try:
-            key = proc.environ().get(ATTEMPT_ENV, "")
-        except (psutil.Error, OSError):
-            continue
-        if key.startswith(prefix):
-            try:
-                proc.kill()
-                killed += 1
-            except psutil.Error:
-                pass
-    return killed
 
 
 def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
@@ -937,6 +798,203 @@ def busy_share(intervals: dict[int, list[tuple[float, float]]], n_devices: int) 
                 total += b - end
                 end = b
     return min(1.0, total / (n_devices * (last - first)))
+
+
+# ------------------------------------------------------------------ the loop's state
+
+
+@dataclass
+class _InFlight:
+    """A launched attempt the sweep waits for."""
+
+    run: Run
+    number: int
+    started: float  # wall clock at launch
+
+
+class RunQueue:
+    """The runs still to launch, in launch order.
+
+    Longest expected first (:func:`_order`), re-ordered when a (task, config) gets its first
+    duration; a retry goes to the front. ``estimates`` are the expected durations per
+    (task, config), from earlier attempts and from this sweep's.
+    """
+
+    def __init__(self, runs: Iterable[Run], estimates: dict[tuple[str, str], float]):
+        self.runs: deque[Run] = deque(runs)
+        self.estimates = estimates
+        self._replan = _Replanner()
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self.runs)
+
+    def ahead(self, n: int) -> Iterator[Run]:
+        """The next ``n`` runs to launch."""
+        return itertools.islice(self.runs, n)
+
+    def order(self) -> None:
+        _order(self.runs, self.estimates)
+
+    def maybe_reorder(self) -> None:
+        """Re-order if new estimates came in, spaced out (see :class:`_Replanner`)."""
+        self._replan.maybe(self.runs, self.estimates)
+
+    def learn(self, run: Run, duration: float) -> None:
+        """A completed attempt's duration; the first of its (task, config) re-plans the queue."""
+        key = (run.task, run.config)
+        if key not in self.estimates:
+            self.estimates[key] = duration
+            self._replan.mark()
+
+    def take_first(self, fits: Callable[[Run], bool]) -> Run | None:
+        """Remove and return the first run in queue order that ``fits`` now (None: none does).
+
+        The others keep their order, so a long run that waits for a whole device stays ahead
+        of shorter ones that pass it."""
+        pick = next((i for i, r in enumerate(self.runs) if fits(r)), None)
+        if pick is None:
+            return None
+        run = self.runs[pick]
+        del self.runs[pick]
+        return run
+
+    def retry_first(self, run: Run) -> None:
+        self.runs.appendleft(run)
+
+    def clear(self) -> None:
+        self.runs.clear()
+
+    def remove_never_fitting(self, why_never: Callable[[Run], str | None]) -> list[tuple[Run, str]]:
+        """Remove the runs that ``why_never`` gives a reason for; returns them with the reasons."""
+        # The answer rests on a run's resources, which the runs of a config share: asked once
+        # per resources object (held, so that its id stays its own), not 100,000 times.
+        answers: dict[int, tuple[Any, str | None]] = {}
+        removed: list[tuple[Run, str]] = []
+        for run in list(self.runs):
+            known = answers.get(id(run.resources))
+            if known is None:
+                known = answers[id(run.resources)] = (run.resources, why_never(run))
+            reason = known[1]
+            if reason is not None:
+                self.runs.remove(run)
+                removed.append((run, reason))
+        return removed
+
+
+@dataclass
+class RetryBudget:
+    """Failures charged to each run's retry budget so far, by failure class (run id -> class -> n),
+    counted from the ledger over the run's whole life and on through this sweep."""
+
+    charged: dict[str, dict[str, int]]
+
+    def allows_another(self, run: Run) -> Callable[[str], bool]:
+        """Whether one more failure of a class, on top of those charged so far, leaves ``run`` a retry."""
+        return _budget_left(run, self.charged.get(run.run_id, {}))
+
+    def charge(self, run: Run, failure_class: str) -> bool:
+        """Charge one failure of ``failure_class`` to ``run``; whether it is retried."""
+        counts = self.charged.setdefault(run.run_id, {})
+        counts[failure_class] = counts.get(failure_class, 0) + 1
+        return counts[failure_class] <= run.retries_for(failure_class)
+
+
+@dataclass
+class Eta:
+    """The expected time left: every queued and running run's expected duration, spread over the
+    slots. A run's expected duration is its (task, config)'s estimate, else the mean duration
+    of this sweep's completed runs, else the mean of all estimates."""
+
+    estimates: dict[tuple[str, str], float]
+    jobs: int
+    durations: list[float] = field(default_factory=list)
+    value: float | None = None
+    computed_at: float = float("-inf")  # monotonic
+    every_s: float = 0.5
+
+    def record(self, duration: float) -> None:
+        """A completed run's duration."""
+        self.durations.append(duration)
+
+    def expected(self, run: Run) -> float | None:
+        est = self.estimates.get((run.task, run.config))
+        if est is not None:
+            return est
+        if self.durations:
+            return sum(self.durations) / len(self.durations)
+        return sum(self.estimates.values()) / len(self.estimates) if self.estimates else None
+
+    def get(self, queue: RunQueue, inflight: Iterable[_InFlight]) -> float | None:
+        """Seconds left (None: some run's duration cannot be guessed yet)."""
+        # O(queue) per call: recompute at most twice a second, and never for more than 2% of
+        # the time (a 100,000-run queue takes tens of milliseconds).
+        now_m = time.monotonic()
+        if queue and now_m - self.computed_at < self.every_s:
+            return self.value
+        t = time.perf_counter()
+        self.value, self.computed_at = self._compute(queue, list(inflight)), now_m
+        self.every_s = max(0.5, 50 * (time.perf_counter() - t))
+        return self.value
+
+    def _compute(self, queue: RunQueue, inflight: list[_InFlight]) -> float | None:
+        left = [*queue, *(f.run for f in inflight)]
+        if not left:
+            return 0.0
+        guesses = [self.expected(r) for r in left]
+        if any(g is None for g in guesses):
+            return None
+        now = time.time()
+        # Runs in flight are partly done; the rest queue behind the slots.
+        done_part = sum(min(now - f.started, self.expected(f.run) or 0.0) for f in inflight)
+        work = sum(g or 0.0 for g in guesses) - done_part
+        return max(0.0, work) / max(1, min(self.jobs, len(left)))
+
+
+@dataclass
+class _Tally:
+    """What the sweep's result reports, counted as the loop goes."""
+
+    progress: Progress
+    failed_runs: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: Device index -> (start, end) of each attempt that held it.
+    busy: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    interrupted: int = 0
+
+    def fail(self, run: Run) -> None:
+        """A run failed for good (no retry left)."""
+        self.progress.failed += 1
+        self.failed_runs.append(run.name)
+
+    def note_devices(self, outcome: Outcome) -> None:
+        for i in outcome.launch.gpus or ():
+            self.busy.setdefault(i, []).append((outcome.started, outcome.ended))
+
+
+@dataclass
+class _LoopState:
+    """Everything the loop's pieces share, for one sweep."""
+
+    store: Store
+    backend: Backend
+    queue: RunQueue
+    budget: RetryBudget
+    plan: PlanRecorder  # records the plan in the ledger a step at a time, between launches
+    eta: Eta
+    tally: _Tally
+    shared: _Later  # provenance common to every run, read in the background
+    host: str
+    base_env: dict[str, str]
+    db_key: str  # the ledger's path: with an attempt id, the key its processes carry
+    fresh: set[str]  # runs with no directory yet, written ahead of their launch
+    lookahead: int
+    primary: str = ""
+    metrics: list[Any] = field(default_factory=list)
+    inflight: dict[int, _InFlight] = field(default_factory=dict)  # by attempt id
+    lost: str | None = None  # what became of the ledger, once it is lost
 
 
 class _Later:

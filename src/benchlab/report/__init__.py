@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchlab import preregistration
 from benchlab.ranges import metric_ranges
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary, ledger_seeds
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
-from benchlab.report.leaderboard import render_leaderboard, status
+from benchlab.report.leaderboard import render_leaderboard, status, task_settings
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown
 from benchlab.report.tables import describe
 from benchlab.results import find_results, info, load
@@ -106,6 +107,12 @@ def gather(results: Path | str | None = None) -> ReportData:
     attempts: dict[str, list[AttemptRecord]] = {}
     planned, failed_runs = ledger_seeds(folder)
     with Store.open(folder) as store:
+        registered = store.meta().get(preregistration.META_KEY)
+        run_ids: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        for task, config, seed, rid in store.conn.execute(
+                f"SELECT task, config, seed, run_id FROM runs WHERE status = 'completed' AND {store.in_spec_sql()}"
+                " ORDER BY task, config, seed"):
+            run_ids.setdefault((task, config), []).append((int(seed), rid))
         # Reading every run and attempt costs ~0.3 s at 10,000 runs; most sweeps have no failure.
         if store.counts().get(FAILED):
             runs = {r.run_id: r for r in store.runs() if r.status == FAILED}
@@ -150,6 +157,8 @@ def gather(results: Path | str | None = None) -> ReportData:
         failed_runs=failed_runs,
         ranges=metric_ranges(meta.spec),
         partial=partial,
+        registered_plan=registered,
+        run_ids=run_ids,
     )
 
 
@@ -179,8 +188,9 @@ def analyze(data: ReportData, *, reps: int = DEFAULT_REPS, seed: int = 0) -> Non
     )
 
 
-def leaderboard(data: ReportData, desc: pd.DataFrame) -> str:
-    """The text of BENCHMARKS.md, from :func:`account_seeds`' table."""
+def leaderboard(data: ReportData, desc: pd.DataFrame, out_dir: Path | None = None) -> str:
+    """The text of BENCHMARKS.md, from :func:`account_seeds`' table; with ``out_dir`` (where it
+    is written) each score links its seeds' run folders."""
     info_ = data.info
     prim = desc[desc["is_primary"]]
     # Every task and config of the spec, even before any run of it completed.
@@ -196,7 +206,19 @@ def leaderboard(data: ReportData, desc: pd.DataFrame) -> str:
         info_.name,
         seeds=primary_counts(data.accounting, info_.primary),
         failed_as=data.failed_as,
+        settings=task_settings(info_.spec),
+        run_links=run_links(data, out_dir) if out_dir is not None else None,
     )
+
+
+def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """Each (task, config)'s seeds with a link to its run folder, relative to ``out_dir``."""
+    import os
+
+    if data.results is None:
+        return {}
+    where = os.path.relpath(data.results / "runs", out_dir or data.results)
+    return {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v] for k, v in data.run_ids.items()}
 
 
 def write_report(
@@ -249,13 +271,17 @@ def write_report(
         )
     # The figures draw in worker processes meanwhile.
     analyze(data, reps=reps, seed=seed)
+    if data.registered_plan is not None and used is not None:
+        judged = preregistration.judge(used, data.registered_plan["plan"], info_.goal, list(info_.configs),
+                                       reps=reps, seed=seed)
+        data.analysis_plan = preregistration.statement(data.registered_plan, info_.spec, judged)
     extra: list[Path] = []
     if pending is not None:
         data.plots = [p.as_dict() for p in pending()]
         drawn = publish_plots(staging, out_dir / "plots")
         extra += [out_dir / p["path"] for p in data.plots]
     bench_md = out_dir / "BENCHMARKS.md"
-    write_text_atomic(bench_md, leaderboard(data, desc))
+    write_text_atomic(bench_md, leaderboard(data, desc, out_dir))
     extra.insert(0, bench_md)
     text = render_markdown(data)
     md = out_dir / "BENCHMARK_REPORT.md"

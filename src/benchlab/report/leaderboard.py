@@ -97,11 +97,15 @@ def render_leaderboard(
     name: str,
     seeds: dict[tuple[str, str], SeedCount] | None = None,
     failed_as: str = "exclude",
+    settings: dict[str, str] | None = None,
+    run_links: dict[tuple[str, str], list[tuple[int, str]]] | None = None,
 ) -> str:
     """The text of BENCHMARKS.md.
 
     ``seeds`` (completed/planned per (task, config)) marks every cell whose config lost
     seeds, and a config with no completed seed gets a "failed" cell instead of a blank.
+    ``settings`` is each task's Settings line; ``run_links`` the run folder (a relative link)
+    of each seed of a (task, config), linked after its score.
     """
     rows = leaderboard_rows(desc, tasks, configs, targets, goal)
     seeds = seeds or {}
@@ -143,4 +147,51 @@ def render_leaderboard(
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {row.task} | {target} | " + " | ".join(cells) + f" | {best_text} |")
+    if run_links:
+        # Below the table, not in its cells: a cell stays the score a reader compares at a glance.
+        lines += ["", "## Runs", "", "Each score and the run folders of its seeds."]
+        lines.append("")
+        for row in rows:
+            for cfg in configs:
+                links = run_links.get((row.task, cfg))
+                cell = row.cells.get(cfg)
+                if links and cell is not None:
+                    seeds_text = " ".join(f"[{seed}]({href})" for seed, href in links)
+                    lines.append(f"- {row.task} / {cfg}: [{mean_pm(cell[0], cell[1])}]({links[0][1]}) — "
+                                 f"seeds {seeds_text}")
+    if settings and any(settings.get(t) for t in tasks):
+        lines += ["", "## Settings", ""]
+        lines += [f"- **{t}**: {settings[t]}" for t in tasks if settings.get(t)]
     return "\n".join(lines) + "\n"
+
+
+def _setting_value(value: object) -> str:
+    """A setting as SLM-Lab's tables write it: ``1e7`` for 10,000,000, else as given."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if value != 0 and abs(value) >= 1e5 and float(value).is_integer():
+        mantissa, exp = f"{float(value):e}".split("e")
+        return f"{float(mantissa):g}e{int(exp)}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def task_settings(spec: dict[str, object]) -> dict[str, str]:
+    """Each task's Settings line (``max_frame 1e7, num_envs 16``) from the spec (as JSON): the
+    names in the spec's ``settings:``, else the task's params and the variables its command uses;
+    a name is looked up in the task's params, then in the spec's variables."""
+    import re
+
+    variables = dict(spec.get("variables") or {})  # type: ignore[call-overload]
+    chosen = spec.get("settings")
+    out = {}
+    for task in spec.get("tasks") or []:  # type: ignore[attr-defined]
+        params = dict(task.get("params") or {})
+        if chosen:
+            names = list(chosen)  # type: ignore[call-overload]
+        else:
+            command = str(task.get("command") or spec.get("command") or "")
+            used = [n for n in re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", command) if n in variables]
+            names = list(params) + [n for n in dict.fromkeys(used) if n not in params]
+        values = [(n, params[n] if n in params else variables.get(n)) for n in names if n in params or n in variables]
+        out[task["name"]] = ", ".join(f"{n} {_setting_value(v)}" for n, v in values)
+    return out

@@ -52,6 +52,11 @@ class ReportData:
     failed_as: str = "exclude"
     accounting: Accounting | None = None
     used: pd.DataFrame | None = None  # the finals as the statistics see them (failed_as applied)
+    #: The pre-registered analysis plan as the ledger holds it (``benchlab.preregistration``).
+    registered_plan: dict[str, Any] | None = None
+    analysis_plan: str = ""  # the "Analysis plan" section, Markdown
+    #: (task, config) -> [(seed, run id)] of the completed runs, for BENCHMARKS.md's links.
+    run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
@@ -733,6 +738,7 @@ def render_markdown(data: ReportData) -> str:
         plots=data.plots,
         plot_notes=_plot_notes(data),
         comparisons=_comparisons_text(data, desc),
+        analysis_plan=data.analysis_plan,
         configs=configs,
         command=info.spec.get("command", "(per config)"),
         failures=data.failures,

@@ -138,6 +138,7 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
                 v = library.version_of(b.key)
                 cache.get(("overview", b.key), v, partial(views.overview, b))
                 cache.get(("benchmark", b.key), v, partial(views.benchmark_view, b))
+                cache.get(("numbers", b.key), v, partial(views.report_numbers, b.folder))
         except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
             pass
 
@@ -208,7 +209,17 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
         bench = library.get(key)
         version, view = cache.get(("benchmark", key), library.version_of(key),
                                   lambda: views.benchmark_view(bench))
-        return page("benchmark.html", request, version, key, view=view, title=view.overview.name)
+        return page("benchmark.html", request, version, key, view=view, title=view.overview.name,
+                    seeds_shown=views.SEEDS_SHOWN)
+
+    @app.get("/b/{key}/numbers", response_class=HTMLResponse)
+    def numbers(request: Request, key: str) -> Any:
+        """The report's tables of the benchmark, as HTML to put in its page."""
+        bench = library.get(key)
+        version, numbers = cache.get(("numbers", key), library.version_of(key),
+                                     partial(views.report_numbers, bench.folder))
+        text = env.get_template("numbers.html").render(numbers=numbers, bench=key)
+        return HTMLResponse(text, headers={"X-Version": str(version), "Cache-Control": "no-store"})
 
     @app.get("/b/{key}/curves", response_class=HTMLResponse)
     def curves(request: Request, key: str, task: str | None = None, metric: str | None = None,

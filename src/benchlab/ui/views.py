@@ -28,7 +28,9 @@ from benchlab.ui.library import Benchmark, tail
 FAILURE_TAIL_LINES = 10
 LOG_TAIL_LINES = 200
 #: Seed lines drawn per config on a curve (the band is over all of them).
-MAX_SEED_LINES = 50
+MAX_SEED_LINES = 20
+#: Seeds of a (task, config) shown one by one in the grid; past that, counts by state.
+SEEDS_SHOWN = 24
 
 
 @dataclass
@@ -123,6 +125,14 @@ class Cell:
 
     seeds: list[tuple[int, str, str]] = field(default_factory=list)
 
+    def counts(self) -> list[tuple[str, int]]:
+        """Seeds per state, in the order the grid shows them."""
+        order = (COMPLETED, RUNNING, FAILED, INTERRUPTED, PENDING)
+        n = {s: 0 for s in order}
+        for _, st, _ in self.seeds:
+            n[st] = n.get(st, 0) + 1
+        return [(s, k) for s, k in n.items() if k]
+
 
 @dataclass
 class FailureView:
@@ -153,7 +163,6 @@ class BenchmarkView:
     configs: list[str]
     grid: dict[tuple[str, str], Cell]
     failures: list[FailureView]
-    numbers: ReportNumbers | None
     curves: list[tuple[str, str]]  # (task, metric) with a logged curve
 
 
@@ -199,8 +208,9 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
                          comparisons, board, list(data.analysis.warnings if data.analysis else []))
 
 
-def benchmark_view(bench: Benchmark, *, with_numbers: bool = True) -> BenchmarkView:
-    """Everything the page of one benchmark shows."""
+def benchmark_view(bench: Benchmark) -> BenchmarkView:
+    """What the page of one benchmark shows but the report's numbers (:func:`report_numbers`,
+    fetched apart: at 10,000 runs they take seconds, the rest milliseconds)."""
     from benchlab.triage import group_failures
 
     over = overview(bench)
@@ -230,8 +240,7 @@ def benchmark_view(bench: Benchmark, *, with_numbers: bool = True) -> BenchmarkV
                     "\n".join((g.attempts[0].log_tail or "").splitlines()[-FAILURE_TAIL_LINES:]))
         for g in group_failures(last.values())
     ]
-    numbers = report_numbers(bench.folder) if with_numbers and over.counts.get(COMPLETED) else None
-    return BenchmarkView(over, tasks, configs, dict(grid), failures, numbers, curves)
+    return BenchmarkView(over, tasks, configs, dict(grid), failures, curves)
 
 
 # ---------------------------------------------------------------------------- curves

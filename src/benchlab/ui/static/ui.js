@@ -41,6 +41,28 @@
 
   if (main) { window.setInterval(poll, POLL_MS); }
 
+  // A benchmark's page: the report's tables, fetched apart (at 10,000 runs they take seconds),
+  // again after each change, one fetch at a time.
+  window.benchlabNumbers = function () {
+    var box = document.getElementById("numbers");
+    var loading = false;
+    var again = false;
+    function load() {
+      if (loading) { again = true; return; }
+      loading = true;
+      fetch(box.dataset.src, {cache: "no-store"}).then(function (r) {
+        if (!r.ok) { throw new Error("HTTP " + r.status); }
+        var version = r.headers.get("X-Version");
+        return r.text().then(function (text) { box.innerHTML = text; box.dataset.version = version; });
+      }).catch(function () {}).finally(function () {
+        loading = false;
+        if (again) { again = false; load(); }
+      });
+    }
+    load();
+    document.addEventListener("benchlab:update", load);
+  };
+
   // A run's page: the log follows its end while the reader is at the end.
   window.benchlabFollowLog = function () {
     function log() { return document.getElementById("log"); }

@@ -1,0 +1,225 @@
+"""`benchlab ui` at scale, and what it costs a sweep it watches.
+
+1. Latency and memory. A synthetic results folder of 10,000 completed runs with 100 logged
+   points each (``bench/report.py``'s ``build``: 10 tasks x 10 configs x 100 seeds) is served by
+   the real command in a subprocess. Each page is asked for once, in the order a user opens
+   them, right after the server listens: its first response time is printed against the goal
+   (1 s), and the server's peak resident memory (sampled every 20 ms) against 500 MB.
+
+2. Dispatch overhead. ``bench/dispatch.py``'s sweep of trivial runs (`true`, ``-j 2``) is timed
+   without the dashboard, then with it serving the sweep's folder while headless Chromium keeps
+   the benchmark page and the curves page open (each polls every second and fetches again on
+   every change), alternately, best of ``--repeat``. The goal: the sweep's wall time with the
+   dashboard open within 10% of the time without it.
+
+    python bench/ui.py [--runs-per-group 100] [--sweep-runs 2000] [--repeat 3] [--skip-scale]
+
+On a loaded machine wall times swing: the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).parent))
+from dispatch import SPEC  # noqa: E402
+
+from report import build  # noqa: E402
+
+LATENCY_GOAL_S = 1.0
+MEMORY_GOAL_MB = 500.0
+OVERHEAD_GOAL = 0.10
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """`benchlab ui FOLDER` in a subprocess, its resident memory sampled while it lives."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchlab", "ui", str(folder), "--port", str(self.port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.peak_rss = 0
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("benchlab ui did not start") from None
+                time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _sample(self) -> None:
+        p = psutil.Process(self.proc.pid)
+        while not self._stop.is_set():
+            try:
+                self.peak_rss = max(self.peak_rss, p.memory_info().rss)
+            except psutil.Error:
+                return
+            time.sleep(0.02)
+
+    def get(self, path: str) -> tuple[float, int]:
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(self.url + path, timeout=120) as r:
+            body = r.read()
+        return time.perf_counter() - t0, len(body)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def scale(runs_per_group: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="benchlab-ui-"))
+    try:
+        folder = tmp / "synthetic"
+        t0 = time.perf_counter()
+        n = build(folder, runs_per_group)
+        # One run with the files of a run directory, for its page.
+        run = folder / "runs" / "task00-c1-0"
+        run.mkdir(parents=True)
+        (run / "train.log").write_text("".join(f"step {i} score {i / 1000:.3f}\n" for i in range(1000)))
+        (run / "config.yaml").write_text("task: task00\nconfig: c1\nseed: 0\n")
+        print(f"results folder: {n} runs x 100 points, written in {time.perf_counter() - t0:.1f} s")
+        pages = [
+            ("benchmarks", "/"),
+            ("a benchmark", "/b/synthetic"),
+            ("curves page", "/b/synthetic/curves"),
+            ("curves data (task00, score)", "/b/synthetic/curves.json?task=task00&metric=score"),
+            ("a run", "/b/synthetic/runs/task00-c1-0"),
+            ("a run's log", "/b/synthetic/runs/task00-c1-0/log"),
+            ("change feed", "/api/changes"),
+            ("a benchmark, live part", "/b/synthetic?fragment=1"),
+        ]
+        server = Server(folder)
+        try:
+            worst = 0.0
+            print(f"{'page':34}{'first response':>16}{'again':>10}{'bytes':>12}")
+            for label, path in pages:
+                first, size = server.get(path)
+                again, _ = server.get(path)
+                worst = max(worst, first)
+                print(f"  {label:32}{first * 1000:13.0f} ms{again * 1000:7.0f} ms{size:12,}")
+            time.sleep(0.1)
+            peak = server.peak_rss / 1e6
+        finally:
+            server.close()
+        print(f"goal: every page's first response <= {LATENCY_GOAL_S:.0f} s -> "
+              f"{'met' if worst <= LATENCY_GOAL_S else 'NOT met'} (slowest {worst * 1000:.0f} ms)")
+        print(f"goal: server memory <= {MEMORY_GOAL_MB:.0f} MB -> "
+              f"{'met' if peak <= MEMORY_GOAL_MB else 'NOT met'} (peak RSS {peak:.0f} MB)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sweep_once(spec: Path, results: Path) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "benchlab", "run", str(spec), "-r", str(results), "-j", "2", "--no-report"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def watched_sweep(spec: Path, results: Path) -> tuple[float, int]:
+    """The sweep timed while the dashboard serves it and Chromium keeps two of its pages open."""
+    from playwright.sync_api import sync_playwright
+
+    results.mkdir(parents=True)
+    server = Server(results.parent)
+    fetched = [0]
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+                                        args=["--no-sandbox", "--disable-gpu"])
+            pages = [browser.new_page(), browser.new_page()]
+            for page in pages:
+                page.on("requestfinished", lambda r: fetched.__setitem__(0, fetched[0] + 1))
+            pages[0].goto(server.url + "/")
+            done = threading.Event()
+            box: list[float] = []
+
+            def run() -> None:
+                box.append(sweep_once(spec, results))
+                done.set()
+
+            threading.Thread(target=run, daemon=True).start()
+            # Open the sweep's pages as soon as it has a ledger, then leave them polling.
+            name = results.name
+            while not (results / "benchlab.db").exists() and not done.is_set():
+                time.sleep(0.02)
+            if not done.is_set():
+                time.sleep(3.2)  # the dashboard looks for new benchmarks every 3 s
+                pages[0].goto(f"{server.url}/b/{name}")
+                pages[1].goto(f"{server.url}/b/{name}/curves")
+            while not done.wait(0.1):
+                pages[0].wait_for_timeout(50)  # lets the pages' timers and fetches run
+            browser.close()
+        return box[0], fetched[0]
+    finally:
+        server.close()
+
+
+def overhead(runs: int, repeat: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="benchlab-ui-dispatch-"))
+    try:
+        spec = tmp / "spec.yaml"
+        spec.write_text(SPEC.format(runs=runs))
+        without, with_ui, requests = [], [], []
+        for i in range(repeat):
+            without.append(sweep_once(spec, tmp / f"plain{i}" / "dispatch"))
+            wall, n = watched_sweep(spec, tmp / f"ui{i}" / "dispatch")
+            with_ui.append(wall)
+            requests.append(n)
+        base, watched = min(without), min(with_ui)
+        ratio = watched / base - 1
+        print(f"sweep of {runs} runs of `true`, -j 2, best of {repeat} ({os.cpu_count()} cores, "
+              f"load average {os.getloadavg()[0]:.1f})")
+        print(f"  without the dashboard      {base:8.2f} s  ({base / runs * 1000:.2f} ms/run)  all: "
+              + ", ".join(f"{w:.2f}" for w in without))
+        print(f"  with it open and polling   {watched:8.2f} s  ({watched / runs * 1000:.2f} ms/run)  all: "
+              + ", ".join(f"{w:.2f}" for w in with_ui) + f"  (browser requests: {requests})")
+        print(f"goal: within {OVERHEAD_GOAL:.0%} of the sweep without it -> "
+              f"{'met' if ratio <= OVERHEAD_GOAL else 'NOT met'} ({ratio:+.1%})")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs-per-group", type=int, default=100, help="seeds per (task, config): 100 = 10,000 runs")
+    parser.add_argument("--sweep-runs", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--skip-overhead", action="store_true")
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if not args.skip_scale:
+        scale(args.runs_per_group)
+    if not args.skip_overhead:
+        overhead(args.sweep_runs, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

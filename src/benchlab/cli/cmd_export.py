@@ -1,0 +1,40 @@
+"""`benchlab export`: publish a results folder to any fsspec target, idempotently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from benchlab.cli.app import app, console, print_json
+
+
+@app.command()
+def export(
+    results: Path = typer.Argument(..., help="The results folder to publish."),
+    target: str = typer.Argument(..., help="Where: a folder, memory://..., s3://BUCKET/PREFIX, "
+                                 "hf://datasets/ORG/NAME (any fsspec URL)."),
+    what: str = typer.Option("all", "--what", help="report (report files and plots), runs (run folders and "
+                             "benchmark versions) or all."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be uploaded; upload nothing."),
+    public: str = typer.Option(None, "--public-url", help="Base URL the target is read at, for the rewritten "
+                               "links [default: the target's own, e.g. https://BUCKET.s3.amazonaws.com/]."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Upload the report and runs whose content changed since the last export to TARGET, links
+    rewritten to its public URLs; the export is appended to EXPORTS.md and exports.json."""
+    from benchlab.history.export import export as do_export
+    from benchlab.results import find_results
+
+    folder = find_results(results)
+    result = do_export(folder, target, what=what, dry_run=dry_run, public=public)
+    if as_json:
+        print_json(result.to_json())
+        return
+    verb = "would upload" if dry_run else "uploaded"
+    for f in result.uploaded:
+        console.print(f"{verb} {f.path} ({f.bytes} bytes)", markup=False, highlight=False)
+    console.print(f"{result.target}: {verb} {len(result.uploaded)} of {len(result.files)} files "
+                  f"({result.uploaded_bytes} bytes); {len(result.files) - len(result.uploaded)} unchanged"
+                  + (f"; links point to {result.public_url}" if result.public_url else ""),
+                  markup=False, highlight=False)

@@ -1,0 +1,221 @@
+"""The pre-registered analysis plan: the spec's ``analysis:`` section, hashed into the ledger at the
+first run, and what the report says about it.
+
+"Decide on metrics and thresholds before seeing results": the plan (primary metric and its
+summary, alpha, test, the comparisons of interest and ``min_effect``, the smallest difference
+that matters) is recorded with its SHA-256 and the time the first sweep saw it. The report then
+states "analysis as pre-registered (hash …, registered at …)", or lists each deviation from it,
+and judges the planned comparisons with the registered settings. With ``min_effect`` each
+comparison also says whether its effect is practically meaningful:
+
+- ``meaningful``: the 95% CI of the change lies entirely beyond ``min_effect`` (better or worse);
+- ``practically equivalent``: the CI lies entirely within ``±min_effect``;
+- ``undecided``: the CI straddles ``min_effect`` (or ``-min_effect``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from benchlab.spec import Spec
+    from benchlab.store import Store
+
+META_KEY = "preregistration"
+#: The p-value of :class:`benchlab.stats.Comparison` each ``analysis.test`` uses.
+TESTS = {"t": ("t_pvalue", "welch_pvalue"), "welch": ("welch_pvalue", "welch_pvalue"),
+         "wilcoxon": ("wilcoxon_pvalue", "mannwhitney_pvalue"),
+         "mannwhitney": ("mannwhitney_pvalue", "mannwhitney_pvalue")}
+TEST_NAMES = {"t": "t-test (paired where seeds match, Welch otherwise)", "welch": "Welch t-test",
+              "wilcoxon": "Wilcoxon signed-rank (Mann-Whitney U where unpaired)", "mannwhitney": "Mann-Whitney U"}
+
+
+def plan_of(spec_dump: dict[str, Any]) -> dict[str, Any] | None:
+    """The analysis plan of a spec (as ``Spec.model_dump``), with its defaults filled in; None
+    when the spec has no ``analysis:``."""
+    analysis = spec_dump.get("analysis")
+    if analysis is None:
+        return None
+    primary = spec_dump.get("metrics", {}).get("primary", {})
+    primary_name = primary.get("name") if isinstance(primary, dict) else primary
+    return {
+        "metric": analysis.get("metric") or primary_name,
+        "summary": analysis.get("summary", "final"),
+        "alpha": analysis.get("alpha", 0.05),
+        "test": analysis.get("test", "t"),
+        "comparisons": [[c["baseline"], c["candidate"]] for c in analysis.get("comparisons", [])]
+        or ([[spec_dump["baseline"], "*"]] if spec_dump.get("baseline") else []),
+        "min_effect": analysis.get("min_effect"),
+    }
+
+
+def plan_hash(plan: dict[str, Any]) -> str:
+    """SHA-256 of the plan's canonical JSON."""
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
+
+
+def register(store: Store, spec: Spec, completed_runs: int, *, now: datetime | None = None) -> dict[str, Any] | None:
+    """Record the spec's plan in the ledger if none is registered yet; return the registration."""
+    meta = store.meta()
+    if meta.get(META_KEY):
+        return dict(meta[META_KEY])
+    plan = plan_of(spec.model_dump(mode="json", by_alias=True, exclude_none=True))
+    if plan is None:
+        return None
+    record = {"hash": plan_hash(plan), "registered_at": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
+              "plan": plan, "configs": [c.name for c in spec.configs], "completed_before": completed_runs}
+    store.set_meta(**{META_KEY: record})
+    return record
+
+
+def deviations(registered: dict[str, Any], spec_dump: dict[str, Any]) -> list[str]:
+    """Each way the analysis now differs from the registered plan, one phrase each."""
+    now = plan_of(spec_dump)
+    if now is None:
+        return ["the spec no longer has an analysis section (the registered plan is used)"]
+    then = registered["plan"]
+    out = []
+    for key, what in (("metric", "metric"), ("summary", "summary"), ("alpha", "alpha"), ("test", "test"),
+                      ("min_effect", "min_effect")):
+        if then.get(key) != now.get(key):
+            out.append(f"{what} changed: {then.get(key)} registered, {now.get(key)} now")
+    before = {tuple(c) for c in then.get("comparisons", [])}
+    after = {tuple(c) for c in now.get("comparisons", [])}
+    for b, c in sorted(after - before):
+        out.append(f"comparison added: {c} vs {b}")
+    for b, c in sorted(before - after):
+        out.append(f"comparison dropped: {c} vs {b}")
+    added = [c["name"] for c in spec_dump.get("configs", []) if c["name"] not in registered.get("configs", [])]
+    if added:
+        out.append(f"config(s) added after results existed: {', '.join(added)}")
+    return out
+
+
+@dataclass(frozen=True)
+class PlannedResult:
+    """A planned comparison judged with the registered settings."""
+
+    task: str
+    baseline: str
+    candidate: str
+    metric: str
+    paired: bool
+    n: int
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    p_holm: float | None
+    significant: bool | None
+    practical: str | None  # None without min_effect
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def practical_verdict(ci_low: float | None, ci_high: float | None, min_effect: float, goal: str) -> str:
+    """``meaningful improvement``/``meaningful degradation``, ``practically equivalent`` or
+    ``undecided`` (see the module docstring); the CI is of ``candidate - baseline``."""
+    if ci_low is None or ci_high is None:
+        return "undecided (no interval)"
+    lo, hi = (ci_low, ci_high) if goal == "max" else (-ci_high, -ci_low)
+    if lo > min_effect:
+        return f"meaningful improvement (CI beyond +{min_effect:g})"
+    if hi < -min_effect:
+        return f"meaningful degradation (CI beyond -{min_effect:g})"
+    if -min_effect < lo and hi < min_effect:
+        return f"practically equivalent (CI within ±{min_effect:g})"
+    return f"undecided (CI straddles ±{min_effect:g})"
+
+
+def judge(finals: pd.DataFrame, plan: dict[str, Any], goals: dict[str, str], configs: list[str],
+          *, reps: int = 2000, seed: int = 0) -> list[PlannedResult]:
+    """The planned comparisons on a long-format table, with the plan's metric, summary, test and
+    alpha; Holm across all of them. Statistics come from :mod:`benchlab.stats`."""
+    import numpy as np
+
+    from benchlab.stats import compare, holm, is_significant, reduce_runs, validate_table
+
+    table = finals[finals["metric"] == plan["metric"]]
+    if table.empty:
+        return []
+    runs, _ = reduce_runs(validate_table(table, "results"), plan["summary"])
+    by = {k: dict(zip(g["seed"].tolist(), g["value"].tolist(), strict=True))
+          for k, g in runs.groupby(["task", "config"], sort=True)}
+    goal = goals.get(plan["metric"], "max")
+    pairs: list[tuple[str, str]] = []
+    for b, c in plan["comparisons"]:
+        pairs += [(b, x) for x in configs if x != b] if c == "*" else [(b, c)]
+    raw = []
+    for task in sorted({t for t, _ in by}):
+        for b, c in pairs:
+            base, cand = by.get((task, b)), by.get((task, c))
+            if not base or not cand:
+                continue
+            common = sorted(base.keys() & cand.keys())
+            paired = len(common) >= 2
+            xb = np.array([base[s] for s in common] if paired else list(base.values()))
+            xc = np.array([cand[s] for s in common] if paired else list(cand.values()))
+            cmp = compare(xb, xc, paired, goal, reps, 0.95, "studentized", seed,  # type: ignore[arg-type]
+                          f"{task} {plan['metric']} {c} vs {b}")
+            field_paired, field_unpaired = TESTS[plan["test"]]
+            raw.append((task, b, c, cmp, getattr(cmp, field_paired if paired else field_unpaired)))
+    adjusted = holm([p for *_, p in raw])
+    out = []
+    for (task, b, c, cmp, p), p_adj in zip(raw, adjusted, strict=True):
+        out.append(PlannedResult(
+            task, b, c, plan["metric"], cmp.paired, cmp.n, cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, p, p_adj,
+            is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, plan["alpha"]),
+            None if plan.get("min_effect") is None else
+            practical_verdict(cmp.diff_ci_low, cmp.diff_ci_high, plan["min_effect"], goal), list(cmp.warnings)))
+    return out
+
+
+def _g(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+def statement(registered: dict[str, Any] | None, spec_dump: dict[str, Any], results: list[PlannedResult]) -> str:
+    """The report's "Analysis plan" section (Markdown), or "" when there is no plan."""
+    if registered is None:
+        return ""
+    plan = registered["plan"]
+    head = f"(hash {registered['hash'][:12]}, registered at {registered['registered_at']})"
+    lines = []
+    found = deviations(registered, spec_dump)
+    late = registered.get("completed_before", 0)
+    if not found and not late:
+        lines.append(f"Analysis as pre-registered {head}.")
+    else:
+        lines.append(f"Analysis **deviates** from the pre-registered plan {head}:")
+        lines.append("")
+        if late:
+            lines.append(f"- registered after {late} run(s) had completed: not a pre-registration")
+        lines += [f"- {d}" for d in found]
+    lines += ["", f"Registered plan: metric {plan['metric']} ({plan['summary']} value per run), "
+              f"{TEST_NAMES.get(plan['test'], plan['test'])}, alpha {plan['alpha']:g} after Holm's correction "
+              "across the planned comparisons"
+              + (f", min_effect {plan['min_effect']:g} (the smallest difference that matters)."
+                 if plan.get("min_effect") is not None else ".")]
+    if results:
+        has_min = plan.get("min_effect") is not None
+        lines += ["", "| task | comparison | change (95% CI) | p (Holm) | significant |"
+                  + (" practically |" if has_min else ""),
+                  "|---|---|---|---:|---|" + ("---|" if has_min else "")]
+        for r in results:
+            ci = "—" if r.ci_low is None else f"{r.diff:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}]"
+            sig = {True: "yes", False: "no", None: "undetermined"}[r.significant]
+            lines.append(f"| {r.task} | {r.candidate} vs {r.baseline} | {ci} | {_g(r.p_holm)} | {sig} |"
+                         + (f" {r.practical} |" if has_min else ""))
+    return "\n".join(lines)
+
+
+__all__ = ["META_KEY", "PlannedResult", "deviations", "judge", "plan_hash", "plan_of", "practical_verdict",
+           "register", "statement"]

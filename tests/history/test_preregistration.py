@@ -1,0 +1,127 @@
+"""The pre-registered analysis plan: hashed into the ledger at the first run, the report states it or
+its deviations, and min_effect verdicts follow the CI (checked with scipy)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import textwrap
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from benchlab.preregistration import practical_verdict
+from benchlab_testing import run_cli
+
+# Per seed, "far" is the baseline + 0.1, "same" the baseline ± 0.001, "near" the baseline + 0.02
+# with a large per-seed spread: three different min_effect verdicts with min_effect 0.01.
+RUN = """
+import json, os, sys
+config = sys.argv[1]
+seed = int(os.environ["BENCHLAB_SEED"])
+base = 0.5 + [0.013, -0.02, 0.007, 0.031, -0.004, 0.018][seed]
+jitter = [0.3, -0.7, 0.5, -0.2, 0.9, -0.4][seed]
+score = {"base": base, "far": base + 0.1 + 0.002 * jitter, "same": base + 0.001 * jitter,
+         "near": base + 0.02 + 0.05 * jitter, "late": base}[config]
+json.dump({"score": score}, open(os.path.join(os.environ["BENCHLAB_RUN_DIR"], "metrics.json"), "w"))
+"""
+
+SPEC = """
+name: plan
+tasks: [{name: t}]
+configs: [{name: base}, {name: far}, {name: same}, {name: near}]
+seeds: 6
+command: python run.py {config}
+metrics: {primary: score}
+baseline: base
+analysis:
+  metric: score
+  alpha: 0.05
+  comparisons: [[base, far], [base, same], [base, near]]
+  min_effect: 0.01
+"""
+
+
+def _registered(results):
+    with sqlite3.connect(results / "benchlab.db") as db:
+        (value,) = db.execute("SELECT value FROM meta WHERE key = 'preregistration'").fetchone()
+    return json.loads(value)
+
+
+@pytest.fixture
+def bench(tmp_path):
+    (tmp_path / "run.py").write_text(RUN)
+    (tmp_path / "bench.yaml").write_text(textwrap.dedent(SPEC).lstrip())
+    return tmp_path
+
+
+def _scores(config: str) -> np.ndarray:
+    ns: dict = {}
+    base = np.array([0.5 + x for x in [0.013, -0.02, 0.007, 0.031, -0.004, 0.018]])
+    jitter = np.array([0.3, -0.7, 0.5, -0.2, 0.9, -0.4])
+    ns = {"base": base, "far": base + 0.1 + 0.002 * jitter, "same": base + 0.001 * jitter,
+          "near": base + 0.02 + 0.05 * jitter}
+    return ns[config]
+
+
+def test_report_states_the_plan_as_pre_registered_with_min_effect_verdicts(bench):
+    run_cli("run", "bench.yaml", cwd=bench, check=True)
+    results = bench / "results" / "plan"
+    reg = _registered(results)
+    plan = {"metric": "score", "summary": "final", "alpha": 0.05, "test": "t",
+            "comparisons": [["base", "far"], ["base", "same"], ["base", "near"]], "min_effect": 0.01}
+    assert reg["plan"] == plan and reg["completed_before"] == 0
+    assert reg["hash"] == hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
+    report = (results / "BENCHMARK_REPORT.md").read_text()
+    assert f"Analysis as pre-registered (hash {reg['hash'][:12]}, registered at {reg['registered_at']})." in report
+    rows = {line.split("|")[2].strip(): line for line in report.splitlines() if line.startswith("| t | ")}
+    for config, verdict in (("far", "meaningful improvement"), ("same", "practically equivalent"),
+                            ("near", "undecided")):
+        d = _scores(config) - _scores("base")
+        lo, hi = sps.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
+        # The verdict the CI calls for, by hand, with min_effect 0.01.
+        expected = ("meaningful improvement" if lo > 0.01 else "practically equivalent"
+                    if -0.01 < lo and hi < 0.01 else "undecided")
+        assert expected == verdict, (config, lo, hi)
+        row = rows[f"{config} vs base"]
+        assert verdict in row and f"[{lo:+.3g}, {hi:+.3g}]" in row
+
+
+def test_deviations_are_listed_alpha_and_a_config_added_after_results(bench):
+    run_cli("run", "bench.yaml", cwd=bench, check=True)
+    spec = bench / "bench.yaml"
+    spec.write_text(spec.read_text().replace("alpha: 0.05", "alpha: 0.1").replace(
+        "{name: near}]", "{name: near}, {name: late}]"))
+    run_cli("run", "bench.yaml", cwd=bench, check=True)
+    results = bench / "results" / "plan"
+    reg = _registered(results)
+    assert reg["plan"]["alpha"] == 0.05  # the registration is kept as first made
+    report = (results / "BENCHMARK_REPORT.md").read_text()
+    assert (f"Analysis **deviates** from the pre-registered plan (hash {reg['hash'][:12]}, "
+            f"registered at {reg['registered_at']}):") in report
+    assert "- alpha changed: 0.05 registered, 0.1 now" in report
+    assert "- config(s) added after results existed: late" in report
+
+
+def test_a_plan_added_after_results_is_not_called_a_pre_registration(bench):
+    spec = bench / "bench.yaml"
+    text = spec.read_text()
+    spec.write_text(text[:text.index("analysis:")])
+    run_cli("run", "bench.yaml", "--no-report", cwd=bench, check=True)
+    spec.write_text(text)
+    run_cli("run", "bench.yaml", cwd=bench, check=True)
+    report = (bench / "results" / "plan" / "BENCHMARK_REPORT.md").read_text()
+    assert "- registered after 24 run(s) had completed: not a pre-registration" in report
+
+
+@pytest.mark.parametrize(("lo", "hi", "goal", "verdict"), [
+    (0.02, 0.05, "max", "meaningful improvement"),
+    (0.02, 0.05, "min", "meaningful degradation"),
+    (-0.005, 0.008, "max", "practically equivalent"),
+    (0.005, 0.03, "max", "undecided"),
+    (-0.03, -0.02, "min", "meaningful improvement"),
+])
+def test_practical_verdict_compares_the_ci_with_min_effect(lo, hi, goal, verdict):
+    assert practical_verdict(lo, hi, 0.01, goal).startswith(verdict)
