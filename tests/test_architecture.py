@@ -211,3 +211,14 @@ def test_the_sweep_names_no_backend():
     spelt = [f"{line}: {value!r}" for line, value in _string_constants(MODULES["benchlab.execute.sweep"])
              if value in BUILTIN_BACKENDS]
     assert spelt == []
+
+
+def test_the_runs_folder_is_joined_only_in_run_files():
+    # `results / "runs"` spelt anywhere else would be a second definition of where runs live.
+    joined = sorted(f"{path.relative_to(SRC.parent)}:{node.lineno}"
+                    for name, path in MODULES.items() if name != "benchlab.run_files"
+                    for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
+                    and any(isinstance(side, ast.Constant) and side.value == "runs"
+                            for side in (node.left, node.right)))
+    assert joined == []

@@ -22,6 +22,7 @@ from benchlab.errors import MissingExtra
 EXTRAS: dict[str, tuple[str, ...]] = {
     "serve": ("fastapi", "starlette", "uvicorn", "httpx", "math_verify", "plotly"),
     "ray": ("ray",),
+    "slurm": ("submitit",),
     "gpu": ("pynvml",),
     "search": ("optuna",),
     "tensorboard": ("tensorboard",),

@@ -7,7 +7,12 @@ belongs to; a spec's ``retry_on`` gives the retryable ones a budget of their own
 
 from __future__ import annotations
 
-from typing import Final, Literal, get_args
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal, get_args
+
+if TYPE_CHECKING:
+    from benchlab.store import AttemptRecord, RunRecord
 
 TIMEOUT: Final = "timeout"
 OOM: Final = "out-of-memory"
@@ -21,10 +26,38 @@ USAGE: Final = "usage-error"  # the command rejected its arguments (argparse's e
 INTERRUPTED: Final = "interrupted"  # stopped by the user; not a fault of the run, not retried
 LOST: Final = "orchestrator-died"  # benchlab itself died under the attempt
 NODE_DIED: Final = "node-died"  # a cluster worker or node died under the attempt
+CANCELLED: Final = "cancelled"  # the cluster's scheduler cancelled the job (scancel, an administrator)
+PREEMPTED: Final = "preempted"  # the scheduler took the job's resources for another job; not the run's fault
 
 #: The classes a spec may give its own retry budget (``retry_on``): every class but
 #: ``interrupted`` and ``orchestrator-died``. A Literal so that the spec's schema lists them.
 RetryClass = Literal["timeout", "out-of-memory", "cuda-error", "exception", "signal", "exit-code",
-                     "missing-metric", "launch-error", "usage-error", "node-died"]
+                     "missing-metric", "launch-error", "usage-error", "node-died", "cancelled", "preempted"]
 
 RETRY_CLASSES: tuple[str, ...] = get_args(RetryClass)
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """A run that failed for good, with its attempts (oldest first): the last one says why."""
+
+    run: RunRecord
+    attempts: list[AttemptRecord]
+
+    @property
+    def last(self) -> AttemptRecord | None:
+        """The attempt that ended the run (None: the ledger holds none, a rebuilt oddity)."""
+        return self.attempts[-1] if self.attempts else None
+
+
+def failed_runs(runs: Iterable[RunRecord], attempts: Iterable[AttemptRecord]) -> list[FailedRun]:
+    """The failed runs of ``runs``, in their order, each with its attempts (``attempts`` in the
+    ledger's order, as :meth:`benchlab.store.Store.attempts` returns them)."""
+    from benchlab.store import FAILED  # here: the spec reads the classes above without the ledger
+
+    failed = {r.run_id: r for r in runs if r.status == FAILED}
+    tries: dict[str, list[AttemptRecord]] = {}
+    for a in attempts:
+        if a.run_id in failed:
+            tries.setdefault(a.run_id, []).append(a)
+    return [FailedRun(run, tries.get(run_id, [])) for run_id, run in failed.items()]

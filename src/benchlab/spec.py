@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from benchlab.errors import OverrideError, Problem, SpecError
-from benchlab.failures import LAUNCH, MISSING_METRIC, NODE_DIED, OOM, TIMEOUT, USAGE, RetryClass
+from benchlab.failures import LAUNCH, MISSING_METRIC, NODE_DIED, OOM, PREEMPTED, TIMEOUT, USAGE, RetryClass
 from benchlab.quoting import WrittenFloat, as_written, shell_words
 from benchlab.spec_checks import (
     BUILTIN_PLACEHOLDERS,  # noqa: F401 - part of this module's API since it began
@@ -99,7 +99,7 @@ class Resources(_Model):
     cpus: float = Field(default=1.0, ge=0)
     gpus: float = Field(default=0.0, ge=0)
     gpu_memory: float | None = Field(default=None, gt=0)
-    memory: float | None = Field(default=None, gt=0, description="host memory in GiB (Ray backend)")
+    memory: float | None = Field(default=None, gt=0, description="host memory in GiB (Ray and Slurm backends)")
     custom: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("gpus")
@@ -108,6 +108,21 @@ class Resources(_Model):
         if v > 1 and v != int(v):
             raise ValueError(f"expected a fraction up to 1 or a whole number of GPUs, got {v}")
         return v
+
+
+class Slurm(_Model):
+    """Where and how the ``slurm`` backend submits runs (every field may also come from ``--slurm``)."""
+
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    sbatch: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="other sbatch options, without the dashes: {exclude: node3, nice: 10}")
+    setup: list[str] = Field(default_factory=list,
+                             description="shell lines run before each job (module load, conda activate)")
+    array_size: int = Field(default=1000, ge=1, description="most runs submitted and not finished at once, "
+                                                            "in job arrays of at most this size")
 
 
 class Config(_Model):
@@ -303,7 +318,9 @@ class Metrics(_Model):
 #: again only to miss it again (`benchlab collect --failed` reads it after the spec is fixed),
 #: and an out-of-memory run gets one more try, alone on its device; a run whose cluster node
 #: died was not at fault and gets two more, on other nodes.
-DEFAULT_RETRY_ON: dict[str, int] = {TIMEOUT: 0, LAUNCH: 0, USAGE: 0, MISSING_METRIC: 0, OOM: 1, NODE_DIED: 2}
+#: A preempted Slurm job was not at fault either: its own budget of 20 leaves `retries` untouched.
+DEFAULT_RETRY_ON: dict[str, int] = {TIMEOUT: 0, LAUNCH: 0, USAGE: 0, MISSING_METRIC: 0, OOM: 1, NODE_DIED: 2,
+                                    PREEMPTED: 20}
 
 
 class Dataset(_Model):
@@ -360,7 +377,8 @@ class Spec(_Model):
     retry_on: dict[RetryClass, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    backend: Literal["local", "ray"] = "local"
+    backend: Literal["local", "ray", "slurm"] = "local"
+    slurm: Slurm = Field(default_factory=Slurm)
     datasets: list[Dataset] | None = None
     analysis: Analysis | None = None
     settings: list[str] | None = Field(

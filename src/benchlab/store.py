@@ -145,6 +145,9 @@ CREATE TABLE IF NOT EXISTS code (
     tree_sha256 TEXT, UNIQUE (git_commit, dirty, diff_sha256)
 );
 CREATE TABLE IF NOT EXISTS attempt_code (attempt_id INTEGER PRIMARY KEY, code_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS placements (
+    attempt_id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, state TEXT, reason TEXT, updated REAL
+);
 """
 
 
@@ -277,6 +280,21 @@ class AttemptRecord:
         if self.gpu_util_mean is None and self.gpu_mem_peak_mib is None:
             return None
         return GpuUse(self.gpu_util_mean, self.gpu_util_max, self.gpu_mem_peak_mib)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a cluster scheduler holds an attempt: its job id (``123`` or array task ``123_4``),
+    the job's state (``PENDING``, ``RUNNING``) with the scheduler's reason while it waits
+    (``Priority``, ``Resources``), and once it runs, its node and GPUs."""
+
+    attempt_id: int
+    job_id: str
+    state: str | None = None
+    reason: str | None = None
+    node: str | None = None
+    gpus: list[int] | None = None
+    started: float | None = None  # when the job started on its node (the attempt's start from then on)
 
 
 @dataclass(frozen=True)
@@ -557,6 +575,34 @@ class Store:
             " WHERE attempt_id = ?",
             (pid, pgid, proc_start, ",".join(map(str, gpus)) if gpus else None, attempt_id))
 
+    def set_placements(self, placements: Iterable[Placement]) -> None:
+        """Record what a cluster scheduler says of attempts (job id, state, reason; node and GPUs
+        once they run), in one transaction."""
+        now = time.time()
+        with self.transaction() as c:
+            for p in placements:
+                c.execute("INSERT INTO placements VALUES (?, ?, ?, ?, ?) ON CONFLICT (attempt_id) DO UPDATE SET"
+                          " job_id = excluded.job_id, state = excluded.state, reason = excluded.reason,"
+                          " updated = excluded.updated", (p.attempt_id, p.job_id, p.state, p.reason, now))
+                if p.node is not None or p.gpus or p.started is not None:
+                    c.execute("UPDATE attempts SET node = COALESCE(?, node), gpus = COALESCE(?, gpus),"
+                              " started = COALESCE(?, started) WHERE attempt_id = ?",
+                              (p.node, ",".join(map(str, p.gpus)) if p.gpus else None, p.started,
+                               p.attempt_id))
+
+    def placements(self, attempt_ids: Iterable[int] | None = None) -> dict[int, Placement]:
+        """What the scheduler last said of attempts, by attempt id (empty for a ledger that never
+        ran on a cluster scheduler)."""
+        try:
+            rows = self.conn.execute("SELECT p.attempt_id, p.job_id, p.state, p.reason, a.node, a.gpus"
+                                     " FROM placements p JOIN attempts a USING (attempt_id)").fetchall()
+        except sqlite3.OperationalError:  # an older ledger, opened read-only: no such table
+            return {}
+        wanted = None if attempt_ids is None else set(attempt_ids)
+        return {r[0]: Placement(r[0], r[1], r[2], r[3], r[4],
+                                [int(g) for g in r[5].split(",") if g.isdigit()] if r[5] else None)
+                for r in rows if wanted is None or r[0] in wanted}
+
     def finish_attempt(self, attempt_id: int, run_id: str, *, status: str, run_status: str,
                        exit_code: int | None = None, signal: int | None = None,
                        ended: float | None = None, node: str | None = None,
@@ -680,8 +726,9 @@ class Store:
              " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
         if current_only:
             q += " AND " + self.in_spec_sql("r")
-        # In the order they were written (completion order), whichever way SQLite joins.
-        return list(self.conn.execute(q + " ORDER BY m.rowid"))
+        # In the plan's order (runs are registered in it), not in completion order: the same runs
+        # make the same table and report, whichever finished first (ties are broken by order).
+        return list(self.conn.execute(q + " ORDER BY r.rowid, m.rowid"))
 
     def series_rows(self, current_only: bool = True) -> Iterator[tuple[str, str, str, int, str,
                                                                        np.ndarray, np.ndarray]]:
@@ -690,7 +737,7 @@ class Store:
              " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
         if current_only:
             q += " AND " + self.in_spec_sql("r")
-        for rid, task, cfg, seed, metric, steps, vals in self.conn.execute(q + " ORDER BY s.rowid"):
+        for rid, task, cfg, seed, metric, steps, vals in self.conn.execute(q + " ORDER BY r.rowid, s.rowid"):
             yield (rid, task, cfg, seed, metric, np.frombuffer(steps, dtype="<f8"),
                    np.frombuffer(vals, dtype="<f8"))
 
@@ -914,11 +961,12 @@ class LedgerGuard:
         self.path = store.path
         st = os.stat(self.path)
         self._key = (st.st_dev, st.st_ino)
+        # The file alone is read below (immutable, write-ahead log left out). After a crash
+        # mid-checkpoint (a full disk, a kill) the file is torn until the log is folded back in,
+        # and the id may still be only in the log: fold it in first. The sweep holds the results
+        # lock, so no other writer is in the way.
+        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._identity = self._stored_identity()
-        if self._identity is None:
-            # The id is still only in the write-ahead log: fold it into the file, where it is read.
-            store.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            self._identity = self._stored_identity()
         self.every_s = every_s
         self._next = 0.0
 
@@ -951,8 +999,13 @@ class LedgerGuard:
             return problem
         try:
             identity = self._stored_identity()
-        except sqlite3.DatabaseError as exc:
-            return f"cannot be read ({exc})"
+        except sqlite3.DatabaseError:
+            # Our own connection may be folding the log into the file at this instant: look again.
+            time.sleep(0.2)
+            try:
+                identity = self._stored_identity()
+            except sqlite3.DatabaseError as exc:
+                return f"cannot be read ({exc})"
         if self._identity is not None and identity != self._identity:
             return "was overwritten by another ledger"
         return None

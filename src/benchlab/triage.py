@@ -24,6 +24,7 @@ from benchlab.failures import (  # noqa: F401
     TIMEOUT,
     USAGE,
 )
+from benchlab.store import FAILED
 
 TAIL_LINES = 20
 TAIL_BYTES = 16384
@@ -165,14 +166,14 @@ def flag_configs(runs: Iterable[Any], attempts: Iterable[Any]) -> list[dict[str,
     """
     last: dict[str, str] = {}
     for a in attempts:
-        if a.status == "failed":
+        if a.status == FAILED:
             last[a.run_id] = a.failure_class or "unknown"
     groups: dict[tuple[str, str], list[Any]] = {}
     for r in runs:
         groups.setdefault((r.task, r.config), []).append(r)
     flagged = []
     for (task, config), members in groups.items():
-        if members and all(r.status == "failed" for r in members):
+        if members and all(r.status == FAILED for r in members):
             classes: dict[str, int] = {}
             for r in members:
                 cls = last.get(r.run_id, "unknown")

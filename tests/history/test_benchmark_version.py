@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -147,6 +148,11 @@ def test_resume_stops_on_a_changed_dataset_and_allow_changed_records_it(tmp_path
     err = " ".join(stopped.stderr.split())
     assert "dataset 'train' at data/train.csv (sha256 " in err and "--allow-changed" in err
     assert "Traceback" not in stopped.stderr
+    # docs/history.md shows this message (its folder and hashes aside).
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "history.md").read_text()
+    shown = next(line for line in doc.splitlines() if line.startswith("error: results/starter: the benchmark"))
+    pattern = re.escape(shown).replace("results/starter", ".+").replace("3f0bd4c5a2b1", "[0-9a-f]{12}")
+    assert re.search(pattern.replace("9e51c0d7f2aa", "[0-9a-f]{12}"), err), (shown, err)
     with sqlite3.connect(results / "benchlab.db") as db:
         assert db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 4  # the new seed did not run
     went_on = run_cli("run", "bench.yaml", "--no-report", "--allow-changed", cwd=tmp_path, check=True)

@@ -123,28 +123,37 @@ def test_s3_export_through_a_real_s3_api_rewrites_links_and_second_run_uploads_n
     env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
            "FSSPEC_S3_ENDPOINT_URL": s3_server}
     fs = s3fs.S3FileSystem(key="testing", secret="testing", endpoint_url=s3_server)
-    fs.mkdir("bench-public")
-    first = json.loads(run_cli("export", str(folder), "s3://bench-public/starter", "--json", env=env,
+    fs.mkdir("my-bucket")
+    first = json.loads(run_cli("export", str(folder), "s3://my-bucket/bench/starter", "--json", env=env,
                                check=True).stdout)
     assert first["uploaded"] == first["files"] > 10
-    assert first["public_url"] == "https://bench-public.s3.amazonaws.com/starter/"
+    assert first["public_url"] == "https://my-bucket.s3.amazonaws.com/bench/starter/"
     fs.invalidate_cache()
-    etags = {p: fs.info(p)["ETag"] for p in fs.find("bench-public/starter")}
-    second = json.loads(run_cli("export", str(folder), "s3://bench-public/starter", "--json", env=env,
+    etags = {p: fs.info(p)["ETag"] for p in fs.find("my-bucket/bench/starter")}
+    second = json.loads(run_cli("export", str(folder), "s3://my-bucket/bench/starter", "--json", env=env,
                                 check=True).stdout)
     assert second["uploaded"] == 0 and second["uploaded_files"] == []
     fs.invalidate_cache()
-    assert {p: fs.info(p)["ETag"] for p in fs.find("bench-public/starter")} == etags
-    report = fs.cat_file("bench-public/starter/BENCHMARK_REPORT.md").decode()
+    assert {p: fs.info(p)["ETag"] for p in fs.find("my-bucket/bench/starter")} == etags
+    report = fs.cat_file("my-bucket/bench/starter/BENCHMARK_REPORT.md").decode()
     local = (folder / "BENCHMARK_REPORT.md").read_text()
     plot = next(line for line in local.splitlines() if line.startswith("![")).split("](")[1].rstrip(")")
-    assert f"](https://bench-public.s3.amazonaws.com/starter/{plot})" in report
+    assert f"](https://my-bucket.s3.amazonaws.com/bench/starter/{plot})" in report
     assert f"]({plot})" not in report
     # What was uploaded is what the manifest says, byte for byte.
-    manifest = json.loads(fs.cat_file("bench-public/starter/.benchlab-export.json"))
-    body = fs.cat_file("bench-public/starter/results.csv")
+    manifest = json.loads(fs.cat_file("my-bucket/bench/starter/.benchlab-export.json"))
+    body = fs.cat_file("my-bucket/bench/starter/results.csv")
     assert manifest["files"]["results.csv"]["sha256"] == hashlib.sha256(body).hexdigest()
     assert "testing" not in (folder / "exports.json").read_text() + (folder / "EXPORTS.md").read_text()
+    # docs/publishing.md shows these two exports' last lines (its counts aside).
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "publishing.md").read_text()
+    shown = [line for line in doc.splitlines() if line.startswith("s3://my-bucket/bench/starter: ")]
+    third = run_cli("export", str(folder), "s3://my-bucket/bench/starter", env=env, check=True)
+    assert re.sub(r"\d+", "N", third.stdout.splitlines()[-1]) == re.sub(r"\d+", "N", shown[1])
+    (folder / "results.csv").write_text((folder / "results.csv").read_text() + "\n")
+    fourth = run_cli("export", str(folder), "s3://my-bucket/bench/starter", env=env, check=True)
+    assert fourth.stdout.splitlines()[0].startswith("uploaded results.csv (")
+    assert re.sub(r"\d+", "N", fourth.stdout.splitlines()[-1]) == re.sub(r"\d+", "N", shown[0])
 
 
 def test_benchmarks_md_has_a_settings_line_per_task_and_links_each_score_to_its_run_folders(results, tmp_path):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -103,6 +105,11 @@ def test_deviations_are_listed_alpha_and_a_config_added_after_results(bench):
             f"registered at {reg['registered_at']}):") in report
     assert "- alpha changed: 0.05 registered, 0.1 now" in report
     assert "- config(s) added after results existed: late" in report
+    # docs/history.md shows this section as the report writes it (hash and time aside).
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "history.md").read_text()
+    block = next(b for b in re.findall(r"```markdown\n(.*?)```", doc, re.S) if b.startswith("## Analysis plan"))
+    shown = block.replace("6eefc6fed978", reg["hash"][:12]).replace("2026-11-23T14:04:53+00:00", reg["registered_at"])
+    assert shown.strip() in report
 
 
 def test_a_plan_added_after_results_is_not_called_a_pre_registration(bench):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -44,8 +45,6 @@ def _scores(results: Path, task: str, config: str, metric: str = "score") -> dic
 def versions(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("quickstart")
     run_cli("init", str(root), check=True)
-    spec = root / "benchlab.yaml"
-    spec.write_text(spec.read_text().replace("steps: 50 ", "steps: 20 "))
     _git(root, "init", "-q")
     _git(root, "add", ".")
     _git(root, "commit", "-qm", "v1")
@@ -138,3 +137,16 @@ def test_two_versions_in_one_folder_are_told_apart_by_version_id(versions):
     assert "configs.fast.params.lr: 0.1 -> 0.12" in data["spec"]
     bad = run_cli("diff", "one@zzzz", "one", cwd=root)
     assert bad.returncode == 2 and "'zzzz' matches no benchmark version of" in bad.stderr
+
+
+def _masked(line: str) -> str:
+    return re.sub(r"[0-9a-f]{10}", "<commit>", line)
+
+
+def test_history_doc_shows_this_diff(versions):
+    """docs/history.md's example is this very diff (commit hashes aside)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "history.md").read_text()
+    block = next(b for b in re.findall(r"```markdown\n(.*?)```", text, re.S) if b.startswith("# benchlab diff"))
+    real = {_masked(line) for line in run_cli("diff", "v1", "v2", cwd=versions).stdout.splitlines()}
+    for line in block.splitlines():
+        assert _masked(line) in real, line

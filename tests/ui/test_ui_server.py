@@ -8,6 +8,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 from ui_testkit import SLOW_SCRIPT, SLOW_SPEC, get, get_json, ui_server, wait_for
@@ -193,3 +194,21 @@ def test_the_benchmark_page_shows_the_failure_with_its_log_tail(finished: Path):
     assert "ValueError: seed is cursed" in text
     assert text.count('data-state="failed"') == 1
     assert text.count('data-state="completed"') == 7
+
+
+def test_the_curves_data_hold_the_mean_and_the_95_band_of_the_seeds(finished: Path):
+    from scipy import stats
+
+    with ui_server(finished) as (port, _):
+        data = get_json(port, "/b/slowbench/curves.json?task=walk&metric=reward")
+    base = next(c for c in data["configs"] if c["name"] == "base")
+    # SLOW_SCRIPT logs base * step / steps + seed / 100 at steps 10, 20, 30; seeds 0-3 completed.
+    values = np.array([[0.5 * k / 3 + seed / 100 for k in (1, 2, 3)] for seed in range(4)])
+    assert base["n"] == 4 and base["x"] == [10.0, 20.0, 30.0]
+    assert base["mean"] == pytest.approx(values.mean(axis=0))
+    low, high = stats.t.interval(0.95, df=3, loc=values.mean(axis=0), scale=stats.sem(values, axis=0))
+    assert base["low"] == pytest.approx(low) and base["high"] == pytest.approx(high)
+    assert sorted(s["seed"] for s in base["seeds"]) == [0, 1, 2, 3]
+    # `bad` lost seed 3: its band is over the three that completed.
+    bad = next(c for c in data["configs"] if c["name"] == "bad")
+    assert bad["n"] == 3

@@ -189,6 +189,18 @@ TableArg = typer.Argument(
     ..., help="Long-format CSV: task, config, seed, value (optional: metric, step, benchmark)."
 )
 ResultsArg = typer.Argument(..., help="Results folder (or a long-format CSV).")
+CsvOpt = typer.Option(None, "--csv", help="Also write the comparisons table to this CSV file.")
+
+
+def _write_csv(path: Path | None, report: Any) -> None:
+    """The comparisons of ``report`` (one flat row each) as CSV at ``path``."""
+    if path is None:
+        return
+    from benchlab.cli.cmd_diff import write_csv
+
+    rows = [c.to_json() for c in report.comparisons]
+    columns = list(dict.fromkeys(k for row in rows for k in row)) or ["task", "metric", "baseline", "candidate"]
+    write_csv(path, rows, columns)
 PilotArg = typer.Argument(None, help="Pilot results folder or CSV (not needed with --effect).")
 ReferencesOpt = typer.Option(
     None, help="CSV task,low,high normalising the aggregate (default: --normalize)."
@@ -227,6 +239,45 @@ def _ranges(values: list[str] | None, table: pd.DataFrame) -> dict[str, tuple[fl
     return out
 
 
+def _analyze_pairs(source: Path, pairs_csv: Path, *, metric: str | None, goal: str, summary: str, alpha: float,
+                   reps: int, seed: int, as_json: bool, csv: Path | None) -> None:
+    """``analyze --pairs``: each metric over explicit control/candidate pairs of runs."""
+    from benchlab.errors import DataError
+    from benchlab.pairs import compare_pairs, read_pairs
+
+    goals: str | dict[str, str] = goal
+    if source.is_dir():
+        from benchlab import results
+
+        table = results.load(source, all_runs=True)
+        goals = {**results.info(source).goal}
+    else:
+        table = _read_csv(source)
+        if "run_id" not in table.columns and "run" in table.columns:
+            table = table.rename(columns={"run": "run_id"})
+    if table.empty:
+        raise DataError(f"{source}: no completed run")
+    rows = compare_pairs(table, read_pairs(pairs_csv), metric=metric, goal=goals, summary=summary, alpha=alpha,
+                         reps=reps, seed=seed)
+    if csv is not None:
+        from benchlab.cli.cmd_diff import write_csv
+
+        data = [r.to_json() for r in rows]
+        write_csv(csv, data, [k for k in (data[0] if data else {"metric": 0}) if k != "warnings"])
+    if as_json:
+        print_json({"pairs": [r.to_json() for r in rows]})
+        return
+    from benchlab.cli.tables import Column, print_table
+
+    print_table(console, f"{len(read_pairs(pairs_csv))} explicit pairs (candidate - control, paired)",
+                [Column("metric", numeric=False, key=True), Column("n"), Column("control"), Column("candidate"),
+                 Column("diff\n[95% CI]"), Column("p (Holm)"), Column("significant", numeric=False)],
+                [[r.metric, str(r.n), _fmt(r.mean_control), _fmt(r.mean_candidate),
+                  _ci(r.mean_diff, r.diff_ci_low, r.diff_ci_high), _fmt(r.p_holm), _fmt(r.significant)]
+                 for r in rows])
+    _print_warnings([w for r in rows for w in r.warnings])
+
+
 @app.command()
 def analyze(
     table: Path = TableArg,
@@ -244,10 +295,18 @@ def analyze(
     failed_as: FailedAsChoice = typer.Option(FailedAsChoice.EXCLUDE, "--failed-as", help=FAILED_AS_HELP),
     value_range: list[str] = typer.Option(None, "--range", help=RANGE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    csv: Path | None = CsvOpt,
+    pairs: Path | None = typer.Option(None, "--pairs", help="CSV of explicit control,candidate pairs of runs "
+                                      "(run ids or names such as digits/mlp/s3); TABLE may then be a results "
+                                      "folder, or a CSV with a run_id or run column."),
 ) -> None:
     """Statistics of any long-format CSV (W&B, MLflow, a paper's table)."""
     from benchlab.stats.accounting import analyze_seeds as run_analysis
 
+    if pairs is not None:
+        _analyze_pairs(table, pairs, metric=metric, goal=goal.value, summary=summary.value, alpha=alpha,
+                       reps=reps, seed=seed, as_json=as_json, csv=csv)
+        return
     df = _read_csv(table)
     with _flags():
         report = run_analysis(
@@ -258,6 +317,7 @@ def analyze(
             references=_read_references(references), source=str(table),
             ranges=_ranges(value_range, df),
         )
+    _write_csv(csv, report)
     _output(report, as_json, failed_as.value)
 
 
@@ -276,6 +336,7 @@ def compare(
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
     failed_as: FailedAsChoice = typer.Option(FailedAsChoice.EXCLUDE, "--failed-as", help=FAILED_AS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    csv: Path | None = CsvOpt,
 ) -> None:
     """Compare a candidate config with the baseline, paired by seed."""
     from benchlab.errors import DataError
@@ -313,6 +374,7 @@ def compare(
             normalize=normalize.value, align=align and align.value,
             references=references, source=str(results),
         )
+    _write_csv(csv, report)
     _output(report, as_json, failed_as.value)
 
 

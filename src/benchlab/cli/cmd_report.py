@@ -43,14 +43,14 @@ def report(
         files = write_report(results, out, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed,
                              failed_as=failed_as.value)
     except OSError as exc:
-        from benchlab.cli.app import fail
+        from benchlab.errors import CannotWrite
         from benchlab.store import disk_full, is_disk_full
 
         where = Path(exc.filename).parent if exc.filename else (out or results or Path("."))
         if is_disk_full(exc):
             raise disk_full(where) from None
-        raise fail(f"cannot write the report into {where} ({exc.strerror or exc}); "
-                   "write it elsewhere with --out DIR", code=1) from None
+        raise CannotWrite(Path(where), f"cannot write the report into {where} ({exc.strerror or exc}); "
+                          "write it elsewhere with --out DIR") from None
     console.print(f"wrote {files.markdown}")
     console.print(f"wrote {files.csv}")
     for path in files.extra:

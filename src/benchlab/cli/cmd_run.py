@@ -34,7 +34,7 @@ def validate(
     """Validate a spec and print the plan: the runs, their resources, and what is already done."""
     from benchlab.plan import expand
     from benchlab.spec import load_spec
-    from benchlab.store import DB_NAME, Store
+    from benchlab.store import DB_NAME, PENDING, Store
 
     spec = load_spec(spec_path, sets)
     runs = expand(spec)
@@ -43,7 +43,7 @@ def validate(
     if (folder / DB_NAME).exists():
         with Store.open(folder) as store:
             statuses = store.statuses()
-    states = [statuses.get(r.run_id, "pending") for r in runs]
+    states = [statuses.get(r.run_id, PENDING) for r in runs]
     if as_json:
         print_json({
             "name": spec.name, "results": str(folder), "runs": [
@@ -105,7 +105,11 @@ def run(
     allow_changed: bool = typer.Option(False, "--allow-changed",
                                        help="Go on where a dataset or the code under test changed since the "
                                             "runs began (the change is recorded); without it, run stops."),
-    backend: str = typer.Option(None, "--backend", help="local or ray [default: the spec's, or local]."),
+    backend: str = typer.Option(None, "--backend", help="local, ray or slurm [default: the spec's, or local]."),
+    slurm: list[str] = typer.Option(None, "--slurm", metavar="KEY=VALUE",
+                                    help="Slurm backend: partition, account, qos, constraint, array_size or "
+                                         "any sbatch option (--slurm partition=gpu --slurm exclude=node3), over "
+                                         "the spec's slurm: section."),
     ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster to run on (ray "
                                     "backend) [default: $RAY_ADDRESS, else a local Ray]."),
     shared_fs: bool = typer.Option(False, "--shared-fs", help="Ray nodes see the results folder at "
@@ -135,10 +139,11 @@ def run(
                                  "and decision as JSON at the end (on stdout; progress goes to stderr)."),
 ) -> None:
     """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
+    from benchlab import run_files
     from benchlab.execute.sweep import Sweep
     from benchlab.plan import expand
     from benchlab.spec import load_spec
-    from benchlab.store import COMPLETED, DB_NAME, Store
+    from benchlab.store import DB_NAME, Store, runs_to_do
 
     spec = load_spec(spec_path, sets)
     folder = results or default_results(spec)
@@ -147,25 +152,26 @@ def run(
 
         parse_gpus(gpus)  # a bad --gpus is a usage error before anything else happens
     if not until_decided:
-        from benchlab.cli.app import fail
+        from benchlab.errors import UsageError
 
         given = [name for name, value in (("--max-seeds", max_seeds), ("--batch", batch), ("--margin", margin),
                                           ("--json", as_json or None)) if value is not None]
         if given:
-            raise fail(f"{', '.join(given)} only apply with --until-decided")
+            raise UsageError(f"{', '.join(given)} only apply with --until-decided")
     else:
-        from benchlab.cli.app import fail
+        from benchlab.errors import UsageError
         from benchlab.stats.sequential import SPENDINGS
 
         if spending not in SPENDINGS:
-            raise fail(f"--spending {spending}: expected one of {', '.join(SPENDINGS)}")
+            raise UsageError(f"--spending {spending}: expected one of {', '.join(SPENDINGS)}")
         if rerun_all:  # every look would start the design over
-            raise fail("--rerun-all does not combine with --until-decided; run with a fresh --results folder")
+            raise UsageError("--rerun-all does not combine with --until-decided; run with a fresh --results folder")
     if until_decided and not dry_run:
         return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
                                   spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
                                   max_failures=max_failures, backend=backend, ray_address=ray_address,
-                                  shared_fs=shared_fs, gpus=gpus, report=report, allow_changed=allow_changed)
+                                  shared_fs=shared_fs, gpus=gpus, report=report, allow_changed=allow_changed,
+                                  slurm=slurm)
     if dry_run:
         from rich.markup import escape
 
@@ -185,9 +191,8 @@ def run(
                 with Store.open(folder) as store:
                     state = seqrun.read_state(store, spec, design, every)
             planned = seqrun.plan_runs(spec, design, every, state)
-        todo = [r for r in planned if rerun_all or (statuses.get(r.run_id) != COMPLETED
-                and (rerun_failed or statuses.get(r.run_id) != "failed"))]
-        runs_dir = folder / "runs"
+        todo = runs_to_do(planned, statuses, rerun_failed=rerun_failed, rerun_all=rerun_all).runs
+        runs_dir = run_files.runs_dir(folder)
         if console.is_terminal and len(todo) <= 1000:
             for r in todo:
                 command = r.command_for(runs_dir / r.run_id)
@@ -212,12 +217,7 @@ def run(
     from benchlab.cli.progress import SweepDisplay
 
     backend = backend or spec.backend
-    options = ({"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs}
-               if backend == "ray" else {})
-    if backend != "ray" and (ray_address or shared_fs):
-        from benchlab.cli.app import fail
-
-        raise fail("--ray-address and --shared-fs need the ray backend (--backend ray)")
+    options = backend_options(backend, jobs, ray_address, shared_fs, slurm)
     display = SweepDisplay(console, primary=spec.metrics.primary.name)
     from rich.markup import escape
 
@@ -236,11 +236,39 @@ def run(
 
 
 
+def backend_options(backend: str, jobs: int | None, ray_address: str | None, shared_fs: bool,
+                    slurm: list[str] | None) -> dict[str, Any]:
+    """The backend's own options from the flags that belong to it (a usage error for the flags of
+    another backend)."""
+    from benchlab.errors import UsageError
+
+    if backend != "ray" and (ray_address or shared_fs):
+        raise UsageError("--ray-address and --shared-fs need the ray backend (--backend ray)")
+    if backend != "slurm" and slurm:
+        raise UsageError("--slurm needs the slurm backend (--backend slurm)")
+    if backend == "ray":
+        return {"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs}
+    if backend == "slurm":
+        pairs = {}
+        for item in slurm or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise UsageError(f"--slurm {item}: expected KEY=VALUE, such as partition=gpu")
+            pairs[key.strip()] = value
+        if "array_size" in pairs and not pairs["array_size"].isdigit():
+            raise UsageError(f"--slurm array_size={pairs['array_size']}: expected a whole number")
+        from benchlab.execute.slurm import check_available
+
+        check_available()  # no submitit, no sbatch: exit 2 before the results folder is touched
+        return {"jobs": jobs, "slurm": pairs}
+    return {}
+
+
 def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch: int | None,
                        margin: float | None, alpha: float, spending: str, as_json: bool, jobs: int | None,
                        rerun_failed: bool, max_failures: int | None, backend: str | None,
                        ray_address: str | None, shared_fs: bool, gpus: str | None, report: bool,
-                       allow_changed: bool = False) -> None:
+                       allow_changed: bool = False, slurm: list[str] | None = None) -> None:
     """``run --until-decided``: one ordinary sweep per look, over the runs the open pairs need.
 
     Nothing of the design is stored: each look is replayed from the ledger's finished runs
@@ -259,12 +287,7 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
     runs = seqrun.all_runs(spec, design)
     out = err_console if as_json else console
     backend = backend or spec.backend
-    if backend != "ray" and (ray_address or shared_fs):
-        from benchlab.cli.app import fail
-
-        raise fail("--ray-address and --shared-fs need the ray backend (--backend ray)")
-    options = ({"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs}
-               if backend == "ray" else {})
+    options = backend_options(backend, jobs, ray_address, shared_fs, slurm)
     looks = ", ".join(map(str, design.sizes))
     out.print(f"results: {escape(str(folder))}", highlight=False)
     out.print(f"until decided: looks at {looks} seeds, {design.spending} α-spending, α = {design.alpha:g} per "
@@ -434,13 +457,13 @@ def init(
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
 ) -> None:
     """Write a commented starter spec and a tiny run script that work as written."""
-    from benchlab.cli.app import fail
+    from benchlab.errors import UsageError
 
     directory.mkdir(parents=True, exist_ok=True)
     spec, script = directory / "benchlab.yaml", directory / "train.py"
     for path in (spec, script):
         if path.exists() and not force:
-            raise fail(f"{path} exists; use --force to overwrite it")
+            raise UsageError(f"{path} exists; use --force to overwrite it")
     spec.write_text(_STARTER_SPEC.format(spec=spec))
     script.write_text(_STARTER_SCRIPT.format())
     console.print(f"wrote {spec} and {script}")

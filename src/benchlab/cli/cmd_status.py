@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from benchlab.cli.app import app, console, err_console, fail, print_json
-from benchlab.run_files import LOG_FILE
+from benchlab.cli.app import app, console, err_console, print_json
+from benchlab.errors import UsageError
+from benchlab.run_files import LOG_FILE, run_dir_of
 
 if TYPE_CHECKING:
     from benchlab.spec import Spec
-    from benchlab.store import AttemptRecord, RunRecord, Store
+    from benchlab.store import AttemptRecord, Placement, RunRecord, Store
 
 RUNS_SHOWN = 6  # run names listed per failure group; `--json` lists them all
 GPU_RUNS_SHOWN = 20  # runs listed with their GPU use; past that only the likely CPU-bound ones
@@ -36,8 +37,9 @@ def status(
     The runs counted are those of the spec as `benchlab run` last ran it; runs it no longer
     names are counted apart as "not in the spec" (--all lists them).
     """
+    from benchlab.failures import failed_runs
     from benchlab.results import find_results
-    from benchlab.store import Store
+    from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Store
 
     folder = find_results(results)
     with Store.open(folder) as store:
@@ -47,6 +49,7 @@ def status(
         counts = store.counts()
         attempts = store.attempts()
         gpu_attempts = store.gpu_attempts()
+        placed = store.placements(a.attempt_id for a in attempts if a.status == "running")
         recording = store.plan_recording()
     outside = [r for r in every if not r.in_spec]
     outside_counts: dict[str, int] = {}
@@ -55,7 +58,7 @@ def status(
     last: dict[str, AttemptRecord] = {}
     for a in attempts:
         last[a.run_id] = a
-    running = [a for a in attempts if a.status == "running" and a.run_id in runs]
+    running = [a for a in attempts if a.status == RUNNING and a.run_id in runs]
     from benchlab.triage import MISSING_METRIC, flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
@@ -66,9 +69,9 @@ def status(
     rebuilding = lock_holder(folder) if leftovers else None
     if rebuilding is not None and "rebuild" not in rebuilding:
         rebuilding = None
-    failures = [last[rid] for rid, r in runs.items() if r.status == "failed" and rid in last]
+    failures = [f.last for f in failed_runs(runs.values(), attempts) if f.last is not None]
     # Completed runs whose note says they are partial (lm-eval's --limit; collect/lm_eval.py PARTIAL).
-    partial = [last[rid] for rid, r in runs.items() if r.status == "completed" and rid in last
+    partial = [last[rid] for rid, r in runs.items() if r.status == COMPLETED and rid in last
                and (last[rid].error or "").startswith("partial evaluation")]
     by_class: dict[str, list[AttemptRecord]] = {}
     for a in failures:
@@ -91,7 +94,8 @@ def status(
             "benchmark": meta.get("name"), "results": str(folder), "total": len(runs),
             "counts": counts,
             "running": [{"run": runs[a.run_id].name, "run_id": a.run_id, "attempt": a.number,
-                         "since": a.started, "host": a.host, "pid": a.pid} for a in running],
+                         "since": a.started, "host": a.host, "pid": a.pid,
+                         **_placement_json(placed.get(a.attempt_id))} for a in running],
             "failures": {cls: [{"run": runs[a.run_id].name, "run_id": a.run_id,
                                 "attempt": a.number, "exit_code": a.exit_code,
                                 "signal": a.signal, "error": a.error,
@@ -124,7 +128,7 @@ def status(
     from rich.markup import escape
 
     total = len(runs)
-    order = ["completed", "running", "pending", "failed", "interrupted"]
+    order = [COMPLETED, RUNNING, PENDING, FAILED, INTERRUPTED]
     parts = [f"{counts.get(s, 0)} {s}" for s in order if counts.get(s)]
     shown = folder.relative_to(Path.cwd()) if folder.is_absolute() and folder.is_relative_to(Path.cwd()) else folder
     console.print(f"[bold]{escape(str(meta.get('name')))}[/] ({escape(str(shown))}): {total} runs — "
@@ -143,8 +147,18 @@ def status(
             _print_not_in_spec(outside, runs.values())
     now = time.time()
     for a in running:
-        console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, "
-                      f"{now - a.started:.0f}s, pid {a.pid})")
+        p = placed.get(a.attempt_id)
+        if p is None:
+            console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, "
+                          f"{now - a.started:.0f}s, pid {a.pid})")
+        elif p.state == "PENDING":
+            console.print(f"  [yellow]queued[/] {escape(runs[a.run_id].name)} (attempt {a.number}, Slurm job "
+                          f"{p.job_id}, {now - a.started:.0f}s, reason: {escape(p.reason or 'none given')})")
+        else:
+            where = f" on {p.node}" if p.node else ""
+            gpus = f", GPUs {','.join(map(str, p.gpus))}" if p.gpus else ""
+            console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, Slurm job "
+                          f"{p.job_id}{where}{gpus}, {now - a.started:.0f}s)")
     _print_gpu_use(gpu_attempts)
     said = {(f["task"], f["config"]) for fl in explained for f in fl}
     for f in flagged:
@@ -189,6 +203,14 @@ def status(
         for b in backups:
             console.print(f"  {escape(b.name)}  {b.stat().st_size / 1e6:.1f} MB  "
                           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(b.stat().st_mtime))}")
+
+
+def _placement_json(p: Placement | None) -> dict[str, Any]:
+    """A cluster scheduler's view of a running attempt, for ``status --json`` (empty without one)."""
+    if p is None:
+        return {}
+    return {"job_id": p.job_id, "queued": p.state == "PENDING", "state": p.state, "reason": p.reason,
+            "node": p.node, "gpus": p.gpus}
 
 
 def _print_sequential(sequential: dict[str, Any] | None) -> None:
@@ -259,9 +281,9 @@ def _find_run(store: Store, key: str) -> RunRecord:
     if len(prefix) == 1:
         return prefix[0]
     if len(prefix) > 1:
-        raise fail(f"run {key!r} is ambiguous: " + ", ".join(r.run_id for r in prefix[:8]))
+        raise UsageError(f"run {key!r} is ambiguous: " + ", ".join(r.run_id for r in prefix[:8]))
     names = ", ".join(r.name for r in runs[:6])
-    raise fail(f"no run {key!r} in this results folder (runs are named like: {names}, or by id)")
+    raise UsageError(f"no run {key!r} in this results folder (runs are named like: {names}, or by id)")
 
 
 @app.command()
@@ -274,15 +296,15 @@ def logs(
     import sys
 
     from benchlab.results import find_results
-    from benchlab.store import Store
+    from benchlab.store import RUNNING, Store
 
     folder = find_results(results)
     with Store.open(folder) as store:
         run = _find_run(store, run_key)
         run_id = run.run_id
-        log = folder / "runs" / run_id / LOG_FILE
+        log = run_dir_of(folder, run_id) / LOG_FILE
         if not log.exists():
-            raise fail(f"{log}: no log yet (run status: {run.status})")
+            raise UsageError(f"{log}: no log yet (run status: {run.status})")
         with open(log, "rb") as fh:
             while True:
                 chunk = fh.read(65536)
@@ -292,7 +314,7 @@ def logs(
                     continue
                 if not follow:
                     break
-                if store.statuses().get(run_id) != "running":
+                if store.statuses().get(run_id) != RUNNING:
                     rest = fh.read()
                     sys.stdout.buffer.write(rest)
                     break

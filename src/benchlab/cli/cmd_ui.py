@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
 
-from benchlab.cli.app import app, err_console, fail
+from benchlab.cli.app import app, err_console
+from benchlab.errors import UsageError
 
 
 def _is_loopback(host: str) -> bool:
@@ -17,8 +19,8 @@ def _is_loopback(host: str) -> bool:
 
 @app.command()
 def ui(
-    results: list[Path] = typer.Argument(None, help="Results folders, or folders whose subfolders are results "
-                                         "folders [default: ./results, or . when it holds benchlab.db].",
+    results: list[Path] = typer.Argument(None, help="Results folders, or folders whose subfolders are results folders "
+                                         "[default: ./results, or the current folder when it holds benchlab.db].",
                                          show_default=False),
     host: str = typer.Option("127.0.0.1", help="Address to bind; anything but loopback needs --token."),
     port: int = typer.Option(8050, help="Port to listen on."),
@@ -26,16 +28,18 @@ def ui(
                                      help="Require this token: 'Authorization: Bearer <token>', or the cookie "
                                           "that the one-time URL printed at start sets."),
     log_level: str = typer.Option("warning", help="uvicorn log level."),
+    nice: bool = typer.Option(True, "--nice/--no-nice", help="Run at the lowest CPU priority (nice 19), so that "
+                              "a sweep on the same machine is never slowed by the dashboard."),
 ) -> None:
     """Serve a live, read-only dashboard: sweeps, seed grids, curves with seed bands, comparisons, logs."""
     from benchlab.extras import require
 
     require("serve", "benchlab ui")
     if not _is_loopback(host) and not token:
-        raise fail(f"refusing to listen on {host} without a token: pass --token (or set $BENCHLAB_UI_TOKEN); "
+        raise UsageError(f"refusing to listen on {host} without a token: pass --token (or set $BENCHLAB_UI_TOKEN); "
                    "browsers then log in with the one-time URL printed here")
     if token is not None and len(token) < 8:
-        raise fail(f"--token must be at least 8 characters, got {len(token)}")
+        raise UsageError(f"--token must be at least 8 characters, got {len(token)}")
     from benchlab.store import DB_NAME
 
     if not results:
@@ -43,6 +47,9 @@ def ui(
         results = [here] if (here / DB_NAME).exists() else [here / "results"]
     from benchlab.ui import Library, create_app
 
+    if nice:
+        # The dashboard yields the CPU to a sweep on the same machine: it gets what the runs leave.
+        os.nice(19 - os.nice(0))
     library = Library(list(results))
     application = create_app(library, token=token)
     import uvicorn

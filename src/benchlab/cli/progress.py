@@ -11,6 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchlab.execute.sweep import Progress as SweepProgress
 from benchlab.execute.sweep import SweepEvent, SweepResult
+from benchlab.store import COMPLETED
 
 
 def _fmt_duration(seconds: float | None) -> str:
@@ -73,7 +74,7 @@ class SweepDisplay:
         elif event.kind == "finish":
             n = p.finished
             width = len(str(p.total))
-            if event.status == "completed":
+            if event.status == COMPLETED:
                 detail = f"{event.metric}={_fmt_value(event.value)}"
                 style = "green"
             else:
@@ -94,7 +95,7 @@ class SweepDisplay:
         live bar to draw around, and rich's rendering would cost more than dispatching the run."""
         p = event.progress
         assert event.run is not None
-        if event.status == "completed":
+        if event.status == COMPLETED:
             detail = f"{event.metric}={_fmt_value(event.value)}"
         else:
             detail = f"{event.status}: {event.error or ''}"

@@ -22,7 +22,7 @@ from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
 from benchlab.plan import Run, expand, run_context
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR, run_dir_of
 from benchlab.spec import Metric, Spec
 from benchlab.store import COMPLETED, DB_NAME, FAILED, INTERRUPTED, REBUILDING, ResultsLock, Store
 
@@ -63,7 +63,7 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
     The old ledger keeps a name no other backup has (``benchlab.db.bak-<time>[-n]``).
     """
     folder = Path(folder)
-    runs_dir = folder / "runs"
+    runs_dir = folder / RUNS_DIR
     if not runs_dir.is_dir():
         raise ResultsNotFound(folder, f"{folder}: no runs/ folder to rebuild from")
     # Without the spec, the run directories describe themselves: benchlab's metrics.json (which
@@ -182,12 +182,12 @@ def recollect(folder: Path | str) -> dict[str, int]:
     folder = Path(folder)
     spec = _spec_of(folder)
     primary, metrics = _metrics(spec)
-    counts = {"completed": 0, "failed": 0}
+    counts = {COMPLETED.value: 0, FAILED.value: 0}
     with Store.open(folder) as store:
         for run in store.runs():
             if run.status != COMPLETED:
                 continue
-            run_dir = folder / "runs" / run.run_id
+            run_dir = run_dir_of(folder, run.run_id)
             collected = collect_run(run_dir, metrics, run_context(run.task, run.config, run.seed, run.params))
             missing = collected.missing(primary)
             with store.transaction() as c:
@@ -196,8 +196,8 @@ def recollect(folder: Path | str) -> dict[str, int]:
                     c.execute("UPDATE attempts SET status = ?, failure_class = ?, error = ? WHERE "
                               "attempt_id = (SELECT MAX(attempt_id) FROM attempts WHERE run_id = ?)",
                               (FAILED, triage.MISSING_METRIC, missing, run.run_id))
-                    counts["failed"] += 1
+                    counts[FAILED] += 1
                 else:
                     store._replace_metrics(c, run.run_id, collected.finals, collected.series)
-                    counts["completed"] += 1
+                    counts[COMPLETED] += 1
     return counts

@@ -25,7 +25,7 @@ from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.plan import expand
-from benchlab.run_files import PROVENANCE_FILE
+from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 from benchlab.spec import Spec
 from benchlab.store import COMPLETED, FAILED, ResultsLock, Store
 
@@ -67,7 +67,7 @@ def reread_runs(folder: Path | str, spec: Spec, *, failed: bool) -> Reread:
             if attempt is None or attempt.exit_code != 0:
                 out.crashed += 1
                 continue
-            run_dir = folder / "runs" / record.run_id
+            run_dir = run_dir_of(folder, record.run_id)
             ours = _benchlab_wrote_metrics_json(run_dir)
             collected = collect_run(run_dir, spec.metrics.all, run.context(), metrics_json=not ours)
             missing = collected.missing(primary)

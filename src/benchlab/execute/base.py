@@ -38,6 +38,7 @@ from benchlab.plan import Run
 if TYPE_CHECKING:
     from benchlab.execute.gpu_sampler import GpuSampler
     from benchlab.spec import Spec
+    from benchlab.store import Placement
 
 
 @dataclass
@@ -172,12 +173,24 @@ class Backend(abc.ABC):
         """A sampler of the utilisation of the devices runs hold (None: nothing to sample)."""
         return None
 
+    def placements(self) -> list[Placement]:
+        """What a cluster scheduler said of attempts since the last call (job id, state, its reason
+        while queued, node and GPUs once running); the sweep records them in the ledger, where
+        ``benchlab status`` reads them, and after a crash hands the held ones to :meth:`adopt`."""
+        return []
+
+    def adopt(self, launch: Launch, job_id: str) -> bool:
+        """Follow job ``job_id``, submitted for ``launch`` by a sweep that died, as if this backend had
+        started it; False when it cannot (the attempt is then recorded lost and the run launched again)."""
+        return False
+
 
 #: The backends shipped with benchlab, by name, as entry points (``module:Class``) imported on
 #: first use: ``--backend local`` never loads Ray.
 BUILTIN_BACKENDS: Mapping[str, str] = MappingProxyType({
     "local": "benchlab.execute.local:LocalBackend",
     "ray": "benchlab.execute.ray:RayBackend",
+    "slurm": "benchlab.execute.slurm:SlurmBackend",
 })
 #: The entry-point group other packages declare their backends in.
 ENTRY_POINT_GROUP = "benchlab.backends"

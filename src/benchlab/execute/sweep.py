@@ -190,6 +190,7 @@ class Sweep:
         self._sampler: GpuSampler | None = None
         self._gpu_models: dict[int, str] = {}
         self._plan_recorder: PlanRecorder | None = None
+        self._held: list[tuple[Any, str]] = []  # (attempt, job id) a sweep that died left with a scheduler
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -204,14 +205,16 @@ class Sweep:
         with ResultsLock(self.results_dir):
             refuse_without_ledger(self.results_dir)
             store = Store.create(self.results_dir)
+            guard: LedgerGuard | None = None
             try:
-                self._guard = LedgerGuard(store)
+                self._guard = guard = LedgerGuard(store)
                 return self._run(store, t0)
             except sqlite3.DatabaseError as exc:
                 if is_disk_full(exc):
                     raise disk_full(self.results_dir) from None
                 # A write or read failed under us: say what became of the file, not SQLite's words.
-                raise self._lost(self._guard.check(force=True) or f"is unreadable ({exc})") from None
+                problem = guard.check(force=True) if guard is not None else None
+                raise self._lost(problem or f"is unreadable ({exc})") from None
             except OSError as exc:
                 if is_disk_full(exc):
                     raise disk_full(self.results_dir) from None
@@ -258,6 +261,7 @@ class Sweep:
         if self._sampler is not None:
             self._sampler.start()
         st = self._start_state(store, backend, queue, budget, progress)
+        self._adopt(st)
         self._drop_unplaceable(st)
         try:
             self._loop(st)
@@ -387,6 +391,7 @@ class Sweep:
             idle_work = not plan.done or (self._preparer is not None and self._preparer.pending())
             outcomes = backend.wait(timeout=0 if idle_work else None)
             self._pass_on_warnings(st)
+            self._pass_on_placements(st)
             if not outcomes:
                 if not plan.done:
                     plan.step()
@@ -475,12 +480,50 @@ class Sweep:
             st.tally.warnings.append(text)
             self.on_event(SweepEvent("warning", None, 0, st.tally.progress, error=text))
 
+    def _pass_on_placements(self, st: _LoopState) -> None:
+        """Record what a cluster scheduler said of attempts (job ids, queue reasons, nodes, GPUs)."""
+        found = st.backend.placements()
+        if found:
+            st.store.set_placements(found)
+
+    def _adopt(self, st: _LoopState) -> None:
+        """Re-attach to the jobs a sweep that died left with a cluster scheduler (they are still
+        queued or running there, or finished meanwhile); the attempts the backend cannot follow
+        (Slurm forgot them, or this sweep runs on another backend) are recorded lost."""
+        held, self._held = self._held, []
+        adopted: list[Launch] = []
+        by_id = {r.run_id: r for r in st.queue}
+        for attempt, job_id in held:
+            run = by_id.get(attempt.run_id)
+            if run is not None:
+                launch = self._make_launch(run, attempt.attempt_id, attempt.number, st.base_env, st.db_key)
+                launch.gpus = [int(g) for g in (attempt.gpus or "").split(",") if g.isdigit()] or None
+                if st.backend.adopt(launch, job_id):
+                    adopted.append(launch)
+                    continue
+            note = "" if type(st.backend).adopt is not Backend.adopt else \
+                f" (its job {job_id} may still run there: scancel {job_id})"
+            st.store.finish_attempt(attempt.attempt_id, attempt.run_id, status=INTERRUPTED,
+                                    run_status=INTERRUPTED, failure_class=triage.LOST,
+                                    error=f"the benchlab process following it died; run again{note}")
+        if not adopted:
+            return
+        st.queue.remove_ids({launch.run.run_id for launch in adopted})
+        for launch in adopted:
+            st.inflight[launch.attempt_id] = _InFlight(launch.run, launch.number, time.time())
+            self.on_event(SweepEvent("start", launch.run, launch.number, st.tally.progress))
+        st.tally.progress.running = len(st.inflight)
+        self._pass_on_placements(st)
+
     def _stop_in_flight(self, st: _LoopState) -> None:
         """Terminate what still runs (a stop, an error) and record it as interrupted."""
         backend = st.backend
         if not (st.inflight or backend.running()):
             return
-        for outcome in backend.terminate_all(STOP_GRACE_S):
+        stopped = backend.terminate_all(STOP_GRACE_S)
+        if st.lost is None:
+            self._pass_on_placements(st)
+        for outcome in stopped:
             if st.inflight.pop(outcome.launch.attempt_id, None) is None:
                 continue  # started, but its attempt's row was never committed (a full disk)
             outcome.interrupted = True
@@ -514,16 +557,7 @@ class Sweep:
         # A directory written ahead may have been removed since: written again, not blamed on the run.
         if not claimed or not os.path.exists(run_dir / CONFIG_FILE):
             write_run_dir(run_dir, run, number)
-        env = dict(base_env)
-        for key, value in run.env.items():
-            env[key] = value.replace("{run_dir}", str(run_dir))
-        env.update(BENCHLAB_RUN_DIR=str(run_dir), BENCHLAB_RUN_ID=run.run_id,
-                   BENCHLAB_SEED=str(run.seed), BENCHLAB_ATTEMPT=str(number),
-                   BENCHLAB_TASK=run.task, BENCHLAB_CONFIG=run.config,
-                   **{ATTEMPT_KEY_ENV: f"{db_key}#{attempt_id}"})
-        launch = Launch(run=run, attempt_id=attempt_id, number=number, run_dir=run_dir,
-                        command=run.command_for(run_dir), env=env, cwd=run.workdir,
-                        timeout=run.timeout, log_path=run_dir / LOG_FILE)
+        launch = self._make_launch(run, attempt_id, number, base_env, db_key)
         try:
             info = backend.start(launch)
         except OSError as exc:
@@ -539,6 +573,20 @@ class Sweep:
         if self._sampler is not None and launch.gpus and info.pid:
             self._sampler.track(attempt_id, launch.gpus, info.pgid or info.pid)
         return launch
+
+    def _make_launch(self, run: Run, attempt_id: int, number: int, base_env: dict[str, str],
+                     db_key: str) -> Launch:
+        run_dir = run_dir_of(self.results_dir, run.run_id)
+        env = dict(base_env)
+        for key, value in run.env.items():
+            env[key] = value.replace("{run_dir}", str(run_dir))
+        env.update(BENCHLAB_RUN_DIR=str(run_dir), BENCHLAB_RUN_ID=run.run_id,
+                   BENCHLAB_SEED=str(run.seed), BENCHLAB_ATTEMPT=str(number),
+                   BENCHLAB_TASK=run.task, BENCHLAB_CONFIG=run.config,
+                   **{ATTEMPT_KEY_ENV: f"{db_key}#{attempt_id}"})
+        return Launch(run=run, attempt_id=attempt_id, number=number, run_dir=run_dir,
+                      command=run.command_for(run_dir), env=env, cwd=run.workdir,
+                      timeout=run.timeout, log_path=run_dir / LOG_FILE)
 
     def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
                 metrics: list[Any], record: bool = True,
@@ -613,6 +661,13 @@ class Sweep:
         launched just before a crash whose attempt row was never committed.
         """
         stale = store.attempts(status=RUNNING)
+        # Attempts a cluster scheduler holds (a job id, no local process) may still be queued or
+        # running there: the backend re-attaches to them (_adopt) instead of launching them again.
+        placed = store.placements(a.attempt_id for a in stale)
+        self._held = [(a, placed[a.attempt_id].job_id) for a in stale
+                      if a.attempt_id in placed and a.pid is None]
+        held_ids = {a.attempt_id for a, _ in self._held}
+        stale = [a for a in stale if a.attempt_id not in held_ids]
         # Their devices hold memory until the driver has cleaned up after the killed processes;
         # the backend must not read that as someone else's work (SweepContext.recovered_gpus).
         self._recovered_gpus = sorted({int(i) for a in stale for i in (a.gpus or "").split(",") if i})
@@ -860,6 +915,10 @@ class RunQueue:
         run = self.runs[pick]
         del self.runs[pick]
         return run
+
+    def remove_ids(self, run_ids: set[str]) -> None:
+        """Take these runs out of the queue (re-attached to, not launched)."""
+        self.runs = deque(r for r in self.runs if r.run_id not in run_ids)
 
     def retry_first(self, run: Run) -> None:
         self.runs.appendleft(run)

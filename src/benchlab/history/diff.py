@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import DataError
 from benchlab.execute.version import PACKAGES_FILE, SPEC_FILE, VERSIONS_DIR
-from benchlab.run_files import PROVENANCE_FILE
+from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,14 +115,14 @@ def read_side(text: str | Path) -> Side:
     import pandas as pd
 
     from benchlab.results import find_results, info, load
-    from benchlab.store import Store
+    from benchlab.store import COMPLETED, Store
 
     raw = str(text)
     folder_text, _, wanted = raw.partition("@") if "@" in raw and not Path(raw).exists() else (raw, "", "")
     folder = find_results(folder_text)
     meta = info(folder)
     with Store.open(folder) as store:
-        not_completed = {k: v for k, v in store.counts().items() if k != "completed"}
+        not_completed = {k: v for k, v in store.counts().items() if k != COMPLETED}
         versions: list[dict[str, Any]] = store.meta().get("versions", [])
     if not wanted:
         table = load(folder)
@@ -151,7 +151,7 @@ def read_side(text: str | Path) -> Side:
 
 def _run_version(folder: Path, run_id: str) -> str | None:
     try:
-        return json.loads((folder / "runs" / run_id / PROVENANCE_FILE).read_text()).get("benchmark_version")
+        return json.loads((run_dir_of(folder, run_id) / PROVENANCE_FILE).read_text()).get("benchmark_version")
     except (OSError, ValueError):
         return None
 

@@ -20,7 +20,7 @@ from benchlab.report.leaderboard import render_leaderboard, status, task_setting
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown
 from benchlab.report.tables import describe
 from benchlab.results import find_results, info, load
-from benchlab.run_files import PROVENANCE_FILE
+from benchlab.run_files import PROVENANCE_FILE, runs_dir
 from benchlab.store import FAILED, AttemptRecord, RunRecord, Store
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class ReportFiles:
 def _hardware(results: Path) -> tuple[str, dict[str, object]]:
     """The Hardware line (the GPUs the runs used, by model and count, and the CPU) and the git state."""
     prov: dict[str, object] = {}
-    for path in sorted((results / "runs").glob(f"*/{PROVENANCE_FILE}"))[:1]:
+    for path in sorted(runs_dir(results).glob(f"*/{PROVENANCE_FILE}"))[:1]:
         try:
             prov = json.loads(path.read_text())
         except ValueError:
@@ -217,7 +217,7 @@ def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], l
 
     if data.results is None:
         return {}
-    where = os.path.relpath(data.results / "runs", out_dir or data.results)
+    where = os.path.relpath(runs_dir(data.results), out_dir or data.results)
     return {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v] for k, v in data.run_ids.items()}
 
 

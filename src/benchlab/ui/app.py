@@ -12,6 +12,7 @@ the one-time URL printed at start (``/login/<code>``) or any URL with ``?token=<
 import hmac
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -60,24 +61,36 @@ class Access:
             return True
 
 
+#: How long a view that costs more than the page around it is served as it is while its benchmark
+#: keeps changing: the report's tables (statistics over every run) and the curves. A sweep of short
+#: runs changes its ledger many times a second; recomputing these at each change would take the
+#: CPU the sweep needs. The page's grid and counts, cheap, follow every change.
+NUMBERS_FRESH_S = 5.0
+CURVES_FRESH_S = 1.0
+
+
 class _Cache:
     """Views computed once per version of their benchmark (a computation per key at a time)."""
 
-    def __init__(self) -> None:
-        self._values: dict[tuple[Any, ...], tuple[int, Any]] = {}
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._values: dict[tuple[Any, ...], tuple[int, Any, float]] = {}
         self._locks: dict[tuple[Any, ...], threading.Lock] = {}
         self._guard = threading.Lock()
+        self._clock = clock
 
-    def get(self, key: tuple[Any, ...], version: int, make: Callable[[], Any]) -> tuple[int, Any]:
+    def get(self, key: tuple[Any, ...], version: int, make: Callable[[], Any],
+            fresh_for: float = 0.0) -> tuple[int, Any]:
+        """``(version it was made at, value)``: made again when ``version`` moved, unless the
+        value is younger than ``fresh_for`` seconds (the caller then sees its older version)."""
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             hit = self._values.get(key)
-            if hit is not None and hit[0] == version:
-                return hit
-            value = (version, make())
-            self._values[key] = value
-            return value
+            if hit is not None and (hit[0] == version or self._clock() - hit[2] < fresh_for):
+                return hit[0], hit[1]
+            made = (version, make(), self._clock())
+            self._values[key] = made
+            return made[0], made[1]
 
 
 def _when(ts: float | None) -> str:
@@ -217,7 +230,7 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
         """The report's tables of the benchmark, as HTML to put in its page."""
         bench = library.get(key)
         version, numbers = cache.get(("numbers", key), library.version_of(key),
-                                     partial(views.report_numbers, bench.folder))
+                                     partial(views.report_numbers, bench.folder), NUMBERS_FRESH_S)
         text = env.get_template("numbers.html").render(numbers=numbers, bench=key)
         return HTMLResponse(text, headers={"X-Version": str(version), "Cache-Control": "no-store"})
 
@@ -239,7 +252,7 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
     def curves_json(key: str, task: str, metric: str) -> Any:
         bench = library.get(key)
         version, data = cache.get(("curves", key, task, metric), library.version_of(key),
-                                  lambda: views.curves_data(bench, task, metric))
+                                  partial(views.curves_data, bench, task, metric), CURVES_FRESH_S)
         return JSONResponse({**data, "version": version}, headers={"Cache-Control": "no-store"})
 
     @app.get("/b/{key}/runs/{run_id}", response_class=HTMLResponse)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.errors import ResultsNotFound
-from benchlab.run_files import LOG_FILE, SERIES_FILE
+from benchlab.run_files import LOG_FILE, SERIES_FILE, run_dir_of, runs_dir
 from benchlab.store import DB_NAME, RUNNING
 
 #: How often a root folder is looked at again for new benchmarks, and how long a computed
@@ -162,7 +162,7 @@ class Library:
             for rid in b._running:
                 for name in (LOG_FILE, SERIES_FILE):
                     try:
-                        sizes.append((b.folder / "runs" / rid / name).stat().st_size)
+                        sizes.append((run_dir_of(b.folder, rid) / name).stat().st_size)
                     except OSError:
                         sizes.append(-1)
             fingerprint: tuple[object, ...] = (data_version, tuple(b._running), tuple(sizes))
@@ -182,7 +182,7 @@ class Library:
         b = self.get(key)
         if not _RUN_ID.match(run_id) or run_id in (".", ".."):
             raise NotFound(run_id)
-        runs = (b.folder / "runs").resolve()
+        runs = runs_dir(b.folder).resolve()
         path = (runs / run_id).resolve()
         if path.parent != runs:
             raise NotFound(run_id)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
 from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
 from benchlab.ui.library import Benchmark, tail
 
@@ -128,7 +128,7 @@ class Cell:
     def counts(self) -> list[tuple[str, int]]:
         """Seeds per state, in the order the grid shows them."""
         order = (COMPLETED, RUNNING, FAILED, INTERRUPTED, PENDING)
-        n = {s: 0 for s in order}
+        n: dict[str, int] = {s: 0 for s in order}
         for _, st, _ in self.seeds:
             n[st] = n.get(st, 0) + 1
         return [(s, k) for s, k in n.items() if k]
@@ -260,6 +260,34 @@ def _times(steps: np.ndarray, started: float | None, ended: float | None) -> lis
     return _finite((steps - steps[0]) / span * (ended - started))
 
 
+def _aligned(task: str, metric: str, stored: list[tuple[str, int, np.ndarray, np.ndarray]]) -> list[Any]:
+    """The curves of one (task, metric) on one grid, as the report aligns them: stacked when
+    every run logged the same steps, else interpolated (``stats.align``) onto the steps all of
+    them cover, thinned to the report's :data:`~benchlab.report.curves.MAX_GRID` points."""
+    from benchlab.report.curves import MAX_GRID, CurveSet
+    from benchlab.stats import align, common_grid
+
+    stored = [c for c in stored if c[2].shape[0]]
+    if not stored:
+        return []
+    first = stored[0][2]
+    if all(s.shape == first.shape and np.array_equal(s, first) and not np.isnan(v).any() for _, _, s, v in stored):
+        grid, rows = first, np.stack([v for _, _, _, v in stored])
+    else:
+        grid = common_grid([s for _, _, s, _ in stored])
+        if grid.shape[0] == 0:
+            return []
+        if grid.shape[0] > MAX_GRID:
+            grid = np.linspace(grid[0], grid[-1], MAX_GRID)
+        grid, rows = align([(s, v) for _, _, s, v in stored], grid)
+    index: dict[str, list[int]] = defaultdict(list)
+    seeds: dict[str, list[int]] = defaultdict(list)
+    for i, (config, seed, _, _) in enumerate(stored):
+        index[config].append(i)
+        seeds[config].append(seed)
+    return [CurveSet(metric, task, grid, {c: rows[ix] for c, ix in index.items()}, dict(seeds))]
+
+
 def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
     """One (task, metric)'s curves: per config its mean and 95% band over the completed seeds
     (the report's :func:`~benchlab.report.curves.mean_band` on its aligned curves), and each seed
@@ -269,7 +297,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
     (or its last write, while it runs), since ``metrics.jsonl`` records no clock.
     """
     from benchlab.collect.files import read_metrics_jsonl
-    from benchlab.report.curves import load_curves, mean_band
+    from benchlab.report.curves import mean_band
 
     with Store.open(bench.folder, read_only=True) as store:
         meta = store.meta()
@@ -284,7 +312,13 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
             f" WHERE r.task = ? AND {store.in_spec_sql('r')} ORDER BY a.attempt_id", (task,)
         ):
             timing[rid] = (started, ended)
-    sets = [c for c in load_curves(bench.folder) if c.task == task and c.metric == metric]
+        # Only this (task, metric)'s curves: the ledger holds every run's (1,000,000 points at 10,000 runs).
+        stored = [(config, int(seed), np.frombuffer(steps, dtype="<f8"), np.frombuffer(vals, dtype="<f8"))
+                  for config, seed, steps, vals in store.conn.execute(
+                      "SELECT r.config, r.seed, s.steps, s.vals FROM series s JOIN runs r USING (run_id)"
+                      f" WHERE r.status = 'completed' AND {store.in_spec_sql('r')} AND r.task = ? AND s.metric = ?"
+                      " ORDER BY s.rowid", (task, metric))]
+    sets = _aligned(task, metric, stored)
     configs: dict[str, dict[str, Any]] = {}
     order = list(meta.get("configs") or [])
     if sets:
@@ -305,7 +339,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
     for (config, seed), (rid, status) in runs.items():
         if status != RUNNING:
             continue
-        path = bench.folder / "runs" / rid / SERIES_FILE
+        path = run_dir_of(bench.folder, rid) / SERIES_FILE
         try:
             series = read_metrics_jsonl(path)
         except (OSError, ValueError):

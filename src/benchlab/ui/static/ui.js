@@ -53,7 +53,13 @@
       fetch(box.dataset.src, {cache: "no-store"}).then(function (r) {
         if (!r.ok) { throw new Error("HTTP " + r.status); }
         var version = r.headers.get("X-Version");
-        return r.text().then(function (text) { box.innerHTML = text; box.dataset.version = version; });
+        return r.text().then(function (text) {
+          box.innerHTML = text;
+          box.dataset.version = version;
+          // Served from before the page's last change (the tables are recomputed at most every
+          // few seconds while a sweep runs): ask again shortly, even if nothing else changes.
+          if (Number(version) < Number(main.dataset.version)) { window.setTimeout(load, 2000); }
+        });
       }).catch(function () {}).finally(function () {
         loading = false;
         if (again) { again = false; load(); }
@@ -166,6 +172,7 @@
         data = d;
         plot.dataset.version = String(d.version);
         draw();
+        if (d.version < Number(main.dataset.version)) { window.setTimeout(load, 1200); }
       }).finally(function () { loading = false; });
     }
 

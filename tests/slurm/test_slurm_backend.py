@@ -1,0 +1,356 @@
+"""The slurm backend on a real one-node Slurm (4 declared CPUs, 4 fake GPUs): placement, arrays,
+faults, a driver that dies, and the quick-start benchmark giving the report it gives locally."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from benchlab_testing import SCRIPT, run_cli
+from localslurm import LocalSlurm
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def make_bench(root: Path, name: str, body: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "run.py").write_text(SCRIPT)
+    spec = root / "bench.yaml"
+    spec.write_text(f"name: {name}\n" + textwrap.dedent(body).lstrip())
+    return spec
+
+
+def ledger(results: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(results / "benchlab.db", timeout=30)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def attempts(results: Path) -> list[dict[str, Any]]:
+    rows = ledger(results, "SELECT a.attempt_id, r.name, a.number, a.status, a.failure_class, a.error, a.node,"
+                           " a.gpus, a.started, a.ended, p.job_id, p.state FROM attempts a JOIN runs r USING (run_id)"
+                           " LEFT JOIN placements p USING (attempt_id) ORDER BY a.attempt_id")
+    keys = ("attempt_id", "run", "number", "status", "failure_class", "error", "node", "gpus", "started",
+            "ended", "job_id", "state")
+    return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def wait_until(check: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def running_jobs(results: Path) -> list[str]:
+    """The Slurm job ids that runs of ``results`` wrote in their ``slurm.json`` when they started (read
+    from the run directories, not the ledger, while a driver writes it)."""
+    found = []
+    for f in results.glob("runs/*/slurm.json"):
+        try:
+            found.append(json.loads(f.read_text())["job_id"])
+        except (OSError, ValueError, KeyError):
+            continue
+    return found
+
+
+def sacct_jobs(name: str) -> list[tuple[str, str]]:
+    """(job id, state) of every job named ``name`` that Slurm's accounting knows, array tasks one each."""
+    out = subprocess.run(["sacct", "-X", "-n", "-P", "--name", name, "-S", "now-1hour", "-o", "JobID,State"],
+                         capture_output=True, text=True, check=True).stdout
+    return [tuple(line.split("|")) for line in out.splitlines() if line.strip()]  # type: ignore[misc]
+
+
+def squeue_ids(name: str) -> list[str]:
+    out = subprocess.run(["squeue", "-h", "-r", "--name", name, "-o", "%i"], capture_output=True, text=True,
+                         check=True).stdout
+    return out.split()
+
+
+def start_driver(spec: Path, results: Path, *args: str) -> subprocess.Popen[str]:
+    """``benchlab run`` in the background, its output in ``driver.log`` next to the spec."""
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    with open(spec.parent / "driver.log", "a") as log:
+        return subprocess.Popen([sys.executable, "-m", "benchlab", "run", str(spec), "--backend", "slurm",
+                                 "--results", str(results), "--no-report", *args], cwd=spec.parent, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
+
+
+def test_sweep_spreads_runs_over_the_fake_gpus(slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
+    spec = make_bench(tmp_path, "gpus", """
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 4
+        command: python run.py sleep=2
+        resources: {gpus: 1}
+        metrics: {primary: score}
+    """)
+    out = tmp_path / "out"
+    proc = run_cli("run", str(spec), "--backend", "slurm", "-j", "4", "--results", str(out), "--no-report",
+                   cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = attempts(out)
+    assert [r["status"] for r in rows] == ["completed"] * 4
+    # One array of four tasks, each recorded with its node and the device Slurm gave it.
+    masters = {r["job_id"].split("_")[0] for r in rows}
+    assert len(masters) == 1 and sorted(r["job_id"].split("_")[1] for r in rows) == ["0", "1", "2", "3"]
+    seen = {}
+    for r in rows:
+        run_dir = out / "runs" / ledger(out, "SELECT run_id FROM attempts WHERE attempt_id = ?",
+                                        (r["attempt_id"],))[0][0]
+        env = json.loads((run_dir / "env.json").read_text())
+        assert r["node"] == slurm_cluster_node()
+        assert r["gpus"] == env["CUDA_VISIBLE_DEVICES"]  # the ledger names the device the run saw
+        seen[r["run"]] = (env["CUDA_VISIBLE_DEVICES"], r["started"], r["ended"])
+    # Runs that overlapped in time had different devices.
+    for a, (ga, sa, ea) in seen.items():
+        for b, (gb, sb, eb) in seen.items():
+            if a < b and sa < eb and sb < ea:
+                assert ga != gb, f"{a} and {b} ran at once on GPU {ga}"
+    assert {g for g, _, _ in seen.values()} <= {"0", "1", "2", "3"}
+
+
+def slurm_cluster_node() -> str:
+    return subprocess.run(["sinfo", "-h", "-o", "%N"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_an_array_is_throttled_to_jobs_and_queued_runs_show_slurms_reason(
+        slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
+    spec = make_bench(tmp_path, "throttle", """
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 6
+        command: python run.py sleep=3
+        metrics: {primary: score}
+    """)
+    out = tmp_path / "out"
+    # Runs of 3 s, two at a time: runs wait in the queue for 6 s or more, while `benchlab status`
+    # (a Python start-up of its own, seconds on a loaded machine) is asked.
+    driver = start_driver(spec, out, "-j", "2")
+    try:
+        # While it runs, `benchlab status` tells queued runs from running ones, with Slurm's reason.
+        def queued_status() -> str | None:
+            if not (out / "benchlab.db").exists():
+                return None
+            p = run_cli("status", str(out), cwd=tmp_path)
+            return p.stdout if "JobArrayTaskLimit" in p.stdout else None
+
+        text = wait_until(queued_status, 60, "a queued run in `benchlab status`")
+        assert re.search(r"queued t/a/s\d \(attempt 1, Slurm job \d+_\d, \d+s, reason: JobArrayTaskLimit\)", text)
+        as_json = json.loads(run_cli("status", str(out), "--json", cwd=tmp_path).stdout)
+        queued = [r for r in as_json["running"] if r.get("queued")]
+        assert queued and all(r["reason"] == "JobArrayTaskLimit" for r in queued)
+        assert driver.wait(120) == 0, (tmp_path / "driver.log").read_text()
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    rows = attempts(out)
+    assert [r["status"] for r in rows] == ["completed"] * 6
+    assert len({r["job_id"].split("_")[0] for r in rows}) == 1  # one array
+    # The job array carried the throttle, and never more than two of its tasks ran at once.
+    script = next((out / ".slurm").rglob("*_submission.sh")).read_text()
+    assert "#SBATCH --array=0-5%2" in script
+    spans = sorted((r["started"], r["ended"]) for r in rows)
+    most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+    assert most <= 2
+
+
+def test_a_job_cancelled_from_outside_is_classed_cancelled_and_retried(
+        slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    hold.write_text("60")
+    spec = make_bench(tmp_path, "cancelled", f"""
+        tasks: [{{name: t}}]
+        configs: [{{name: a}}]
+        seeds: 1
+        command: python run.py sleep_file={hold}
+        metrics: {{primary: score}}
+        retries: 1
+    """)
+    out = tmp_path / "out"
+    driver = start_driver(spec, out)
+    try:
+        (job,) = wait_until(lambda: running_jobs(out), 60, "the job to run")
+        hold.unlink()  # the second attempt finishes at once
+        subprocess.run(["scancel", job], check=True)
+        assert driver.wait(120) == 0, (tmp_path / "driver.log").read_text()
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    first, second = attempts(out)
+    assert (first["status"], first["failure_class"]) == ("failed", "cancelled")
+    assert first["error"] == f"Slurm job {job} was cancelled by 0"  # by root, says sacct
+    assert first["state"] == "CANCELLED"
+    assert second["status"] == "completed" and second["job_id"] != job
+    status = run_cli("status", str(out), cwd=tmp_path).stdout
+    assert "1 completed" in status
+
+
+def test_a_job_killed_mid_run_is_triaged_like_a_local_kill_and_retried(
+        slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    hold.write_text("60")
+    spec = make_bench(tmp_path, "killed", f"""
+        tasks: [{{name: t}}]
+        configs: [{{name: a}}]
+        seeds: 1
+        command: python run.py sleep_file={hold}
+        metrics: {{primary: score}}
+    """)
+    out = tmp_path / "out"
+    driver = start_driver(spec, out)
+    try:
+        wait_until(lambda: (out / "runs").is_dir() and list((out / "runs").glob("*/env.json")), 60,
+                   "the run to start")
+        run_id = next((out / "runs").glob("*/env.json")).parent.name
+        procs = wait_until(lambda: [p for p in psutil.process_iter(["cmdline"])
+                                    if "run.py" in " ".join(p.info["cmdline"] or [])
+                                    and p.environ().get("BENCHLAB_RUN_ID") == run_id], 30, "the run's process")
+        hold.unlink()
+        procs[0].kill()  # SIGKILL to the run's own process, mid-run
+        assert driver.wait(120) == 0, (tmp_path / "driver.log").read_text()
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    first, second = attempts(out)
+    # What docs/failures.md says of SIGKILL on any backend: the host's OOM killer's signature.
+    assert (first["status"], first["failure_class"]) == ("failed", "out-of-memory")
+    assert first["error"] and "SIGKILL" in first["error"]
+    assert second["status"] == "completed"
+
+
+def test_a_timeout_is_classed_timeout_and_not_retried(slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
+    spec = make_bench(tmp_path, "timeout", """
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 1
+        command: python run.py sleep=60
+        metrics: {primary: score}
+        timeout: 2
+    """)
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    proc = run_cli("run", str(spec), "--backend", "slurm", "--results", str(out), "--no-report",
+                   cwd=tmp_path, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert time.monotonic() - t0 < 40
+    (only,) = attempts(out)
+    assert (only["status"], only["failure_class"]) == ("failed", "timeout")
+    assert only["error"] == "timed out after 2s"
+    script = next((out / ".slurm").rglob("*_submission.sh")).read_text()
+    assert "#SBATCH --time=3" in script  # the timeout in minutes, rounded up, plus the margin
+
+
+def test_a_driver_killed_and_run_again_reattaches_without_submitting_twice(
+        slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
+    hold = tmp_path / "hold"
+    hold.write_text("4")
+    spec = make_bench(tmp_path, "resumed", f"""
+        tasks: [{{name: t}}]
+        configs: [{{name: a}}, {{name: b}}]
+        seeds: 2
+        command: python run.py sleep_file={hold}
+        metrics: {{primary: score}}
+    """)
+    out = tmp_path / "out"
+    driver = start_driver(spec, out, "-j", "2")
+    try:
+        wait_until(lambda: len(squeue_ids("benchlab-resumed")) == 4 and running_jobs(out), 60,
+                   "four submitted jobs, one running")
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    before = {r["run"]: r["job_id"] for r in attempts(out)}
+    assert squeue_ids("benchlab-resumed"), "the jobs outlive their driver"
+    proc = run_cli("run", str(spec), "--backend", "slurm", "-j", "2", "--results", str(out), "--no-report",
+                   cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = attempts(out)
+    # One attempt per run, each the job the first driver submitted.
+    assert [r["status"] for r in rows] == ["completed"] * 4
+    assert {r["run"]: r["job_id"] for r in rows} == before
+    jobs = sacct_jobs("benchlab-resumed")
+    assert sorted(j for j, _ in jobs) == sorted(before.values())
+    assert {s for _, s in jobs} == {"COMPLETED"}
+
+
+def test_ctrl_c_cancels_every_job_of_the_sweep(slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
+    spec = make_bench(tmp_path, "ctrlc", """
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 4
+        command: python run.py sleep=60
+        metrics: {primary: score}
+    """)
+    out = tmp_path / "out"
+    driver = start_driver(spec, out, "-j", "1")
+    try:
+        wait_until(lambda: running_jobs(out), 60, "a running job")
+        driver.send_signal(signal.SIGINT)
+        assert driver.wait(60) == 130
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert squeue_ids("benchlab-ctrlc") == []
+    rows = attempts(out)
+    assert {r["status"] for r in rows} == {"interrupted"} and len(rows) == 4
+    assert {s for _, s in sacct_jobs("benchlab-ctrlc")} == {"CANCELLED by 0"}  # by root, with scancel
+
+
+def _report_without_times(folder: Path) -> list[str]:
+    """The report's lines with what the runs found, not where they were written or how fast they
+    ran: the results folder's path becomes RESULTS, and the columns and lines of ``fit_time``
+    (seconds measured by the runs themselves) are left out."""
+    keep, drop = [], None
+    text = (folder / "BENCHMARK_REPORT.md").read_text().replace(str(folder), "RESULTS")
+    for line in text.splitlines():
+        cells = line.split("|")
+        if not line.startswith("|"):
+            drop = None
+        elif drop is None and any(c.strip() == "fit_time" for c in cells):
+            drop = next(i for i, c in enumerate(cells) if c.strip() == "fit_time")
+        if drop is not None and len(cells) > drop:
+            line = "|".join(c for i, c in enumerate(cells) if i != drop)
+        elif "fit_time" in line:
+            continue
+        keep.append(line)
+    return keep
+
+
+def test_the_quick_start_gives_the_same_report_on_slurm_as_locally(
+        slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
+    pytest.importorskip("sklearn")
+    src = REPO / "examples" / "quickstart"
+    work = tmp_path / "quickstart"
+    shutil.copytree(src, work)
+    spec = work / "benchlab.yaml"
+    spec.write_text(spec.read_text().replace("seeds: 5", "seeds: 2"))
+    local = run_cli("run", str(spec), "-s", "epochs=1", "-j", "2", "--results", str(tmp_path / "local"),
+                    cwd=work, timeout=300)
+    assert local.returncode == 0, local.stdout + local.stderr
+    slurm = run_cli("run", str(spec), "-s", "epochs=1", "-j", "4", "--backend", "slurm", "--results",
+                    str(tmp_path / "slurm"), cwd=work, timeout=300)
+    assert slurm.returncode == 0, slurm.stdout + slurm.stderr
+    a, b = _report_without_times(tmp_path / "local"), _report_without_times(tmp_path / "slurm")
+    assert any("accuracy" in line for line in a)
+    assert a == b
