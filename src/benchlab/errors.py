@@ -12,6 +12,8 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── ResultsLocked            another `benchlab run` holds the results folder
     │   ├── ResultsOfOtherSpec       the results folder holds the runs of another spec file
     │   ├── BackendUnavailable       a backend is named that does not exist or cannot be reached
+    │   ├── UsageError               a command's arguments are invalid or do not go together
+    │   │                            (the CLI's own checks, before the library is called)
     │   ├── MissingExtra             an optional dependency is not installed; says which extra brings it
     │   ├── DataError                a table or file given to analyse is unusable
     │   │   └── BadArgument          an argument of a statistics function has no valid value;
@@ -24,6 +26,7 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   └── LedgerLost               the ledger was deleted, replaced or damaged, or is missing
     │                                while run directories show finished runs
     ├── DiskFull                     a write found no space left on the results folder's disk
+    ├── CannotWrite                  a file benchlab was asked to write cannot be written there
     ├── ExtractFailed                a run's metric could not be read; the run is recorded as
     │                                failed with the reason (collect/extractors.py)
     ├── SmiUnavailable               nvidia-smi is missing or failed (execute/gpus.py)
@@ -139,6 +142,14 @@ class BackendUnavailable(UserError):
         super().__init__(f"backend {backend!r} is not available: {hint}")
 
 
+class UsageError(UserError):
+    """A command's arguments are invalid or do not go together; nothing was done.
+
+    Raised by the CLI's own checks (the library's arguments have their own classes); the
+    message names the flags and says what they accept.
+    """
+
+
 class MissingExtra(UserError):
     """What was asked needs an optional dependency that is not installed (see ``benchlab.extras``)."""
 
@@ -194,6 +205,15 @@ class DiskFull(BenchlabError):
 
     def __init__(self, path: Path | str, message: str):
         self.path = Path(path)
+        super().__init__(message)
+
+
+class CannotWrite(BenchlabError):
+    """A file benchlab was asked to write cannot be written where it was asked (permissions, a
+    read-only file system); ``.path`` is where."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        self.path = path
         super().__init__(message)
 
 

@@ -1,4 +1,8 @@
-"""The typer application and the one place where errors become messages and exit codes."""
+"""The typer application, its consoles and help rendering.
+
+Commands raise errors of the tree in :mod:`benchlab.errors` (a bad combination of flags is a
+:class:`~benchlab.errors.UsageError`); :func:`benchlab.cli.main` is the one place where they
+become a one-line message and an exit code."""
 
 from __future__ import annotations
 
@@ -23,12 +27,6 @@ app = typer.Typer(
 # stdout carries results (tables, JSON); stderr carries progress and errors.
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print one error line and return the Exit to raise."""
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
-    return typer.Exit(code)
 
 
 def print_json(data: Any) -> None:

@@ -152,20 +152,20 @@ def run(
 
         parse_gpus(gpus)  # a bad --gpus is a usage error before anything else happens
     if not until_decided:
-        from benchlab.cli.app import fail
+        from benchlab.errors import UsageError
 
         given = [name for name, value in (("--max-seeds", max_seeds), ("--batch", batch), ("--margin", margin),
                                           ("--json", as_json or None)) if value is not None]
         if given:
-            raise fail(f"{', '.join(given)} only apply with --until-decided")
+            raise UsageError(f"{', '.join(given)} only apply with --until-decided")
     else:
-        from benchlab.cli.app import fail
+        from benchlab.errors import UsageError
         from benchlab.stats.sequential import SPENDINGS
 
         if spending not in SPENDINGS:
-            raise fail(f"--spending {spending}: expected one of {', '.join(SPENDINGS)}")
+            raise UsageError(f"--spending {spending}: expected one of {', '.join(SPENDINGS)}")
         if rerun_all:  # every look would start the design over
-            raise fail("--rerun-all does not combine with --until-decided; run with a fresh --results folder")
+            raise UsageError("--rerun-all does not combine with --until-decided; run with a fresh --results folder")
     if until_decided and not dry_run:
         return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
                                   spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
@@ -240,12 +240,12 @@ def backend_options(backend: str, jobs: int | None, ray_address: str | None, sha
                     slurm: list[str] | None) -> dict[str, Any]:
     """The backend's own options from the flags that belong to it (a usage error for the flags of
     another backend)."""
-    from benchlab.cli.app import fail
+    from benchlab.errors import UsageError
 
     if backend != "ray" and (ray_address or shared_fs):
-        raise fail("--ray-address and --shared-fs need the ray backend (--backend ray)")
+        raise UsageError("--ray-address and --shared-fs need the ray backend (--backend ray)")
     if backend != "slurm" and slurm:
-        raise fail("--slurm needs the slurm backend (--backend slurm)")
+        raise UsageError("--slurm needs the slurm backend (--backend slurm)")
     if backend == "ray":
         return {"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs}
     if backend == "slurm":
@@ -253,10 +253,10 @@ def backend_options(backend: str, jobs: int | None, ray_address: str | None, sha
         for item in slurm or []:
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
-                raise fail(f"--slurm {item}: expected KEY=VALUE, such as partition=gpu")
+                raise UsageError(f"--slurm {item}: expected KEY=VALUE, such as partition=gpu")
             pairs[key.strip()] = value
         if "array_size" in pairs and not pairs["array_size"].isdigit():
-            raise fail(f"--slurm array_size={pairs['array_size']}: expected a whole number")
+            raise UsageError(f"--slurm array_size={pairs['array_size']}: expected a whole number")
         from benchlab.execute.slurm import check_available
 
         check_available()  # no submitit, no sbatch: exit 2 before the results folder is touched
@@ -457,13 +457,13 @@ def init(
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
 ) -> None:
     """Write a commented starter spec and a tiny run script that work as written."""
-    from benchlab.cli.app import fail
+    from benchlab.errors import UsageError
 
     directory.mkdir(parents=True, exist_ok=True)
     spec, script = directory / "benchlab.yaml", directory / "train.py"
     for path in (spec, script):
         if path.exists() and not force:
-            raise fail(f"{path} exists; use --force to overwrite it")
+            raise UsageError(f"{path} exists; use --force to overwrite it")
     spec.write_text(_STARTER_SPEC.format(spec=spec))
     script.write_text(_STARTER_SCRIPT.format())
     console.print(f"wrote {spec} and {script}")

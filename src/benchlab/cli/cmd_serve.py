@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from benchlab.cli.app import app, err_console, fail
+from benchlab.cli.app import app, err_console
+from benchlab.errors import UsageError
 from benchlab.run_files import METRICS_FILE
 
 
@@ -55,18 +56,18 @@ def serve(
         check_token(token, f"${cfg.server.token_env}")  # refused before anything listens
     if no_auth:
         if not _is_loopback(host):
-            raise fail(
+            raise UsageError(
                 f"--no-auth is only allowed on a loopback address, not {host}; "
                 f"set a token in ${cfg.server.token_env} instead"
             )
         token = None
     elif token is None:
         if not _is_loopback(host):
-            raise fail(
+            raise UsageError(
                 f"refusing to listen on {host} without a token: set ${cfg.server.token_env} "
                 "(clients send 'Authorization: Bearer <token>')"
             )
-        raise fail(
+        raise UsageError(
             f"no token: set ${cfg.server.token_env}, or pass --no-auth to serve on {host} without one"
         )
 
@@ -137,12 +138,12 @@ def eval_(
     names = list(dict.fromkeys(b.strip() for b in benchmarks.split(",") if b.strip()))
     unknown = [n for n in names if n not in cfg.benchmarks]
     if not names or unknown:
-        raise fail(
+        raise UsageError(
             f"unknown benchmark(s) {', '.join(unknown) or '(none given)'}; "
             f"known: {', '.join(sorted(cfg.benchmarks))}"
         )
     if not model_url.startswith(("http://", "https://")):
-        raise fail(f"--model-url must start with http:// or https://, got {model_url!r}")
+        raise UsageError(f"--model-url must start with http:// or https://, got {model_url!r}")
     out_dir = out or Path(os.environ.get("BENCHLAB_RUN_DIR") or ".")
     out_dir.mkdir(parents=True, exist_ok=True)
     api_key = os.environ.get(api_key_env)

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from benchlab.cli.app import app, console, err_console, fail, print_json
+from benchlab.cli.app import app, console, err_console, print_json
+from benchlab.errors import UsageError
 from benchlab.run_files import LOG_FILE, run_dir_of
 
 if TYPE_CHECKING:
@@ -280,9 +281,9 @@ def _find_run(store: Store, key: str) -> RunRecord:
     if len(prefix) == 1:
         return prefix[0]
     if len(prefix) > 1:
-        raise fail(f"run {key!r} is ambiguous: " + ", ".join(r.run_id for r in prefix[:8]))
+        raise UsageError(f"run {key!r} is ambiguous: " + ", ".join(r.run_id for r in prefix[:8]))
     names = ", ".join(r.name for r in runs[:6])
-    raise fail(f"no run {key!r} in this results folder (runs are named like: {names}, or by id)")
+    raise UsageError(f"no run {key!r} in this results folder (runs are named like: {names}, or by id)")
 
 
 @app.command()
@@ -303,7 +304,7 @@ def logs(
         run_id = run.run_id
         log = run_dir_of(folder, run_id) / LOG_FILE
         if not log.exists():
-            raise fail(f"{log}: no log yet (run status: {run.status})")
+            raise UsageError(f"{log}: no log yet (run status: {run.status})")
         with open(log, "rb") as fh:
             while True:
                 chunk = fh.read(65536)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from benchlab.cli.app import app, err_console, fail
+from benchlab.cli.app import app, err_console
+from benchlab.errors import UsageError
 
 
 def _is_loopback(host: str) -> bool:
@@ -35,10 +36,10 @@ def ui(
 
     require("serve", "benchlab ui")
     if not _is_loopback(host) and not token:
-        raise fail(f"refusing to listen on {host} without a token: pass --token (or set $BENCHLAB_UI_TOKEN); "
+        raise UsageError(f"refusing to listen on {host} without a token: pass --token (or set $BENCHLAB_UI_TOKEN); "
                    "browsers then log in with the one-time URL printed here")
     if token is not None and len(token) < 8:
-        raise fail(f"--token must be at least 8 characters, got {len(token)}")
+        raise UsageError(f"--token must be at least 8 characters, got {len(token)}")
     from benchlab.store import DB_NAME
 
     if not results:
