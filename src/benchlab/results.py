@@ -46,7 +46,8 @@ def find_results(path: Path | str | None = None) -> Path:
                                 + ", ".join(str(c.relative_to(here)) for c in candidates))
 
 
-def load(results: Path | str | None = None, *, series: bool = True, all_runs: bool = False) -> pd.DataFrame:
+def load(results: Path | str | None = None, *, series: bool = True, all_runs: bool = False,
+         search: bool = False) -> pd.DataFrame:
     """The results table of a results folder, as a pandas DataFrame in long format.
 
     It holds the completed runs of the spec as ``benchlab run`` last ran it.
@@ -54,14 +55,29 @@ def load(results: Path | str | None = None, *, series: bool = True, all_runs: bo
     much smaller for large sweeps. ``all_runs=True`` adds the runs kept in the
     ledger that the spec no longer names, with two more columns to tell them
     apart: ``run_id`` and ``in_spec`` (False for those runs).
+
+    Search trials (``benchlab search``) are never part of it. ``search=True`` reads them
+    instead: the completed runs of every study under ``<results>/search/`` (or of the one study
+    folder given), with two more columns, ``study`` and ``trial`` (the trial's number).
     """
+    if search:
+        return _load_search(results, series=series)
+    folder = find_results(results)
+    return _load_folder(folder, series=series, all_runs=all_runs)
+
+
+def _load_folder(folder: Path, *, series: bool, all_runs: bool, trials: bool = False) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    folder = find_results(results)
     columns = [*COLUMNS, "run_id", "in_spec"] if all_runs else COLUMNS
     with Store.open(folder) as store:
-        name = store.meta().get("name", folder.name)
+        meta = store.meta()
+        if SEARCH_META in meta and not trials:
+            raise ResultsNotFound(folder, f"{folder} holds the trials of a search ({meta[SEARCH_META].get('study')}), "
+                                          "which never enter a benchmark table; read them with "
+                                          "benchlab.load(..., search=True) or `benchlab search --report`")
+        name = meta.get("name", folder.name)
         finals = store.metric_rows(current_only=not all_runs)
         in_spec = store.in_spec_ids() if all_runs else set()
         frames = []
@@ -95,6 +111,41 @@ def load(results: Path | str | None = None, *, series: bool = True, all_runs: bo
     table = pd.concat(frames, ignore_index=True)
     table["seed"] = table["seed"].astype(int)
     return table[columns]
+
+
+#: The ledger's meta key that marks a search study's folder (``benchlab.search``).
+SEARCH_META = "search"
+SEARCH_DIR = "search"
+
+
+def search_folders(results: Path | str | None = None) -> list[Path]:
+    """The study folders of a results folder (``<results>/search/<name>``), or the one study folder given."""
+    if results is not None and (Path(results) / SEARCH_DIR).is_dir():
+        folder = Path(results)  # a search alone makes no benchmark ledger beside its own
+    else:
+        folder = find_results(results)
+        with Store.open(folder) as store:
+            if SEARCH_META in store.meta():
+                return [folder]
+    return sorted(p.parent for p in (folder / SEARCH_DIR).glob(f"*/{DB_NAME}"))
+
+
+def _load_search(results: Path | str | None, *, series: bool) -> pd.DataFrame:
+    import pandas as pd
+
+    frames = []
+    for folder in search_folders(results):
+        table = _load_folder(folder, series=series, all_runs=False, trials=True)
+        with Store.open(folder) as store:
+            study = store.meta()[SEARCH_META].get("study", folder.name)
+        table["study"] = study
+        table["trial"] = table["config"].str.extract(r"\[trial=(\d+)\]$", expand=False).astype(float)
+        frames.append(table)
+    if not frames:
+        columns = [*COLUMNS, "study", "trial"]
+        return pd.DataFrame({c: pd.Series(dtype=float if c in ("step", "value", "trial") else object)
+                             for c in columns})
+    return pd.concat(frames, ignore_index=True)
 
 
 def _repeated(names: list[str], lengths: np.ndarray) -> Any:

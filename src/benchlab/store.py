@@ -71,10 +71,13 @@ class Status(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+    #: A search trial's run stopped early because its curve could not catch up (`benchlab
+    #: search`): not a failure, never retried.
+    PRUNED = "pruned"
 
 
-PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED = (
-    Status.PENDING, Status.RUNNING, Status.COMPLETED, Status.FAILED, Status.INTERRUPTED)
+PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED, PRUNED = (
+    Status.PENDING, Status.RUNNING, Status.COMPLETED, Status.FAILED, Status.INTERRUPTED, Status.PRUNED)
 TO_RUN_STATES = (PENDING, RUNNING, INTERRUPTED)
 
 #: Meta keys of the plan: the digest of the run ids recorded in ``spec_runs`` (all of them registered
@@ -499,6 +502,15 @@ class Store:
         except sqlite3.OperationalError:  # swapped in since the meta row was read
             recorded = None
         return {**json.loads(row[0]), "recorded": recorded}
+
+    def add_to_plan(self, run_ids: Iterable[str]) -> None:
+        """Add ``run_ids`` to the runs in the spec, after those already there (a search adds each
+        trial's runs as it asks for the trial)."""
+        with self.transaction() as c:
+            (start,) = c.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM spec_runs").fetchone()
+            c.executemany("INSERT OR IGNORE INTO spec_runs VALUES (?, ?)",
+                          ((rid, start + i) for i, rid in enumerate(run_ids)))
+            c.execute("DELETE FROM meta WHERE key = ?", (PLAN_DIGEST,))  # no longer the recorded plan
 
     def has_plan(self) -> bool:
         """Whether a sweep recorded which runs are in the spec (older ledgers have no plan)."""
@@ -1048,8 +1060,8 @@ class ResultsLock:
     even by ``kill -9``: a crashed sweep never leaves the folder locked.
     """
 
-    def __init__(self, results_dir: Path, purpose: str = "benchlab run"):
-        self.path = Path(results_dir) / LOCK_NAME
+    def __init__(self, results_dir: Path, purpose: str = "benchlab run", name: str = LOCK_NAME):
+        self.path = Path(results_dir) / name
         self.purpose = purpose
         self._fh: Any = None
 

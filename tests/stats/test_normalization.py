@@ -36,7 +36,8 @@ def rliable_metrics():
 
 
 def test_aggregates_of_already_normalised_scores_equal_rliables(rliable_metrics):
-    out = analyze(_table(NORMED), reps=500).to_dict()
+    # The scores are normalised already: declared so by the metric's range [0, 1].
+    out = analyze(_table(NORMED), reps=500, ranges={"value": (0.0, 1.0)}).to_dict()
     rows = {r["config"]: r for r in out["aggregate"]}
     for config, scores in NORMED.items():
         assert rows[config]["iqm"] == pytest.approx(rliable_metrics.aggregate_iqm(scores), rel=1e-12)
@@ -87,6 +88,26 @@ def test_references_still_normalise_and_unreferenced_tasks_are_not_mixed_in():
     assert a["mean"] == pytest.approx(NORMED["a"][:, :2].mean() / 2)
     assert any("no reference scores for qbert while other tasks have them; left out" in w
                for w in out["warnings"])
+
+
+def test_raw_scores_have_no_optimality_gap_unless_the_metric_is_declared_in_0_1():
+    # Raw returns of 0-500 (CartPole-like): "shortfall below 1" means nothing there.
+    returns = {c: 100 + 400 * m for c, m in NORMED.items()}
+    out = analyze(_table(returns), reps=500).to_dict()
+    assert all(r["optimality_gap"] is None and r["optimality_gap_ci_low"] is None
+               for r in out["aggregate"])
+    assert all(r["iqm"] is not None for r in out["aggregate"])
+    (why,) = [w for w in out["warnings"] if "optimality_gap is null" in w]
+    assert "raw scores (no reference scores) without a declared range [0, 1]" in why
+    # Another range is no licence either; references are.
+    other = analyze(_table(returns), reps=500, ranges={"value": (0.0, 500.0)}).to_dict()
+    assert all(r["optimality_gap"] is None for r in other["aggregate"])
+    refs = {t: (0.0, 500.0) for t in TASKS}
+    normed = analyze(_table(returns), reps=500, references=refs).to_dict()
+    a = next(r for r in normed["aggregate"] if r["config"] == "a")
+    expected = 1 - np.minimum(returns["a"] / 500.0, 1).mean()
+    assert a["optimality_gap"] == pytest.approx(expected)
+    assert not any("optimality_gap is null" in w for w in normed["warnings"])
 
 
 def test_raw_scores_of_a_metric_to_minimise_have_no_optimality_gap():

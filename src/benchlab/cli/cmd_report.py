@@ -12,9 +12,10 @@ from benchlab.cli.app import app, console
 
 @app.command()
 def report(
-    results: Path = typer.Argument(
+    sources: list[Path] = typer.Argument(
         None,
-        help="Results folder (default: ./benchlab.db's folder, or the only one under ./results).",
+        help="Results folder (default: ./benchlab.db's folder, or the only one under ./results); several "
+             "folders, or a long-format CSV, give one merged report (written into --out).",
         show_default=False,
     ),
     out: Path = typer.Option(
@@ -39,6 +40,15 @@ def report(
     """Write BENCHMARK_REPORT.md, BENCHMARKS.md, results.csv, plots/ and report.html."""
     from benchlab.report import write_report
 
+    results: Path | None = sources[0] if sources else None
+    if sources and (len(sources) > 1 or sources[0].suffix.lower() == ".csv"):
+        from benchlab.history.merge import merge_sources, write_results
+
+        merged = merge_sources(list(sources))
+        for note in merged.notes:
+            console.print(f"note: {note}", markup=False, highlight=False)
+        out = out or Path(f"{sources[0].stem}-report" if len(sources) == 1 else "merged-report")
+        results = write_results(merged, out)
     try:
         files = write_report(results, out, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed,
                              failed_as=failed_as.value)

@@ -315,7 +315,7 @@ def analyze_seeds(
     ranges = dict(ranges or {})
     used, acc = account(table, failed_as, goal, planned, failed_runs, ranges,
                         [metric] if metric else ())
-    result = Analysis() if used.empty else analyze(used, **kwargs)
+    result = Analysis() if used.empty else analyze(used, ranges=ranges, **kwargs)
     result.warnings = acc.warnings + result.warnings
     result.failed_as = failed_as
     result.ranges = {m: (lo, hi) for m, (lo, hi) in ranges.items()}

@@ -42,6 +42,15 @@ from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
 
 DEFAULT_METRIC = "value"
 
+#: The across-task intervals, as ``methods.aggregate_ci`` names them.
+AGGREGATE_CI = ("stratified bootstrap, expanded percentile; median: task means shrunk toward "
+                "their median by the share of their spread that noise explains (James–Stein) "
+                "before resampling")
+AGGREGATE_CI_ONE_TASK = ("one task: mean, median and optimality gap (4 runs or more): bootstrap-t "
+                         "(studentized); IQM (4 runs or more): bootstrap-t studentized by the "
+                         "Tukey–McLaughlin standard error from 8 runs, Yuen's t interval below; "
+                         "otherwise stratified bootstrap, expanded percentile")
+
 
 def validate_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
     """Check a long-format table and return a normalised copy.
@@ -280,6 +289,7 @@ def analyze(
     source: str = "table",
     normalize: Normalize = "none",
     align: Align | None = None,
+    ranges: Mapping[str, tuple[float, float]] | None = None,
 ) -> Analysis:
     """Every statistic of a long-format table.
 
@@ -304,6 +314,9 @@ def analyze(
             :func:`benchlab.stats.score_matrices`.
         align: learning curves summarised on each run's ``"own"`` curve or on the
             ``"common"`` step range; ``None`` picks :func:`default_align` of ``summary``.
+        ranges: ``{metric: (low, high)}``, the values a metric can take. On raw scores
+            (no references, ``normalize="none"``) the optimality gap is computed only for
+            a metric declared to lie in ``[0, 1]``; otherwise it is null, with a warning.
 
     Returns:
         An :class:`~benchlab.stats.analysis.Analysis`; its ``to_json()`` layout is in
@@ -394,7 +407,7 @@ def analyze(
     if primary is not None:
         aggregates, normalization = _aggregate(
             runs[runs["metric"] == primary], configs, _goal_of(goal, primary), references,
-            normalize, reps, seed, confidence, warnings)
+            normalize, reps, seed, confidence, warnings, (ranges or {}).get(primary))
         normalization.metric = primary
     boot = method if method != "studentized" else "bootstrap-t (studentized)"
     methods = Methods(
@@ -402,9 +415,7 @@ def analyze(
         boot_ci=boot,
         diff_ci="student-t on paired differences; welch-t unpaired",
         diff_boot_ci=boot,
-        aggregate_ci="stratified bootstrap, expanded percentile"
-                     + ("; mean and median of the one task (4 runs or more): bootstrap-t (studentized)"
-                        if len(normalization.tasks) == 1 else ""),
+        aggregate_ci=AGGREGATE_CI_ONE_TASK if len(normalization.tasks) == 1 else AGGREGATE_CI,
         wilcoxon="signed rank, zero differences dropped (wilcox), exact up to "
                  f"{WILCOXON_EXACT_MAX} pairs, else normal approximation with tie correction",
         mannwhitney="rank sum, exact up to "
@@ -518,6 +529,7 @@ def _aggregate(
     seed: int,
     confidence: float,
     warnings: list[str],
+    score_range: tuple[float, float] | None = None,
 ) -> tuple[list[AggregateRow], Normalization]:
     # NaN and infinite values were already reported per (task, config) by describe().
     matrices = score_matrices(runs, goal, references, configs, normalize)
@@ -527,6 +539,16 @@ def _aggregate(
         warnings.append("aggregate: raw scores of a metric to minimise: iqm, median and mean are "
                         "in the metric's units (lower is better); optimality_gap needs "
                         "normalised scores and is null")
+    # The gap is the mean shortfall below a score of 1: on raw scores that means something
+    # only when 1 is the best score the metric can take, as for an accuracy in [0, 1].
+    unit_range = score_range is not None and tuple(map(float, score_range)) == (0.0, 1.0)
+    raw_max = matrices.method == "none" and goal == "max" and not unit_range
+    if raw_max and matrices.scores:
+        metric = runs["metric"].iloc[0] if len(runs) else "the metric"
+        warnings.append(f"aggregate: optimality_gap is null: it is the shortfall below a score of "
+                        f"1, and {metric} has raw scores (no reference scores) without a declared "
+                        "range [0, 1]; give the tasks reference scores, or the metric's range if "
+                        "it is [0, 1]")
     normalization = Normalization(
         method=matrices.method,
         tasks={t: TaskNormalization(matrices.sources[t], float(lo), float(hi))
@@ -549,7 +571,7 @@ def _aggregate(
         estimates = {}
         for name in AGGREGATES:
             value, lo, hi = result[name]
-            gap_undefined = raw_min and name == "optimality_gap"
+            gap_undefined = (raw_min or raw_max) and name == "optimality_gap"
             estimates[name] = (Estimate() if gap_undefined
                                else Estimate(_num(value), _num(lo), _num(hi)))
         out.append(AggregateRow(config=str(config), **estimates))

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.errors import ResultsNotFound
+from benchlab.errors import BenchlabError, ResultsNotFound
 from benchlab.run_files import LOG_FILE, SERIES_FILE, run_dir_of, runs_dir
 from benchlab.store import DB_NAME, RUNNING
 
@@ -36,7 +36,7 @@ FINGERPRINT_TTL_S = 0.2
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
-class NotFound(LookupError):
+class NotFound(BenchlabError):
     """What a URL names does not exist, or lies outside the results folders (served as a 404)."""
 
 
