@@ -572,9 +572,9 @@ class Store:
                                   (run_id,)).fetchone()
             cur = c.execute(
                 "INSERT INTO attempts (run_id, number, status, started, host, node, pid, pgid,"
-                " proc_start, gpus) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                f" proc_start, gpus) VALUES (?, ?, '{RUNNING}', ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, number, started, host, node, pid, pgid, proc_start, gpus))
-            c.execute("UPDATE runs SET status = 'running', updated = ? WHERE run_id = ?",
+            c.execute(f"UPDATE runs SET status = '{RUNNING}', updated = ? WHERE run_id = ?",
                       (started, run_id))
         return int(cur.lastrowid or 0), int(number)
 
@@ -700,7 +700,7 @@ class Store:
         when benchlab itself died) are never charged."""
         rows = self.conn.execute(
             "SELECT a.run_id, COALESCE(a.failure_class, ''), COUNT(*) FROM attempts a JOIN runs r USING (run_id)"
-            " WHERE a.status = 'failed' AND a.number >= r.budget_from GROUP BY a.run_id, a.failure_class")
+            f" WHERE a.status = '{FAILED}' AND a.number >= r.budget_from GROUP BY a.run_id, a.failure_class")
         wanted = None if run_ids is None else set(run_ids)
         out: dict[str, dict[str, int]] = {}
         for rid, cls, n in rows:
@@ -712,7 +712,7 @@ class Store:
         """The failure class of the run's latest charged failure, or None."""
         row = self.conn.execute(
             "SELECT a.failure_class FROM attempts a JOIN runs r USING (run_id) WHERE a.run_id = ? AND"
-            " a.status = 'failed' AND a.number >= r.budget_from ORDER BY a.number DESC LIMIT 1",
+            f" a.status = '{FAILED}' AND a.number >= r.budget_from ORDER BY a.number DESC LIMIT 1",
             (run_id,)).fetchone()
         return None if row is None else row[0]
 
@@ -726,7 +726,7 @@ class Store:
         """Mean duration of completed attempts per (task, config): the scheduler's estimates."""
         rows = self.conn.execute(
             "SELECT r.task, r.config, AVG(a.ended - a.started) FROM attempts a JOIN runs r"
-            " USING (run_id) WHERE a.status = 'completed' GROUP BY r.task, r.config")
+            f" USING (run_id) WHERE a.status = '{COMPLETED}' GROUP BY r.task, r.config")
         return {(t, c): d for t, c, d in rows}
 
     # ------------------------------------------------------------------ metrics
@@ -735,7 +735,7 @@ class Store:
         """(run_id, task, config, seed, metric, value) of every completed run's final scalars
         (of the runs in the spec; of every run with ``current_only=False``)."""
         q = ("SELECT r.run_id, r.task, r.config, r.seed, m.metric, m.value FROM metrics m"
-             " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
+             f" JOIN runs r USING (run_id) WHERE r.status = '{COMPLETED}'")
         if current_only:
             q += " AND " + self.in_spec_sql("r")
         # In the plan's order (runs are registered in it), not in completion order: the same runs
@@ -746,7 +746,7 @@ class Store:
                                                                        np.ndarray, np.ndarray]]:
         import numpy as np
         q = ("SELECT r.run_id, r.task, r.config, r.seed, s.metric, s.steps, s.vals FROM series s"
-             " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
+             f" JOIN runs r USING (run_id) WHERE r.status = '{COMPLETED}'")
         if current_only:
             q += " AND " + self.in_spec_sql("r")
         for rid, task, cfg, seed, metric, steps, vals in self.conn.execute(q + " ORDER BY r.rowid, s.rowid"):
@@ -784,7 +784,7 @@ class Store:
         try:
             rows = self.conn.execute(
                 "SELECT a.run_id, MAX(a.attempt_id) FROM attempts a JOIN runs r USING (run_id)"
-                " WHERE a.status = 'completed' AND r.status = 'completed' GROUP BY a.run_id").fetchall()
+                f" WHERE a.status = '{COMPLETED}' AND r.status = '{COMPLETED}' GROUP BY a.run_id").fetchall()
             codes = {cid: CodeState(commit, None if dirty is None else bool(dirty), diff, tree)
                      for cid, commit, dirty, diff, tree in self.conn.execute(
                          "SELECT code_id, git_commit, dirty, diff_sha256, tree_sha256 FROM code")}
