@@ -149,6 +149,7 @@ def phases(folder: Path) -> None:
     from benchlab.report.markdown import render_markdown
     from benchlab.report.plots import draw
     from benchlab.report.tables import describe
+    from benchlab.results import read
 
     out = folder / "phases"
 
@@ -158,12 +159,14 @@ def phases(folder: Path) -> None:
         print(f"    {label:44s} {time.process_time() - start:5.2f} s CPU")
         return result
 
-    data = step("gather (results table, info, failures)", lambda: gather(folder))
+    table = step("results.read (the results table, one ledger pass)", lambda: read(folder))
+    data = step("gather", lambda: gather(table))
     desc = step("describe", lambda: describe(data.finals, data.info.goal, data.info.primary))
     data.analysis = step("stats.analyze of the primary metric",
                          lambda: analyze_primary(data.finals, data.info))
     plots = step("5 figures (in workers in a real report)",
-                 lambda: draw(folder, out / "plots", data.info, data.finals, desc, workers=0)())
+                 lambda: draw(table.curves, out / "plots", data.info, data.finals, desc,
+                              workers=0)())
     data.plots = [p.as_dict() for p in plots]
     text = step("BENCHMARK_REPORT.md", lambda: render_markdown(data))
     step("report.html", lambda: write_html(text, out, "report"))

@@ -20,6 +20,8 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   │                            .argument names it (the CLI shows it as its flag)
     │   ├── BenchmarkChanged         on resume, a dataset or the code differs from what the runs
     │   │                            began with (execute/version.py)
+    │   ├── SearchError              a search cannot go on as asked (its study was made by another
+    │   │                            search section, a promoted config's name is taken, no trial finished)
     │   └── YamlProblem              a spec's text cannot be read as YAML; becomes a SpecError
     │                                (spec_yaml.py)
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
@@ -182,6 +184,14 @@ class BadArgument(DataError):
         """The message with the argument called ``name`` (a flag, in the CLI)."""
         return (f"{self.what or name} must be one of {', '.join(self.choices)}; "
                 f"got {self.value!r}")
+
+
+class SearchError(UserError):
+    """`benchlab search` cannot do what was asked; ``study`` names the study it is about."""
+
+    def __init__(self, study: str, message: str):
+        self.study = study
+        super().__init__(message)
 
 
 class StoreError(BenchlabError):

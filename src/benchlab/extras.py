@@ -24,7 +24,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "ray": ("ray",),
     "slurm": ("submitit",),
     "gpu": ("pynvml",),
-    "search": ("optuna",),
+    "search": ("optuna", "cmaes"),
     "tensorboard": ("tensorboard",),
     "examples": ("sklearn", "gymnasium"),
     "export": ("fsspec", "s3fs", "huggingface_hub"),

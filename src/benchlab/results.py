@@ -10,13 +10,16 @@ in the ledger but not in the table, unless asked for with ``all_runs=True``.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab import preregistration
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
-from benchlab.store import DB_NAME, Store, find_db
+from benchlab.run_files import PROVENANCE_FILE, runs_dir
+from benchlab.store import DB_NAME, AttemptRecord, Store, find_db
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,7 +49,8 @@ def find_results(path: Path | str | None = None) -> Path:
                                 + ", ".join(str(c.relative_to(here)) for c in candidates))
 
 
-def load(results: Path | str | None = None, *, series: bool = True, all_runs: bool = False) -> pd.DataFrame:
+def load(results: Path | str | None = None, *, series: bool = True, all_runs: bool = False,
+         search: bool = False) -> pd.DataFrame:
     """The results table of a results folder, as a pandas DataFrame in long format.
 
     It holds the completed runs of the spec as ``benchlab run`` last ran it.
@@ -54,47 +58,101 @@ def load(results: Path | str | None = None, *, series: bool = True, all_runs: bo
     much smaller for large sweeps. ``all_runs=True`` adds the runs kept in the
     ledger that the spec no longer names, with two more columns to tell them
     apart: ``run_id`` and ``in_spec`` (False for those runs).
+
+    Search trials (``benchlab search``) are never part of it. ``search=True`` reads them
+    instead: the completed runs of every study under ``<results>/search/`` (or of the one study
+    folder given), with two more columns, ``study`` and ``trial`` (the trial's number).
     """
+    if search:
+        return _load_search(results, series=series)
+    folder = find_results(results)
+    return _load_folder(folder, series=series, all_runs=all_runs)
+
+
+def _load_folder(folder: Path, *, series: bool, all_runs: bool, trials: bool = False) -> pd.DataFrame:
+    with Store.open(folder) as store:
+        return _table(store, folder, series=series, all_runs=all_runs, trials=trials)
+
+
+def _table(store: Store, folder: Path, *, series: bool, all_runs: bool, trials: bool = False) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    folder = find_results(results)
     columns = [*COLUMNS, "run_id", "in_spec"] if all_runs else COLUMNS
-    with Store.open(folder) as store:
-        name = store.meta().get("name", folder.name)
-        finals = store.metric_rows(current_only=not all_runs)
-        in_spec = store.in_spec_ids() if all_runs else set()
-        frames = []
-        if finals:
-            rid, task, cfg, seed, metric, value = zip(*finals, strict=True)
+    meta = store.meta()
+    if SEARCH_META in meta and not trials:
+        raise ResultsNotFound(folder, f"{folder} holds the trials of a search ({meta[SEARCH_META].get('study')}), "
+                                      "which never enter a benchmark table; read them with "
+                                      "benchlab.load(..., search=True) or `benchlab search --report`")
+    name = meta.get("name", folder.name)
+    finals = store.metric_rows(current_only=not all_runs)
+    in_spec = store.in_spec_ids() if all_runs else set()
+    frames = []
+    if finals:
+        rid, task, cfg, seed, metric, value = zip(*finals, strict=True)
+        frames.append(pd.DataFrame({
+            "benchmark": name, "task": task, "config": cfg, "seed": seed, "metric": metric,
+            "step": np.nan, "value": np.asarray(value, dtype=float),
+            **({"run_id": rid, "in_spec": [r in in_spec for r in rid]} if all_runs else {})}))
+    if series:
+        rows = list(store.series_rows(current_only=not all_runs))
+        if rows:
+            lengths = np.array([len(r[5]) for r in rows])
+            extra = {}
+            if all_runs:
+                extra = {"run_id": _repeated([r[0] for r in rows], lengths),
+                         "in_spec": np.repeat([r[0] in in_spec for r in rows], lengths)}
             frames.append(pd.DataFrame({
-                "benchmark": name, "task": task, "config": cfg, "seed": seed, "metric": metric,
-                "step": np.nan, "value": np.asarray(value, dtype=float),
-                **({"run_id": rid, "in_spec": [r in in_spec for r in rid]} if all_runs else {})}))
-        if series:
-            rows = list(store.series_rows(current_only=not all_runs))
-            if rows:
-                lengths = np.array([len(r[5]) for r in rows])
-                extra = {}
-                if all_runs:
-                    extra = {"run_id": _repeated([r[0] for r in rows], lengths),
-                             "in_spec": np.repeat([r[0] in in_spec for r in rows], lengths)}
-                frames.append(pd.DataFrame({
-                    "benchmark": name,
-                    "task": _repeated([r[1] for r in rows], lengths),
-                    "config": _repeated([r[2] for r in rows], lengths),
-                    "seed": np.repeat([r[3] for r in rows], lengths),
-                    "metric": _repeated([r[4] for r in rows], lengths),
-                    "step": np.concatenate([r[5] for r in rows]),
-                    "value": np.concatenate([r[6] for r in rows]),
-                    **extra,
-                }))
+                "benchmark": name,
+                "task": _repeated([r[1] for r in rows], lengths),
+                "config": _repeated([r[2] for r in rows], lengths),
+                "seed": np.repeat([r[3] for r in rows], lengths),
+                "metric": _repeated([r[4] for r in rows], lengths),
+                "step": np.concatenate([r[5] for r in rows]),
+                "value": np.concatenate([r[6] for r in rows]),
+                **extra,
+            }))
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype=float if c in ("step", "value") else
                                           bool if c == "in_spec" else object) for c in columns})
     table = pd.concat(frames, ignore_index=True)
     table["seed"] = table["seed"].astype(int)
     return table[columns]
+
+
+#: The ledger's meta key that marks a search study's folder (``benchlab.search``).
+SEARCH_META = "search"
+SEARCH_DIR = "search"
+
+
+def search_folders(results: Path | str | None = None) -> list[Path]:
+    """The study folders of a results folder (``<results>/search/<name>``), or the one study folder given."""
+    if results is not None and (Path(results) / SEARCH_DIR).is_dir():
+        folder = Path(results)  # a search alone makes no benchmark ledger beside its own
+    else:
+        folder = find_results(results)
+        with Store.open(folder) as store:
+            if SEARCH_META in store.meta():
+                return [folder]
+    return sorted(p.parent for p in (folder / SEARCH_DIR).glob(f"*/{DB_NAME}"))
+
+
+def _load_search(results: Path | str | None, *, series: bool) -> pd.DataFrame:
+    import pandas as pd
+
+    frames = []
+    for folder in search_folders(results):
+        table = _load_folder(folder, series=series, all_runs=False, trials=True)
+        with Store.open(folder) as store:
+            study = store.meta()[SEARCH_META].get("study", folder.name)
+        table["study"] = study
+        table["trial"] = table["config"].str.extract(r"\[trial=(\d+)\]$", expand=False).astype(float)
+        frames.append(table)
+    if not frames:
+        columns = [*COLUMNS, "study", "trial"]
+        return pd.DataFrame({c: pd.Series(dtype=float if c in ("step", "value", "trial") else object)
+                             for c in columns})
+    return pd.concat(frames, ignore_index=True)
 
 
 def _repeated(names: list[str], lengths: np.ndarray) -> Any:
@@ -123,10 +181,200 @@ def info(results: Path | str | None = None) -> BenchmarkInfo:
     """The benchmark's metadata: primary metric and goals, baseline, tasks, configs, targets."""
     folder = find_results(results)
     with Store.open(folder) as store:
-        recorded = store.benchmark()
+        return _recorded(store, folder)
+
+
+def _recorded(store: Store, folder: Path) -> BenchmarkInfo:
+    recorded = store.benchmark()
     if recorded is None:
         raise ResultsNotFound(folder, f"{folder}: the ledger holds no benchmark yet")
     return recorded
+
+
+# ---------------------------------------------------------------- the results, as a report reads them
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """A run of the spec that failed, as its last attempt left it."""
+
+    run: str  # the run's name
+    run_id: str
+    attempts: int
+    failure_class: str | None  # "unknown" when the ledger holds no attempt of it
+    error: str  # the last attempt's error message, as recorded
+    tail: str  # the last 10 lines of its log
+
+
+@dataclass(frozen=True)
+class PartialRun:
+    """A completed run scored on part of its evaluation set (lm-eval ``--limit``)."""
+
+    run: str
+    note: str
+
+
+@dataclass(frozen=True)
+class GpuPlacement:
+    """A run placed on GPUs, from its latest such attempt; the use is None where not sampled."""
+
+    run: str
+    host: str
+    gpus: str  # the device indices, comma-separated
+    util_mean: float | None
+    util_max: float | None
+    mem_peak_mib: float | None
+    note: str  # "likely CPU-bound", "" or "not sampled"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where the runs ran: each host's CPU, cores and GPU models by index (as the sweeps noted
+    them in the ledger), and the provenance of the first run (host, platform, CPU, git)."""
+
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CurvesView:
+    """The logged curves of the results table, one array per run instead of a row per point.
+
+    ``groups()`` reads them: ``{(metric, task): [(config, seed, steps, values), ...]}`` in the
+    order they were logged, every curve with at least one point. It reads when called, so a
+    report can read them in the process that draws them.
+    """
+
+    folder: Path | None = None
+
+    def groups(self) -> dict[tuple[str, str], list[tuple[str, int, np.ndarray, np.ndarray]]]:
+        out: dict[tuple[str, str], list[tuple[str, int, np.ndarray, np.ndarray]]] = {}
+        if self.folder is None:
+            return out
+        with Store.open(self.folder) as store:
+            for _, task, config, seed, metric, steps, vals in store.series_rows():
+                if steps.shape[0]:
+                    out.setdefault((metric, task), []).append((config, int(seed), steps, vals))
+        return out
+
+
+@dataclass
+class Results:
+    """The results table and what the ledger says about its runs: what a report is made from.
+
+    ``finals`` is the long-format table of final scalars (``step`` NaN); ``curves`` is a view
+    of the same table's logged curves. ``planned`` lists the seeds the spec meant to run per
+    (task, config) and ``failed_runs`` the (task, config, seed) of runs that failed.
+    """
+
+    info: BenchmarkInfo
+    finals: pd.DataFrame
+    folder: Path | None = None
+    curves: CurvesView = field(default_factory=CurvesView)
+    planned: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    failed_runs: list[tuple[str, str, int]] = field(default_factory=list)
+    failures: list[FailedRun] = field(default_factory=list)
+    partial: list[PartialRun] = field(default_factory=list)
+    gpu_use: list[GpuPlacement] = field(default_factory=list)
+    environment: Environment = field(default_factory=Environment)
+    #: The pre-registered analysis plan as the ledger holds it (:mod:`benchlab.preregistration`).
+    registered_plan: dict[str, Any] | None = None
+    #: (task, config) -> [(seed, run id)] of the completed runs, by seed.
+    run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+
+
+def read(results: Path | str | None = None) -> Results:
+    """Everything a report needs of a results folder, read in one pass over its ledger."""
+    from benchlab.store import FAILED
+
+    folder = find_results(results)
+    with Store.open(folder) as store:
+        recorded = _recorded(store, folder)
+        finals = _table(store, folder, series=False, all_runs=False)
+        planned, failed_seeds = _planned_and_failed(store)
+        failures: list[FailedRun] = []
+        # Reading every run and attempt costs ~0.3 s at 10,000 runs; most sweeps have no failure.
+        if failed_seeds:
+            runs = {r.run_id: r for r in store.runs() if r.status == FAILED}
+            attempts: dict[str, list[AttemptRecord]] = {}
+            for a in store.attempts():
+                if a.run_id in runs:
+                    attempts.setdefault(a.run_id, []).append(a)
+            for rid, run in runs.items():
+                tries = attempts.get(rid, [])
+                last = tries[-1] if tries else None
+                failures.append(FailedRun(
+                    run=run.name, run_id=rid, attempts=len(tries),
+                    failure_class=last.failure_class if last else "unknown",
+                    error=(last.error or "") if last else "",
+                    tail="\n".join((last.log_tail or "").splitlines()[-10:]) if last else ""))
+        # A completed attempt's error is a note that qualifies it: an lm-eval run cut short by --limit
+        # (collect/lm_eval.py). One indexed-free scan of the attempts, only the matching rows read.
+        partial = [PartialRun(name, note) for name, note in store.conn.execute(
+            "SELECT runs.name, attempts.error FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
+            f" WHERE attempts.status = 'completed' AND runs.status = 'completed' AND {store.in_spec_sql()}"
+            " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name")]
+        placed = store.gpu_attempts()
+        meta = store.meta()
+        run_ids: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        for task, config, seed, rid in store.conn.execute(
+                f"SELECT task, config, seed, run_id FROM runs WHERE status = 'completed' AND {store.in_spec_sql()}"
+                " ORDER BY task, config, seed"):
+            run_ids.setdefault((task, config), []).append((int(seed), rid))
+    gpu_use = []
+    for name, a in placed:
+        use = a.gpu_use
+        gpu_use.append(GpuPlacement(
+            run=name, host=a.host or "", gpus=a.gpus or "",
+            util_mean=use.util_mean if use else None, util_max=use.util_max if use else None,
+            mem_peak_mib=use.mem_peak_mib if use else None,
+            note=use.note if use else "not sampled"))
+    return Results(
+        info=recorded, finals=finals, folder=folder, curves=CurvesView(folder), planned=planned,
+        failed_runs=failed_seeds, failures=failures, partial=partial, gpu_use=gpu_use,
+        environment=Environment(hosts=meta.get("hardware") or {}, provenance=_first_provenance(folder)),
+        registered_plan=meta.get(preregistration.META_KEY), run_ids=run_ids,
+    )
+
+
+def ledger_seeds(
+    results: Path | str,
+) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str, int]]]:
+    """``(planned, failed)`` of the runs in the spec (as last run), from a results folder's ledger.
+
+    ``planned[(task, config)]`` lists the seeds the spec meant to run; ``failed`` holds the
+    ``(task, config, seed)`` of runs that failed.
+    """
+    with Store.open(results) as store:
+        return _planned_and_failed(store)
+
+
+def _planned_and_failed(
+    store: Store,
+) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str, int]]]:
+    from benchlab.store import FAILED
+
+    # Only these columns are read, so a ledger of 10,000 runs costs a few milliseconds.
+    planned: dict[tuple[str, str], list[int]] = {}
+    failed: list[tuple[str, str, int]] = []
+    for task, config, seed, state in store.conn.execute(
+        f"SELECT task, config, seed, status FROM runs WHERE {store.in_spec_sql()} ORDER BY rowid"
+    ):
+        planned.setdefault((task, config), []).append(seed)
+        if state == FAILED:
+            failed.append((task, config, seed))
+    return planned, failed
+
+
+def _first_provenance(folder: Path) -> dict[str, Any]:
+    """The provenance.json of the first run directory that has a readable one ({} if none)."""
+    for path in sorted(runs_dir(folder).glob(f"*/{PROVENANCE_FILE}"))[:1]:
+        try:
+            found = json.loads(path.read_text())
+        except ValueError:
+            continue
+        return found if isinstance(found, dict) else {}
+    return {}
 
 
 def write_benchmark_meta(store: Store, spec: Spec, results_dir: Path) -> None:

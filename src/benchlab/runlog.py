@@ -45,7 +45,18 @@ from typing import Any
 
 from benchlab.run_files import METRICS_FILE, SERIES_FILE
 
-_FLUSH_EVERY_S = 0.5
+
+def _flush_every() -> float:
+    """Seconds between writes; a search that prunes on live curves asks for fewer
+    (``BENCHLAB_FLUSH_S``). A value that is not a positive number is ignored."""
+    try:
+        value = float(os.environ.get("BENCHLAB_FLUSH_S") or 0.5)
+    except ValueError:
+        return 0.5
+    return value if value > 0 else 0.5
+
+
+_FLUSH_EVERY_S = _flush_every()
 # Records kept as values before they become text, whatever the clock says: memory stays
 # bounded in a loop that logs millions of steps within half a second.
 _PENDING_MAX = 8192

@@ -43,6 +43,7 @@ from benchlab.spec_checks import (
     semantic_problems,
     type_mismatch,
 )
+from benchlab.spec_search import ParamSpace, Search, SearchMetric, search_problems
 from benchlab.spec_yaml import MAX_BYTES, ExponentText, Lines, YamlProblem, read_yaml
 
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -110,6 +111,19 @@ class Resources(_Model):
         return v
 
 
+class Origin(_Model):
+    """Where a promoted config's params come from: a trial of a search (`benchlab search --promote`)."""
+
+    spec: str = Field(description="the spec file the search ran from, relative to this one")
+    study: str
+    trial: int
+    metric: str
+    value: float
+    goal: Literal["max", "min"] = "max"
+    summary: str = "final"
+    seeds: list[int] = Field(default_factory=list, description="the search seeds the value was measured on")
+
+
 class Slurm(_Model):
     """Where and how the ``slurm`` backend submits runs (every field may also come from ``--slurm``)."""
 
@@ -141,6 +155,8 @@ class Config(_Model):
     description: str | None = None
     # Overrides the spec-level resources for this config's runs (e.g. one config needs a whole GPU).
     resources: Resources | None = None
+    #: Set on a config promoted from a search: the study, trial and metric its params come from.
+    origin: Origin | None = None
 
     @field_validator("grid")
     @classmethod
@@ -383,6 +399,8 @@ class Spec(_Model):
     analysis: Analysis | None = None
     settings: list[str] | None = Field(
         default=None, description="the params and variables each task's Settings line shows in BENCHMARKS.md")
+    #: What `benchlab search` tunes (docs/search.md); the benchmark's runs never use it.
+    search: Search | None = None
 
     # Where the spec came from; not part of the YAML.
     path: Path | None = Field(default=None, exclude=True)
@@ -479,7 +497,8 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
             return None
         ann = field.annotation
         found = None
-        for cand in (Task, Config, Metrics, Metric, MetricSource, Resources, Reference):
+        for cand in (Task, Config, Metrics, Metric, MetricSource, Resources, Reference, Search, SearchMetric,
+                     ParamSpace, Origin):
             if cand is ann or cand in getattr(ann, "__args__", ()) or any(
                 cand in getattr(a, "__args__", ()) for a in getattr(ann, "__args__", ())
             ):
@@ -735,7 +754,7 @@ def _parse(text: str, file: str, overrides: list[str] | dict[str, Any] | None, p
         at_unknown = {_fmt_loc(loc) for loc, _ in unknown}
         problems += [p for p in _problems_from_validation(exc, file, lines) if p.field not in at_unknown]
     problems += [Problem(file, lines.line_for(loc), _fmt_loc(loc), message)
-                 for loc, message in semantic_problems(body, variables)]
+                 for loc, message in [*semantic_problems(body, variables), *search_problems(body)]]
     if problems:
         unique = list(dict.fromkeys(problems))
         unique.sort(key=lambda p: p.line or 0)

@@ -71,10 +71,13 @@ class Status(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+    #: A search trial's run stopped early because its curve could not catch up (`benchlab
+    #: search`): not a failure, never retried.
+    PRUNED = "pruned"
 
 
-PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED = (
-    Status.PENDING, Status.RUNNING, Status.COMPLETED, Status.FAILED, Status.INTERRUPTED)
+PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED, PRUNED = (
+    Status.PENDING, Status.RUNNING, Status.COMPLETED, Status.FAILED, Status.INTERRUPTED, Status.PRUNED)
 TO_RUN_STATES = (PENDING, RUNNING, INTERRUPTED)
 
 #: Meta keys of the plan: the digest of the run ids recorded in ``spec_runs`` (all of them registered
@@ -500,6 +503,15 @@ class Store:
             recorded = None
         return {**json.loads(row[0]), "recorded": recorded}
 
+    def add_to_plan(self, run_ids: Iterable[str]) -> None:
+        """Add ``run_ids`` to the runs in the spec, after those already there (a search adds each
+        trial's runs as it asks for the trial)."""
+        with self.transaction() as c:
+            (start,) = c.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM spec_runs").fetchone()
+            c.executemany("INSERT OR IGNORE INTO spec_runs VALUES (?, ?)",
+                          ((rid, start + i) for i, rid in enumerate(run_ids)))
+            c.execute("DELETE FROM meta WHERE key = ?", (PLAN_DIGEST,))  # no longer the recorded plan
+
     def has_plan(self) -> bool:
         """Whether a sweep recorded which runs are in the spec (older ledgers have no plan)."""
         try:
@@ -560,9 +572,9 @@ class Store:
                                   (run_id,)).fetchone()
             cur = c.execute(
                 "INSERT INTO attempts (run_id, number, status, started, host, node, pid, pgid,"
-                " proc_start, gpus) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                f" proc_start, gpus) VALUES (?, ?, '{RUNNING}', ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, number, started, host, node, pid, pgid, proc_start, gpus))
-            c.execute("UPDATE runs SET status = 'running', updated = ? WHERE run_id = ?",
+            c.execute(f"UPDATE runs SET status = '{RUNNING}', updated = ? WHERE run_id = ?",
                       (started, run_id))
         return int(cur.lastrowid or 0), int(number)
 
@@ -688,7 +700,7 @@ class Store:
         when benchlab itself died) are never charged."""
         rows = self.conn.execute(
             "SELECT a.run_id, COALESCE(a.failure_class, ''), COUNT(*) FROM attempts a JOIN runs r USING (run_id)"
-            " WHERE a.status = 'failed' AND a.number >= r.budget_from GROUP BY a.run_id, a.failure_class")
+            f" WHERE a.status = '{FAILED}' AND a.number >= r.budget_from GROUP BY a.run_id, a.failure_class")
         wanted = None if run_ids is None else set(run_ids)
         out: dict[str, dict[str, int]] = {}
         for rid, cls, n in rows:
@@ -700,7 +712,7 @@ class Store:
         """The failure class of the run's latest charged failure, or None."""
         row = self.conn.execute(
             "SELECT a.failure_class FROM attempts a JOIN runs r USING (run_id) WHERE a.run_id = ? AND"
-            " a.status = 'failed' AND a.number >= r.budget_from ORDER BY a.number DESC LIMIT 1",
+            f" a.status = '{FAILED}' AND a.number >= r.budget_from ORDER BY a.number DESC LIMIT 1",
             (run_id,)).fetchone()
         return None if row is None else row[0]
 
@@ -714,7 +726,7 @@ class Store:
         """Mean duration of completed attempts per (task, config): the scheduler's estimates."""
         rows = self.conn.execute(
             "SELECT r.task, r.config, AVG(a.ended - a.started) FROM attempts a JOIN runs r"
-            " USING (run_id) WHERE a.status = 'completed' GROUP BY r.task, r.config")
+            f" USING (run_id) WHERE a.status = '{COMPLETED}' GROUP BY r.task, r.config")
         return {(t, c): d for t, c, d in rows}
 
     # ------------------------------------------------------------------ metrics
@@ -723,7 +735,7 @@ class Store:
         """(run_id, task, config, seed, metric, value) of every completed run's final scalars
         (of the runs in the spec; of every run with ``current_only=False``)."""
         q = ("SELECT r.run_id, r.task, r.config, r.seed, m.metric, m.value FROM metrics m"
-             " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
+             f" JOIN runs r USING (run_id) WHERE r.status = '{COMPLETED}'")
         if current_only:
             q += " AND " + self.in_spec_sql("r")
         # In the plan's order (runs are registered in it), not in completion order: the same runs
@@ -734,7 +746,7 @@ class Store:
                                                                        np.ndarray, np.ndarray]]:
         import numpy as np
         q = ("SELECT r.run_id, r.task, r.config, r.seed, s.metric, s.steps, s.vals FROM series s"
-             " JOIN runs r USING (run_id) WHERE r.status = 'completed'")
+             f" JOIN runs r USING (run_id) WHERE r.status = '{COMPLETED}'")
         if current_only:
             q += " AND " + self.in_spec_sql("r")
         for rid, task, cfg, seed, metric, steps, vals in self.conn.execute(q + " ORDER BY r.rowid, s.rowid"):
@@ -772,7 +784,7 @@ class Store:
         try:
             rows = self.conn.execute(
                 "SELECT a.run_id, MAX(a.attempt_id) FROM attempts a JOIN runs r USING (run_id)"
-                " WHERE a.status = 'completed' AND r.status = 'completed' GROUP BY a.run_id").fetchall()
+                f" WHERE a.status = '{COMPLETED}' AND r.status = '{COMPLETED}' GROUP BY a.run_id").fetchall()
             codes = {cid: CodeState(commit, None if dirty is None else bool(dirty), diff, tree)
                      for cid, commit, dirty, diff, tree in self.conn.execute(
                          "SELECT code_id, git_commit, dirty, diff_sha256, tree_sha256 FROM code")}
@@ -1048,8 +1060,8 @@ class ResultsLock:
     even by ``kill -9``: a crashed sweep never leaves the folder locked.
     """
 
-    def __init__(self, results_dir: Path, purpose: str = "benchlab run"):
-        self.path = Path(results_dir) / LOCK_NAME
+    def __init__(self, results_dir: Path, purpose: str = "benchlab run", name: str = LOCK_NAME):
+        self.path = Path(results_dir) / name
         self.purpose = purpose
         self._fh: Any = None
 

@@ -1,4 +1,4 @@
-"""Learning curves for the report: read from the ledger, aligned by interpolation, banded."""
+"""Learning curves for the report: the results table's curves, aligned by stats, banded."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from report_world import build_store_world
 from scipy import stats as sps
 
 from benchlab.plan import Run
-from benchlab.report.curves import load_curves, mean_band
+from benchlab.report.curves import MAX_GRID, curve_sets, mean_band
 from benchlab.report.profiles import normalised_scores
-from benchlab.results import info, load
+from benchlab.results import CurvesView, info, load
 
 
 def _ledger(folder: Path, curves: dict[tuple[str, int], tuple[list[float], list[float]]]) -> None:
@@ -39,7 +39,7 @@ def test_curves_on_different_steps_are_interpolated_on_the_shared_range(tmp_path
         ("a", 1): ([0, 15, 30, 45], [0.0, 3.0, 6.0, 9.0]),
         ("b", 0): ([25, 5], [4.0, 0.0]),
     })
-    (cs,) = load_curves(tmp_path)
+    (cs,) = curve_sets(CurvesView(tmp_path))
     assert (cs.metric, cs.task) == ("score", "t")
     # Shared range [5, 25]; grid = every logged step inside it.
     assert cs.grid.tolist() == [5, 10, 15, 20, 25]
@@ -47,6 +47,20 @@ def test_curves_on_different_steps_are_interpolated_on_the_shared_range(tmp_path
     np.testing.assert_allclose(cs.values["a"], [[0.5, 1, 1.5, 2, 2.5], [1, 2, 3, 4, 5]])
     np.testing.assert_allclose(cs.values["b"], [[0, 1, 2, 3, 4]])
     assert cs.seeds == {"a": [0, 1], "b": [0]}
+
+
+def test_a_long_grid_is_thinned_to_steps_of_the_common_grid_for_drawing(tmp_path: Path):
+    # a logs the even steps 0..1998, b the odd steps 1..1999: their common grid is every step
+    # from 1 to 1998. Both curves are 2 * step, so interpolation is exact at any step.
+    even, odd = np.arange(0, 2000, 2.0), np.arange(1, 2000, 2.0)
+    _ledger(tmp_path, {("a", 0): (even.tolist(), (2 * even).tolist()),
+                       ("b", 0): (odd.tolist(), (2 * odd).tolist())})
+    (cs,) = curve_sets(CurvesView(tmp_path))
+    assert len(cs.grid) <= MAX_GRID
+    assert cs.grid[0] == 1 and cs.grid[-1] == 1998
+    assert set(cs.grid.tolist()) <= set(range(1, 1999))  # no step the runs did not log
+    np.testing.assert_allclose(cs.values["a"][0], 2 * cs.grid)
+    np.testing.assert_allclose(cs.values["b"][0], 2 * cs.grid)
 
 
 def test_mean_band_is_the_student_t_interval_at_each_step():

@@ -350,7 +350,7 @@ def compare(
     ranges = None
     if info is not None:
         from benchlab.ranges import metric_ranges
-        from benchlab.report.analysis import ledger_seeds
+        from benchlab.results import ledger_seeds
 
         metric = metric or info.primary
         baseline = baseline or info.baseline

@@ -24,6 +24,19 @@ def default_results(spec: Any) -> Path:
     return base / "results" / spec.name
 
 
+def search_line(spec: Any) -> str:
+    """What `benchlab search` would do with the spec's search section, in one line."""
+    search = spec.search
+    budget = (f"{search.budget} trials" if search.budget is not None else
+              f"{search.trial_budget} trials (4 × {len(search.space)} dimensions)")
+    metric = search.metric
+    tasks = ", ".join(search.tasks) if search.tasks else "every task"
+    base = search.base_config or spec.baseline or spec.configs[0].name
+    return (f"search {search.name}: budget {budget} tuning {', '.join(search.space)} of config {base} on "
+            f"{metric.name} ({metric.summary}), {tasks}, seeds {search.seed_list(spec.seed_list)}; "
+            f"sampler {search.sampler}, pruner {search.pruner}")
+
+
 @app.command()
 def validate(
     spec_path: Path = SpecArg,
@@ -79,6 +92,8 @@ def validate(
     console.print(f"primary metric: {escape(spec.metrics.primary.name)} ({spec.metrics.primary.goal})"
                   + (f"; baseline: {escape(spec.baseline)}" if spec.baseline else ""))
     console.print(f"results: {folder}  ({', '.join(f'{n} {s}' for s, n in counts.items())})")
+    if spec.search is not None:
+        console.print(search_line(spec), highlight=False, markup=False)
     table = Table("run", "id", "status", "command", box=None, pad_edge=False)
     shown = runs if len(runs) <= 30 else runs[:30]
     for r, s in zip(shown, states, strict=False):

@@ -184,6 +184,12 @@ class Backend(abc.ABC):
         started it; False when it cannot (the attempt is then recorded lost and the run launched again)."""
         return False
 
+    def cancel(self, attempt_id: int) -> bool:
+        """Stop one attempt at once, its whole process group (a search prunes a trial with it);
+        its outcome still comes back through :meth:`wait`. False: this backend cannot, and the
+        attempt runs on."""
+        return False
+
 
 #: The backends shipped with benchlab, by name, as entry points (``module:Class``) imported on
 #: first use: ``--backend local`` never loads Ray.

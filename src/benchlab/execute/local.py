@@ -539,6 +539,16 @@ class LocalBackend(Backend):
                 return True  # its shell cannot be read: it may still be the parent
         return False
 
+    def cancel(self, attempt_id: int) -> bool:
+        """Kill one attempt's process group now (a pruned search trial: nothing of it is kept
+        that a grace period would save); its outcome comes back through ``wait``."""
+        for r in self._running.values():
+            if r.launch.attempt_id == attempt_id:
+                r.descendants = descendants(r.proc.pid)
+                signal_tree(r.proc.pid, signal.SIGKILL, r.descendants)
+                return True
+        return False
+
     def terminate_all(self, grace: float) -> list[Outcome]:
         now = time.monotonic()
         for r in self._running.values():

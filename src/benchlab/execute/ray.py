@@ -497,6 +497,18 @@ class RayBackend(Backend):
             node=result["node"], error=result.get("error"), extra=extra,
         )
 
+    def cancel(self, attempt_id: int) -> bool:
+        """Stop one attempt (a pruned search trial): its task is force-cancelled, and the
+        worker's reaper kills the run's process group; the outcome comes back through ``wait``."""
+        for ref, flight in list(self._flights.items()):
+            if flight.launch.attempt_id == attempt_id:
+                try:
+                    self._ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - already finished or gone
+                    return False
+                return True
+        return False
+
     def terminate_all(self, grace: float) -> list[Outcome]:
         ray = self._ray
         for ref in list(self._flights):

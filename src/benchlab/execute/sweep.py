@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from benchlab import preregistration, triage
 from benchlab.collect import collect_run
@@ -47,6 +47,7 @@ from benchlab.store import (
     FAILED,
     INTERRUPTED,
     PENDING,
+    PRUNED,
     RUNNING,
     CodeState,
     LedgerGuard,
@@ -76,10 +77,11 @@ class Progress:
     running: int = 0
     skipped: int = 0  # already completed before this sweep
     eta_s: float | None = None
+    pruned: int = 0  # stopped early by a search's pruner (not failures)
 
     @property
     def finished(self) -> int:
-        return self.completed + self.failed + self.skipped
+        return self.completed + self.failed + self.skipped + self.pruned
 
 
 @dataclass
@@ -120,12 +122,34 @@ class SweepResult:
     warnings: list[str] = field(default_factory=list)
     #: Mean utilisation (percent) of the devices runs held, from the GPU sampler (None: not sampled).
     gpu_util_mean: float | None = None
+    pruned: int = 0
 
     @property
     def exit_code(self) -> int:
         if self.stopped:
             return 130
         return 1 if self.failed else 0
+
+
+class Feeder(Protocol):
+    """Hands a sweep its runs as slots free up, and names runs to stop early: what
+    ``benchlab search`` plugs into the sweep (its trials are asked for one at a time).
+
+    A sweep with a feeder starts with no plan; each run ``more`` returns joins the plan (the
+    ledger's runs in the spec). Runs already completed or pruned are not run again: they are
+    reported as ``finish`` events with attempt 0. A run ``to_prune`` names is killed (its
+    process group, through the backend's ``cancel``) or dropped from the queue, and recorded
+    as ``pruned``: not a failure, never retried.
+    """
+
+    #: Seconds between calls of ``to_prune`` while runs are in flight (None: it is never called).
+    poll_s: float | None
+
+    def more(self, free: int) -> list[Run]:
+        """Runs to add now that ``free`` slots are idle (an empty list: none for now)."""
+
+    def to_prune(self) -> dict[str, str]:
+        """Run id -> why it is pruned, for runs queued or in flight that are to stop now."""
 
 
 def default_jobs(cpus_per_run: float) -> int:
@@ -147,7 +171,9 @@ def check_spec_owns(store: Store, spec: Spec, results_dir: Path) -> None:
     if spec.path is None or recorded is None or not owner:
         return
     mine = str(spec.path.resolve())
-    if owner != mine and Path(owner).exists() and not os.path.samefile(owner, mine):
+    # A spec promoted from the owner's search (`benchlab search --promote`) continues its benchmark.
+    promoted_from = {str((spec.base_dir / c.origin.spec).resolve()) for c in spec.configs if c.origin is not None}
+    if owner != mine and Path(owner).exists() and not os.path.samefile(owner, mine) and owner not in promoted_from:
         raise ResultsOfOtherSpec(results_dir, owner, recorded.name, mine, spec.name)
 
 
@@ -159,7 +185,7 @@ class Sweep:
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
                  gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
-                 runs: list[Run] | None = None, allow_changed: bool = False):
+                 runs: list[Run] | None = None, allow_changed: bool = False, feeder: Feeder | None = None):
         """``backend`` is a backend's name (:func:`benchlab.execute.base.get_backend`) or one ready
         to use [default: the spec's ``backend``]; ``backend_options`` go to its
         :meth:`~benchlab.execute.base.Backend.for_sweep`; ``rerun_all`` runs every run of the plan
@@ -167,9 +193,12 @@ class Sweep:
         code under test (read from git when None); ``runs`` is the plan when it is not the spec's
         own runs (``--until-decided`` adds seeds); ``allow_changed`` goes on (recording it) where a
         dataset or the code changed since the runs began, instead of raising
-        :class:`~benchlab.execute.version.BenchmarkChanged`."""
+        :class:`~benchlab.execute.version.BenchmarkChanged`; ``feeder`` hands the runs out a few
+        at a time instead (see :class:`Feeder`)."""
         self.spec = spec
         self._runs = runs
+        self.feeder = feeder
+        self._pruning: dict[int, str] = {}  # attempt id -> why its run is being pruned
         self.results_dir = Path(results_dir).resolve()
         self.jobs = jobs or default_jobs(spec.resources.cpus)
         self.rerun_failed = rerun_failed
@@ -241,7 +270,7 @@ class Sweep:
         return get_backend(self._backend_arg).for_sweep(context, **self._backend_options)
 
     def _run(self, store: Store, t0: float) -> SweepResult:
-        runs = expand(self.spec) if self._runs is None else self._runs
+        runs = [] if self.feeder is not None else expand(self.spec) if self._runs is None else self._runs
         self._register(store, runs)
         self._recover(store)
         statuses = store.statuses()
@@ -289,6 +318,7 @@ class Sweep:
             flagged=flagged, gpu_busy_share=busy_share(tally.busy, len(backend.gpu_devices)),
             gpus=list(backend.gpu_devices), warnings=tally.warnings,
             gpu_util_mean=None if self._sampler is None else self._sampler.mean_utilization,
+            pruned=progress.pruned,
         )
 
     # ------------------------------------------------------------------ before the first launch
@@ -297,9 +327,14 @@ class Sweep:
         """Enter the plan in the ledger: the benchmark's record, its runs, the code under test."""
         check_spec_owns(store, self.spec, self.results_dir)
         write_benchmark_meta(store, self.spec, self.results_dir)
-        # The runs and the plan they make are recorded between the first launches, a step at a
-        # time (PlanRecorder): at 100,000 runs recording them first took seconds.
-        self._plan_recorder = store.record_plan(runs)
+        if self.feeder is not None:
+            # The plan grows as the feeder hands out runs (_top_up): nothing to record ahead.
+            self._plan_recorder = PlanRecorder(store, [])
+            self._plan_recorder.done = True
+        else:
+            # The runs and the plan they make are recorded between the first launches, a step at a
+            # time (PlanRecorder): at 100,000 runs recording them first took seconds.
+            self._plan_recorder = store.record_plan(runs)
         self._code_id = store.code_id(self.code)
 
     def _plan(self, store: Store, runs: list[Run],
@@ -372,7 +407,9 @@ class Sweep:
         plan_due = time.monotonic() + PLAN_STEP_EVERY_S
         # Devices whose memory still drains keep the sweep open (bounded by the backend's
         # settle time), so a leak found after the last run is still reported.
-        while (queue or st.inflight or backend.settling()) and not self._stop.is_set():
+        feeder = self.feeder
+        poll_s = feeder.poll_s if feeder is not None else None
+        while (self._top_up(st) or queue or st.inflight or backend.settling()) and not self._stop.is_set():
             problem = self._guard.check()
             if problem is not None:
                 st.lost = problem
@@ -389,9 +426,12 @@ class Sweep:
                 plan.step()
                 plan_due = time.monotonic() + PLAN_STEP_EVERY_S
             idle_work = not plan.done or (self._preparer is not None and self._preparer.pending())
-            outcomes = backend.wait(timeout=0 if idle_work else None)
+            outcomes = backend.wait(timeout=0 if idle_work else poll_s)
             self._pass_on_warnings(st)
             self._pass_on_placements(st)
+            if feeder is not None and poll_s is not None:
+                for run_id, reason in feeder.to_prune().items():
+                    self._prune(st, run_id, reason)
             if not outcomes:
                 if not plan.done:
                     plan.step()
@@ -405,6 +445,47 @@ class Sweep:
                 self._on_outcome(st, outcome)
         if queue and not self._stop.is_set():
             self._drop_unplaceable(st)
+
+    def _top_up(self, st: _LoopState) -> bool:
+        """Ask the feeder for runs while slots would stay idle; False, so that it can lead the
+        loop's condition."""
+        feeder = self.feeder
+        if feeder is None or self._stop.is_set():
+            return False
+        free = (st.backend.slots or self.jobs) - len(st.inflight) - len(st.queue)
+        progress = st.tally.progress
+        while free > 0:
+            new = feeder.more(free)
+            if not new:
+                return False
+            with st.store.transaction():
+                st.store.add_runs(new)
+                st.store.add_to_plan(r.run_id for r in new)
+            known = st.store.statuses()
+            progress.total += len(new)
+            for r in new:
+                state = known.get(r.run_id)
+                if state in (COMPLETED, PRUNED):
+                    # Done before this sweep (the same run asked for again after a crash).
+                    progress.skipped += 1
+                    self.on_event(SweepEvent("finish", r, 0, progress, status=state))
+                else:
+                    st.queue.runs.append(r)
+                    free -= 1
+        return False
+
+    def _prune(self, st: _LoopState, run_id: str, reason: str) -> None:
+        """Stop ``run_id`` for its feeder: dropped from the queue, or killed where it runs."""
+        queued = next((r for r in st.queue if r.run_id == run_id), None)
+        if queued is not None:
+            st.queue.runs.remove(queued)
+            st.store.set_status(run_id, PRUNED)
+            st.tally.progress.pruned += 1
+            self.on_event(SweepEvent("finish", queued, 0, st.tally.progress, status=PRUNED, error=reason))
+            return
+        for attempt_id, flight in st.inflight.items():
+            if flight.run.run_id == run_id and attempt_id not in self._pruning and st.backend.cancel(attempt_id):
+                self._pruning[attempt_id] = reason
 
     def _launch_what_fits(self, st: _LoopState) -> None:
         """Launch while slots allow; a run that does not fit now waits, others may pass it."""
@@ -434,6 +515,13 @@ class Sweep:
         """Record an ended attempt, then count it, queue its retry, or report it finished."""
         flight = st.inflight.pop(outcome.launch.attempt_id)
         run, progress = flight.run, st.tally.progress
+        if outcome.launch.attempt_id in self._pruning:
+            event = self._finish_pruned(st.store, outcome, self._pruning.pop(outcome.launch.attempt_id), st.metrics)
+            progress.running = len(st.inflight)
+            progress.pruned += 1
+            event.progress = progress
+            self.on_event(event)
+            return
         status, event = self._finish(st.store, outcome, st.shared, st.primary, st.metrics,
                                      retried=st.budget.allows_another(run))
         progress.running = len(st.inflight)
@@ -650,6 +738,20 @@ class Sweep:
                              node=outcome.node, failure_class=failure.failure_class, error=failure.error, log_tail=tail)
         return status, SweepEvent("finish", run, launch.number, Progress(0), status=status,
                                   failure_class=failure.failure_class, error=failure.error)
+
+    def _finish_pruned(self, store: Store, outcome: Outcome, reason: str, metrics: list[Any]) -> SweepEvent:
+        """Record an attempt its feeder pruned: what it logged until then is kept (the search
+        report draws pruned curves), and its run is done: pruned, neither failed nor retried."""
+        launch = outcome.launch
+        run = launch.run
+        if self._sampler is not None:
+            self._sampler.finish(launch.attempt_id)
+        collected = collect_run(launch.run_dir, metrics, run.context())
+        store.finish_attempt(launch.attempt_id, run.run_id, status=PRUNED, run_status=PRUNED,
+                             exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,
+                             node=outcome.node, error=reason, metrics=collected.finals, series=collected.series)
+        return SweepEvent("finish", run, launch.number, Progress(0), status=PRUNED, error=reason,
+                          duration=outcome.ended - outcome.started)
 
     # ------------------------------------------------------------------ crash recovery
 

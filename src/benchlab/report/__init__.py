@@ -1,27 +1,27 @@
 """Reports: BENCHMARK_REPORT.md, BENCHMARKS.md, results.csv, plots/ and report.html.
 
-``write_report`` gathers the results table, the statistics and the ledger's
-failures once and hands them to each writer, so every file tells the same
-story. What each file holds is described in ``docs/reports.md``.
+``write_report`` takes the results table (:class:`benchlab.results.Results`: the
+final scalars, a view of the curves, and what the ledger says of failed and
+placed runs), has :mod:`benchlab.stats` compute every number, and hands both to
+each writer, so every file tells the same story. It reads nothing else: no
+ledger, no run directory. What each file holds is described in ``docs/reports.md``.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchlab import preregistration
 from benchlab.ranges import metric_ranges
-from benchlab.report.analysis import DEFAULT_REPS, analyze_primary, ledger_seeds
+from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import render_leaderboard, status, task_settings
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown
 from benchlab.report.tables import describe
-from benchlab.results import find_results, info, load
-from benchlab.run_files import PROVENANCE_FILE, runs_dir
-from benchlab.store import FAILED, AttemptRecord, RunRecord, Store
+from benchlab.results import Environment, GpuPlacement, Results, read
+from benchlab.run_files import runs_dir
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,25 +40,14 @@ class ReportFiles:
     extra: list[Path] = field(default_factory=list)
 
 
-def _hardware(results: Path) -> tuple[str, dict[str, object]]:
+def _hardware(env: Environment, used: list[GpuPlacement]) -> tuple[str, dict[str, object]]:
     """The Hardware line (the GPUs the runs used, by model and count, and the CPU) and the git state."""
-    prov: dict[str, object] = {}
-    for path in sorted(runs_dir(results).glob(f"*/{PROVENANCE_FILE}"))[:1]:
-        try:
-            prov = json.loads(path.read_text())
-        except ValueError:
-            continue
-    try:
-        with Store.open(results) as store:
-            hosts = store.meta().get("hardware") or {}
-            used = [a for _, a in store.gpu_attempts()]
-    except Exception:  # noqa: BLE001 - a report is still written without the ledger's hardware notes
-        hosts, used = {}, []
+    prov, hosts = env.provenance, env.hosts
     if not prov and not hosts:
         return "unknown (no run has written provenance yet)", {}
     git = prov.get("git") or {}
     models: dict[str, int] = {}
-    for host, index in sorted({(a.host or "", i) for a in used for i in (a.gpus or "").split(",") if i}):
+    for host, index in sorted({(p.host, i) for p in used for i in p.gpus.split(",") if i}):
         name = ((hosts.get(host) or {}).get("gpus") or {}).get(index) or "unknown GPU"
         models[name] = models.get(name, 0) + 1
     parts = [", ".join(f"{n}× {m}" for m, n in sorted(models.items()))] if models else []
@@ -68,26 +57,19 @@ def _hardware(results: Path) -> tuple[str, dict[str, object]]:
     cores = facts.get("cores") or prov.get("cpu_count")
     parts.append(f"CPU: {cpu or 'unknown model'} ({cores} cores)" if cores else f"CPU: {cpu or 'unknown'}")
     parts.append(f"host {host}" + (f", {prov['platform']}" if prov.get("platform") else ""))
-    return "; ".join(parts), git  # type: ignore[return-value]
+    return "; ".join(parts), git
 
 
-def _gpu_use(results: Path) -> list[dict[str, str]]:
+def _gpu_rows(used: list[GpuPlacement]) -> list[dict[str, str]]:
     """A row per run placed on GPUs, from its latest such attempt (see the template's GPU use section)."""
-    rows = []
-    with Store.open(results) as store:
-        for name, a in store.gpu_attempts():
-            use = a.gpu_use
 
-            def fmt(v: float | None, spec: str = ".0f") -> str:
-                return "—" if v is None else format(v, spec)
+    def fmt(v: float | None, spec: str = ".0f") -> str:
+        return "—" if v is None else format(v, spec)
 
-            rows.append({"run": _cell(name), "gpus": a.gpus or "",
-                         "util_mean": fmt(use.util_mean if use else None),
-                         "util_max": fmt(use.util_max if use else None),
-                         "mem_gib": fmt(None if use is None or use.mem_peak_mib is None
-                                        else use.mem_peak_mib / 1024, ".1f"),
-                         "note": use.note if use else "not sampled"})
-    return rows
+    return [{"run": _cell(p.run), "gpus": p.gpus, "util_mean": fmt(p.util_mean),
+             "util_max": fmt(p.util_max),
+             "mem_gib": fmt(None if p.mem_peak_mib is None else p.mem_peak_mib / 1024, ".1f"),
+             "note": p.note} for p in used]
 
 
 def _cell(text: str) -> str:
@@ -95,70 +77,39 @@ def _cell(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
-def gather(results: Path | str | None = None) -> ReportData:
-    """Everything a report is made of: the final-scalar table, the benchmark info, the failures."""
+def gather(table: Results) -> ReportData:
+    """Everything a report is made of, from the results table: the final scalars, the benchmark
+    info, the failures, the hardware."""
     from benchlab import __version__
 
-    folder = find_results(results)
-    meta = info(folder)
-    table = load(folder, series=False)
-    failures = []
-    runs: dict[str, RunRecord] = {}
-    attempts: dict[str, list[AttemptRecord]] = {}
-    planned, failed_runs = ledger_seeds(folder)
-    with Store.open(folder) as store:
-        registered = store.meta().get(preregistration.META_KEY)
-        run_ids: dict[tuple[str, str], list[tuple[int, str]]] = {}
-        for task, config, seed, rid in store.conn.execute(
-                f"SELECT task, config, seed, run_id FROM runs WHERE status = 'completed' AND {store.in_spec_sql()}"
-                " ORDER BY task, config, seed"):
-            run_ids.setdefault((task, config), []).append((int(seed), rid))
-        # Reading every run and attempt costs ~0.3 s at 10,000 runs; most sweeps have no failure.
-        if store.counts().get(FAILED):
-            runs = {r.run_id: r for r in store.runs() if r.status == FAILED}
-            for a in store.attempts():
-                if a.run_id in runs:
-                    attempts.setdefault(a.run_id, []).append(a)
-        # A completed attempt's error is a note that qualifies it: an lm-eval run cut short by --limit
-        # (collect/lm_eval.py). One indexed-free scan of the attempts, only the matching rows read.
-        partial = [
-            {"run": name, "note": note}
-            for name, note in store.conn.execute(
-                "SELECT runs.name, attempts.error FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
-                f" WHERE attempts.status = 'completed' AND runs.status = 'completed' AND {store.in_spec_sql()}"
-                " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name"
-            )
-        ]
-    for rid, run in runs.items():
-        tries = attempts.get(rid, [])
-        last = tries[-1] if tries else None
-        failures.append(
-            {
-                "run": run.name,
-                "run_id": rid,
-                "attempts": len(tries),
-                "failure_class": last.failure_class if last else "unknown",
-                # Escaped for a Markdown table cell that report.html renders too.
-                "error": _cell(last.error or "") if last else "",
-                "tail": "\n".join((last.log_tail or "").splitlines()[-10:]) if last else "",
-            }
-        )
-    hardware, git = _hardware(folder)
+    failures = [
+        {
+            "run": f.run,
+            "run_id": f.run_id,
+            "attempts": f.attempts,
+            "failure_class": f.failure_class,
+            # Escaped for a Markdown table cell that report.html renders too.
+            "error": _cell(f.error),
+            "tail": f.tail,
+        }
+        for f in table.failures
+    ]
+    hardware, git = _hardware(table.environment, table.gpu_use)
     return ReportData(
-        gpu_use=_gpu_use(folder),
-        info=meta,
-        finals=table,
+        gpu_use=_gpu_rows(table.gpu_use),
+        info=table.info,
+        finals=table.finals,
         failures=failures,
         hardware=hardware,
         git=git,
         benchlab_version=__version__,
-        results=folder,
-        planned=planned,
-        failed_runs=failed_runs,
-        ranges=metric_ranges(meta.spec),
-        partial=partial,
-        registered_plan=registered,
-        run_ids=run_ids,
+        results=table.folder,
+        planned=table.planned,
+        failed_runs=table.failed_runs,
+        ranges=metric_ranges(table.info.spec),
+        partial=[{"run": p.run, "note": p.note} for p in table.partial],
+        registered_plan=table.registered_plan,
+        run_ids=table.run_ids,
     )
 
 
@@ -222,7 +173,7 @@ def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], l
 
 
 def write_report(
-    results: Path | str | None = None,
+    results: Results | Path | str | None = None,
     out: Path | str | None = None,
     *,
     plots: bool = True,
@@ -236,8 +187,9 @@ def write_report(
     """Write the report files into ``out`` (default: the results folder) and return their paths.
 
     Args:
-        results: the results folder (default: found from the working directory).
-        out: where to write; ``plots/`` is created under it.
+        results: the results table (:func:`benchlab.results.read`), or the results folder
+            to read it from (default: found from the working directory).
+        out: where to write (default: the results folder); ``plots/`` is created under it.
         plots: draw the PNG figures (the slowest part).
         html: write ``report.html`` (the Markdown report with the plots embedded).
         seeds: draw individual seed curves (at most 20 per config) under the means.
@@ -250,10 +202,12 @@ def write_report(
             (scored as the worst value; see :mod:`benchlab.stats.accounting`).
     """
 
-    folder = find_results(results)
-    out_dir = Path(out) if out is not None else folder
+    table = results if isinstance(results, Results) else read(results)
+    if out is None and table.folder is None:
+        raise ValueError("write_report: a results table read from no folder needs `out`")
+    out_dir = Path(out) if out is not None else table.folder
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = gather(folder)
+    data = gather(table)
     info_ = data.info
     csv_path = out_dir / "results.csv"
     write_text_atomic(csv_path, data.finals.to_csv(index=False))
@@ -266,7 +220,7 @@ def write_report(
         # Drawn aside and moved in whole: the previous report keeps its figures until then.
         staging = staging_dir(out_dir)
         pending = draw(
-            folder, staging, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
+            table.curves, staging, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
             ranges=data.ranges,
         )
     # The figures draw in worker processes meanwhile.

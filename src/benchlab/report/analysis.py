@@ -7,7 +7,6 @@ and compute no statistics of their own.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import DataError
@@ -64,27 +63,3 @@ def analyze_primary(
     except DataError as exc:
         return Analysis(warnings=[str(exc)])
     return result
-
-
-def ledger_seeds(
-    results: Path | str,
-) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str, int]]]:
-    """``(planned, failed)`` of the runs in the spec (as last run), from a results folder's ledger.
-
-    ``planned[(task, config)]`` lists the seeds the spec meant to run; ``failed`` holds the
-    ``(task, config, seed)`` of runs that failed. Only these columns are read, so a ledger
-    of 10,000 runs costs a few milliseconds.
-    """
-    from benchlab.store import FAILED, Store
-
-    planned: dict[tuple[str, str], list[int]] = {}
-    failed: list[tuple[str, str, int]] = []
-    with Store.open(results) as store:
-        for task, config, seed, state in store.conn.execute(
-            f"SELECT task, config, seed, status FROM runs WHERE {store.in_spec_sql()} ORDER BY rowid"
-        ):
-            planned.setdefault((task, config), []).append(seed)
-            if state == FAILED:
-                failed.append((task, config, seed))
-    return planned, failed
-

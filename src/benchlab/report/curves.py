@@ -1,24 +1,27 @@
-"""Learning curves for the report: read from the ledger, aligned on one grid, summarised.
+"""Learning curves for the report's figures: the results table's curves, aligned by
+:mod:`benchlab.stats.curves`, and their mean and Student-t band from :mod:`benchlab.stats`.
 
-Curves are read straight from the store's series blobs (one array per run), not
-through the long results table, so 10,000 runs of 100 points cost one pass and
-no per-point Python objects. All curves of one (metric, task) are put on a
-common step grid: when every run logged the same steps (the usual case) they are
-stacked as they are; otherwise each is linearly interpolated
-(:func:`numpy.interp`) onto the steps inside the range all runs cover, thinned
-to at most :data:`MAX_GRID` evenly spaced points.
+The curves come from :class:`benchlab.results.CurvesView` (one array per run, not a row
+per point, so 10,000 runs of 100 points cost one pass). All curves of one (metric, task)
+are put on the grid :func:`benchlab.stats.curves.common_grid` gives: the steps inside the
+range every run covers. A figure cannot show more points than it has pixels, so a grid of
+more than :data:`MAX_GRID` steps is decimated to that many of its own steps, evenly spaced,
+before :func:`benchlab.stats.curves.align` interpolates onto it: a plotting step only, and
+every point drawn is a point of the aligned curves the statistics see.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import stdtrit
 
-from benchlab.store import Store
+from benchlab.stats.curves import align, common_grid
+from benchlab.stats.describe import t_interval
+
+if TYPE_CHECKING:
+    from benchlab.results import CurvesView
 
 MAX_GRID = 400
 
@@ -34,62 +37,52 @@ class CurveSet:
     seeds: dict[str, list[int]]
 
 
-def _grid(steps: list[np.ndarray]) -> np.ndarray:
-    lo = max(float(s[0]) for s in steps)
-    hi = min(float(s[-1]) for s in steps)
-    if hi < lo:
-        return np.empty(0)
-    union = np.unique(np.concatenate(steps))
-    union = union[(union >= lo) & (union <= hi)]
-    if union.shape[0] > MAX_GRID:
-        union = np.linspace(lo, hi, MAX_GRID)
-    return union
+def decimate(grid: np.ndarray, most: int = MAX_GRID) -> np.ndarray:
+    """At most ``most`` of ``grid``'s steps, evenly spaced by index, first and last kept."""
+    if grid.shape[0] <= most:
+        return grid
+    return grid[np.unique(np.linspace(0, grid.shape[0] - 1, most).round().astype(int))]
 
 
-def load_curves(results: Path | str) -> list[CurveSet]:
-    """Every logged curve of the completed current runs, grouped by (metric, task)."""
-    groups: dict[tuple[str, str], list[tuple[str, int, np.ndarray, np.ndarray]]] = defaultdict(list)
-    with Store.open(results) as store:
-        for _, task, config, seed, metric, steps, vals in store.series_rows():
-            if steps.shape[0]:
-                groups[(metric, task)].append((config, int(seed), steps, vals))
+def curve_sets(view: CurvesView) -> list[CurveSet]:
+    """Every logged curve of the results table, grouped by (metric, task) and aligned."""
     out = []
-    for (metric, task), runs in groups.items():
-        cleaned = []
-        for config, seed, s, v in runs:
-            if np.any(np.diff(s) < 0) or np.isnan(s).any() or np.isnan(v).any():
-                keep = ~(np.isnan(s) | np.isnan(v))
-                order = np.argsort(s[keep], kind="stable")
-                s, v = s[keep][order], v[keep][order]
-            if s.shape[0]:
-                cleaned.append((config, seed, s, v))
-        if not cleaned:
-            continue
-        first = cleaned[0][2]
-        same = all(s.shape == first.shape and np.array_equal(s, first) for _, _, s, _ in cleaned)
-        if same:
-            grid = first
-            rows = np.stack([v for _, _, _, v in cleaned])
-        else:
-            grid = _grid([s for _, _, s, _ in cleaned])
-            if grid.shape[0] == 0:
-                continue
-            rows = np.stack([np.interp(grid, s, v) for _, _, s, v in cleaned])
-        values: dict[str, list[int]] = defaultdict(list)
-        seeds: dict[str, list[int]] = defaultdict(list)
-        for i, (config, seed, _, _) in enumerate(cleaned):
-            values[config].append(i)
-            seeds[config].append(seed)
-        out.append(
-            CurveSet(metric, task, grid, {c: rows[idx] for c, idx in values.items()}, dict(seeds))
-        )
+    for (metric, task), runs in view.groups().items():
+        aligned = curve_set(metric, task, runs)
+        if aligned is not None:
+            out.append(aligned)
     return out
+
+
+def curve_set(
+    metric: str, task: str, runs: list[tuple[str, int, np.ndarray, np.ndarray]]
+) -> CurveSet | None:
+    """The curves of one (metric, task), ``[(config, seed, steps, values), ...]``, aligned on
+    one grid; None when they have no point or share no step range."""
+    # A curve with no finite point has nothing to align or draw.
+    runs = [r for r in runs if np.any(~(np.isnan(r[2]) | np.isnan(r[3])))]
+    if not runs:
+        return None
+    curves = [(s, v) for _, _, s, v in runs]
+    # The grid stats.align would make (the steps of points with a value), decimated first:
+    # aligning onto all of it and then decimating gives the same points at far less cost.
+    grid = decimate(common_grid([s[~(np.isnan(s) | np.isnan(v))] for s, v in curves]))
+    if grid.shape[0] == 0:
+        return None
+    _, rows = align(curves, grid)
+    values: dict[str, list[int]] = {}
+    seeds: dict[str, list[int]] = {}
+    for i, (config, seed, _, _) in enumerate(runs):
+        values.setdefault(config, []).append(i)
+        seeds.setdefault(config, []).append(seed)
+    return CurveSet(metric, task, grid, {c: rows[idx] for c, idx in values.items()}, seeds)
 
 
 def mean_band(
     values: np.ndarray, confidence: float = 0.95
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean and Student-t confidence band of the mean at each grid point.
+    """Mean and the Student-t confidence band of the mean (:func:`benchlab.stats.t_interval`)
+    at each grid point.
 
     Args:
         values: shape ``(runs, g)``.
@@ -97,9 +90,8 @@ def mean_band(
     Returns:
         ``(mean, low, high)``, each shape ``(g,)``; with one run the band is the mean itself.
     """
-    n = values.shape[0]
     mean = values.mean(axis=0)
-    if n < 2:
+    if values.shape[0] < 2:
         return mean, mean, mean
-    half = stdtrit(n - 1, 0.5 + confidence / 2) * values.std(axis=0, ddof=1) / np.sqrt(n)
-    return mean, mean - half, mean + half
+    low, high = t_interval(values.T, confidence)
+    return mean, low, high

@@ -100,7 +100,8 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
             return (f"No run has completed yet; {_list(failed)} failed on every seed so far, so "
                     "there is nothing to compare.")
         return "No run has completed yet, so there is nothing to compare."
-    best = prim[prim["rank"] == 1]
+    # The winner of a task is the config stats ranks first on its own, not through a CI tie.
+    best = prim[(prim["rank"] == 1) & ~prim["tied"]]
     wins = best.groupby("config", sort=False)["task"].apply(list).to_dict()
     n_tasks = prim["task"].nunique()
     top_cfg, top_tasks = max(wins.items(), key=lambda kv: len(kv[1]))
@@ -272,7 +273,7 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
     all_tasks = set(desc["task"]) | {t for t, _ in counts}
     for task in [t for t in info.tasks if t in all_tasks] + sorted(all_tasks - set(info.tasks)):
         sub = desc[desc["task"] == task]
-        prim = sub[sub["is_primary"]].sort_values("rank")
+        prim = sub[sub["is_primary"]].sort_values("mean_rank", kind="stable")
         rows = []
         for _, r in prim.iterrows():
             extra = summary_rows.get((task, r["config"]))
@@ -297,16 +298,13 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
                     ci = f"[{fmt_at(se[1], at)}, {fmt_at(se[2], at)}] ({se[3]})"
                 elif extra:
                     ci = "— (one seed)"
-            own = _rank(r["rank"])
-            # Rank by mean (equal means share the lower rank); a config whose CI overlaps the
-            # best one's shares rank 1, as the statistics rank it, and is marked tied.
-            stats_rank = extra.rank if extra else None
-            rank_shown = 1 if stats_rank == 1 else own
+            # stats' rank: by mean (equal means share the lower rank), and 1 for a config whose
+            # CI overlaps the best one's, which is marked tied.
+            rank_shown = _rank(r["rank"])
             rows.append(
                 {
                     "rank": "—" if rank_shown is None else rank_shown,
-                    # stats ranks every config whose CI overlaps the best one's as 1.
-                    "tied": " (tied)" if stats_rank == 1 and own != 1 else "",
+                    "tied": " (tied)" if r["tied"] else "",
                     "config": r["config"] + (" (baseline)" if r["config"] == info.baseline else ""),
                     "flag": " ⚠" if extra and extra.high_variance else "",
                     "n": _seeds_cell(count, int(r["n"])),

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.special import stdtrit
 
-from benchlab.report.curves import CurveSet, load_curves, mean_band
+from benchlab.report.curves import CurveSet, curve_sets, mean_band
 from benchlab.report.profiles import plot_profile, plot_radar
 from benchlab.report.style import (
     Plot,
@@ -42,7 +41,7 @@ from benchlab.report.style import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from benchlab.results import BenchmarkInfo
+    from benchlab.results import BenchmarkInfo, CurvesView
 
 MAX_SEED_LINES = 20
 MAX_PLOT_POINTS = 500
@@ -158,9 +157,10 @@ def plot_scores(
 ) -> list[Plot]:
     """Final primary score per task and config: every seed as a point, the mean, its 95% CI.
 
-    ``desc`` is :func:`benchlab.report.tables.describe`'s table; the interval is the same
-    Student-t interval as the report's 95% CI column, cut at the metric's range where it
-    has one, and absent for a config with one seed. ``finals`` gives the seeds' values.
+    ``desc`` is :func:`benchlab.report.tables.describe`'s table; the interval is its
+    Student-t interval (``ci_low``, ``ci_high``, from :mod:`benchlab.stats`), the report's
+    95% CI column, cut at the metric's range where it has one, and absent for a config with
+    one seed. ``finals`` gives the seeds' values.
     """
     prim = desc[desc["is_primary"]].copy()
     if prim.empty:
@@ -171,15 +171,6 @@ def plot_scores(
     )
     configs = config_order(info, set(prim["config"]))
     n = prim["n"].to_numpy(dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        half = np.where(
-            n > 1,
-            stdtrit(np.maximum(n - 1, 1), 0.975)  # Student t quantile
-            * prim["std"].to_numpy(dtype=float, na_value=np.nan)
-            / np.sqrt(n),
-            np.nan,
-        )
-    prim["half"] = half
     position = {c: len(configs) - 1 - i for i, c in enumerate(configs)}
     colour = {c: style(i)["color"] for i, c in enumerate(configs)}
     longest = max(len(config_label(c, info)) for c in configs)
@@ -208,10 +199,10 @@ def plot_scores(
                        facecolors="none", edgecolors=pts["config"].map(colour).tolist(),
                        linewidths=0.8, alpha=0.8, zorder=2)
         y = sub["config"].map(position).to_numpy()
-        mean, h = sub["mean"].to_numpy(dtype=float), sub["half"].to_numpy()
+        mean = sub["mean"].to_numpy(dtype=float)
+        low, high = sub["ci_low"].to_numpy(dtype=float), sub["ci_high"].to_numpy(dtype=float)
         colours = sub["config"].map(colour).tolist()
-        has_ci = np.isfinite(h)
-        low, high = mean - h, mean + h
+        has_ci = np.isfinite(low) & np.isfinite(high)
         if bounds is not None:
             low, high = np.clip(low, *bounds), np.clip(high, *bounds)
         if has_ci.any():
@@ -361,14 +352,14 @@ def plot_cv(
 
 
 def _curve_plots(
-    results: Path,
+    curves: CurvesView,
     info: BenchmarkInfo,
     folder: Path,
     seeds: bool,
     ranges: dict[str, tuple[float, float]] | None = None,
 ) -> list[Plot]:
     # Read in the worker: the curves never cross a process boundary.
-    return plot_curves(load_curves(results), info, folder, seeds=seeds, ranges=ranges)
+    return plot_curves(curve_sets(curves), info, folder, seeds=seeds, ranges=ranges)
 
 
 def _die_with(parent: int) -> None:
@@ -396,7 +387,7 @@ def _default_workers(jobs: int) -> int:
 
 
 def draw(
-    results: Path,
+    curves: CurvesView,
     folder: Path,
     info: BenchmarkInfo,
     finals: pd.DataFrame,
@@ -416,7 +407,7 @@ def draw(
     ``__name__`` guard, a notebook, stdin all work).
     """
     jobs: list[tuple[Callable[..., list[Plot]], tuple[Any, ...]]] = [
-        (_curve_plots, (results, info, folder, seeds, ranges)),
+        (_curve_plots, (curves, info, folder, seeds, ranges)),
         (plot_scores, (desc, info, folder, finals, ranges)),
         (plot_cv, (finals, info, folder, 1000, seed)),
         (plot_profile, (finals, info, folder, 200, seed)),

@@ -1,4 +1,4 @@
-"""Per (task, config, metric) summaries of final scalars, as the report's tables need them."""
+"""The report's numbers as text, and the summary table it formats (computed by :mod:`benchlab.stats`)."""
 
 from __future__ import annotations
 
@@ -11,26 +11,12 @@ if TYPE_CHECKING:
 
 
 def describe(finals: pd.DataFrame, goals: dict[str, str], primary: str) -> pd.DataFrame:
-    """n, mean, std (ddof=1), min, max per (task, config, metric), and the rank by mean.
+    """:func:`benchlab.stats.describe.describe_groups` of the final values (n, mean, std, min,
+    max, Student-t CI, rank with CI ties, rank by mean) and ``is_primary`` per (task, config,
+    metric): the numbers the report's tables and figures show, all computed by ``stats``."""
+    from benchlab.stats.describe import describe_groups
 
-    ``finals`` holds one row per (task, config, seed, metric) with a ``value``.
-    Rank 1 is the best mean given the metric's goal; NaN values are left out of n.
-    """
-    import pandas as pd
-
-    grouped = finals.dropna(subset=["value"]).groupby(["task", "config", "metric"], sort=False)[
-        "value"
-    ]
-    table = grouped.agg(n="count", mean="mean", std="std", min="min", max="max").reset_index()
-    table["std"] = table["std"].where(table["n"] > 1)
-    table["rank"] = pd.Series(np.nan, index=table.index)
-    for metric, rows in table.groupby("metric").groups.items():
-        ascending = goals.get(str(metric), "max") == "min"
-        sub = table.loc[rows]
-        table.loc[rows, "rank"] = sub.groupby("task")["mean"].rank(
-            ascending=ascending, method="min"
-        )
-    table["rank"] = table["rank"].astype("Int64")
+    table = describe_groups(finals, {m: "min" if g == "min" else "max" for m, g in goals.items()})
     table["is_primary"] = table["metric"] == primary
     return table
 

@@ -26,6 +26,8 @@ SUMMARIES: tuple[str, ...] = tuple(m.value for m in SummaryChoice)
 def _clean(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s = np.asarray(steps, dtype=float)
     v = np.asarray(values, dtype=float)
+    if not (np.isnan(s).any() or np.isnan(v).any()) and bool(np.all(s[1:] >= s[:-1])):
+        return s, v  # already clean, as logged curves nearly always are: no sort to pay for
     keep = ~(np.isnan(s) | np.isnan(v))
     s, v = s[keep], v[keep]
     order = np.argsort(s, kind="stable")
@@ -39,6 +41,11 @@ def common_grid(curves_steps: Sequence[np.ndarray]) -> np.ndarray:
     ``[max of first steps, min of last steps]``. Shape ``(g,)``; empty when the
     ranges do not overlap.
     """
+    if len(curves_steps):
+        first = np.asarray(curves_steps[0], dtype=float)
+        if (first.shape[0] and bool(np.all(first[1:] > first[:-1]))
+                and all(np.array_equal(first, s) for s in curves_steps[1:])):
+            return first.copy()  # every curve logged the same increasing steps: they are the grid
     firsts = [float(np.nanmin(s)) for s in curves_steps if len(s)]
     lasts = [float(np.nanmax(s)) for s in curves_steps if len(s)]
     if not firsts:

@@ -6,15 +6,19 @@ nothing here raises on n=1 or zero variance.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from scipy.special import stdtrit
 
 from benchlab.stats.bootstrap import STUDENTIZED_MIN_N, Method, SeedLike, bootstrap_ci
 from benchlab.stats.tolerance import RELATIVE_TOLERANCE, is_negligible
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Goal = Literal["max", "min"]
 
@@ -170,4 +174,62 @@ def rank(
     return ranks
 
 
-__all__ = ["Description", "Goal", "describe", "is_high_variance", "rank", "t_interval"]
+def describe_groups(
+    table: pd.DataFrame, goal: Goal | Mapping[str, Goal] = "max", confidence: float = 0.95
+) -> pd.DataFrame:
+    """:func:`describe` (no bootstrap) of every (task, config, metric) of a long table's final
+    values, and :func:`rank` of the configs of each (task, metric): what a report's tables show.
+
+    Args:
+        table: columns ``task, config, metric, value``, one row per run and metric.
+        goal: ``"max"``/``"min"``, or one per metric (``"max"`` for a metric not named).
+
+    Returns:
+        One row per group with a finite value, in the order the groups first appear:
+        ``task, config, metric, n, mean`` (correctly rounded), ``std, min, max, ci_low,
+        ci_high`` (:func:`describe`'s; NaN where
+        undefined), ``rank`` (:func:`rank`: CIs overlapping the best one's share rank 1),
+        ``mean_rank`` (the rank by mean alone; 1 is the best mean) and ``tied`` (rank 1
+        through an overlapping CI, not by the best mean).
+    """
+    import pandas as pd
+
+    values = table["value"].to_numpy(dtype=float)
+    rows: list[dict[str, object]] = []
+    for (task, config, metric), idx in table.groupby(["task", "config", "metric"], sort=False).indices.items():
+        x = values[idx]
+        d = describe(x, confidence, reps=0)
+        if d.n:
+            # The printed mean is the correctly rounded one (from math.fsum): a mean of 0.7375
+            # prints as 0.738, as by hand, where a running float sum can land a unit below it
+            # and print as 0.737. describe's own mean (and the analysis JSON) keep numpy's.
+            x = x[np.isfinite(x)]
+            mean = math.fsum(x.tolist()) / x.shape[0]
+            rows.append({"task": task, "config": config, "metric": metric, "n": d.n, "mean": mean,
+                         "std": d.std, "min": d.min, "max": d.max, "ci_low": d.ci_low,
+                         "ci_high": d.ci_high})
+    out = pd.DataFrame(rows, columns=["task", "config", "metric", "n", "mean", "std", "min", "max",
+                                      "ci_low", "ci_high"])
+    by_ci: list[int | None] = [None] * len(rows)
+    by_mean: list[int | None] = [None] * len(rows)
+    groups: dict[tuple[object, object], list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault((r["task"], r["metric"]), []).append(i)
+    for (_, metric), idx in groups.items():
+        g = goal if isinstance(goal, str) else goal.get(str(metric), "max")
+        means = [rows[i]["mean"] for i in idx]
+        ranked = rank(means, [rows[i]["ci_low"] for i in idx],  # type: ignore[arg-type]
+                      [rows[i]["ci_high"] for i in idx], g)  # type: ignore[arg-type]
+        alone = rank(means, [None] * len(idx), [None] * len(idx), g)  # type: ignore[arg-type]
+        for i, a, b in zip(idx, ranked, alone, strict=True):
+            by_ci[i], by_mean[i] = a, b
+    for column in ("mean", "std", "min", "max", "ci_low", "ci_high"):
+        out[column] = out[column].astype(float)
+    out["n"] = out["n"].astype(int)
+    out["rank"] = pd.array(by_ci, dtype="Int64")
+    out["mean_rank"] = pd.array(by_mean, dtype="Int64")
+    out["tied"] = (out["rank"] == 1) & (out["mean_rank"] != 1)
+    return out
+
+
+__all__ = ["Description", "Goal", "describe", "describe_groups", "is_high_variance", "rank", "t_interval"]

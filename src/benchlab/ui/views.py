@@ -183,16 +183,17 @@ def markdown_rows(lines: list[str]) -> list[list[str]]:
 def report_numbers(folder: Path) -> ReportNumbers | None:
     """The results tables, comparisons and leaderboard of ``benchlab report``, made by its functions.
 
-    ``report.gather`` reads the results table (``results.load``) and the ledger's seeds and
-    failures; ``report.account_seeds`` and ``report.analyze`` run the same ``stats`` functions
+    ``results.read`` reads the results table and the ledger's seeds and failures, and
+    ``report.gather`` takes it; ``report.account_seeds`` and ``report.analyze`` run the same ``stats`` functions
     with the report's defaults (2,000 bootstrap resamples, seed 0, failed seeds excluded).
     """
     from benchlab.report import account_seeds, analyze, gather, leaderboard
 
     # The report formats its rows here; shared, so that the page prints what the report prints.
     from benchlab.report.markdown import _comparison_rows, _task_tables
+    from benchlab.results import read
 
-    data = gather(folder)
+    data = gather(read(folder))
     if data.finals.empty and not data.failed_runs:
         return None
     desc = account_seeds(data)
@@ -260,34 +261,6 @@ def _times(steps: np.ndarray, started: float | None, ended: float | None) -> lis
     return _finite((steps - steps[0]) / span * (ended - started))
 
 
-def _aligned(task: str, metric: str, stored: list[tuple[str, int, np.ndarray, np.ndarray]]) -> list[Any]:
-    """The curves of one (task, metric) on one grid, as the report aligns them: stacked when
-    every run logged the same steps, else interpolated (``stats.align``) onto the steps all of
-    them cover, thinned to the report's :data:`~benchlab.report.curves.MAX_GRID` points."""
-    from benchlab.report.curves import MAX_GRID, CurveSet
-    from benchlab.stats import align, common_grid
-
-    stored = [c for c in stored if c[2].shape[0]]
-    if not stored:
-        return []
-    first = stored[0][2]
-    if all(s.shape == first.shape and np.array_equal(s, first) and not np.isnan(v).any() for _, _, s, v in stored):
-        grid, rows = first, np.stack([v for _, _, _, v in stored])
-    else:
-        grid = common_grid([s for _, _, s, _ in stored])
-        if grid.shape[0] == 0:
-            return []
-        if grid.shape[0] > MAX_GRID:
-            grid = np.linspace(grid[0], grid[-1], MAX_GRID)
-        grid, rows = align([(s, v) for _, _, s, v in stored], grid)
-    index: dict[str, list[int]] = defaultdict(list)
-    seeds: dict[str, list[int]] = defaultdict(list)
-    for i, (config, seed, _, _) in enumerate(stored):
-        index[config].append(i)
-        seeds[config].append(seed)
-    return [CurveSet(metric, task, grid, {c: rows[ix] for c, ix in index.items()}, dict(seeds))]
-
-
 def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
     """One (task, metric)'s curves: per config its mean and 95% band over the completed seeds
     (the report's :func:`~benchlab.report.curves.mean_band` on its aligned curves), and each seed
@@ -297,7 +270,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
     (or its last write, while it runs), since ``metrics.jsonl`` records no clock.
     """
     from benchlab.collect.files import read_metrics_jsonl
-    from benchlab.report.curves import mean_band
+    from benchlab.report.curves import curve_set, mean_band
 
     with Store.open(bench.folder, read_only=True) as store:
         meta = store.meta()
@@ -318,7 +291,8 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
                       "SELECT r.config, r.seed, s.steps, s.vals FROM series s JOIN runs r USING (run_id)"
                       f" WHERE r.status = 'completed' AND {store.in_spec_sql('r')} AND r.task = ? AND s.metric = ?"
                       " ORDER BY s.rowid", (task, metric))]
-    sets = _aligned(task, metric, stored)
+    aligned = curve_set(metric, task, stored)
+    sets = [aligned] if aligned is not None else []
     configs: dict[str, dict[str, Any]] = {}
     order = list(meta.get("configs") or [])
     if sets:

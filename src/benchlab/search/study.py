@@ -1,0 +1,261 @@
+"""The Optuna side of a search: its study, stored in the results folder, and its samplers and pruners.
+
+Where the study lives: ``results/<spec>/search/<name>/study.journal``, an Optuna
+``JournalStorage`` over an append-only file of JSON lines (``AppendJournal``, built in
+``_journal_class``). Why this one:
+
+- it survives ``kill -9``: every change is one ``write()`` to a file opened with
+  ``O_APPEND``, in the page cache as soon as the call returns, so a killed search loses at most
+  a torn last line, which the next open cuts off; nothing is half-applied;
+- it leaves no lock behind: Optuna's own file backend guards each write with a lock file that a
+  killed process leaves in place (the next search waits out its grace period), and its SQLite
+  (RDB) storage pays a synchronous commit per change, 8–20 ms here for each intermediate
+  value a pruner is fed, hundreds per trial. One search at a time holds the study, by the
+  ``flock`` of ``STUDY_LOCK`` (released by the kernel when its holder dies), so the file
+  needs no lock of its own.
+- like the ledger in WAL mode with ``synchronous=NORMAL``, only a crash of the machine itself
+  (not of the process) can lose the last changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchlab.errors import SearchError
+from benchlab.extras import missing_extra
+
+if TYPE_CHECKING:
+    import optuna
+
+    from benchlab.spec import Spec
+    from benchlab.spec_search import Search
+
+JOURNAL_FILE = "study.journal"
+STUDY_LOCK = ".study.lock"
+#: What a trial records about itself (Optuna user attributes).
+RUNS_ATTR, FAILURE_ATTR, RETRY_OF_ATTR = "benchlab_runs", "benchlab_failure", "benchlab_retry_of"
+SECTION_ATTR = "benchlab_search"
+
+
+def import_optuna() -> Any:
+    """Optuna, or the one-line hint that installs it."""
+    try:
+        import optuna
+    except ImportError:
+        raise missing_extra("optuna", "benchlab search") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # the CLI says what happened, not Optuna's log
+    return optuna
+
+
+@functools.cache
+def _journal_class() -> type:
+    """``AppendJournal``, made on first use so that importing this module does not import Optuna."""
+    from optuna.storages.journal import BaseJournalBackend
+
+    class AppendJournal(BaseJournalBackend):
+        """An Optuna journal backend over one append-only file (see the module's docstring)."""
+
+        def __init__(self, path: Path, writable: bool = True) -> None:
+            self.path = path
+            self._logs: list[dict[str, Any]] = []
+            data = path.read_bytes() if path.exists() else b""
+            end = data.rfind(b"\n") + 1
+            for line in data[:end].splitlines():
+                if line.strip():
+                    self._logs.append(json.loads(line))
+            self._fd = -1
+            if not writable:
+                return  # a reader (a report while the search runs): a torn last line is being written
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            if end != len(data):
+                os.ftruncate(self._fd, end)  # a torn last line: the write it began never returned
+
+        def read_logs(self, log_number_from: int) -> Any:
+            yield from self._logs[log_number_from:]
+
+        def append_logs(self, logs: list[dict[str, Any]]) -> None:
+            if self._fd < 0:
+                raise OSError(f"{self.path} is open for reading only")
+            data = b"".join(json.dumps(entry, separators=(",", ":")).encode() + b"\n" for entry in logs)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+            self._logs.extend(logs)
+
+        def close(self) -> None:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    return AppendJournal
+
+
+def journal_storage(folder: Path, writable: bool = True) -> Any:
+    """The study's storage in ``folder`` (an Optuna ``JournalStorage``); only the holder of
+    ``STUDY_LOCK`` opens it ``writable``."""
+    optuna = import_optuna()
+    if writable:
+        folder.mkdir(parents=True, exist_ok=True)
+    return optuna.storages.JournalStorage(_journal_class()(folder / JOURNAL_FILE, writable))
+
+
+def read_study(folder: Path) -> optuna.Study:
+    """The study kept in ``folder``, for reading (a report, a promotion), while a search may run."""
+    optuna = import_optuna()
+    if not (folder / JOURNAL_FILE).exists():
+        raise SearchError(folder.name, f"{folder} holds no search study yet: run `benchlab search SPEC` first")
+    storage = journal_storage(folder, writable=False)
+    names = [s.study_name for s in storage.get_all_studies()]
+    if len(names) != 1:
+        raise SearchError(folder.name, f"{folder / JOURNAL_FILE} holds {len(names)} studies; expected one")
+    return optuna.load_study(study_name=names[0], storage=storage)
+
+
+def distributions(search: Search) -> dict[str, Any]:
+    """Each param's Optuna distribution."""
+    optuna = import_optuna()
+    d = optuna.distributions
+    out: dict[str, Any] = {}
+    for name, space in search.space.items():
+        if space.uniform is not None:
+            out[name] = d.FloatDistribution(space.uniform[0], space.uniform[1])
+        elif space.log_uniform is not None:
+            out[name] = d.FloatDistribution(space.log_uniform[0], space.log_uniform[1], log=True)
+        elif space.int_range is not None:
+            out[name] = d.IntDistribution(space.int_range[0], space.int_range[1])
+        else:
+            assert space.choice is not None
+            out[name] = d.CategoricalDistribution(space.choice)
+    return out
+
+
+def grid_size(search: Search) -> int | None:
+    """How many points the grid sampler has (None: the space is not a grid)."""
+    size = 1
+    for space in search.space.values():
+        values = space.grid_values()
+        if values is None:
+            return None
+        size *= len(values)
+    return size
+
+
+def make_sampler(search: Search) -> Any:
+    optuna = import_optuna()
+    seed = search.sampler_seed
+    if search.sampler == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if search.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if search.sampler == "grid":
+        space = {name: s.grid_values() for name, s in search.space.items()}
+        return optuna.samplers.GridSampler(space, seed=seed)  # type: ignore[arg-type]
+    try:
+        import cmaes  # noqa: F401 - Optuna's CMA-ES sampler imports it on first use
+    except ImportError:
+        raise missing_extra("cmaes", "the cmaes sampler", "search") from None
+    return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
+
+
+def make_pruner(search: Search) -> Any:
+    optuna = import_optuna()
+    if search.pruner == "median":
+        # The first trials have nothing to be compared with: a few run to the end first.
+        return optuna.pruners.MedianPruner(n_startup_trials=min(5, max(1, search.trial_budget // 4)),
+                                           n_warmup_steps=0)
+    if search.pruner == "asha":
+        return optuna.pruners.SuccessiveHalvingPruner()
+    return optuna.pruners.NopPruner()
+
+
+def goal_of(spec: Spec) -> str:
+    """The search metric's goal: the search section's, else the spec's for that metric, else max."""
+    assert spec.search is not None
+    if spec.search.metric.goal is not None:
+        return spec.search.metric.goal
+    named = next((m for m in spec.metrics.all if m.name == spec.search.metric.name), None)
+    return named.goal if named is not None else "max"
+
+
+def study_name(spec: Spec) -> str:
+    assert spec.search is not None
+    return f"{spec.name}:{spec.search.name}"
+
+
+SUMMARY_ATTR = "benchlab_summary"
+
+
+def section_key(search: Search) -> str:
+    """What must stay the same for a study to continue: the space, metric, sampler, pruner,
+    base config, tasks and seeds (the budget may grow or shrink)."""
+    dump = search.model_dump(mode="json", by_alias=True, exclude={"budget"})
+    dump["metric"].pop("reason", None)
+    dump["metric"].pop("summary", None)  # checked on its own, with its own message
+    return json.dumps(dump, sort_keys=True)
+
+
+def open_study(spec: Spec, folder: Path, summary: str) -> optuna.Study:
+    """The spec's study in ``folder``, created on first use; a study made by a different search
+    section is refused (its trials would mix two questions)."""
+    optuna = import_optuna()
+    assert spec.search is not None
+    search = spec.search
+    storage = journal_storage(folder)
+    name = study_name(spec)
+    direction = "maximize" if goal_of(spec) == "max" else "minimize"
+    study = optuna.create_study(storage=storage, study_name=name, direction=direction,
+                                sampler=make_sampler(search), pruner=make_pruner(search), load_if_exists=True)
+    key = section_key(search)
+    recorded = study.user_attrs.get(SECTION_ATTR)
+    if recorded is None:
+        study.set_user_attr(SECTION_ATTR, key)
+    elif recorded != key:
+        raise SearchError(name, f"the study {name} in {folder} was made by another search section of the spec "
+                                "(space, metric, sampler, pruner, base config, tasks or seeds differ); give the new "
+                                "search its own `search.name`, or remove that folder to start over")
+    told = study.user_attrs.get(SUMMARY_ATTR)
+    if told is None:
+        study.set_user_attr(SUMMARY_ATTR, summary)
+    elif told != summary:
+        raise SearchError(name, f"the study {name} values its trials by the {told} of {search.metric.name}; "
+                                f"--summary {summary} would mix two measures: keep --summary {told}, or give the "
+                                "search its own `search.name`")
+    if study.direction.name.lower() != direction:
+        raise SearchError(name, f"the study {name} in {folder} {study.direction.name.lower()}s; the spec now asks "
+                                f"to {direction}: give the search its own `search.name`")
+    return study
+
+
+def counted(study: optuna.Study) -> int:
+    """Trials that count against the budget: completed and pruned ones."""
+    from optuna.trial import TrialState
+
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+
+
+def recover(study: optuna.Study) -> list[int]:
+    """Fail the trials a search that died left running, with the reason, and ask each again
+    (same params, queued first); returns their numbers.
+
+    The new trial is queued before the old one is failed and names it (``benchlab_retry_of``),
+    so that a crash between the two steps neither loses the re-ask nor makes it twice.
+    """
+    optuna = import_optuna()
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    queued = {t.user_attrs.get(RETRY_OF_ATTR) for t in trials}
+    lost = [t for t in trials if t.state == TrialState.RUNNING]
+    for t in lost:
+        if t.number not in queued:
+            study.enqueue_trial(t.params, user_attrs={RETRY_OF_ATTR: t.number}, skip_if_exists=False)
+        # Optuna has no public handle on a trial by number but the one it hands out; the trial's
+        # storage id is what Trial() takes.
+        optuna.trial.Trial(study, t._trial_id).set_user_attr(
+            FAILURE_ATTR, "the search running it stopped before it finished (killed); asked again")
+        study.tell(t.number, state=TrialState.FAIL)
+    return [t.number for t in lost]

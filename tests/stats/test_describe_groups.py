@@ -1,0 +1,53 @@
+"""describe_groups: the per (task, config, metric) table a report prints, checked by hand and scipy."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from benchlab.stats.describe import describe_groups
+
+
+def _table(groups: dict[tuple[str, str, str], list[float]]) -> pd.DataFrame:
+    rows = [{"task": t, "config": c, "metric": m, "seed": i, "value": v}
+            for (t, c, m), vals in groups.items() for i, v in enumerate(vals)]
+    return pd.DataFrame(rows)
+
+
+def test_each_group_has_its_hand_computed_summary_and_student_t_interval():
+    vals = [0.71, 0.74, 0.76, 0.74]
+    out = describe_groups(_table({("t", "a", "acc"): vals}))
+    (row,) = out.to_dict("records")
+    assert row["n"] == 4
+    assert row["mean"] == statistics.mean(vals)  # correctly rounded: exactly the hand value
+    assert row["std"] == pytest.approx(statistics.stdev(vals))
+    assert (row["min"], row["max"]) == (0.71, 0.76)
+    lo, hi = sps.t.interval(0.95, 3, loc=statistics.mean(vals), scale=sps.sem(vals))
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo, hi))
+
+
+def test_ranks_share_first_place_through_overlapping_intervals_and_say_so():
+    out = describe_groups(_table({
+        ("t", "best", "acc"): [0.90, 0.91, 0.92],
+        ("t", "close", "acc"): [0.80, 0.90, 1.00],   # mean 0.9, wide CI: overlaps best's
+        ("t", "far", "acc"): [0.50, 0.51, 0.52],     # CI far below
+        ("t", "best", "loss"): [1.0, 1.1, 1.2],
+        ("t", "far", "loss"): [0.1, 0.2, 0.3],
+    }), {"acc": "max", "loss": "min"}).set_index(["config", "metric"])
+    assert out.loc[("best", "acc"), ["rank", "mean_rank", "tied"]].tolist() == [1, 1, False]
+    assert out.loc[("close", "acc"), ["rank", "mean_rank", "tied"]].tolist() == [1, 2, True]
+    assert out.loc[("far", "acc"), ["rank", "mean_rank", "tied"]].tolist() == [3, 3, False]
+    # loss is minimised: the lower mean is first
+    assert out.loc[("far", "loss"), "rank"] == 1 and out.loc[("best", "loss"), "rank"] == 2
+
+
+def test_one_seed_has_no_spread_and_a_group_of_only_nan_is_left_out():
+    out = describe_groups(_table({("t", "one", "acc"): [0.5], ("t", "none", "acc"): [math.nan, math.nan]}))
+    (row,) = out.to_dict("records")
+    assert row["config"] == "one" and row["n"] == 1
+    assert all(np.isnan(row[k]) for k in ("std", "ci_low", "ci_high"))
