@@ -199,6 +199,8 @@ def test_promotion_writes_a_new_spec_that_validates_and_runs_on_the_benchmark_se
     finals = table[(table["config"] == "tuned") & (table["metric"] == "val") & table["step"].isna()]
     assert sorted(finals["seed"]) == [0, 1]  # the benchmark's seeds, not the search's
     assert finals["value"].to_numpy() == pytest.approx([objective(best.params["x"])] * 2)
+    report = (tmp_path / "results" / "tune" / "BENCHMARK_REPORT.md").read_text()
+    assert f"promoted from search tune:search, trial {best.number}" in report
     twice = run_cli("search", str(spec), "--promote", "tuned", cwd=tmp_path)
     assert twice.returncode == 2 and "never overwrites" in twice.stderr
     taken = run_cli("search", str(spec), "--promote", "other", cwd=tmp_path)

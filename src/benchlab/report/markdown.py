@@ -695,10 +695,19 @@ def render_markdown(data: ReportData) -> str:
     for name in info.configs:
         c = spec_configs.get(name, {"name": name})
         body = {k: v for k, v in c.items() if k not in ("name", "description")}
+        description = c.get("description")
+        origin = c.get("origin")
+        if isinstance(origin, dict):
+            # A config promoted from a search: where its params come from, which the table's
+            # numbers (measured on the benchmark's seeds) do not say.
+            promoted = (f"promoted from search {origin.get('study')}, trial {origin.get('trial')} "
+                        f"({origin.get('metric')} = {origin.get('value'):.4g} on search seeds "
+                        f"{origin.get('seeds')}, tuned on {origin.get('spec')})")
+            description = f"{description}; {promoted}" if description else promoted
         configs.append(
             {
                 "name": name,
-                "description": c.get("description"),
+                "description": description,
                 "yaml": yaml.safe_dump(body or {"params": {}}, sort_keys=False).rstrip(),
             }
         )
