@@ -46,13 +46,14 @@ _CUDA = re.compile(r"CUDA error|cudaError|CUBLAS_STATUS|CUDNN_STATUS|NCCL error|
                    r"device-side assert|illegal memory access", re.I)
 
 
-def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
-    """The last ``lines`` lines of a log, ANSI colours removed (reads at most 16 KiB)."""
+def log_tail(path: Path, lines: int = TAIL_LINES, max_bytes: int = TAIL_BYTES) -> str:
+    """The last ``lines`` lines of a log, ANSI colours removed, reading at most ``max_bytes``
+    from its end ("" when it cannot be read)."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
             size = fh.tell()
-            fh.seek(max(0, size - TAIL_BYTES))
+            fh.seek(max(0, size - max_bytes))
             data = fh.read()
     except OSError:
         return ""
@@ -60,6 +61,8 @@ def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
     from benchlab.collect.extractors import strip_ansi
 
     text = strip_ansi(data.decode("utf-8", errors="replace"))
+    if size > max_bytes:
+        text = text.split("\n", 1)[-1]  # the first line read is likely cut
     return "\n".join(text.splitlines()[-lines:])
 
 

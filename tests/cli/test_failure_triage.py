@@ -112,3 +112,15 @@ def test_a_usage_line_followed_by_a_traceback_is_an_exception_not_a_usage_error(
     click_tail = "Usage: train [OPTIONS]\nTry 'train --help' for help.\n\nError: No such option: --lrr"
     assert triage.classify(exit_code=2, signal=None, timed_out=False, tail=click_tail) == triage.Verdict(
         triage.USAGE, "Error: No such option: --lrr")
+
+
+def test_a_log_tail_drops_colour_codes_and_the_line_cut_by_its_byte_window(tmp_path):
+    from benchlab.triage import log_tail
+
+    log = tmp_path / "out.log"
+    # 30 lines of 100 bytes; a 550-byte window starts inside a line, which must not be shown.
+    log.write_text("".join(f"\x1b[31mline {i:03d}\x1b[0m " + "x" * 82 + "\n" for i in range(30)))
+    lines = log_tail(log, lines=100, max_bytes=550).splitlines()
+    assert [line[:8] for line in lines] == [f"line {i:03d}" for i in range(25, 30)]
+    assert all("\x1b" not in line for line in lines)
+    assert log_tail(tmp_path / "missing.log") == ""

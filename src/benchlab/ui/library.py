@@ -27,6 +27,7 @@ from pathlib import Path
 from benchlab.errors import BenchlabError, ResultsNotFound
 from benchlab.run_files import LOG_FILE, SERIES_FILE, run_dir_of, runs_dir
 from benchlab.store import DB_NAME, RUNNING
+from benchlab.triage import log_tail
 
 #: How often a root folder is looked at again for new benchmarks, and how long a computed
 #: fingerprint is trusted (many pages polling at once share one look).
@@ -199,17 +200,6 @@ class Library:
         return path
 
 
-def tail(path: Path, lines: int = 200, max_bytes: int = 256 * 1024) -> str:
-    """The last ``lines`` lines of a text file, reading at most ``max_bytes`` from its end."""
-    try:
-        with path.open("rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - max_bytes))
-            data = f.read()
-    except OSError:
-        return ""
-    text = data.decode("utf-8", errors="replace")
-    if size > max_bytes:
-        text = text.split("\n", 1)[-1]  # the first line read is likely cut
-    return "\n".join(text.splitlines()[-lines:])
+def tail(path: Path, lines: int = 200) -> str:
+    """The last ``lines`` lines of a run's log as the dashboard shows it (colour codes removed)."""
+    return log_tail(path, lines, max_bytes=256 * 1024)
