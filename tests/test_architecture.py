@@ -12,8 +12,6 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 import benchlab
 
 SRC = Path(benchlab.__file__).resolve().parent

@@ -249,12 +249,12 @@ def _expand_pairs(spec: Spec, pairs: list[_Pair], workdir: str, retry_on: dict[s
                     retry_on=retry_on).__dict__
         same_command = pair.rendered is not None and _SEED_MARK not in pair.rendered
         for seed, seed_json in seeds:
-            if same_command:
-                command = pair.rendered
-            elif pair.rendered is not None:
-                command = pair.rendered.replace(_SEED_MARK, str(seed))
-            else:
+            if pair.rendered is None:
                 command = _render(pair.template, {**pair.values, "seed": seed})
+            elif same_command:
+                command = pair.rendered
+            else:
+                command = pair.rendered.replace(_SEED_MARK, str(seed))
             # The id hashes the command as it reads with '{run_id}' in it (as ids always have).
             rid = blob.run_id(seed_json, command.replace(_RUN_ID_MARK, "{run_id}") if _RUN_ID_MARK in command
                               else command)

@@ -560,7 +560,7 @@ class SlurmBackend(Backend):
                 rows[parts[0]] = (state, by, parts[2], parts[3])
         return rows
 
-    def cancel(self, job_ids: list[str]) -> None:
+    def _scancel(self, job_ids: list[str]) -> None:
         if job_ids:
             _call(["scancel", *sorted(set(job_ids))])
 
@@ -568,7 +568,7 @@ class SlurmBackend(Backend):
         """Cancel every job of this sweep (``scancel``), queued ones too; report them interrupted."""
         self._pending = []
         ids = [f.job_id for f in self._flights.values() if f.job_id is not None]
-        self.cancel(ids)
+        self._scancel(ids)
         deadline = time.monotonic() + grace
         while ids and time.monotonic() < deadline:
             states = self._squeue(ids)

@@ -203,9 +203,12 @@ def write_report(
     """
 
     table = results if isinstance(results, Results) else read(results)
-    if out is None and table.folder is None:
+    if out is not None:
+        out_dir = Path(out)
+    elif table.folder is not None:
+        out_dir = table.folder
+    else:
         raise ValueError("write_report: a results table read from no folder needs `out`")
-    out_dir = Path(out) if out is not None else table.folder
     out_dir.mkdir(parents=True, exist_ok=True)
     data = gather(table)
     info_ = data.info

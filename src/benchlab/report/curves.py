@@ -94,4 +94,4 @@ def mean_band(
     if values.shape[0] < 2:
         return mean, mean, mean
     low, high = t_interval(values.T, confidence)
-    return mean, low, high
+    return mean, np.asarray(low), np.asarray(high)

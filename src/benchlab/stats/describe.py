@@ -218,8 +218,8 @@ def describe_groups(
     for (_, metric), idx in groups.items():
         g = goal if isinstance(goal, str) else goal.get(str(metric), "max")
         means = [rows[i]["mean"] for i in idx]
-        ranked = rank(means, [rows[i]["ci_low"] for i in idx],  # type: ignore[arg-type]
-                      [rows[i]["ci_high"] for i in idx], g)  # type: ignore[arg-type]
+        ranked = rank(means, [rows[i]["ci_low"] for i in idx],  # type: ignore[arg-type,misc]
+                      [rows[i]["ci_high"] for i in idx], g)  # type: ignore[arg-type,misc]
         alone = rank(means, [None] * len(idx), [None] * len(idx), g)  # type: ignore[arg-type]
         for i, a, b in zip(idx, ranked, alone, strict=True):
             by_ci[i], by_mean[i] = a, b
