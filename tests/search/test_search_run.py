@@ -205,3 +205,26 @@ def test_promotion_writes_a_new_spec_that_validates_and_runs_on_the_benchmark_se
     assert twice.returncode == 2 and "never overwrites" in twice.stderr
     taken = run_cli("search", str(spec), "--promote", "other", cwd=tmp_path)
     assert taken.returncode == 2 and "already has a config 'other'" in taken.stderr
+
+
+@pytest.mark.parametrize(("sampler", "pruner", "space"), [
+    ("random", "asha", "x: {uniform: [-1, 1]}"),
+    ("grid", "median", "x: {choice: [0.3, -0.5]}"),
+    ("cmaes", "none", "x: {uniform: [-1, 1]}"),
+])
+def test_each_sampler_and_pruner_runs_its_trials(tmp_path, sampler, pruner, space):
+    text = (write_search_bench(tmp_path, budget=2, pruner=pruner).read_text()
+            .replace("x: {uniform: [-1, 1]}", space)
+            .replace(f"pruner: {pruner}", f"pruner: {pruner}\n  sampler: {sampler}"))
+    (tmp_path / "bench.yaml").write_text(text)
+    spec = load_spec(tmp_path / "bench.yaml")
+    result = SearchRun(spec, tmp_path / "results" / "tune", jobs=2).run()
+    assert result.failed == 0 and result.counted == 2
+    study = open_study(spec, tmp_path / "results" / "tune" / "search" / "search", "final")
+    wanted = {"random": optuna.samplers.RandomSampler, "grid": optuna.samplers.GridSampler,
+              "cmaes": optuna.samplers.CmaEsSampler}[sampler]
+    assert isinstance(study.sampler, wanted)
+    done = study.get_trials(states=(TrialState.COMPLETE,))
+    assert all(t.value == pytest.approx(objective(t.params["x"]), abs=1e-9) for t in done)
+    if sampler == "grid":
+        assert sorted(t.params["x"] for t in study.trials) == [-0.5, 0.3]  # each grid point once

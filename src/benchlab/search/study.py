@@ -153,7 +153,14 @@ def make_sampler(search: Search) -> Any:
         return optuna.samplers.RandomSampler(seed=seed)
     if search.sampler == "grid":
         space = {name: s.grid_values() for name, s in search.space.items()}
-        return optuna.samplers.GridSampler(space, seed=seed)  # type: ignore[arg-type]
+
+        class _Grid(optuna.samplers.GridSampler):  # type: ignore[misc, name-defined]
+            # Optuna's grid stops `study.optimize` once every point was tried, which ask-and-tell
+            # refuses (RuntimeError); the search stops by its budget, at most the grid's size.
+            def after_trial(self, *args: Any) -> None:
+                pass
+
+        return _Grid(space, seed=seed)
     try:
         import cmaes  # noqa: F401 - Optuna's CMA-ES sampler imports it on first use
     except ImportError:
