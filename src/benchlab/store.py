@@ -950,6 +950,10 @@ def ledger_problem(path: Path) -> str | None:
         return "was deleted"
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
+    return _header_problem(header, size)
+
+
+def _header_problem(header: bytes, size: int) -> str | None:
     if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
         return "is no longer a SQLite database (truncated or overwritten)"
     page_size = int.from_bytes(header[16:18], "big")
@@ -971,7 +975,12 @@ class LedgerGuard:
 
     def __init__(self, store: Store, every_s: float = 1.0):
         self.path = store.path
-        st = os.stat(self.path)
+        # One descriptor, held until the sweep's connection is closed: closing any descriptor of
+        # the ledger in this process would drop every POSIX lock SQLite holds on it, and a reader
+        # in another process could then take the file for its own and fold the write-ahead log
+        # away under the sweep, whose later commits would be lost. See ``close``.
+        self._fd = os.open(self.path, os.O_RDONLY)
+        st = os.fstat(self._fd)
         self._key = (st.st_dev, st.st_ino)
         # The file alone is read below (immutable, write-ahead log left out). After a crash
         # mid-checkpoint (a full disk, a kill) the file is torn until the log is folded back in,
@@ -1006,7 +1015,10 @@ class LedgerGuard:
             return "was deleted"
         if (st.st_dev, st.st_ino) != self._key:
             return "was replaced by another file"
-        problem = ledger_problem(self.path)
+        try:
+            problem = _header_problem(os.pread(self._fd, 100, 0), os.fstat(self._fd).st_size)
+        except OSError as exc:
+            problem = f"cannot be read ({exc.strerror or exc})"
         if problem is not None:
             return problem
         try:
@@ -1021,6 +1033,12 @@ class LedgerGuard:
         if self._identity is not None and identity != self._identity:
             return "was overwritten by another ledger"
         return None
+
+    def close(self) -> None:
+        """Let the ledger go; only after the sweep's own connection is closed (see ``__init__``)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 LOCK_NAME = ".benchlab.lock"

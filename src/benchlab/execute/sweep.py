@@ -250,6 +250,8 @@ class Sweep:
                 raise
             finally:
                 store.close()
+                if guard is not None:
+                    guard.close()
 
     def _lost(self, problem: str) -> LedgerLost:
         db = self.results_dir / DB_NAME
