@@ -37,6 +37,7 @@ from benchlab.spec_checks import (
     BUILTIN_PLACEHOLDERS,  # noqa: F401 - part of this module's API since it began
     GRID_VALUE_BAD,
     NAME_RE,
+    check_seeds,
     grid_coordinate,
     grid_names,
     placeholders,  # noqa: F401 - part of this module's API since it began
@@ -411,15 +412,7 @@ class Spec(_Model):
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v: list[int] | int) -> list[int] | int:
-        if isinstance(v, int) and v < 1:
-            raise ValueError(f"expected a positive count or a list of seeds, got {v}")
-        if isinstance(v, list):
-            if not v:
-                raise ValueError("expected at least one seed")
-            dupes = sorted({s for s in v if v.count(s) > 1})
-            if dupes:
-                raise ValueError(f"duplicate seeds {dupes}")
-        return v
+        return check_seeds(v)
 
     @field_validator("timeout", mode="before")
     @classmethod

@@ -246,3 +246,16 @@ def typed_param_problems(data: dict[str, Any], variables: dict[str, Any]) -> lis
                     found.append((loc, f"expected {expected}, got {got} (variables.{key} is "
                                        f"{variables[key]!r})"))
     return found
+
+
+def check_seeds(v: list[int] | int) -> list[int] | int:
+    """A ``seeds`` field: a positive count (0..n-1) or a non-empty list without repeats."""
+    if isinstance(v, int) and v < 1:
+        raise ValueError(f"expected a positive count or a list of seeds, got {v}")
+    if isinstance(v, list):
+        if not v:
+            raise ValueError("expected at least one seed")
+        dupes = sorted({s for s in v if v.count(s) > 1})
+        if dupes:
+            raise ValueError(f"duplicate seeds {dupes}")
+    return v

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from benchlab.spec_checks import NAME_RE
+from benchlab.spec_checks import NAME_RE, check_seeds
 
 SAMPLERS = ("tpe", "random", "grid", "cmaes")
 PRUNERS = ("median", "asha", "none")
@@ -141,15 +141,7 @@ class Search(_Model):
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v: list[int] | int) -> list[int] | int:
-        if isinstance(v, int) and v < 1:
-            raise ValueError(f"expected a positive count or a list of seeds, got {v}")
-        if isinstance(v, list):
-            if not v:
-                raise ValueError("expected at least one seed")
-            dupes = sorted({s for s in v if v.count(s) > 1})
-            if dupes:
-                raise ValueError(f"duplicate seeds {dupes}")
-        return v
+        return check_seeds(v)
 
     @property
     def default_budget(self) -> int:
