@@ -581,6 +581,8 @@ class Sweep:
         queued or running there, or finished meanwhile); the attempts the backend cannot follow
         (Slurm forgot them, or this sweep runs on another backend) are recorded lost."""
         held, self._held = self._held, []
+        if not held:
+            return  # nothing to re-attach: spare the index of every queued run
         adopted: list[Launch] = []
         by_id = {r.run_id: r for r in st.queue}
         for attempt, job_id in held:
