@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 from benchlab import preregistration
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
+from benchlab.failures import failed_runs
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.run_files import PROVENANCE_FILE, runs_dir
-from benchlab.store import DB_NAME, AttemptRecord, Store, find_db
+from benchlab.store import DB_NAME, Store, find_db
 
 if TYPE_CHECKING:
     import numpy as np
@@ -285,7 +286,6 @@ class Results:
 
 def read(results: Path | str | None = None) -> Results:
     """Everything a report needs of a results folder, read in one pass over its ledger."""
-    from benchlab.store import FAILED
 
     folder = find_results(results)
     with Store.open(folder) as store:
@@ -295,16 +295,10 @@ def read(results: Path | str | None = None) -> Results:
         failures: list[FailedRun] = []
         # Reading every run and attempt costs ~0.3 s at 10,000 runs; most sweeps have no failure.
         if failed_seeds:
-            runs = {r.run_id: r for r in store.runs() if r.status == FAILED}
-            attempts: dict[str, list[AttemptRecord]] = {}
-            for a in store.attempts():
-                if a.run_id in runs:
-                    attempts.setdefault(a.run_id, []).append(a)
-            for rid, run in runs.items():
-                tries = attempts.get(rid, [])
-                last = tries[-1] if tries else None
+            for found in failed_runs(store.runs(), store.attempts()):
+                last = found.last
                 failures.append(FailedRun(
-                    run=run.name, run_id=rid, attempts=len(tries),
+                    run=found.run.name, run_id=found.run.run_id, attempts=len(found.attempts),
                     failure_class=last.failure_class if last else "unknown",
                     error=(last.error or "") if last else "",
                     tail="\n".join((last.log_tail or "").splitlines()[-10:]) if last else ""))
