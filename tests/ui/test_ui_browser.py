@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_testkit import SLOW_SCRIPT, SLOW_SPEC, ui_server, wait_for
+from ui_testkit import SLOW_SCRIPT, SLOW_SPEC, stop, ui_server, wait_for
 
 pytestmark = pytest.mark.slow
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (the test extra)")
@@ -67,12 +67,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         wait_for(lambda: (results / "benchlab.db").exists(), timeout=60)
         yield results
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -111,15 +111,20 @@ def ui_server(*folders: Path, extra: tuple[str, ...] = (), host: str | None = "1
                 time.sleep(0.1)
         yield port, proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=15)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def stop(proc: subprocess.Popen, timeout: float) -> None:  # type: ignore[type-arg]
+    """Ask a process to end (SIGTERM), and kill it if it has not within ``timeout`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def wait_for(predicate, timeout: float = 60.0, every: float = 0.2):  # type: ignore[no-untyped-def]
