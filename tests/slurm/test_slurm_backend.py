@@ -81,6 +81,18 @@ def sacct_jobs(name: str) -> list[tuple[str, str]]:
     return [tuple(line.split("|")) for line in out.splitlines() if line.strip()]  # type: ignore[misc]
 
 
+def settled_sacct_jobs(name: str, job_ids: set[str], timeout: float = 60) -> list[tuple[str, str]]:
+    """``sacct_jobs(name)`` once Slurm's accounting has caught up: slurmctld hands job records to slurmdbd
+    asynchronously, so just after a job ends sacct may not know it yet, or may still show it running."""
+    def settled() -> list[tuple[str, str]] | None:
+        jobs = sacct_jobs(name)
+        known = {j for j, _ in jobs}
+        if job_ids <= known and not any(s in ("PENDING", "RUNNING", "REQUEUED") for _, s in jobs):
+            return jobs
+        return None
+    return wait_until(settled, timeout, f"Slurm's accounting to record jobs {sorted(job_ids)} as ended")
+
+
 def squeue_ids(name: str) -> list[str]:
     out = subprocess.run(["squeue", "-h", "-r", "--name", name, "-o", "%i"], capture_output=True, text=True,
                          check=True).stdout
@@ -289,7 +301,7 @@ def test_a_driver_killed_and_run_again_reattaches_without_submitting_twice(
     # One attempt per run, each the job the first driver submitted.
     assert [r["status"] for r in rows] == ["completed"] * 4
     assert {r["run"]: r["job_id"] for r in rows} == before
-    jobs = sacct_jobs("benchlab-resumed")
+    jobs = settled_sacct_jobs("benchlab-resumed", set(before.values()))
     assert sorted(j for j, _ in jobs) == sorted(before.values())
     assert {s for _, s in jobs} == {"COMPLETED"}
 
@@ -314,7 +326,10 @@ def test_ctrl_c_cancels_every_job_of_the_sweep(slurm_cluster: LocalSlurm, tmp_pa
     assert squeue_ids("benchlab-ctrlc") == []
     rows = attempts(out)
     assert {r["status"] for r in rows} == {"interrupted"} and len(rows) == 4
-    assert {s for _, s in sacct_jobs("benchlab-ctrlc")} == {"CANCELLED by 0"}  # by root, with scancel
+    submitted = {r["job_id"] for r in rows if r["job_id"]}
+    assert submitted, "at least the running job was submitted"
+    jobs = settled_sacct_jobs("benchlab-ctrlc", submitted)
+    assert {s for _, s in jobs} == {"CANCELLED by 0"}  # by root, with scancel
 
 
 def _report_without_times(folder: Path) -> list[str]:
