@@ -361,12 +361,28 @@ def _planned_and_failed(
 
 
 def _first_provenance(folder: Path) -> dict[str, Any]:
-    """The provenance.json of the first run directory that has a readable one ({} if none)."""
-    for path in sorted(runs_dir(folder).glob(f"*/{PROVENANCE_FILE}"))[:1]:
+    """The provenance.json of the first run directory, by name, that has one ({} if none, or if
+    it cannot be read)."""
+    import os
+
+    # Names sorted as text and looked at in turn until one has the file: a glob of every run's
+    # file and a sort of their paths took a tenth of a second at 10,000 runs.
+    try:
+        names = sorted(n for n in os.listdir(runs_dir(folder)) if not n.startswith("."))
+    except OSError:
+        return {}
+    for name in names:
+        path = runs_dir(folder) / name / PROVENANCE_FILE
         try:
-            found = json.loads(path.read_text())
-        except ValueError:
+            text = path.read_text()
+        except (FileNotFoundError, NotADirectoryError):
             continue
+        except OSError:
+            return {}
+        try:
+            found = json.loads(text)
+        except ValueError:
+            return {}
         return found if isinstance(found, dict) else {}
     return {}
 

@@ -24,6 +24,8 @@ from benchlab.results import SEARCH_DIR, Environment, GpuPlacement, Results, rea
 from benchlab.run_files import runs_dir
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     import pandas as pd
 
 __all__ = ["DEFAULT_REPS", "ReportData", "ReportFiles", "account_seeds", "analyze", "gather", "leaderboard",
@@ -212,6 +214,27 @@ def write_report(
             (scored as the worst value; see :mod:`benchlab.stats.accounting`).
     """
 
+    pool = None
+    if plots:
+        import pandas  # noqa: F401 - reading needs it: imported before the workers fork, they share it
+
+        from benchlab.report.plots import start_workers
+
+        # Started before the results are read: the workers import matplotlib meanwhile.
+        pool = start_workers(workers)
+    try:
+        # The figures' function (plots.draw) shuts the workers down once they are drawn.
+        return _write_report(results, out, pool, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed,
+                             workers=workers, failed_as=failed_as)
+    except BaseException:
+        if pool is not None:  # not waited for: they die with this process at the latest (plots._die_with)
+            pool.shutdown(wait=False, cancel_futures=True)
+        raise
+
+
+def _write_report(results: Results | Path | str | None, out: Path | str | None, pool: ProcessPoolExecutor | None,
+                  *, plots: bool, html: bool, seeds: bool, reps: int, seed: int, workers: int | None,
+                  failed_as: str) -> ReportFiles:
     table = results if isinstance(results, Results) else read(results)
     if out is not None:
         out_dir = Path(out)
@@ -234,7 +257,7 @@ def write_report(
         staging = staging_dir(out_dir)
         pending = draw(
             table.curves, staging, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
-            ranges=data.ranges,
+            ranges=data.ranges, pool=pool,
         )
     # The figures draw in worker processes meanwhile.
     analyze(data, reps=reps, seed=seed)

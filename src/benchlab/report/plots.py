@@ -39,6 +39,8 @@ from benchlab.report.style import (
 )
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     import pandas as pd
 
     from benchlab.results import BenchmarkInfo, CurvesView
@@ -171,8 +173,14 @@ def plot_scores(
     )
     configs = config_order(info, set(prim["config"]))
     n = prim["n"].to_numpy(dtype=float)
+    from matplotlib.colors import to_rgba
+
     position = {c: len(configs) - 1 - i for i, c in enumerate(configs)}
     colour = {c: style(i)["color"] for i, c in enumerate(configs)}
+    # The seeds' colours as one RGBA array (by config): a list of 10,000 colour names is
+    # parsed name by name.
+    rgba = np.array([to_rgba(colour[c]) for c in configs])
+    index = {c: i for i, c in enumerate(configs)}
     longest = max(len(config_label(c, info)) for c in configs)
     fig, axes = grid_figure(
         len(tasks),
@@ -196,7 +204,7 @@ def plot_scores(
             py = pts["config"].map(position).to_numpy(dtype=float)
             py += rng.uniform(-0.18, 0.18, py.shape[0])
             ax.scatter(pts["value"].to_numpy(dtype=float), py, s=12, marker="o",
-                       facecolors="none", edgecolors=pts["config"].map(colour).tolist(),
+                       facecolors="none", edgecolors=rgba[pts["config"].map(index).to_numpy(dtype=int)],
                        linewidths=0.8, alpha=0.8, zorder=2)
         y = sub["config"].map(position).to_numpy()
         mean = sub["mean"].to_numpy(dtype=float)
@@ -230,7 +238,9 @@ def plot_scores(
         ax.set_yticks(range(len(configs)))
         ax.set_yticklabels(labels)
         ax.set_ylim(-0.6, len(configs) - 0.4)
-        ax.set_title(task)
+        # At the top, as matplotlib would place it (no tick labels there, none above the axis
+        # on its left), without measuring every tick label of the panel to find that out.
+        ax.set_title(task, y=1.0)
         ax.set_xlabel(f"{info.primary} (seeds, mean, 95% CI)")
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle(
@@ -377,6 +387,44 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
+def _start_worker(parent: int) -> None:
+    """A figure worker's start: die with the report's process, and import matplotlib now, while
+    the report's process still reads the results (the import is a good part of a figure's cost)."""
+    _die_with(parent)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.collections  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+
+#: How many figures :func:`draw` draws at most (the jobs it hands out).
+FIGURES = 5
+
+
+def start_workers(workers: int | None = None) -> ProcessPoolExecutor | None:
+    """Fork the processes that will draw the figures (:func:`draw`'s ``pool``), before the
+    results are read, so that they import matplotlib meanwhile; None where figures are drawn
+    in this process (``workers=0``, one core, or not Linux). Shut it down (``shutdown()``) if
+    it is not handed to :func:`draw`."""
+    n = _default_workers(FIGURES) if workers is None else workers
+    if n <= 0:
+        return None
+    import multiprocessing
+    import warnings
+    from concurrent.futures import ProcessPoolExecutor
+
+    with warnings.catch_warnings():
+        # Python 3.12+ warns when forking a process that has threads (here: idle BLAS
+        # threads); the workers only draw with matplotlib and touch no lock those hold.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_start_worker, initargs=(os.getpid(),))
+        pool.submit(int)  # with fork, every worker starts at the first task
+    return pool
+
+
 def _default_workers(jobs: int) -> int:
     """One worker per core (at most one per figure): the calling process computes the
     statistics meanwhile, but that is the shorter part, after which it only waits."""
@@ -397,6 +445,7 @@ def draw(
     seed: int = 0,
     workers: int | None = None,
     ranges: dict[str, tuple[float, float]] | None = None,
+    pool: ProcessPoolExecutor | None = None,
 ) -> Callable[[], list[Plot]]:
     """Start drawing every figure into ``folder``; call the returned function for the list.
 
@@ -404,7 +453,8 @@ def draw(
     processes, leaving the calling process free to compute the statistics
     meanwhile; ``workers=0`` draws them here, before returning. Forking, unlike
     spawning, never re-imports the caller's ``__main__`` (a script without a
-    ``__name__`` guard, a notebook, stdin all work).
+    ``__name__`` guard, a notebook, stdin all work). ``pool`` is workers started
+    ahead (:func:`start_workers`); the returned function shuts it down.
     """
     jobs: list[tuple[Callable[..., list[Plot]], tuple[Any, ...]]] = [
         (_curve_plots, (curves, info, folder, seeds, ranges)),
@@ -417,24 +467,15 @@ def draw(
     def serial() -> list[Plot]:
         return [p for fn, args in jobs for p in fn(*args)]
 
-    n = _default_workers(len(jobs)) if workers is None else workers
-    if n <= 0:
-        done = serial()
-        return lambda: done
-    import multiprocessing
-    import warnings
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
     # Forked before scipy.stats is imported (the caller's statistics import it next): the
     # workers need only scipy.special, and the import overlaps with their drawing.
-    with warnings.catch_warnings():
-        # Python 3.12+ warns when forking a process that has threads (here: idle BLAS
-        # threads); the workers only draw with matplotlib and touch no lock those hold.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_die_with, initargs=(os.getpid(),))
-        futures = [pool.submit(fn, *args) for fn, args in jobs]
+    pool = pool if pool is not None else start_workers(workers)
+    if pool is None:
+        done = serial()
+        return lambda: done
+    from concurrent.futures.process import BrokenProcessPool
+
+    futures = [pool.submit(fn, *args) for fn, args in jobs]
 
     def collect() -> list[Plot]:
         try:

@@ -175,10 +175,11 @@ def plot_profile(
         fig, axes = grid_figure(len(names), width=3.6, height=2.6)
     for k, cfg in enumerate(names):
         ax = axes[0] if shared else axes[k]
-        if not shared:  # the others, for reference
-            for other in names:
-                if other != cfg:
-                    ax.plot(taus, curves[other][0], lw=0.8, color="0.75")
+        if not shared:  # the others, for reference: one collection, not a line artist each
+            from matplotlib.collections import LineCollection
+
+            others = [np.column_stack([taus, curves[other][0]]) for other in names if other != cfg]
+            ax.add_collection(LineCollection(others, linewidths=0.8, colors="0.75", zorder=2))
         point, lo, hi = curves[cfg]
         st = style(k)
         if banded:
@@ -187,7 +188,9 @@ def plot_profile(
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
         if not shared:
-            ax.set_title(config_label(cfg, info), fontsize="medium")
+            # y given: placed where matplotlib's own search would put it (nothing above the
+            # axes), without measuring every tick label of the panel to find that out.
+            ax.set_title(config_label(cfg, info), fontsize="medium", y=1.0)
             ax.set_xlabel("normalised score τ", fontsize="small")
             ax.set_ylabel("runs > τ", fontsize="small")
     if shared:

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442"]
 LINESTYLES = ["-", "--", ":", "-."]
 DPI = 100
+#: zlib level of the PNG files: 3 writes them in half the time of the default 6, and on these
+#: figures (flat colours, lines, text) about as small (the scores figure of 10,000 runs: 0.90 MB
+#: at 3, 1.09 MB at 6).
+PNG_COMPRESSION = 3
 
 
 @dataclass
@@ -108,7 +112,7 @@ def save(
             bbox_to_anchor=(0.5, 0.1 / fig.get_figheight()),
         )
     folder.mkdir(parents=True, exist_ok=True)
-    fig.savefig(folder / name, dpi=DPI)
+    fig.savefig(folder / name, dpi=DPI, pil_kwargs={"compress_level": PNG_COMPRESSION})
     return f"plots/{name}"
 
 
