@@ -223,8 +223,8 @@ def _stderr_ci(
     """``(se, low, high, label)`` from the evaluation's own standard error of a one-seed result.
 
     The standard error is found by name (:func:`stderr_names`), so an lm-eval run read
-    with ``from: {lm_eval: .}`` needs no declaration; the interval is the normal 95%
-    interval ``value ± 1.96·se``, cut at the metric's range.
+    with ``from: {lm_eval: .}`` needs no declaration; the interval is
+    :func:`benchlab.stats.describe.normal_interval` (``value ± 1.96·se``), cut at the metric's range.
     """
     rows = finals[(finals["task"] == task) & (finals["config"] == config)]
     val_rows = rows.loc[rows["metric"] == metric, "value"].dropna()
@@ -237,9 +237,10 @@ def _stderr_ci(
     else:
         return None
     from benchlab.stats.accounting import bound_interval
+    from benchlab.stats.describe import normal_interval
 
     se, value = float(se_rows.iloc[0]), float(val_rows.iloc[0])
-    low, high = bound_interval(value - 1.959964 * se, value + 1.959964 * se, bounds)
+    low, high = bound_interval(*normal_interval(value, se), bounds)
     return se, float(low), float(high), label  # type: ignore[arg-type]
 
 
