@@ -11,14 +11,17 @@ is its mean over seeds of the primary metric, unrounded. With target ``T``:
 The close band is open at its far end and empty for ``T = 0``.
 
 A task without a target gets no status. Every config cell carries its own
-status, and the last column gives the best config (best mean) and its status,
-which is the task's status.
+status, and the last column gives the best config and its status, which is the
+task's status. The best config and its ties are :mod:`benchlab.stats`' ranks (the
+report's summary names the same winner): the config ranked first by mean (of
+equal means, the first in the spec's order), "tied with" every other config
+ranked first, its 95% interval overlapping the best one's or its mean equal.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from benchlab.report.tables import fmt, mean_pm
@@ -48,13 +51,15 @@ def status(score: float | None, target: float | None, goal: str = "max") -> Stat
 
 @dataclass
 class TaskRow:
-    """A task's row: ``cells[config] = (mean, std, status)``; ``best`` is the best mean's config."""
+    """A task's row: ``cells[config] = (mean, std, status)``; ``best`` is the config ranked first
+    by mean, ``tied`` the other configs ranked first (its CI overlaps theirs, or equal means)."""
 
     task: str
     target: float | None
     cells: dict[str, tuple[float, float, Status | None]]
     best: str | None
     status: Status | None
+    tied: list[str] = field(default_factory=list)
 
 
 def leaderboard_rows(
@@ -66,25 +71,38 @@ def leaderboard_rows(
 ) -> list[TaskRow]:
     """One row per task, in the order of ``tasks``.
 
-    ``desc`` is :func:`benchlab.report.tables.describe` restricted to the primary metric.
+    ``desc`` is :func:`benchlab.report.tables.describe` restricted to the primary metric: its
+    ``rank`` and ``mean_rank`` (``stats``' ranks) pick the best config and its ties.
     """
     rows: list[TaskRow] = []
     for task in tasks:
         sub = desc[desc["task"] == task].set_index("config")
         target = targets.get(task)
         cells: dict[str, tuple[float, float, Status | None]] = {}
+        first: list[str] = []  # ranked first by mean
+        tied: list[str] = []  # ranked first through an overlapping interval
         for cfg in configs:
             if cfg in sub.index:
                 mean, std = float(sub.at[cfg, "mean"]), float(sub.at[cfg, "std"])
                 std = std if sub.at[cfg, "n"] > 1 else float("nan")  # one seed: no spread
                 cells[cfg] = (mean, std, status(mean, target, goal))
-        best = None
-        if cells:
-            pick = min if goal == "min" else max
-            finite = {c: v for c, v in cells.items() if math.isfinite(v[0])}
-            best = pick(finite, key=lambda c: finite[c][0]) if finite else None
-        rows.append(TaskRow(task, target, cells, best, cells[best][2] if best else None))
+                if _is_one(sub.at[cfg, "mean_rank"]):
+                    first.append(cfg)
+                elif _is_one(sub.at[cfg, "rank"]):
+                    tied.append(cfg)
+        best = first[0] if first else None
+        # Equal means are ties too: the first in the spec's order is named best.
+        tied = [c for c in configs if c in first[1:] or c in tied]
+        rows.append(TaskRow(task, target, cells, best, cells[best][2] if best else None, tied))
     return rows
+
+
+def _is_one(rank: object) -> bool:
+    """A rank of ``describe_groups`` (pandas' nullable Int64: NA where the mean is undefined) is 1."""
+    try:
+        return bool(rank == 1)
+    except TypeError:  # pandas' NA refuses to be a bool
+        return False
 
 
 def render_leaderboard(
@@ -111,13 +129,19 @@ def render_leaderboard(
     seeds = seeds or {}
     direction = "higher" if goal == "max" else "lower"
     how = "excluded" if failed_as == "exclude" else "scored as the worst value"
+
+    def lost(task: str, cfg: str) -> str:
+        count = seeds.get((task, cfg))
+        return f" ({count.label} seeds)" if count is not None and count.lost else ""
+
     lines = [
         f"# Benchmarks: {name}",
         "",
         f"Score: mean ± std over seeds of **{primary}** ({direction} is better). "
         "Status: ✅ solved (reaches the target), ⚠️ close "
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
-        + "❌ failed; the last column is the best config's status. "
+        + "❌ failed; the last column is the best config's status, and names the configs tied "
+        "with it (95% intervals overlapping, not distinguishable from it). "
         f"Where a config lost seeds the cell says how many completed of those planned "
         f"(failed seeds {how}, `--failed-as {failed_as}`), and every other score is over all "
         "its planned seeds; ✗ marks a config with no completed seed.",
@@ -137,14 +161,11 @@ def render_leaderboard(
             text = mean_pm(mean, std)
             if st:
                 text += f" {ICONS[st]}"
-            if count is not None and count.lost:
-                text += f" ({count.label} seeds)"
-            cells.append(text)
-        best = row.best or "—"
-        lost = seeds.get((row.task, row.best)) if row.best else None
-        if lost is not None and lost.lost:
-            best += f" ({lost.label} seeds)"
+            cells.append(text + lost(row.task, cfg))
+        best = (row.best + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
+        if row.tied:
+            best_text += "; tied with " + ", ".join(c + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {row.task} | {target} | " + " | ".join(cells) + f" | {best_text} |")
     if run_links:
