@@ -73,21 +73,25 @@ def test_benchmarks_md_for_a_metric_to_minimise(tmp_path: Path):
     assert header == ["task", "target", "x", "y", "z", "best"]
     # std of [0.9, 1.0] = 0.0707..., of [1.2, 1.2] = 0, of [1.3, 1.4] = 0.0707...; the std
     # to 2 significant digits (0.071: 3 decimals) and the mean to the same decimals.
+    # Each score links to its median seed's run folder (this world's run ids are
+    # task-config-seed); of two seeds, the worse for the goal: the higher loss, seed 1 for
+    # x (1.0) and z (1.4); y's seeds are equal, and the first is taken.
     # Ties, from the Student-t intervals: x is best (0.95) with 0.95 ± t(0.975, 1)·0.05 =
     # 0.95 ± 12.706·0.05 = [0.315, 1.585], which holds y's point interval [1.2, 1.2] and
     # overlaps z's [0.715, 1.985]: both are tied with x.
     assert _row(text, "m1") == [
         "m1",
         "1",
-        "0.950 ± 0.071 ✅",
-        "1.2 ± 0 ⚠️",
-        "1.350 ± 0.071 ❌",
+        "[0.950 ± 0.071](../res/runs/m1-x-1/) ✅",
+        "[1.2 ± 0](../res/runs/m1-y-0/) ⚠️",
+        "[1.350 ± 0.071](../res/runs/m1-z-1/) ❌",
         "x ✅ solved; tied with y, z",
     ]
     # No target: scores only, the best config named without a status (std 1.41: 1 decimal).
     # z (1, 1) is best with a point interval [1, 1]; x's 4 ± 12.706·1 = [-8.7, 16.7] holds it
     # (tied), y's [2, 2] does not.
-    assert _row(text, "m2") == ["m2", "—", "4.0 ± 1.4", "2 ± 0", "1 ± 0", "z; tied with x"]
+    assert _row(text, "m2") == ["m2", "—", "[4.0 ± 1.4](../res/runs/m2-x-1/)", "[2 ± 0](../res/runs/m2-y-0/)",
+                                "[1 ± 0](../res/runs/m2-z-0/)", "z; tied with x"]
 
 
 def test_best_config_is_the_one_stats_ranks_first_and_its_ties_are_named(tmp_path: Path):

@@ -16,6 +16,11 @@ task's status. The best config and its ties are :mod:`benchlab.stats`' ranks (th
 report's summary names the same winner): the config ranked first by mean (of
 equal means, the first in the spec's order), "tied with" every other config
 ranked first, its 95% interval overlapping the best one's or its mean equal.
+
+Each score links to the run folder of its median seed
+(:func:`benchlab.stats.describe.median_member`): a relative link, which
+``benchlab export`` rewrites to the target's URL. The Runs list under the table
+links every seed's run folder.
 """
 
 from __future__ import annotations
@@ -117,16 +122,19 @@ def render_leaderboard(
     failed_as: str = "exclude",
     settings: dict[str, str] | None = None,
     run_links: dict[tuple[str, str], list[tuple[int, str]]] | None = None,
+    score_links: dict[tuple[str, str], str] | None = None,
 ) -> str:
     """The text of BENCHMARKS.md.
 
     ``seeds`` (completed/planned per (task, config)) marks every cell whose config lost
     seeds, and a config with no completed seed gets a "failed" cell instead of a blank.
     ``settings`` is each task's Settings line; ``run_links`` the run folder (a relative link)
-    of each seed of a (task, config), linked after its score.
+    of each seed of a (task, config), listed under the table; ``score_links`` the run folder
+    each score links to (its median seed's).
     """
     rows = leaderboard_rows(desc, tasks, configs, targets, goal)
     seeds = seeds or {}
+    score_links = score_links or {}
     direction = "higher" if goal == "max" else "lower"
     how = "excluded" if failed_as == "exclude" else "scored as the worst value"
 
@@ -137,7 +145,8 @@ def render_leaderboard(
     lines = [
         f"# Benchmarks: {name}",
         "",
-        f"Score: mean ± std over seeds of **{primary}** ({direction} is better). "
+        f"Score: mean ± std over seeds of **{primary}** ({direction} is better)"
+        + (", linked to the run folder of its median seed" if score_links else "") + ". "
         "Status: ✅ solved (reaches the target), ⚠️ close "
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
         + "❌ failed; the last column is the best config's status, and names the configs tied "
@@ -159,6 +168,9 @@ def render_leaderboard(
                 continue
             mean, std, st = cell
             text = mean_pm(mean, std)
+            href = score_links.get((row.task, cfg))
+            if href:
+                text = f"[{text}]({href})"
             if st:
                 text += f" {ICONS[st]}"
             cells.append(text + lost(row.task, cfg))
@@ -169,7 +181,7 @@ def render_leaderboard(
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {row.task} | {target} | " + " | ".join(cells) + f" | {best_text} |")
     if run_links:
-        # Below the table, not in its cells: a cell stays the score a reader compares at a glance.
+        # The table links one seed per score; this list gives every seed's run folder.
         lines += ["", "## Runs", "", "Each score and the run folders of its seeds."]
         lines.append("")
         for row in rows:
@@ -178,7 +190,8 @@ def render_leaderboard(
                 cell = row.cells.get(cfg)
                 if links and cell is not None:
                     seeds_text = " ".join(f"[{seed}]({href})" for seed, href in links)
-                    lines.append(f"- {row.task} / {cfg}: [{mean_pm(cell[0], cell[1])}]({links[0][1]}) — "
+                    href = score_links.get((row.task, cfg), links[0][1])
+                    lines.append(f"- {row.task} / {cfg}: [{mean_pm(cell[0], cell[1])}]({href}) — "
                                  f"seeds {seeds_text}")
     if settings and any(settings.get(t) for t in tasks):
         lines += ["", "## Settings", ""]

@@ -73,6 +73,29 @@ def normal_interval(value: float, se: float, confidence: float = 0.95) -> tuple[
     return float(value - half), float(value + half)
 
 
+def median_member(values: Sequence[float], goal: Goal = "max") -> int | None:
+    """The index of the sample's median member: the seed whose run stands for the sample.
+
+    Args:
+        values: shape ``(n,)``, one value per member (seed); NaN and infinite ones are skipped.
+        goal: ``"max"`` or ``"min"``; of an even count, the worse of the two middle members
+            for the goal is taken (never the flattering one).
+
+    Returns:
+        An index into ``values`` (equal values keep their order there, so the choice is
+        deterministic); None when no value is finite.
+    """
+    if goal not in ("max", "min"):
+        raise ValueError(f"goal must be 'max' or 'min', got {goal!r}")
+    x = np.asarray(values, dtype=float)
+    finite = np.flatnonzero(np.isfinite(x))
+    if finite.size == 0:
+        return None
+    # Worst first: ascending for max, descending for min; stable, so equal values keep their order.
+    order = finite[np.argsort(x[finite] if goal == "max" else -x[finite], kind="stable")]
+    return int(order[(finite.size - 1) // 2])
+
+
 def is_high_variance(std: float, mean: float, threshold: float = 0.01) -> bool:
     """``std > threshold · |mean|`` (a non-zero std around a zero mean is high variance)."""
     return bool(std > threshold * abs(mean))
@@ -243,5 +266,5 @@ def describe_groups(
     return out
 
 
-__all__ = ["Description", "Goal", "describe", "describe_groups", "is_high_variance", "normal_interval",
-           "rank", "t_interval"]
+__all__ = ["Description", "Goal", "describe", "describe_groups", "is_high_variance", "median_member",
+           "normal_interval", "rank", "t_interval"]
