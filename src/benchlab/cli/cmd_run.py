@@ -147,7 +147,8 @@ def run(
                                  help="With --until-decided: differences within ±MARGIN (metric units) count "
                                       "as equivalent, which also stops a pair [default: no equivalence]."),
     alpha: float = typer.Option(0.05, "--alpha", min=1e-6, max=0.5,
-                                help="With --until-decided: the error rate of each pair's decision."),
+                                help="With --until-decided: the familywise error rate, over every (task, "
+                                     "config) pair's decision (each pair gets α / pairs)."),
     spending: str = typer.Option("obrien-fleming", "--spending", metavar="obrien-fleming|pocock",
                                  help="With --until-decided: how α is spent over the looks."),
     as_json: bool = typer.Option(False, "--json", help="With --until-decided: print each pair's seeds "
@@ -305,8 +306,9 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
     options = backend_options(backend, jobs, ray_address, shared_fs, slurm)
     looks = ", ".join(map(str, design.sizes))
     out.print(f"results: {escape(str(folder))}", highlight=False)
-    out.print(f"until decided: looks at {looks} seeds, {design.spending} α-spending, α = {design.alpha:g} per "
-              f"comparison with {escape(str(spec.baseline))}"
+    out.print(f"until decided: looks at {looks} seeds, {design.spending} α-spending, α = {design.alpha:g} over "
+              f"the {design.pairs} comparison(s) with {escape(str(spec.baseline))} "
+              f"(Bonferroni: {design.pair_alpha:.3g} each)"
               + (f", equivalence margin ±{design.margin:g}" if design.margin is not None else ""), highlight=False)
     state = None
     if (folder / DB_NAME).exists():
