@@ -238,9 +238,21 @@ def run(
     from rich.markup import escape
 
     console.print(f"results: {escape(str(folder))}", highlight=False)
+    plan = None
+    if (folder / DB_NAME).exists() and not rerun_all:
+        from benchlab.execute import sequential as seqrun
+
+        with Store.open(folder) as store:
+            kept = seqrun.kept_runs(store, spec)
+        if kept:
+            # Seeds an earlier --until-decided run added stay in the results and in every claim.
+            plan = [*expand(spec), *kept]
+            console.print(f"keeping the {len(kept)} finished runs that `run --until-decided` added beyond the "
+                          "spec's seeds: they stay in the results and the report (`benchlab status` shows "
+                          "each pair's seeds and why it stopped)", highlight=False)
     sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all, backend=backend,
                   on_event=display.on_event, max_failures=max_failures, gpus=gpus,
-                  backend_options=options, allow_changed=allow_changed)
+                  backend_options=options, allow_changed=allow_changed, runs=plan)
     result = _sweep_with_signals(sweep, display)
     display.summary(result)
     if report and result.completed + result.skipped > 0 and not result.stopped:

@@ -214,6 +214,26 @@ def read_state(store: Store, spec: Spec, design: Design, runs: list[Run]) -> Seq
     return replay(spec, design, runs, store.statuses(), values)
 
 
+def kept_runs(store: Store, spec: Spec) -> list[Run]:
+    """The finished runs a ``--until-decided`` sweep added beyond ``spec``'s seeds, for a plain
+    ``benchlab run`` of the same spec to keep in its plan.
+
+    Without them the plain run's plan (the spec's seeds only) would take the extra seeds out of
+    the results table, and every number and verdict built on them would silently change. Kept:
+    runs of the plan on record whose seed is past the spec's, defined as the spec defines that
+    (task, config, seed) now (same run id), and finished (completed or failed, so failures stay
+    counted); none when the ledger holds no sequential design.
+    """
+    if not store.meta().get("sequential"):
+        return []
+    own = set(spec.seed_list)
+    planned = {r.run_id: r for r in store.runs() if r.seed not in own and r.status in (COMPLETED, FAILED)}
+    if not planned:
+        return []
+    seeds = sorted({r.seed for r in planned.values()})
+    return [r for r in expand(spec.model_copy(update={"seeds": seeds})) if r.run_id in planned]
+
+
 def plan_runs(spec: Spec, design: Design, runs: list[Run], state: SequentialState | None) -> list[Run]:
     """The runs of the next batch's sweep: the spec's seeds everywhere (before any look: ``state``
     None), then each (task, config) up to the seeds it needs."""
@@ -225,4 +245,4 @@ def plan_runs(spec: Spec, design: Design, runs: list[Run], state: SequentialStat
 
 
 __all__ = ["BETTER", "DEGENERATE", "EQUIVALENT", "MAX_SEEDS", "NO_DATA", "OPEN", "WORSE", "Design", "PairState",
-           "SequentialState", "all_runs", "make_design", "plan_runs", "read_state", "replay"]
+           "SequentialState", "all_runs", "kept_runs", "make_design", "plan_runs", "read_state", "replay"]
