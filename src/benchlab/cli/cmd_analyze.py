@@ -27,6 +27,21 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.stats.analysis import Analysis
+    from benchlab.stats.runvalues import RunValues
+
+
+def _read_final_values(path: Path) -> RunValues | None:
+    """A CSV of final values, one finite value per run, read without pandas (which takes half
+    of a quick ``analyze``'s time to import); None for any other table, left to :func:`_read_csv`."""
+    from benchlab.stats.runvalues import parse_final_values
+
+    if not path.is_file():
+        return None
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            return parse_final_values(f)
+    except (UnicodeDecodeError, ValueError):  # csv.Error is a ValueError; pandas names the problem
+        return None
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -219,13 +234,17 @@ RANGE_HELP = ("Values a metric can take, METRIC=LOW,HIGH (or LOW,HIGH for every 
               "its intervals are cut there. Repeatable.")
 
 
-def _ranges(values: list[str] | None, table: pd.DataFrame) -> dict[str, tuple[float, float]]:
+def _ranges(values: list[str] | None, table: pd.DataFrame | RunValues) -> dict[str, tuple[float, float]]:
     """``--range acc=0,1`` / ``--range 0,1`` into ``{metric: (low, high)}``."""
     from benchlab.errors import DataError
+    from benchlab.stats.runvalues import RunValues
 
     out: dict[str, tuple[float, float]] = {}
-    metrics = (list(dict.fromkeys(table["metric"].astype(str))) if "metric" in table.columns
-               else ["value"])
+    if isinstance(table, RunValues):
+        metrics = list(dict.fromkeys(table.metric))
+    else:
+        metrics = (list(dict.fromkeys(table["metric"].astype(str))) if "metric" in table.columns
+                   else ["value"])
     for text in values or []:
         name, _, bounds = text.rpartition("=")
         try:
@@ -307,7 +326,8 @@ def analyze(
         _analyze_pairs(table, pairs, metric=metric, goal=goal.value, summary=summary.value, alpha=alpha,
                        reps=reps, seed=seed, as_json=as_json, csv=csv)
         return
-    df = _read_csv(table)
+    final = _read_final_values(table) if summary == SummaryChoice.FINAL else None
+    df = final if final is not None else _read_csv(table)
     with _flags():
         report = run_analysis(
             df, failed_as=failed_as.value,

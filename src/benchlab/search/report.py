@@ -44,6 +44,36 @@ def write_search_report(study_folder: Path | str, out: Path | str | None = None)
     return SearchReportFiles(folder, md, plots)
 
 
+def html_sections(results: Path | str, out: Path | str, *, plots: bool = True) -> str:
+    """The Markdown of ``report.html``'s search sections: one per study kept under
+    ``<results>/search/`` ("" when there is none), each with its plots drawn into
+    ``<out>/plots/search-<name>/`` (``plots=False``: none).
+
+    The trials stay in their own sections, under their study's name: they never enter the
+    benchmark's tables, and BENCHMARK_REPORT.md does not carry these sections.
+    """
+    from benchlab.errors import MissingExtra, SearchError
+    from benchlab.results import SEARCH_DIR, search_folders
+
+    if not (Path(results) / SEARCH_DIR).is_dir():
+        return ""
+    parts = []
+    for folder in search_folders(results):
+        try:
+            summary = summarize_study(folder)
+        except (SearchError, MissingExtra) as exc:
+            # The benchmark's report stands without it; the page says why the section is empty.
+            parts.append(f"## Search: {folder.name}\n\nNot shown: {exc}\n")
+            continue
+        drawn: list[Path] = []
+        if plots:
+            where = Path(out) / "plots" / f"search-{folder.name}"
+            where.mkdir(parents=True, exist_ok=True)
+            drawn = [p.relative_to(out) for p in draw_search_plots(summary, where)]
+        parts.append(search_markdown(summary, drawn, title="## Search: "))
+    return "\n".join(parts)
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -56,10 +86,12 @@ def _params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_fmt(v)}" for k, v in params.items())
 
 
-def search_markdown(s: StudySummary, plots: list[Path]) -> str:
-    """The text of ``SEARCH_REPORT.md``."""
+def search_markdown(s: StudySummary, plots: list[Path], *, title: str = "# Search report: ") -> str:
+    """The text of ``SEARCH_REPORT.md``; with ``title="## Search: "`` the section of ``report.html``
+    (its own headings one level down)."""
     done = s.count("complete") + s.count("pruned")
-    lines = [f"# Search report: {s.study}", ""]
+    sub = "#" * (len(title) - len(title.lstrip("#")) + 1)  # the subsections' heading mark
+    lines = [f"{title}{s.study}", ""]
     lines.append(f"Search metric: **{s.metric}** ({s.goal}, {s.summary} of each run's curve, mean over a trial's "
                  f"runs). Sampler {s.sampler or '?'}, pruner {s.pruner or '?'}. "
                  f"{done} trials done of a budget of {s.budget if s.budget is not None else '?'} "
@@ -69,7 +101,7 @@ def search_markdown(s: StudySummary, plots: list[Path]) -> str:
               "(BENCHMARKS.md, BENCHMARK_REPORT.md, `benchlab.load`, `benchlab compare`)."]
     if s.allow_primary_reason:
         lines += ["", f"**Tuned on the benchmark's primary metric**, allowed because: {s.allow_primary_reason}"]
-    lines += ["", "## Best trial", ""]
+    lines += ["", f"{sub} Best trial", ""]
     if s.best is None:
         lines.append("No trial has completed yet.")
     else:
@@ -80,7 +112,7 @@ def search_markdown(s: StudySummary, plots: list[Path]) -> str:
         lines.append("")
         lines.append("Promote it into the benchmark with `benchlab search SPEC --promote NAME`, then "
                      "`benchlab run` the new spec: the config is then measured on the benchmark's seeds.")
-    lines += ["", "## Pruning", ""]
+    lines += ["", f"{sub} Pruning", ""]
     pruned = s.count("pruned")
     if s.pruner == "none":
         lines.append("Pruning was off (pruner: none).")
@@ -90,7 +122,7 @@ def search_markdown(s: StudySummary, plots: list[Path]) -> str:
         saved_s = f", about {s.saved_seconds:.1f} s of run time" if s.saved_seconds is not None else ""
         lines.append(f"{pruned} of {done} trials were pruned, saving {s.saved_steps:g} run-steps, "
                      f"{s.saved_step_share:.0%} of the steps the trials would have run without pruning{saved_s}.")
-    lines += ["", "## Parameter importances", ""]
+    lines += ["", f"{sub} Parameter importances", ""]
     if s.importances:
         lines += ["| param | importance |", "|---|---:|"]
         lines += [f"| {k} | {v:.3f} |" for k, v in s.importances.items()]
@@ -98,13 +130,17 @@ def search_markdown(s: StudySummary, plots: list[Path]) -> str:
     else:
         lines.append(f"Not computed: {s.importance_note}.")
     if plots:
-        lines += ["", "## Plots", ""]
+        lines += ["", f"{sub} Plots", ""]
         lines += [f"![{p.stem}]({p.as_posix()})" for p in plots]
-    lines += ["", "## Trials", "", "| trial | state | " + s.metric + " | params | runs | note |",
+    lines += ["", f"{sub} Trials", "", "| trial | state | " + s.metric + " | params | runs | note |",
               "|---:|---|---:|---|---:|---|"]
     for t in s.trials:
         note = t.reason or (f"asked again for trial {t.retry_of}" if t.retry_of is not None else "")
-        lines.append(f"| {t.number} | {_STATE_MARK.get(t.state, t.state)} | {_fmt(t.value)} | {_params(t.params)} | "
+        value = _fmt(t.value)
+        if t.state == "pruned" and t.intermediate:
+            # Optuna keeps a pruned trial's last reported value: a value mid-curve, not a final one.
+            value = f"{value} at step {max(t.intermediate)}"
+        lines.append(f"| {t.number} | {_STATE_MARK.get(t.state, t.state)} | {value} | {_params(t.params)} | "
                      f"{len(t.runs)} | {note.replace('|', '/')} |")
     lines.append("")
     return "\n".join(lines)

@@ -7,7 +7,8 @@ Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 :mod:`~benchlab.stats.curves` (learning curves), :mod:`~benchlab.stats.ranktests`
 (exact rank tests), :mod:`~benchlab.stats.tolerance` (what counts as zero),
 :mod:`~benchlab.stats.seeds`
-(how many seeds), :mod:`~benchlab.stats.table` (a whole long-format table) and
+(how many seeds), :mod:`~benchlab.stats.table` (a whole long-format table),
+:mod:`~benchlab.stats.runvalues` (one value per run, without pandas) and
 :mod:`~benchlab.stats.analysis` (its typed result).
 Definitions and defaults are in ``docs/statistics.md``.
 """

@@ -22,21 +22,25 @@ table. :func:`analyze_seeds` wraps :func:`benchlab.stats.analyze`:
   inside it too; cutting the interval there never removes the true mean, so its
   coverage is unchanged.
 
-Pure functions over DataFrames: no I/O.
+Pure functions over DataFrames (or, for a table of final values,
+:class:`~benchlab.stats.runvalues.RunValues`, without pandas): no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from benchlab.choices import FailedAsChoice
 from benchlab.errors import BadArgument
 from benchlab.stats.analysis import Analysis, ComparisonRow, ComparisonSeeds, RowSeeds, SummaryRow
+from benchlab.stats.runvalues import RunValues
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FailedAs = Literal["exclude", "worst"]
 FAILED_AS: tuple[str, ...] = tuple(m.value for m in FailedAsChoice)
@@ -110,7 +114,7 @@ def _goal(goal: str | Mapping[str, str], metric: str) -> str:
 
 
 def count_seeds(
-    table: pd.DataFrame,
+    table: pd.DataFrame | RunValues,
     planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
     failed_runs: Iterable[tuple[str, str, Any]] = (),
     metrics: Sequence[str] = (),
@@ -118,7 +122,8 @@ def count_seeds(
     """Count the seeds of every (task, config, metric).
 
     Args:
-        table: a long-format table checked by :func:`benchlab.stats.validate_table`.
+        table: a long-format table checked by :func:`benchlab.stats.validate_table`, or
+            final values one per run.
         planned: ``{(task, config): seeds}`` that were meant to run (a spec's runs). Without
             it, every config seen on a task is taken to plan every seed seen on that task.
         failed_runs: ``(task, config, seed)`` of runs that failed (the ledger's failures);
@@ -131,31 +136,30 @@ def count_seeds(
         when none of its values is finite.
     """
     failed_set = {(str(t), str(c), s) for t, c, s in failed_runs}
-    finite = np.isfinite(table["value"].to_numpy(dtype=float))
-    scalar = table["step"].isna().to_numpy()
-    frame = pd.DataFrame({
-        "task": table["task"].to_numpy(), "config": table["config"].to_numpy(),
-        "metric": table["metric"].to_numpy(), "seed": table["seed"].to_numpy(),
-        "finite": finite, "bad_final": scalar & ~finite,
-    })
-    runs = frame.groupby(["task", "config", "metric", "seed"], sort=False).agg(
-        any_finite=("finite", "any"), bad_final=("bad_final", "any"))
-    ok = runs["any_finite"] & ~runs["bad_final"]
+    done: dict[tuple[str, str, str], dict[Any, bool]] = {}
+    if isinstance(table, RunValues):  # final values, one per run: a run is ok when it is finite
+        columns = (table.task, table.config, table.metric, table.seed)
+        for task, config, metric, seed, good in zip(*columns, np.isfinite(table.value).tolist(),
+                                                    strict=True):
+            done.setdefault((task, config, metric), {})[seed] = good
+    else:
+        columns = (table["task"].tolist(), table["config"].tolist(), table["metric"].tolist(),
+                   table["seed"].tolist())
+        for (task, config, metric, seed), good in _runs_ok(table).items():
+            done.setdefault((task, config, metric), {})[seed] = bool(good)
+    tasks, configs_seen, metrics_seen, seeds_seen = columns
     metrics_of_task: dict[str, list[str]] = {}
-    for task, metric in dict.fromkeys(zip(frame["task"], frame["metric"], strict=True)):
+    for task, metric in dict.fromkeys(zip(tasks, metrics_seen, strict=True)):
         metrics_of_task.setdefault(task, []).append(metric)
     if planned is None:
         seeds_of_task: dict[str, list[Any]] = {}
-        for task, seed in dict.fromkeys(zip(frame["task"], frame["seed"], strict=True)):
+        for task, seed in dict.fromkeys(zip(tasks, seeds_seen, strict=True)):
             seeds_of_task.setdefault(task, []).append(seed)
         for t, _, s in failed_set:
             if s not in seeds_of_task.setdefault(t, []):
                 seeds_of_task[t].append(s)
-        configs = list(dict.fromkeys([*frame["config"], *(c for _, c, _ in failed_set)]))
+        configs = list(dict.fromkeys([*configs_seen, *(c for _, c, _ in failed_set)]))
         planned = {(t, c): seeds for t, seeds in seeds_of_task.items() for c in configs}
-    done: dict[tuple[str, str, str], dict[Any, bool]] = {}
-    for (task, config, metric, seed), good in ok.items():
-        done.setdefault((task, config, metric), {})[seed] = bool(good)
     out: dict[tuple[str, str, str], SeedCount] = {}
     for (task, config), seeds in planned.items():
         for metric in metrics_of_task.get(task) or metrics:
@@ -176,6 +180,24 @@ def count_seeds(
                 task, config, metric, len(seeds) + len(extra), completed, tuple(failed),
                 tuple(missing))
     return out
+
+
+def _runs_ok(table: pd.DataFrame) -> pd.Series:
+    """Per (task, config, metric, seed), in order of appearance: whether the run completed (a
+    finite value, and no NaN final value)."""
+    import pandas as pd
+
+    finite = np.isfinite(table["value"].to_numpy(dtype=float))
+    scalar = table["step"].isna().to_numpy()
+    frame = pd.DataFrame({
+        "task": table["task"].to_numpy(), "config": table["config"].to_numpy(),
+        "metric": table["metric"].to_numpy(), "seed": table["seed"].to_numpy(),
+        "finite": finite, "bad_final": scalar & ~finite,
+    })
+    runs = frame.groupby(["task", "config", "metric", "seed"], sort=False).agg(
+        any_finite=("finite", "any"), bad_final=("bad_final", "any"))
+    ok: pd.Series = runs["any_finite"] & ~runs["bad_final"]
+    return ok
 
 
 def _worst_values(
@@ -235,6 +257,8 @@ def account(
             acc.warnings.append(f"{task} {metric}: no finite value and no declared range, so "
                                 "there is no worst value to give the failed seeds; excluded")
         if rows:
+            import pandas as pd
+
             filler = pd.DataFrame(rows)
             for col in out.columns:
                 if col not in filler.columns:
@@ -242,13 +266,20 @@ def account(
             out = pd.concat([out, filler[out.columns]], ignore_index=True)
             if out["seed"].map(type).nunique() > 1:
                 out["seed"] = out["seed"].astype(str)
-    for c in counts.values():
+    acc.warnings += _loss_warnings(acc)
+    return out.reset_index(drop=True), acc
+
+
+def _loss_warnings(acc: Accounting) -> list[str]:
+    """One line per (task, config, metric) that lost seeds: which, and how they count."""
+    out = []
+    for c in acc.counts.values():
         if not c.lost:
             continue
         parts = []
         if c.failed:
-            if failed_as == "exclude" or (c.task, c.metric) not in acc.worst:
-                how = (f"excluded (--failed-as {failed_as}): the statistics cover only the "
+            if acc.failed_as == "exclude" or (c.task, c.metric) not in acc.worst:
+                how = (f"excluded (--failed-as {acc.failed_as}): the statistics cover only the "
                        f"{c.completed} that completed")
             else:
                 how = (f"scored as the worst value {acc.worst[(c.task, c.metric)]:.4g} "
@@ -257,8 +288,8 @@ def account(
         if c.missing:
             parts.append(f"{len(c.missing)} of {c.planned} seeds missing ({_seeds(c.missing)}), "
                          "not counted")
-        acc.warnings.append(f"{c.task}/{c.config} {c.metric}: " + "; ".join(parts))
-    return out.reset_index(drop=True), acc
+        out.append(f"{c.task}/{c.config} {c.metric}: " + "; ".join(parts))
+    return out
 
 
 def bound_interval(
@@ -273,7 +304,7 @@ def bound_interval(
 
 
 def analyze_seeds(
-    df: pd.DataFrame,
+    df: pd.DataFrame | RunValues,
     *,
     failed_as: str = "exclude",
     planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
@@ -303,18 +334,35 @@ def analyze_seeds(
     source = kwargs.get("source", "table")
     metric = kwargs.get("metric")
     failed_runs = list(failed_runs)
-    if len(df) == 0 and failed_runs:  # every run failed: nothing to validate, all to count
-        table = pd.DataFrame({"task": pd.Series(dtype=object), "config": pd.Series(dtype=object),
-                              "seed": pd.Series(dtype=np.int64), "metric": pd.Series(dtype=object),
-                              "step": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
-    else:
-        table = validate_table(df, source)
-    if metric is not None and metric in set(table["metric"]):
-        table = table[table["metric"] == metric]
     goal = kwargs.get("goal", "max")
     ranges = dict(ranges or {})
-    used, acc = account(table, failed_as, goal, planned, failed_runs, ranges,
-                        [metric] if metric else ())
+    used: pd.DataFrame | RunValues
+    if failed_as not in FAILED_AS:
+        raise BadArgument("failed_as", failed_as, FAILED_AS)
+    if isinstance(df, RunValues) and (failed_runs or kwargs.get("summary", "final") != "final"):
+        df = df.to_frame()
+    if isinstance(df, RunValues):
+        # Final values, one per run, read without pandas: nothing to validate, reduce or fill in.
+        used = df if metric is None or metric not in set(df.metric) else df.where(
+            m == metric for m in df.metric)
+        acc = Accounting(failed_as, count_seeds(used, planned, (), [metric] if metric else ()))
+        if any(c.failed for c in acc.counts.values()):  # NaN values: the full accounting below
+            df = df.to_frame()
+        else:
+            acc.warnings = _loss_warnings(acc)
+    if not isinstance(df, RunValues):
+        if len(df) == 0 and failed_runs:  # every run failed: nothing to validate, all to count
+            import pandas as pd
+
+            table = pd.DataFrame({"task": pd.Series(dtype=object), "config": pd.Series(dtype=object),
+                                  "seed": pd.Series(dtype=np.int64), "metric": pd.Series(dtype=object),
+                                  "step": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
+        else:
+            table = validate_table(df, source)
+        if metric is not None and metric in set(table["metric"]):
+            table = table[table["metric"] == metric]
+        used, acc = account(table, failed_as, goal, planned, failed_runs, ranges,
+                            [metric] if metric else ())
     result = Analysis() if used.empty else analyze(used, ranges=ranges, **kwargs)
     result.warnings = acc.warnings + result.warnings
     result.failed_as = failed_as

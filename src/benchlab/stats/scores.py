@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 
 from benchlab.choices import NormalizeChoice
 from benchlab.stats.aggregate import normalize as normalize_scores
 from benchlab.stats.describe import Goal
+from benchlab.stats.runvalues import RunValues
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Normalize = Literal["none", "observed"]
 NORMALIZATIONS: tuple[str, ...] = tuple(m.value for m in NormalizeChoice)
@@ -50,7 +53,7 @@ class ScoreMatrices:
 
 
 def score_matrices(
-    runs: pd.DataFrame,
+    runs: pd.DataFrame | RunValues,
     goal: Goal = "max",
     references: Mapping[str, tuple[float, float] | None] | None = None,
     configs: Sequence[str] | None = None,
@@ -60,7 +63,8 @@ def score_matrices(
 
     Args:
         runs: columns ``task, config, seed, value``, one row per run (e.g. one metric
-            of :func:`benchlab.stats.reduce_runs`). NaN and infinite values are ignored.
+            of :func:`benchlab.stats.reduce_runs`), as a DataFrame or
+            :class:`~benchlab.stats.runvalues.RunValues`. NaN and infinite values are ignored.
         goal: the metric's goal.
         references: ``{task: (low, high)}``, the scores mapped to 0 and 1. A task with a
             reference is always normalised by it.
@@ -78,15 +82,18 @@ def score_matrices(
     """
     if normalize not in NORMALIZATIONS:
         raise ValueError(f"normalize must be one of {', '.join(NORMALIZATIONS)}; got {normalize!r}")
-    runs = runs[np.isfinite(runs["value"].to_numpy(dtype=float))]
-    configs = list(configs) if configs is not None else list(dict.fromkeys(runs["config"]))
+    if not isinstance(runs, RunValues):
+        runs = RunValues.from_frame(runs)
+    runs = runs.where(np.isfinite(runs.value).tolist())
+    configs = list(configs) if configs is not None else list(dict.fromkeys(runs.config))
     warnings: list[str] = []
-    present = list(dict.fromkeys(runs["task"]))
-    # One pass per question over the table, not one boolean mask per task.
-    by_task = runs.groupby("task", sort=False)
-    configs_of = by_task["config"].agg(set)
-    stats = by_task["value"].agg(["min", "max"])
-    typical_abs = runs["value"].abs().groupby(runs["task"], sort=False).mean()
+    # One pass over the table, not one boolean mask per task.
+    by_task = runs.groups("task")
+    present = [t for (t,) in by_task]
+    configs_of = {t: {runs.config[i] for i in idx} for (t,), idx in by_task.items()}
+    low_of = {t: float(runs.value[idx].min()) for (t,), idx in by_task.items()}
+    high_of = {t: float(runs.value[idx].max()) for (t,), idx in by_task.items()}
+    typical_abs = {t: float(np.abs(runs.value[idx]).mean()) for (t,), idx in by_task.items()}
     wanted = set(configs)
     shared = [t for t in present if wanted <= configs_of[t]]
     if len(shared) < len(present):
@@ -108,7 +115,7 @@ def score_matrices(
             lo, hi = float(refs[t][0]), float(refs[t][1])
             source = "reference"
         elif normalize == "observed":
-            low_t, high_t = stats.at[t, "min"], stats.at[t, "max"]
+            low_t, high_t = low_of[t], high_of[t]
             worst, best = (low_t, high_t) if goal == "max" else (high_t, low_t)
             lo, hi = float(worst), float(best)
             source = "observed"
@@ -148,11 +155,11 @@ def score_matrices(
     lows, highs = np.array(low), np.array(high)
     scores: dict[str, np.ndarray] = {}
     if used:
-        ordered = runs.sort_values("seed", kind="stable")
-        values = ordered["value"].to_numpy(dtype=float)
-        groups = ordered.groupby(["config", "task"], sort=False).indices
+        groups = runs.groups("config", "task")
         for config in configs:
-            per_task = [values[groups[(config, t)]] for t in used]
+            # Rows sorted by seed (stable), so that row i of every config is the same seed.
+            per_task = [runs.value[sorted(groups[(config, t)], key=runs.seed.__getitem__)]
+                        for t in used]
             matrix = np.full((max(len(v) for v in per_task), len(used)), np.nan)
             for j, v in enumerate(per_task):
                 matrix[: len(v), j] = v

@@ -6,14 +6,16 @@ for ``benchlab variance`` and ``benchlab power``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from benchlab.errors import DataError
 from benchlab.stats.seeds import cv_of_mean, effect_from_pilot, seeds_for_power, smallest_n
 from benchlab.stats.table import reduce_runs, validate_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _pick_metric(table: pd.DataFrame, metric: str | None, source: str) -> str:

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from benchlab.choices import AlignChoice
 from benchlab.errors import BadArgument, DataError
@@ -38,7 +37,12 @@ from benchlab.stats.curves import SUMMARIES, Summary, summarize
 from benchlab.stats.curves import align as align_curves
 from benchlab.stats.describe import Goal, describe, rank
 from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
+from benchlab.stats.runvalues import RunValues
 from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
+
+if TYPE_CHECKING:
+    # Imported where a function needs it: a table of final values is analysed without pandas.
+    import pandas as pd
 
 DEFAULT_METRIC = "value"
 
@@ -68,6 +72,8 @@ def validate_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
             ``step`` holds something that is not a number, or ``seed`` something that
             is not an integer (the first offending row and value are named).
     """
+    import pandas as pd
+
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise DataError(
@@ -153,6 +159,8 @@ def reduce_runs(
     Returns:
         ``(runs, warnings)``.
     """
+    import pandas as pd
+
     if summary not in SUMMARIES:
         raise BadArgument("summary", summary, SUMMARIES)
     align = default_align(summary) if align is None else align
@@ -273,7 +281,7 @@ def _fill_studentized(
 
 
 def analyze(
-    df: pd.DataFrame,
+    df: pd.DataFrame | RunValues,
     baseline: str | None = None,
     candidates: Sequence[str] | None = None,
     metric: str | None = None,
@@ -294,7 +302,8 @@ def analyze(
     """Every statistic of a long-format table.
 
     Args:
-        df: long-format table (see :func:`validate_table`).
+        df: long-format table (see :func:`validate_table`), or final values already one per
+            run (:class:`~benchlab.stats.runvalues.RunValues`, read without pandas).
         baseline: config the others are compared with; no comparisons when ``None``.
         candidates: configs compared with the baseline (default: all others).
         metric: analyse only this metric; by default every metric, and the first
@@ -332,43 +341,41 @@ def analyze(
         raise BadArgument("method", method, METHODS)
     if normalize not in NORMALIZATIONS:
         raise BadArgument("normalize", normalize, NORMALIZATIONS)
-    table = validate_table(df, source)
-    warnings: list[str] = []
-    if metric is not None:
-        available = list(dict.fromkeys(table["metric"]))
-        if metric not in available:
-            raise DataError(
-                f"{source}: no metric {metric!r}; the table has {', '.join(available)}"
-            )
-        table = table[table["metric"] == metric]
-    configs = list(dict.fromkeys(table["config"]))
-    if baseline is not None and baseline not in configs:
-        raise DataError(
-            f"{source}: column 'config' has no baseline {baseline!r}; configs are "
-            f"{', '.join(configs)}"
-        )
-    if candidates is not None:
-        unknown = [c for c in candidates if c not in configs]
-        if unknown:
-            raise DataError(
-                f"{source}: column 'config' has no {', '.join(map(repr, unknown))}; configs are "
-                f"{', '.join(configs)}"
-            )
+    if isinstance(df, RunValues) and summary != "final":
+        df = df.to_frame()  # the summaries of curves go through reduce_runs' checks and warnings
     align = default_align(summary) if align is None else align
-    runs, notes = reduce_runs(table, summary, align=align)
-    warnings += notes
+    warnings: list[str] = []
+    if isinstance(df, RunValues):
+        # Final values, one per run: the table is its own reduction.
+        runs = _pick_metric(df, metric, source, list(dict.fromkeys(df.metric)))
+        configs = _check_configs(list(dict.fromkeys(runs.config)), baseline, candidates, source)
+        has_curves = False
+    else:
+        table = validate_table(df, source)
+        if metric is not None:
+            _pick_metric(None, metric, source, list(dict.fromkeys(table["metric"])))
+            table = table[table["metric"] == metric]
+        configs = _check_configs(list(dict.fromkeys(table["config"])), baseline, candidates, source)
+        reduced, notes = reduce_runs(table, summary, align=align)
+        warnings += notes
+        runs = RunValues.from_frame(reduced)
+        has_curves = bool(table["step"].notna().any())
     if runs.empty:
         raise DataError(f"{source}: no runs left to analyse with summary {summary!r}")
-    metrics = list(dict.fromkeys(runs["metric"]))
+    metrics = list(dict.fromkeys(runs.metric))
     batched = method == "studentized"
 
     summary_rows: list[SummaryRow] = []
     boot_cells: list[tuple[SummaryRow, np.ndarray]] = []
-    for (task, met), group in runs.groupby(["task", "metric"], sort=False):
+    for (task, met), idx in runs.groups("task", "metric").items():
         rows = []
-        for config, g in group.groupby("config", sort=False):
+        by_config: dict[str, list[int]] = {}
+        for i in idx:
+            by_config.setdefault(runs.config[i], []).append(i)
+        for config, rows_of in by_config.items():
+            values = runs.value[rows_of]
             d = describe(
-                g["value"].to_numpy(), confidence, 0 if batched else reps, method,
+                values, confidence, 0 if batched else reps, method,
                 variance_threshold, _seed(seed, "describe", task, config, met),
                 f"{task}/{config} {met}",
             )
@@ -382,8 +389,7 @@ def analyze(
                 high_variance=d.high_variance,
             ))
             if batched and d.n >= STUDENTIZED_MIN_N:
-                x = g["value"].to_numpy(dtype=float)
-                x = x[np.isfinite(x)]
+                x = values[np.isfinite(values)]
                 if d.std == 0.0:
                     rows[-1].boot_ci_low = rows[-1].boot_ci_high = d.mean
                 else:
@@ -406,8 +412,8 @@ def analyze(
     normalization = Normalization(method=None, metric=primary)
     if primary is not None:
         aggregates, normalization = _aggregate(
-            runs[runs["metric"] == primary], configs, _goal_of(goal, primary), references,
-            normalize, reps, seed, confidence, warnings, (ranges or {}).get(primary))
+            runs.where(m == primary for m in runs.metric), configs, _goal_of(goal, primary),
+            references, normalize, reps, seed, confidence, warnings, (ranges or {}).get(primary))
         normalization.metric = primary
     boot = method if method != "studentized" else "bootstrap-t (studentized)"
     methods = Methods(
@@ -421,7 +427,7 @@ def analyze(
         mannwhitney="rank sum, exact up to "
                     f"{MANNWHITNEY_EXACT_MAX} runs, else normal approximation with tie correction",
         summary=summary,
-        align=align if not runs.empty and table["step"].notna().any() else None,
+        align=align if has_curves else None,
         confidence=confidence,
         alpha=alpha,
         reps=reps,
@@ -430,8 +436,36 @@ def analyze(
                     warnings=warnings, methods=methods, normalization=normalization)
 
 
+def _pick_metric(runs: RunValues | None, metric: str | None, source: str,
+                 available: list[str]) -> RunValues:
+    """``runs`` of ``metric`` only (all of them when it is None); a DataError naming the metrics
+    there are when the table has no such metric."""
+    if metric is not None and metric not in available:
+        raise DataError(f"{source}: no metric {metric!r}; the table has {', '.join(available)}")
+    if runs is None:
+        return RunValues([], [], [], [], np.empty(0))
+    return runs if metric is None else runs.where(m == metric for m in runs.metric)
+
+
+def _check_configs(configs: list[str], baseline: str | None, candidates: Sequence[str] | None,
+                   source: str) -> list[str]:
+    if baseline is not None and baseline not in configs:
+        raise DataError(
+            f"{source}: column 'config' has no baseline {baseline!r}; configs are "
+            f"{', '.join(configs)}"
+        )
+    if candidates is not None:
+        unknown = [c for c in candidates if c not in configs]
+        if unknown:
+            raise DataError(
+                f"{source}: column 'config' has no {', '.join(map(repr, unknown))}; configs are "
+                f"{', '.join(configs)}"
+            )
+    return configs
+
+
 def _compare_all(
-    runs: pd.DataFrame,
+    runs: RunValues,
     baseline: str | None,
     candidates: Sequence[str] | None,
     configs: list[str],
@@ -449,12 +483,11 @@ def _compare_all(
     out: list[ComparisonRow] = []
     pvalues: list[float | None] = []
     boot_cells: list[tuple[ComparisonRow, np.ndarray]] = []
-    # {(task, metric, config): {seed: value}}, built in one pass (pandas masks per pair are slow).
-    values = runs["value"].to_numpy(dtype=float)
-    seeds = runs["seed"].to_numpy()
-    by_run = {key: dict(zip(seeds[idx].tolist(), values[idx].tolist(), strict=True))
-              for key, idx in runs.groupby(["task", "metric", "config"], sort=False).indices.items()}
-    for task, met in dict.fromkeys(zip(runs["task"], runs["metric"], strict=True)):
+    # {(task, metric, config): {seed: value}}, built in one pass (masks per pair are slow).
+    values = runs.value.tolist()
+    by_run = {key: {runs.seed[i]: values[i] for i in idx}
+              for key, idx in runs.groups("task", "metric", "config").items()}
+    for task, met in dict.fromkeys(zip(runs.task, runs.metric, strict=True)):
         base = by_run.get((task, met, baseline), {})
         if not base:
             warnings.append(f"{task} {met}: the baseline {baseline!r} has no runs; not compared")
@@ -520,7 +553,7 @@ def _compare_all(
 
 
 def _aggregate(
-    runs: pd.DataFrame,
+    runs: RunValues,
     configs: list[str],
     goal: Goal,
     references: Mapping[str, tuple[float, float]] | None,
@@ -544,7 +577,7 @@ def _aggregate(
     unit_range = score_range is not None and tuple(map(float, score_range)) == (0.0, 1.0)
     raw_max = matrices.method == "none" and goal == "max" and not unit_range
     if raw_max and matrices.scores:
-        metric = runs["metric"].iloc[0] if len(runs) else "the metric"
+        metric = runs.metric[0] if len(runs) else "the metric"
         warnings.append(f"aggregate: optimality_gap is null: it is the shortfall below a score of "
                         f"1, and {metric} has raw scores (no reference scores) without a declared "
                         "range [0, 1]; give the tasks reference scores, or the metric's range if "
