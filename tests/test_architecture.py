@@ -323,3 +323,37 @@ def test_the_runs_table_defaults_to_the_pending_status(tmp_path: Path):
         default = {row[1]: row[4] for row in store.conn.execute("PRAGMA table_info(runs)")}["status"]
     assert default == f"'{Status.PENDING.value}'"
 
+
+#: Modules that send both SIGTERM and SIGKILL outside execute/proctree.py, each with its reason.
+KILL_SEQUENCE_SPELT = {
+    "benchlab.execute.local": "its event loop never blocks on a grace period: it sends proctree's two "
+                              "signals at its own times, through proctree.signal_tree",
+    "benchlab.execute.ray": "the task and the worker's reaper are pickled by value to workers where "
+                            "benchlab may not be installed, so they cannot call proctree",
+}
+
+
+def _signals_sent(path: Path) -> set[str]:
+    """The names of SIGTERM and SIGKILL where a call passes them (a signal sent), leaving out
+    ``signal.signal`` (a handler installed) and ``prctl`` (a death signal asked for)."""
+    sent = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = ast.unparse(node.func)
+        if callee.endswith((".signal", ".prctl")) or callee == "signal":
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            name = arg.attr if isinstance(arg, ast.Attribute) else arg.id if isinstance(arg, ast.Name) else ""
+            if name in ("SIGTERM", "SIGKILL"):
+                sent.add(name)
+    return sent
+
+
+def test_the_term_grace_kill_sequence_is_written_only_in_proctree():
+    # One module ends processes (recovery, the Slurm node, gpus --reclaim): a fix to the
+    # sequence (a longer grace, a process that left its group) then reaches every caller.
+    both = sorted(name for name, path in MODULES.items() if name != "benchlab.execute.proctree"
+                  and _signals_sent(path) == {"SIGTERM", "SIGKILL"} and name not in KILL_SEQUENCE_SPELT)
+    assert both == []
+    assert all(_signals_sent(MODULES[name]) == {"SIGTERM", "SIGKILL"} for name in KILL_SEQUENCE_SPELT)
