@@ -316,6 +316,15 @@ def test_statuses_are_spelt_only_by_their_enums():
     assert used == set(STATUS_SPELT)  # an allowance nothing needs any more goes
 
 
+def test_templates_name_statuses_through_the_enum():
+    # The UI's templates get Status (and the states their counts show) from ui/app.py.
+    quoted = re.compile("(['\"])(" + "|".join(sorted(_status_values())) + ")\\1")
+    spelt = sorted(f"{path.relative_to(SRC.parent)}:{n} {m.group(0)}"
+                   for path in [*SRC.rglob("*.html"), *SRC.rglob("*.j2")]
+                   for n, line in enumerate(path.read_text().splitlines(), 1) for m in quoted.finditer(line))
+    assert spelt == []
+
+
 def test_the_runs_table_defaults_to_the_pending_status(tmp_path: Path):
     from benchlab.store import Status, Store
 
