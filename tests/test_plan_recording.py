@@ -138,3 +138,55 @@ def test_the_same_plan_again_is_not_written_and_a_changed_one_replaces_it(tmp_pa
     old_t1 = {r.run_id for r in runs if r.task == "t1"}
     assert len(old_t1) == 6 and not old_t1 & current
     assert current == {r.run_id for r in changed}
+
+
+ESCAPED = """
+name: escaped
+tasks: [{name: t0, params: {label: "\\u00fc \\"x\\""}}]
+configs: [{name: c0}, {name: c1, command: "printf '%s\\\\t\\"%s\\"' {seed} \\u00e9-{run_id}"}]
+seeds: [0, -2, 10]
+command: "echo \\"quoted\\" back\\\\slash tab\\t {seed} {seed}"
+metrics:
+  primary: {name: score}
+"""
+
+
+def test_ids_of_commands_that_json_escapes_are_the_hash_of_their_definition(tmp_path):
+    # The ids of a bare {seed} are made by replacing the seed's mark inside the command's JSON:
+    # quotes, backslashes, tabs and non-ASCII text around it must come out as json.dumps writes them.
+    spec = load_spec(_write(tmp_path, ESCAPED), [])
+    runs = expand(spec)
+    assert [(r.config, r.seed) for r in runs] == [("c0", 0), ("c1", 0), ("c0", -2), ("c1", -2), ("c0", 10),
+                                                  ("c1", 10)]
+    assert runs[2].command == 'echo "quoted" back\\slash tab\t -2 -2'
+    for r in runs:
+        assert r.run_id == run_id(spec.name, r.task, r.config, {"label": "ü \"x\""}, r.seed,
+                                  r.command.replace(r.run_id, "{run_id}"))
+    assert runs[1].command.endswith(f"é-{runs[1].run_id}")
+
+
+def test_a_sweep_keeps_its_plan_from_the_cycle_collector_and_gives_it_back_at_its_end(tmp_path):
+    import gc
+
+    spec = load_spec(_write(tmp_path, TWELVE), [])
+    during: list[int] = []
+
+    def note(event):
+        if event.kind == "start":
+            during.append(gc.get_freeze_count())
+
+    assert gc.get_freeze_count() == 0
+    Sweep(spec, tmp_path / "out", jobs=2, on_event=note).run()
+    assert during and min(during) > 12  # at least the twelve runs were in the permanent generation
+    assert gc.get_freeze_count() == 0
+    # Where something else froze objects before, the sweep leaves the collector alone: what was
+    # frozen stays in the permanent generation, out of the collector's generations.
+    kept = [object()]
+    gc.freeze()
+    try:
+        Sweep(spec, tmp_path / "again", jobs=2).run()
+        assert gc.get_freeze_count() > 0
+        assert not any(o is kept for o in gc.get_objects())
+    finally:
+        gc.unfreeze()
+    assert any(o is kept for o in gc.get_objects())

@@ -23,6 +23,7 @@ from benchlab.quoting import canonical, plain, shell_words, text_of
 from benchlab.spec import Config, Resources, Spec, Task
 
 ID_LENGTH = 12
+_ID_BYTES = ID_LENGTH // 2  # an id is the hex of the hash's first bytes
 RUN_DIR_PLACEHOLDER = "{run_dir}"
 # Stands for the run's id while the command is rendered: no value can hold a NUL byte.
 _RUN_ID_MARK = "\x00run_id\x00"
@@ -237,41 +238,88 @@ def _collector_paused() -> Iterator[None]:
 
 def _expand_pairs(spec: Spec, pairs: list[_Pair], workdir: str, retry_on: dict[str, int],
                   plain_env: bool) -> list[Run]:
-    seeds = [(seed, json.dumps(seed)) for seed in spec.seed_list]
-    runs: list[list[Run]] = []
-    for pair in pairs:
-        pair_runs = []
+    seeds = [(seed, str(seed)) for seed in spec.seed_list]
+    runs: list[Any] = [None] * (len(seeds) * len(pairs))
+    for i, pair in enumerate(pairs):
+        # Seed-major: the i-th seed of every pair, pair by pair, then the next seed.
+        runs[i::len(pairs)] = _RunMaker(spec, pair, workdir, retry_on, plain_env).runs(seeds)
+    return runs
+
+
+class _RunMaker:
+    """Makes the runs of one (task, config) from what they share.
+
+    Where ``{seed}`` is bare in the command (the usual case), the command and the JSON of the
+    id are made by replacing the seed's mark with its digits, never rendered or JSON-encoded per
+    run; a run is its pair's fields copied, with its own id, seed and command filled in."""
+
+    def __init__(self, spec: Spec, pair: _Pair, workdir: str, retry_on: dict[str, int], plain_env: bool):
         task, cfg = pair.task, pair.config
-        blob = _IdBlob(spec.name, task.name, cfg.name, pair.canonical)
-        proto = Run(run_id="", benchmark=spec.name, task=task.name, config=cfg.name, seed=0,
-                    params=pair.params, command="", env=dict(spec.env) if plain_env else {}, workdir=workdir,
-                    resources=cfg.resources or spec.resources, timeout=spec.timeout, retries=spec.retries,
-                    retry_on=retry_on).__dict__
-        same_command = pair.rendered is not None and _SEED_MARK not in pair.rendered
-        for seed, seed_json in seeds:
-            if pair.rendered is None:
-                command = _render(pair.template, {**pair.values, "seed": seed})
-            elif same_command:
-                command = pair.rendered
-            else:
-                command = pair.rendered.replace(_SEED_MARK, str(seed))
-            # The id hashes the command as it reads with '{run_id}' in it (as ids always have).
-            rid = blob.run_id(seed_json, command.replace(_RUN_ID_MARK, "{run_id}") if _RUN_ID_MARK in command
-                              else command)
-            run = object.__new__(Run)
-            # Run is frozen: its fields are filled in as __init__ would, without its per-field checks.
-            fields = run.__dict__
-            fields.update(proto)
+        self.pair = pair
+        self.blob = _IdBlob(spec.name, task.name, cfg.name, pair.canonical)
+        self.env = None if plain_env else spec.env
+        self.proto = Run(run_id="", benchmark=spec.name, task=task.name, config=cfg.name, seed=0,
+                         params=pair.params, command="", env=dict(spec.env) if plain_env else {},
+                         workdir=workdir, resources=cfg.resources or spec.resources, timeout=spec.timeout,
+                         retries=spec.retries, retry_on=retry_on).__dict__
+
+    def runs(self, seeds: list[tuple[int, str]]) -> list[Run]:
+        """The pair's run of each seed (with its JSON), in the order of ``seeds``."""
+        rendered = self.pair.rendered
+        if rendered is None:
+            return [self._rendered(seed) for seed, _ in seeds]
+        # The command as the id hashes it: with '{run_id}' in it (as ids always have).
+        id_command = rendered.replace(_RUN_ID_MARK, "{run_id}")
+        has_id = _RUN_ID_MARK in rendered
+        blob, proto, env = self.blob, self.proto, self.env
+        head, tail = blob.head(id_command), blob.tail
+        sha256 = hashlib.sha256
+        seeded = _SEED_MARK in rendered
+        if seeded:
+            # The JSON of the command with the seed's mark in it: a seed's digits need no escaping,
+            # so replacing the mark's JSON with them gives the JSON of the command with the seed.
+            command_json, mark_json = blob.dump(id_command), blob.dump(_SEED_MARK)[1:-1]
+        command = rendered
+        out = []
+        for seed, digits in seeds:
+            if seeded:
+                command = rendered.replace(_SEED_MARK, digits)
+                head = blob.head_json(command_json.replace(mark_json, digits))
+            rid = sha256((head + digits + tail).encode()).digest()[:_ID_BYTES].hex()
+            fields = proto.copy()
             fields["run_id"] = rid
             fields["seed"] = seed
-            fields["command"] = command.replace(_RUN_ID_MARK, rid)
-            if not plain_env:
-                fields["env"] = {k: _PLAIN.vformat(v, (), {**pair.values, "seed": seed, "run_id": rid})
-                                 if "{" in v else v for k, v in spec.env.items()}
-            pair_runs.append(run)
-        runs.append(pair_runs)
-    # Seed-major: the i-th seed of every pair, pair by pair, then the next seed.
-    return [run for seed_runs in zip(*runs, strict=True) for run in seed_runs] if runs else []
+            fields["command"] = command.replace(_RUN_ID_MARK, rid) if has_id else command
+            if env is not None:
+                fields["env"] = self._env(seed, rid)
+            run = _new_run(Run)
+            # Run is frozen: its fields are filled in as __init__ would, without its per-field checks.
+            _set_attr(run, "__dict__", fields)
+            out.append(run)
+        return out
+
+    def _rendered(self, seed: int) -> Run:
+        """The run of ``seed`` where the command is rendered for each seed (``{seed:03d}``, ...)."""
+        pair = self.pair
+        command = _render(pair.template, {**pair.values, "seed": seed})
+        rid = self.blob.run_id(json.dumps(seed), command.replace(_RUN_ID_MARK, "{run_id}"))
+        fields = self.proto.copy()
+        fields["run_id"] = rid
+        fields["seed"] = seed
+        fields["command"] = command.replace(_RUN_ID_MARK, rid)
+        if self.env is not None:
+            fields["env"] = self._env(seed, rid)
+        run = _new_run(Run)
+        _set_attr(run, "__dict__", fields)
+        return run
+
+    def _env(self, seed: int, rid: str) -> dict[str, str]:
+        assert self.env is not None
+        values = {**self.pair.values, "seed": seed, "run_id": rid}
+        return {k: _PLAIN.vformat(v, (), values) if "{" in v else v for k, v in self.env.items()}
+
+
+_new_run, _set_attr = object.__new__, object.__setattr__
 
 
 class _IdBlob:
@@ -280,18 +328,29 @@ class _IdBlob:
     ``json.dumps(..., sort_keys=True)`` writes, key by key in sorted order."""
 
     def __init__(self, benchmark: str, task: str, config: str, params: dict[str, Any]):
-        def dump(value: Any) -> str:
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-        self._head = '{"benchmark":' + dump(benchmark) + ',"command":'
-        self._middle = ',"config":' + dump(config) + ',"params":' + dump(params) + ',"seed":'
-        self._tail = ',"task":' + dump(task) + "}"
-        self._dump = dump
+        self._head = '{"benchmark":' + self.dump(benchmark) + ',"command":'
+        self._middle = ',"config":' + self.dump(config) + ',"params":' + self.dump(params) + ',"seed":'
+        self.tail = ',"task":' + self.dump(task) + "}"
         self._command: tuple[str, str] = ("", "")
+
+    @staticmethod
+    def dump(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+    def head(self, command: str) -> str:
+        """The JSON up to the seed, for ``command``."""
+        return self.head_json(self.dump(command))
+
+    def head_json(self, command_json: str) -> str:
+        """The JSON up to the seed, for a command already JSON-encoded."""
+        return self._head + command_json + self._middle
+
+    def hash(self, head: str, seed_json: str) -> str:
+        """The id of the run whose JSON is ``head`` (:meth:`head`) and then the seed's JSON."""
+        return hashlib.sha256((head + seed_json + self.tail).encode()).hexdigest()[:ID_LENGTH]
 
     def run_id(self, seed_json: str, command: str) -> str:
         """The id of this pair's run of the seed written ``seed_json`` (its JSON) and ``command``."""
         if self._command[0] != command or not self._command[1]:
-            self._command = (command, self._dump(command))
-        blob = self._head + self._command[1] + self._middle + seed_json + self._tail
-        return hashlib.sha256(blob.encode()).hexdigest()[:ID_LENGTH]
+            self._command = (command, self.head(command))
+        return self.hash(self._command[1], seed_json)

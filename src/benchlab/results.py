@@ -282,6 +282,9 @@ class Results:
     registered_plan: dict[str, Any] | None = None
     #: (task, config) -> [(seed, run id)] of the completed runs, by seed.
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    #: ``run --until-decided``'s design and each pair's seeds and stop reason as of its last look
+    #: (``{"design", "baseline", "pairs"}``); None when the results were not run that way.
+    sequential: dict[str, Any] | None = None
 
 
 def read(results: Path | str | None = None) -> Results:
@@ -328,6 +331,7 @@ def read(results: Path | str | None = None) -> Results:
         failed_runs=failed_seeds, failures=failures, partial=partial, gpu_use=gpu_use,
         environment=Environment(hosts=meta.get("hardware") or {}, provenance=_first_provenance(folder)),
         registered_plan=meta.get(preregistration.META_KEY), run_ids=run_ids,
+        sequential=meta.get("sequential") or None,
     )
 
 

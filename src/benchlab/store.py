@@ -41,8 +41,9 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,24 +96,38 @@ class ToDo:
     runs: list[Run]
     completed: int
     failed: int
+    #: The ids of the plan's completed runs, in plan order.
+    completed_ids: list[str] = field(default_factory=list)
 
 
 def runs_to_do(runs: Iterable[Run], statuses: dict[str, str], *, rerun_failed: bool = False,
                rerun_all: bool = False) -> ToDo:
     """The runs of ``runs`` a sweep launches: those not finished yet (a run the ledger does not
-    know is pending), the failed ones too with ``rerun_failed``, every one with ``rerun_all``."""
+    know is pending), the failed ones too with ``rerun_failed``, every one with ``rerun_all``.
+
+    ``statuses`` may leave pending runs out (:meth:`Store.statuses` with ``pending=False``)."""
+    plan = runs if isinstance(runs, list) else list(runs)
+    if not statuses:  # a new ledger: every run is to do, and none is finished
+        return ToDo(list(plan), 0, 0)
     wanted = {*TO_RUN_STATES, FAILED} if rerun_failed else set(TO_RUN_STATES)
     todo: list[Run] = []
-    done = failed = 0
-    for r in runs:  # one pass: at 100,000 runs each pass is tens of milliseconds before the first launch
-        state = statuses.get(r.run_id, PENDING)
+    completed: list[str] = []
+    failed = 0
+    get = statuses.get
+    # One pass over the plan, asking only the runs the ledger knows (at 100,000 runs each pass
+    # is tens of milliseconds before the first launch).
+    for r in plan:
+        state = get(r.run_id)
+        if state is None:
+            todo.append(r)
+            continue
         if rerun_all or state in wanted:
             todo.append(r)
         if state == COMPLETED:
-            done += 1
+            completed.append(r.run_id)
         elif state == FAILED:
             failed += 1
-    return ToDo(todo, done, failed)
+    return ToDo(todo, len(completed), failed, completed)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -535,8 +550,12 @@ class Store:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(r.run_id, r.name, r.task, r.config, r.seed, params(r.params), r.command, now, now) for r in runs])
 
-    def statuses(self) -> dict[str, str]:
-        return dict(self.conn.execute("SELECT run_id, status FROM runs"))
+    def statuses(self, *, pending: bool = True) -> dict[str, str]:
+        """Run id -> status of every run on record; with ``pending=False``, of the runs that are not
+        pending only (a resume of 100,000 runs that just began reads a few rows, not all)."""
+        if pending:
+            return dict(self.conn.execute("SELECT run_id, status FROM runs"))
+        return dict(self.conn.execute("SELECT run_id, status FROM runs WHERE status != ?", (PENDING.value,)))
 
     def runs(self, current_only: bool = True) -> list[RunRecord]:
         """The runs in the spec; with ``current_only=False``, every run on record (``in_spec`` tells)."""
@@ -836,7 +855,7 @@ class PlanRecorder:
         self.store = store
         self.runs = runs
         self.step_runs = max(1, step)
-        self.digest = plan_digest(r.run_id for r in runs)
+        self.digest = plan_digest(map(attrgetter("run_id"), runs))
         self._next = 0  # runs[:_next] are recorded
         self._params = _ParamsText()
         self._positions: list[tuple[str, int]] | None = None  # (run id, position in the plan), by id

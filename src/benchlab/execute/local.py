@@ -42,6 +42,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import psutil
@@ -592,7 +593,11 @@ def gpu_setup(context: SweepContext) -> dict[str, Any]:
     from benchlab.execute.placement import parse_gpus, select_devices
 
     gpus = context.gpus
-    wanting = [r for r in context.runs if r.resources.gpus > 0]
+    # The runs of a config share one resources object: each is asked once, and the runs that
+    # want a GPU are listed only when one does (a pass at C speed, not a Python loop per run).
+    held = list(map(attrgetter("resources"), context.runs))
+    asking = any(res.gpus > 0 for res in dict(zip(map(id, held), held, strict=True)).values())
+    wanting = [r for r in context.runs if r.resources.gpus > 0] if asking else []
     if gpus is None and not wanting:
         return {}
     selection = parse_gpus(gpus or "auto")

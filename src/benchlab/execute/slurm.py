@@ -562,6 +562,19 @@ class SlurmBackend(Backend):
         if job_ids:
             _call(["scancel", *sorted(set(job_ids))])
 
+    def cancel(self, attempt_id: int) -> bool:
+        """Stop one attempt (a pruned search trial): ``scancel`` of its job, whose handler on the
+        node stops the command's group; the outcome comes back through ``wait`` once the queue
+        no longer lists the job. False when the job was never submitted (sbatch refused it) or
+        ``scancel`` failed (it had already ended): the attempt's own outcome stands."""
+        flight = self._flights.get(attempt_id)
+        if flight is None or flight.job_id is None:
+            return False
+        if _call(["scancel", flight.job_id]) is None:
+            return False
+        self._queue_at = 0.0  # look at the queue at the next poll, not a QUEUE_EVERY_S later
+        return True
+
     def terminate_all(self, grace: float) -> list[Outcome]:
         """Cancel every job of this sweep (``scancel``), queued ones too; report them interrupted."""
         self._pending = []

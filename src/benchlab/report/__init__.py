@@ -109,6 +109,7 @@ def gather(table: Results) -> ReportData:
         ranges=metric_ranges(table.info.spec),
         partial=[{"run": p.run, "note": p.note} for p in table.partial],
         registered_plan=table.registered_plan,
+        sequential=table.sequential,
         run_ids=table.run_ids,
     )
 

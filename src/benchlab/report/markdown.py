@@ -57,6 +57,8 @@ class ReportData:
     analysis_plan: str = ""  # the "Analysis plan" section, Markdown
     #: (task, config) -> [(seed, run id)] of the completed runs, for BENCHMARKS.md's links.
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    #: ``run --until-decided``'s design and pairs as of its last look (``results.Results.sequential``).
+    sequential: dict[str, Any] | None = None
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
@@ -683,6 +685,26 @@ def _plot_notes(data: ReportData) -> list[str]:
     return [f"No performance profile: {reason}."] if reason else []
 
 
+def _sequential_text(sequential: dict[str, Any] | None) -> str:
+    """Each pair's seeds and why it stopped getting more, as ``run --until-decided`` left them."""
+    if not sequential or not sequential.get("pairs"):
+        return ""
+    design = sequential.get("design") or {}
+    alpha = design.get("alpha")
+    pairs = design.get("pairs")
+    how = [f"α = {alpha:g}" + (f" over {pairs} pairs (Bonferroni)" if pairs else "")
+           if isinstance(alpha, int | float) else "",
+           f"{design['spending']} spending" if design.get("spending") else "",
+           f"looks at {', '.join(map(str, design['looks']))} seeds" if design.get("looks") else ""]
+    each = []
+    for p in sequential["pairs"]:
+        failed = f", {p['failed']} without a value" if p.get("failed") else ""
+        each.append(f"{p['task']}/{p['config']} {p['seeds']} seeds ({p['reason']}{failed})")
+    head = ", ".join(h for h in how if h)
+    lead = f"{head}; vs {sequential.get('baseline')}, as of the last look: " if head else ""
+    return lead + "; ".join(each)
+
+
 def render_markdown(data: ReportData) -> str:
     """The text of BENCHMARK_REPORT.md."""
     info = data.info
@@ -736,6 +758,7 @@ def render_markdown(data: ReportData) -> str:
         primary=info.primary,
         goal=info.goal.get(info.primary, "max"),
         seeds_text=seeds_text,
+        sequential_text=_sequential_text(data.sequential),
         hardware=data.hardware,
         description=info.description,
         summary=_summary_sentences(data, desc) + _partial_sentence(data),
