@@ -20,7 +20,7 @@ from benchlab.errors import ResultsNotFound
 from benchlab.failures import failed_runs
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.run_files import PROVENANCE_FILE, runs_dir
-from benchlab.store import DB_NAME, Store, find_db
+from benchlab.store import COMPLETED, DB_NAME, Store, find_db
 
 if TYPE_CHECKING:
     import numpy as np
@@ -309,14 +309,14 @@ def read(results: Path | str | None = None) -> Results:
         # (collect/lm_eval.py). One indexed-free scan of the attempts, only the matching rows read.
         partial = [PartialRun(name, note) for name, note in store.conn.execute(
             "SELECT runs.name, attempts.error FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
-            f" WHERE attempts.status = 'completed' AND runs.status = 'completed' AND {store.in_spec_sql()}"
-            " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name")]
+            f" WHERE attempts.status = ? AND runs.status = ? AND {store.in_spec_sql()}"
+            " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name", (COMPLETED, COMPLETED))]
         placed = store.gpu_attempts()
         meta = store.meta()
         run_ids: dict[tuple[str, str], list[tuple[int, str]]] = {}
         for task, config, seed, rid in store.conn.execute(
-                f"SELECT task, config, seed, run_id FROM runs WHERE status = 'completed' AND {store.in_spec_sql()}"
-                " ORDER BY task, config, seed"):
+                f"SELECT task, config, seed, run_id FROM runs WHERE status = ? AND {store.in_spec_sql()}"
+                " ORDER BY task, config, seed", (COMPLETED,)):
             run_ids.setdefault((task, config), []).append((int(seed), rid))
     gpu_use = []
     for name, a in placed:
