@@ -123,3 +123,27 @@ def test_best_config_is_the_one_stats_ranks_first_and_its_ties_are_named(tmp_pat
     # BENCHMARK_REPORT.md's summary names the same winner of "tie".
     report = (folder / "BENCHMARK_REPORT.md").read_text()
     assert "**a** has the best mean score on 1 of 2 tasks (tie)" in report
+
+
+def test_a_config_that_lost_seeds_is_never_best_or_tied_without_saying_so():
+    import pandas as pd
+
+    from benchlab.report.leaderboard import render_leaderboard
+    from benchlab.report.tables import describe
+    from benchlab.stats.accounting import SeedCount
+
+    # Goal max, failed seeds excluded. base: 0.90 ± t(0.975, 3)·0.00408 = [0.887, 0.913].
+    # On "up", flaky kept 2 of its 4 seeds and has the best mean, 0.95 ± 12.706·0.01 =
+    # [0.823, 1.077]: best, and base is tied with it. On "down", flaky's 0.70 and 0.90 give
+    # 0.80 ± 12.706·0.1 = [-0.47, 2.07], which overlaps base's: tied with the best, base.
+    rows = [("up", "base", s, v) for s, v in enumerate([0.89, 0.90, 0.91, 0.90])]
+    rows += [("up", "flaky", s, v) for s, v in zip((0, 2), [0.94, 0.96], strict=True)]
+    rows += [("down", "base", s, v) for s, v in enumerate([0.89, 0.90, 0.91, 0.90])]
+    rows += [("down", "flaky", s, v) for s, v in zip((0, 2), [0.70, 0.90], strict=True)]
+    finals = pd.DataFrame(rows, columns=["task", "config", "seed", "value"]).assign(metric="acc")
+    desc = describe(finals, {"acc": "max"}, "acc")
+    lost = {(t, "flaky"): SeedCount(t, "flaky", "acc", 4, 2, failed=(1, 3)) for t in ("up", "down")}
+    text = render_leaderboard(desc, ["up", "down"], ["base", "flaky"], {"up": None, "down": None}, "max",
+                              "acc", "lossy", seeds=lost)
+    assert _row(text, "up")[-1] == "flaky (2/4 seeds); tied with base"
+    assert _row(text, "down")[-1] == "base; tied with flaky (2/4 seeds)"
