@@ -4,18 +4,36 @@ The objective: a learning curve whose final value depends on three params (a, b,
 200 steps a trial, each step costing a fixed sleep. 64 trials, 2 at a time, TPE (seeded) in all
 three. benchlab runs each trial as a subprocess (as `benchlab search` does); Ray Tune runs the
 same steps in its trainable (Tuner + OptunaSearch + ASHAScheduler, reuse_actors=True) on a local
-Ray. Printed: wall time, best value, trial-steps run, and benchlab's per-trial overhead beyond
-the runs themselves ((2 × wall − the runs' summed run time) / trials).
+Ray. Each sampler seed (--seeds) is one run of all three.
 
-    python bench/search.py [--trials 64] [--step-s 0.005]
+Printed per seed: wall time, best value, trial-steps (the steps the trials reported), the runs'
+summed time, pruned trials, and benchlab's per-trial overhead, over the completed trials:
+
+- beyond: the trial's wall time minus its run's own wall time. The trial's wall time is Optuna's
+  (``datetime_start``, when the trial is asked, to ``datetime_complete``, when it is told); the
+  run's own is what the run measures itself, from the first line of its script to the last
+  (``import benchlab`` in the script counts as the run's: its cost is printed as ``import``).
+  It splits into:
+- driver: benchlab's work in the search process, the trial's wall time minus the attempt's
+  spawn-to-reap time in the ledger (asking Optuna, which samples; the ledger; the run folder;
+  the spawn call; collecting, recording, telling Optuna);
+- start: from the spawn to the script's first line (``/bin/sh`` and the Python interpreter);
+- exit: from the script's last line to the reap (the interpreter's shutdown, ``benchlab.log``
+  closing its files, the wake-up of the search process).
+- idle: (2 × wall − the runs' summed run time) / trials, slot time outside any run, start-up
+  of the search and the last trial's tail included (the figure this file printed first).
+
+    python bench/search.py [--trials 64] [--step-s 0.005] [--seeds 0,1,2] [--skip-ray]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sqlite3
+import statistics
 import sys
 import tempfile
 import textwrap
@@ -25,8 +43,11 @@ from pathlib import Path
 STEPS = 200
 
 SCRIPT = '''
-import math, sys, time
+import time
+T0 = time.time()  # the run's own clock starts at its first line
+import json, math, os, sys
 from benchlab import log, summary
+T1 = time.time()
 a, b, c, nap = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 final = 1 - (a - 0.6) ** 2 - (math.log10(b) + 1.5) ** 2 / 4 - (c - 5) ** 2 / 50
 for t in range(%(steps)d):
@@ -34,6 +55,8 @@ for t in range(%(steps)d):
     log(step=t, value=value)
     time.sleep(nap)
 summary(value=value)
+with open(os.path.join(os.environ["BENCHLAB_RUN_DIR"], "wall.json"), "w") as fh:
+    json.dump([T0, T1, time.time()], fh)  # the run's own wall time, first line to last
 '''.replace("%(steps)d", str(STEPS))
 
 
@@ -57,20 +80,23 @@ search:
     b: {log_uniform: [0.001, 1]}
     c: {int: [1, 8]}
   seeds: [1]
+  sampler_seed: %(seed)d
   budget: %(trials)d
   pruner: %(pruner)s
 """
 
 
-def run_benchlab(root: Path, pruner: str, trials: int, nap: float) -> dict[str, float]:
+def run_benchlab(root: Path, pruner: str, trials: int, nap: float, seed: int) -> dict[str, float]:
+    from benchlab.run_files import run_dir_of
     from benchlab.search import SearchRun
     from benchlab.search.study import read_study
     from benchlab.spec import load_spec
 
-    folder = root / pruner
+    folder = root / f"{pruner}-{seed}"
     folder.mkdir()
     (folder / "run.py").write_text(SCRIPT)
-    (folder / "bench.yaml").write_text(textwrap.dedent(SPEC % {"nap": nap, "trials": trials, "pruner": pruner}))
+    values = {"nap": nap, "trials": trials, "pruner": pruner, "seed": seed}
+    (folder / "bench.yaml").write_text(textwrap.dedent(SPEC % values))
     spec = load_spec(folder / "bench.yaml")
     t0 = time.perf_counter()
     result = SearchRun(spec, folder / "results", jobs=2).run()
@@ -78,16 +104,37 @@ def run_benchlab(root: Path, pruner: str, trials: int, nap: float) -> dict[str, 
     study_dir = folder / "results" / "search" / "search"
     study = read_study(study_dir)
     con = sqlite3.connect(study_dir / "benchlab.db")
-    run_s = con.execute("SELECT SUM(ended - started) FROM attempts").fetchone()[0]
+    attempts = {rid: (started, ended) for rid, started, ended in
+                con.execute("SELECT run_id, started, ended FROM attempts")}
     con.close()
+    run_s = sum(e - s for s, e in attempts.values())
     steps = 0
+    driver: list[float] = []  # per completed trial: (tell - ask) - (spawn ... exit), in s
+    beyond: list[float] = []  # per completed trial: (tell - ask) - the run's own wall time
+    start_up: list[float] = []  # per completed trial: the run's first line - its spawn
+    exits: list[float] = []  # per completed trial: its reap - the run's last line
+    imports: list[float] = []  # per completed trial: `from benchlab import log` in the run
     for t in study.trials:
         steps += (max(t.intermediate_values) + 1) if t.intermediate_values else (STEPS if t.value is not None else 0)
-    return {"wall_s": wall, "best": result.best_value or float("nan"), "steps": steps,
-            "pruned": result.pruned, "overhead_ms": 1000 * (2 * wall - run_s) / trials}
+        if t.state.name != "COMPLETE" or t.datetime_start is None or t.datetime_complete is None:
+            continue
+        (run_id,) = t.user_attrs["benchlab_runs"]
+        first, imported, last = json.loads((run_dir_of(study_dir, run_id) / "wall.json").read_text())
+        spawned, reaped = attempts[run_id]
+        trial_s = t.datetime_complete.timestamp() - t.datetime_start.timestamp()
+        driver.append(trial_s - (reaped - spawned))
+        beyond.append(trial_s - (last - first))
+        start_up.append(first - spawned)
+        exits.append(reaped - last)
+        imports.append(imported - first)
+    return {"wall_s": wall, "best": result.best_value or float("nan"), "steps": steps, "run_s": run_s,
+            "pruned": result.pruned, "overhead_ms": 1000 * statistics.mean(beyond),
+            "driver_ms": 1000 * statistics.mean(driver), "start_ms": 1000 * statistics.mean(start_up),
+            "exit_ms": 1000 * statistics.mean(exits), "import_ms": 1000 * statistics.mean(imports),
+            "idle_ms": 1000 * (2 * wall - run_s) / trials}
 
 
-def run_ray_tune(root: Path, trials: int, nap: float) -> dict[str, float]:
+def run_ray_tune(root: Path, trials: int, nap: float, seed: int) -> dict[str, float]:
     from ray.tune.schedulers import ASHAScheduler
     from ray.tune.search.optuna import OptunaSearch
 
@@ -105,10 +152,10 @@ def run_ray_tune(root: Path, trials: int, nap: float) -> dict[str, float]:
         tuner = tune.Tuner(
             trainable, param_space=space,
             tune_config=tune.TuneConfig(metric="value", mode="max", num_samples=trials, max_concurrent_trials=2,
-                                        search_alg=OptunaSearch(seed=0),
+                                        search_alg=OptunaSearch(seed=seed),
                                         scheduler=ASHAScheduler(max_t=STEPS, grace_period=10),
                                         reuse_actors=True),
-            run_config=tune.RunConfig(storage_path=str(root / "ray"), verbose=0))
+            run_config=tune.RunConfig(storage_path=str(root / f"ray-{seed}"), verbose=0))
         t0 = time.perf_counter()
         grid = tuner.fit()
         wall = time.perf_counter() - t0
@@ -116,35 +163,71 @@ def run_ray_tune(root: Path, trials: int, nap: float) -> dict[str, float]:
         steps = sum(int(r.metrics.get("step", -1)) + 1 for r in grid)
     finally:
         ray.shutdown()
-    return {"wall_s": wall, "best": best, "steps": steps, "pruned": float("nan"), "overhead_ms": float("nan")}
+    nan = float("nan")
+    return {"wall_s": wall, "best": best, "steps": steps, "run_s": nan, "pruned": nan, "overhead_ms": nan,
+            "driver_ms": nan, "start_ms": nan, "exit_ms": nan, "import_ms": nan, "idle_ms": nan}
+
+
+COLUMNS = [("wall s", "wall_s", 6, 1), ("best", "best", 7, 4), ("trial-steps", "steps", 11, 0),
+           ("run s", "run_s", 6, 1), ("pruned", "pruned", 6, 0), ("beyond ms", "overhead_ms", 9, 1),
+           ("driver", "driver_ms", 6, 1), ("start", "start_ms", 5, 1), ("exit", "exit_ms", 5, 1),
+           ("import", "import_ms", 6, 1), ("idle ms", "idle_ms", 7, 1)]
+NAMES = {"median": "benchlab, median pruning", "asha": "benchlab, asha pruning", "none": "benchlab, no pruning",
+         "ray": "Ray Tune (OptunaSearch + ASHA)"}
+
+
+def _row(name: str, r: dict[str, float]) -> str:
+    return f"{name[:29]:29} " + " ".join(f"{r[key]:{width}.{digits}f}" for _, key, width, digits in COLUMNS)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=64)
     parser.add_argument("--step-s", type=float, default=0.005)
+    parser.add_argument("--seeds", default="0", help="sampler seeds, comma-separated: one run of all three each")
     parser.add_argument("--skip-ray", action="store_true")
     args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     load = os.getloadavg()
-    print(f"{args.trials} trials, 2 at a time, {STEPS} steps of {args.step_s * 1000:g} ms; "
+    print(f"{args.trials} trials, 2 at a time, {STEPS} steps of {args.step_s * 1000:g} ms, sampler seeds {seeds}; "
           f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores")
-    rows = {}
+    kinds = ["median", "asha", "none"] + ([] if args.skip_ray else ["ray"])
+    rows: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        rows["benchlab, median pruning"] = run_benchlab(root, "median", args.trials, args.step_s)
-        rows["benchlab, no pruning"] = run_benchlab(root, "none", args.trials, args.step_s)
-        if not args.skip_ray:
-            rows["Ray Tune (OptunaSearch + ASHA)"] = run_ray_tune(root, args.trials, args.step_s)
-    print(f"{'':34} {'wall s':>8} {'best':>8} {'trial-steps':>12} {'pruned':>7} {'overhead ms/trial':>18}")
-    for name, r in rows.items():
-        print(f"{name:34} {r['wall_s']:8.1f} {r['best']:8.4f} {r['steps']:12.0f} {r['pruned']:7.0f} "
-              f"{r['overhead_ms']:18.1f}")
-    med, none = rows["benchlab, median pruning"], rows["benchlab, no pruning"]
-    print(f"pruning saved {1 - med['steps'] / none['steps']:.0%} of trial-steps (goal: at least 50%)")
-    if "Ray Tune (OptunaSearch + ASHA)" in rows:
-        ray_wall = rows["Ray Tune (OptunaSearch + ASHA)"]["wall_s"]
-        print(f"wall time, Ray Tune / benchlab median: {ray_wall / med['wall_s']:.2f}")
+        for seed in seeds:
+            for kind in kinds:
+                if kind == "ray":
+                    rows[kind].append(run_ray_tune(root, args.trials, args.step_s, seed))
+                else:
+                    rows[kind].append(run_benchlab(root, kind, args.trials, args.step_s, seed))
+    print(f"{'seed':>4} {'':29} " + " ".join(f"{title:>{width}}" for title, _, width, _ in COLUMNS))
+    for i, seed in enumerate(seeds):
+        for kind in kinds:
+            print(f"{seed:4} " + _row(NAMES[kind], rows[kind][i]))
+    med, none = rows["median"], rows["none"]
+    saved = [1 - m["steps"] / n["steps"] for m, n in zip(med, none, strict=True)]
+    saved_s = [1 - m["run_s"] / n["run_s"] for m, n in zip(med, none, strict=True)]
+
+    def spread(values: list[float], fmt: str) -> str:
+        return (f"{statistics.mean(values):{fmt}} (seeds: {', '.join(format(v, fmt) for v in values)})"
+                if len(values) > 1 else format(values[0], fmt))
+
+    print(f"median pruning saved {spread(saved, '.0%')} of trial-steps (goal: at least 50%), "
+          f"{spread(saved_s, '.0%')} of the runs' time")
+    asha = [1 - a["steps"] / n["steps"] for a, n in zip(rows["asha"], none, strict=True)]
+    print(f"asha pruning saved {spread(asha, '.0%')} of trial-steps, best value "
+          f"{spread([r['best'] for r in rows['asha']], '.4f')}")
+    print(f"best value, median pruning: {spread([r['best'] for r in med], '.4f')}; "
+          f"no pruning: {spread([r['best'] for r in none], '.4f')}")
+    print(f"per completed trial beyond its run: {spread([r['overhead_ms'] for r in med], '.1f')} ms with pruning, "
+          f"{spread([r['overhead_ms'] for r in none], '.1f')} ms without (goal: at most 2 ms); of which the "
+          f"search process's own work: {spread([r['driver_ms'] for r in none], '.1f')} ms without pruning")
+    if "ray" in rows:
+        ratio = [r["wall_s"] / m["wall_s"] for r, m in zip(rows["ray"], med, strict=True)]
+        print(f"wall time, Ray Tune / benchlab median: {spread(ratio, '.2f')}")
+        print(f"best value, Ray Tune: {spread([r['best'] for r in rows['ray']], '.4f')}")
 
 
 if __name__ == "__main__":

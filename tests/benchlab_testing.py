@@ -104,3 +104,24 @@ metrics:
 baseline: a
 retries: 1
 """
+
+
+_SCORE_LINK = re.compile(r"^\[(?P<score>[^\]]+)\]\((?P<href>[^)\s]+)\)(?P<rest>.*)$")
+
+
+def unlink_score(cell: str) -> tuple[str, str]:
+    """A BENCHMARKS.md score cell ``[0.95 ± 0.01](runs/ab12/) ✅ (3/5 seeds)`` as the text a reader
+    sees (``0.95 ± 0.01 ✅ (3/5 seeds)``) and the link's target (``runs/ab12/``)."""
+    m = _SCORE_LINK.match(cell)
+    assert m is not None, f"not a linked score: {cell!r}"
+    return m["score"] + m["rest"], m["href"]
+
+
+def linked_run(md_dir: Path, href: str) -> dict[str, object]:
+    """The ``config.yaml`` of the run folder a relative link of a file in ``md_dir`` points to
+    (which must exist on disk): ``task``, ``config``, ``seed``, ..."""
+    import yaml
+
+    folder = (md_dir / href).resolve()
+    assert href.endswith("/") and folder.is_dir(), f"{href} (from {md_dir}) is no run folder"
+    return dict(yaml.safe_load((folder / "config.yaml").read_text()))

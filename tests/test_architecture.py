@@ -9,6 +9,7 @@ under ``if TYPE_CHECKING:`` never runs.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -219,3 +220,149 @@ def test_the_runs_folder_is_joined_only_in_run_files():
                     and any(isinstance(side, ast.Constant) and side.value == "runs"
                             for side in (node.left, node.right)))
     assert joined == []
+
+
+def _status_values() -> set[str]:
+    from benchlab.evaluate.jobs import JobStatus
+    from benchlab.store import Status
+
+    return {s.value for s in Status} | {s.value for s in JobStatus}
+
+
+def _bare_statuses(source: str, values: set[str]) -> list[tuple[int, str]]:
+    """The status literals of ``source``: a string equal to one of ``values`` compared with,
+    assigned to, passed as or defaulted for something named ``status``, or quoted in SQL text
+    that mentions ``status``. Docstrings are left out."""
+    tree = ast.parse(source)
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    sql_quoted = re.compile("'(" + "|".join(map(re.escape, sorted(values))) + ")'")
+
+    def named_status(node: ast.AST) -> bool:
+        return "status" in ast.unparse(node).lower()
+
+    def literals(node: ast.AST | None) -> list[ast.Constant]:
+        items = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+        return [c for c in items if isinstance(c, ast.Constant) and c.value in values]
+
+    found: list[ast.Constant] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(named_status(side) for side in sides):
+                found += [c for side in sides for c in literals(side)]
+        elif isinstance(node, ast.keyword) and node.arg and "status" in node.arg.lower():
+            found += literals(node.value)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(named_status(t) for t in targets):
+                found += literals(node.value)
+        elif isinstance(node, ast.Dict):
+            found += [c for k, v in zip(node.keys, node.values, strict=True)
+                      if isinstance(k, ast.Constant) and "status" in str(k.value).lower() for c in literals(v)]
+        elif isinstance(node, ast.arguments):
+            positional = [*node.posonlyargs, *node.args]
+            pairs = [*zip(positional[len(positional) - len(node.defaults):], node.defaults, strict=True),
+                     *zip(node.kwonlyargs, node.kw_defaults, strict=True)]
+            found += [c for arg, default in pairs if "status" in arg.arg.lower() for c in literals(default)]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ("get", "setdefault") and named_status(node.func.value) and len(node.args) > 1):
+            found += literals(node.args[1])
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+              and "status" in node.value.lower() and sql_quoted.search(node.value)):
+            found.append(node)
+    return sorted({(c.lineno, c.value) for c in found})
+
+
+#: Status literals that must be spelt, by module and a part of the literal, each with its reason.
+STATUS_SPELT = {
+    ("benchlab.store", "DEFAULT 'pending'"):
+        "the runs table's DDL is the ledger's file format, kept as the SQL that SQLite stores; "
+        "test_the_runs_table_defaults_to_the_pending_status holds it to Status.PENDING",
+}
+
+
+def test_the_status_scan_finds_each_form_of_a_bare_status():
+    source = '''
+def f(row, statuses, status="failed", *, run_status="pruned"):
+    """A docstring may say 'running' and status."""
+    if row.status == "completed" or row["status"] in ("queued", "interrupted"):
+        pass
+    status = "pending"
+    statuses.get(row, "running")
+    g(status="completed", body={"status": "failed"}, other="completed")
+    sql = f"UPDATE runs SET status = 'running' WHERE {row}"
+    state = "pruned"
+    return row.state == "running"
+'''
+    assert _bare_statuses(source, _status_values()) == [
+        (2, "failed"), (2, "pruned"), (4, "completed"), (4, "interrupted"), (4, "queued"), (6, "pending"),
+        (7, "running"), (8, "completed"), (8, "failed"), (9, "UPDATE runs SET status = 'running' WHERE ")]
+
+
+def test_statuses_are_spelt_only_by_their_enums():
+    # Status (store.py) and JobStatus (evaluate/jobs.py) name every state once; a bare string
+    # beside them is a second definition that a renamed or added state would miss.
+    values = _status_values()
+    spelt = []
+    used = set()
+    for name, path in MODULES.items():
+        for line, value in _bare_statuses(path.read_text(), values):
+            allowed = [key for key in STATUS_SPELT if key[0] == name and key[1] in value]
+            used.update(allowed)
+            if not allowed:
+                spelt.append(f"{path.relative_to(SRC.parent)}:{line} {value!r}")
+    assert spelt == []
+    assert used == set(STATUS_SPELT)  # an allowance nothing needs any more goes
+
+
+def test_templates_name_statuses_through_the_enum():
+    # The UI's templates get Status (and the states their counts show) from ui/app.py.
+    quoted = re.compile("(['\"])(" + "|".join(sorted(_status_values())) + ")\\1")
+    spelt = sorted(f"{path.relative_to(SRC.parent)}:{n} {m.group(0)}"
+                   for path in [*SRC.rglob("*.html"), *SRC.rglob("*.j2")]
+                   for n, line in enumerate(path.read_text().splitlines(), 1) for m in quoted.finditer(line))
+    assert spelt == []
+
+
+def test_the_runs_table_defaults_to_the_pending_status(tmp_path: Path):
+    from benchlab.store import Status, Store
+
+    with Store.create(tmp_path) as store:
+        default = {row[1]: row[4] for row in store.conn.execute("PRAGMA table_info(runs)")}["status"]
+    assert default == f"'{Status.PENDING.value}'"
+
+
+#: Modules that send both SIGTERM and SIGKILL outside execute/proctree.py, each with its reason.
+KILL_SEQUENCE_SPELT = {
+    "benchlab.execute.local": "its event loop never blocks on a grace period: it sends proctree's two "
+                              "signals at its own times, through proctree.signal_tree",
+    "benchlab.execute.ray": "the task and the worker's reaper are pickled by value to workers where "
+                            "benchlab may not be installed, so they cannot call proctree",
+}
+
+
+def _signals_sent(path: Path) -> set[str]:
+    """The names of SIGTERM and SIGKILL where a call passes them (a signal sent), leaving out
+    ``signal.signal`` (a handler installed) and ``prctl`` (a death signal asked for)."""
+    sent = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = ast.unparse(node.func)
+        if callee.endswith((".signal", ".prctl")) or callee == "signal":
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            name = arg.attr if isinstance(arg, ast.Attribute) else arg.id if isinstance(arg, ast.Name) else ""
+            if name in ("SIGTERM", "SIGKILL"):
+                sent.add(name)
+    return sent
+
+
+def test_the_term_grace_kill_sequence_is_written_only_in_proctree():
+    # One module ends processes (recovery, the Slurm node, gpus --reclaim): a fix to the
+    # sequence (a longer grace, a process that left its group) then reaches every caller.
+    both = sorted(name for name, path in MODULES.items() if name != "benchlab.execute.proctree"
+                  and _signals_sent(path) == {"SIGTERM", "SIGKILL"} and name not in KILL_SEQUENCE_SPELT)
+    assert both == []
+    assert all(_signals_sent(MODULES[name]) == {"SIGTERM", "SIGKILL"} for name in KILL_SEQUENCE_SPELT)

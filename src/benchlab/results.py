@@ -20,7 +20,7 @@ from benchlab.errors import ResultsNotFound
 from benchlab.failures import failed_runs
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.run_files import PROVENANCE_FILE, runs_dir
-from benchlab.store import DB_NAME, Store, find_db
+from benchlab.store import COMPLETED, DB_NAME, Store, find_db
 
 if TYPE_CHECKING:
     import numpy as np
@@ -282,6 +282,9 @@ class Results:
     registered_plan: dict[str, Any] | None = None
     #: (task, config) -> [(seed, run id)] of the completed runs, by seed.
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    #: ``run --until-decided``'s design and each pair's seeds and stop reason as of its last look
+    #: (``{"design", "baseline", "pairs"}``); None when the results were not run that way.
+    sequential: dict[str, Any] | None = None
 
 
 def read(results: Path | str | None = None) -> Results:
@@ -306,14 +309,14 @@ def read(results: Path | str | None = None) -> Results:
         # (collect/lm_eval.py). One indexed-free scan of the attempts, only the matching rows read.
         partial = [PartialRun(name, note) for name, note in store.conn.execute(
             "SELECT runs.name, attempts.error FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
-            f" WHERE attempts.status = 'completed' AND runs.status = 'completed' AND {store.in_spec_sql()}"
-            " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name")]
+            f" WHERE attempts.status = ? AND runs.status = ? AND {store.in_spec_sql()}"
+            " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name", (COMPLETED, COMPLETED))]
         placed = store.gpu_attempts()
         meta = store.meta()
         run_ids: dict[tuple[str, str], list[tuple[int, str]]] = {}
         for task, config, seed, rid in store.conn.execute(
-                f"SELECT task, config, seed, run_id FROM runs WHERE status = 'completed' AND {store.in_spec_sql()}"
-                " ORDER BY task, config, seed"):
+                f"SELECT task, config, seed, run_id FROM runs WHERE status = ? AND {store.in_spec_sql()}"
+                " ORDER BY task, config, seed", (COMPLETED,)):
             run_ids.setdefault((task, config), []).append((int(seed), rid))
     gpu_use = []
     for name, a in placed:
@@ -328,6 +331,7 @@ def read(results: Path | str | None = None) -> Results:
         failed_runs=failed_seeds, failures=failures, partial=partial, gpu_use=gpu_use,
         environment=Environment(hosts=meta.get("hardware") or {}, provenance=_first_provenance(folder)),
         registered_plan=meta.get(preregistration.META_KEY), run_ids=run_ids,
+        sequential=meta.get("sequential") or None,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 import yaml
 
 from benchlab.results import load
-from benchlab_testing import BASIC_SPEC
+from benchlab_testing import BASIC_SPEC, linked_run
 
 
 def ledger(results: Path) -> sqlite3.Connection:
@@ -63,7 +64,10 @@ def test_run_writes_run_directories_ledger_and_report(make_bench):
     # t1/a: seeds 0,1 -> 0.50, 0.51: mean 0.505, sample std 0.00707; BENCHMARKS.md gives the
     # std to 2 significant digits and the mean to the same 4 decimals.
     board = (bench.results / "BENCHMARKS.md").read_text()
-    assert "| 0.5050 ± 0.0071 |" in board
+    # linked to the run folder of its median seed: of two, the worse, seed 0 (0.50).
+    (href,) = re.findall(r"\| \[0\.5050 ± 0\.0071\]\((runs/[0-9a-f]+/)\) \|", board)
+    run = linked_run(bench.results, href)
+    assert (run["task"], run["config"], run["seed"]) == ("t1", "a", 0)
     assert "## Failure log" in report and "No failed runs." in report
     assert f"benchlab run {bench.spec}" in report
     csv = (bench.results / "results.csv").read_text().splitlines()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import socket
@@ -17,7 +18,7 @@ import pytest
 from benchlab.errors import DataError
 from benchlab.history.export import export, public_url, rewrite_links, safe_url
 from benchlab.report.leaderboard import task_settings
-from benchlab_testing import run_cli
+from benchlab_testing import linked_run, run_cli, unlink_score
 
 SPEC = """
 name: pub
@@ -140,6 +141,14 @@ def test_s3_export_through_a_real_s3_api_rewrites_links_and_second_run_uploads_n
     plot = next(line for line in local.splitlines() if line.startswith("![")).split("](")[1].rstrip(")")
     assert f"](https://my-bucket.s3.amazonaws.com/bench/starter/{plot})" in report
     assert f"]({plot})" not in report
+    # BENCHMARKS.md's score and run links too, each to the uploaded run folder.
+    board = fs.cat_file("my-bucket/bench/starter/BENCHMARKS.md").decode()
+    links = _links(board)
+    assert links and len(links) == len(_links((folder / "BENCHMARKS.md").read_text()))
+    for link in links:
+        assert link.startswith("https://my-bucket.s3.amazonaws.com/bench/starter/runs/"), link
+        key = "my-bucket/bench/starter/" + link.removeprefix("https://my-bucket.s3.amazonaws.com/bench/starter/")
+        assert fs.exists(key + "config.yaml"), key
     # What was uploaded is what the manifest says, byte for byte.
     manifest = json.loads(fs.cat_file("my-bucket/bench/starter/.benchlab-export.json"))
     body = fs.cat_file("my-bucket/bench/starter/results.csv")
@@ -156,9 +165,27 @@ def test_s3_export_through_a_real_s3_api_rewrites_links_and_second_run_uploads_n
     assert re.sub(r"\d+", "N", fourth.stdout.splitlines()[-1]) == re.sub(r"\d+", "N", shown[0])
 
 
+def _links(text: str) -> list[str]:
+    return re.findall(r"\]\(([^)\s]+)\)", text)
+
+
+def _score_cells(text: str) -> dict[str, str]:
+    """The score cells of BENCHMARKS.md's row of t1, by config (a, b)."""
+    row = next(line for line in text.splitlines() if line.startswith("| t1 |"))
+    return dict(zip(("a", "b"), [c.strip() for c in row.strip("|").split("|")][2:4], strict=True))
+
+
 def test_benchmarks_md_has_a_settings_line_per_task_and_links_each_score_to_its_run_folders(results, tmp_path):
     text = (results / "BENCHMARKS.md").read_text()
     assert "- **t1**: base 0.5, max_frame 1e7, num_envs 16" in text
+    # Each score links to its median seed's run folder: scores base + seed/100 over seeds
+    # 0, 1, 2 put seed 1 in the middle for both configs.
+    for config, cell in _score_cells(text).items():
+        shown, href = unlink_score(cell)
+        base = 0.5 if config == "a" else 0.6
+        assert shown == f"{base + 0.01:.3f} ± 0.010"  # mean base + 0.01, std 0.01
+        run = linked_run(results, href)
+        assert (run["task"], run["config"], run["seed"]) == ("t1", config, 1)
     runs = [line for line in text.splitlines() if line.startswith("- t1 / ")]
     assert len(runs) == 2
     for line in runs:
@@ -176,6 +203,33 @@ def test_benchmarks_md_has_a_settings_line_per_task_and_links_each_score_to_its_
     published = fsspec.filesystem("memory").cat_file("/links/x/BENCHMARKS.md").decode()
     href = re.search(r"\[0\]\((runs/[0-9a-f]+/)\)", text).group(1)
     assert f"[0](https://example.org/bench/{href})" in published
+    for config, cell in _score_cells(published).items():
+        _, local = unlink_score(_score_cells(text)[config])
+        assert unlink_score(cell)[1] == f"https://example.org/bench/{local}"
+    assert all(link.startswith("https://example.org/bench/runs/") for link in _links(published))
+
+
+def test_every_link_of_benchmarks_md_resolves_on_disk_wherever_the_report_is_written(results, tmp_path):
+    text = (results / "BENCHMARKS.md").read_text()
+    links = _links(text)
+    assert len(links) == 2 * (1 + 1 + 3)  # per config: the score, the Runs list's score, 3 seeds
+    for link in links:
+        assert (results / link / "config.yaml").is_file(), link
+    # A report written outside the results folder links back into it.
+    elsewhere = tmp_path / "reports" / "today"
+    run_cli("report", str(results), "--out", str(elsewhere), "--no-plots", "--no-html", check=True)
+    moved = (elsewhere / "BENCHMARKS.md").read_text()
+    assert sorted(_links(moved)) == sorted(
+        Path(os.path.relpath(results, elsewhere), link).as_posix() + "/" for link in links)
+    for link in _links(moved):
+        assert (elsewhere / link / "config.yaml").is_file(), link
+    # Exported with its runs to a local folder, the copy's links resolve inside the copy.
+    target = tmp_path / "public"
+    run_cli("export", str(_copy(results, tmp_path)), str(target), check=True)
+    copied = (target / "BENCHMARKS.md").read_text()
+    assert copied == text
+    for link in _links(copied):
+        assert (target / link / "config.yaml").is_file(), link
 
 
 def test_settings_named_by_the_spec_come_from_params_then_variables():

@@ -23,8 +23,8 @@ def test_benchmarks_md_example_is_what_the_report_writes(tmp_path: Path):
               ("m2", "x"): [3.0, 5.0], ("m2", "y"): [2.0, 2.0], ("m2", "z"): [1.0, 1.0]}
     folder = build_store_world(tmp_path / "res", values, goal="min",
                                targets={"m1": 1.0, "m2": None})
-    write_report(folder, tmp_path / "rep", plots=False, html=False)
-    written = (tmp_path / "rep" / "BENCHMARKS.md").read_text().splitlines()
+    write_report(folder, plots=False, html=False)  # into the results folder: links read runs/<id>/
+    written = (folder / "BENCHMARKS.md").read_text().splitlines()
     (example,) = doc_blocks(DOC, "markdown")
     for line in example.strip().splitlines():
         assert line in written

@@ -13,6 +13,8 @@ import pytest
 from report_world import TARGETS, build_run_world, png_size, run_cli, scores
 from scipy import stats as sps
 
+from benchlab_testing import linked_run, unlink_score
+
 PLOTS = {
     "curves_score.png",
     "scores_score.png",
@@ -104,7 +106,13 @@ def test_benchmarks_md_statuses_by_hand(report: Path):
         for cell, config, st in zip(row[2:5], "abc", want, strict=True):
             vals = scores(task, config)
             mean, std = statistics.mean(vals), statistics.stdev(vals)
-            assert cell == f"{mean:.{_at(std)}f} ± {std:.{_at(std)}f} {icon[st]}"
+            shown, href = unlink_score(cell)
+            assert shown == f"{mean:.{_at(std)}f} ± {std:.{_at(std)}f} {icon[st]}"
+            # The link is the run folder of the median seed; of 4 seeds, the lower middle one
+            # (goal max: the worse of the two): the second lowest score.
+            run = linked_run(report, href)
+            assert (run["task"], run["config"]) == (task, config)
+            assert vals[int(run["seed"])] == sorted(vals)[1]
         assert row[5] == f"b {icon[want[1]]} {want[1]}"
     (row,) = _rows(text, "t4")
     assert row[1] == "—" and row[5] == "b"

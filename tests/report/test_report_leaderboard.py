@@ -73,13 +73,77 @@ def test_benchmarks_md_for_a_metric_to_minimise(tmp_path: Path):
     assert header == ["task", "target", "x", "y", "z", "best"]
     # std of [0.9, 1.0] = 0.0707..., of [1.2, 1.2] = 0, of [1.3, 1.4] = 0.0707...; the std
     # to 2 significant digits (0.071: 3 decimals) and the mean to the same decimals.
+    # Each score links to its median seed's run folder (this world's run ids are
+    # task-config-seed); of two seeds, the worse for the goal: the higher loss, seed 1 for
+    # x (1.0) and z (1.4); y's seeds are equal, and the first is taken.
+    # Ties, from the Student-t intervals: x is best (0.95) with 0.95 ± t(0.975, 1)·0.05 =
+    # 0.95 ± 12.706·0.05 = [0.315, 1.585], which holds y's point interval [1.2, 1.2] and
+    # overlaps z's [0.715, 1.985]: both are tied with x.
     assert _row(text, "m1") == [
         "m1",
         "1",
-        "0.950 ± 0.071 ✅",
-        "1.2 ± 0 ⚠️",
-        "1.350 ± 0.071 ❌",
-        "x ✅ solved",
+        "[0.950 ± 0.071](../res/runs/m1-x-1/) ✅",
+        "[1.2 ± 0](../res/runs/m1-y-0/) ⚠️",
+        "[1.350 ± 0.071](../res/runs/m1-z-1/) ❌",
+        "x ✅ solved; tied with y, z",
     ]
     # No target: scores only, the best config named without a status (std 1.41: 1 decimal).
-    assert _row(text, "m2") == ["m2", "—", "4.0 ± 1.4", "2 ± 0", "1 ± 0", "z"]
+    # z (1, 1) is best with a point interval [1, 1]; x's 4 ± 12.706·1 = [-8.7, 16.7] holds it
+    # (tied), y's [2, 2] does not.
+    assert _row(text, "m2") == ["m2", "—", "[4.0 ± 1.4](../res/runs/m2-x-1/)", "[2 ± 0](../res/runs/m2-y-0/)",
+                                "[1 ± 0](../res/runs/m2-z-0/)", "z; tied with x"]
+
+
+def test_best_config_is_the_one_stats_ranks_first_and_its_ties_are_named(tmp_path: Path):
+    # Goal max. Task "tie": a [0.50, 0.60, 0.55] mean 0.55, b [0.52, 0.58, 0.54] mean 0.5467,
+    # c [0.10, 0.11, 0.12] mean 0.11. a is best; b's interval overlaps a's (b is tied),
+    # c's lies far below. Task "equal": d and e score exactly the same, so neither is better:
+    # the first in the spec's order is named, the other tied.
+    values = {
+        ("tie", "a"): [0.50, 0.60, 0.55],
+        ("tie", "b"): [0.52, 0.58, 0.54],
+        ("tie", "c"): [0.10, 0.11, 0.12],
+        ("equal", "a"): [0.30, 0.30, 0.30],
+        ("equal", "b"): [0.70, 0.70, 0.70],
+        ("equal", "c"): [0.70, 0.70, 0.70],
+    }
+    from scipy import stats as sps
+
+    def interval(xs: list[float]) -> tuple[float, float]:
+        mean, sem = sum(xs) / len(xs), sps.sem(xs)
+        return sps.t.interval(0.95, len(xs) - 1, loc=mean, scale=sem) if sem > 0 else (mean, mean)
+
+    a, b, c = (interval(values[("tie", k)]) for k in "abc")
+    assert b[0] <= a[1] and a[0] <= b[1] and c[1] < a[0]  # the premise: b overlaps a, c does not
+    folder = build_store_world(tmp_path / "res", values, targets={"tie": 0.5, "equal": None})
+    write_report(folder, plots=False, html=False)
+    text = (folder / "BENCHMARKS.md").read_text()
+    assert _row(text, "tie")[-1] == "a ✅ solved; tied with b"
+    assert _row(text, "equal")[-1] == "b; tied with c"
+    # BENCHMARK_REPORT.md's summary names the same winner of "tie".
+    report = (folder / "BENCHMARK_REPORT.md").read_text()
+    assert "**a** has the best mean score on 1 of 2 tasks (tie)" in report
+
+
+def test_a_config_that_lost_seeds_is_never_best_or_tied_without_saying_so():
+    import pandas as pd
+
+    from benchlab.report.leaderboard import render_leaderboard
+    from benchlab.report.tables import describe
+    from benchlab.stats.accounting import SeedCount
+
+    # Goal max, failed seeds excluded. base: 0.90 ± t(0.975, 3)·0.00408 = [0.887, 0.913].
+    # On "up", flaky kept 2 of its 4 seeds and has the best mean, 0.95 ± 12.706·0.01 =
+    # [0.823, 1.077]: best, and base is tied with it. On "down", flaky's 0.70 and 0.90 give
+    # 0.80 ± 12.706·0.1 = [-0.47, 2.07], which overlaps base's: tied with the best, base.
+    rows = [("up", "base", s, v) for s, v in enumerate([0.89, 0.90, 0.91, 0.90])]
+    rows += [("up", "flaky", s, v) for s, v in zip((0, 2), [0.94, 0.96], strict=True)]
+    rows += [("down", "base", s, v) for s, v in enumerate([0.89, 0.90, 0.91, 0.90])]
+    rows += [("down", "flaky", s, v) for s, v in zip((0, 2), [0.70, 0.90], strict=True)]
+    finals = pd.DataFrame(rows, columns=["task", "config", "seed", "value"]).assign(metric="acc")
+    desc = describe(finals, {"acc": "max"}, "acc")
+    lost = {(t, "flaky"): SeedCount(t, "flaky", "acc", 4, 2, failed=(1, 3)) for t in ("up", "down")}
+    text = render_leaderboard(desc, ["up", "down"], ["base", "flaky"], {"up": None, "down": None}, "max",
+                              "acc", "lossy", seeds=lost)
+    assert _row(text, "up")[-1] == "flaky (2/4 seeds); tied with base"
+    assert _row(text, "down")[-1] == "base; tied with flaky (2/4 seeds)"

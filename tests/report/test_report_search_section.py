@@ -141,3 +141,16 @@ def test_a_results_folder_without_a_search_has_no_search_section(tmp_path: Path)
     folder = build_store_world(tmp_path / "res", {("walk", "a"): [0.1, 0.2], ("walk", "b"): [0.3, 0.4]})
     write_report(folder, plots=False)
     assert "Search:" not in (folder / "report.html").read_text()
+
+
+def test_a_study_that_cannot_be_read_is_named_with_the_reason_and_the_report_stands(tmp_path: Path):
+    from benchlab.store import Store
+
+    folder = build_store_world(tmp_path / "res", {("walk", "a"): [0.1, 0.2], ("walk", "b"): [0.3, 0.4]})
+    with Store.create(folder / "search" / "early"):
+        pass  # a search's ledger, before its study was written
+    write_report(folder, plots=False)
+    page = (folder / "report.html").read_text()
+    bench, mark, section = page.partition("<h2>Search: early</h2>")
+    assert mark and "<h2>" in bench  # the benchmark's sections come first, whole
+    assert "Not shown:" in section and "holds no search study yet" in section

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from benchlab_testing import run_cli
+from benchlab_testing import linked_run, run_cli, unlink_score
 
 SEEDS = 6
 # base: 0.90 + 0.004·seed; flaky: 0.95 + 0.002·seed on even seeds, NaN on odd ones (the
@@ -89,7 +89,11 @@ def test_benchmarks_md_marks_lost_seeds_and_keeps_a_config_that_always_failed(ex
     assert row[0:2] == ["mmlu", "—"]
     flaky_mean, flaky_std = statistics.mean(FLAKY_DONE), statistics.stdev(FLAKY_DONE)
     # std 0.0040 to 2 significant digits: 4 decimals, the mean to the same.
-    assert row[3] == f"{flaky_mean:.4f} ± {flaky_std:.4f} (3/6 seeds)"
+    shown, href = unlink_score(row[3])
+    assert shown == f"{flaky_mean:.4f} ± {flaky_std:.4f} (3/6 seeds)"
+    # The score links to its median completed seed: 0.95, 0.954, 0.958 from seeds 0, 2, 4.
+    run = linked_run(excluded, href)
+    assert (run["task"], run["config"], run["seed"]) == ("mmlu", "flaky", 2)
     assert row[4] == "✗ failed (0/6 seeds)"
     assert row[5] == "flaky (3/6 seeds)"
     assert "(6/6 seeds)" not in row[2]  # a config that lost nothing carries no mark

@@ -84,8 +84,9 @@ def test_numbers_are_written_to_the_precision_their_spread_supports(tmp_path: Pa
     bench = (tmp_path / "rep" / "BENCHMARKS.md").read_text()
     ppo_std = statistics.stdev(values[("cart", "ppo")])  # 175.6: whole numbers
     dqn_std = statistics.stdev(values[("cart", "dqn")])  # 2.52: one decimal
-    assert f"| 417 ± {ppo_std:.0f} |" in bench
-    assert f"| 412.3 ± {dqn_std:.1f} |" in bench
+    # Each score links to its median seed's run folder: 400 and 412, both seed 1.
+    assert f"| [417 ± {ppo_std:.0f}](../res/runs/cart-ppo-1/) |" in bench
+    assert f"| [412.3 ± {dqn_std:.1f}](../res/runs/cart-dqn-1/) |" in bench
     for text in (bench, files.markdown.read_text(), (tmp_path / "rep" / "report.html").read_text()):
         assert "e+0" not in text
 

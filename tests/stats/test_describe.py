@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from benchlab.stats import describe, is_high_variance, rank, t_interval
+from benchlab.stats import describe, is_high_variance, median_member, normal_interval, rank, t_interval
 
 X = np.array([0.81, 0.84, 0.79, 0.88, 0.83])
 
@@ -104,3 +104,34 @@ def test_identical_means_share_a_rank_whatever_the_input_order(order):
 def test_means_equal_up_to_rounding_share_a_rank():
     got = rank([0.9, 0.1 + 0.2, 0.3], [0.88, 0.29, 0.29], [0.92, 0.31, 0.31])
     assert got == [1, 2, 2]
+
+
+def test_normal_interval_is_value_plus_minus_the_normal_quantile_times_se():
+    low, high = normal_interval(0.562, 0.014)
+    z = sps.norm.ppf(0.975)  # 1.959964...
+    assert (low, high) == (pytest.approx(0.562 - z * 0.014, abs=1e-15), pytest.approx(0.562 + z * 0.014, abs=1e-15))
+    low90, high90 = normal_interval(10.0, 2.0, confidence=0.90)
+    assert (low90, high90) == (pytest.approx(10 - 1.644854 * 2, abs=1e-5), pytest.approx(10 + 1.644854 * 2, abs=1e-5))
+
+
+@pytest.mark.parametrize(
+    ("values", "goal", "expected"),
+    [
+        ([0.3, 0.1, 0.2], "max", 2),  # odd count: the middle value, 0.2
+        ([0.3, 0.1, 0.2], "min", 2),
+        ([0.1, 0.4, 0.2, 0.3], "max", 2),  # even: 0.2 and 0.3 in the middle; the worse for max is 0.2
+        ([0.1, 0.4, 0.2, 0.3], "min", 3),  # the worse for min is 0.3
+        ([5.0, 3.0], "min", 0),  # two seeds: the worse one
+        ([0.7, 0.7, 0.7], "max", 1),  # equal values keep their order: the middle position
+        ([float("nan"), 0.9, 0.8, float("inf")], "max", 2),  # non-finite values skipped: 0.8 of 0.8, 0.9
+    ],
+)
+def test_median_member_is_the_middle_seed_and_the_worse_of_two(values, goal, expected):
+    assert median_member(values, goal) == expected
+
+
+def test_median_member_of_no_finite_value_is_none():
+    assert median_member([], "max") is None
+    assert median_member([float("nan")], "min") is None
+    with pytest.raises(ValueError, match="goal must be"):
+        median_member([1.0], "best")  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ def test_public_names_are_pinned():
         "paired_t_pvalue", "percentile_interval", "performance_profile", "power_analysis",
         "probability_of_improvement", "rank", "reduce_runs", "score_matrices", "seeds_for_power", "smallest_n",
         "stratified_bootstrap", "summarize", "t_interval", "validate_table", "variance_analysis",
-        "welch_pvalue", "Analysis", "SummaryRow", "ComparisonRow", "AggregateRow", "Estimate",
+        "welch_pvalue", "median_member", "normal_interval", "Analysis", "SummaryRow", "ComparisonRow",
+        "AggregateRow", "Estimate",
     ])
     assert all(hasattr(benchlab.stats, name) for name in benchlab.stats.__all__)

@@ -147,7 +147,8 @@ def run(
                                  help="With --until-decided: differences within ±MARGIN (metric units) count "
                                       "as equivalent, which also stops a pair [default: no equivalence]."),
     alpha: float = typer.Option(0.05, "--alpha", min=1e-6, max=0.5,
-                                help="With --until-decided: the error rate of each pair's decision."),
+                                help="With --until-decided: the familywise error rate, over every (task, "
+                                     "config) pair's decision (each pair gets α / pairs)."),
     spending: str = typer.Option("obrien-fleming", "--spending", metavar="obrien-fleming|pocock",
                                  help="With --until-decided: how α is spent over the looks."),
     as_json: bool = typer.Option(False, "--json", help="With --until-decided: print each pair's seeds "
@@ -237,9 +238,21 @@ def run(
     from rich.markup import escape
 
     console.print(f"results: {escape(str(folder))}", highlight=False)
+    plan = None
+    if (folder / DB_NAME).exists() and not rerun_all:
+        from benchlab.execute import sequential as seqrun
+
+        with Store.open(folder) as store:
+            kept = seqrun.kept_runs(store, spec)
+        if kept:
+            # Seeds an earlier --until-decided run added stay in the results and in every claim.
+            plan = [*expand(spec), *kept]
+            console.print(f"keeping the {len(kept)} finished runs that `run --until-decided` added beyond the "
+                          "spec's seeds: they stay in the results and the report (`benchlab status` shows "
+                          "each pair's seeds and why it stopped)", highlight=False)
     sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all, backend=backend,
                   on_event=display.on_event, max_failures=max_failures, gpus=gpus,
-                  backend_options=options, allow_changed=allow_changed)
+                  backend_options=options, allow_changed=allow_changed, runs=plan)
     result = _sweep_with_signals(sweep, display)
     display.summary(result)
     if report and result.completed + result.skipped > 0 and not result.stopped:
@@ -305,8 +318,9 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
     options = backend_options(backend, jobs, ray_address, shared_fs, slurm)
     looks = ", ".join(map(str, design.sizes))
     out.print(f"results: {escape(str(folder))}", highlight=False)
-    out.print(f"until decided: looks at {looks} seeds, {design.spending} α-spending, α = {design.alpha:g} per "
-              f"comparison with {escape(str(spec.baseline))}"
+    out.print(f"until decided: looks at {looks} seeds, {design.spending} α-spending, α = {design.alpha:g} over "
+              f"the {design.pairs} comparison(s) with {escape(str(spec.baseline))} "
+              f"(Bonferroni: {design.pair_alpha:.3g} each)"
               + (f", equivalence margin ±{design.margin:g}" if design.margin is not None else ""), highlight=False)
     state = None
     if (folder / DB_NAME).exists():

@@ -25,7 +25,7 @@ def search(
                                     "else 4 × the dimensions of the space]."),
     jobs: int = typer.Option(None, "--jobs", "-j", min=1, help="Runs at once [default: CPU cores / cpus per run]."),
     results: Path = ResultsOpt,
-    backend: str = typer.Option(None, "--backend", help="local or ray [default: the spec's, or local]."),
+    backend: str = typer.Option(None, "--backend", help="local, ray or slurm [default: the spec's, or local]."),
     ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster to run on (ray backend)."),
     shared_fs: bool = typer.Option(False, "--shared-fs", help="Ray nodes see the results folder at the same path "
                                    "(needed to prune from live curves on Ray)."),

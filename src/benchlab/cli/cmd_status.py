@@ -49,7 +49,7 @@ def status(
         counts = store.counts()
         attempts = store.attempts()
         gpu_attempts = store.gpu_attempts()
-        placed = store.placements(a.attempt_id for a in attempts if a.status == "running")
+        placed = store.placements(a.attempt_id for a in attempts if a.status == RUNNING)
         recording = store.plan_recording()
     outside = [r for r in every if not r.in_spec]
     outside_counts: dict[str, int] = {}

@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,15 @@ CREATE INDEX IF NOT EXISTS jobs_by_key ON jobs (request_key, created);
 """
 
 
+class JobStatus(StrEnum):
+    """The state of a job (``jobs.status``, and ``status`` in the server's answers)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
 def request_key(request: dict[str, Any]) -> str:
     """A stable hash of the parts of a request that define its evaluation."""
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"))
@@ -47,7 +57,7 @@ class Job:
 
     job_id: str
     request_key: str
-    status: str
+    status: JobStatus
     request: dict[str, Any]
     result: dict[str, Any] | None
     error: str | None
@@ -73,7 +83,7 @@ class JobStore:
         return Job(
             row[0],
             row[1],
-            row[2],
+            JobStatus(row[2]),
             json.loads(row[3]),
             json.loads(row[4]) if row[4] else None,
             row[5],
@@ -85,7 +95,7 @@ class JobStore:
 
     def create(self, key: str, request: dict[str, Any]) -> Job:
         """A new queued job for ``request``."""
-        job = Job(uuid.uuid4().hex, key, "queued", request, None, None, time.time(), None)
+        job = Job(uuid.uuid4().hex, key, JobStatus.QUEUED, request, None, None, time.time(), None)
         with self._lock:
             self._db.execute(
                 "INSERT INTO jobs (job_id, request_key, status, request, created) VALUES (?, ?, ?, ?, ?)",
@@ -111,29 +121,29 @@ class JobStore:
 
     def set_running(self, job_id: str) -> None:
         with self._lock:
-            self._db.execute("UPDATE jobs SET status = 'running' WHERE job_id = ?", (job_id,))
+            self._db.execute("UPDATE jobs SET status = ? WHERE job_id = ?", (JobStatus.RUNNING, job_id))
 
     def complete(self, job_id: str, result: dict[str, Any]) -> None:
         with self._lock:
             self._db.execute(
-                "UPDATE jobs SET status = 'completed', result = ?, finished = ? WHERE job_id = ?",
-                (json.dumps(result), time.time(), job_id),
+                "UPDATE jobs SET status = ?, result = ?, finished = ? WHERE job_id = ?",
+                (JobStatus.COMPLETED, json.dumps(result), time.time(), job_id),
             )
 
     def fail(self, job_id: str, error: str) -> None:
         with self._lock:
             self._db.execute(
-                "UPDATE jobs SET status = 'failed', error = ?, finished = ? WHERE job_id = ?",
-                (error, time.time(), job_id),
+                "UPDATE jobs SET status = ?, error = ?, finished = ? WHERE job_id = ?",
+                (JobStatus.FAILED, error, time.time(), job_id),
             )
 
     def mark_interrupted(self) -> int:
         """Fail the jobs a previous server process left unfinished; returns how many."""
         with self._lock:
             cur = self._db.execute(
-                "UPDATE jobs SET status = 'failed', error = 'the server stopped before the job finished; "
-                "send the request again', finished = ? WHERE status IN ('queued', 'running')",
-                (time.time(),),
+                "UPDATE jobs SET status = ?, error = 'the server stopped before the job finished; "
+                "send the request again', finished = ? WHERE status IN (?, ?)",
+                (JobStatus.FAILED, time.time(), JobStatus.QUEUED, JobStatus.RUNNING),
             )
         return cur.rowcount
 

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException
 from benchlab.errors import BenchlabError, DataError, EvaluationError, UserError
 from benchlab.evaluate.config import BenchmarkConfig, EvalConfig
 from benchlab.evaluate.datasets import load_items
-from benchlab.evaluate.jobs import Job, JobStore, request_key
+from benchlab.evaluate.jobs import Job, JobStatus, JobStore, request_key
 from benchlab.evaluate.judge import Judge, JudgeCache, judge_client
 from benchlab.evaluate.mathpool import MathVerifyPool
 from benchlab.evaluate.model import HttpSlots, ModelClient
@@ -171,7 +171,7 @@ async def _run_job(
             raise
     body: dict[str, Any] = {
         "job_id": job.job_id,
-        "status": "completed",
+        "status": JobStatus.COMPLETED,
         "rollout_id": req.rollout_id,
         "raw_metrics": result.raw_metrics,
         "runs": result.runs,
@@ -197,7 +197,7 @@ def _report_warm_up(future: asyncio.Future[None]) -> None:
 
 
 def _failed_body(job_id: str, error: str) -> dict[str, Any]:
-    return {"job_id": job_id, "status": "failed", "error": error, "raw_metrics": {}}
+    return {"job_id": job_id, "status": JobStatus.FAILED, "error": error, "raw_metrics": {}}
 
 
 def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None = None) -> FastAPI:
@@ -378,7 +378,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             previous = store.latest(key)
             if (
                 previous is not None
-                and previous.status == "completed"
+                and previous.status == JobStatus.COMPLETED
                 and previous.result is not None
             ):
                 return JSONResponse(previous.result)
@@ -397,7 +397,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             return JSONResponse(
                 {
                     "job_id": job_id,
-                    "status": "queued",
+                    "status": JobStatus.QUEUED,
                     "status_url": f"/status/{job_id}",
                     "raw_metrics": {},
                 },
@@ -424,9 +424,9 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         job = store.get(job_id) if len(job_id) == 32 else None
         if job is None:
             raise ApiError(404, f"no job {job_id[:64]!r}")
-        if job.status == "completed" and job.result is not None:
+        if job.status == JobStatus.COMPLETED and job.result is not None:
             return JSONResponse(job.result)
-        if job.status == "failed":
+        if job.status == JobStatus.FAILED:
             return JSONResponse(_failed_body(job.job_id, job.error or "failed"))
         return JSONResponse({"job_id": job.job_id, "status": job.status, "raw_metrics": {}})
 

@@ -1,7 +1,12 @@
-"""Ending an attempt's process tree on this machine: SIGTERM, a grace period, SIGKILL.
+"""Ending processes on this machine: SIGTERM, a grace period, SIGKILL.
 
-One definition, used by the local backend (timeouts and stops of the runs it started) and by
-the sweep's crash recovery (what a benchlab that died left running, found in the ledger).
+The one definition of that sequence (:func:`end`), used by the sweep's crash recovery (what
+a benchlab that died left running, found in the ledger: :func:`kill_tree`), by the Slurm
+backend on the node (a run's timeout, a job's cancellation), and by ``benchlab gpus
+--reclaim``. The local backend never blocks on a grace period: it sends the two signals
+with :func:`signal_tree` from its event loop, :data:`KILL_GRACE_S` apart unless told
+otherwise.
+
 An attempt's processes are its process group plus any descendant that left it (``setsid``);
 every one of them carries the attempt's key (:data:`ATTEMPT_KEY_ENV`) in its environment
 unless it cleared it, which is how strays are found when all else is gone.
@@ -16,6 +21,8 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import psutil
 
@@ -62,11 +69,14 @@ def descendants(pid: int) -> list[psutil.Process]:
 
 
 def is_alive(proc: psutil.Process) -> bool:
-    """Whether ``proc`` still runs (a zombie does not)."""
+    """Whether ``proc`` still runs (a zombie does not: it holds no memory and its parent reaps
+    it, not us); one that cannot be read counts as running."""
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+    except psutil.Error:
+        return True
 
 
 def pgid_of(pid: int) -> int | None:
@@ -76,17 +86,75 @@ def pgid_of(pid: int) -> int | None:
         return None
 
 
-def signal_tree(pgid: int, sig: int, extra: list[psutil.Process] | tuple[()] = ()) -> None:
-    """Send ``sig`` to a process group and to descendants that left it (``setsid``)."""
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+def signal_tree(pgid: int | None, sig: int, extra: Sequence[psutil.Process] = ()) -> dict[int, psutil.Error]:
+    """Send ``sig`` to a process group (none when ``pgid`` is None) and to ``extra``, processes
+    that may have left it (``setsid``); returns, by pid, those of ``extra`` it could not reach."""
+    if pgid is not None:
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+    missed: dict[int, psutil.Error] = {}
     for proc in extra:
         try:
             proc.send_signal(sig)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
+        except psutil.Error as exc:
+            missed[proc.pid] = exc
+    return missed
+
+
+@dataclass(frozen=True)
+class Ending:
+    """What :func:`end` made of the processes it was given (``procs`` and ``watch``)."""
+
+    #: Exited within the grace period.
+    termed: list[psutil.Process] = field(default_factory=list)
+    #: Still running at its end, and sent SIGKILL.
+    killed: list[psutil.Process] = field(default_factory=list)
+    #: Of ``killed``, those still running ``kill_wait`` seconds after the SIGKILL.
+    survivors: list[psutil.Process] = field(default_factory=list)
+    #: By pid, those of ``procs`` a signal could not reach: ``psutil.NoSuchProcess`` for one that
+    #: had ended before the SIGTERM, else why it was refused (they are in no other list).
+    missed: dict[int, psutil.Error] = field(default_factory=dict)
+
+
+def end(procs: Sequence[psutil.Process], grace: float = KILL_GRACE_S, *, group: int | None = None,
+        watch: Sequence[psutil.Process] = (), kill_wait: float = 0.0) -> Ending:
+    """SIGTERM to ``procs`` and to process ``group``; up to ``grace`` seconds for them to exit;
+    then, if any is left, SIGKILL to the group and to those of ``procs`` left.
+
+    The grace period ends early once every one of ``procs`` and ``watch`` has exited (a zombie
+    has); ``watch`` names processes waited for but signalled only through the group (its
+    members, the group's leader), so that none gets the signal twice. With ``kill_wait``, waits
+    up to that long for the killed ones to go, to report ``survivors``.
+    """
+    missed = signal_tree(group, signal.SIGTERM, procs)
+    reached = [p for p in procs if p.pid not in missed]
+    alive = _wait_for_exit([*reached, *watch], grace)
+    termed = [p for p in [*reached, *watch] if p not in alive]
+    if not alive:
+        return Ending(termed, [], [], missed)
+    late = signal_tree(group, signal.SIGKILL, [p for p in alive if p in reached])
+    for p in alive:
+        if p.pid not in late:
+            continue
+        if isinstance(late[p.pid], psutil.NoSuchProcess):
+            termed.append(p)  # it exited between the last look and the SIGKILL
+        else:
+            missed[p.pid] = late[p.pid]
+    killed = [p for p in alive if p.pid not in late]
+    survivors = _wait_for_exit(killed, kill_wait) if kill_wait > 0 else []
+    return Ending(termed, killed, survivors, missed)
+
+
+def _wait_for_exit(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Those of ``procs`` still running after at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    alive = [p for p in procs if is_alive(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [p for p in alive if is_alive(p)]
+    return alive
 
 
 def kill_tree(pid: int, pgid: int, proc_start: float | None, grace: float = KILL_GRACE_S) -> bool:
@@ -108,17 +176,15 @@ def kill_tree(pid: int, pgid: int, proc_start: float | None, grace: float = KILL
         if proc.pid != pid and pgid_of(proc.pid) == pgid and (proc.info["create_time"] or 0) >= floor:
             members.append(proc)
     extra = descendants(pid) if leader_ours else []
-    targets = [*members, *extra]
-    if not leader_ours and not targets:
+    if not leader_ours and not members and not extra:
         return False
-    signal_tree(pgid, signal.SIGTERM, extra)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        alive = [p for p in targets if is_alive(p)]
-        if not alive and not (leader_ours and psutil.pid_exists(pid) and is_alive(psutil.Process(pid))):
-            return True
-        time.sleep(0.05)
-    signal_tree(pgid, signal.SIGKILL, extra)
+    leader = []
+    if leader_ours:
+        try:
+            leader = [psutil.Process(pid)]
+        except psutil.NoSuchProcess:
+            pass
+    end(extra, grace, group=pgid, watch=[*members, *leader])
     return True
 
 

@@ -65,6 +65,9 @@ _HOST_ONLY = {"CUDA_VISIBLE_DEVICES", "HOME", "PATH", "PWD", "OLDPWD", "TMPDIR",
 # Nothing below this line up to the driver section may use benchlab: it is
 # pickled by value and runs where benchlab may not be installed.
 
+# The SIGTERM, grace, SIGKILL sequence of benchlab.execute.proctree is written again twice
+# below, in the reaper and in the task: both are pickled by value to workers where benchlab
+# may not be installed, so they cannot call proctree.
 _REAPER_CODE = r"""
 import os, signal, sys, time
 if os.fork():

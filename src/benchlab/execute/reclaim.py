@@ -8,20 +8,23 @@ one whose owner cannot be seen from here (another container, a pid the process
 table does not know), or memory held with no process listed at all.
 
 Each of the caller's processes gets SIGTERM, then SIGKILL once ``grace_s`` has
-passed without it exiting.
+passed without it exiting (:func:`benchlab.execute.proctree.end`); a zombie counts as
+gone, as it holds no GPU memory.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import psutil
 
 from benchlab.execute.gpus import DeviceState, GpuProcess
+from benchlab.execute.proctree import KILL_GRACE_S, end
+
+#: Seconds a process may take to go after its SIGKILL before it is reported as still running.
+SIGKILL_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -113,57 +116,28 @@ def _same(holder: Holder, uid: int) -> psutil.Process | None:
         return None
 
 
-def reclaim(holders: list[Holder], grace_s: float = 5.0, uid: int | None = None) -> list[Freed]:
+def reclaim(holders: list[Holder], grace_s: float = KILL_GRACE_S, uid: int | None = None) -> list[Freed]:
     """End the caller's ``holders``: SIGTERM to all at once, SIGKILL to those alive after ``grace_s``."""
     uid = os.getuid() if uid is None else uid
     out: dict[int, Freed] = {}
-    live: dict[int, tuple[Holder, psutil.Process]] = {}
+    live: dict[int, Holder] = {}
+    procs: list[psutil.Process] = []
     for h in holders:
         proc = _same(h, uid)
         if proc is None:
             out[h.process.pid] = Freed(h, "gone")
-            continue
-        try:
-            proc.send_signal(signal.SIGTERM)
-            live[proc.pid] = (h, proc)
-        except psutil.NoSuchProcess:
-            out[h.process.pid] = Freed(h, "gone")
-        except (psutil.Error, OSError) as exc:
-            out[h.process.pid] = Freed(h, f"failed: {exc}")
-    alive = _wait([p for _, p in live.values()], grace_s)
-    for pid, (h, _) in live.items():
-        if pid not in {p.pid for p in alive}:
-            out[pid] = Freed(h, "SIGTERM")
-    for proc in alive:
-        try:
-            proc.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            out[proc.pid] = Freed(live[proc.pid][0], "SIGTERM")
-            continue
-        except (psutil.Error, OSError) as exc:
-            out[proc.pid] = Freed(live[proc.pid][0], f"failed: {exc}")
-            continue
-        out[proc.pid] = Freed(live[proc.pid][0], "SIGKILL")
-    for proc in _wait(alive, 5.0):
-        out[proc.pid] = Freed(live[proc.pid][0], "failed: still running after SIGKILL")
+        else:
+            live[proc.pid] = h
+            procs.append(proc)
+    # Each process is signalled on its own, not its group: a holder's group may hold
+    # processes of the caller's that hold no device.
+    ending = end(procs, grace_s, kill_wait=SIGKILL_WAIT_S)
+    for pid, exc in ending.missed.items():
+        out[pid] = Freed(live[pid], "gone" if isinstance(exc, psutil.NoSuchProcess) else f"failed: {exc}")
+    for proc in ending.termed:
+        out[proc.pid] = Freed(live[proc.pid], "SIGTERM")
+    for proc in ending.killed:
+        out[proc.pid] = Freed(live[proc.pid], "SIGKILL")
+    for proc in ending.survivors:
+        out[proc.pid] = Freed(live[proc.pid], "failed: still running after SIGKILL")
     return [out[h.process.pid] for h in holders]
-
-
-def _ended(proc: psutil.Process) -> bool:
-    # A zombie holds no GPU memory: it is as good as gone (its parent reaps it, not us).
-    try:
-        return proc.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.Error:
-        return False
-
-
-def _wait(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
-    """Those of ``procs`` still running after at most ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    alive = [p for p in procs if not _ended(p)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [p for p in alive if not _ended(p)]
-    return alive

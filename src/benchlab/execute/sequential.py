@@ -10,6 +10,11 @@ The seeds after the spec's are the next integers after its largest seed, in orde
 comparison at look ``k`` uses the first ``n_k`` seeds of that sequence, the same seeds for the
 candidate and the baseline (the baseline gets a seed wherever any candidate of the task still
 needs it).
+
+The error rate ``alpha`` is the familywise one, over every (task, candidate) pair of the sweep:
+each pair's boundaries are computed at ``alpha / pairs`` (Bonferroni), so that the repeated
+intervals of all pairs hold at every look at once with probability ``1 − alpha``, and the chance
+that any decision of the sweep is wrong stays at most ``alpha``.
 """
 
 from __future__ import annotations
@@ -36,14 +41,21 @@ class Design:
 
     seeds: list[int]  # every seed the design may use, the spec's first
     sizes: list[int]  # paired seeds at each look
-    bounds: list[float]  # two-sided z-scale critical values, one per look
-    alpha: float
+    bounds: list[float]  # two-sided z-scale critical values, one per look, at pair_alpha
+    alpha: float  # familywise, over every pair
     spending: str
     margin: float | None
+    pairs: int = 1  # (task, candidate) comparisons that share alpha
+
+    @property
+    def pair_alpha(self) -> float:
+        """Each pair's share of ``alpha`` (Bonferroni): what its boundaries spend."""
+        return self.alpha / self.pairs
 
     def to_json(self) -> dict[str, object]:
-        return {"alpha": self.alpha, "spending": self.spending, "margin": self.margin, "looks": self.sizes,
-                "bounds": [round(b, 6) if math.isfinite(b) else None for b in self.bounds]}
+        return {"alpha": self.alpha, "pairs": self.pairs, "pair_alpha": self.pair_alpha,
+                "correction": "bonferroni", "spending": self.spending, "margin": self.margin,
+                "looks": self.sizes, "bounds": [round(b, 6) if math.isfinite(b) else None for b in self.bounds]}
 
 
 @dataclass(frozen=True)
@@ -94,7 +106,10 @@ class SequentialState:
 def make_design(spec: Spec, max_seeds: int, batch: int, alpha: float = 0.05,
                 spending: str = "obrien-fleming", margin: float | None = None) -> Design:
     """The looks of ``spec`` with ``batch`` seeds added at a time up to ``max_seeds`` (``UserError``
-    where that cannot work: no baseline, fewer than 2 seeds, a cap below the spec's seeds)."""
+    where that cannot work: no baseline, fewer than 2 seeds, a cap below the spec's seeds).
+
+    ``alpha`` is familywise: the boundaries of each of the ``tasks × candidates`` pairs spend
+    ``alpha / pairs`` (module docstring)."""
     if spec.baseline is None:
         raise UserError("--until-decided compares every config with the baseline, but the spec names "
                         "none; add `baseline: <config>` to it")
@@ -111,8 +126,9 @@ def make_design(spec: Spec, max_seeds: int, batch: int, alpha: float = 0.05,
     start = max(spec.seed_list) + 1
     seeds = [*spec.seed_list, *range(start, start + max_seeds - first)]
     sizes = seq.look_sizes(first, batch, max_seeds)
-    bounds = seq.boundaries(np.asarray(sizes, dtype=float) / max_seeds, alpha, spending)
-    return Design(seeds, sizes, [float(b) for b in bounds], alpha, spending, margin)
+    pairs = len(spec.tasks) * (len(spec.configs) - 1)
+    bounds = seq.boundaries(np.asarray(sizes, dtype=float) / max_seeds, alpha / pairs, spending)
+    return Design(seeds, sizes, [float(b) for b in bounds], alpha, spending, margin, pairs)
 
 
 def all_runs(spec: Spec, design: Design) -> list[Run]:
@@ -198,6 +214,26 @@ def read_state(store: Store, spec: Spec, design: Design, runs: list[Run]) -> Seq
     return replay(spec, design, runs, store.statuses(), values)
 
 
+def kept_runs(store: Store, spec: Spec) -> list[Run]:
+    """The finished runs a ``--until-decided`` sweep added beyond ``spec``'s seeds, for a plain
+    ``benchlab run`` of the same spec to keep in its plan.
+
+    Without them the plain run's plan (the spec's seeds only) would take the extra seeds out of
+    the results table, and every number and verdict built on them would silently change. Kept:
+    runs of the plan on record whose seed is past the spec's, defined as the spec defines that
+    (task, config, seed) now (same run id), and finished (completed or failed, so failures stay
+    counted); none when the ledger holds no sequential design.
+    """
+    if not store.meta().get("sequential"):
+        return []
+    own = set(spec.seed_list)
+    planned = {r.run_id: r for r in store.runs() if r.seed not in own and r.status in (COMPLETED, FAILED)}
+    if not planned:
+        return []
+    seeds = sorted({r.seed for r in planned.values()})
+    return [r for r in expand(spec.model_copy(update={"seeds": seeds})) if r.run_id in planned]
+
+
 def plan_runs(spec: Spec, design: Design, runs: list[Run], state: SequentialState | None) -> list[Run]:
     """The runs of the next batch's sweep: the spec's seeds everywhere (before any look: ``state``
     None), then each (task, config) up to the seeds it needs."""
@@ -209,4 +245,4 @@ def plan_runs(spec: Spec, design: Design, runs: list[Run], state: SequentialStat
 
 
 __all__ = ["BETTER", "DEGENERATE", "EQUIVALENT", "MAX_SEEDS", "NO_DATA", "OPEN", "WORSE", "Design", "PairState",
-           "SequentialState", "all_runs", "make_design", "plan_runs", "read_state", "replay"]
+           "SequentialState", "all_runs", "kept_runs", "make_design", "plan_runs", "read_state", "replay"]

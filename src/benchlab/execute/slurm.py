@@ -36,14 +36,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from benchlab.errors import BackendUnavailable
 from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext
+from benchlab.execute.proctree import KILL_GRACE_S, end, signal_tree
 from benchlab.failures import CANCELLED, NODE_DIED, OOM, PREEMPTED
 from benchlab.plan import Run
 from benchlab.spec import Resources, Slurm, Spec
 from benchlab.store import Placement
 
-KILL_GRACE_S = 5.0
 POLL_S = 0.2  # how often wait() looks for results
 QUEUE_EVERY_S = 1.0  # how often squeue is asked
 SUBMIT_TIMEOUT_S = 120.0
@@ -91,12 +93,19 @@ def run_attempt(job: dict[str, Any]) -> dict[str, Any]:
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                 preexec_fn=_die_with_parent)
 
+    # The command's shell, to wait for: as a child of this process not yet reaped, its pid
+    # cannot be taken by another process in the meantime.
+    shell = psutil.Process(proc.pid)
+
     def stop_group(signum: int, frame: Any) -> None:
-        _killpg(proc.pid, signal.SIGTERM)
-        end = time.monotonic() + grace
-        while time.monotonic() < end and proc.poll() is None:
-            time.sleep(0.05)
-        _killpg(proc.pid, signal.SIGKILL)
+        end([], grace, group=proc.pid, watch=[shell])
+        signal_tree(proc.pid, signal.SIGKILL)
+        # Reaped before exiting, so that no zombie is left to the node's init. Not through
+        # ``proc``: this handler may have interrupted its wait, which holds a lock.
+        try:
+            os.waitpid(proc.pid, 0)
+        except ChildProcessError:
+            pass  # the interrupted wait had reaped it
         os._exit(128 + signum)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -106,13 +115,9 @@ def run_attempt(job: dict[str, Any]) -> dict[str, Any]:
         proc.wait(timeout=job["timeout"])
     except subprocess.TimeoutExpired:
         timed_out = True
-        _killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            _killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    _killpg(proc.pid, signal.SIGKILL)  # what the command left behind in its group
+        end([], grace, group=proc.pid, watch=[shell])
+        proc.wait()
+    signal_tree(proc.pid, signal.SIGKILL)  # what the command left behind in its group
     code = proc.returncode
     return {"exit_code": code if code >= 0 else None, "signal": -code if code < 0 else None,
             "timed_out": timed_out, "started": started, "ended": time.time(), "node": node,
@@ -135,13 +140,6 @@ def _job_id_here() -> str | None:
     if array is not None:
         return f"{array}_{os.environ.get('SLURM_ARRAY_TASK_ID')}"
     return os.environ.get("SLURM_JOB_ID")
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except OSError:
-        pass
 
 
 def _write_json(path: str, data: dict[str, Any]) -> None:
@@ -563,6 +561,19 @@ class SlurmBackend(Backend):
     def _scancel(self, job_ids: list[str]) -> None:
         if job_ids:
             _call(["scancel", *sorted(set(job_ids))])
+
+    def cancel(self, attempt_id: int) -> bool:
+        """Stop one attempt (a pruned search trial): ``scancel`` of its job, whose handler on the
+        node stops the command's group; the outcome comes back through ``wait`` once the queue
+        no longer lists the job. False when the job was never submitted (sbatch refused it) or
+        ``scancel`` failed (it had already ended): the attempt's own outcome stands."""
+        flight = self._flights.get(attempt_id)
+        if flight is None or flight.job_id is None:
+            return False
+        if _call(["scancel", flight.job_id]) is None:
+            return False
+        self._queue_at = 0.0  # look at the queue at the next poll, not a QUEUE_EVERY_S later
+        return True
 
     def terminate_all(self, grace: float) -> list[Outcome]:
         """Cancel every job of this sweep (``scancel``), queued ones too; report them interrupted."""

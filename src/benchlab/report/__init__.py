@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from benchlab import preregistration
 from benchlab.ranges import metric_ranges
@@ -111,6 +111,7 @@ def gather(table: Results) -> ReportData:
         ranges=metric_ranges(table.info.spec),
         partial=[{"run": p.run, "note": p.note} for p in table.partial],
         registered_plan=table.registered_plan,
+        sequential=table.sequential,
         run_ids=table.run_ids,
     )
 
@@ -143,8 +144,10 @@ def analyze(data: ReportData, *, reps: int = DEFAULT_REPS, seed: int = 0) -> Non
 
 def leaderboard(data: ReportData, desc: pd.DataFrame, out_dir: Path | None = None) -> str:
     """The text of BENCHMARKS.md, from :func:`account_seeds`' table; with ``out_dir`` (where it
-    is written) each score links its seeds' run folders."""
+    is written) each score links its median seed's run folder, and a list under the table every
+    seed's."""
     info_ = data.info
+    links = run_links(data, out_dir) if out_dir is not None else None
     prim = desc[desc["is_primary"]]
     # Every task and config of the spec, even before any run of it completed.
     tasks = list(info_.tasks) + sorted(set(prim["task"]) - set(info_.tasks))
@@ -160,7 +163,8 @@ def leaderboard(data: ReportData, desc: pd.DataFrame, out_dir: Path | None = Non
         seeds=primary_counts(data.accounting, info_.primary),
         failed_as=data.failed_as,
         settings=task_settings(info_.spec),
-        run_links=run_links(data, out_dir) if out_dir is not None else None,
+        run_links=links,
+        score_links=score_links(data, links) if links else None,
     )
 
 
@@ -172,6 +176,29 @@ def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], l
         return {}
     where = os.path.relpath(runs_dir(data.results), out_dir or data.results)
     return {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v] for k, v in data.run_ids.items()}
+
+
+def score_links(
+    data: ReportData, links: dict[tuple[str, str], list[tuple[int, str]]]
+) -> dict[tuple[str, str], str]:
+    """The run folder each (task, config)'s score links to: its median seed's by the primary
+    metric (:func:`benchlab.stats.describe.median_member`), among the seeds with a folder."""
+    from benchlab.stats.describe import median_member
+
+    info_ = data.info
+    goal: Literal["max", "min"] = "min" if info_.goal.get(info_.primary) == "min" else "max"
+    finals = data.finals
+    if not len(finals):
+        return {}
+    prim = finals[finals["metric"] == info_.primary]
+    values = {(t, c, int(s)): float(v) for t, c, s, v in
+              zip(prim["task"], prim["config"], prim["seed"], prim["value"], strict=True)}
+    out: dict[tuple[str, str], str] = {}
+    for (task, config), seeds in links.items():
+        pick = median_member([values.get((task, config, seed), float("nan")) for seed, _ in seeds], goal)
+        if pick is not None:
+            out[(task, config)] = seeds[pick][1]
+    return out
 
 
 def _search_sections(table: Results, out_dir: Path, *, plots: bool = True) -> str:

@@ -11,14 +11,22 @@ is its mean over seeds of the primary metric, unrounded. With target ``T``:
 The close band is open at its far end and empty for ``T = 0``.
 
 A task without a target gets no status. Every config cell carries its own
-status, and the last column gives the best config (best mean) and its status,
-which is the task's status.
+status, and the last column gives the best config and its status, which is the
+task's status. The best config and its ties are :mod:`benchlab.stats`' ranks (the
+report's summary names the same winner): the config ranked first by mean (of
+equal means, the first in the spec's order), "tied with" every other config
+ranked first, its 95% interval overlapping the best one's or its mean equal.
+
+Each score links to the run folder of its median seed
+(:func:`benchlab.stats.describe.median_member`): a relative link, which
+``benchlab export`` rewrites to the target's URL. The Runs list under the table
+links every seed's run folder.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from benchlab.report.tables import fmt, mean_pm
@@ -48,13 +56,15 @@ def status(score: float | None, target: float | None, goal: str = "max") -> Stat
 
 @dataclass
 class TaskRow:
-    """A task's row: ``cells[config] = (mean, std, status)``; ``best`` is the best mean's config."""
+    """A task's row: ``cells[config] = (mean, std, status)``; ``best`` is the config ranked first
+    by mean, ``tied`` the other configs ranked first (its CI overlaps theirs, or equal means)."""
 
     task: str
     target: float | None
     cells: dict[str, tuple[float, float, Status | None]]
     best: str | None
     status: Status | None
+    tied: list[str] = field(default_factory=list)
 
 
 def leaderboard_rows(
@@ -66,25 +76,38 @@ def leaderboard_rows(
 ) -> list[TaskRow]:
     """One row per task, in the order of ``tasks``.
 
-    ``desc`` is :func:`benchlab.report.tables.describe` restricted to the primary metric.
+    ``desc`` is :func:`benchlab.report.tables.describe` restricted to the primary metric: its
+    ``rank`` and ``mean_rank`` (``stats``' ranks) pick the best config and its ties.
     """
     rows: list[TaskRow] = []
     for task in tasks:
         sub = desc[desc["task"] == task].set_index("config")
         target = targets.get(task)
         cells: dict[str, tuple[float, float, Status | None]] = {}
+        first: list[str] = []  # ranked first by mean
+        tied: list[str] = []  # ranked first through an overlapping interval
         for cfg in configs:
             if cfg in sub.index:
                 mean, std = float(sub.at[cfg, "mean"]), float(sub.at[cfg, "std"])
                 std = std if sub.at[cfg, "n"] > 1 else float("nan")  # one seed: no spread
                 cells[cfg] = (mean, std, status(mean, target, goal))
-        best = None
-        if cells:
-            pick = min if goal == "min" else max
-            finite = {c: v for c, v in cells.items() if math.isfinite(v[0])}
-            best = pick(finite, key=lambda c: finite[c][0]) if finite else None
-        rows.append(TaskRow(task, target, cells, best, cells[best][2] if best else None))
+                if _is_one(sub.at[cfg, "mean_rank"]):
+                    first.append(cfg)
+                elif _is_one(sub.at[cfg, "rank"]):
+                    tied.append(cfg)
+        best = first[0] if first else None
+        # Equal means are ties too: the first in the spec's order is named best.
+        tied = [c for c in configs if c in first[1:] or c in tied]
+        rows.append(TaskRow(task, target, cells, best, cells[best][2] if best else None, tied))
     return rows
+
+
+def _is_one(rank: object) -> bool:
+    """A rank of ``describe_groups`` (pandas' nullable Int64: NA where the mean is undefined) is 1."""
+    try:
+        return bool(rank == 1)
+    except TypeError:  # pandas' NA refuses to be a bool
+        return False
 
 
 def render_leaderboard(
@@ -99,25 +122,35 @@ def render_leaderboard(
     failed_as: str = "exclude",
     settings: dict[str, str] | None = None,
     run_links: dict[tuple[str, str], list[tuple[int, str]]] | None = None,
+    score_links: dict[tuple[str, str], str] | None = None,
 ) -> str:
     """The text of BENCHMARKS.md.
 
     ``seeds`` (completed/planned per (task, config)) marks every cell whose config lost
     seeds, and a config with no completed seed gets a "failed" cell instead of a blank.
     ``settings`` is each task's Settings line; ``run_links`` the run folder (a relative link)
-    of each seed of a (task, config), linked after its score.
+    of each seed of a (task, config), listed under the table; ``score_links`` the run folder
+    each score links to (its median seed's).
     """
     rows = leaderboard_rows(desc, tasks, configs, targets, goal)
     seeds = seeds or {}
+    score_links = score_links or {}
     direction = "higher" if goal == "max" else "lower"
     how = "excluded" if failed_as == "exclude" else "scored as the worst value"
+
+    def lost(task: str, cfg: str) -> str:
+        count = seeds.get((task, cfg))
+        return f" ({count.label} seeds)" if count is not None and count.lost else ""
+
     lines = [
         f"# Benchmarks: {name}",
         "",
-        f"Score: mean ± std over seeds of **{primary}** ({direction} is better). "
+        f"Score: mean ± std over seeds of **{primary}** ({direction} is better)"
+        + (", linked to the run folder of its median seed" if score_links else "") + ". "
         "Status: ✅ solved (reaches the target), ⚠️ close "
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
-        + "❌ failed; the last column is the best config's status. "
+        + "❌ failed; the last column is the best config's status, and names the configs tied "
+        "with it (95% intervals overlapping, not distinguishable from it). "
         f"Where a config lost seeds the cell says how many completed of those planned "
         f"(failed seeds {how}, `--failed-as {failed_as}`), and every other score is over all "
         "its planned seeds; ✗ marks a config with no completed seed.",
@@ -135,20 +168,20 @@ def render_leaderboard(
                 continue
             mean, std, st = cell
             text = mean_pm(mean, std)
+            href = score_links.get((row.task, cfg))
+            if href:
+                text = f"[{text}]({href})"
             if st:
                 text += f" {ICONS[st]}"
-            if count is not None and count.lost:
-                text += f" ({count.label} seeds)"
-            cells.append(text)
-        best = row.best or "—"
-        lost = seeds.get((row.task, row.best)) if row.best else None
-        if lost is not None and lost.lost:
-            best += f" ({lost.label} seeds)"
+            cells.append(text + lost(row.task, cfg))
+        best = (row.best + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
+        if row.tied:
+            best_text += "; tied with " + ", ".join(c + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {row.task} | {target} | " + " | ".join(cells) + f" | {best_text} |")
     if run_links:
-        # Below the table, not in its cells: a cell stays the score a reader compares at a glance.
+        # The table links one seed per score; this list gives every seed's run folder.
         lines += ["", "## Runs", "", "Each score and the run folders of its seeds."]
         lines.append("")
         for row in rows:
@@ -157,7 +190,8 @@ def render_leaderboard(
                 cell = row.cells.get(cfg)
                 if links and cell is not None:
                     seeds_text = " ".join(f"[{seed}]({href})" for seed, href in links)
-                    lines.append(f"- {row.task} / {cfg}: [{mean_pm(cell[0], cell[1])}]({links[0][1]}) — "
+                    href = score_links.get((row.task, cfg), links[0][1])
+                    lines.append(f"- {row.task} / {cfg}: [{mean_pm(cell[0], cell[1])}]({href}) — "
                                  f"seeds {seeds_text}")
     if settings and any(settings.get(t) for t in tasks):
         lines += ["", "## Settings", ""]

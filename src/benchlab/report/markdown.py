@@ -57,6 +57,8 @@ class ReportData:
     analysis_plan: str = ""  # the "Analysis plan" section, Markdown
     #: (task, config) -> [(seed, run id)] of the completed runs, for BENCHMARKS.md's links.
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+    #: ``run --until-decided``'s design and pairs as of its last look (``results.Results.sequential``).
+    sequential: dict[str, Any] | None = None
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
@@ -223,8 +225,8 @@ def _stderr_ci(
     """``(se, low, high, label)`` from the evaluation's own standard error of a one-seed result.
 
     The standard error is found by name (:func:`stderr_names`), so an lm-eval run read
-    with ``from: {lm_eval: .}`` needs no declaration; the interval is the normal 95%
-    interval ``value ± 1.96·se``, cut at the metric's range.
+    with ``from: {lm_eval: .}`` needs no declaration; the interval is
+    :func:`benchlab.stats.describe.normal_interval` (``value ± 1.96·se``), cut at the metric's range.
     """
     rows = finals[(finals["task"] == task) & (finals["config"] == config)]
     val_rows = rows.loc[rows["metric"] == metric, "value"].dropna()
@@ -237,9 +239,10 @@ def _stderr_ci(
     else:
         return None
     from benchlab.stats.accounting import bound_interval
+    from benchlab.stats.describe import normal_interval
 
     se, value = float(se_rows.iloc[0]), float(val_rows.iloc[0])
-    low, high = bound_interval(value - 1.959964 * se, value + 1.959964 * se, bounds)
+    low, high = bound_interval(*normal_interval(value, se), bounds)
     return se, float(low), float(high), label  # type: ignore[arg-type]
 
 
@@ -683,6 +686,26 @@ def _plot_notes(data: ReportData) -> list[str]:
     return [f"No performance profile: {reason}."] if reason else []
 
 
+def _sequential_text(sequential: dict[str, Any] | None) -> str:
+    """Each pair's seeds and why it stopped getting more, as ``run --until-decided`` left them."""
+    if not sequential or not sequential.get("pairs"):
+        return ""
+    design = sequential.get("design") or {}
+    alpha = design.get("alpha")
+    pairs = design.get("pairs")
+    how = [f"α = {alpha:g}" + (f" over {pairs} pairs (Bonferroni)" if pairs else "")
+           if isinstance(alpha, int | float) else "",
+           f"{design['spending']} spending" if design.get("spending") else "",
+           f"looks at {', '.join(map(str, design['looks']))} seeds" if design.get("looks") else ""]
+    each = []
+    for p in sequential["pairs"]:
+        failed = f", {p['failed']} without a value" if p.get("failed") else ""
+        each.append(f"{p['task']}/{p['config']} {p['seeds']} seeds ({p['reason']}{failed})")
+    head = ", ".join(h for h in how if h)
+    lead = f"{head}; vs {sequential.get('baseline')}, as of the last look: " if head else ""
+    return lead + "; ".join(each)
+
+
 def render_markdown(data: ReportData) -> str:
     """The text of BENCHMARK_REPORT.md."""
     info = data.info
@@ -736,6 +759,7 @@ def render_markdown(data: ReportData) -> str:
         primary=info.primary,
         goal=info.goal.get(info.primary, "max"),
         seeds_text=seeds_text,
+        sequential_text=_sequential_text(data.sequential),
         hardware=data.hardware,
         description=info.description,
         summary=_summary_sentences(data, desc) + _partial_sentence(data),

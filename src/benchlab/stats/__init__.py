@@ -48,7 +48,15 @@ from benchlab.stats.compare import (
     welch_pvalue,
 )
 from benchlab.stats.curves import SUMMARIES, align, common_grid, summarize
-from benchlab.stats.describe import Description, describe, is_high_variance, rank, t_interval
+from benchlab.stats.describe import (
+    Description,
+    describe,
+    is_high_variance,
+    median_member,
+    normal_interval,
+    rank,
+    t_interval,
+)
 from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
 from benchlab.stats.scores import NORMALIZATIONS, ScoreMatrices, score_matrices
 from benchlab.stats.seeds import (
@@ -99,7 +107,9 @@ __all__ = [
     "is_high_variance",
     "is_significant",
     "mean_of_means",
+    "median_member",
     "median_of_means",
+    "normal_interval",
     "normalize",
     "optimality_gap",
     "paired_power",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from scipy.special import stdtrit
+from scipy.special import ndtri, stdtrit
 
 from benchlab.stats.bootstrap import STUDENTIZED_MIN_N, Method, SeedLike, bootstrap_ci
 from benchlab.stats.tolerance import RELATIVE_TOLERANCE, is_negligible
@@ -60,6 +60,40 @@ def t_interval(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     if x.ndim == 1:
         return float(mean - half), float(mean + half)
     return mean - half, mean + half
+
+
+def normal_interval(value: float, se: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Normal interval of a value reported with its own standard error: ``value ± z_{1-α/2} · se``.
+
+    For a one-seed result whose evaluation gave a standard error (lm-evaluation-harness's
+    ``*_stderr``); ``z`` is the exact normal quantile (1.959964 for 95%). A bounded metric's
+    interval is then cut at its range (:func:`benchlab.stats.accounting.bound_interval`).
+    """
+    half = float(ndtri(0.5 + confidence / 2)) * se
+    return float(value - half), float(value + half)
+
+
+def median_member(values: Sequence[float], goal: Goal = "max") -> int | None:
+    """The index of the sample's median member: the seed whose run stands for the sample.
+
+    Args:
+        values: shape ``(n,)``, one value per member (seed); NaN and infinite ones are skipped.
+        goal: ``"max"`` or ``"min"``; of an even count, the worse of the two middle members
+            for the goal is taken (never the flattering one).
+
+    Returns:
+        An index into ``values`` (equal values keep their order there, so the choice is
+        deterministic); None when no value is finite.
+    """
+    if goal not in ("max", "min"):
+        raise ValueError(f"goal must be 'max' or 'min', got {goal!r}")
+    x = np.asarray(values, dtype=float)
+    finite = np.flatnonzero(np.isfinite(x))
+    if finite.size == 0:
+        return None
+    # Worst first: ascending for max, descending for min; stable, so equal values keep their order.
+    order = finite[np.argsort(x[finite] if goal == "max" else -x[finite], kind="stable")]
+    return int(order[(finite.size - 1) // 2])
 
 
 def is_high_variance(std: float, mean: float, threshold: float = 0.01) -> bool:
@@ -232,4 +266,5 @@ def describe_groups(
     return out
 
 
-__all__ = ["Description", "Goal", "describe", "describe_groups", "is_high_variance", "rank", "t_interval"]
+__all__ = ["Description", "Goal", "describe", "describe_groups", "is_high_variance", "median_member",
+           "normal_interval", "rank", "t_interval"]

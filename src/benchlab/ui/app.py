@@ -25,6 +25,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from starlette.exceptions import HTTPException
 
+from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Status
 from benchlab.ui import views
 from benchlab.ui.library import Library, NotFound, tail
 
@@ -106,6 +107,15 @@ def _duration(s: float | None) -> str:
     return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
 
 
+#: The states a benchmark's counts show, in this order.
+COUNTED_STATES = (COMPLETED, RUNNING, FAILED, PENDING, INTERRUPTED)
+
+
+def _state_label(status: str) -> str:
+    """A run's state as the pages say it: a pending run is "queued"."""
+    return "queued" if status == PENDING else status
+
+
 def _environment() -> Any:
     from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -114,7 +124,10 @@ def _environment() -> Any:
     env.filters["when"] = _when
     env.filters["duration"] = _duration
     env.filters["cell"] = views.cell_html
+    env.filters["state_label"] = _state_label
     env.globals["urlencode"] = urlencode
+    env.globals["Status"] = Status
+    env.globals["COUNTED_STATES"] = COUNTED_STATES
     return env
 
 

@@ -289,8 +289,8 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
         stored = [(config, int(seed), np.frombuffer(steps, dtype="<f8"), np.frombuffer(vals, dtype="<f8"))
                   for config, seed, steps, vals in store.conn.execute(
                       "SELECT r.config, r.seed, s.steps, s.vals FROM series s JOIN runs r USING (run_id)"
-                      f" WHERE r.status = 'completed' AND {store.in_spec_sql('r')} AND r.task = ? AND s.metric = ?"
-                      " ORDER BY s.rowid", (task, metric))]
+                      f" WHERE r.status = ? AND {store.in_spec_sql('r')} AND r.task = ? AND s.metric = ?"
+                      " ORDER BY s.rowid", (COMPLETED, task, metric))]
     aligned = curve_set(metric, task, stored)
     sets = [aligned] if aligned is not None else []
     configs: dict[str, dict[str, Any]] = {}
