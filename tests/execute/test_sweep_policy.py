@@ -36,6 +36,27 @@ def test_queue_is_longest_first_with_unknown_in_front():
     assert [r.config for r in todo] == ["shared", "long", "short"]
 
 
+def test_queue_order_keeps_queue_order_among_equals_and_interleaves_nothing_new():
+    # Seed-major runs of three configs, two of them known to take 5 s: the order must be what a
+    # stable sort gives (unknown first, then longest, queue order among equals), runs of equal
+    # expected length staying interleaved as they were queued.
+    import random
+
+    spec = make_spec(seeds=6, configs=[{"name": f"c{i}"} for i in range(5)])
+    runs = expand(spec)
+    random.Random(3).shuffle(runs)
+    estimates = {("t", "c1"): 5.0, ("t", "c2"): 5.0, ("t", "c4"): 9.0}
+    todo = deque(runs)
+    _order(todo, estimates)
+
+    def by_hand(r):
+        e = estimates.get((r.task, r.config))
+        return (0, 0.0) if e is None else (1, -e)
+
+    assert list(todo) == sorted(runs, key=by_hand)
+    assert [r.config for r in todo][:12] == [r.config for r in runs if r.config in ("c0", "c3")]
+
+
 def test_retry_budget_defaults_and_overrides():
     run = expand(make_spec(retries=3, retry_on={"exception": 0}))[0]
     assert run.retries_for("timeout") == 0 and run.retries_for("launch-error") == 0

@@ -240,10 +240,14 @@ def run(
     console.print(f"results: {escape(str(folder))}", highlight=False)
     plan = None
     if (folder / DB_NAME).exists() and not rerun_all:
-        from benchlab.execute import sequential as seqrun
-
+        kept = []
         with Store.open(folder) as store:
-            kept = seqrun.kept_runs(store, spec)
+            # Only a ledger an --until-decided run wrote: the sequential module imports the
+            # statistics (scipy), half a second before every resume's first launch.
+            if store.meta().get("sequential"):
+                from benchlab.execute import sequential as seqrun
+
+                kept = seqrun.kept_runs(store, spec)
         if kept:
             # Seeds an earlier --until-decided run added stay in the results and in every claim.
             plan = [*expand(spec), *kept]

@@ -937,18 +937,22 @@ def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
     if len(todo) < 2 or not estimates:  # no duration known: every key is the same
         return
     keys: dict[tuple[str, str, float], tuple[int, float, float]] = {}
-
-    def key(r: Run) -> tuple[int, float, float]:
+    # A stable sort by key, as buckets: each run joins the bucket of its key, in queue order, and
+    # the buckets follow each other in key order (a few keys, not 100,000 comparisons).
+    buckets: dict[tuple[int, float, float], list[Run]] = {}
+    for r in todo:
         k = (r.task, r.config, r.resources.gpus)
         found = keys.get(k)
         if found is None:
             e = estimates.get((r.task, r.config))
             found = keys[k] = (0, 0.0, 0.0) if e is None else (1, -e, -r.resources.gpus)
-        return found
-
-    items = sorted(todo, key=key)
+        bucket = buckets.get(found)
+        if bucket is None:
+            bucket = buckets[found] = []
+        bucket.append(r)
     todo.clear()
-    todo.extend(items)
+    for found in sorted(buckets):
+        todo.extend(buckets[found])
 
 
 class _Replanner:
