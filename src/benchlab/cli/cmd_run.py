@@ -241,7 +241,10 @@ def run(
     plan = None
     if (folder / DB_NAME).exists() and not rerun_all:
         from benchlab.execute import sequential as seqrun
+        from benchlab.execute.sweep import refuse_without_ledger
 
+        # A ledger that lost its attempts gets the sweep's own refusal, which names the way out.
+        refuse_without_ledger(folder)
         with Store.open(folder) as store:
             kept = seqrun.kept_runs(store, spec)
         if kept:
