@@ -240,7 +240,11 @@ def run(
     console.print(f"results: {escape(str(folder))}", highlight=False)
     plan = None
     if (folder / DB_NAME).exists() and not rerun_all:
-        kept = []
+        from benchlab.execute.sweep import refuse_without_ledger
+
+        # A ledger that lost its attempts gets the sweep's own refusal, which names the way out.
+        refuse_without_ledger(folder)
+        kept: list[Any] = []
         with Store.open(folder) as store:
             # Only a ledger an --until-decided run wrote: the sequential module imports the
             # statistics (scipy), half a second before every resume's first launch.
