@@ -18,7 +18,7 @@ from benchlab.ranges import metric_ranges
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import render_leaderboard, status, task_settings
-from benchlab.report.markdown import ReportData, primary_counts, render_markdown
+from benchlab.report.markdown import ReportData, primary_counts, render_markdown, warm_templates
 from benchlab.report.tables import describe
 from benchlab.results import SEARCH_DIR, Environment, GpuPlacement, Results, read
 from benchlab.run_files import runs_dir
@@ -292,13 +292,18 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         judged = preregistration.judge(used, data.registered_plan["plan"], info_.goal, list(info_.configs),
                                        reps=reps, seed=seed)
         data.analysis_plan = preregistration.statement(data.registered_plan, info_.spec, judged)
+    # While the figures are still drawn: what needs none of them (BENCHMARKS.md's text), and the
+    # templates the rest is written with.
+    bench_text = leaderboard(data, desc, out_dir)
+    if pending is not None:
+        warm_templates(html)
     extra: list[Path] = []
     if pending is not None:
         data.plots = [p.as_dict() for p in pending()]
         drawn = publish_plots(staging, out_dir / "plots")
         extra += [out_dir / p["path"] for p in data.plots]
     bench_md = out_dir / "BENCHMARKS.md"
-    write_text_atomic(bench_md, leaderboard(data, desc, out_dir))
+    write_text_atomic(bench_md, bench_text)
     extra.insert(0, bench_md)
     text = render_markdown(data)
     md = out_dir / "BENCHMARK_REPORT.md"

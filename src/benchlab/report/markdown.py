@@ -706,6 +706,14 @@ def _sequential_text(sequential: dict[str, Any] | None) -> str:
     return lead + "; ".join(each)
 
 
+def warm_templates(html: bool = True) -> None:
+    """Load (and compile) BENCHMARK_REPORT.md's template ahead of :func:`render_markdown`, and with
+    ``html`` the Markdown parser report.html is made with: done while the figures are drawn."""
+    _ENV.get_template("BENCHMARK_REPORT.md.j2")
+    if html:
+        import markdown_it  # noqa: F401
+
+
 def render_markdown(data: ReportData) -> str:
     """The text of BENCHMARK_REPORT.md."""
     info = data.info
