@@ -82,9 +82,18 @@ def test_report_only_export_and_dry_run(results, tmp_path):
     dry = run_cli("export", str(folder), str(target), "--what", "report", "--dry-run", check=True)
     assert "would upload BENCHMARK_REPORT.md" in dry.stdout and not target.exists()
     assert not (folder / "exports.json").exists()  # a dry run is no export
-    run_cli("export", str(folder), str(target), "--what", "report", check=True)
+    report_only = run_cli("export", str(folder), str(target), "--what", "report", check=True)
     assert (target / "BENCHMARKS.md").exists() and not (target / "runs").exists()
     assert any((target / "plots").iterdir())
+    # The report's score links point at run folders this export did not publish: said, with the way out.
+    linked = set(re.findall(r"\]\(runs/([0-9a-f]+)/\)", (folder / "BENCHMARKS.md").read_text()))
+    assert linked and all((folder / "runs" / r).is_dir() for r in linked)
+    assert (f"warning: the report links to {len(linked)} run folders that {target} does not hold"
+            in " ".join(report_only.stderr.split()))
+    assert "--what runs` publishes them" in " ".join(report_only.stderr.split())
+    run_cli("export", str(folder), str(target), "--what", "runs", check=True)
+    again = run_cli("export", str(folder), str(target), "--what", "report", "--json", check=True)
+    assert json.loads(again.stdout)["unpublished_runs"] == [] and "warning" not in again.stderr
     bad = run_cli("export", str(folder), str(target), "--what", "everything")
     assert bad.returncode == 2 and "--what must be one of report, runs, all; got 'everything'" in bad.stderr
 

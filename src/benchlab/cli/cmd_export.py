@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from benchlab.cli.app import app, console, print_json
+from benchlab.cli.app import app, console, err_console, print_json
 
 
 @app.command()
@@ -38,3 +38,8 @@ def export(
                   f"({result.uploaded_bytes} bytes); {len(result.files) - len(result.uploaded)} unchanged"
                   + (f"; links point to {result.public_url}" if result.public_url else ""),
                   markup=False, highlight=False)
+    if result.unpublished_runs:
+        n = len(result.unpublished_runs)
+        err_console.print(f"warning: the report links to {n} run folder{'s' if n != 1 else ''} that {result.target} "
+                      f"does not hold (e.g. runs/{result.unpublished_runs[0]}/); `benchlab export {results} "
+                      f"{target} --what runs` publishes them", markup=False, highlight=False)

@@ -35,6 +35,7 @@ REPORT_FILES = ("BENCHMARK_REPORT.md", "BENCHMARKS.md", "results.csv", "report.h
 LINKED = ("BENCHMARK_REPORT.md", "BENCHMARKS.md", "report.html")
 _MD_LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 _HTML_LINK = re.compile(r"""((?:href|src)=["'])([^"']+)(["'])""")
+_RUN_LINK = re.compile(r"^(?:\./)?runs/([^/]+)/")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class ExportResult:
     public_url: str | None
     dry_run: bool
     files: list[ExportFile] = field(default_factory=list)
+    #: Run folders the exported report links to that the target holds neither before nor after
+    #: this export (an ``--what report`` export of a folder whose runs were never exported).
+    unpublished_runs: list[str] = field(default_factory=list)
 
     @property
     def uploaded(self) -> list[ExportFile]:
@@ -70,7 +74,7 @@ class ExportResult:
         return {"when": self.when, "what": self.what, "target": self.target, "public_url": self.public_url,
                 "dry_run": self.dry_run, "files": len(self.files), "uploaded": len(self.uploaded),
                 "uploaded_bytes": self.uploaded_bytes, "skipped": len(self.files) - len(self.uploaded),
-                "uploaded_files": [f.path for f in self.uploaded]}
+                "uploaded_files": [f.path for f in self.uploaded], "unpublished_runs": self.unpublished_runs}
 
 
 def safe_url(url: str) -> str:
@@ -122,6 +126,12 @@ def rewrite_links(text: str, base: str) -> str:
         return m.group(1) + base + (link[2:] if link.startswith("./") else link) + m.group(3)
 
     return _HTML_LINK.sub(fix, _MD_LINK.sub(fix, text))
+
+
+def linked_runs(text: str) -> set[str]:
+    """The run ids whose folders (``runs/<id>/``) relative links of ``text`` point to."""
+    links = [m.group(2) for m in _MD_LINK.finditer(text)] + [m.group(2) for m in _HTML_LINK.finditer(text)]
+    return {m.group(1) for link in links if (m := _RUN_LINK.match(link))}
 
 
 def files_to_export(results: Path, what: str) -> list[Path]:
@@ -182,11 +192,14 @@ def export(results: Path, target: str, *, what: str = "all", dry_run: bool = Fal
         present = {}
     result = ExportResult((now or datetime.now(UTC)).isoformat(timespec="seconds"), what, safe_url(target),
                           base, dry_run)
+    linked: set[str] = set()
     for rel in paths:
         name = rel.as_posix()
         data = (results / rel).read_bytes()
-        if base is not None and name in LINKED:
-            data = rewrite_links(data.decode("utf-8"), base).encode("utf-8")
+        if name in LINKED:
+            linked |= linked_runs(data.decode("utf-8"))
+            if base is not None:
+                data = rewrite_links(data.decode("utf-8"), base).encode("utf-8")
         sha = hashlib.sha256(data).hexdigest()
         same = known.get(name, {}).get("sha256") == sha and present.get(name) in (len(data), None) \
             and name in present
@@ -194,6 +207,9 @@ def export(results: Path, target: str, *, what: str = "all", dry_run: bool = Fal
             fs.pipe_file(f"{root}/{name}", data)
             known[name] = {"sha256": sha, "bytes": len(data)}
         result.files.append(ExportFile(name, sha, len(data), not same))
+    held = {n.split("/")[1] for n in [*present, *(f.path for f in result.files)] if n.startswith("runs/")
+            and n.count("/") >= 2}
+    result.unpublished_runs = sorted(linked - held)
     if not dry_run:
         if result.uploaded or not fs.exists(manifest_path):
             fs.pipe_file(manifest_path, json.dumps({"files": known, "updated": result.when}, indent=1,
@@ -218,5 +234,5 @@ def append_log(results: Path, result: ExportResult) -> None:
 
 
 __all__ = ["LOG_JSON", "LOG_MD", "MANIFEST", "WHATS", "ExportFile", "ExportResult", "append_log", "export",
-           "files_to_export", "public_url", "rewrite_links", "safe_url"]
+           "files_to_export", "linked_runs", "public_url", "rewrite_links", "safe_url"]
 
