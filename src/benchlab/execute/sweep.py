@@ -904,8 +904,11 @@ def refuse_without_ledger(results_dir: Path) -> None:
     holds no attempt: a sweep would run them all again, and the ledger can be rebuilt instead."""
     db = results_dir / DB_NAME
     if db.exists():
+        # A folder this process cannot write (an archived one) cannot hold the WAL index a
+        # read-only open needs: opened as immutable, and the sweep then says it is read-only.
+        how = "mode=ro" if os.access(results_dir, os.W_OK) else "immutable=1"
         try:
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+            conn = sqlite3.connect(f"file:{db}?{how}", uri=True, timeout=30)
             try:
                 (attempts,) = conn.execute("SELECT COUNT(*) FROM (SELECT 1 FROM attempts LIMIT 1)").fetchone()
             finally:
