@@ -99,3 +99,34 @@ def test_shell_reported_signal_exit_is_a_signal():
     verdict = triage.classify(exit_code=139, signal=None, timed_out=False, tail="")
     assert verdict == triage.Verdict(triage.SIGNAL, "killed by SIGSEGV")
     assert triage.classify(exit_code=137, signal=None, timed_out=False, tail="").failure_class == triage.OOM
+
+
+def test_queue_order_puts_a_retry_given_a_whole_gpu_ahead_of_its_configs_other_runs():
+    # The same (task, config) with two GPU requests (an out-of-memory retry gets a whole device):
+    # the wider request goes first among equal durations, each group in queue order.
+    runs = [r for r in expand(make_spec(seeds=3)) if r.config == "shared"]
+    widened = _for_retry(runs[1], triage.OOM)
+    todo = deque([runs[0], widened, runs[2]])
+    _order(todo, {("t", "shared"): 4.0})
+    assert [(r.seed, r.resources.gpus) for r in todo] == [(1, 1.0), (0, 0.25), (2, 0.25)]
+
+
+def test_runs_that_never_fit_are_found_the_same_through_the_plan_ordered_runs():
+    from benchlab.execute.sweep import RunQueue
+
+    plan = expand(make_spec(seeds=3))
+    estimates = {("t", "long"): 30.0, ("t", "short"): 2.0}
+
+    def why_never(run):
+        return "no GPU" if run.resources.gpus > 0 else None
+
+    def removed(among):
+        queue = RunQueue(plan, estimates)
+        queue.order()
+        gone = queue.remove_never_fitting(why_never, among)
+        return [(r.name, why) for r, why in gone], [r.name for r in queue]
+
+    by_queue, by_plan = removed(None), removed(plan)
+    assert by_plan == by_queue
+    assert by_queue[0] == [("t/shared/s0", "no GPU"), ("t/shared/s1", "no GPU"), ("t/shared/s2", "no GPU")]
+    assert by_queue[1] == ["t/long/s0", "t/long/s1", "t/long/s2", "t/short/s0", "t/short/s1", "t/short/s2"]
