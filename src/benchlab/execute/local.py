@@ -595,8 +595,11 @@ def gpu_setup(context: SweepContext) -> dict[str, Any]:
     gpus = context.gpus
     # The runs of a config share one resources object: each is asked once, and the runs that
     # want a GPU are listed only when one does (a pass at C speed, not a Python loop per run).
-    held = list(map(attrgetter("resources"), context.runs))
-    asking = any(res.gpus > 0 for res in dict(zip(map(id, held), held, strict=True)).values())
+    if context.resources is not None:
+        asking = any(res.gpus > 0 for res in context.resources)
+    else:
+        held = list(map(attrgetter("resources"), context.runs))
+        asking = any(res.gpus > 0 for res in dict(zip(map(id, held), held, strict=True)).values())
     wanting = [r for r in context.runs if r.resources.gpus > 0] if asking else []
     if gpus is None and not wanting:
         return {}

@@ -271,11 +271,15 @@ class Sweep:
         arg = self._backend_arg
         return (get_backend(arg) if isinstance(arg, str) else arg).runs_here
 
-    def _make_backend(self, queue: RunQueue) -> Backend:
+    def _make_backend(self, queue: RunQueue, todo: list[Run]) -> Backend:
+        """The backend for ``queue``; ``todo`` holds the same runs in plan order."""
         if not isinstance(self._backend_arg, str):
             return self._backend_arg
+        # The runs of a config share one resources object: gathered once each, through ``todo``.
+        held = {id(res): res for res in map(_RESOURCES, todo)}
         context = SweepContext(spec=self.spec, results_dir=self.results_dir, jobs=self.jobs,
-                               runs=list(queue), gpus=self.gpus, recovered_gpus=tuple(self._recovered_gpus))
+                               runs=list(queue), gpus=self.gpus, recovered_gpus=tuple(self._recovered_gpus),
+                               resources=tuple(held.values()))
         return get_backend(self._backend_arg).for_sweep(context, **self._backend_options)
 
     def _run(self, store: Store, t0: float) -> SweepResult:
@@ -302,7 +306,7 @@ class Sweep:
         if changed:
             self.on_event(SweepEvent("warning", None, 0, Progress(total=0), error=changed))
         self.on_event(SweepEvent("begin", None, 0, progress))
-        self.backend = backend = self._make_backend(queue)
+        self.backend = backend = self._make_backend(queue, todo)
         self._gpu_models = dict(backend.gpu_models)
         self._sampler = backend.gpu_sampler()
         if self._sampler is not None:
