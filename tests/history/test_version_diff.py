@@ -150,3 +150,35 @@ def test_history_doc_shows_this_diff(versions):
     real = {_masked(line) for line in run_cli("diff", "v1", "v2", cwd=versions).stdout.splitlines()}
     for line in block.splitlines():
         assert _masked(line) in real, line
+
+
+def test_a_constant_shift_on_every_seed_is_undetermined_never_no_change(versions):
+    """Every seed's loss grows by the same 0.25: the paired differences have no spread, so no
+    interval or p-value exists. The diff must not call that "no detectable change"."""
+    root = versions
+    train, spec = root / "train.py", root / "benchlab.yaml"
+    kept = train.read_text(), spec.read_text()  # other tests of the module change both
+    v1 = _git(root, "log", "--format=%H").split()[-1]
+    try:
+        spec.write_text(_git(root, "show", f"{v1}:benchlab.yaml"))
+        train.write_text(_git(root, "show", f"{v1}:train.py").replace(
+            PLANT[0], "loss += 0.25\n" + PLANT[0]))
+        run_cli("run", "benchlab.yaml", "-r", "shifted", "--no-report", "--allow-changed", cwd=root, check=True)
+    finally:
+        train.write_text(kept[0])
+        spec.write_text(kept[1])
+    gate = run_cli("diff", "v1", "shifted", "--fail-on-regression", "--json", "-m", "score", cwd=root)
+    data = json.loads(gate.stdout)
+    assert gate.returncode == 0 and f"warning: {len(data['changes'])} change(s) undetermined" in gate.stderr
+    for c in data["changes"]:
+        before, after = _scores(root / "v1", c["task"], c["config"]), _scores(root / "shifted", c["task"], c["config"])
+        d = np.array([after[s] - before[s] for s in sorted(before)])
+        assert d == pytest.approx(np.full(len(d), -0.25))  # the same shift on every seed
+        assert c["verdict"] == "undetermined" and c["p_value"] is None and c["p_holm"] is None, c
+        assert any("all paired differences equal" in w for w in c["warnings"]), c["warnings"]
+    assert data["counts"] == {"regression": 0, "improvement": 0, "no detectable change": 0,
+                              "undetermined": len(data["changes"])}
+    md = run_cli("diff", "v1", "shifted", "-m", "score", cwd=root, check=True).stdout
+    flat = " ".join(md.split())
+    assert f"0 without a detectable change, **{len(data['changes'])} undetermined**" in flat
+    assert "## Undetermined (" in md and "| ? |" in md

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from benchlab.cli.app import app, console, print_json
+from benchlab.cli.app import app, console, err_console, print_json
 
 
 def write_csv(path: Path, rows: list[dict], columns: tuple[str, ...] | list[str]) -> None:
@@ -41,7 +41,7 @@ def diff(
     """What changed between two versions of a benchmark (code, spec, packages, datasets) and which
     scores moved, with 95% CIs: paired by seed where the seeds match, Holm across the table."""
     from benchlab.errors import DataError
-    from benchlab.history.diff import diff_results, read_side
+    from benchlab.history.diff import UNDETERMINED, diff_results, read_side
     from benchlab.history.diff_text import CSV_COLUMNS, csv_rows, to_markdown
     from benchlab.stats import SUMMARIES
 
@@ -59,5 +59,10 @@ def diff(
         print_json(result.to_json())
     else:
         console.print(text, markup=False, highlight=False)
+    undetermined = [c for c in result.changes if c.verdict == UNDETERMINED]
+    if undetermined:
+        err_console.print(f"warning: {len(undetermined)} change(s) undetermined: the statistics cannot judge them "
+                          f"(e.g. {undetermined[0].key}; see the Notes), so no verdict covers them",
+                          markup=False, highlight=False)
     if fail_on_regression and result.regressions:
         raise typer.Exit(1)

@@ -10,7 +10,11 @@ otherwise), Holm's correction runs across the whole table, and the verdict is
 - ``regression``: the Holm-adjusted p-value is below alpha and the 95% CI of the change
   excludes 0 on the bad side of the metric's goal;
 - ``improvement``: the same on the good side;
-- ``no detectable change``: anything else (including comparisons with too few seeds).
+- ``no detectable change``: a change the statistics could judge whose CI includes 0 (or whose
+  Holm-adjusted p-value is not below alpha);
+- ``undetermined``: a change the statistics cannot judge (fewer than two seeds on a side, every
+  paired difference equal, NaN): no CI, no p-value, and a note naming why. A constant shift on
+  every seed lands here, never under "no detectable change", which it is not.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ if TYPE_CHECKING:
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
 NO_CHANGE = "no detectable change"
-VERDICTS = (REGRESSION, IMPROVEMENT, NO_CHANGE)
+UNDETERMINED = "undetermined"
+VERDICTS = (REGRESSION, IMPROVEMENT, NO_CHANGE, UNDETERMINED)
 
 
 @dataclass
@@ -190,8 +195,13 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
     changes = []
     for (key, cmp, b, a, goal), p_adj in zip(raw, adjusted, strict=True):
         significant = is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, alpha)
-        verdict = NO_CHANGE
-        if significant and cmp.mean_diff is not None:
+        judged = cmp.pvalue is not None and cmp.diff_ci_low is not None and cmp.diff_ci_high is not None \
+            and np.isfinite([cmp.pvalue, cmp.diff_ci_low, cmp.diff_ci_high]).all()
+        # Identical scores on every seed are no change at all; any other case the statistics
+        # cannot judge (a constant shift, one seed) is left undetermined rather than called "no change".
+        same = cmp.paired and len(b) >= 2 and all(a[s_] == b[s_] for s_ in b)
+        verdict = NO_CHANGE if judged or same else UNDETERMINED
+        if judged and significant and cmp.mean_diff is not None:
             verdict = IMPROVEMENT if (cmp.mean_diff > 0) == (goal == "max") else REGRESSION
         vb, va = np.array(list(b.values())), np.array(list(a.values()))
         mb, ma = float(np.nanmean(vb)), float(np.nanmean(va))
@@ -342,6 +352,7 @@ def dataset_changes(before: Side, after: Side) -> list[str]:
 __all__ = [
     "IMPROVEMENT",
     "NO_CHANGE",
+    "UNDETERMINED",
     "REGRESSION",
     "VERDICTS",
     "Change",

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlab.history.diff import IMPROVEMENT, NO_CHANGE, REGRESSION, Change, VersionDiff
+from benchlab.history.diff import IMPROVEMENT, NO_CHANGE, REGRESSION, UNDETERMINED, Change, VersionDiff
 
-#: asv's marks, with a goal-aware meaning: ``+`` worse, ``-`` better, ``~`` no detectable change.
-MARKS = {REGRESSION: "+", IMPROVEMENT: "-", NO_CHANGE: "~"}
+#: asv's marks, with a goal-aware meaning: ``+`` worse, ``-`` better, ``~`` no detectable change;
+#: ``?`` for a change the statistics cannot judge.
+MARKS = {REGRESSION: "+", IMPROVEMENT: "-", NO_CHANGE: "~", UNDETERMINED: "?"}
 
 CSV_COLUMNS = ("task", "config", "metric", "goal", "verdict", "paired", "n_before", "n_after", "mean_before",
                "mean_after", "diff", "ci_low", "ci_high", "ratio", "p_value", "p_holm")
@@ -34,9 +35,11 @@ def to_markdown(d: VersionDiff) -> str:
     """The diff as Markdown: what changed, then regressions, improvements and the rest."""
     lines = [f"# benchlab diff: {d.before} → {d.after}", ""]
     n_reg, n_imp = len(d.regressions), len(d.improvements)
+    n_und = sum(1 for c in d.changes if c.verdict == UNDETERMINED)
     lines.append(f"{len(d.changes)} score(s) compared ({d.summary} value per run; Holm-corrected across the "
                  f"table, alpha {d.alpha:g}): **{n_reg} regression(s)**, {n_imp} improvement(s), "
-                 f"{len(d.changes) - n_reg - n_imp} without a detectable change.")
+                 f"{len(d.changes) - n_reg - n_imp - n_und} without a detectable change"
+                 + (f", **{n_und} undetermined** (the statistics cannot judge them; see the Notes)." if n_und else "."))
     lines += ["", "## What changed", ""]
     for title, items in (("Code", d.code), ("Spec", d.spec), ("Packages", d.packages), ("Datasets", d.datasets)):
         if not items:
@@ -50,8 +53,10 @@ def to_markdown(d: VersionDiff) -> str:
                 lines.append(f"  - {item}")
     header = ["", "before", "after", "change (95% CI)", "ratio", "p (Holm)", "task/config/metric"]
     for verdict, title in ((REGRESSION, "Regressions"), (IMPROVEMENT, "Improvements"),
-                           (NO_CHANGE, "No detectable change")):
+                           (NO_CHANGE, "No detectable change"), (UNDETERMINED, "Undetermined")):
         rows = [c for c in d.changes if c.verdict == verdict]
+        if verdict == UNDETERMINED and not rows:
+            continue
         lines += ["", f"## {title} ({len(rows)})", ""]
         if not rows:
             lines.append("none")
@@ -59,7 +64,8 @@ def to_markdown(d: VersionDiff) -> str:
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "|".join("---" for _ in header) + "|")
         lines += ["| " + " | ".join(change_line(c)) + " |" for c in rows]
-    lines += ["", "`+` worse, `-` better for the metric's goal, `~` no detectable change (as asv marks them)."]
+    lines += ["", "`+` worse, `-` better for the metric's goal, `~` no detectable change (as asv marks them)"
+              + (", `?` undetermined." if n_und else ".")]
     if d.only_before or d.only_after:
         lines += ["", "## Not on both sides", ""]
         lines += [f"- only in {d.before}: {k}" for k in d.only_before]
