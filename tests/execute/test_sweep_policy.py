@@ -130,3 +130,22 @@ def test_runs_that_never_fit_are_found_the_same_through_the_plan_ordered_runs():
     assert by_plan == by_queue
     assert by_queue[0] == [("t/shared/s0", "no GPU"), ("t/shared/s1", "no GPU"), ("t/shared/s2", "no GPU")]
     assert by_queue[1] == ["t/long/s0", "t/long/s1", "t/long/s2", "t/short/s0", "t/short/s1", "t/short/s2"]
+
+
+def test_the_backend_is_given_each_resource_request_of_the_queued_runs_once(tmp_path, monkeypatch):
+    from benchlab.execute import local
+    from benchlab.execute.sweep import RunQueue, Sweep
+
+    seen = []
+    monkeypatch.setattr(local.LocalBackend, "for_sweep",
+                        classmethod(lambda cls, context, **options: seen.append(context)))
+    spec = make_spec(seeds=3)
+    runs = expand(spec)
+    queue = RunQueue(runs, {("t", "short"): 9.0})
+    queue.order()
+    Sweep(spec, tmp_path, backend="local")._make_backend(queue, runs)
+    (context,) = seen
+    # long and short share the spec's resources, shared has its own: two requests, each once.
+    assert context.resources is not None
+    assert sorted(r.gpus for r in context.resources) == [0.0, 0.25]
+    assert [r.name for r in context.runs] == [r.name for r in queue]
