@@ -1,10 +1,10 @@
-"""benchlab search with median pruning vs without pruning vs Ray Tune, on one synthetic objective.
+"""benchlab search (median, asha and no pruning) vs Ray Tune, on one synthetic objective.
 
 The objective: a learning curve whose final value depends on three params (a, b, c), at most
-200 steps a trial, each step costing a fixed sleep. 64 trials, 2 at a time, TPE (seeded) in all
-three. benchlab runs each trial as a subprocess (as `benchlab search` does); Ray Tune runs the
+200 steps a trial, each step costing a fixed sleep. 64 trials, 2 at a time, TPE (seeded) in
+every run. benchlab runs each trial as a subprocess (as `benchlab search` does); Ray Tune runs the
 same steps in its trainable (Tuner + OptunaSearch + ASHAScheduler, reuse_actors=True) on a local
-Ray. Each sampler seed (--seeds) is one run of all three.
+Ray. Each sampler seed (--seeds) is one run of each.
 
 Printed per seed: wall time, best value, trial-steps (the steps the trials reported), the runs'
 summed time, pruned trials, and benchlab's per-trial overhead, over the completed trials:
@@ -20,8 +20,13 @@ summed time, pruned trials, and benchlab's per-trial overhead, over the complete
 - start: from the spawn to the script's first line (``/bin/sh`` and the Python interpreter);
 - exit: from the script's last line to the reap (the interpreter's shutdown, ``benchlab.log``
   closing its files, the wake-up of the search process).
+- optuna: the time in Optuna's ``Study.ask`` and ``Study.tell`` (the sampler, its storage), the
+  mean over all trials; part of ``driver``.
 - idle: (2 × wall − the runs' summed run time) / trials, slot time outside any run, start-up
   of the search and the last trial's tail included (the figure this file printed first).
+
+Runs of benchlab: median pruning (the default), asha with Optuna's defaults, asha with the rungs
+of the Ray Tune run (``{name: asha, min_steps: 10, reduction_factor: 4}``), and no pruning.
 
     python bench/search.py [--trials 64] [--step-s 0.005] [--seeds 0,1,2] [--skip-ray]
 """
@@ -29,6 +34,7 @@ summed time, pruned trials, and benchlab's per-trial overhead, over the complete
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -38,7 +44,9 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 STEPS = 200
 
@@ -86,21 +94,28 @@ search:
 """
 
 
-def run_benchlab(root: Path, pruner: str, trials: int, nap: float, seed: int) -> dict[str, float]:
+#: benchlab's pruner for each kind of run; ``asha-ray`` has the rungs of the Ray Tune run below
+#: (``ASHAScheduler(grace_period=10, reduction_factor=4)``: steps 10, 40, 160).
+PRUNERS = {"median": "median", "asha": "asha", "asha-ray": "{name: asha, min_steps: 10, reduction_factor: 4}",
+           "none": "none"}
+
+
+def run_benchlab(root: Path, kind: str, trials: int, nap: float, seed: int) -> dict[str, float]:
     from benchlab.run_files import run_dir_of
     from benchlab.search import SearchRun
     from benchlab.search.study import read_study
     from benchlab.spec import load_spec
 
-    folder = root / f"{pruner}-{seed}"
+    folder = root / f"{kind}-{seed}"
     folder.mkdir()
     (folder / "run.py").write_text(SCRIPT)
-    values = {"nap": nap, "trials": trials, "pruner": pruner, "seed": seed}
+    values = {"nap": nap, "trials": trials, "pruner": PRUNERS[kind], "seed": seed}
     (folder / "bench.yaml").write_text(textwrap.dedent(SPEC % values))
     spec = load_spec(folder / "bench.yaml")
-    t0 = time.perf_counter()
-    result = SearchRun(spec, folder / "results", jobs=2).run()
-    wall = time.perf_counter() - t0
+    with _timing_optuna() as optuna_s:
+        t0 = time.perf_counter()
+        result = SearchRun(spec, folder / "results", jobs=2).run()
+        wall = time.perf_counter() - t0
     study_dir = folder / "results" / "search" / "search"
     study = read_study(study_dir)
     con = sqlite3.connect(study_dir / "benchlab.db")
@@ -131,7 +146,34 @@ def run_benchlab(root: Path, pruner: str, trials: int, nap: float, seed: int) ->
             "pruned": result.pruned, "overhead_ms": 1000 * statistics.mean(beyond),
             "driver_ms": 1000 * statistics.mean(driver), "start_ms": 1000 * statistics.mean(start_up),
             "exit_ms": 1000 * statistics.mean(exits), "import_ms": 1000 * statistics.mean(imports),
-            "idle_ms": 1000 * (2 * wall - run_s) / trials}
+            "idle_ms": 1000 * (2 * wall - run_s) / trials, "optuna_ms": 1000 * sum(optuna_s) / len(study.trials)}
+
+
+@contextlib.contextmanager
+def _timing_optuna() -> Iterator[list[float]]:
+    """The time spent in Optuna's ``Study.ask`` and ``Study.tell`` (the sampler, the study's
+    bookkeeping and its storage), a figure per call, while the block runs."""
+    import optuna
+
+    spent: list[float] = []
+    originals = {name: getattr(optuna.Study, name) for name in ("ask", "tell")}
+
+    def timed(original: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent.append(time.perf_counter() - t0)
+        return call
+
+    for name, original in originals.items():
+        setattr(optuna.Study, name, timed(original))
+    try:
+        yield spent
+    finally:
+        for name, original in originals.items():
+            setattr(optuna.Study, name, original)
 
 
 def run_ray_tune(root: Path, trials: int, nap: float, seed: int) -> dict[str, float]:
@@ -165,15 +207,15 @@ def run_ray_tune(root: Path, trials: int, nap: float, seed: int) -> dict[str, fl
         ray.shutdown()
     nan = float("nan")
     return {"wall_s": wall, "best": best, "steps": steps, "run_s": nan, "pruned": nan, "overhead_ms": nan,
-            "driver_ms": nan, "start_ms": nan, "exit_ms": nan, "import_ms": nan, "idle_ms": nan}
+            "driver_ms": nan, "start_ms": nan, "exit_ms": nan, "import_ms": nan, "idle_ms": nan, "optuna_ms": nan}
 
 
 COLUMNS = [("wall s", "wall_s", 6, 1), ("best", "best", 7, 4), ("trial-steps", "steps", 11, 0),
            ("run s", "run_s", 6, 1), ("pruned", "pruned", 6, 0), ("beyond ms", "overhead_ms", 9, 1),
-           ("driver", "driver_ms", 6, 1), ("start", "start_ms", 5, 1), ("exit", "exit_ms", 5, 1),
-           ("import", "import_ms", 6, 1), ("idle ms", "idle_ms", 7, 1)]
-NAMES = {"median": "benchlab, median pruning", "asha": "benchlab, asha pruning", "none": "benchlab, no pruning",
-         "ray": "Ray Tune (OptunaSearch + ASHA)"}
+           ("driver", "driver_ms", 6, 1), ("optuna", "optuna_ms", 6, 1), ("start", "start_ms", 5, 1),
+           ("exit", "exit_ms", 5, 1), ("import", "import_ms", 6, 1), ("idle ms", "idle_ms", 7, 1)]
+NAMES = {"median": "benchlab, median pruning", "asha": "benchlab, asha pruning", "asha-ray": "benchlab, asha as Ray's",
+         "none": "benchlab, no pruning", "ray": "Ray Tune (OptunaSearch + ASHA)"}
 
 
 def _row(name: str, r: dict[str, float]) -> str:
@@ -192,7 +234,7 @@ def main() -> None:
     load = os.getloadavg()
     print(f"{args.trials} trials, 2 at a time, {STEPS} steps of {args.step_s * 1000:g} ms, sampler seeds {seeds}; "
           f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores")
-    kinds = ["median", "asha", "none"] + ([] if args.skip_ray else ["ray"])
+    kinds = ["median", "asha", "asha-ray", "none"] + ([] if args.skip_ray else ["ray"])
     rows: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -216,17 +258,22 @@ def main() -> None:
 
     print(f"median pruning saved {spread(saved, '.0%')} of trial-steps (goal: at least 50%), "
           f"{spread(saved_s, '.0%')} of the runs' time")
-    asha = [1 - a["steps"] / n["steps"] for a, n in zip(rows["asha"], none, strict=True)]
-    print(f"asha pruning saved {spread(asha, '.0%')} of trial-steps, best value "
-          f"{spread([r['best'] for r in rows['asha']], '.4f')}")
+    for kind, label in (("asha", "asha pruning (Optuna's defaults)"),
+                        ("asha-ray", "asha pruning with Ray's rungs (min_steps 10, reduction_factor 4)")):
+        saved_k = [1 - a["steps"] / n["steps"] for a, n in zip(rows[kind], none, strict=True)]
+        print(f"{label} saved {spread(saved_k, '.0%')} of trial-steps, best value "
+              f"{spread([r['best'] for r in rows[kind]], '.4f')}")
     print(f"best value, median pruning: {spread([r['best'] for r in med], '.4f')}; "
           f"no pruning: {spread([r['best'] for r in none], '.4f')}")
     print(f"per completed trial beyond its run: {spread([r['overhead_ms'] for r in med], '.1f')} ms with pruning, "
           f"{spread([r['overhead_ms'] for r in none], '.1f')} ms without (goal: at most 2 ms); of which the "
-          f"search process's own work: {spread([r['driver_ms'] for r in none], '.1f')} ms without pruning")
+          f"search process's own work: {spread([r['driver_ms'] for r in none], '.1f')} ms without pruning, and "
+          f"of that Optuna's ask and tell (every trial's mean): {spread([r['optuna_ms'] for r in none], '.1f')} ms")
     if "ray" in rows:
         ratio = [r["wall_s"] / m["wall_s"] for r, m in zip(rows["ray"], med, strict=True)]
         print(f"wall time, Ray Tune / benchlab median: {spread(ratio, '.2f')}")
+        same = [r["wall_s"] / m["wall_s"] for r, m in zip(rows["ray"], rows["asha-ray"], strict=True)]
+        print(f"wall time, Ray Tune / benchlab asha with the same rungs: {spread(same, '.2f')}")
         print(f"best value, Ray Tune: {spread([r['best'] for r in rows['ray']], '.4f')}")
 
 

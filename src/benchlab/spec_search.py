@@ -13,6 +13,7 @@ seeds the benchmark never uses, so that no number of the benchmark table was tun
         act: {choice: [relu, tanh]}
       seeds: [100, 101]
       budget: 12             # default: 4 × the dimensions of the space
+      pruner: median         # or {name: asha, min_steps: 10, reduction_factor: 4}
 
 The checks that need the rest of the spec (the metric against the primary one, the seeds
 against the benchmark's, names of tasks and configs) are in :func:`search_problems`.
@@ -20,14 +21,16 @@ against the benchmark's, names of tasks and configs) are in :func:`search_proble
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from benchlab.spec_checks import NAME_RE, check_seeds
 
 SAMPLERS = ("tpe", "random", "grid", "cmaes")
-PRUNERS = ("median", "asha", "none")
+#: Each pruner and its settings (another pruner's are refused with it).
+PRUNER_SETTINGS = {"median": ("startup_trials", "warmup_steps"), "asha": ("min_steps", "reduction_factor"),
+                   "none": ()}
 #: Trials per dimension of the space when no budget is given (3–4 per dimension is the usual advice).
 TRIALS_PER_DIMENSION = 4
 
@@ -101,6 +104,61 @@ def _metric_from_name(value: Any) -> Any:
     return {"name": value} if isinstance(value, str) else value
 
 
+PrunerName = Literal["median", "asha", "none"]
+
+
+class Pruner(_Model):
+    """The pruner, and the settings that differ from Optuna's defaults.
+
+    ``median`` is Optuna's ``MedianPruner``, ``asha`` its ``SuccessiveHalvingPruner`` (the
+    asynchronous successive halving of Li et al. 2020, as Ray Tune's ``ASHAScheduler``), ``none``
+    prunes nothing. Written as a name (``pruner: asha``) or as a mapping with the name and
+    settings (``pruner: {name: asha, min_steps: 10, reduction_factor: 4}``).
+    """
+
+    name: PrunerName = "median"
+    startup_trials: int | None = Field(
+        default=None, ge=0, description="median: trials that run to the end before any is pruned "
+                                        "[default: 5, a quarter of a budget under 20]")
+    warmup_steps: int | None = Field(
+        default=None, ge=0, description="median: the steps of a trial before it may be pruned [default: 0]")
+    min_steps: int | None = Field(
+        default=None, ge=1, description="asha: the first rung, in reported steps (Ray Tune's grace_period) "
+                                        "[default: Optuna's, a hundredth of the first completed trial's steps]")
+    reduction_factor: int | None = Field(
+        default=None, ge=2, description="asha: a rung lets 1 trial in this many go on [default: 4]")
+
+    @model_validator(mode="after")
+    def _settings_of_this_pruner(self) -> Pruner:
+        wrong = [k for k in ("startup_trials", "warmup_steps", "min_steps", "reduction_factor")
+                 if getattr(self, k) is not None and k not in PRUNER_SETTINGS[self.name]]
+        if wrong:
+            owner = next(n for n, keys in PRUNER_SETTINGS.items() if wrong[0] in keys)
+            allowed = ", ".join(PRUNER_SETTINGS[self.name]) or "none"
+            raise ValueError(f"{wrong[0]} is a setting of the {owner} pruner; the {self.name} pruner takes: {allowed}")
+        return self
+
+    @property
+    def settings(self) -> dict[str, int]:
+        """The settings given in the spec (the rest are Optuna's defaults)."""
+        return {k: v for k in PRUNER_SETTINGS[self.name] if (v := getattr(self, k)) is not None}
+
+    def __str__(self) -> str:
+        settings = self.settings
+        if not settings:
+            return self.name
+        return f"{self.name} ({', '.join(f'{k} {v}' for k, v in settings.items())})"
+
+
+def _pruner_from_name(value: Any) -> Any:
+    if isinstance(value, str):
+        if value not in PRUNER_SETTINGS:
+            raise ValueError(f"expected one of {', '.join(PRUNER_SETTINGS)}, or a mapping with name: and its settings "
+                             f"(e.g. {{name: asha, min_steps: 10}}), got {value!r}")
+        return {"name": value}
+    return value
+
+
 class Search(_Model):
     """A spec's ``search`` section (see the module's docstring)."""
 
@@ -115,13 +173,20 @@ class Search(_Model):
     budget: int | None = Field(default=None, ge=1, description="completed and pruned trials "
                                                                "[default: 4 × the dimensions of the space]")
     sampler: Literal["tpe", "random", "grid", "cmaes"] = "tpe"
-    pruner: Literal["median", "asha", "none"] = "median"
+    pruner: Annotated[Pruner, BeforeValidator(_pruner_from_name, json_schema_input_type=PrunerName | Pruner)] = Field(
+        default_factory=Pruner)
     sampler_seed: int | None = Field(default=0, description="seeds the sampler, so that a search is repeatable")
 
     @field_validator("metric", mode="before")
     @classmethod
     def _metric_name(cls, v: Any) -> Any:
         return _metric_from_name(v)
+
+    @field_serializer("pruner")
+    def _pruner_as_written(self, pruner: Pruner) -> Any:
+        # A pruner without settings is dumped as its name, as specs write it and as the key of a
+        # study made before pruners had settings holds it.
+        return {"name": pruner.name, **pruner.settings} if pruner.settings else pruner.name
 
     @field_validator("name")
     @classmethod

@@ -205,7 +205,7 @@ class SearchDriver:
             if state.trial.should_prune():
                 mean = sum(p[new[-1]] for p in state.points.values()) / len(state.points)
                 state.pruned = (f"pruned at step {new[-1]:g}: {self.metric} = {mean:.4g} cannot catch up "
-                                f"({self.spec.search.pruner if self.spec.search else ''} pruner)")
+                                f"({self.spec.search.pruner.name if self.spec.search else ''} pruner)")
                 out.update({rid: state.pruned for rid in state.runs if rid not in state.ended})
         return out
 
@@ -335,7 +335,7 @@ class SearchRun:
             recovered = recover(study)
             tspec = trial_spec(self.spec)
             driver = SearchDriver(tspec, study, self.folder, self.budget, self.summary, self.on_trial,
-                                  prune=self.search.pruner != "none")
+                                  prune=self.search.pruner.name != "none")
 
             def on_event(event: SweepEvent) -> None:
                 self.on_event(event)
@@ -363,6 +363,6 @@ class SearchRun:
             store.set_meta(search={
                 "study": study.study_name, "spec_name": self.spec.name, "metric": search.metric.name,
                 "goal": goal_of(self.spec), "summary": self.summary, "budget": self.budget,
-                "sampler": search.sampler, "pruner": search.pruner, "base_config": base_config_name(self.spec),
+                "sampler": search.sampler, "pruner": str(search.pruner), "base_config": base_config_name(self.spec),
                 "allow_primary_reason": search.metric.reason if search.metric.allow_primary else None,
                 "spec_path": str(self.spec.path.resolve()) if self.spec.path else None})

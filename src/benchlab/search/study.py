@@ -170,12 +170,17 @@ def make_sampler(search: Search) -> Any:
 
 def make_pruner(search: Search) -> Any:
     optuna = import_optuna()
-    if search.pruner == "median":
+    pruner = search.pruner
+    if pruner.name == "median":
         # The first trials have nothing to be compared with: a few run to the end first.
-        return optuna.pruners.MedianPruner(n_startup_trials=min(5, max(1, search.trial_budget // 4)),
-                                           n_warmup_steps=0)
-    if search.pruner == "asha":
-        return optuna.pruners.SuccessiveHalvingPruner()
+        startup = pruner.startup_trials
+        if startup is None:
+            startup = min(5, max(1, search.trial_budget // 4))
+        return optuna.pruners.MedianPruner(n_startup_trials=startup, n_warmup_steps=pruner.warmup_steps or 0)
+    if pruner.name == "asha":
+        return optuna.pruners.SuccessiveHalvingPruner(
+            min_resource=pruner.min_steps if pruner.min_steps is not None else "auto",
+            reduction_factor=pruner.reduction_factor if pruner.reduction_factor is not None else 4)
     return optuna.pruners.NopPruner()
 
 
