@@ -6,8 +6,10 @@ every run. benchlab runs each trial as a subprocess (as `benchlab search` does);
 same steps in its trainable (Tuner + OptunaSearch + ASHAScheduler, reuse_actors=True) on a local
 Ray. Each sampler seed (--seeds) is one run of each.
 
-Printed per seed: wall time, best value, trial-steps (the steps the trials reported), the runs'
-summed time, pruned trials, and benchlab's per-trial overhead, over the completed trials:
+Printed per seed: wall time, best value, trial-steps (the steps the trials reported to the
+pruner), ran (the steps the trials' runs wrote, those a pruned run made before it was stopped
+included), the runs' summed time, pruned trials, and benchlab's per-trial overhead, over the
+completed trials:
 
 - beyond: the trial's wall time minus its run's own wall time. The trial's wall time is Optuna's
   (``datetime_start``, when the trial is asked, to ``datetime_complete``, when it is told); the
@@ -124,6 +126,7 @@ def run_benchlab(root: Path, kind: str, trials: int, nap: float, seed: int) -> d
     con.close()
     run_s = sum(e - s for s, e in attempts.values())
     steps = 0
+    ran = 0  # the steps the trials' runs wrote, those after a prune decision included
     driver: list[float] = []  # per completed trial: (tell - ask) - (spawn ... exit), in s
     beyond: list[float] = []  # per completed trial: (tell - ask) - the run's own wall time
     start_up: list[float] = []  # per completed trial: the run's first line - its spawn
@@ -131,6 +134,9 @@ def run_benchlab(root: Path, kind: str, trials: int, nap: float, seed: int) -> d
     imports: list[float] = []  # per completed trial: `from benchlab import log` in the run
     for t in study.trials:
         steps += (max(t.intermediate_values) + 1) if t.intermediate_values else (STEPS if t.value is not None else 0)
+        for run_id in t.user_attrs.get("benchlab_runs", []):
+            curve = run_dir_of(study_dir, run_id) / "metrics.jsonl"
+            ran += curve.read_bytes().count(b"\n") if curve.exists() else 0
         if t.state.name != "COMPLETE" or t.datetime_start is None or t.datetime_complete is None:
             continue
         (run_id,) = t.user_attrs["benchlab_runs"]
@@ -142,7 +148,7 @@ def run_benchlab(root: Path, kind: str, trials: int, nap: float, seed: int) -> d
         start_up.append(first - spawned)
         exits.append(reaped - last)
         imports.append(imported - first)
-    return {"wall_s": wall, "best": result.best_value or float("nan"), "steps": steps, "run_s": run_s,
+    return {"wall_s": wall, "best": result.best_value or float("nan"), "steps": steps, "ran": ran, "run_s": run_s,
             "pruned": result.pruned, "overhead_ms": 1000 * statistics.mean(beyond),
             "driver_ms": 1000 * statistics.mean(driver), "start_ms": 1000 * statistics.mean(start_up),
             "exit_ms": 1000 * statistics.mean(exits), "import_ms": 1000 * statistics.mean(imports),
@@ -206,11 +212,11 @@ def run_ray_tune(root: Path, trials: int, nap: float, seed: int) -> dict[str, fl
     finally:
         ray.shutdown()
     nan = float("nan")
-    return {"wall_s": wall, "best": best, "steps": steps, "run_s": nan, "pruned": nan, "overhead_ms": nan,
+    return {"wall_s": wall, "best": best, "steps": steps, "ran": nan, "run_s": nan, "pruned": nan, "overhead_ms": nan,
             "driver_ms": nan, "start_ms": nan, "exit_ms": nan, "import_ms": nan, "idle_ms": nan, "optuna_ms": nan}
 
 
-COLUMNS = [("wall s", "wall_s", 6, 1), ("best", "best", 7, 4), ("trial-steps", "steps", 11, 0),
+COLUMNS = [("wall s", "wall_s", 6, 1), ("best", "best", 7, 4), ("trial-steps", "steps", 11, 0), ("ran", "ran", 5, 0),
            ("run s", "run_s", 6, 1), ("pruned", "pruned", 6, 0), ("beyond ms", "overhead_ms", 9, 1),
            ("driver", "driver_ms", 6, 1), ("optuna", "optuna_ms", 6, 1), ("start", "start_ms", 5, 1),
            ("exit", "exit_ms", 5, 1), ("import", "import_ms", 6, 1), ("idle ms", "idle_ms", 7, 1)]
@@ -256,12 +262,15 @@ def main() -> None:
         return (f"{statistics.mean(values):{fmt}} (seeds: {', '.join(format(v, fmt) for v in values)})"
                 if len(values) > 1 else format(values[0], fmt))
 
+    saved_ran = [1 - m["ran"] / n["ran"] for m, n in zip(med, none, strict=True)]
     print(f"median pruning saved {spread(saved, '.0%')} of trial-steps (goal: at least 50%), "
-          f"{spread(saved_s, '.0%')} of the runs' time")
+          f"{spread(saved_ran, '.0%')} of the steps run, {spread(saved_s, '.0%')} of the runs' time")
     for kind, label in (("asha", "asha pruning (Optuna's defaults)"),
                         ("asha-ray", "asha pruning with Ray's rungs (min_steps 10, reduction_factor 4)")):
         saved_k = [1 - a["steps"] / n["steps"] for a, n in zip(rows[kind], none, strict=True)]
-        print(f"{label} saved {spread(saved_k, '.0%')} of trial-steps, best value "
+        ran_k = [1 - a["ran"] / n["ran"] for a, n in zip(rows[kind], none, strict=True)]
+        print(f"{label} saved {spread(saved_k, '.0%')} of trial-steps ({spread(ran_k, '.0%')} of the steps run), "
+              "best value "
               f"{spread([r['best'] for r in rows[kind]], '.4f')}")
     print(f"best value, median pruning: {spread([r['best'] for r in med], '.4f')}; "
           f"no pruning: {spread([r['best'] for r in none], '.4f')}")

@@ -123,13 +123,13 @@ def test_the_json_schema_takes_a_name_or_a_mapping_with_settings():
 @pytest.mark.slow
 def test_a_search_with_asha_min_steps_prunes_at_that_rung_and_no_sooner(tmp_path):
     """Real subprocess trials: a bad trial after a good one is stopped at the first rung: at
-    step 100 with min_steps 100, and far sooner with min_steps 10."""
+    step 100 with min_steps 100, at step 10 with min_steps 10."""
     stopped = {}
     for min_steps in (100, 10):
         root = tmp_path / str(min_steps)
         root.mkdir()
         path = write_search_bench(root, budget=2, pruner=f"{{name: asha, min_steps: {min_steps}, reduction_factor: 2}}",
-                                  params='{x: 0.0, steps: 400, nap: 0.01, child: ""}')
+                                  params='{x: 0.0, steps: 400, nap: 0.002, child: ""}')
         spec = load_spec(path)
         results = root / "results" / "tune"
         study = open_study(spec, results / "search" / "search", "final")
@@ -138,11 +138,19 @@ def test_a_search_with_asha_min_steps_prunes_at_that_rung_and_no_sooner(tmp_path
         del study
         result = SearchRun(spec, results, jobs=1).run()
         assert result.completed == 1 and result.pruned == 1 and result.failed == 0
-        bad = next(t for t in read_study(results / "search" / "search").trials if t.params["x"] == -1.0)
+        trials = read_study(results / "search" / "search").trials
+        good = next(t for t in trials if t.params["x"] == 0.3)
+        bad = next(t for t in trials if t.params["x"] == -1.0)
         assert bad.state == TrialState.PRUNED
         stopped[min_steps] = max(bad.intermediate_values)
-    assert 100 <= stopped[100] < 399
-    assert 10 <= stopped[10] < 100
+        # Each trial entered each rung with its value at the rung's own step, however late its
+        # curve was read: rungs at min_steps * 2**k.
+        rungs = [min_steps * 2**k for k in range(10) if min_steps * 2**k <= 399]
+        assert [good.system_attrs.get(f"completed_rung_{k}") for k in range(len(rungs))] == [
+            good.intermediate_values[r] for r in rungs]
+        assert bad.system_attrs.get("completed_rung_0") == bad.intermediate_values[min_steps]
+    # stopped at the first rung, not at the step where its curve happened to be read
+    assert stopped == {100: 100, 10: 10}
     summary = run_cli("search", str(tmp_path / "100" / "bench.yaml"), "--report", cwd=tmp_path / "100")
     assert summary.returncode == 0, summary.stderr
     report = (tmp_path / "100" / "results" / "tune" / "search" / "search" / "report" / "SEARCH_REPORT.md").read_text()
