@@ -190,3 +190,19 @@ def test_a_sweep_keeps_its_plan_from_the_cycle_collector_and_gives_it_back_at_it
     finally:
         gc.unfreeze()
     assert any(o is kept for o in gc.get_objects())
+
+
+def test_statuses_of_named_runs_read_only_those_and_agree_with_the_whole_table(tmp_path):
+    spec = load_spec(_write(tmp_path, TRICKY))
+    runs = expand(spec)
+    with Store.create(tmp_path / "results") as store:
+        store.add_runs(runs)
+        store.set_status(runs[1].run_id, "completed")
+        store.set_status(runs[2].run_id, "pruned")
+        whole = store.statuses()
+        asked = [runs[0].run_id, runs[1].run_id, runs[2].run_id, "not-a-run"]
+        assert store.statuses(ids=asked) == {rid: whole[rid] for rid in asked[:3]}
+        assert store.statuses(ids=asked, pending=False) == {runs[1].run_id: "completed", runs[2].run_id: "pruned"}
+        # more names than one statement may carry (SQLite's limit on parameters)
+        many = [r.run_id for r in runs] + [f"x{i}" for i in range(40_000)]
+        assert store.statuses(ids=many) == whole

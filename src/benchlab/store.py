@@ -39,7 +39,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -550,9 +550,17 @@ class Store:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(r.run_id, r.name, r.task, r.config, r.seed, params(r.params), r.command, now, now) for r in runs])
 
-    def statuses(self, *, pending: bool = True) -> dict[str, str]:
+    def statuses(self, *, pending: bool = True, ids: Collection[str] | None = None) -> dict[str, str]:
         """Run id -> status of every run on record; with ``pending=False``, of the runs that are not
-        pending only (a resume of 100,000 runs that just began reads a few rows, not all)."""
+        pending only (a resume of 100,000 runs that just began reads a few rows, not all); with
+        ``ids``, of those runs only (those on record)."""
+        if ids is not None:
+            wanted, found = list(ids), {}
+            for i in range(0, len(wanted), 500):  # within SQLite's limit on a statement's parameters
+                chunk = wanted[i:i + 500]
+                found.update(self.conn.execute(
+                    f"SELECT run_id, status FROM runs WHERE run_id IN ({','.join('?' * len(chunk))})", chunk))
+            return found if pending else {k: v for k, v in found.items() if v != PENDING.value}
         if pending:
             return dict(self.conn.execute("SELECT run_id, status FROM runs"))
         return dict(self.conn.execute("SELECT run_id, status FROM runs WHERE status != ?", (PENDING.value,)))

@@ -153,7 +153,10 @@ def read_cache(path: Path, jsonl: bytes) -> dict[str, tuple[np.ndarray, np.ndarr
     kind, length, digest = CACHE_TRAILER.unpack_from(buf, end)
     if kind != b"T" or length != len(jsonl) or hashlib.sha1(jsonl, usedforsecurity=False).digest() != digest:
         return None
-    parts: dict[str, list[np.ndarray]] = {}
+    # A run that flushes often leaves many small blocks, mostly of the same keys: their key
+    # lists are parsed once, and the blocks joined in one copy when they all agree.
+    blocks: list[tuple[tuple[str, ...], np.ndarray]] = []
+    parsed: dict[bytes, tuple[str, ...]] = {}
     pos = len(CACHE_MAGIC)
     try:
         while pos < end:
@@ -165,20 +168,31 @@ def read_cache(path: Path, jsonl: bytes) -> dict[str, tuple[np.ndarray, np.ndarr
                 return None
             _, n, size = CACHE_BLOCK.unpack_from(buf, pos)
             pos += CACHE_BLOCK.size
-            keys = json.loads(buf[pos:pos + size])
+            raw = buf[pos:pos + size]
+            keys = parsed.get(raw)
+            if keys is None:
+                keys = parsed[raw] = tuple(json.loads(raw))
             pos += size
-            width = len(keys) + 1
-            block = np.frombuffer(buf, dtype="<f8", count=n * width, offset=pos).reshape(n, width)
+            block = np.frombuffer(buf, dtype="<f8", count=n * (len(keys) + 1), offset=pos).reshape(n, len(keys) + 1)
             pos += block.nbytes
-            for j, key in enumerate(keys, 1):
-                parts.setdefault(key, []).append(block[:, [0, j]])
+            blocks.append((keys, block))
     except (struct.error, ValueError, TypeError):
         return None
     if pos != end:
         return None
     out = {}
-    for key, blocks in parts.items():
-        pairs = np.concatenate(blocks).astype(float)  # native byte order, one contiguous copy
+    if len(parsed) == 1:
+        (keys,) = parsed.values()
+        table = np.concatenate([b for _, b in blocks]).astype(float)  # native byte order, one copy
+        for j, key in enumerate(keys, 1):
+            out[key] = (table[:, 0].copy(), table[:, j].copy())
+        return out
+    parts: dict[str, list[np.ndarray]] = {}
+    for keys, block in blocks:
+        for j, key in enumerate(keys, 1):
+            parts.setdefault(key, []).append(block[:, [0, j]])
+    for key, pieces in parts.items():
+        pairs = np.concatenate(pieces).astype(float)
         out[key] = (pairs[:, 0].copy(), pairs[:, 1].copy())
     return out
 

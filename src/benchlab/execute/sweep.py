@@ -490,7 +490,7 @@ class Sweep:
             with st.store.transaction():
                 st.store.add_runs(new)
                 st.store.add_to_plan(r.run_id for r in new)
-            known = st.store.statuses()
+            known = st.store.statuses(ids=[r.run_id for r in new])
             progress.total += len(new)
             for r in new:
                 state = known.get(r.run_id)

@@ -76,8 +76,11 @@ def trial_spec(spec: Spec) -> Spec:
     named = next((m for m in spec.metrics.all if m.name == search.metric.name), None)
     primary = (named or Metric(name=search.metric.name)).model_copy(update={"goal": goal_of(spec)})
     metrics = Metrics(primary=primary, secondary=[m for m in spec.metrics.all if m.name != primary.name])
+    # The working directory resolved once: each trial's runs are expanded from this spec, on the
+    # path from one trial's end to the next one's start.
     return spec.model_copy(update={"tasks": tasks, "seeds": search.seed_list(spec.seed_list), "metrics": metrics,
-                                   "env": {**spec.env, "BENCHLAB_FLUSH_S": str(LIVE_FLUSH_S)}})
+                                   "env": {**spec.env, "BENCHLAB_FLUSH_S": str(LIVE_FLUSH_S)},
+                                   "workdir": str(spec.work_path)})
 
 
 def trial_runs(spec: Spec, number: int, params: dict[str, Any]) -> list[Run]:
@@ -171,6 +174,8 @@ class SearchDriver:
         self.distributions = distributions(spec.search)
         self.counted = counted(study)
         self.completed = self.pruned = self.failed = 0
+        self.maximize = study.direction.name == "MAXIMIZE"
+        self.best: tuple[int | None, float | None] = best_of(study)
         self.active: dict[int, _Trial] = {}
         self._trial_of: dict[str, int] = {}
 
@@ -260,6 +265,7 @@ class SearchDriver:
                 value = sum(v for v in values if v is not None) / len(values)
         if value is not None:
             self.study.tell(trial, value)
+            self._note_best(trial.number, value)
             self.completed += 1
             self.counted += 1
             kind = "complete"
@@ -273,9 +279,20 @@ class SearchDriver:
             self.study.tell(trial, state=TrialState.FAIL)
             self.failed += 1
             kind = "fail"
-        best_number, best_value = best_of(self.study)
+        best_number, best_value = self.best
         self.on_trial(TrialEvent("tell", trial.number, dict(trial.params), kind, value, reason, best_number,
                                  best_value, self.counted, self.budget))
+
+    def _note_best(self, number: int, value: float) -> None:
+        """Keep ``best`` as Optuna's ``best_trial`` has it (the lowest number among equal values),
+        without the study's pass over every trial after each one."""
+        best_number, best_value = self.best
+        if best_number is None or best_value is None:
+            self.best = (number, value)
+            return
+        better = value > best_value if self.maximize else value < best_value
+        if better or (value == best_value and number < best_number):
+            self.best = (number, value)
 
     def _value(self, run: Run, final: float | None) -> float | None:
         """A completed run's value: the search metric's final value (which the sweep read as the
