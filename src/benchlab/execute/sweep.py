@@ -9,6 +9,7 @@ sweep that died, and stopping cleanly. Progress reaches the caller as
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import itertools
 import operator
@@ -321,8 +322,11 @@ class Sweep:
             st.lost = "is unreadable"
             raise
         finally:
-            self._stop_in_flight(st)
-            backend.close()
+            try:
+                self._after_launch(st)
+            finally:
+                self._stop_in_flight(st)
+                backend.close()
             if self._sampler is not None:
                 self._sampler.stop()
             if backend.runs_here:
@@ -439,12 +443,10 @@ class Sweep:
         feeder = self.feeder
         poll_s = feeder.poll_s if feeder is not None else None
         while (self._top_up(st) or queue or st.inflight or backend.settling()) and not self._stop.is_set():
-            problem = self._guard.check()
-            if problem is not None:
-                st.lost = problem
-                raise self._lost(problem)
+            self._check_ledger(st)
             queue.maybe_reorder()
             self._launch_what_fits(st)
+            self._after_launch(st)
             if not st.inflight and not backend.settling():
                 break
             # With the plan to record or directories to write ahead, only look for ended runs,
@@ -475,6 +477,11 @@ class Sweep:
         if queue and not self._stop.is_set():
             self._drop_unplaceable(st)
 
+    @staticmethod
+    def _after_launch(st: _LoopState) -> None:
+        while st.after_launch:
+            st.after_launch.pop(0)()
+
     def _top_up(self, st: _LoopState) -> bool:
         """Ask the feeder for runs while slots would stay idle; False, so that it can lead the
         loop's condition."""
@@ -487,21 +494,31 @@ class Sweep:
             new = feeder.more(free)
             if not new:
                 return False
+            # The runs start in the transaction that records them: one commit, after their spawns
+            # (a crash before it leaves Optuna's trial running, and the next search asks it again).
             with st.store.transaction():
+                known = st.store.statuses(ids=[r.run_id for r in new])
                 st.store.add_runs(new)
                 st.store.add_to_plan(r.run_id for r in new)
-            known = st.store.statuses(ids=[r.run_id for r in new])
-            progress.total += len(new)
-            for r in new:
-                state = known.get(r.run_id)
-                if state in (COMPLETED, PRUNED):
-                    # Done before this sweep (the same run asked for again after a crash).
-                    progress.skipped += 1
-                    self.on_event(SweepEvent("finish", r, 0, progress, status=state))
-                else:
-                    st.queue.runs.append(r)
-                    free -= 1
+                progress.total += len(new)
+                for r in new:
+                    state = known.get(r.run_id)
+                    if state in (COMPLETED, PRUNED):
+                        # Done before this sweep (the same run asked for again after a crash).
+                        progress.skipped += 1
+                        self.on_event(SweepEvent("finish", r, 0, progress, status=state))
+                    else:
+                        st.queue.runs.append(r)
+                        free -= 1
+                self._check_ledger(st)
+                self._launch_what_fits(st)
         return False
+
+    def _check_ledger(self, st: _LoopState) -> None:
+        problem = self._guard.check()
+        if problem is not None:
+            st.lost = problem
+            raise self._lost(problem)
 
     def _prune(self, st: _LoopState, run_id: str, reason: str) -> None:
         """Stop ``run_id`` for its feeder: dropped from the queue, or killed where it runs."""
@@ -552,7 +569,7 @@ class Sweep:
             self.on_event(event)
             return
         status, event = self._finish(st.store, outcome, st.shared, st.primary, st.metrics,
-                                     retried=st.budget.allows_another(run))
+                                     retried=st.budget.allows_another(run), later=st.after_launch)
         progress.running = len(st.inflight)
         duration = outcome.ended - outcome.started
         st.tally.note_devices(outcome)
@@ -710,10 +727,16 @@ class Sweep:
 
     def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
                 metrics: list[Any], record: bool = True,
-                retried: Callable[[str], bool] | None = None) -> tuple[str, SweepEvent]:
+                retried: Callable[[str], bool] | None = None,
+                later: list[Callable[[], None]] | None = None) -> tuple[str, SweepEvent]:
         """Collect and record one ended attempt. ``retried(failure_class)`` says whether a failure
         of that class will be retried: the run is then recorded as pending in the same transaction
-        as the failed attempt, so a crash in between cannot leave it failed with budget left."""
+        as the failed attempt, so a crash in between cannot leave it failed with budget left.
+
+        ``later``: where a completed attempt's ``provenance.json`` is put off to, so that the
+        next run starts first. Killed in between, that run's folder lacks the file, which the
+        ledger does not need; rebuilt from its folders, the ledger would count the run as to do
+        again. A failed attempt's is written at once: its retry moves its files aside."""
         launch = outcome.launch
         run, run_dir = launch.run, launch.run_dir
         use = self._sampler.finish(launch.attempt_id) if self._sampler is not None else None
@@ -738,16 +761,18 @@ class Sweep:
             extracted = {"metrics_json": RECORDED_BY_BENCHLAB}
         if collected is not None and collected.lm_eval is not None:
             extracted["lm_eval"] = collected.lm_eval.provenance
+        write = None
         if run_dir.exists():
-            write_provenance(run_dir, shared.get(), run_id=run.run_id, run=run.name, attempt=launch.number,
-                             started=outcome.started, ended=outcome.ended,
-                             duration_s=outcome.ended - outcome.started,
-                             exit_code=outcome.exit_code, signal=outcome.signal,
-                             timed_out=outcome.timed_out, node=outcome.node, gpus=launch.gpus,
-                             gpu_models=[self._gpu_models.get(i) for i in launch.gpus or ()],
-                             command=launch.command, metrics={"primary": primary, "goals": {
-                                 m.name: m.goal for m in metrics}}, **extracted, interrupted=outcome.interrupted,
-                             **({"transfer": outcome.extra} if outcome.extra else {}))
+            write = functools.partial(
+                write_provenance, run_dir, shared.get(), run_id=run.run_id, run=run.name, attempt=launch.number,
+                started=outcome.started, ended=outcome.ended, duration_s=outcome.ended - outcome.started,
+                exit_code=outcome.exit_code, signal=outcome.signal, timed_out=outcome.timed_out, node=outcome.node,
+                gpus=launch.gpus, gpu_models=[self._gpu_models.get(i) for i in launch.gpus or ()],
+                command=launch.command, metrics={"primary": primary, "goals": {m.name: m.goal for m in metrics}},
+                **extracted, interrupted=outcome.interrupted, **({"transfer": outcome.extra} if outcome.extra else {}))
+            if later is None or failure is not None or not record:
+                write()
+                write = None
         if not record:
             return INTERRUPTED, SweepEvent("finish", run, launch.number, Progress(0), status=INTERRUPTED)
         if use is not None:
@@ -759,6 +784,8 @@ class Sweep:
             store.finish_attempt(launch.attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
                                  exit_code=outcome.exit_code, ended=outcome.ended, node=outcome.node,
                                  error=note, metrics=collected.finals, series=collected.series)
+            if write is not None and later is not None:
+                later.append(write)
             return COMPLETED, SweepEvent("finish", run, launch.number, Progress(0), status=COMPLETED,
                                          value=collected.finals.get(primary), metric=primary)
         status = INTERRUPTED if failure.failure_class == triage.INTERRUPTED else FAILED
@@ -1239,6 +1266,9 @@ class _LoopState:
     metrics: list[Any] = field(default_factory=list)
     inflight: dict[int, _InFlight] = field(default_factory=dict)  # by attempt id
     lost: str | None = None  # what became of the ledger, once it is lost
+    # Work for an ended run that nothing downstream waits for (its provenance.json), done once
+    # the slot it freed has its next run: off the path from one run's end to the next one's start.
+    after_launch: list[Callable[[], None]] = field(default_factory=list)
 
 
 class _Later:
