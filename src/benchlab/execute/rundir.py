@@ -31,8 +31,17 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 def write_run_dir(run_dir: Path, run: Run, number: int) -> None:
     """Everything a run directory holds before attempt ``number`` starts."""
     prepare_run_dir(run_dir, number)
-    (run_dir / CONFIG_FILE).write_text(config_yaml(run.resolved_config()))
-    os.close(os.open(run_dir / LOG_FILE, os.O_WRONLY | os.O_CREAT, 0o644))
+    # Plain system calls, not a text file object (its isatty check and seeks): this is on the
+    # path from one run's end to the next one's start.
+    data = config_yaml(run.resolved_config()).encode()
+    fd = os.open(run_dir / CONFIG_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    os.close(os.open(run_dir / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
 
 
 def config_yaml(config: dict[str, Any]) -> str:
