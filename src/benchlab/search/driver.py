@@ -139,6 +139,7 @@ class SearchResult:
 class _Trial:
     trial: Any  # optuna.trial.Trial
     runs: dict[str, Run]
+    params: dict[str, Any]
     ended: dict[str, str] = field(default_factory=dict)  # run id -> completed / failed / pruned
     errors: list[str] = field(default_factory=list)
     tails: dict[str, CurveTail] = field(default_factory=dict)
@@ -146,6 +147,7 @@ class _Trial:
     values: dict[str, float | None] = field(default_factory=dict)  # run id -> its value, once completed
     last_step: float = -math.inf
     pruned: str | None = None
+    named: bool = False  # whether the trial's runs are in its user attributes
 
 
 class SearchDriver:
@@ -178,24 +180,35 @@ class SearchDriver:
         self.best: tuple[int | None, float | None] = best_of(study)
         self.active: dict[int, _Trial] = {}
         self._trial_of: dict[str, int] = {}
+        # Trial events wait until the sweep has started the next trial's runs (its next event) or
+        # has none to start: what the CLI prints of a trial is then off the path from one trial's
+        # end to the next one's start.
+        self._pending: list[TrialEvent] = []
 
     # -- the sweep's Feeder -----------------------------------------------------
 
     def more(self, free: int) -> list[Run]:
         if self.counted + len(self.active) >= self.budget or self.failed >= self.max_failed:
+            self.notify()
             return []
         trial = self.study.ask(self.distributions)
-        runs = trial_runs(self.spec, trial.number, trial.params)
-        trial.set_user_attr(RUNS_ATTR, [r.run_id for r in runs])
-        state = _Trial(trial, {r.run_id: r for r in runs})
+        params = trial.params  # a copy (Optuna's): taken once
+        runs = trial_runs(self.spec, trial.number, params)
+        state = _Trial(trial, {r.run_id: r for r in runs}, params)
         for r in runs:
             self._trial_of[r.run_id] = trial.number
             if self.poll_s is not None:
                 state.tails[r.run_id] = CurveTail(run_dir_of(self.folder, r.run_id), self.metric)
                 state.points[r.run_id] = {}
         self.active[trial.number] = state
-        self.on_trial(TrialEvent("ask", trial.number, dict(trial.params), counted=self.counted, budget=self.budget))
+        self._pending.append(TrialEvent("ask", trial.number, dict(params), counted=self.counted, budget=self.budget))
         return runs
+
+    def notify(self) -> None:
+        """Pass on the trial events held back (see ``_pending``)."""
+        pending, self._pending = self._pending, []
+        for event in pending:
+            self.on_trial(event)
 
     def to_prune(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -229,12 +242,21 @@ class SearchDriver:
     # -- run events ---------------------------------------------------------------
 
     def on_event(self, event: SweepEvent) -> None:
-        if event.kind != "finish" or event.run is None or event.status not in (COMPLETED, FAILED, PRUNED):
-            return  # an interrupted run leaves its trial running: the next search asks it again
+        if event.run is None or event.kind not in ("start", "finish"):
+            return
+        self.notify()
         number = self._trial_of.get(event.run.run_id)
         state = self.active.get(number) if number is not None else None
         if state is None:
             return
+        if not state.named:
+            # The trial names its runs once the first has started or ended, off the path from
+            # the last trial's end to this one's start (a search killed before has no trial of
+            # them: the trial it asked for is failed and asked again).
+            state.trial.set_user_attr(RUNS_ATTR, list(state.runs))
+            state.named = True
+        if event.kind != "finish" or event.status not in (COMPLETED, FAILED, PRUNED):
+            return  # an interrupted run leaves its trial running: the next search asks it again
         state.ended[event.run.run_id] = event.status
         if event.status == COMPLETED:
             state.values[event.run.run_id] = self._value(event.run, event.value)
@@ -280,8 +302,8 @@ class SearchDriver:
             self.failed += 1
             kind = "fail"
         best_number, best_value = self.best
-        self.on_trial(TrialEvent("tell", trial.number, dict(trial.params), kind, value, reason, best_number,
-                                 best_value, self.counted, self.budget))
+        self._pending.append(TrialEvent("tell", trial.number, dict(state.params), kind, value, reason, best_number,
+                                        best_value, self.counted, self.budget))
 
     def _note_best(self, number: int, value: float) -> None:
         """Keep ``best`` as Optuna's ``best_trial`` has it (the lowest number among equal values),
@@ -374,7 +396,10 @@ class SearchRun:
             sweep_result = None
             if driver.counted < self.budget and not self._stop:
                 self.sweep = Sweep(tspec, self.folder, on_event=on_event, feeder=driver, **self._sweep_args)
-                sweep_result = self.sweep.run()
+                try:
+                    sweep_result = self.sweep.run()
+                finally:
+                    driver.notify()
             best_number, best_value = best_of(study)
             return SearchResult(
                 study=study_name(self.spec), folder=self.folder, budget=self.budget, counted=driver.counted,
