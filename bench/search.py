@@ -26,11 +26,19 @@ completed trials:
   mean over all trials; part of ``driver``.
 - idle: (2 × wall − the runs' summed run time) / trials, slot time outside any run, start-up
   of the search and the last trial's tail included (the figure this file printed first).
+- gap: how long a slot stands empty between one run's exit (its reap) and the next run's spawn,
+  every trial but the first two; ``own`` is the gap less the time in Optuna's ask and tell
+  within it: benchlab's part of a trial's cost beyond its run, the slot's idle time.
+
+The floor (``bare loop``): a loop of a few lines that does only what no search can skip between
+two trials (wait on the pidfd, read the run's value, tell, ask, make the run folder, spawn),
+keeping no record: no ledger, no provenance, no curve read back. Its gap is the least a trial
+can cost beyond its run on this machine, with the same script, sampler and storage.
 
 Runs of benchlab: median pruning (the default), asha with Optuna's defaults, asha with the rungs
 of the Ray Tune run (``{name: asha, min_steps: 10, reduction_factor: 4}``), and no pruning.
 
-    python bench/search.py [--trials 64] [--step-s 0.005] [--seeds 0,1,2] [--skip-ray]
+    python bench/search.py [--trials 64] [--step-s 0.005] [--seeds 0,1,2] [--skip-ray] [--skip-floor]
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import contextlib
 import json
 import math
 import os
+import select
 import sqlite3
 import statistics
 import sys
@@ -114,10 +123,11 @@ def run_benchlab(root: Path, kind: str, trials: int, nap: float, seed: int) -> d
     values = {"nap": nap, "trials": trials, "pruner": PRUNERS[kind], "seed": seed}
     (folder / "bench.yaml").write_text(textwrap.dedent(SPEC % values))
     spec = load_spec(folder / "bench.yaml")
-    with _timing_optuna() as optuna_s:
+    with _timing_optuna() as calls:
         t0 = time.perf_counter()
         result = SearchRun(spec, folder / "results", jobs=2).run()
         wall = time.perf_counter() - t0
+    optuna_s = [end - begin for begin, end in calls]
     study_dir = folder / "results" / "search" / "search"
     study = read_study(study_dir)
     con = sqlite3.connect(study_dir / "benchlab.db")
@@ -125,6 +135,7 @@ def run_benchlab(root: Path, kind: str, trials: int, nap: float, seed: int) -> d
                 con.execute("SELECT run_id, started, ended FROM attempts")}
     con.close()
     run_s = sum(e - s for s, e in attempts.values())
+    gaps, own = slot_gaps(list(attempts.values()), calls)
     steps = 0
     ran = 0  # the steps the trials' runs wrote, those after a prune decision included
     driver: list[float] = []  # per completed trial: (tell - ask) - (spawn ... exit), in s
@@ -152,25 +163,42 @@ def run_benchlab(root: Path, kind: str, trials: int, nap: float, seed: int) -> d
             "pruned": result.pruned, "overhead_ms": 1000 * statistics.mean(beyond),
             "driver_ms": 1000 * statistics.mean(driver), "start_ms": 1000 * statistics.mean(start_up),
             "exit_ms": 1000 * statistics.mean(exits), "import_ms": 1000 * statistics.mean(imports),
-            "idle_ms": 1000 * (2 * wall - run_s) / trials, "optuna_ms": 1000 * sum(optuna_s) / len(study.trials)}
+            "idle_ms": 1000 * (2 * wall - run_s) / trials, "optuna_ms": 1000 * sum(optuna_s) / len(study.trials),
+            "gap_ms": 1000 * statistics.mean(gaps), "own_ms": 1000 * statistics.mean(own)}
+
+
+def slot_gaps(attempts: list[tuple[float, float]], calls: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """For each spawn after a reap: the time since the last reap before it, and that time less the
+    Optuna calls inside it (``attempts``: (spawned, reaped); ``calls``: (begin, end); wall clock)."""
+    reaps = sorted(end for _, end in attempts)
+    gaps: list[float] = []
+    own: list[float] = []
+    for spawned, _ in sorted(attempts):
+        before = [r for r in reaps if r <= spawned]
+        if not before:
+            continue  # the first runs: no slot was freed for them
+        freed = before[-1]
+        gaps.append(spawned - freed)
+        own.append(spawned - freed - sum(end - begin for begin, end in calls if begin >= freed and end <= spawned))
+    return gaps, own
 
 
 @contextlib.contextmanager
 def _timing_optuna() -> Iterator[list[float]]:
-    """The time spent in Optuna's ``Study.ask`` and ``Study.tell`` (the sampler, the study's
-    bookkeeping and its storage), a figure per call, while the block runs."""
+    """When Optuna's ``Study.ask`` and ``Study.tell`` ran (the sampler, the study's bookkeeping and
+    its storage): a (begin, end) per call, while the block runs."""
     import optuna
 
-    spent: list[float] = []
+    spent: list[tuple[float, float]] = []  # (begin, end) of each call, wall clock as the ledger's
     originals = {name: getattr(optuna.Study, name) for name in ("ask", "tell")}
 
     def timed(original: Any) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
+            t0 = time.time()
             try:
                 return original(*args, **kwargs)
             finally:
-                spent.append(time.perf_counter() - t0)
+                spent.append((t0, time.time()))
         return call
 
     for name, original in originals.items():
@@ -180,6 +208,75 @@ def _timing_optuna() -> Iterator[list[float]]:
     finally:
         for name, original in originals.items():
             setattr(optuna.Study, name, original)
+
+
+def run_floor(root: Path, trials: int, nap: float, seed: int) -> dict[str, float]:
+    """The bare loop (see the module's docstring): two slots, the same script, TPE and storage."""
+    import optuna
+
+    from benchlab.search.study import journal_storage
+
+    folder = root / f"floor-{seed}"
+    folder.mkdir()
+    (folder / "run.py").write_text(SCRIPT)
+    dist = optuna.distributions
+    space = {"a": dist.FloatDistribution(0, 1), "b": dist.FloatDistribution(0.001, 1, log=True),
+             "c": dist.IntDistribution(1, 8)}
+    study = optuna.create_study(storage=journal_storage(folder / "study"), direction="maximize",
+                                sampler=optuna.samplers.TPESampler(seed=seed))
+    env = dict(os.environ, BENCHLAB_FLUSH_S="0.02")
+    poll = select.poll()
+    running: dict[int, tuple[int, Any, Path, float]] = {}
+    attempts: list[tuple[float, float]] = []
+    calls: list[tuple[float, float]] = []
+    asked = 0
+
+    def launch() -> None:
+        nonlocal asked
+        t0 = time.time()
+        trial = study.ask(space)
+        calls.append((t0, time.time()))
+        run_dir = folder / "runs" / str(asked)
+        asked += 1
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.json").write_text(json.dumps(trial.params))
+        log = os.open(run_dir / "train.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        p = trial.params
+        spawned = time.time()
+        command = f"cd {folder} && python run.py {p['a']} {p['b']} {p['c']} {nap}"
+        pid = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", command], dict(env, BENCHLAB_RUN_DIR=str(run_dir)),
+                             setsid=True,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, log, 1), (os.POSIX_SPAWN_DUP2, log, 2)])
+        os.close(log)
+        fd = os.pidfd_open(pid)
+        poll.register(fd, select.POLLIN)
+        running[fd] = (pid, trial, run_dir, spawned)
+
+    t0 = time.perf_counter()
+    launch()
+    launch()
+    while running:
+        for fd, _ in poll.poll():
+            pid, trial, run_dir, spawned = running.pop(fd)
+            poll.unregister(fd)
+            os.close(fd)
+            os.waitpid(pid, 0)
+            attempts.append((spawned, time.time()))
+            value = json.loads((run_dir / "metrics.json").read_text())["value"]
+            begin = time.time()
+            study.tell(trial, value)
+            calls.append((begin, time.time()))
+            if asked < trials:
+                launch()
+    wall = time.perf_counter() - t0
+    gaps, own = slot_gaps(attempts, calls)
+    nan = float("nan")
+    run_s = sum(e - s for s, e in attempts)
+    return {"wall_s": wall, "best": study.best_value, "steps": STEPS * trials, "ran": nan, "run_s": run_s,
+            "pruned": 0, "overhead_ms": nan, "driver_ms": nan, "start_ms": nan, "exit_ms": nan, "import_ms": nan,
+            "idle_ms": 1000 * (2 * wall - run_s) / trials,
+            "optuna_ms": 1000 * sum(e - b for b, e in calls) / trials, "gap_ms": 1000 * statistics.mean(gaps),
+            "own_ms": 1000 * statistics.mean(own)}
 
 
 def run_ray_tune(root: Path, trials: int, nap: float, seed: int) -> dict[str, float]:
@@ -213,15 +310,17 @@ def run_ray_tune(root: Path, trials: int, nap: float, seed: int) -> dict[str, fl
         ray.shutdown()
     nan = float("nan")
     return {"wall_s": wall, "best": best, "steps": steps, "ran": nan, "run_s": nan, "pruned": nan, "overhead_ms": nan,
-            "driver_ms": nan, "start_ms": nan, "exit_ms": nan, "import_ms": nan, "idle_ms": nan, "optuna_ms": nan}
+            "driver_ms": nan, "start_ms": nan, "exit_ms": nan, "import_ms": nan, "idle_ms": nan, "optuna_ms": nan,
+            "gap_ms": nan, "own_ms": nan}
 
 
 COLUMNS = [("wall s", "wall_s", 6, 1), ("best", "best", 7, 4), ("trial-steps", "steps", 11, 0), ("ran", "ran", 5, 0),
            ("run s", "run_s", 6, 1), ("pruned", "pruned", 6, 0), ("beyond ms", "overhead_ms", 9, 1),
            ("driver", "driver_ms", 6, 1), ("optuna", "optuna_ms", 6, 1), ("start", "start_ms", 5, 1),
-           ("exit", "exit_ms", 5, 1), ("import", "import_ms", 6, 1), ("idle ms", "idle_ms", 7, 1)]
+           ("exit", "exit_ms", 5, 1), ("import", "import_ms", 6, 1), ("idle ms", "idle_ms", 7, 1),
+           ("gap ms", "gap_ms", 6, 2), ("own", "own_ms", 5, 2)]
 NAMES = {"median": "benchlab, median pruning", "asha": "benchlab, asha pruning", "asha-ray": "benchlab, asha as Ray's",
-         "none": "benchlab, no pruning", "ray": "Ray Tune (OptunaSearch + ASHA)"}
+         "none": "benchlab, no pruning", "floor": "bare loop (no records)", "ray": "Ray Tune (OptunaSearch + ASHA)"}
 
 
 def _row(name: str, r: dict[str, float]) -> str:
@@ -234,13 +333,19 @@ def main() -> None:
     parser.add_argument("--step-s", type=float, default=0.005)
     parser.add_argument("--seeds", default="0", help="sampler seeds, comma-separated: one run of all three each")
     parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--skip-floor", action="store_true")
+    parser.add_argument("--kinds", help="only these runs, comma-separated (e.g. none,floor); the summary "
+                                        "lines that need others are left out")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     load = os.getloadavg()
     print(f"{args.trials} trials, 2 at a time, {STEPS} steps of {args.step_s * 1000:g} ms, sampler seeds {seeds}; "
           f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores")
-    kinds = ["median", "asha", "asha-ray", "none"] + ([] if args.skip_ray else ["ray"])
+    kinds = ["median", "asha", "asha-ray", "none"] + ([] if args.skip_floor else ["floor"]) + \
+        ([] if args.skip_ray else ["ray"])
+    if args.kinds:
+        kinds = [k for k in args.kinds.split(",") if k in NAMES]
     rows: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -248,12 +353,16 @@ def main() -> None:
             for kind in kinds:
                 if kind == "ray":
                     rows[kind].append(run_ray_tune(root, args.trials, args.step_s, seed))
+                elif kind == "floor":
+                    rows[kind].append(run_floor(root, args.trials, args.step_s, seed))
                 else:
                     rows[kind].append(run_benchlab(root, kind, args.trials, args.step_s, seed))
     print(f"{'seed':>4} {'':29} " + " ".join(f"{title:>{width}}" for title, _, width, _ in COLUMNS))
     for i, seed in enumerate(seeds):
         for kind in kinds:
             print(f"{seed:4} " + _row(NAMES[kind], rows[kind][i]))
+    if not {"median", "asha", "asha-ray", "none"} <= set(kinds):
+        return
     med, none = rows["median"], rows["none"]
     saved = [1 - m["steps"] / n["steps"] for m, n in zip(med, none, strict=True)]
     saved_s = [1 - m["run_s"] / n["run_s"] for m, n in zip(med, none, strict=True)]
@@ -278,6 +387,14 @@ def main() -> None:
           f"{spread([r['overhead_ms'] for r in none], '.1f')} ms without (goal: at most 2 ms); of which the "
           f"search process's own work: {spread([r['driver_ms'] for r in none], '.1f')} ms without pruning, and "
           f"of that Optuna's ask and tell (every trial's mean): {spread([r['optuna_ms'] for r in none], '.1f')} ms")
+    print(f"a slot's gap between one run's exit and the next one's spawn, without pruning: "
+          f"{spread([r['gap_ms'] for r in none], '.2f')} ms, of which benchlab's own (less Optuna's ask and tell "
+          f"within it): {spread([r['own_ms'] for r in none], '.2f')} ms (goal: at most 2 ms)")
+    if "floor" in rows:
+        floor = rows["floor"]
+        print(f"the bare loop's gap: {spread([r['gap_ms'] for r in floor], '.2f')} ms, of which its own: "
+              f"{spread([r['own_ms'] for r in floor], '.2f')} ms; benchlab's own less the bare loop's: "
+              f"{spread([n['own_ms'] - f['own_ms'] for n, f in zip(none, floor, strict=True)], '.2f')} ms")
     if "ray" in rows:
         ratio = [r["wall_s"] / m["wall_s"] for r, m in zip(rows["ray"], med, strict=True)]
         print(f"wall time, Ray Tune / benchlab median: {spread(ratio, '.2f')}")
