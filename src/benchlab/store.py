@@ -555,7 +555,7 @@ class Store:
         pending only (a resume of 100,000 runs that just began reads a few rows, not all); with
         ``ids``, of those runs only (those on record)."""
         if ids is not None:
-            wanted, found = list(ids), {}
+            wanted, found = list(ids), dict[str, str]()
             for i in range(0, len(wanted), 500):  # within SQLite's limit on a statement's parameters
                 chunk = wanted[i:i + 500]
                 found.update(self.conn.execute(
