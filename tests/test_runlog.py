@@ -14,6 +14,13 @@ from benchlab.collect.files import read_metrics_jsonl
 from benchlab.runlog import CACHE_NAME, Logger
 
 
+@pytest.fixture(autouse=True)
+def _cache_for_every_size(monkeypatch):
+    """The files here are small, which the reader parses from their text; the tests of the cache
+    have it read at every size."""
+    monkeypatch.setattr(collect_files, "CACHE_WORTH_BYTES", 0)
+
+
 def test_log_appends_one_json_object_per_step(tmp_path):
     logger = Logger(tmp_path)
     for step in range(5):
@@ -253,3 +260,28 @@ def test_one_metric_reader_takes_the_common_file_and_declines_other_shapes(tmp_p
                   '{"loss": 1, "step": 0}',                                 # step not first
                   '{"step": 0, "loss": 1, "acc": 2}']:                      # two fields
         assert collect_files._one_metric(other) is None, other
+
+
+def test_a_small_file_is_parsed_from_its_text_and_a_large_one_read_through_its_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(collect_files, "CACHE_WORTH_BYTES", 16 * 1024)
+    small, large = tmp_path / "small", tmp_path / "large"
+    for folder, n in ((small, 20), (large, 2000)):
+        logger = Logger(folder)
+        for s in range(n):
+            logger.log(step=s, loss=1.0 / (s + 1), acc=s / n)
+        logger.close()
+    assert (small / "metrics.jsonl").stat().st_size < 16 * 1024 < (large / "metrics.jsonl").stat().st_size
+    opened = []
+    real = collect_files.read_cache
+
+    def spy(path, jsonl):
+        opened.append(path.parent.name)
+        return real(path, jsonl)
+
+    monkeypatch.setattr(collect_files, "read_cache", spy)
+    got_small = read_metrics_jsonl(small / "metrics.jsonl")
+    got_large = read_metrics_jsonl(large / "metrics.jsonl")
+    assert opened == ["large"]
+    assert got_small["loss"][1].tolist() == [1.0 / (s + 1) for s in range(20)]
+    assert got_large["acc"][1].tolist() == [s / 2000 for s in range(2000)]
+    assert got_large["loss"][0].tolist() == [float(s) for s in range(2000)]

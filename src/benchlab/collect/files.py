@@ -112,6 +112,10 @@ def write_extracted_metrics(run_dir: Path, finals: dict[str, float], extracted: 
     return True
 
 
+#: The size of ``metrics.jsonl`` from which its cache is read rather than its text parsed.
+CACHE_WORTH_BYTES = 16 * 1024
+
+
 def read_metrics_jsonl(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Step series from ``metrics.jsonl``: metric -> (steps, values), float64 arrays in file order.
 
@@ -123,7 +127,9 @@ def read_metrics_jsonl(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         data = read_file(path)
     except (FileNotFoundError, NotADirectoryError):
         return {}
-    cached = read_cache(path.with_name(CACHE_NAME), data)
+    # A small file is parsed as fast as its cache is read (a few hundred lines): the cache's own
+    # open, checksum and blocks would cost more than they save.
+    cached = read_cache(path.with_name(CACHE_NAME), data) if len(data) > CACHE_WORTH_BYTES else None
     if cached is not None:
         return cached
     return parse_metrics_jsonl(data.decode("utf-8", errors="replace"))
