@@ -28,8 +28,9 @@ from benchlab.run_files import CONFIG_FILE, LOG_FILE, run_dir_of
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def write_run_dir(run_dir: Path, run: Run, number: int) -> None:
-    """Everything a run directory holds before attempt ``number`` starts."""
+def write_run_dir(run_dir: Path, run: Run, number: int, log: bool = True) -> None:
+    """Everything a run directory holds before attempt ``number`` starts. ``log=False`` leaves
+    ``train.log`` to the caller, which creates it as it starts the command (the local backend)."""
     prepare_run_dir(run_dir, number)
     # Plain system calls, not a text file object (its isatty check and seeks): this is on the
     # path from one run's end to the next one's start.
@@ -41,7 +42,8 @@ def write_run_dir(run_dir: Path, run: Run, number: int) -> None:
             view = view[os.write(fd, view):]
     finally:
         os.close(fd)
-    os.close(os.open(run_dir / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+    if log:
+        os.close(os.open(run_dir / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
 
 
 def config_yaml(config: dict[str, Any]) -> str:

@@ -460,7 +460,11 @@ class Sweep:
             outcomes = backend.wait(timeout=0 if idle_work else poll_s)
             self._pass_on_warnings(st)
             self._pass_on_placements(st)
-            if feeder is not None and poll_s is not None:
+            # Runs that just ended come first: their slots' next runs wait on them, and the
+            # curves are read again within a poll (unless reading them is already overdue).
+            if feeder is not None and poll_s is not None and (
+                    not outcomes or time.monotonic() - st.pruned_at >= 2 * poll_s):
+                st.pruned_at = time.monotonic()
                 for run_id, reason in feeder.to_prune().items():
                     self._prune(st, run_id, reason)
             if not outcomes:
@@ -693,7 +697,8 @@ class Sweep:
         claimed = number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)
         # A directory written ahead may have been removed since: written again, not blamed on the run.
         if not claimed or not os.path.exists(run_dir / CONFIG_FILE):
-            write_run_dir(run_dir, run, number)
+            # A local start opens (creates) the log itself: one file creation less before it.
+            write_run_dir(run_dir, run, number, log=not backend.runs_here)
         launch = self._make_launch(run, attempt_id, number, base_env, db_key)
         try:
             info = backend.start(launch)
@@ -1269,6 +1274,7 @@ class _LoopState:
     # Work for an ended run that nothing downstream waits for (its provenance.json), done once
     # the slot it freed has its next run: off the path from one run's end to the next one's start.
     after_launch: list[Callable[[], None]] = field(default_factory=list)
+    pruned_at: float = 0.0  # when the feeder was last asked what to prune (monotonic)
 
 
 class _Later:
