@@ -164,7 +164,7 @@ def run_benchlab(root: Path, kind: str, trials: int, nap: float, seed: int) -> d
             "driver_ms": 1000 * statistics.mean(driver), "start_ms": 1000 * statistics.mean(start_up),
             "exit_ms": 1000 * statistics.mean(exits), "import_ms": 1000 * statistics.mean(imports),
             "idle_ms": 1000 * (2 * wall - run_s) / trials, "optuna_ms": 1000 * sum(optuna_s) / len(study.trials),
-            "gap_ms": 1000 * statistics.mean(gaps), "own_ms": 1000 * statistics.mean(own)}
+            "gap_ms": 1000 * statistics.mean(gaps), "own_ms": 1000 * statistics.mean(own), "own": own}
 
 
 def slot_gaps(attempts: list[tuple[float, float]], calls: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
@@ -276,7 +276,7 @@ def run_floor(root: Path, trials: int, nap: float, seed: int) -> dict[str, float
             "pruned": 0, "overhead_ms": nan, "driver_ms": nan, "start_ms": nan, "exit_ms": nan, "import_ms": nan,
             "idle_ms": 1000 * (2 * wall - run_s) / trials,
             "optuna_ms": 1000 * sum(e - b for b, e in calls) / trials, "gap_ms": 1000 * statistics.mean(gaps),
-            "own_ms": 1000 * statistics.mean(own)}
+            "own_ms": 1000 * statistics.mean(own), "own": own}
 
 
 def run_ray_tune(root: Path, trials: int, nap: float, seed: int) -> dict[str, float]:
@@ -389,7 +389,10 @@ def main() -> None:
           f"of that Optuna's ask and tell (every trial's mean): {spread([r['optuna_ms'] for r in none], '.1f')} ms")
     print(f"a slot's gap between one run's exit and the next one's spawn, without pruning: "
           f"{spread([r['gap_ms'] for r in none], '.2f')} ms, of which benchlab's own (less Optuna's ask and tell "
-          f"within it): {spread([r['own_ms'] for r in none], '.2f')} ms (goal: at most 2 ms)")
+          f"within it): {spread([r['own_ms'] for r in none], '.2f')} ms (goal: at most 2 ms); over every trial of "
+          f"every seed, median {1000 * statistics.median([x for r in none for x in r['own']]):.2f} ms, 90th "
+          f"percentile {1000 * statistics.quantiles([x for r in none for x in r['own']], n=10)[-1]:.2f} ms; "
+          f"with median pruning {spread([r['own_ms'] for r in med], '.2f')} ms")
     if "floor" in rows:
         floor = rows["floor"]
         print(f"the bare loop's gap: {spread([r['gap_ms'] for r in floor], '.2f')} ms, of which its own: "
