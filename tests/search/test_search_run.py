@@ -228,3 +228,21 @@ def test_each_sampler_and_pruner_runs_its_trials(tmp_path, sampler, pruner, spac
     assert all(t.value == pytest.approx(objective(t.params["x"]), abs=1e-9) for t in done)
     if sampler == "grid":
         assert sorted(t.params["x"] for t in study.trials) == [-0.5, 0.3]  # each grid point once
+
+
+def test_a_resumed_search_does_not_ask_again_for_the_points_it_began_with(tmp_path):
+    # A seeded sampler started again from its seed would draw its first points again: TPE's
+    # first trials are random ones, so the continuation would repeat trials 0, 1, 2.
+    spec = load_spec(write_search_bench(tmp_path, budget=6))
+    SearchRun(spec, tmp_path / "results", budget=3, jobs=1).run()
+    first = [t.params["x"] for t in _study(tmp_path / "results").trials]
+    SearchRun(spec, tmp_path / "results", budget=6, jobs=1).run()
+    study = _study(tmp_path / "results")
+    assert [t.params["x"] for t in study.trials[:3]] == first
+    later = [t.params["x"] for t in study.trials[3:]]
+    assert len(later) == 3 and not set(later) & set(first), (first, later)
+    # and the continuation is itself repeatable: the same steps in another folder give the same points
+    again = tmp_path / "again"
+    SearchRun(spec, again, budget=3, jobs=1).run()
+    SearchRun(spec, again, budget=6, jobs=1).run()
+    assert [t.params["x"] for t in _study(again).trials] == first + later

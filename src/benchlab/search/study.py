@@ -144,14 +144,32 @@ def grid_size(search: Search) -> int | None:
     return size
 
 
-def make_sampler(search: Search) -> Any:
-    optuna = import_optuna()
+def sampler_seed(search: Search, trials_before: int) -> int | None:
+    """The seed the sampler starts from when the study already holds ``trials_before`` trials.
+
+    A seeded sampler started again from its seed draws its first points again: a resumed
+    search would ask for the params of the trials it began with (TPE's start-up trials are
+    random ones). The seed of a resumed search is drawn from the spec's seed and the trials so
+    far, so that each continuation is repeatable and none repeats an earlier one; a new study
+    starts from the spec's seed itself."""
     seed = search.sampler_seed
+    if seed is None or trials_before == 0:
+        return seed
+    import numpy as np
+
+    return int(np.random.SeedSequence([seed, trials_before]).generate_state(1)[0])
+
+
+def make_sampler(search: Search, trials_before: int = 0) -> Any:
+    optuna = import_optuna()
+    seed = sampler_seed(search, trials_before)
     if search.sampler == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
     if search.sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if search.sampler == "grid":
+        # The grid skips the points its study already holds: its own seed orders the rest.
+        seed = search.sampler_seed
         space = {name: s.grid_values() for name, s in search.space.items()}
 
         class _Grid(optuna.samplers.GridSampler):  # type: ignore[misc, name-defined]
@@ -239,6 +257,9 @@ def open_study(spec: Spec, folder: Path, summary: str) -> optuna.Study:
     if study.direction.name.lower() != direction:
         raise SearchError(name, f"the study {name} in {folder} {study.direction.name.lower()}s; the spec now asks "
                                 f"to {direction}: give the search its own `search.name`")
+    before = len(study.get_trials(deepcopy=False))
+    if before:
+        study.sampler = make_sampler(search, before)  # a continuation: not the first points again
     return study
 
 
