@@ -49,6 +49,7 @@ import json
 import math
 import os
 import select
+import shlex
 import sqlite3
 import statistics
 import sys
@@ -164,7 +165,12 @@ def run_benchlab(root: Path, kind: str, trials: int, nap: float, seed: int) -> d
             "driver_ms": 1000 * statistics.mean(driver), "start_ms": 1000 * statistics.mean(start_up),
             "exit_ms": 1000 * statistics.mean(exits), "import_ms": 1000 * statistics.mean(imports),
             "idle_ms": 1000 * (2 * wall - run_s) / trials, "optuna_ms": 1000 * sum(optuna_s) / len(study.trials),
-            "gap_ms": 1000 * statistics.mean(gaps), "own_ms": 1000 * statistics.mean(own), "own": own}
+            "gap_ms": _mean_ms(gaps), "own_ms": _mean_ms(own), "own": own}
+
+
+def _mean_ms(values: list[float]) -> float:
+    """The mean in ms, NaN where there is none (no trial after the first two)."""
+    return 1000 * statistics.mean(values) if values else float("nan")
 
 
 def slot_gaps(attempts: list[tuple[float, float]], calls: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
@@ -243,7 +249,7 @@ def run_floor(root: Path, trials: int, nap: float, seed: int) -> dict[str, float
         log = os.open(run_dir / "train.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         p = trial.params
         spawned = time.time()
-        command = f"cd {folder} && python run.py {p['a']} {p['b']} {p['c']} {nap}"
+        command = f"cd {shlex.quote(str(folder))} && python run.py {p['a']} {p['b']} {p['c']} {nap}"
         pid = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", command], dict(env, BENCHLAB_RUN_DIR=str(run_dir)),
                              setsid=True,
                              file_actions=[(os.POSIX_SPAWN_DUP2, log, 1), (os.POSIX_SPAWN_DUP2, log, 2)])
@@ -275,8 +281,8 @@ def run_floor(root: Path, trials: int, nap: float, seed: int) -> dict[str, float
     return {"wall_s": wall, "best": study.best_value, "steps": STEPS * trials, "ran": nan, "run_s": run_s,
             "pruned": 0, "overhead_ms": nan, "driver_ms": nan, "start_ms": nan, "exit_ms": nan, "import_ms": nan,
             "idle_ms": 1000 * (2 * wall - run_s) / trials,
-            "optuna_ms": 1000 * sum(e - b for b, e in calls) / trials, "gap_ms": 1000 * statistics.mean(gaps),
-            "own_ms": 1000 * statistics.mean(own), "own": own}
+            "optuna_ms": 1000 * sum(e - b for b, e in calls) / trials, "gap_ms": _mean_ms(gaps),
+            "own_ms": _mean_ms(own), "own": own}
 
 
 def run_ray_tune(root: Path, trials: int, nap: float, seed: int) -> dict[str, float]:
@@ -325,6 +331,13 @@ NAMES = {"median": "benchlab, median pruning", "asha": "benchlab, asha pruning",
 
 def _row(name: str, r: dict[str, float]) -> str:
     return f"{name[:29]:29} " + " ".join(f"{r[key]:{width}.{digits}f}" for _, key, width, digits in COLUMNS)
+
+
+def _percentiles(values: list[float]) -> str:
+    if len(values) < 2:
+        return "too few trials for percentiles"
+    return (f"median {1000 * statistics.median(values):.2f} ms, 90th percentile "
+            f"{1000 * statistics.quantiles(values, n=10)[-1]:.2f} ms")
 
 
 def main() -> None:
@@ -390,8 +403,7 @@ def main() -> None:
     print(f"a slot's gap between one run's exit and the next one's spawn, without pruning: "
           f"{spread([r['gap_ms'] for r in none], '.2f')} ms, of which benchlab's own (less Optuna's ask and tell "
           f"within it): {spread([r['own_ms'] for r in none], '.2f')} ms (goal: at most 2 ms); over every trial of "
-          f"every seed, median {1000 * statistics.median([x for r in none for x in r['own']]):.2f} ms, 90th "
-          f"percentile {1000 * statistics.quantiles([x for r in none for x in r['own']], n=10)[-1]:.2f} ms; "
+          f"every seed, {_percentiles([x for r in none for x in r['own']])}; "
           f"with median pruning {spread([r['own_ms'] for r in med], '.2f')} ms")
     if "floor" in rows:
         floor = rows["floor"]
