@@ -27,6 +27,8 @@ if "sleep" in args:
     time.sleep(float(args["sleep"]))
 if "sleep_file" in args and os.path.exists(args["sleep_file"]):
     time.sleep(float(open(args["sleep_file"]).read()))
+while "wait_file" in args and os.path.exists(args["wait_file"]):
+    time.sleep(0.05)
 if args.get("fail_seed") == str(seed):
     print("Traceback (most recent call last):\\n  File \\"x.py\\", line 1\\nValueError: seed is cursed")
     sys.exit(3)

@@ -54,6 +54,18 @@ def test_deep_nesting_is_refused_with_a_message(make_bench):
     assert f"bench.yaml:6: nested deeper than {MAX_DEPTH} levels" in proc.stderr
 
 
+def test_nesting_just_past_the_limit_gets_the_same_message_as_the_parsers_own_limit(make_bench):
+    # 70 levels: past benchlab's limit, far below libyaml's own (1,000), so benchlab's check refuses it;
+    # the 100,000 levels above are refused by libyaml itself from PyYAML 6.0.4 on. One message for both.
+    depth = MAX_DEPTH + 6
+    bench = make_bench(HEAD + "variables: {x: " + "[" * depth + "]" * depth + "}\n")
+    proc = bench.cli("validate", "bench.yaml")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"bench.yaml:6: nested deeper than {MAX_DEPTH} levels" in proc.stderr
+    ok = make_bench(HEAD + "variables: {x: " + "[" * (MAX_DEPTH - 2) + "]" * (MAX_DEPTH - 2) + "}\n")
+    assert "nested deeper" not in ok.cli("validate", "bench.yaml").stderr
+
+
 def test_oversized_spec_is_refused_with_the_limit(make_bench):
     bench = make_bench(HEAD + "description: '" + "x" * (MAX_BYTES + 10) + "'\n")
     proc = bench.cli("validate", "bench.yaml")

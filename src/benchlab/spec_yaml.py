@@ -37,6 +37,8 @@ MAX_DEPTH = 64
 #: Nodes that aliases may add to a document, at the least (else up to its written size).
 ALIAS_ALLOWANCE = 100_000
 
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; a spec is a few levels of mappings and lists"
+
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
 _MAP_TAGS = (None, "!", "tag:yaml.org,2002:map")
@@ -119,8 +121,13 @@ def read_yaml(text: str) -> Document:
         return _build(text)
     except yaml.MarkedYAMLError as exc:
         mark: Any = exc.problem_mark or exc.context_mark
-        raise YamlProblem(mark.line + 1 if mark is not None else None,
-                          f"YAML syntax error: {exc.problem or exc.context or 'invalid YAML'}") from None
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        if "nesting depth" in problem:
+            # libyaml (from 0.2.5, as PyYAML 6.0.4 builds it) stops deep nesting itself, before the
+            # events reach our own check: the user gets one message whichever layer refuses.
+            raise YamlProblem(line, _TOO_DEEP) from None
+        raise YamlProblem(line, f"YAML syntax error: {problem}") from None
     except yaml.YAMLError as exc:
         raise YamlProblem(None, f"YAML syntax error: {exc}") from None
 
@@ -177,8 +184,7 @@ def _build(text: str) -> Document:
                 anchors[ev.anchor] = (value, line, 1)
         elif cls is mapping_start or cls is sequence_start:
             if len(stack) >= MAX_DEPTH:
-                raise YamlProblem(line, f"nested deeper than {MAX_DEPTH} levels; a spec is a few "
-                                        "levels of mappings and lists")
+                raise YamlProblem(line, _TOO_DEEP)
             if ev.tag not in (_MAP_TAGS if cls is mapping_start else _SEQ_TAGS):
                 raise YamlProblem(line, f"unsupported YAML tag {ev.tag!r}; a spec holds plain "
                                         "values, mappings and lists")

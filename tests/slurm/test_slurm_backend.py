@@ -74,6 +74,26 @@ def running_jobs(results: Path) -> list[str]:
     return found
 
 
+def run_processes(results: Path, timeout: float) -> list[psutil.Process]:
+    """The process of the one run of ``results`` once its script has started (it writes ``env.json``
+    first thing)."""
+    wait_until(lambda: (results / "runs").is_dir() and list((results / "runs").glob("*/env.json")), timeout,
+               "the run to start")
+    run_id = next((results / "runs").glob("*/env.json")).parent.name
+
+    def found() -> list[psutil.Process]:
+        procs = []
+        for p in psutil.process_iter(["cmdline"]):
+            try:
+                # "run.py" as an argument of its own: the interpreter, not a shell that starts it.
+                if "run.py" in (p.info["cmdline"] or []) and p.environ().get("BENCHLAB_RUN_ID") == run_id:
+                    procs.append(p)
+            except psutil.Error:
+                continue
+        return procs
+    return wait_until(found, timeout, "the run's process")
+
+
 def sacct_jobs(name: str) -> list[tuple[str, str]]:
     """(job id, state) of every job named ``name`` that Slurm's accounting knows, array tasks one each."""
     out = subprocess.run(["sacct", "-X", "-n", "-P", "--name", name, "-S", "now-1hour", "-o", "JobID,State"],
@@ -197,13 +217,16 @@ def test_an_array_is_throttled_to_jobs_and_queued_runs_show_slurms_reason(
 
 def test_a_job_cancelled_from_outside_is_classed_cancelled_and_retried(
         slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
+    # The run waits as long as the hold file exists, so it cannot end by itself before the
+    # cancellation reaches it however loaded the machine is; the hold goes once the first
+    # attempt's process is gone, and the retry then ends at once.
     hold = tmp_path / "hold"
-    hold.write_text("60")
+    hold.touch()
     spec = make_bench(tmp_path, "cancelled", f"""
         tasks: [{{name: t}}]
         configs: [{{name: a}}]
         seeds: 1
-        command: python run.py sleep_file={hold}
+        command: python run.py wait_file={hold}
         metrics: {{primary: score}}
         retries: 1
     """)
@@ -211,8 +234,11 @@ def test_a_job_cancelled_from_outside_is_classed_cancelled_and_retried(
     driver = start_driver(spec, out)
     try:
         (job,) = wait_until(lambda: running_jobs(out), 60, "the job to run")
-        hold.unlink()  # the second attempt finishes at once
+        (proc,) = run_processes(out, 60)
         subprocess.run(["scancel", job], check=True)
+        wait_until(lambda: not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE, 60,
+                   "the cancelled run's process to end")
+        hold.unlink()
         assert driver.wait(120) == 0, (tmp_path / "driver.log").read_text()
     finally:
         if driver.poll() is None:
@@ -229,25 +255,20 @@ def test_a_job_cancelled_from_outside_is_classed_cancelled_and_retried(
 def test_a_job_killed_mid_run_is_triaged_like_a_local_kill_and_retried(
         slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
     hold = tmp_path / "hold"
-    hold.write_text("60")
+    hold.touch()
     spec = make_bench(tmp_path, "killed", f"""
         tasks: [{{name: t}}]
         configs: [{{name: a}}]
         seeds: 1
-        command: python run.py sleep_file={hold}
+        command: python run.py wait_file={hold}
         metrics: {{primary: score}}
     """)
     out = tmp_path / "out"
     driver = start_driver(spec, out)
     try:
-        wait_until(lambda: (out / "runs").is_dir() and list((out / "runs").glob("*/env.json")), 60,
-                   "the run to start")
-        run_id = next((out / "runs").glob("*/env.json")).parent.name
-        procs = wait_until(lambda: [p for p in psutil.process_iter(["cmdline"])
-                                    if "run.py" in " ".join(p.info["cmdline"] or [])
-                                    and p.environ().get("BENCHLAB_RUN_ID") == run_id], 30, "the run's process")
-        hold.unlink()
-        procs[0].kill()  # SIGKILL to the run's own process, mid-run
+        (proc,) = run_processes(out, 60)
+        proc.kill()  # SIGKILL to the run's own process, mid-run: it waits on the hold, so it is mid-run
+        hold.unlink()  # the retry ends at once
         assert driver.wait(120) == 0, (tmp_path / "driver.log").read_text()
     finally:
         if driver.poll() is None:
