@@ -5,7 +5,7 @@ What writes each one:
 
 - ``config.yaml``: benchlab, before the command starts: the run's exact resolved config.
 - ``train.log``: the command's stdout and stderr, as they came.
-- ``metrics.json``: the run's final metrics, ``{"name": value}`` (``benchlab.log_final`` or the
+- ``metrics.json``: the run's final metrics, ``{"name": value}`` (``benchlab.summary`` or the
   training script itself); also what ``benchlab eval`` writes into its output folder.
 - ``metrics.jsonl``: the logged curves, one JSON object per ``benchlab.log`` call.
 - ``provenance.json``: benchlab, when the attempt ends: host, versions, GPUs, timings.

@@ -826,11 +826,6 @@ class Store:
                 out[state] = out.get(state, 0) + 1
         return out
 
-    def integrity_ok(self) -> bool:
-        (result,) = self.conn.execute("PRAGMA integrity_check").fetchone()
-        return bool(result == "ok")
-
-
 def plan_digest(run_ids: Iterable[str]) -> str:
     """A digest of a plan: its run ids, in order."""
     import hashlib
@@ -961,23 +956,6 @@ def ledger_backups(folder: Path | str) -> list[Path]:
 
 
 _SQLITE_MAGIC = b"SQLite format 3\0"
-
-
-def ledger_problem(path: Path) -> str | None:
-    """What is wrong with the ledger file at ``path`` as a whole (None: nothing seen).
-
-    Cheap (a stat and 100 bytes): it reads the header's page size and page count and
-    checks that the file holds that many pages.
-    """
-    try:
-        with open(path, "rb") as fh:
-            header = fh.read(100)
-            size = os.fstat(fh.fileno()).st_size
-    except FileNotFoundError:
-        return "was deleted"
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
-    return _header_problem(header, size)
 
 
 def _header_problem(header: bytes, size: int) -> str | None:

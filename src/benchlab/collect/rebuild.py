@@ -21,8 +21,8 @@ from benchlab import triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
-from benchlab.plan import Run, expand, run_context
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR, run_dir_of
+from benchlab.plan import Run, expand
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR
 from benchlab.spec import Metric, Spec
 from benchlab.store import COMPLETED, DB_NAME, FAILED, INTERRUPTED, REBUILDING, ResultsLock, Store
 
@@ -175,29 +175,3 @@ def _back_up(db: Path) -> Path:
     else:
         wal.unlink(missing_ok=True)
     return backup
-
-
-def recollect(folder: Path | str) -> dict[str, int]:
-    """Read the metrics of every completed run again (after changing an extractor, say)."""
-    folder = Path(folder)
-    spec = _spec_of(folder)
-    primary, metrics = _metrics(spec)
-    counts = {COMPLETED.value: 0, FAILED.value: 0}
-    with Store.open(folder) as store:
-        for run in store.runs():
-            if run.status != COMPLETED:
-                continue
-            run_dir = run_dir_of(folder, run.run_id)
-            collected = collect_run(run_dir, metrics, run_context(run.task, run.config, run.seed, run.params))
-            missing = collected.missing(primary)
-            with store.transaction() as c:
-                if missing:
-                    c.execute("UPDATE runs SET status = ? WHERE run_id = ?", (FAILED, run.run_id))
-                    c.execute("UPDATE attempts SET status = ?, failure_class = ?, error = ? WHERE "
-                              "attempt_id = (SELECT MAX(attempt_id) FROM attempts WHERE run_id = ?)",
-                              (FAILED, triage.MISSING_METRIC, missing, run.run_id))
-                    counts[FAILED] += 1
-                else:
-                    store._replace_metrics(c, run.run_id, collected.finals, collected.series)
-                    counts[COMPLETED] += 1
-    return counts

@@ -96,11 +96,6 @@ class DeviceReading:
     #: MIG mode is on: the device is split into instances benchlab does not place runs on.
     mig: bool = False
 
-    @property
-    def is_empty(self) -> bool:
-        """No compute process and no more memory held than :func:`empty_margin_mib` allows."""
-        return not self.processes and self.memory_used_mib <= empty_margin_mib(self.memory_total_mib)
-
 
 @dataclass(frozen=True)
 class DeviceState:

@@ -88,10 +88,6 @@ def _list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _caveat(row: ComparisonRow) -> str:
-    return f"; {row.caveat}" if row.caveat else ""
-
-
 def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
     info = data.info
     goal = info.goal.get(info.primary, "max")
