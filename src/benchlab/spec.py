@@ -394,7 +394,8 @@ class Spec(_Model):
     retry_on: dict[RetryClass, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    backend: Literal["local", "ray", "slurm"] = "local"
+    backend: str = Field(default="local", description="a backend known to the backend registry: local, ray, "
+                         "slurm, or one registered by an installed package (docs/architecture.md)")
     slurm: Slurm = Field(default_factory=Slurm)
     datasets: list[Dataset] | None = None
     analysis: Analysis | None = None
@@ -402,6 +403,18 @@ class Spec(_Model):
         default=None, description="the params and variables each task's Settings line shows in BENCHMARKS.md")
     #: What `benchlab search` tunes (docs/search.md); the benchmark's runs never use it.
     search: Search | None = None
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        # The registry is the one list of backends (entry points included); imported here because
+        # it imports the plan, which imports this module.
+        from benchlab.execute.base import known_backends
+
+        names = known_backends()
+        if value not in names:
+            raise ValueError(f"expected one of {', '.join(map(repr, names))}, got {value!r}")
+        return value
 
     # Where the spec came from; not part of the YAML.
     path: Path | None = Field(default=None, exclude=True)
