@@ -29,7 +29,9 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from benchlab.report.tables import cell as md_cell
 from benchlab.report.tables import fmt, mean_pm
+from benchlab.report.tables import text as md_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -142,10 +144,11 @@ def render_leaderboard(
         count = seeds.get((task, cfg))
         return f" ({count.label} seeds)" if count is not None and count.lost else ""
 
+    # Names and values come from the spec and the runs: each is written so that it is no markup.
     lines = [
-        f"# Benchmarks: {name}",
+        f"# Benchmarks: {md_text(name)}",
         "",
-        f"Score: mean ± std over seeds of **{primary}** ({direction} is better)"
+        f"Score: mean ± std over seeds of **{md_text(primary)}** ({direction} is better)"
         + (", linked to the run folder of its median seed" if score_links else "") + ". "
         "Status: ✅ solved (reaches the target), ⚠️ close "
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
@@ -155,7 +158,7 @@ def render_leaderboard(
         f"(failed seeds {how}, `--failed-as {failed_as}`), and every other score is over all "
         "its planned seeds; ✗ marks a config with no completed seed.",
         "",
-        "| task | target | " + " | ".join(configs) + " | best |",
+        "| task | target | " + " | ".join(md_cell(c) for c in configs) + " | best |",
         "|---|---:|" + "---|" * len(configs) + "---|",
     ]
     for row in rows:
@@ -174,12 +177,12 @@ def render_leaderboard(
             if st:
                 text += f" {ICONS[st]}"
             cells.append(text + lost(row.task, cfg))
-        best = (row.best + lost(row.task, row.best)) if row.best else "—"
+        best = (md_cell(row.best) + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
         if row.tied:
-            best_text += "; tied with " + ", ".join(c + lost(row.task, c) for c in row.tied)
+            best_text += "; tied with " + ", ".join(md_cell(c) + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)
-        lines.append(f"| {row.task} | {target} | " + " | ".join(cells) + f" | {best_text} |")
+        lines.append(f"| {md_cell(row.task)} | {target} | " + " | ".join(cells) + f" | {best_text} |")
     if run_links:
         # The table links one seed per score; this list gives every seed's run folder.
         lines += ["", "## Runs", "", "Each score and the run folders of its seeds."]
@@ -191,11 +194,11 @@ def render_leaderboard(
                 if links and cell is not None:
                     seeds_text = " ".join(f"[{seed}]({href})" for seed, href in links)
                     href = score_links.get((row.task, cfg), links[0][1])
-                    lines.append(f"- {row.task} / {cfg}: [{mean_pm(cell[0], cell[1])}]({href}) — "
+                    lines.append(f"- {md_text(row.task)} / {md_text(cfg)}: [{mean_pm(cell[0], cell[1])}]({href}) — "
                                  f"seeds {seeds_text}")
     if settings and any(settings.get(t) for t in tasks):
         lines += ["", "## Settings", ""]
-        lines += [f"- **{t}**: {settings[t]}" for t in tasks if settings.get(t)]
+        lines += [f"- **{md_text(t)}**: {md_text(settings[t])}" for t in tasks if settings.get(t)]
     return "\n".join(lines) + "\n"
 
 

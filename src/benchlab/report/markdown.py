@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
-from benchlab.report.tables import describe, fmt, fmt_at, mean_pm, places
+from benchlab.report.tables import BR, cell, code_span, describe, fence, finalize, fmt, fmt_at, mean_pm, places
 from benchlab.results import BenchmarkInfo
 from benchlab.stats.accounting import Accounting, SeedCount
 from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
@@ -26,7 +26,10 @@ _ENV = jinja2.Environment(
     trim_blocks=False,
     lstrip_blocks=False,
     undefined=jinja2.StrictUndefined,
+    # No value becomes markup: '<' is written as an entity, except in fenced code (tables.Raw).
+    finalize=finalize,
 )
+_ENV.filters.update(cell=cell, fence=fence, code=code_span)
 
 
 @dataclass
@@ -404,12 +407,12 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
             )
             verdict = _VERDICT_CELL[_verdict(r, goal)]
             if r.caveat:  # on a line of its own, so the verdict column stays narrow
-                verdict += f"<br>⚠ {r.caveat}"
+                verdict += f"{BR}⚠ {r.caveat}"
             b_seeds = r.seeds.baseline_seeds if r.seeds else None
             c_seeds = r.seeds.candidate_seeds if r.seeds else None
             seeds = f"{b_seeds or '—'}, {c_seeds or '—'}" if b_seeds or c_seeds else "—"
             lines.append(
-                f"| {task} | {r.candidate} | {verdict} | {diff} | {_p(r.p_holm)} | "
+                f"| {cell(task)} | {cell(r.candidate)} | {verdict} | {diff} | {_p(r.p_holm)} | "
                 f"{seeds} | {design} | {test} | {rank_test} | "
                 f"{fmt(_clean(r.cohens_d), 3)} | {fmt(_clean(r.hedges_g), 3)} | "
                 f"{fmt(r.prob_improvement, 3)} |"
@@ -550,7 +553,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                     lo, hi = e.ci_low, e.ci_high
                     at = places((hi - lo) / 2) if lo is not None and hi is not None else None
                     cells.append(f"{fmt_at(e.value, at)} [{fmt_at(lo, at)}, {fmt_at(hi, at)}]")
-                lines.append(f"| {a.config} | " + " | ".join(cells) + " |")
+                lines.append(f"| {cell(a.config)} | " + " | ".join(cells) + " |")
         lines += ["", _methods_text(data)]
         warnings = data.analysis.warnings
         if warnings:
@@ -575,7 +578,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
             continue
         b = base.loc[r["task"]]
         lines.append(
-            f"| {r['task']} | {r['config']} | {fmt(r['mean'] - b['mean'])} | "
+            f"| {cell(r['task'])} | {cell(r['config'])} | {fmt(r['mean'] - b['mean'])} | "
             f"{int(b['n'])} | {int(r['n'])} |"
         )
     return "\n".join(lines)
@@ -783,5 +786,5 @@ def render_markdown(data: ReportData) -> str:
         failures=data.failures,
         gpu_use=data.gpu_use,
         reproduce=_reproduce(data),
-    )
+    ).replace(BR, "<br>")
 
