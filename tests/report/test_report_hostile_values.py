@@ -38,13 +38,13 @@ if args["config"].endswith("b]") and seed == 1:
     # An evaluation printing model output: a line of three backticks closes a naive fence.
     print("model said:")
     print("```")
-    print(%r)
+    print({!r})
     print("```" + "`" * 3)
-    print(%r)
-    sys.exit("ValueError: " + %r)
-json.dump({"score": 0.5 + seed / 10 + len(args["tag"]) / 100, %r: 1.0 + seed, "a|b": 2.0 + seed},
+    print({!r})
+    sys.exit("ValueError: " + {!r})
+json.dump({{"score": 0.5 + seed / 10 + len(args["tag"]) / 100, {!r}: 1.0 + seed, "a|b": 2.0 + seed}},
           open(os.path.join(os.environ["BENCHLAB_RUN_DIR"], "metrics.json"), "w"))
-''' % (IMG.format("tail"), SCRIPT_TAG.format("tail-script"), IMG.format("error"), IMG.format("metric"))
+'''.format(IMG.format("tail"), SCRIPT_TAG.format("tail-script"), IMG.format("error"), IMG.format("metric"))
 
 # The elements the report's own template writes as HTML; no other may appear.
 OWN_HTML = {"<details><summary>", "</summary>", "</details>", "<br>"}
