@@ -279,3 +279,20 @@ def test_links_are_rewritten_only_where_relative():
 def test_credentials_in_a_url_are_not_logged():
     assert safe_url("s3://key:secret@bucket/x") == "s3://bucket/x"
     assert safe_url("s3://bucket/x") == "s3://bucket/x"
+
+
+def test_links_published_for_a_hugging_face_target_name_files_the_hub_serves(results, tmp_path):
+    import fsspec
+
+    # The Hub's /resolve/ URLs serve files, never folders: every link must name a published file.
+    base = public_url("hf://datasets/org/bench")
+    folder = _copy(results, tmp_path)
+    export(folder, "memory://hub/bench", public=base)
+    fs = fsspec.filesystem("memory")
+    for page in ("BENCHMARKS.md", "BENCHMARK_REPORT.md"):
+        links = _links(fs.cat_file(f"/hub/bench/{page}").decode())
+        assert links
+        for link in links:
+            assert link.startswith("https://huggingface.co/datasets/org/bench/resolve/main/"), link
+            path = link.removeprefix(base)
+            assert not path.endswith("/") and fs.isfile(f"/hub/bench/{path}"), link
