@@ -205,6 +205,9 @@ class FailedRun:
     failure_class: str | None  # "unknown" when the ledger holds no attempt of it
     error: str  # the last attempt's error message, as recorded
     tail: str  # the last 10 lines of its log
+    task: str = ""
+    config: str = ""
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,9 @@ class PartialRun:
 
     run: str
     note: str
+    task: str = ""
+    config: str = ""
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -304,11 +310,13 @@ def read(results: Path | str | None = None) -> Results:
                     run=found.run.name, run_id=found.run.run_id, attempts=len(found.attempts),
                     failure_class=last.failure_class if last else "unknown",
                     error=(last.error or "") if last else "",
-                    tail="\n".join((last.log_tail or "").splitlines()[-10:]) if last else ""))
+                    tail="\n".join((last.log_tail or "").splitlines()[-10:]) if last else "",
+                    task=found.run.task, config=found.run.config, seed=found.run.seed))
         # A completed attempt's error is a note that qualifies it: an lm-eval run cut short by --limit
         # (collect/lm_eval.py). One indexed-free scan of the attempts, only the matching rows read.
-        partial = [PartialRun(name, note) for name, note in store.conn.execute(
-            "SELECT runs.name, attempts.error FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
+        partial = [PartialRun(name, note, task, config, seed) for name, note, task, config, seed in store.conn.execute(
+            "SELECT runs.name, attempts.error, runs.task, runs.config, runs.seed"
+            " FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
             f" WHERE attempts.status = ? AND runs.status = ? AND {store.in_spec_sql()}"
             " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name", (COMPLETED, COMPLETED))]
         placed = store.gpu_attempts()

@@ -125,6 +125,7 @@ def render_leaderboard(
     settings: dict[str, str] | None = None,
     run_links: dict[tuple[str, str], list[tuple[int, str]]] | None = None,
     score_links: dict[tuple[str, str], str] | None = None,
+    partial: set[tuple[str, str]] | None = None,
 ) -> str:
     """The text of BENCHMARKS.md.
 
@@ -132,8 +133,10 @@ def render_leaderboard(
     seeds, and a config with no completed seed gets a "failed" cell instead of a blank.
     ``settings`` is each task's Settings line; ``run_links`` the run folder (a relative link)
     of each seed of a (task, config), listed under the table; ``score_links`` the run folder
-    each score links to (its median seed's).
+    each score links to (its median seed's); ``partial`` the (task, config) whose score rests on
+    a partial evaluation (lm-eval ``--limit``), marked so.
     """
+    partial = partial or set()
     rows = leaderboard_rows(desc, tasks, configs, targets, goal)
     seeds = seeds or {}
     score_links = score_links or {}
@@ -156,7 +159,9 @@ def render_leaderboard(
         "with it (95% intervals overlapping, not distinguishable from it). "
         f"Where a config lost seeds the cell says how many completed of those planned "
         f"(failed seeds {how}, `--failed-as {failed_as}`), and every other score is over all "
-        "its planned seeds; ✗ marks a config with no completed seed.",
+        "its planned seeds; ✗ marks a config with no completed seed."
+        + (" (partial: lm-eval --limit) marks a score from runs evaluated on part of their task's samples: "
+           "not the full benchmark's score." if partial else ""),
         "",
         "| task | target | " + " | ".join(md_cell(c) for c in configs) + " | best |",
         "|---|---:|" + "---|" * len(configs) + "---|",
@@ -176,6 +181,8 @@ def render_leaderboard(
                 text = f"[{text}]({href})"
             if st:
                 text += f" {ICONS[st]}"
+            if (row.task, cfg) in partial:
+                text += " (partial: lm-eval --limit)"
             cells.append(text + lost(row.task, cfg))
         best = (md_cell(row.best) + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
