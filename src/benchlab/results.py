@@ -235,6 +235,16 @@ class GpuPlacement:
 
 
 @dataclass(frozen=True)
+class CodeVersion:
+    """A version of the code under test and the completed runs that ran at it."""
+
+    version: str  # the benchmark version's id (versions/<id>/)
+    commit: str | None
+    dirty: bool | None
+    runs: list[tuple[str, str, int]]  # (task, config, seed)
+
+
+@dataclass(frozen=True)
 class Environment:
     """Where the runs ran: each host's CPU, cores and GPU models by index (as the sweeps noted
     them in the ledger), and the provenance of the first run (host, platform, CPU, git)."""
@@ -291,6 +301,9 @@ class Results:
     #: ``run --until-decided``'s design and each pair's seeds and stop reason as of its last look
     #: (``{"design", "baseline", "pairs"}``); None when the results were not run that way.
     sequential: dict[str, Any] | None = None
+    #: The versions of the code under test the completed runs ran at, oldest first; empty when
+    #: the ledger records one (every run ran at the same code).
+    code_versions: list[CodeVersion] = field(default_factory=list)
 
 
 def read(results: Path | str | None = None) -> Results:
@@ -340,7 +353,42 @@ def read(results: Path | str | None = None) -> Results:
         environment=Environment(hosts=meta.get("hardware") or {}, provenance=_first_provenance(folder)),
         registered_plan=meta.get(preregistration.META_KEY), run_ids=run_ids,
         sequential=meta.get("sequential") or None,
+        code_versions=_code_versions(folder, meta.get("versions") or [], run_ids),
     )
+
+
+def _code_versions(folder: Path, versions: list[dict[str, Any]],
+                   run_ids: dict[tuple[str, str], list[tuple[int, str]]]) -> list[CodeVersion]:
+    """Which completed run ran at which code, from each run's provenance.json; read only where
+    the ledger records more than one code (``run --allow-changed``), so most reports read none."""
+    codes = {(v.get("commit"), v.get("diff_sha256")) for v in versions}
+    if len(codes) <= 1:
+        return []
+    by_id = {v["id"]: v for v in versions if "id" in v}
+    groups: dict[str, list[tuple[str, str, int]]] = {}
+    for (task, config), seeds in run_ids.items():
+        for seed, rid in seeds:
+            try:
+                version = json.loads((runs_dir(folder) / rid / PROVENANCE_FILE).read_text()).get("benchmark_version")
+            except (OSError, ValueError, AttributeError):
+                version = None
+            groups.setdefault(str(version or "unknown"), []).append((task, config, seed))
+    # Versions by the order the ledger recorded them; a run whose provenance names none comes last.
+    order = {v: i for i, v in enumerate(by_id)}
+    out = []
+    for version in sorted(groups, key=lambda v: order.get(v, len(order))):
+        v = by_id.get(version, {})
+        out.append(CodeVersion(version, v.get("commit"), v.get("dirty"), groups[version]))
+    # Versions of one code (an env or package change) are one code for reproduction.
+    merged: dict[tuple[Any, Any], CodeVersion] = {}
+    for cv in out:
+        key = (cv.commit, by_id.get(cv.version, {}).get("diff_sha256"))
+        if key in merged:
+            first = merged[key]
+            merged[key] = CodeVersion(first.version, first.commit, first.dirty, first.runs + cv.runs)
+        else:
+            merged[key] = cv
+    return list(merged.values()) if len(merged) > 1 else []
 
 
 def ledger_seeds(

@@ -113,6 +113,7 @@ def gather(table: Results) -> ReportData:
         registered_plan=table.registered_plan,
         sequential=table.sequential,
         run_ids=table.run_ids,
+        code_versions=table.code_versions,
     )
 
 

@@ -62,6 +62,8 @@ class ReportData:
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
     #: ``run --until-decided``'s design and pairs as of its last look (``results.Results.sequential``).
     sequential: dict[str, Any] | None = None
+    #: The codes the completed runs ran at, where more than one (``results.Results.code_versions``).
+    code_versions: list[Any] = field(default_factory=list)
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
@@ -601,6 +603,30 @@ def _benchlab_checkout() -> tuple[Path, str | None] | None:
     return root, (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
+def _versions_sentence(data: ReportData) -> str:
+    """The summary's word on runs that ran at different code (``run --allow-changed``)."""
+    if not data.code_versions:
+        return ""
+    parts = [f"{len(cv.runs)} at {_code_name(cv)}" for cv in data.code_versions]
+    return (f" Its runs ran at {len(data.code_versions)} versions of the code under test ({_list(parts)}): "
+            "their scores may differ by the code as well as by the config; the Reproduction section "
+            "lists which runs ran at which.")
+
+
+def _code_name(cv: Any) -> str:
+    commit = f"commit {cv.commit[:10]}" if cv.commit else "no commit"
+    return commit + (" with uncommitted changes" if cv.dirty else "") + f" (versions/{cv.version}/)"
+
+
+def _runs_in_words(runs: list[tuple[str, str, int]]) -> str:
+    """``t1/a seeds 0–2; t1/b seed 3``: runs grouped by task and config."""
+    by: dict[tuple[str, str], list[int]] = {}
+    for task, config, seed in runs:
+        by.setdefault((task, config), []).append(seed)
+    return "; ".join(f"{t}/{c} seed{'s' if len(s) > 1 else ''} {', '.join(map(str, sorted(s)))}"
+                     for (t, c), s in by.items())
+
+
 def _reproduce(data: ReportData) -> list[str]:
     """Shell lines that run the benchmark again and report it, each working as written."""
     import shlex
@@ -609,6 +635,15 @@ def _reproduce(data: ReportData) -> list[str]:
     lines = []
     spec = info.spec_path or "<spec.yaml>"
     commit = data.git.get("commit")
+    if data.code_versions:
+        # One checkout cannot give every run its code: say which ran at which, and reproduce the last.
+        lines.append(f"# these runs ran at {len(data.code_versions)} versions of the code under test "
+                     "(benchlab run --allow-changed); one command cannot reproduce them all:")
+        for cv in data.code_versions:
+            lines.append(f"#   {len(cv.runs)} runs at {_code_name(cv)}: {_runs_in_words(cv.runs)}")
+        lines.append("# below, the whole benchmark at the last of them; check out another commit to "
+                     "reproduce its runs (benchlab run runs every run of the spec at that code)")
+        commit = data.code_versions[-1].commit
     if commit:
         where = Path(info.spec_path).parent if info.spec_path else None
         lines.append("# the code under test, at the commit its runs recorded"
@@ -773,7 +808,7 @@ def render_markdown(data: ReportData) -> str:
         sequential_text=_sequential_text(data.sequential),
         hardware=data.hardware,
         description=info.description,
-        summary=_summary_sentences(data, desc) + _partial_sentence(data),
+        summary=_summary_sentences(data, desc) + _partial_sentence(data) + _versions_sentence(data),
         task_tables=tables,
         secondary=secondary,
         legend=legend,
