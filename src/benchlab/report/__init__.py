@@ -188,13 +188,7 @@ def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], l
     if data.results is None:
         return {}
     where = os.path.relpath(runs_dir(data.results), out_dir or data.results)
-    try:  # a link only to a folder that is there (a merged report's imported runs have none)
-        present = set(os.listdir(runs_dir(data.results)))
-    except OSError:
-        present = set()
-    links = {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v if rid in present]
-             for k, v in data.run_ids.items()}
-    return {k: v for k, v in links.items() if v}
+    return {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v] for k, v in data.run_ids.items()}
 
 
 def score_links(
