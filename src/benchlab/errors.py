@@ -20,6 +20,8 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   │                            .argument names it (the CLI shows it as its flag)
     │   ├── BenchmarkChanged         on resume, a dataset or the code differs from what the runs
     │   │                            began with (execute/version.py)
+    │   ├── SecretFound              a file to publish holds a credential or a secret value;
+    │   │                            .findings names each file and line (secrets.py)
     │   ├── SearchError              a search cannot go on as asked (its study was made by another
     │   │                            search section, a promoted config's name is taken, no trial finished)
     │   └── YamlProblem              a spec's text cannot be read as YAML; becomes a SpecError

@@ -27,11 +27,12 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "search": ("optuna", "cmaes"),
     "tensorboard": ("tensorboard",),
     "examples": ("sklearn", "gymnasium"),
-    "export": ("fsspec", "s3fs", "huggingface_hub"),
+    "export": ("fsspec", "s3fs", "huggingface_hub", "detect_secrets"),
 }
 
 #: module -> its pip package, where the two names differ.
-PACKAGES = {"pynvml": "nvidia-ml-py", "sklearn": "scikit-learn", "math_verify": "math-verify"}
+PACKAGES = {"pynvml": "nvidia-ml-py", "sklearn": "scikit-learn", "math_verify": "math-verify",
+            "detect_secrets": "detect-secrets"}
 
 
 def install_hint(extra: str) -> str:

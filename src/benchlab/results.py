@@ -205,6 +205,9 @@ class FailedRun:
     failure_class: str | None  # "unknown" when the ledger holds no attempt of it
     error: str  # the last attempt's error message, as recorded
     tail: str  # the last 10 lines of its log
+    task: str = ""
+    config: str = ""
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,9 @@ class PartialRun:
 
     run: str
     note: str
+    task: str = ""
+    config: str = ""
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +232,16 @@ class GpuPlacement:
     util_max: float | None
     mem_peak_mib: float | None
     note: str  # "likely CPU-bound", "" or "not sampled"
+
+
+@dataclass(frozen=True)
+class CodeVersion:
+    """A version of the code under test and the completed runs that ran at it."""
+
+    version: str  # the benchmark version's id (versions/<id>/)
+    commit: str | None
+    dirty: bool | None
+    runs: list[tuple[str, str, int]]  # (task, config, seed)
 
 
 @dataclass(frozen=True)
@@ -285,6 +301,9 @@ class Results:
     #: ``run --until-decided``'s design and each pair's seeds and stop reason as of its last look
     #: (``{"design", "baseline", "pairs"}``); None when the results were not run that way.
     sequential: dict[str, Any] | None = None
+    #: The versions of the code under test the completed runs ran at, oldest first; empty when
+    #: the ledger records one (every run ran at the same code).
+    code_versions: list[CodeVersion] = field(default_factory=list)
 
 
 def read(results: Path | str | None = None) -> Results:
@@ -304,11 +323,13 @@ def read(results: Path | str | None = None) -> Results:
                     run=found.run.name, run_id=found.run.run_id, attempts=len(found.attempts),
                     failure_class=last.failure_class if last else "unknown",
                     error=(last.error or "") if last else "",
-                    tail="\n".join((last.log_tail or "").splitlines()[-10:]) if last else ""))
+                    tail="\n".join((last.log_tail or "").splitlines()[-10:]) if last else "",
+                    task=found.run.task, config=found.run.config, seed=found.run.seed))
         # A completed attempt's error is a note that qualifies it: an lm-eval run cut short by --limit
         # (collect/lm_eval.py). One indexed-free scan of the attempts, only the matching rows read.
-        partial = [PartialRun(name, note) for name, note in store.conn.execute(
-            "SELECT runs.name, attempts.error FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
+        partial = [PartialRun(name, note, task, config, seed) for name, note, task, config, seed in store.conn.execute(
+            "SELECT runs.name, attempts.error, runs.task, runs.config, runs.seed"
+            " FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
             f" WHERE attempts.status = ? AND runs.status = ? AND {store.in_spec_sql()}"
             " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name", (COMPLETED, COMPLETED))]
         placed = store.gpu_attempts()
@@ -332,7 +353,42 @@ def read(results: Path | str | None = None) -> Results:
         environment=Environment(hosts=meta.get("hardware") or {}, provenance=_first_provenance(folder)),
         registered_plan=meta.get(preregistration.META_KEY), run_ids=run_ids,
         sequential=meta.get("sequential") or None,
+        code_versions=_code_versions(folder, meta.get("versions") or [], run_ids),
     )
+
+
+def _code_versions(folder: Path, versions: list[dict[str, Any]],
+                   run_ids: dict[tuple[str, str], list[tuple[int, str]]]) -> list[CodeVersion]:
+    """Which completed run ran at which code, from each run's provenance.json; read only where
+    the ledger records more than one code (``run --allow-changed``), so most reports read none."""
+    codes = {(v.get("commit"), v.get("diff_sha256")) for v in versions}
+    if len(codes) <= 1:
+        return []
+    by_id = {v["id"]: v for v in versions if "id" in v}
+    groups: dict[str, list[tuple[str, str, int]]] = {}
+    for (task, config), seeds in run_ids.items():
+        for seed, rid in seeds:
+            try:
+                version = json.loads((runs_dir(folder) / rid / PROVENANCE_FILE).read_text()).get("benchmark_version")
+            except (OSError, ValueError, AttributeError):
+                version = None
+            groups.setdefault(str(version or "unknown"), []).append((task, config, seed))
+    # Versions by the order the ledger recorded them; a run whose provenance names none comes last.
+    order = {v: i for i, v in enumerate(by_id)}
+    out = []
+    for version in sorted(groups, key=lambda v: order.get(v, len(order))):
+        v = by_id.get(version, {})
+        out.append(CodeVersion(version, v.get("commit"), v.get("dirty"), groups[version]))
+    # Versions of one code (an env or package change) are one code for reproduction.
+    merged: dict[tuple[Any, Any], CodeVersion] = {}
+    for cv in out:
+        key = (cv.commit, by_id.get(cv.version, {}).get("diff_sha256"))
+        if key in merged:
+            first = merged[key]
+            merged[key] = CodeVersion(first.version, first.commit, first.dirty, first.runs + cv.runs)
+        else:
+            merged[key] = cv
+    return list(merged.values()) if len(merged) > 1 else []
 
 
 def ledger_seeds(

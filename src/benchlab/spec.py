@@ -24,6 +24,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -386,6 +387,9 @@ class Spec(_Model):
     seeds: list[int] | int = 5
     command: str | None = None
     variables: dict[str, Any] = Field(default_factory=dict)
+    #: Variables whose values are secret (docs/spec.md, Secrets): in ``variables`` they read
+    #: ``<secret>``, in a command they are a reference to an environment variable.
+    secrets: list[str] = Field(default_factory=list)
     metrics: Metrics
     baseline: str | None = None
     resources: Resources = Field(default_factory=Resources)
@@ -421,6 +425,8 @@ class Spec(_Model):
     overrides: dict[str, Any] = Field(default_factory=dict, exclude=True)
     # A grid config's name -> the names of the configs it expanded to.
     grids: dict[str, list[str]] = Field(default_factory=dict, exclude=True)
+    # The values of the secret variables, by name: never dumped, never in repr.
+    _secret_values: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("seeds")
     @classmethod
@@ -469,6 +475,16 @@ class Spec(_Model):
 
     def task(self, name: str) -> Task:
         return next(t for t in self.tasks if t.name == name)
+
+    def secret_env(self) -> dict[str, str]:
+        """The environment a run needs for the spec's secret variables (name -> value)."""
+        from benchlab.secrets import env_name
+
+        return {env_name(k): v for k, v in self._secret_values.items()}
+
+    def secret_values(self) -> dict[str, str]:
+        """The secret variables' values, by variable name (for fingerprints, never to be written)."""
+        return dict(self._secret_values)
 
     def config(self, name: str) -> Config:
         return next(c for c in self.configs if c.name == name)
@@ -627,6 +643,15 @@ def _passes(value: Any) -> bool:
     return (cls is str and "${" not in value) or cls is int or cls is float or cls is bool or value is None
 
 
+class _SecretUse:
+    """A secret variable as interpolation sees it: usable in a command only, as ``"$ENV"``."""
+
+    def __init__(self, name: str):
+        from benchlab.secrets import env_name
+
+        self.env = env_name(name)
+
+
 def _interpolate(node: Any, variables: dict[str, Any], loc: tuple[Any, ...],
                  unknown: list[tuple[tuple[Any, ...], str]]) -> Any:
     """``node`` with every ``${name}`` filled in from ``variables`` (unknown names are noted)."""
@@ -641,12 +666,20 @@ def _interpolate(node: Any, variables: dict[str, Any], loc: tuple[Any, ...],
         # In a command a variable becomes shell words, quoted exactly as a {param} is; its braces
         # are doubled so that the value is never read as a placeholder.
         def words(m: re.Match[str]) -> str:
+            if isinstance(variables.get(m.group(1)), _SecretUse):
+                # The value reaches the run through its environment; the command holds the name.
+                return f'"${variables[m.group(1)].env}"'
             if m.group(1) in variables:
                 return shell_words(variables[m.group(1)]).replace("{", "{{").replace("}", "}}")
             unknown.append((loc, m.group(1)))
             return m.group(0)
 
         return _VAR_RE.sub(words, node)
+    secret = next((m.group(1) for m in _VAR_RE.finditer(node) if isinstance(variables.get(m.group(1)), _SecretUse)),
+                  None)
+    if secret is not None:
+        unknown.append((loc, f"secret:{secret}"))
+        return node
     whole = _VAR_RE.fullmatch(node)
     if whole:
         name = whole.group(1)
@@ -745,11 +778,21 @@ def _parse(text: str, file: str, overrides: list[str] | dict[str, Any] | None, p
         variables[key] = value
         applied[key] = value
 
+    secret_names = _secret_names(data.get("secrets"), variables, found)
+    values = {k: "" if variables[k] is None else str(variables[k]) for k in secret_names}
+    from benchlab.secrets import MASK
+
     unknown: list[tuple[tuple[Any, ...], str]] = []
     body = {k: v for k, v in data.items() if k != "variables"}
-    body = _interpolate(body, variables, (), unknown)
+    body = _interpolate(body, {**variables, **{k: _SecretUse(k) for k in secret_names}}, (), unknown)
     known = ", ".join(sorted(variables)) or "none defined"
-    found += [(loc, f"unknown variable ${{{name}}} (variables: {known})") for loc, name in unknown]
+    found += [(loc, f"secret variable ${{{name[7:]}}} can be used in a command only, where it reaches the run "
+                    "through the environment (docs/spec.md, Secrets)") if name.startswith("secret:")
+              else (loc, f"unknown variable ${{{name}}} (variables: {known})") for loc, name in unknown]
+    found += _secret_placeholders(body, secret_names)
+    unknown = [u for u in unknown if not u[1].startswith("secret:")]
+    variables = {k: MASK if k in secret_names else v for k, v in variables.items()}
+    applied = {k: MASK if k in secret_names else v for k, v in applied.items()}
     body["variables"] = variables
     problems = [Problem(file, lines.line_for(loc), _fmt_loc(loc), message) for loc, message in found]
     spec: Spec | None = None
@@ -768,7 +811,46 @@ def _parse(text: str, file: str, overrides: list[str] | dict[str, Any] | None, p
     assert spec is not None  # no problems means the schema passed
     spec.path = path
     spec.overrides = applied
+    spec._secret_values = values
     return spec
+
+
+def _secret_names(raw: Any, variables: dict[str, Any], found: list[tuple[tuple[Any, ...], str]]) -> list[str]:
+    """The names under ``secrets:``, each a variable of the spec (problems noted in ``found``)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        found.append((("secrets",), "expected a list of variable names"))
+        return []
+    names = []
+    for i, name in enumerate(raw):
+        if name not in variables:
+            known = ", ".join(sorted(variables)) or "none defined"
+            found.append((("secrets", i), f"{name!r} names no variable (variables: {known}); give it one, e.g. "
+                                          f"variables: {{{name}: null}} and -s {name}=..."))
+        else:
+            names.append(name)
+    return names
+
+
+def _secret_placeholders(body: dict[str, Any], secret_names: list[str]) -> list[tuple[tuple[Any, ...], str]]:
+    """A secret variable written ``{name}`` in a command would be formatted into its text."""
+    if not secret_names:
+        return []
+    out = []
+    places: list[tuple[tuple[Any, ...], Any]] = [(("command",), body.get("command"))]
+    for kind in ("tasks", "configs"):
+        for i, item in enumerate(body.get(kind) or []):
+            if isinstance(item, dict):
+                places.append(((kind, i, "command"), item.get("command")))
+    for loc, command in places:
+        if not isinstance(command, str):
+            continue
+        for name in secret_names:
+            if re.search(r"(?<!\{)\{" + re.escape(name) + r"(?:[:!][^}]*)?\}(?!\})", command):
+                out.append((loc, f"secret variable {{{name}}} would be written into the command's text; "
+                                 f"write ${{{name}}}, which passes it through the environment"))
+    return out
 
 
 def json_schema() -> dict[str, Any]:

@@ -71,7 +71,8 @@ def test_run_writes_run_directories_ledger_and_report(make_bench):
     assert "## Failure log" in report and "No failed runs." in report
     assert f"benchlab run {bench.spec}" in report
     csv = (bench.results / "results.csv").read_text().splitlines()
-    assert csv[0] == "benchmark,task,config,seed,metric,step,value" and len(csv) == 1 + 8 * 2
+    assert csv[0] == "benchmark,task,config,seed,metric,step,value,status,failure_class" and len(csv) == 1 + 8 * 2
+    assert all(line.endswith(",completed,") for line in csv[1:])
 
 
 def test_second_run_does_only_what_is_not_done(make_bench):

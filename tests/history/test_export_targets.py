@@ -58,8 +58,11 @@ def test_second_export_to_a_folder_uploads_nothing_and_both_are_logged(results, 
     one = json.loads(first.stdout)
     runs = sorted(p.relative_to(folder).as_posix() for p in (folder / "runs").rglob("*") if p.is_file())
     assert one["uploaded"] == one["files"] > len(runs)
-    for rel in runs + ["BENCHMARK_REPORT.md", "BENCHMARKS.md", "results.csv"]:
+    for rel in runs + ["BENCHMARK_REPORT.md", "results.csv"]:
         assert (target / rel).read_bytes() == (folder / rel).read_bytes(), rel  # local: links stay relative
+    # A run folder's link leads to the page listing its files, written into each run folder.
+    board = (target / "BENCHMARKS.md").read_text()
+    assert board == (folder / "BENCHMARKS.md").read_text().replace("/)", "/index.html)")
     stamps = {p: p.stat().st_mtime_ns for p in target.rglob("*") if p.is_file()}
     second = json.loads(run_cli("export", str(folder), str(target), "--json", check=True).stdout)
     assert second["uploaded"] == 0 and second["uploaded_bytes"] == 0 and second["files"] == one["files"]
@@ -106,7 +109,7 @@ def test_memory_target_in_process(results, tmp_path):
     again = export(folder, "memory://bench/v1", what="report")
     assert len(first.uploaded) == len(first.files) > 3 and again.uploaded == []
     fs = fsspec.filesystem("memory")
-    assert fs.cat_file("/bench/v1/BENCHMARKS.md") == (folder / "BENCHMARKS.md").read_bytes()
+    assert fs.cat_file("/bench/v1/results.csv") == (folder / "results.csv").read_bytes()
 
 
 @pytest.fixture
@@ -157,7 +160,8 @@ def test_s3_export_through_a_real_s3_api_rewrites_links_and_second_run_uploads_n
     for link in links:
         assert link.startswith("https://my-bucket.s3.amazonaws.com/bench/starter/runs/"), link
         key = "my-bucket/bench/starter/" + link.removeprefix("https://my-bucket.s3.amazonaws.com/bench/starter/")
-        assert fs.exists(key + "config.yaml"), key
+        assert link.endswith("/index.html") and fs.exists(key), key  # S3 serves files, not folders
+        assert fs.exists(key.removesuffix("index.html") + "config.yaml"), key
     # What was uploaded is what the manifest says, byte for byte.
     manifest = json.loads(fs.cat_file("my-bucket/bench/starter/.benchlab-export.json"))
     body = fs.cat_file("my-bucket/bench/starter/results.csv")
@@ -211,10 +215,10 @@ def test_benchmarks_md_has_a_settings_line_per_task_and_links_each_score_to_its_
 
     published = fsspec.filesystem("memory").cat_file("/links/x/BENCHMARKS.md").decode()
     href = re.search(r"\[0\]\((runs/[0-9a-f]+/)\)", text).group(1)
-    assert f"[0](https://example.org/bench/{href})" in published
+    assert f"[0](https://example.org/bench/{href}index.html)" in published
     for config, cell in _score_cells(published).items():
         _, local = unlink_score(_score_cells(text)[config])
-        assert unlink_score(cell)[1] == f"https://example.org/bench/{local}"
+        assert unlink_score(cell)[1] == f"https://example.org/bench/{local}index.html"
     assert all(link.startswith("https://example.org/bench/runs/") for link in _links(published))
 
 
@@ -236,9 +240,10 @@ def test_every_link_of_benchmarks_md_resolves_on_disk_wherever_the_report_is_wri
     target = tmp_path / "public"
     run_cli("export", str(_copy(results, tmp_path)), str(target), check=True)
     copied = (target / "BENCHMARKS.md").read_text()
-    assert copied == text
+    assert len(_links(copied)) == len(links)
     for link in _links(copied):
-        assert (target / link / "config.yaml").is_file(), link
+        assert link.endswith("/index.html") and (target / link).is_file(), link
+        assert (target / link).parent.joinpath("config.yaml").is_file(), link
 
 
 def test_settings_named_by_the_spec_come_from_params_then_variables():
@@ -266,11 +271,28 @@ def test_links_are_rewritten_only_where_relative():
     text = ("[a](runs/x/) ![p](plots/p.png) [w](https://example.org/) [h](#top) [abs](/etc/x) "
             '<a href="runs/y/">y</a> <img src="data:image/png;base64,AA"> [d](./BENCHMARKS.md)')
     out = rewrite_links(text, "https://h/b/")
-    assert out == ("[a](https://h/b/runs/x/) ![p](https://h/b/plots/p.png) [w](https://example.org/) [h](#top) "
-                   '[abs](/etc/x) <a href="https://h/b/runs/y/">y</a> <img src="data:image/png;base64,AA"> '
-                   "[d](https://h/b/BENCHMARKS.md)")
+    assert out == ("[a](https://h/b/runs/x/index.html) ![p](https://h/b/plots/p.png) [w](https://example.org/) "
+                   '[h](#top) [abs](/etc/x) <a href="https://h/b/runs/y/index.html">y</a> '
+                   '<img src="data:image/png;base64,AA"> [d](https://h/b/BENCHMARKS.md)')
 
 
 def test_credentials_in_a_url_are_not_logged():
     assert safe_url("s3://key:secret@bucket/x") == "s3://bucket/x"
     assert safe_url("s3://bucket/x") == "s3://bucket/x"
+
+
+def test_links_published_for_a_hugging_face_target_name_files_the_hub_serves(results, tmp_path):
+    import fsspec
+
+    # The Hub's /resolve/ URLs serve files, never folders: every link must name a published file.
+    base = public_url("hf://datasets/org/bench")
+    folder = _copy(results, tmp_path)
+    export(folder, "memory://hub/bench", public=base)
+    fs = fsspec.filesystem("memory")
+    for page in ("BENCHMARKS.md", "BENCHMARK_REPORT.md"):
+        links = _links(fs.cat_file(f"/hub/bench/{page}").decode())
+        assert links
+        for link in links:
+            assert link.startswith("https://huggingface.co/datasets/org/bench/resolve/main/"), link
+            path = link.removeprefix(base)
+            assert not path.endswith("/") and fs.isfile(f"/hub/bench/{path}"), link

@@ -121,7 +121,9 @@ def test_benchmarks_md_statuses_by_hand(report: Path):
 
 def test_results_csv_is_the_long_table_of_final_scalars(report: Path):
     table = pd.read_csv(report / "results.csv")
-    assert list(table.columns) == ["benchmark", "task", "config", "seed", "metric", "step", "value"]
+    assert list(table.columns) == ["benchmark", "task", "config", "seed", "metric", "step", "value", "status",
+                                   "failure_class"]
+    assert (table["status"] == "completed").all()  # every planned run completed
     assert len(table) == 4 * 3 * 4 * 2 and table["step"].isna().all()
     got = table[(table.task == "t3") & (table.config == "b") & (table.metric == "score")]
     assert sorted(got["value"]) == pytest.approx(sorted(scores("t3", "b")))

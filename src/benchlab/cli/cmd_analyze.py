@@ -326,11 +326,19 @@ def analyze(
         _analyze_pairs(table, pairs, metric=metric, goal=goal.value, summary=summary.value, alpha=alpha,
                        reps=reps, seed=seed, as_json=as_json, csv=csv)
         return
+    from benchlab.long_format import split_status
+
     final = _read_final_values(table) if summary == SummaryChoice.FINAL else None
     df = final if final is not None else _read_csv(table)
+    planned: dict[tuple[str, str], list[int]] | None = None
+    failed_runs: list[tuple[str, str, int]] = []
+    if final is None:
+        # A published results.csv lists failed and missing runs too: every seed is accounted for.
+        df, planned, failed_runs = split_status(df)
     with _flags():
         report = run_analysis(
-            df, failed_as=failed_as.value,
+            df, failed_as=failed_as.value, planned=planned,
+            failed_runs=failed_runs,
             baseline=baseline, metric=metric, goal=goal.value,
             reps=reps, seed=seed, summary=summary.value, alpha=alpha,
             method=method.value, normalize=normalize.value, align=align and align.value,

@@ -19,15 +19,22 @@ def export(
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be uploaded; upload nothing."),
     public: str = typer.Option(None, "--public-url", help="Base URL the target is read at, for the rewritten "
                                "links [default: the target's own, e.g. https://BUCKET.s3.amazonaws.com/]."),
+    allow_secret: list[str] = typer.Option([], "--allow-secret", help="Publish this file (a path in the results "
+                                           "folder, e.g. runs/ID/train.log) even where the secret scan flags it; "
+                                           "repeatable."),
+    with_diff: bool = typer.Option(False, "--with-diff", help="Also publish versions/*/code.diff, the "
+                                   "uncommitted code the runs used."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Upload the report and runs whose content changed since the last export to TARGET, links
-    rewritten to its public URLs; the export is appended to EXPORTS.md and exports.json."""
+    rewritten to its public URLs; the export is appended to EXPORTS.md and exports.json. Every
+    file is scanned for credentials first: one found stops the export (exit code 2)."""
     from benchlab.history.export import export as do_export
     from benchlab.results import find_results
 
     folder = find_results(results)
-    result = do_export(folder, target, what=what, dry_run=dry_run, public=public)
+    result = do_export(folder, target, what=what, dry_run=dry_run, public=public, allow=allow_secret,
+                       with_diff=with_diff)
     if as_json:
         print_json(result.to_json())
         return
@@ -38,6 +45,9 @@ def export(
                   f"({result.uploaded_bytes} bytes); {len(result.files) - len(result.uploaded)} unchanged"
                   + (f"; links point to {result.public_url}" if result.public_url else ""),
                   markup=False, highlight=False)
+    for link in result.outside_links:
+        err_console.print(f"warning: not published: {link} is a symbolic link leading out of {folder}",
+                          markup=False, highlight=False)
     if result.unpublished_runs:
         n = len(result.unpublished_runs)
         err_console.print(f"warning: the report links to {n} run folder{'s' if n != 1 else ''} that {result.target} "

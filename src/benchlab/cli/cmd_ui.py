@@ -27,6 +27,8 @@ def ui(
     token: str | None = typer.Option(None, "--token", envvar="BENCHLAB_UI_TOKEN",
                                      help="Require this token: 'Authorization: Bearer <token>', or the cookie "
                                           "that the one-time URL printed at start sets."),
+    allow_host: list[str] = typer.Option([], "--allow-host", help="Also answer requests for this host name (a "
+                                         "proxy's or DNS name of this machine); repeatable. Others get 400."),
     log_level: str = typer.Option("warning", help="uvicorn log level."),
     nice: bool = typer.Option(True, "--nice/--no-nice", help="Run at the lowest CPU priority (nice 19), so that "
                               "a sweep on the same machine is never slowed by the dashboard."),
@@ -46,12 +48,13 @@ def ui(
         here = Path.cwd()
         results = [here] if (here / DB_NAME).exists() else [here / "results"]
     from benchlab.ui import Library, create_app
+    from benchlab.ui.app import served_hosts
 
     if nice:
         # The dashboard yields the CPU to a sweep on the same machine: it gets what the runs leave.
         os.nice(19 - os.nice(0))
     library = Library(list(results))
-    application = create_app(library, token=token)
+    application = create_app(library, token=token, allowed_hosts=served_hosts(host, allow_host))
     import uvicorn
 
     shown = f"[{host}]" if ":" in host else host

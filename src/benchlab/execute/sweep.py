@@ -420,6 +420,8 @@ class Sweep:
         _record_hardware(store, host, machine_gpus)
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
+        # Secret variables reach the runs here, never through their commands or config.yaml.
+        base_env.update(self.spec.secret_env())
         assert self._plan_recorder is not None
         st = _LoopState(store=store, backend=backend, queue=queue, budget=budget, plan=self._plan_recorder,
                         eta=Eta(queue.estimates, self.jobs), tally=_Tally(progress), shared=shared, host=host,

@@ -2,7 +2,10 @@
 
 A version is the code under test (commit, and the full text of the uncommitted diff), the
 package list of the Python that runs the commands, the spec as resolved, the environment
-variables the spec names and a SHA-256 of each dataset the spec lists. It is written under
+variables the spec names (by name and a short hash of the value, never the value: a command's
+``$HF_TOKEN`` is a credential) and a SHA-256 of each dataset the spec lists. Fingerprints of the
+named variables' and the secret spec variables' values (:class:`benchlab.secrets.Fingerprint`)
+let ``benchlab export`` find those values in a file without the version holding them. It is written under
 ``<results>/versions/<id>/`` the first time a sweep sees it, and every run's
 ``provenance.json`` names it (``benchmark_version``) instead of repeating it.
 
@@ -81,9 +84,11 @@ class BenchmarkVersion:
     interpreter: str
     packages_of: str  # "command" (the Python the command runs) or "benchlab" (benchlab's own)
     packages: list[str]
-    env: dict[str, str | None]
+    env: dict[str, str | None]  # name -> benchlab.secrets.short_hash of the value, None where unset
     datasets: list[DatasetSum] = field(default_factory=list)
     spec_sha256: str = ""
+    #: benchlab.secrets.Fingerprint.to_json() of each secret value the runs were given.
+    secret_fingerprints: list[dict[str, Any]] = field(default_factory=list)
     diff: str = ""  # the diff's text; written to its own file, not into version.json
 
     def to_json(self) -> dict[str, Any]:
@@ -168,9 +173,9 @@ def name_and_version(dist: Any) -> tuple[str | None, str | None]:
     return found.get("name"), found.get("version")
 
 
-def named_env(spec: Spec) -> dict[str, str | None]:
-    """The environment variables the spec names: its ``env:`` and the ``$NAME`` its commands use
-    (as this process sees them; None where unset)."""
+def named_env_values(spec: Spec) -> dict[str, str | None]:
+    """The environment variables the spec names, with their values: its ``env:`` and the ``$NAME``
+    its commands use (as this process sees them; None where unset). Never to be written."""
     out: dict[str, str | None] = dict(sorted(spec.env.items()))
     commands = [spec.command, *(t.command for t in spec.tasks), *(c.command for c in spec.configs)]
     for command in filter(None, commands):
@@ -178,6 +183,24 @@ def named_env(spec: Spec) -> dict[str, str | None]:
             if name not in out and not name.startswith("BENCHLAB_"):
                 out[name] = os.environ.get(name)
     return out
+
+
+def named_env(spec: Spec) -> dict[str, str | None]:
+    """The environment variables the spec names, each with a short hash of its value (so that a
+    change shows) and None where unset: what a version records of them."""
+    from benchlab.secrets import short_hash
+
+    return {k: None if v is None else short_hash(v) for k, v in named_env_values(spec).items()}
+
+
+def secret_fingerprints(spec: Spec) -> list[dict[str, Any]]:
+    """Fingerprints of the values of the secret spec variables and of the environment variables
+    the commands name (``$NAME``), for export's scan."""
+    from benchlab.secrets import fingerprints
+
+    values: dict[str, str | None] = {f"${k}": v for k, v in named_env_values(spec).items() if k not in spec.env}
+    values.update({f"variables.{k}": v for k, v in spec.secret_values().items()})
+    return [f.to_json() for f in fingerprints(values)]
 
 
 def _file_sha(path: Path, cache: dict[str, Any]) -> tuple[str, int]:
@@ -255,7 +278,8 @@ def current_version(spec: Spec, code: CodeState, results_dir: Path, *, clock: An
         id=hashlib.sha256(identity.encode()).hexdigest()[:12], recorded_at=now.isoformat(timespec="seconds"),
         commit=code.commit, dirty=code.dirty, diff_sha256=code.diff_sha256, tree_sha256=code.tree_sha256,
         interpreter=interpreter, packages_of=whose, packages=packages, env=env, datasets=datasets,
-        spec_sha256=hashlib.sha256(spec_text.encode()).hexdigest(), diff=diff)
+        spec_sha256=hashlib.sha256(spec_text.encode()).hexdigest(), secret_fingerprints=secret_fingerprints(spec),
+        diff=diff)
 
 
 def write_version(results_dir: Path, version: BenchmarkVersion, spec: Spec) -> Path:
@@ -316,6 +340,8 @@ __all__ = [
     "changes_since",
     "current_version",
     "dataset_sums",
+    "named_env",
+    "named_env_values",
     "read_version",
     "write_version",
 ]

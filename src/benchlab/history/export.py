@@ -9,7 +9,20 @@ An export is idempotent: the target keeps a manifest (:data:`MANIFEST`) of the S
 file it received, and only files whose hash changed, or that the target no longer lists, are
 uploaded; a second export of the same folder uploads nothing. Relative links in BENCHMARKS.md,
 BENCHMARK_REPORT.md and report.html are rewritten to the target's public URLs, and every
-export is appended to the folder's job log (``EXPORTS.md`` and ``exports.json``).
+export is appended to the folder's job log (``EXPORTS.md`` and ``exports.json``, each replaced
+whole so that a killed export never leaves half a log; a damaged log stops the next export before
+anything is uploaded, with a message saying how to go on).
+
+What is published is the results folder and nothing beyond it: a symbolic link that leads out of
+the folder is not followed (it is listed in :attr:`ExportResult.outside_links`), and a version's
+``code.diff`` (the uncommitted code under test) is published only with ``with_diff``. Before
+anything is uploaded every file is scanned for credentials and secret values
+(:func:`benchlab.secrets.scan_text`); one found stops the export, naming the file and line, unless
+that file is named in ``allow``.
+
+A link to a run folder (``runs/<id>/``) becomes a link to the ``index.html`` that the export
+writes into each published run folder: object stores (S3) and the Hugging Face Hub serve files,
+not folders, so a folder link would not resolve there.
 """
 
 from __future__ import annotations
@@ -24,7 +37,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from benchlab.errors import DataError
-from benchlab.execute.version import VERSIONS_DIR
+from benchlab.execute.version import DIFF_FILE, SPEC_FILE, VERSION_FILE, VERSIONS_DIR
+from benchlab.secrets import Finding, Fingerprint, SecretFound, fingerprints, scan_text
 
 MANIFEST = ".benchlab-export.json"
 LOG_MD = "EXPORTS.md"
@@ -36,6 +50,9 @@ LINKED = ("BENCHMARK_REPORT.md", "BENCHMARKS.md", "report.html")
 _MD_LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 _HTML_LINK = re.compile(r"""((?:href|src)=["'])([^"']+)(["'])""")
 _RUN_LINK = re.compile(r"^(?:\./)?runs/([^/]+)/")
+_RUN_FOLDER_LINK = re.compile(r"^((?:\./)?runs/[^/]+/)$")
+#: The page an export writes into each run folder it publishes, listing the folder's files.
+RUN_INDEX = "index.html"
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,8 @@ class ExportResult:
     #: Run folders the exported report links to that the target holds neither before nor after
     #: this export (an ``--what report`` export of a folder whose runs were never exported).
     unpublished_runs: list[str] = field(default_factory=list)
+    #: Symbolic links in the results folder that lead out of it: not followed, not published.
+    outside_links: list[str] = field(default_factory=list)
 
     @property
     def uploaded(self) -> list[ExportFile]:
@@ -74,7 +93,8 @@ class ExportResult:
         return {"when": self.when, "what": self.what, "target": self.target, "public_url": self.public_url,
                 "dry_run": self.dry_run, "files": len(self.files), "uploaded": len(self.uploaded),
                 "uploaded_bytes": self.uploaded_bytes, "skipped": len(self.files) - len(self.uploaded),
-                "uploaded_files": [f.path for f in self.uploaded], "unpublished_runs": self.unpublished_runs}
+                "uploaded_files": [f.path for f in self.uploaded], "unpublished_runs": self.unpublished_runs,
+                "outside_links": self.outside_links}
 
 
 def safe_url(url: str) -> str:
@@ -115,14 +135,20 @@ def public_url(target: str, override: str | None = None) -> str | None:
     return None
 
 
-def rewrite_links(text: str, base: str) -> str:
-    """Relative links (Markdown ``](x)``, HTML ``href``/``src``) made absolute under ``base``;
-    links with a scheme, anchors, absolute paths and ``data:`` URIs are left as they are."""
+def rewrite_links(text: str, base: str | None) -> str:
+    """Relative links (Markdown ``](x)``, HTML ``href``/``src``) made absolute under ``base``
+    (kept relative where ``base`` is None), a run folder's link (``runs/<id>/``) pointing at its
+    :data:`RUN_INDEX`; links with a scheme, anchors, absolute paths and ``data:`` URIs are left
+    as they are."""
 
     def fix(m: re.Match[str]) -> str:
         link = m.group(2)
         if not link or link.startswith(("#", "/", "data:", "mailto:")) or re.match(r"^[a-z][a-z0-9+.-]*:", link, re.I):
             return m.group(0)
+        if _RUN_FOLDER_LINK.match(link):
+            link += RUN_INDEX
+        if base is None:
+            return m.group(1) + link + m.group(3)
         return m.group(1) + base + (link[2:] if link.startswith("./") else link) + m.group(3)
 
     return _HTML_LINK.sub(fix, _MD_LINK.sub(fix, text))
@@ -134,8 +160,42 @@ def linked_runs(text: str) -> set[str]:
     return {m.group(1) for link in links if (m := _RUN_LINK.match(link))}
 
 
-def files_to_export(results: Path, what: str) -> list[Path]:
-    """The files of ``results`` that ``what`` (report, runs or all) exports, relative paths."""
+def _files_under(results: Path, folder: Path, outside: list[str]) -> list[Path]:
+    """The files under ``folder`` (relative to ``results``), not following a symbolic link that
+    leads out of ``results`` (each such link is appended to ``outside``)."""
+    import os
+
+    root = results.resolve()
+    out: list[Path] = []
+    for top, dirs, names in os.walk(folder, followlinks=False):
+        here = Path(top)
+        for d in list(dirs):
+            if (here / d).is_symlink():
+                dirs.remove(d)
+                target = (here / d).resolve()
+                if target.is_relative_to(root) and target.is_dir():
+                    outside.append((here / d).relative_to(results).as_posix() + "/ (a link to a folder, not "
+                                   "followed)")
+                else:
+                    outside.append((here / d).relative_to(results).as_posix())
+        for name in names:
+            path = here / name
+            if path.is_symlink():
+                target = path.resolve()
+                if not (target.is_relative_to(root) and target.is_file()):
+                    outside.append(path.relative_to(results).as_posix())
+                    continue
+            if path.is_file():
+                out.append(path.relative_to(results))
+    return sorted(out)
+
+
+def files_to_export(results: Path, what: str, *, with_diff: bool = False,
+                    outside: list[str] | None = None) -> list[Path]:
+    """The files of ``results`` that ``what`` (report, runs or all) exports, relative paths;
+    ``versions/<id>/code.diff`` only ``with_diff``. Symbolic links that lead out of ``results``
+    are left out and named in ``outside``."""
+    outside = [] if outside is None else outside
     if what not in WHATS:
         raise DataError(f"--what must be one of {', '.join(WHATS)}; got {what!r}")
     out: list[Path] = []
@@ -143,17 +203,68 @@ def files_to_export(results: Path, what: str) -> list[Path]:
         if not (results / "BENCHMARK_REPORT.md").exists():
             raise DataError(f"{results}: no report to export (BENCHMARK_REPORT.md is missing); write it with "
                             f"`benchlab report {results}`, or export --what runs")
-        out += [Path(n) for n in REPORT_FILES if (results / n).is_file()]
+        for n in REPORT_FILES:
+            if (results / n).is_symlink() and not (results / n).resolve().is_relative_to(results.resolve()):
+                outside.append(n)
+            elif (results / n).is_file():
+                out.append(Path(n))
         if (results / "plots").is_dir():
-            out += sorted(p.relative_to(results) for p in (results / "plots").rglob("*") if p.is_file())
+            out += _files_under(results, results / "plots", outside)
     if what in ("runs", "all"):
         for folder in ("runs", VERSIONS_DIR):
             if (results / folder).is_dir():
-                out += sorted(p.relative_to(results) for p in (results / folder).rglob("*")
-                              if p.is_file() and not p.name.endswith(".tmp"))
-        if (results / "benchmark.json").is_file():
+                out += [p for p in _files_under(results, results / folder, outside)
+                        if not p.name.endswith(".tmp") and (with_diff or p.parts[0] != VERSIONS_DIR
+                                                            or p.name != DIFF_FILE)]
+        if (results / "benchmark.json").is_file() and not (results / "benchmark.json").is_symlink():
             out.append(Path("benchmark.json"))
     return out
+
+
+def run_index(run_id: str, names: list[str]) -> str:
+    """The page listing a published run folder's files (:data:`RUN_INDEX`), links relative."""
+    import html
+
+    items = "\n".join(f'<li><a href="{html.escape(n, quote=True)}">{html.escape(n)}</a></li>' for n in names)
+    return ('<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
+            f"<title>run {html.escape(run_id)}</title></head>\n<body>\n<h1>run {html.escape(run_id)}</h1>\n"
+            f"<ul>\n{items}\n</ul>\n</body>\n</html>\n")
+
+
+def known_fingerprints(results: Path) -> list[Fingerprint]:
+    """The fingerprints of every secret value the folder's versions recorded, and of the current
+    values of the environment variables their commands named (a token may have changed since)."""
+    import os
+
+    out: list[Fingerprint] = []
+    names: set[str] = set()
+    for path in sorted((results / VERSIONS_DIR).glob(f"*/{VERSION_FILE}")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for f in data.get("secret_fingerprints") or []:
+            out.append(Fingerprint.from_json(f))
+            if str(f.get("name", "")).startswith("$"):
+                names.add(f["name"][1:])
+        try:  # the spec's own env: values are written in the spec; the rest came from the shell
+            spec_env = json.loads((path.parent / SPEC_FILE).read_text())["spec"].get("env") or {}
+        except (OSError, ValueError, KeyError, AttributeError):
+            spec_env = {}
+        names |= {n for n in (data.get("env") or {}) if n not in spec_env}
+    current = {f"${n}": os.environ.get(n) for n in sorted(names)}
+    return out + fingerprints(current)
+
+
+def scan(results: Path, contents: dict[str, bytes], allow: list[str] | tuple[str, ...] = ()) -> list[Finding]:
+    """The secrets found in ``contents`` (path -> bytes about to be published), files in ``allow`` aside."""
+    known = known_fingerprints(results)
+    found: list[Finding] = []
+    for name, data in contents.items():
+        if name in allow or name.endswith(".png"):
+            continue
+        found += scan_text(data.decode("utf-8", errors="replace"), name, known)
+    return found
 
 
 def _filesystem(target: str) -> tuple[Any, str]:
@@ -173,11 +284,37 @@ def _filesystem(target: str) -> tuple[Any, str]:
 
 
 def export(results: Path, target: str, *, what: str = "all", dry_run: bool = False,
-           public: str | None = None, now: datetime | None = None) -> ExportResult:
-    """Upload what changed of ``results`` to ``target`` (see the module docstring)."""
+           public: str | None = None, now: datetime | None = None, allow: list[str] | tuple[str, ...] = (),
+           with_diff: bool = False) -> ExportResult:
+    """Upload what changed of ``results`` to ``target`` (see the module docstring).
+
+    Raises :class:`benchlab.secrets.SecretFound` (nothing uploaded) when a file to publish holds
+    a credential or a secret value, unless the file is in ``allow``; ``DataError`` when the
+    folder's export log is damaged.
+    """
     results = Path(results)
-    paths = files_to_export(results, what)
+    outside: list[str] = []
+    paths = files_to_export(results, what, with_diff=with_diff, outside=outside)
+    entries = read_log(results)  # a damaged log stops the export before anything is uploaded
     base = public_url(target, public)
+    contents: dict[str, bytes] = {}
+    linked: set[str] = set()
+    runs: dict[str, list[str]] = {}
+    for rel in paths:
+        name = rel.as_posix()
+        data = (results / rel).read_bytes()
+        if name in LINKED:
+            linked |= linked_runs(data.decode("utf-8"))
+            data = rewrite_links(data.decode("utf-8"), base).encode("utf-8")
+        contents[name] = data
+        if rel.parts[0] == "runs" and len(rel.parts) >= 3:
+            runs.setdefault(rel.parts[1], []).append("/".join(rel.parts[2:]))
+    for run_id, names in runs.items():
+        contents.setdefault(f"runs/{run_id}/{RUN_INDEX}", run_index(run_id, names).encode("utf-8"))
+    findings = scan(results, contents, allow)
+    if findings:
+        raise SecretFound(findings, "remove the secret (and rotate it), or publish a file that must be "
+                                    "published as it is with --allow-secret FILE")
     fs, root = _filesystem(target)
     manifest_path = f"{root}/{MANIFEST}"
     try:
@@ -191,15 +328,8 @@ def export(results: Path, target: str, *, what: str = "all", dry_run: bool = Fal
     except (FileNotFoundError, OSError):
         present = {}
     result = ExportResult((now or datetime.now(UTC)).isoformat(timespec="seconds"), what, safe_url(target),
-                          base, dry_run)
-    linked: set[str] = set()
-    for rel in paths:
-        name = rel.as_posix()
-        data = (results / rel).read_bytes()
-        if name in LINKED:
-            linked |= linked_runs(data.decode("utf-8"))
-            if base is not None:
-                data = rewrite_links(data.decode("utf-8"), base).encode("utf-8")
+                          base, dry_run, outside_links=outside)
+    for name, data in contents.items():
         sha = hashlib.sha256(data).hexdigest()
         same = known.get(name, {}).get("sha256") == sha and present.get(name) in (len(data), None) \
             and name in present
@@ -214,25 +344,47 @@ def export(results: Path, target: str, *, what: str = "all", dry_run: bool = Fal
         if result.uploaded or not fs.exists(manifest_path):
             fs.pipe_file(manifest_path, json.dumps({"files": known, "updated": result.when}, indent=1,
                                                    sort_keys=True).encode())
-        append_log(results, result)
+        append_log(results, result, entries)
     return result
 
 
-def append_log(results: Path, result: ExportResult) -> None:
-    """Append the export to ``exports.json`` (a list) and ``EXPORTS.md`` (a table) in ``results``."""
+def read_log(results: Path) -> list[dict[str, Any]]:
+    """The entries of the folder's ``exports.json`` (empty when there is none).
+
+    Raises ``DataError`` when it cannot be read as a list of exports, saying how to go on."""
     log_json = results / LOG_JSON
-    entries = json.loads(log_json.read_text()) if log_json.exists() else []
-    entries.append(result.to_json())
-    log_json.write_text(json.dumps(entries, indent=1))
+    if not log_json.exists():
+        return []
+    try:
+        entries = json.loads(log_json.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        where = f" (line {exc.lineno}: {exc.msg})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise DataError(f"{log_json}: the export log is damaged{where}, perhaps by an export that was killed "
+                        f"or a full disk. Nothing was uploaded. Move it aside to start a new log "
+                        f"(mv {log_json} {log_json}.damaged; EXPORTS.md keeps the earlier exports) and export "
+                        "again") from None
+    if not isinstance(entries, list):
+        raise DataError(f"{log_json}: expected a list of exports, found {type(entries).__name__}; move it aside "
+                        f"(mv {log_json} {log_json}.damaged) and export again")
+    return entries
+
+
+def append_log(results: Path, result: ExportResult, entries: list[dict[str, Any]] | None = None) -> None:
+    """Append the export to ``exports.json`` (a list) and ``EXPORTS.md`` (a table) in ``results``,
+    each replaced whole (a reader, or a killed export, never sees half of one)."""
+    from benchlab.report.atomic import write_text_atomic
+
+    entries = read_log(results) if entries is None else entries
+    write_text_atomic(results / LOG_JSON, json.dumps([*entries, result.to_json()], indent=1))
     log_md = results / LOG_MD
-    if not log_md.exists():
-        log_md.write_text("# Exports\n\n| when | what | where | files | uploaded | bytes uploaded |\n"
-                          "|---|---|---|---:|---:|---:|\n")
-    with open(log_md, "a") as fh:
-        fh.write(f"| {result.when} | {result.what} | {result.target} | {len(result.files)} | "
-                 f"{len(result.uploaded)} | {result.uploaded_bytes} |\n")
+    text = log_md.read_text(encoding="utf-8") if log_md.exists() else (
+        "# Exports\n\n| when | what | where | files | uploaded | bytes uploaded |\n|---|---|---|---:|---:|---:|\n")
+    write_text_atomic(log_md, text + f"| {result.when} | {result.what} | {result.target} | {len(result.files)} | "
+                                     f"{len(result.uploaded)} | {result.uploaded_bytes} |\n")
 
 
-__all__ = ["LOG_JSON", "LOG_MD", "MANIFEST", "WHATS", "ExportFile", "ExportResult", "append_log", "export",
-           "files_to_export", "linked_runs", "public_url", "rewrite_links", "safe_url"]
+__all__ = ["LOG_JSON", "LOG_MD", "MANIFEST", "RUN_INDEX", "WHATS", "ExportFile", "ExportResult", "append_log", "export",
+           "files_to_export", "known_fingerprints", "linked_runs", "public_url", "read_log", "rewrite_links",
+           "run_index",
+           "safe_url", "scan"]
 

@@ -5,11 +5,18 @@ The sources' tables are merged into one long-format table; a config name that se
 use is told apart by its benchmark's name (``v1/fast``, ``v2/fast``), and every such renaming is
 stated. The merged table is then written as a results folder of its own (a ledger holding one
 imported run per (task, config, seed)), which the report reads like any other.
+
+What a results folder's ledger says beyond its values comes along: every planned seed (a failed
+run is imported failed, with its failure class, error and last log lines; a run not yet run is
+imported pending), the completed runs scored on part of their evaluation (lm-eval ``--limit``),
+and the hardware its sweeps noted, so that the merged report's seed counts, failure log and
+Hardware line are those of its sources.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +27,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.benchmark_info import BenchmarkInfo
+    from benchlab.results import Results
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """A planned run of a source that has no values in the table: failed or not yet run."""
+
+    task: str
+    config: str
+    seed: int
+    failed: bool
+    failure_class: str | None = None
+    error: str = ""
+    tail: str = ""
 
 
 @dataclass
@@ -29,9 +50,16 @@ class Merged:
     table: pd.DataFrame
     info: BenchmarkInfo
     notes: list[str] = field(default_factory=list)
+    #: Planned runs of the sources without values (configs renamed as in ``table``).
+    without_values: list[ImportedRun] = field(default_factory=list)
+    #: (task, config, seed) -> the note of a completed run scored on part of its evaluation.
+    partial: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    #: Each host's facts as the sources' sweeps noted them, and the provenance of a source's run.
+    hosts: dict[str, dict[str, object]] = field(default_factory=dict)
+    provenance: dict[str, object] = field(default_factory=dict)
 
 
-def _source(path: Path) -> tuple[pd.DataFrame, BenchmarkInfo | None, str]:
+def _source(path: Path) -> tuple[pd.DataFrame, BenchmarkInfo | None, str, Results | None]:
     import pandas as pd
 
     from benchlab.stats import validate_table
@@ -44,11 +72,11 @@ def _source(path: Path) -> tuple[pd.DataFrame, BenchmarkInfo | None, str]:
         table = validate_table(raw, str(path))
         name = str(raw["benchmark"].iloc[0]) if "benchmark" in raw.columns and raw["benchmark"].nunique() == 1 \
             else path.stem
-        return table, None, name
+        return table, None, name, None
     from benchlab import results
 
-    info = results.info(path)
-    return results.load(path), info, info.name
+    read = results.read(path)
+    return results.load(path), read.info, read.info.name, read
 
 
 def merge_sources(paths: list[Path]) -> Merged:
@@ -58,16 +86,17 @@ def merge_sources(paths: list[Path]) -> Merged:
     from benchlab.benchmark_info import BenchmarkInfo
 
     loaded = [_source(Path(p)) for p in paths]
-    names = [name for _, _, name in loaded]
+    names = [name for _, _, name, _ in loaded]
     # Two sources of the same benchmark name are told apart by their path, as given.
     names = [n if names.count(n) == 1 else f"{n}@{p}" for n, p in zip(names, paths, strict=True)]
     owners: dict[str, list[str]] = {}
-    for (table, _, _), name in zip(loaded, names, strict=True):
-        for config in dict.fromkeys(table["config"].astype(str)):
+    for (table, _, _, read), name in zip(loaded, names, strict=True):
+        planned = [c for _, c in read.planned] if read is not None else []
+        for config in dict.fromkeys([*table["config"].astype(str), *planned]):
             owners.setdefault(config, []).append(name)
     notes = []
     frames = []
-    for (table, _, _), name in zip(loaded, names, strict=True):
+    for (table, _, _, _), name in zip(loaded, names, strict=True):
         t = table.copy()
         t["config"] = [f"{name}/{c}" if len(owners[str(c)]) > 1 else str(c) for c in t["config"]]
         t["benchmark"] = name
@@ -83,7 +112,31 @@ def merge_sources(paths: list[Path]) -> Merged:
             return None
         return f"{name}/{config}" if len(owners.get(config, [])) > 1 else config
 
-    infos = [(i, n) for (_, i, _), n in zip(loaded, names, strict=True)]
+    without: list[ImportedRun] = []
+    partial: dict[tuple[str, str, int], str] = {}
+    hosts: dict[str, dict[str, object]] = {}
+    provenance: dict[str, object] = {}
+    for (own, _, _, read), name in zip(loaded, names, strict=True):
+        if read is None:
+            continue
+        done = {(str(t), str(c), int(s)) for t, c, s in zip(own["task"], own["config"], own["seed"], strict=True)}
+        failed = {(f.task, f.config, f.seed): f for f in read.failures}
+        for (task, config), seeds in read.planned.items():
+            for seed in seeds:
+                if (task, config, seed) in done:
+                    continue
+                f = failed.get((task, config, seed))
+                is_failed = f is not None or (task, config, seed) in read.failed_runs
+                without.append(ImportedRun(task, renamed(name, config) or config, seed, is_failed,
+                                           f.failure_class if f else None, f.error if f else "",
+                                           f.tail if f else ""))
+        for p in read.partial:
+            if p.seed is not None:
+                partial[(p.task, renamed(name, p.config) or p.config, p.seed)] = p.note
+        hosts.update(read.environment.hosts)
+        provenance = provenance or dict(read.environment.provenance)
+
+    infos = [(i, n) for (_, i, _, _), n in zip(loaded, names, strict=True)]
     first = next((i for i, _ in infos if i is not None), None)
     metrics = list(dict.fromkeys(table["metric"].astype(str)))
     primary = first.primary if first is not None else metrics[0]
@@ -96,11 +149,13 @@ def merge_sources(paths: list[Path]) -> Merged:
     baseline = next((renamed(n, i.baseline) for i, n in infos if i is not None and i.baseline), None)
     info = BenchmarkInfo(
         name=" + ".join(names), primary=primary, goal={m: goals.get(m, "max") for m in metrics}, baseline=baseline,
-        configs=list(dict.fromkeys(table["config"].astype(str))), tasks=list(dict.fromkeys(table["task"].astype(str))),
+        configs=list(dict.fromkeys([*table["config"].astype(str), *(r.config for r in without)])),
+        tasks=list(dict.fromkeys([*table["task"].astype(str), *(r.task for r in without)])),
         targets=targets, description="Merged from " + ", ".join(str(p) for p in paths) + "."
         + ("" if not notes else " " + "; ".join(notes) + "."),
-        seeds=sorted({int(s) for s in table["seed"]}), metrics=[primary, *[m for m in metrics if m != primary]])
-    return Merged(table, info, notes)
+        seeds=sorted({*(int(s) for s in table["seed"]), *(r.seed for r in without)}),
+        metrics=[primary, *[m for m in metrics if m != primary]])
+    return Merged(table, info, notes, without, partial, hosts, provenance)
 
 
 def write_results(merged: Merged, out: Path) -> Path:
@@ -108,7 +163,8 @@ def write_results(merged: Merged, out: Path) -> Path:
     import numpy as np
 
     from benchlab.plan import Run
-    from benchlab.store import COMPLETED, DB_NAME, Store
+    from benchlab.run_files import PROVENANCE_FILE, run_dir_of
+    from benchlab.store import COMPLETED, DB_NAME, FAILED, Store
 
     if (out / DB_NAME).exists():
         raise DataError(f"{out}: already holds a results folder; write the merged report elsewhere with --out")
@@ -126,18 +182,36 @@ def write_results(merged: Merged, out: Path) -> Path:
                        for m, g in curves.groupby("metric", sort=False)}
         for m, (steps, values) in series[rid].items():
             finals[rid].setdefault(m, float(values[np.argmax(steps)]))  # a curve's last point is its final
+    others = []
+    for r in merged.without_values:
+        rid = hashlib.sha256(f"{merged.info.name}\0{r.task}\0{r.config}\0{r.seed}".encode()).hexdigest()[:12]
+        others.append((Run(rid, merged.info.name, r.task, r.config, r.seed, {}, "(imported)"), r))
+    host = next(iter(merged.hosts), "imported")
     store = Store.create(out)
     try:
         store.set_benchmark(merged.info)
-        store.register(runs)
-        store.set_plan(r.run_id for r in runs)
+        store.register([*runs, *(run for run, _ in others)])
+        store.set_plan([*(r.run_id for r in runs), *(run.run_id for run, _ in others)])
+        if merged.hosts:
+            store.set_meta(hardware=merged.hosts)
         for run in runs:
-            attempt, _ = store.start_attempt(run.run_id, host="imported")
+            attempt, _ = store.start_attempt(run.run_id, host=host)
+            note = merged.partial.get((run.task, run.config, run.seed))
             store.finish_attempt(attempt, run.run_id, status=COMPLETED, run_status=COMPLETED, exit_code=0,
-                                 metrics=finals[run.run_id], series=series[run.run_id])
+                                 metrics=finals[run.run_id], series=series[run.run_id], error=note)
+        for run, r in others:
+            if r.failed:  # a run not yet run stays pending: planned, without an attempt
+                attempt, _ = store.start_attempt(run.run_id, host=host)
+                store.finish_attempt(attempt, run.run_id, status=FAILED, run_status=FAILED,
+                                     failure_class=r.failure_class, error=r.error, log_tail=r.tail)
     finally:
         store.close()
+    if merged.provenance and runs:
+        # The Hardware line reads a run's provenance: the first source's, under the first run.
+        folder = run_dir_of(out, runs[0].run_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / PROVENANCE_FILE).write_text(json.dumps(merged.provenance, indent=1, default=str))
     return out
 
 
-__all__ = ["Merged", "merge_sources", "write_results"]
+__all__ = ["ImportedRun", "Merged", "merge_sources", "write_results"]

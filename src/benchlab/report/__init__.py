@@ -109,11 +109,23 @@ def gather(table: Results) -> ReportData:
         planned=table.planned,
         failed_runs=table.failed_runs,
         ranges=metric_ranges(table.info.spec),
-        partial=[{"run": p.run, "note": p.note} for p in table.partial],
+        partial=[{"run": p.run, "note": p.note, "task": p.task, "config": p.config} for p in table.partial],
         registered_plan=table.registered_plan,
         sequential=table.sequential,
         run_ids=table.run_ids,
+        code_versions=table.code_versions,
     )
+
+
+def published_table(table: Results) -> pd.DataFrame:
+    """``results.csv``: the final values of the completed runs and a row for every other planned
+    run, each with its status and failure class (:func:`benchlab.long_format.with_status`), so
+    that ``benchlab analyze results.csv`` accounts for every seed as the report does."""
+    from benchlab.long_format import with_status
+
+    failed = {(f.task, f.config, int(f.seed)): f.failure_class for f in table.failures if f.seed is not None}
+    failed.update({(t, c, int(s)): failed.get((t, c, int(s))) for t, c, s in table.failed_runs})
+    return with_status(table.finals, table.planned, failed, table.info.primary, table.info.name)
 
 
 def account_seeds(data: ReportData, failed_as: str = "exclude") -> pd.DataFrame:
@@ -165,6 +177,7 @@ def leaderboard(data: ReportData, desc: pd.DataFrame, out_dir: Path | None = Non
         settings=task_settings(info_.spec),
         run_links=links,
         score_links=score_links(data, links) if links else None,
+        partial={(p["task"], p["config"]) for p in data.partial},
     )
 
 
@@ -273,7 +286,7 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     data = gather(table)
     info_ = data.info
     csv_path = out_dir / "results.csv"
-    write_text_atomic(csv_path, data.finals.to_csv(index=False))
+    write_text_atomic(csv_path, published_table(table).to_csv(index=False))
     desc = account_seeds(data, failed_as)
     used = data.used
     pending = None

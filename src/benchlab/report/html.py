@@ -4,6 +4,12 @@ The page is BENCHMARK_REPORT.md rendered to HTML (markdown-it-py, CommonMark
 plus tables), with every plot embedded as a base64 ``data:`` URI and the CSS
 inline: no external script, style sheet, font or image, so the file can be
 mailed or archived on its own.
+
+The rendered Markdown goes through nh3 (the ammonia sanitizer) before the plots are embedded: only
+the elements a report is made of are kept (headings, paragraphs, lists, tables, code, links,
+images, ``<details>``), without scripts, event handlers, styles other than a cell's alignment,
+or links of other schemes than http(s) and mailto. The Markdown writers already keep every field
+from becoming markup (``tables.text``/``cell``/``fence``); this is the page's own guarantee.
 """
 
 from __future__ import annotations
@@ -39,11 +45,25 @@ summary { cursor: pointer; }
 _IMG_SRC = re.compile(r'src="(plots/[^"]+\.png)"')
 
 
+_TAGS = {"a", "blockquote", "br", "code", "del", "details", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "img",
+         "li", "ol", "p", "pre", "s", "strong", "summary", "table", "tbody", "td", "th", "thead", "tr", "ul"}
+_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}, "td": {"style"}, "th": {"style"},
+               "ol": {"start"}}
+
+
+def sanitize(body: str) -> str:
+    """``body`` (HTML) with only the report's own kinds of element left (module docstring)."""
+    import nh3
+
+    return str(nh3.clean(body, tags=_TAGS, attributes=_ATTRIBUTES, url_schemes={"http", "https", "mailto"},
+                         filter_style_properties={"text-align"}))
+
+
 def _markdown_to_html(text: str) -> str:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"html": True}).enable("table")
-    return str(md.render(text))
+    return sanitize(str(md.render(text)))
 
 
 def render_html(markdown_text: str, folder: Path, title: str) -> str:

@@ -29,7 +29,9 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from benchlab.report.tables import cell as md_cell
 from benchlab.report.tables import fmt, mean_pm
+from benchlab.report.tables import text as md_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -123,6 +125,7 @@ def render_leaderboard(
     settings: dict[str, str] | None = None,
     run_links: dict[tuple[str, str], list[tuple[int, str]]] | None = None,
     score_links: dict[tuple[str, str], str] | None = None,
+    partial: set[tuple[str, str]] | None = None,
 ) -> str:
     """The text of BENCHMARKS.md.
 
@@ -130,8 +133,10 @@ def render_leaderboard(
     seeds, and a config with no completed seed gets a "failed" cell instead of a blank.
     ``settings`` is each task's Settings line; ``run_links`` the run folder (a relative link)
     of each seed of a (task, config), listed under the table; ``score_links`` the run folder
-    each score links to (its median seed's).
+    each score links to (its median seed's); ``partial`` the (task, config) whose score rests on
+    a partial evaluation (lm-eval ``--limit``), marked so.
     """
+    partial = partial or set()
     rows = leaderboard_rows(desc, tasks, configs, targets, goal)
     seeds = seeds or {}
     score_links = score_links or {}
@@ -142,10 +147,11 @@ def render_leaderboard(
         count = seeds.get((task, cfg))
         return f" ({count.label} seeds)" if count is not None and count.lost else ""
 
+    # Names and values come from the spec and the runs: each is written so that it is no markup.
     lines = [
-        f"# Benchmarks: {name}",
+        f"# Benchmarks: {md_text(name)}",
         "",
-        f"Score: mean ± std over seeds of **{primary}** ({direction} is better)"
+        f"Score: mean ± std over seeds of **{md_text(primary)}** ({direction} is better)"
         + (", linked to the run folder of its median seed" if score_links else "") + ". "
         "Status: ✅ solved (reaches the target), ⚠️ close "
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
@@ -153,9 +159,11 @@ def render_leaderboard(
         "with it (95% intervals overlapping, not distinguishable from it). "
         f"Where a config lost seeds the cell says how many completed of those planned "
         f"(failed seeds {how}, `--failed-as {failed_as}`), and every other score is over all "
-        "its planned seeds; ✗ marks a config with no completed seed.",
+        "its planned seeds; ✗ marks a config with no completed seed."
+        + (" (partial: lm-eval --limit) marks a score from runs evaluated on part of their task's samples: "
+           "not the full benchmark's score." if partial else ""),
         "",
-        "| task | target | " + " | ".join(configs) + " | best |",
+        "| task | target | " + " | ".join(md_cell(c) for c in configs) + " | best |",
         "|---|---:|" + "---|" * len(configs) + "---|",
     ]
     for row in rows:
@@ -173,13 +181,15 @@ def render_leaderboard(
                 text = f"[{text}]({href})"
             if st:
                 text += f" {ICONS[st]}"
+            if (row.task, cfg) in partial:
+                text += " (partial: lm-eval --limit)"
             cells.append(text + lost(row.task, cfg))
-        best = (row.best + lost(row.task, row.best)) if row.best else "—"
+        best = (md_cell(row.best) + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
         if row.tied:
-            best_text += "; tied with " + ", ".join(c + lost(row.task, c) for c in row.tied)
+            best_text += "; tied with " + ", ".join(md_cell(c) + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)
-        lines.append(f"| {row.task} | {target} | " + " | ".join(cells) + f" | {best_text} |")
+        lines.append(f"| {md_cell(row.task)} | {target} | " + " | ".join(cells) + f" | {best_text} |")
     if run_links:
         # The table links one seed per score; this list gives every seed's run folder.
         lines += ["", "## Runs", "", "Each score and the run folders of its seeds."]
@@ -191,11 +201,11 @@ def render_leaderboard(
                 if links and cell is not None:
                     seeds_text = " ".join(f"[{seed}]({href})" for seed, href in links)
                     href = score_links.get((row.task, cfg), links[0][1])
-                    lines.append(f"- {row.task} / {cfg}: [{mean_pm(cell[0], cell[1])}]({href}) — "
+                    lines.append(f"- {md_text(row.task)} / {md_text(cfg)}: [{mean_pm(cell[0], cell[1])}]({href}) — "
                                  f"seeds {seeds_text}")
     if settings and any(settings.get(t) for t in tasks):
         lines += ["", "## Settings", ""]
-        lines += [f"- **{t}**: {settings[t]}" for t in tasks if settings.get(t)]
+        lines += [f"- **{md_text(t)}**: {md_text(settings[t])}" for t in tasks if settings.get(t)]
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
-from benchlab.report.tables import describe, fmt, fmt_at, mean_pm, places
+from benchlab.report.tables import BR, cell, code_span, describe, fence, finalize, fmt, fmt_at, mean_pm, places
 from benchlab.results import BenchmarkInfo
 from benchlab.stats.accounting import Accounting, SeedCount
 from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
@@ -26,7 +26,10 @@ _ENV = jinja2.Environment(
     trim_blocks=False,
     lstrip_blocks=False,
     undefined=jinja2.StrictUndefined,
+    # No value becomes markup: '<' is written as an entity, except in fenced code (tables.Raw).
+    finalize=finalize,
 )
+_ENV.filters.update(cell=cell, fence=fence, code=code_span)
 
 
 @dataclass
@@ -59,6 +62,8 @@ class ReportData:
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
     #: ``run --until-decided``'s design and pairs as of its last look (``results.Results.sequential``).
     sequential: dict[str, Any] | None = None
+    #: The codes the completed runs ran at, where more than one (``results.Results.code_versions``).
+    code_versions: list[Any] = field(default_factory=list)
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
@@ -400,12 +405,12 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
             )
             verdict = _VERDICT_CELL[_verdict(r, goal)]
             if r.caveat:  # on a line of its own, so the verdict column stays narrow
-                verdict += f"<br>⚠ {r.caveat}"
+                verdict += f"{BR}⚠ {r.caveat}"
             b_seeds = r.seeds.baseline_seeds if r.seeds else None
             c_seeds = r.seeds.candidate_seeds if r.seeds else None
             seeds = f"{b_seeds or '—'}, {c_seeds or '—'}" if b_seeds or c_seeds else "—"
             lines.append(
-                f"| {task} | {r.candidate} | {verdict} | {diff} | {_p(r.p_holm)} | "
+                f"| {cell(task)} | {cell(r.candidate)} | {verdict} | {diff} | {_p(r.p_holm)} | "
                 f"{seeds} | {design} | {test} | {rank_test} | "
                 f"{fmt(_clean(r.cohens_d), 3)} | {fmt(_clean(r.hedges_g), 3)} | "
                 f"{fmt(r.prob_improvement, 3)} |"
@@ -546,7 +551,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                     lo, hi = e.ci_low, e.ci_high
                     at = places((hi - lo) / 2) if lo is not None and hi is not None else None
                     cells.append(f"{fmt_at(e.value, at)} [{fmt_at(lo, at)}, {fmt_at(hi, at)}]")
-                lines.append(f"| {a.config} | " + " | ".join(cells) + " |")
+                lines.append(f"| {cell(a.config)} | " + " | ".join(cells) + " |")
         lines += ["", _methods_text(data)]
         warnings = data.analysis.warnings
         if warnings:
@@ -571,7 +576,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
             continue
         b = base.loc[r["task"]]
         lines.append(
-            f"| {r['task']} | {r['config']} | {fmt(r['mean'] - b['mean'])} | "
+            f"| {cell(r['task'])} | {cell(r['config'])} | {fmt(r['mean'] - b['mean'])} | "
             f"{int(b['n'])} | {int(r['n'])} |"
         )
     return "\n".join(lines)
@@ -594,6 +599,30 @@ def _benchlab_checkout() -> tuple[Path, str | None] | None:
     return root, (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
+def _versions_sentence(data: ReportData) -> str:
+    """The summary's word on runs that ran at different code (``run --allow-changed``)."""
+    if not data.code_versions:
+        return ""
+    parts = [f"{len(cv.runs)} at {_code_name(cv)}" for cv in data.code_versions]
+    return (f" Its runs ran at {len(data.code_versions)} versions of the code under test ({_list(parts)}): "
+            "their scores may differ by the code as well as by the config; the Reproduction section "
+            "lists which runs ran at which.")
+
+
+def _code_name(cv: Any) -> str:
+    commit = f"commit {cv.commit[:10]}" if cv.commit else "no commit"
+    return commit + (" with uncommitted changes" if cv.dirty else "") + f" (versions/{cv.version}/)"
+
+
+def _runs_in_words(runs: list[tuple[str, str, int]]) -> str:
+    """``t1/a seeds 0–2; t1/b seed 3``: runs grouped by task and config."""
+    by: dict[tuple[str, str], list[int]] = {}
+    for task, config, seed in runs:
+        by.setdefault((task, config), []).append(seed)
+    return "; ".join(f"{t}/{c} seed{'s' if len(s) > 1 else ''} {', '.join(map(str, sorted(s)))}"
+                     for (t, c), s in by.items())
+
+
 def _reproduce(data: ReportData) -> list[str]:
     """Shell lines that run the benchmark again and report it, each working as written."""
     import shlex
@@ -602,6 +631,15 @@ def _reproduce(data: ReportData) -> list[str]:
     lines = []
     spec = info.spec_path or "<spec.yaml>"
     commit = data.git.get("commit")
+    if data.code_versions:
+        # One checkout cannot give every run its code: say which ran at which, and reproduce the last.
+        lines.append(f"# these runs ran at {len(data.code_versions)} versions of the code under test "
+                     "(benchlab run --allow-changed); one command cannot reproduce them all:")
+        for cv in data.code_versions:
+            lines.append(f"#   {len(cv.runs)} runs at {_code_name(cv)}: {_runs_in_words(cv.runs)}")
+        lines.append("# below, the whole benchmark at the last of them; check out another commit to "
+                     "reproduce its runs (benchlab run runs every run of the spec at that code)")
+        commit = data.code_versions[-1].commit
     if commit:
         where = Path(info.spec_path).parent if info.spec_path else None
         lines.append("# the code under test, at the commit its runs recorded"
@@ -766,7 +804,7 @@ def render_markdown(data: ReportData) -> str:
         sequential_text=_sequential_text(data.sequential),
         hardware=data.hardware,
         description=info.description,
-        summary=_summary_sentences(data, desc) + _partial_sentence(data),
+        summary=_summary_sentences(data, desc) + _partial_sentence(data) + _versions_sentence(data),
         task_tables=tables,
         secondary=secondary,
         legend=legend,
@@ -779,5 +817,5 @@ def render_markdown(data: ReportData) -> str:
         failures=data.failures,
         gpu_use=data.gpu_use,
         reproduce=_reproduce(data),
-    )
+    ).replace(BR, "<br>")
 

@@ -64,3 +64,60 @@ def fmt(value: float | None, digits: int = 4) -> str:
     if "e" in text and 1e-4 <= abs(value) < 10**12:  # 1.5e+02: write it out as 150
         text = f"{value:.{max(0, digits - 1 - int(np.floor(np.log10(abs(value)))))}f}"
     return text
+
+
+# --------------------------------------------------------------------------- text of the Markdown files
+# Every field that reaches BENCHMARK_REPORT.md or BENCHMARKS.md (a spec's names and description,
+# metric names a run logged, errors, log lines) goes through one of these, so that none becomes
+# markup: a '<' is written as its entity (no raw HTML), a table cell's '|' is escaped and its line
+# breaks folded (the row keeps its columns), and code is fenced by more backticks than it holds.
+
+
+class Raw(str):
+    """Markdown that is already safe as it is (a fenced block, a code span): not escaped again."""
+
+
+#: Where a template's own text needs a line break inside a table cell.
+BR = "\x00br\x00"
+
+
+def text(value: object) -> str:
+    """``value`` as Markdown prose that opens no HTML tag (``<`` as ``&lt;``)."""
+    return str(value).replace("<", "&lt;")
+
+
+def cell(value: object) -> str:
+    """``value`` as one Markdown table cell: one line, ``|`` escaped, no HTML tag."""
+    return text(" ".join(str(value).split()).replace("\\", "\\\\").replace("|", "\\|"))
+
+
+def _longest_run(value: str, char: str = "`") -> int:
+    import re
+
+    return max((len(m) for m in re.findall(re.escape(char) + "+", value)), default=0)
+
+
+def fence(value: object, lang: str = "", indent: int = 0) -> Raw:
+    """``value`` as a fenced code block whose fence is longer than any backtick run inside it
+    (so a log line of three backticks cannot close it), each line indented by ``indent``."""
+    body = str(value)
+    marks = "`" * max(3, _longest_run(body) + 1)
+    pad = " " * indent
+    lines = [f"{marks}{lang}", *body.split("\n"), marks]
+    return Raw("\n".join(pad + line if line else line for line in lines))
+
+
+def code_span(value: object) -> Raw:
+    """``value`` as inline code, delimited by more backticks than it holds."""
+    body = " ".join(str(value).split("\n"))
+    marks = "`" * (_longest_run(body) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return Raw(f"{marks}{pad}{body}{pad}{marks}")
+
+
+def finalize(value: object) -> object:
+    """Jinja's ``finalize`` for the report's template: every value is prose (:func:`text`)
+    unless it is :class:`Raw`."""
+    if isinstance(value, Raw):
+        return str(value)
+    return text("" if value is None else value)

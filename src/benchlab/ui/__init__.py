@@ -11,8 +11,9 @@ from benchlab.ui.library import Library, NotFound
 __all__ = ["Library", "NotFound", "create_app"]
 
 
-def create_app(library: Library, *, token: str | None = None):  # type: ignore[no-untyped-def]
+def create_app(library: Library, *, token: str | None = None,  # type: ignore[no-untyped-def]
+               allowed_hosts: list[str] | None = None):
     """The FastAPI application serving ``library`` (see :func:`benchlab.ui.app.create_app`)."""
     from benchlab.ui.app import create_app as make
 
-    return make(library, token=token)
+    return make(library, token=token, allowed_hosts=allowed_hosts)

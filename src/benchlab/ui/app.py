@@ -7,10 +7,17 @@ plotly.js that the ``plotly`` package ships, served from that package's own file
 
 With a token, every request needs it: ``Authorization: Bearer <token>``, or the cookie that
 the one-time URL printed at start (``/login/<code>``) or any URL with ``?token=<token>`` sets.
+
+A request whose ``Host`` header names another host than those the dashboard is served on
+(:func:`served_hosts`) is refused with 400 (Starlette's ``TrustedHostMiddleware``): a page of
+another site whose name was made to resolve to 127.0.0.1 (DNS rebinding) cannot read the
+dashboard through the user's browser.
 """
 
 import hmac
+import ipaddress
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -142,13 +149,36 @@ def plotly_js() -> Path | None:
     return path if path.is_file() else None
 
 
-def create_app(library: Library, *, token: str | None = None, warm_up: bool = True) -> Any:
+def served_hosts(bind: str, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The host names a dashboard bound to ``bind`` answers to: the address itself and, for a
+    loopback address, ``localhost``; for a wildcard address (``0.0.0.0``, ``::``) this machine's
+    names and loopback too; and ``extra`` (names a proxy or DNS gives it)."""
+    names = {bind.strip("[]").lower(), "localhost", "127.0.0.1", "::1"}
+    try:
+        wildcard = ipaddress.ip_address(bind.strip("[]")).is_unspecified
+    except ValueError:
+        wildcard = False
+    if wildcard:
+        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+    names |= {e.lower() for e in extra}
+    # An IPv6 address is matched as the Host header writes it, with or without brackets.
+    names |= {f"[{n}]" for n in names if ":" in n}
+    return sorted(names)
+
+
+def create_app(library: Library, *, token: str | None = None, warm_up: bool = True,
+               allowed_hosts: list[str] | None = None) -> Any:
     """The FastAPI application serving ``library``; ``token`` guards every request; ``warm_up``
-    computes each benchmark's page in the background from the start."""
+    computes each benchmark's page in the background from the start; ``allowed_hosts`` (see
+    :func:`served_hosts`) are the only ``Host`` names answered (None: any, for tests in process)."""
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+
     from benchlab.store import read_only_process
 
     read_only_process()  # whatever this process opens through the library's readers
     app = FastAPI(title="benchlab ui", docs_url=None, redoc_url=None, openapi_url=None)
+    if allowed_hosts is not None:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
     app.state.library = library
     access = Access(token=token)
     app.state.access = access
@@ -226,9 +256,12 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
     def index(request: Request) -> Any:
         versions = library.versions()
         total = sum(versions.values())
-        rows = [cache.get(("overview", b.key), versions[b.key], partial(views.overview, b))[1]
-                for b in library.benchmarks() if b.key in versions]
-        return page("index.html", request, total, "*", rows=rows, title="Benchmarks")
+        benches = [b for b in library.benchmarks() if b.key in versions]
+        rows = [cache.get(("overview", b.key), versions[b.key], partial(views.overview, b))[1] for b in benches]
+        # Folders whose benchmarks share a name are told apart by their folder.
+        names = [r.name for r in rows]
+        where = {b.key: str(b.folder) for b, r in zip(benches, rows, strict=True) if names.count(r.name) > 1}
+        return page("index.html", request, total, "*", rows=rows, where=where, title="Benchmarks")
 
     @app.get("/b/{key}", response_class=HTMLResponse)
     def benchmark(request: Request, key: str) -> Any:
