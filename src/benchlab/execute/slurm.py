@@ -119,6 +119,14 @@ def run_attempt(job: dict[str, Any]) -> dict[str, Any]:
         proc.wait()
     signal_tree(proc.pid, signal.SIGKILL)  # what the command left behind in its group
     code = proc.returncode
+    stopped = {-signal.SIGTERM, -signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGINT}
+    if not timed_out and code in stopped:
+        # scancel and preemption signal every process of the job at once: the command (or the
+        # shell, which reports it as 128 + N) may die of it before this process's own handler
+        # runs, as it often does on a loaded node. Ending here without a result leaves the verdict
+        # to Slurm's accounting (CANCELLED, PREEMPTED), as the handler does, rather than a result
+        # that reads "killed by a signal".
+        os._exit(code if code > 0 else 128 - code)
     return {"exit_code": code if code >= 0 else None, "signal": -code if code < 0 else None,
             "timed_out": timed_out, "started": started, "ended": time.time(), "node": node,
             "gpus": gpus, "job_id": job_id}
