@@ -592,3 +592,10 @@ def test_writes_to_every_world_writable_host_directory_leave_nothing(runner, hos
     assert set(json.loads(result["stdout"])) <= {"/tmp", "/var/tmp", "/dev/shm"}
     # ... and on the host nothing at all is left.
     assert _left_on_host(name, host_writable_dirs) == []
+
+
+def test_a_sandbox_that_breaks_after_start_up_scores_nothing_and_says_why():
+    sandbox = Sandbox(LIMITS, concurrency=1)
+    sandbox._bwrap = "/bin/false"  # as if bubblewrap had been removed or broken since start-up
+    with pytest.raises(EvaluationError, match="sandbox could not be set up: bwrap exited with status 1"):
+        run(sandbox, "print('never run')\n")

@@ -298,7 +298,10 @@ class Sandbox:
         return "readonly"
 
     async def run(self, program: str) -> SandboxResult:
-        """Run ``program`` (Python source) and report how it ended; never raises for what the program does."""
+        """Run ``program`` (Python source) and report how it ended; never raises for what the program does.
+
+        Raises EvaluationError when the sandbox could not be set up for it (the program did not run).
+        """
         if self._uids is None:
             self._uids = asyncio.Queue()
             for i in range(self.concurrency):
@@ -349,6 +352,9 @@ class Sandbox:
                 0.0,
                 "sandbox launcher failed: " + err.decode(errors="replace")[-300:],
             )
+        if data.get("setup"):
+            # Not the program's doing: the sample is not scored (never counted as a wrong answer).
+            raise EvaluationError(data["error"])
         if "error" in data:
             return SandboxResult(-1, False, "", "", 0.0, data["error"])
         return SandboxResult(
