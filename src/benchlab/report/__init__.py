@@ -165,7 +165,21 @@ def leaderboard(data: ReportData, desc: pd.DataFrame, out_dir: Path | None = Non
         settings=task_settings(info_.spec),
         run_links=links,
         score_links=score_links(data, links) if links else None,
+        partial=partial_cells(data.partial),
     )
+
+
+def partial_cells(partial: list[dict[str, str]]) -> dict[tuple[str, str], list[str]]:
+    """(task, config) -> the notes of its partial runs (run names ``task/config/sN``)."""
+    cells: dict[tuple[str, str], list[str]] = {}
+    for p in partial:
+        parts = p["run"].rsplit("/", 2)
+        if len(parts) == 3:
+            note = p["note"].split(": ", 1)[-1]
+            cells.setdefault((parts[0], parts[1]), [])
+            if note not in cells[(parts[0], parts[1])]:
+                cells[(parts[0], parts[1])].append(note)
+    return cells
 
 
 def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], list[tuple[int, str]]]:

@@ -123,6 +123,7 @@ def render_leaderboard(
     settings: dict[str, str] | None = None,
     run_links: dict[tuple[str, str], list[tuple[int, str]]] | None = None,
     score_links: dict[tuple[str, str], str] | None = None,
+    partial: dict[tuple[str, str], list[str]] | None = None,
 ) -> str:
     """The text of BENCHMARKS.md.
 
@@ -130,8 +131,10 @@ def render_leaderboard(
     seeds, and a config with no completed seed gets a "failed" cell instead of a blank.
     ``settings`` is each task's Settings line; ``run_links`` the run folder (a relative link)
     of each seed of a (task, config), listed under the table; ``score_links`` the run folder
-    each score links to (its median seed's).
+    each score links to (its median seed's); ``partial`` the notes of the runs of a (task, config)
+    evaluated on part of the benchmark (lm-eval's ``--limit``), whose cells are marked.
     """
+    partial = partial or {}
     rows = leaderboard_rows(desc, tasks, configs, targets, goal)
     seeds = seeds or {}
     score_links = score_links or {}
@@ -173,6 +176,8 @@ def render_leaderboard(
                 text = f"[{text}]({href})"
             if st:
                 text += f" {ICONS[st]}"
+            if (row.task, cfg) in partial:
+                text += " (partial†)"
             cells.append(text + lost(row.task, cfg))
         best = (row.best + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
@@ -180,6 +185,12 @@ def render_leaderboard(
             best_text += "; tied with " + ", ".join(c + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {row.task} | {target} | " + " | ".join(cells) + f" | {best_text} |")
+    marked = [(t, c) for t in tasks for c in configs if (t, c) in partial and (t, c) in
+              {(r.task, k) for r in rows for k in r.cells}]
+    if marked:
+        lines += ["", "† Partial evaluation: not the full benchmark's score (lm-eval's `--limit` cut the run "
+                  "short), so not comparable with a full run's:", ""]
+        lines += [f"- {t} / {c}: " + "; ".join(partial[(t, c)]) for t, c in marked]
     if run_links:
         # The table links one seed per score; this list gives every seed's run folder.
         lines += ["", "## Runs", "", "Each score and the run folders of its seeds."]
