@@ -152,3 +152,34 @@ metrics:
     assert proc.returncode == 2
     assert "bench.yaml:7 metrics.primary.name: a metric's name cannot hold a placeholder ({key})" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_harness_run_records_its_settings_and_the_report_shows_them(harness_outputs, make_bench):
+    import importlib.metadata
+
+    lm_eval = shutil.which("lm_eval") or str(Path(sys.executable).with_name("lm_eval"))
+    include = next(harness_outputs["whole"].parent.glob("tasks"))
+    bench = make_bench(f"""
+name: lm-settings
+tasks: [{{name: {TASK}}}]
+configs: [{{name: dummy}}]
+seeds: [1234]
+env: {{HF_DATASETS_OFFLINE: "1", HF_HUB_OFFLINE: "1", HF_HOME: "{include.parent / 'hf'}"}}
+command: >-
+  {lm_eval} --model dummy --tasks {{task}} --include_path {include} --seed {{seed}}
+  --batch_size 1 --gen_kwargs temperature=0 --output_path {{run_dir}}
+metrics:
+  primary: {{name: "acc,none", goal: max, from: {{lm_eval: .}}}}
+""")
+    proc = bench.cli("run", "bench.yaml", "-r", "out", timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    provenance = json.loads(next((bench.results / "runs").glob("*/provenance.json")).read_text())
+    ran = _harness_file(bench.results / "runs")["config"]
+    version = importlib.metadata.version("lm_eval")
+    assert provenance["evaluation"] == {
+        "tool": "lm_eval", "model": None, "seed": str(ran["random_seed"]), "temperature": "0",
+        "tensor_parallel_size": None, "batch_size": str(ran["batch_size"]), "version": version}
+    assert bench.cli("report", "out").returncode == 0
+    board = (bench.results / "BENCHMARKS.md").read_text()
+    assert (f"lm_eval: seed 1234, temperature 0, tensor_parallel_size 1, batch_size 1, lm_eval {version}"
+            in board)

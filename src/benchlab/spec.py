@@ -416,6 +416,10 @@ class Spec(_Model):
         default=None, description="the params and variables each task's Settings line shows in BENCHMARKS.md")
     #: What `benchlab search` tunes (docs/search.md); the benchmark's runs never use it.
     search: Search | None = None
+    reasons: dict[Literal["tensor_parallel"], str] = Field(
+        default_factory=dict,
+        description="why the spec departs from an evaluation rule that validate warns about "
+                    "(tensor_parallel: why tensor_parallel_size > 1)")
 
     # Where the spec came from; not part of the YAML.
     path: Path | None = Field(default=None, exclude=True)

@@ -130,6 +130,8 @@ def flatten(data: dict[str, Any]) -> LmEvalResults:
         "model": config.get("model"),
         "model_args": config.get("model_args"),
         "limit": config.get("limit"),
+        # What actually ran: the seed, batch size and sampling settings the harness used.
+        "run_config": {k: config.get(k) for k in ("random_seed", "batch_size", "gen_kwargs")},
         "model_name": data.get("model_name"),
         "date": data.get("date"),
         "lm_eval_version": data.get("lm_eval_version"),

@@ -58,7 +58,7 @@ _SYSCALLS = {
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-class SetupError(Exception):
+class _SetupError(Exception):
     """The sandbox could not be set up; the program did not run."""
 
 
@@ -74,7 +74,7 @@ def seccomp_filter(machine: str) -> bytes:
     the C library falls back to clone) and enter no other namespace (unshare, setns: EPERM).
     Another architecture or ABI is killed."""
     if machine not in _SYSCALLS:
-        raise SetupError(f"no process filter for the {machine} architecture (x86_64 and aarch64 only)")
+        raise _SetupError(f"no process filter for the {machine} architecture (x86_64 and aarch64 only)")
     arch, forks, clone, clone3 = _SYSCALLS[machine]
     # Each entry: (code, true target label or 0, false target label or 0, k).
     prog: list[tuple[int, object, object, int]] = [
@@ -202,7 +202,7 @@ def main() -> None:
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     try:
         pid, out_fd, err_fd, status_fd = _start(cfg, program)
-    except (SetupError, OSError) as exc:
+    except (_SetupError, OSError) as exc:
         print(json.dumps({"error": f"the sandbox could not be set up: {exc}", "setup": True}))
         return
     timed_out = False

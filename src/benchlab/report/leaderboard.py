@@ -220,11 +220,16 @@ def _setting_value(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def task_settings(spec: dict[str, object]) -> dict[str, str]:
+def task_settings(spec: dict[str, object], tool_versions: dict[str, str] | None = None) -> dict[str, str]:
     """Each task's Settings line (``max_frame 1e7, num_envs 16``) from the spec (as JSON): the
     names in the spec's ``settings:``, else the task's params and the variables its command uses;
-    a name is looked up in the task's params, then in the spec's variables."""
+    a name is looked up in the task's params, then in the spec's variables. A task whose command
+    runs lm-eval or vLLM also gets what the field's rules want written down
+    (``benchlab.evalrules.settings_line``: seed, temperature, tensor parallelism, batch size and,
+    from ``tool_versions``, the tool's version)."""
     import re
+
+    from benchlab.evalrules import fill, settings_line
 
     variables = dict(spec.get("variables") or {})  # type: ignore[call-overload]
     chosen = spec.get("settings")
@@ -238,5 +243,15 @@ def task_settings(spec: dict[str, object]) -> dict[str, str]:
             used = [n for n in re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", command) if n in variables]
             names = list(params) + [n for n in dict.fromkeys(used) if n not in params]
         values = [(n, params[n] if n in params else variables.get(n)) for n in names if n in params or n in variables]
-        out[task["name"]] = ", ".join(f"{n} {_setting_value(v)}" for n, v in values)
+        line = ", ".join(f"{n} {_setting_value(v)}" for n, v in values)
+        configs = list(spec.get("configs") or [])  # type: ignore[call-overload]
+        first = dict(configs[0].get("params") or {}) if configs else {}
+        command = fill(str(task.get("command") or spec.get("command") or ""), {**variables, **first, **params})
+        seeds = spec.get("seeds")
+        seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds or [])  # type: ignore[call-overload]
+        call = settings_line(command, seed_list, None)
+        if call:
+            tool = call.split(":", 1)[0]
+            call = settings_line(command, seed_list, (tool_versions or {}).get(tool))
+        out[task["name"]] = "; ".join(p for p in (line, call) if p)
     return out
