@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sysconfig
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -504,9 +505,11 @@ def test_a_time_bomb_is_stopped_at_the_limit(runner):
 @pytest.fixture
 def state_folder() -> Iterator[Path]:
     """A server state folder with gold answers, readable by every user, outside /tmp."""
-    base = Path.cwd() if os.access(Path.cwd(), os.W_OK) else Path(os.path.expanduser("~"))
-    folder = base / f".sandbox-test-state-{uuid.uuid4().hex[:12]}"
-    folder.mkdir()
+    if os.access(Path.cwd(), os.W_OK):
+        folder = Path.cwd() / f".sandbox-test-state-{uuid.uuid4().hex[:12]}"
+        folder.mkdir()
+    else:  # an ordinary user without a writable checkout: /tmp, which the sandbox hides as well
+        folder = Path(tempfile.mkdtemp(prefix="sandbox-test-state-"))
     try:
         (folder / "gold.jsonl").write_text('{"answer": "the-gold-answer"}\n')
         os.chmod(folder, 0o755)
@@ -562,13 +565,65 @@ def test_an_interpreter_the_sandbox_cannot_run_is_a_clear_error(tmp_path):
         Sandbox(LIMITS, python=str(tmp_path / "no-such-python"))
 
 
-def test_an_interpreter_under_tmp_is_refused_with_the_real_reason(tmp_path):
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A folder under /tmp that every user may enter, as CI's virtualenv folder is (pytest's own
+    temporary folders are its user's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="benchlab-sandbox-test-", dir="/tmp"))
+    os.chmod(folder, 0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_an_interpreter_under_tmp_runs_and_nothing_else_of_tmp_is_seen(open_tmp):
+    """CI's virtualenv lives under /tmp, where the program's own tmpfs goes: it is shown there,
+    read-only, and its neighbours are not."""
+    tmp_path = open_tmp
     venv = tmp_path / "venv"
     subprocess.run([default_python(), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     if not str(venv.resolve()).startswith("/tmp/"):
         pytest.skip("the temporary folder is not under /tmp here")
-    with pytest.raises(EvaluationError, match="lives in /tmp/.*replaces with the program's own"):
-        Sandbox(LIMITS, python=str(venv / "bin" / "python"))
+    os.chmod(tmp_path, 0o755)
+    (tmp_path / "gold.jsonl").write_text("the-gold-answer\n")
+    os.chmod(tmp_path / "gold.jsonl", 0o644)
+    sandbox = Sandbox(LIMITS, concurrency=1, python=str(venv / "bin" / "python"))
+    program = f"""
+import os, sys
+print(sys.prefix)
+print(sorted(os.listdir({str(tmp_path)!r})))
+try:
+    open({str(venv / "planted.py")!r}, "w")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+    result = run(sandbox, program)
+    assert result.passed, result
+    prefix, listing, write = result.stdout.splitlines()
+    assert prefix == str(venv)
+    assert listing == "['venv']"  # gold.jsonl beside it is not there
+    assert write == "OSError"
+    assert not (venv / "planted.py").exists()
+
+
+def test_the_file_cap_is_exact_with_an_interpreter_under_tmp(open_tmp):
+    tmp_path = open_tmp
+    venv = tmp_path / "a" / "b" / "venv"
+    subprocess.run([default_python(), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    if not str(venv.resolve()).startswith("/tmp/"):
+        pytest.skip("the temporary folder is not under /tmp here")
+    for folder in (tmp_path, tmp_path / "a", tmp_path / "a" / "b"):
+        os.chmod(folder, 0o755)
+    sandbox = Sandbox(LIMITS, concurrency=1, python=str(venv / "bin" / "python"))
+    program = (
+        "import os\nn = 0\ntry:\n    while True:\n        open(f'f{n}', 'w').close()\n        n += 1\n"
+        "except OSError as exc:\n    print(n, exc.errno)\n"
+    )
+    created, code = map(int, run(sandbox, program).stdout.split())
+    assert code == errno.ENOSPC
+    # The folders that show the interpreter are not the program's: it still gets max_files.
+    assert LIMITS.max_files - 2 <= created <= LIMITS.max_files
 
 
 @pytest.mark.parametrize("mode", ["none", "userns", "root"])

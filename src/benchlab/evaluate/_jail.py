@@ -33,7 +33,7 @@ import struct
 import sys
 import time
 
-MS_NOSUID, MS_NODEV, MS_BIND = 2, 4, 4096
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 1, 24, 36
 CAP_VERSION_3 = 0x20080522
 # Inodes of the private tmpfs that are not the program's: its root, work/, main.py.
@@ -101,6 +101,28 @@ def seccomp_filter(machine: str) -> bytes:
     return out
 
 
+# Where the program's tmpfs is seen; an interpreter living there (a virtualenv under /tmp) is
+# shown at its own path inside that tmpfs, read-only.
+SHARED = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def _shared_place(path: str) -> str | None:
+    """The folder of ``SHARED`` that ``path`` lies under, or None."""
+    return next((d for d in SHARED if path == d or path.startswith(d + "/")), None)
+
+
+def _folders_made_for(targets: list[str]) -> int:
+    """How many folders the inner stage creates in the tmpfs to show ``targets`` (not the program's)."""
+    made = set()
+    for target in targets:
+        shared = _shared_place(target)
+        if shared is None:
+            continue
+        parts = target[len(shared):].strip("/").split("/")
+        made.update("/".join(parts[:i + 1]) for i in range(len(parts)) if parts[0])
+    return len(made)
+
+
 def _memfd(name: str, data: bytes = b"") -> int:
     fd = os.memfd_create(name, 0)
     os.write(fd, data)
@@ -116,13 +138,28 @@ def bwrap_argv(cfg: dict, jail_fd: int, seccomp_fd: int) -> list[str]:
         "--hostname", "sandbox", "--clearenv", "--proc", "/proc", "--dev", "/dev",
         "--dir", "/tmp", "--dir", "/var/tmp",
     ]
+    moved = []
     for path in cfg["binds"]:
-        argv += ["--ro-bind", path, path]
+        if _shared_place(path):
+            # Under what becomes the program's own tmpfs: bound aside here, put back in place
+            # (read-only) by the inner stage once that tmpfs is mounted.
+            aside = f"/sandbox/bind/{len(moved)}"
+            argv += ["--ro-bind", path, aside]
+            moved.append((aside, path))
+        else:
+            argv += ["--ro-bind", path, path]
     for link, target in cfg["links"]:
         argv += ["--symlink", target, link]
     inner = {k: cfg[k] for k in ("python", "tmpfs_mb", "max_files", "limits", "max_program_bytes")}
+    inner["moved"] = moved
+    # The inner stage runs before the moved folders are back in place: its interpreter is the
+    # program's, found where it is at that moment (the real file, or its place aside).
+    python = os.path.realpath(cfg["python"])
+    for aside, target in moved:
+        if python.startswith(target + "/"):
+            python = aside + python[len(target):]
     argv += ["--ro-bind-data", str(jail_fd), "/sandbox/jail.py", "--seccomp", str(seccomp_fd),
-             "--chdir", "/", cfg["python"], "-I", "-B", "/sandbox/jail.py", "--inner", json.dumps(inner)]
+             "--chdir", "/", python, "-I", "-B", "/sandbox/jail.py", "--inner", json.dumps(inner)]
     return argv
 
 
@@ -265,12 +302,17 @@ def inner(cfg: dict) -> None:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        inodes = cfg["max_files"] + RESERVED_INODES
+        moved = [(aside, target) for aside, target in cfg["moved"]]
+        inodes = cfg["max_files"] + RESERVED_INODES + _folders_made_for([t for _, t in moved])
         _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
                f"size={cfg['tmpfs_mb']}m,nr_inodes={inodes},mode=1777")
         for shared in ("/var/tmp", "/dev/shm"):
             if os.path.isdir(shared):
                 _mount("/tmp", shared, None, MS_BIND, None)
+        for aside, target in moved:
+            os.makedirs(target, exist_ok=True)
+            _mount(aside, target, None, MS_BIND | MS_REC, None)
+            _mount("none", target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
         os.mkdir("/tmp/work", 0o700)
         with open("/tmp/work/main.py", "wb") as f:
             f.write(b"".join(chunks))

@@ -18,7 +18,9 @@ Each program runs in bubblewrap (``bwrap``, Debian's ``bubblewrap``), through
 
 ``probe_sandbox`` runs a test program at start-up: where the sandbox cannot be
 set up (bubblewrap missing, user namespaces refused, the interpreter out of
-reach), it raises EvaluationError with the reason, and no code is scored.
+reach), it raises EvaluationError with the reason, and no code is scored. An
+interpreter under /tmp (CI's virtualenv) is shown at its own path inside the
+program's tmpfs, read-only.
 """
 
 from __future__ import annotations
@@ -133,8 +135,9 @@ _VIEW = (
     "paths |= {os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))}\n"
     "print(json.dumps(sorted(paths)))\n"
 )
-# The program's own places: an interpreter living under one of them would be hidden by them.
-_PRIVATE = ("/tmp", "/var/tmp", "/dev", "/proc", "/sandbox")
+# The sandbox's own places: an interpreter living there cannot be shown. (Under /tmp, /var/tmp
+# or /dev/shm, where the program's tmpfs goes, it is shown inside that tmpfs, read-only.)
+_PRIVATE = ("/dev", "/proc", "/sandbox")
 
 
 def interpreter_view(python: str) -> tuple[list[str], list[tuple[str, str]]]:
@@ -156,11 +159,11 @@ def interpreter_view(python: str) -> tuple[list[str], list[tuple[str, str]]]:
         )
     needed = {os.path.realpath(p) for p in json.loads(proc.stdout)} | {"/usr"}
     for path in sorted(needed):
-        if path == "/" or any(path == d or path.startswith(d + "/") for d in _PRIVATE):
+        shm = path == "/dev/shm" or path.startswith("/dev/shm/")
+        if path == "/" or (not shm and any(path == d or path.startswith(d + "/") for d in _PRIVATE)):
             raise EvaluationError(
                 f"the code sandbox cannot show the interpreter {python}: it lives in {path}, "
-                "which the sandbox replaces with the program's own (set sandbox.python to an "
-                "interpreter installed elsewhere)"
+                "which the sandbox makes its own (set sandbox.python to an interpreter installed elsewhere)"
             )
     # Outermost folders only: a bind of /usr already shows /usr/lib/python3.
     binds = [p for p in sorted(needed) if not any(p.startswith(q + "/") for q in needed)]
