@@ -113,7 +113,7 @@ def _shared_place(path: str) -> str | None:
 
 def _folders_made_for(targets: list[str]) -> int:
     """How many folders the inner stage creates in the tmpfs to show ``targets`` (not the program's)."""
-    made = set()
+    made: set[str] = set()
     for target in targets:
         shared = _shared_place(target)
         if shared is None:
@@ -138,7 +138,7 @@ def bwrap_argv(cfg: dict, jail_fd: int, seccomp_fd: int) -> list[str]:
         "--hostname", "sandbox", "--clearenv", "--proc", "/proc", "--dev", "/dev",
         "--dir", "/tmp", "--dir", "/var/tmp",
     ]
-    moved = []
+    moved: list[tuple[str, str]] = []
     for path in cfg["binds"]:
         if _shared_place(path):
             # Under what becomes the program's own tmpfs: bound aside here, put back in place
