@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -104,3 +107,142 @@ def test_template_without_checkpoint_param_is_refused(make_bench):
     (bench.root / "ckpts").mkdir()
     proc = bench.cli("watch", "ckpts", "--spec", "bench.yaml", "--once")
     assert proc.returncode == 2 and "needs a 'checkpoint' param" in proc.stderr
+
+
+def _safetensors(path, sizes: dict[str, int], cut: int = 0) -> None:
+    """A safetensors file of uint8 tensors (name -> byte count), ``cut`` bytes short of whole."""
+    header, offset = {}, 0
+    for name, n in sizes.items():
+        header[name] = {"dtype": "U8", "shape": [n], "data_offsets": [offset, offset + n]}
+        offset += n
+    raw = json.dumps(header).encode()
+    data = len(raw).to_bytes(8, "little") + raw + b"\0" * offset
+    path.write_bytes(data[: len(data) - cut])
+
+
+def test_a_checkpoint_counts_only_once_its_weights_are_whole_and_match_their_index(tmp_path):
+    now = [0.0]
+    watcher = CheckpointWatcher(tmp_path, settle=10, clock=lambda: now[0])
+    ckpt = tmp_path / "step-100"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    (ckpt / "tokenizer.json").write_text("{}")
+
+    def look(at: float) -> list:
+        now[0] = at
+        return watcher.complete()
+
+    # Config and tokenizer first, weights much later: never complete in between.
+    assert look(0) == [] and look(100) == []
+    assert "no weights yet" in watcher.waiting[ckpt]
+    index = {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}
+    (ckpt / "model.safetensors.index.json").write_text(json.dumps(index))
+    _safetensors(ckpt / "model-00001-of-00002.safetensors", {"a": 4096})
+    assert look(200) == [] and look(300) == []
+    assert "model-00002-of-00002.safetensors" in watcher.waiting[ckpt]
+    # The second shard is there but still being written: shorter than its header says.
+    _safetensors(ckpt / "model-00002-of-00002.safetensors", {"b": 8192}, cut=1000)
+    assert look(400) == [] and look(500) == []
+    assert "of the" in watcher.waiting[ckpt]
+    _safetensors(ckpt / "model-00002-of-00002.safetensors", {"b": 8192})
+    assert look(600) == []               # whole, but just changed
+    assert look(611) == [ckpt]           # whole and unchanged for the settle time
+
+
+def test_a_failed_checkpoint_is_evaluated_again_only_when_its_files_change(tmp_path):
+    watcher = CheckpointWatcher(tmp_path, marker="DONE")
+    ckpt = tmp_path / "step-1"
+    ckpt.mkdir()
+    (ckpt / "DONE").touch()
+    (ckpt / "weights.pt").write_bytes(b"bad")
+    assert watcher.due(watcher.complete()) == [ckpt]
+    watcher.record(ckpt, failed=True)
+    assert watcher.due(watcher.complete()) == []          # nothing changed: not again
+    (ckpt / "weights.pt").write_bytes(b"good weights")
+    assert watcher.due(watcher.complete()) == [ckpt]      # rewritten: again
+    watcher.record(ckpt, failed=False)
+    (ckpt / "weights.pt").write_bytes(b"touched after a success")
+    assert watcher.due(watcher.complete()) == []          # a success is final
+
+
+def test_the_templates_resources_and_command_are_kept(make_bench, tmp_path):
+    from benchlab.spec import load_spec
+    from benchlab.watch import spec_for_checkpoints
+
+    bench = make_bench(SPEC.replace('params: {checkpoint: ""}',
+                                    'params: {checkpoint: ""}\n    resources: {gpus: 1.0, cpus: 2}'))
+    spec = load_spec(bench.spec)
+    clone = spec_for_checkpoints(spec, [tmp_path / "step-1", tmp_path / "step-2"])
+    assert [c.name for c in clone.configs] == ["step-1", "step-2"]
+    for config in clone.configs:
+        assert config.resources is not None
+        assert (config.resources.gpus, config.resources.cpus) == (1.0, 2)
+
+
+RETRY_SCRIPT = """
+import json, os, sys
+args = dict(a.split("=", 1) for a in sys.argv[1:])
+weights = open(os.path.join(args["ckpt"], "weights.pt")).read()
+if weights != "good":
+    sys.exit("cannot load the weights: " + weights)
+with open(os.path.join(os.environ["BENCHLAB_RUN_DIR"], "metrics.json"), "w") as f:
+    json.dump({"score": 1.0}, f)
+"""
+
+
+@pytest.mark.slow
+def test_watch_comes_back_to_a_checkpoint_whose_evaluation_failed_once_it_changes(make_bench):
+    bench = make_bench(SPEC.replace("seeds: 1", "seeds: 1\nretries: 0").replace(
+        "tasks: [{name: easy, params: {base: 0.5}}, {name: hard, params: {base: 0.2}}]",
+        "tasks: [{name: easy}]").replace("base={base} ", ""), script=RETRY_SCRIPT)
+    ckpts = bench.root / "ckpts"
+    (ckpts / "step-1").mkdir(parents=True)
+    (ckpts / "step-1" / "weights.pt").write_text("truncated")
+    (ckpts / "step-1" / "DONE").touch()
+    proc = subprocess.Popen([sys.executable, "-m", "benchlab", "watch", "ckpts", "--spec", "bench.yaml", "-r", "out",
+                             "--marker", "DONE", "--interval", "0.2"],
+                            cwd=bench.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def status() -> list:
+        db = bench.results / "benchlab.db"
+        if not db.exists():
+            return []
+        con = sqlite3.connect(db)
+        try:
+            return con.execute("SELECT config, status FROM runs").fetchall()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            con.close()
+
+    def wait_for(rows: list, limit: float = 120) -> None:
+        deadline = time.monotonic() + limit
+        while status() != rows and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+
+    try:
+        wait_for([("step-1", "failed")])
+        assert status() == [("step-1", "failed")]
+        (ckpts / "step-1" / "weights.pt").write_text("good")
+        wait_for([("step-1", "completed")])
+        assert status() == [("step-1", "completed")]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+    assert "evaluating again: step-1" in out, out
+
+
+def test_a_change_during_a_failed_evaluation_brings_the_checkpoint_back(tmp_path):
+    watcher = CheckpointWatcher(tmp_path, marker="DONE")
+    ckpt = tmp_path / "step-1"
+    ckpt.mkdir()
+    (ckpt / "DONE").touch()
+    (ckpt / "weights.pt").write_bytes(b"bad")
+    assert watcher.due(watcher.complete()) == [ckpt]
+    (ckpt / "weights.pt").write_bytes(b"rewritten while the evaluation ran")
+    watcher.record(ckpt, failed=True)
+    assert watcher.due(watcher.complete()) == [ckpt]

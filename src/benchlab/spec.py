@@ -297,6 +297,20 @@ class Metric(_Model):
     # The values the metric can take (an accuracy: [0, 1]); intervals and plots stay inside it.
     range: tuple[float, float] | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _no_placeholder(cls, v: str) -> str:
+        # A metric is one column of every run's table: a per-run name would be a different
+        # metric per task. Placeholders belong in the source, which is filled per run.
+        found = re.search(r"\{[A-Za-z_][A-Za-z0-9_]*\}", v)
+        if found:
+            raise ValueError(
+                f"a metric's name cannot hold a placeholder ({found.group(0)}): name it once (e.g. score) "
+                f"and put the placeholder in its source, e.g. from: {{lm_eval: ., task: \"{{task}}\", "
+                f"key: \"{found.group(0)}\"}}"
+            )
+        return v
+
     @field_validator("range")
     @classmethod
     def _range_order(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
@@ -407,6 +421,10 @@ class Spec(_Model):
         default=None, description="the params and variables each task's Settings line shows in BENCHMARKS.md")
     #: What `benchlab search` tunes (docs/search.md); the benchmark's runs never use it.
     search: Search | None = None
+    reasons: dict[Literal["tensor_parallel"], str] = Field(
+        default_factory=dict,
+        description="why the spec departs from an evaluation rule that validate warns about "
+                    "(tensor_parallel: why tensor_parallel_size > 1)")
 
     @field_validator("backend")
     @classmethod

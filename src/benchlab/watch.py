@@ -7,12 +7,21 @@ the folder's name as the config's name, and runs the spec's tasks on it. Runs of
 checkpoints already evaluated are skipped, as in any re-run.
 
 A checkpoint is complete when its marker file exists (``--marker``), or, without
-a marker, when none of its files has changed size or modification time for
-``settle`` seconds — a checkpoint still being written is never evaluated.
+a marker, when its weights are there and consistent, and none of its files has
+changed size or modification time for ``settle`` seconds. Weights are there and
+consistent when the folder holds weight files (``*.safetensors``, ``*.bin``,
+``*.pt``, ``*.pth``, ``*.ckpt``, ``*.gguf``) or an index of them, every shard
+an index (``model.safetensors.index.json``) names exists, and every
+safetensors file is as long as its own header says. A folder of a config and a
+tokenizer whose weights are still to come is never evaluated.
+
+A checkpoint whose evaluation failed is evaluated again once its files change
+(the trainer rewrote it); one that succeeded is never evaluated again.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -23,6 +32,8 @@ from benchlab.errors import Problem, SpecError, UserError
 from benchlab.spec import Config, Spec
 
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+# Each file's relative path, size and modification time.
+Signature = tuple[tuple[str, int, int], ...]
 
 
 def config_name(folder: Path) -> str:
@@ -31,7 +42,7 @@ def config_name(folder: Path) -> str:
     return name or "checkpoint"
 
 
-def _signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
+def _signature(folder: Path) -> Signature:
     sig = []
     for path in sorted(folder.rglob("*")):
         try:
@@ -43,62 +54,162 @@ def _signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(sig)
 
 
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
+# A safetensors header is JSON of a few KiB per tensor; more than this is not a header.
+_MAX_HEADER = 100 * 2**20
+
+
+def _safetensors_problem(path: Path) -> str | None:
+    """Why a safetensors file is not whole ('' never): shorter or longer than its header says."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(8)
+            length = int.from_bytes(head, "little") if len(head) == 8 else -1
+            if not 0 < length <= _MAX_HEADER:
+                return f"{path.name}: no complete header yet"
+            header = json.loads(f.read(length))
+        end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return f"{path.name}: no complete header yet"
+    expected = 8 + length + int(end)
+    if size != expected:
+        return f"{path.name}: {size} of the {expected} bytes its header names"
+    return None
+
+
+def weights_problem(folder: Path) -> str | None:
+    """Why ``folder``'s weights are not complete and consistent (None when they are)."""
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    indexes = [p for p in files if p.name.endswith(".index.json")]
+    weights = [p for p in files if p.suffix in WEIGHT_SUFFIXES]
+    if not weights and not indexes:
+        return "no weights yet"
+    for index in indexes:
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return f"{index.name}: not a complete index yet"
+        missing = [s for s in shards if not (index.parent / s).is_file()]
+        if missing:
+            return f"{index.name} names {len(missing)} shard(s) not there yet: {', '.join(missing[:3])}"
+    for path in weights:
+        if path.suffix == ".safetensors":
+            problem = _safetensors_problem(path)
+            if problem:
+                return problem
+    return None
+
+
 @dataclass
 class CheckpointWatcher:
-    """Finds checkpoint folders under ``root`` that are complete."""
+    """Finds checkpoint folders under ``root`` that are complete, and decides which to evaluate."""
 
     root: Path
     marker: str | None = None
     settle: float = 30.0
     clock: Callable[[], float] = time.monotonic
-    _seen: dict[Path, tuple[tuple[tuple[str, int, int], ...], float]] = field(default_factory=dict)
+    _seen: dict[Path, tuple[Signature, float]] = field(default_factory=dict)
+    #: Why each incomplete folder is not complete, as of the last look.
+    waiting: dict[Path, str] = field(default_factory=dict)
+    # folder -> (its signature when it was evaluated, whether that evaluation failed)
+    _evaluated: dict[Path, tuple[Signature, bool]] = field(default_factory=dict)
+    _pending: dict[Path, Signature] = field(default_factory=dict)
 
     def complete(self) -> list[Path]:
         """Every complete checkpoint folder now, oldest name first (natural order of step numbers)."""
         if not self.root.is_dir():
             raise UserError(f"{self.root}: no such folder to watch")
         done = []
+        self.waiting = {}
         now = self.clock()
         for folder in sorted((p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")),
                              key=_natural):
             if self.marker is not None:
                 if (folder / self.marker).exists():
                     done.append(folder)
+                else:
+                    self.waiting[folder] = f"no {self.marker} yet"
+                continue
+            problem = weights_problem(folder)
+            if problem:
+                self.waiting[folder] = problem
+                self._seen.pop(folder, None)
                 continue
             sig = _signature(folder)
-            if not sig:
-                continue
             previous = self._seen.get(folder)
             if previous is None or previous[0] != sig:
                 self._seen[folder] = (sig, now)
                 if self.settle > 0:
+                    self.waiting[folder] = f"files changed in the last {self.settle:g}s"
                     continue
             if now - self._seen[folder][1] >= self.settle:
                 done.append(folder)
+            else:
+                self.waiting[folder] = f"files changed in the last {self.settle:g}s"
         return done
+
+    def due(self, complete: list[Path]) -> list[Path]:
+        """Of the ``complete`` folders, those to evaluate now: never evaluated, or failed and changed since."""
+        due = []
+        for folder in complete:
+            before = self._evaluated.get(folder)
+            now = _signature(folder)
+            if before is None or (before[1] and before[0] != now):
+                due.append(folder)
+                # What is evaluated is the folder as it is now: a change during the evaluation
+                # is a change after it.
+                self._pending[folder] = now
+        return due
+
+    def record(self, folder: Path, failed: bool) -> None:
+        """``folder``, as :meth:`due` found it, was evaluated; ``failed`` when any of its runs failed."""
+        evaluated = self._pending.pop(folder) if folder in self._pending else _signature(folder)
+        self._evaluated[folder] = (evaluated, failed)
+
+
+def failed_checkpoints(checkpoints: list[Path], failed_runs: list[str]) -> set[Path]:
+    """The folders of ``checkpoints`` with a failed run, from run names ``task/config/sN``."""
+    names = checkpoint_names(checkpoints)
+    failed_configs = {name.rsplit("/", 2)[-2] for name in failed_runs if name.count("/") >= 2}
+    return {folder for folder in checkpoints if names[folder] in failed_configs}
+
+
+def checkpoint_names(checkpoints: list[Path]) -> dict[Path, str]:
+    """Each folder's config name, made unique in order (a clash gets '_' appended)."""
+    names: dict[Path, str] = {}
+    taken: set[str] = set()
+    for folder in checkpoints:
+        name = config_name(folder)
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        names[folder] = name
+    return names
 
 
 def _natural(path: Path) -> list[object]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]
 
 
-def spec_for_checkpoints(spec: Spec, checkpoints: list[Path]) -> Spec:
-    """The spec with one config per checkpoint, cloned from its first config."""
+def spec_for_checkpoints(spec: Spec, checkpoints: list[Path], only: set[Path] | None = None) -> Spec:
+    """The spec with one config per checkpoint, cloned from its first config (only those of
+    ``only`` when given, named as among all ``checkpoints``)."""
     template = spec.configs[0]
     if "checkpoint" not in template.params:
         where = str(spec.path) if spec.path else "<spec>"
         raise SpecError([Problem(where, None, "configs[0].params",
                                  "benchlab watch needs a 'checkpoint' param on the first config "
                                  "(the template); each checkpoint folder fills it in")])
-    configs = []
-    names: set[str] = set()
-    for folder in checkpoints:
-        name = config_name(folder)
-        while name in names:
-            name += "_"
-        names.add(name)
-        configs.append(Config(name=name, params={**template.params, "checkpoint": str(folder.resolve())},
-                              command=template.command, description=f"checkpoint {folder}"))
+    configs: list[Config] = []
+    for folder, name in checkpoint_names(checkpoints).items():
+        if only is not None and folder not in only:
+            continue
+        # A copy of the template, so that what it sets (command, resources) stays set.
+        configs.append(template.model_copy(update={
+            "name": name, "params": {**template.params, "checkpoint": str(folder.resolve())},
+            "description": f"checkpoint {folder}",
+        }))
     baseline = configs[0].name if configs else None
     clone = spec.model_copy(update={"configs": configs, "baseline": baseline})
     clone.path, clone.overrides = spec.path, spec.overrides

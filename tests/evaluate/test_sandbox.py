@@ -1,7 +1,10 @@
 """Hostile programs in the sandbox: each one contained, the caller unharmed.
 
-Fork bombs run only inside the sandbox, whose RLIMIT_NPROC binds them (the
-program runs under an unprivileged uid of its own when the tests run as root).
+The hostile suite runs twice where the tests run as root: as root (the programs
+then get an unprivileged uid of their own) and as the ordinary user ``nobody``
+(through setpriv), the two ways a server runs. Targets of the hostile programs
+(processes to signal, sockets to reach, files to read) are started or written by
+the tests themselves; nothing else on the machine is ever aimed at.
 """
 
 from __future__ import annotations
@@ -11,16 +14,22 @@ import errno
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
-import sys
+import sysconfig
+import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from benchlab.evaluate.sandbox import Sandbox, SandboxLimits, probe_isolation
+import benchlab
+from benchlab.errors import EvaluationError
+from benchlab.evaluate.sandbox import Sandbox, SandboxLimits, default_python
 
 pytestmark = pytest.mark.slow
 
@@ -28,11 +37,12 @@ LIMITS = SandboxLimits(
     timeout_secs=3,
     cpu_secs=2,
     memory_mb=256,
-    processes=16,
+    processes=8,
     file_size_mb=1,
     output_cap=4096,
     max_files=40,
 )
+NOBODY = 65534
 
 
 @pytest.fixture(scope="module")
@@ -42,19 +52,6 @@ def sandbox() -> Sandbox:
 
 def run(sandbox: Sandbox, program: str):
     return asyncio.run(sandbox.run(program))
-
-
-def test_probe_reports_network_isolation_or_a_warning():
-    mode, warning = probe_isolation()
-    assert mode in ("root", "userns", "none")
-    assert (mode == "none") == bool(warning)
-
-
-def test_an_interpreter_the_sandbox_cannot_run_is_a_clear_error(tmp_path):
-    from benchlab.errors import EvaluationError
-
-    with pytest.raises(EvaluationError, match="cannot run .*set sandbox.python"):
-        probe_isolation(str(tmp_path / "no-such-python"))
 
 
 def test_a_correct_program_passes_and_a_failing_assert_fails(sandbox):
@@ -69,29 +66,6 @@ def test_infinite_loop_is_stopped(sandbox):
     result = run(sandbox, "while True:\n    pass\n")
     assert not result.passed
     assert time.monotonic() - start < LIMITS.timeout_secs + 5
-
-
-def test_fork_bomb_is_contained_and_leaves_no_process(sandbox):
-    bomb = (
-        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
-    )
-    result = run(sandbox, bomb)
-    assert not result.passed
-    # Nothing of the bomb survives: no process of the sandbox uids is left.
-    time.sleep(0.5)
-    leftovers = [
-        p for p in os.listdir("/proc") if p.isdigit() and _uid(p) in range(61000, 61000 + 64)
-    ]
-    assert leftovers == []
-    # The machine can still start processes, and the sandbox still runs programs.
-    assert run(sandbox, "print(6 * 7)\n").stdout.strip() == "42"
-
-
-def _uid(pid: str) -> int:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return -1
 
 
 def test_memory_bomb_fails_without_hurting_the_caller(sandbox):
@@ -126,8 +100,6 @@ def test_the_servers_environment_is_not_visible(sandbox, monkeypatch):
 
 
 def test_writes_outside_the_working_directory_do_not_land(sandbox, tmp_path: Path):
-    if sandbox.filesystem == "none":
-        pytest.skip(f"no file-system confinement here: {sandbox.warning}")
     target = tmp_path / "escaped.txt"
     program = f"open({str(target)!r}, 'w').write('pwned')\nassert open({str(target)!r}).read() == 'pwned'\n"
     result = run(sandbox, program)
@@ -136,8 +108,6 @@ def test_writes_outside_the_working_directory_do_not_land(sandbox, tmp_path: Pat
 
 
 def test_no_connection_reaches_a_socket_on_loopback(sandbox):
-    if not sandbox.network_isolated:
-        pytest.skip(f"no network namespace here: {sandbox.warning}")
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
@@ -149,7 +119,8 @@ def test_no_connection_reaches_a_socket_on_loopback(sandbox):
         with pytest.raises(BlockingIOError):
             listener.accept()
     assert not result.passed
-    assert "Network is unreachable" in result.stderr or "Errno" in result.stderr
+    # The sandbox's own loopback, where nothing listens.
+    assert "Connection refused" in result.stderr or "Errno" in result.stderr
 
 
 def test_concurrent_programs_each_get_their_own_verdict(sandbox):
@@ -204,37 +175,18 @@ def _left_on_host(name: str, dirs: list[str]) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("filesystem", ["readonly", "cover"])
-def test_writes_to_every_world_writable_host_directory_leave_nothing(filesystem, host_writable_dirs):
-    probed = Sandbox(LIMITS, concurrency=1)
-    if probed.filesystem == "none":
-        pytest.skip(f"no file-system confinement here: {probed.warning}")
-    sandbox = Sandbox(LIMITS, concurrency=1, mode=probed.mode, filesystem=filesystem)
-    name = f"escape-{uuid.uuid4().hex[:12]}-"
-    result = run(sandbox, _write_everywhere(name, host_writable_dirs))
-    assert result.passed, result.stderr
-    landed = json.loads(result.stdout)
-    # Inside, only the private tmpfs (seen at /tmp, /var/tmp, /dev/shm) takes writes ...
-    assert set(landed) <= {"/tmp", "/var/tmp", "/dev/shm"}
-    # ... and on the host nothing at all is left.
-    assert _left_on_host(name, host_writable_dirs) == []
-
-
 def test_run_lock_write_of_the_issue_does_not_persist():
     sandbox = Sandbox(LIMITS, concurrency=1)
-    if sandbox.filesystem == "none":
-        pytest.skip(f"no file-system confinement here: {sandbox.warning}")
     if not os.path.isdir("/run/lock"):
         pytest.skip("no /run/lock on this machine")
     name = f"x-{uuid.uuid4().hex[:12]}"
     result = run(sandbox, f"open('/run/lock/{name}', 'w').write('x')\n")
-    assert not result.passed and "Read-only file system" in result.stderr
+    # /run is not in the sandbox at all.
+    assert not result.passed and "No such file or directory" in result.stderr
     assert not os.path.exists(f"/run/lock/{name}")
 
 
 def test_many_small_files_stop_at_the_file_cap(sandbox):
-    if sandbox.filesystem == "none":
-        pytest.skip(f"no file-system confinement here: {sandbox.warning}")
     program = (
         "import os\nn = 0\ntry:\n    while True:\n        open(f'f{n}', 'w').close()\n        n += 1\n"
         "except OSError as exc:\n    print(n, exc.errno)\n"
@@ -247,8 +199,6 @@ def test_many_small_files_stop_at_the_file_cap(sandbox):
 
 
 def test_hard_links_count_against_the_cap_and_never_reach_host_files(sandbox, host_writable_dirs):
-    if sandbox.filesystem == "none":
-        pytest.skip(f"no file-system confinement here: {sandbox.warning}")
     name = f"link-{uuid.uuid4().hex[:12]}-"
     host_dirs = [d for d in host_writable_dirs if d not in ("/tmp", "/var/tmp", "/dev/shm")]
     program = f"""
@@ -283,8 +233,6 @@ except OSError as exc:
 
 
 def test_a_full_private_tmpfs_still_reports_the_programs_output(sandbox):
-    if sandbox.filesystem == "none":
-        pytest.skip(f"no file-system confinement here: {sandbox.warning}")
     program = (
         "import os\ntry:\n    for n in range(10**6):\n        open(f'f{n}', 'w').close()\nexcept OSError:\n    pass\n"
         "print('still heard')\n"
@@ -293,47 +241,416 @@ def test_a_full_private_tmpfs_still_reports_the_programs_output(sandbox):
     assert result.passed and result.stdout.strip() == "still heard"
 
 
-_AS_NOBODY = """
+
+
+# -- The hostile suite, as root and as an ordinary user -------------------------------------------
+
+_RUN_AS_USER = """
 import asyncio, json, sys
+from dataclasses import asdict
+from benchlab.errors import EvaluationError
 from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
-sandbox = Sandbox(SandboxLimits(timeout_secs=5, max_files=40), concurrency=1)
-result = asyncio.run(sandbox.run(sys.stdin.read()))
-print(json.dumps({"mode": sandbox.mode, "filesystem": sandbox.filesystem,
-                  "stdout": result.stdout, "stderr": result.stderr, "passed": result.passed}))
+job = json.loads(sys.stdin.read())
+try:
+    sandbox = Sandbox(SandboxLimits(**job["limits"]), concurrency=1)
+except EvaluationError as exc:
+    print(json.dumps({"setup_error": str(exc)}))
+    raise SystemExit(0)
+result = asyncio.run(sandbox.run(job["program"]))
+print(json.dumps({**asdict(result), "passed": result.passed}))
 """
 
 
-def test_without_root_the_user_namespace_also_confines_writes(host_writable_dirs, tmp_path):
-    """As an ordinary user (the CI's case without root), writes land nowhere on the host either."""
-    import sysconfig
+def _as_user_command() -> tuple[list[str], dict[str, str]]:
+    """How to run Python as ``nobody`` with this checkout's benchlab importable."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv is needed to run the sandbox as an ordinary user")
+    # A Python under /root (pyenv) is out of an ordinary user's reach: then the system one, with
+    # this environment's packages on its path; an editable install's .pth file is not read from
+    # a PYTHONPATH entry, so the package's own folder is named too.
+    package_parent = str(Path(benchlab.__file__).resolve().parents[1])
+    path = os.pathsep.join(
+        p for p in (os.environ.get("PYTHONPATH", ""), package_parent, sysconfig.get_paths()["purelib"]) if p
+    )
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path, "HOME": "/"}
+    prefix = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    return prefix, env
 
-    import benchlab
-    from benchlab.evaluate.sandbox import default_python
 
-    python, path = sys.executable, os.environ.get("PYTHONPATH", "")
-    command = [python, "-c", _AS_NOBODY]
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("setpriv is needed to run the sandbox as an ordinary user")
-        # A Python under /root (pyenv) is out of an ordinary user's reach: then the system one,
-        # with this environment's packages on its path.
-        python = default_python()
-        # An editable install's .pth file is not read from a PYTHONPATH entry: name the package's
-        # own folder too.
-        package_parent = str(Path(benchlab.__file__).resolve().parents[1])
-        path = os.pathsep.join(p for p in (path, package_parent, sysconfig.get_paths()["purelib"]) if p)
-        command = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", _AS_NOBODY]
-    name = f"nobody-{uuid.uuid4().hex[:12]}-"
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path, "HOME": str(tmp_path)}
-    os.chmod(tmp_path, 0o777)
-    proc = subprocess.run(command, input=_write_everywhere(name, host_writable_dirs), text=True,
-                          capture_output=True, env=env, cwd=tmp_path, check=False, timeout=120)
-    if proc.returncode != 0:
-        pytest.skip(f"benchlab cannot run as an ordinary user here: {proc.stderr.strip()[-200:]}")
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
-    if seen["filesystem"] == "none":
-        pytest.skip("no user namespaces here: the sandbox warns that writes are not confined")
-    assert seen["passed"], seen["stderr"]
-    assert set(json.loads(seen["stdout"])) <= {"/tmp", "/var/tmp", "/dev/shm"}
+Runner = Callable[..., dict]
+
+
+@pytest.fixture(params=["server-user", "nobody"])
+def runner(request) -> Iterator[Runner]:
+    """Runs a program in a sandbox of a server running as this user, or as ``nobody``."""
+    if request.param == "server-user":
+
+        def here(program: str, limits: SandboxLimits = LIMITS) -> dict:
+            sandbox = Sandbox(limits, concurrency=1)
+            result = asyncio.run(sandbox.run(program))
+            return {**asdict(result), "passed": result.passed}
+
+        here.uid = os.geteuid()  # type: ignore[attr-defined]
+        here.prefix = []  # type: ignore[attr-defined]
+        yield here
+        return
+    if os.geteuid() != 0:
+        pytest.skip("the tests already run as an ordinary user")
+    prefix, env = _as_user_command()
+
+    def as_nobody(program: str, limits: SandboxLimits = LIMITS) -> dict:
+        job = json.dumps({"limits": asdict(limits), "program": program})
+        proc = subprocess.run([*prefix, default_python(), "-c", _RUN_AS_USER], input=job, text=True,
+                              capture_output=True, env=env, cwd="/", check=False, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert "setup_error" not in out, out
+        return out
+
+    as_nobody.uid = NOBODY  # type: ignore[attr-defined]
+    as_nobody.prefix = prefix  # type: ignore[attr-defined]
+    yield as_nobody
+
+
+def _start_target(runner: Runner) -> subprocess.Popen:
+    """A process of the server's own user for a program to aim at (started by this test only)."""
+    return subprocess.Popen([*runner.prefix, "sleep", "120"])  # type: ignore[attr-defined]
+
+
+def test_no_signal_reaches_a_process_of_the_servers_user(runner):
+    target = _start_target(runner)
+    try:
+        program = f"""
+import os, signal
+outcome = []
+for sig in (0, signal.SIGKILL):
+    try:
+        os.kill({target.pid}, sig)
+        outcome.append("sent")
+    except OSError as exc:
+        outcome.append(type(exc).__name__)
+print(outcome)
+"""
+        result = runner(program)
+        assert result["passed"], result
+        # The host's pid numbers do not exist in the sandbox's PID namespace.
+        assert result["stdout"].strip() == "['ProcessLookupError', 'ProcessLookupError']"
+        time.sleep(0.2)
+        assert target.poll() is None, "the target process was killed from inside the sandbox"
+    finally:
+        target.kill()
+        target.wait()
+
+
+def test_no_host_socket_is_reachable_tcp_unix_under_run_or_abstract(runner, tmp_path):
+    tag = uuid.uuid4().hex[:12]
+    listeners = []
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    listeners.append(tcp)
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind(f"\0benchlab-test-{tag}")
+    listeners.append(abstract)
+    # A Unix socket where services keep theirs (/run, root only), else in a folder anyone may reach.
+    base = Path("/run") if os.access("/run", os.W_OK) else tmp_path
+    folder = base / f"benchlab-test-{tag}"
+    folder.mkdir()
+    os.chmod(folder, 0o777)
+    path = str(folder / "service.sock")
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(path)
+    os.chmod(path, 0o777)
+    listeners.append(unix)
+    try:
+        for listener in listeners:
+            listener.listen(8)
+        program = f"""
+import socket
+reached = []
+for family, address in ((socket.AF_INET, ("127.0.0.1", {tcp.getsockname()[1]})),
+                        (socket.AF_UNIX, {path!r}), (socket.AF_UNIX, "\\0benchlab-test-{tag}")):
+    s = socket.socket(family)
+    s.settimeout(2)
+    try:
+        s.connect(address)
+        reached.append(str(address))
+    except OSError:
+        pass
+print(reached)
+"""
+        result = runner(program)
+        assert result["passed"], result
+        assert result["stdout"].strip() == "[]"
+        for listener in listeners:
+            listener.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                listener.accept()
+    finally:
+        for listener in listeners:
+            listener.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# Holds 100 MiB blocks in as many processes and threads as it can, all at once, and prints
+# the MiB held: each holder reports on a pipe once its block is allocated and touched.
+_AGGREGATE_MEMORY = """
+import os, threading, time
+BLOCK = 100
+r, w = os.pipe()
+def hold():
+    try:
+        block = bytearray(BLOCK * 2**20)
+        block[::4096] = b"x" * len(block[::4096])
+    except MemoryError:
+        return
+    os.write(w, b"1")
+    time.sleep(2)
+for _ in range(6):
+    try:
+        if os.fork() == 0:
+            hold()
+            os._exit(0)
+    except OSError:
+        break
+for _ in range(6):
+    try:
+        threading.Thread(target=hold, daemon=True).start()
+    except RuntimeError:
+        break
+held = 0
+deadline = time.monotonic() + 1.5
+os.set_blocking(r, False)
+while time.monotonic() < deadline:
+    try:
+        held += len(os.read(r, 64)) * BLOCK
+    except BlockingIOError:
+        time.sleep(0.02)
+print(held)
+"""
+
+
+def test_the_memory_limit_holds_for_the_whole_program(runner):
+    limits = SandboxLimits(timeout_secs=8, cpu_secs=6, memory_mb=256, processes=8, output_cap=4096)
+    result = runner(_AGGREGATE_MEMORY, limits)
+    assert result["stdout"].strip(), result
+    held = int(result["stdout"].split()[0])
+    assert 0 < held <= limits.memory_mb, f"one program held {held} MiB with memory_mb={limits.memory_mb}"
+
+
+def test_a_detached_grandchild_does_not_outlive_the_program(runner):
+    marker = f"{int(time.time())}.{uuid.uuid4().int % 10**9}"
+    program = f"""
+import os
+try:
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv("/bin/sleep", ["sleep", "{marker}"])
+        os._exit(0)
+except OSError as exc:
+    print("no fork:", exc)
+# The program itself also becomes a long sleep, ended only by the time limit.
+os.execv("/bin/sleep", ["sleep", "{marker}"])
+"""
+    result = runner(program, SandboxLimits(timeout_secs=2, output_cap=4096))
+    assert result["timed_out"], result
+    survivors = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    survivors.append(int(pid))
+        except OSError:
+            pass
+    for pid in survivors:  # started by this test's program: ours to end
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == []
+
+
+def test_fork_and_disk_bombs_are_contained(runner):
+    program = """
+import os
+forks = 0
+for _ in range(200):
+    try:
+        if os.fork() == 0:
+            while True:
+                pass
+        forks += 1
+    except OSError:
+        pass
+written = 0
+try:
+    with open("/tmp/big", "wb") as f:
+        while True:
+            f.write(b"x" * 2**20)
+            written += 1
+except OSError as exc:
+    print(forks, written, exc.errno)
+"""
+    result = runner(program, SandboxLimits(timeout_secs=5, file_size_mb=8, tmpfs_mb=4, output_cap=4096))
+    forks, written, code = map(int, result["stdout"].split())
+    assert forks == 0
+    assert written <= 8 and code in (errno.ENOSPC, errno.EFBIG)
+
+
+def test_a_time_bomb_is_stopped_at_the_limit(runner):
+    start = time.monotonic()
+    result = runner("import time\nwhile True:\n    time.sleep(0.01)\n", SandboxLimits(timeout_secs=2))
+    assert result["timed_out"] and not result["passed"]
+    assert time.monotonic() - start < 2 + 30  # the launcher's own guard is the limit + 15 s
+
+
+@pytest.fixture
+def state_folder() -> Iterator[Path]:
+    """A server state folder with gold answers, readable by every user, outside /tmp."""
+    if os.access(Path.cwd(), os.W_OK):
+        folder = Path.cwd() / f".sandbox-test-state-{uuid.uuid4().hex[:12]}"
+        folder.mkdir()
+    else:  # an ordinary user without a writable checkout: /tmp, which the sandbox hides as well
+        folder = Path(tempfile.mkdtemp(prefix="sandbox-test-state-"))
+    try:
+        (folder / "gold.jsonl").write_text('{"answer": "the-gold-answer"}\n')
+        os.chmod(folder, 0o755)
+        os.chmod(folder / "gold.jsonl", 0o644)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_nothing_of_the_hosts_data_is_readable(runner, state_folder):
+    program = f"""
+import os
+read = []
+for path in ({str(state_folder / "gold.jsonl")!r}, "/etc/passwd", "/etc/hostname"):
+    try:
+        read.append((path, open(path).read()[:40]))
+    except OSError:
+        pass
+print(read)
+print(sorted(os.listdir("/")))
+"""
+    result = runner(program)
+    assert result["passed"], result
+    lines = result["stdout"].splitlines()
+    assert "the-gold-answer" not in result["stdout"]
+    assert lines[0] == "[]"
+    # The root holds the interpreter's folders and the program's own, and nothing else.
+    assert not {"etc", "home", "root", "run", "srv", "work", "opt"} & set(eval(lines[1]))
+
+
+def test_the_program_holds_no_capability(runner):
+    program = """
+status = dict(line.split(":\\t") for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
+print([status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")])
+"""
+    result = runner(program)
+    assert result["passed"], result
+    assert result["stdout"].strip() == str(["0000000000000000"] * 5)
+
+
+# -- Fail closed ----------------------------------------------------------------------------------
+
+
+def test_without_bubblewrap_no_code_runs_and_the_reason_is_given(monkeypatch, tmp_path):
+    # A PATH with the interpreter's tools but no bwrap.
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(EvaluationError, match="needs bubblewrap, which is not installed"):
+        Sandbox(LIMITS)
+
+
+def test_an_interpreter_the_sandbox_cannot_run_is_a_clear_error(tmp_path):
+    with pytest.raises(EvaluationError, match="cannot run .*set sandbox.python"):
+        Sandbox(LIMITS, python=str(tmp_path / "no-such-python"))
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A folder under /tmp that every user may enter, as CI's virtualenv folder is (pytest's own
+    temporary folders are its user's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="benchlab-sandbox-test-", dir="/tmp"))
+    os.chmod(folder, 0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_an_interpreter_under_tmp_runs_and_nothing_else_of_tmp_is_seen(open_tmp):
+    """CI's virtualenv lives under /tmp, where the program's own tmpfs goes: it is shown there,
+    read-only, and its neighbours are not."""
+    tmp_path = open_tmp
+    venv = tmp_path / "venv"
+    subprocess.run([default_python(), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    if not str(venv.resolve()).startswith("/tmp/"):
+        pytest.skip("the temporary folder is not under /tmp here")
+    os.chmod(tmp_path, 0o755)
+    (tmp_path / "gold.jsonl").write_text("the-gold-answer\n")
+    os.chmod(tmp_path / "gold.jsonl", 0o644)
+    sandbox = Sandbox(LIMITS, concurrency=1, python=str(venv / "bin" / "python"))
+    program = f"""
+import os, sys
+print(sys.prefix)
+print(sorted(os.listdir({str(tmp_path)!r})))
+try:
+    open({str(venv / "planted.py")!r}, "w")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+    result = run(sandbox, program)
+    assert result.passed, result
+    prefix, listing, write = result.stdout.splitlines()
+    assert prefix == str(venv)
+    assert listing == "['venv']"  # gold.jsonl beside it is not there
+    assert write == "OSError"
+    assert not (venv / "planted.py").exists()
+
+
+def test_the_file_cap_is_exact_with_an_interpreter_under_tmp(open_tmp):
+    tmp_path = open_tmp
+    venv = tmp_path / "a" / "b" / "venv"
+    subprocess.run([default_python(), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    if not str(venv.resolve()).startswith("/tmp/"):
+        pytest.skip("the temporary folder is not under /tmp here")
+    for folder in (tmp_path, tmp_path / "a", tmp_path / "a" / "b"):
+        os.chmod(folder, 0o755)
+    sandbox = Sandbox(LIMITS, concurrency=1, python=str(venv / "bin" / "python"))
+    program = (
+        "import os\nn = 0\ntry:\n    while True:\n        open(f'f{n}', 'w').close()\n        n += 1\n"
+        "except OSError as exc:\n    print(n, exc.errno)\n"
+    )
+    created, code = map(int, run(sandbox, program).stdout.split())
+    assert code == errno.ENOSPC
+    # The folders that show the interpreter are not the program's: it still gets max_files.
+    assert LIMITS.max_files - 2 <= created <= LIMITS.max_files
+
+
+@pytest.mark.parametrize("mode", ["none", "userns", "root"])
+def test_modes_without_a_pid_namespace_are_refused(mode, tmp_path):
+    from benchlab.errors import UserError
+    from benchlab.evaluate.config import load_config
+
+    with pytest.raises(EvaluationError, match="unknown sandbox mode"):
+        Sandbox(LIMITS, mode=mode)
+    config = tmp_path / "eval.yaml"
+    config.write_text(f"sandbox:\n  mode: {mode}\n")
+    with pytest.raises(UserError, match="mode"):
+        load_config(config)
+
+
+def test_writes_to_every_world_writable_host_directory_leave_nothing(runner, host_writable_dirs):
+    name = f"escape-{uuid.uuid4().hex[:12]}-"
+    result = runner(_write_everywhere(name, host_writable_dirs))
+    assert result["passed"], result
+    # Inside, only the private tmpfs (seen at /tmp, /var/tmp, /dev/shm) takes writes ...
+    assert set(json.loads(result["stdout"])) <= {"/tmp", "/var/tmp", "/dev/shm"}
+    # ... and on the host nothing at all is left.
     assert _left_on_host(name, host_writable_dirs) == []
+
+
+def test_a_sandbox_that_breaks_after_start_up_scores_nothing_and_says_why():
+    sandbox = Sandbox(LIMITS, concurrency=1)
+    sandbox._bwrap = "/bin/false"  # as if bubblewrap had been removed or broken since start-up
+    with pytest.raises(EvaluationError, match="sandbox could not be set up: bwrap exited with status 1"):
+        run(sandbox, "print('never run')\n")

@@ -92,5 +92,5 @@ def test_benchmarks_md_marks_a_partial_lm_eval_score(tmp_path):
     run_cli("run", "bench.yaml", cwd=root, check=True)
     board = (root / "results" / "ckpt-eval" / "BENCHMARKS.md").read_text()
     row = next(x for x in board.splitlines() if x.startswith("| gsm8k |"))
-    assert "(partial: lm-eval --limit)" in row
+    assert "(partial†)" in row
     assert "evaluated on part of their task's samples" in board

@@ -37,6 +37,27 @@ def search_line(spec: Any) -> str:
             f"sampler {search.sampler}, pruner {search.pruner}")
 
 
+def _refuse_incomplete_checkpoints(spec: Any, spec_path: Path, folder: Path, runs: list[Any] | None = None,
+                                   statuses: dict[str, str] | None = None) -> None:
+    """SpecError when a run still to do would load a local checkpoint that is missing or not whole."""
+    from benchlab.errors import SpecError
+    from benchlab.evalrules import checkpoint_problems
+    from benchlab.plan import expand
+    from benchlab.store import COMPLETED, DB_NAME, Store
+
+    if runs is None:
+        runs = expand(spec)
+    if statuses is None:
+        statuses = {}
+        if (folder / DB_NAME).exists():
+            with Store.open(folder) as store:
+                statuses = store.statuses()
+    todo = [r for r in runs if statuses.get(r.run_id) != COMPLETED]
+    problems = checkpoint_problems(todo, str(spec_path), spec.work_path)
+    if problems:
+        raise SpecError(problems)
+
+
 @app.command()
 def validate(
     spec_path: Path = SpecArg,
@@ -45,6 +66,7 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
 ) -> None:
     """Validate a spec and print the plan: the runs, their resources, and what is already done."""
+    from benchlab.evalrules import rule_warnings
     from benchlab.plan import expand
     from benchlab.spec import load_spec
     from benchlab.store import DB_NAME, PENDING, Store
@@ -57,6 +79,8 @@ def validate(
         with Store.open(folder) as store:
             statuses = store.statuses()
     states = [statuses.get(r.run_id, PENDING) for r in runs]
+    _refuse_incomplete_checkpoints(spec, spec_path, folder, runs, statuses)
+    warnings = rule_warnings(spec, runs)
     if as_json:
         print_json({
             "name": spec.name, "results": str(folder), "runs": [
@@ -66,7 +90,7 @@ def validate(
                 for r, s in zip(runs, states, strict=True)],
             "resources": spec.resources.model_dump(), "timeout": spec.timeout,
             "retries": spec.retries, "retry_on": spec.retry_budget, "variables": spec.variables,
-            "grids": spec.grids,
+            "grids": spec.grids, "warnings": warnings,
         })
         return
     from rich.markup import escape
@@ -94,6 +118,8 @@ def validate(
     console.print(f"results: {folder}  ({', '.join(f'{n} {s}' for s, n in counts.items())})")
     if spec.search is not None:
         console.print(search_line(spec), highlight=False, markup=False)
+    for warning in warnings:
+        console.print(f"[yellow]warning[/]: {escape(warning)}", highlight=False)
     table = Table("run", "id", "status", "command", box=None, pad_edge=False)
     shown = runs if len(runs) <= 30 else runs[:30]
     for r, s in zip(shown, states, strict=False):
@@ -230,6 +256,7 @@ def run(
             sys.stdout.flush()
         console.print(f"{len(todo)} runs would run (dry run: nothing was started)")
         return
+    _refuse_incomplete_checkpoints(spec, spec_path, folder)
     from benchlab.cli.progress import SweepDisplay
 
     backend = backend or spec.backend

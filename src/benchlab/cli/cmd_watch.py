@@ -20,8 +20,8 @@ def watch(
     sets: list[str] = typer.Option(None, "--set", "-s", help="Override a spec variable (repeatable)."),
     results: Path = typer.Option(None, "--results", "-r", help="Results folder [default: results/<name>]."),
     marker: str = typer.Option(None, "--marker", help="A checkpoint is complete once this file exists in it."),
-    settle: float = typer.Option(30.0, "--settle", help="Without --marker: seconds without any change "
-                                 "after which a checkpoint counts as complete."),
+    settle: float = typer.Option(30.0, "--settle", help="Without --marker: seconds a checkpoint's "
+                                 "whole weights must stay unchanged before it counts as complete."),
     interval: float = typer.Option(10.0, "--interval", help="Seconds between looks at the folder."),
     jobs: int = typer.Option(None, "--jobs", "-j", min=1, help="Runs at once."),
     once: bool = typer.Option(False, "--once", help="Evaluate what is complete now, then exit."),
@@ -33,7 +33,7 @@ def watch(
     from benchlab.execute.sweep import Sweep
     from benchlab.report import write_report
     from benchlab.spec import load_spec
-    from benchlab.watch import CheckpointWatcher, spec_for_checkpoints
+    from benchlab.watch import CheckpointWatcher, failed_checkpoints, spec_for_checkpoints
 
     spec = load_spec(spec_path, sets)
     spec_for_checkpoints(spec, [])  # checks the template before waiting for anything
@@ -50,27 +50,52 @@ def watch(
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     evaluated: set[Path] = set()
+    waiting: dict[Path, str] = {}
     code = 0
-    console.print(f"watching {directory} for checkpoints"
-                  + (f" (complete when {marker} appears)" if marker else f" (complete after {settle:g}s unchanged)"))
+    rule = (f"complete when {marker} appears" if marker
+            else f"complete when its weights are whole and unchanged for {settle:g}s")
+    console.print(f"watching {directory} for checkpoints ({rule})")
     try:
         while not stopping:
             ready = watcher.complete()
-            new = [p for p in ready if p not in evaluated]
+            new = watcher.due(ready)
+            for ckpt, why in watcher.waiting.items():
+                if waiting.get(ckpt) != why:
+                    console.print(f"waiting for {ckpt.name}: {why}")
+            waiting = dict(watcher.waiting)
             if new:
-                console.print(f"new checkpoint{'s' if len(new) > 1 else ''}: " + ", ".join(p.name for p in new))
-                run_spec = spec_for_checkpoints(spec, ready)
-                display = SweepDisplay(console, primary=spec.metrics.primary.name)
-                sweep = Sweep(run_spec, folder, jobs=jobs, on_event=display.on_event)
-                current[:] = [sweep]
-                with display:
-                    result = sweep.run()
-                current.clear()
-                display.summary(result)
+                again = [p for p in new if p in evaluated]
+                fresh = [p for p in new if p not in evaluated]
+                if fresh:
+                    console.print(f"new checkpoint{'s' if len(fresh) > 1 else ''}: "
+                                  + ", ".join(p.name for p in fresh))
+                if again:
+                    console.print("changed since its evaluation failed, evaluating again: "
+                                  + ", ".join(p.name for p in again))
+                # A rewritten checkpoint's failed runs first, on a spec of those alone; then the whole
+                # spec (recorded last, so that the report covers every checkpoint).
+                sweeps = [(spec_for_checkpoints(spec, ready, only=set(again)), True)] if again else []
+                sweeps.append((spec_for_checkpoints(spec, ready), False))
+                failed_runs: list[str] = []
+                for run_spec, rerun_failed in sweeps:
+                    display = SweepDisplay(console, primary=spec.metrics.primary.name)
+                    sweep = Sweep(run_spec, folder, jobs=jobs, on_event=display.on_event,
+                                  rerun_failed=rerun_failed)
+                    current[:] = [sweep]
+                    with display:
+                        result = sweep.run()
+                    current.clear()
+                    display.summary(result)
+                    if result.stopped:
+                        break
+                    failed_runs += result.failed_runs
                 if result.stopped:
                     code = 130
                     break
-                code = max(code, result.exit_code)
+                code = max(code, result.exit_code, 1 if failed_runs else 0)
+                failed = failed_checkpoints(ready, failed_runs)
+                for ckpt in new:
+                    watcher.record(ckpt, ckpt in failed)
                 evaluated.update(new)
                 if result.completed + result.skipped:
                     console.print(f"report: {write_report(folder).markdown}")

@@ -110,7 +110,9 @@ def collect_run(run_dir: Path, metrics: list[Metric], context: dict[str, str] | 
         if metric.source is None:
             continue
         source = metric.source.for_run(context) if context else metric.source
-        if source.kind == "lm_eval" and not source.task:
+        if source.kind == "lm_eval":
+            # Whichever form names it, the file is read whole: its partial flag, standard errors
+            # and provenance belong to the run, not only to the value picked.
             _read_every_lm_eval_metric(out, run_dir, source, metric.name, (context or {}).get("task"))
             continue
         try:
@@ -128,7 +130,8 @@ def collect_run(run_dir: Path, metrics: list[Metric], context: dict[str, str] | 
 
 def _read_every_lm_eval_metric(out: Collected, run_dir: Path, source: Any, name: str, task: str | None) -> None:
     """Every ``task/metric,filter`` of the newest lm-evaluation-harness file into ``out``; ``name`` picks the
-    metric's own value (read once per run, however many metrics name the file)."""
+    metric's own value, or, in the ``task``/``key`` form, ``source.task``'s ``source.key``, whose
+    standard error then becomes ``<name>_stderr`` (read once per run, however many metrics name the file)."""
     try:
         if out.lm_eval is None or out.lm_eval.provenance.get("folder") != source.lm_eval:
             found = _lm_eval.read_all(run_dir, source)
@@ -137,7 +140,13 @@ def _read_every_lm_eval_metric(out: Collected, run_dir: Path, source: Any, name:
             out.finals.update(found.values)
             out.extracted.update(found.values)
             out.notes.extend(n for n in found.notes if n not in out.notes)
-        value = _lm_eval.pick(out.lm_eval, name, task)
+        if source.task:
+            value, stderr = _lm_eval.pick_key(out.lm_eval, source.task, source.key)
+            if stderr is not None and math.isfinite(stderr):
+                out.finals[f"{name}_stderr"] = stderr
+                out.extracted.add(f"{name}_stderr")
+        else:
+            value = _lm_eval.pick(out.lm_eval, name, task)
     except ExtractFailed as exc:
         out.problems[name] = str(exc)
         out.finals.pop(name, None)

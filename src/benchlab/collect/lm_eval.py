@@ -9,12 +9,11 @@ the run short) and ``config`` (``model``, ``model_args``, ``limit``). With
 ``--output_path {run_dir}`` in a run's command, the newest results file
 anywhere under the run directory is the run's.
 
-Two ways to read it:
-
-- ``task`` and ``key`` pick one value (``extract_lm_eval``);
-- without them, ``read_all`` reads every ``(task, metric, filter)`` as
-  ``task/metric,filter``, standard errors included as values of their own
-  (``task/metric_stderr,filter``), and the file's provenance.
+Whichever way a spec names a value, ``read_all`` reads the file whole: every
+``(task, metric, filter)`` as ``task/metric,filter``, standard errors included
+as values of their own (``task/metric_stderr,filter``), the tasks cut short by
+``--limit`` and the file's provenance. Then ``task`` and ``key`` pick one value
+(``pick_key``), or the metric's own name does (``pick``).
 """
 
 from __future__ import annotations
@@ -66,6 +65,8 @@ class LmEvalResults:
     """
 
     values: dict[str, float] = field(default_factory=dict)
+    #: ``task/key`` -> what the file holds there when it is not a number (for a clear message).
+    non_numeric: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     partial: dict[str, tuple[int, int]] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
@@ -78,6 +79,8 @@ class LmEvalResults:
 
 
 PARTIAL = "partial evaluation (--limit): "
+# Entries of a task's results that are not metrics (0.4.13 adds its name and sample count).
+_NOT_METRICS = {"alias", "name", "sample_len", "sample_count"}
 
 
 def flatten(data: dict[str, Any]) -> LmEvalResults:
@@ -93,14 +96,16 @@ def flatten(data: dict[str, Any]) -> LmEvalResults:
                 continue
             for key, value in metrics.items():
                 name = f"{task}/{key}"
-                if isinstance(value, bool) or key == "alias":
+                if key in _NOT_METRICS:
                     continue
-                if isinstance(value, int | float):
+                if isinstance(value, int | float) and not isinstance(value, bool):
                     out.values[name] = float(value)
                 elif is_stderr(key) and isinstance(value, str) and value.strip().upper() == "N/A":
                     out.values[name] = math.nan
                     if name not in not_available:
                         not_available.append(name)
+                else:
+                    out.non_numeric[name] = value
     if not_available:
         out.notes.append(
             "lm-evaluation-harness could not compute these standard errors (\"N/A\"), kept as null: "
@@ -125,6 +130,8 @@ def flatten(data: dict[str, Any]) -> LmEvalResults:
         "model": config.get("model"),
         "model_args": config.get("model_args"),
         "limit": config.get("limit"),
+        # What actually ran: the seed, batch size and sampling settings the harness used.
+        "run_config": {k: config.get(k) for k in ("random_seed", "batch_size", "gen_kwargs")},
         "model_name": data.get("model_name"),
         "date": data.get("date"),
         "lm_eval_version": data.get("lm_eval_version"),
@@ -158,22 +165,35 @@ def pick(results: LmEvalResults, name: str, task: str | None) -> float:
                         + (f" (nor {task}/{name})" if task else "") + f"; the results hold: {listed}")
 
 
+def stderr_key(key: str) -> str:
+    """The standard error's key of a metric key: ``exact_match,strict-match`` ->
+    ``exact_match_stderr,strict-match``."""
+    head, _, filt = key.partition(",")
+    return f"{head}_stderr" + (f",{filt}" if filt else "")
+
+
+def pick_key(results: LmEvalResults, task: str, key: str) -> tuple[float, float | None]:
+    """``task``'s value of ``key`` and its standard error (None when the file has none; NaN
+    when the harness could not compute it)."""
+    tasks = sorted({name.split("/", 1)[0] for name in results.values} | set(results.non_numeric))
+    if task not in tasks:
+        raise ExtractFailed(f"task {task!r} is not in the results (tasks: {', '.join(tasks)})")
+    name = f"{task}/{key}"
+    if name not in results.values:
+        if name in results.non_numeric:
+            raise ExtractFailed(f"{task} {key}: expected a number, got {results.non_numeric[name]!r}")
+        keys = sorted(k.split("/", 1)[1] for k in results.values
+                      if k.startswith(f"{task}/") and not is_stderr(k.split("/", 1)[1]))
+        raise ExtractFailed(f"{task} has no metric {key!r} (metrics: {', '.join(keys)})")
+    return results.values[name], results.values.get(f"{task}/{stderr_key(key)}")
+
+
 def extract_lm_eval(run_dir: Path, source: MetricSource) -> tuple[float, Series | None]:
+    """One value (``task``'s ``key``); collecting a run reads the whole file instead
+    (``collect_run``), this serves callers that want the value alone."""
     assert source.lm_eval is not None and source.task and source.key
-    folder = run_dir / source.lm_eval
-    data = read_results(newest_results(folder))
-    results = data["results"]
-    if source.task not in results:
-        raise ExtractFailed(f"task {source.task!r} is not in the results "
-                            f"(tasks: {', '.join(sorted(results))})")
-    metrics = results[source.task]
-    if source.key not in metrics:
-        keys = sorted(k for k in metrics if k != "alias" and "_stderr" not in k)
-        raise ExtractFailed(f"{source.task} has no metric {source.key!r} (metrics: {', '.join(keys)})")
-    value = metrics[source.key]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ExtractFailed(f"{source.task} {source.key}: expected a number, got {value!r}")
-    return float(value), None
+    found = flatten(read_results(newest_results(run_dir / source.lm_eval)))
+    return pick_key(found, source.task, source.key)[0], None
 
 
 EXTRACTORS["lm_eval"] = extract_lm_eval

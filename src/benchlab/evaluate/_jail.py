@@ -1,33 +1,25 @@
-"""Launcher of one sandboxed program. Run as a script (``python -I _jail.py CONFIG_JSON``), stdlib only.
+"""Launcher of one sandboxed program on bubblewrap. Run as a script, stdlib only.
 
-Reads the program from stdin, runs it under the isolation that ``CONFIG["mode"]``
-names, and prints one JSON line: exit code, signal, timed_out, and the first
-``output_cap`` bytes of the program's stdout and stderr.
+Two stages, both in this file:
 
-Modes (``sandbox.probe_isolation`` picks the strongest that works here):
+- outside (``python -I _jail.py CONFIG_JSON``): reads the program from stdin,
+  runs it in ``bwrap`` and prints one JSON line: exit code, timed_out, and the
+  first ``output_cap`` bytes of its stdout and stderr, or ``error`` when the
+  sandbox could not be set up. As root it first becomes the slot's own
+  unprivileged uid, so that the program's processes are counted apart and own
+  nothing of the host.
+- inside (``python -I -B /sandbox/jail.py --inner CONFIG_JSON``), the first
+  process in the sandbox, still holding CAP_SYS_ADMIN of the sandbox's own user
+  namespace: mounts the program's capped tmpfs (bubblewrap 0.8 caps its size but
+  not its inodes), writes ``main.py``, sets the rlimits, drops every
+  capability and execs the program.
 
-- ``root``: new network, mount, PID, IPC and UTS namespaces; the program runs
-  under an unprivileged uid of its own (so RLIMIT_NPROC applies) as a child of a
-  tiny init, and when the init dies the kernel kills everything left in the
-  namespace, even processes that left the process group.
-- ``userns``: a new user, network and mount namespace; the program keeps the caller's uid.
-- ``none``: rlimits, process group and throwaway directory only (no network isolation,
-  no file-system confinement).
-
-File system (``root`` and ``userns``), as ``CONFIG["filesystem"]`` says:
-
-- ``readonly``: every mount of this mount namespace becomes read-only
-  (``mount_setattr`` with ``AT_RECURSIVE``, or one bind-remount per mount on
-  kernels before 5.12); the host's mounts are untouched.
-- ``cover``: where that fails, each directory of ``CONFIG["cover"]`` (the
-  world-writable ones, found by the caller at start-up) is hidden under an
-  empty read-only tmpfs.
-
-Then the program's only writable place is one private tmpfs, capped at
-``tmpfs_mb`` MiB and ``max_files`` inodes (files, directories and hard links
-alike), mounted on /tmp and bound onto /var/tmp and /dev/shm. It disappears
-with the namespace. The program's stdout and stderr go to memfds, which the
-program cannot replace or point elsewhere.
+bubblewrap gives new user, PID, network, IPC, UTS and cgroup namespaces, a root
+made of nothing but what ``CONFIG["binds"]`` names (read-only) plus /proc of the
+new PID namespace and a minimal /dev, and kills everything in there when the
+launcher goes. Its seccomp filter, built here, refuses every new process
+(threads are allowed), so the program is one address space and ``RLIMIT_AS``
+bounds all its memory.
 """
 
 from __future__ import annotations
@@ -36,25 +28,38 @@ import ctypes
 import json
 import os
 import resource
-import shutil
 import signal
+import struct
 import sys
-import tempfile
 import time
 
-CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
-MS_REC, MS_PRIVATE = 16384, 1 << 18
-PR_SET_PDEATHSIG = 1
-MOUNT_ATTR_RDONLY, AT_FDCWD, AT_RECURSIVE, SYS_MOUNT_SETATTR = 0x1, -100, 0x8000, 442
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 1, 24, 36
+CAP_VERSION_3 = 0x20080522
 # Inodes of the private tmpfs that are not the program's: its root, work/, main.py.
 RESERVED_INODES = 3
-# Mount options that a bind-remount must repeat (else it would clear them, which a user namespace forbids).
-_KEPT_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
-                 "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+# Descriptors the inner stage finds open: the program on 0, output on 1 and 2, "ready" on 3.
+STATUS_FD = 3
+READY = b"ready"
+
+# seccomp: classic BPF over struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6];}.
+_LD_ABS, _JEQ, _JSET, _RET = 0x20, 0x15, 0x45, 0x06
+_ALLOW, _ERRNO, _KILL = 0x7FFF0000, 0x00050000, 0x80000000
+_EPERM, _ENOSYS = 1, 38
+CLONE_THREAD = 0x00010000
+# arch -> (AUDIT_ARCH, syscalls refused outright, clone, clone3). Refused: fork and vfork (new
+# processes), unshare and setns (a user namespace of the program's own would let it mount
+# tmpfs, memory outside its address space).
+_SYSCALLS = {
+    "x86_64": (0xC000003E, (57, 58, 272, 308), 56, 435),
+    "aarch64": (0xC00000B7, (97, 268), 220, 435),
+}
 
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _SetupError(Exception):
+    """The sandbox could not be set up; the program did not run."""
 
 
 def _check(ret: int, what: str) -> None:
@@ -63,103 +68,99 @@ def _check(ret: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _unshare(flags: int) -> None:
-    _check(_libc.unshare(flags), "unshare")
-
-
-def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    _check(
-        _libc.mount(
-            source.encode(),
-            target.encode(),
-            fstype.encode() if fstype else None,
-            flags,
-            data.encode() if data else None,
-        ),
-        f"mount {target}",
-    )
-
-
-class _MountAttr(ctypes.Structure):
-    _fields_ = [
-        ("attr_set", ctypes.c_uint64),
-        ("attr_clr", ctypes.c_uint64),
-        ("propagation", ctypes.c_uint64),
-        ("userns_fd", ctypes.c_uint64),
+def seccomp_filter(machine: str) -> bytes:
+    """A filter that lets the program start threads but no process (fork, vfork, clone without
+    CLONE_THREAD fail with EPERM; clone3, whose flags a filter cannot read, with ENOSYS so that
+    the C library falls back to clone) and enter no other namespace (unshare, setns: EPERM).
+    Another architecture or ABI is killed."""
+    if machine not in _SYSCALLS:
+        raise _SetupError(f"no process filter for the {machine} architecture (x86_64 and aarch64 only)")
+    arch, forks, clone, clone3 = _SYSCALLS[machine]
+    # Each entry: (code, true target label or 0, false target label or 0, k).
+    prog: list[tuple[int, object, object, int]] = [
+        (_LD_ABS, 0, 0, 4),
+        (_JEQ, 0, "kill", arch),
+        (_LD_ABS, 0, 0, 0),
+        (_JSET, "kill", 0, 0x40000000),  # the x32 ABI's numbers
+        *[(_JEQ, "eperm", 0, nr) for nr in forks],
+        (_JEQ, "enosys", 0, clone3),
+        (_JEQ, 0, "allow", clone),
+        (_LD_ABS, 0, 0, 16),  # low half of args[0], the clone flags
+        (_JSET, "allow", "eperm", CLONE_THREAD),
     ]
+    labels = {"allow": (_RET, _ALLOW), "eperm": (_RET, _ERRNO | _EPERM),
+              "enosys": (_RET, _ERRNO | _ENOSYS), "kill": (_RET, _KILL)}
+    at = {name: len(prog) + i for i, name in enumerate(labels)}
+    out = b""
+    for i, (code, jt, jf, k) in enumerate(prog):
+        t = at[jt] - i - 1 if isinstance(jt, str) else 0
+        f = at[jf] - i - 1 if isinstance(jf, str) else 0
+        out += struct.pack("=HBBI", code, t, f, k)
+    for code, k in labels.values():
+        out += struct.pack("=HBBI", code, 0, 0, k)
+    return out
 
 
-def _mount_points() -> list[tuple[str, int]]:
-    """Every mount point of this namespace with the flags a remount must keep, parents first."""
-    points = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            # Octal escapes (\040 for a space) as the kernel writes them.
-            target = fields[4].encode().decode("unicode_escape")
-            flags = 0
-            for option in fields[5].split(","):
-                flags |= _KEPT_OPTIONS.get(option, 0)
-            points.append((target, flags))
-    return sorted(points, key=lambda p: p[0].count("/"))
+# Where the program's tmpfs is seen; an interpreter living there (a virtualenv under /tmp) is
+# shown at its own path inside that tmpfs, read-only.
+SHARED = ("/tmp", "/var/tmp", "/dev/shm")
 
 
-def _readonly_root() -> None:
-    """Make every mount of this (private) mount namespace read-only."""
-    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
-    ret = _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(attr),
-                        ctypes.sizeof(attr))
-    if ret == 0:
-        return
-    for target, flags in _mount_points():
-        try:
-            _mount("none", target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags, None)
-        except OSError as exc:
-            if os.path.exists(target):
-                raise OSError(exc.errno, f"cannot make {target} read-only: {exc.strerror}") from None
+def _shared_place(path: str) -> str | None:
+    """The folder of ``SHARED`` that ``path`` lies under, or None."""
+    return next((d for d in SHARED if path == d or path.startswith(d + "/")), None)
 
 
-def _cover(paths: list[str]) -> None:
-    """Hide each of ``paths`` under an empty read-only tmpfs."""
-    for target in paths:
-        if os.path.isdir(target) and not os.path.islink(target):
-            _mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                   "size=4k,nr_inodes=1,mode=555")
+def _folders_made_for(targets: list[str]) -> int:
+    """How many folders the inner stage creates in the tmpfs to show ``targets`` (not the program's)."""
+    made: set[str] = set()
+    for target in targets:
+        shared = _shared_place(target)
+        if shared is None:
+            continue
+        parts = target[len(shared):].strip("/").split("/")
+        made.update("/".join(parts[:i + 1]) for i in range(len(parts)) if parts[0])
+    return len(made)
 
 
-def _private_tmpfs(cfg: dict) -> str:
-    """Confine writes to one capped tmpfs on /tmp (also seen at /var/tmp and /dev/shm); its work folder."""
-    shared = ("/var/tmp", "/dev/shm")
-    if cfg["filesystem"] == "readonly":
-        _readonly_root()
-    else:
-        _cover([p for p in cfg["cover"] if p != "/tmp" and p not in shared])
-    inodes = cfg["max_files"] + RESERVED_INODES
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-           f"size={cfg['tmpfs_mb']}m,nr_inodes={inodes},mode=1777")
-    for target in shared:
-        if os.path.isdir(target) and not os.path.islink(target):
-            _mount("/tmp", target, None, MS_BIND, None)
-    workdir = "/tmp/work"
-    os.mkdir(workdir, 0o700)
-    if cfg["drop"]:
-        os.chown(workdir, cfg["uid"], cfg["uid"])
-    return workdir
+def _memfd(name: str, data: bytes = b"") -> int:
+    fd = os.memfd_create(name, 0)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
-def _limits(cfg: dict) -> None:
-    mb = 1024 * 1024
-    cpu = int(cfg["cpu_secs"])
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (cfg["memory_mb"] * mb, cfg["memory_mb"] * mb))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["file_size_mb"] * mb, cfg["file_size_mb"] * mb))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (cfg["open_files"], cfg["open_files"]))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    nproc = cfg["processes"]
-    if not cfg["drop"]:
-        # The limit counts every process of this uid, the server's included.
-        nproc += _processes_of(os.getuid())
-    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+def bwrap_argv(cfg: dict, jail_fd: int, seccomp_fd: int) -> list[str]:
+    """bubblewrap's command line: the namespaces, the read-only view, then the inner stage."""
+    argv = [
+        cfg["bwrap"], "--unshare-all", "--unshare-user", "--die-with-parent",
+        "--new-session", "--uid", "0", "--gid", "0", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",
+        "--hostname", "sandbox", "--clearenv", "--proc", "/proc", "--dev", "/dev",
+        "--dir", "/tmp", "--dir", "/var/tmp",
+    ]
+    moved: list[tuple[str, str]] = []
+    for path in cfg["binds"]:
+        if _shared_place(path):
+            # Under what becomes the program's own tmpfs: bound aside here, put back in place
+            # (read-only) by the inner stage once that tmpfs is mounted.
+            aside = f"/sandbox/bind/{len(moved)}"
+            argv += ["--ro-bind", path, aside]
+            moved.append((aside, path))
+        else:
+            argv += ["--ro-bind", path, path]
+    for link, target in cfg["links"]:
+        argv += ["--symlink", target, link]
+    inner = {k: cfg[k] for k in ("python", "tmpfs_mb", "max_files", "limits", "max_program_bytes")}
+    inner["moved"] = moved
+    # The inner stage runs before the moved folders are back in place: its interpreter is the
+    # program's, found where it is at that moment (the real file, or its place aside).
+    python = os.path.realpath(cfg["python"])
+    for aside, target in moved:
+        if python.startswith(target + "/"):
+            python = aside + python[len(target):]
+    argv += ["--ro-bind-data", str(jail_fd), "/sandbox/jail.py", "--seccomp", str(seccomp_fd),
+             "--chdir", "/", python, "-I", "-B", "/sandbox/jail.py", "--inner", json.dumps(inner)]
+    return argv
 
 
 def _processes_of(uid: int) -> int:
@@ -173,82 +174,57 @@ def _processes_of(uid: int) -> int:
     return count
 
 
-def _exec_program(cfg: dict, workdir: str, out_fd: int, err_fd: int) -> None:
-    """In the forked child: limits, drop privileges, exec. Never returns."""
-    try:
-        os.chdir(workdir)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(out_fd, 1)
-        os.dup2(err_fd, 2)
-        os.closerange(3, 1 << 16)
-        if cfg["mode"] != "root":
-            os.setpgid(0, 0)
-        _limits(cfg)
-        if cfg["drop"]:
-            os.setgroups([])
-            os.setgid(cfg["uid"])
-            os.setuid(cfg["uid"])
-        os.execve(cfg["python"], [cfg["python"], "-I", "-B", "main.py"], {})
-    except BaseException as exc:  # noqa: BLE001 - report and leave, whatever happened
-        os.write(2, f"sandbox: could not start the program: {exc}\n".encode())
-    os._exit(126)
-
-
-def _init(cfg: dict, workdir: str, out_fd: int, err_fd: int) -> None:
-    """PID 1 of the new namespace: start the program, reap orphans, exit with its status."""
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    try:
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-    except OSError:
-        pass  # the host /proc still hides other uids' environments
-    pid = os.fork()
-    if pid == 0:
-        _exec_program(cfg, workdir, out_fd, err_fd)
-    while True:
-        try:
-            done, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            os._exit(125)
-        if done == pid:
-            code = os.waitstatus_to_exitcode(status)
-            os._exit(code if code >= 0 else 128 - code)
-
-
 def _read_capped(fd: int, cap: int) -> str:
     data = os.pread(fd, cap + 1, 0)
     text = data[:cap].decode("utf-8", "replace")
     return text + "\n[output truncated]" if len(data) > cap else text
 
 
-def _setup(cfg: dict) -> tuple[str, str | None]:
-    """Enter the isolation of ``cfg["mode"]``: the program's working folder, and a host folder to delete after."""
-    mode = cfg["mode"]
-    if mode == "root":
-        _unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
-    elif mode == "userns":
-        uid, gid = os.getuid(), os.getgid()
-        _unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS)
-        with open("/proc/self/setgroups", "w") as f:
-            f.write("deny")
-        with open("/proc/self/uid_map", "w") as f:
-            f.write(f"{uid} {uid} 1")
-        with open("/proc/self/gid_map", "w") as f:
-            f.write(f"{gid} {gid} 1")
-    else:
-        workdir = tempfile.mkdtemp(prefix="benchlab-sandbox-")
-        if cfg["drop"]:
-            os.chown(workdir, cfg["uid"], cfg["uid"])
-        return workdir, workdir
-    _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
-    try:
-        return _private_tmpfs(cfg), None
-    except OSError as exc:
-        raise _SetupError(f"file system confinement ({cfg['filesystem']}) failed: {exc}") from None
+def _start(cfg: dict, program: bytes) -> tuple[int, int, int, int]:
+    """Fork and exec bwrap; its pid and the memfds of stdout, stderr and the inner stage's status."""
+    drop = os.geteuid() == 0
+    limits = cfg["limits"]
+    # RLIMIT_NPROC counts every task of the kuid: bwrap's two processes, the program and its
+    # threads, and, without root, every process of the server's user as well.
+    limits["nproc"] = cfg["processes"] + 2 + (0 if drop else _processes_of(os.getuid()))
+    with open(__file__, "rb") as f:
+        jail_fd = _memfd("jail", f.read())
+    seccomp_fd = _memfd("seccomp", seccomp_filter(os.uname().machine))
+    program_fd = _memfd("program", program)
+    out_fd, err_fd, status_fd = _memfd("stdout"), _memfd("stderr"), _memfd("status")
+    argv = bwrap_argv(cfg, 4, 5)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            # Up high first, so that no dup2 below overwrites a descriptor still to be placed.
+            fds = (program_fd, out_fd, err_fd, status_fd, jail_fd, seccomp_fd)
+            moved = [os.dup2(fd, 100 + i) for i, fd in enumerate(fds)]
+            for target, fd in enumerate(moved):
+                os.dup2(fd, target)
+            os.closerange(6, 1 << 16)
+            if drop:
+                os.setgroups([])
+                os.setgid(cfg["uid"])
+                os.setuid(cfg["uid"])
+            # After setuid, which clears it: if the launcher dies, bwrap dies, and with it the sandbox.
+            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            os.execve(cfg["bwrap"], argv, {})
+        except BaseException as exc:  # noqa: BLE001 - report and leave, whatever happened
+            os.write(2, f"cannot start {cfg['bwrap']}: {exc}\n".encode())
+        os._exit(126)
+    for fd in (jail_fd, seccomp_fd, program_fd):
+        os.close(fd)
+    return pid, out_fd, err_fd, status_fd
 
 
-class _SetupError(Exception):
-    pass
+def _reap_all(deadline: float) -> None:
+    """Wait until no process of the sandbox is left (bwrap's init, reparented here, is the last)."""
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                time.sleep(0.005)
+        except ChildProcessError:
+            return
 
 
 def main() -> None:
@@ -257,27 +233,15 @@ def main() -> None:
     if len(program) > cfg["max_program_bytes"]:
         print(json.dumps({"error": "program too large"}))
         return
-    mode = cfg["mode"]
-    # As root, the program runs under a uid of its own: RLIMIT_NPROC does not bind root.
-    cfg["drop"] = os.geteuid() == 0
-    try:
-        workdir, cleanup = _setup(cfg)
-    except _SetupError as exc:
-        print(json.dumps({"error": str(exc), "setup": True}))
-        return
-    with open(os.path.join(workdir, "main.py"), "wb") as f:
-        f.write(program)
-    # memfds: in no folder, so the program can neither fill them up through the file cap
-    # nor swap them for a link to a file it may not read.
-    out_fd = os.memfd_create("stdout", 0)
-    err_fd = os.memfd_create("stderr", 0)
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        if mode == "root":
-            _init(cfg, workdir, out_fd, err_fd)
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        _exec_program(cfg, workdir, out_fd, err_fd)
+    # bwrap's init is reparented to us when bwrap goes, so that we can wait for it: the init of
+    # a PID namespace is reaped only once every process in there is gone.
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        pid, out_fd, err_fd, status_fd = _start(cfg, program)
+    except (_SetupError, OSError) as exc:
+        print(json.dumps({"error": f"the sandbox could not be set up: {exc}", "setup": True}))
+        return
     timed_out = False
     deadline = start + cfg["timeout_secs"]
     status = None
@@ -287,30 +251,92 @@ def main() -> None:
             status = st
         elif time.monotonic() > deadline:
             timed_out = True
-            # In root mode this is the namespace's init: killing it kills every process in there.
-            # Otherwise the program leads its own process group (it did not call setsid).
+            # bwrap's init dies with it (--die-with-parent), and with the init every process of
+            # the PID namespace.
             os.kill(pid, signal.SIGKILL)
-            if mode != "root":
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except OSError:
-                    pass
             status = os.waitpid(pid, 0)[1]
         else:
             time.sleep(0.005)
-    code = os.waitstatus_to_exitcode(status)
+    _reap_all(time.monotonic() + 10)
     cap = cfg["output_cap"]
+    stderr = _read_capped(err_fd, cap)
+    if os.pread(status_fd, len(READY), 0) != READY and not timed_out:
+        reason = stderr.strip()[-400:] or f"bwrap exited with status {os.waitstatus_to_exitcode(status)}"
+        print(json.dumps({"error": f"the sandbox could not be set up: {reason}", "setup": True}))
+        return
     result = {
-        "exit_code": code,
+        "exit_code": os.waitstatus_to_exitcode(status),
         "timed_out": timed_out,
         "duration_secs": round(time.monotonic() - start, 4),
         "stdout": _read_capped(out_fd, cap),
-        "stderr": _read_capped(err_fd, cap),
+        "stderr": stderr,
     }
-    if cleanup:
-        shutil.rmtree(cleanup, ignore_errors=True)
     sys.stdout.write(json.dumps(result) + "\n")
 
 
+# -- inside the sandbox ---------------------------------------------------------------------------
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    _check(_libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None,
+                       flags, data.encode() if data else None), f"mount {target}")
+
+
+def _drop_capabilities() -> None:
+    """Empty the bounding set, then every set: the exec that follows gains none back."""
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: no such cap
+            _check(-1, f"drop capability {cap}")
+    header = struct.pack("=Ii", CAP_VERSION_3, 0)
+    data = bytes(24)  # two {effective, permitted, inheritable} of u32, all empty
+    _check(_libc.capset(header, data), "capset")
+
+
+def inner(cfg: dict) -> None:
+    """In the sandbox: private tmpfs, main.py, rlimits, no capabilities, exec. Never returns."""
+    try:
+        chunks, size = [], 0
+        while size <= cfg["max_program_bytes"]:
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        moved = [(aside, target) for aside, target in cfg["moved"]]
+        inodes = cfg["max_files"] + RESERVED_INODES + _folders_made_for([t for _, t in moved])
+        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+               f"size={cfg['tmpfs_mb']}m,nr_inodes={inodes},mode=1777")
+        for shared in ("/var/tmp", "/dev/shm"):
+            if os.path.isdir(shared):
+                _mount("/tmp", shared, None, MS_BIND, None)
+        for aside, target in moved:
+            os.makedirs(target, exist_ok=True)
+            _mount(aside, target, None, MS_BIND | MS_REC, None)
+            _mount("none", target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+        os.mkdir("/tmp/work", 0o700)
+        with open("/tmp/work/main.py", "wb") as f:
+            f.write(b"".join(chunks))
+        os.chdir("/tmp/work")
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        mb = 1024 * 1024
+        lim = cfg["limits"]
+        for name, value in (("RLIMIT_CPU", lim["cpu_secs"]), ("RLIMIT_AS", lim["memory_mb"] * mb),
+                            ("RLIMIT_FSIZE", lim["file_size_mb"] * mb), ("RLIMIT_NOFILE", lim["open_files"]),
+                            ("RLIMIT_CORE", 0), ("RLIMIT_NPROC", lim["nproc"])):
+            resource.setrlimit(getattr(resource, name), (value, value + (name == "RLIMIT_CPU")))
+        _drop_capabilities()
+        os.write(STATUS_FD, READY)
+        os.closerange(3, 1 << 16)
+        python = cfg["python"]
+        os.execve(python, [python, "-I", "-B", "main.py"], {})
+    except BaseException as exc:  # noqa: BLE001 - report and leave, whatever happened
+        os.write(2, f"sandbox: could not start the program: {exc}\n".encode())
+    os._exit(126)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--inner"]:
+        inner(json.loads(sys.argv[2]))
+    else:
+        main()

@@ -135,7 +135,9 @@ class JudgeSettings(ModelSettings):
 class SandboxSettings(_Strict):
     """Limits of one sandboxed program (seconds, MiB, counts)."""
 
-    mode: Literal["auto", "root", "userns", "none"] = "auto"
+    # bubblewrap is the only sandbox: "auto" and "bwrap" mean the same (the modes without a PID
+    # namespace, "root", "userns" and "none", are refused).
+    mode: Literal["auto", "bwrap"] = "auto"
     python: str | None = (
         None  # interpreter of the programs; default: this one, or the system python3 as root
     )
@@ -149,6 +151,16 @@ class SandboxSettings(_Strict):
     tmpfs_mb: int = Field(default=64, ge=1)  # the program's one writable place (/tmp)
     max_files: int = Field(default=1024, ge=8)  # files, folders and hard links it may create there
     output_cap_bytes: int = Field(default=65536, ge=1024)
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, value: object) -> object:
+        if value in ("root", "userns", "none"):
+            raise ValueError(
+                f"sandbox mode {value!r} is no longer offered (it had no PID namespace or private file "
+                "system view); use 'auto' or 'bwrap', which needs bubblewrap installed"
+            )
+        return value
 
 
 class MathSettings(_Strict):

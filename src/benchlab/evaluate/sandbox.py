@@ -1,22 +1,26 @@
 """Running model-generated code: one sandboxed process per sample.
 
-Each program runs through ``_jail.py`` (see its docstring for the three
-isolation modes) with:
+Each program runs in bubblewrap (``bwrap``, Debian's ``bubblewrap``), through
+``_jail.py`` (see its docstring for how), with:
 
-- its own session and process group, killed as a whole at the wall-clock limit;
-- rlimits on CPU seconds, address space, processes, file size and open files;
-- an empty environment, so no secret of the server reaches it;
-- output capped at ``output_cap`` bytes;
-- no network: a new network namespace with nothing but a downed loopback;
-- no writable path outside itself: inside its mount namespace every mount is
-  read-only, and its one writable place is a private tmpfs of ``tmpfs_mb`` MiB
-  and ``max_files`` files. Where the mounts cannot be made read-only, every
-  world-writable directory found at start-up is covered instead.
+- new user, PID, network, IPC, UTS and cgroup namespaces: no signal reaches a
+  host process, no socket (TCP, Unix under /run, abstract) reaches the host,
+  and every process left when the program ends or times out is killed;
+- a root file system of its own: the interpreter's folders and /usr read-only,
+  /proc of its PID namespace, a minimal /dev, and one writable place, a tmpfs of
+  ``tmpfs_mb`` MiB and ``max_files`` inodes on /tmp (also at /var/tmp and
+  /dev/shm). Nothing else of the host (its state folders, /etc, /home, /run) is there;
+- one process (a seccomp filter refuses fork, vfork and clone without
+  CLONE_THREAD), so ``memory_mb`` of address space bounds the whole program;
+- rlimits on CPU seconds, address space, threads, file size and open files; no capabilities;
+- an empty environment; output capped at ``output_cap`` bytes;
+- as root, an unprivileged uid of its own per concurrent slot.
 
-``probe_isolation`` finds the strongest mode this machine allows and
-``probe_filesystem`` how writes are confined under it; when either falls short,
-``Sandbox.warning`` says so (the server logs it at start-up and shows it in
-``/health``).
+``probe_sandbox`` runs a test program at start-up: where the sandbox cannot be
+set up (bubblewrap missing, user namespaces refused, the interpreter out of
+reach), it raises EvaluationError with the reason, and no code is scored. An
+interpreter under /tmp (CI's virtualenv) is shown at its own path inside the
+program's tmpfs, read-only.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -34,19 +40,20 @@ from benchlab.errors import EvaluationError
 from benchlab.evaluate.config import SandboxSettings
 
 _JAIL = str(Path(__file__).with_name("_jail.py"))
-_MODES = ("root", "userns", "none")
-_FILESYSTEMS = ("readonly", "cover", "none")
-# Pseudo file systems whose world-writable entries are not directories a program can fill.
-_NOT_SCANNED = {"proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "bpf", "tracefs",
-                "debugfs", "securityfs", "pstore", "configfs", "fusectl", "hugetlbfs", "binfmt_misc"}
-# Unprivileged uids, one per concurrent sandbox, so that one sample's fork bomb
-# exhausts only its own RLIMIT_NPROC. Nothing on a normal system owns them.
+_MODES = ("bwrap",)
+# Unprivileged uids, one per concurrent sandbox when the server runs as root, so that the
+# programs own nothing of the host and one sample's threads count only against its own
+# RLIMIT_NPROC. Nothing on a normal system owns them.
 _UID_BASE = 61000
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Limits of one program. Seconds, MiB, counts; ``output_cap`` in bytes per stream."""
+    """Limits of one program. Seconds, MiB, counts; ``output_cap`` in bytes per stream.
+
+    ``memory_mb`` is the address space of the whole program (it is one process);
+    ``processes`` caps its threads (RLIMIT_NPROC counts threads).
+    """
 
     timeout_secs: float = 10.0
     cpu_secs: int = 10
@@ -122,123 +129,131 @@ def _run_jail_sync(cfg: dict, program: bytes, timeout: float) -> dict:
         return {"error": f"sandbox launcher failed: {err.decode(errors='replace')[-300:]}"}
 
 
-def probe_isolation(python: str | None = None) -> tuple[str, str]:
-    """The strongest isolation mode that works here, and a warning ('' when the network is cut).
+_VIEW = (
+    "import json, os, sys\n"
+    "paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}\n"
+    "paths |= {os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))}\n"
+    "print(json.dumps(sorted(paths)))\n"
+)
+# The sandbox's own places: an interpreter living there cannot be shown. (Under /tmp, /var/tmp
+# or /dev/shm, where the program's tmpfs goes, it is shown inside that tmpfs, read-only.)
+_PRIVATE = ("/dev", "/proc", "/sandbox")
 
-    A mode works when a program under it runs and cannot create a socket that
-    reaches 127.0.0.1.
-    """
-    program = (
-        b"import socket\ns = socket.socket()\ns.settimeout(1)\n"
-        b"try:\n    s.connect(('127.0.0.1', 9))\nexcept ConnectionRefusedError:\n    raise SystemExit(3)\n"
-        b"except OSError:\n    raise SystemExit(0)\nraise SystemExit(3)\n"
-    )
-    interpreter = python or default_python()
-    for mode in _MODES[:-1]:
-        # Only the network is probed here: "cover" with nothing to cover cannot fail on the file system.
-        cfg = _config(mode, SandboxLimits(timeout_secs=10), _UID_BASE, interpreter, "cover")
-        result = _run_jail_sync(cfg, program, 30)
-        if result.get("exit_code") == 0 and not result.get("timed_out"):
-            return mode, ""
-    cfg = _config("none", SandboxLimits(timeout_secs=10), _UID_BASE, interpreter)
-    result = _run_jail_sync(cfg, b"pass\n", 30)
-    if result.get("exit_code") != 0:
-        # Not even an unisolated program runs: the interpreter is the problem, not the isolation.
-        why = (result.get("stderr") or result.get("error") or "").strip()[-200:]
+
+def interpreter_view(python: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """What the sandbox shows of the host: the folders ``python`` needs (its prefixes and /usr,
+    read-only) and the links of a merged /usr (/lib -> usr/lib). Raises EvaluationError when
+    the interpreter cannot run or lives where the sandbox puts the program's own folders."""
+    try:
+        proc = subprocess.run([python, "-I", "-c", _VIEW], capture_output=True, text=True,
+                              env={}, timeout=60, check=False)
+    except OSError as exc:
         raise EvaluationError(
-            f"sandboxed programs cannot run {interpreter}: {why} "
+            f"sandboxed programs cannot run {python}: {exc.strerror} "
+            "(set sandbox.python to an interpreter that every user may run)"
+        ) from None
+    if proc.returncode != 0:
+        raise EvaluationError(
+            f"sandboxed programs cannot run {python}: {proc.stderr.strip()[-200:]} "
             "(set sandbox.python to an interpreter that every user may run)"
         )
-    return "none", (
-        "the code sandbox cannot create a network namespace here (needs root or unprivileged "
-        "user namespaces): model-generated code runs WITH network access"
-    )
+    needed = {os.path.realpath(p) for p in json.loads(proc.stdout)} | {"/usr"}
+    for path in sorted(needed):
+        shm = path == "/dev/shm" or path.startswith("/dev/shm/")
+        if path == "/" or (not shm and any(path == d or path.startswith(d + "/") for d in _PRIVATE)):
+            raise EvaluationError(
+                f"the code sandbox cannot show the interpreter {python}: it lives in {path}, "
+                "which the sandbox makes its own (set sandbox.python to an interpreter installed elsewhere)"
+            )
+    # Outermost folders only: a bind of /usr already shows /usr/lib/python3.
+    binds = [p for p in sorted(needed) if not any(p.startswith(q + "/") for q in needed)]
+    links: list[tuple[str, str]] = []
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            links.append((top, os.readlink(top)))
+        elif os.path.isdir(top) and top not in binds:
+            binds.append(top)
+    return binds, links
 
 
-def world_writable_dirs(root: str = "/") -> list[str]:
-    """Every directory under ``root`` that any user may write to, as the sandbox's uid would find it.
-
-    Walks each mounted file system (not /proc, /sys and other pseudo file
-    systems), without following links, and does not descend where others may
-    not enter (an unprivileged uid could not reach what lies below).
-    """
-    skip = set()
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            fstype = fields[fields.index("-") + 1]
-            if fstype in _NOT_SCANNED:
-                skip.add(fields[4].encode().decode("unicode_escape"))
-    found: list[str] = []
-    stack = [root]
-    while stack:
-        path = stack.pop()
-        try:
-            with os.scandir(path) as entries:
-                for entry in entries:
-                    if not entry.is_dir(follow_symlinks=False) or entry.path in skip:
-                        continue
-                    mode = entry.stat(follow_symlinks=False).st_mode
-                    if mode & 0o002:
-                        found.append(entry.path)
-                    if mode & 0o001:
-                        stack.append(entry.path)
-        except OSError:
-            continue
-    return sorted(found)
+def find_bwrap() -> str:
+    """The bubblewrap executable, or EvaluationError saying how to install it."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise EvaluationError(
+            "the code sandbox needs bubblewrap, which is not installed: install it "
+            "(Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) "
+            "or run without code benchmarks"
+        )
+    return found
 
 
-def probe_filesystem(mode: str, python: str | None = None) -> tuple[str, tuple[str, ...]]:
-    """How writes are confined under ``mode``: ``readonly`` (the whole tree), ``cover``
-    (the world-writable directories, returned too) or ``none``."""
-    if mode == "none":
-        return "none", ()
-    interpreter = python or default_python()
-    limits = SandboxLimits(timeout_secs=10)
-    result = _run_jail_sync(_config(mode, limits, _UID_BASE, interpreter, "readonly"), b"pass\n", 30)
-    if not result.get("setup"):
-        return "readonly", ()
-    cover = tuple(world_writable_dirs())
-    result = _run_jail_sync(_config(mode, limits, _UID_BASE, interpreter, "cover", cover), b"pass\n", 30)
-    if result.get("setup"):
-        raise EvaluationError(f"the code sandbox cannot confine writes: {result['error']}")
-    return "cover", cover
-
-
-def _config(
-    mode: str,
-    limits: SandboxLimits,
-    uid: int,
-    python: str,
-    filesystem: str = "readonly",
-    cover: tuple[str, ...] = (),
-) -> dict:
+def _config(limits: SandboxLimits, uid: int, python: str, bwrap: str,
+            binds: list[str], links: list[tuple[str, str]]) -> dict:
     return {
-        "mode": mode,
-        "filesystem": filesystem,
-        "cover": list(cover),
-        "max_files": limits.max_files,
+        "bwrap": bwrap,
+        "binds": binds,
+        "links": links,
         "uid": uid,
         "python": python,
         "timeout_secs": limits.timeout_secs,
-        "cpu_secs": limits.cpu_secs,
-        "memory_mb": limits.memory_mb,
         "processes": limits.processes,
-        "file_size_mb": limits.file_size_mb,
-        "open_files": limits.open_files,
+        "limits": {
+            "cpu_secs": limits.cpu_secs,
+            "memory_mb": limits.memory_mb,
+            "file_size_mb": limits.file_size_mb,
+            "open_files": limits.open_files,
+        },
         "tmpfs_mb": limits.tmpfs_mb,
+        "max_files": limits.max_files,
         "output_cap": limits.output_cap,
         "max_program_bytes": limits.max_program_bytes,
     }
 
 
+# The probe's program: it must run, and reach nothing of the host: not even a port listening on
+# the host's 127.0.0.1 (the sandbox has a loopback of its own, where nothing listens).
+_PROBE = (
+    "import socket\ns = socket.socket()\ns.settimeout(2)\n"
+    "try:\n    s.connect(('127.0.0.1', {port}))\nexcept OSError:\n    raise SystemExit(0)\nraise SystemExit(3)\n"
+)
+
+
+def probe_sandbox(python: str | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+    """Check that a program runs in the sandbox with its network cut; what the sandbox shows.
+
+    Raises EvaluationError with the reason (bubblewrap missing or refused, the interpreter
+    unreachable): code is never run less isolated.
+    """
+    interpreter = python or default_python()
+    bwrap = find_bwrap()
+    binds, links = interpreter_view(interpreter)
+    cfg = _config(SandboxLimits(timeout_secs=20), _UID_BASE, interpreter, bwrap, binds, links)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        program = _PROBE.format(port=listener.getsockname()[1]).encode()
+        result = _run_jail_sync(cfg, program, 60)
+    if "error" in result:
+        hint = ""
+        if "namespace" in result["error"]:
+            hint = (" (bubblewrap needs unprivileged user namespaces: sysctl "
+                    "kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0)")
+        raise EvaluationError(f"{result['error']}{hint}")
+    if result.get("exit_code") != 0 or result.get("timed_out"):
+        why = (result.get("stderr") or "").strip()[-300:] or f"exit code {result.get('exit_code')}"
+        if result.get("exit_code") == 3:
+            why = "it reached a port on the host's 127.0.0.1"
+        raise EvaluationError(f"the code sandbox does not work here: its test program failed: {why}")
+    return binds, links
+
+
 @dataclass
 class Sandbox:
-    """Runs programs, at most ``concurrency`` at a time, each in its own sandbox.
+    """Runs programs, at most ``concurrency`` at a time, each in its own bubblewrap sandbox.
 
-    ``mode`` is one of ``root``, ``userns``, ``none``; leave it None to probe.
-    ``filesystem`` is one of ``readonly``, ``cover`` (then ``cover`` lists the
-    directories hidden), ``none``; leave it None to probe.
+    ``mode`` is ``bwrap``, the only one offered (None means the same). Building a Sandbox
+    probes it: where it cannot be set up, EvaluationError says why and no code is run.
     """
 
     limits: SandboxLimits = field(default_factory=SandboxLimits)
@@ -246,52 +261,50 @@ class Sandbox:
     mode: str | None = None
     python: str = field(default_factory=default_python)
     warning: str = ""
-    filesystem: str | None = None
-    cover: tuple[str, ...] = ()
+    binds: list[str] = field(default_factory=list, init=False)
+    links: list[tuple[str, str]] = field(default_factory=list, init=False)
+    _bwrap: str = field(default="", init=False, repr=False)
     _uids: asyncio.Queue[int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode is None:
-            self.mode, self.warning = probe_isolation(self.python)
-        elif self.mode not in _MODES:
-            raise EvaluationError(f"unknown sandbox mode {self.mode!r}; known: {', '.join(_MODES)}")
-        elif self.mode == "none":
-            self.warning = "the code sandbox was configured without network isolation"
-        if self.mode == "none":
-            self.filesystem = "none"
-        elif self.filesystem is None:
-            self.filesystem, self.cover = probe_filesystem(self.mode, self.python)
-        elif self.filesystem not in _FILESYSTEMS:
+            self.mode = "bwrap"
+        if self.mode not in _MODES:
             raise EvaluationError(
-                f"unknown sandbox filesystem {self.filesystem!r}; known: {', '.join(_FILESYSTEMS)}"
+                f"unknown sandbox mode {self.mode!r}; known: {', '.join(_MODES)} (modes without a "
+                "PID namespace and a private view of the file system are no longer offered)"
             )
-        elif self.filesystem == "cover" and not self.cover:
-            self.cover = tuple(world_writable_dirs())
-        if self.filesystem == "none":
-            self.warning = "; ".join(
-                w for w in (self.warning, "the code sandbox cannot confine writes: model-generated "
-                            "code may write wherever the server's user may") if w
-            )
-        if os.geteuid() != 0:
-            _protect_this_process()
+        self._bwrap = find_bwrap()
+        self.binds, self.links = probe_sandbox(self.python)
 
     def describe(self) -> dict[str, object]:
-        """What ``/health`` shows: isolation mode, how writes are confined, and the caps of the writable place."""
+        """What ``/health`` shows: how programs are isolated, what they see, the caps of their one writable place."""
         return {
             "mode": self.mode,
-            "network_isolated": self.network_isolated,
-            "filesystem": self.filesystem,
-            "covered": list(self.cover),
-            "writable_mb": self.limits.tmpfs_mb if self.filesystem != "none" else None,
-            "max_files": self.limits.max_files if self.filesystem != "none" else None,
+            "network_isolated": True,
+            "pid_namespace": True,
+            "filesystem": "readonly",
+            "visible": self.binds,
+            "covered": [],
+            "memory": "one process (threads allowed), address space capped",
+            "memory_mb": self.limits.memory_mb,
+            "writable_mb": self.limits.tmpfs_mb,
+            "max_files": self.limits.max_files,
         }
 
     @property
     def network_isolated(self) -> bool:
-        return self.mode != "none"
+        return True
+
+    @property
+    def filesystem(self) -> str:
+        return "readonly"
 
     async def run(self, program: str) -> SandboxResult:
-        """Run ``program`` (Python source) and report how it ended; never raises for what the program does."""
+        """Run ``program`` (Python source) and report how it ended; never raises for what the program does.
+
+        Raises EvaluationError when the sandbox could not be set up for it (the program did not run).
+        """
         if self._uids is None:
             self._uids = asyncio.Queue()
             for i in range(self.concurrency):
@@ -303,9 +316,7 @@ class Sandbox:
             self._uids.put_nowait(uid)
 
     async def _run(self, program: bytes, uid: int) -> SandboxResult:
-        cfg = _config(
-            self.mode or "none", self.limits, uid, self.python, self.filesystem or "none", self.cover
-        )
+        cfg = _config(self.limits, uid, self.python, self._bwrap, self.binds, self.links)
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -344,6 +355,9 @@ class Sandbox:
                 0.0,
                 "sandbox launcher failed: " + err.decode(errors="replace")[-300:],
             )
+        if data.get("setup"):
+            # Not the program's doing: the sample is not scored (never counted as a wrong answer).
+            raise EvaluationError(data["error"])
         if "error" in data:
             return SandboxResult(-1, False, "", "", 0.0, data["error"])
         return SandboxResult(
@@ -356,7 +370,7 @@ class Sandbox:
 
 
 def sandbox_from_settings(settings: SandboxSettings) -> Sandbox:
-    """The sandbox a config's ``sandbox:`` section describes (probing the isolation when ``mode: auto``)."""
+    """The sandbox a config's ``sandbox:`` section describes (probed: EvaluationError when it cannot be set up)."""
     limits = SandboxLimits(
         timeout_secs=settings.timeout_secs,
         cpu_secs=settings.cpu_secs,
@@ -368,22 +382,6 @@ def sandbox_from_settings(settings: SandboxSettings) -> Sandbox:
         max_files=settings.max_files,
         output_cap=settings.output_cap_bytes,
     )
-    mode = None if settings.mode == "auto" else settings.mode
     if settings.python:
-        return Sandbox(limits, settings.concurrency, mode, python=settings.python)
-    return Sandbox(limits, settings.concurrency, mode)
-
-
-def _protect_this_process() -> None:
-    """Make /proc/<this pid>/environ and /mem unreadable to other processes of our uid.
-
-    Without root the programs run under the server's own uid; a non-dumpable
-    process's /proc files belong to root, so they cannot read its environment.
-    """
-    import ctypes
-
-    PR_SET_DUMPABLE = 4
-    try:
-        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+        return Sandbox(limits, settings.concurrency, "bwrap", python=settings.python)
+    return Sandbox(limits, settings.concurrency, "bwrap")

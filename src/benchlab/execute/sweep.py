@@ -29,6 +29,7 @@ from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.errors import LedgerLost, UserError
+from benchlab.evalrules import settings_of
 from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_backend
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV, kill_strays, kill_tree
 from benchlab.execute.provenance import code_state, sweep_provenance, write_provenance
@@ -768,6 +769,11 @@ class Sweep:
             extracted = {"metrics_json": RECORDED_BY_BENCHLAB}
         if collected is not None and collected.lm_eval is not None:
             extracted["lm_eval"] = collected.lm_eval.provenance
+        # What the field's rules want recorded of an lm-eval or vLLM run (benchlab.evalrules).
+        evaluation = settings_of(run.command, collected.lm_eval.provenance
+                                 if collected is not None and collected.lm_eval is not None else None)
+        if evaluation is not None:
+            extracted["evaluation"] = evaluation
         write = None
         if run_dir.exists():
             write = functools.partial(

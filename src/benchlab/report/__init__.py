@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from benchlab import preregistration
 from benchlab.ranges import metric_ranges
@@ -110,6 +110,7 @@ def gather(table: Results) -> ReportData:
         failed_runs=table.failed_runs,
         ranges=metric_ranges(table.info.spec),
         partial=[{"run": p.run, "note": p.note, "task": p.task, "config": p.config} for p in table.partial],
+        tool_versions=_tool_versions(table.environment.provenance),
         registered_plan=table.registered_plan,
         sequential=table.sequential,
         run_ids=table.run_ids,
@@ -174,11 +175,31 @@ def leaderboard(data: ReportData, desc: pd.DataFrame, out_dir: Path | None = Non
         info_.name,
         seeds=primary_counts(data.accounting, info_.primary),
         failed_as=data.failed_as,
-        settings=task_settings(info_.spec),
+        settings=task_settings(info_.spec, data.tool_versions),
         run_links=links,
         score_links=score_links(data, links) if links else None,
-        partial={(p["task"], p["config"]) for p in data.partial},
+        partial=partial_cells(data.partial),
     )
+
+
+def _tool_versions(provenance: dict[str, Any]) -> dict[str, str]:
+    """The evaluation tool's version a run recorded (``{"lm_eval": "0.4.13"}``), from the first
+    run's provenance (``benchlab.evalrules.settings_of``)."""
+    evaluation = provenance.get("evaluation")
+    if isinstance(evaluation, dict) and evaluation.get("tool") and evaluation.get("version"):
+        return {str(evaluation["tool"]): str(evaluation["version"])}
+    return {}
+
+
+def partial_cells(partial: list[dict[str, str]]) -> dict[tuple[str, str], list[str]]:
+    """(task, config) -> the notes of its partial runs."""
+    cells: dict[tuple[str, str], list[str]] = {}
+    for p in partial:
+        note = p["note"].split(": ", 1)[-1]
+        notes = cells.setdefault((p["task"], p["config"]), [])
+        if note not in notes:
+            notes.append(note)
+    return cells
 
 
 def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], list[tuple[int, str]]]:

@@ -125,7 +125,7 @@ def render_leaderboard(
     settings: dict[str, str] | None = None,
     run_links: dict[tuple[str, str], list[tuple[int, str]]] | None = None,
     score_links: dict[tuple[str, str], str] | None = None,
-    partial: set[tuple[str, str]] | None = None,
+    partial: dict[tuple[str, str], list[str]] | None = None,
 ) -> str:
     """The text of BENCHMARKS.md.
 
@@ -133,10 +133,10 @@ def render_leaderboard(
     seeds, and a config with no completed seed gets a "failed" cell instead of a blank.
     ``settings`` is each task's Settings line; ``run_links`` the run folder (a relative link)
     of each seed of a (task, config), listed under the table; ``score_links`` the run folder
-    each score links to (its median seed's); ``partial`` the (task, config) whose score rests on
-    a partial evaluation (lm-eval ``--limit``), marked so.
+    each score links to (its median seed's); ``partial`` the notes of the runs of a (task, config)
+    evaluated on part of the benchmark (lm-eval's ``--limit``), whose cells are marked.
     """
-    partial = partial or set()
+    partial = partial or {}
     rows = leaderboard_rows(desc, tasks, configs, targets, goal)
     seeds = seeds or {}
     score_links = score_links or {}
@@ -182,7 +182,7 @@ def render_leaderboard(
             if st:
                 text += f" {ICONS[st]}"
             if (row.task, cfg) in partial:
-                text += " (partial: lm-eval --limit)"
+                text += " (partial†)"
             cells.append(text + lost(row.task, cfg))
         best = (md_cell(row.best) + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
@@ -190,6 +190,12 @@ def render_leaderboard(
             best_text += "; tied with " + ", ".join(md_cell(c) + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {md_cell(row.task)} | {target} | " + " | ".join(cells) + f" | {best_text} |")
+    marked = [(t, c) for t in tasks for c in configs if (t, c) in partial and (t, c) in
+              {(r.task, k) for r in rows for k in r.cells}]
+    if marked:
+        lines += ["", "† Partial evaluation: not the full benchmark's score (lm-eval's `--limit` cut the run "
+                  "short), so not comparable with a full run's:", ""]
+        lines += [f"- {md_cell(t)} / {md_cell(c)}: " + "; ".join(partial[(t, c)]) for t, c in marked]
     if run_links:
         # The table links one seed per score; this list gives every seed's run folder.
         lines += ["", "## Runs", "", "Each score and the run folders of its seeds."]
@@ -219,11 +225,16 @@ def _setting_value(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def task_settings(spec: dict[str, object]) -> dict[str, str]:
+def task_settings(spec: dict[str, object], tool_versions: dict[str, str] | None = None) -> dict[str, str]:
     """Each task's Settings line (``max_frame 1e7, num_envs 16``) from the spec (as JSON): the
     names in the spec's ``settings:``, else the task's params and the variables its command uses;
-    a name is looked up in the task's params, then in the spec's variables."""
+    a name is looked up in the task's params, then in the spec's variables. A task whose command
+    runs lm-eval or vLLM also gets what the field's rules want written down
+    (``benchlab.evalrules.settings_line``: seed, temperature, tensor parallelism, batch size and,
+    from ``tool_versions``, the tool's version)."""
     import re
+
+    from benchlab.evalrules import fill, settings_line
 
     variables = dict(spec.get("variables") or {})  # type: ignore[call-overload]
     chosen = spec.get("settings")
@@ -237,5 +248,15 @@ def task_settings(spec: dict[str, object]) -> dict[str, str]:
             used = [n for n in re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", command) if n in variables]
             names = list(params) + [n for n in dict.fromkeys(used) if n not in params]
         values = [(n, params[n] if n in params else variables.get(n)) for n in names if n in params or n in variables]
-        out[task["name"]] = ", ".join(f"{n} {_setting_value(v)}" for n, v in values)
+        line = ", ".join(f"{n} {_setting_value(v)}" for n, v in values)
+        configs = list(spec.get("configs") or [])  # type: ignore[call-overload]
+        first = dict(configs[0].get("params") or {}) if configs else {}
+        command = fill(str(task.get("command") or spec.get("command") or ""), {**variables, **first, **params})
+        seeds = spec.get("seeds")
+        seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds or [])  # type: ignore[call-overload]
+        call = settings_line(command, seed_list, None)
+        if call:
+            tool = call.split(":", 1)[0]
+            call = settings_line(command, seed_list, (tool_versions or {}).get(tool))
+        out[task["name"]] = "; ".join(p for p in (line, call) if p)
     return out

@@ -50,6 +50,8 @@ class ReportData:
     planned: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     #: Completed runs whose evaluation was cut short (lm-eval --limit): run, note.
     partial: list[dict[str, str]] = field(default_factory=list)
+    #: The evaluation tool's version the runs recorded (``{"lm_eval": "0.4.13"}``), for the Settings line.
+    tool_versions: dict[str, str] = field(default_factory=dict)
     failed_runs: list[tuple[str, str, int]] = field(default_factory=list)
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     failed_as: str = "exclude"

@@ -1,0 +1,228 @@
+"""The evaluation rules of the field, as checks on runs that call lm-evaluation-harness or vLLM.
+
+Teams that publish lm-eval numbers learned them the hard way: tensor parallelism above 1
+changes the scores of small models (reductions run in another order), the seed and the
+sampling temperature must be fixed and written down, and a checkpoint must be whole before
+the harness loads it (else it fails with "Repo id must be in the form ..." for a missing
+folder, or evaluates a half-written one).
+
+- :func:`parse_call` reads what a run's command asks of ``lm_eval`` or ``vllm``;
+- :func:`rule_warnings` is what ``benchlab validate`` warns about (tensor parallelism > 1
+  unless the spec's ``reasons: {tensor_parallel: ...}`` says why);
+- :func:`checkpoint_problems` refuses a run before launch whose local checkpoint is
+  missing or incomplete (``benchlab validate`` and ``benchlab run``);
+- :func:`settings_of` is what a run's ``provenance.json`` records under ``evaluation``,
+  and :func:`settings_line` what the report's Settings line shows.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import shlex
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from benchlab.errors import Problem
+
+LM_EVAL, VLLM = "lm_eval", "vllm"
+
+
+@dataclass(frozen=True)
+class EvalCall:
+    """What one command asks of an evaluation tool; None where it does not say."""
+
+    tool: str  # lm_eval | vllm
+    model: str | None = None  # lm_eval's pretrained=, vllm's served model
+    seed: str | None = None
+    temperature: str | None = None
+    tensor_parallel_size: int | None = None
+    batch_size: str | None = None
+
+
+def _tokens(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def _option(tokens: list[str], *names: str) -> str | None:
+    for i, tok in enumerate(tokens):
+        for name in names:
+            if tok == name and i + 1 < len(tokens):
+                return tokens[i + 1]
+            if tok.startswith(name + "="):
+                return tok[len(name) + 1:]
+    return None
+
+
+def _pairs(text: str | None) -> dict[str, str]:
+    """``k=v,k=v`` (lm-eval's --model_args and --gen_kwargs) as a dict."""
+    out = {}
+    for part in (text or "").split(","):
+        key, sep, value = part.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def parse_call(command: str) -> EvalCall | None:
+    """The evaluation tool ``command`` runs (``lm_eval``/``lm-eval``, ``python -m lm_eval``,
+    ``vllm serve``, ``python -m vllm.entrypoints...``) and what it asks; None for other commands."""
+    tokens = _tokens(command)
+    names = [os.path.basename(t) for t in tokens]
+    if any(n in ("lm_eval", "lm-eval") for n in names) or "lm_eval" in tokens:
+        model_args = _pairs(_option(tokens, "--model_args", "--model-args"))
+        gen = _pairs(_option(tokens, "--gen_kwargs", "--gen-kwargs"))
+        seed = _option(tokens, "--seed")
+        return EvalCall(
+            LM_EVAL,
+            model=model_args.get("pretrained") or model_args.get("model"),
+            seed=seed,
+            temperature=gen.get("temperature") or model_args.get("temperature"),
+            tensor_parallel_size=_int(model_args.get("tensor_parallel_size")),
+            batch_size=_option(tokens, "--batch_size", "--batch-size"),
+        )
+    if "vllm" in names or any(t.startswith("vllm.") for t in tokens):
+        model = _option(tokens, "--model")
+        if model is None and "serve" in tokens:
+            after = tokens[tokens.index("serve") + 1:]
+            model = after[0] if after and not after[0].startswith("-") else None
+        return EvalCall(
+            VLLM,
+            model=model,
+            seed=_option(tokens, "--seed"),
+            tensor_parallel_size=_int(_option(tokens, "--tensor-parallel-size", "-tp")),
+            batch_size=_option(tokens, "--max-num-seqs"),
+        )
+    return None
+
+
+def rule_warnings(spec: Any, runs: list[Any]) -> list[str]:
+    """Warnings of the field's rules for the runs of ``spec`` (a Spec and its expanded Runs)."""
+    reasons = getattr(spec, "reasons", None) or {}
+    wide: dict[int, list[str]] = {}
+    for run in runs:
+        call = parse_call(run.command)
+        if call is not None and (call.tensor_parallel_size or 1) > 1 and not reasons.get("tensor_parallel"):
+            names = wide.setdefault(call.tensor_parallel_size or 1, [])
+            if run.config not in names:
+                names.append(run.config)
+    return [
+        f"config(s) {', '.join(configs)} run with tensor_parallel_size={tp}: lm-eval scores of small models "
+        "differ with tensor parallelism above 1; use tensor_parallel_size=1 where the model fits one GPU, "
+        "or say why in the spec: reasons: {tensor_parallel: \"...\"}"
+        for tp, configs in sorted(wide.items())
+    ]
+
+
+def _local_path(model: str, workdir: Path) -> Path | None:
+    """``model`` as a local folder when it is written as one (absolute, ./, ../, ~, or an
+    existing folder); None for a hub id such as ``org/name``."""
+    if model.startswith(("/", "./", "../", "~")):
+        return Path(os.path.expanduser(model)) if not model.startswith(("./", "../")) else workdir / model
+    candidate = workdir / model
+    return candidate if candidate.is_dir() else None
+
+
+def checkpoint_problems(runs: list[Any], where: str, workdir: Path | None = None) -> list[Problem]:
+    """A problem for each run whose command loads a local checkpoint that is missing, not a
+    folder, or not whole (no weights, shards missing from its index, a shard cut short)."""
+    from benchlab.watch import weights_problem
+
+    problems: list[Problem] = []
+    seen: set[Path] = set()
+    base = workdir or Path.cwd()
+    for run in runs:
+        call = parse_call(run.command)
+        if call is None or not call.model or "{" in call.model:
+            continue
+        path = _local_path(call.model, base)
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        if not path.exists():
+            why = "no such folder"
+        elif not path.is_dir():
+            why = "not a folder"
+        else:
+            why = weights_problem(path) or ""
+        if why:
+            problems.append(Problem(where, None, f"configs[{run.config}]",
+                                    f"the checkpoint {call.model} that {call.tool} would load: {why}"))
+    return problems
+
+
+def tool_version(tool: str) -> str | None:
+    """The installed version of the tool's package (``lm_eval``, ``vllm``), or None."""
+    for dist in ({LM_EVAL: ("lm_eval", "lm-eval"), VLLM: ("vllm",)}.get(tool, ())):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def settings_of(command: str, lm_eval: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """What a run's provenance records under ``evaluation``: tool, harness version, seed,
+    temperature, tensor parallelism, batch size, model. ``lm_eval`` is the provenance read from
+    the harness's results file, whose ``config`` says what actually ran; the command fills the rest."""
+    call = parse_call(command)
+    if call is None:
+        return None
+    out = {k: v for k, v in asdict(call).items()}
+    out["version"] = tool_version(call.tool)
+    if lm_eval:
+        out["version"] = lm_eval.get("lm_eval_version") or out["version"]
+        ran = lm_eval.get("run_config") or {}
+        if ran.get("random_seed") is not None:
+            out["seed"] = str(ran["random_seed"])
+        if ran.get("batch_size") is not None:
+            out["batch_size"] = str(ran["batch_size"])
+        model_args = lm_eval.get("model_args")
+        model_args = model_args if isinstance(model_args, dict) else _pairs(
+            model_args if isinstance(model_args, str) else None)
+        if _int(str(model_args.get("tensor_parallel_size"))) is not None:
+            out["tensor_parallel_size"] = _int(str(model_args["tensor_parallel_size"]))
+        gen = ran.get("gen_kwargs")
+        gen = gen if isinstance(gen, dict) else _pairs(gen if isinstance(gen, str) else None)
+        if gen.get("temperature") is not None:
+            out["temperature"] = str(gen["temperature"])
+    return out
+
+
+def settings_line(command: str, seeds: list[int], version: str | None = None) -> str:
+    """``lm_eval: seed 1234, temperature task default, tensor_parallel_size 1, batch_size auto,
+    version 0.4.13`` for a task's command template (its params and variables filled in);
+    '' for a command that runs no evaluation tool."""
+    call = parse_call(command)
+    if call is None:
+        return ""
+    seed = call.seed
+    if seed is not None and "{seed}" in seed:
+        seed = ", ".join(str(s) for s in seeds)
+    parts = [
+        f"seed {seed if seed is not None else 'tool default'}",
+        f"temperature {call.temperature if call.temperature is not None else 'task default'}",
+        f"tensor_parallel_size {call.tensor_parallel_size or 1}",
+        f"batch_size {call.batch_size or 'tool default'}",
+    ]
+    if version:
+        parts.append(f"{call.tool} {version}")
+    return f"{call.tool}: " + ", ".join(parts)
+
+
+def fill(template: str, values: dict[str, Any]) -> str:
+    """``template`` with each ``{name}`` of ``values`` filled in; other placeholders kept."""
+    return re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\}",
+                  lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)

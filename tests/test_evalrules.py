@@ -1,0 +1,93 @@
+"""The field's evaluation rules as checks: tensor parallelism, checkpoints before launch."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchlab.evalrules import parse_call
+
+SPEC = """
+name: rules
+tasks: [{{name: gsm8k}}]
+configs:
+  - {{name: step-20, params: {{ckpt: "{ckpt}"}}}}
+seeds: [1234]
+command: >-
+  lm_eval --model vllm --model_args pretrained={{ckpt}},tensor_parallel_size={tp}
+  --tasks {{task}} --seed {{seed}} --batch_size auto --output_path {{run_dir}}
+metrics:
+  primary: {{name: score, from: {{lm_eval: ., task: gsm8k, key: "exact_match,strict-match"}}}}
+{extra}
+"""
+
+
+def test_validate_warns_about_tensor_parallelism_unless_the_spec_says_why(make_bench):
+    bench = make_bench(SPEC.format(ckpt="org/model-1b", tp=2, extra=""))
+    proc = bench.cli("validate", "bench.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: config(s) step-20 run with tensor_parallel_size=2" in " ".join(proc.stdout.split())
+    as_json = json.loads(bench.cli("validate", "bench.yaml", "--json").stdout)
+    assert len(as_json["warnings"]) == 1 and "tensor_parallel_size=2" in as_json["warnings"][0]
+
+    bench = make_bench(SPEC.format(ckpt="org/model-1b", tp=4,
+                                   extra='reasons: {tensor_parallel: "the 70B model needs four GPUs"}'))
+    proc = bench.cli("validate", "bench.yaml", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["warnings"] == []
+    bench = make_bench(SPEC.format(ckpt="org/model-1b", tp=1, extra=""))
+    assert json.loads(bench.cli("validate", "bench.yaml", "--json").stdout)["warnings"] == []
+
+
+@pytest.mark.parametrize("command, tool, tp, seed, model", [
+    ("lm_eval --model hf --model_args pretrained=/c/s,tensor_parallel_size=2 --seed 7", "lm_eval", 2, "7", "/c/s"),
+    ("python -m lm_eval --model vllm --model_args=pretrained=org/m --batch_size 8", "lm_eval", None, None, "org/m"),
+    ("vllm serve /c/step-1 --tensor-parallel-size 4 --seed 3", "vllm", 4, "3", "/c/step-1"),
+    ("vllm serve org/m -tp 2", "vllm", 2, None, "org/m"),
+])
+def test_what_an_evaluation_command_asks_is_read(command, tool, tp, seed, model):
+    call = parse_call(command)
+    assert call is not None
+    assert (call.tool, call.tensor_parallel_size, call.seed, call.model) == (tool, tp, seed, model)
+
+
+def test_other_commands_are_not_evaluation_calls():
+    assert parse_call("python train.py --lr 3e-4 --seed 1") is None
+
+
+def _write_safetensors(path, n: int, cut: int = 0) -> int:
+    """A safetensors file of one n-byte tensor, ``cut`` bytes short; its whole length (8 + header + n)."""
+    header = json.dumps({"w": {"dtype": "U8", "shape": [n], "data_offsets": [0, n]}}).encode()
+    data = len(header).to_bytes(8, "little") + header + b"\0" * n
+    path.write_bytes(data[: len(data) - cut])
+    return 8 + len(header) + n
+
+
+def test_a_checkpoint_that_is_not_whole_is_refused_before_launch(make_bench, tmp_path):
+    missing = tmp_path / "ckpts" / "step-20"
+    bench = make_bench(SPEC.format(ckpt=missing, tp=1, extra=""))
+    for command in (["validate", "bench.yaml"], ["run", "bench.yaml", "-r", "out"]):
+        proc = bench.cli(*command)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"the checkpoint {missing} that lm_eval would load: no such folder" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not (bench.root / "out" / "runs").exists()  # nothing was launched
+
+    missing.mkdir(parents=True)
+    (missing / "config.json").write_text("{}")
+    proc = bench.cli("validate", "bench.yaml")
+    assert proc.returncode == 2 and "no weights yet" in proc.stderr
+
+    index = {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}
+    (missing / "model.safetensors.index.json").write_text(json.dumps(index))
+    _write_safetensors(missing / "model-00001-of-00002.safetensors", 64)
+    proc = bench.cli("validate", "bench.yaml")
+    assert proc.returncode == 2 and "not there yet: model-00002-of-00002.safetensors" in proc.stderr
+
+    whole = _write_safetensors(missing / "model-00002-of-00002.safetensors", 64, cut=10)
+    proc = bench.cli("validate", "bench.yaml")
+    assert proc.returncode == 2
+    assert f"model-00002-of-00002.safetensors: {whole - 10} of the {whole} bytes its header names" in proc.stderr
+
+    _write_safetensors(missing / "model-00002-of-00002.safetensors", 64)
+    assert bench.cli("validate", "bench.yaml").returncode == 0
