@@ -295,11 +295,11 @@ def is_samples_source(path: Path) -> bool:
         return (path.suffix == ".eval" or _is_inspect_json(path) or bool(LM_EVAL_SAMPLES.match(path.name))
                 or bool(NEMO_OUTPUT.match(path.name)))
     if path.is_dir() and not (path / DB_NAME).exists():
-        return any(True for _ in _harness_files(path))
+        return any(True for _ in harness_files(path))
     return False
 
 
-def _harness_files(folder: Path) -> Iterable[tuple[str, Path]]:
+def harness_files(folder: Path) -> Iterable[tuple[str, Path]]:
     for p in _lm_eval_files(folder):
         yield "lm_eval", p
     for p in sorted(folder.rglob("*.eval")):
@@ -320,7 +320,7 @@ def read_folder(folder: Path, out: Samples, *, config: str | None = None, seed: 
     its path (``out/step20/...`` is ``step20``), else the model the file names.
     """
     count = 0
-    for kind, path in _harness_files(folder):
+    for kind, path in harness_files(folder):
         rel = path.relative_to(folder).parts
         name = config or (rel[0] if len(rel) > 1 else None)
         if kind == "lm_eval":
