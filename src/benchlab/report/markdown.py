@@ -59,6 +59,8 @@ class ReportData:
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
     #: ``run --until-decided``'s design and pairs as of its last look (``results.Results.sequential``).
     sequential: dict[str, Any] | None = None
+    #: The "Question-level comparisons" section, Markdown (``report/questions.py``); "" without records.
+    questions: str = ""
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
@@ -777,6 +779,7 @@ def render_markdown(data: ReportData) -> str:
         plots=data.plots,
         plot_notes=_plot_notes(data),
         comparisons=_comparisons_text(data, desc),
+        questions=data.questions,
         analysis_plan=data.analysis_plan,
         configs=configs,
         command=info.spec.get("command", "(per config)"),

@@ -1,0 +1,99 @@
+"""A checkpoint sweep run by benchlab with the real lm-evaluation-harness, one seed per checkpoint:
+the seed-level comparison has no spread to test, the per-question records decide it."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from statsmodels.stats.contingency_tables import mcnemar
+
+from evals_kit import write_task
+
+pytestmark = pytest.mark.slow
+
+SPEC = """
+name: ckpt-questions
+tasks: [{{name: arith_a}}]
+configs:
+  - {{name: step20, params: {{sampling_seed: 1}}}}
+  - {{name: step40, params: {{sampling_seed: 2}}}}
+baseline: step20
+seeds: [42]
+retries: 0
+command: >-
+  {python} -m lm_eval --model dummy --tasks {{task}} --include_path {tasks}
+  --output_path {{run_dir}} --log_samples --seed {{sampling_seed}}
+metrics:
+  primary: {{name: "acc,none", goal: max, from: {{lm_eval: ., task: "{{task}}", key: "acc,none"}}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory):
+    from benchlab_testing import run_cli
+
+    root = tmp_path_factory.mktemp("sweep")
+    write_task(root / "tasks", "arith_a", 60)
+    (root / "bench.yaml").write_text(SPEC.format(python=sys.executable, tasks=root / "tasks"))
+    proc = run_cli("run", "bench.yaml", "-r", "out", "-j", "2", cwd=root, timeout=600,
+                   env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(root / "hf")})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root
+
+
+def _accs(root, config: str) -> np.ndarray:
+    from benchlab.results import load
+
+    table = load(root / "out", samples=True)
+    part = table[table["config"] == config].sort_values("question", key=lambda q: q.astype(int))
+    return part["value"].to_numpy()
+
+
+def test_load_samples_from_a_results_folder_names_runs_by_spec(sweep):
+    from benchlab.results import load
+
+    table = load(sweep / "out", samples=True)
+    assert set(table["config"]) == {"step20", "step40"}
+    assert set(table["seed"]) == {42}
+    assert set(table["task"]) == {"arith_a"}
+    assert len(table) == 2 * 60
+
+
+def test_one_seed_per_checkpoint_is_decided_over_questions_not_undetermined(sweep):
+    from benchlab_testing import run_cli
+
+    proc = run_cli("compare", "out", "--candidate", "step40", "--json", cwd=sweep)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["level"] == "questions"
+    comp = data["comparisons"][0]
+    assert comp["verdict"] != "undetermined"
+    a, b = _accs(sweep, "step20"), _accs(sweep, "step40")
+    better, worse = int(np.sum((b == 1) & (a == 0))), int(np.sum((b == 0) & (a == 1)))
+    table = [[int(np.sum((a == 1) & (b == 1))), worse], [better, int(np.sum((a == 0) & (b == 0)))]]
+    assert comp["pvalue"] == pytest.approx(mcnemar(table, exact=True).pvalue)
+    # Asked for by seed, the same comparison has no spread to test.
+    proc = run_cli("compare", "out", "--candidate", "step40", "--level", "seeds", "--json", cwd=sweep)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["comparisons"][0]["significant"] is None
+
+
+def test_report_has_a_question_level_section_and_benchmarks_marks(sweep):
+    from benchlab_testing import run_cli
+
+    proc = run_cli("report", "out", "--no-plots", cwd=sweep, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = (sweep / "out" / "BENCHMARK_REPORT.md").read_text()
+    assert "## Question-level comparisons" in report
+    section = report.split("## Question-level comparisons", 1)[1]
+    row = next(line for line in section.splitlines() if line.startswith("| arith_a"))
+    a, b = _accs(sweep, "step20"), _accs(sweep, "step40")
+    assert f"| 60 | {a.mean():.4g} | {b.mean():.4g} |" in row
+    assert "exact McNemar" in row
+    board = (sweep / "out" / "BENCHMARKS.md").read_text()
+    assert "Question-level verdicts against step20" in board
+    html = (sweep / "out" / "report.html").read_text()
+    assert "Question-level comparisons" in html
