@@ -1,0 +1,104 @@
+"""The samples table from a CSV (any harness's export) and from NeMo-Skills outputs; bad input is
+one message naming the file, line and field."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from benchlab.collect.samples import check_pairing, read_samples
+from benchlab.errors import DataError
+from benchlab_testing import run_cli
+
+
+def _csv(path, rows, header="task,config,seed,repeat,question,cluster,metric,value"):
+    path.write_text(header + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    return path
+
+
+def test_a_samples_csv_is_read_with_defaults_for_optional_columns(tmp_path):
+    path = _csv(tmp_path / "s.csv", [("gsm8k", "a", 1), ("gsm8k", "b", 0)], header="task,config,value")
+    with pytest.raises(DataError, match="missing column"):
+        read_samples(path)
+    path = _csv(tmp_path / "s.csv", [("gsm8k", "a", "q1", 1), ("gsm8k", "b", "q1", 0)],
+                header="task,config,question,value")
+    table, _ = read_samples(path)
+    assert list(table["seed"]) == [0, 0] and list(table["repeat"]) == [0, 0]
+    assert table["cluster"].isna().all() and list(table["metric"]) == ["value", "value"]
+
+
+def test_a_non_number_in_a_samples_csv_names_its_line_and_column(tmp_path):
+    path = _csv(tmp_path / "s.csv", [("gsm8k", "a", "q1", 1), ("gsm8k", "b", "q1", "right")],
+                header="task,config,question,value")
+    proc = run_cli("analyze", str(path), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"{path}:3 column 'value': expected a number, got 'right'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_analyze_a_samples_csv_with_repeats_splits_the_variance(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = []
+    truth = rng.random(50)
+    for q in range(50):
+        for k in range(4):
+            rows.append(("math", "step20", 42, k, f"q{q}", "", "acc", int(rng.random() < truth[q])))
+    path = _csv(tmp_path / "s.csv", rows)
+    proc = run_cli("analyze", str(path), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)["summary"][0]
+    values = np.array([r[-1] for r in rows], dtype=float).reshape(50, 4)
+    means = values.mean(axis=1)
+    assert row["n_samples"] == 4 and row["se_type"] == "over questions"
+    assert row["se"] == pytest.approx(stats.sem(means))
+    within = values.var(axis=1, ddof=1).mean()
+    assert row["split"]["within"] == pytest.approx(within)
+    assert row["split"]["between"] == pytest.approx(max(0.0, means.var(ddof=1) - within / 4))
+    assert row["split"]["se_reruns"] == pytest.approx(math.sqrt(within / 4 / 50))
+
+
+def test_a_question_asked_differently_is_refused_or_dropped(tmp_path):
+    header = "task,config,question,value,question_hash"
+    rows = [("t", "a", "1", 1, "h1"), ("t", "b", "1", 0, "h1"), ("t", "a", "2", 1, "h2"), ("t", "b", "2", 1, "zz")]
+    table, _ = read_samples(_csv(tmp_path / "s.csv", rows, header=header))
+    with pytest.raises(DataError, match=r"task 't' question '2' was asked differently"):
+        check_pairing(table)
+    kept, warnings = check_pairing(table, drop=True)
+    assert sorted(set(kept["question"])) == ["1"]
+    assert warnings == ["t: 1 question(s) asked differently by the configs (their document or prompt hash "
+                        "differs) left out of every config"]
+
+
+def test_nemo_skills_reruns_are_repeats_of_a_question(tmp_path):
+    # NeMo-Skills' layout: <output>/eval-results/<benchmark>/output-rs<k>.jsonl, one line per problem.
+    for ckpt, right in (("step20", {0, 1}), ("step40", {0, 1, 2})):
+        folder = tmp_path / "evals" / ckpt / "eval-results" / "math500"
+        folder.mkdir(parents=True)
+        for k in range(3):
+            lines = [json.dumps({"problem": f"p{i}", "expected_answer": "1", "predicted_answer": "1",
+                                 "symbolic_correct": (i in right) or (k == 2 and i == 3)}) for i in range(5)]
+            (folder / f"output-rs{k}.jsonl").write_text("\n".join(lines) + "\n")
+    table, _ = read_samples(tmp_path / "evals")
+    assert set(table["config"]) == {"step20", "step40"}
+    assert set(table["task"]) == {"math500"} and set(table["metric"]) == {"symbolic_correct"}
+    assert sorted(set(table["repeat"])) == [0, 1, 2]
+    proc = run_cli("compare", str(tmp_path / "evals"), "--baseline", "step20", "--candidate", "step40", "--json",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    comp = json.loads(proc.stdout)["comparisons"][0]
+    # Question means: step20 [1, 1, 0, 1/3, 0], step40 [1, 1, 1, 1/3, 0]; d = [0, 0, 1, 0, 0].
+    d = np.array([0, 0, 1, 0, 0], dtype=float)
+    assert comp["mean_diff"] == pytest.approx(0.2)
+    assert comp["se"] == pytest.approx(stats.sem(d))
+    assert comp["test"] == "paired t"  # three samples a question: not McNemar's one-sample case
+
+
+def test_compare_on_records_without_the_baseline_says_which_configs_there_are(tmp_path):
+    path = _csv(tmp_path / "s.csv", [("t", "a", "1", 1), ("t", "b", "1", 0)], header="task,config,question,value")
+    proc = run_cli("compare", str(path), "--baseline", "c", "--candidate", "b", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "no config 'c' in the samples; configs are a, b" in proc.stderr
