@@ -8,9 +8,8 @@ import sys
 
 import numpy as np
 import pytest
-from statsmodels.stats.contingency_tables import mcnemar
-
 from evals_kit import write_task
+from statsmodels.stats.contingency_tables import mcnemar
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from evals_kit import run_inspect
 
 pytestmark = pytest.mark.slow

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from evals_kit import lm_eval_command, offline_env, run_all, write_task
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
-
-from evals_kit import lm_eval_command, offline_env, run_all, write_task
 
 pytestmark = pytest.mark.slow
 

@@ -204,8 +204,8 @@ def test_holm_runs_across_tasks_as_statsmodels():
         base = rng.random(200) < 0.5
         cand = np.where(rng.random(200) < shift, True, base)
         for q in range(200):
-            rows.append(("t%d" % t, "a", str(q), float(base[q])))
-            rows.append(("t%d" % t, "b", str(q), float(cand[q])))
+            rows.append((f"t{t}", "a", str(q), float(base[q])))
+            rows.append((f"t{t}", "b", str(q), float(cand[q])))
     table = pd.DataFrame(rows, columns=["task", "config", "question", "value"])
     result = analyze_questions(table, baseline="a")
     ps = [c.result.pvalue for c in result.comparisons]
