@@ -255,29 +255,54 @@ def read_nemo_output(path: Path, out: Samples, *, config: str, task: str | None 
 
 
 def read_samples_csv(path: Path) -> pd.DataFrame:
-    """A CSV of the samples columns (at least ``task, config, question, value``)."""
-    import pandas as pd
+    """A CSV of the samples columns (at least ``task, config, question, value``).
 
+    Read with pyarrow's CSV reader (threaded), text columns as categoricals: a sweep's samples
+    repeat a few task, config and question names millions of times.
+    """
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    from pyarrow import csv as pacsv
+
+    # Names are text even when they look like numbers ("1.0" and "1" are two configs); a
+    # question id may stay a number, it is only matched.
+    names_type = pa.dictionary(pa.int32(), pa.string())
+    text = {c: names_type for c in ("task", "config", "cluster", "metric", "benchmark")}
+    text["question_hash"] = pa.string()
     try:
-        df = pd.read_csv(path, engine="pyarrow", dtype={"question": str, "cluster": str, "task": str,
-                                                        "config": str, "metric": str})
-    except Exception as exc:  # pyarrow's CSV reader raises its own error types
+        with path.open("rb") as f:
+            header = f.readline().decode("utf-8", errors="replace").strip().split(",")
+        names = [h.strip().strip('"') for h in header]
+        arrow = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+            column_types={c: t for c, t in text.items() if c in names}, strings_can_be_null=True))
+    except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: not a readable CSV ({str(exc).strip().splitlines()[0]})") from None
-    missing = [c for c in SAMPLE_REQUIRED if c not in df.columns]
+    missing = [c for c in SAMPLE_REQUIRED if c not in arrow.column_names]
     if missing:
         raise DataError(f"{path}: missing column(s) {', '.join(missing)}; a samples CSV has "
                         f"{', '.join(SAMPLE_REQUIRED)} (optional: benchmark, seed, repeat, cluster, metric, "
                         "question_hash)")
-    values = pd.to_numeric(df["value"], errors="coerce")
-    bad = values.isna() & df["value"].notna()
-    if bad.any():
-        row = int(bad.to_numpy().nonzero()[0][0])
-        raise DataError(f"{path}:{row + 2} column 'value': expected a number, got {df['value'].iloc[row]!r}")
-    df["value"] = values.astype(float)
-    for col, default in (("benchmark", ""), ("seed", 0), ("repeat", 0), ("metric", "value"),
-                         ("cluster", None), ("question_hash", None)):
-        if col not in df.columns:
-            df[col] = default
+    df = arrow.to_pandas()
+    if not pd.api.types.is_numeric_dtype(df["value"]):
+        values = pd.to_numeric(df["value"], errors="coerce")
+        bad = values.isna() & df["value"].notna()
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise DataError(f"{path}:{row + 2} column 'value': expected a number, got {df['value'].iloc[row]!r}")
+        df["value"] = values
+    df["value"] = df["value"].astype(float)
+    n = len(df)
+    for col in SAMPLE_COLUMNS:
+        if col in df.columns:
+            continue
+        if col in ("seed", "repeat"):
+            df[col] = np.zeros(n, np.int64)
+        else:
+            # Categoricals: a default repeated over millions of rows costs one small code each.
+            fill = {"benchmark": "", "metric": "value"}.get(col)
+            df[col] = pd.Categorical.from_codes(np.full(n, -1 if fill is None else 0, np.int8),
+                                                categories=[] if fill is None else [fill])
     return df[list(SAMPLE_COLUMNS)]
 
 
@@ -427,7 +452,7 @@ def check_pairing(table: pd.DataFrame, *, drop: bool = False) -> tuple[pd.DataFr
         rows = keyed[(keyed["task"] == task) & (keyed["question"] == question)]
         by = rows.groupby("config", sort=True)["question_hash"].first()
         shown = "; ".join(f"{c}: {h[:16]}" for c, h in by.items())
-        raise DataError(f"task {task!r} question {question!r} was asked differently by the configs "
+        raise DataError(f"task '{task}' question '{question}' was asked differently by the configs "
                         f"(document/prompt hash {shown}); {len(bad)} question(s) differ in all. Pairing "
                         "them would compare different questions: re-run on the same data, or "
                         "--drop-changed to leave them out")

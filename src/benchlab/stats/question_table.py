@@ -93,10 +93,48 @@ def _finite(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
+    """Integer codes of ``column`` in the sorted order of its values (as text), -1 for missing."""
     import pandas as pd
 
-    codes, uniques = pd.factorize(column, sort=True)
-    return codes.astype(np.int64), list(uniques)
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        names = [str(c) for c in column.cat.categories]
+        order = np.argsort(np.array(names, dtype=object), kind="stable")
+        codes = column.cat.codes.to_numpy()
+        if np.array_equal(order, np.arange(len(names))):
+            return codes, names  # categories already in order: their codes serve as they are
+        rank = np.empty(len(names) + 1, np.int64)
+        rank[order] = np.arange(len(names))
+        rank[-1] = -1  # a missing value's code -1 indexes the last slot
+        return rank[codes], [names[k] for k in order]
+    if pd.api.types.is_integer_dtype(column.dtype) and len(column):
+        # Integer ids (seeds, repeats, numbered questions) are their own codes once shifted to 0.
+        v = column.to_numpy()
+        low, high = int(v.min()), int(v.max())
+        if 0 <= high - low < 1 << 24:
+            codes = v if low == 0 and v.dtype == np.int64 else np.subtract(v, low, dtype=np.int64)
+            return codes, list(range(low, high + 1))
+    codes, uniques = pd.factorize(column.astype(str) if column.dtype == object else column, sort=True)
+    return codes.astype(np.int64), [str(u) for u in uniques]
+
+
+def _names(column: pd.Series) -> list[str]:
+    """The distinct values of ``column`` as sorted text (from its categories when it has them)."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return sorted({str(c) for c in column.cat.categories[np.unique(column.cat.codes[column.cat.codes >= 0])]})
+    return sorted({str(v) for v in column.unique()})
+
+
+def _local(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes renumbered ``0..k-1`` within a part of the table, and the part's original codes.
+
+    Codes are small non-negative integers: a count per code finds those present in one pass,
+    without the sort ``np.unique`` would do on millions of rows."""
+    present = np.flatnonzero(np.bincount(codes))
+    remap = np.zeros(int(present[-1]) + 1, np.int64)
+    remap[present] = np.arange(present.size)
+    return remap[codes], present
 
 
 def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candidates: list[str] | None = None,
@@ -123,11 +161,12 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
         raise DataError(f"the samples table lacks column(s) {', '.join(missing)}; expected task, config, "
                         "question, value (and optionally benchmark, seed, repeat, cluster, metric)")
     if metric is not None:
-        if "metric" not in table.columns or not (table["metric"].astype(str) == metric).any():
-            have = sorted(set(table["metric"].astype(str))) if "metric" in table.columns else ["value"]
+        have = _names(table["metric"]) if "metric" in table.columns else ["value"]
+        if metric not in have:
             raise DataError(f"no metric {metric!r} in the samples; metrics are {', '.join(have)}")
-        table = table[table["metric"].astype(str) == metric]
-    configs = sorted(set(table["config"].astype(str)))
+        if len(have) > 1:
+            table = table[table["metric"].astype(str) == metric]
+    configs = _names(table["config"])
     if not configs:
         raise DataError("the samples table is empty")
     base = baseline if baseline is not None else configs[0]
@@ -138,11 +177,36 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
     if unknown:
         raise DataError(f"no config {', '.join(map(repr, unknown))} in the samples; configs are {', '.join(configs)}")
     out = QuestionAnalysis(baseline=base)
-    metrics = table["metric"].astype(str) if "metric" in table.columns else None
-    groups = [("value", table)] if metrics is None else [(m, table[metrics == m]) for m in sorted(set(metrics))]
-    for m, part in groups:
-        for task, sub in part.groupby(part["task"].astype(str), sort=True):
-            _analyze_task(out, sub, str(task), m, base, wanted, power, 1 - alpha)
+    n = len(table)
+    zeros = np.zeros(n, np.int64)
+    task, task_names = _codes(table["task"])
+    cfg, cfg_names = _codes(table["config"])
+    question, _ = _codes(table["question"])
+    metric_code, metric_names = _codes(table["metric"]) if "metric" in table.columns else (zeros, ["value"])
+    seed, seed_names = _codes(table["seed"]) if "seed" in table.columns else (zeros, [0])
+    repeat, _ = _codes(table["repeat"]) if "repeat" in table.columns else (zeros, [0])
+    cluster = None
+    if "cluster" in table.columns and table["cluster"].notna().any():
+        cluster, _ = _codes(table["cluster"])
+    for name, codes in (("task", task), ("config", cfg), ("question", question), ("metric", metric_code),
+                        ("seed", seed), ("repeat", repeat)):
+        if codes.size and codes.min() < 0:
+            row = int(np.flatnonzero(codes < 0)[0])
+            raise DataError(f"the samples table's row {row + 1} has no {name}")
+    values = table["value"].to_numpy(dtype=float)
+    # One pass to order the rows by (metric, task); each part is then a slice.
+    key = metric_code.astype(np.int64) * len(task_names) + task
+    # A stable sort of a 16-bit key is a radix sort in numpy: linear in the rows.
+    order = np.argsort(key.astype(np.int16) if key.max() < 2**15 else key, kind="stable")
+    bounds = np.flatnonzero(np.diff(key[order])) + 1
+    for rows in np.split(order, bounds):
+        if rows.size == 0:
+            continue
+        m = metric_names[metric_code[rows[0]]]
+        t = task_names[task[rows[0]]]
+        part = _Part(cfg[rows], seed[rows], question[rows], repeat[rows], values[rows],
+                     None if cluster is None else cluster[rows])
+        _analyze_task(out, part, t, m, cfg_names, seed_names, base, wanted, power, 1 - alpha)
     goals = goal if isinstance(goal, dict) else {}
     for row, p in zip(out.comparisons, holm([c.result.pvalue for c in out.comparisons]), strict=True):
         r = row.result
@@ -158,28 +222,39 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
     return out
 
 
-def _analyze_task(out: QuestionAnalysis, sub: pd.DataFrame, task: str, metric: str, base: str,
-                  candidates: list[str], power: float, confidence: float) -> None:
-    cfg, cfg_names = _codes(sub["config"].astype(str))
-    q, _ = _codes(sub["question"].astype(str))
-    seed, seed_names = _codes(sub["seed"]) if "seed" in sub.columns else (np.zeros(len(sub), np.int64), [0])
-    rep, _ = _codes(sub["repeat"]) if "repeat" in sub.columns else (np.zeros(len(sub), np.int64), [0])
-    shape = (len(cfg_names), len(seed_names), int(q.max()) + 1, int(rep.max()) + 1)
+@dataclass
+class _Part:
+    """The rows of one (metric, task) as integer codes, shape ``(rows,)`` each."""
+
+    config: np.ndarray
+    seed: np.ndarray
+    question: np.ndarray
+    repeat: np.ndarray
+    value: np.ndarray
+    cluster: np.ndarray | None
+
+
+def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cfg_names: list[str],
+                  seed_names: list[Any], base: str, candidates: list[str], power: float, confidence: float) -> None:
+    cfg, cfg_present = _local(part.config.astype(np.int64, copy=False))
+    seed, seed_present = _local(part.seed)
+    q, _ = _local(part.question)
+    rep, _ = _local(part.repeat)
+    shape = (cfg_present.size, seed_present.size, int(q.max()) + 1, int(rep.max()) + 1)
     cells = np.full(shape, np.nan)
     flat = np.ravel_multi_index((cfg, seed, q, rep), shape)
-    if np.unique(flat).shape[0] != flat.shape[0]:
+    if np.bincount(flat, minlength=cells.size).max() > 1:
         out.warnings.append(f"{task} {metric}: several values for one (config, seed, question, repeat); "
                             "the last one kept")
-    cells.ravel()[flat] = sub["value"].to_numpy(dtype=float)
+    cells.ravel()[flat] = part.value
     clusters = None
-    if "cluster" in sub.columns and sub["cluster"].notna().any():
+    if part.cluster is not None and (part.cluster >= 0).any():
         # A question's cluster is the same wherever it is asked: take it from any row.
-        labels = np.full(shape[2], -1, np.int64)
-        cl, _ = _codes(sub["cluster"].astype(str))
-        labels[q] = cl
-        clusters = labels
+        clusters = np.full(shape[2], -1, np.int64)
+        clusters[q] = part.cluster
     means = question_means(cells.reshape(-1, shape[3])).reshape(shape[:3])  # (configs, seeds, questions)
-    index = {name: i for i, name in enumerate(cfg_names)}
+    index = {cfg_names[k]: i for i, k in enumerate(cfg_present)}
+    names = [seed_names[k] for k in seed_present]
     for name, i in index.items():
         has = ~np.isnan(means[i])
         seeds_here = np.flatnonzero(has.any(axis=1))
@@ -188,7 +263,7 @@ def _analyze_task(out: QuestionAnalysis, sub: pd.DataFrame, task: str, metric: s
         summary = summarize_questions(cells[i, s0][answered], None if clusters is None else clusters[answered],
                                       confidence)
         if seeds_here.size > 1:
-            summary.notes.append(f"{seeds_here.size} seeds: the summary shows seed {seed_names[s0]}'s questions; "
+            summary.notes.append(f"{seeds_here.size} seeds: the summary shows seed {names[s0]}'s questions; "
                                  "the comparison uses every seed")
         out.summary.append(QuestionSummaryRow(task, name, metric, int(seeds_here.size), summary))
     if base not in index:

@@ -132,6 +132,10 @@ def question_means(scores: np.ndarray) -> np.ndarray:
     scores = np.asarray(scores, dtype=float)
     if scores.ndim == 1:
         return scores
+    if scores.shape[-1] == 1:
+        return scores[..., 0]
+    if not np.isnan(scores).any():  # every question has every sample: the plain mean
+        return scores.mean(axis=-1)
     counts = np.sum(~np.isnan(scores), axis=-1)
     sums = np.nansum(scores, axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -195,15 +199,20 @@ def variance_split(scores: np.ndarray) -> VarianceSplit | None:
     no question has two samples.
     """
     scores = np.asarray(scores, dtype=float)
-    if scores.ndim == 1:
-        return None
-    counts = np.sum(~np.isnan(scores), axis=1)
-    many = counts >= 2
-    if not many.any() or scores.shape[0] < 2:
+    if scores.ndim == 1 or scores.shape[1] < 2 or scores.shape[0] < 2:
         return None
     means = question_means(scores)
-    dev = np.where(np.isnan(scores), 0.0, scores - means[:, None])
-    var_q = np.sum(dev**2, axis=1)[many] / (counts[many] - 1)
+    if not np.isnan(scores).any():
+        counts = np.full(scores.shape[0], scores.shape[1])
+        many = np.ones(scores.shape[0], bool)
+        var_q = scores.var(axis=1, ddof=1)
+    else:
+        counts = np.sum(~np.isnan(scores), axis=1)
+        many = counts >= 2
+        if not many.any():
+            return None
+        dev = np.where(np.isnan(scores), 0.0, scores - means[:, None])
+        var_q = np.sum(dev**2, axis=1)[many] / (counts[many] - 1)
     within = float(var_q.mean())
     noise = float(np.mean(var_q / counts[many]))
     observed = float(np.var(means[counts > 0], ddof=1))
