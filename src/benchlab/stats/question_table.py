@@ -188,24 +188,24 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
     cluster = None
     if "cluster" in table.columns and table["cluster"].notna().any():
         cluster, _ = _codes(table["cluster"])
-    for name, codes in (("task", task), ("config", cfg), ("question", question), ("metric", metric_code),
+    for column, codes in (("task", task), ("config", cfg), ("question", question), ("metric", metric_code),
                         ("seed", seed), ("repeat", repeat)):
         if codes.size and codes.min() < 0:
-            row = int(np.flatnonzero(codes < 0)[0])
-            raise DataError(f"the samples table's row {row + 1} has no {name}")
+            first = int(np.flatnonzero(codes < 0)[0])
+            raise DataError(f"the samples table's row {first + 1} has no {column}")
     values = table["value"].to_numpy(dtype=float)
     # One pass to order the rows by (metric, task); each part is then a slice.
     key = metric_code.astype(np.int64) * len(task_names) + task
     # A stable sort of a 16-bit key is a radix sort in numpy: linear in the rows.
     order = np.argsort(key.astype(np.int16) if key.max() < 2**15 else key, kind="stable")
     bounds = np.flatnonzero(np.diff(key[order])) + 1
-    for rows in np.split(order, bounds):
-        if rows.size == 0:
+    for part_rows in np.split(order, bounds):
+        if part_rows.size == 0:
             continue
-        m = metric_names[metric_code[rows[0]]]
-        t = task_names[task[rows[0]]]
-        part = _Part(cfg[rows], seed[rows], question[rows], repeat[rows], values[rows],
-                     None if cluster is None else cluster[rows])
+        m = metric_names[metric_code[part_rows[0]]]
+        t = task_names[task[part_rows[0]]]
+        part = _Part(cfg[part_rows], seed[part_rows], question[part_rows], repeat[part_rows], values[part_rows],
+                     None if cluster is None else cluster[part_rows])
         _analyze_task(out, part, t, m, cfg_names, seed_names, base, wanted, power, 1 - alpha)
     goals = goal if isinstance(goal, dict) else {}
     for row, p in zip(out.comparisons, holm([c.result.pvalue for c in out.comparisons]), strict=True):
