@@ -14,11 +14,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-import pytest
+import yaml
 
-pytest.importorskip("lm_eval", reason="the evals extra: pip install 'benchlab[evals]'")
-pytest.importorskip("inspect_ai", reason="the evals extra: pip install 'benchlab[evals]'")
+#: Why a test of a harness is skipped where the evals extra is not installed.
+NEEDS_EVALS = "the evals extra: pip install 'benchlab[evals]'"
 
 TASK_YAML = """task: {name}
 dataset_path: json
@@ -107,3 +108,17 @@ def run_inspect(folder: Path, checkpoints: list[str]) -> dict[str, Path]:
     env = {**os.environ, "INSPECT_LOG_LEVEL": "warning", "INSPECT_DISPLAY": "none"}
     run_all([[sys.executable, str(script), c, str(folder / c)] for c in checkpoints], env, folder)
     return {c: next((folder / c).glob("*.eval")) for c in checkpoints}
+
+
+def eval_config(folder: Path) -> Path:
+    """The evaluation service's shipped config, its datasets made absolute and its state under ``folder``."""
+    from benchlab.evaluate.config import DEFAULT_CONFIG
+
+    data: dict[str, Any] = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    for bench in data["benchmarks"].values():
+        bench["dataset"] = str(DEFAULT_CONFIG.parent / bench["dataset"])
+    data["server"]["state_dir"] = str(folder / "state")
+    data["math"]["workers"] = 1
+    path = folder / "eval.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path

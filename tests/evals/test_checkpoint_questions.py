@@ -8,10 +8,11 @@ import sys
 
 import numpy as np
 import pytest
-from evals_kit import write_task
+from evals_kit import NEEDS_EVALS, write_task
 from statsmodels.stats.contingency_tables import mcnemar
 
 pytestmark = pytest.mark.slow
+pytest.importorskip("lm_eval", reason=NEEDS_EVALS)
 
 SPEC = """
 name: ckpt-questions

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from evals_kit import run_inspect
+from evals_kit import NEEDS_EVALS, run_inspect
 
 pytestmark = pytest.mark.slow
+pytest.importorskip("inspect_ai", reason=NEEDS_EVALS)
 
 
 @pytest.fixture(scope="module")

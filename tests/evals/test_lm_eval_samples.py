@@ -12,11 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from evals_kit import lm_eval_command, offline_env, run_all, write_task
+from evals_kit import NEEDS_EVALS, lm_eval_command, offline_env, run_all, write_task
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 pytestmark = pytest.mark.slow
+pytest.importorskip("lm_eval", reason=NEEDS_EVALS)
 
 TASKS = {"arith_a": 30, "arith_b": 40}
 

@@ -102,3 +102,59 @@ def test_compare_on_records_without_the_baseline_says_which_configs_there_are(tm
     proc = run_cli("compare", str(path), "--baseline", "c", "--candidate", "b", cwd=tmp_path)
     assert proc.returncode == 2
     assert "no config 'c' in the samples; configs are a, b" in proc.stderr
+
+
+@pytest.mark.slow
+def test_benchlab_eval_records_compare_two_checkpoints_over_items(tmp_path):
+    """Two checkpoints (the stub model at two skills) evaluated by the real `benchlab eval`."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from evals_kit import eval_config
+
+    def free_port() -> int:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+
+    config = eval_config(tmp_path)
+    for name, p in (("step20", "0.3"), ("step40", "0.9")):
+        port = free_port()
+        stub = subprocess.Popen([sys.executable, "-m", "benchlab.evaluate.stub", "--port", str(port), "--config",
+                                 str(config), "--p-correct", p, "--p-no-answer", "0.0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
+                    break
+                except OSError:
+                    assert stub.poll() is None and time.monotonic() < deadline, "the stub did not start"
+                    time.sleep(0.2)
+            proc = run_cli("eval", "--model-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
+                           "--benchmarks", "arith", "--n-samples", "2", "--config", str(config),
+                           "--out", str(tmp_path / "evals" / name), cwd=tmp_path, timeout=300)
+            assert proc.returncode == 0, proc.stderr
+        finally:
+            stub.terminate()
+            stub.wait(10)
+    table, _ = read_samples(tmp_path / "evals")
+    assert set(table["task"]) == {"arith"} and set(table["repeat"]) == {0, 1}
+    proc = run_cli("compare", str(tmp_path / "evals"), "--baseline", "step20", "--candidate", "step40", "--json",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    comp = json.loads(proc.stdout)["comparisons"][0]
+    # By hand from the records: each item's mean over its two samples, paired by id.
+    means = {}
+    for name in ("step20", "step40"):
+        for line in (tmp_path / "evals" / name / "arith.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            means.setdefault(rec["id"], {})[name] = np.mean([float(c) for c in rec["correct"]])
+    d = np.array([m["step40"] - m["step20"] for m in means.values()])
+    assert comp["n_questions"] == len(d)
+    assert comp["mean_diff"] == pytest.approx(d.mean())
+    assert comp["se"] == pytest.approx(stats.sem(d))

@@ -16,6 +16,8 @@ question, cluster, metric, value, question_hash``. Sources:
   name): each line's boolean or numeric correctness fields (``symbolic_correct``,
   ``judge_correct``, ``is_correct``, ``*_correct``, ``*_eval``...); the question is the line's
   ``id`` when it has one, else its position.
+- ``benchlab eval``'s ``<benchmark>.jsonl`` (beside its ``raw_metrics.json``): each item's
+  samples' ``correct`` verdicts, metric ``correct``, one repeat per sample.
 - a CSV of the columns above (at least ``task, config, question, value``).
 
 Two runs pair on a question only if they asked the same thing: :func:`check_pairing` refuses
@@ -251,6 +253,35 @@ def read_nemo_output(path: Path, out: Samples, *, config: str, task: str | None 
         out.notes.append(f"{path}: no correctness field (symbolic_correct, is_correct, ...) on any line")
 
 
+# ------------------------------------------------------------------------- benchlab eval
+
+
+#: What marks a folder written by ``benchlab eval``: its nested metrics beside one
+#: ``<benchmark>.jsonl`` of responses and verdicts per benchmark (evaluate/oneshot.py).
+EVAL_MARKER = "raw_metrics.json"
+
+
+def read_benchlab_eval(path: Path, out: Samples, *, config: str, seed: int = 0, benchmark: str = "") -> None:
+    """One ``<benchmark>.jsonl`` of ``benchlab eval`` into ``out``: per item ``id``, its samples'
+    ``correct`` verdicts (the repeats; a sample without a verdict, a model error, is left out)."""
+    task = path.stem
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as exc:
+                raise DataError(f"{path}:{lineno}: not valid JSON ({exc})") from None
+            if not isinstance(rec, dict) or "id" not in rec or not isinstance(rec.get("correct"), list):
+                raise DataError(f"{path}:{lineno}: expected an object with 'id' and a 'correct' list "
+                                "(a benchlab eval record)")
+            for k, verdict in enumerate(rec["correct"]):
+                num = _number(verdict)
+                if num is not None:
+                    out.add(benchmark, task, config, seed, k, str(rec["id"]), None, "correct", num, None)
+
+
 # ------------------------------------------------------------------------- any source
 
 
@@ -335,6 +366,9 @@ def harness_files(folder: Path) -> Iterable[tuple[str, Path]]:
     for p in sorted(folder.rglob("output-rs*.jsonl")):
         if NEMO_OUTPUT.match(p.name):
             yield "nemo", p
+    for marker in sorted(folder.rglob(EVAL_MARKER)):
+        for p in sorted(marker.parent.glob("*.jsonl")):
+            yield "benchlab_eval", p
 
 
 def read_folder(folder: Path, out: Samples, *, config: str | None = None, seed: int = 0,
@@ -352,6 +386,8 @@ def read_folder(folder: Path, out: Samples, *, config: str | None = None, seed: 
             read_lm_eval_samples(path, out, config=name or _lm_eval_model(path), seed=seed, benchmark=benchmark)
         elif kind == "inspect":
             read_inspect_log(path, out, config=name, seed=seed, benchmark=benchmark)
+        elif kind == "benchlab_eval":
+            read_benchlab_eval(path, out, config=name or folder.name, seed=seed, benchmark=benchmark)
         else:
             read_nemo_output(path, out, config=name or folder.name, seed=seed, benchmark=benchmark)
         count += 1
