@@ -158,3 +158,26 @@ def test_benchlab_eval_records_compare_two_checkpoints_over_items(tmp_path):
     assert comp["n_questions"] == len(d)
     assert comp["mean_diff"] == pytest.approx(d.mean())
     assert comp["se"] == pytest.approx(stats.sem(d))
+
+
+def test_compare_with_effect_says_how_many_questions_it_needs(tmp_path):
+    rng = np.random.default_rng(2)
+    rows = []
+    for q in range(120):
+        p = rng.random()
+        for name, shift in (("step20", 0.0), ("step40", 0.1)):
+            rows.append(("gsm8k", name, 42, 0, f"q{q}", "", "acc", int(rng.random() < min(1.0, p + shift))))
+    path = _csv(tmp_path / "s.csv", rows)
+    proc = run_cli("compare", str(path), "--baseline", "step20", "--candidate", "step40", "--effect", "0.03",
+                   "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    comp = json.loads(proc.stdout)["comparisons"][0]
+    values = np.array([r[-1] for r in rows], dtype=float).reshape(120, 2)
+    se = stats.sem(values[:, 1] - values[:, 0])
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    assert comp["mde"] == pytest.approx(z * se)
+    assert comp["power"]["questions"] == math.ceil(120 * (se / (0.03 / z)) ** 2)
+    assert comp["power"]["samples"] is None and comp["power"]["samples_note"] == "one sample per question"
+    proc = run_cli("compare", str(path), "--baseline", "step20", "--candidate", "step40", "--effect", "0",
+                   cwd=tmp_path)
+    assert proc.returncode == 2 and "--effect: expected a difference > 0" in proc.stderr

@@ -222,3 +222,27 @@ def test_one_seed_per_checkpoint_comparison_has_a_verdict():
     c = analyze_questions(table, baseline="step20").comparisons[0]
     assert c.verdict == "better"
     assert c.result.pvalue == pytest.approx(mcnemar([[40, 30], [0, 30]], exact=True).pvalue)
+
+
+def test_samples_needed_is_unknown_with_one_sample_per_question():
+    rng = np.random.default_rng(3)
+    base = (rng.random((200, 1)) < 0.5).astype(float)
+    cand = (rng.random((200, 1)) < 0.6).astype(float)
+    plan = questions_for_effect(base, cand, 0.05)
+    assert plan.samples is None and plan.samples_note == "one sample per question"
+    assert plan.questions is not None
+
+
+def test_samples_needed_shrinks_the_within_question_part_to_the_target():
+    # Questions of equal difficulty (no between-question spread): only the draws vary, so more
+    # samples per question reach any effect. By hand: within = p(1-p) for each side.
+    rng = np.random.default_rng(9)
+    base = (rng.random((400, 4)) < 0.5).astype(float)
+    cand = (rng.random((400, 4)) < 0.5).astype(float)
+    plan = questions_for_effect(base, cand, 0.02)
+    assert plan.samples is not None
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    within = base.var(axis=1, ddof=1).mean() + cand.var(axis=1, ddof=1).mean()
+    se2 = stats.sem(cand.mean(axis=1) - base.mean(axis=1)) ** 2
+    between = max(0.0, se2 * 400 - within / 4)
+    assert plan.samples == math.ceil(within / (400 * (0.02 / z) ** 2 - between))

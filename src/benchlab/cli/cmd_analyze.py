@@ -377,6 +377,8 @@ def compare(
     csv: Path | None = CsvOpt,
     level: LevelChoice = typer.Option(LevelChoice.AUTO, help=LEVEL_HELP),
     drop_changed: bool = typer.Option(False, "--drop-changed", help=DROP_CHANGED_HELP),
+    effect: float | None = typer.Option(None, help="With per-question records: the questions (or samples "
+                                        "per question) needed to detect a difference this large."),
 ) -> None:
     """Compare a candidate config with the baseline, paired by seed, or paired by question on
     per-question records (lm-eval samples, Inspect AI logs, NeMo-Skills outputs, a samples CSV)."""
@@ -399,7 +401,7 @@ def compare(
             if baseline is None:
                 raise DataError(f"{results}: give --baseline (the config the candidate is compared with)")
             run_questions(results, baseline=baseline, candidates=[candidate], metric=metric, goal=goals_q,
-                          alpha=alpha, drop_changed=drop_changed, as_json=as_json, csv=csv)
+                          alpha=alpha, drop_changed=drop_changed, as_json=as_json, csv=csv, effect=effect)
             return
     df, info = _load(results)
     goals: Any = goal.value if goal is not None else "max"

@@ -55,13 +55,17 @@ def load_samples(path: Path, *, drop_changed: bool) -> tuple[Any, list[str]]:
 
 def run_questions(path: Path, *, baseline: str | None, candidates: list[str] | None, metric: str | None,
                   goal: str | dict[str, str], alpha: float, drop_changed: bool, as_json: bool,
-                  csv: Path | None = None) -> None:
+                  csv: Path | None = None, effect: float | None = None) -> None:
     """Analyse the samples at ``path`` and print the result."""
     from benchlab.stats.question_table import analyze_questions
 
     table, notes = load_samples(path, drop_changed=drop_changed)
+    if effect is not None and effect <= 0:
+        from benchlab.errors import DataError
+
+        raise DataError(f"--effect: expected a difference > 0 in the metric's units, got {effect}")
     result = analyze_questions(table, baseline=baseline, candidates=candidates, metric=metric, goal=goal,
-                               alpha=alpha)
+                               alpha=alpha, effect=effect)
     result.warnings[:0] = notes
     if csv is not None:
         from benchlab.cli.cmd_diff import write_csv
@@ -131,6 +135,20 @@ def print_questions(result: QuestionAnalysis) -> None:
             Column("questions"), Column("diff\n[95% CI]"), Column("SE", numeric=False),
             Column("p", numeric=False), Column("p\nHolm"), Column("better /\nworse"), Column("r"),
             Column("MDE\n(80%)")], rows)
+    planned = [c for c in result.comparisons if c.power is not None]
+    if planned:
+        effect = planned[0].power.effect if planned[0].power is not None else 0.0
+        rows = [[c.task, c.metric, c.candidate, str(c.result.n_questions), _f(c.result.mde, 3),
+                 _f(c.power.questions), f"– ({c.power.samples_note})" if c.power.samples is None
+                 else str(c.power.samples)]
+                for c in planned if c.power is not None]
+        print_table(console, f"To detect a difference of {effect:g} (80% power, two-sided)", [
+            Column("task", numeric=False, key=True), Column("metric", numeric=False, key=True),
+            Column("candidate", numeric=False, key=True), Column("questions\nnow"), Column("MDE\nnow"),
+            Column("questions\nneeded"), Column("samples/question\nneeded")], rows)
+        console.print("samples/question needed: '– (add questions)' where no number of samples reaches it "
+                      "(the questions' own spread is too large); '– (one sample per question)' where the "
+                      "records hold one sample a question, so that the part more samples would shrink is unknown.")
     console.print(escape(SE_NOTE))
     for c in result.comparisons:
         for note in c.result.notes:

@@ -18,11 +18,13 @@ import numpy as np
 
 from benchlab.stats.compare import holm, is_significant
 from benchlab.stats.questions import (
+    EvalPower,
     PairedQuestions,
     QuestionSummary,
     paired_questions,
     paired_seeds_questions,
     question_means,
+    questions_for_effect,
     summarize_questions,
 )
 
@@ -43,11 +45,15 @@ class QuestionComparisonRow:
     p_holm: float | None = None
     significant: bool | None = None
     verdict: str = "undetermined"
+    #: Questions and samples needed for the effect asked for (``effect=``), else None.
+    power: EvalPower | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {"task": self.task, "metric": self.metric, "baseline": self.baseline,
                "candidate": self.candidate, **asdict(self.result)}
         out.update(p_holm=self.p_holm, significant=self.significant, verdict=self.verdict)
+        if self.power is not None:
+            out["power"] = asdict(self.power)
         return _finite(out)
 
 
@@ -139,7 +145,7 @@ def _local(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candidates: list[str] | None = None,
                       metric: str | None = None, goal: str | dict[str, str] = "max", alpha: float = 0.05,
-                      power: float = 0.8) -> QuestionAnalysis:
+                      power: float = 0.8, effect: float | None = None) -> QuestionAnalysis:
     """Summaries and paired comparisons of a samples table.
 
     Args:
@@ -148,6 +154,9 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
         baseline: the config the others are compared with (default: the first in sort order).
         candidates: the configs compared with it (default: every other one).
         goal: ``max`` (higher is better) or ``min``, or one per metric.
+        effect: a difference to plan for: each comparison then says how many questions (or
+            samples per question) detect it with ``power`` at ``alpha``
+            (:func:`~benchlab.stats.questions.questions_for_effect`).
 
     Holm's correction runs over every comparison made (each task, metric and candidate).
     With two or more seeds shared by both configs, the comparison is over seeds and
@@ -206,7 +215,7 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
         t = task_names[task[part_rows[0]]]
         part = _Part(cfg[part_rows], seed[part_rows], question[part_rows], repeat[part_rows], values[part_rows],
                      None if cluster is None else cluster[part_rows])
-        _analyze_task(out, part, t, m, cfg_names, seed_names, base, wanted, power, 1 - alpha)
+        _analyze_task(out, part, t, m, cfg_names, seed_names, base, wanted, power, 1 - alpha, effect)
     goals = goal if isinstance(goal, dict) else {}
     for row, p in zip(out.comparisons, holm([c.result.pvalue for c in out.comparisons]), strict=True):
         r = row.result
@@ -235,7 +244,8 @@ class _Part:
 
 
 def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cfg_names: list[str],
-                  seed_names: list[Any], base: str, candidates: list[str], power: float, confidence: float) -> None:
+                  seed_names: list[Any], base: str, candidates: list[str], power: float, confidence: float,
+                  effect: float | None = None) -> None:
     cfg, cfg_present = _local(part.config.astype(np.int64, copy=False))
     seed, seed_present = _local(part.seed)
     q, _ = _local(part.question)
@@ -293,4 +303,10 @@ def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cf
         dropped = int((has_b.any(axis=0) | has_c.any(axis=0)).sum() - both.sum())
         if dropped:
             result.notes.append(f"{dropped} question(s) not answered by both left out")
-        out.comparisons.append(QuestionComparisonRow(task, metric, base, cand, result))
+        plan = None
+        if effect is not None:
+            if shared_seeds.size >= 2:
+                result.notes.append("questions needed: planned for one seed per config only")
+            else:
+                plan = questions_for_effect(cells[b, s][both], cells[c, s][both], effect, 1 - confidence, power)
+        out.comparisons.append(QuestionComparisonRow(task, metric, base, cand, result, power=plan))

@@ -428,6 +428,9 @@ class EvalPower:
     mde: float | None
     questions: int | None
     samples: int | None
+    #: Why ``samples`` is None: ``"one sample per question"`` (no within-question variance to
+    #: split off) or ``"add questions"`` (the between-question part alone is too large).
+    samples_note: str | None = None
 
 
 def questions_for_effect(baseline: np.ndarray, candidate: np.ndarray, effect: float,
@@ -460,8 +463,11 @@ def questions_for_effect(baseline: np.ndarray, candidate: np.ndarray, effect: fl
     mde = minimum_detectable_effect(se, alpha, power)
     questions = None if se is None or se == 0 else int(math.ceil(n * (se / target) ** 2))
     samples = None
+    note = None
     sa, sb = variance_split(a[keep]), variance_split(b[keep])
-    if sa is not None and sb is not None and se is not None:
+    if sa is None or sb is None:
+        note = "one sample per question"
+    elif se is not None:
         # Samples of the two checkpoints are drawn independently: their within-question
         # variances add; what remains of the difference's variance is between questions.
         within = sa.within + sb.within
@@ -469,4 +475,5 @@ def questions_for_effect(baseline: np.ndarray, candidate: np.ndarray, effect: fl
         between = max(0.0, se**2 * n - within / k)
         room = n * target**2 - between
         samples = int(math.ceil(within / room)) if room > 0 else None
-    return EvalPower(effect, mde, questions, samples)
+        note = None if samples is not None else "add questions"
+    return EvalPower(effect, mde, questions, samples, note)
