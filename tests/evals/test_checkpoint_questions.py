@@ -97,3 +97,31 @@ def test_report_has_a_question_level_section_and_benchmarks_marks(sweep):
     assert "Question-level verdicts against step20" in board
     html = (sweep / "out" / "report.html").read_text()
     assert "Question-level comparisons" in html
+
+
+def test_diff_of_two_evaluation_versions_pairs_questions_and_leaves_out_reworded_ones(sweep, tmp_path):
+    from benchlab_testing import run_cli
+
+    # The next version: a reworded question in the dataset, another sampling seed for step40.
+    write_task(tmp_path / "tasks", "arith_a", 60, changed=7)
+    spec = SPEC.format(python=sys.executable, tasks=tmp_path / "tasks").replace("sampling_seed: 2", "sampling_seed: 5")
+    (tmp_path / "bench.yaml").write_text(spec)
+    proc = run_cli("run", "bench.yaml", "-r", "out", "-j", "2", cwd=tmp_path, timeout=600,
+                   env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_cli("diff", str(sweep / "out"), str(tmp_path / "out"), "--json", "--reps", "0", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    rows = {r["candidate"]: r for r in data["questions"]}
+    assert set(rows) == {"step20", "step40"}
+    before, after = _accs(sweep, "step40"), _accs(tmp_path, "step40")
+    keep = np.arange(60) != 7
+    assert rows["step40"]["n_questions"] == 59
+    assert rows["step40"]["mean_diff"] == pytest.approx(float(np.mean(after[keep] - before[keep])))
+    b, w = int(np.sum((after == 1) & (before == 0) & keep)), int(np.sum((after == 0) & (before == 1) & keep))
+    assert (rows["step40"]["better"], rows["step40"]["worse"]) == (b, w)
+    # step20 ran with the same seed on the same questions: nothing moved.
+    assert rows["step20"]["mean_diff"] == 0 and rows["step20"]["better"] == rows["step20"]["worse"] == 0
+    proc = run_cli("diff", str(sweep / "out"), str(tmp_path / "out"), "--reps", "0", cwd=tmp_path)
+    assert "## Question-level changes" in proc.stdout
+    assert "arith_a: 1 question(s) asked differently by the two versions" in proc.stdout

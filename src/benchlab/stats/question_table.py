@@ -216,8 +216,15 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
         part = _Part(cfg[part_rows], seed[part_rows], question[part_rows], repeat[part_rows], values[part_rows],
                      None if cluster is None else cluster[part_rows])
         _analyze_task(out, part, t, m, cfg_names, seed_names, base, wanted, power, 1 - alpha, effect)
+    judge(out.comparisons, alpha=alpha, goal=goal)
+    return out
+
+
+def judge(comparisons: list[QuestionComparisonRow], *, alpha: float = 0.05,
+          goal: str | dict[str, str] = "max") -> None:
+    """Holm's correction over ``comparisons`` together, and each one's verdict (in place)."""
     goals = goal if isinstance(goal, dict) else {}
-    for row, p in zip(out.comparisons, holm([c.result.pvalue for c in out.comparisons]), strict=True):
+    for row, p in zip(comparisons, holm([c.result.pvalue for c in comparisons]), strict=True):
         r = row.result
         row.p_holm = p
         row.significant = is_significant(p, r.ci_low, r.ci_high, alpha)
@@ -228,7 +235,6 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
             row.verdict = "no difference found"
         else:
             row.verdict = "better" if (r.mean_diff > 0) == (g == "max") else "worse"
-    return out
 
 
 @dataclass
