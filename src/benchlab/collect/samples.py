@@ -18,7 +18,7 @@ question, cluster, metric, value, question_hash``. Sources:
   ``id`` when it has one, else its position.
 - ``benchlab eval``'s ``<benchmark>.jsonl`` (beside its ``raw_metrics.json``): each item's
   samples' ``correct`` verdicts, metric ``correct``, one repeat per sample.
-- a CSV of the columns above (at least ``task, config, question, value``).
+- a CSV (or Parquet file) of the columns above (at least ``task, config, question, value``).
 
 Two runs pair on a question only if they asked the same thing: :func:`check_pairing` refuses
 (or, asked to, drops with a warning) questions whose ``question_hash`` differs between configs.
@@ -291,8 +291,6 @@ def read_samples_csv(path: Path) -> pd.DataFrame:
     Read with pyarrow's CSV reader (threaded), text columns as categoricals: a sweep's samples
     repeat a few task, config and question names millions of times.
     """
-    import numpy as np
-    import pandas as pd
     import pyarrow as pa
     from pyarrow import csv as pacsv
 
@@ -309,9 +307,32 @@ def read_samples_csv(path: Path) -> pd.DataFrame:
             column_types={c: t for c, t in text.items() if c in names}, strings_can_be_null=True))
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: not a readable CSV ({str(exc).strip().splitlines()[0]})") from None
+    return _samples_frame(arrow, path, first_row=2)
+
+
+def read_samples_parquet(path: Path) -> pd.DataFrame:
+    """A Parquet file of the samples columns: the compact form of a sweep's millions of answers."""
+    import pyarrow as pa
+    from pyarrow import parquet as pq
+
+    try:
+        arrow = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"{path}: not a readable Parquet file ({str(exc).strip().splitlines()[0]})") from None
+    for col in ("task", "config", "cluster", "metric", "benchmark"):
+        if col in arrow.column_names and pa.types.is_string(arrow.schema.field(col).type):
+            arrow = arrow.set_column(arrow.column_names.index(col), col, arrow.column(col).dictionary_encode())
+    return _samples_frame(arrow, path, first_row=1)
+
+
+def _samples_frame(arrow: Any, path: Path, *, first_row: int) -> pd.DataFrame:
+    """The samples table of an Arrow table read from ``path``, checked, optional columns filled."""
+    import numpy as np
+    import pandas as pd
+
     missing = [c for c in SAMPLE_REQUIRED if c not in arrow.column_names]
     if missing:
-        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; a samples CSV has "
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; a samples table has "
                         f"{', '.join(SAMPLE_REQUIRED)} (optional: benchmark, seed, repeat, cluster, metric, "
                         "question_hash)")
     df = arrow.to_pandas()
@@ -320,7 +341,8 @@ def read_samples_csv(path: Path) -> pd.DataFrame:
         bad = values.isna() & df["value"].notna()
         if bad.any():
             row = int(bad.to_numpy().nonzero()[0][0])
-            raise DataError(f"{path}:{row + 2} column 'value': expected a number, got {df['value'].iloc[row]!r}")
+            raise DataError(f"{path}:{row + first_row} column 'value': expected a number, got "
+                            f"{df['value'].iloc[row]!r}")
         df["value"] = values
     df["value"] = df["value"].astype(float)
     n = len(df)
@@ -348,7 +370,7 @@ def is_samples_source(path: Path) -> bool:
             with path.open(encoding="utf-8", errors="replace") as f:
                 header = f.readline()
             return "question" in [h.strip().strip('"') for h in header.split(",")]
-        return (path.suffix == ".eval" or _is_inspect_json(path) or bool(LM_EVAL_SAMPLES.match(path.name))
+        return (path.suffix in (".eval", ".parquet") or _is_inspect_json(path) or bool(LM_EVAL_SAMPLES.match(path.name))
                 or bool(NEMO_OUTPUT.match(path.name)))
     if path.is_dir() and not (path / DB_NAME).exists():
         return any(True for _ in harness_files(path))
@@ -415,6 +437,8 @@ def read_samples(source: Path | str | Mapping[str, Path | str]) -> tuple[pd.Data
         path = Path(source)
         if path.is_file() and path.suffix.lower() == ".csv":
             return read_samples_csv(path), []
+        if path.is_file() and path.suffix.lower() == ".parquet":
+            return read_samples_parquet(path), []
         if path.is_dir() and (path / DB_NAME).exists():
             return _read_ledger(path)
         _read_one(path, out, config=None)
@@ -438,8 +462,8 @@ def _read_one(path: Path, out: Samples, *, config: str | None) -> None:
         read_lm_eval_samples(path, out, config=config or _lm_eval_model(path))
     elif NEMO_OUTPUT.match(path.name):
         read_nemo_output(path, out, config=config or path.parent.name)
-    elif path.suffix.lower() == ".csv":
-        table = read_samples_csv(path)
+    elif path.suffix.lower() in (".csv", ".parquet"):
+        table = read_samples_csv(path) if path.suffix.lower() == ".csv" else read_samples_parquet(path)
         if config is not None:
             table["config"] = config
         for col in SAMPLE_COLUMNS:
