@@ -181,3 +181,20 @@ def test_compare_with_effect_says_how_many_questions_it_needs(tmp_path):
     proc = run_cli("compare", str(path), "--baseline", "step20", "--candidate", "step40", "--effect", "0",
                    cwd=tmp_path)
     assert proc.returncode == 2 and "--effect: expected a difference > 0" in proc.stderr
+
+
+def test_a_parquet_samples_table_reads_as_the_csv_does(tmp_path):
+    import pandas as pd
+
+    rows = [("t", "a", 0, 0, "q1", "", "acc", 1), ("t", "b", 0, 0, "q1", "", "acc", 0),
+            ("t", "a", 0, 0, "q2", "", "acc", 1), ("t", "b", 0, 0, "q2", "", "acc", 1)]
+    csv = _csv(tmp_path / "s.csv", rows)
+    pd.read_csv(csv).to_parquet(tmp_path / "s.parquet", index=False)
+    from_csv, _ = read_samples(csv)
+    from_parquet, _ = read_samples(tmp_path / "s.parquet")
+    assert from_parquet["value"].tolist() == from_csv["value"].tolist() == [1.0, 0.0, 1.0, 1.0]
+    assert [str(c) for c in from_parquet["config"]] == ["a", "b", "a", "b"]
+    proc = run_cli("compare", str(tmp_path / "s.parquet"), "--baseline", "a", "--candidate", "b", "--json",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["comparisons"][0]["mean_diff"] == pytest.approx(-0.5)
