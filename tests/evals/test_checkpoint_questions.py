@@ -125,3 +125,27 @@ def test_diff_of_two_evaluation_versions_pairs_questions_and_leaves_out_reworded
     proc = run_cli("diff", str(sweep / "out"), str(tmp_path / "out"), "--reps", "0", cwd=tmp_path)
     assert "## Question-level changes" in proc.stdout
     assert "arith_a: 1 question(s) asked differently by the two versions" in proc.stdout
+
+
+def test_dashboard_shows_the_reports_question_level_rows(sweep):
+    import re
+
+    from starlette.testclient import TestClient
+
+    from benchlab.ui.app import create_app
+    from benchlab.ui.library import Library
+
+    with TestClient(create_app(Library([sweep / "out"]), warm_up=False)) as client:
+        index = client.get("/").text
+        key = re.search(r'href="/b/([^"/]+)"', index).group(1)
+        body = client.get(f"/b/{key}/numbers").text
+    assert 'id="questions"' in body and "Question by question, against step20" in body
+    section = body.split('id="questions"', 1)[1].split("</section>", 1)[0]
+    report = (sweep / "out" / "BENCHMARK_REPORT.md")
+    if not report.exists():
+        from benchlab_testing import run_cli
+
+        assert run_cli("report", "out", "--no-plots", cwd=sweep, timeout=300).returncode == 0
+    row = next(line for line in report.read_text().splitlines() if line.startswith("| arith_a | acc,none | step40"))
+    for cell in [c.strip() for c in row.strip("|").split(" | ")][3:6]:  # questions, the two means
+        assert f">{cell}<" in section
