@@ -320,7 +320,8 @@ def read_samples_parquet(path: Path) -> pd.DataFrame:
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: not a readable Parquet file ({str(exc).strip().splitlines()[0]})") from None
     for col in ("task", "config", "cluster", "metric", "benchmark"):
-        if col in arrow.column_names and pa.types.is_string(arrow.schema.field(col).type):
+        kind = arrow.schema.field(col).type if col in arrow.column_names else None
+        if kind is not None and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             arrow = arrow.set_column(arrow.column_names.index(col), col, arrow.column(col).dictionary_encode())
     return _samples_frame(arrow, path, first_row=1)
 
