@@ -87,3 +87,4 @@ def test_compare_two_inspect_logs_paired_over_clustered_questions(logs):
     passage = np.array([int(q[1:]) // 3 for q in qs])
     sums = np.array([np.sum((d - d.mean())[passage == p]) for p in range(8)])
     assert comp["se"] == pytest.approx(np.sqrt(np.sum(sums**2) * 8 / 7) / len(d))
+    assert (comp["better"], comp["worse"]) == (int(np.sum(d > 0)), int(np.sum(d < 0)))

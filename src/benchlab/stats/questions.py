@@ -92,7 +92,8 @@ class PairedQuestions:
     ``test`` names what ``pvalue`` comes from: ``paired t`` over questions, ``clustered paired
     t``, ``exact McNemar`` (binary scores, one sample per question, no clusters), or ``seeds x
     questions`` (several training seeds). ``better``/``worse``: questions the candidate got
-    right and the baseline wrong, and the other way round (for binary scores); ``correlation``:
+    right and the baseline wrong, and the other way round (for binary scores; otherwise the
+    questions whose mean score rose, and fell); ``correlation``:
     Pearson's r of the two checkpoints' question means. ``mde``: the smallest difference this
     comparison detects at its alpha with 80% power.
     """
@@ -354,12 +355,11 @@ def paired_questions(baseline: np.ndarray, candidate: np.ndarray, clusters: np.n
     test = "clustered paired t" if se_type.startswith(SE_CLUSTERED) else "paired t"
     single = np.asarray(baseline).ndim == 1 or (np.asarray(baseline).shape[1] == 1
                                                 and np.asarray(candidate).shape[1] == 1)
-    binary = is_binary(a) and is_binary(b)
-    better = worse = None
-    if binary:
-        better, worse = int(np.sum((b == 1) & (a == 0))), int(np.sum((b == 0) & (a == 1)))
-        if single and test == "paired t":
-            p, test = mcnemar_exact(better, worse), "exact McNemar"
+    # For binary scores with one sample these are McNemar's discordant pairs; otherwise the
+    # questions whose mean score went up, and down.
+    better, worse = int(np.sum(d > 0)), int(np.sum(d < 0))
+    if is_binary(a) and is_binary(b) and single and test == "paired t":
+        p, test = mcnemar_exact(better, worse), "exact McNemar"
     corr = None
     if n >= 3 and np.std(a) > 0 and np.std(b) > 0:
         corr = float(np.corrcoef(a, b)[0, 1])
