@@ -256,7 +256,10 @@ def summarize_questions(scores: np.ndarray, clusters: np.ndarray | None = None,
         scores, means = scores[keep], means[keep]
         clusters = None if clusters is None else np.asarray(clusters)[keep]
     n = int(means.shape[0])
-    k = int(np.max(np.sum(~np.isnan(scores), axis=1))) if n else 0
+    if scores.shape[1] == 1 or not n:
+        k = scores.shape[1] if n else 0
+    else:
+        k = int(np.max(np.sum(~np.isnan(scores), axis=1)))
     mean = float(means.mean()) if n else math.nan
     se_q = se_over_questions(means)
     se_c, c = (None, None) if clusters is None else clustered_se(means, np.asarray(clusters))
@@ -358,7 +361,7 @@ def paired_questions(baseline: np.ndarray, candidate: np.ndarray, clusters: np.n
     # For binary scores with one sample these are McNemar's discordant pairs; otherwise the
     # questions whose mean score went up, and down.
     better, worse = int(np.sum(d > 0)), int(np.sum(d < 0))
-    if is_binary(a) and is_binary(b) and single and test == "paired t":
+    if single and test == "paired t" and is_binary(a) and is_binary(b):
         p, test = mcnemar_exact(better, worse), "exact McNemar"
     corr = None
     if n >= 3 and np.std(a) > 0 and np.std(b) > 0:
