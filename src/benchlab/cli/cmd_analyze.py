@@ -386,12 +386,15 @@ def compare(
     from benchlab.stats.accounting import analyze_seeds as run_analysis
 
     if level != LevelChoice.SEEDS:
-        from benchlab.cli.questions import has_question_records, run_questions
+        from benchlab.cli.questions import run_questions
+        from benchlab.collect.samples import holds_question_records
 
-        if level == LevelChoice.QUESTIONS or has_question_records(
+        if level == LevelChoice.QUESTIONS or holds_question_records(
                 results, None if baseline is None else [baseline, candidate]):
             goals_q: Any = goal.value if goal is not None else "max"
-            if results.is_dir() and (results / "benchlab.db").exists():
+            from benchlab.store import DB_NAME
+
+            if results.is_dir() and (results / DB_NAME).exists():
                 from benchlab import results as results_module
 
                 info_q = results_module.info(results)

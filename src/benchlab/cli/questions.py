@@ -22,29 +22,6 @@ SE_NOTE = ("Standard errors are over questions: each question's samples are aver
            "re-runs' is what new answers to the same questions alone would move.")
 
 
-def has_question_records(path: Path, configs: list[str] | None = None) -> bool:
-    """Whether ``path`` is a samples source, or a results folder whose compared configs have one
-    seed each and whose runs kept per-question records (so a seed-level comparison could only
-    be undetermined)."""
-    from benchlab.collect.samples import harness_files, is_samples_source
-    from benchlab.store import COMPLETED, DB_NAME, Store
-
-    if is_samples_source(path):
-        return True
-    if not (path.is_dir() and (path / DB_NAME).exists()):
-        return False
-    from benchlab.run_files import run_dir_of
-
-    with Store.open(path) as store:
-        runs = [r for r in store.runs() if r.status == COMPLETED and (configs is None or r.config in configs)]
-    seeds: dict[tuple[str, str], int] = {}
-    for r in runs:
-        seeds[(r.task, r.config)] = seeds.get((r.task, r.config), 0) + 1
-    if not runs or max(seeds.values()) > 1:
-        return False
-    return any(True for _ in harness_files(run_dir_of(path, runs[0].run_id)))
-
-
 def load_samples(path: Path, *, drop_changed: bool) -> tuple[Any, list[str]]:
     from benchlab.collect.samples import check_pairing, read_samples
 

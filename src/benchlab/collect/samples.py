@@ -378,6 +378,28 @@ def is_samples_source(path: Path) -> bool:
     return False
 
 
+def holds_question_records(path: Path, configs: list[str] | None = None) -> bool:
+    """Whether ``path`` is a samples source, or a results folder whose compared configs have one
+    seed each and whose runs kept per-question records (so a seed-level comparison could only
+    be undetermined)."""
+    from benchlab.store import COMPLETED, DB_NAME, Store
+
+    if is_samples_source(path):
+        return True
+    if not (path.is_dir() and (path / DB_NAME).exists()):
+        return False
+    from benchlab.run_files import run_dir_of
+
+    with Store.open(path) as store:
+        runs = [r for r in store.runs() if r.status == COMPLETED and (configs is None or r.config in configs)]
+    seeds: dict[tuple[str, str], int] = {}
+    for r in runs:
+        seeds[(r.task, r.config)] = seeds.get((r.task, r.config), 0) + 1
+    if not runs or max(seeds.values()) > 1:
+        return False
+    return any(True for _ in harness_files(run_dir_of(path, runs[0].run_id)))
+
+
 def harness_files(folder: Path) -> Iterable[tuple[str, Path]]:
     for p in _lm_eval_files(folder):
         yield "lm_eval", p

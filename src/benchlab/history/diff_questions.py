@@ -62,7 +62,7 @@ def question_diff(before: Path, after: Path, *, metric: str | None = None, alpha
 
 def to_markdown(result: QuestionAnalysis) -> str:
     """The diff's question-level section."""
-    from benchlab.report.questions import MARKS, _cell, _num
+    from benchlab.report.questions import MARKS, fmt_num, md_cell
 
     lines = ["## Question-level changes", "",
              "Each (task, config) of the later version against the earlier one, paired over the questions "
@@ -71,12 +71,12 @@ def to_markdown(result: QuestionAnalysis) -> str:
              "better / worse | verdict |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in result.comparisons:
         r = c.result
-        ci = "—" if r.ci_low is None else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]"
+        ci = "—" if r.ci_low is None else f"[{fmt_num(r.ci_low)}, {fmt_num(r.ci_high)}]"
         discordant = "—" if r.better is None else f"{r.better} / {r.worse}"
-        lines.append(f"| {_cell(c.task)} | {_cell(c.candidate)} | {_cell(c.metric)} | {r.n_questions} | "
-                     f"{_num(r.mean_baseline, 4)} | {_num(r.mean_candidate, 4)} | {_num(r.mean_diff)} {ci} | "
-                     f"{_num(r.pvalue)} ({r.test}) | {_num(c.p_holm)} | {discordant} | {MARKS[c.verdict]} |")
+        lines.append(f"| {md_cell(c.task)} | {md_cell(c.candidate)} | {md_cell(c.metric)} | {r.n_questions} | "
+                     f"{fmt_num(r.mean_baseline, 4)} | {fmt_num(r.mean_candidate, 4)} | {fmt_num(r.mean_diff)} {ci} | "
+                     f"{fmt_num(r.pvalue)} ({r.test}) | {fmt_num(c.p_holm)} | {discordant} | {MARKS[c.verdict]} |")
     if result.warnings:
         lines.append("")
-        lines += [f"- {_cell(w)}" for w in result.warnings]
+        lines += [f"- {md_cell(w)}" for w in result.warnings]
     return "\n".join(lines) + "\n"

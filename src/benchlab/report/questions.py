@@ -50,7 +50,7 @@ def question_analysis(folder: Path, info: BenchmarkInfo) -> QuestionAnalysis | N
     return result
 
 
-def _num(x: float | None, digits: int = 3) -> str:
+def fmt_num(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:.{digits}g}"
 
 
@@ -69,32 +69,33 @@ def render_section(result: QuestionAnalysis) -> str:
     ]
     for c in result.comparisons:
         r = c.result
-        ci = "—" if r.ci_low is None else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]"
+        ci = "—" if r.ci_low is None else f"[{fmt_num(r.ci_low)}, {fmt_num(r.ci_high)}]"
         discordant = "—" if r.better is None else f"{r.better} / {r.worse}"
         lines.append(
-            f"| {_cell(c.task)} | {_cell(c.metric)} | {_cell(c.candidate)} | {r.n_questions} | "
-            f"{_num(r.mean_baseline, 4)} | {_num(r.mean_candidate, 4)} | {_num(r.mean_diff)} {ci} | "
-            f"{_num(r.se)} ({_cell(r.se_type)}) | {_num(r.pvalue)} ({r.test}) | {_num(c.p_holm)} | {discordant} | "
-            f"{_num(r.mde)} | {MARKS[c.verdict]} |")
+            f"| {md_cell(c.task)} | {md_cell(c.metric)} | {md_cell(c.candidate)} | {r.n_questions} | "
+            f"{fmt_num(r.mean_baseline, 4)} | {fmt_num(r.mean_candidate, 4)} | {fmt_num(r.mean_diff)} {ci} | "
+            f"{fmt_num(r.se)} ({md_cell(r.se_type)}) | {fmt_num(r.pvalue)} ({r.test}) | {fmt_num(c.p_holm)} | "
+            f"{discordant} | "
+            f"{fmt_num(r.mde)} | {MARKS[c.verdict]} |")
     notes = [f"{c.task} {c.candidate}: {n}" for c in result.comparisons for n in c.result.notes]
     notes += result.warnings
     if notes:
         lines.append("")
-        lines += [f"- {_cell(n)}" for n in notes]
+        lines += [f"- {md_cell(n)}" for n in notes]
     return "\n".join(lines)
 
 
 def render_marks(result: QuestionAnalysis) -> str:
     """BENCHMARKS.md's question-level verdicts: one line per task and candidate."""
-    lines = [f"Question-level verdicts against {_cell(str(result.baseline))} (paired over questions; "
+    lines = [f"Question-level verdicts against {md_cell(str(result.baseline))} (paired over questions; "
              "see BENCHMARK_REPORT.md):", ""]
     for c in result.comparisons:
         r = c.result
-        lines.append(f"- {_cell(c.task)} {_cell(c.metric)}, {_cell(c.candidate)}: {MARKS[c.verdict]} "
-                     f"(diff {_num(r.mean_diff)}, Holm p {_num(c.p_holm)}, {r.n_questions} questions)")
+        lines.append(f"- {md_cell(c.task)} {md_cell(c.metric)}, {md_cell(c.candidate)}: {MARKS[c.verdict]} "
+                     f"(diff {fmt_num(r.mean_diff)}, Holm p {fmt_num(c.p_holm)}, {r.n_questions} questions)")
     return "\n".join(lines)
 
 
-def _cell(text: str) -> str:
+def md_cell(text: str) -> str:
     text = " ".join(str(text).split())
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
