@@ -198,3 +198,16 @@ def test_a_parquet_samples_table_reads_as_the_csv_does(tmp_path):
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["comparisons"][0]["mean_diff"] == pytest.approx(-0.5)
+
+
+def test_a_runs_own_curves_beside_benchlab_eval_records_are_not_read_as_questions(tmp_path):
+    run = tmp_path / "evals" / "step20"
+    run.mkdir(parents=True)
+    (run / "raw_metrics.json").write_text("{}")
+    (run / "metrics.json").write_text('{"arith/pass@1/accuracy": 0.5}')
+    (run / "metrics.jsonl").write_text('{"step": 1, "loss": 0.3}\n')
+    (run / "arith.jsonl").write_text('{"id": "a1", "correct": [true, false]}\n{"id": "a2", "correct": [true, null]}\n')
+    table, _ = read_samples(tmp_path / "evals")
+    assert sorted(zip(table["question"], table["repeat"], table["value"], strict=True)) == [
+        ("a1", 0, 1.0), ("a1", 1, 0.0), ("a2", 0, 1.0)]
+    assert set(table["task"]) == {"arith"} and set(table["config"]) == {"step20"}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import DataError
 from benchlab.long_format import SAMPLE_COLUMNS, SAMPLE_REQUIRED
+from benchlab.run_files import METRICS_FILE, PROVENANCE_FILE, SERIES_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -163,7 +165,8 @@ def _lm_eval_model(samples_file: Path) -> str:
 
 
 def _is_inspect_json(path: Path) -> bool:
-    if path.name.startswith("results_") or path.suffix != ".json":
+    # A run folder's own files and lm-eval's results are never Inspect logs: not opened.
+    if path.suffix != ".json" or path.name.startswith("results_") or path.name in _NOT_LOGS:
         return False
     with path.open("rb") as f:
         head = f.read(4096)
@@ -255,6 +258,9 @@ def read_nemo_output(path: Path, out: Samples, *, config: str, task: str | None 
 
 # ------------------------------------------------------------------------- benchlab eval
 
+
+#: JSON files of a run folder that are benchlab's own.
+_NOT_LOGS = frozenset({METRICS_FILE, PROVENANCE_FILE, "raw_metrics.json"})
 
 #: What marks a folder written by ``benchlab eval``: its nested metrics beside one
 #: ``<benchmark>.jsonl`` of responses and verdicts per benchmark (evaluate/oneshot.py).
@@ -400,6 +406,19 @@ def holds_question_records(path: Path, configs: list[str] | None = None) -> bool
     return any(True for _ in harness_files(run_dir_of(path, runs[0].run_id)))
 
 
+def runs_hold_records(runs: Path, look: int = 3) -> bool:
+    """Whether the run directories under ``runs`` kept per-question records, judged on the first
+    ``look`` of them: an evaluation benchmark's runs all keep them, and a report of 10,000 runs
+    of another kind must not walk every folder to find none."""
+    import itertools
+
+    if not runs.is_dir():
+        return False
+    with os.scandir(runs) as entries:
+        folders = [Path(e.path) for e in itertools.islice((e for e in entries if e.is_dir()), look)]
+    return any(any(True for _ in harness_files(f)) for f in folders)
+
+
 def harness_files(folder: Path) -> Iterable[tuple[str, Path]]:
     for p in _lm_eval_files(folder):
         yield "lm_eval", p
@@ -413,7 +432,8 @@ def harness_files(folder: Path) -> Iterable[tuple[str, Path]]:
             yield "nemo", p
     for marker in sorted(folder.rglob(EVAL_MARKER)):
         for p in sorted(marker.parent.glob("*.jsonl")):
-            yield "benchlab_eval", p
+            if p.name != SERIES_FILE:  # a run's own logged curves, not an evaluation's records
+                yield "benchlab_eval", p
 
 
 def read_folder(folder: Path, out: Samples, *, config: str | None = None, seed: int = 0,

@@ -23,14 +23,13 @@ def question_diff(before: Path, after: Path, *, metric: str | None = None, alpha
     when either holds no per-question record."""
     import pandas as pd
 
-    from benchlab.collect.samples import check_pairing, harness_files, read_samples
+    from benchlab.collect.samples import check_pairing, read_samples, runs_hold_records
     from benchlab.run_files import runs_dir
     from benchlab.stats.question_table import QuestionAnalysis, analyze_questions, judge
 
     sides = []
     for folder in (before, after):
-        runs = runs_dir(folder)
-        if not runs.is_dir() or not any(True for _ in harness_files(runs)):
+        if not runs_hold_records(runs_dir(folder)):
             return None
         sides.append(read_samples(folder))
     (a, notes_a), (b, notes_b) = sides

@@ -25,13 +25,12 @@ def question_analysis(folder: Path, info: BenchmarkInfo) -> QuestionAnalysis | N
     """The question-level analysis of a results folder's runs, or None when no completed run kept
     per-question records. The baseline and goals are the spec's; every metric the records hold
     is analysed (the harness's own names, ``acc,none``)."""
-    from benchlab.collect.samples import check_pairing, harness_files, read_samples
+    from benchlab.collect.samples import check_pairing, read_samples, runs_hold_records
     from benchlab.errors import DataError
     from benchlab.run_files import runs_dir
     from benchlab.stats.question_table import analyze_questions
 
-    runs = runs_dir(folder)
-    if not runs.is_dir() or not any(True for _ in harness_files(runs)):
+    if not runs_hold_records(runs_dir(folder)):
         return None
     table, notes = read_samples(folder)
     if table.empty:
