@@ -246,3 +246,23 @@ def test_samples_needed_shrinks_the_within_question_part_to_the_target():
     se2 = stats.sem(cand.mean(axis=1) - base.mean(axis=1)) ** 2
     between = max(0.0, se2 * 400 - within / 4)
     assert plan.samples == math.ceil(within / (400 * (0.02 / z) ** 2 - between))
+
+
+def test_a_table_with_several_training_seeds_compares_seeds_by_questions():
+    rng = np.random.default_rng(8)
+    rows = []
+    for seed in (1, 2, 3):
+        for q in range(20):
+            for cfg, shift in (("a", 0.0), ("b", 0.1)):
+                rows.append(("t", cfg, seed, str(q), float(rng.random() < 0.5 + shift)))
+    table = pd.DataFrame(rows, columns=["task", "config", "seed", "question", "value"])
+    c = analyze_questions(table, baseline="a").comparisons[0]
+    assert c.result.test == "seeds x questions" and c.result.n_seeds == 3 and c.result.df == 2
+    wide = table.pivot_table(index=["config", "seed"], columns="question", values="value")
+    qs = [str(q) for q in range(20)]
+    d = wide.loc["b"][qs].to_numpy() - wide.loc["a"][qs].to_numpy()  # (seeds, questions)
+    assert c.result.mean_diff == pytest.approx(d.mean())
+    # Two-way by hand: seed means, question means, cells.
+    v = (d.mean(axis=1).var(ddof=1) / 3 + d.mean(axis=0).var(ddof=1) / 20 - d.var(ddof=1) / 60)
+    v = max(v, d.mean(axis=1).var(ddof=1) / 3, d.mean(axis=0).var(ddof=1) / 20)
+    assert c.result.se == pytest.approx(math.sqrt(v))
