@@ -57,3 +57,11 @@ class FailedAsChoice(StrEnum):
 
 __all__ = ["AlignChoice", "FailedAsChoice", "GoalChoice", "MethodChoice", "NormalizeChoice",
            "SummaryChoice"]
+
+
+class LevelChoice(StrEnum):
+    """What a comparison pairs: runs by seed, answers by question, or the first that decides."""
+
+    AUTO = "auto"
+    SEEDS = "seeds"
+    QUESTIONS = "questions"

@@ -28,11 +28,14 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "tensorboard": ("tensorboard",),
     "examples": ("sklearn", "gymnasium"),
     "export": ("fsspec", "s3fs", "huggingface_hub", "detect_secrets"),
+    # Inspect AI's own reader for its logs (a .eval log is a zip compressed with zstd); the
+    # harness itself for the tests that run it.
+    "evals": ("inspect_ai", "lm_eval"),
 }
 
 #: module -> its pip package, where the two names differ.
 PACKAGES = {"pynvml": "nvidia-ml-py", "sklearn": "scikit-learn", "math_verify": "math-verify",
-            "detect_secrets": "detect-secrets"}
+            "detect_secrets": "detect-secrets", "inspect_ai": "inspect-ai", "lm_eval": "lm-eval"}
 
 
 def install_hint(extra: str) -> str:

@@ -79,3 +79,14 @@ def split_status(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str
     values = table[table[STATUS] == COMPLETED].drop(columns=[c for c in (STATUS, FAILURE_CLASS)
                                                              if c in table.columns])
     return values.reset_index(drop=True), planned, failed
+
+
+#: The samples table: one row per answer an evaluation scored (lm-evaluation-harness
+#: ``samples_*.jsonl``, Inspect AI logs, NeMo-Skills outputs, a CSV of these columns). ``seed`` is
+#: the run's (training) seed, ``repeat`` the sample or re-run of one question, ``cluster`` the
+#: question's group (empty when questions are independent), ``question_hash`` what was asked
+#: (the document and the prompt), so that two runs pair on a question only when they asked the same.
+SAMPLE_COLUMNS: tuple[str, ...] = ("benchmark", "task", "config", "seed", "repeat", "question", "cluster",
+                                   "metric", "value", "question_hash")
+#: What a samples CSV must have; the rest default (one seed, one repeat, no cluster, one metric).
+SAMPLE_REQUIRED: tuple[str, ...] = ("task", "config", "question", "value")

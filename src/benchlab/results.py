@@ -51,7 +51,7 @@ def find_results(path: Path | str | None = None) -> Path:
 
 
 def load(results: Path | str | None = None, *, series: bool = True, all_runs: bool = False,
-         search: bool = False) -> pd.DataFrame:
+         search: bool = False, samples: bool = False) -> pd.DataFrame:
     """The results table of a results folder, as a pandas DataFrame in long format.
 
     It holds the completed runs of the spec as ``benchlab run`` last ran it.
@@ -63,7 +63,17 @@ def load(results: Path | str | None = None, *, series: bool = True, all_runs: bo
     Search trials (``benchlab search``) are never part of it. ``search=True`` reads them
     instead: the completed runs of every study under ``<results>/search/`` (or of the one study
     folder given), with two more columns, ``study`` and ``trial`` (the trial's number).
+
+    ``samples=True`` reads the per-question records instead, in the samples table's columns
+    (:data:`benchlab.long_format.SAMPLE_COLUMNS`): those the completed runs' directories hold
+    (lm-eval ``samples_*.jsonl``, Inspect AI logs, NeMo-Skills outputs), or those of ``results``
+    when it is a harness's output folder, a log or a samples CSV (see
+    :func:`benchlab.collect.samples.read_samples`).
     """
+    if samples:
+        from benchlab.collect.samples import read_samples
+
+        return read_samples(Path(results) if results is not None else find_results(None))[0]
     if search:
         return _load_search(results, series=series)
     folder = find_results(results)

@@ -17,6 +17,7 @@ from benchlab.choices import (
     AlignChoice,
     FailedAsChoice,
     GoalChoice,
+    LevelChoice,
     MethodChoice,
     NormalizeChoice,
     SummaryChoice,
@@ -230,6 +231,12 @@ FAILED_AS_HELP = ("Failed seeds (NaN values, failed runs): exclude (judge on the
                   "with a caveat) or worst (score them as the worst value).")
 
 
+DROP_CHANGED_HELP = ("Questions whose document or prompt hash differs between configs: leave them out with a "
+                     "warning (default: refuse to compare).")
+LEVEL_HELP = ("What the comparison pairs: seeds (runs), questions (per-question records), or auto: questions "
+              "when RESULTS holds per-question records and the configs have one seed each.")
+
+
 RANGE_HELP = ("Values a metric can take, METRIC=LOW,HIGH (or LOW,HIGH for every metric); "
               "its intervals are cut there. Repeatable.")
 
@@ -318,10 +325,21 @@ def analyze(
     pairs: Path | None = typer.Option(None, "--pairs", help="CSV of explicit control,candidate pairs of runs "
                                       "(run ids or names such as digits/mlp/s3); TABLE may then be a results "
                                       "folder, or a CSV with a run_id or run column."),
+    drop_changed: bool = typer.Option(False, "--drop-changed", help=DROP_CHANGED_HELP),
 ) -> None:
-    """Statistics of any long-format CSV (W&B, MLflow, a paper's table)."""
+    """Statistics of any long-format CSV (W&B, MLflow, a paper's table), or of per-question records
+    (lm-eval samples, Inspect AI logs, NeMo-Skills outputs, a samples CSV with a question column)."""
     from benchlab.stats.accounting import analyze_seeds as run_analysis
 
+    if pairs is None:
+        from benchlab.collect.samples import is_samples_source
+
+        if is_samples_source(table):
+            from benchlab.cli.questions import run_questions
+
+            run_questions(table, baseline=baseline, candidates=None, metric=metric, goal=goal.value, alpha=alpha,
+                          drop_changed=drop_changed, as_json=as_json, csv=csv)
+            return
     if pairs is not None:
         _analyze_pairs(table, pairs, metric=metric, goal=goal.value, summary=summary.value, alpha=alpha,
                        reps=reps, seed=seed, as_json=as_json, csv=csv)
@@ -365,11 +383,37 @@ def compare(
     failed_as: FailedAsChoice = typer.Option(FailedAsChoice.EXCLUDE, "--failed-as", help=FAILED_AS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     csv: Path | None = CsvOpt,
+    level: LevelChoice = typer.Option(LevelChoice.AUTO, help=LEVEL_HELP),
+    drop_changed: bool = typer.Option(False, "--drop-changed", help=DROP_CHANGED_HELP),
+    effect: float | None = typer.Option(None, help="With per-question records: the questions (or samples "
+                                        "per question) needed to detect a difference this large."),
 ) -> None:
-    """Compare a candidate config with the baseline, paired by seed."""
+    """Compare a candidate config with the baseline, paired by seed, or paired by question on
+    per-question records (lm-eval samples, Inspect AI logs, NeMo-Skills outputs, a samples CSV)."""
     from benchlab.errors import DataError
     from benchlab.stats.accounting import analyze_seeds as run_analysis
 
+    if level != LevelChoice.SEEDS:
+        from benchlab.cli.questions import run_questions
+        from benchlab.collect.samples import holds_question_records
+
+        if level == LevelChoice.QUESTIONS or holds_question_records(
+                results, None if baseline is None else [baseline, candidate]):
+            goals_q: Any = goal.value if goal is not None else "max"
+            from benchlab.store import DB_NAME
+
+            if results.is_dir() and (results / DB_NAME).exists():
+                from benchlab import results as results_module
+
+                info_q = results_module.info(results)
+                baseline = baseline or info_q.baseline
+                metric = metric or info_q.primary
+                goals_q = goal.value if goal is not None else dict(info_q.goal)
+            if baseline is None:
+                raise DataError(f"{results}: give --baseline (the config the candidate is compared with)")
+            run_questions(results, baseline=baseline, candidates=[candidate], metric=metric, goal=goals_q,
+                          alpha=alpha, drop_changed=drop_changed, as_json=as_json, csv=csv, effect=effect)
+            return
     df, info = _load(results)
     goals: Any = goal.value if goal is not None else "max"
     references = None

@@ -47,16 +47,31 @@ def diff(
 
     if summary not in SUMMARIES:
         raise DataError(f"--summary must be one of {', '.join(SUMMARIES)}; got {summary!r}")
-    result = diff_results(read_side(before), read_side(after), metric=metric, summary=summary, alpha=alpha,
+    side_before, side_after = read_side(before), read_side(after)
+    result = diff_results(side_before, side_after, metric=metric, summary=summary, alpha=alpha,
                           reps=reps, seed=seed)
     text = to_markdown(result)
+    questions = None
+    # A run directory keeps its latest run's records: the question level compares two folders as
+    # they are, not a FOLDER@VERSION whose runs were re-run since.
+    if all(Path(side).exists() or "@" not in side for side in (before, after)):
+        from benchlab.history.diff_questions import question_diff
+        from benchlab.history.diff_questions import to_markdown as questions_markdown
+
+        questions = question_diff(side_before.folder, side_after.folder, metric=metric, alpha=alpha,
+                                  goal=dict(side_after.goals) or "max")
+        if questions is not None:
+            text = text.rstrip("\n") + "\n\n" + questions_markdown(questions)
     if md is not None:
         md.parent.mkdir(parents=True, exist_ok=True)
         md.write_text(text)
     if csv is not None:
         write_csv(csv, csv_rows(result), CSV_COLUMNS)
     if as_json:
-        print_json(result.to_json())
+        data = result.to_json()
+        if questions is not None:
+            data["questions"] = questions.to_json()["comparisons"]
+        print_json(data)
     else:
         console.print(text, markup=False, highlight=False)
     undetermined = [c for c in result.changes if c.verdict == UNDETERMINED]
@@ -64,5 +79,6 @@ def diff(
         err_console.print(f"warning: {len(undetermined)} change(s) undetermined: the statistics cannot judge them "
                           f"(e.g. {undetermined[0].key}; see the Notes), so no verdict covers them",
                           markup=False, highlight=False)
-    if fail_on_regression and result.regressions:
+    question_regressions = [] if questions is None else [c for c in questions.comparisons if c.verdict == "worse"]
+    if fail_on_regression and (result.regressions or question_regressions):
         raise typer.Exit(1)

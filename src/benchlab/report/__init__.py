@@ -322,6 +322,12 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         )
     # The figures draw in worker processes meanwhile.
     analyze(data, reps=reps, seed=seed)
+    questions = None
+    if table.folder is not None:
+        from benchlab.report.questions import question_analysis, render_section
+
+        questions = question_analysis(table.folder, info_)
+        data.questions = render_section(questions) if questions is not None else ""
     if data.registered_plan is not None and used is not None:
         judged = preregistration.judge(used, data.registered_plan["plan"], info_.goal, list(info_.configs),
                                        reps=reps, seed=seed)
@@ -329,6 +335,10 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     # While the figures are still drawn: what needs none of them (BENCHMARKS.md's text), and the
     # templates the rest is written with.
     bench_text = leaderboard(data, desc, out_dir)
+    if questions is not None and questions.comparisons:
+        from benchlab.report.questions import render_marks
+
+        bench_text = bench_text.rstrip("\n") + "\n\n" + render_marks(questions) + "\n"
     if pending is not None:
         warm_templates(html)
     extra: list[Path] = []

@@ -66,6 +66,8 @@ class ReportData:
     sequential: dict[str, Any] | None = None
     #: The codes the completed runs ran at, where more than one (``results.Results.code_versions``).
     code_versions: list[Any] = field(default_factory=list)
+    #: The "Question-level comparisons" section, Markdown (``report/questions.py``); "" without records.
+    questions: str = ""
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
@@ -813,6 +815,7 @@ def render_markdown(data: ReportData) -> str:
         plots=data.plots,
         plot_notes=_plot_notes(data),
         comparisons=_comparisons_text(data, desc),
+        questions=data.questions,
         analysis_plan=data.analysis_plan,
         configs=configs,
         command=info.spec.get("command", "(per config)"),

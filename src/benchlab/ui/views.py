@@ -154,6 +154,8 @@ class ReportNumbers:
     comparisons: list[list[str]]  # header first
     leaderboard: list[list[str]]  # header first
     warnings: list[str]
+    #: The report's question-level comparisons (header first); empty without per-question records.
+    questions: list[list[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -205,8 +207,12 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
     if rows:
         comparisons = markdown_rows(_comparison_rows(data, rows))
     board = markdown_rows(leaderboard(data, desc).splitlines())
+    from benchlab.report.questions import question_analysis, render_section
+
+    found = question_analysis(folder, info)
+    questions = markdown_rows(render_section(found).splitlines()) if found is not None else []
     return ReportNumbers(info.primary, info.goal.get(info.primary, "max"), info.baseline, tables, secondary,
-                         comparisons, board, list(data.analysis.warnings if data.analysis else []))
+                         comparisons, board, list(data.analysis.warnings if data.analysis else []), questions)
 
 
 def benchmark_view(bench: Benchmark) -> BenchmarkView:

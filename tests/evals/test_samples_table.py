@@ -1,0 +1,213 @@
+"""The samples table from a CSV (any harness's export) and from NeMo-Skills outputs; bad input is
+one message naming the file, line and field."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from benchlab.collect.samples import check_pairing, read_samples
+from benchlab.errors import DataError
+from benchlab_testing import run_cli
+
+
+def _csv(path, rows, header="task,config,seed,repeat,question,cluster,metric,value"):
+    path.write_text(header + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    return path
+
+
+def test_a_samples_csv_is_read_with_defaults_for_optional_columns(tmp_path):
+    path = _csv(tmp_path / "s.csv", [("gsm8k", "a", 1), ("gsm8k", "b", 0)], header="task,config,value")
+    with pytest.raises(DataError, match="missing column"):
+        read_samples(path)
+    path = _csv(tmp_path / "s.csv", [("gsm8k", "a", "q1", 1), ("gsm8k", "b", "q1", 0)],
+                header="task,config,question,value")
+    table, _ = read_samples(path)
+    assert list(table["seed"]) == [0, 0] and list(table["repeat"]) == [0, 0]
+    assert table["cluster"].isna().all() and list(table["metric"]) == ["value", "value"]
+
+
+def test_a_non_number_in_a_samples_csv_names_its_line_and_column(tmp_path):
+    path = _csv(tmp_path / "s.csv", [("gsm8k", "a", "q1", 1), ("gsm8k", "b", "q1", "right")],
+                header="task,config,question,value")
+    proc = run_cli("analyze", str(path), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert f"{path}:3 column 'value': expected a number, got 'right'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_analyze_a_samples_csv_with_repeats_splits_the_variance(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = []
+    truth = rng.random(50)
+    for q in range(50):
+        for k in range(4):
+            rows.append(("math", "step20", 42, k, f"q{q}", "", "acc", int(rng.random() < truth[q])))
+    path = _csv(tmp_path / "s.csv", rows)
+    proc = run_cli("analyze", str(path), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)["summary"][0]
+    values = np.array([r[-1] for r in rows], dtype=float).reshape(50, 4)
+    means = values.mean(axis=1)
+    assert row["n_samples"] == 4 and row["se_type"] == "over questions"
+    assert row["se"] == pytest.approx(stats.sem(means))
+    within = values.var(axis=1, ddof=1).mean()
+    assert row["split"]["within"] == pytest.approx(within)
+    assert row["split"]["between"] == pytest.approx(max(0.0, means.var(ddof=1) - within / 4))
+    assert row["split"]["se_reruns"] == pytest.approx(math.sqrt(within / 4 / 50))
+
+
+def test_a_question_asked_differently_is_refused_or_dropped(tmp_path):
+    header = "task,config,question,value,question_hash"
+    rows = [("t", "a", "1", 1, "h1"), ("t", "b", "1", 0, "h1"), ("t", "a", "2", 1, "h2"), ("t", "b", "2", 1, "zz")]
+    table, _ = read_samples(_csv(tmp_path / "s.csv", rows, header=header))
+    with pytest.raises(DataError, match=r"task 't' question '2' was asked differently"):
+        check_pairing(table)
+    kept, warnings = check_pairing(table, drop=True)
+    assert sorted({str(q) for q in kept["question"]}) == ["1"]
+    assert warnings == ["t: 1 question(s) asked differently by the configs (their document or prompt hash "
+                        "differs) left out of every config"]
+
+
+def test_nemo_skills_reruns_are_repeats_of_a_question(tmp_path):
+    # NeMo-Skills' layout: <output>/eval-results/<benchmark>/output-rs<k>.jsonl, one line per problem.
+    for ckpt, right in (("step20", {0, 1}), ("step40", {0, 1, 2})):
+        folder = tmp_path / "evals" / ckpt / "eval-results" / "math500"
+        folder.mkdir(parents=True)
+        for k in range(3):
+            lines = [json.dumps({"problem": f"p{i}", "expected_answer": "1", "predicted_answer": "1",
+                                 "symbolic_correct": (i in right) or (k == 2 and i == 3)}) for i in range(5)]
+            (folder / f"output-rs{k}.jsonl").write_text("\n".join(lines) + "\n")
+    table, _ = read_samples(tmp_path / "evals")
+    assert set(table["config"]) == {"step20", "step40"}
+    assert set(table["task"]) == {"math500"} and set(table["metric"]) == {"symbolic_correct"}
+    assert sorted(set(table["repeat"])) == [0, 1, 2]
+    proc = run_cli("compare", str(tmp_path / "evals"), "--baseline", "step20", "--candidate", "step40", "--json",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    comp = json.loads(proc.stdout)["comparisons"][0]
+    # Question means: step20 [1, 1, 0, 1/3, 0], step40 [1, 1, 1, 1/3, 0]; d = [0, 0, 1, 0, 0].
+    d = np.array([0, 0, 1, 0, 0], dtype=float)
+    assert comp["mean_diff"] == pytest.approx(0.2)
+    assert comp["se"] == pytest.approx(stats.sem(d))
+    assert comp["test"] == "paired t"  # three samples a question: not McNemar's one-sample case
+
+
+def test_compare_on_records_without_the_baseline_says_which_configs_there_are(tmp_path):
+    path = _csv(tmp_path / "s.csv", [("t", "a", "1", 1), ("t", "b", "1", 0)], header="task,config,question,value")
+    proc = run_cli("compare", str(path), "--baseline", "c", "--candidate", "b", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "no config 'c' in the samples; configs are a, b" in proc.stderr
+
+
+@pytest.mark.slow
+def test_benchlab_eval_records_compare_two_checkpoints_over_items(tmp_path):
+    """Two checkpoints (the stub model at two skills) evaluated by the real `benchlab eval`."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from evals_kit import eval_config
+
+    def free_port() -> int:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+
+    config = eval_config(tmp_path)
+    for name, p in (("step20", "0.3"), ("step40", "0.9")):
+        port = free_port()
+        stub = subprocess.Popen([sys.executable, "-m", "benchlab.evaluate.stub", "--port", str(port), "--config",
+                                 str(config), "--p-correct", p, "--p-no-answer", "0.0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
+                    break
+                except OSError:
+                    assert stub.poll() is None and time.monotonic() < deadline, "the stub did not start"
+                    time.sleep(0.2)
+            proc = run_cli("eval", "--model-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
+                           "--benchmarks", "arith", "--n-samples", "2", "--config", str(config),
+                           "--out", str(tmp_path / "evals" / name), cwd=tmp_path, timeout=300)
+            assert proc.returncode == 0, proc.stderr
+        finally:
+            stub.terminate()
+            stub.wait(10)
+    table, _ = read_samples(tmp_path / "evals")
+    assert set(table["task"]) == {"arith"} and set(table["repeat"]) == {0, 1}
+    proc = run_cli("compare", str(tmp_path / "evals"), "--baseline", "step20", "--candidate", "step40", "--json",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    comp = json.loads(proc.stdout)["comparisons"][0]
+    # By hand from the records: each item's mean over its two samples, paired by id.
+    means = {}
+    for name in ("step20", "step40"):
+        for line in (tmp_path / "evals" / name / "arith.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            means.setdefault(rec["id"], {})[name] = np.mean([float(c) for c in rec["correct"]])
+    d = np.array([m["step40"] - m["step20"] for m in means.values()])
+    assert comp["n_questions"] == len(d)
+    assert comp["mean_diff"] == pytest.approx(d.mean())
+    assert comp["se"] == pytest.approx(stats.sem(d))
+
+
+def test_compare_with_effect_says_how_many_questions_it_needs(tmp_path):
+    rng = np.random.default_rng(2)
+    rows = []
+    for q in range(120):
+        p = rng.random()
+        for name, shift in (("step20", 0.0), ("step40", 0.1)):
+            rows.append(("gsm8k", name, 42, 0, f"q{q}", "", "acc", int(rng.random() < min(1.0, p + shift))))
+    path = _csv(tmp_path / "s.csv", rows)
+    proc = run_cli("compare", str(path), "--baseline", "step20", "--candidate", "step40", "--effect", "0.03",
+                   "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    comp = json.loads(proc.stdout)["comparisons"][0]
+    values = np.array([r[-1] for r in rows], dtype=float).reshape(120, 2)
+    se = stats.sem(values[:, 1] - values[:, 0])
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    assert comp["mde"] == pytest.approx(z * se)
+    assert comp["power"]["questions"] == math.ceil(120 * (se / (0.03 / z)) ** 2)
+    assert comp["power"]["samples"] is None and comp["power"]["samples_note"] == "one sample per question"
+    proc = run_cli("compare", str(path), "--baseline", "step20", "--candidate", "step40", "--effect", "0",
+                   cwd=tmp_path)
+    assert proc.returncode == 2 and "--effect: expected a difference > 0" in proc.stderr
+
+
+def test_a_parquet_samples_table_reads_as_the_csv_does(tmp_path):
+    import pandas as pd
+
+    rows = [("t", "a", 0, 0, "q1", "", "acc", 1), ("t", "b", 0, 0, "q1", "", "acc", 0),
+            ("t", "a", 0, 0, "q2", "", "acc", 1), ("t", "b", 0, 0, "q2", "", "acc", 1)]
+    csv = _csv(tmp_path / "s.csv", rows)
+    pd.read_csv(csv).to_parquet(tmp_path / "s.parquet", index=False)
+    from_csv, _ = read_samples(csv)
+    from_parquet, _ = read_samples(tmp_path / "s.parquet")
+    assert from_parquet["value"].tolist() == from_csv["value"].tolist() == [1.0, 0.0, 1.0, 1.0]
+    assert [str(c) for c in from_parquet["config"]] == ["a", "b", "a", "b"]
+    proc = run_cli("compare", str(tmp_path / "s.parquet"), "--baseline", "a", "--candidate", "b", "--json",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["comparisons"][0]["mean_diff"] == pytest.approx(-0.5)
+
+
+def test_a_runs_own_curves_beside_benchlab_eval_records_are_not_read_as_questions(tmp_path):
+    run = tmp_path / "evals" / "step20"
+    run.mkdir(parents=True)
+    (run / "raw_metrics.json").write_text("{}")
+    (run / "metrics.json").write_text('{"arith/pass@1/accuracy": 0.5}')
+    (run / "metrics.jsonl").write_text('{"step": 1, "loss": 0.3}\n')
+    (run / "arith.jsonl").write_text('{"id": "a1", "correct": [true, false]}\n{"id": "a2", "correct": [true, null]}\n')
+    table, _ = read_samples(tmp_path / "evals")
+    assert sorted(zip(table["question"], table["repeat"], table["value"], strict=True)) == [
+        ("a1", 0, 1.0), ("a1", 1, 0.0), ("a2", 0, 1.0)]
+    assert set(table["task"]) == {"arith"} and set(table["config"]) == {"step20"}
