@@ -448,7 +448,8 @@ def test_hostile_code_from_the_model_is_scored_failed_and_the_server_lives_on(tm
         "while True:\n    pass",
         "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
         "x = [bytearray(2**26) for _ in range(10**4)]",
-        "import sys\nfor _ in range(2**14):\n    sys.stdout.write('y' * 2**16)",
+        # stderr: the harness sends the answer's stdout to /dev/null, so a flood there is only slow.
+        "import sys\nfor _ in range(2**14):\n    sys.stderr.write('y' * 2**16)",
         "import os\nassert 'BENCHLAB_EVAL_TOKEN' in os.environ or 'HOME' in os.environ",
     ]
     if (

@@ -29,7 +29,8 @@ class SampleScore:
     Judge scorers also give ``score`` (pairwise: the sample's mean game score in
     [0, 1]; None when no judge reply was well-formed), ``malformed`` (judge
     replies without a verdict) and ``verdicts`` (each game's label from the
-    model's side, ``?`` for a malformed one).
+    model's side, ``?`` for a malformed one). The code scorer gives
+    ``tests_passed`` of ``tests_total`` (tests that ran to their end and passed).
     """
 
     answer: str | None
@@ -38,6 +39,8 @@ class SampleScore:
     score: float | None = None
     malformed: int = 0
     verdicts: tuple[str, ...] = ()
+    tests_passed: int | None = None
+    tests_total: int | None = None
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
