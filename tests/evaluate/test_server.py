@@ -265,24 +265,75 @@ def test_a_job_cut_short_by_a_restart_is_failed_then_rerun(tmp_path, servers):
     assert rerun["status"] == "completed" and rerun["job_id"] != job["job_id"]
 
 
-def test_the_server_deadline_returns_partial_metrics_with_a_warning(tmp_path, servers):
+def test_a_job_stopped_by_the_deadline_is_partial_an_error_to_the_client_and_never_reused(tmp_path, servers):
     _, _, stub, server = start_pair(
         tmp_path,
         servers,
         StubSettings(seed=2, latency_secs=0.3),
-        model={"concurrency": 1},
+        model={"concurrency": 1, "request_timeout_secs": 1.0, "max_retries": 0},
         server={"deadline_secs": 1.5},
     )
-    body = evaluate(server, stub.url, "arith", rollout_id=5, timeout=30).json()
-    assert body["status"] == "completed"
+    response = evaluate(server, stub.url, "arith", rollout_id=5, timeout=30)
+    body = response.json()
+    assert response.status_code == 504 and body["status"] == "partial"
     evaluated = body["raw_metrics"]["arith"]["pass@1"]["num_entries"]
     assert 1 <= evaluated < 16
-    assert "deadline" in body["warning"] and f"{int(evaluated)} of 16" in body["warning"]
+    assert (body["samples_scored"], body["samples_asked"]) == (evaluated, 16)
+    assert "did not finish" in body["error"] and f"{int(evaluated)} of 16 samples scored" in body["error"]
+    # slime's delegate client raises on it (raise_for_status) instead of logging partial numbers.
+    payload = {"rollout_id": 5, "router_url": stub.url, "benchmarks": [{"name": "arith"}]}
+    served = stub_requests(stub)
+    with pytest.raises(httpx.HTTPStatusError):
+        delegate(f"{server.url}/evaluate", payload, headers=AUTH, timeout_secs=30, max_retries=1)
+    assert stub_requests(stub) > served  # the repeat evaluated again: a partial job is no cached result
+    polled = httpx.get(f"{server.url}/status/{body['job_id']}", headers=AUTH, timeout=10).json()
+    assert polled["status"] == "partial" and polled["error"] == body["error"]
+
+
+def test_a_hung_model_server_fails_the_job_within_the_deadline(tmp_path, servers):
+    _, _, stub, server = start_pair(
+        tmp_path,
+        servers,
+        StubSettings(seed=2, latency_secs=60),
+        model={"request_timeout_secs": 0.5, "max_retries": 1},
+        server={"deadline_secs": 20},
+    )
+    response = evaluate(server, stub.url, "arith", rollout_id=5, timeout=60)
+    body = response.json()
+    assert response.status_code == 502 and body["status"] == "failed"
+    assert "every model request failed" in body["error"] and "no answer within 0.5s" in body["error"]
+    assert body["raw_metrics"] == {}
+
+
+def test_retries_that_outlast_the_deadline_are_refused_in_the_config(tmp_path):
+    from benchlab.errors import SpecError
+
+    path = write_config(tmp_path, model={"request_timeout_secs": 600, "max_retries": 4})
+    with pytest.raises(SpecError, match=r"model.request_timeout_secs.*5 tries of 600s.*3000s"):
+        load_config(path)
+    load_config(write_config(tmp_path, model={"request_timeout_secs": 600, "max_retries": 3}))
+    assert load_config().model.worst_case_secs() <= load_config().server.deadline_secs
+
+
+def test_a_model_server_that_ignores_n_gets_each_missing_sample_asked_for(tmp_path, servers):
+    settings = StubSettings(seed=6, ignore_n=True)
+    config, _, stub, server = start_pair(tmp_path, servers, settings)
+    payload = {"rollout_id": 8, "router_url": stub.url,
+               "benchmarks": [{"name": "words", "n_samples_per_eval_prompt": 4}]}
+    body, _ = delegate(f"{server.url}/evaluate", payload, headers=AUTH, timeout_secs=60)
+    assert body["status"] == "completed"
+    run = body["runs"][0]
+    assert (run["samples_scored"], run["samples_asked"], run["model_errors"]) == (40, 40, 0)
+    assert body["raw_metrics"]["words"]["pass@1[avg-of-4]"]["accuracy"] == pytest.approx(
+        expected_accuracy(config, "words", 4, settings)
+    )
+    assert stub_requests(stub) == 40  # one request of n=4 and three of n=1 per prompt
 
 
 def test_flaky_model_endpoint_is_retried_to_the_same_metrics(tmp_path, servers):
     settings = StubSettings(seed=4, rate_429=0.2, rate_500=0.2)
-    config, _, stub, server = start_pair(tmp_path, servers, settings, model={"max_retries": 12})
+    config, _, stub, server = start_pair(tmp_path, servers, settings,
+                                         model={"max_retries": 12, "request_timeout_secs": 30})
     body = evaluate(server, stub.url, "words", rollout_id=6, timeout=60).json()
     stats = httpx.get(f"{stub.url}/stats", timeout=5).json()
     assert stats["failures_injected"] > 0

@@ -164,5 +164,6 @@ def eval_(
     )
     if result.warning:
         err_console.print(f"[bold yellow]warning:[/] {result.warning}")
+    err_console.print(f"{result.samples_scored} of {result.samples_asked} samples scored")
     err_console.print(f"wrote {out_dir / METRICS_FILE}")
     typer.echo(json.dumps(json.loads((out_dir / METRICS_FILE).read_text()), indent=2))

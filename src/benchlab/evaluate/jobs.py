@@ -25,9 +25,9 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     job_id      TEXT PRIMARY KEY,
     request_key TEXT NOT NULL,
-    status      TEXT NOT NULL,          -- queued | running | completed | failed
+    status      TEXT NOT NULL,          -- queued | running | completed | partial | failed
     request     TEXT NOT NULL,          -- JSON
-    result      TEXT,                   -- JSON, when completed
+    result      TEXT,                   -- JSON, when completed or partial
     error       TEXT,                   -- when failed
     created     REAL NOT NULL,
     finished    REAL
@@ -42,6 +42,7 @@ class JobStatus(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
     COMPLETED = "completed"
+    PARTIAL = "partial"  # stopped by the deadline: metrics over what finished, never reused
     FAILED = "failed"
 
 
@@ -128,6 +129,14 @@ class JobStore:
             self._db.execute(
                 "UPDATE jobs SET status = ?, result = ?, finished = ? WHERE job_id = ?",
                 (JobStatus.COMPLETED, json.dumps(result), time.time(), job_id),
+            )
+
+    def finish_partial(self, job_id: str, result: dict[str, Any]) -> None:
+        """The job stopped before it finished: its body (with what was scored) is kept, never reused."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET status = ?, result = ?, error = ?, finished = ? WHERE job_id = ?",
+                (JobStatus.PARTIAL, json.dumps(result), result.get("error"), time.time(), job_id),
             )
 
     def fail(self, job_id: str, error: str) -> None:

@@ -171,17 +171,25 @@ async def _run_job(
             raise
     body: dict[str, Any] = {
         "job_id": job.job_id,
-        "status": JobStatus.COMPLETED,
+        "status": JobStatus.PARTIAL if result.partial else JobStatus.COMPLETED,
         "rollout_id": req.rollout_id,
         "raw_metrics": result.raw_metrics,
         "runs": result.runs,
+        "samples_scored": result.samples_scored,
+        "samples_asked": result.samples_asked,
         "output_dir": str(out_dir),
         "log_path": str(log_path),
         "command": command,
     }
     if result.warning:
         body["warning"] = result.warning
-    state.store.complete(job.job_id, body)
+    if result.partial:
+        # Not a result: the job did not finish. The client gets an error status, and a repeat runs it again.
+        body["error"] = (f"the evaluation did not finish: {result.warning}; send the request again "
+                         "(or raise server.deadline_secs)")
+        state.store.finish_partial(job.job_id, body)
+    else:
+        state.store.complete(job.job_id, body)
     return body
 
 
@@ -273,7 +281,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     )
     app.state.bench = state
     errors: dict[int | str, dict[str, Any]] = {
-        code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 429, 502)
+        code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 429, 502, 504)
     }
 
     def openapi() -> dict[str, Any]:
@@ -405,7 +413,8 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             )
         try:
             # shield: a client that hangs up does not cancel the evaluation; its retry joins it.
-            return JSONResponse(await asyncio.shield(task))
+            body = await asyncio.shield(task)
+            return JSONResponse(body, status_code=504 if body["status"] == JobStatus.PARTIAL else 200)
         except BenchlabError as exc:
             return JSONResponse(_failed_body(job_id, str(exc)), status_code=502)
         except Exception:
@@ -424,7 +433,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         job = store.get(job_id) if len(job_id) == 32 else None
         if job is None:
             raise ApiError(404, f"no job {job_id[:64]!r}")
-        if job.status == JobStatus.COMPLETED and job.result is not None:
+        if job.status in (JobStatus.COMPLETED, JobStatus.PARTIAL) and job.result is not None:
             return JSONResponse(job.result)
         if job.status == JobStatus.FAILED:
             return JSONResponse(_failed_body(job.job_id, job.error or "failed"))
