@@ -241,6 +241,50 @@ def test_finished_jobs_survive_a_restart_and_are_not_rerun(tmp_path, servers):
     assert other["job_id"] != done["job_id"] and stub_requests(stub) == 20
 
 
+def test_a_different_model_behind_the_same_router_is_evaluated_not_served_from_the_cache(tmp_path, servers):
+    config = load_config(write_config(tmp_path))
+    port = free_port()
+    first_model = ServerThread(create_stub_app(config, StubSettings(seed=5, p_correct=1.0, p_no_answer=0.0),
+                                               model="/ckpt/run-a/step-0"), port=port).start()
+    server = servers(create_app(config, token=TOKEN))
+    payload = {"rollout_id": 0, "router_url": first_model.url, "benchmarks": [{"name": "mcq"}]}
+    try:
+        first = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+        assert httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH,
+                          timeout=60).json()["job_id"] == first["job_id"]  # the same model: a repeat
+    finally:
+        first_model.stop()
+    # A new training run: rollout ids start at 0 again, another checkpoint is served on the same address.
+    second_model = ServerThread(create_stub_app(config, StubSettings(seed=5, p_correct=0.0, p_no_answer=0.0),
+                                                model="/ckpt/run-b/step-0"), port=port).start()
+    try:
+        second = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+        assert second["job_id"] != first["job_id"] and stub_requests(second_model) == 10
+        assert first["raw_metrics"]["mcq"]["pass@1"]["accuracy"] == 1.0
+        assert second["raw_metrics"]["mcq"]["pass@1"]["accuracy"] == 0.0
+    finally:
+        second_model.stop()
+
+
+def test_repeats_are_evaluated_again_when_reuse_is_off_or_the_sampling_differs(tmp_path, servers):
+    _, _, stub, server = start_pair(tmp_path, servers, server={"reuse_results_secs": 0})
+    payload = {"rollout_id": 7, "router_url": stub.url, "benchmarks": [{"name": "mcq"}]}
+    first = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+    again = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+    assert again["job_id"] != first["job_id"] and stub_requests(stub) == 20
+    (tmp_path / "reuse").mkdir()
+    _, _, stub, server = start_pair(tmp_path / "reuse", servers)
+    payload["router_url"] = stub.url
+    first = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+    hotter = {**payload, "benchmarks": [{"name": "mcq", "temperature": 1.3}]}
+    other = httpx.post(f"{server.url}/evaluate", json=hotter, headers=AUTH, timeout=60).json()
+    assert other["job_id"] != first["job_id"] and stub_requests(stub) == 20
+    # The same parameters spelt through the request's defaults are the same evaluation.
+    spelt = {**payload, "defaults": {"temperature": 1.3}}
+    assert httpx.post(f"{server.url}/evaluate", json=spelt, headers=AUTH,
+                      timeout=60).json()["job_id"] == other["job_id"]
+
+
 def test_a_job_cut_short_by_a_restart_is_failed_then_rerun(tmp_path, servers):
     config = load_config(write_config(tmp_path, model={"concurrency": 1}))
     stub = servers(create_stub_app(config, StubSettings(seed=5, latency_secs=0.2)))

@@ -102,6 +102,9 @@ class ServerSettings(_Strict):
     max_response_len: int = Field(default=32768, ge=1)
     deadline_secs: float = Field(default=3000.0, gt=0)
     max_running_jobs: int = Field(default=8, ge=1)
+    # A repeat of a finished evaluation (same request, same served model) gets its result for this
+    # long after it finished; 0 evaluates every request again.
+    reuse_results_secs: float = Field(default=3600.0, ge=0)
 
 
 class ModelSettings(_Strict):

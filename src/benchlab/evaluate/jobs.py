@@ -1,8 +1,9 @@
 """The server's job ledger: every evaluation request and its outcome, in SQLite.
 
-A job is keyed by a hash of what defines it (rollout id, router URL, the
-benchmarks and their parameters), so a client that retries the same request
-gets the finished result, or joins the evaluation still running, instead of
+A job is keyed by a hash of what defines it (``protocol.evaluation_key``)
+and records the identity of the model it evaluated, so a client that retries
+the same request gets the finished result (against the same model, within the
+server's reuse window), or joins the evaluation still running, instead of
 starting another. Finished jobs outlive the server process; jobs that were
 running when it stopped are marked failed on the next start, so a retry runs
 them again.
@@ -30,7 +31,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     result      TEXT,                   -- JSON, when completed or partial
     error       TEXT,                   -- when failed
     created     REAL NOT NULL,
-    finished    REAL
+    finished    REAL,
+    model_identity TEXT                 -- hash of the router's /v1/models when the job started
 );
 CREATE INDEX IF NOT EXISTS jobs_by_key ON jobs (request_key, created);
 """
@@ -76,6 +78,9 @@ class JobStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        if "model_identity" not in columns:  # a ledger written before the column existed
+            self._db.execute("ALTER TABLE jobs ADD COLUMN model_identity TEXT")
         self._lock = threading.Lock()
 
     def _row(self, row: tuple[Any, ...] | None) -> Job | None:
@@ -94,13 +99,14 @@ class JobStore:
 
     _COLUMNS = "job_id, request_key, status, request, result, error, created, finished"
 
-    def create(self, key: str, request: dict[str, Any]) -> Job:
-        """A new queued job for ``request``."""
+    def create(self, key: str, request: dict[str, Any], model_identity: str | None = None) -> Job:
+        """A new queued job for ``request``, against the model ``model_identity`` names (None: unknown)."""
         job = Job(uuid.uuid4().hex, key, JobStatus.QUEUED, request, None, None, time.time(), None)
         with self._lock:
             self._db.execute(
-                "INSERT INTO jobs (job_id, request_key, status, request, created) VALUES (?, ?, ?, ?, ?)",
-                (job.job_id, key, job.status, json.dumps(request), job.created),
+                "INSERT INTO jobs (job_id, request_key, status, request, created, model_identity) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (job.job_id, key, job.status, json.dumps(request), job.created, model_identity),
             )
         return job
 
@@ -111,12 +117,13 @@ class JobStore:
             ).fetchone()
         return self._row(row)
 
-    def latest(self, key: str) -> Job | None:
-        """The most recent job for ``key``, whatever its status."""
+    def reusable(self, key: str, model_identity: str, finished_after: float) -> Job | None:
+        """The latest completed job for ``key`` against the same model, finished after ``finished_after``."""
         with self._lock:
             row = self._db.execute(
-                f"SELECT {self._COLUMNS} FROM jobs WHERE request_key = ? ORDER BY created DESC LIMIT 1",
-                (key,),
+                f"SELECT {self._COLUMNS} FROM jobs WHERE request_key = ? AND status = ? AND model_identity = ? "
+                "AND finished > ? ORDER BY created DESC LIMIT 1",
+                (key, JobStatus.COMPLETED, model_identity, finished_after),
             ).fetchone()
         return self._row(row)
 

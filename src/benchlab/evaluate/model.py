@@ -12,7 +12,9 @@ any other 4xx is final.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
+import json
 import random
 import ssl
 import sys
@@ -184,3 +186,33 @@ class ModelClient:
         raise ModelCallError(
             url, status, f"model request failed after {self.max_retries + 1} tries: {last}"
         )
+
+
+# What /v1/models says about a served model that stays put while it is served (not "created",
+# which some servers set to the time of the request).
+_IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len")
+
+
+async def served_model_identity(slots: HttpSlots, base_url: str, timeout: float = 10.0) -> str | None:
+    """A hash of the models ``base_url`` serves, from its ``GET /v1/models``; None when it does not say.
+
+    Two evaluations count as the same only when this is equal: a different
+    checkpoint loaded under another name or path behind the same router is
+    another model.
+    """
+    base = base_url.rstrip("/")
+    base = base[: -len("/v1")] if base.endswith("/v1") else base
+    try:
+        async with slots.slot() as http:
+            response = await http.get(f"{base}/v1/models", timeout=timeout)
+        if response.status_code != 200:
+            return None
+        entries = response.json()["data"]
+        served = sorted(
+            (json.dumps({k: e.get(k) for k in _IDENTITY_FIELDS}, sort_keys=True, default=str) for e in entries),
+        )
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not served:
+        return None
+    return hashlib.sha256("\n".join(served).encode()).hexdigest()

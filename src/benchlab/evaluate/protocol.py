@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlab.errors import EvaluationError
 from benchlab.evaluate.config import EvalConfig, is_allowed_host
+from benchlab.evaluate.datasets import benchmark_digest
+from benchlab.evaluate.jobs import request_key
 from benchlab.evaluate.model import Sampling
 from benchlab.evaluate.runner import BenchmarkRun
 
@@ -211,3 +213,22 @@ def tighten_schema(schema: dict[str, Any], cfg: EvalConfig) -> dict[str, Any]:
     if "router_url" in request:
         request["router_url"]["description"] = allowlist_description(cfg.server.allowed_router_hosts)
     return schema
+
+
+def evaluation_key(req: EvaluateRequest, runs: list[BenchmarkRun], model_name: str) -> str:
+    """What makes two requests the same evaluation, apart from the model served (see the docs).
+
+    The rollout id, the router URL, the model name sent to it, and per
+    benchmark its name, the sampling parameters in effect and the hash of its
+    data and scoring (``benchmark_digest``). Two requests that spell the same
+    parameters differently (a request default or the config's) are the same.
+    """
+    defining = {
+        "rollout_id": req.rollout_id,
+        "router_url": req.router_url,
+        "model": model_name,
+        "benchmarks": [
+            {"name": r.name, "sampling": r.sampling.body(), "data": benchmark_digest(r.config)} for r in runs
+        ],
+    }
+    return request_key(defining)

@@ -14,6 +14,7 @@ import asyncio
 import functools
 import hmac
 import logging
+import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,16 +27,17 @@ from starlette.exceptions import HTTPException
 from benchlab.errors import BenchlabError, DataError, EvaluationError, UserError
 from benchlab.evaluate.config import BenchmarkConfig, EvalConfig
 from benchlab.evaluate.datasets import load_items
-from benchlab.evaluate.jobs import Job, JobStatus, JobStore, request_key
+from benchlab.evaluate.jobs import Job, JobStatus, JobStore
 from benchlab.evaluate.judge import Judge, JudgeCache, judge_client
 from benchlab.evaluate.mathpool import MathVerifyPool
-from benchlab.evaluate.model import HttpSlots, ModelClient
+from benchlab.evaluate.model import HttpSlots, ModelClient, served_model_identity
 from benchlab.evaluate.protocol import (
     ApiError,
     ErrorBody,
     EvaluateRequest,
     JobBody,
     QueuedBody,
+    evaluation_key,
     reproducing_command,
     resolve_runs,
     tighten_schema,
@@ -379,24 +381,29 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         """Evaluate the benchmarks against ``router_url``; with ``async`` answer at once with a job id."""
         runs = resolve_runs(state.config, req)
         defining = req.model_dump(exclude_none=True, exclude={"run_async"})
-        key = request_key(defining)
-        if key in state.inflight:
+        try:
+            key = evaluation_key(req, runs, state.config.model.name)
+        except (OSError, DataError) as exc:
+            logger.error("dataset of %s: %s", [r.name for r in runs], exc)
+            raise ApiError(502, "a dataset of this server could not be read; see the server log") from None
+        identity = None
+        if key not in state.inflight:
+            assert state.slots is not None
+            identity = await served_model_identity(state.slots, req.router_url)
+        if key in state.inflight:  # also one that started while the model was asked who it is
             job_id, task = state.inflight[key]
         else:
-            previous = store.latest(key)
-            if (
-                previous is not None
-                and previous.status == JobStatus.COMPLETED
-                and previous.result is not None
-            ):
-                return JSONResponse(previous.result)
+            if identity is not None and server.reuse_results_secs > 0:
+                previous = store.reusable(key, identity, time.time() - server.reuse_results_secs)
+                if previous is not None and previous.result is not None:
+                    return JSONResponse(previous.result)
             if len(state.inflight) >= server.max_running_jobs:
                 raise ApiError(
                     429,
                     f"{len(state.inflight)} evaluations are running, the most this server runs at once "
                     "(server.max_running_jobs); try again later",
                 )
-            job = store.create(key, defining)
+            job = store.create(key, defining, identity)
             task = asyncio.ensure_future(_run_job(state, job, req, runs))
             job_id = job.job_id
             state.inflight[key] = (job_id, task)
