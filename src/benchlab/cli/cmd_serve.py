@@ -73,8 +73,7 @@ def serve(
 
     import logging
 
-    import uvicorn
-
+    from benchlab.evaluate.guard import build_server
     from benchlab.evaluate.server import create_app
 
     logging.basicConfig(
@@ -87,7 +86,7 @@ def serve(
         f"benchlab evaluation server on http://{host}:{port} "
         f"({len(cfg.benchmarks)} benchmarks; API docs at /docs)"
     )
-    uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=False)
+    build_server(application, cfg, host, port, log_level).run()
 
 
 @app.command("eval")

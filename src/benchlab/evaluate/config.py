@@ -105,6 +105,11 @@ class ServerSettings(_Strict):
     # A repeat of a finished evaluation (same request, same served model) gets its result for this
     # long after it finished; 0 evaluates every request again.
     reuse_results_secs: float = Field(default=3600.0, ge=0)
+    # Connections (see evaluate/guard.py): in total (also kept under the descriptor limit), per
+    # client address, and the seconds a connection has to send a request's headers.
+    max_connections: int = Field(default=512, ge=1)
+    max_connections_per_client: int = Field(default=64, ge=1)
+    header_timeout_secs: float = Field(default=10.0, gt=0)
 
 
 class ModelSettings(_Strict):
