@@ -450,14 +450,14 @@ def test_request_defaults_fill_what_a_benchmark_leaves_out(tmp_path, servers):
         "rollout_id": 11,
         "router_url": stub.url,
         # NeMo-Skills' precedence: the benchmark's own field, then the request's defaults,
-        # then the benchmark config's defaults (mcq's config leaves top_p at 1.0).
+        # then the benchmark config's defaults (mcq's config sets no top_p: none is sent).
         "defaults": {"temperature": 0.3, "max_response_len": 77, "n_samples_per_eval_prompt": 2},
         "benchmarks": [{"name": "mcq", "temperature": 0.9}, {"name": "words"}],
     }
     body, _ = delegate(f"{server.url}/evaluate", payload, headers=AUTH)
     sampling = {run["benchmark"]: run["sampling"] for run in body["runs"]}
-    assert sampling["mcq"] == {"n": 2, "temperature": 0.9, "top_p": 1.0, "max_tokens": 77}
-    assert sampling["words"] == {"n": 2, "temperature": 0.3, "top_p": 1.0, "max_tokens": 77}
+    assert sampling["mcq"] == {"n": 2, "temperature": 0.9, "max_tokens": 77}
+    assert sampling["words"] == {"n": 2, "temperature": 0.3, "max_tokens": 77}
     seen = httpx.get(f"{stub.url}/stats", timeout=5).json()["sampling"]
     assert {(s["temperature"], s["max_tokens"], s["n"]) for s in seen} == {(0.9, 77, 2), (0.3, 77, 2)}
     # The defaults are part of what defines the job: other defaults are another evaluation.
@@ -466,6 +466,20 @@ def test_request_defaults_fill_what_a_benchmark_leaves_out(tmp_path, servers):
     )
     assert again["job_id"] != body["job_id"]
     assert {r["benchmark"]: r["sampling"]["temperature"] for r in again["runs"]} == {"mcq": 0.9, "words": 0.4}
+
+
+def test_a_model_servers_error_reaches_the_client_and_only_set_sampling_fields_are_sent(tmp_path, servers):
+    _, _, stub, server = start_pair(tmp_path, servers, StubSettings(seed=1, strict_fields=True))
+    payload = {"rollout_id": 11, "router_url": stub.url, "benchmarks": [{"name": "words", "top_k": 40}]}
+    refused = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60)
+    assert refused.status_code == 502
+    assert "HTTP 422: Unexpected fields {'top_k'}" in refused.json()["error"]
+    payload["benchmarks"] = [{"name": "words"}]
+    done = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60)
+    assert done.status_code == 200 and done.json()["status"] == "completed"
+    sent = httpx.get(f"{stub.url}/stats", timeout=5).json()["sampling"]
+    # The words benchmark sets no top_p or top_k: neither is sent, the server's defaults hold.
+    assert sent and all(set(s) == {"model", "n", "temperature", "max_tokens"} for s in sent), sent
 
 
 def test_requests_without_the_token_are_refused(tmp_path, servers):

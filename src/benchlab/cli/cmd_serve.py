@@ -39,6 +39,14 @@ def serve(
         None, help="Where jobs.sqlite and job outputs go (overrides the config)."
     ),
     log_level: str = typer.Option("info", help="uvicorn log level."),
+    max_concurrent_requests: int | None = typer.Option(
+        None, "--max-concurrent-requests", min=1,
+        help="Requests in flight to the model endpoint (NeMo-Skills' flag; overrides model.concurrency).",
+    ),
+    openai_model_name: str | None = typer.Option(
+        None, "--openai-model-name",
+        help="The 'model' field of each request to the router (NeMo-Skills' flag; overrides model.name).",
+    ),
 ) -> None:
     """Serve evaluation requests (POST /evaluate) from a trainer such as slime's eval delegate."""
     from benchlab.extras import require
@@ -49,6 +57,10 @@ def serve(
     cfg = load_config(config)
     if state_dir is not None:
         cfg.server.state_dir = state_dir
+    if max_concurrent_requests is not None:
+        cfg.model.concurrency = max_concurrent_requests
+    if openai_model_name is not None:
+        cfg.model.name = openai_model_name
     token = os.environ.get(cfg.server.token_env) or None
     if token is not None and not no_auth:
         from benchlab.evaluate.server import check_token

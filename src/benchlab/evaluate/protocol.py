@@ -24,6 +24,9 @@ NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
 
 
 SAMPLING_FIELDS = ("n_samples_per_eval_prompt", "temperature", "top_p", "top_k", "max_response_len")
+# Sent to the model server only when the request or the config sets them. The temperature is
+# always sent (0 by default): an evaluation's numbers must not depend on a server's default.
+OPTIONAL_SAMPLING = ("top_p", "top_k")
 
 
 class RequestDefaults(BaseModel):
@@ -140,7 +143,9 @@ def resolve_runs(cfg: EvalConfig, req: EvaluateRequest) -> list[BenchmarkRun]:
             value = getattr(b, name)
             if value is None:
                 value = getattr(fallback, name)
-            chosen[name] = getattr(bench.defaults, name) if value is None else value
+            if value is None and (name in bench.defaults.model_fields_set or name not in OPTIONAL_SAMPLING):
+                value = getattr(bench.defaults, name)
+            chosen[name] = value  # None: set nowhere, so not sent (the model server's default holds)
         n = _within_cap(
             b.name,
             "n_samples_per_eval_prompt",

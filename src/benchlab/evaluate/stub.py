@@ -63,6 +63,8 @@ class StubSettings:
     judge_malformed_rate: float = 0.0
     # Answer one choice whatever ``n`` asks for, as ``transformers serve`` does.
     ignore_n: bool = False
+    # Refuse (HTTP 422) a body with a field OpenAI's API does not have, as ``transformers serve`` does.
+    strict_fields: bool = False
 
 
 @dataclass
@@ -75,6 +77,10 @@ class StubStats:
     # Every distinct set of sampling parameters received, as sorted JSON.
     sampling: set[str] = field(default_factory=set)
     samples_sent: dict[str, int] = field(default_factory=dict)
+
+
+_OPENAI_FIELDS = {"model", "messages", "prompt", "n", "temperature", "top_p", "max_tokens", "stream", "stop",
+                  "seed", "logprobs", "presence_penalty", "frequency_penalty", "user"}
 
 
 def plan(seed: int, item_id: str, sample: int, p_correct: float, p_no_answer: float) -> str:
@@ -239,12 +245,21 @@ def create_stub_app(
             }
         )
 
+    def unexpected(body: dict[str, Any]) -> JSONResponse | None:
+        extra = set(body) - _OPENAI_FIELDS
+        if settings.strict_fields and extra:
+            return JSONResponse({"error": {"message": f"Unexpected fields {extra}"}}, status_code=422)
+        return None
+
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Any:
         failure = await gate()
         if failure:
             return failure
         body = await request.json()
+        refused = unexpected(body)
+        if refused:
+            return refused
         messages = [m for m in body.get("messages", []) if m.get("role") == "user"]
         prompt = messages[-1]["content"] if messages else ""
         outs = texts(prompt, body)
@@ -263,6 +278,9 @@ def create_stub_app(
         if failure:
             return failure
         body = await request.json()
+        refused = unexpected(body)
+        if refused:
+            return refused
         outs = texts(str(body.get("prompt", "")), body)
         return reply(
             "text_completion",
