@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -166,14 +168,14 @@ def test_delegate_request_gets_raw_metrics_that_match_the_stub(tmp_path, servers
     assert "done in" in Path(body["log_path"]).read_text()
     assert body["command"].startswith("benchlab eval --model-url")
     assert stub_requests(stub) == 16 + 10  # one request per prompt: n samples come back together
-    # What reached the model: OpenAI names, top_k only when not -1, mcq's other values from its defaults.
+    # What reached the model: OpenAI names, top_k only when not -1, no top_p where nothing set it
+    # (mcq's config sets none), the temperature always.
     seen = httpx.get(f"{stub.url}/stats", timeout=5).json()["sampling"]
     assert sorted(seen, key=lambda b: b["n"]) == [
         {
             "model": "default",
             "n": 1,
             "temperature": 0.0,
-            "top_p": 1.0,
             "top_k": 40,
             "max_tokens": 100,
         },
@@ -285,28 +287,48 @@ def test_repeats_are_evaluated_again_when_reuse_is_off_or_the_sampling_differs(t
                       timeout=60).json()["job_id"] == other["job_id"]
 
 
-def test_a_job_cut_short_by_a_restart_is_failed_then_rerun(tmp_path, servers):
-    config = load_config(write_config(tmp_path, model={"concurrency": 1}))
-    stub = servers(create_stub_app(config, StubSettings(seed=5, latency_secs=0.2)))
-    first = ServerThread(create_app(config, token=TOKEN)).start()
-    payload = {
-        "rollout_id": 9,
-        "router_url": stub.url,
-        "benchmarks": [{"name": "words"}],
-        "async": True,
-    }
-    job = httpx.post(f"{first.url}/evaluate", json=payload, headers=AUTH, timeout=10).json()
-    time.sleep(0.3)
-    first.stop()
-    second = servers(
-        create_app(load_config(write_config(tmp_path, model={"concurrency": 8})), token=TOKEN)
-    )
-    status = httpx.get(f"{second.url}/status/{job['job_id']}", headers=AUTH, timeout=10).json()
+def test_a_job_whose_server_died_is_failed_then_rerun(tmp_path, servers):
+    from benchlab.evaluate.jobs import JobStore
+    from benchlab.evaluate.protocol import EvaluateRequest, evaluation_key, resolve_runs
+
+    config = load_config(write_config(tmp_path, model={"concurrency": 8}))
+    stub = servers(create_stub_app(config, StubSettings(seed=5)))
+    payload = {"rollout_id": 9, "router_url": stub.url, "benchmarks": [{"name": "words"}]}
+    req = EvaluateRequest.model_validate(payload)
+    # What a server killed mid-job leaves: a running job whose heartbeat stopped long ago.
+    dead = JobStore(config.server.state_dir / "jobs.sqlite", owner="killed-server")
+    job = dead.create(evaluation_key(req, resolve_runs(config, req), config.model.name), payload)
+    dead.set_running(job.job_id)
+    with sqlite3.connect(dead.path) as db:
+        db.execute("UPDATE jobs SET heartbeat = heartbeat - 60 WHERE job_id = ?", (job.job_id,))
+    dead.close()
+    second = servers(create_app(config, token=TOKEN))
+    status = httpx.get(f"{second.url}/status/{job.job_id}", headers=AUTH, timeout=10).json()
     assert status["status"] == "failed" and "stopped" in status["error"]
-    rerun = httpx.post(
-        f"{second.url}/evaluate", json={**payload, "async": False}, headers=AUTH, timeout=60
-    ).json()
-    assert rerun["status"] == "completed" and rerun["job_id"] != job["job_id"]
+    rerun = httpx.post(f"{second.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+    assert rerun["status"] == "completed" and rerun["job_id"] != job.job_id
+
+
+def test_after_a_graceful_restart_the_new_server_hands_on_the_job_the_old_one_finishes(tmp_path, servers):
+    config = load_config(write_config(tmp_path, model={"concurrency": 1}))
+    stub = servers(create_stub_app(config, StubSettings(seed=5, latency_secs=0.3)))
+    old = ServerThread(create_app(config, token=TOKEN)).start()
+    payload = {"rollout_id": 9, "router_url": stub.url, "benchmarks": [{"name": "words"}], "async": True}
+    job = httpx.post(f"{old.url}/evaluate", json=payload, headers=AUTH, timeout=10).json()
+    deadline = time.monotonic() + 10
+    while stub_requests(stub) == 0 and time.monotonic() < deadline:  # the old server is at it
+        time.sleep(0.05)
+    stopping = threading.Thread(target=old.stop)  # a graceful stop: it finishes its job first
+    stopping.start()
+    new = servers(create_app(load_config(write_config(tmp_path, model={"concurrency": 1})), token=TOKEN))
+    assert httpx.get(f"{new.url}/status/{job['job_id']}", headers=AUTH,
+                     timeout=10).json()["status"] in ("queued", "running")
+    handed = httpx.post(f"{new.url}/evaluate", json={**payload, "async": False}, headers=AUTH, timeout=60)
+    stopping.join(30)
+    assert handed.status_code == 200
+    body = handed.json()
+    assert body["job_id"] == job["job_id"] and body["status"] == "completed"
+    assert stub_requests(stub) == 10  # every prompt once: the new server started nothing
 
 
 def test_a_job_stopped_by_the_deadline_is_partial_an_error_to_the_client_and_never_reused(tmp_path, servers):

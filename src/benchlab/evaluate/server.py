@@ -49,6 +49,10 @@ from benchlab.evaluate.scorers import Scorers
 logger = logging.getLogger("benchlab.evaluate")
 
 MIN_TOKEN_LENGTH = 16
+# A server refreshes its unfinished jobs' heartbeat this often; a job silent for STALE_AFTER_SECS
+# lost its server.
+HEARTBEAT_SECS = 2.0
+STALE_AFTER_SECS = 10.0
 
 
 def check_token(token: str, where: str = "the token") -> None:
@@ -195,6 +199,27 @@ async def _run_job(
     return body
 
 
+async def _heartbeat(store: JobStore) -> None:
+    while True:
+        store.beat()
+        await asyncio.sleep(HEARTBEAT_SECS)
+
+
+async def _handed_over(store: JobStore, job: Job, run_async: bool) -> JSONResponse | None:
+    """The answer for a job another server process is finishing; None if that server died meanwhile."""
+    if run_async:
+        return JSONResponse({"job_id": job.job_id, "status": job.status, "status_url": f"/status/{job.job_id}",
+                             "raw_metrics": {}}, status_code=202)
+    while store.is_alive(job.job_id, STALE_AFTER_SECS):
+        await asyncio.sleep(0.5)
+    done = store.get(job.job_id)
+    if done is None or done.status in (JobStatus.QUEUED, JobStatus.RUNNING):
+        return None  # its server stopped without finishing it: evaluate here
+    if done.status == JobStatus.FAILED or done.result is None:
+        return JSONResponse(_failed_body(done.job_id, done.error or "failed"), status_code=502)
+    return JSONResponse(done.result, status_code=504 if done.status == JobStatus.PARTIAL else 200)
+
+
 def _finished(state: ServerState, key: str, task: asyncio.Task[dict[str, Any]]) -> None:
     state.inflight.pop(key, None)
     if not task.cancelled():
@@ -236,7 +261,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     if token is None:
         warnings.append("authentication is off (--no-auth)")
     store = JobStore(server.state_dir / "jobs.sqlite")
-    interrupted = store.mark_interrupted()
+    interrupted = store.mark_interrupted(STALE_AFTER_SECS)
     if interrupted:
         logger.warning(
             "%d job(s) were unfinished when the server last stopped; marked failed", interrupted
@@ -262,11 +287,20 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             # In the background: the server answers /health at once, the first job finds warm workers.
             warming = asyncio.get_running_loop().run_in_executor(None, state.math_pool.start, 1)
             warming.add_done_callback(_report_warm_up)
+        beating = asyncio.ensure_future(_heartbeat(store))
         try:
             yield
         finally:
-            for _, task in list(state.inflight.values()):
+            # A graceful stop (uvicorn has closed its listener and finished the open requests) lets
+            # the jobs still running finish, with their heartbeat on: a new server started meanwhile
+            # on the same state folder hands their results on instead of running them again.
+            running = [task for _, task in state.inflight.values()]
+            if running:
+                logger.warning("finishing %d running job(s) before stopping", len(running))
+                await asyncio.wait(running, timeout=config.server.deadline_secs + 60)
+            for task in running:
                 task.cancel()
+            beating.cancel()
             await state.slots.aclose()
             if state.judge_slots is not None:
                 await state.judge_slots.aclose()
@@ -388,6 +422,12 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             raise ApiError(502, "a dataset of this server could not be read; see the server log") from None
         identity = None
         if key not in state.inflight:
+            elsewhere = store.running_elsewhere(key, STALE_AFTER_SECS)
+            if elsewhere is not None:
+                # The server before this one is still finishing it (a graceful restart): its result.
+                handed = await _handed_over(store, elsewhere, req.run_async)
+                if handed is not None:
+                    return handed
             assert state.slots is not None
             identity = await served_model_identity(state.slots, req.router_url)
         if key in state.inflight:  # also one that started while the model was asked who it is
