@@ -102,6 +102,9 @@ HOSTILE: dict[str, tuple[str, str, bool]] = {
     "patches math.isclose while called": (
         "import math\nm = mean([1, 2])\nassert math.isclose(m, 1.5)",
         "def mean(xs):\n    import math\n    math.isclose = lambda *a, **k: True\n    return 0\n", True),
+    "rewrites the tests' names through a function they pass it": (
+        "def expected(xs):\n    return sum(xs)\nassert apply(lambda x: x, [1, 2]) == expected([1, 2])",
+        "def apply(f, xs):\n    f.__globals__['expected'] = lambda xs: 0\n    return 0\n", True),
     "shadows abs with its own": (
         "assert abs(mean([1, 2]) - 1.5) < 1e-9", "def abs(x):\n    return 0\ndef mean(xs):\n    return 0\n", True),
 }
@@ -124,7 +127,7 @@ CORRECT: dict[str, tuple[str, str]] = {
         ADD_TESTS,
         "def add(a, b):\n    try:\n        raise ValueError('x')\n    except ValueError:\n        return a + b\n"),
     "statistics mean": (MEAN_TESTS, "import statistics\ndef mean(xs):\n    return statistics.mean(xs)\n"),
-    "float mean with a helper": (
+    "float mean through a private function": (
         MEAN_TESTS, "def _total(xs):\n    return sum(xs)\ndef mean(xs):\n    return _total(xs) / len(xs)\n"),
     "returns a namedtuple compared to a tuple": (
         "assert split(7) == (3, 1)\nassert split(9)[0] == 4",
@@ -201,7 +204,7 @@ def test_lm_eval_code_checker_agrees_except_where_it_is_fooled(scorers):
 
 @pytest.mark.slow
 def test_each_test_is_counted_on_its_own(scorers):
-    tests = "assert add(1, 1) == 2\nassert add(2, 2) == 5\nhelper = 3\nassert add(helper, 0) == 3"
+    tests = "assert add(1, 1) == 2\nassert add(2, 2) == 5\noffset = 3\nassert add(offset, 0) == 3"
     [score] = _score_all(scorers, [(tests, "def add(a, b):\n    return a + b\n")])
     assert (score.correct, score.tests_passed, score.tests_total) == (False, 2, 3)
     assert "test 2: AssertionError" in score.detail

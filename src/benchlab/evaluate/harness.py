@@ -298,12 +298,23 @@ def _harness(answer, units):
         for v in list_(dict_.values(own)):
             check_value(v, depth + 1)
 
+    # The tests' namespace: a function a test hands to the answer carries it (__globals__), so it is
+    # put back after every call too.
+    test_builtins = dict_(saved_builtins)
+    test_globals = {"__name__": "__main__", "__builtins__": test_builtins}
+
     def wrap(fn):
         def call(*args, **kwargs):
+            names = tuple_(dict_.items(test_globals))
             try:
                 result = fn(*args, **kwargs)
             finally:
                 restore()
+                dict_.clear(test_builtins)
+                dict_.update(test_builtins, saved_builtins)
+                dict_.clear(test_globals)
+                dict_.update(test_globals, names)
+                test_globals["__builtins__"] = test_builtins
             check_value(result, 0)
             return result
         return call
@@ -330,8 +341,6 @@ def _harness(answer, units):
         except BaseExc as exc:
             why = "the answer raised " + type_(exc).__name__ + " before the tests"
         restore()
-    test_builtins = dict_(saved_builtins)
-    test_globals = {"__name__": "__main__", "__builtins__": test_builtins}
     if loaded:
         for key, value in list_(dict_.items(namespace)):
             if type_(key) is not str_ or key[:2] == "__" or key in test_builtins:
