@@ -135,6 +135,37 @@ def test_serve_on_loopback_answers_health_with_its_warnings(tmp_path):
 
 
 @pytest.mark.slow
+def test_serve_takes_nemo_skills_flags_for_the_model_name_and_concurrency(tmp_path):
+    from evalsvc_testkit import ServerThread
+
+    from benchlab.evaluate.config import load_config
+    from benchlab.evaluate.stub import StubSettings, create_stub_app
+
+    config = write_config(tmp_path)
+    stub = ServerThread(create_stub_app(load_config(config), StubSettings(seed=1))).start()
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from benchlab.cli import main; main()", "serve", "--no-auth", "--port", str(port),
+         "--config", str(config), "--openai-model-name", "served-policy", "--max-concurrent-requests", "3"],
+        env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/health", server)
+        body = httpx.post(f"http://127.0.0.1:{port}/evaluate", timeout=60, json={
+            "rollout_id": 1, "router_url": stub.url, "benchmarks": [{"name": "words"}]}).json()
+        sent = httpx.get(f"{stub.url}/stats", timeout=5).json()["sampling"]
+    finally:
+        server.terminate()
+        server.communicate(timeout=20)
+        stub.stop()
+    assert body["status"] == "completed"
+    assert {s["model"] for s in sent} == {"served-policy"}
+    assert "--model served-policy" in body["command"]
+    refused = benchlab("serve", "--no-auth", "--max-concurrent-requests", "0", "--config", str(config))
+    assert refused.returncode == 2 and "--max-concurrent-requests" in refused.stderr
+
+
+@pytest.mark.slow
 def test_eval_against_the_stub_writes_flat_metrics_into_the_run_dir(tmp_path):
     config = write_config(tmp_path)
     port = free_port()

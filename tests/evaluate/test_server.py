@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -166,14 +168,14 @@ def test_delegate_request_gets_raw_metrics_that_match_the_stub(tmp_path, servers
     assert "done in" in Path(body["log_path"]).read_text()
     assert body["command"].startswith("benchlab eval --model-url")
     assert stub_requests(stub) == 16 + 10  # one request per prompt: n samples come back together
-    # What reached the model: OpenAI names, top_k only when not -1, mcq's other values from its defaults.
+    # What reached the model: OpenAI names, top_k only when not -1, no top_p where nothing set it
+    # (mcq's config sets none), the temperature always.
     seen = httpx.get(f"{stub.url}/stats", timeout=5).json()["sampling"]
     assert sorted(seen, key=lambda b: b["n"]) == [
         {
             "model": "default",
             "n": 1,
             "temperature": 0.0,
-            "top_p": 1.0,
             "top_k": 40,
             "max_tokens": 100,
         },
@@ -241,48 +243,163 @@ def test_finished_jobs_survive_a_restart_and_are_not_rerun(tmp_path, servers):
     assert other["job_id"] != done["job_id"] and stub_requests(stub) == 20
 
 
-def test_a_job_cut_short_by_a_restart_is_failed_then_rerun(tmp_path, servers):
-    config = load_config(write_config(tmp_path, model={"concurrency": 1}))
-    stub = servers(create_stub_app(config, StubSettings(seed=5, latency_secs=0.2)))
-    first = ServerThread(create_app(config, token=TOKEN)).start()
-    payload = {
-        "rollout_id": 9,
-        "router_url": stub.url,
-        "benchmarks": [{"name": "words"}],
-        "async": True,
-    }
-    job = httpx.post(f"{first.url}/evaluate", json=payload, headers=AUTH, timeout=10).json()
-    time.sleep(0.3)
-    first.stop()
-    second = servers(
-        create_app(load_config(write_config(tmp_path, model={"concurrency": 8})), token=TOKEN)
-    )
-    status = httpx.get(f"{second.url}/status/{job['job_id']}", headers=AUTH, timeout=10).json()
+def test_a_different_model_behind_the_same_router_is_evaluated_not_served_from_the_cache(tmp_path, servers):
+    config = load_config(write_config(tmp_path))
+    port = free_port()
+    first_model = ServerThread(create_stub_app(config, StubSettings(seed=5, p_correct=1.0, p_no_answer=0.0),
+                                               model="/ckpt/run-a/step-0"), port=port).start()
+    server = servers(create_app(config, token=TOKEN))
+    payload = {"rollout_id": 0, "router_url": first_model.url, "benchmarks": [{"name": "mcq"}]}
+    try:
+        first = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+        assert httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH,
+                          timeout=60).json()["job_id"] == first["job_id"]  # the same model: a repeat
+    finally:
+        first_model.stop()
+    # A new training run: rollout ids start at 0 again, another checkpoint is served on the same address.
+    second_model = ServerThread(create_stub_app(config, StubSettings(seed=5, p_correct=0.0, p_no_answer=0.0),
+                                                model="/ckpt/run-b/step-0"), port=port).start()
+    try:
+        second = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+        assert second["job_id"] != first["job_id"] and stub_requests(second_model) == 10
+        assert first["raw_metrics"]["mcq"]["pass@1"]["accuracy"] == 1.0
+        assert second["raw_metrics"]["mcq"]["pass@1"]["accuracy"] == 0.0
+    finally:
+        second_model.stop()
+
+
+def test_repeats_are_evaluated_again_when_reuse_is_off_or_the_sampling_differs(tmp_path, servers):
+    _, _, stub, server = start_pair(tmp_path, servers, server={"reuse_results_secs": 0})
+    payload = {"rollout_id": 7, "router_url": stub.url, "benchmarks": [{"name": "mcq"}]}
+    first = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+    again = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+    assert again["job_id"] != first["job_id"] and stub_requests(stub) == 20
+    (tmp_path / "reuse").mkdir()
+    _, _, stub, server = start_pair(tmp_path / "reuse", servers)
+    payload["router_url"] = stub.url
+    first = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+    hotter = {**payload, "benchmarks": [{"name": "mcq", "temperature": 1.3}]}
+    other = httpx.post(f"{server.url}/evaluate", json=hotter, headers=AUTH, timeout=60).json()
+    assert other["job_id"] != first["job_id"] and stub_requests(stub) == 20
+    # The same parameters spelt through the request's defaults are the same evaluation.
+    spelt = {**payload, "defaults": {"temperature": 1.3}}
+    assert httpx.post(f"{server.url}/evaluate", json=spelt, headers=AUTH,
+                      timeout=60).json()["job_id"] == other["job_id"]
+
+
+def test_a_job_whose_server_died_is_failed_then_rerun(tmp_path, servers):
+    from benchlab.evaluate.jobs import JobStore
+    from benchlab.evaluate.protocol import EvaluateRequest, evaluation_key, resolve_runs
+
+    config = load_config(write_config(tmp_path, model={"concurrency": 8}))
+    stub = servers(create_stub_app(config, StubSettings(seed=5)))
+    payload = {"rollout_id": 9, "router_url": stub.url, "benchmarks": [{"name": "words"}]}
+    req = EvaluateRequest.model_validate(payload)
+    # What a server killed mid-job leaves: a running job whose heartbeat stopped long ago.
+    dead = JobStore(config.server.state_dir / "jobs.sqlite", owner="killed-server")
+    job = dead.create(evaluation_key(req, resolve_runs(config, req), config.model.name), payload)
+    dead.set_running(job.job_id)
+    with sqlite3.connect(dead.path) as db:
+        db.execute("UPDATE jobs SET heartbeat = heartbeat - 60 WHERE job_id = ?", (job.job_id,))
+    dead.close()
+    second = servers(create_app(config, token=TOKEN))
+    status = httpx.get(f"{second.url}/status/{job.job_id}", headers=AUTH, timeout=10).json()
     assert status["status"] == "failed" and "stopped" in status["error"]
-    rerun = httpx.post(
-        f"{second.url}/evaluate", json={**payload, "async": False}, headers=AUTH, timeout=60
-    ).json()
-    assert rerun["status"] == "completed" and rerun["job_id"] != job["job_id"]
+    rerun = httpx.post(f"{second.url}/evaluate", json=payload, headers=AUTH, timeout=60).json()
+    assert rerun["status"] == "completed" and rerun["job_id"] != job.job_id
 
 
-def test_the_server_deadline_returns_partial_metrics_with_a_warning(tmp_path, servers):
+def test_after_a_graceful_restart_the_new_server_hands_on_the_job_the_old_one_finishes(tmp_path, servers):
+    config = load_config(write_config(tmp_path, model={"concurrency": 1}))
+    stub = servers(create_stub_app(config, StubSettings(seed=5, latency_secs=0.3)))
+    old = ServerThread(create_app(config, token=TOKEN)).start()
+    payload = {"rollout_id": 9, "router_url": stub.url, "benchmarks": [{"name": "words"}], "async": True}
+    job = httpx.post(f"{old.url}/evaluate", json=payload, headers=AUTH, timeout=10).json()
+    deadline = time.monotonic() + 10
+    while stub_requests(stub) == 0 and time.monotonic() < deadline:  # the old server is at it
+        time.sleep(0.05)
+    stopping = threading.Thread(target=old.stop)  # a graceful stop: it finishes its job first
+    stopping.start()
+    new = servers(create_app(load_config(write_config(tmp_path, model={"concurrency": 1})), token=TOKEN))
+    assert httpx.get(f"{new.url}/status/{job['job_id']}", headers=AUTH,
+                     timeout=10).json()["status"] in ("queued", "running")
+    handed = httpx.post(f"{new.url}/evaluate", json={**payload, "async": False}, headers=AUTH, timeout=60)
+    stopping.join(30)
+    assert handed.status_code == 200
+    body = handed.json()
+    assert body["job_id"] == job["job_id"] and body["status"] == "completed"
+    assert stub_requests(stub) == 10  # every prompt once: the new server started nothing
+
+
+def test_a_job_stopped_by_the_deadline_is_partial_an_error_to_the_client_and_never_reused(tmp_path, servers):
     _, _, stub, server = start_pair(
         tmp_path,
         servers,
         StubSettings(seed=2, latency_secs=0.3),
-        model={"concurrency": 1},
+        model={"concurrency": 1, "request_timeout_secs": 1.0, "max_retries": 0},
         server={"deadline_secs": 1.5},
     )
-    body = evaluate(server, stub.url, "arith", rollout_id=5, timeout=30).json()
-    assert body["status"] == "completed"
+    response = evaluate(server, stub.url, "arith", rollout_id=5, timeout=30)
+    body = response.json()
+    assert response.status_code == 504 and body["status"] == "partial"
     evaluated = body["raw_metrics"]["arith"]["pass@1"]["num_entries"]
     assert 1 <= evaluated < 16
-    assert "deadline" in body["warning"] and f"{int(evaluated)} of 16" in body["warning"]
+    assert (body["samples_scored"], body["samples_asked"]) == (evaluated, 16)
+    assert "did not finish" in body["error"] and f"{int(evaluated)} of 16 samples scored" in body["error"]
+    # slime's delegate client raises on it (raise_for_status) instead of logging partial numbers.
+    payload = {"rollout_id": 5, "router_url": stub.url, "benchmarks": [{"name": "arith"}]}
+    served = stub_requests(stub)
+    with pytest.raises(httpx.HTTPStatusError):
+        delegate(f"{server.url}/evaluate", payload, headers=AUTH, timeout_secs=30, max_retries=1)
+    assert stub_requests(stub) > served  # the repeat evaluated again: a partial job is no cached result
+    polled = httpx.get(f"{server.url}/status/{body['job_id']}", headers=AUTH, timeout=10).json()
+    assert polled["status"] == "partial" and polled["error"] == body["error"]
+
+
+def test_a_hung_model_server_fails_the_job_within_the_deadline(tmp_path, servers):
+    _, _, stub, server = start_pair(
+        tmp_path,
+        servers,
+        StubSettings(seed=2, latency_secs=60),
+        model={"request_timeout_secs": 0.5, "max_retries": 1},
+        server={"deadline_secs": 20},
+    )
+    response = evaluate(server, stub.url, "arith", rollout_id=5, timeout=60)
+    body = response.json()
+    assert response.status_code == 502 and body["status"] == "failed"
+    assert "every model request failed" in body["error"] and "no answer within 0.5s" in body["error"]
+    assert body["raw_metrics"] == {}
+
+
+def test_retries_that_outlast_the_deadline_are_refused_in_the_config(tmp_path):
+    from benchlab.errors import SpecError
+
+    path = write_config(tmp_path, model={"request_timeout_secs": 600, "max_retries": 4})
+    with pytest.raises(SpecError, match=r"model.request_timeout_secs.*5 tries of 600s.*3000s"):
+        load_config(path)
+    load_config(write_config(tmp_path, model={"request_timeout_secs": 600, "max_retries": 3}))
+    assert load_config().model.worst_case_secs() <= load_config().server.deadline_secs
+
+
+def test_a_model_server_that_ignores_n_gets_each_missing_sample_asked_for(tmp_path, servers):
+    settings = StubSettings(seed=6, ignore_n=True)
+    config, _, stub, server = start_pair(tmp_path, servers, settings)
+    payload = {"rollout_id": 8, "router_url": stub.url,
+               "benchmarks": [{"name": "words", "n_samples_per_eval_prompt": 4}]}
+    body, _ = delegate(f"{server.url}/evaluate", payload, headers=AUTH, timeout_secs=60)
+    assert body["status"] == "completed"
+    run = body["runs"][0]
+    assert (run["samples_scored"], run["samples_asked"], run["model_errors"]) == (40, 40, 0)
+    assert body["raw_metrics"]["words"]["pass@1[avg-of-4]"]["accuracy"] == pytest.approx(
+        expected_accuracy(config, "words", 4, settings)
+    )
+    assert stub_requests(stub) == 40  # one request of n=4 and three of n=1 per prompt
 
 
 def test_flaky_model_endpoint_is_retried_to_the_same_metrics(tmp_path, servers):
     settings = StubSettings(seed=4, rate_429=0.2, rate_500=0.2)
-    config, _, stub, server = start_pair(tmp_path, servers, settings, model={"max_retries": 12})
+    config, _, stub, server = start_pair(tmp_path, servers, settings,
+                                         model={"max_retries": 12, "request_timeout_secs": 30})
     body = evaluate(server, stub.url, "words", rollout_id=6, timeout=60).json()
     stats = httpx.get(f"{stub.url}/stats", timeout=5).json()
     assert stats["failures_injected"] > 0
@@ -355,14 +472,14 @@ def test_request_defaults_fill_what_a_benchmark_leaves_out(tmp_path, servers):
         "rollout_id": 11,
         "router_url": stub.url,
         # NeMo-Skills' precedence: the benchmark's own field, then the request's defaults,
-        # then the benchmark config's defaults (mcq's config leaves top_p at 1.0).
+        # then the benchmark config's defaults (mcq's config sets no top_p: none is sent).
         "defaults": {"temperature": 0.3, "max_response_len": 77, "n_samples_per_eval_prompt": 2},
         "benchmarks": [{"name": "mcq", "temperature": 0.9}, {"name": "words"}],
     }
     body, _ = delegate(f"{server.url}/evaluate", payload, headers=AUTH)
     sampling = {run["benchmark"]: run["sampling"] for run in body["runs"]}
-    assert sampling["mcq"] == {"n": 2, "temperature": 0.9, "top_p": 1.0, "max_tokens": 77}
-    assert sampling["words"] == {"n": 2, "temperature": 0.3, "top_p": 1.0, "max_tokens": 77}
+    assert sampling["mcq"] == {"n": 2, "temperature": 0.9, "max_tokens": 77}
+    assert sampling["words"] == {"n": 2, "temperature": 0.3, "max_tokens": 77}
     seen = httpx.get(f"{stub.url}/stats", timeout=5).json()["sampling"]
     assert {(s["temperature"], s["max_tokens"], s["n"]) for s in seen} == {(0.9, 77, 2), (0.3, 77, 2)}
     # The defaults are part of what defines the job: other defaults are another evaluation.
@@ -371,6 +488,20 @@ def test_request_defaults_fill_what_a_benchmark_leaves_out(tmp_path, servers):
     )
     assert again["job_id"] != body["job_id"]
     assert {r["benchmark"]: r["sampling"]["temperature"] for r in again["runs"]} == {"mcq": 0.9, "words": 0.4}
+
+
+def test_a_model_servers_error_reaches_the_client_and_only_set_sampling_fields_are_sent(tmp_path, servers):
+    _, _, stub, server = start_pair(tmp_path, servers, StubSettings(seed=1, strict_fields=True))
+    payload = {"rollout_id": 11, "router_url": stub.url, "benchmarks": [{"name": "words", "top_k": 40}]}
+    refused = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60)
+    assert refused.status_code == 502
+    assert "HTTP 422: Unexpected fields {'top_k'}" in refused.json()["error"]
+    payload["benchmarks"] = [{"name": "words"}]
+    done = httpx.post(f"{server.url}/evaluate", json=payload, headers=AUTH, timeout=60)
+    assert done.status_code == 200 and done.json()["status"] == "completed"
+    sent = httpx.get(f"{stub.url}/stats", timeout=5).json()["sampling"]
+    # The words benchmark sets no top_p or top_k: neither is sent, the server's defaults hold.
+    assert sent and all(set(s) == {"model", "n", "temperature", "max_tokens"} for s in sent), sent
 
 
 def test_requests_without_the_token_are_refused(tmp_path, servers):
@@ -448,7 +579,8 @@ def test_hostile_code_from_the_model_is_scored_failed_and_the_server_lives_on(tm
         "while True:\n    pass",
         "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
         "x = [bytearray(2**26) for _ in range(10**4)]",
-        "import sys\nfor _ in range(2**14):\n    sys.stdout.write('y' * 2**16)",
+        # stderr: the harness sends the answer's stdout to /dev/null, so a flood there is only slow.
+        "import sys\nfor _ in range(2**14):\n    sys.stderr.write('y' * 2**16)",
         "import os\nassert 'BENCHLAB_EVAL_TOKEN' in os.environ or 'HOME' in os.environ",
     ]
     if (

@@ -82,6 +82,26 @@ def procs():
             p.kill()
 
 
+def _release_when_dead(rec: Path, procs: list[subprocess.Popen], gib: int) -> threading.Thread:
+    """Play the driver: once ``procs`` have ended, drop them from the recording and ``gib`` from its use."""
+    def release() -> None:
+        for p in procs:
+            p.wait(timeout=60)
+        data = json.loads(rec.read_text())
+        device = data["devices"][0]
+        gone = {p.pid for p in procs}
+        device["compute_processes"] = [c for c in device["compute_processes"] if c["pid"] not in gone]
+        for key in ("memory_v1", "memory_v2"):
+            if key in device:
+                device[key]["used"] -= gib * GIB
+                device[key]["free"] += gib * GIB
+        rec.write_text(json.dumps(data))
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_reclaim_ends_own_processes_and_leaves_the_rest(tmp_path, procs):
     mine = _start(SLEEPER)
     stubborn = _start(STUBBORN)
@@ -92,15 +112,19 @@ def test_reclaim_ends_own_processes_and_leaves_the_rest(tmp_path, procs):
         procs.append(other)
     ghost = _unused_pid()
     rec = _recording(tmp_path, [(mine.pid, 4), (stubborn.pid, 3), (other_pid, 2), (ghost, 1)])
+    releasing = _release_when_dead(rec, [mine, stubborn], 7)
 
     done = _cli("--reclaim", "--yes", "--grace", "1", recording=rec)
+    releasing.join(10)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert f"ended pid {mine.pid} on GPU 0 with SIGTERM: 4.0 GiB freed" in out
-    assert f"ended pid {stubborn.pid} on GPU 0 with SIGKILL: 3.0 GiB freed" in out
+    assert f"yours: pid {mine.pid} on GPU 0, 4.0 GiB at 0% utilisation: {sys.executable} -c {SLEEPER}" in out
+    assert f"ended pid {mine.pid} on GPU 0 with SIGTERM (it held 4.0 GiB)" in out
+    assert f"ended pid {stubborn.pid} on GPU 0 with SIGKILL (it held 3.0 GiB)" in out
     assert f"left alone: pid {other_pid} on GPU 0: it belongs to" in out
     assert f"left alone: pid {ghost} on GPU 0: its owner cannot be seen from here" in out
-    assert "freed 7.0 GiB on GPU(s) 0" in out
+    # Measured: the driver's memory in use dropped by the 7 GiB the recording released.
+    assert "freed 7.0 GiB on GPU 0, as the driver measures it" in out
     mine.wait(timeout=5)
     stubborn.wait(timeout=5)
     assert mine.returncode == -signal.SIGTERM
@@ -148,3 +172,41 @@ def test_reclaim_never_signals_init_or_its_own_caller(tmp_path):
     assert "left alone: pid 1 on GPU 0" in done.stdout
     assert f"left alone: pid {os.getpid()} on GPU 0" in done.stdout
     assert psutil.pid_exists(1)
+
+
+def test_reclaim_ends_nothing_the_driver_does_not_show_holding_memory(tmp_path, procs):
+    mine = _start(SLEEPER)
+    procs.append(mine)
+    rec = _recording(tmp_path, [(mine.pid, 0)])
+    done = _cli("--reclaim", "--yes", recording=rec)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (f"left alone: pid {mine.pid} on GPU 0: the driver does not show it holding memory on this GPU"
+            in done.stdout)
+    assert "nothing to reclaim" in done.stdout
+    assert mine.poll() is None
+
+
+def test_reclaim_reports_what_the_driver_measures_not_what_the_processes_held(tmp_path, procs):
+    mine = _start(SLEEPER)
+    procs.append(mine)
+    rec = _recording(tmp_path, [(mine.pid, 6)])  # the driver goes on showing it: nothing is freed
+    done = _cli("--reclaim", "--yes", recording=rec)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert mine.wait(timeout=5) == -signal.SIGTERM
+    assert f"the driver still lists pid {mine.pid} on GPU 0" in done.stdout
+    assert "freed 0.0 GiB on GPU 0, as the driver measures it" in done.stdout
+
+
+def test_confirm_keeps_only_holders_the_driver_shows_with_memory_now():
+    from benchlab.execute.gpus import DeviceReading, GpuProcess
+    from benchlab.execute.reclaim import Holder, confirm
+
+    planned = [Holder(0, GpuProcess(pid, "me", 1024), None, 1.0) for pid in (11, 12, 13)]
+    now = [DeviceReading(0, "GPU-0", "H100", 81559, 2048, 0,
+                         (GpuProcess(11, "me", 1024), GpuProcess(12, "me", 0)))]
+    still, gone = confirm(planned, now)
+    assert [h.process.pid for h in still] == [11]
+    assert [(h.process.pid, h.refusal) for h in gone] == [
+        (12, "the driver does not show it holding memory on this GPU"),
+        (13, "the driver no longer lists it on this GPU"),
+    ]

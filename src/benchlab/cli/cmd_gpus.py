@@ -39,7 +39,7 @@ def gpus(
     inventory = open_inventory()
     states = inventory.sample(window)
     if reclaim:
-        _reclaim(states, yes=yes, grace=grace, as_json=json)
+        _reclaim(inventory, states, yes=yes, grace=grace, as_json=json)
         return
     if json:
         print_json([s.to_json() for s in states])
@@ -103,8 +103,15 @@ def gpus(
                       "ends your own, after asking.")
 
 
-def _reclaim(states: list, *, yes: bool, grace: float, as_json: bool) -> None:
-    """List the caller's idle-held processes, ask, end them, and say what was freed and what was not."""
+# How long the driver may take to show an ended process's memory as free.
+_RELEASE_WAIT_S = 5.0
+
+
+def _reclaim(inventory: object, states: list, *, yes: bool, grace: float, as_json: bool) -> None:
+    """List the caller's idle-held processes, ask, end the ones the driver still shows holding memory,
+    and say what the driver measures as freed."""
+    import time
+
     from rich.markup import escape
 
     from benchlab.execute import reclaim as rc
@@ -121,8 +128,8 @@ def _reclaim(states: list, *, yes: bool, grace: float, as_json: bool) -> None:
             print_json({"freed": [], "left": [_holder_json(h) for h in plan.left]})
         return
     for h in plan.mine:
-        out.print(f"yours: pid {h.process.pid} on GPU {h.device}, {_gib(h.process.used_memory_mib)} GiB "
-                  "at 0% utilisation")
+        out.print(escape(f"yours: pid {h.process.pid} on GPU {h.device}, {_gib(h.process.used_memory_mib)} GiB "
+                         f"at 0% utilisation: {h.command or '(command line not readable)'}"))
     if not yes:
         try:
             ok = typer.confirm(f"End {len(plan.mine)} process(es) (SIGTERM, then SIGKILL after {grace:g} s)?",
@@ -132,24 +139,44 @@ def _reclaim(states: list, *, yes: bool, grace: float, as_json: bool) -> None:
         if not ok:
             out.print("nothing ended (pass --yes to skip the question)")
             raise typer.Exit(1)
-    freed = rc.reclaim(plan.mine, grace_s=grace)
-    total = 0
+    before = inventory.read()  # type: ignore[attr-defined]
+    mine, gone = rc.confirm(plan.mine, before)
+    for h in gone:
+        out.print(escape(f"left alone: pid {h.process.pid} on GPU {h.device}: {h.refusal}"))
+    freed = rc.reclaim(mine, grace_s=grace)
+    ended = {(f.holder.device, f.holder.process.pid) for f in freed if f.how in ("SIGTERM", "SIGKILL", "gone")}
+    deadline = time.monotonic() + _RELEASE_WAIT_S
+    after = inventory.read()  # type: ignore[attr-defined]
+    while any((r.index, p.pid) in ended for r in after for p in r.processes) and time.monotonic() < deadline:
+        time.sleep(0.25)
+        after = inventory.read()  # type: ignore[attr-defined]
     for f in freed:
-        mib = f.holder.process.used_memory_mib or 0
+        held = _gib(f.holder.process.used_memory_mib)
         if f.how in ("SIGTERM", "SIGKILL"):
-            total += mib
-            out.print(f"ended pid {f.holder.process.pid} on GPU {f.holder.device} with {f.how}: "
-                      f"{_gib(mib)} GiB freed")
+            out.print(f"ended pid {f.holder.process.pid} on GPU {f.holder.device} with {f.how} (it held {held} GiB)")
         elif f.how == "gone":
             out.print(f"pid {f.holder.process.pid} on GPU {f.holder.device} had already ended")
         else:
             out.print(escape(f"could not end pid {f.holder.process.pid} on GPU {f.holder.device}: {f.how}"))
-    out.print(f"freed {_gib(total)} GiB on GPU(s) {', '.join(sorted({str(f.holder.device) for f in freed}))}")
+    for r in after:
+        for p in r.processes:
+            if (r.index, p.pid) in ended:
+                out.print(f"the driver still lists pid {p.pid} on GPU {r.index} after {_RELEASE_WAIT_S:g} s")
+    measured = rc.measured_freed(before, after)
+    devices = sorted({f.holder.device for f in freed})
+    for device in devices:
+        out.print(f"freed {_gib(measured.get(device, 0))} GiB on GPU {device}, as the driver measures it "
+                  f"(used before: {_gib(_used(before, device))} GiB, after: {_gib(_used(after, device))} GiB)")
     if as_json:
         print_json({"freed": [{**_holder_json(f.holder), "how": f.how} for f in freed],
-                    "left": [_holder_json(h) for h in plan.left]})
+                    "left": [_holder_json(h) for h in [*plan.left, *gone]],
+                    "measured_freed_mib": {str(d): measured.get(d, 0) for d in devices}})
     if any(f.how.startswith("failed") for f in freed):
         raise typer.Exit(1)
+
+
+def _used(readings: list, device: int) -> int | None:
+    return next((r.memory_used_mib for r in readings if r.index == device), None)
 
 
 def _holder_json(h: object) -> dict:
@@ -157,4 +184,5 @@ def _holder_json(h: object) -> dict:
 
     d = asdict(h)  # type: ignore[call-overload]
     d.pop("started", None)
+    d.pop("command", None)
     return d

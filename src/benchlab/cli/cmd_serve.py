@@ -39,6 +39,14 @@ def serve(
         None, help="Where jobs.sqlite and job outputs go (overrides the config)."
     ),
     log_level: str = typer.Option("info", help="uvicorn log level."),
+    max_concurrent_requests: int | None = typer.Option(
+        None, "--max-concurrent-requests", min=1,
+        help="Requests in flight to the model endpoint (NeMo-Skills' flag; overrides model.concurrency).",
+    ),
+    openai_model_name: str | None = typer.Option(
+        None, "--openai-model-name",
+        help="The 'model' field of each request to the router (NeMo-Skills' flag; overrides model.name).",
+    ),
 ) -> None:
     """Serve evaluation requests (POST /evaluate) from a trainer such as slime's eval delegate."""
     from benchlab.extras import require
@@ -49,6 +57,10 @@ def serve(
     cfg = load_config(config)
     if state_dir is not None:
         cfg.server.state_dir = state_dir
+    if max_concurrent_requests is not None:
+        cfg.model.concurrency = max_concurrent_requests
+    if openai_model_name is not None:
+        cfg.model.name = openai_model_name
     token = os.environ.get(cfg.server.token_env) or None
     if token is not None and not no_auth:
         from benchlab.evaluate.server import check_token
@@ -73,8 +85,7 @@ def serve(
 
     import logging
 
-    import uvicorn
-
+    from benchlab.evaluate.guard import build_server
     from benchlab.evaluate.server import create_app
 
     logging.basicConfig(
@@ -87,7 +98,7 @@ def serve(
         f"benchlab evaluation server on http://{host}:{port} "
         f"({len(cfg.benchmarks)} benchmarks; API docs at /docs)"
     )
-    uvicorn.run(application, host=host, port=port, log_level=log_level, access_log=False)
+    build_server(application, cfg, host, port, log_level).run()
 
 
 @app.command("eval")
@@ -164,5 +175,6 @@ def eval_(
     )
     if result.warning:
         err_console.print(f"[bold yellow]warning:[/] {result.warning}")
+    err_console.print(f"{result.samples_scored} of {result.samples_asked} samples scored")
     err_console.print(f"wrote {out_dir / METRICS_FILE}")
     typer.echo(json.dumps(json.loads((out_dir / METRICS_FILE).read_text()), indent=2))

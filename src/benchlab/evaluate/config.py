@@ -102,6 +102,14 @@ class ServerSettings(_Strict):
     max_response_len: int = Field(default=32768, ge=1)
     deadline_secs: float = Field(default=3000.0, gt=0)
     max_running_jobs: int = Field(default=8, ge=1)
+    # A repeat of a finished evaluation (same request, same served model) gets its result for this
+    # long after it finished; 0 evaluates every request again.
+    reuse_results_secs: float = Field(default=3600.0, ge=0)
+    # Connections (see evaluate/guard.py): in total (also kept under the descriptor limit), per
+    # client address, and the seconds a connection has to send a request's headers.
+    max_connections: int = Field(default=512, ge=1)
+    max_connections_per_client: int = Field(default=64, ge=1)
+    header_timeout_secs: float = Field(default=10.0, gt=0)
 
 
 class ModelSettings(_Strict):
@@ -110,9 +118,16 @@ class ModelSettings(_Strict):
     name: str = "default"
     concurrency: int = Field(default=32, ge=1)
     request_timeout_secs: float = Field(default=600.0, gt=0)
-    max_retries: int = Field(default=4, ge=0)
+    # 4 tries of 600 s and their backoff fit in the default deadline of 3000 s (see worst_case_secs).
+    max_retries: int = Field(default=3, ge=0)
     backoff_secs: float = Field(default=0.5, ge=0)
     max_backoff_secs: float = Field(default=30.0, ge=0)
+
+
+    def worst_case_secs(self) -> float:
+        """The longest one model call can take: every try timing out, with the longest backoff between."""
+        waits = sum(min(self.backoff_secs * 2**a, self.max_backoff_secs) for a in range(self.max_retries))
+        return self.request_timeout_secs * (self.max_retries + 1) + waits
 
 
 class JudgeSettings(ModelSettings):
@@ -279,6 +294,17 @@ def load_config(path: Path | str | None = None) -> EvalConfig:
             f"{config.judge.url!r} is not an http(s) URL on server.allowed_router_hosts "
             f"({', '.join(config.server.allowed_router_hosts)})",
         ))
+    deadline = config.server.deadline_secs
+    for section, settings in (("model", config.model), ("judge", config.judge)):
+        if settings is not None and settings.worst_case_secs() > deadline:
+            # Else a hung endpoint runs into the deadline with retries left, and the job is cut short
+            # instead of failing with the endpoint's error.
+            problems.append(Problem(
+                str(path), _line_of(text, "request_timeout_secs"), f"{section}.request_timeout_secs",
+                f"{settings.max_retries + 1} tries of {settings.request_timeout_secs:g}s and their backoff "
+                f"take up to {settings.worst_case_secs():g}s, longer than server.deadline_secs "
+                f"({deadline:g}s); lower the timeout or max_retries, or raise the deadline",
+            ))
     if problems:
         raise SpecError(problems)
     config.server.state_dir = config.server.state_dir.expanduser()

@@ -21,6 +21,7 @@ with it); it is never shown to the model under test.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -120,3 +121,31 @@ def load_items(bench: BenchmarkConfig) -> tuple[Item, ...]:
     path = Path(bench.dataset)
     scorer = f"llm_judge:{bench.judge.mode}" if bench.judge is not None else bench.scorer
     return _load(path, path.stat().st_mtime, scorer, bench.prompt, bench.system)
+
+
+def benchmark_digest(bench: BenchmarkConfig) -> str:
+    """A hash of what a benchmark evaluates: its items as rendered, and how they are scored.
+
+    Changes when the dataset file's content, the prompt template, the system
+    message, the scorer or the judge settings change; not when only the file's
+    time stamp does.
+    """
+    path = Path(bench.dataset)
+    settings = bench.model_dump_json(exclude={"dataset", "description", "defaults"})
+    return _digest(path, path.stat().st_mtime, settings, bench)
+
+
+_digests: dict[tuple[Path, float, str], str] = {}
+
+
+def _digest(path: Path, mtime: float, settings: str, bench: BenchmarkConfig) -> str:
+    # Once per version of the file, like load_items.
+    key = (path, mtime, settings)
+    if key not in _digests:
+        h = hashlib.sha256(settings.encode())
+        for item in load_items(bench):
+            h.update(json.dumps([item.id, item.prompt, item.fields], sort_keys=True, default=str).encode())
+        if len(_digests) > 256:
+            _digests.clear()
+        _digests[key] = h.hexdigest()
+    return _digests[key]

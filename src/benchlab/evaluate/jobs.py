@@ -1,11 +1,14 @@
 """The server's job ledger: every evaluation request and its outcome, in SQLite.
 
-A job is keyed by a hash of what defines it (rollout id, router URL, the
-benchmarks and their parameters), so a client that retries the same request
-gets the finished result, or joins the evaluation still running, instead of
-starting another. Finished jobs outlive the server process; jobs that were
-running when it stopped are marked failed on the next start, so a retry runs
-them again.
+A job is keyed by a hash of what defines it (``protocol.evaluation_key``)
+and records the identity of the model it evaluated, so a client that retries
+the same request gets the finished result (against the same model, within the
+server's reuse window), or joins the evaluation still running, instead of
+starting another. Finished jobs outlive the server process. Each server
+process owns the jobs it runs and refreshes their heartbeat; a job whose
+heartbeat stopped (its server died) is marked failed by the next server, so a
+retry runs it again, while a job whose old server is still finishing it (a
+graceful restart) is left to it, and the new server hands its result on.
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     job_id      TEXT PRIMARY KEY,
     request_key TEXT NOT NULL,
-    status      TEXT NOT NULL,          -- queued | running | completed | failed
+    status      TEXT NOT NULL,          -- queued | running | completed | partial | failed
     request     TEXT NOT NULL,          -- JSON
-    result      TEXT,                   -- JSON, when completed
+    result      TEXT,                   -- JSON, when completed or partial
     error       TEXT,                   -- when failed
     created     REAL NOT NULL,
-    finished    REAL
+    finished    REAL,
+    model_identity TEXT,                -- hash of the router's /v1/models when the job started
+    owner       TEXT,                   -- the server process running it
+    heartbeat   REAL                    -- last time that server said it was still at it
 );
 CREATE INDEX IF NOT EXISTS jobs_by_key ON jobs (request_key, created);
 """
@@ -42,6 +48,7 @@ class JobStatus(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
     COMPLETED = "completed"
+    PARTIAL = "partial"  # stopped by the deadline: metrics over what finished, never reused
     FAILED = "failed"
 
 
@@ -68,13 +75,19 @@ class Job:
 class JobStore:
     """Jobs in ``path`` (SQLite, WAL). One connection, guarded by a lock; every call is short."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, owner: str | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        # This server process: the jobs it runs carry it, with a heartbeat (see ``beat``).
+        self.owner = owner or uuid.uuid4().hex
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        for column, kind in (("model_identity", "TEXT"), ("owner", "TEXT"), ("heartbeat", "REAL")):
+            if column not in columns:  # a ledger written before the column existed
+                self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
         self._lock = threading.Lock()
 
     def _row(self, row: tuple[Any, ...] | None) -> Job | None:
@@ -93,13 +106,15 @@ class JobStore:
 
     _COLUMNS = "job_id, request_key, status, request, result, error, created, finished"
 
-    def create(self, key: str, request: dict[str, Any]) -> Job:
-        """A new queued job for ``request``."""
+    def create(self, key: str, request: dict[str, Any], model_identity: str | None = None) -> Job:
+        """A new queued job for ``request``, against the model ``model_identity`` names (None: unknown)."""
         job = Job(uuid.uuid4().hex, key, JobStatus.QUEUED, request, None, None, time.time(), None)
         with self._lock:
             self._db.execute(
-                "INSERT INTO jobs (job_id, request_key, status, request, created) VALUES (?, ?, ?, ?, ?)",
-                (job.job_id, key, job.status, json.dumps(request), job.created),
+                "INSERT INTO jobs (job_id, request_key, status, request, created, model_identity, owner, heartbeat) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (job.job_id, key, job.status, json.dumps(request), job.created, model_identity, self.owner,
+                 job.created),
             )
         return job
 
@@ -110,12 +125,13 @@ class JobStore:
             ).fetchone()
         return self._row(row)
 
-    def latest(self, key: str) -> Job | None:
-        """The most recent job for ``key``, whatever its status."""
+    def reusable(self, key: str, model_identity: str, finished_after: float) -> Job | None:
+        """The latest completed job for ``key`` against the same model, finished after ``finished_after``."""
         with self._lock:
             row = self._db.execute(
-                f"SELECT {self._COLUMNS} FROM jobs WHERE request_key = ? ORDER BY created DESC LIMIT 1",
-                (key,),
+                f"SELECT {self._COLUMNS} FROM jobs WHERE request_key = ? AND status = ? AND model_identity = ? "
+                "AND finished > ? ORDER BY created DESC LIMIT 1",
+                (key, JobStatus.COMPLETED, model_identity, finished_after),
             ).fetchone()
         return self._row(row)
 
@@ -130,6 +146,14 @@ class JobStore:
                 (JobStatus.COMPLETED, json.dumps(result), time.time(), job_id),
             )
 
+    def finish_partial(self, job_id: str, result: dict[str, Any]) -> None:
+        """The job stopped before it finished: its body (with what was scored) is kept, never reused."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET status = ?, result = ?, error = ?, finished = ? WHERE job_id = ?",
+                (JobStatus.PARTIAL, json.dumps(result), result.get("error"), time.time(), job_id),
+            )
+
     def fail(self, job_id: str, error: str) -> None:
         with self._lock:
             self._db.execute(
@@ -137,13 +161,44 @@ class JobStore:
                 (JobStatus.FAILED, error, time.time(), job_id),
             )
 
-    def mark_interrupted(self) -> int:
-        """Fail the jobs a previous server process left unfinished; returns how many."""
+    def beat(self) -> None:
+        """Say that this server is still running its unfinished jobs."""
+        with self._lock:
+            self._db.execute("UPDATE jobs SET heartbeat = ? WHERE owner = ? AND status IN (?, ?)",
+                             (time.time(), self.owner, JobStatus.QUEUED, JobStatus.RUNNING))
+
+    def running_elsewhere(self, key: str, fresh_within: float) -> Job | None:
+        """The unfinished job for ``key`` that another server (one shutting down gracefully) still runs."""
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {self._COLUMNS} FROM jobs WHERE request_key = ? AND status IN (?, ?) AND owner != ? "
+                "AND heartbeat > ? ORDER BY created DESC LIMIT 1",
+                (key, JobStatus.QUEUED, JobStatus.RUNNING, self.owner, time.time() - fresh_within),
+            ).fetchone()
+        return self._row(row)
+
+    def is_alive(self, job_id: str, fresh_within: float) -> bool:
+        """Whether ``job_id`` is unfinished and its server said so within ``fresh_within`` seconds."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT 1 FROM jobs WHERE job_id = ? AND status IN (?, ?) AND heartbeat > ?",
+                (job_id, JobStatus.QUEUED, JobStatus.RUNNING, time.time() - fresh_within),
+            ).fetchone()
+        return row is not None
+
+    def mark_interrupted(self, stale_after: float) -> int:
+        """Fail the unfinished jobs whose server stopped: no heartbeat for ``stale_after`` seconds.
+
+        A job whose server is still finishing it (a graceful restart: the old
+        process drains while the new one starts) is left to it.
+        """
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET status = ?, error = 'the server stopped before the job finished; "
-                "send the request again', finished = ? WHERE status IN (?, ?)",
-                (JobStatus.FAILED, time.time(), JobStatus.QUEUED, JobStatus.RUNNING),
+                "send the request again', finished = ? WHERE status IN (?, ?) AND owner IS NOT ? "
+                "AND (heartbeat IS NULL OR heartbeat < ?)",
+                (JobStatus.FAILED, time.time(), JobStatus.QUEUED, JobStatus.RUNNING, self.owner,
+                 time.time() - stale_after),
             )
         return cur.rowcount
 

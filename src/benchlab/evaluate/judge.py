@@ -191,7 +191,7 @@ class Judge:
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            sampling = Sampling(1, self.settings.temperature, 1.0, -1, self.settings.max_tokens)
+            sampling = Sampling(1, self.settings.temperature, None, None, self.settings.max_tokens)
             try:
                 texts = await self.client.generate("chat", prompt, sampling, system)
                 reply: str | None = texts[0] if texts else ""

@@ -29,7 +29,8 @@ class SampleScore:
     Judge scorers also give ``score`` (pairwise: the sample's mean game score in
     [0, 1]; None when no judge reply was well-formed), ``malformed`` (judge
     replies without a verdict) and ``verdicts`` (each game's label from the
-    model's side, ``?`` for a malformed one).
+    model's side, ``?`` for a malformed one). The code scorer gives
+    ``tests_passed`` of ``tests_total`` (tests that ran to their end and passed).
     """
 
     answer: str | None
@@ -38,6 +39,8 @@ class SampleScore:
     score: float | None = None
     malformed: int = 0
     verdicts: tuple[str, ...] = ()
+    tests_passed: int | None = None
+    tests_total: int | None = None
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -73,41 +76,49 @@ def _pass_ks(k: int) -> list[int]:
     return ks + [k]
 
 
-def aggregate(per_prompt: Sequence[Sequence[SampleScore]]) -> dict[str, dict[str, float]]:
+def aggregate(per_prompt: Sequence[Sequence[SampleScore]], k: int | None = None) -> dict[str, dict[str, float]]:
     """Metrics of one benchmark from the scores of its prompts.
 
-    ``per_prompt`` has one entry per evaluated prompt, each a sequence of k
-    sample scores (k the same for every prompt). Returns ``{mode: {metric: value}}``
-    with accuracies and ``no_answer`` as fractions in [0, 1] and ``num_entries``
-    the number of prompts. An empty input gives ``{}``.
+    ``per_prompt`` has one entry per evaluated prompt, each the scores of the
+    samples the model answered: ``k`` were asked for (the longest entry when
+    None), a prompt may have fewer when some got no response. Those are model
+    errors, not wrong answers: each prompt's accuracy is over its own scored
+    samples, majority votes over them, and ``pass@j`` counts the prompts with at
+    least ``j`` scored samples. Returns ``{mode: {metric: value}}`` with
+    accuracies and ``no_answer`` as fractions in [0, 1] and ``num_entries`` the
+    number of prompts counted. An empty input gives ``{}``.
     """
     if not per_prompt:
         return {}
-    k = min(len(p) for p in per_prompt)
-    if k == 0:
+    if any(len(p) == 0 for p in per_prompt):
         raise ValueError("every prompt needs at least one sample score")
+    k = k if k is not None else max(len(p) for p in per_prompt)
     m = len(per_prompt)
-    counts = [sum(s.correct for s in p[:k]) for p in per_prompt]
-    unanswered = [sum(s.answer is None for s in p[:k]) for p in per_prompt]
+    sizes = [len(p) for p in per_prompt]
+    counts = [sum(s.correct for s in p) for p in per_prompt]
+    unanswered = [sum(s.answer is None for s in p) for p in per_prompt]
     avg = {
-        "accuracy": sum(c / k for c in counts) / m,
-        "no_answer": sum(u / k for u in unanswered) / m,
+        "accuracy": sum(c / n for c, n in zip(counts, sizes, strict=True)) / m,
+        "no_answer": sum(u / n for u, n in zip(unanswered, sizes, strict=True)) / m,
         "num_entries": float(m),
     }
     if k == 1:
         return {"pass@1": avg}
     out: dict[str, dict[str, float]] = {f"pass@1[avg-of-{k}]": avg}
-    votes = [majority_answer(p[:k]) for p in per_prompt]
+    votes = [majority_answer(p) for p in per_prompt]
     out[f"majority@{k}"] = {
         "accuracy": sum(v is not None and v.correct for v in votes) / m,
         "no_answer": sum(v is None for v in votes) / m,
         "num_entries": float(m),
     }
     for j in _pass_ks(k):
+        eligible = [i for i in range(m) if sizes[i] >= j]
+        if not eligible:
+            continue
         out[f"pass@{j}"] = {
-            "accuracy": sum(pass_at_k(k, c, j) for c in counts) / m,
-            "no_answer": sum(u == k for u in unanswered) / m,
-            "num_entries": float(m),
+            "accuracy": sum(pass_at_k(sizes[i], counts[i], j) for i in eligible) / len(eligible),
+            "no_answer": sum(unanswered[i] == sizes[i] for i in eligible) / len(eligible),
+            "num_entries": float(len(eligible)),
         }
     return out
 

@@ -12,7 +12,9 @@ any other 4xx is final.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
+import json
 import random
 import ssl
 import sys
@@ -44,24 +46,46 @@ class ModelCallError(EvaluationError):
 
 @dataclass(frozen=True)
 class Sampling:
-    """Sampling parameters of one benchmark in one request, OpenAI-style names in ``body``."""
+    """Sampling parameters of one benchmark in one request, OpenAI-style names in ``body``.
+
+    ``top_p`` and ``top_k`` are sent only when set (not None, and ``top_k``
+    not -1): a server that refuses fields it does not know (``transformers
+    serve`` answers 422 to ``top_k``) then gets only those the request or the
+    config named. The temperature is always set by the callers.
+    """
 
     n: int
-    temperature: float
-    top_p: float
-    top_k: int
+    temperature: float | None
+    top_p: float | None
+    top_k: int | None
     max_tokens: int
 
     def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "n": self.n,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
-        }
-        if self.top_k != -1:
+        body: dict[str, Any] = {"n": self.n}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.top_p is not None:
+            body["top_p"] = self.top_p
+        body["max_tokens"] = self.max_tokens
+        if self.top_k is not None and self.top_k != -1:
             body["top_k"] = self.top_k  # not OpenAI, but SGLang and vLLM read it from the body
         return body
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """What a model server said about a refused request: its error message, or the start of its body."""
+    try:
+        data = response.json()
+    except ValueError:
+        text = response.text.strip()
+        return text[:300]
+    if isinstance(data, dict):
+        error = data.get("error", data.get("detail", data.get("message")))
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        if error is not None:
+            return str(error)[:300]
+    return str(data)[:300]
 
 
 class HttpSlots:
@@ -164,11 +188,10 @@ class ModelClient:
                 status = response.status_code
                 if status == 200:
                     return response.json()
-                last = f"HTTP {status}"
+                detail = _error_detail(response)
+                last = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
                 if status != 429 and status < 500:
-                    raise ModelCallError(
-                        url, status, f"the model endpoint refused the request: HTTP {status}"
-                    )
+                    raise ModelCallError(url, status, f"the model endpoint refused the request: {last}")
                 retry_after = response.headers.get("retry-after", "")
                 if retry_after.replace(".", "", 1).isdigit():
                     delay = min(float(retry_after), self.max_backoff)
@@ -184,3 +207,33 @@ class ModelClient:
         raise ModelCallError(
             url, status, f"model request failed after {self.max_retries + 1} tries: {last}"
         )
+
+
+# What /v1/models says about a served model that stays put while it is served (not "created",
+# which some servers set to the time of the request).
+_IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len")
+
+
+async def served_model_identity(slots: HttpSlots, base_url: str, timeout: float = 10.0) -> str | None:
+    """A hash of the models ``base_url`` serves, from its ``GET /v1/models``; None when it does not say.
+
+    Two evaluations count as the same only when this is equal: a different
+    checkpoint loaded under another name or path behind the same router is
+    another model.
+    """
+    base = base_url.rstrip("/")
+    base = base[: -len("/v1")] if base.endswith("/v1") else base
+    try:
+        async with slots.slot() as http:
+            response = await http.get(f"{base}/v1/models", timeout=timeout)
+        if response.status_code != 200:
+            return None
+        entries = response.json()["data"]
+        served = sorted(
+            (json.dumps({k: e.get(k) for k in _IDENTITY_FIELDS}, sort_keys=True, default=str) for e in entries),
+        )
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not served:
+        return None
+    return hashlib.sha256("\n".join(served).encode()).hexdigest()

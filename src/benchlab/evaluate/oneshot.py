@@ -50,9 +50,10 @@ async def run_once(
                 bench,
                 Sampling(
                     n=n_samples or d.n_samples_per_eval_prompt,
+                    # Only what the command line or the config sets is sent (see Sampling).
                     temperature=d.temperature if temperature is None else temperature,
-                    top_p=d.top_p,
-                    top_k=d.top_k,
+                    top_p=d.top_p if "top_p" in d.model_fields_set else None,
+                    top_k=d.top_k if "top_k" in d.model_fields_set else None,
                     max_tokens=max_response_len or d.max_response_len,
                 ),
             )

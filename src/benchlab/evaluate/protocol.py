@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlab.errors import EvaluationError
 from benchlab.evaluate.config import EvalConfig, is_allowed_host
+from benchlab.evaluate.datasets import benchmark_digest
+from benchlab.evaluate.jobs import request_key
 from benchlab.evaluate.model import Sampling
 from benchlab.evaluate.runner import BenchmarkRun
 
@@ -22,6 +24,9 @@ NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
 
 
 SAMPLING_FIELDS = ("n_samples_per_eval_prompt", "temperature", "top_p", "top_k", "max_response_len")
+# Sent to the model server only when the request or the config sets them. The temperature is
+# always sent (0 by default): an evaluation's numbers must not depend on a server's default.
+OPTIONAL_SAMPLING = ("top_p", "top_k")
 
 
 class RequestDefaults(BaseModel):
@@ -138,7 +143,9 @@ def resolve_runs(cfg: EvalConfig, req: EvaluateRequest) -> list[BenchmarkRun]:
             value = getattr(b, name)
             if value is None:
                 value = getattr(fallback, name)
-            chosen[name] = getattr(bench.defaults, name) if value is None else value
+            if value is None and (name in bench.defaults.model_fields_set or name not in OPTIONAL_SAMPLING):
+                value = getattr(bench.defaults, name)
+            chosen[name] = value  # None: set nowhere, so not sent (the model server's default holds)
         n = _within_cap(
             b.name,
             "n_samples_per_eval_prompt",
@@ -211,3 +218,22 @@ def tighten_schema(schema: dict[str, Any], cfg: EvalConfig) -> dict[str, Any]:
     if "router_url" in request:
         request["router_url"]["description"] = allowlist_description(cfg.server.allowed_router_hosts)
     return schema
+
+
+def evaluation_key(req: EvaluateRequest, runs: list[BenchmarkRun], model_name: str) -> str:
+    """What makes two requests the same evaluation, apart from the model served (see the docs).
+
+    The rollout id, the router URL, the model name sent to it, and per
+    benchmark its name, the sampling parameters in effect and the hash of its
+    data and scoring (``benchmark_digest``). Two requests that spell the same
+    parameters differently (a request default or the config's) are the same.
+    """
+    defining = {
+        "rollout_id": req.rollout_id,
+        "router_url": req.router_url,
+        "model": model_name,
+        "benchmarks": [
+            {"name": r.name, "sampling": r.sampling.body(), "data": benchmark_digest(r.config)} for r in runs
+        ],
+    }
+    return request_key(defining)

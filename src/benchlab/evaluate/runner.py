@@ -11,7 +11,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,19 +34,28 @@ class BenchmarkRun:
 
 @dataclass
 class EvaluationResult:
-    """``raw_metrics`` is ``{benchmark: {mode: {metric: value}}}``; ``runs`` one summary per benchmark."""
+    """``raw_metrics`` is ``{benchmark: {mode: {metric: value}}}``; ``runs`` one summary per benchmark.
+
+    A sample is scored only when the model answered it: ``samples_scored`` of
+    ``samples_asked``, the rest model errors or, when ``partial``, not reached
+    before the deadline.
+    """
 
     raw_metrics: dict[str, dict[str, dict[str, float]]]
     runs: list[dict[str, Any]]
     warning: str | None = None
+    partial: bool = False  # the deadline stopped it before every prompt finished
+    samples_scored: int = 0
+    samples_asked: int = 0
 
 
 @dataclass
 class _Outcome:
     item: Item
-    responses: list[str | None]
+    responses: list[str]
     scores: list[SampleScore]
     error: str | None = None
+    missing: int = 0  # samples asked for that no response came back for: model errors, never scored
 
 
 @dataclass
@@ -56,20 +65,45 @@ class _Tally:
     last_error: str = ""
 
 
-async def _one(run: BenchmarkRun, item: Item, client: ModelClient, scorers: Scorers) -> _Outcome:
+async def _samples(run: BenchmarkRun, item: Item, client: ModelClient) -> tuple[list[str], str | None]:
+    """The ``n`` responses to ``item`` (fewer when requests failed) and the last error, if any.
+
+    An endpoint that ignores ``n`` answers with fewer choices: each missing
+    sample is asked for again on its own, so that every sample scored is a
+    sample the model wrote.
+    """
     n = run.sampling.n
     error = None
     try:
-        texts: list[str | None] = list(
-            await client.generate(run.config.api, item.prompt, run.sampling, run.config.system)
-        )
+        texts = list(await client.generate(run.config.api, item.prompt, run.sampling, run.config.system))[:n]
     except ModelCallError as exc:
-        texts, error = [None] * n, str(exc)
-    texts = (texts + [None] * n)[:n]  # an endpoint that ignores n still gets n verdicts
+        return [], str(exc)
+    if 0 < len(texts) < n:
+        one = replace(run.sampling, n=1)
+        extra = await asyncio.gather(
+            *(client.generate(run.config.api, item.prompt, one, run.config.system) for _ in range(n - len(texts))),
+            return_exceptions=True,
+        )
+        for got in extra:
+            if isinstance(got, ModelCallError):
+                error = str(got)
+            elif isinstance(got, BaseException):
+                raise got
+            elif got:
+                texts.append(got[0])
+            else:
+                error = "the model endpoint answered without choices"
+    elif not texts:
+        error = "the model endpoint answered without choices"
+    return texts, error
+
+
+async def _one(run: BenchmarkRun, item: Item, client: ModelClient, scorers: Scorers) -> _Outcome:
+    texts, error = await _samples(run, item, client)
     scores = await asyncio.gather(
         *(scorers.score(run.config.scorer, item.fields, t, run.config, item.prompt) for t in texts)
     )
-    return _Outcome(item, texts, list(scores), error)
+    return _Outcome(item, texts, list(scores), error, run.sampling.n - len(texts))
 
 
 async def evaluate(
@@ -83,9 +117,11 @@ async def evaluate(
 ) -> EvaluationResult:
     """Evaluate ``runs`` against ``client``'s endpoint.
 
-    Past ``deadline_secs`` the items still in flight are cancelled and the
-    metrics cover the finished ones, with a ``warning`` saying how many.
-    Raises EvaluationError when every model request of a benchmark failed.
+    Past ``deadline_secs`` the items still in flight are cancelled, the result
+    is ``partial`` and its metrics cover the finished ones, with a ``warning``
+    saying how many samples were scored. A sample the model gave no response to
+    is a model error, left out of the metrics, never scored wrong. Raises
+    EvaluationError when no sample of a benchmark got a response.
     When ``out_dir`` is given, writes ``<benchmark>.jsonl`` there (responses and verdicts).
     """
     start = time.monotonic()
@@ -110,63 +146,80 @@ async def evaluate(
         tally = tallies[tasks[task]]
         tally.outcomes.append(outcome)
         if outcome.error:
-            tally.errors += 1
+            tally.errors += outcome.missing
             tally.last_error = outcome.error
 
     raw: dict[str, dict[str, dict[str, float]]] = {}
     summaries = []
+    asked_all = scored_all = 0
     for run in runs:
         tally = tallies[run.name]
         tally.outcomes.sort(key=lambda o: o.item.id)
-        if tally.outcomes and tally.errors == len(tally.outcomes):
+        scored = sum(len(o.scores) for o in tally.outcomes)
+        asked = total[run.name] * run.sampling.n
+        asked_all, scored_all = asked_all + asked, scored_all + scored
+        if tally.outcomes and scored == 0:
             raise EvaluationError(
                 f"benchmark {run.name}: every model request failed; last: {tally.last_error}"
             )
-        raw[run.name] = aggregate([o.scores for o in tally.outcomes])
-        if run.config.judge is not None and tally.outcomes:
+        per_prompt = [o.scores for o in tally.outcomes if o.scores]
+        raw[run.name] = aggregate(per_prompt, run.sampling.n)
+        if run.config.judge is not None and per_prompt:
             from benchlab.evaluate.judge import summarize
 
-            raw[run.name]["judge"] = summarize(run.config.judge, [o.scores for o in tally.outcomes])
+            raw[run.name]["judge"] = summarize(run.config.judge, per_prompt)
         summary = {
             "benchmark": run.name,
             "scorer": run.config.scorer,
             "num_prompts": total[run.name],
             "num_evaluated": len(tally.outcomes),
+            "samples_asked": asked,
+            "samples_scored": scored,
             "model_errors": tally.errors,
             "sampling": run.sampling.body(),
         }
+        if run.config.scorer == "code":
+            counted = [s for o in tally.outcomes for s in o.scores if s.tests_total is not None]
+            summary["tests_passed"] = sum(s.tests_passed or 0 for s in counted)
+            summary["tests_run"] = sum(s.tests_total or 0 for s in counted)
         if out_dir is not None:
             path = out_dir / f"{run.name}.jsonl"
             with path.open("w", encoding="utf-8") as f:
                 for o in tally.outcomes:
-                    f.write(
-                        json.dumps(
-                            {
-                                "id": o.item.id,
-                                "responses": o.responses,
-                                "error": o.error,
-                                "answers": [s.answer for s in o.scores],
-                                "correct": [s.correct for s in o.scores],
-                                "detail": [s.detail for s in o.scores],
-                            }
-                        )
-                        + "\n"
-                    )
+                    record: dict[str, Any] = {
+                        "id": o.item.id,
+                        "responses": o.responses,
+                        "error": o.error,
+                        "missing": o.missing,
+                        "answers": [s.answer for s in o.scores],
+                        "correct": [s.correct for s in o.scores],
+                        "detail": [s.detail for s in o.scores],
+                    }
+                    if run.config.scorer == "code":
+                        record["tests_passed"] = [s.tests_passed for s in o.scores]
+                        record["tests_total"] = [s.tests_total for s in o.scores]
+                    f.write(json.dumps(record) + "\n")
             summary["output_file"] = path.name
         summaries.append(summary)
         log(
-            f"{run.name}: {len(tally.outcomes)}/{total[run.name]} prompts, {tally.errors} model errors, "
-            f"metrics {json.dumps(raw[run.name])}"
+            f"{run.name}: {len(tally.outcomes)}/{total[run.name]} prompts, {scored}/{asked} samples scored, "
+            f"{tally.errors} model errors, metrics {json.dumps(raw[run.name])}"
         )
-    warning = None
+    warnings = []
     if pending:
-        finished = sum(len(t.outcomes) for t in tallies.values())
-        warning = (
-            f"server deadline of {deadline_secs:g}s reached: metrics cover {finished} of "
-            f"{sum(total.values())} prompts"
+        warnings.append(
+            f"server deadline of {deadline_secs:g}s reached: {scored_all} of {asked_all} samples scored, "
+            f"{sum(len(t.outcomes) for t in tallies.values())} of {sum(total.values())} prompts finished"
         )
-        log(warning)
+    elif scored_all < asked_all:
+        warnings.append(
+            f"{asked_all - scored_all} of {asked_all} samples got no response from the model and are not "
+            "scored (model_errors); the metrics cover the other samples"
+        )
+    for w in warnings:
+        log(w)
     if scorers.judge is not None:
         log(f"judge: {scorers.judge.calls} calls paid, {scorers.judge.cached} answered from the cache")
     log(f"done in {time.monotonic() - start:.2f}s")
-    return EvaluationResult(raw, summaries, warning)
+    return EvaluationResult(raw, summaries, "; ".join(warnings) or None, bool(pending),
+                            scored_all, asked_all)

@@ -14,6 +14,7 @@ import asyncio
 import functools
 import hmac
 import logging
+import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,16 +27,17 @@ from starlette.exceptions import HTTPException
 from benchlab.errors import BenchlabError, DataError, EvaluationError, UserError
 from benchlab.evaluate.config import BenchmarkConfig, EvalConfig
 from benchlab.evaluate.datasets import load_items
-from benchlab.evaluate.jobs import Job, JobStatus, JobStore, request_key
+from benchlab.evaluate.jobs import Job, JobStatus, JobStore
 from benchlab.evaluate.judge import Judge, JudgeCache, judge_client
 from benchlab.evaluate.mathpool import MathVerifyPool
-from benchlab.evaluate.model import HttpSlots, ModelClient
+from benchlab.evaluate.model import HttpSlots, ModelClient, served_model_identity
 from benchlab.evaluate.protocol import (
     ApiError,
     ErrorBody,
     EvaluateRequest,
     JobBody,
     QueuedBody,
+    evaluation_key,
     reproducing_command,
     resolve_runs,
     tighten_schema,
@@ -47,6 +49,10 @@ from benchlab.evaluate.scorers import Scorers
 logger = logging.getLogger("benchlab.evaluate")
 
 MIN_TOKEN_LENGTH = 16
+# A server refreshes its unfinished jobs' heartbeat this often; a job silent for STALE_AFTER_SECS
+# lost its server.
+HEARTBEAT_SECS = 2.0
+STALE_AFTER_SECS = 10.0
 
 
 def check_token(token: str, where: str = "the token") -> None:
@@ -171,18 +177,47 @@ async def _run_job(
             raise
     body: dict[str, Any] = {
         "job_id": job.job_id,
-        "status": JobStatus.COMPLETED,
+        "status": JobStatus.PARTIAL if result.partial else JobStatus.COMPLETED,
         "rollout_id": req.rollout_id,
         "raw_metrics": result.raw_metrics,
         "runs": result.runs,
+        "samples_scored": result.samples_scored,
+        "samples_asked": result.samples_asked,
         "output_dir": str(out_dir),
         "log_path": str(log_path),
         "command": command,
     }
     if result.warning:
         body["warning"] = result.warning
-    state.store.complete(job.job_id, body)
+    if result.partial:
+        # Not a result: the job did not finish. The client gets an error status, and a repeat runs it again.
+        body["error"] = (f"the evaluation did not finish: {result.warning}; send the request again "
+                         "(or raise server.deadline_secs)")
+        state.store.finish_partial(job.job_id, body)
+    else:
+        state.store.complete(job.job_id, body)
     return body
+
+
+async def _heartbeat(store: JobStore) -> None:
+    while True:
+        store.beat()
+        await asyncio.sleep(HEARTBEAT_SECS)
+
+
+async def _handed_over(store: JobStore, job: Job, run_async: bool) -> JSONResponse | None:
+    """The answer for a job another server process is finishing; None if that server died meanwhile."""
+    if run_async:
+        return JSONResponse({"job_id": job.job_id, "status": job.status, "status_url": f"/status/{job.job_id}",
+                             "raw_metrics": {}}, status_code=202)
+    while store.is_alive(job.job_id, STALE_AFTER_SECS):
+        await asyncio.sleep(0.5)
+    done = store.get(job.job_id)
+    if done is None or done.status in (JobStatus.QUEUED, JobStatus.RUNNING):
+        return None  # its server stopped without finishing it: evaluate here
+    if done.status == JobStatus.FAILED or done.result is None:
+        return JSONResponse(_failed_body(done.job_id, done.error or "failed"), status_code=502)
+    return JSONResponse(done.result, status_code=504 if done.status == JobStatus.PARTIAL else 200)
 
 
 def _finished(state: ServerState, key: str, task: asyncio.Task[dict[str, Any]]) -> None:
@@ -226,7 +261,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     if token is None:
         warnings.append("authentication is off (--no-auth)")
     store = JobStore(server.state_dir / "jobs.sqlite")
-    interrupted = store.mark_interrupted()
+    interrupted = store.mark_interrupted(STALE_AFTER_SECS)
     if interrupted:
         logger.warning(
             "%d job(s) were unfinished when the server last stopped; marked failed", interrupted
@@ -252,11 +287,20 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             # In the background: the server answers /health at once, the first job finds warm workers.
             warming = asyncio.get_running_loop().run_in_executor(None, state.math_pool.start, 1)
             warming.add_done_callback(_report_warm_up)
+        beating = asyncio.ensure_future(_heartbeat(store))
         try:
             yield
         finally:
-            for _, task in list(state.inflight.values()):
+            # A graceful stop (uvicorn has closed its listener and finished the open requests) lets
+            # the jobs still running finish, with their heartbeat on: a new server started meanwhile
+            # on the same state folder hands their results on instead of running them again.
+            running = [task for _, task in state.inflight.values()]
+            if running:
+                logger.warning("finishing %d running job(s) before stopping", len(running))
+                await asyncio.wait(running, timeout=config.server.deadline_secs + 60)
+            for task in running:
                 task.cancel()
+            beating.cancel()
             await state.slots.aclose()
             if state.judge_slots is not None:
                 await state.judge_slots.aclose()
@@ -273,7 +317,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     )
     app.state.bench = state
     errors: dict[int | str, dict[str, Any]] = {
-        code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 429, 502)
+        code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 429, 502, 504)
     }
 
     def openapi() -> dict[str, Any]:
@@ -371,24 +415,35 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         """Evaluate the benchmarks against ``router_url``; with ``async`` answer at once with a job id."""
         runs = resolve_runs(state.config, req)
         defining = req.model_dump(exclude_none=True, exclude={"run_async"})
-        key = request_key(defining)
-        if key in state.inflight:
+        try:
+            key = evaluation_key(req, runs, state.config.model.name)
+        except (OSError, DataError) as exc:
+            logger.error("dataset of %s: %s", [r.name for r in runs], exc)
+            raise ApiError(502, "a dataset of this server could not be read; see the server log") from None
+        identity = None
+        if key not in state.inflight:
+            elsewhere = store.running_elsewhere(key, STALE_AFTER_SECS)
+            if elsewhere is not None:
+                # The server before this one is still finishing it (a graceful restart): its result.
+                handed = await _handed_over(store, elsewhere, req.run_async)
+                if handed is not None:
+                    return handed
+            assert state.slots is not None
+            identity = await served_model_identity(state.slots, req.router_url)
+        if key in state.inflight:  # also one that started while the model was asked who it is
             job_id, task = state.inflight[key]
         else:
-            previous = store.latest(key)
-            if (
-                previous is not None
-                and previous.status == JobStatus.COMPLETED
-                and previous.result is not None
-            ):
-                return JSONResponse(previous.result)
+            if identity is not None and server.reuse_results_secs > 0:
+                previous = store.reusable(key, identity, time.time() - server.reuse_results_secs)
+                if previous is not None and previous.result is not None:
+                    return JSONResponse(previous.result)
             if len(state.inflight) >= server.max_running_jobs:
                 raise ApiError(
                     429,
                     f"{len(state.inflight)} evaluations are running, the most this server runs at once "
                     "(server.max_running_jobs); try again later",
                 )
-            job = store.create(key, defining)
+            job = store.create(key, defining, identity)
             task = asyncio.ensure_future(_run_job(state, job, req, runs))
             job_id = job.job_id
             state.inflight[key] = (job_id, task)
@@ -405,7 +460,8 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
             )
         try:
             # shield: a client that hangs up does not cancel the evaluation; its retry joins it.
-            return JSONResponse(await asyncio.shield(task))
+            body = await asyncio.shield(task)
+            return JSONResponse(body, status_code=504 if body["status"] == JobStatus.PARTIAL else 200)
         except BenchlabError as exc:
             return JSONResponse(_failed_body(job_id, str(exc)), status_code=502)
         except Exception:
@@ -424,7 +480,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         job = store.get(job_id) if len(job_id) == 32 else None
         if job is None:
             raise ApiError(404, f"no job {job_id[:64]!r}")
-        if job.status == JobStatus.COMPLETED and job.result is not None:
+        if job.status in (JobStatus.COMPLETED, JobStatus.PARTIAL) and job.result is not None:
             return JSONResponse(job.result)
         if job.status == JobStatus.FAILED:
             return JSONResponse(_failed_body(job.job_id, job.error or "failed"))

@@ -61,6 +61,10 @@ class StubSettings:
     model_p_correct: dict[str, float] = field(default_factory=dict)
     judge_bias: bool = False
     judge_malformed_rate: float = 0.0
+    # Answer one choice whatever ``n`` asks for, as ``transformers serve`` does.
+    ignore_n: bool = False
+    # Refuse (HTTP 422) a body with a field OpenAI's API does not have, as ``transformers serve`` does.
+    strict_fields: bool = False
 
 
 @dataclass
@@ -72,6 +76,11 @@ class StubStats:
     by_prompt: dict[str, int] = field(default_factory=dict)
     # Every distinct set of sampling parameters received, as sorted JSON.
     sampling: set[str] = field(default_factory=set)
+    samples_sent: dict[str, int] = field(default_factory=dict)
+
+
+_OPENAI_FIELDS = {"model", "messages", "prompt", "n", "temperature", "top_p", "max_tokens", "stream", "stop",
+                  "seed", "logprobs", "presence_penalty", "frequency_penalty", "user"}
 
 
 def plan(seed: int, item_id: str, sample: int, p_correct: float, p_no_answer: float) -> str:
@@ -188,11 +197,18 @@ def create_stub_app(
                 return [verdict] * n
             return ["I do not know."] * n
         scorer, item = found
+        if settings.ignore_n:
+            n = 1
+        # Ignoring n, the sample index goes on across the requests for one prompt: the client's
+        # requests for the missing samples get the answers one request of n would have held.
+        first = stats.samples_sent.get(prompt, 0) if settings.ignore_n else 0
+        if settings.ignore_n:
+            stats.samples_sent[prompt] = first + n
         return [
             respond(
                 scorer,
                 item,
-                plan(settings.seed, str(item["id"]), i,
+                plan(settings.seed, str(item["id"]), first + i,
                      settings.model_p_correct.get(str(body.get("model")), settings.p_correct),
                      settings.p_no_answer),
             )
@@ -229,12 +245,21 @@ def create_stub_app(
             }
         )
 
+    def unexpected(body: dict[str, Any]) -> JSONResponse | None:
+        extra = set(body) - _OPENAI_FIELDS
+        if settings.strict_fields and extra:
+            return JSONResponse({"error": {"message": f"Unexpected fields {extra}"}}, status_code=422)
+        return None
+
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Any:
         failure = await gate()
         if failure:
             return failure
         body = await request.json()
+        refused = unexpected(body)
+        if refused:
+            return refused
         messages = [m for m in body.get("messages", []) if m.get("role") == "user"]
         prompt = messages[-1]["content"] if messages else ""
         outs = texts(prompt, body)
@@ -253,6 +278,9 @@ def create_stub_app(
         if failure:
             return failure
         body = await request.json()
+        refused = unexpected(body)
+        if refused:
+            return refused
         outs = texts(str(body.get("prompt", "")), body)
         return reply(
             "text_completion",
@@ -299,6 +327,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--judge-bias", action="store_true", help="as a judge, always prefer answer A")
     parser.add_argument("--judge-malformed-rate", type=float, default=0.0,
                         help="fraction of judge replies without a verdict")
+    parser.add_argument("--ignore-n", action="store_true", help="answer one choice whatever n asks for")
     parser.add_argument("--model", action="append", default=[], metavar="NAME=P",
                         help="a model name (checkpoint) answering right with probability P (repeatable)")
     args = parser.parse_args(argv)
@@ -309,6 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = StubSettings(
         args.seed, args.p_correct, args.p_no_answer, args.latency, args.rate_429, args.rate_500,
         model_p_correct=models, judge_bias=args.judge_bias, judge_malformed_rate=args.judge_malformed_rate,
+        ignore_n=args.ignore_n,
     )
     app = create_stub_app(load_config(args.config), settings)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)

@@ -1,8 +1,14 @@
 """Reclaiming GPUs from the caller's own idle-held processes (``benchlab gpus --reclaim``).
 
-A process is the caller's when the process table says its real uid is the caller's,
-read again right before it is signalled, together with its start time, so a pid
-reused by someone else in between is never touched. Everything else on an
+A process is ended only when it is the caller's and the driver shows it holding
+memory on that device at that moment: the plan lists processes the driver
+reports with memory held, and :func:`confirm` reads the driver again right
+before the signals, dropping any the device no longer lists (or lists with no
+memory). It is the caller's when the process table says its real uid is the
+caller's, read again right before it is signalled, together with its start
+time, so a pid reused by someone else in between is never touched. What was
+freed is measured afterwards (:func:`measured_freed`), never assumed from what
+the processes held. Everything else on an
 idle-held device is left alone and listed with the reason: another user's process,
 one whose owner cannot be seen from here (another container, a pid the process
 table does not know), or memory held with no process listed at all.
@@ -20,7 +26,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from benchlab.execute.gpus import DeviceState, GpuProcess
+from benchlab.execute.gpus import DeviceReading, DeviceState, GpuProcess
 from benchlab.execute.proctree import KILL_GRACE_S, end
 
 #: Seconds a process may take to go after its SIGKILL before it is reported as still running.
@@ -37,6 +43,8 @@ class Holder:
     refusal: str | None
     #: The kernel's start time when it was looked at, to tell it from a reused pid.
     started: float | None = None
+    #: Its command line, as the process table shows it ('' when it cannot be read).
+    command: str = ""
 
 
 @dataclass(frozen=True)
@@ -58,13 +66,18 @@ class Freed:
     how: str
 
 
-def _look(pid: int) -> tuple[int | None, float | None]:
-    """(real uid, start time) of ``pid`` from the process table, (None, None) if not visible."""
+def _look(pid: int) -> tuple[int | None, float | None, str]:
+    """(real uid, start time, command line) of ``pid`` from the process table, (None, None, '') if not visible."""
     try:
         proc = psutil.Process(pid)
-        return proc.uids().real, proc.create_time()
+        uid, started = proc.uids().real, proc.create_time()
     except (psutil.Error, OSError):
-        return None, None
+        return None, None, ""
+    try:
+        command = " ".join(proc.cmdline())
+    except (psutil.Error, OSError):
+        command = ""
+    return uid, started, command
 
 
 def _protected() -> set[int]:
@@ -91,7 +104,7 @@ def plan(states: Iterable[DeviceState], uid: int | None = None) -> ReclaimPlan:
         if not state.processes:
             unseen.append(state.index)
         for proc in state.processes:
-            owner_uid, started = _look(proc.pid)
+            owner_uid, started, command = _look(proc.pid)
             if proc.pid in protected:
                 left.append(Holder(state.index, proc, "it is init or the process asking (or one of its parents)"))
             elif owner_uid is None:
@@ -100,9 +113,37 @@ def plan(states: Iterable[DeviceState], uid: int | None = None) -> ReclaimPlan:
             elif owner_uid != uid:
                 who = proc.user or f"uid {owner_uid}"
                 left.append(Holder(state.index, proc, f"it belongs to {who}, not to you"))
+            elif not proc.used_memory_mib:
+                left.append(Holder(state.index, proc, _NO_MEMORY, started, command))
             else:
-                mine.append(Holder(state.index, proc, None, started))
+                mine.append(Holder(state.index, proc, None, started, command))
     return ReclaimPlan(mine, left, unseen)
+
+
+_NO_MEMORY = "the driver does not show it holding memory on this GPU"
+
+
+def confirm(holders: list[Holder], readings: Iterable[DeviceReading]) -> tuple[list[Holder], list[Holder]]:
+    """Split ``holders`` by a reading taken now: those the driver still shows holding memory on their
+    device, and the others (with the reason), which must not be signalled."""
+    held = {(r.index, p.pid): p.used_memory_mib for r in readings for p in r.processes}
+    still: list[Holder] = []
+    gone: list[Holder] = []
+    for h in holders:
+        mib = held.get((h.device, h.process.pid))
+        if mib:
+            still.append(h)
+        else:
+            why = _NO_MEMORY if (h.device, h.process.pid) in held else \
+                "the driver no longer lists it on this GPU"
+            gone.append(Holder(h.device, h.process, why, h.started, h.command))
+    return still, gone
+
+
+def measured_freed(before: Iterable[DeviceReading], after: Iterable[DeviceReading]) -> dict[int, int]:
+    """MiB of memory freed on each device between two readings (used before minus used after, at least 0)."""
+    used_after = {r.index: r.memory_used_mib for r in after}
+    return {r.index: max(0, r.memory_used_mib - used_after[r.index]) for r in before if r.index in used_after}
 
 
 def _same(holder: Holder, uid: int) -> psutil.Process | None:
