@@ -369,7 +369,57 @@ def analyze_seeds(
     result.ranges = {m: (lo, hi) for m, (lo, hi) in ranges.items()}
     _annotate_summary(result, acc, ranges)
     _annotate_comparisons(result, acc, kwargs.get("baseline"), kwargs.get("candidates"))
+    if failed_as == "exclude" and not isinstance(df, RunValues) and not used.empty:
+        _aggregate_failed_as_worst(result, table, acc, goal, planned, failed_runs, ranges, kwargs)
     return result
+
+
+def _aggregate_failed_as_worst(result: Analysis, table: pd.DataFrame, acc: Accounting,
+                               goal: Any, planned: Mapping[tuple[str, str], Sequence[Any]] | None,
+                               failed_runs: list[tuple[str, str, Any]],
+                               ranges: Mapping[str, tuple[float, float]],
+                               kwargs: Mapping[str, Any]) -> None:
+    """Beside each aggregate from which failed seeds were excluded, its value with them
+    scored as the worst value: excluding them flatters the config that lost them."""
+    from benchlab.stats.scores import score_matrices
+    from benchlab.stats.table import aggregate_points, reduce_runs
+
+    norm = result.normalization
+    if norm is None or norm.metric is None or not result.aggregate:
+        return
+    metric = norm.metric
+    tasks = set(norm.tasks)
+    lost = {row.config: sum(len(c.failed) for c in acc.counts.values()
+                            if c.metric == metric and c.config == row.config and c.task in tasks)
+            for row in result.aggregate}
+    if not any(lost.values()):
+        return
+    worst_table, _ = account(table[table["metric"] == metric], "worst", goal, planned,
+                                     failed_runs, ranges, [metric])
+    reduced, _ = reduce_runs(worst_table, kwargs.get("summary", "final"), align=kwargs.get("align"))
+    runs = RunValues.from_frame(reduced)
+    configs = [row.config for row in result.aggregate]
+    metric_goal = _goal(goal, metric)
+    matrices = score_matrices(runs, metric_goal, kwargs.get("references"), configs,  # type: ignore[arg-type]
+                              kwargs.get("normalize", "none"))
+    if set(matrices.tasks) != tasks:
+        return  # a different task set would not be the same aggregate
+    points = aggregate_points(runs, configs, metric_goal, kwargs.get("references"),  # type: ignore[arg-type]
+                              kwargs.get("normalize", "none"))
+    for row in result.aggregate:
+        if not lost[row.config] or row.config not in points:
+            continue
+        worst = dict(points[row.config])
+        if row.optimality_gap.value is None:
+            worst["optimality_gap"] = None  # null for the same reason as the shown one
+        row.failed_excluded = lost[row.config]
+        row.failed_as_worst = worst
+        shown = ", ".join(f"{name} {row.estimate(name).value:.4g} ({worst[name]:.4g})"
+                          for name in ("iqm", "mean")
+                          if row.estimate(name).value is not None and worst[name] is not None)
+        result.warnings.append(
+            f"aggregate: {row.config}: {lost[row.config]} failed seed(s) excluded; with them "
+            f"scored as the worst value (--failed-as worst) in brackets: {shown}")
 
 
 def _annotate_summary(result: Analysis, acc: Accounting,

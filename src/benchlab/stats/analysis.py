@@ -141,6 +141,12 @@ class AggregateRow:
     median: Estimate = field(default_factory=Estimate)
     mean: Estimate = field(default_factory=Estimate)
     optimality_gap: Estimate = field(default_factory=Estimate)
+    #: Seeds of this config that failed and were left out of the aggregate
+    #: (``--failed-as exclude``); None when nothing failed or the accounting did not run.
+    failed_excluded: int | None = None
+    #: Each aggregate's value with those seeds scored as the worst value (``--failed-as
+    #: worst``), shown beside the value they were excluded from.
+    failed_as_worst: dict[str, float | None] | None = None
 
     def estimate(self, name: str) -> Estimate:
         """The aggregate called ``name`` (one of :data:`benchlab.stats.AGGREGATES`)."""
@@ -155,6 +161,10 @@ class AggregateRow:
         for name in AGGREGATES:
             e = self.estimate(name)
             out[name], out[f"{name}_ci_low"], out[f"{name}_ci_high"] = e.value, e.ci_low, e.ci_high
+        if self.failed_excluded is not None:
+            out["failed_seeds_excluded"] = self.failed_excluded
+            for name in AGGREGATES:
+                out[f"{name}_failed_as_worst"] = (self.failed_as_worst or {}).get(name)
         return out
 
 

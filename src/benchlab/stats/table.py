@@ -607,9 +607,27 @@ def _aggregate(
             gap_undefined = (raw_min or raw_max) and name == "optimality_gap"
             estimates[name] = (Estimate() if gap_undefined
                                else Estimate(_num(value), _num(lo), _num(hi)))
-        out.append(AggregateRow(config=str(config), **estimates))
+        out.append(AggregateRow(config=str(config), iqm=estimates["iqm"],
+                                median=estimates["median"], mean=estimates["mean"],
+                                optimality_gap=estimates["optimality_gap"]))
     return out, normalization
 
 
-__all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "analyze", "default_align", "reduce_runs",
-           "validate_table"]
+def aggregate_points(
+    runs: RunValues,
+    configs: list[str],
+    goal: Goal,
+    references: Mapping[str, tuple[float, float]] | None = None,
+    normalize: Normalize = "none",
+) -> dict[str, dict[str, float | None]]:
+    """The across-task aggregates of one metric's runs, without intervals:
+    ``{config: {name: value}}`` for the names of :data:`~benchlab.stats.AGGREGATES`."""
+    from benchlab.stats.aggregate import _FUNCS
+
+    matrices = score_matrices(runs, goal, references, configs, normalize)
+    return {config: {name: _num(float(_FUNCS[name](normed))) for name in AGGREGATES}
+            for config, normed in matrices.scores.items()}
+
+
+__all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "aggregate_points", "analyze",
+           "default_align", "reduce_runs", "validate_table"]
