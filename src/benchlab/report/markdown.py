@@ -143,7 +143,7 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
             ("better", "is significantly better"),
             ("worse", "is significantly worse"),
             ("none", "shows no significant difference"),
-            ("undetermined", "has an undetermined difference (too few seeds or no variance)"),
+            ("undetermined", "has an undetermined difference (too few seeds for any test to decide)"),
         ):
             if groups[key]:
                 shown = groups[key] if len(groups[key]) <= 4 else [f"{len(groups[key])} tasks"]
@@ -512,11 +512,13 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 + "). Runs are paired by seed where both "
                 "configs have at least two seeds in common (paired t-test and Wilcoxon "
                 "signed-rank), otherwise compared unpaired (Welch t-test and Mann–Whitney U). "
-                "Holm p is the t-test p-value adjusted by Holm–Bonferroni over all comparisons "
-                "below; ✓ significant means Holm p < 0.05 and the CI of the difference excludes "
-                "0; undetermined means there is no test to decide (a side has fewer than two "
-                "seeds, or no variance). Seeds are completed/planned. P(improvement) is the "
-                "probability that a run of the candidate beats one of the baseline.",
+                "Holm p is the t-test p-value (the rank test's where every difference is the "
+                "same, which leaves the t-test undefined) adjusted by Holm–Bonferroni over all "
+                "comparisons below; ✓ significant means Holm p < 0.05 and the CI of the "
+                "difference excludes 0; undetermined means no test can decide (a side has fewer "
+                "than two seeds, or a constant shift on too few seeds for the rank test). "
+                "Seeds are completed/planned. P(improvement) is the probability that a run of "
+                "the candidate beats one of the baseline.",
                 "",
                 _failed_as_text(data),
                 "",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.stats.aggregate import AGGREGATES
+from benchlab.stats.compare import deciding_test
 
 
 @dataclass
@@ -112,8 +113,17 @@ class ComparisonRow:
 
     @property
     def pvalue(self) -> float | None:
-        """The unadjusted p-value shown beside the verdict: paired t, else Welch."""
-        return self.t_pvalue if self.paired else self.welch_pvalue
+        """The unadjusted p-value shown beside the verdict: paired t, else Welch; the rank
+        test of the same design where the t-test is undefined
+        (:func:`benchlab.stats.compare.deciding_test`)."""
+        return deciding_test(self.paired, self.t_pvalue, self.wilcoxon_pvalue, self.welch_pvalue,
+                             self.mannwhitney_pvalue)[0]
+
+    @property
+    def test(self) -> str | None:
+        """The name of the test behind :attr:`pvalue`."""
+        return deciding_test(self.paired, self.t_pvalue, self.wilcoxon_pvalue, self.welch_pvalue,
+                             self.mannwhitney_pvalue)[1]
 
     def to_json(self) -> dict[str, Any]:
         """The row as a JSON object (flat; the accounting's fields last)."""

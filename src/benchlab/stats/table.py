@@ -482,6 +482,7 @@ def _compare_all(
     chosen = [c for c in (candidates or configs) if c != baseline]
     out: list[ComparisonRow] = []
     pvalues: list[float | None] = []
+    floors: list[float | None] = []
     boot_cells: list[tuple[ComparisonRow, np.ndarray]] = []
     # {(task, metric, config): {seed: value}}, built in one pass (masks per pair are slow).
     values = runs.value.tolist()
@@ -516,6 +517,7 @@ def _compare_all(
                           method, _seed(seed, "compare", task, met, baseline, cand), label)
             warnings += cmp.warnings
             pvalues.append(cmp.pvalue)
+            floors.append(cmp.p_floor)
             row = ComparisonRow(
                 task=str(task), metric=str(met), baseline=baseline, candidate=cand,
                 paired=cmp.paired, n=cmp.n, mean_diff=_num(cmp.mean_diff),
@@ -541,14 +543,17 @@ def _compare_all(
                     boot_cells.append((row, d))
     _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
                       "compare")
-    for row, p in zip(out, holm(pvalues), strict=True):
+    for row, p, floor in zip(out, holm(pvalues), floors, strict=True):
         row.p_holm = p
-        row.significant = is_significant(p, row.diff_ci_low, row.diff_ci_high, alpha)
-        if p is None:
-            warnings.append(
-                f"{row.task} {row.metric} {row.candidate} vs {baseline}: no p-value; "
-                "not counted in the Holm correction, no verdict (significance is null)"
-            )
+        row.significant = is_significant(p, row.diff_ci_low, row.diff_ci_high, alpha, floor)
+        where = f"{row.task} {row.metric} {row.candidate} vs {baseline}"
+        if floor is not None and floor >= alpha:
+            warnings.append(f"{where}: with {row.n} seeds the {row.test} test cannot give a "
+                            f"p-value below {alpha:g} (its smallest is {floor:.4g}); too few seeds "
+                            "to decide, no verdict (significance is null)")
+        elif p is None and row.significant is None:
+            warnings.append(f"{where}: no p-value; not counted in the Holm correction, no "
+                            "verdict (significance is null)")
     return out
 
 
