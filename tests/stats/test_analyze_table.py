@@ -93,12 +93,12 @@ def test_single_seed_nan_and_zero_variance_give_nulls_and_warnings_not_crashes()
     out = analyze(table, baseline="base", reps=500)
     rows = {(r.task, r.config): r for r in out.summary}
     assert rows[("a", "base")].std is None and rows[("a", "base")].ci_low is None
-    assert rows[("b", "base")].std == 0.0
+    assert rows[("b", "base")].std == 0.0 and rows[("b", "base")].ci_low is None
     assert rows[("b", "new")].n == 2
     comps = {c.task: c for c in out.comparisons}
     assert comps["a"].t_pvalue is None and comps["a"].significant is None
     text = "\n".join(out.warnings)
-    assert "n=1" in text and "NaN" in text and "zero variance" in text
+    assert "n=1" in text and "NaN" in text and "zero observed spread" in text
 
 
 def test_several_metrics_each_get_a_goal_and_the_first_is_aggregated():

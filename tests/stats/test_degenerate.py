@@ -76,9 +76,10 @@ def test_the_functions_themselves_treat_float_noise_as_zero_spread():
 def test_describe_reports_zero_variance_for_values_equal_up_to_rounding():
     x = np.array([0.1 + 0.2, 0.3, 0.3, 0.1 + 0.2, 0.3])
     d = describe(x, reps=200, label="digits/mlp acc")
-    assert d.std == 0.0 and (d.ci_low, d.ci_high) == (d.mean, d.mean)
+    assert d.std == 0.0 and (d.ci_low, d.ci_high) == (None, None)
     assert d.high_variance is False
-    assert any("digits/mlp acc: all 5 values are equal (up to rounding)" in w for w in d.warnings)
+    assert any("digits/mlp acc: all 5 values are equal (up to rounding): zero observed spread"
+               in w for w in d.warnings)
 
 
 def test_a_real_tiny_difference_is_not_mistaken_for_noise():

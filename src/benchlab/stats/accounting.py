@@ -36,7 +36,14 @@ import numpy as np
 
 from benchlab.choices import FailedAsChoice
 from benchlab.errors import BadArgument
-from benchlab.stats.analysis import Analysis, ComparisonRow, ComparisonSeeds, RowSeeds, SummaryRow
+from benchlab.stats.analysis import (
+    Analysis,
+    ComparisonRow,
+    ComparisonSeeds,
+    Estimate,
+    RowSeeds,
+    SummaryRow,
+)
 from benchlab.stats.runvalues import RunValues
 
 if TYPE_CHECKING:
@@ -368,10 +375,34 @@ def analyze_seeds(
     result.failed_as = failed_as
     result.ranges = {m: (lo, hi) for m, (lo, hi) in ranges.items()}
     _annotate_summary(result, acc, ranges)
-    _annotate_comparisons(result, acc, kwargs.get("baseline"), kwargs.get("candidates"))
+    _annotate_comparisons(result, acc, kwargs.get("baseline"), kwargs.get("candidates"), ranges)
+    _bound_aggregates(result, ranges)
     if failed_as == "exclude" and not isinstance(df, RunValues) and not used.empty:
         _aggregate_failed_as_worst(result, table, acc, goal, planned, failed_runs, ranges, kwargs)
     return result
+
+
+def _bound_aggregates(result: Analysis, ranges: Mapping[str, tuple[float, float]]) -> None:
+    """Cut the across-task intervals at what the aggregated metric's range allows: every
+    aggregate is a (weighted) mean or median of scores, so it lies between the lowest and the
+    highest score any task can reach once normalised; the optimality gap, 1 - mean(min(s, 1)),
+    between 1 - min(top, 1) and 1 - min(bottom, 1)."""
+    norm = result.normalization
+    if norm is None or norm.metric is None or norm.metric not in ranges or not norm.tasks:
+        return
+    low, high = ranges[norm.metric]
+    ends = []
+    for t in norm.tasks.values():
+        span = t.high - t.low
+        a, b = (low - t.low) / span, (high - t.low) / span
+        ends.append((min(a, b), max(a, b)))
+    bottom, top = min(e[0] for e in ends), max(e[1] for e in ends)
+    gap = (1 - min(top, 1.0), 1 - min(bottom, 1.0))
+    for row in result.aggregate:
+        for name in ("iqm", "median", "mean", "optimality_gap"):
+            e = row.estimate(name)
+            lo, hi = bound_interval(e.ci_low, e.ci_high, gap if name == "optimality_gap" else (bottom, top))
+            setattr(row, name, Estimate(e.value, lo, hi))
 
 
 def _aggregate_failed_as_worst(result: Analysis, table: pd.DataFrame, acc: Accounting,
@@ -450,7 +481,8 @@ def _annotate_summary(result: Analysis, acc: Accounting,
 
 
 def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | None,
-                          candidates: Sequence[str] | None) -> None:
+                          candidates: Sequence[str] | None,
+                          ranges: Mapping[str, tuple[float, float]]) -> None:
     if baseline is None:
         return
     rows = result.comparisons
@@ -465,6 +497,13 @@ def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | Non
             rows.append(ComparisonRow(task=task, metric=metric, baseline=baseline,
                                       candidate=config, paired=False, n=0))
     for r in rows:
+        bounds = ranges.get(r.metric)
+        if bounds is not None:
+            # c̄ - b̄ of values in [low, high] lies in [low - high, high - low].
+            span = (bounds[0] - bounds[1], bounds[1] - bounds[0])
+            r.diff_ci_low, r.diff_ci_high = bound_interval(r.diff_ci_low, r.diff_ci_high, span)
+            r.diff_boot_ci_low, r.diff_boot_ci_high = bound_interval(
+                r.diff_boot_ci_low, r.diff_boot_ci_high, span)
         base = acc.counts.get((r.task, r.baseline, r.metric))
         cand = acc.counts.get((r.task, r.candidate, r.metric))
         losses = [x for x in (acc.loss(r.task, r.baseline, r.metric),

@@ -15,7 +15,7 @@ import numpy as np
 from scipy.special import stdtr, stdtrit
 
 from benchlab.stats.bootstrap import STUDENTIZED_MIN_N, Method, SeedLike, bootstrap_mean_diff_ci
-from benchlab.stats.describe import Goal
+from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal
 from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
 from benchlab.stats.tolerance import is_negligible, scale
 
@@ -324,6 +324,9 @@ def compare(
                         "of the difference is null (the t interval stands)")
         else:
             boot = bootstrap_mean_diff_ci(b, c, paired, reps, confidence, method, seed)
+            if not all(x is not None and np.isfinite(x) for x in boot):
+                boot = (None, None)
+                note.append(f"{where}{UNBOUNDED_BOOTSTRAP_T}")
     return Comparison(
         paired, n, nb, nc, mean_diff, ci[0], ci[1], t_p, wil_p, welch_p, mw_p, d_eff, g,
         probability_of_improvement(b, c, goal), note, boot[0], boot[1], p_floor,

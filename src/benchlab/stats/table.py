@@ -20,7 +20,7 @@ import numpy as np
 from benchlab.choices import AlignChoice
 from benchlab.errors import BadArgument, DataError
 from benchlab.long_format import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
-from benchlab.stats.aggregate import AGGREGATES, aggregate_many
+from benchlab.stats.aggregate import AGGREGATES, aggregate_many, interval_shortfall
 from benchlab.stats.analysis import (
     AggregateRow,
     Analysis,
@@ -35,7 +35,7 @@ from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, student
 from benchlab.stats.compare import compare, holm, is_significant
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
 from benchlab.stats.curves import align as align_curves
-from benchlab.stats.describe import Goal, describe, rank
+from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank
 from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
 from benchlab.stats.runvalues import RunValues
 from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
@@ -262,8 +262,12 @@ def _fill_studentized(
     confidence: float,
     seed: int,
     what: str,
+    warnings: list[str],
 ) -> None:
     """Bootstrap-t intervals of the mean for many samples at once, written into their rows.
+
+    An interval with an infinite bound (tied values: resamples without spread) is null on
+    both sides, with a warning naming the row.
 
     Samples of the same size share one set of resample draws (seeded by the size alone,
     so a sample's interval does not depend on which other samples exist): one matrix
@@ -276,6 +280,11 @@ def _fill_studentized(
         batch = np.stack([x for _, x in group])
         low, high = studentized_mean_ci(batch, reps, confidence, _seed(seed, what, n))
         for (row, _), lo, hi in zip(group, low.tolist(), high.tolist(), strict=True):
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                name = (f"{row.task}/{row.config} {row.metric}" if isinstance(row, SummaryRow)
+                        else f"{row.task} {row.metric} {row.candidate} vs {row.baseline}")
+                warnings.append(f"{name}: {UNBOUNDED_BOOTSTRAP_T}")
+                lo = hi = float("nan")
             setattr(row, low_key, _num(lo))
             setattr(row, high_key, _num(hi))
 
@@ -390,9 +399,7 @@ def analyze(
             ))
             if batched and d.n >= STUDENTIZED_MIN_N:
                 x = values[np.isfinite(values)]
-                if d.std == 0.0:
-                    rows[-1].boot_ci_low = rows[-1].boot_ci_high = d.mean
-                else:
+                if d.std != 0.0:  # zero observed spread: no interval (describe says why)
                     boot_cells.append((rows[-1], x))
         ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
                      [r.ci_high for r in rows], _goal_of(goal, met))
@@ -401,7 +408,7 @@ def analyze(
         summary_rows += rows
     if batched:
         _fill_studentized(boot_cells, "boot_ci_low", "boot_ci_high", reps, confidence, seed,
-                          "describe")
+                          "describe", warnings)
 
     comparisons = _compare_all(runs, baseline, candidates, configs, goal, reps, seed,
                                confidence, method, alpha, warnings)
@@ -542,7 +549,7 @@ def _compare_all(
                 else:
                     boot_cells.append((row, d))
     _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
-                      "compare")
+                      "compare", warnings)
     for row, p, floor in zip(out, holm(pvalues), floors, strict=True):
         row.p_holm = p
         row.significant = is_significant(p, row.diff_ci_low, row.diff_ci_high, alpha, floor)
@@ -600,6 +607,9 @@ def _aggregate(
         layouts.setdefault(key, []).append(config)
     results: dict[str, dict[str, tuple[float, float, float]]] = {}
     for key, group in layouts.items():
+        short = interval_shortfall(np.sum(~np.isnan(matrices.scores[group[0]]), axis=0))
+        if short is not None:
+            warnings.append(f"aggregate ({', '.join(group)}): {short}")
         many = aggregate_many([matrices.scores[c] for c in group], reps, confidence,
                               _seed(seed, "aggregate", zlib.crc32(key)))
         results.update(zip(group, many, strict=True))

@@ -1,0 +1,65 @@
+"""No interval is impossible, half-empty or a disguised range: tied values, declared ranges,
+zero spread, and too few runs per task for an across-task interval."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from benchlab.stats import analyze
+from benchlab.stats.accounting import analyze_seeds
+
+
+def _table(groups: dict[tuple[str, str], list[float]]) -> pd.DataFrame:
+    return pd.DataFrame([(t, c, s, v) for (t, c), vs in groups.items() for s, v in enumerate(vs)],
+                        columns=["task", "config", "seed", "value"])
+
+
+@pytest.mark.parametrize("values", [[0.99, 1, 1, 0.98, 1], [10, 10, 9, 10, 10, 10],
+                                    [0, 0, 0, 1, 0, 0, 0, 2, 0, 0]])
+def test_tied_values_never_give_a_half_null_bootstrap_interval(values):
+    out = analyze(_table({("t", "a"): values}), reps=2_000)
+    (row,) = out.summary
+    # Both bounds or neither, and a warning naming why; the t interval stands (scipy's).
+    assert (row.boot_ci_low is None) == (row.boot_ci_high is None)
+    if row.boot_ci_low is None:
+        assert any("t/a value: bootstrap-t interval undefined" in w for w in out.warnings)
+    lo, hi = sps.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=sps.sem(values))
+    assert (row.ci_low, row.ci_high) == (pytest.approx(lo), pytest.approx(hi))
+
+
+def test_a_declared_range_bounds_the_mean_the_difference_and_the_aggregate():
+    # Acrobot-like returns in [-500, 0], bimodal, 5 seeds: some seeds never learn.
+    a = [-483.0, -480.0, -475.0, -103.0, -110.0]
+    b = [-105.0, -104.0, -480.0, -103.0, -101.0]
+    out = analyze_seeds(_table({("acrobot", "a"): a, ("acrobot", "b"): b}), baseline="a",
+                        reps=2_000, ranges={"value": (-500.0, 0.0)})
+    for row in out.summary:
+        for x in (row.ci_low, row.ci_high, row.boot_ci_low, row.boot_ci_high):
+            assert x is None or -500.0 <= x <= 0.0
+    (cmp,) = out.comparisons
+    for x in (cmp.diff_ci_low, cmp.diff_ci_high, cmp.diff_boot_ci_low, cmp.diff_boot_ci_high):
+        assert x is None or -500.0 <= x <= 500.0  # a difference of two means in [-500, 0]
+    for agg in out.aggregate:
+        for name in ("iqm", "median", "mean"):
+            e = agg.estimate(name)
+            assert e.ci_low is None or -500.0 <= e.ci_low <= e.ci_high <= 0.0, (agg.config, name)
+
+
+def test_one_run_per_task_gives_no_aggregate_interval_rather_than_a_zero_width_one():
+    out = analyze(_table({(f"t{i}", "a"): [v] for i, v in enumerate([0.5, 0.641, 0.7, 0.9])}),
+                  reps=500)
+    (agg,) = out.aggregate
+    assert agg.iqm.value == pytest.approx(sps.trim_mean([0.5, 0.641, 0.7, 0.9], 0.25))
+    assert agg.iqm.ci_low is None and agg.iqm.ci_high is None
+    assert any("4 tasks of 1 runs" in w and "no interval" in w for w in out.warnings)
+
+
+def test_the_same_value_on_every_seed_is_zero_spread_not_a_point_interval():
+    out = analyze(_table({("t", "a"): [0.9] * 5, ("t", "b"): [0.8, 0.81, 0.82, 0.83, 0.84]}),
+                  reps=500)
+    row = out.summary_of("t", "a", "value")
+    assert row is not None and row.std == 0.0
+    assert (row.ci_low, row.ci_high, row.boot_ci_low, row.boot_ci_high) == (None,) * 4
+    assert any("t/a value: all 5 values are equal" in w and "not certainty" in w
+               for w in out.warnings)
