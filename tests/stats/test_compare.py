@@ -15,6 +15,7 @@ from benchlab.stats import (
     probability_of_improvement,
     welch_pvalue,
 )
+from benchlab.stats.compare import shared_seeds
 
 RNG = np.random.default_rng(12)
 BASE = RNG.normal(0.70, 0.05, size=10)
@@ -178,3 +179,33 @@ def test_significant_needs_adjusted_p_and_an_interval_excluding_zero():
     assert is_significant(0.2, 0.1, 0.3) is False
     assert is_significant(0.01, -0.3, -0.1) is True
     assert is_significant(None, 0.1, 0.3) is None
+
+
+def test_pairs_only_when_the_shared_seeds_are_most_of_each_sides_runs():
+    assert shared_seeds(range(10), [0, 1, *range(10, 18)]) == (False, [0, 1])
+    assert shared_seeds(range(5), [0, 1, 2, 3]) == (True, [0, 1, 2, 3])
+    assert shared_seeds(range(4), [0, 1, 7, 8]) == (False, [0, 1])  # half is not most
+    assert shared_seeds([0, 1], [0, 1]) == (True, [0, 1])
+    assert shared_seeds([0], [0]) == (False, [0])
+
+
+def test_a_few_shared_seeds_do_not_throw_away_most_runs():
+    # Baseline seeds 0-9, candidate seeds 0, 1 and 10-17: two shared seeds of ten a side.
+    import pandas as pd
+
+    from benchlab.stats import analyze
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(0.5, 0.05, 10)
+    cand = rng.normal(0.6, 0.05, 10)
+    cand_seeds = [0, 1, *range(10, 18)]
+    df = pd.DataFrame([("t", "base", s, v) for s, v in enumerate(base)]
+                      + [("t", "cand", s, v) for s, v in zip(cand_seeds, cand, strict=True)],
+                      columns=["task", "config", "seed", "value"])
+    out = analyze(df, baseline="base", reps=500)
+    (row,) = out.comparisons
+    assert row.paired is False and row.n == 20
+    assert row.pvalue == pytest.approx(sps.ttest_ind(cand, base, equal_var=False).pvalue)
+    assert row.significant is True
+    assert any("only 2 of the baseline's 10 and the candidate's 10 seeds are shared" in w
+               for w in out.warnings)

@@ -4,8 +4,9 @@ A side is a results folder, or ``FOLDER@VERSION``: the runs of one recorded benc
 in a folder that holds several (a version id or its prefix, as ``versions/`` lists them).
 
 For every (task, config, metric) both sides have, the change ``after - before`` is compared with
-:func:`benchlab.stats.compare` (paired by seed where both sides have the same seeds, unpaired
-otherwise), Holm's correction runs across the whole table, and the verdict is
+:func:`benchlab.stats.compare` (paired by seed where the shared seeds are most of each side's runs,
+unpaired on every run otherwise: :func:`benchlab.stats.compare.shared_seeds`), Holm's correction
+runs across the whole table, and the verdict is
 
 - ``regression``: the Holm-adjusted p-value is below alpha and the 95% CI of the change
   excludes 0 on the bad side of the metric's goal;
@@ -171,6 +172,7 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
     import numpy as np
 
     from benchlab.stats import compare, holm, is_significant, reduce_runs, validate_table
+    from benchlab.stats.compare import shared_seeds
 
     runs = []
     notes: list[str] = []
@@ -190,9 +192,11 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
     for i, key in enumerate(shared):
         b, a = keyed[0][key], keyed[1][key]
         goal = after.goals.get(key[2]) or before.goals.get(key[2]) or "max"
-        paired = sorted(b) == sorted(a)
-        seeds_b, seeds_a = sorted(b), sorted(a)
-        cmp = compare(np.array([b[s] for s in seeds_b]), np.array([a[s] for s in (seeds_b if paired else seeds_a)]),
+        # The same pairing rule as analyze: paired on the shared seeds when they are most of
+        # each side's runs, else unpaired on every run.
+        paired, common = shared_seeds(sorted(b), sorted(a))
+        seeds_b, seeds_a = (common, common) if paired else (sorted(b), sorted(a))
+        cmp = compare(np.array([b[s] for s in seeds_b]), np.array([a[s] for s in seeds_a]),
                       paired=paired, goal=goal, reps=reps, seed=seed + i, label="/".join(key))  # type: ignore[arg-type]
         raw.append((key, cmp, b, a, goal))
     adjusted = holm([cmp.pvalue for _, cmp, _, _, _ in raw])

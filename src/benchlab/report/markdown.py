@@ -509,9 +509,10 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 f"({'higher' if goal == 'max' else 'lower'} "
                 "is an improvement) with its 95% CI ("
                 + ((methods.diff_ci if methods else None) or "bootstrap")
-                + "). Runs are paired by seed where both "
-                "configs have at least two seeds in common (paired t-test and Wilcoxon "
-                "signed-rank), otherwise compared unpaired (Welch t-test and Mann–Whitney U). "
+                + "). Runs are paired by seed where the shared "
+                "seeds are most of each config's runs (paired t-test and Wilcoxon "
+                "signed-rank), otherwise compared unpaired on every run (Welch t-test and "
+                "Mann–Whitney U). "
                 "Holm p is the t-test p-value (the rank test's where every difference is the "
                 "same, which leaves the t-test undefined) adjusted by Holm–Bonferroni over all "
                 "comparisons below; ✓ significant means Holm p < 0.05 and the CI of the "

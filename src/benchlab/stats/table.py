@@ -32,7 +32,7 @@ from benchlab.stats.analysis import (
     TaskNormalization,
 )
 from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, studentized_mean_ci
-from benchlab.stats.compare import compare, holm, is_significant
+from benchlab.stats.compare import compare, holm, is_significant, shared_seeds
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
 from benchlab.stats.curves import align as align_curves
 from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank
@@ -505,15 +505,19 @@ def _compare_all(
             if not other:
                 continue
             label = f"{task} {met} {cand} vs {baseline}"
-            common = [s for s in base if s in other]
+            paired, common = shared_seeds(list(base), list(other))
             only_b = sorted(set(base) - set(other), key=str)
             only_c = sorted(set(other) - set(base), key=str)
-            paired = len(common) >= 2
             if paired and (only_b or only_c):
                 warnings.append(
                     f"{label}: paired on the {len(common)} shared seed(s); seed(s) "
                     f"{', '.join(map(str, only_b + only_c))} are missing on one side and left out"
                 )
+            elif not paired and len(common) >= 2:
+                warnings.append(
+                    f"{label}: only {len(common)} of the baseline's {len(base)} and the "
+                    f"candidate's {len(other)} seeds are shared, not most of each side's runs; "
+                    f"compared unpaired on all {len(base) + len(other)} runs")
             elif not paired:
                 warnings.append(f"{label}: fewer than 2 shared seeds; compared unpaired")
             b = np.array([base[s] for s in common] if paired else list(base.values()))
