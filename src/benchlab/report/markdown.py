@@ -477,7 +477,8 @@ def _methods_text(data: ReportData) -> str:
                  "range every run of a task covers; the warnings name each run that was cut.")
     else:
         final = (f"Alignment: own. Each run's final {data.info.primary} is its own last reported "
-                 "value; no run is cut to a shorter run's steps.")
+                 "value: a run that stopped before the others is taken where it stopped, as if "
+                 "complete, and the warnings name every such run.")
     if any(str(p.get("path", "")).startswith("plots/curves_") for p in data.plots):
         final += (" The learning-curve figures put every run of a task on the steps all of "
                   "them cover (linear interpolation), so they end at the shortest run's last step.")

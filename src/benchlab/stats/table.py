@@ -147,9 +147,12 @@ def reduce_runs(
       of their steps in that range (:func:`benchlab.stats.curves.align`); every run that
       is cut is named in a warning with the steps it lost.
 
-    NaN points of a curve are dropped and counted in a warning. For ``auc``, ``max`` and
-    ``slope`` every run needs a curve. Duplicate scalars of one run are averaged, with a
-    warning.
+    NaN points of a curve are dropped and counted in a warning. With ``align="own"`` a run
+    whose curve stops before the last step other runs of its (task, metric) reach is named
+    in a warning (it is taken as if complete). A point logged twice for one run and step (a
+    resumed run) keeps its last written row, with a warning, so that no summary depends on
+    the order of the rows. For ``auc``, ``max`` and ``slope`` every run needs a curve.
+    Duplicate scalars of one run are averaged, with a warning.
 
     Args:
         df: a table checked by :func:`validate_table`.
@@ -181,6 +184,20 @@ def reduce_runs(
     scalar_runs = grouped.agg(value=("value", "mean"), has_nan=("has_nan", "any")).reset_index()
     scalar_runs.loc[scalar_runs["has_nan"], "value"] = np.nan
     scalar_runs = scalar_runs.drop(columns="has_nan")
+    # A resumed run logs some steps twice. The last written point of a (run, step) stands:
+    # keeping both made final and auc depend on the order of the rows (0.667 or 1.0).
+    point = keys + ["step"]
+    repeated = curves.duplicated(point, keep="last")
+    if repeated.any():
+        hit = curves[curves.duplicated(point, keep=False)].drop_duplicates(keys)
+        named = [f"{t}/{c}/s{sd} {m}" for t, c, m, sd in hit[keys].itertuples(index=False, name=None)]
+        warnings.append(
+            f"{int(repeated.sum())} duplicate curve point(s) (the same run and step logged again, "
+            f"as a resumed run does) in {len(named)} run(s): {', '.join(named[:8])}"
+            f"{' and more' if len(named) > 8 else ''}; the last written point of each step is "
+            "kept")
+        curves = curves[~repeated]
+    scalar_keys = set(scalar_runs[keys].itertuples(index=False, name=None))
     rows: list[dict[str, Any]] = []
     curve_keys: set[tuple[Any, ...]] = set()
     for (task, metric), group in curves.groupby(["task", "metric"], sort=False):
@@ -211,6 +228,20 @@ def reduce_runs(
             per_run = [(grid, row) for row in values]
         else:
             per_run = cleaned
+            ends = [float(st.max()) for st, _ in cleaned if st.shape[0]]
+            top = max(ends, default=float("nan"))
+            # Under final, a run's own final scalar stands for it, whatever its curve.
+            short = [f"{config}/s{seed} (last step {st.max():g})"
+                     for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True)
+                     if st.shape[0] and st.max() < top
+                     and not (summary == "final" and (task, config, metric, seed) in scalar_keys)]
+            if short and summary in ("final", "max"):
+                warnings.append(
+                    f"{task} {metric}: {len(short)} run(s) stopped before step {top:g}, which "
+                    f"other runs reach: {', '.join(short[:8])}{' and more' if len(short) > 8 else ''}"
+                    f"; --summary {summary} takes each at its own last step (--align own) as if it "
+                    f"were complete; --align common compares every run at the last step all reach "
+                    f"({min(ends):g})")
         for ((config, seed), _), (st, v) in zip(runs, per_run, strict=True):
             value = summarize(st, v, summary, k, fraction)
             if value is None:
