@@ -78,11 +78,14 @@ def test_planted_regression_is_caught_and_fails_the_gate(versions):
     assert change["p_value"] == pytest.approx(sps.ttest_rel(list(after.values()), list(before.values())).pvalue
                                               if list(after) == list(before) else
                                               sps.ttest_1samp(d, 0).pvalue)
-    # Holm across the table, as statsmodels computes it over the defined p-values.
-    defined = [(i, c["p_value"]) for i, c in enumerate(data["changes"]) if c["p_value"] is not None]
-    expected = multipletests([p for _, p in defined], method="holm")[1]
-    for (i, _), p in zip(defined, expected, strict=True):
-        assert data["changes"][i]["p_holm"] == pytest.approx(p)
+    # Holm per metric (one family per metric, as analyze), as statsmodels computes it over the
+    # defined p-values of each metric.
+    for metric in ("score", "loss"):
+        defined = [(i, c["p_value"]) for i, c in enumerate(data["changes"])
+                   if c["p_value"] is not None and c["metric"] == metric]
+        expected = multipletests([p for _, p in defined], method="holm")[1]
+        for (i, _), p in zip(defined, expected, strict=True):
+            assert data["changes"][i]["p_holm"] == pytest.approx(p)
     # What changed: the commit range with git's own --stat, nothing else.
     commits = _git(root, "log", "--format=%H").split()
     assert data["code"][0] == f"commits: {commits[1][:10]}..{commits[0][:10]}"

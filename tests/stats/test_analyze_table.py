@@ -188,3 +188,27 @@ def test_an_empty_metric_cell_is_an_error_naming_the_row():
     table.loc[2, "metric"] = np.nan
     with pytest.raises(DataError, match="scores.csv: column 'metric' is empty in row 3"):
         validate_table(table, "scores.csv")
+
+
+def test_secondary_metrics_do_not_enter_the_primary_metrics_holm_family():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(8)
+    rows = []
+    for task in ("a", "b"):
+        base = rng.normal(0.5, 0.05, 8)
+        for config, shift in (("base", 0.0), ("new", 0.08)):
+            score = base + shift + rng.normal(0, 0.02, 8)
+            fps = rng.normal(100, 5, 8)
+            rows += [(task, config, s, "score", v) for s, v in enumerate(score)]
+            rows += [(task, config, s, "fps", v) for s, v in enumerate(fps)]
+    df = pd.DataFrame(rows, columns=["task", "config", "seed", "metric", "value"])
+    both = analyze(df, baseline="base", reps=200)
+    alone = analyze(df[df["metric"] == "score"], baseline="base", reps=200)
+    for metric in ("score", "fps"):
+        mine = [c for c in both.comparisons if c.metric == metric]
+        expected = multipletests([c.pvalue for c in mine], method="holm")[1]
+        assert [c.p_holm for c in mine] == pytest.approx(list(expected))
+    # The same p-values whether or not the secondary metric is in the table (as in the report).
+    assert [c.p_holm for c in both.comparisons if c.metric == "score"] == pytest.approx(
+        [c.p_holm for c in alone.comparisons])

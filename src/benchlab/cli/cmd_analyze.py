@@ -146,12 +146,14 @@ def _print_report(report: Analysis, failed_as: str | None = None) -> None:
                 caveats.append(f"{c.task} {c.metric}: {c.seeds.caveat}")
             rows.append([c.task, c.metric, c.candidate, signif, seeds,
                          _fmt(c.paired), str(c.n), _ci(c.mean_diff, c.diff_ci_low, c.diff_ci_high),
-                         _fmt(c.pvalue, 3), _fmt(c.p_holm, 3), _fmt(c.cohens_d, 3),
+                         _fmt(c.pvalue, 3), _fmt(c.p_holm, 3),
+                         "–" if c.cohens_d is None
+                         else f"{'d_z' if c.paired else 'd'} {_fmt(c.cohens_d, 3)}",
                          _fmt(c.prob_improvement, 3)])
         print_table(console, f"Candidate vs baseline {base} (diff = candidate - baseline)", [
             name("task", numeric=False, key=True), name("metric", numeric=False, key=True),
             name("candidate", numeric=False, key=True), name("signif."), name("seeds\n(b, c)"),
-            name("paired"), name("n"), name("diff\n[95% CI]"), name("p"), name("p\nHolm"), name("d"),
+            name("paired"), name("n"), name("diff\n[95% CI]"), name("p"), name("p\nHolm"), name("effect"),
             name("P(better)")], rows)
         for line in caveats:
             console.print(f"(!) lost seeds: {escape(line)}")

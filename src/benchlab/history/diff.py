@@ -6,7 +6,8 @@ in a folder that holds several (a version id or its prefix, as ``versions/`` lis
 For every (task, config, metric) both sides have, the change ``after - before`` is compared with
 :func:`benchlab.stats.compare` (paired by seed where the shared seeds are most of each side's runs,
 unpaired on every run otherwise: :func:`benchlab.stats.compare.shared_seeds`), Holm's correction
-runs across the whole table, and the verdict is
+runs across the comparisons of each metric (one family per metric, as in ``benchlab analyze``),
+and the verdict is
 
 - ``regression``: the Holm-adjusted p-value is below alpha and the 95% CI of the change
   excludes 0 on the bad side of the metric's goal;
@@ -199,7 +200,12 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
         cmp = compare(np.array([b[s] for s in seeds_b]), np.array([a[s] for s in seeds_a]),
                       paired=paired, goal=goal, reps=reps, seed=seed + i, label="/".join(key))  # type: ignore[arg-type]
         raw.append((key, cmp, b, a, goal))
-    adjusted = holm([cmp.pvalue for _, cmp, _, _, _ in raw])
+    # One Holm family per metric, as in analyze and the report.
+    adjusted: list[float | None] = [None] * len(raw)
+    for met in dict.fromkeys(key[2] for key, *_ in raw):
+        idx = [i for i, (key, *_) in enumerate(raw) if key[2] == met]
+        for i, p in zip(idx, holm([raw[i][1].pvalue for i in idx]), strict=True):
+            adjusted[i] = p
     changes = []
     for (key, cmp, b, a, goal), p_adj in zip(raw, adjusted, strict=True):
         # The same verdict as analyze and the report: the library's is_significant (a constant

@@ -149,8 +149,9 @@ def render_leaderboard(
         + (", linked to the run folder of its median seed" if score_links else "") + ". "
         "Status: ✅ solved (reaches the target), ⚠️ close "
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
-        + "❌ failed; the last column is the best config's status, and names the configs tied "
-        "with it (95% intervals overlapping, not distinguishable from it). "
+        + "❌ failed; the last column is the best config's status, and names the configs whose "
+        "95% interval overlaps its own (CI overlaps: not a test; overlapping intervals can still "
+        "differ significantly, as the report's comparisons say). "
         f"Where a config lost seeds the cell says how many completed of those planned "
         f"(failed seeds {how}, `--failed-as {failed_as}`), and every other score is over all "
         "its planned seeds; ✗ marks a config with no completed seed.",
@@ -177,7 +178,7 @@ def render_leaderboard(
         best = (row.best + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
         if row.tied:
-            best_text += "; tied with " + ", ".join(c + lost(row.task, c) for c in row.tied)
+            best_text += "; CI overlaps " + ", ".join(c + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {row.task} | {target} | " + " | ".join(cells) + f" | {best_text} |")
     if run_links:

@@ -302,12 +302,13 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
                 elif extra:
                     ci = "— (one seed)"
             # stats' rank: by mean (equal means share the lower rank), and 1 for a config whose
-            # CI overlaps the best one's, which is marked tied.
+            # CI overlaps the best one's. That is marked as what it is, an overlap of intervals:
+            # a pairwise test beside it may still separate the two ("tied" contradicted it).
             rank_shown = _rank(r["rank"])
             rows.append(
                 {
                     "rank": "—" if rank_shown is None else rank_shown,
-                    "tied": " (tied)" if r["tied"] else "",
+                    "tied": " (CI overlaps the best's)" if r["tied"] else "",
                     "config": r["config"] + (" (baseline)" if r["config"] == info.baseline else ""),
                     "flag": " ⚠" if extra and extra.high_variance else "",
                     "n": _seeds_cell(count, int(r["n"])),
@@ -381,7 +382,8 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
     # The verdict comes third, so it is on screen however wide the rest of the table is.
     lines = [
         "| task | candidate | verdict | mean diff [95% CI] | Holm p | seeds (baseline, candidate) "
-        "| design | test p | rank-test p | Cohen's d | Hedges' g | P(improvement) |",
+        "| design | test p | rank-test p | effect size (d_z paired, d unpaired) | Hedges' g "
+        "| P(improvement) |",
         "|---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for task in tasks:
@@ -411,10 +413,18 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
             lines.append(
                 f"| {task} | {r.candidate} | {verdict} | {diff} | {_p(r.p_holm)} | "
                 f"{seeds} | {design} | {test} | {rank_test} | "
-                f"{fmt(_clean(r.cohens_d), 3)} | {fmt(_clean(r.hedges_g), 3)} | "
+                f"{_effect(r.cohens_d, r.paired)} | {fmt(_clean(r.hedges_g), 3)} | "
                 f"{fmt(r.prob_improvement, 3)} |"
             )
     return lines
+
+
+def _effect(d: float | None, paired: bool) -> str:
+    """Cohen's d named for what it is: d_z = mean(diff)/sd(diff) on paired seeds, which is not
+    comparable with the unpaired d of pooled standard deviations."""
+    if d is None:
+        return "—"
+    return f"{'d_z' if paired else 'd'} = {fmt(_clean(d), 3)}"
 
 
 def _failed_as_text(data: ReportData) -> str:
@@ -757,8 +767,9 @@ def render_markdown(data: ReportData) -> str:
             "unless the evaluation reported its own standard error (marked s.e.: the normal "
             "interval value ± 1.96 s.e.; lm-eval standard error where lm-evaluation-harness "
             "computed it); ⚠ marks high variance "
-            "(std above 1% of |mean|); (tied) marks a config whose CI overlaps the best "
-            "one's: it shares rank 1"
+            "(std above 1% of |mean|); (CI overlaps the best's) marks a config whose 95% CI "
+            "overlaps the best one's: it shares rank 1, which is not a test (overlapping "
+            "intervals can still differ significantly; the comparisons below test them)"
         )
     legend += ("; seeds are completed/planned: failed seeds "
                + ("are excluded" if data.failed_as == "exclude" else "are scored as the worst value")

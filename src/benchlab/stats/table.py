@@ -3,7 +3,7 @@
 :func:`analyze` is what ``benchlab analyze``, ``benchlab compare`` and the
 report call: it validates the table, reduces learning curves to one number per
 run, describes and ranks every (task, config, metric), compares every candidate
-with the baseline (Holm-corrected across all comparisons), and aggregates the
+with the baseline (Holm-corrected across the comparisons of each metric), and aggregates the
 primary metric across tasks. Undefined numbers are ``None`` with a line in
 ``warnings``; nothing here prints or reads files. The result's types and its JSON
 are in :mod:`benchlab.stats.analysis`.
@@ -585,7 +585,15 @@ def _compare_all(
                     boot_cells.append((row, d))
     _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
                       "compare", warnings)
-    for row, p, floor in zip(out, holm(pvalues), floors, strict=True):
+    # One Holm family per metric: the comparisons of one metric across tasks and candidates.
+    # Secondary metrics (fps, memory) must not weaken the primary metric's verdicts, and the
+    # report, which analyses the primary metric alone, gives the same p-values.
+    adjusted: list[float | None] = [None] * len(out)
+    for met in dict.fromkeys(r.metric for r in out):
+        idx = [i for i, r in enumerate(out) if r.metric == met]
+        for i, p in zip(idx, holm([pvalues[i] for i in idx]), strict=True):
+            adjusted[i] = p
+    for row, p, floor in zip(out, adjusted, floors, strict=True):
         row.p_holm = p
         row.significant = is_significant(p, row.diff_ci_low, row.diff_ci_high, alpha, floor)
         where = f"{row.task} {row.metric} {row.candidate} vs {baseline}"
