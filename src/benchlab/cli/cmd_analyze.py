@@ -486,6 +486,9 @@ def power(
     summary: str = typer.Option("final", help=SUMMARY_HELP),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Two-sided significance level."),
     target: float = typer.Option(0.8, "--power", min=0.0, max=1.0, help="Wanted power."),
+    min_effect: float | None = typer.Option(None, "--min-effect", help="Smallest difference of "
+                                            "interest, in the metric's units: sizes the "
+                                            "experiment with the pilot's spread."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Paired seeds needed to detect an effect (given, or estimated from pilot runs)."""
@@ -505,16 +508,20 @@ def power(
             metric = metric or info.primary
             baseline = baseline or info.baseline
     report = power_analysis(effect, df, baseline, candidate, metric, summary, alpha, target,
-                            source=str(results))
+                            source=str(results), min_effect=min_effect)
     if as_json:
         print_json(report)
         return
     table = Table(title=f"Paired seeds for power {target:g} at alpha {alpha:g}",
                   title_justify="left")
-    for col in ("task", "effect d_z", "pilot pairs", "seeds needed"):
+    for col in ("task", "effect d_z", "95% CI of d_z", "pilot pairs", "seeds needed",
+                "at the CI's end nearest 0"):
         table.add_column(col)
     for row in report["rows"]:
-        table.add_row(_fmt(row["task"]), _fmt(row["effect"], 3), _fmt(row["pilot_pairs"]),
-                      _fmt(row["seeds"]))
+        table.add_row(_fmt(row["task"]), _fmt(row["effect"], 3),
+                      "–" if row["effect_ci_low"] is None
+                      else f"[{_fmt(row['effect_ci_low'], 3)}, {_fmt(row['effect_ci_high'], 3)}]",
+                      _fmt(row["pilot_pairs"]), _fmt(row["seeds"]),
+                      _fmt(row["seeds_conservative"]))
     console.print(table)
     _print_warnings(report["warnings"])
