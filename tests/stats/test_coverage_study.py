@@ -17,7 +17,9 @@ def _cells(text: str) -> dict[tuple[str, str, str], str]:
     out: dict[tuple[str, str, str], str] = {}
     header: list[str] = []
     for line in text.splitlines():
-        if line.startswith("| distribution |"):
+        if line.startswith("**"):  # a new table's title: the false-positive table is not parsed
+            header = []
+        elif line.startswith("| distribution |"):
             header = [c.strip() for c in line.strip("|").split("|")]
         elif line.startswith("| ") and header and not line.startswith("|---"):
             cols = [c.strip() for c in line.strip("|").split("|")]

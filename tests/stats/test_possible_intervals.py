@@ -63,3 +63,20 @@ def test_the_same_value_on_every_seed_is_zero_spread_not_a_point_interval():
     assert (row.ci_low, row.ci_high, row.boot_ci_low, row.boot_ci_high) == (None,) * 4
     assert any("t/a value: all 5 values are equal" in w and "not certainty" in w
                for w in out.warnings)
+
+
+def test_a_verdict_on_few_collapsing_seeds_carries_a_warning_and_one_on_normal_seeds_does_not():
+    # Two of five candidate seeds collapsed: the paired differences have a gap wider than half
+    # their range.
+    base = [-110.0, -104.0, -108.0, -103.0, -106.0]
+    cand = [-101.0, -480.0, -99.0, -476.0, -100.0]
+    out = analyze(_table({("acrobot", "a"): base, ("acrobot", "b"): cand}), baseline="a", reps=200)
+    assert any("acrobot value b vs a: the verdict rests on 5 seeds" in w and "look bimodal" in w
+               for w in out.warnings)
+    d = np.array(cand) - np.array(base)
+    gaps = np.diff(np.sort(d))
+    assert gaps.max() > 0.5 * np.ptp(d)  # by hand: the rule the warning states
+    steady = analyze(_table({("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49, 0.515],
+                             ("t", "b"): [0.53, 0.545, 0.54, 0.56, 0.52, 0.55]}),
+                     baseline="a", reps=200)
+    assert not any("rests on" in w for w in steady.warnings)

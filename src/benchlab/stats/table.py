@@ -558,6 +558,10 @@ def _compare_all(
             cmp = compare(b, c, paired, _goal_of(goal, met), 0 if batch else reps, confidence,
                           method, _seed(seed, "compare", task, met, baseline, cand), label)
             warnings += cmp.warnings
+            shape = shape_caveat(b, c, cmp.paired, cmp.t_pvalue if cmp.paired else cmp.welch_pvalue,
+                                 cmp.wilcoxon_pvalue if cmp.paired else cmp.mannwhitney_pvalue, alpha)
+            if shape is not None:
+                warnings.append(f"{label}: {shape}")
             pvalues.append(cmp.pvalue)
             floors.append(cmp.p_floor)
             row = ComparisonRow(
@@ -605,6 +609,60 @@ def _compare_all(
             warnings.append(f"{where}: no p-value; not counted in the Holm correction, no "
                             "verdict (significance is null)")
     return out
+
+
+#: Up to this many seeds a side, a verdict on skewed or bimodal values is flagged: there the
+#: t-test's false-positive rate was measured above alpha (docs/statistics.md, bench/coverage.py).
+FEW_SEEDS = 10
+
+
+def shape_caveat(baseline: np.ndarray, candidate: np.ndarray, paired: bool,
+                 t_pvalue: float | None, rank_pvalue: float | None, alpha: float) -> str | None:
+    """Why a verdict on few seeds may not hold its alpha, or None.
+
+    The t-test's alpha and the intervals' 95% were measured on normal data; with 10 seeds or
+    fewer, values that look strongly skewed (sample skewness above 1 in absolute value) or
+    bimodal (a gap between sorted values wider than half their range: some seeds collapsed)
+    are flagged, and so is a t-test that disagrees with the rank test of the same design.
+    ``baseline``/``candidate``: shape ``(n_b,)``, ``(n_c,)`` (aligned when ``paired``).
+    """
+    from scipy import stats as sps
+
+    b = np.asarray(baseline, dtype=float)
+    c = np.asarray(candidate, dtype=float)
+    if max(b.shape[0], c.shape[0]) > FEW_SEEDS:
+        return None
+    samples = [c - b] if paired else [b, c]
+    notes = []
+    for x in samples:
+        x = x[np.isfinite(x)]
+        if x.shape[0] < 4 or float(np.ptp(x)) == 0.0:
+            continue
+        xs = np.sort(x)
+        if float(np.max(np.diff(xs))) > 0.5 * float(np.ptp(xs)):
+            notes.append("look bimodal (a gap wider than half their range: some seeds collapsed?)")
+            break
+        g = float(sps.skew(x, bias=False))
+        if abs(g) > 1:
+            notes.append(f"look skewed (sample skewness {g:.2g})")
+            break
+    what = "the paired differences" if paired else "the values"
+    notes = [f"{what} {n}" for n in notes]
+    # A rank test that cannot reach alpha at this n (5 pairs: 2/2⁵ = 0.0625) always "disagrees"
+    # with a significant t-test: that says nothing about the data, so it is not flagged.
+    import math
+
+    floor = 2 / 2 ** b.shape[0] if paired else 2 / math.comb(b.shape[0] + c.shape[0], b.shape[0])
+    if (t_pvalue is not None and rank_pvalue is not None and floor < alpha
+            and (t_pvalue < alpha) != (rank_pvalue < alpha)):
+        notes.append(f"the t-test (p = {t_pvalue:.3g}) and the rank test (p = {rank_pvalue:.3g}) "
+                     f"disagree at alpha {alpha:g}")
+    if not notes:
+        return None
+    return (f"the verdict rests on {max(b.shape[0], c.shape[0])} seeds, and " + "; ".join(notes)
+            + ": the t-test's alpha and the 95% intervals were measured on normal data, and on "
+            "skewed or collapsing seeds at 5–10 seeds its false-positive rate was above alpha "
+            "(docs/statistics.md); more seeds would settle it")
 
 
 def _aggregate(
