@@ -80,3 +80,13 @@ def test_a_verdict_on_few_collapsing_seeds_carries_a_warning_and_one_on_normal_s
                              ("t", "b"): [0.53, 0.545, 0.54, 0.56, 0.52, 0.55]}),
                      baseline="a", reps=200)
     assert not any("rests on" in w for w in steady.warnings)
+
+
+def test_the_skewness_rule_is_scipys_bias_corrected_skewness():
+    from benchlab.stats.table import shape_caveat
+
+    skewed = np.array([1.0, 1.05, 1.1, 1.2, 1.4, 1.7, 2.2, 3.0])
+    assert np.diff(skewed).max() < 0.5 * np.ptp(skewed)  # no gap: not bimodal by the rule
+    assert sps.skew(skewed, bias=False) > 1
+    note = shape_caveat(np.zeros(8), skewed, True, None, None, 0.05)
+    assert note is not None and f"sample skewness {sps.skew(skewed, bias=False):.2g}" in note
