@@ -530,7 +530,12 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 "difference excludes 0; undetermined means no test can decide (a side has fewer "
                 "than two seeds, or a constant shift on too few seeds for the rank test). "
                 "Seeds are completed/planned. P(improvement) is the probability that a run of "
-                "the candidate beats one of the baseline.",
+                "the candidate beats one of the baseline."
+                + (" **Seeds were added until decided (`run --until-decided`): these p-values and "
+                   "intervals are fixed-sample ones, which ignore that adaptive stopping and "
+                   "overstate the evidence; the decision that accounts for it is the sequential "
+                   "test's, in the header.**" if data.sequential and data.sequential.get("pairs")
+                   else ""),
                 "",
                 _failed_as_text(data),
                 "",
