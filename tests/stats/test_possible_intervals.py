@@ -90,3 +90,27 @@ def test_the_skewness_rule_is_scipys_bias_corrected_skewness():
     assert sps.skew(skewed, bias=False) > 1
     note = shape_caveat(np.zeros(8), skewed, True, None, None, 0.05)
     assert note is not None and f"sample skewness {sps.skew(skewed, bias=False):.2g}" in note
+
+
+def test_a_per_task_range_bounds_every_interval_of_that_task_and_the_aggregate():
+    # Returns of task "acrobot" lie in [-500, 0]; task "cartpole" has no declared range.
+    a = [-483.0, -480.0, -103.0, -475.0, -110.0]
+    b = [-105.0, -104.0, -480.0, -103.0, -101.0]
+    df = _table({("acrobot", "a"): a, ("acrobot", "b"): b,
+                 ("cartpole", "a"): [10.0, 12.0, 11.0, 40.0, 9.0],
+                 ("cartpole", "b"): [30.0, 31.0, 29.0, 5.0, 33.0]})
+    out = analyze_seeds(df[df["task"] == "acrobot"], baseline="a", reps=2_000,
+                        ranges={"acrobot/value": (-500.0, 0.0)})
+    for row in out.summary:
+        for x in (row.ci_low, row.ci_high, row.boot_ci_low, row.boot_ci_high):
+            assert x is None or -500.0 <= x <= 0.0
+        assert row.ci_method is not None and "cut at the range [-500, 0]" in row.ci_method
+    (cmp,) = out.comparisons
+    for x in (cmp.diff_ci_low, cmp.diff_ci_high, cmp.diff_boot_ci_low, cmp.diff_boot_ci_high):
+        assert x is None or -500.0 <= x <= 500.0
+    for agg in out.aggregate:
+        e = agg.mean
+        assert e.ci_low is None or -500.0 <= e.ci_low <= e.ci_high <= 0.0
+    both = analyze_seeds(df, baseline="a", reps=500, ranges={"acrobot/value": (-500.0, 0.0)})
+    cart = both.summary_of("cartpole", "a", "value")
+    assert cart is not None and cart.ci_method is not None and "cut" not in cart.ci_method

@@ -232,8 +232,8 @@ FAILED_AS_HELP = ("Failed seeds (NaN values, failed runs): exclude (judge on the
                   "with a caveat) or worst (score them as the worst value).")
 
 
-RANGE_HELP = ("Values a metric can take, METRIC=LOW,HIGH (or LOW,HIGH for every metric); "
-              "its intervals are cut there. Repeatable.")
+RANGE_HELP = ("Values a metric can take, METRIC=LOW,HIGH (or LOW,HIGH for every metric, or "
+              "TASK/METRIC=LOW,HIGH for one task); its intervals are cut there. Repeatable.")
 
 
 def _ranges(values: list[str] | None, table: pd.DataFrame | RunValues) -> dict[str, tuple[float, float]]:

@@ -207,6 +207,13 @@ def _runs_ok(table: pd.DataFrame) -> pd.Series:
     return ok
 
 
+def range_of(ranges: Mapping[str, tuple[float, float]], task: str, metric: str
+             ) -> tuple[float, float] | None:
+    """The values ``metric`` can take on ``task``: a per-task range (key ``"TASK/METRIC"``)
+    wins over the metric's (key ``"METRIC"``); None when neither is declared."""
+    return ranges.get(f"{task}/{metric}", ranges.get(metric))
+
+
 def _worst_values(
     table: pd.DataFrame,
     goal: str | Mapping[str, str],
@@ -216,14 +223,16 @@ def _worst_values(
     good = table[np.isfinite(table["value"].to_numpy(dtype=float))]
     for (task, metric), g in good.groupby(["task", "metric"], sort=False):
         up = _goal(goal, metric) == "max"
-        if metric in ranges:
-            out[(task, metric)] = float(ranges[metric][0] if up else ranges[metric][1])
+        bounds = range_of(ranges, task, metric)
+        if bounds is not None:
+            out[(task, metric)] = float(bounds[0] if up else bounds[1])
         else:
             out[(task, metric)] = float(g["value"].min() if up else g["value"].max())
     for task, metric in dict.fromkeys(zip(table["task"], table["metric"], strict=True)):
-        if (task, metric) not in out and metric in ranges:
+        bounds = range_of(ranges, task, metric)
+        if (task, metric) not in out and bounds is not None:
             up = _goal(goal, metric) == "max"
-            out[(task, metric)] = float(ranges[metric][0] if up else ranges[metric][1])
+            out[(task, metric)] = float(bounds[0] if up else bounds[1])
     return out
 
 
@@ -327,7 +336,9 @@ def analyze_seeds(
         failed_as: ``"exclude"`` (default) or ``"worst"``.
         planned: ``{(task, config): seeds}`` meant to run; default: every seed seen on a task.
         failed_runs: ``(task, config, seed)`` of failed runs (not in ``df``).
-        ranges: ``{metric: (low, high)}`` of bounded metrics.
+        ranges: ``{metric: (low, high)}`` of bounded metrics; a key ``"TASK/METRIC"`` gives one
+            task its own range (:func:`range_of`), which bounds every interval of that task,
+            and the across-task intervals through it.
 
     Returns:
         ``analyze``'s :class:`~benchlab.stats.analysis.Analysis` with ``failed_as`` and
@@ -388,11 +399,14 @@ def _bound_aggregates(result: Analysis, ranges: Mapping[str, tuple[float, float]
     highest score any task can reach once normalised; the optimality gap, 1 - mean(min(s, 1)),
     between 1 - min(top, 1) and 1 - min(bottom, 1)."""
     norm = result.normalization
-    if norm is None or norm.metric is None or norm.metric not in ranges or not norm.tasks:
+    if norm is None or norm.metric is None or not norm.tasks:
         return
-    low, high = ranges[norm.metric]
     ends = []
-    for t in norm.tasks.values():
+    for task, t in norm.tasks.items():
+        bounds = range_of(ranges, task, norm.metric)
+        if bounds is None:  # a task without a declared range bounds nothing
+            return
+        low, high = bounds
         span = t.high - t.low
         a, b = (low - t.low) / span, (high - t.low) / span
         ends.append((min(a, b), max(a, b)))
@@ -465,7 +479,7 @@ def _annotate_summary(result: Analysis, acc: Accounting,
     named = result.methods.ci if result.methods is not None else ""
     for r in rows:
         own = acc.counts.get((r.task, r.config, r.metric))
-        bounds = ranges.get(r.metric)
+        bounds = range_of(ranges, r.task, r.metric)
         method = T_METHOD if named in ("", "student-t") else named
         if bounds is not None:
             r.ci_low, r.ci_high = bound_interval(r.ci_low, r.ci_high, bounds)
@@ -497,7 +511,7 @@ def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | Non
             rows.append(ComparisonRow(task=task, metric=metric, baseline=baseline,
                                       candidate=config, paired=False, n=0))
     for r in rows:
-        bounds = ranges.get(r.metric)
+        bounds = range_of(ranges, r.task, r.metric)
         if bounds is not None:
             # c̄ - b̄ of values in [low, high] lies in [low - high, high - low].
             span = (bounds[0] - bounds[1], bounds[1] - bounds[0])
@@ -514,4 +528,4 @@ def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | Non
 
 
 __all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "analyze_seeds",
-           "bound_interval", "count_seeds"]
+           "bound_interval", "count_seeds", "range_of"]
