@@ -142,6 +142,7 @@ def judge(finals: pd.DataFrame, plan: dict[str, Any], goals: dict[str, str], con
     import numpy as np
 
     from benchlab.stats import compare, holm, is_significant, reduce_runs, validate_table
+    from benchlab.stats.compare import shared_seeds
 
     table = finals[finals["metric"] == plan["metric"]]
     if table.empty:
@@ -159,8 +160,7 @@ def judge(finals: pd.DataFrame, plan: dict[str, Any], goals: dict[str, str], con
             base, cand = by.get((task, b)), by.get((task, c))
             if not base or not cand:
                 continue
-            common = sorted(base.keys() & cand.keys())
-            paired = len(common) >= 2
+            paired, common = shared_seeds(sorted(base), sorted(cand))
             xb = np.array([base[s] for s in common] if paired else list(base.values()))
             xc = np.array([cand[s] for s in common] if paired else list(cand.values()))
             cmp = compare(xb, xc, paired, goal, reps, 0.95, "studentized", seed,  # type: ignore[arg-type]

@@ -113,6 +113,8 @@ def test_until_decided_adds_seeds_only_where_the_comparison_is_open(make_bench) 
     assert bench.cli("report", str(bench.results)).returncode == 0
     header = (bench.results / "BENCHMARK_REPORT.md").read_text()
     assert "**Seeds per config:** base 12/12, far 4/4, same 12/12 (seeds 0–11; seeds added until decided)" in header
+    # The comparisons' fixed-sample p-values say that they ignore the adaptive stopping.
+    assert "these p-values and intervals are fixed-sample ones, which ignore that adaptive stopping" in header
 
 
 def test_an_equivalence_margin_stops_a_pair_that_is_clearly_within_it(make_bench) -> None:

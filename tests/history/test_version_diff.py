@@ -78,11 +78,14 @@ def test_planted_regression_is_caught_and_fails_the_gate(versions):
     assert change["p_value"] == pytest.approx(sps.ttest_rel(list(after.values()), list(before.values())).pvalue
                                               if list(after) == list(before) else
                                               sps.ttest_1samp(d, 0).pvalue)
-    # Holm across the table, as statsmodels computes it over the defined p-values.
-    defined = [(i, c["p_value"]) for i, c in enumerate(data["changes"]) if c["p_value"] is not None]
-    expected = multipletests([p for _, p in defined], method="holm")[1]
-    for (i, _), p in zip(defined, expected, strict=True):
-        assert data["changes"][i]["p_holm"] == pytest.approx(p)
+    # Holm per metric (one family per metric, as analyze), as statsmodels computes it over the
+    # defined p-values of each metric.
+    for metric in ("score", "loss"):
+        defined = [(i, c["p_value"]) for i, c in enumerate(data["changes"])
+                   if c["p_value"] is not None and c["metric"] == metric]
+        expected = multipletests([p for _, p in defined], method="holm")[1]
+        for (i, _), p in zip(defined, expected, strict=True):
+            assert data["changes"][i]["p_holm"] == pytest.approx(p)
     # What changed: the commit range with git's own --stat, nothing else.
     commits = _git(root, "log", "--format=%H").split()
     assert data["code"][0] == f"commits: {commits[1][:10]}..{commits[0][:10]}"
@@ -152,9 +155,10 @@ def test_history_doc_shows_this_diff(versions):
         assert _masked(line) in real, line
 
 
-def test_a_constant_shift_on_every_seed_is_undetermined_never_no_change(versions):
-    """Every seed's loss grows by the same 0.25: the paired differences have no spread, so no
-    interval or p-value exists. The diff must not call that "no detectable change"."""
+def test_a_constant_shift_on_five_seeds_is_undetermined_never_no_change(versions):
+    """Every seed's loss grows by the same 0.25: the paired differences have no spread, so the
+    t-test is undefined; the Wilcoxon signed-rank test is not, but with 5 seeds its smallest p is
+    2/2⁵ = 0.0625, above alpha. The diff must not call that "no detectable change"."""
     root = versions
     train, spec = root / "train.py", root / "benchlab.yaml"
     kept = train.read_text(), spec.read_text()  # other tests of the module change both
@@ -174,8 +178,10 @@ def test_a_constant_shift_on_every_seed_is_undetermined_never_no_change(versions
         before, after = _scores(root / "v1", c["task"], c["config"]), _scores(root / "shifted", c["task"], c["config"])
         d = np.array([after[s] - before[s] for s in sorted(before)])
         assert d == pytest.approx(np.full(len(d), -0.25))  # the same shift on every seed
-        assert c["verdict"] == "undetermined" and c["p_value"] is None and c["p_holm"] is None, c
-        assert any("all paired differences equal" in w for w in c["warnings"]), c["warnings"]
+        assert c["verdict"] == "undetermined", c
+        assert c["p_value"] == pytest.approx(sps.binomtest(5, 5).pvalue), c  # 5 of 5 one way
+        assert any("all 5 paired differences equal" in w for w in c["warnings"]), c["warnings"]
+        assert any("too few seeds to decide" in w for w in c["warnings"]), c["warnings"]
     assert data["counts"] == {"regression": 0, "improvement": 0, "no detectable change": 0,
                               "undetermined": len(data["changes"])}
     md = run_cli("diff", "v1", "shifted", "-m", "score", cwd=root, check=True).stdout

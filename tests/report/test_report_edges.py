@@ -57,3 +57,10 @@ def test_report_before_any_run_completed_lists_the_suite_without_scores(tmp_path
     text = files.markdown.read_text()
     assert "No run has completed yet, so there is nothing to compare." in text
     assert "no completed run has a value of 'score' yet" in text
+
+
+def test_cv_caption_says_the_curve_is_the_closed_form_not_a_resampling(tmp_path: Path):
+    values = {("t", "a"): [0.5, 0.6, 0.55], ("t", "b"): [0.7, 0.8, 0.75]}
+    folder = build_store_world(tmp_path / "res", values, baseline="a")
+    text = write_report(folder, tmp_path / "rep").markdown.read_text()
+    assert "s / (√N · |mean|)" in text and "resampling each config's runs" not in text

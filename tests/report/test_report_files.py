@@ -66,7 +66,7 @@ def test_results_table_shows_hand_computed_mean_and_std(report: Path):
         mean, std = statistics.mean(vals), statistics.stdev(vals)
         label = config + (" (baseline)" if config == "a" else "")
         row = next(
-            r for r in _rows(t1, rank) + _rows(t1, rank + " (tied)") if r[1].startswith(label)
+            r for r in _rows(t1, rank) + _rows(t1, rank + " (CI overlaps the best's)") if r[1].startswith(label)
         )
         assert row[2] == "4/4"  # completed/planned seeds
         # Every number of the row to the decimals the CI's half-width supports.

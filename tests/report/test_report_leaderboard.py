@@ -76,22 +76,21 @@ def test_benchmarks_md_for_a_metric_to_minimise(tmp_path: Path):
     # Each score links to its median seed's run folder (this world's run ids are
     # task-config-seed); of two seeds, the worse for the goal: the higher loss, seed 1 for
     # x (1.0) and z (1.4); y's seeds are equal, and the first is taken.
-    # Ties, from the Student-t intervals: x is best (0.95) with 0.95 ± t(0.975, 1)·0.05 =
-    # 0.95 ± 12.706·0.05 = [0.315, 1.585], which holds y's point interval [1.2, 1.2] and
-    # overlaps z's [0.715, 1.985]: both are tied with x.
+    # Overlaps, from the Student-t intervals: x is best (0.95) with 0.95 ± t(0.975, 1)·0.05 =
+    # 0.95 ± 12.706·0.05 = [0.315, 1.585], which overlaps z's [0.715, 1.985]; y (1.2 twice)
+    # has zero observed spread and so no interval: ranked by its mean, never an overlap.
     assert _row(text, "m1") == [
         "m1",
         "1",
         "[0.950 ± 0.071](../res/runs/m1-x-1/) ✅",
         "[1.2 ± 0](../res/runs/m1-y-0/) ⚠️",
         "[1.350 ± 0.071](../res/runs/m1-z-1/) ❌",
-        "x ✅ solved; tied with y, z",
+        "x ✅ solved; CI overlaps z",
     ]
     # No target: scores only, the best config named without a status (std 1.41: 1 decimal).
-    # z (1, 1) is best with a point interval [1, 1]; x's 4 ± 12.706·1 = [-8.7, 16.7] holds it
-    # (tied), y's [2, 2] does not.
+    # z (1, 1) is best with zero observed spread: no interval, so nothing overlaps it.
     assert _row(text, "m2") == ["m2", "—", "[4.0 ± 1.4](../res/runs/m2-x-1/)", "[2 ± 0](../res/runs/m2-y-0/)",
-                                "[1 ± 0](../res/runs/m2-z-0/)", "z; tied with x"]
+                                "[1 ± 0](../res/runs/m2-z-0/)", "z"]
 
 
 def test_best_config_is_the_one_stats_ranks_first_and_its_ties_are_named(tmp_path: Path):
@@ -118,8 +117,8 @@ def test_best_config_is_the_one_stats_ranks_first_and_its_ties_are_named(tmp_pat
     folder = build_store_world(tmp_path / "res", values, targets={"tie": 0.5, "equal": None})
     write_report(folder, plots=False, html=False)
     text = (folder / "BENCHMARKS.md").read_text()
-    assert _row(text, "tie")[-1] == "a ✅ solved; tied with b"
-    assert _row(text, "equal")[-1] == "b; tied with c"
+    assert _row(text, "tie")[-1] == "a ✅ solved; CI overlaps b"
+    assert _row(text, "equal")[-1] == "b; CI overlaps c"
     # BENCHMARK_REPORT.md's summary names the same winner of "tie".
     report = (folder / "BENCHMARK_REPORT.md").read_text()
     assert "**a** has the best mean score on 1 of 2 tasks (tie)" in report
@@ -145,5 +144,5 @@ def test_a_config_that_lost_seeds_is_never_best_or_tied_without_saying_so():
     lost = {(t, "flaky"): SeedCount(t, "flaky", "acc", 4, 2, failed=(1, 3)) for t in ("up", "down")}
     text = render_leaderboard(desc, ["up", "down"], ["base", "flaky"], {"up": None, "down": None}, "max",
                               "acc", "lossy", seeds=lost)
-    assert _row(text, "up")[-1] == "flaky (2/4 seeds); tied with base"
-    assert _row(text, "down")[-1] == "base; tied with flaky (2/4 seeds)"
+    assert _row(text, "up")[-1] == "flaky (2/4 seeds); CI overlaps base"
+    assert _row(text, "down")[-1] == "base; CI overlaps flaky (2/4 seeds)"

@@ -91,15 +91,20 @@ def test_numbers_are_written_to_the_precision_their_spread_supports(tmp_path: Pa
         assert "e+0" not in text
 
 
-def test_configs_tied_with_the_best_all_read_rank_1(tmp_path: Path):
-    # Three overlapping configs and one far below: ranks 1, 1 (tied), 1 (tied), 4.
+def test_configs_whose_ci_overlaps_the_best_read_rank_1_and_are_not_called_tied(tmp_path: Path):
+    # Three overlapping configs and one far below: ranks 1, 1, 1, 4; an overlap of intervals
+    # is not a test, so it is labelled as what it is, never "tied".
     values = {("t", "a"): [0.50, 0.60, 0.55], ("t", "b"): [0.52, 0.58, 0.54],
               ("t", "c"): [0.51, 0.57, 0.53], ("t", "z"): [0.10, 0.11, 0.12]}
     folder = build_store_world(tmp_path / "res", values, baseline="z")
     files = write_report(folder, tmp_path / "rep", plots=False)
     rows = _rows(_section(files.markdown.read_text(), "### t"))[1:]
-    assert [r[0] for r in rows] == ["1", "1 (tied)", "1 (tied)", "4"]
-    assert "2 (tied)" not in files.markdown.read_text()
+    overlap = "1 (CI overlaps the best's)"
+    assert [r[0] for r in rows] == ["1", overlap, overlap, "4"]
+    assert "tied" not in files.markdown.read_text()
+    # Paired by seed, the effect size is d_z = mean(diff) / sd(diff), and is labelled so.
+    text = files.markdown.read_text()
+    assert "effect size (d_z paired, d unpaired)" in text and "| d_z = " in text
 
 
 def test_radar_needs_three_configs_and_says_what_one_means(tmp_path: Path):

@@ -1,4 +1,5 @@
 import inspect
+import json
 import warnings
 
 import numpy as np
@@ -54,11 +55,45 @@ def test_iqm_of_a_small_case_by_hand():
     assert iqm(s) == pytest.approx((2 + 3 + 4 + 5) / 4)
 
 
-def test_aggregates_ignore_nan_padding_of_shorter_tasks():
+def test_aggregates_ignore_nan_padding_and_weight_tasks_equally():
     s = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, np.nan]])
     assert mean_of_means(s) == pytest.approx((3.0 + 3.0) / 2)
-    assert optimality_gap(s, gamma=4.0) == pytest.approx(4 - np.mean([1, 3, 4, 2, 4]))
-    assert iqm(s) == pytest.approx(sps.trim_mean([1, 3, 5, 2, 4], 0.25))
+    # Per task, then over tasks: (mean(1, 3, 4) + mean(2, 4)) / 2, not the pooled mean of 5 runs.
+    assert optimality_gap(s, gamma=4.0) == pytest.approx(4 - (8 / 3 + 3) / 2)
+    # Each task's runs repeated to 6 (the common multiple of 3 and 2 runs), then trimmed.
+    repeated = [1, 1, 3, 3, 5, 5, 2, 2, 2, 4, 4, 4]
+    assert iqm(s) == pytest.approx(sps.trim_mean(repeated, 0.25))
+    assert iqm(s) == pytest.approx(3.0)  # by hand: the middle six are 2, 2, 3, 3, 4, 4
+
+
+def test_failed_seeds_on_a_hard_task_do_not_raise_the_iqm():
+    # A config that lost 3 of 4 seeds on its hard task, against one that completed them all:
+    # pooled with equal weight per run, its one surviving hard run was trimmed away and
+    # its IQM was that of the easy task alone (0.9).
+    lost = np.array([[0.88, 0.27], [0.9, np.nan], [0.92, np.nan], [0.9, np.nan]])
+    assert iqm(lost) == pytest.approx(sps.trim_mean([0.88, 0.9, 0.92, 0.9] + [0.27] * 4, 0.25))
+    assert iqm(lost) == pytest.approx((0.88 + 0.9 + 0.27 * 2) / 4)  # the middle four by hand
+    assert optimality_gap(lost) == pytest.approx(1 - (0.9 + 0.27) / 2)
+    value, low, high = aggregate(lost, reps=2_000, seed=1, method="percentile")["iqm"]
+    assert value == pytest.approx(0.58)
+    assert low < 0.6 and high < 0.75  # the pooled IQM (0.9) is far outside
+    # With the default method a task of one run leaves no interval at all (below).
+    assert np.isnan(aggregate(lost, reps=200, seed=1)["iqm"][1:]).all()
+
+
+@pytest.mark.parametrize(("tasks", "runs"), [(1, 2), (1, 3), (1, 4), (2, 2), (5, 1), (5, 2), (3, 3), (2, 3)])
+def test_no_across_task_interval_where_none_covers_95_percent(tasks, runs):
+    # bench/coverage.py: these layouts covered 0% (one run: zero width) to 92.9% on normal scores.
+    scores = np.random.default_rng(tasks * 10 + runs).normal(0.6, 0.2, (runs, tasks))
+    for name, (value, low, high) in aggregate(scores, reps=300).items():
+        assert np.isfinite(value) and np.isnan(low) and np.isnan(high), name
+
+
+@pytest.mark.parametrize(("tasks", "runs"), [(1, 5), (5, 3), (2, 4), (4, 3)])
+def test_across_task_intervals_from_the_layouts_where_they_cover(tasks, runs):
+    scores = np.random.default_rng(tasks * 10 + runs).normal(0.6, 0.2, (runs, tasks))
+    for name, (value, low, high) in aggregate(scores, reps=300).items():
+        assert low < value < high, name
 
 
 def test_normalize_maps_references_to_zero_and_one_for_either_goal():
@@ -159,3 +194,31 @@ def test_the_expanded_interval_is_wider_than_the_percentile_one_by_the_small_n_f
     plain = aggregate(SCORES[:5], reps=4_000, seed=2, method="percentile")["mean"]
     wide = aggregate(SCORES[:5], reps=4_000, seed=2)["mean"]
     assert wide[1] < plain[1] and wide[2] > plain[2]
+
+
+def test_aggregate_names_excluded_failed_seeds_with_the_worst_case_figure_beside_it():
+    import pandas as pd
+
+    from benchlab.stats.accounting import analyze_seeds
+
+    rows = []
+    for s in range(4):
+        rows += [("easy", "base", s, 0.60 + 0.01 * s), ("easy", "cand", s, [0.88, 0.9, 0.92, 0.9][s]),
+                 ("hard", "base", s, 0.60 + 0.01 * s),
+                 ("hard", "cand", s, 0.27 if s == 0 else float("nan"))]
+    df = pd.DataFrame(rows, columns=["task", "config", "seed", "value"])
+    result = analyze_seeds(df, baseline="base", reps=500, ranges={"value": (0.0, 1.0)})
+    cand = next(a for a in result.aggregate if a.config == "cand")
+    base = next(a for a in result.aggregate if a.config == "base")
+    assert cand.failed_excluded == 3 and base.failed_excluded is None
+    # Worst = the range's low end, 0: hard task mean (0.27 + 0 + 0 + 0) / 4; easy mean 0.9.
+    assert cand.failed_as_worst is not None
+    assert cand.failed_as_worst["mean"] == pytest.approx((0.9 + 0.0675) / 2)
+    easy, hard = [0.88, 0.9, 0.92, 0.9], [0.27, 0.0, 0.0, 0.0]
+    assert cand.failed_as_worst["iqm"] == pytest.approx(sps.trim_mean(easy + hard, 0.25))
+    assert cand.mean.value == pytest.approx((0.9 + 0.27) / 2)
+    assert any("cand: 3 failed seed(s) excluded" in w and "--failed-as worst" in w
+               for w in result.warnings)
+    out = json.loads(result.to_json())["aggregate"]
+    assert out[1]["failed_seeds_excluded"] == 3
+    assert out[1]["mean_failed_as_worst"] == pytest.approx((0.9 + 0.0675) / 2)

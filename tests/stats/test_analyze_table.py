@@ -93,12 +93,12 @@ def test_single_seed_nan_and_zero_variance_give_nulls_and_warnings_not_crashes()
     out = analyze(table, baseline="base", reps=500)
     rows = {(r.task, r.config): r for r in out.summary}
     assert rows[("a", "base")].std is None and rows[("a", "base")].ci_low is None
-    assert rows[("b", "base")].std == 0.0
+    assert rows[("b", "base")].std == 0.0 and rows[("b", "base")].ci_low is None
     assert rows[("b", "new")].n == 2
     comps = {c.task: c for c in out.comparisons}
     assert comps["a"].t_pvalue is None and comps["a"].significant is None
     text = "\n".join(out.warnings)
-    assert "n=1" in text and "NaN" in text and "zero variance" in text
+    assert "n=1" in text and "NaN" in text and "zero observed spread" in text
 
 
 def test_several_metrics_each_get_a_goal_and_the_first_is_aggregated():
@@ -188,3 +188,27 @@ def test_an_empty_metric_cell_is_an_error_naming_the_row():
     table.loc[2, "metric"] = np.nan
     with pytest.raises(DataError, match="scores.csv: column 'metric' is empty in row 3"):
         validate_table(table, "scores.csv")
+
+
+def test_secondary_metrics_do_not_enter_the_primary_metrics_holm_family():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(8)
+    rows = []
+    for task in ("a", "b"):
+        base = rng.normal(0.5, 0.05, 8)
+        for config, shift in (("base", 0.0), ("new", 0.08)):
+            score = base + shift + rng.normal(0, 0.02, 8)
+            fps = rng.normal(100, 5, 8)
+            rows += [(task, config, s, "score", v) for s, v in enumerate(score)]
+            rows += [(task, config, s, "fps", v) for s, v in enumerate(fps)]
+    df = pd.DataFrame(rows, columns=["task", "config", "seed", "metric", "value"])
+    both = analyze(df, baseline="base", reps=200)
+    alone = analyze(df[df["metric"] == "score"], baseline="base", reps=200)
+    for metric in ("score", "fps"):
+        mine = [c for c in both.comparisons if c.metric == metric]
+        expected = multipletests([c.pvalue for c in mine], method="holm")[1]
+        assert [c.p_holm for c in mine] == pytest.approx(list(expected))
+    # The same p-values whether or not the secondary metric is in the table (as in the report).
+    assert [c.p_holm for c in both.comparisons if c.metric == "score"] == pytest.approx(
+        [c.p_holm for c in alone.comparisons])

@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -5,6 +7,7 @@ from scipy import stats as sps
 from benchlab.stats import (
     cohens_d,
     compare,
+    describe,
     hedges_g,
     holm,
     is_significant,
@@ -12,6 +15,7 @@ from benchlab.stats import (
     probability_of_improvement,
     welch_pvalue,
 )
+from benchlab.stats.compare import shared_seeds
 
 RNG = np.random.default_rng(12)
 BASE = RNG.normal(0.70, 0.05, size=10)
@@ -88,14 +92,55 @@ def test_goal_min_keeps_raw_difference_but_flips_improvement():
         np.mean(c[:, None] < b[None, :]) + 0.5 * np.mean(c[:, None] == b[None, :]))
 
 
-def test_all_equal_paired_differences_give_nulls_and_a_warning():
+def test_all_equal_paired_differences_leave_the_rank_test_which_cannot_decide_on_three_seeds():
     b = np.array([1.0, 2.0, 3.0])
     r = compare(b, b + 0.5, paired=True, reps=500, label="t m")
-    assert r.t_pvalue is None and r.wilcoxon_pvalue is None
+    assert r.t_pvalue is None
     assert r.cohens_d is None and r.hedges_g is None
+    # 3 of 3 seeds one way: the signed-rank (and sign) test's smallest p, 2/2³.
+    assert r.wilcoxon_pvalue == pytest.approx(sps.binomtest(3, 3).pvalue) == 0.25
+    assert r.pvalue == r.wilcoxon_pvalue and r.test == "Wilcoxon signed-rank" and r.p_floor == 0.25
     assert r.mean_diff == pytest.approx(0.5)
     assert (r.diff_ci_low, r.diff_ci_high) == (pytest.approx(0.5), pytest.approx(0.5))
-    assert any("all paired differences equal 0.5" in w for w in r.warnings)
+    assert any("all 3 paired differences equal 0.5" in w for w in r.warnings)
+    assert is_significant(r.pvalue, r.diff_ci_low, r.diff_ci_high, 0.05, r.p_floor) is None
+
+
+def test_a_constant_shift_on_eight_seeds_is_decided_by_the_signed_rank_test():
+    # An integer metric that loses exactly 3 on every seed (a deterministic evaluation).
+    b = np.array([10.0, 11, 12, 13, 14, 15, 16, 17])
+    r = compare(b, b - 3, paired=True, reps=500)
+    assert r.t_pvalue is None and r.cohens_d is None
+    assert r.pvalue == pytest.approx(sps.binomtest(8, 8).pvalue)  # 2/2⁸ = 0.0078
+    assert r.pvalue == pytest.approx(sps.wilcoxon(b - 3 - b).pvalue)
+    assert is_significant(r.pvalue, r.diff_ci_low, r.diff_ci_high, 0.05, r.p_floor) is True
+
+
+def test_two_constant_sides_are_decided_by_mann_whitney_when_unpaired():
+    r = compare(np.full(8, 10.0), np.full(8, 7.0), paired=False, reps=0)
+    assert r.welch_pvalue is None
+    # Complete separation of 8 and 8 values: 2 / C(16, 8).
+    assert r.pvalue == pytest.approx(2 / math.comb(16, 8))
+    assert r.test == "Mann-Whitney U"
+    assert is_significant(r.pvalue, r.diff_ci_low, r.diff_ci_high, 0.05, r.p_floor) is True
+
+
+def test_identical_values_on_both_sides_are_no_change_not_undetermined():
+    b = np.array([0.5, 0.7, 0.6, 0.9])
+    r = compare(b, b.copy(), paired=True, reps=200)
+    assert r.pvalue is None and (r.diff_ci_low, r.diff_ci_high) == (0.0, 0.0)
+    assert is_significant(r.pvalue, r.diff_ci_low, r.diff_ci_high, 0.05, r.p_floor) is False
+
+
+def test_large_values_with_a_real_spread_are_not_all_equal():
+    # 1e12 + N(0, 0.68): a spread of 0.68 is thousands of units in the last place of 1e12.
+    rng = np.random.default_rng(1)
+    b = 1e12 + rng.normal(0, 0.68, 8)
+    c = 1e12 + 1 + rng.normal(0, 0.68, 8)
+    r = compare(b, c, paired=True, reps=0)
+    assert r.t_pvalue == pytest.approx(sps.ttest_rel(c, b).pvalue, rel=1e-6)
+    assert r.welch_pvalue == pytest.approx(sps.ttest_ind(c, b, equal_var=False).pvalue, rel=1e-6)
+    assert describe(b, reps=0).std == pytest.approx(np.std(b, ddof=1))
 
 
 def test_identical_constant_samples_give_null_tests():
@@ -134,3 +179,33 @@ def test_significant_needs_adjusted_p_and_an_interval_excluding_zero():
     assert is_significant(0.2, 0.1, 0.3) is False
     assert is_significant(0.01, -0.3, -0.1) is True
     assert is_significant(None, 0.1, 0.3) is None
+
+
+def test_pairs_only_when_the_shared_seeds_are_most_of_each_sides_runs():
+    assert shared_seeds(range(10), [0, 1, *range(10, 18)]) == (False, [0, 1])
+    assert shared_seeds(range(5), [0, 1, 2, 3]) == (True, [0, 1, 2, 3])
+    assert shared_seeds(range(4), [0, 1, 7, 8]) == (False, [0, 1])  # half is not most
+    assert shared_seeds([0, 1], [0, 1]) == (True, [0, 1])
+    assert shared_seeds([0], [0]) == (False, [0])
+
+
+def test_a_few_shared_seeds_do_not_throw_away_most_runs():
+    # Baseline seeds 0-9, candidate seeds 0, 1 and 10-17: two shared seeds of ten a side.
+    import pandas as pd
+
+    from benchlab.stats import analyze
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(0.5, 0.05, 10)
+    cand = rng.normal(0.6, 0.05, 10)
+    cand_seeds = [0, 1, *range(10, 18)]
+    df = pd.DataFrame([("t", "base", s, v) for s, v in enumerate(base)]
+                      + [("t", "cand", s, v) for s, v in zip(cand_seeds, cand, strict=True)],
+                      columns=["task", "config", "seed", "value"])
+    out = analyze(df, baseline="base", reps=500)
+    (row,) = out.comparisons
+    assert row.paired is False and row.n == 20
+    assert row.pvalue == pytest.approx(sps.ttest_ind(cand, base, equal_var=False).pvalue)
+    assert row.significant is True
+    assert any("only 2 of the baseline's 10 and the candidate's 10 seeds are shared" in w
+               for w in out.warnings)

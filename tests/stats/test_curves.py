@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 
 from benchlab.stats import align, common_grid, summarize
@@ -50,3 +51,45 @@ def test_curves_on_different_steps_align_by_linear_interpolation():
     assert values[1] == pytest.approx([10.0, 15.0, 20.0, 25.0])
     _, on_given = align([a], grid=np.array([2.0, 12.0]))
     assert on_given[0] == pytest.approx([0.2, 1.2])
+
+
+def _curve_table(rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["task", "config", "seed", "metric", "step", "value"])
+
+
+def test_a_run_logging_a_step_twice_keeps_the_last_written_point_whatever_the_row_order():
+    from benchlab.stats import reduce_runs, validate_table
+
+    # Run A/s0 was resumed after step 2 and logged steps 1 and 2 again; B/s0 is a plain run.
+    a = [("t", "A", 0, "m", 0, 0.0), ("t", "A", 0, "m", 1, 1.0), ("t", "A", 0, "m", 2, 1.0),
+         ("t", "A", 0, "m", 1, 0.5), ("t", "A", 0, "m", 2, 0.5)]
+    b = [("t", "B", 0, "m", 2, 0.2), ("t", "B", 0, "m", 0, 0.0), ("t", "B", 0, "m", 1, 0.1)]
+    interleaved = [b[0], a[0], a[1], b[1], a[2], a[3], b[2], a[4]]  # the same write order per run
+    for rows in (a + b, b + a, interleaved):
+        final, notes = reduce_runs(validate_table(_curve_table(rows)), "final")
+        auc, _ = reduce_runs(validate_table(_curve_table(rows)), "auc")
+        value = dict(zip(final["config"], final["value"], strict=True))
+        area = dict(zip(auc["config"], auc["value"], strict=True))
+        assert value["A"] == 0.5  # the last written value of step 2
+        # Trapezoids over (0, 0), (1, 0.5), (2, 0.5), divided by the 2 steps: (0.25 + 0.5) / 2.
+        assert area["A"] == pytest.approx(0.375)
+        assert area["B"] == pytest.approx((0.05 + 0.15) / 2)
+        assert any("2 duplicate curve point(s)" in n and "t/A/s0 m" in n and "last written" in n
+                   for n in notes)
+
+
+def test_a_curve_cut_short_is_named_with_both_choices_under_the_final_summary():
+    from benchlab.stats import analyze
+
+    rows = []
+    for seed in range(5):
+        for config, offset in (("A", 0.0), ("B", 0.1)):
+            last = 30 if (config, seed) == ("B", 0) else 100
+            rows += [("t", config, seed, "m", step, step / 100 + offset + seed / 100)
+                     for step in range(0, last + 1, 10)]
+    out = analyze(_curve_table(rows), baseline="A", reps=200)
+    (note,) = [w for w in out.warnings if "stopped before step 100" in w]
+    assert "B/s0 (last step 30)" in note and "--align own" in note and "--align common" in note
+    common = analyze(_curve_table(rows), baseline="A", reps=200, align="common")
+    (row,) = common.comparisons
+    assert row.mean_diff == pytest.approx(0.1)  # B is +0.1 at every step of every seed

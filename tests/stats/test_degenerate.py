@@ -42,7 +42,7 @@ def _offset() -> tuple[np.ndarray, np.ndarray]:
     return b, c
 
 
-def test_a_constant_offset_gives_no_t_test_no_effect_size_and_no_verdict(tmp_path):
+def test_a_constant_offset_on_five_seeds_gives_no_t_test_no_effect_size_and_no_verdict(tmp_path):
     (tmp_path / "scores.csv").write_text(OFFSET_CSV)
     res = run_cli("analyze", "scores.csv", "--baseline", "base", "--reps", "500", "--json",
                   cwd=tmp_path)
@@ -50,11 +50,14 @@ def test_a_constant_offset_gives_no_t_test_no_effect_size_and_no_verdict(tmp_pat
     out = json.loads(res.stdout)
     row = out["comparisons"][0]
     assert row["mean_diff"] == pytest.approx(0.1)
-    assert row["t_pvalue"] is None and row["wilcoxon_pvalue"] is None
+    assert row["t_pvalue"] is None
+    # The signed-rank test stands, but 5 of 5 seeds one way is p = 2/2⁵ = 0.0625 at best.
+    assert row["wilcoxon_pvalue"] == pytest.approx(0.0625)
     assert row["cohens_d"] is None and row["hedges_g"] is None
     assert row["significant"] is None
-    assert any("cartpole value plus vs base: all paired differences equal 0.1 (up to rounding)"
+    assert any("cartpole value plus vs base: all 5 paired differences equal 0.1 (up to rounding)"
                in w for w in out["warnings"])
+    assert any("too few seeds to decide" in w for w in out["warnings"])
 
 
 def test_the_functions_themselves_treat_float_noise_as_zero_spread():
@@ -73,9 +76,10 @@ def test_the_functions_themselves_treat_float_noise_as_zero_spread():
 def test_describe_reports_zero_variance_for_values_equal_up_to_rounding():
     x = np.array([0.1 + 0.2, 0.3, 0.3, 0.1 + 0.2, 0.3])
     d = describe(x, reps=200, label="digits/mlp acc")
-    assert d.std == 0.0 and (d.ci_low, d.ci_high) == (d.mean, d.mean)
+    assert d.std == 0.0 and (d.ci_low, d.ci_high) == (None, None)
     assert d.high_variance is False
-    assert any("digits/mlp acc: all 5 values are equal (up to rounding)" in w for w in d.warnings)
+    assert any("digits/mlp acc: all 5 values are equal (up to rounding): zero observed spread"
+               in w for w in d.warnings)
 
 
 def test_a_real_tiny_difference_is_not_mistaken_for_noise():

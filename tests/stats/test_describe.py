@@ -45,12 +45,13 @@ def test_single_seed_gives_nulls_and_a_warning():
     assert any("digits/mlp acc: n=1" in w for w in d.warnings)
 
 
-def test_zero_variance_gives_point_intervals_and_a_warning():
-    d = describe(np.full(4, 0.5))
+def test_zero_spread_is_stated_as_such_never_as_a_point_interval():
+    # The same value on every seed is not certainty: [0.9, 0.9] would claim 95% coverage.
+    d = describe(np.full(5, 0.9))
     assert (d.std, d.sem, d.ci_low, d.ci_high, d.boot_ci_low, d.boot_ci_high) == (
-        0.0, 0.0, 0.5, 0.5, 0.5, 0.5)
+        0.0, 0.0, None, None, None, None)
     assert d.high_variance is False
-    assert any("equal" in w for w in d.warnings)
+    assert any("zero observed spread, which is not certainty" in w for w in d.warnings)
 
 
 def test_nan_values_are_dropped_with_a_warning():

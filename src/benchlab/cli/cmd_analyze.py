@@ -147,12 +147,14 @@ def _print_report(report: Analysis, failed_as: str | None = None) -> None:
                 caveats.append(f"{c.task} {c.metric}: {c.seeds.caveat}")
             rows.append([c.task, c.metric, c.candidate, signif, seeds,
                          _fmt(c.paired), str(c.n), _ci(c.mean_diff, c.diff_ci_low, c.diff_ci_high),
-                         _fmt(c.pvalue, 3), _fmt(c.p_holm, 3), _fmt(c.cohens_d, 3),
+                         _fmt(c.pvalue, 3), _fmt(c.p_holm, 3),
+                         "–" if c.cohens_d is None
+                         else f"{'d_z' if c.paired else 'd'} {_fmt(c.cohens_d, 3)}",
                          _fmt(c.prob_improvement, 3)])
         print_table(console, f"Candidate vs baseline {base} (diff = candidate - baseline)", [
             name("task", numeric=False, key=True), name("metric", numeric=False, key=True),
             name("candidate", numeric=False, key=True), name("signif."), name("seeds\n(b, c)"),
-            name("paired"), name("n"), name("diff\n[95% CI]"), name("p"), name("p\nHolm"), name("d"),
+            name("paired"), name("n"), name("diff\n[95% CI]"), name("p"), name("p\nHolm"), name("effect"),
             name("P(better)")], rows)
         for line in caveats:
             console.print(f"(!) lost seeds: {escape(line)}")
@@ -237,8 +239,8 @@ LEVEL_HELP = ("What the comparison pairs: seeds (runs), questions (per-question 
               "when RESULTS holds per-question records and the configs have one seed each.")
 
 
-RANGE_HELP = ("Values a metric can take, METRIC=LOW,HIGH (or LOW,HIGH for every metric); "
-              "its intervals are cut there. Repeatable.")
+RANGE_HELP = ("Values a metric can take, METRIC=LOW,HIGH (or LOW,HIGH for every metric, or "
+              "TASK/METRIC=LOW,HIGH for one task); its intervals are cut there. Repeatable.")
 
 
 def _ranges(values: list[str] | None, table: pd.DataFrame | RunValues) -> dict[str, tuple[float, float]]:
@@ -536,6 +538,9 @@ def power(
     summary: str = typer.Option("final", help=SUMMARY_HELP),
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Two-sided significance level."),
     target: float = typer.Option(0.8, "--power", min=0.0, max=1.0, help="Wanted power."),
+    min_effect: float | None = typer.Option(None, "--min-effect", help="Smallest difference of "
+                                            "interest, in the metric's units: sizes the "
+                                            "experiment with the pilot's spread."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
     """Paired seeds needed to detect an effect (given, or estimated from pilot runs)."""
@@ -555,16 +560,20 @@ def power(
             metric = metric or info.primary
             baseline = baseline or info.baseline
     report = power_analysis(effect, df, baseline, candidate, metric, summary, alpha, target,
-                            source=str(results))
+                            source=str(results), min_effect=min_effect)
     if as_json:
         print_json(report)
         return
     table = Table(title=f"Paired seeds for power {target:g} at alpha {alpha:g}",
                   title_justify="left")
-    for col in ("task", "effect d_z", "pilot pairs", "seeds needed"):
+    for col in ("task", "effect d_z", "95% CI of d_z", "pilot pairs", "seeds needed",
+                "at the CI's end nearest 0"):
         table.add_column(col)
     for row in report["rows"]:
-        table.add_row(_fmt(row["task"]), _fmt(row["effect"], 3), _fmt(row["pilot_pairs"]),
-                      _fmt(row["seeds"]))
+        table.add_row(_fmt(row["task"]), _fmt(row["effect"], 3),
+                      "–" if row["effect_ci_low"] is None
+                      else f"[{_fmt(row['effect_ci_low'], 3)}, {_fmt(row['effect_ci_high'], 3)}]",
+                      _fmt(row["pilot_pairs"]), _fmt(row["seeds"]),
+                      _fmt(row["seeds_conservative"]))
     console.print(table)
     _print_warnings(report["warnings"])

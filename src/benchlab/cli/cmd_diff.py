@@ -29,7 +29,7 @@ def diff(
     summary: str = typer.Option("final", "--summary", help="How a learning curve becomes one value per run: "
                                 "final, auc, max or slope."),
     alpha: float = typer.Option(0.05, "--alpha", min=1e-6, max=0.5, help="Significance level, after Holm's "
-                                "correction across the table."),
+                                "correction across each metric's comparisons."),
     reps: int = typer.Option(2000, "--reps", min=0, help="Bootstrap resamples (0: none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
@@ -39,7 +39,7 @@ def diff(
                                             help="Exit 1 when a score regressed (for CI gates)."),
 ) -> None:
     """What changed between two versions of a benchmark (code, spec, packages, datasets) and which
-    scores moved, with 95% CIs: paired by seed where the seeds match, Holm across the table."""
+    scores moved, with 95% CIs: paired by seed where most seeds are shared, Holm per metric."""
     from benchlab.errors import DataError
     from benchlab.history.diff import UNDETERMINED, diff_results, read_side
     from benchlab.history.diff_text import CSV_COLUMNS, csv_rows, to_markdown

@@ -4,17 +4,23 @@ A side is a results folder, or ``FOLDER@VERSION``: the runs of one recorded benc
 in a folder that holds several (a version id or its prefix, as ``versions/`` lists them).
 
 For every (task, config, metric) both sides have, the change ``after - before`` is compared with
-:func:`benchlab.stats.compare` (paired by seed where both sides have the same seeds, unpaired
-otherwise), Holm's correction runs across the whole table, and the verdict is
+:func:`benchlab.stats.compare` (paired by seed where the shared seeds are most of each side's runs,
+unpaired on every run otherwise: :func:`benchlab.stats.compare.shared_seeds`), Holm's correction
+runs across the comparisons of each metric (one family per metric, as in ``benchlab analyze``),
+and the verdict is
 
 - ``regression``: the Holm-adjusted p-value is below alpha and the 95% CI of the change
   excludes 0 on the bad side of the metric's goal;
 - ``improvement``: the same on the good side;
 - ``no detectable change``: a change the statistics could judge whose CI includes 0 (or whose
   Holm-adjusted p-value is not below alpha);
-- ``undetermined``: a change the statistics cannot judge (fewer than two seeds on a side, every
-  paired difference equal, NaN): no CI, no p-value, and a note naming why. A constant shift on
-  every seed lands here, never under "no detectable change", which it is not.
+- ``undetermined``: a change the statistics cannot judge (fewer than two seeds on a side, NaN, or
+  too few seeds for the only valid test to reach alpha): a note names why.
+
+A constant shift on every seed (every paired difference the same, the t-test undefined) is decided
+by the Wilcoxon signed-rank test (8 of 8 seeds one way: p = 0.0078); identical scores on both sides
+are "no detectable change". The verdict is :func:`benchlab.stats.is_significant`'s, as in
+``benchlab analyze`` and the report.
 """
 
 from __future__ import annotations
@@ -167,6 +173,7 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
     import numpy as np
 
     from benchlab.stats import compare, holm, is_significant, reduce_runs, validate_table
+    from benchlab.stats.compare import shared_seeds
 
     runs = []
     notes: list[str] = []
@@ -186,23 +193,33 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
     for i, key in enumerate(shared):
         b, a = keyed[0][key], keyed[1][key]
         goal = after.goals.get(key[2]) or before.goals.get(key[2]) or "max"
-        paired = sorted(b) == sorted(a)
-        seeds_b, seeds_a = sorted(b), sorted(a)
-        cmp = compare(np.array([b[s] for s in seeds_b]), np.array([a[s] for s in (seeds_b if paired else seeds_a)]),
+        # The same pairing rule as analyze: paired on the shared seeds when they are most of
+        # each side's runs, else unpaired on every run.
+        paired, common = shared_seeds(sorted(b), sorted(a))
+        seeds_b, seeds_a = (common, common) if paired else (sorted(b), sorted(a))
+        cmp = compare(np.array([b[s] for s in seeds_b]), np.array([a[s] for s in seeds_a]),
                       paired=paired, goal=goal, reps=reps, seed=seed + i, label="/".join(key))  # type: ignore[arg-type]
         raw.append((key, cmp, b, a, goal))
-    adjusted = holm([cmp.pvalue for _, cmp, _, _, _ in raw])
+    # One Holm family per metric, as in analyze and the report.
+    adjusted: list[float | None] = [None] * len(raw)
+    for met in dict.fromkeys(key[2] for key, *_ in raw):
+        idx = [i for i, (key, *_) in enumerate(raw) if key[2] == met]
+        for i, p in zip(idx, holm([raw[i][1].pvalue for i in idx]), strict=True):
+            adjusted[i] = p
     changes = []
     for (key, cmp, b, a, goal), p_adj in zip(raw, adjusted, strict=True):
-        significant = is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, alpha)
-        judged = cmp.pvalue is not None and cmp.diff_ci_low is not None and cmp.diff_ci_high is not None \
-            and np.isfinite([cmp.pvalue, cmp.diff_ci_low, cmp.diff_ci_high]).all()
-        # Identical scores on every seed are no change at all; any other case the statistics
-        # cannot judge (a constant shift, one seed) is left undetermined rather than called "no change".
-        same = cmp.paired and len(b) >= 2 and all(a[s_] == b[s_] for s_ in b)
-        verdict = NO_CHANGE if judged or same else UNDETERMINED
-        if judged and significant and cmp.mean_diff is not None:
+        # The same verdict as analyze and the report: the library's is_significant (a constant
+        # shift is decided by the rank test; identical scores are no change; too few seeds for
+        # any test, undetermined).
+        significant = is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, alpha, cmp.p_floor)
+        verdict = UNDETERMINED if significant is None else NO_CHANGE
+        if significant and cmp.mean_diff is not None:
             verdict = IMPROVEMENT if (cmp.mean_diff > 0) == (goal == "max") else REGRESSION
+        notes_of = list(cmp.warnings)
+        if cmp.p_floor is not None and cmp.p_floor >= alpha:
+            notes_of.append(f"{'/'.join(key)}: with {cmp.n} seeds the {cmp.test} test cannot give a "
+                            f"p-value below {alpha:g} (its smallest is {cmp.p_floor:.4g}); too few "
+                            "seeds to decide")
         vb, va = np.array(list(b.values())), np.array(list(a.values()))
         mb, ma = float(np.nanmean(vb)), float(np.nanmean(va))
         changes.append(Change(
@@ -210,7 +227,7 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
             float(np.nanstd(vb, ddof=1)) if len(vb) > 1 else None,
             float(np.nanstd(va, ddof=1)) if len(va) > 1 else None,
             cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, cmp.pvalue, p_adj, verdict,
-            ma / mb if mb != 0 else None, list(cmp.warnings)))
+            ma / mb if mb != 0 else None, notes_of))
     return VersionDiff(
         before=before.label, after=after.label, code=code_changes(before, after), spec=spec_changes(before, after),
         packages=package_changes(before, after), datasets=dataset_changes(before, after), changes=changes,

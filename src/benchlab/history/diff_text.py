@@ -36,8 +36,8 @@ def to_markdown(d: VersionDiff) -> str:
     lines = [f"# benchlab diff: {d.before} → {d.after}", ""]
     n_reg, n_imp = len(d.regressions), len(d.improvements)
     n_und = sum(1 for c in d.changes if c.verdict == UNDETERMINED)
-    lines.append(f"{len(d.changes)} score(s) compared ({d.summary} value per run; Holm-corrected across the "
-                 f"table, alpha {d.alpha:g}): **{n_reg} regression(s)**, {n_imp} improvement(s), "
+    lines.append(f"{len(d.changes)} score(s) compared ({d.summary} value per run; Holm-corrected per metric, "
+                 f"alpha {d.alpha:g}): **{n_reg} regression(s)**, {n_imp} improvement(s), "
                  f"{len(d.changes) - n_reg - n_imp - n_und} without a detectable change"
                  + (f", **{n_und} undetermined** (the statistics cannot judge them; see the Notes)." if n_und else "."))
     lines += ["", "## What changed", ""]

@@ -14,7 +14,7 @@ A task without a target gets no status. Every config cell carries its own
 status, and the last column gives the best config and its status, which is the
 task's status. The best config and its ties are :mod:`benchlab.stats`' ranks (the
 report's summary names the same winner): the config ranked first by mean (of
-equal means, the first in the spec's order), "tied with" every other config
+equal means, the first in the spec's order), "CI overlaps" every other config
 ranked first, its 95% interval overlapping the best one's or its mean equal.
 
 Each score links to the run folder of its median seed
@@ -155,13 +155,14 @@ def render_leaderboard(
         + (", linked to the run folder of its median seed" if score_links else "") + ". "
         "Status: ✅ solved (reaches the target), ⚠️ close "
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
-        + "❌ failed; the last column is the best config's status, and names the configs tied "
-        "with it (95% intervals overlapping, not distinguishable from it). "
+        + "❌ failed; the last column is the best config's status, and names the configs whose "
+        "95% interval overlaps its own (CI overlaps: not a test; overlapping intervals can still "
+        "differ significantly, as the report's comparisons say). "
         f"Where a config lost seeds the cell says how many completed of those planned "
         f"(failed seeds {how}, `--failed-as {failed_as}`), and every other score is over all "
         "its planned seeds; ✗ marks a config with no completed seed."
-        + (" (partial: lm-eval --limit) marks a score from runs evaluated on part of their task's samples: "
-           "not the full benchmark's score." if partial else ""),
+        + (" (partial†) marks a score from runs evaluated on part of their task's samples: "
+           "not the full benchmark's score (the note under the table says which)." if partial else ""),
         "",
         "| task | target | " + " | ".join(md_cell(c) for c in configs) + " | best |",
         "|---|---:|" + "---|" * len(configs) + "---|",
@@ -187,7 +188,7 @@ def render_leaderboard(
         best = (md_cell(row.best) + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
         if row.tied:
-            best_text += "; tied with " + ", ".join(md_cell(c) + lost(row.task, c) for c in row.tied)
+            best_text += "; CI overlaps " + ", ".join(md_cell(c) + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {md_cell(row.task)} | {target} | " + " | ".join(cells) + f" | {best_text} |")
     marked = [(t, c) for t in tasks for c in configs if (t, c) in partial and (t, c) in

@@ -148,7 +148,7 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
             ("better", "is significantly better"),
             ("worse", "is significantly worse"),
             ("none", "shows no significant difference"),
-            ("undetermined", "has an undetermined difference (too few seeds or no variance)"),
+            ("undetermined", "has an undetermined difference (too few seeds for any test to decide)"),
         ):
             if groups[key]:
                 shown = groups[key] if len(groups[key]) <= 4 else [f"{len(groups[key])} tasks"]
@@ -307,12 +307,13 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
                 elif extra:
                     ci = "— (one seed)"
             # stats' rank: by mean (equal means share the lower rank), and 1 for a config whose
-            # CI overlaps the best one's, which is marked tied.
+            # CI overlaps the best one's. That is marked as what it is, an overlap of intervals:
+            # a pairwise test beside it may still separate the two ("tied" contradicted it).
             rank_shown = _rank(r["rank"])
             rows.append(
                 {
                     "rank": "—" if rank_shown is None else rank_shown,
-                    "tied": " (tied)" if r["tied"] else "",
+                    "tied": " (CI overlaps the best's)" if r["tied"] else "",
                     "config": r["config"] + (" (baseline)" if r["config"] == info.baseline else ""),
                     "flag": " ⚠" if extra and extra.high_variance else "",
                     "n": _seeds_cell(count, int(r["n"])),
@@ -386,7 +387,8 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
     # The verdict comes third, so it is on screen however wide the rest of the table is.
     lines = [
         "| task | candidate | verdict | mean diff [95% CI] | Holm p | seeds (baseline, candidate) "
-        "| design | test p | rank-test p | Cohen's d | Hedges' g | P(improvement) |",
+        "| design | test p | rank-test p | effect size (d_z paired, d unpaired) | Hedges' g "
+        "| P(improvement) |",
         "|---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for task in tasks:
@@ -416,10 +418,18 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
             lines.append(
                 f"| {cell(task)} | {cell(r.candidate)} | {verdict} | {diff} | {_p(r.p_holm)} | "
                 f"{seeds} | {design} | {test} | {rank_test} | "
-                f"{fmt(_clean(r.cohens_d), 3)} | {fmt(_clean(r.hedges_g), 3)} | "
+                f"{_effect(r.cohens_d, r.paired)} | {fmt(_clean(r.hedges_g), 3)} | "
                 f"{fmt(r.prob_improvement, 3)} |"
             )
     return lines
+
+
+def _effect(d: float | None, paired: bool) -> str:
+    """Cohen's d named for what it is: d_z = mean(diff)/sd(diff) on paired seeds, which is not
+    comparable with the unpaired d of pooled standard deviations."""
+    if d is None:
+        return "—"
+    return f"{'d_z' if paired else 'd'} = {fmt(_clean(d), 3)}"
 
 
 def _failed_as_text(data: ReportData) -> str:
@@ -482,7 +492,8 @@ def _methods_text(data: ReportData) -> str:
                  "range every run of a task covers; the warnings name each run that was cut.")
     else:
         final = (f"Alignment: own. Each run's final {data.info.primary} is its own last reported "
-                 "value; no run is cut to a shorter run's steps.")
+                 "value: a run that stopped before the others is taken where it stopped, as if "
+                 "complete, and the warnings name every such run.")
     if any(str(p.get("path", "")).startswith("plots/curves_") for p in data.plots):
         final += (" The learning-curve figures put every run of a task on the steps all of "
                   "them cover (linear interpolation), so they end at the shortest run's last step.")
@@ -514,14 +525,22 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 f"({'higher' if goal == 'max' else 'lower'} "
                 "is an improvement) with its 95% CI ("
                 + ((methods.diff_ci if methods else None) or "bootstrap")
-                + "). Runs are paired by seed where both "
-                "configs have at least two seeds in common (paired t-test and Wilcoxon "
-                "signed-rank), otherwise compared unpaired (Welch t-test and Mann–Whitney U). "
-                "Holm p is the t-test p-value adjusted by Holm–Bonferroni over all comparisons "
-                "below; ✓ significant means Holm p < 0.05 and the CI of the difference excludes "
-                "0; undetermined means there is no test to decide (a side has fewer than two "
-                "seeds, or no variance). Seeds are completed/planned. P(improvement) is the "
-                "probability that a run of the candidate beats one of the baseline.",
+                + "). Runs are paired by seed where the shared "
+                "seeds are most of each config's runs (paired t-test and Wilcoxon "
+                "signed-rank), otherwise compared unpaired on every run (Welch t-test and "
+                "Mann–Whitney U). "
+                "Holm p is the t-test p-value (the rank test's where every difference is the "
+                "same, which leaves the t-test undefined) adjusted by Holm–Bonferroni over all "
+                "comparisons below; ✓ significant means Holm p < 0.05 and the CI of the "
+                "difference excludes 0; undetermined means no test can decide (a side has fewer "
+                "than two seeds, or a constant shift on too few seeds for the rank test). "
+                "Seeds are completed/planned. P(improvement) is the probability that a run of "
+                "the candidate beats one of the baseline."
+                + (" **Seeds were added until decided (`run --until-decided`): these p-values and "
+                   "intervals are fixed-sample ones, which ignore that adaptive stopping and "
+                   "overstate the evidence; the decision that accounts for it is the sequential "
+                   "test's, in the header.**" if data.sequential and data.sequential.get("pairs")
+                   else ""),
                 "",
                 _failed_as_text(data),
                 "",
@@ -791,8 +810,9 @@ def render_markdown(data: ReportData) -> str:
             "unless the evaluation reported its own standard error (marked s.e.: the normal "
             "interval value ± 1.96 s.e.; lm-eval standard error where lm-evaluation-harness "
             "computed it); ⚠ marks high variance "
-            "(std above 1% of |mean|); (tied) marks a config whose CI overlaps the best "
-            "one's: it shares rank 1"
+            "(std above 1% of |mean|); (CI overlaps the best's) marks a config whose 95% CI "
+            "overlaps the best one's: it shares rank 1, which is not a test (overlapping "
+            "intervals can still differ significantly; the comparisons below test them)"
         )
     legend += ("; seeds are completed/planned: failed seeds "
                + ("are excluded" if data.failed_as == "exclude" else "are scored as the worst value")

@@ -351,8 +351,9 @@ def plot_cv(
         Plot(
             path,
             "CV of the mean vs number of seeds",
-            f"Coefficient of variation (sd / |mean|) of the mean {info.primary} of N seeds, "
-            "estimated by resampling each config's runs with replacement"
+            f"Coefficient of variation of the mean {info.primary} of N seeds, s / (√N · |mean|) "
+            "from each config's seeds (s their standard deviation, ddof = 1): a projection "
+            "from the seeds run, not a resampling of them"
             + (", median over tasks" if n_tasks > 1 else "")
             + (" (shaded: the range over tasks)" if n_tasks > 1 and len(configs) <= 3 else "")
             + f"; where a line drops below the dashed {100 * threshold:g}% line, that many "

@@ -36,7 +36,14 @@ import numpy as np
 
 from benchlab.choices import FailedAsChoice
 from benchlab.errors import BadArgument
-from benchlab.stats.analysis import Analysis, ComparisonRow, ComparisonSeeds, RowSeeds, SummaryRow
+from benchlab.stats.analysis import (
+    Analysis,
+    ComparisonRow,
+    ComparisonSeeds,
+    Estimate,
+    RowSeeds,
+    SummaryRow,
+)
 from benchlab.stats.runvalues import RunValues
 
 if TYPE_CHECKING:
@@ -200,6 +207,13 @@ def _runs_ok(table: pd.DataFrame) -> pd.Series:
     return ok
 
 
+def range_of(ranges: Mapping[str, tuple[float, float]], task: str, metric: str
+             ) -> tuple[float, float] | None:
+    """The values ``metric`` can take on ``task``: a per-task range (key ``"TASK/METRIC"``)
+    wins over the metric's (key ``"METRIC"``); None when neither is declared."""
+    return ranges.get(f"{task}/{metric}", ranges.get(metric))
+
+
 def _worst_values(
     table: pd.DataFrame,
     goal: str | Mapping[str, str],
@@ -209,14 +223,16 @@ def _worst_values(
     good = table[np.isfinite(table["value"].to_numpy(dtype=float))]
     for (task, metric), g in good.groupby(["task", "metric"], sort=False):
         up = _goal(goal, metric) == "max"
-        if metric in ranges:
-            out[(task, metric)] = float(ranges[metric][0] if up else ranges[metric][1])
+        bounds = range_of(ranges, task, metric)
+        if bounds is not None:
+            out[(task, metric)] = float(bounds[0] if up else bounds[1])
         else:
             out[(task, metric)] = float(g["value"].min() if up else g["value"].max())
     for task, metric in dict.fromkeys(zip(table["task"], table["metric"], strict=True)):
-        if (task, metric) not in out and metric in ranges:
+        bounds = range_of(ranges, task, metric)
+        if (task, metric) not in out and bounds is not None:
             up = _goal(goal, metric) == "max"
-            out[(task, metric)] = float(ranges[metric][0] if up else ranges[metric][1])
+            out[(task, metric)] = float(bounds[0] if up else bounds[1])
     return out
 
 
@@ -320,7 +336,9 @@ def analyze_seeds(
         failed_as: ``"exclude"`` (default) or ``"worst"``.
         planned: ``{(task, config): seeds}`` meant to run; default: every seed seen on a task.
         failed_runs: ``(task, config, seed)`` of failed runs (not in ``df``).
-        ranges: ``{metric: (low, high)}`` of bounded metrics.
+        ranges: ``{metric: (low, high)}`` of bounded metrics; a key ``"TASK/METRIC"`` gives one
+            task its own range (:func:`range_of`), which bounds every interval of that task,
+            and the across-task intervals through it.
 
     Returns:
         ``analyze``'s :class:`~benchlab.stats.analysis.Analysis` with ``failed_as`` and
@@ -368,8 +386,85 @@ def analyze_seeds(
     result.failed_as = failed_as
     result.ranges = {m: (lo, hi) for m, (lo, hi) in ranges.items()}
     _annotate_summary(result, acc, ranges)
-    _annotate_comparisons(result, acc, kwargs.get("baseline"), kwargs.get("candidates"))
+    _annotate_comparisons(result, acc, kwargs.get("baseline"), kwargs.get("candidates"), ranges)
+    _bound_aggregates(result, ranges)
+    if failed_as == "exclude" and not isinstance(df, RunValues) and not used.empty:
+        _aggregate_failed_as_worst(result, table, acc, goal, planned, failed_runs, ranges, kwargs)
     return result
+
+
+def _bound_aggregates(result: Analysis, ranges: Mapping[str, tuple[float, float]]) -> None:
+    """Cut the across-task intervals at what the aggregated metric's range allows: every
+    aggregate is a (weighted) mean or median of scores, so it lies between the lowest and the
+    highest score any task can reach once normalised; the optimality gap, 1 - mean(min(s, 1)),
+    between 1 - min(top, 1) and 1 - min(bottom, 1)."""
+    norm = result.normalization
+    if norm is None or norm.metric is None or not norm.tasks:
+        return
+    ends = []
+    for task, t in norm.tasks.items():
+        bounds = range_of(ranges, task, norm.metric)
+        if bounds is None:  # a task without a declared range bounds nothing
+            return
+        low, high = bounds
+        span = t.high - t.low
+        a, b = (low - t.low) / span, (high - t.low) / span
+        ends.append((min(a, b), max(a, b)))
+    bottom, top = min(e[0] for e in ends), max(e[1] for e in ends)
+    gap = (1 - min(top, 1.0), 1 - min(bottom, 1.0))
+    for row in result.aggregate:
+        for name in ("iqm", "median", "mean", "optimality_gap"):
+            e = row.estimate(name)
+            lo, hi = bound_interval(e.ci_low, e.ci_high, gap if name == "optimality_gap" else (bottom, top))
+            setattr(row, name, Estimate(e.value, lo, hi))
+
+
+def _aggregate_failed_as_worst(result: Analysis, table: pd.DataFrame, acc: Accounting,
+                               goal: Any, planned: Mapping[tuple[str, str], Sequence[Any]] | None,
+                               failed_runs: list[tuple[str, str, Any]],
+                               ranges: Mapping[str, tuple[float, float]],
+                               kwargs: Mapping[str, Any]) -> None:
+    """Beside each aggregate from which failed seeds were excluded, its value with them
+    scored as the worst value: excluding them flatters the config that lost them."""
+    from benchlab.stats.scores import score_matrices
+    from benchlab.stats.table import aggregate_points, reduce_runs
+
+    norm = result.normalization
+    if norm is None or norm.metric is None or not result.aggregate:
+        return
+    metric = norm.metric
+    tasks = set(norm.tasks)
+    lost = {row.config: sum(len(c.failed) for c in acc.counts.values()
+                            if c.metric == metric and c.config == row.config and c.task in tasks)
+            for row in result.aggregate}
+    if not any(lost.values()):
+        return
+    worst_table, _ = account(table[table["metric"] == metric], "worst", goal, planned,
+                                     failed_runs, ranges, [metric])
+    reduced, _ = reduce_runs(worst_table, kwargs.get("summary", "final"), align=kwargs.get("align"))
+    runs = RunValues.from_frame(reduced)
+    configs = [row.config for row in result.aggregate]
+    metric_goal = _goal(goal, metric)
+    matrices = score_matrices(runs, metric_goal, kwargs.get("references"), configs,  # type: ignore[arg-type]
+                              kwargs.get("normalize", "none"))
+    if set(matrices.tasks) != tasks:
+        return  # a different task set would not be the same aggregate
+    points = aggregate_points(runs, configs, metric_goal, kwargs.get("references"),  # type: ignore[arg-type]
+                              kwargs.get("normalize", "none"))
+    for row in result.aggregate:
+        if not lost[row.config] or row.config not in points:
+            continue
+        worst = dict(points[row.config])
+        if row.optimality_gap.value is None:
+            worst["optimality_gap"] = None  # null for the same reason as the shown one
+        row.failed_excluded = lost[row.config]
+        row.failed_as_worst = worst
+        shown = ", ".join(f"{name} {row.estimate(name).value:.4g} ({worst[name]:.4g})"
+                          for name in ("iqm", "mean")
+                          if row.estimate(name).value is not None and worst[name] is not None)
+        result.warnings.append(
+            f"aggregate: {row.config}: {lost[row.config]} failed seed(s) excluded; with them "
+            f"scored as the worst value (--failed-as worst) in brackets: {shown}")
 
 
 def _annotate_summary(result: Analysis, acc: Accounting,
@@ -384,7 +479,7 @@ def _annotate_summary(result: Analysis, acc: Accounting,
     named = result.methods.ci if result.methods is not None else ""
     for r in rows:
         own = acc.counts.get((r.task, r.config, r.metric))
-        bounds = ranges.get(r.metric)
+        bounds = range_of(ranges, r.task, r.metric)
         method = T_METHOD if named in ("", "student-t") else named
         if bounds is not None:
             r.ci_low, r.ci_high = bound_interval(r.ci_low, r.ci_high, bounds)
@@ -400,7 +495,8 @@ def _annotate_summary(result: Analysis, acc: Accounting,
 
 
 def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | None,
-                          candidates: Sequence[str] | None) -> None:
+                          candidates: Sequence[str] | None,
+                          ranges: Mapping[str, tuple[float, float]]) -> None:
     if baseline is None:
         return
     rows = result.comparisons
@@ -415,6 +511,13 @@ def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | Non
             rows.append(ComparisonRow(task=task, metric=metric, baseline=baseline,
                                       candidate=config, paired=False, n=0))
     for r in rows:
+        bounds = range_of(ranges, r.task, r.metric)
+        if bounds is not None:
+            # c̄ - b̄ of values in [low, high] lies in [low - high, high - low].
+            span = (bounds[0] - bounds[1], bounds[1] - bounds[0])
+            r.diff_ci_low, r.diff_ci_high = bound_interval(r.diff_ci_low, r.diff_ci_high, span)
+            r.diff_boot_ci_low, r.diff_boot_ci_high = bound_interval(
+                r.diff_boot_ci_low, r.diff_boot_ci_high, span)
         base = acc.counts.get((r.task, r.baseline, r.metric))
         cand = acc.counts.get((r.task, r.candidate, r.metric))
         losses = [x for x in (acc.loss(r.task, r.baseline, r.metric),
@@ -425,4 +528,4 @@ def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | Non
 
 
 __all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "analyze_seeds",
-           "bound_interval", "count_seeds"]
+           "bound_interval", "count_seeds", "range_of"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.stats.aggregate import AGGREGATES
+from benchlab.stats.compare import deciding_test
 
 
 @dataclass
@@ -112,8 +113,17 @@ class ComparisonRow:
 
     @property
     def pvalue(self) -> float | None:
-        """The unadjusted p-value shown beside the verdict: paired t, else Welch."""
-        return self.t_pvalue if self.paired else self.welch_pvalue
+        """The unadjusted p-value shown beside the verdict: paired t, else Welch; the rank
+        test of the same design where the t-test is undefined
+        (:func:`benchlab.stats.compare.deciding_test`)."""
+        return deciding_test(self.paired, self.t_pvalue, self.wilcoxon_pvalue, self.welch_pvalue,
+                             self.mannwhitney_pvalue)[0]
+
+    @property
+    def test(self) -> str | None:
+        """The name of the test behind :attr:`pvalue`."""
+        return deciding_test(self.paired, self.t_pvalue, self.wilcoxon_pvalue, self.welch_pvalue,
+                             self.mannwhitney_pvalue)[1]
 
     def to_json(self) -> dict[str, Any]:
         """The row as a JSON object (flat; the accounting's fields last)."""
@@ -141,6 +151,12 @@ class AggregateRow:
     median: Estimate = field(default_factory=Estimate)
     mean: Estimate = field(default_factory=Estimate)
     optimality_gap: Estimate = field(default_factory=Estimate)
+    #: Seeds of this config that failed and were left out of the aggregate
+    #: (``--failed-as exclude``); None when nothing failed or the accounting did not run.
+    failed_excluded: int | None = None
+    #: Each aggregate's value with those seeds scored as the worst value (``--failed-as
+    #: worst``), shown beside the value they were excluded from.
+    failed_as_worst: dict[str, float | None] | None = None
 
     def estimate(self, name: str) -> Estimate:
         """The aggregate called ``name`` (one of :data:`benchlab.stats.AGGREGATES`)."""
@@ -155,6 +171,10 @@ class AggregateRow:
         for name in AGGREGATES:
             e = self.estimate(name)
             out[name], out[f"{name}_ci_low"], out[f"{name}_ci_high"] = e.value, e.ci_low, e.ci_high
+        if self.failed_excluded is not None:
+            out["failed_seeds_excluded"] = self.failed_excluded
+            for name in AGGREGATES:
+                out[f"{name}_failed_as_worst"] = (self.failed_as_worst or {}).get(name)
         return out
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from scipy.special import stdtr, stdtrit
 
 from benchlab.stats.bootstrap import STUDENTIZED_MIN_N, Method, SeedLike, bootstrap_mean_diff_ci
-from benchlab.stats.describe import Goal
+from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal
 from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
 from benchlab.stats.tolerance import is_negligible, scale
 
@@ -41,6 +41,10 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     diff_boot_ci_low: float | None = None
     diff_boot_ci_high: float | None = None
+    #: The smallest p-value the deciding test can give at this n, set when that test is a
+    #: rank test standing in for an undefined t-test (every difference the same): its p is
+    #: then that floor, and a floor at or above alpha means too few seeds to decide.
+    p_floor: float | None = None
 
     @property
     def diff_ci_method(self) -> str:
@@ -49,8 +53,59 @@ class Comparison:
 
     @property
     def pvalue(self) -> float | None:
-        """The p-value that Holm's correction and the verdict use: paired t, else Welch."""
-        return self.t_pvalue if self.paired else self.welch_pvalue
+        """The p-value that Holm's correction and the verdict use (:func:`deciding_test`)."""
+        return deciding_test(self.paired, self.t_pvalue, self.wilcoxon_pvalue, self.welch_pvalue,
+                             self.mannwhitney_pvalue)[0]
+
+    @property
+    def test(self) -> str | None:
+        """The name of the test whose p-value decides (:func:`deciding_test`)."""
+        return deciding_test(self.paired, self.t_pvalue, self.wilcoxon_pvalue, self.welch_pvalue,
+                             self.mannwhitney_pvalue)[1]
+
+
+def shared_seeds(baseline_seeds: Sequence[object], candidate_seeds: Sequence[object]
+                 ) -> tuple[bool, list[object]]:
+    """Whether to compare paired by seed, and on which seeds (``(paired, shared)``).
+
+    Paired only when the shared seeds are most (more than half) of each side's runs, and at
+    least 2: pairing then removes the seed-to-seed variance at the cost of a few runs.
+    Otherwise unpaired, on every run of both sides: pairing on the few shared seeds would
+    throw away most of the data (baseline seeds 0–9 and candidate seeds 0, 1, 10–17 share 2
+    of 10; paired on those 2 the comparison dropped 16 of 20 runs, p = 0.11, where Welch on all
+    20 runs gives p = 1e-5).
+
+    Args:
+        baseline_seeds, candidate_seeds: the seeds each side has values for.
+
+    Returns:
+        ``(paired, shared)``: ``shared`` in the baseline's order.
+    """
+    other = set(candidate_seeds)
+    shared = [s for s in baseline_seeds if s in other]
+    k = len(shared)
+    paired = k >= 2 and 2 * k > len(baseline_seeds) and 2 * k > len(candidate_seeds)
+    return paired, shared
+
+
+def deciding_test(paired: bool, t_pvalue: float | None, wilcoxon_pvalue: float | None,
+                  welch_pvalue: float | None, mannwhitney_pvalue: float | None
+                  ) -> tuple[float | None, str | None]:
+    """``(p-value, test name)`` of the test that decides a comparison.
+
+    The t-test (paired t, or Welch's unpaired) where it is defined. Where it is not because
+    the spread it divides by is zero — every paired difference the same non-zero number, or
+    both sides constant — the rank test of the same design still is, and decides: the
+    Wilcoxon signed-rank test (8 of 8 seeds one way: p = 2/2⁸ = 0.0078, the sign test's p)
+    or the Mann–Whitney U test. ``(None, None)`` when neither is defined.
+    """
+    if paired:
+        if t_pvalue is not None:
+            return t_pvalue, "paired t"
+        return (wilcoxon_pvalue, "Wilcoxon signed-rank") if wilcoxon_pvalue is not None else (None, None)
+    if welch_pvalue is not None:
+        return welch_pvalue, "Welch t"
+    return (mannwhitney_pvalue, "Mann-Whitney U") if mannwhitney_pvalue is not None else (None, None)
 
 
 def paired_t_pvalue(diffs: np.ndarray, magnitude: float | None = None) -> float | None:
@@ -246,23 +301,37 @@ def compare(
 
     magnitude = scale(b, c)
     t_p = wil_p = None
+    p_floor: float | None = None
+    identical = False
     if paired:
         d = c - b
         t_p = paired_t_pvalue(d, magnitude)
+        wil_p = _rank_test_note("Wilcoxon", signed_rank_test(d, magnitude), where, note)
         if t_p is None:
-            note.append(
-                f"{where}all paired differences equal {float(d.mean()):g} (up to rounding): paired "
-                "t, Wilcoxon, Cohen's d and Hedges' g are undefined (null); no verdict"
-            )
-        else:
-            wil_p = _rank_test_note("Wilcoxon", signed_rank_test(d, magnitude), where, note)
+            identical = is_negligible(float(np.max(np.abs(d))), np.array([magnitude]))
+            if identical:
+                note.append(f"{where}the same value on both sides for every seed (up to "
+                            "rounding): no change; no test has anything to test")
+            else:
+                # Every difference the same non-zero number: t is 0/0, the signed-rank
+                # test is not; its p is the smallest it can give at this n.
+                p_floor = wil_p
+                note.append(
+                    f"{where}all {nb} paired differences equal {float(d.mean()):g} (up to "
+                    "rounding): paired t, Cohen's d and Hedges' g are undefined (null); the "
+                    f"Wilcoxon signed-rank test decides (p = {wil_p:.4g}: {nb} of {nb} seeds "
+                    f"one way, the smallest p it can give with {nb} seeds)")
     welch_p = welch_pvalue(b, c)
-    if welch_p is None:
-        note.append(f"{where}both sides have zero variance (up to rounding): Welch t-test is null")
     mw = rank_sum_test(b, c)
     if mw is None:
         note.append(f"{where}every value is equal (up to rounding): Mann-Whitney U is null")
+        identical = identical or not paired
     mw_p = _rank_test_note("Mann-Whitney U", mw, where, note)
+    if welch_p is None and mw is not None:
+        if not paired:
+            p_floor = mw_p
+        note.append(f"{where}both sides have zero variance (up to rounding): Welch t-test is null"
+                    + ("" if paired else "; the Mann-Whitney U test decides"))
     d_eff = cohens_d(b, c, paired)
     if d_eff is None and not (paired and t_p is None):
         note.append(f"{where}zero standard deviation (up to rounding): Cohen's d, Hedges' g are "
@@ -271,7 +340,7 @@ def compare(
     g = hedges_g(d_eff, df)
     if d_eff is not None and g is None:
         note.append(f"{where}{df} degree(s) of freedom: Hedges' g is null")
-    ci = diff_t_interval(b, c, paired, confidence)
+    ci = (0.0, 0.0) if identical else diff_t_interval(b, c, paired, confidence)
     boot: tuple[float | None, float | None] = (None, None)
     if reps > 0:
         if method == "studentized" and min(nb, nc) < STUDENTIZED_MIN_N:
@@ -279,9 +348,12 @@ def compare(
                         "of the difference is null (the t interval stands)")
         else:
             boot = bootstrap_mean_diff_ci(b, c, paired, reps, confidence, method, seed)
+            if not all(x is not None and np.isfinite(x) for x in boot):
+                boot = (None, None)
+                note.append(f"{where}{UNBOUNDED_BOOTSTRAP_T}")
     return Comparison(
         paired, n, nb, nc, mean_diff, ci[0], ci[1], t_p, wil_p, welch_p, mw_p, d_eff, g,
-        probability_of_improvement(b, c, goal), note, boot[0], boot[1],
+        probability_of_improvement(b, c, goal), note, boot[0], boot[1], p_floor,
     )
 
 
@@ -305,13 +377,21 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 
 
 def is_significant(
-    p_adjusted: float | None, ci_low: float | None, ci_high: float | None, alpha: float = 0.05
+    p_adjusted: float | None, ci_low: float | None, ci_high: float | None, alpha: float = 0.05,
+    p_floor: float | None = None,
 ) -> bool | None:
     """The verdict: adjusted p < alpha and the CI of the difference excludes 0.
 
-    ``None`` when the adjusted p-value or the interval is undefined.
+    ``False`` (no change) when both sides are the same: no p-value and the point interval
+    ``[0, 0]``. ``None`` (no verdict) when the adjusted p-value or the interval is otherwise
+    undefined, or when ``p_floor`` (:attr:`Comparison.p_floor`, the smallest p-value the
+    deciding test can give at this n) is not below alpha: too few seeds for any test.
     """
-    if p_adjusted is None or ci_low is None or ci_high is None:
+    if p_floor is not None and p_floor >= alpha:
+        return None
+    if p_adjusted is None:
+        return False if (ci_low == 0.0 and ci_high == 0.0) else None
+    if ci_low is None or ci_high is None:
         return None
     return bool(p_adjusted < alpha and (ci_low > 0 or ci_high < 0))
 
@@ -320,6 +400,8 @@ __all__ = [
     "Comparison",
     "cohens_d",
     "compare",
+    "deciding_test",
+    "shared_seeds",
     "diff_t_interval",
     "hedges_g",
     "holm",

@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
 Goal = Literal["max", "min"]
 
+#: Why a bootstrap-t interval is null: tied or integer values, so that some resamples
+#: repeat one value, have no spread, and make the studentized statistic infinite.
+UNBOUNDED_BOOTSTRAP_T = ("bootstrap-t interval undefined (null): too many resamples of these "
+                         "tied values have no spread, which makes the studentized statistic "
+                         "infinite; the t interval stands")
+
 
 @dataclass(frozen=True)
 class Description:
@@ -144,11 +150,12 @@ def describe(
     std = float(x.std(ddof=1))
     sem = std / np.sqrt(n)
     if is_negligible(std, x):
-        # Equal up to rounding (e.g. 0.1 + 0.2 vs 0.3 read from CSV): zero variance.
-        warnings.append(f"{where}all {n} values are equal (up to rounding): zero variance, "
-                        "point intervals")
-        std = 0.0
-        return Description(n, mean, 0.0, 0.0, median, lo, hi, mean, mean, mean, mean, False,
+        # Equal up to rounding (e.g. 0.1 + 0.2 vs 0.3 read from CSV): zero observed spread.
+        # That is not certainty (the next seed may differ), and no interval of zero width
+        # covers 95%: the spread is stated as zero and the intervals are null.
+        warnings.append(f"{where}all {n} values are equal (up to rounding): zero observed "
+                        "spread, which is not certainty; no confidence interval (null)")
+        return Description(n, mean, 0.0, 0.0, median, lo, hi, None, None, None, None, False,
                            warnings)
     ci_low, ci_high = t_interval(x, confidence)
     b_low = b_high = None
@@ -157,6 +164,9 @@ def describe(
                         "t interval stands)")
     elif reps > 0:
         b_low, b_high = bootstrap_ci(x, np.mean, reps, confidence, method, seed)
+        if not (np.isfinite(b_low) and np.isfinite(b_high)):
+            b_low = b_high = None
+            warnings.append(f"{where}{UNBOUNDED_BOOTSTRAP_T}")
     return Description(
         n, mean, std, sem, median, lo, hi, ci_low, ci_high, b_low, b_high,
         is_high_variance(std, mean, variance_threshold), warnings,

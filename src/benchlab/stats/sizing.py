@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchlab.errors import DataError
-from benchlab.stats.seeds import cv_of_mean, effect_from_pilot, seeds_for_power, smallest_n
+from benchlab.stats.seeds import (
+    cv_of_mean,
+    effect_from_pilot,
+    effect_interval,
+    seeds_for_cv,
+    seeds_for_power,
+    smallest_n,
+)
 from benchlab.stats.table import reduce_runs, validate_table
 
 if TYPE_CHECKING:
@@ -88,9 +95,16 @@ def variance_analysis(
                 "smallest_n": smallest_n(ns, cv, threshold),
             }
             if row[summary]["smallest_n"] is None:
+                # The CV of the mean falls as 1/√N: how many seeds the pilot's spread calls for.
+                mean = float(values.mean())
+                cv_one = float(values.std(ddof=1)) / abs(mean) if mean != 0 else float("nan")
+                needed = seeds_for_cv(cv_one, threshold)
+                row[summary]["seeds_to_reach"] = needed
                 warnings.append(
                     f"{task}/{config} {met} {summary}: CV stays above {threshold:g} up to "
                     f"{values.shape[0]} seeds; run more seeds"
+                    + (f": about {needed} would reach it (the pilot's CV of one seed, "
+                       f"{cv_one:.3g}, over √N)" if needed is not None else "")
                 )
         out_tasks.append(row)
     return {"config": config, "metric": met, "threshold": threshold, "tasks": out_tasks,
@@ -107,14 +121,24 @@ def power_analysis(
     alpha: float = 0.05,
     power: float = 0.8,
     source: str = "table",
+    min_effect: float | None = None,
 ) -> dict[str, Any]:
     """Paired seeds needed to detect an effect, given (``effect`` = d_z) or estimated per task
     from pilot runs of ``baseline`` and ``candidate`` in ``df`` (paired by seed).
 
+    A pilot's ``d_z`` is an estimate: each row carries its 95% interval (:func:`effect_interval`)
+    and ``seeds_conservative``, the seeds for the interval's end nearest 0 (``None`` when the
+    interval holds 0: the pilot cannot size the experiment), beside ``seeds`` for the point
+    estimate; below 10 pilot pairs a warning says how little the point estimate is worth.
+    ``min_effect``, the smallest difference of interest in the metric's units, sizes the
+    experiment instead of the pilot's effect: ``d_z = min_effect / sd`` of the paired
+    differences, the sd taken at the upper end of its 95% interval.
+
     Returns:
-        ``{"alpha", "power", "metric", "rows": [{"task", "effect", "pilot_pairs", "seeds"}],
-        "warnings"}``; ``task`` is ``None`` for a given effect; ``seeds`` is ``None`` when the
-        effect is 0 or undefined.
+        ``{"alpha", "power", "metric", "rows": [{"task", "effect", "effect_ci_low",
+        "effect_ci_high", "pilot_pairs", "seeds", "seeds_conservative"}], "warnings"}``;
+        ``task`` is ``None`` for a given effect; ``seeds`` is ``None`` when the effect is 0 or
+        undefined.
     """
     warnings: list[str] = []
     rows: list[dict[str, Any]] = []
@@ -122,7 +146,9 @@ def power_analysis(
         n = seeds_for_power(effect, alpha, power)
         if n is None:
             warnings.append(f"effect {effect:g} cannot be detected with any number of seeds")
-        rows.append({"task": None, "effect": float(effect), "pilot_pairs": None, "seeds": n})
+        rows.append({"task": None, "effect": float(effect), "effect_ci_low": None,
+                     "effect_ci_high": None, "pilot_pairs": None, "seeds": n,
+                     "seeds_conservative": n})
         return {"alpha": alpha, "power": power, "metric": None, "rows": rows,
                 "warnings": warnings}
     if df is None or baseline is None or candidate is None:
@@ -148,7 +174,36 @@ def power_analysis(
             )
         pairs = int((~bad).sum())
         d = effect_from_pilot(bv, cv)
+        if min_effect is not None and d is not None:
+            diffs = (cv - bv)[~bad]
+            from scipy import stats as sps
+
+            # The sd at the upper end of its 95% interval: a pilot's sd is itself uncertain.
+            sd_high = float(diffs.std(ddof=1)) * np.sqrt((pairs - 1) / sps.chi2.ppf(0.025, pairs - 1))
+            d_min = abs(float(min_effect)) / sd_high
+            n_min = seeds_for_power(d_min, alpha, power)
+            rows.append({"task": task, "effect": d_min, "effect_ci_low": None,
+                         "effect_ci_high": None, "pilot_pairs": pairs, "seeds": n_min,
+                         "seeds_conservative": n_min})
+            continue
         n = None if d is None else seeds_for_power(d, alpha, power)
+        ci: tuple[float | None, float | None] = (None, None)
+        conservative = None
+        if d is not None:
+            lo, hi = effect_interval(d, pairs)
+            ci = (lo, hi)
+            if lo > 0 or hi < 0:
+                conservative = seeds_for_power(min(abs(lo), abs(hi)), alpha, power)
+            if pairs < 10:
+                warnings.append(
+                    f"{task} {met} {candidate} vs {baseline}: d_z = {d:.3g} from only {pairs} pilot "
+                    f"pairs; its 95% interval is [{lo:.3g}, {hi:.3g}], so the {n} seed(s) for the "
+                    "point estimate may give far less power: "
+                    + (f"{conservative} seeds at the interval's end nearest 0"
+                       if conservative is not None else
+                       "the interval holds 0, so the pilot cannot size the experiment")
+                    + "; give the smallest effect of interest (--min-effect, in the metric's "
+                    "units) to size it on what matters")
         if d is None:
             warnings.append(
                 f"{task} {met} {candidate} vs {baseline}: the effect is undefined from {pairs} "
@@ -158,7 +213,8 @@ def power_analysis(
         elif n is None:
             warnings.append(f"{task} {met} {candidate} vs {baseline}: the pilot effect is 0; no "
                             "number of seeds detects it")
-        rows.append({"task": task, "effect": d, "pilot_pairs": pairs, "seeds": n})
+        rows.append({"task": task, "effect": d, "effect_ci_low": ci[0], "effect_ci_high": ci[1],
+                     "pilot_pairs": pairs, "seeds": n, "seeds_conservative": conservative})
     return {"alpha": alpha, "power": power, "metric": met, "rows": rows, "warnings": warnings}
 
 

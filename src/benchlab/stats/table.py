@@ -3,7 +3,7 @@
 :func:`analyze` is what ``benchlab analyze``, ``benchlab compare`` and the
 report call: it validates the table, reduces learning curves to one number per
 run, describes and ranks every (task, config, metric), compares every candidate
-with the baseline (Holm-corrected across all comparisons), and aggregates the
+with the baseline (Holm-corrected across the comparisons of each metric), and aggregates the
 primary metric across tasks. Undefined numbers are ``None`` with a line in
 ``warnings``; nothing here prints or reads files. The result's types and its JSON
 are in :mod:`benchlab.stats.analysis`.
@@ -20,7 +20,7 @@ import numpy as np
 from benchlab.choices import AlignChoice
 from benchlab.errors import BadArgument, DataError
 from benchlab.long_format import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
-from benchlab.stats.aggregate import AGGREGATES, aggregate_many
+from benchlab.stats.aggregate import AGGREGATES, aggregate_many, interval_shortfall
 from benchlab.stats.analysis import (
     AggregateRow,
     Analysis,
@@ -32,10 +32,10 @@ from benchlab.stats.analysis import (
     TaskNormalization,
 )
 from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, studentized_mean_ci
-from benchlab.stats.compare import compare, holm, is_significant
+from benchlab.stats.compare import compare, holm, is_significant, shared_seeds
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
 from benchlab.stats.curves import align as align_curves
-from benchlab.stats.describe import Goal, describe, rank
+from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank
 from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
 from benchlab.stats.runvalues import RunValues
 from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
@@ -147,9 +147,12 @@ def reduce_runs(
       of their steps in that range (:func:`benchlab.stats.curves.align`); every run that
       is cut is named in a warning with the steps it lost.
 
-    NaN points of a curve are dropped and counted in a warning. For ``auc``, ``max`` and
-    ``slope`` every run needs a curve. Duplicate scalars of one run are averaged, with a
-    warning.
+    NaN points of a curve are dropped and counted in a warning. With ``align="own"`` a run
+    whose curve stops before the last step other runs of its (task, metric) reach is named
+    in a warning (it is taken as if complete). A point logged twice for one run and step (a
+    resumed run) keeps its last written row, with a warning, so that no summary depends on
+    the order of the rows. For ``auc``, ``max`` and ``slope`` every run needs a curve.
+    Duplicate scalars of one run are averaged, with a warning.
 
     Args:
         df: a table checked by :func:`validate_table`.
@@ -181,6 +184,20 @@ def reduce_runs(
     scalar_runs = grouped.agg(value=("value", "mean"), has_nan=("has_nan", "any")).reset_index()
     scalar_runs.loc[scalar_runs["has_nan"], "value"] = np.nan
     scalar_runs = scalar_runs.drop(columns="has_nan")
+    # A resumed run logs some steps twice. The last written point of a (run, step) stands:
+    # keeping both made final and auc depend on the order of the rows (0.667 or 1.0).
+    point = keys + ["step"]
+    repeated = curves.duplicated(point, keep="last")
+    if repeated.any():
+        hit = curves[curves.duplicated(point, keep=False)].drop_duplicates(keys)
+        named = [f"{t}/{c}/s{sd} {m}" for t, c, m, sd in hit[keys].itertuples(index=False, name=None)]
+        warnings.append(
+            f"{int(repeated.sum())} duplicate curve point(s) (the same run and step logged again, "
+            f"as a resumed run does) in {len(named)} run(s): {', '.join(named[:8])}"
+            f"{' and more' if len(named) > 8 else ''}; the last written point of each step is "
+            "kept")
+        curves = curves[~repeated]
+    scalar_keys = set(scalar_runs[keys].itertuples(index=False, name=None))
     rows: list[dict[str, Any]] = []
     curve_keys: set[tuple[Any, ...]] = set()
     for (task, metric), group in curves.groupby(["task", "metric"], sort=False):
@@ -211,6 +228,20 @@ def reduce_runs(
             per_run = [(grid, row) for row in values]
         else:
             per_run = cleaned
+            ends = [float(st.max()) for st, _ in cleaned if st.shape[0]]
+            top = max(ends, default=float("nan"))
+            # Under final, a run's own final scalar stands for it, whatever its curve.
+            short = [f"{config}/s{seed} (last step {st.max():g})"
+                     for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True)
+                     if st.shape[0] and st.max() < top
+                     and not (summary == "final" and (task, config, metric, seed) in scalar_keys)]
+            if short and summary in ("final", "max"):
+                warnings.append(
+                    f"{task} {metric}: {len(short)} run(s) stopped before step {top:g}, which "
+                    f"other runs reach: {', '.join(short[:8])}{' and more' if len(short) > 8 else ''}"
+                    f"; --summary {summary} takes each at its own last step (--align own) as if it "
+                    f"were complete; --align common compares every run at the last step all reach "
+                    f"({min(ends):g})")
         for ((config, seed), _), (st, v) in zip(runs, per_run, strict=True):
             value = summarize(st, v, summary, k, fraction)
             if value is None:
@@ -262,8 +293,12 @@ def _fill_studentized(
     confidence: float,
     seed: int,
     what: str,
+    warnings: list[str],
 ) -> None:
     """Bootstrap-t intervals of the mean for many samples at once, written into their rows.
+
+    An interval with an infinite bound (tied values: resamples without spread) is null on
+    both sides, with a warning naming the row.
 
     Samples of the same size share one set of resample draws (seeded by the size alone,
     so a sample's interval does not depend on which other samples exist): one matrix
@@ -276,6 +311,11 @@ def _fill_studentized(
         batch = np.stack([x for _, x in group])
         low, high = studentized_mean_ci(batch, reps, confidence, _seed(seed, what, n))
         for (row, _), lo, hi in zip(group, low.tolist(), high.tolist(), strict=True):
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                name = (f"{row.task}/{row.config} {row.metric}" if isinstance(row, SummaryRow)
+                        else f"{row.task} {row.metric} {row.candidate} vs {row.baseline}")
+                warnings.append(f"{name}: {UNBOUNDED_BOOTSTRAP_T}")
+                lo = hi = float("nan")
             setattr(row, low_key, _num(lo))
             setattr(row, high_key, _num(hi))
 
@@ -390,9 +430,7 @@ def analyze(
             ))
             if batched and d.n >= STUDENTIZED_MIN_N:
                 x = values[np.isfinite(values)]
-                if d.std == 0.0:
-                    rows[-1].boot_ci_low = rows[-1].boot_ci_high = d.mean
-                else:
+                if d.std != 0.0:  # zero observed spread: no interval (describe says why)
                     boot_cells.append((rows[-1], x))
         ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
                      [r.ci_high for r in rows], _goal_of(goal, met))
@@ -401,7 +439,7 @@ def analyze(
         summary_rows += rows
     if batched:
         _fill_studentized(boot_cells, "boot_ci_low", "boot_ci_high", reps, confidence, seed,
-                          "describe")
+                          "describe", warnings)
 
     comparisons = _compare_all(runs, baseline, candidates, configs, goal, reps, seed,
                                confidence, method, alpha, warnings)
@@ -482,6 +520,7 @@ def _compare_all(
     chosen = [c for c in (candidates or configs) if c != baseline]
     out: list[ComparisonRow] = []
     pvalues: list[float | None] = []
+    floors: list[float | None] = []
     boot_cells: list[tuple[ComparisonRow, np.ndarray]] = []
     # {(task, metric, config): {seed: value}}, built in one pass (masks per pair are slow).
     values = runs.value.tolist()
@@ -497,15 +536,19 @@ def _compare_all(
             if not other:
                 continue
             label = f"{task} {met} {cand} vs {baseline}"
-            common = [s for s in base if s in other]
+            paired, common = shared_seeds(list(base), list(other))
             only_b = sorted(set(base) - set(other), key=str)
             only_c = sorted(set(other) - set(base), key=str)
-            paired = len(common) >= 2
             if paired and (only_b or only_c):
                 warnings.append(
                     f"{label}: paired on the {len(common)} shared seed(s); seed(s) "
                     f"{', '.join(map(str, only_b + only_c))} are missing on one side and left out"
                 )
+            elif not paired and len(common) >= 2:
+                warnings.append(
+                    f"{label}: only {len(common)} of the baseline's {len(base)} and the "
+                    f"candidate's {len(other)} seeds are shared, not most of each side's runs; "
+                    f"compared unpaired on all {len(base) + len(other)} runs")
             elif not paired:
                 warnings.append(f"{label}: fewer than 2 shared seeds; compared unpaired")
             b = np.array([base[s] for s in common] if paired else list(base.values()))
@@ -515,7 +558,12 @@ def _compare_all(
             cmp = compare(b, c, paired, _goal_of(goal, met), 0 if batch else reps, confidence,
                           method, _seed(seed, "compare", task, met, baseline, cand), label)
             warnings += cmp.warnings
+            shape = shape_caveat(b, c, cmp.paired, cmp.t_pvalue if cmp.paired else cmp.welch_pvalue,
+                                 cmp.wilcoxon_pvalue if cmp.paired else cmp.mannwhitney_pvalue, alpha)
+            if shape is not None:
+                warnings.append(f"{label}: {shape}")
             pvalues.append(cmp.pvalue)
+            floors.append(cmp.p_floor)
             row = ComparisonRow(
                 task=str(task), metric=str(met), baseline=baseline, candidate=cand,
                 paired=cmp.paired, n=cmp.n, mean_diff=_num(cmp.mean_diff),
@@ -540,16 +588,81 @@ def _compare_all(
                 else:
                     boot_cells.append((row, d))
     _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
-                      "compare")
-    for row, p in zip(out, holm(pvalues), strict=True):
+                      "compare", warnings)
+    # One Holm family per metric: the comparisons of one metric across tasks and candidates.
+    # Secondary metrics (fps, memory) must not weaken the primary metric's verdicts, and the
+    # report, which analyses the primary metric alone, gives the same p-values.
+    adjusted: list[float | None] = [None] * len(out)
+    for met in dict.fromkeys(r.metric for r in out):
+        idx = [i for i, r in enumerate(out) if r.metric == met]
+        for i, p in zip(idx, holm([pvalues[i] for i in idx]), strict=True):
+            adjusted[i] = p
+    for row, p, floor in zip(out, adjusted, floors, strict=True):
         row.p_holm = p
-        row.significant = is_significant(p, row.diff_ci_low, row.diff_ci_high, alpha)
-        if p is None:
-            warnings.append(
-                f"{row.task} {row.metric} {row.candidate} vs {baseline}: no p-value; "
-                "not counted in the Holm correction, no verdict (significance is null)"
-            )
+        row.significant = is_significant(p, row.diff_ci_low, row.diff_ci_high, alpha, floor)
+        where = f"{row.task} {row.metric} {row.candidate} vs {baseline}"
+        if floor is not None and floor >= alpha:
+            warnings.append(f"{where}: with {row.n} seeds the {row.test} test cannot give a "
+                            f"p-value below {alpha:g} (its smallest is {floor:.4g}); too few seeds "
+                            "to decide, no verdict (significance is null)")
+        elif p is None and row.significant is None:
+            warnings.append(f"{where}: no p-value; not counted in the Holm correction, no "
+                            "verdict (significance is null)")
     return out
+
+
+#: Up to this many seeds a side, a verdict on skewed or bimodal values is flagged: there the
+#: t-test's false-positive rate was measured above alpha (docs/statistics.md, bench/coverage.py).
+FEW_SEEDS = 10
+
+
+def shape_caveat(baseline: np.ndarray, candidate: np.ndarray, paired: bool,
+                 t_pvalue: float | None, rank_pvalue: float | None, alpha: float) -> str | None:
+    """Why a verdict on few seeds may not hold its alpha, or None.
+
+    The t-test's alpha and the intervals' 95% were measured on normal data; with 10 seeds or
+    fewer, values that look strongly skewed (sample skewness above 1 in absolute value) or
+    bimodal (a gap between sorted values wider than half their range: some seeds collapsed)
+    are flagged, and so is a t-test that disagrees with the rank test of the same design.
+    ``baseline``/``candidate``: shape ``(n_b,)``, ``(n_c,)`` (aligned when ``paired``).
+    """
+    b = np.asarray(baseline, dtype=float)
+    c = np.asarray(candidate, dtype=float)
+    if max(b.shape[0], c.shape[0]) > FEW_SEEDS:
+        return None
+    samples = [c - b] if paired else [b, c]
+    notes = []
+    for x in samples:
+        x = x[np.isfinite(x)]
+        if x.shape[0] < 4 or float(np.ptp(x)) == 0.0:
+            continue
+        xs = np.sort(x)
+        if float(np.max(np.diff(xs))) > 0.5 * float(np.ptp(xs)):
+            notes.append("look bimodal (a gap wider than half their range: some seeds collapsed?)")
+            break
+        # scipy.stats.skew(x, bias=False), without importing scipy.stats on this fast path.
+        n, dev = x.shape[0], x - x.mean()
+        g = float(np.mean(dev**3) / np.mean(dev**2) ** 1.5 * np.sqrt(n * (n - 1)) / (n - 2))
+        if abs(g) > 1:
+            notes.append(f"look skewed (sample skewness {g:.2g})")
+            break
+    what = "the paired differences" if paired else "the values"
+    notes = [f"{what} {n}" for n in notes]
+    # A rank test that cannot reach alpha at this n (5 pairs: 2/2⁵ = 0.0625) always "disagrees"
+    # with a significant t-test: that says nothing about the data, so it is not flagged.
+    import math
+
+    floor = 2 / 2 ** b.shape[0] if paired else 2 / math.comb(b.shape[0] + c.shape[0], b.shape[0])
+    if (t_pvalue is not None and rank_pvalue is not None and floor < alpha
+            and (t_pvalue < alpha) != (rank_pvalue < alpha)):
+        notes.append(f"the t-test (p = {t_pvalue:.3g}) and the rank test (p = {rank_pvalue:.3g}) "
+                     f"disagree at alpha {alpha:g}")
+    if not notes:
+        return None
+    return (f"the verdict rests on {max(b.shape[0], c.shape[0])} seeds, and " + "; ".join(notes)
+            + ": the t-test's alpha and the 95% intervals were measured on normal data, and on "
+            "skewed or collapsing seeds at 5–10 seeds its false-positive rate was above alpha "
+            "(docs/statistics.md); more seeds would settle it")
 
 
 def _aggregate(
@@ -595,6 +708,9 @@ def _aggregate(
         layouts.setdefault(key, []).append(config)
     results: dict[str, dict[str, tuple[float, float, float]]] = {}
     for key, group in layouts.items():
+        short = interval_shortfall(np.sum(~np.isnan(matrices.scores[group[0]]), axis=0))
+        if short is not None:
+            warnings.append(f"aggregate ({', '.join(group)}): {short}")
         many = aggregate_many([matrices.scores[c] for c in group], reps, confidence,
                               _seed(seed, "aggregate", zlib.crc32(key)))
         results.update(zip(group, many, strict=True))
@@ -607,9 +723,27 @@ def _aggregate(
             gap_undefined = (raw_min or raw_max) and name == "optimality_gap"
             estimates[name] = (Estimate() if gap_undefined
                                else Estimate(_num(value), _num(lo), _num(hi)))
-        out.append(AggregateRow(config=str(config), **estimates))
+        out.append(AggregateRow(config=str(config), iqm=estimates["iqm"],
+                                median=estimates["median"], mean=estimates["mean"],
+                                optimality_gap=estimates["optimality_gap"]))
     return out, normalization
 
 
-__all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "analyze", "default_align", "reduce_runs",
-           "validate_table"]
+def aggregate_points(
+    runs: RunValues,
+    configs: list[str],
+    goal: Goal,
+    references: Mapping[str, tuple[float, float]] | None = None,
+    normalize: Normalize = "none",
+) -> dict[str, dict[str, float | None]]:
+    """The across-task aggregates of one metric's runs, without intervals:
+    ``{config: {name: value}}`` for the names of :data:`~benchlab.stats.AGGREGATES`."""
+    from benchlab.stats.aggregate import _FUNCS
+
+    matrices = score_matrices(runs, goal, references, configs, normalize)
+    return {config: {name: _num(float(_FUNCS[name](normed))) for name in AGGREGATES}
+            for config, normed in matrices.scores.items()}
+
+
+__all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "aggregate_points", "analyze",
+           "default_align", "reduce_runs", "validate_table"]

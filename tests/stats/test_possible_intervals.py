@@ -1,0 +1,116 @@
+"""No interval is impossible, half-empty or a disguised range: tied values, declared ranges,
+zero spread, and too few runs per task for an across-task interval."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from benchlab.stats import analyze
+from benchlab.stats.accounting import analyze_seeds
+
+
+def _table(groups: dict[tuple[str, str], list[float]]) -> pd.DataFrame:
+    return pd.DataFrame([(t, c, s, v) for (t, c), vs in groups.items() for s, v in enumerate(vs)],
+                        columns=["task", "config", "seed", "value"])
+
+
+@pytest.mark.parametrize("values", [[0.99, 1, 1, 0.98, 1], [10, 10, 9, 10, 10, 10],
+                                    [0, 0, 0, 1, 0, 0, 0, 2, 0, 0]])
+def test_tied_values_never_give_a_half_null_bootstrap_interval(values):
+    out = analyze(_table({("t", "a"): values}), reps=2_000)
+    (row,) = out.summary
+    # Both bounds or neither, and a warning naming why; the t interval stands (scipy's).
+    assert (row.boot_ci_low is None) == (row.boot_ci_high is None)
+    if row.boot_ci_low is None:
+        assert any("t/a value: bootstrap-t interval undefined" in w for w in out.warnings)
+    lo, hi = sps.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=sps.sem(values))
+    assert (row.ci_low, row.ci_high) == (pytest.approx(lo), pytest.approx(hi))
+
+
+def test_a_declared_range_bounds_the_mean_the_difference_and_the_aggregate():
+    # Acrobot-like returns in [-500, 0], bimodal, 5 seeds: some seeds never learn.
+    a = [-483.0, -480.0, -475.0, -103.0, -110.0]
+    b = [-105.0, -104.0, -480.0, -103.0, -101.0]
+    out = analyze_seeds(_table({("acrobot", "a"): a, ("acrobot", "b"): b}), baseline="a",
+                        reps=2_000, ranges={"value": (-500.0, 0.0)})
+    for row in out.summary:
+        for x in (row.ci_low, row.ci_high, row.boot_ci_low, row.boot_ci_high):
+            assert x is None or -500.0 <= x <= 0.0
+    (cmp,) = out.comparisons
+    for x in (cmp.diff_ci_low, cmp.diff_ci_high, cmp.diff_boot_ci_low, cmp.diff_boot_ci_high):
+        assert x is None or -500.0 <= x <= 500.0  # a difference of two means in [-500, 0]
+    for agg in out.aggregate:
+        for name in ("iqm", "median", "mean"):
+            e = agg.estimate(name)
+            assert e.ci_low is None or -500.0 <= e.ci_low <= e.ci_high <= 0.0, (agg.config, name)
+
+
+def test_one_run_per_task_gives_no_aggregate_interval_rather_than_a_zero_width_one():
+    out = analyze(_table({(f"t{i}", "a"): [v] for i, v in enumerate([0.5, 0.641, 0.7, 0.9])}),
+                  reps=500)
+    (agg,) = out.aggregate
+    assert agg.iqm.value == pytest.approx(sps.trim_mean([0.5, 0.641, 0.7, 0.9], 0.25))
+    assert agg.iqm.ci_low is None and agg.iqm.ci_high is None
+    assert any("4 tasks of 1 runs" in w and "no interval" in w for w in out.warnings)
+
+
+def test_the_same_value_on_every_seed_is_zero_spread_not_a_point_interval():
+    out = analyze(_table({("t", "a"): [0.9] * 5, ("t", "b"): [0.8, 0.81, 0.82, 0.83, 0.84]}),
+                  reps=500)
+    row = out.summary_of("t", "a", "value")
+    assert row is not None and row.std == 0.0
+    assert (row.ci_low, row.ci_high, row.boot_ci_low, row.boot_ci_high) == (None,) * 4
+    assert any("t/a value: all 5 values are equal" in w and "not certainty" in w
+               for w in out.warnings)
+
+
+def test_a_verdict_on_few_collapsing_seeds_carries_a_warning_and_one_on_normal_seeds_does_not():
+    # Two of five candidate seeds collapsed: the paired differences have a gap wider than half
+    # their range.
+    base = [-110.0, -104.0, -108.0, -103.0, -106.0]
+    cand = [-101.0, -480.0, -99.0, -476.0, -100.0]
+    out = analyze(_table({("acrobot", "a"): base, ("acrobot", "b"): cand}), baseline="a", reps=200)
+    assert any("acrobot value b vs a: the verdict rests on 5 seeds" in w and "look bimodal" in w
+               for w in out.warnings)
+    d = np.array(cand) - np.array(base)
+    gaps = np.diff(np.sort(d))
+    assert gaps.max() > 0.5 * np.ptp(d)  # by hand: the rule the warning states
+    steady = analyze(_table({("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49, 0.515],
+                             ("t", "b"): [0.53, 0.545, 0.54, 0.56, 0.52, 0.55]}),
+                     baseline="a", reps=200)
+    assert not any("rests on" in w for w in steady.warnings)
+
+
+def test_the_skewness_rule_is_scipys_bias_corrected_skewness():
+    from benchlab.stats.table import shape_caveat
+
+    skewed = np.array([1.0, 1.05, 1.1, 1.2, 1.4, 1.7, 2.2, 3.0])
+    assert np.diff(skewed).max() < 0.5 * np.ptp(skewed)  # no gap: not bimodal by the rule
+    assert sps.skew(skewed, bias=False) > 1
+    note = shape_caveat(np.zeros(8), skewed, True, None, None, 0.05)
+    assert note is not None and f"sample skewness {sps.skew(skewed, bias=False):.2g}" in note
+
+
+def test_a_per_task_range_bounds_every_interval_of_that_task_and_the_aggregate():
+    # Returns of task "acrobot" lie in [-500, 0]; task "cartpole" has no declared range.
+    a = [-483.0, -480.0, -103.0, -475.0, -110.0]
+    b = [-105.0, -104.0, -480.0, -103.0, -101.0]
+    df = _table({("acrobot", "a"): a, ("acrobot", "b"): b,
+                 ("cartpole", "a"): [10.0, 12.0, 11.0, 40.0, 9.0],
+                 ("cartpole", "b"): [30.0, 31.0, 29.0, 5.0, 33.0]})
+    out = analyze_seeds(df[df["task"] == "acrobot"], baseline="a", reps=2_000,
+                        ranges={"acrobot/value": (-500.0, 0.0)})
+    for row in out.summary:
+        for x in (row.ci_low, row.ci_high, row.boot_ci_low, row.boot_ci_high):
+            assert x is None or -500.0 <= x <= 0.0
+        assert row.ci_method is not None and "cut at the range [-500, 0]" in row.ci_method
+    (cmp,) = out.comparisons
+    for x in (cmp.diff_ci_low, cmp.diff_ci_high, cmp.diff_boot_ci_low, cmp.diff_boot_ci_high):
+        assert x is None or -500.0 <= x <= 500.0
+    for agg in out.aggregate:
+        e = agg.mean
+        assert e.ci_low is None or -500.0 <= e.ci_low <= e.ci_high <= 0.0
+    both = analyze_seeds(df, baseline="a", reps=500, ranges={"acrobot/value": (-500.0, 0.0)})
+    cart = both.summary_of("cartpole", "a", "value")
+    assert cart is not None and cart.ci_method is not None and "cut" not in cart.ci_method
