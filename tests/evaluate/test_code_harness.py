@@ -135,17 +135,11 @@ CORRECT: dict[str, tuple[str, str]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def isolation() -> tuple[str, str]:
-    probed = Sandbox(LIMITS)
-    return probed.mode or "none", probed.filesystem or "none"
-
-
 @pytest.fixture
-def scorers(isolation):
+def scorers():
     # A sandbox per test: its slots belong to the event loop of the test's asyncio.run.
     pool = MathVerifyPool(workers=1)
-    yield Scorers(pool, Sandbox(LIMITS, concurrency=2, mode=isolation[0], filesystem=isolation[1]))
+    yield Scorers(pool, Sandbox(LIMITS, concurrency=2))
     pool.close()
 
 
