@@ -290,6 +290,8 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     analyze(data, reps=reps, seed=seed)
     if data.registered_plan is not None and used is not None:
         judged = preregistration.judge(used, data.registered_plan["plan"], info_.goal, list(info_.configs),
+                                       registered=data.registered_plan,
+                                       now=preregistration.plan_of(info_.spec) if info_.spec else None,
                                        reps=reps, seed=seed)
         data.analysis_plan = preregistration.statement(data.registered_plan, info_.spec, judged)
     # While the figures are still drawn: what needs none of them (BENCHMARKS.md's text), and the
