@@ -94,6 +94,12 @@ def overview(bench: Benchmark) -> Overview:
         last = max([v for v in (last, ended) if v is not None], default=None)
         eta = _estimate_eta(store, counts) if counts.get(RUNNING) else None
         uses = [a.gpu_use for _, a in store.gpu_attempts()]
+    if counts.get(RUNNING):
+        from benchlab.execute.liveness import counts_as_seen, sweep_liveness
+
+        # A sweep whose process is gone leaves "running" in the ledger: shown as interrupted.
+        counts = counts_as_seen(counts, sweep_liveness(bench.folder))
+        eta = eta if counts.get(RUNNING) else None
     sampled = [u for u in uses if u is not None and u.util_mean is not None]
     gpu = None
     if uses:
@@ -219,11 +225,14 @@ def benchmark_view(bench: Benchmark) -> BenchmarkView:
     with Store.open(bench.folder, read_only=True) as store:
         meta = store.meta()
         names: dict[str, str] = {}
+        from benchlab.execute.liveness import as_seen, sweep_liveness
+
+        liveness = sweep_liveness(bench.folder)
         for rid, name, task, config, seed, status in store.conn.execute(
             f"SELECT run_id, name, task, config, seed, status FROM runs WHERE {store.in_spec_sql()}"
             " ORDER BY rowid"
         ):
-            grid[(task, config)].seeds.append((int(seed), status, rid))
+            grid[(task, config)].seeds.append((int(seed), as_seen(status, liveness), rid))
             names[rid] = name
         failed = {rid for cell in grid.values() for _, st, rid in cell.seeds if st == FAILED}
         last: dict[str, AttemptRecord] = {}
