@@ -565,7 +565,7 @@ class Sweep:
                 self.on_event(SweepEvent("finish", run, launch.number, progress, status=FAILED,
                                          failure_class=triage.LAUNCH, error=launch.error))
                 continue
-            st.inflight[launch.attempt_id] = _InFlight(run, launch.number, time.time())
+            st.inflight[launch.attempt_id] = _InFlight(run, launch.number, time.monotonic())
             progress.running = len(st.inflight)
             self.on_event(SweepEvent("start", run, launch.number, progress))
 
@@ -659,7 +659,7 @@ class Sweep:
             return
         st.queue.remove_ids({launch.run.run_id for launch in adopted})
         for launch in adopted:
-            st.inflight[launch.attempt_id] = _InFlight(launch.run, launch.number, time.time())
+            st.inflight[launch.attempt_id] = _InFlight(launch.run, launch.number, time.monotonic())
             self.on_event(SweepEvent("start", launch.run, launch.number, st.tally.progress))
         st.tally.progress.running = len(st.inflight)
         self._pass_on_placements(st)
@@ -1143,7 +1143,7 @@ class _InFlight:
 
     run: Run
     number: int
-    started: float  # wall clock at launch
+    started: float  # monotonic clock at launch (for the ETA)
 
 
 class RunQueue:
@@ -1293,7 +1293,7 @@ class Eta:
         guesses = [self.expected(r) for r in left]
         if any(g is None for g in guesses):
             return None
-        now = time.time()
+        now = time.monotonic()
         # Runs in flight are partly done; the rest queue behind the slots.
         done_part = sum(min(now - f.started, self.expected(f.run) or 0.0) for f in inflight)
         work = sum(g or 0.0 for g in guesses) - done_part
