@@ -64,7 +64,19 @@ def searched(tmp_path_factory):
     spec = write_search_bench(root, budget=2, spec=SEARCH_SPEC % {"budget": 2, "pruner": "none"})
     proc = run_cli("search", str(spec), "-j", "2", "--results", str(root / "res"), cwd=root, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    (root / "search.out").write_text(proc.stdout)
     return root
+
+
+def test_search_progress_counts_trials_against_the_budget_not_a_growing_plan(searched):
+    import re
+
+    lines = (searched / "search.out").read_text().splitlines()
+    counters = [m.group(0) for line in lines if (m := re.match(r"\[\s*\d+/\d+\]", line))]
+    assert counters == []  # no run line counts against a total that grows with each trial
+    trials = [re.search(r"\[(\d+)/(\d+)\]", line).groups() for line in lines if line.startswith("trial ")]
+    assert trials == [("1", "2"), ("2", "2")]
+    assert sum(" — val=" in line for line in lines) == 2  # each trial's run, reported once
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))

@@ -97,7 +97,8 @@ def search(
     if search_.metric.allow_primary:
         show.print(f"[yellow]note[/]: tuning on the primary metric, allowed because: "
                    f"{escape(search_.metric.reason or '')}", highlight=False)
-    display = SweepDisplay(show, primary=metric)
+    # The trial lines count against the budget; the runs' own count would grow with the plan.
+    display = SweepDisplay(show, primary=metric, counter=False)
     run.on_event = display.on_event
     result = _sweep_with_signals(run, display)
     if result.recovered:

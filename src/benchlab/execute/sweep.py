@@ -135,6 +135,11 @@ class SweepResult:
     pruned: int = 0
 
     @property
+    def pending(self) -> int:
+        """Runs of the plan this sweep left without an outcome (stopped before it launched them)."""
+        return max(0, self.total - self.completed - self.failed - self.skipped - self.interrupted - self.pruned)
+
+    @property
     def exit_code(self) -> int:
         if self.stopped:
             return 130
