@@ -410,6 +410,9 @@ def run_view(bench: Benchmark, run_dir: Path, run_id: str) -> RunView:
         config_text = ""
     files = sorted(p.name for p in run_dir.iterdir() if p.is_file()) if run_dir.is_dir() else []
     name, task, config, seed, params, command, status = row
+    from benchlab.execute.liveness import as_seen, sweep_liveness
+
+    status = as_seen(status, sweep_liveness(bench.folder))  # as the benchmark page shows it
     return RunView(run_id, name, task, config, int(seed), status, json.loads(params), command, attempts,
                    metrics, series, config_text, provenance, files,
                    tail(run_dir / LOG_FILE, LOG_TAIL_LINES))
