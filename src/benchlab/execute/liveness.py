@@ -43,8 +43,6 @@ def sweep_liveness(folder: Path | str) -> SweepLiveness:
     (even a shared lock, held for an instant, would turn a sweep starting then away): alive when
     the holder it names runs on this host, gone when it names a process of this host that no
     longer exists or names none, unknown when it names another host."""
-    import psutil
-
     try:
         text = (Path(folder) / LOCK_NAME).read_text().strip()
     except OSError:
@@ -54,7 +52,18 @@ def sweep_liveness(folder: Path | str) -> SweepLiveness:
         return SweepLiveness(GONE, text or None)
     if found.group(2) != socket.gethostname():
         return SweepLiveness(UNKNOWN, text)
-    return SweepLiveness(ALIVE if psutil.pid_exists(int(found.group(1))) else GONE, text)
+    return SweepLiveness(ALIVE if _lives(int(found.group(1))) else GONE, text)
+
+
+def _lives(pid: int) -> bool:
+    """Whether ``pid`` is a live process: one killed but not yet reaped by its parent (a zombie)
+    holds no lock and runs nothing."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return psutil.pid_exists(pid)
 
 
 def as_seen(status: str, liveness: SweepLiveness) -> str:
