@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from benchlab import preregistration
 from benchlab.ranges import metric_ranges
@@ -259,6 +259,28 @@ def write_report(
         raise
 
 
+def _with_curves(used: pd.DataFrame, curves: Any, plan: dict[str, Any]) -> pd.DataFrame:
+    """``used`` with the logged curve of the plan's metric for each run it holds, where the plan
+    summarises curves (``auc``, ``max``, ``slope``): the report's table holds final values only,
+    and a plan judged on them alone had nothing to judge."""
+    if plan.get("summary", "final") == "final" or curves is None:
+        return used
+    import pandas as pd
+
+    kept = set(zip(used["task"], used["config"], used["seed"], strict=True))
+    parts = [pd.DataFrame({"task": task, "config": config, "seed": seed, "metric": metric,
+                           "step": steps, "value": values})
+             for (metric, task), items in curves.groups().items() if metric == plan["metric"]
+             for config, seed, steps, values in items if (task, config, seed) in kept]
+    if not parts:
+        return used
+    extra = pd.concat(parts, ignore_index=True)
+    for column in used.columns:
+        if column not in extra.columns:
+            extra[column] = used[column].iloc[0] if len(used) else None
+    return pd.concat([used, extra[list(used.columns)]], ignore_index=True)
+
+
 def _write_report(results: Results | Path | str | None, out: Path | str | None, pool: ProcessPoolExecutor | None,
                   *, plots: bool, html: bool, seeds: bool, reps: int, seed: int, workers: int | None,
                   failed_as: str) -> ReportFiles:
@@ -289,7 +311,8 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     # The figures draw in worker processes meanwhile.
     analyze(data, reps=reps, seed=seed)
     if data.registered_plan is not None and used is not None:
-        judged = preregistration.judge(used, data.registered_plan["plan"], info_.goal, list(info_.configs),
+        judged = preregistration.judge(_with_curves(used, table.curves, data.registered_plan["plan"]),
+                                       data.registered_plan["plan"], info_.goal, list(info_.configs),
                                        registered=data.registered_plan,
                                        now=preregistration.plan_of(info_.spec) if info_.spec else None,
                                        reps=reps, seed=seed)
