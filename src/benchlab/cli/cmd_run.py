@@ -32,9 +32,12 @@ def search_line(spec: Any) -> str:
     metric = search.metric
     tasks = ", ".join(search.tasks) if search.tasks else "every task"
     base = search.base_config or spec.baseline or spec.configs[0].name
+    from benchlab.spec_search import pruning_blind
+
+    blind = pruning_blind(spec)
     return (f"search {search.name}: budget {budget} tuning {', '.join(search.space)} of config {base} on "
             f"{metric.name} ({metric.summary}), {tasks}, seeds {search.seed_list(spec.seed_list)}; "
-            f"sampler {search.sampler}, pruner {search.pruner}")
+            f"sampler {search.sampler}, pruner {search.pruner}" + (f"; but {blind}" if blind else ""))
 
 
 @app.command()
