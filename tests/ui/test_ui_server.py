@@ -229,3 +229,10 @@ def test_a_failed_runs_page_says_it_failed_rather_than_no_metric_yet(finished: P
     assert "No metric yet" not in text
     assert "No metric: the run failed before it reported one" in text
     assert "No metric" not in other.decode()  # a completed run shows its metrics
+
+
+def test_the_curves_use_the_reports_palette_in_config_order(finished: Path):
+    with ui_server(finished) as (port, _):
+        data = get_json(port, "/b/slowbench/curves.json?task=walk&metric=reward")
+    # Okabe–Ito's first colours, as the report's figures give them to the first configs.
+    assert [(c["name"], c["color"]) for c in data["configs"]] == [("base", "#0072B2"), ("bad", "#E69F00")]

@@ -342,8 +342,11 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
                                "y": _finite(np.asarray(vals))})
     ordered = [c for c in order if c in configs] + sorted(set(configs) - set(order))
     goals = meta.get("goals") or {}
+    from benchlab.report.style import style
+
+    # The report's colours, given in the same order as its curve plots give them (config order).
     return {"task": task, "metric": metric, "goal": goals.get(metric), "configs": [
-        {"name": c, **configs[c]} for c in ordered]}
+        {"name": c, "color": style(i)["color"], **configs[c]} for i, c in enumerate(ordered)]}
 
 
 # ---------------------------------------------------------------------------- a run
