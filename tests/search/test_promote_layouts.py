@@ -22,10 +22,9 @@ search: {metric: val, base_config: base, space: {x: {uniform: [-1, 1]}}, seeds: 
 """
 
 LAYOUTS = {
-    "flow, one line": """name: tune  # the benchmark
-tasks: [{name: t}]
-configs: [{name: base, params: {x: 0.0, steps: 5, nap: 0, child: ""}}, {name: other, params: {x: -0.5, steps: 5, nap: 0, child: ""}}]
-""",
+    "flow, one line": "name: tune  # the benchmark\ntasks: [{name: t}]\n"
+                      'configs: [{name: base, params: {x: 0.0, steps: 5, nap: 0, child: ""}}, '
+                      '{name: other, params: {x: -0.5, steps: 5, nap: 0, child: ""}}]\n',
     "block, indented items": """name: tune
 tasks:
   - name: t
