@@ -18,7 +18,6 @@ import yaml
 from journeys.journey_kit import benchlab, start, status, wait_for
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("lm_eval")
 
 TASK = """
 task: {name}

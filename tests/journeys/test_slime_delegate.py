@@ -23,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "evaluate"))
 from evalsvc_testkit import TOKEN, free_port, write_config  # noqa: E402
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("fastapi")
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
