@@ -114,3 +114,39 @@ def test_spec_built_in_code_expands_its_grids_too():
                 configs=[Config(name="m", grid={"lr": [0.1, 0.2]})])
     assert [c.name for c in spec.configs] == ["m[lr=0.1]", "m[lr=0.2]"]
     assert [r.command for r in expand(spec)] == ["run 0.1", "run 0.2"]
+
+
+SLM_STYLE = """\
+name: slm
+variables: {max_frame: 1e3, note: x}
+tasks: [{name: cartpole}]
+configs:
+  - name: ppo
+    grid: {max_frame: [1e4, 2e4]}
+  - {name: a2c, params: {max_frame: 5e3}}
+  - {name: dqn}
+seeds: 1
+command: python train.py --max-frame ${max_frame} --note ${note}
+env: {FRAMES: "${max_frame}"}
+metrics: {primary: score}
+"""
+
+
+def test_grid_over_a_variable_reaches_the_command_where_it_is_written_as_a_variable():
+    runs = {r.config: r for r in expand(parse_spec(SLM_STYLE))}
+    frames = {name: (run.command.split("--max-frame ")[1].split()[0], run.env["FRAMES"])
+              for name, run in runs.items()}
+    # Each grid value, the param, and the variable's default each reach both the command and env.
+    assert frames == {"ppo[max_frame=10000.0]": ("1e4", "1e4"), "ppo[max_frame=20000.0]": ("2e4", "2e4"),
+                      "a2c": ("5e3", "5e3"), "dqn": ("1e3", "1e3")}
+    assert len({r.run_id for r in runs.values()}) == 4
+
+
+def test_variable_a_grid_sets_is_refused_where_it_would_be_filled_in_once():
+    text = SLM_STYLE.replace("tasks: [{name: cartpole}]",
+                             "tasks: [{name: cartpole, params: {frames: '${max_frame}'}}]")
+    with pytest.raises(SpecError) as caught:
+        parse_spec(text, file="slm.yaml")
+    message = str(caught.value)
+    assert "tasks[0].params.frames" in message
+    assert "configs[0].grid.max_frame sets max_frame per run" in message

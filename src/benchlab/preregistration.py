@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from benchlab.store import Store
 
 META_KEY = "preregistration"
+#: The registration's copy beside the ledger, in the results folder.
+REGISTRATION_FILE = "preregistration.json"
 #: The p-value of :class:`benchlab.stats.Comparison` each ``analysis.test`` uses.
 TESTS = {"t": ("t_pvalue", "welch_pvalue"), "welch": ("welch_pvalue", "welch_pvalue"),
          "wilcoxon": ("wilcoxon_pvalue", "mannwhitney_pvalue"),
@@ -69,8 +73,35 @@ def register(store: Store, spec: Spec, completed_runs: int, *, now: datetime | N
     if plan is None:
         return None
     record = {"hash": plan_hash(plan), "registered_at": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
-              "plan": plan, "configs": [c.name for c in spec.configs], "completed_before": completed_runs}
+              "plan": plan, "configs": [c.name for c in spec.configs], "tasks": [t.name for t in spec.tasks],
+              "completed_before": completed_runs}
     store.set_meta(**{META_KEY: record})
+    # Also a file beside the ledger: a ledger rebuilt from the run directories
+    # (`benchlab collect --rebuild`) takes the registration back from it, unchanged.
+    _write_record(Path(store.path).parent / REGISTRATION_FILE, record)
+    return record
+
+
+def _write_record(path: Path, record: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def restore(store: Store, folder: Path, *, earlier: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Put the registration back into a rebuilt ledger: the one the old ledger held (``earlier``),
+    else the one in ``folder``'s registration file; return it (None when there was none)."""
+    record = earlier
+    path = Path(folder) / REGISTRATION_FILE
+    if record is None and path.exists():
+        try:
+            record = json.loads(path.read_text())
+        except ValueError:
+            record = None
+    if record is not None:
+        store.set_meta(**{META_KEY: record})
+        if not path.exists():
+            _write_record(path, record)
     return record
 
 
@@ -93,7 +124,8 @@ def deviations(registered: dict[str, Any], spec_dump: dict[str, Any]) -> list[st
         out.append(f"comparison dropped: {c} vs {b}")
     added = [c["name"] for c in spec_dump.get("configs", []) if c["name"] not in registered.get("configs", [])]
     if added:
-        out.append(f"config(s) added after results existed: {', '.join(added)}")
+        out.append(f"config(s) added after results existed: {', '.join(added)} (their comparisons are "
+                   "exploratory, apart from the registered ones)")
     return out
 
 
@@ -115,6 +147,9 @@ class PlannedResult:
     significant: bool | None
     practical: str | None  # None without min_effect
     warnings: list[str] = field(default_factory=list)
+    # Not in the registered family (a config, task or comparison added later): Holm-corrected
+    # among the exploratory comparisons only, never changing a registered verdict.
+    exploratory: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,9 +171,17 @@ def practical_verdict(ci_low: float | None, ci_high: float | None, min_effect: f
 
 
 def judge(finals: pd.DataFrame, plan: dict[str, Any], goals: dict[str, str], configs: list[str],
-          *, reps: int = 2000, seed: int = 0) -> list[PlannedResult]:
+          *, registered: dict[str, Any] | None = None, now: dict[str, Any] | None = None,
+          reps: int = 2000, seed: int = 0) -> list[PlannedResult]:
     """The planned comparisons on a long-format table, with the plan's metric, summary, test and
-    alpha; Holm across all of them. Statistics come from :mod:`benchlab.stats`."""
+    alpha. Statistics come from :mod:`benchlab.stats`.
+
+    The registered family is fixed at registration: ``plan``'s comparisons over the configs and
+    tasks the ``registered`` record names (``configs``, the spec's configs now, when there is no
+    record), Holm-corrected across them alone. Comparisons that appear later (``now``, the plan
+    as the spec has it now, over the configs and tasks of today) come after them, marked
+    ``exploratory``, Holm-corrected among themselves: adding a config never moves a registered
+    p-value."""
     import numpy as np
 
     from benchlab.stats import compare, holm, is_significant, reduce_runs, validate_table
@@ -151,12 +194,22 @@ def judge(finals: pd.DataFrame, plan: dict[str, Any], goals: dict[str, str], con
     by = {k: dict(zip(g["seed"].tolist(), g["value"].tolist(), strict=True))
           for k, g in runs.groupby(["task", "config"], sort=True)}
     goal = goals.get(plan["metric"], "max")
-    pairs: list[tuple[str, str]] = []
-    for b, c in plan["comparisons"]:
-        pairs += [(b, x) for x in configs if x != b] if c == "*" else [(b, c)]
-    raw = []
-    for task in sorted({t for t, _ in by}):
-        for b, c in pairs:
+    tasks = sorted({t for t, _ in by})
+
+    def family(comparisons: list[list[str]], names: list[str], among: list[str]) -> list[tuple[str, str, str]]:
+        pairs: list[tuple[str, str]] = []
+        for b, c in comparisons:
+            pairs += [(b, x) for x in names if x != b] if c == "*" else [(b, c)]
+        return [(task, b, c) for task in among for b, c in dict.fromkeys(pairs)]
+
+    record = registered or {}
+    fixed = family(plan["comparisons"], list(record.get("configs") or configs),
+                   [t for t in tasks if "tasks" not in record or t in record["tasks"]])
+    later = [x for x in family((now or plan)["comparisons"], configs, tasks) if x not in set(fixed)]
+
+    def judged(triples: list[tuple[str, str, str]], exploratory: bool) -> list[PlannedResult]:
+        raw = []
+        for task, b, c in triples:
             base, cand = by.get((task, b)), by.get((task, c))
             if not base or not cand:
                 continue
@@ -167,15 +220,15 @@ def judge(finals: pd.DataFrame, plan: dict[str, Any], goals: dict[str, str], con
                           f"{task} {plan['metric']} {c} vs {b}")
             field_paired, field_unpaired = TESTS[plan["test"]]
             raw.append((task, b, c, cmp, getattr(cmp, field_paired if paired else field_unpaired)))
-    adjusted = holm([p for *_, p in raw])
-    out = []
-    for (task, b, c, cmp, p), p_adj in zip(raw, adjusted, strict=True):
-        out.append(PlannedResult(
-            task, b, c, plan["metric"], cmp.paired, cmp.n, cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, p, p_adj,
-            is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, plan["alpha"]),
+        adjusted = holm([p for *_, p in raw])
+        return [PlannedResult(
+            task, b, c, plan["metric"], cmp.paired, cmp.n, cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, p,
+            p_adj, is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, plan["alpha"]),
             None if plan.get("min_effect") is None else
-            practical_verdict(cmp.diff_ci_low, cmp.diff_ci_high, plan["min_effect"], goal), list(cmp.warnings)))
-    return out
+            practical_verdict(cmp.diff_ci_low, cmp.diff_ci_high, plan["min_effect"], goal), list(cmp.warnings),
+            exploratory) for (task, b, c, cmp, p), p_adj in zip(raw, adjusted, strict=True)]
+
+    return judged(fixed, False) + judged(later, True)
 
 
 def _g(x: float | None) -> str:
@@ -204,18 +257,28 @@ def statement(registered: dict[str, Any] | None, spec_dump: dict[str, Any], resu
               "across the planned comparisons"
               + (f", min_effect {plan['min_effect']:g} (the smallest difference that matters)."
                  if plan.get("min_effect") is not None else ".")]
-    if results:
-        has_min = plan.get("min_effect") is not None
-        lines += ["", "| task | comparison | change (95% CI) | p (Holm) | significant |"
-                  + (" practically |" if has_min else ""),
-                  "|---|---|---|---:|---|" + ("---|" if has_min else "")]
-        for r in results:
+    has_min = plan.get("min_effect") is not None
+
+    def table(rows: list[PlannedResult]) -> list[str]:
+        out = ["", "| task | comparison | change (95% CI) | p (Holm) | significant |"
+               + (" practically |" if has_min else ""),
+               "|---|---|---|---:|---|" + ("---|" if has_min else "")]
+        for r in rows:
             ci = "—" if r.ci_low is None else f"{r.diff:+.3g} [{r.ci_low:+.3g}, {r.ci_high:+.3g}]"
             sig = {True: "yes", False: "no", None: "undetermined"}[r.significant]
-            lines.append(f"| {r.task} | {r.candidate} vs {r.baseline} | {ci} | {_g(r.p_holm)} | {sig} |"
-                         + (f" {r.practical} |" if has_min else ""))
+            out.append(f"| {r.task} | {r.candidate} vs {r.baseline} | {ci} | {_g(r.p_holm)} | {sig} |"
+                       + (f" {r.practical} |" if has_min else ""))
+        return out
+
+    planned = [r for r in results if not r.exploratory]
+    exploratory = [r for r in results if r.exploratory]
+    if planned:
+        lines += table(planned)
+    if exploratory:
+        lines += ["", "Exploratory (not pre-registered: added after the registration; Holm's correction across "
+                      "these alone, so they never change a registered verdict):", *table(exploratory)]
     return "\n".join(lines)
 
 
-__all__ = ["META_KEY", "PlannedResult", "deviations", "judge", "plan_hash", "plan_of", "practical_verdict",
-           "register", "statement"]
+__all__ = ["META_KEY", "REGISTRATION_FILE", "PlannedResult", "deviations", "judge", "plan_hash", "plan_of",
+           "practical_verdict", "register", "restore", "statement"]

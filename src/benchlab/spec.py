@@ -670,14 +670,42 @@ class _SecretUse:
         self.env = env_name(name)
 
 
+def _param_places(data: dict[str, Any]) -> dict[str, str]:
+    """Each name a task or config sets per run (a param or a grid param) -> where it is first set.
+
+    A variable of such a name is only a default: its value differs from run to run."""
+    places: dict[str, str] = {}
+    for kind in ("tasks", "configs"):
+        items = data.get(kind)
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if not isinstance(item, dict):
+                continue
+            for field in ("params", "grid"):
+                if isinstance(item.get(field), dict):
+                    for key in item[field]:
+                        if isinstance(key, str):
+                            places.setdefault(key, f"{kind}[{i}].{field}.{key}")
+    return places
+
+
 def _interpolate(node: Any, variables: dict[str, Any], loc: tuple[Any, ...],
-                 unknown: list[tuple[tuple[Any, ...], str]]) -> Any:
-    """``node`` with every ``${name}`` filled in from ``variables`` (unknown names are noted)."""
+                 unknown: list[tuple[tuple[Any, ...], str]],
+                 per_run: dict[str, str] | None = None,
+                 fixed: list[tuple[tuple[Any, ...], str]] | None = None) -> Any:
+    """``node`` with every ``${name}`` filled in from ``variables`` (unknown names are noted).
+
+    ``per_run`` names the variables a param or grid sets run by run: in a command such a
+    ``${name}`` becomes the placeholder ``{name}``, filled in per run like any param; anywhere
+    else it would be filled in once with the default, so the place is noted in ``fixed``."""
+    per_run = per_run if per_run is not None else {}
+    fixed = fixed if fixed is not None else []
     if isinstance(node, dict):
         # Plain values are the bulk of a big spec: they pass without a location being built.
-        return {k: v if _passes(v) else _interpolate(v, variables, (*loc, k), unknown) for k, v in node.items()}
+        return {k: v if _passes(v) else _interpolate(v, variables, (*loc, k), unknown, per_run, fixed)
+                for k, v in node.items()}
     if isinstance(node, list):
-        return [v if _passes(v) else _interpolate(v, variables, (*loc, i), unknown) for i, v in enumerate(node)]
+        return [v if _passes(v) else _interpolate(v, variables, (*loc, i), unknown, per_run, fixed)
+                for i, v in enumerate(node)]
     if not isinstance(node, str) or "${" not in node:
         return _as_value(node, _typed_place(loc))
     if _is_command(loc):
@@ -687,6 +715,8 @@ def _interpolate(node: Any, variables: dict[str, Any], loc: tuple[Any, ...],
             if isinstance(variables.get(m.group(1)), _SecretUse):
                 # The value reaches the run through its environment; the command holds the name.
                 return f'"${variables[m.group(1)].env}"'
+            if m.group(1) in per_run and m.group(1) in variables:
+                return "{" + m.group(1) + "}"  # the run's own value, which a param or grid may set
             if m.group(1) in variables:
                 return shell_words(variables[m.group(1)]).replace("{", "{{").replace("}", "}}")
             unknown.append((loc, m.group(1)))
@@ -698,6 +728,14 @@ def _interpolate(node: Any, variables: dict[str, Any], loc: tuple[Any, ...],
     if secret is not None:
         unknown.append((loc, f"secret:{secret}"))
         return node
+    if len(loc) == 2 and loc[0] == "env":
+        # The environment takes placeholders too, so it gets the run's own value the same way.
+        node = _VAR_RE.sub(lambda m: "{" + m.group(1) + "}" if m.group(1) in per_run and m.group(1) in variables
+                           else m.group(0), node)
+        if "${" not in node:
+            return node
+    fixed += [(loc, m.group(1)) for m in _VAR_RE.finditer(node)
+              if m.group(1) in per_run and m.group(1) in variables]
     whole = _VAR_RE.fullmatch(node)
     if whole:
         name = whole.group(1)
@@ -801,14 +839,22 @@ def _parse(text: str, file: str, overrides: list[str] | dict[str, Any] | None, p
     from benchlab.secrets import MASK
 
     unknown: list[tuple[tuple[Any, ...], str]] = []
+    fixed: list[tuple[tuple[Any, ...], str]] = []
+    per_run = _param_places(data)
     body = {k: v for k, v in data.items() if k != "variables"}
-    body = _interpolate(body, {**variables, **{k: _SecretUse(k) for k in secret_names}}, (), unknown)
+    body = _interpolate(body, {**variables, **{k: _SecretUse(k) for k in secret_names}}, (), unknown, per_run,
+                        fixed)
     known = ", ".join(sorted(variables)) or "none defined"
     found += [(loc, f"secret variable ${{{name[7:]}}} can be used in a command only, where it reaches the run "
                     "through the environment (docs/spec.md, Secrets)") if name.startswith("secret:")
               else (loc, f"unknown variable ${{{name}}} (variables: {known})") for loc, name in unknown]
     found += _secret_placeholders(body, secret_names)
     unknown = [u for u in unknown if not u[1].startswith("secret:")]
+    # Outside a command ${name} is filled in once, before any run exists: a grid or param of that
+    # name would silently not reach it, so the spec is refused rather than run with the default.
+    found += [(loc, f"${{{name}}} is filled in once with variables.{name}, but {per_run[name]} sets "
+                    f"{name} per run, which would not reach here; use {{{name}}} in the command, or "
+                    f"give this field its own param") for loc, name in fixed]
     variables = {k: MASK if k in secret_names else v for k, v in variables.items()}
     applied = {k: MASK if k in secret_names else v for k, v in applied.items()}
     body["variables"] = variables

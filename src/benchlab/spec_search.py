@@ -282,3 +282,23 @@ def _seeds_text(seeds: Any) -> str:
     if isinstance(seeds, int):
         return f"{seeds} (0..{seeds - 1})"
     return str(seeds)
+
+
+def pruning_blind(spec: Any) -> str | None:
+    """Why the search's pruner can never act, or None when it can (or is off).
+
+    Pruning reads a trial's curve from its ``metrics.jsonl`` while the runs go (``benchlab.log``);
+    a search metric read from another source (a log regex, a JSON or CSV file) reaches the study
+    only once a run has ended, too late to stop it."""
+    search = spec.search
+    if search is None or search.pruner.name == "none":
+        return None
+    metric = next((m for m in spec.metrics.all if m.name == search.metric.name), None)
+    if metric is None or metric.source is None:
+        return None
+    where = {"regex": "the run's log by a regex", "json": "a JSON file", "jsonl": "a JSONL file",
+             "csv": "a CSV file", "lm_eval": "lm-eval's results file",
+             "tensorboard": "TensorBoard event files"}.get(metric.source.kind, metric.source.kind)
+    return (f"the {search.pruner.name} pruner cannot act: {metric.name} is read from {where} once a run "
+            f"has ended, and pruning reads curves from metrics.jsonl (benchlab.log) while runs go; log "
+            f"{metric.name} with benchlab.log, or set pruner: none")

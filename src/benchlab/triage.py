@@ -199,12 +199,32 @@ class FailureGroup:
         return len(self.attempts)
 
 
+# What differs between two reports of one problem: addresses, hex ids, paths' run ids, numbers
+# (a frame, a step, a seed, a pid, a time). Addresses and hex first, so their digits stay one token.
+_VARYING = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
+    (re.compile(r"\b[0-9a-f]{8,}\b"), "<hex>"),
+    (re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"), "<n>"),
+]
+
+
+def problem_key(message: str) -> str:
+    """``message`` with what varies from one occurrence of a problem to the next made alike
+    (numbers, addresses, hex ids), so that one crash at frame 1234 and at frame 5678 is one
+    group: ``"NaN at frame 1234 (0x7f3a...)"`` -> ``"NaN at frame <n> (<addr>)"``."""
+    for pattern, token in _VARYING:
+        message = pattern.sub(token, message)
+    return message
+
+
 def group_failures(attempts: Iterable[Any]) -> list[FailureGroup]:
     """Failed attempts grouped by what went wrong, largest group first.
 
     Attempts with the same class and error are one problem (twelve seeds that all hit the same
     argparse error). Where the error says little (``exited with code 1``, ``killed by SIGSEGV``),
-    the last line of the log tail is part of the key, so different crashes stay apart.
+    the last line of the log tail is part of the key, so different crashes stay apart. Numbers
+    and addresses in the messages are made alike first (:func:`problem_key`): a crash that names
+    the frame or the address it happened at is one problem, not one per run.
     """
     groups: dict[tuple[str, str, str], FailureGroup] = {}
     for a in attempts:
@@ -212,7 +232,8 @@ def group_failures(attempts: Iterable[Any]) -> list[FailureGroup]:
         last = ""
         if cls in (EXIT_CODE, SIGNAL, "unknown"):
             last = next((ln.strip() for ln in reversed((a.log_tail or "").splitlines()) if ln.strip()), "")
-        key = (cls, error, last)
+        # An exit code or a signal is the problem itself, not a detail of it: kept as it is.
+        key = (cls, error if cls in (EXIT_CODE, SIGNAL) else problem_key(error), problem_key(last))
         if key not in groups:
             groups[key] = FailureGroup(cls, error, [])
         groups[key].attempts.append(a)

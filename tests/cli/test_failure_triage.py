@@ -124,3 +124,28 @@ def test_a_log_tail_drops_colour_codes_and_the_line_cut_by_its_byte_window(tmp_p
     assert [line[:8] for line in lines] == [f"line {i:03d}" for i in range(25, 30)]
     assert all("\x1b" not in line for line in lines)
     assert log_tail(tmp_path / "missing.log") == ""
+
+
+def test_one_crash_that_names_its_frame_and_address_is_one_group_in_status_and_dashboard(make_bench):
+    from benchlab.ui.library import Benchmark
+    from benchlab.ui.views import benchmark_view
+
+    # The same crash at a different frame and address in every run, and one other crash.
+    script = '''
+import os, sys
+seed = int(os.environ["BENCHLAB_SEED"])
+if "t2" in sys.argv[1:] and seed == 1:
+    print("RuntimeError: replay buffer empty")
+else:
+    print(f"RuntimeError: NaN in loss at frame {1000 + 137 * seed} (tensor at 0x7f{seed}a3c0)")
+sys.exit(1)
+'''
+    bench = make_bench(SPEC.replace("{command}", "python run.py {task}").replace("seeds: 3", "seeds: 2")
+                       .replace("retries: 2", "retries: 0"), script=script)
+    assert bench.cli("run", "bench.yaml", "-r", "out", "--no-report").returncode == 1
+    groups = _status(bench)["failure_groups"]
+    assert sorted(g["count"] for g in groups) == [2, 6]
+    nan = next(g for g in groups if g["count"] == 6)
+    assert "NaN in loss at frame" in nan["log_tail"]
+    view = benchmark_view(Benchmark("k", bench.root / "out"))
+    assert sorted(len(f.runs) for f in view.failures) == [2, 6]

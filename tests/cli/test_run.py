@@ -233,6 +233,8 @@ def test_ctrl_c_stops_runs_records_them_and_a_rerun_finishes(make_bench):
     out = (bench.root / "sweep.log").read_text()
     assert sweep.returncode == 130, out
     assert "stopped" in out
+    # The summary accounts for every run of the plan: two interrupted, the other four never began.
+    assert "6 runs: 0 completed, 2 interrupted, 4 not started" in out
     for pid in pids:
         assert not psutil.pid_exists(pid)
     assert sorted(s for v in attempts_by_run(bench.results).values() for s in v) == ["interrupted"] * 2

@@ -204,3 +204,24 @@ def test_a_plain_run_after_until_decided_keeps_the_added_seeds_in_every_claim(ma
     assert (f"t1/far 4 seeds ({pairs['far']['reason']}); t1/same 8 seeds ({pairs['same']['reason']})"
             in header)
     assert "**Seeds until decided:** α = 0.05 over 2 pairs (Bonferroni)" in header
+
+
+def test_the_library_sweep_plans_as_the_cli_after_until_decided(make_bench) -> None:
+    from benchlab import results as results_table
+    from benchlab.execute.sweep import Sweep, sweep_plan
+    from benchlab.spec import load_spec
+
+    bench = _bench(make_bench)
+    seq = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided", "--max-seeds", "8",
+                    "--batch", "4", "--json", "--no-report", "-j", "2")
+    assert seq.returncode == 0, seq.stderr
+    spec = load_spec(bench.spec)
+    dry = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--dry-run")
+    assert dry.returncode == 0 and "0 runs would run" in dry.stdout
+    plan = sweep_plan(spec, bench.results)
+    assert plan.kept == 8 and len(plan.runs) == 3 * 4 + 8
+    result = Sweep(spec, bench.results, jobs=2).run()  # a Python user's plain sweep of the same spec
+    assert result.exit_code == 0
+    table = results_table.load(bench.results)
+    seeds = {c: sorted(set(g["seed"])) for c, g in table.groupby("config")}
+    assert seeds == {"base": list(range(8)), "far": list(range(4)), "same": list(range(8))}

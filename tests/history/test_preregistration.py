@@ -132,3 +132,54 @@ def test_a_plan_added_after_results_is_not_called_a_pre_registration(bench):
 ])
 def test_practical_verdict_compares_the_ci_with_min_effect(lo, hi, goal, verdict):
     assert practical_verdict(lo, hi, 0.01, goal).startswith(verdict)
+
+
+def _planned_rows(report: str, section: str = "registered") -> dict[str, str]:
+    """The rows of the Analysis plan's registered table, or of its exploratory one."""
+    plan = report.split("## Analysis plan")[1].split("\n## ")[0]
+    registered, _, exploratory = plan.partition("Exploratory")
+    part = registered if section == "registered" else exploratory
+    return {line.split("|")[2].strip(): line for line in part.splitlines() if line.startswith("| t | ")}
+
+
+def _holm(p):
+    """Holm's step-down adjustment, by hand."""
+    order = np.argsort(p)
+    out, running = np.empty(len(p)), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def test_a_config_added_after_registration_leaves_the_registered_verdicts_and_the_rebuild_keeps_them(bench):
+    spec = bench / "bench.yaml"
+    spec.write_text(spec.read_text().replace("  comparisons: [[base, far], [base, same], [base, near]]\n", ""))
+    run_cli("run", "bench.yaml", cwd=bench, check=True)  # every config against base: 3 comparisons
+    results = bench / "results" / "plan"
+    before = _planned_rows((results / "BENCHMARK_REPORT.md").read_text())
+    assert sorted(before) == ["far vs base", "near vs base", "same vs base"]
+    # The registered family's p-values: paired t-tests (scipy), Holm over these three alone.
+    names = ["far", "same", "near"]
+    raw = np.array([sps.ttest_rel(_scores(c), _scores("base")).pvalue for c in names])
+    for name, p in zip(names, _holm(raw), strict=True):
+        assert f"| {p:.3g} |" in before[f"{name} vs base"]
+
+    spec.write_text(spec.read_text().replace("{name: near}]", "{name: near}, {name: late}]"))
+    run_cli("run", "bench.yaml", cwd=bench, check=True)
+    report = (results / "BENCHMARK_REPORT.md").read_text()
+    assert _planned_rows(report) == before  # the registered verdicts did not move
+    late = _planned_rows(report, "exploratory")
+    assert list(late) == ["late vs base"]
+    assert "config(s) added after results existed: late (their comparisons are exploratory" in report
+
+    registered = _registered(results)
+    (results / "benchlab.db").unlink()  # the ledger lost: rebuilt from the run directories
+    rebuilt = run_cli("collect", str(results), "--rebuild", cwd=bench)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert _registered(results) == registered
+    run_cli("report", str(results), "--no-plots", "--no-html", cwd=bench, check=True)
+    report = (results / "BENCHMARK_REPORT.md").read_text()
+    assert f"(hash {registered['hash'][:12]}, registered at {registered['registered_at']})" in report
+    assert "not a pre-registration" not in report
+    assert _planned_rows(report) == before and list(_planned_rows(report, "exploratory")) == ["late vs base"]

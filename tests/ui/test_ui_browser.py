@@ -196,3 +196,12 @@ def test_no_page_logged_an_error_or_failed_a_request(server: str, page: Any, pro
         page.wait_for_selector(loaded, state="attached", timeout=60_000)
         time.sleep(2.5)
     assert problems.seen == []
+
+
+def test_the_seed_legend_squares_have_their_states_colours(server: str, page: Any):
+    page.goto(f"{server}/b/slowbench")
+    colours = page.evaluate(
+        "Array.from(document.querySelectorAll('.legend .seed')).map(e => getComputedStyle(e).color)")
+    # The grid's squares' colours (ui.css: --completed, --running, --pending, --failed, --interrupted).
+    assert colours == ["rgb(22, 163, 74)", "rgb(37, 99, 235)", "rgb(203, 213, 225)", "rgb(220, 38, 38)",
+                       "rgb(245, 158, 11)"]

@@ -212,3 +212,27 @@ def test_the_curves_data_hold_the_mean_and_the_95_band_of_the_seeds(finished: Pa
     # `bad` lost seed 3: its band is over the three that completed.
     bad = next(c for c in data["configs"] if c["name"] == "bad")
     assert bad["n"] == 3
+
+
+def test_a_failed_runs_page_says_it_failed_rather_than_no_metric_yet(finished: Path):
+    con = sqlite3.connect(f"file:{finished / 'benchlab.db'}?mode=ro", uri=True)
+    try:
+        (failed,) = con.execute("SELECT run_id FROM runs WHERE status = 'failed'").fetchone()
+        (done,) = con.execute("SELECT run_id FROM runs WHERE status = 'completed' LIMIT 1").fetchone()
+    finally:
+        con.close()
+    with ui_server(finished) as (port, _):
+        status, _, body = get(port, f"/b/slowbench/runs/{failed}")
+        _, _, other = get(port, f"/b/slowbench/runs/{done}")
+    text = body.decode()
+    assert status == 200
+    assert "No metric yet" not in text
+    assert "No metric: the run failed before it reported one" in text
+    assert "No metric" not in other.decode()  # a completed run shows its metrics
+
+
+def test_the_curves_use_the_reports_palette_in_config_order(finished: Path):
+    with ui_server(finished) as (port, _):
+        data = get_json(port, "/b/slowbench/curves.json?task=walk&metric=reward")
+    # Okabe–Ito's first colours, as the report's figures give them to the first configs.
+    assert [(c["name"], c["color"]) for c in data["configs"]] == [("base", "#0072B2"), ("bad", "#E69F00")]

@@ -32,9 +32,12 @@ def search_line(spec: Any) -> str:
     metric = search.metric
     tasks = ", ".join(search.tasks) if search.tasks else "every task"
     base = search.base_config or spec.baseline or spec.configs[0].name
+    from benchlab.spec_search import pruning_blind
+
+    blind = pruning_blind(spec)
     return (f"search {search.name}: budget {budget} tuning {', '.join(search.space)} of config {base} on "
             f"{metric.name} ({metric.summary}), {tasks}, seeds {search.seed_list(spec.seed_list)}; "
-            f"sampler {search.sampler}, pruner {search.pruner}")
+            f"sampler {search.sampler}, pruner {search.pruner}" + (f"; but {blind}" if blind else ""))
 
 
 def _refuse_incomplete_checkpoints(spec: Any, spec_path: Path, folder: Path, runs: list[Any] | None = None,
@@ -183,7 +186,6 @@ def run(
     """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
     from benchlab import run_files
     from benchlab.execute.sweep import Sweep
-    from benchlab.plan import expand
     from benchlab.spec import load_spec
     from benchlab.store import DB_NAME, Store, runs_to_do
 
@@ -217,11 +219,15 @@ def run(
     if dry_run:
         from rich.markup import escape
 
+        from benchlab.execute.sweep import check_can_run, sweep_plan
+
+        # What `run` would refuse, the dry run refuses the same way (exit 2, the same message).
+        check_can_run(spec, folder, allow_changed=allow_changed, rerun_all=rerun_all)
         statuses: dict[str, str] = {}
         if (folder / DB_NAME).exists():
             with Store.open(folder) as store:
                 statuses = store.statuses()
-        planned = expand(spec)
+        planned = sweep_plan(spec, folder, rerun_all=rerun_all).runs
         if until_decided:  # the runs of the next look: the spec's, or the open pairs' next batch
             from benchlab.execute import sequential as seqrun
 
@@ -265,29 +271,19 @@ def run(
     from rich.markup import escape
 
     console.print(f"results: {escape(str(folder))}", highlight=False)
-    plan = None
     if (folder / DB_NAME).exists() and not rerun_all:
-        from benchlab.execute.sweep import refuse_without_ledger
+        from benchlab.execute.sweep import refuse_without_ledger, sweep_plan
 
         # A ledger that lost its attempts gets the sweep's own refusal, which names the way out.
         refuse_without_ledger(folder)
-        kept: list[Any] = []
-        with Store.open(folder) as store:
-            # Only a ledger an --until-decided run wrote: the sequential module imports the
-            # statistics (scipy), half a second before every resume's first launch.
-            if store.meta().get("sequential"):
-                from benchlab.execute import sequential as seqrun
-
-                kept = seqrun.kept_runs(store, spec)
+        kept = sweep_plan(spec, folder).kept  # the sweep plans the same way; here only to say so
         if kept:
-            # Seeds an earlier --until-decided run added stay in the results and in every claim.
-            plan = [*expand(spec), *kept]
-            console.print(f"keeping the {len(kept)} finished runs that `run --until-decided` added beyond the "
+            console.print(f"keeping the {kept} finished runs that `run --until-decided` added beyond the "
                           "spec's seeds: they stay in the results and the report (`benchlab status` shows "
                           "each pair's seeds and why it stopped)", highlight=False)
     sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all, backend=backend,
                   on_event=display.on_event, max_failures=max_failures, gpus=gpus,
-                  backend_options=options, allow_changed=allow_changed, runs=plan)
+                  backend_options=options, allow_changed=allow_changed)
     result = _sweep_with_signals(sweep, display)
     display.summary(result)
     if report and result.completed + result.skipped > 0 and not result.stopped:

@@ -94,10 +94,15 @@ def search(
     show.print(f"study {escape(spec.name)}:{escape(search_.name)} in {escape(str(run.folder))}", highlight=False)
     show.print(f"budget: {run.budget} trials ({how}); metric: {escape(metric)} ({goal_of(spec)}, {run.summary}); "
                f"sampler {search_.sampler}, pruner {search_.pruner}", highlight=False)
+    from benchlab.spec_search import pruning_blind
+
+    if (blind := pruning_blind(spec)) is not None:
+        show.print(f"[yellow]note[/]: {escape(blind)}", highlight=False)
     if search_.metric.allow_primary:
         show.print(f"[yellow]note[/]: tuning on the primary metric, allowed because: "
                    f"{escape(search_.metric.reason or '')}", highlight=False)
-    display = SweepDisplay(show, primary=metric)
+    # The trial lines count against the budget; the runs' own count would grow with the plan.
+    display = SweepDisplay(show, primary=metric, counter=False)
     run.on_event = display.on_event
     result = _sweep_with_signals(run, display)
     if result.recovered:
@@ -112,7 +117,8 @@ def search(
     if result.best_number is not None and result.best_value is not None:
         show.print(f"best: trial {result.best_number}, {escape(metric)} = {result.best_value:.6g} with "
                    f"{escape(_params_text(result.best_params))}", highlight=False)
-        show.print(f"promote it: benchlab search {escape(str(spec_path))} --promote NAME", highlight=False)
+        show.print(f"promote it: benchlab search {escape(str(spec_path))}{escape(_sets_text(sets))} --promote NAME",
+                   highlight=False)
     if result.sweep is not None and result.sweep.stopped:
         show.print("[yellow]stopped[/]: run the same command again to finish the study")
     elif result.counted:
@@ -141,7 +147,9 @@ def _promote(spec: Any, folder: Path, name: str, as_json: bool) -> None:
     console.print(f"wrote {escape(str(promoted.path))}: config {escape(name)} = trial {promoted.trial} of "
                   f"{escape(promoted.study)} ({escape(promoted.metric)} = {promoted.value:.6g}) with "
                   f"{escape(_params_text(promoted.params))}", highlight=False)
-    console.print(f"next: benchlab run {escape(str(promoted.path))}", highlight=False)
+    # With the same -s as the search: without them the run ids differ, and every config would run again.
+    console.print(f"next: benchlab run {escape(str(promoted.path))}{escape(_sets_text(spec.overrides))}",
+                  highlight=False)
 
 
 def _report(spec: Any, folder: Path, out: Path | None, as_json: bool) -> None:
@@ -156,3 +164,11 @@ def _report(spec: Any, folder: Path, out: Path | None, as_json: bool) -> None:
         print_json({"markdown": str(files.markdown), "plots": [str(p) for p in files.plots]})
         return
     console.print(f"search report: [bold]{escape(str(files.markdown))}[/]", highlight=False)
+
+
+def _sets_text(sets: list[str] | dict[str, Any] | None) -> str:
+    """The ``-s key=value`` words that give a command the same variables, shell-quoted."""
+    import shlex
+
+    items = [f"{k}={v}" for k, v in sets.items()] if isinstance(sets, dict) else list(sets or [])
+    return "".join(f" -s {shlex.quote(item)}" for item in items)

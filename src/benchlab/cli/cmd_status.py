@@ -59,6 +59,15 @@ def status(
     for a in attempts:
         last[a.run_id] = a
     running = [a for a in attempts if a.status == RUNNING and a.run_id in runs]
+    liveness = None
+    if running or counts.get(RUNNING):
+        from benchlab.execute.liveness import counts_as_seen, sweep_liveness
+
+        liveness = sweep_liveness(folder)
+        if liveness.is_gone:  # the ledger's "running" of a sweep whose process is gone
+            left_running = len(running)
+            counts = counts_as_seen(counts, liveness)
+            running = []
     from benchlab.triage import MISSING_METRIC, flag_configs, group_failures
 
     flagged = flag_configs(runs.values(), attempts)
@@ -122,6 +131,7 @@ def status(
             "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in partial],
             **({"sequential": meta["sequential"]} if meta.get("sequential") else {}),
             "plan_recording": recording,
+            "sweep": None if liveness is None else {"state": liveness.state, "holder": liveness.holder},
             "rebuild": {"running": rebuilding, "files": [str(p) for p in leftovers]} if leftovers else None,
         })
         return
@@ -133,6 +143,10 @@ def status(
     shown = folder.relative_to(Path.cwd()) if folder.is_absolute() and folder.is_relative_to(Path.cwd()) else folder
     console.print(f"[bold]{escape(str(meta.get('name')))}[/] ({escape(str(shown))}): {total} runs — "
                   + ", ".join(parts))
+    if liveness is not None and liveness.is_gone:
+        console.print(f"[yellow]no sweep is running[/]: the process of the last `benchlab run` is gone (killed, "
+                      f"or stopped by the machine), so the {left_running} runs it left running count as "
+                      f"interrupted; `benchlab run` again resumes them", highlight=False)
     if recording is not None:
         so_far = "" if recording.get("recorded") is None else f"{recording['recorded']:,} of "
         console.print(f"[yellow]plan partly recorded[/]: {so_far}{recording['runs']:,} runs. A sweep records "

@@ -34,10 +34,13 @@ def _fmt_value(value: float | None) -> str:
 class SweepDisplay:
     """Renders ``SweepEvent``s on a rich console (live bar on a terminal, plain lines elsewhere)."""
 
-    def __init__(self, console: Console, primary: str, clock: Any = time.monotonic):
+    def __init__(self, console: Console, primary: str, clock: Any = time.monotonic, counter: bool = True):
+        """``counter``: begin each finished run's line with ``[n/total]``; off where the plan
+        grows as the sweep goes (a search's trials), whose total would read 1/2, 2/4, 4/6."""
         self.console = console
         self.primary = primary
         self.clock = clock
+        self.counter = counter
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(),
             TextColumn("{task.completed}/{task.total}"),
@@ -81,7 +84,8 @@ class SweepDisplay:
                 detail = f"[red]{event.status}[/]: {escape(event.error or '')}"
                 style = "red"
             took = f" ({event.duration:.1f}s)" if event.duration is not None else ""
-            self.console.print(f"[{n:>{width}}/{p.total}] [{style}]{escape(event.run.name)}[/] — {detail}{took}",
+            head = f"[{n:>{width}}/{p.total}] " if self.counter else ""
+            self.console.print(f"{escape(head)}[{style}]{escape(event.run.name)}[/] — {detail}{took}",
                                highlight=False)
         elif event.kind == "retry":
             self.console.print(f"[yellow]retrying[/] {escape(event.run.name)} (attempt {event.attempt} "
@@ -100,7 +104,8 @@ class SweepDisplay:
         else:
             detail = f"{event.status}: {event.error or ''}"
         took = f" ({event.duration:.1f}s)" if event.duration is not None else ""
-        self.console.file.write(f"[{p.finished:>{len(str(p.total))}}/{p.total}] {event.run.name} — {detail}{took}\n")
+        head = f"[{p.finished:>{len(str(p.total))}}/{p.total}] " if self.counter else ""
+        self.console.file.write(f"{head}{event.run.name} — {detail}{took}\n")
 
     def summary(self, result: SweepResult) -> None:
         parts = [f"{result.completed} completed"]
@@ -110,6 +115,8 @@ class SweepDisplay:
             parts.append(f"[red]{result.failed} failed[/]")
         if result.interrupted:
             parts.append(f"[yellow]{result.interrupted} interrupted[/]")
+        if result.pending:
+            parts.append(f"{result.pending} not started")
         self.console.print(f"{result.total} runs: " + ", ".join(parts)
                            + f" in {_fmt_duration(result.wall_s)} — results in {result.results_dir}")
         if result.gpu_busy_share is not None:

@@ -14,10 +14,11 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from benchlab import triage
+from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
@@ -73,7 +74,8 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
     with ResultsLock(folder, purpose="benchlab collect --rebuild"):
         db = folder / DB_NAME
         fresh = folder / f"{DB_NAME}{REBUILDING}"
-        counts = _build(fresh, folder, runs_dir, spec)
+        earlier = _registration_of(db)
+        counts = _build(fresh, folder, runs_dir, spec, earlier)
         counts.backup = _back_up(db) if db.exists() else None
         os.replace(fresh, db)
         # The old file's shared-memory index must not be read as the new one's.
@@ -81,7 +83,20 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
     return counts
 
 
-def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None) -> Rebuilt:
+def _registration_of(db: Path) -> dict[str, Any] | None:
+    """The pre-registration the old ledger holds, where it can still be read."""
+    if not db.exists():
+        return None
+    try:
+        with Store(db) as old:
+            found = old.meta().get(preregistration.META_KEY)
+    except (sqlite3.DatabaseError, ValueError, OSError):
+        return None
+    return dict(found) if found else None
+
+
+def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
+           registration: dict[str, Any] | None = None) -> Rebuilt:
     from benchlab.results import write_benchmark_meta
 
     primary, metrics = _metrics(spec) if spec is not None else (described_primary(runs_dir), [])
@@ -93,6 +108,9 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None) -> Rebui
                 write_benchmark_meta(store, spec, folder)
             else:
                 store.set_benchmark(described_meta(runs_dir))
+            # The registered analysis plan was made before the results: it is kept as it was,
+            # never registered anew from runs that have already finished.
+            preregistration.restore(store, folder, earlier=registration)
             runs = []
             for run_dir in sorted(p for p in runs_dir.iterdir() if (p / CONFIG_FILE).exists()):
                 cfg = yaml.safe_load((run_dir / CONFIG_FILE).read_text())

@@ -149,7 +149,8 @@ def _reaped(pid: int) -> bool:
 class _Running:
     launch: Launch
     proc: Child
-    started: float
+    started: float  # wall clock, for the record
+    started_m: float  # monotonic: what the run's time and its timeout are measured on
     deadline: float | None
     kill_at: float | None = None
     timed_out: bool = False
@@ -269,7 +270,9 @@ class LocalBackend(Backend):
             raise
         now = time.monotonic()
         deadline = now + launch.timeout if launch.timeout else None
-        self._running[proc.pid] = _Running(launch, proc, time.time(), deadline)
+        # Only the start is read from the wall clock: the run's length comes from the monotonic
+        # one, so a clock step (NTP, a VM resumed) neither stretches nor shrinks it.
+        self._running[proc.pid] = _Running(launch, proc, spawned_at, now, deadline)
         self._watch(proc)
         return ProcessInfo(proc.pid, proc.pid, spawned_at, self.host)
 
@@ -455,7 +458,8 @@ class LocalBackend(Backend):
         sig = -code if code is not None and code < 0 else None
         return Outcome(
             launch=r.launch, exit_code=None if sig else code, signal=sig, timed_out=r.timed_out,
-            interrupted=r.stopping and not r.timed_out, started=r.started, ended=time.time(),
+            interrupted=r.stopping and not r.timed_out, started=r.started,
+            ended=r.started + (time.monotonic() - r.started_m),
             node=self.host,
         )
 

@@ -14,11 +14,15 @@ import platform
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlab.run_files import PROVENANCE_FILE
 from benchlab.store import CodeState
+
+if TYPE_CHECKING:
+    from benchlab.spec import Spec
 
 # Packages whose versions matter to an ML result, recorded when installed.
 TRACKED_PACKAGES = ("benchlab", "numpy", "scipy", "pandas", "torch", "jax", "jaxlib", "tensorflow",
@@ -47,28 +51,59 @@ def git_state(workdir: Path) -> dict[str, Any]:
     }
 
 
-def code_state(workdir: Path, spec_path: Path | None = None) -> CodeState:
+def spec_files(spec: Spec) -> list[Path]:
+    """The spec files of a benchmark: the spec's own and those its promoted configs came from
+    (``benchlab search --promote``). Editing them changes run ids, not the code under test."""
+    files = [spec.path] if spec.path is not None else []
+    files += [spec.base_dir / c.origin.spec for c in spec.configs if c.origin is not None]
+    return list(dict.fromkeys(Path(f).resolve() for f in files))
+
+
+def _in_repo(paths: Iterable[Path], top: str) -> list[str]:
+    out = []
+    for path in paths:
+        try:
+            out.append(Path(path).resolve().relative_to(Path(top).resolve()).as_posix())
+        except ValueError:
+            continue  # the spec lives outside the repository
+    return out
+
+
+def code_state(workdir: Path, spec_path: Path | Iterable[Path] | None = None) -> CodeState:
     """The state of the code under test in ``workdir``'s repository, as the ledger compares it
     between sweeps: the commit, and hashes of the tracked files' contents at it and of the
-    uncommitted diff, both leaving out the spec file (its edits change run ids instead, so a spec
-    edit, committed or not, is not a change of the code)."""
+    uncommitted diff, both leaving out the spec files (``spec_path``: one or several, see
+    :func:`spec_files`; their edits change run ids instead, so a spec edit, committed or not, is
+    not a change of the code)."""
     head = _git(workdir, "rev-parse", "HEAD", "--show-toplevel")
     if head is None or len(head.split()) < 2:
         return CodeState(None)
     commit, top = head.split("\n")[:2]
-    own = None
-    if spec_path is not None:
-        try:
-            own = Path(spec_path).resolve().relative_to(Path(top).resolve()).as_posix()
-        except ValueError:
-            own = None  # the spec lives outside the repository
-    pathspec = ["--", ":(top)"] + ([f":(top,exclude){own}"] if own else [])
-    diff = _git(workdir, "diff", "HEAD", *pathspec) or ""
+    paths = [spec_path] if isinstance(spec_path, str | Path) else list(spec_path or [])
+    own = set(_in_repo(paths, top))
+    diff = _git(workdir, "diff", "HEAD", *_pathspec(own)) or ""
     tree = _git(workdir, "ls-tree", "-r", "HEAD") or ""
     if own:
-        tree = "\n".join(line for line in tree.splitlines() if line.split("\t", 1)[-1] != own)
+        tree = "\n".join(line for line in tree.splitlines() if line.split("\t", 1)[-1] not in own)
     return CodeState(commit.strip(), bool(diff), hashlib.sha256(diff.encode()).hexdigest() if diff else None,
                      hashlib.sha256(tree.encode()).hexdigest())
+
+
+def _pathspec(excluded: Iterable[str]) -> list[str]:
+    return ["--", ":(top)", *(f":(top,exclude){p}" for p in sorted(excluded))]
+
+
+def changed_files(workdir: Path, since: str | None, spec_paths: Iterable[Path] = ()) -> list[str]:
+    """The files of the code under test that differ between commit ``since`` and the work tree
+    (committed or not), spec files left out, as paths from the repository's top; where ``since``
+    is unknown (None, or a commit this clone lacks), those of the uncommitted diff only."""
+    top = _git(workdir, "rev-parse", "--show-toplevel")
+    if top is None:
+        return []
+    excluded = _in_repo(spec_paths, top.strip())
+    base = since if since and _git(workdir, "cat-file", "-e", f"{since}^{{commit}}") is not None else "HEAD"
+    names = _git(workdir, "diff", "--name-only", base, *_pathspec(excluded)) or ""
+    return [n for n in names.splitlines() if n]
 
 
 def package_versions() -> dict[str, str]:

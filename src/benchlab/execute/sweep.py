@@ -32,7 +32,13 @@ from benchlab.errors import LedgerLost, UserError
 from benchlab.evalrules import settings_of
 from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_backend
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV, kill_strays, kill_tree
-from benchlab.execute.provenance import code_state, sweep_provenance, write_provenance
+from benchlab.execute.provenance import (
+    changed_files,
+    code_state,
+    spec_files,
+    sweep_provenance,
+    write_provenance,
+)
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.execute.version import (
     DIFF_FILE,
@@ -130,6 +136,11 @@ class SweepResult:
     pruned: int = 0
 
     @property
+    def pending(self) -> int:
+        """Runs of the plan this sweep left without an outcome (stopped before it launched them)."""
+        return max(0, self.total - self.completed - self.failed - self.skipped - self.interrupted - self.pruned)
+
+    @property
     def exit_code(self) -> int:
         if self.stopped:
             return 130
@@ -208,7 +219,7 @@ class Sweep:
         self.jobs = jobs or default_jobs(spec.resources.cpus)
         self.rerun_failed = rerun_failed
         self.rerun_all = rerun_all
-        self.code = code if code is not None else code_state(spec.work_path, spec.path)
+        self.code = code if code is not None else code_state(spec.work_path, spec_files(spec))
         self._code_id = 0
         self.allow_changed = allow_changed
         self.version_id: str | None = None
@@ -291,6 +302,8 @@ class Sweep:
             runs = self._runs
         else:
             runs, self._frozen = _built_apart_from_collector(lambda: expand(self.spec))
+            if not self.rerun_all:
+                runs = [*runs, *kept_runs(store, self.spec)]
         self._register(store, runs)
         self._recover(store)
         # Only the runs that are not pending: a resume of a plan that has just begun reads a few rows.
@@ -560,7 +573,7 @@ class Sweep:
                 self.on_event(SweepEvent("finish", run, launch.number, progress, status=FAILED,
                                          failure_class=triage.LAUNCH, error=launch.error))
                 continue
-            st.inflight[launch.attempt_id] = _InFlight(run, launch.number, time.time())
+            st.inflight[launch.attempt_id] = _InFlight(run, launch.number, time.monotonic())
             progress.running = len(st.inflight)
             self.on_event(SweepEvent("start", run, launch.number, progress))
 
@@ -654,7 +667,7 @@ class Sweep:
             return
         st.queue.remove_ids({launch.run.run_id for launch in adopted})
         for launch in adopted:
-            st.inflight[launch.attempt_id] = _InFlight(launch.run, launch.number, time.time())
+            st.inflight[launch.attempt_id] = _InFlight(launch.run, launch.number, time.monotonic())
             self.on_event(SweepEvent("start", launch.run, launch.number, st.tally.progress))
         st.tally.progress.running = len(st.inflight)
         self._pass_on_placements(st)
@@ -864,8 +877,7 @@ def record_version(store: Store, spec: Spec, code: CodeState, results_dir: Path,
     with the new version)."""
     now = current_version(spec, code, results_dir)
     versions = list(store.meta().get("versions", []))
-    began = any(s != PENDING for s in statuses.values())
-    changes = changes_since(versions[-1], now) if versions and began else []
+    changes = _version_changes(spec, versions, now, statuses)
     if changes and not allow:
         raise BenchmarkChanged(results_dir, changes)
     write_version(results_dir, now, spec)
@@ -873,6 +885,70 @@ def record_version(store: Store, spec: Spec, code: CodeState, results_dir: Path,
         versions.append({**now.to_json(), "changes": changes})
         store.set_meta(versions=versions)
     return now.id
+
+
+def _version_changes(spec: Spec, versions: list[dict[str, Any]], now: Any, statuses: dict[str, str]) -> list[str]:
+    """What changed since the last recorded version, where runs already began under it."""
+    began = any(s != PENDING for s in statuses.values())
+    if not versions or not began:
+        return []
+    return changes_since(versions[-1], now,
+                         lambda since: changed_files(spec.work_path, since, spec_files(spec)))
+
+
+def kept_runs(store: Store, spec: Spec) -> list[Run]:
+    """The finished runs an earlier ``run --until-decided`` added beyond the spec's seeds: a sweep
+    of the spec's own runs keeps them in its plan, so that the results table, ``benchlab.load``
+    and every verdict still count them (see :func:`benchlab.execute.sequential.kept_runs`)."""
+    # Only a ledger an --until-decided run wrote: the sequential module imports the statistics
+    # (scipy), half a second before every resume's first launch.
+    if not store.meta().get("sequential"):
+        return []
+    from benchlab.execute import sequential
+
+    return sequential.kept_runs(store, spec)
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """The runs a :class:`Sweep` of a spec over a results folder plans, as it would plan them."""
+
+    runs: list[Run]
+    kept: int  # of them, finished runs an earlier ``run --until-decided`` added (see kept_runs)
+
+
+def sweep_plan(spec: Spec, results_dir: Path | str, *, rerun_all: bool = False) -> SweepPlan:
+    """The plan of ``Sweep(spec, results_dir).run()``: the spec's runs, and unless ``rerun_all``
+    the runs :func:`kept_runs` keeps. Reads the ledger, writes nothing."""
+    runs = expand(spec)
+    db = Path(results_dir) / DB_NAME
+    if rerun_all or not db.exists():
+        return SweepPlan(runs, 0)
+    with Store.open(Path(results_dir)) as store:
+        kept = kept_runs(store, spec)
+    return SweepPlan([*runs, *kept], len(kept))
+
+
+def check_can_run(spec: Spec, results_dir: Path | str, *, code: CodeState | None = None,
+                  allow_changed: bool = False, rerun_all: bool = False) -> None:
+    """Raise what :meth:`Sweep.run` would refuse before launching anything (writing only the
+    dataset hash cache): a
+    ledger lost beside finished run directories, a folder of another spec file, a changed
+    dataset or code under test (unless allowed). ``benchlab run --dry-run`` asks it."""
+    results_dir = Path(results_dir).resolve()
+    refuse_without_ledger(results_dir)
+    if not (results_dir / DB_NAME).exists():
+        return
+    with Store.open(results_dir) as store:
+        check_spec_owns(store, spec, results_dir)
+        if allow_changed or rerun_all:
+            return
+        code = code if code is not None else code_state(spec.work_path, spec_files(spec))
+        now = current_version(spec, code, results_dir)
+        changes = _version_changes(spec, list(store.meta().get("versions", [])), now,
+                                   store.statuses(pending=False))
+    if changes:
+        raise BenchmarkChanged(results_dir, changes)
 
 
 def code_changed(store: Store, now: CodeState, done: list[str]) -> str | None:
@@ -1080,7 +1156,7 @@ class _InFlight:
 
     run: Run
     number: int
-    started: float  # wall clock at launch
+    started: float  # monotonic clock at launch (for the ETA)
 
 
 class RunQueue:
@@ -1230,7 +1306,7 @@ class Eta:
         guesses = [self.expected(r) for r in left]
         if any(g is None for g in guesses):
             return None
-        now = time.time()
+        now = time.monotonic()
         # Runs in flight are partly done; the rest queue behind the slots.
         done_part = sum(min(now - f.started, self.expected(f.run) or 0.0) for f in inflight)
         work = sum(g or 0.0 for g in guesses) - done_part

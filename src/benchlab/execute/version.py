@@ -24,6 +24,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -308,18 +309,28 @@ def read_version(results_dir: Path, version_id: str) -> BenchmarkVersion:
     return BenchmarkVersion.from_json(data, diff, packages)
 
 
-def changes_since(then: dict[str, Any], now: BenchmarkVersion) -> list[str]:
+def changes_since(then: dict[str, Any], now: BenchmarkVersion,
+                  code_files: Callable[[str | None], list[str]] | None = None) -> list[str]:
     """What of the code and the datasets differs between a recorded version (its JSON) and now,
-    one phrase each; empty when nothing did. Packages and env are recorded, not checked."""
+    one phrase each; empty when nothing did. Packages and env are recorded, not checked.
+    ``code_files(commit)`` lists the files changed since that commit, named in the code's phrase."""
     out = []
     same_tree = then.get("tree_sha256") and now.tree_sha256 and then["tree_sha256"] == now.tree_sha256
+    code: list[str] = []
     if then.get("commit") and now.commit:
         if then["commit"] != now.commit and not same_tree:
-            out.append(f"the code's commit ({then['commit'][:10]} -> {now.commit[:10]})")
+            code.append(f"the code's commit ({then['commit'][:10]} -> {now.commit[:10]})")
         if then.get("diff_sha256") != now.diff_sha256:
             def d(x: str | None) -> str:
                 return f"diff {x[:8]}" if x else "no diff"
-            out.append(f"the code's uncommitted diff ({d(then.get('diff_sha256'))} -> {d(now.diff_sha256)})")
+            code.append(f"the code's uncommitted diff ({d(then.get('diff_sha256'))} -> {d(now.diff_sha256)})")
+    if code and code_files is not None:
+        # Which files, so the user can tell a real change of the code from a stray edit.
+        files = code_files(then.get("commit"))
+        if files:
+            shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "")
+            code[-1] += f", in {shown}"
+    out += code
     before = {d["name"]: d for d in then.get("datasets", [])}
     after = {d.name: d for d in now.datasets}
     for name in sorted(before.keys() | after.keys()):

@@ -293,6 +293,28 @@ def write_report(
         raise
 
 
+def _with_curves(used: pd.DataFrame, curves: Any, plan: dict[str, Any]) -> pd.DataFrame:
+    """``used`` with the logged curve of the plan's metric for each run it holds, where the plan
+    summarises curves (``auc``, ``max``, ``slope``): the report's table holds final values only,
+    and a plan judged on them alone had nothing to judge."""
+    if plan.get("summary", "final") == "final" or curves is None:
+        return used
+    import pandas as pd
+
+    kept = set(zip(used["task"], used["config"], used["seed"], strict=True))
+    parts = [pd.DataFrame({"task": task, "config": config, "seed": seed, "metric": metric,
+                           "step": steps, "value": values})
+             for (metric, task), items in curves.groups().items() if metric == plan["metric"]
+             for config, seed, steps, values in items if (task, config, seed) in kept]
+    if not parts:
+        return used
+    extra = pd.concat(parts, ignore_index=True)
+    for column in used.columns:
+        if column not in extra.columns:
+            extra[column] = used[column].iloc[0] if len(used) else None
+    return pd.concat([used, extra[list(used.columns)]], ignore_index=True)
+
+
 def _write_report(results: Results | Path | str | None, out: Path | str | None, pool: ProcessPoolExecutor | None,
                   *, plots: bool, html: bool, seeds: bool, reps: int, seed: int, workers: int | None,
                   failed_as: str) -> ReportFiles:
@@ -329,7 +351,10 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         questions = question_analysis(table.folder, info_)
         data.questions = render_section(questions) if questions is not None else ""
     if data.registered_plan is not None and used is not None:
-        judged = preregistration.judge(used, data.registered_plan["plan"], info_.goal, list(info_.configs),
+        judged = preregistration.judge(_with_curves(used, table.curves, data.registered_plan["plan"]),
+                                       data.registered_plan["plan"], info_.goal, list(info_.configs),
+                                       registered=data.registered_plan,
+                                       now=preregistration.plan_of(info_.spec) if info_.spec else None,
                                        reps=reps, seed=seed)
         data.analysis_plan = preregistration.statement(data.registered_plan, info_.spec, judged)
     # While the figures are still drawn: what needs none of them (BENCHMARKS.md's text), and the

@@ -41,6 +41,7 @@ from benchlab.search.study import (
     study_name,
 )
 from benchlab.spec import Metric, Metrics, Spec
+from benchlab.spec_search import pruning_blind
 from benchlab.store import COMPLETED, FAILED, PRUNED, ResultsLock, Store
 
 SEARCH_DIR = "search"
@@ -419,4 +420,5 @@ class SearchRun:
                 "goal": goal_of(self.spec), "summary": self.summary, "budget": self.budget,
                 "sampler": search.sampler, "pruner": str(search.pruner), "base_config": base_config_name(self.spec),
                 "allow_primary_reason": search.metric.reason if search.metric.allow_primary else None,
+                "pruning_blind": pruning_blind(self.spec),
                 "spec_path": str(self.spec.path.resolve()) if self.spec.path else None})

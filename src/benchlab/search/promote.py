@@ -1,8 +1,9 @@
 """Promotion: a new spec file, the original plus a config with the best trial's params.
 
 The new file sits beside the original (``bench.yaml`` -> ``bench.<NAME>.yaml``) and never
-replaces a file. Its text is the original's, comments kept, with the new config added at the end
-of ``configs:``; a comment at the top and the config's ``origin`` say which study, trial and
+replaces a file. Its text is the original's, comments and layout kept (a YAML round trip, block
+or flow style alike), with the new config added at the end of ``configs:``, checked to be there
+before the file is written; a comment at the top and the config's ``origin`` say which study, trial and
 metric its params come from. The config keeps the base config's other fields (command,
 resources), so ``benchlab run`` on the new file runs exactly one config more, on the benchmark's
 own seeds, into the same results folder (``origin`` lets the promoted spec take it over).
@@ -10,21 +11,17 @@ own seeds, into the same results folder (``origin`` lets the promoted spec take 
 
 from __future__ import annotations
 
+import io
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from benchlab.errors import SearchError, SpecError
 from benchlab.search.driver import base_config_name, search_folder
 from benchlab.search.study import SUMMARY_ATTR, goal_of, read_study
 from benchlab.spec import Spec, parse_spec
 from benchlab.spec_checks import NAME_RE
-
-_CONFIGS_KEY = re.compile(r"^configs:\s*(#.*)?$")
 
 
 @dataclass(frozen=True)
@@ -67,10 +64,6 @@ def promote(spec: Spec, results_dir: Path | str, name: str) -> Promoted:
     search = spec.search
     base = base_config_name(spec)
     text = spec.path.read_text(encoding="utf-8")
-    raw = yaml.safe_load(text) or {}
-    raw_base = next((dict(c) for c in raw.get("configs") or [] if isinstance(c, dict) and c.get("name") == base), {})
-    raw_base.pop("grid", None)
-    raw_base.pop("origin", None)
     params = {k: _plain(v) for k, v in best.params.items()}
     assert best.value is not None  # a completed trial has its value
     value = float(best.value)
@@ -78,23 +71,15 @@ def promote(spec: Spec, results_dir: Path | str, name: str) -> Promoted:
     origin = {"spec": os.path.basename(spec.path), "study": study.study_name, "trial": best.number,
               "metric": search.metric.name, "value": value, "goal": goal_of(spec),
               "summary": str(study.user_attrs.get(SUMMARY_ATTR, search.metric.summary)), "seeds": seeds}
-    entry = {**raw_base, "name": name, "params": {**(raw_base.get("params") or {}), **params},
-             "description": f"{base} tuned by benchlab search (study {study.study_name}, trial {best.number})",
-             "origin": origin}
     note = (f"promoted by `benchlab search --promote {name}`: config {name} is trial {best.number} of study "
             f"{study.study_name} ({search.metric.name} = {value:.6g}, {origin['goal']}, {origin['summary']} over "
             f"search seeds {seeds})")
     header = (f"# This file is {spec.path.name} with one config more, {name},\n"
               f"# {note}.\n")
-    new_text = header + _with_config(text, entry, note)
-    try:
-        parse_spec(new_text, file=str(target), path=target)
-    except SpecError:
-        # A layout the insertion does not know (configs written inline): the spec written out
-        # again in full, without the original's comments.
-        raw.setdefault("configs", []).append(entry)
-        new_text = header + yaml.safe_dump(raw, sort_keys=False, default_flow_style=None, width=100)
-        parse_spec(new_text, file=str(target), path=target)
+    new_text = header + _with_config(text, base, name, params, origin,
+                                     f"{base} tuned by benchlab search (study {study.study_name}, "
+                                     f"trial {best.number})")
+    _check_written(spec, new_text, target, name, params, study_name)
     with open(target, "x", encoding="utf-8") as fh:  # "x": never replaces a file written meanwhile
         fh.write(new_text)
     return Promoted(target, name, study.study_name, best.number, search.metric.name, value, params)
@@ -104,29 +89,67 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _with_config(text: str, entry: dict[str, Any], note: str) -> str:
-    """``text`` with ``entry`` added as the last item of its block-style ``configs:`` list
-    (``text`` unchanged when there is none such: the caller then writes the spec out in full)."""
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if _CONFIGS_KEY.match(line.rstrip("\n"))), None)
-    if start is None:
-        return text
-    last, indent = start, None
-    for j in range(start + 1, len(lines)):
-        line = lines[j]
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if not line[0].isspace() and not line.startswith("-"):
-            break  # the next top-level key
-        if indent is None and stripped.startswith("- "):
-            indent = len(line) - len(line.lstrip())
-        last = j
-    if indent is None:
-        return text
-    pad = " " * indent
-    item = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None, width=100)
-    block = f"{pad}# {note}\n" + "".join(pad + line + "\n" for line in item.splitlines())
-    if not lines[last].endswith("\n"):
-        lines[last] += "\n"
-    return "".join(lines[: last + 1]) + block + "".join(lines[last + 1:])
+def _with_config(text: str, base: str, name: str, params: dict[str, Any], origin: dict[str, Any],
+                 description: str) -> str:
+    """``text`` with a config ``name`` added as the last item of ``configs:``: the base config's
+    fields with ``params`` over its own, a description and ``origin``.
+
+    The YAML is edited as a round trip (ruamel.yaml), so comments and the layout of the rest
+    stay as written whatever it is: block or flow style, any indentation."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.util import load_yaml_guess_indent
+
+    yaml_rt = YAML()
+    yaml_rt.preserve_quotes = True
+    yaml_rt.width = 4096  # lines of the original are never re-wrapped
+    yaml_rt.brace_single_entry_mapping_in_flow_sequence = True  # [{name: t}] stays as written
+    _, sequence, offset = load_yaml_guess_indent(text)
+    if sequence:
+        offset = offset or 0
+        yaml_rt.indent(mapping=sequence - offset if offset else sequence, sequence=sequence, offset=offset)
+    data = yaml_rt.load(text)
+    configs = data.get("configs")
+    raw_base = next((c for c in configs if isinstance(c, dict) and c.get("name") == base), {})
+
+    def flow(value: Any) -> Any:
+        # Leaves as one-line mappings and lists, as a hand-written config would have them.
+        if isinstance(value, dict):
+            out = CommentedMap((k, flow(v)) for k, v in value.items())
+            out.fa.set_flow_style()
+            return out
+        if isinstance(value, list):
+            seq = CommentedSeq(flow(v) for v in value)
+            seq.fa.set_flow_style()
+            return seq
+        return value
+
+    entry = CommentedMap()
+    for key, val in raw_base.items():
+        if key not in ("grid", "origin", "name", "params", "description"):
+            entry[key] = val
+    entry.insert(0, "name", name)
+    entry["params"] = flow({**dict(raw_base.get("params") or {}), **params})
+    entry["description"] = description
+    entry["origin"] = flow(origin)
+    configs.append(entry)
+    out = io.StringIO()
+    yaml_rt.dump(data, out)
+    return out.getvalue()
+
+
+def _check_written(spec: Spec, new_text: str, target: Path, name: str, params: dict[str, Any],
+                   study_name: str) -> None:
+    """Refuse to write a promoted spec that does not hold what promotion says: the original's
+    configs unchanged and config ``name`` with ``params``."""
+    try:
+        new = parse_spec(new_text, file=str(target), overrides=dict(spec.overrides), path=target)
+    except SpecError as exc:
+        raise SearchError(study_name, f"the promoted spec would not validate, so {target} was not written: "
+                                      f"{exc}") from None
+    before = [c.model_dump() for c in spec.configs]
+    after = [c.model_dump() for c in new.configs if c.name != name]
+    added = next((c for c in new.configs if c.name == name), None)
+    if added is None or before != after or any(added.params.get(k) != v for k, v in params.items()):
+        raise SearchError(study_name, f"the promoted spec does not hold config {name!r} with the trial's params "
+                                      f"beside the original configs, so {target} was not written")

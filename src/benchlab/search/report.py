@@ -116,6 +116,8 @@ def search_markdown(s: StudySummary, plots: list[Path], *, title: str = "# Searc
     pruned = s.count("pruned")
     if s.pruner == "none":
         lines.append("Pruning was off (pruner: none).")
+    elif s.pruning_blind is not None:
+        lines.append(f"Pruning did not act: {s.pruning_blind}.")
     elif s.saved_step_share is None:
         lines.append(f"{pruned} trials pruned; the saving is not known yet (no completed trial reported a curve).")
     else:

@@ -57,6 +57,7 @@ class StudySummary:
     #: Run time pruning saved: for each pruned run, the median completed run's time minus its own.
     saved_seconds: float | None
     allow_primary_reason: str | None = None
+    pruning_blind: str | None = None  # why the pruner could never act (search.driver.pruning_blind)
 
     def count(self, state: str) -> int:
         return sum(1 for t in self.trials if t.state == state)
@@ -103,7 +104,8 @@ def summarize_study(folder: Path | str) -> StudySummary:
         summary=str(study.user_attrs.get("benchlab_summary", meta.get("summary", "final"))),
         budget=meta.get("budget"), sampler=meta.get("sampler"), pruner=meta.get("pruner"), trials=rows, best=best,
         importances=importances, importance_note=note, saved_step_share=share, saved_steps=saved,
-        saved_seconds=saved_s, allow_primary_reason=meta.get("allow_primary_reason"))
+        saved_seconds=saved_s, allow_primary_reason=meta.get("allow_primary_reason"),
+        pruning_blind=meta.get("pruning_blind"))
 
 
 def _importances(study: Any) -> tuple[dict[str, float] | None, str | None]:

@@ -94,6 +94,12 @@ def overview(bench: Benchmark) -> Overview:
         last = max([v for v in (last, ended) if v is not None], default=None)
         eta = _estimate_eta(store, counts) if counts.get(RUNNING) else None
         uses = [a.gpu_use for _, a in store.gpu_attempts()]
+    if counts.get(RUNNING):
+        from benchlab.execute.liveness import counts_as_seen, sweep_liveness
+
+        # A sweep whose process is gone leaves "running" in the ledger: shown as interrupted.
+        counts = counts_as_seen(counts, sweep_liveness(bench.folder))
+        eta = eta if counts.get(RUNNING) else None
     sampled = [u for u in uses if u is not None and u.util_mean is not None]
     gpu = None
     if uses:
@@ -225,11 +231,14 @@ def benchmark_view(bench: Benchmark) -> BenchmarkView:
     with Store.open(bench.folder, read_only=True) as store:
         meta = store.meta()
         names: dict[str, str] = {}
+        from benchlab.execute.liveness import as_seen, sweep_liveness
+
+        liveness = sweep_liveness(bench.folder)
         for rid, name, task, config, seed, status in store.conn.execute(
             f"SELECT run_id, name, task, config, seed, status FROM runs WHERE {store.in_spec_sql()}"
             " ORDER BY rowid"
         ):
-            grid[(task, config)].seeds.append((int(seed), status, rid))
+            grid[(task, config)].seeds.append((int(seed), as_seen(status, liveness), rid))
             names[rid] = name
         failed = {rid for cell in grid.values() for _, st, rid in cell.seeds if st == FAILED}
         last: dict[str, AttemptRecord] = {}
@@ -339,8 +348,11 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
                                "y": _finite(np.asarray(vals))})
     ordered = [c for c in order if c in configs] + sorted(set(configs) - set(order))
     goals = meta.get("goals") or {}
+    from benchlab.report.style import style
+
+    # The report's colours, given in the same order as its curve plots give them (config order).
     return {"task": task, "metric": metric, "goal": goals.get(metric), "configs": [
-        {"name": c, **configs[c]} for c in ordered]}
+        {"name": c, "color": style(i)["color"], **configs[c]} for i, c in enumerate(ordered)]}
 
 
 # ---------------------------------------------------------------------------- a run
@@ -407,6 +419,9 @@ def run_view(bench: Benchmark, run_dir: Path, run_id: str) -> RunView:
         config_text = ""
     files = sorted(p.name for p in run_dir.iterdir() if p.is_file()) if run_dir.is_dir() else []
     name, task, config, seed, params, command, status = row
+    from benchlab.execute.liveness import as_seen, sweep_liveness
+
+    status = as_seen(status, sweep_liveness(bench.folder))  # as the benchmark page shows it
     return RunView(run_id, name, task, config, int(seed), status, json.loads(params), command, attempts,
                    metrics, series, config_text, provenance, files,
                    tail(run_dir / LOG_FILE, LOG_TAIL_LINES))

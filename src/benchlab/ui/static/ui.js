@@ -93,8 +93,6 @@
     var hidden = {};
     var data = null;
     var loading = false;
-    var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                  "#bcbd22", "#17becf"];
 
     function rgba(hex, a) {
       var n = parseInt(hex.slice(1), 16);
@@ -118,7 +116,7 @@
       var points = 0;
       var seedLines = 0;
       data.configs.forEach(function (c, i) {
-        var color = COLORS[i % COLORS.length];
+        var color = c.color;  // the report's palette, chosen by the server
         var off = !!hidden[c.name];
         var xs = useTime ? c.t : c.x;
         var legendShown = false;
