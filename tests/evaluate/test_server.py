@@ -442,18 +442,19 @@ def test_evaluations_over_the_running_cap_get_429_until_one_finishes(tmp_path, s
 
 
 def test_a_model_slower_than_the_request_timeout_is_retried_then_reported(tmp_path, servers):
-    # The stub counts a request when its handler starts: the timeout leaves a busy machine's
-    # event loop time to start each one (at 0.2 s, a loaded CI machine counted first tries only).
+    # benchlab's own count of tries is what the user reads. The stub counts a request only when its
+    # handler starts, and on a loaded machine a retry can time out before that (both servers share
+    # this process): it sees every first try, and up to every second one.
     _, _, stub, server = start_pair(
         tmp_path,
         servers,
-        StubSettings(seed=0, latency_secs=2.0),
-        model={"request_timeout_secs": 0.6, "max_retries": 1},
+        StubSettings(seed=0, latency_secs=3.0),
+        model={"request_timeout_secs": 1.0, "max_retries": 1},
     )
     response = evaluate(server, stub.url, "mcq", rollout_id=1, timeout=30)
     assert response.status_code == 502
-    assert "failed after 2 tries: no answer within 0.6s" in response.json()["error"]
-    assert stub_requests(stub) == 2 * 10
+    assert "failed after 2 tries: no answer within 1s" in response.json()["error"]
+    assert 10 <= stub_requests(stub) <= 2 * 10
 
 
 def test_an_unreachable_router_fails_the_job_with_a_json_error(tmp_path, servers):
