@@ -117,7 +117,9 @@ def search(
     if result.best_number is not None and result.best_value is not None:
         show.print(f"best: trial {result.best_number}, {escape(metric)} = {result.best_value:.6g} with "
                    f"{escape(_params_text(result.best_params))}", highlight=False)
-        show.print(f"promote it: benchlab search {escape(str(spec_path))}{escape(_sets_text(sets))} --promote NAME",
+        # The spec's overrides, not the raw -s words: a secret variable's value shows as <secret>.
+        show.print(f"promote it: benchlab search {escape(str(spec_path))}{escape(_sets_text(spec.overrides))} "
+                   "--promote NAME",
                    highlight=False)
     if result.sweep is not None and result.sweep.stopped:
         show.print("[yellow]stopped[/]: run the same command again to finish the study")
