@@ -39,7 +39,8 @@ def default_range(name: str, source: Mapping[str, Any] | None = None) -> tuple[f
 
 
 def metric_ranges(spec: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
-    """``{metric: (low, high)}`` of every bounded metric of a spec (as dumped to the ledger)."""
+    """``{metric: (low, high)}`` of every bounded metric of a spec (as dumped to the ledger), and
+    ``{"TASK/METRIC": (low, high)}`` for each task's own ``range`` (which wins for that task)."""
     metrics = spec.get("metrics") or {}
     entries = [metrics.get("primary"), *(metrics.get("secondary") or [])]
     out: dict[str, tuple[float, float]] = {}
@@ -55,6 +56,10 @@ def metric_ranges(spec: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
         found = default_range(str(m["name"]), m.get("from") or m.get("source"))
         if found is not None:
             out[str(m["name"])] = found
+    for task in spec.get("tasks") or []:
+        if isinstance(task, Mapping) and isinstance(task.get("range"), Mapping):
+            for metric, (low, high) in task["range"].items():
+                out[f"{task['name']}/{metric}"] = (float(low), float(high))
     return out
 
 

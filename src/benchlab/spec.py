@@ -94,6 +94,18 @@ class Task(_Model):
     target: float | None = None
     reference: Reference | None = None
     description: str | None = None
+    #: The values a metric can take on this task, where they differ from the metric's own ``range``
+    #: (an RL return bounded by each environment's episode length): every interval of the task is
+    #: cut there, the aggregates' included.
+    range: dict[str, tuple[float, float]] | None = None
+
+    @field_validator("range")
+    @classmethod
+    def _ranges_order(cls, v: dict[str, tuple[float, float]] | None) -> dict[str, tuple[float, float]] | None:
+        for metric, (low, high) in (v or {}).items():
+            if not low < high:
+                raise ValueError(f"{metric}: expected [low, high] with low < high, got [{low:g}, {high:g}]")
+        return v
 
 
 class Resources(_Model):

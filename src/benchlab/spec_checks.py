@@ -104,6 +104,7 @@ def semantic_problems(data: dict[str, Any], variables: dict[str, Any]) -> list[F
             else:
                 seen[item.name] = item.index
     found += _metric_problems(data.get("metrics"))
+    found += _task_range_problems(data, tasks)
     found += _baseline_problems(data, configs)
     found += command_problems(data.get("command"), tasks, configs, variables)
     found += typed_param_problems(data, variables)
@@ -123,6 +124,27 @@ def _metric_problems(metrics: Any) -> list[Found]:
     names += [name_of(m) for m in secondary]
     return [(("metrics", "secondary", i, "name"), f"duplicate metric {name_of(m)!r}")
             for i, m in enumerate(secondary) if isinstance(name_of(m), str) and names.count(name_of(m)) > 1]
+
+
+def _task_range_problems(data: dict[str, Any], tasks: list[_Item]) -> list[Found]:
+    """A task's ``range`` names metrics of the spec."""
+    metrics = data.get("metrics")
+    if not isinstance(metrics, dict):
+        return []
+    entries = [metrics.get("primary"), *(metrics.get("secondary") or [])]
+    names = [m.get("name") if isinstance(m, dict) else m for m in entries]
+    found: list[Found] = []
+    raw: list[Any] = data.get("tasks") or []
+    for item in tasks:
+        declared = raw[item.index].get("range") if isinstance(raw[item.index], dict) else None
+        if not isinstance(declared, dict):
+            continue
+        for metric in declared:
+            if metric not in names:
+                found.append(((item.kind, item.index, "range", metric),
+                              f"names no metric of the spec: {metric!r} (metrics: "
+                              f"{', '.join(str(n) for n in names if n is not None)})"))
+    return found
 
 
 def _baseline_problems(data: dict[str, Any], configs: list[_Item]) -> list[Found]:

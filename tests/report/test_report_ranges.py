@@ -214,3 +214,58 @@ def test_plotted_bands_and_intervals_never_pass_the_range(tmp_path: Path, monkey
     xs = np.concatenate([s[:, 0] for s in bar.get_segments()])
     assert xs.max() == 500.0  # the interval is cut at the cap, not drawn to 630
     assert ax.get_xlim()[1] < 510.0  # the axis ends just past the cap (a 2% margin)
+
+
+# Two environments whose returns are bounded differently: CartPole's in [0, 500], Acrobot's in [-500, 0].
+TWO_ENVS_SCRIPT = """
+import json, os
+seed = int(os.environ["BENCHLAB_SEED"])
+task = os.environ["BENCHLAB_TASK"]
+final = {"cartpole": [500.0, 500.0, 380.0], "acrobot": [-4.0, -2.0, -200.0]}[task][seed]
+with open(os.path.join(os.environ["BENCHLAB_RUN_DIR"], "metrics.json"), "w") as f:
+    json.dump({"return": final}, f)
+"""
+
+TWO_ENVS_SPEC = """
+name: envs
+tasks:
+  - {name: cartpole, range: {return: [0, 500]}}
+  - {name: acrobot, range: {return: [-500, 0]}}
+configs:
+  - name: ppo
+seeds: 3
+command: python run.py
+metrics:
+  primary: {name: return, goal: max}
+"""
+
+
+def test_a_tasks_own_range_cuts_that_tasks_intervals(tmp_path: Path):
+    results = _world(tmp_path / "w", TWO_ENVS_SCRIPT, TWO_ENVS_SPEC)
+    done = run_cli("report", str(results), "--out", str(tmp_path / "rep"), "--no-plots", timeout=300)
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "rep" / "BENCHMARK_REPORT.md").read_text()
+    sections = text.split("### ")
+    for task, values, bound, side in (("cartpole", [500.0, 500.0, 380.0], 500, "high"),
+                                      ("acrobot", [-4.0, -2.0, -200.0], 0, "high")):
+        mean = statistics.mean(values)
+        half = sps.t.ppf(0.975, 2) * statistics.stdev(values) / 3**0.5
+        assert mean + half > bound  # the Student-t interval would pass the task's bound
+        section = next(s for s in sections if s.startswith(task))
+        cell = _ci_cell(section, "ppo")
+        assert cell.endswith(f", {bound}]") or cell.endswith(f", {bound:.1f}]"), (task, cell)
+    assert metric_ranges({"tasks": [{"name": "a", "range": {"r": [0, 1]}}]}) == {"a/r": (0.0, 1.0)}
+
+
+def test_a_tasks_range_must_name_a_metric_and_be_ordered(tmp_path: Path):
+    (tmp_path / "bench.yaml").write_text(textwrap.dedent("""
+        name: bad
+        tasks: [{name: t, range: {retrun: [0, 500]}}, {name: u, range: {return: [5, 1]}}]
+        configs: [{name: c}]
+        command: python run.py
+        metrics: {primary: return}
+        """).lstrip())
+    done = run_cli("validate", "bench.yaml", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "tasks[0].range.retrun: names no metric of the spec: 'retrun' (metrics: return)" in done.stderr
+    assert "return: expected [low, high] with low < high, got [5, 1]" in done.stderr

@@ -399,3 +399,27 @@ def test_the_quick_start_gives_the_same_report_on_slurm_as_locally(
     a, b = _report_without_times(tmp_path / "local"), _report_without_times(tmp_path / "slurm")
     assert any("accuracy" in line for line in a)
     assert a == b
+
+
+def test_a_secret_variable_reaches_the_job_and_no_file_holds_its_value(slurm_cluster: LocalSlurm,
+                                                                        tmp_path: Path) -> None:
+    spec = make_bench(tmp_path, "secret", """
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 1
+        variables: {tok: null}
+        secrets: [tok]
+        command: TOK=${tok} python run.py
+        metrics: {primary: score}
+    """)
+    out = tmp_path / "out"
+    value = "hf_slurmsecret0123456789abcdef"
+    proc = run_cli("run", str(spec), "--backend", "slurm", "--results", str(out), "--no-report", "-s",
+                   f"tok={value}", cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (env_file,) = out.glob("runs/*/env.json")
+    assert json.loads(env_file.read_text())["BENCHLAB_SECRET_TOK"] == value
+    env_file.unlink()  # the test script's own dump of its environment, not benchlab's
+    holding = [str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
+               if p.is_file() and p.name != "bench.yaml" and value.encode() in p.read_bytes()]
+    assert holding == []

@@ -355,7 +355,18 @@ class SlurmBackend(Backend):
             self._placements.append(Placement(launch.attempt_id, flight.job_id, "PENDING", None))
 
     def _job(self, launch: Launch) -> dict[str, Any]:
-        env = {k: v for k, v in launch.env.items() if k not in _HOST_ONLY and self._base_env.get(k) != v}
+        from benchlab.secrets import ENV_PREFIX
+
+        env = {}
+        for k, v in launch.env.items():
+            if k in _HOST_ONLY or self._base_env.get(k) == v:
+                continue
+            if k.startswith(ENV_PREFIX):
+                # A secret variable's value is never pickled into the job's file on disk: sbatch hands
+                # the driver's environment on to the job (its default --export=ALL).
+                os.environ[k] = v
+                continue
+            env[k] = v
         return {"run_dir": str(launch.run_dir), "log": str(launch.log_path), "command": launch.command,
                 "cwd": launch.cwd, "env": env, "timeout": launch.timeout, "grace": self.grace}
 
