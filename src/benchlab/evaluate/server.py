@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import hmac
+import json
 import logging
+import os
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -195,6 +197,12 @@ async def _run_job(
                          "(or raise server.deadline_secs)")
         state.store.finish_partial(job.job_id, body)
     else:
+        # Beside the per-question records (<benchmark>.jsonl) the nested metrics mark the folder as
+        # an evaluation's, as `benchlab eval` writes it: two jobs compare question by question with
+        # `benchlab compare STATE_DIR/jobs --baseline JOB --candidate JOB`.
+        staged = out_dir / "raw_metrics.json.tmp"
+        staged.write_text(json.dumps(result.raw_metrics, indent=2) + "\n", encoding="utf-8")
+        os.replace(staged, out_dir / "raw_metrics.json")
         state.store.complete(job.job_id, body)
     return body
 
