@@ -223,7 +223,7 @@ def judge(finals: pd.DataFrame, plan: dict[str, Any], goals: dict[str, str], con
         adjusted = holm([p for *_, p in raw])
         return [PlannedResult(
             task, b, c, plan["metric"], cmp.paired, cmp.n, cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, p,
-            p_adj, is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, plan["alpha"]),
+            p_adj, is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, plan["alpha"], cmp.p_floor),
             None if plan.get("min_effect") is None else
             practical_verdict(cmp.diff_ci_low, cmp.diff_ci_high, plan["min_effect"], goal), list(cmp.warnings),
             exploratory) for (task, b, c, cmp, p), p_adj in zip(raw, adjusted, strict=True)]

@@ -10,7 +10,10 @@ in its 15th or 16th digit, which no user of the JSON can rely on. They were writ
 when the across-task intervals changed (the median's shrinkage, the single-task IQM and gap):
 only ``methods.aggregate_ci`` and the median's ``median_ci_low``/``median_ci_high`` differ.
 And once more when the IQM's dot products began to sum along a contiguous axis (a faster
-layout of the resample counts): three IQM bounds changed in their last digit (2e-16).
+layout of the resample counts): three IQM bounds changed in their last digit (2e-16). And once
+when a constant shift (every paired difference the same) lost its zero-width interval: the six
+loss comparisons of that kind have null t and bootstrap intervals and a warning saying why, and
+their spurious "look bimodal" caveats (float noise in equal differences) are gone.
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ def test_all_equal_paired_differences_leave_the_rank_test_which_cannot_decide_on
     assert r.wilcoxon_pvalue == pytest.approx(sps.binomtest(3, 3).pvalue) == 0.25
     assert r.pvalue == r.wilcoxon_pvalue and r.test == "Wilcoxon signed-rank" and r.p_floor == 0.25
     assert r.mean_diff == pytest.approx(0.5)
-    assert (r.diff_ci_low, r.diff_ci_high) == (pytest.approx(0.5), pytest.approx(0.5))
+    assert (r.diff_ci_low, r.diff_ci_high) == (None, None)  # zero observed spread: no interval
     assert any("all 3 paired differences equal 0.5" in w for w in r.warnings)
     assert is_significant(r.pvalue, r.diff_ci_low, r.diff_ci_high, 0.05, r.p_floor) is None
 
@@ -209,3 +209,25 @@ def test_a_few_shared_seeds_do_not_throw_away_most_runs():
     assert row.significant is True
     assert any("only 2 of the baseline's 10 and the candidate's 10 seeds are shared" in w
                for w in out.warnings)
+
+
+def test_a_constant_shift_has_no_interval_and_is_decided_by_its_rank_test():
+    from benchlab.stats.compare import is_significant
+    from benchlab.stats.table import shape_caveat
+
+    base = np.array([10.0, 11.0, 9.5, 12.0, 10.25, 8.0, 11.5, 9.0])
+    cand = base - 3.0  # a deterministic regression of 3 on every seed
+    cmp = compare(base, cand, paired=True, reps=200, method="percentile")
+    # Zero observed spread: no interval of zero width around the shift, bootstrap's included.
+    assert (cmp.diff_ci_low, cmp.diff_ci_high) == (None, None)
+    assert (cmp.diff_boot_ci_low, cmp.diff_boot_ci_high) == (None, None)
+    assert any("zero observed spread of the difference" in w for w in cmp.warnings)
+    # The signed-rank test still decides: 8 of 8 seeds one way, p = 2 / 2^8 by hand.
+    assert cmp.wilcoxon_pvalue == pytest.approx(2 / 2**8)
+    assert is_significant(cmp.wilcoxon_pvalue, None, None, 0.05, cmp.p_floor) is True
+    # At 5 seeds the smallest p is 2 / 2^5 = 0.0625: no verdict.
+    short = compare(base[:5], cand[:5], paired=True, reps=0)
+    assert is_significant(short.wilcoxon_pvalue, None, None, 0.05, short.p_floor) is None
+    # Equal differences up to rounding are no shape to flag as bimodal.
+    noisy = cand + np.array([0, 1e-15, -1e-15, 0, 2e-15, 0, -2e-15, 1e-15])
+    assert shape_caveat(base, noisy, True, None, cmp.wilcoxon_pvalue, 0.05) is None

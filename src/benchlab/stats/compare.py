@@ -340,9 +340,20 @@ def compare(
     g = hedges_g(d_eff, df)
     if d_eff is not None and g is None:
         note.append(f"{where}{df} degree(s) of freedom: Hedges' g is null")
-    ci = (0.0, 0.0) if identical else diff_t_interval(b, c, paired, confidence)
+    ci: tuple[float | None, float | None]
+    if identical:
+        ci = (0.0, 0.0)
+    elif p_floor is not None:
+        # Every difference the same (or both sides constant): zero observed spread is not a 95%
+        # interval of zero width around the shift, and no interval method covers there. The rank
+        # test decides the verdict without one.
+        ci = (None, None)
+        note.append(f"{where}zero observed spread of the difference: no confidence interval (null); the "
+                    "difference is the same on every seed, which is not certainty that the next seed agrees")
+    else:
+        ci = diff_t_interval(b, c, paired, confidence)
     boot: tuple[float | None, float | None] = (None, None)
-    if reps > 0:
+    if reps > 0 and p_floor is None:
         if method == "studentized" and min(nb, nc) < STUDENTIZED_MIN_N:
             note.append(f"{where}fewer than {STUDENTIZED_MIN_N} values a side: the bootstrap-t CI "
                         "of the difference is null (the t interval stands)")
@@ -383,8 +394,9 @@ def is_significant(
     """The verdict: adjusted p < alpha and the CI of the difference excludes 0.
 
     ``False`` (no change) when both sides are the same: no p-value and the point interval
-    ``[0, 0]``. ``None`` (no verdict) when the adjusted p-value or the interval is otherwise
-    undefined, or when ``p_floor`` (:attr:`Comparison.p_floor`, the smallest p-value the
+    ``[0, 0]``. A constant shift (``p_floor`` given, no interval: zero observed spread) is
+    decided by its rank test's adjusted p alone. ``None`` (no verdict) when the adjusted p-value
+    or the interval is otherwise undefined, or when ``p_floor`` (:attr:`Comparison.p_floor`, the smallest p-value the
     deciding test can give at this n) is not below alpha: too few seeds for any test.
     """
     if p_floor is not None and p_floor >= alpha:
@@ -392,7 +404,8 @@ def is_significant(
     if p_adjusted is None:
         return False if (ci_low == 0.0 and ci_high == 0.0) else None
     if ci_low is None or ci_high is None:
-        return None
+        # A constant shift has no interval (zero observed spread); its rank test decides alone.
+        return bool(p_adjusted < alpha) if p_floor is not None else None
     return bool(p_adjusted < alpha and (ci_low > 0 or ci_high < 0))
 
 

@@ -39,6 +39,7 @@ from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank
 from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
 from benchlab.stats.runvalues import RunValues
 from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
+from benchlab.stats.tolerance import is_negligible
 
 if TYPE_CHECKING:
     # Imported where a function needs it: a table of final values is analysed without pandas.
@@ -634,7 +635,8 @@ def shape_caveat(baseline: np.ndarray, candidate: np.ndarray, paired: bool,
     notes = []
     for x in samples:
         x = x[np.isfinite(x)]
-        if x.shape[0] < 4 or float(np.ptp(x)) == 0.0:
+        # Values equal up to rounding (a constant shift read from CSV) have no shape to judge.
+        if x.shape[0] < 4 or is_negligible(float(np.ptp(x)), x, b, c):
             continue
         xs = np.sort(x)
         if float(np.max(np.diff(xs))) > 0.5 * float(np.ptp(xs)):
