@@ -50,6 +50,8 @@ def _refuse_incomplete_checkpoints(spec: Any, spec_path: Path, folder: Path, run
 
     if runs is None:
         runs = expand(spec)
+    if not checkpoint_problems(runs, str(spec_path), spec.work_path):
+        return  # nothing to refuse whatever is done: the ledger is left for the sweep to open and judge
     if statuses is None:
         statuses = {}
         if (folder / DB_NAME).exists():
