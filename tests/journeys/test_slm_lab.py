@@ -173,5 +173,7 @@ def test_slm_lab_journey(tmp_path):
         assert f"links point to https://data.example.org/{name}/" in out.stdout + out.stderr
     public = (tmp_path / "pub" / "benchmark" / "BENCHMARKS.md").read_text()
     assert "benchmark-dev" not in public
-    links = re.findall(r"\((https://data\.example\.org/benchmark/runs/(\w+)/)\)", public)
-    assert links and all((tmp_path / "pub" / "benchmark" / "runs" / rid).is_dir() for _, rid in links)
+    # Each score links to its run's page (an index.html: S3 and the Hub serve files, not folders).
+    links = re.findall(r"\((https://data\.example\.org/benchmark/runs/(\w+)/index\.html)\)", public)
+    assert links and all((tmp_path / "pub" / "benchmark" / "runs" / rid / "index.html").is_file()
+                         for _, rid in links)
