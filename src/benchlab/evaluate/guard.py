@@ -39,8 +39,13 @@ logger = logging.getLogger("benchlab.evaluate")
 REPEAT_WINDOW_SECS = 10.0
 # Descriptors kept for the server's own work: the ledger, logs, sandboxes and math workers.
 _RESERVED_FDS = 64
-# asyncio accepts up to this many connections in one go, before the guard sees any of them.
-ACCEPT_BACKLOG = 64
+# asyncio accepts up to this many connections per turn of its loop, before the guard sees any of them.
+ACCEPT_BACKLOG = 32
+# A flood keeps descriptors in flight beyond the admitted connections: a connection is accepted on one
+# turn of the loop, reaches the guard (connection_made) two turns later, and the connection it replaces
+# is closed on the turn after that, while every turn accepts another batch. Up to three batches are open
+# that the guard has not counted or has already let go.
+_BATCHES_IN_FLIGHT = 3
 
 
 class RepeatFilter(logging.Filter):
@@ -168,7 +173,8 @@ def connection_limit(config: EvalConfig) -> int:
     """``server.max_connections``, lowered to what the descriptor limit leaves after the server's own needs."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     judge = config.judge.concurrency if config.judge is not None else 0
-    spare = soft - _RESERVED_FDS - ACCEPT_BACKLOG - config.model.concurrency - judge - 2 * config.sandbox.concurrency
+    in_flight = _BATCHES_IN_FLIGHT * ACCEPT_BACKLOG
+    spare = soft - _RESERVED_FDS - in_flight - config.model.concurrency - judge - 2 * config.sandbox.concurrency
     if soft == resource.RLIM_INFINITY:
         return config.server.max_connections
     return max(1, min(config.server.max_connections, spare))
