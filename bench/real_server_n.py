@@ -304,18 +304,24 @@ def main() -> int:
           f"{evidence['model_chat_requests']} (prompts x n = {prompts * N_SAMPLES})")
 
     problems = []
-    for run in response.get("runs", []):
-        missing = run["samples_asked"] - run["samples_scored"]
-        if run["samples_asked"] != run["num_prompts"] * N_SAMPLES:
-            problems.append(f"{run['benchmark']}: asked {run['samples_asked']} samples, not prompts x {N_SAMPLES}")
-        if missing and run["model_errors"] != missing:
-            problems.append(f"{run['benchmark']}: {missing} samples missing but model_errors {run['model_errors']}")
-        if missing and not response.get("warning"):
-            problems.append(f"{run['benchmark']}: {missing} samples missing and no warning")
-    if response.get("samples_scored") == response.get("samples_asked") and \
-            evidence["model_chat_requests"] < response["samples_asked"]:
-        problems.append(f"{response['samples_asked']} samples scored from only "
-                        f"{evidence['model_chat_requests']} one-choice answers")
+    runs = response.get("runs", [])
+    for run in runs:
+        name, asked, scored = run["benchmark"], run.get("samples_asked"), run.get("samples_scored")
+        if asked is None or scored is None:
+            problems.append(f"{name}: the response does not say how many samples were scored")
+            continue
+        if asked != run["num_prompts"] * N_SAMPLES:
+            problems.append(f"{name}: asked {asked} samples, not prompts x {N_SAMPLES}")
+        if asked - scored != run.get("model_errors"):
+            problems.append(f"{name}: {asked - scored} samples missing but model_errors {run.get('model_errors')}")
+        if asked != scored and not response.get("warning"):
+            problems.append(f"{name}: {asked - scored} samples missing and no warning")
+    # Each answer of the model server is one sample: every sample asked for is one of its
+    # answers or a model error, or a sample was scored that the model never wrote.
+    errors = sum(run.get("model_errors") or 0 for run in runs)
+    if evidence["model_chat_requests"] + errors < prompts * N_SAMPLES:
+        problems.append(f"{prompts * N_SAMPLES} samples asked for, {evidence['model_chat_requests']} one-choice "
+                        f"answers received and {errors} model errors, status {response.get('status')!r}")
     evidence["problems"] = problems
     if args.out:
         args.out.write_text(json.dumps(evidence, indent=1))
