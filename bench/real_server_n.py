@@ -119,6 +119,7 @@ import logging
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 from examples.eval import eval_delegate_rollout as rollout
 
+# slime only logs the raw response; a copy is kept (its own function still runs) to print it.
 captured = {}
 _log = rollout._log_delegate_metrics
 def _capture(args, rollout_id, metrics, raw_response):
