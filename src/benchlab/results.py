@@ -20,7 +20,7 @@ from benchlab.errors import ResultsNotFound
 from benchlab.failures import failed_runs
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.run_files import PROVENANCE_FILE, runs_dir
-from benchlab.store import COMPLETED, DB_NAME, Store, find_db
+from benchlab.store import DB_NAME, Store, find_db
 
 if TYPE_CHECKING:
     import numpy as np
@@ -337,18 +337,12 @@ def read(results: Path | str | None = None) -> Results:
                     task=found.run.task, config=found.run.config, seed=found.run.seed))
         # A completed attempt's error is a note that qualifies it: an lm-eval run cut short by --limit
         # (collect/lm_eval.py). One indexed-free scan of the attempts, only the matching rows read.
-        partial = [PartialRun(name, note, task, config, seed) for name, note, task, config, seed in store.conn.execute(
-            "SELECT runs.name, attempts.error, runs.task, runs.config, runs.seed"
-            " FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
-            f" WHERE attempts.status = ? AND runs.status = ? AND {store.in_spec_sql()}"
-            " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name", (COMPLETED, COMPLETED))]
+        partial = [PartialRun(p.name, p.note, p.task, p.config, p.seed) for p in store.partial_runs()]
         placed = store.gpu_attempts()
         meta = store.meta()
         run_ids: dict[tuple[str, str], list[tuple[int, str]]] = {}
-        for task, config, seed, rid in store.conn.execute(
-                f"SELECT task, config, seed, run_id FROM runs WHERE status = ? AND {store.in_spec_sql()}"
-                " ORDER BY task, config, seed", (COMPLETED,)):
-            run_ids.setdefault((task, config), []).append((int(seed), rid))
+        for task, config, seed, rid in store.completed_runs_by_seed():
+            run_ids.setdefault((task, config), []).append((seed, rid))
     gpu_use = []
     for name, a in placed:
         use = a.gpu_use
@@ -418,15 +412,13 @@ def _planned_and_failed(
 ) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str, int]]]:
     from benchlab.store import FAILED
 
-    # Only these columns are read, so a ledger of 10,000 runs costs a few milliseconds.
+    # Neither params nor commands are read, so a ledger of 10,000 runs costs a few milliseconds.
     planned: dict[tuple[str, str], list[int]] = {}
     failed: list[tuple[str, str, int]] = []
-    for task, config, seed, state in store.conn.execute(
-        f"SELECT task, config, seed, status FROM runs WHERE {store.in_spec_sql()} ORDER BY rowid"
-    ):
-        planned.setdefault((task, config), []).append(seed)
-        if state == FAILED:
-            failed.append((task, config, seed))
+    for run in store.run_states():
+        planned.setdefault((run.task, run.config), []).append(run.seed)
+        if run.status == FAILED:
+            failed.append((run.task, run.config, run.seed))
     return planned, failed
 
 

@@ -66,6 +66,7 @@ from benchlab.store import (
     ResultsLock,
     Store,
     disk_full,
+    has_attempts,
     is_disk_full,
     runs_to_do,
 )
@@ -1030,15 +1031,9 @@ def refuse_without_ledger(results_dir: Path) -> None:
     holds no attempt: a sweep would run them all again, and the ledger can be rebuilt instead."""
     db = results_dir / DB_NAME
     if db.exists():
-        # A folder this process cannot write (an archived one) cannot hold the WAL index a
-        # read-only open needs: opened as immutable, and the sweep then says it is read-only.
-        how = "mode=ro" if os.access(results_dir, os.W_OK) else "immutable=1"
+        # Read without writing anything; the sweep then says whether the folder is read-only.
         try:
-            conn = sqlite3.connect(f"file:{db}?{how}", uri=True, timeout=30)
-            try:
-                (attempts,) = conn.execute("SELECT COUNT(*) FROM (SELECT 1 FROM attempts LIMIT 1)").fetchone()
-            finally:
-                conn.close()
+            attempts = has_attempts(db)
         except sqlite3.DatabaseError as exc:
             raise LedgerLost(db, f"{db} is unreadable ({exc}); nothing was run. Recreate it from the run "
                                  f"directories with `benchlab collect --rebuild {results_dir}`.") from None
