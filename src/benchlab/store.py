@@ -41,6 +41,7 @@ import sqlite3
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import attrgetter
@@ -401,16 +402,26 @@ class PartialAttempt(NamedTuple):
 PARTIAL_NOTE_PREFIX = "partial evaluation"
 
 
-_READ_ONLY = [False]
+#: Whether the ledgers opened in this context are opened read-only (see :func:`read_only_ledgers`).
+_READ_ONLY: ContextVar[bool] = ContextVar("benchlab_ledgers_read_only", default=False)
 
 
-def read_only_process(read_only: bool = True) -> None:
-    """Open every ledger of this process read-only from now on (a server that only shows them).
+@contextmanager
+def read_only_ledgers() -> Iterator[None]:
+    """Within this block, every ledger opened without an explicit ``read_only`` is opened read-only.
 
-    The readers it goes through (``results.load``, the report's gathering) open the ledger
-    themselves; this makes each of them unable to write it without a flag on every one.
+    A server that only shows results (the dashboard) handles each request in it: the readers a
+    request goes through (``results.read``, the report's gathering) open ledgers themselves, and
+    this makes each of them unable to write one without a flag on every call. It is a context
+    variable, not a switch of the process: the tasks and worker threads a request starts
+    (asyncio, anyio) inherit it, and nothing else in the process does, so a program that builds
+    a dashboard still writes its own ledgers.
     """
-    _READ_ONLY[0] = read_only
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
 
 
 def find_db(results: Path | str) -> Path:
@@ -435,7 +446,7 @@ class Store:
         if not create and not self.path.exists():
             raise ResultsNotFound(self.path, f"{self.path}: no such ledger")
         if read_only is None:
-            read_only = _READ_ONLY[0]
+            read_only = _READ_ONLY.get()
         if read_only and not create and os.access(self.path.parent, os.W_OK):
             # A reader beside a live sweep (``benchlab ui``): SQLite refuses every write on this
             # connection, and still sees the sweep's commits as they land (WAL).
@@ -481,8 +492,8 @@ class Store:
 
     @classmethod
     def open(cls, results: Path | str, *, read_only: bool | None = None) -> Store:
-        """The ledger of a results folder; ``read_only`` (default: :func:`read_only_process`'s
-        choice, else False) opens it so that this connection can never write."""
+        """The ledger of a results folder; ``read_only`` (default: True inside
+        :func:`read_only_ledgers`, else False) opens it so that this connection can never write."""
         return cls(find_db(results), read_only=read_only)
 
     @classmethod
