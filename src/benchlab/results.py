@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab import preregistration
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
 from benchlab.failures import failed_runs
@@ -91,8 +90,9 @@ def _table(store: Store, folder: Path, *, series: bool, all_runs: bool, trials: 
 
     columns = [*COLUMNS, "run_id", "in_spec"] if all_runs else COLUMNS
     meta = store.meta()
-    if SEARCH_META in meta and not trials:
-        raise ResultsNotFound(folder, f"{folder} holds the trials of a search ({meta[SEARCH_META].get('study')}), "
+    search = store.search_record()
+    if search is not None and not trials:
+        raise ResultsNotFound(folder, f"{folder} holds the trials of a search ({search.get('study')}), "
                                       "which never enter a benchmark table; read them with "
                                       "benchlab.load(..., search=True) or `benchlab search --report`")
     name = meta.get("name", folder.name)
@@ -131,8 +131,6 @@ def _table(store: Store, folder: Path, *, series: bool, all_runs: bool, trials: 
     return table[columns]
 
 
-#: The ledger's meta key that marks a search study's folder (``benchlab.search``).
-SEARCH_META = "search"
 SEARCH_DIR = "search"
 
 
@@ -143,7 +141,7 @@ def search_folders(results: Path | str | None = None) -> list[Path]:
     else:
         folder = find_results(results)
         with Store.open(folder) as store:
-            if SEARCH_META in store.meta():
+            if store.search_record() is not None:
                 return [folder]
     return sorted(p.parent for p in (folder / SEARCH_DIR).glob(f"*/{DB_NAME}"))
 
@@ -155,7 +153,7 @@ def _load_search(results: Path | str | None, *, series: bool) -> pd.DataFrame:
     for folder in search_folders(results):
         table = _load_folder(folder, series=series, all_runs=False, trials=True)
         with Store.open(folder) as store:
-            study = store.meta()[SEARCH_META].get("study", folder.name)
+            study = (store.search_record() or {}).get("study", folder.name)
         table["study"] = study
         table["trial"] = table["config"].str.extract(r"\[trial=(\d+)\]$", expand=False).astype(float)
         frames.append(table)
@@ -339,7 +337,8 @@ def read(results: Path | str | None = None) -> Results:
         # (collect/lm_eval.py). One indexed-free scan of the attempts, only the matching rows read.
         partial = [PartialRun(p.name, p.note, p.task, p.config, p.seed) for p in store.partial_runs()]
         placed = store.gpu_attempts()
-        meta = store.meta()
+        hosts, registered, sequential, versions = (store.hardware(), store.registration(), store.sequential(),
+                                                   store.versions())
         run_ids: dict[tuple[str, str], list[tuple[int, str]]] = {}
         for task, config, seed, rid in store.completed_runs_by_seed():
             run_ids.setdefault((task, config), []).append((seed, rid))
@@ -354,10 +353,9 @@ def read(results: Path | str | None = None) -> Results:
     return Results(
         info=recorded, finals=finals, folder=folder, curves=CurvesView(folder), planned=planned,
         failed_runs=failed_seeds, failures=failures, partial=partial, gpu_use=gpu_use,
-        environment=Environment(hosts=meta.get("hardware") or {}, provenance=_first_provenance(folder)),
-        registered_plan=meta.get(preregistration.META_KEY), run_ids=run_ids,
-        sequential=meta.get("sequential") or None,
-        code_versions=_code_versions(folder, meta.get("versions") or [], run_ids),
+        environment=Environment(hosts=hosts, provenance=_first_provenance(folder)),
+        registered_plan=registered, run_ids=run_ids, sequential=sequential,
+        code_versions=_code_versions(folder, versions, run_ids),
     )
 
 

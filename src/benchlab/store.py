@@ -85,6 +85,10 @@ TO_RUN_STATES = (PENDING, RUNNING, INTERRUPTED)
 #: Meta keys of the plan: the digest of the run ids recorded in ``spec_runs`` (all of them registered
 #: and the runs they replace superseded), and the plan a sweep is recording (removed once it is whole).
 PLAN_DIGEST, PLAN_RECORDING = "plan_digest", "plan_recording"
+#: Meta keys of the records other modules keep in the ledger, each read and written through its
+#: own :class:`Store` method (``versions()``, ``hardware()``, ...), never by its string.
+VERSIONS_KEY, HARDWARE_KEY, SEQUENTIAL_KEY = "versions", "hardware", "sequential"
+FLAGGED_KEY, SEARCH_KEY, REGISTRATION_KEY = "flagged", "search", "preregistration"
 #: Runs recorded per step: a step is one transaction of a few tens of milliseconds.
 PLAN_STEP_RUNS = 2000
 
@@ -551,6 +555,54 @@ class Store:
     def benchmark(self) -> BenchmarkInfo | None:
         """The benchmark this ledger holds; None before ``benchlab run`` recorded one."""
         return BenchmarkInfo.from_meta(self.meta())
+
+    # ------------------------------------------------------------------ records kept in meta
+
+    def _meta_value(self, key: str) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def versions(self) -> list[dict[str, Any]]:
+        """The benchmark's versions on record (code, spec, packages at each change), oldest first."""
+        return list(self._meta_value(VERSIONS_KEY) or [])
+
+    def set_versions(self, versions: list[dict[str, Any]]) -> None:
+        self.set_meta(**{VERSIONS_KEY: versions})
+
+    def hardware(self) -> dict[str, Any]:
+        """The hosts the runs ran on, by host name (empty when none was recorded)."""
+        return dict(self._meta_value(HARDWARE_KEY) or {})
+
+    def set_hardware(self, hosts: dict[str, Any]) -> None:
+        self.set_meta(**{HARDWARE_KEY: hosts})
+
+    def sequential(self) -> dict[str, Any] | None:
+        """``run --until-decided``'s design and each pair's state at its last look (``{"design",
+        "baseline", "pairs"}``); None when the results were not run that way."""
+        return self._meta_value(SEQUENTIAL_KEY) or None
+
+    def set_sequential(self, record: dict[str, Any]) -> None:
+        self.set_meta(**{SEQUENTIAL_KEY: record})
+
+    def set_flagged(self, flagged: list[dict[str, Any]]) -> None:
+        """The (task, config) pairs whose every run failed, as the sweep's end found them."""
+        self.set_meta(**{FLAGGED_KEY: flagged})
+
+    def search_record(self) -> dict[str, Any] | None:
+        """What a search recorded of its study in the study's ledger; None in a benchmark's ledger."""
+        found = self._meta_value(SEARCH_KEY)
+        return None if found is None else dict(found)
+
+    def set_search_record(self, record: dict[str, Any]) -> None:
+        self.set_meta(**{SEARCH_KEY: record})
+
+    def registration(self) -> dict[str, Any] | None:
+        """The pre-registered analysis plan (:mod:`benchlab.preregistration`), or None."""
+        found = self._meta_value(REGISTRATION_KEY)
+        return dict(found) if found else None
+
+    def set_registration(self, record: dict[str, Any]) -> None:
+        self.set_meta(**{REGISTRATION_KEY: record})
 
     # ------------------------------------------------------------------ runs
 

@@ -89,10 +89,9 @@ def _registration_of(db: Path) -> dict[str, Any] | None:
         return None
     try:
         with Store(db) as old:
-            found = old.meta().get(preregistration.META_KEY)
+            return old.registration()
     except (sqlite3.DatabaseError, ValueError, OSError):
         return None
-    return dict(found) if found else None
 
 
 def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
