@@ -931,7 +931,8 @@ class Store:
     # ------------------------------------------------------------------ what readers show
 
     def run_states(self, task: str | None = None) -> list[RunState]:
-        """The runs in the spec with their state, in plan order; with ``task``, that task's only."""
+        """The runs in the spec with their state, in plan order; with ``task``, that task's only, in
+        the order SQLite reads them (the dashboard keys them by config and seed)."""
         if task is None:
             return [RunState(*row) for row in self.conn.execute(
                 f"SELECT run_id, name, task, config, seed, status FROM runs WHERE {self._in_spec_sql()}"
