@@ -23,12 +23,3 @@ def make_bench(tmp_path: Path) -> Callable[..., Bench]:
 
     return make
 
-
-@pytest.fixture(autouse=True)
-def _ledgers_writable_after_each_test():
-    """The dashboard's app makes every ledger of its process read-only (``read_only_process``); a test
-    that builds the app in-process must not leave the tests after it unable to write a ledger."""
-    yield
-    from benchlab.store import read_only_process
-
-    read_only_process(False)

@@ -366,3 +366,109 @@ def test_the_term_grace_kill_sequence_is_written_only_in_proctree():
                   and _signals_sent(path) == {"SIGTERM", "SIGKILL"} and name not in KILL_SEQUENCE_SPELT)
     assert both == []
     assert all(_signals_sent(MODULES[name]) == {"SIGTERM", "SIGKILL"} for name in KILL_SEQUENCE_SPELT)
+
+
+# ---------------------------------------------------------------------------- the ledger's one door
+
+#: The ledger module: every SQL statement on a results folder's ledger is written there. The
+#: evaluation service keeps its own databases (jobs, judge replies) under benchlab.evaluate.
+LEDGER_MODULES = ("benchlab.store",)
+OWN_DATABASES = "benchlab.evaluate"
+
+_SQL = re.compile(r"\bSELECT\b[^\n]*\bFROM\b|\bINSERT\s+(OR\s+\w+\s+)?INTO\b|\bUPDATE\s+\w+\s+SET\b|"
+                  r"\bDELETE\s+FROM\b|\bPRAGMA\s+\w+|\b(CREATE|DROP|ALTER)\s+(TEMP\s+)?(TABLE|INDEX)\b|"
+                  r"\bBEGIN\s+IMMEDIATE\b")
+_CONNECTION_CALLS = {"execute", "executemany", "executescript"}
+
+
+def _store_private_members() -> set[str]:
+    """The private names of :class:`benchlab.store.Store` (methods and attributes it sets)."""
+    tree = ast.parse(MODULES["benchlab.store"].read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Store")
+    names = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+    names |= {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute)
+              and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    return {n for n in names if n.startswith("_") and not n.endswith("__")}
+
+
+def _ledger_access(source: str, private: set[str]) -> list[tuple[int, str]]:
+    """Where ``source`` reaches into a ledger past its door: an SQL statement (a string, the
+    literal parts of an f-string joined), a call of a connection's ``execute``, the ``conn`` of
+    a store, ``sqlite3.connect``, the plan's SQL fragment (``in_spec_sql``), or a private member
+    of ``Store``. Docstrings are left out: they may name a table or a pragma."""
+    tree = ast.parse(source)
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    in_fstring = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        text = None
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(p.value if isinstance(p, ast.Constant) and isinstance(p.value, str) else "{}"
+                           for p in node.values)
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+              and id(node) not in in_fstring):
+            text = node.value
+        if text is not None and _SQL.search(text):
+            found.append((node.lineno, f"SQL {text[:60]!r}"))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _CONNECTION_CALLS:
+                found.append((node.lineno, f".{node.func.attr}()"))
+            elif node.func.attr == "connect" and isinstance(node.func.value, ast.Name) \
+                    and node.func.value.id == "sqlite3":
+                found.append((node.lineno, "sqlite3.connect()"))
+        if isinstance(node, ast.Attribute) and (node.attr in ("conn", "in_spec_sql") or node.attr in private):
+            found.append((node.lineno, f".{node.attr}"))
+        if isinstance(node, ast.Name) and node.id == "in_spec_sql":
+            found.append((node.lineno, "in_spec_sql"))
+    return sorted(set(found))
+
+
+def test_the_ledger_scan_finds_each_way_past_the_door():
+    source = '''
+def f(store, sqlite3, task):
+    """SELECT name FROM runs, in a docstring, is prose."""
+    store.conn.execute(f"SELECT run_id FROM runs WHERE {store.in_spec_sql()} AND task = ?", (task,))
+    rows = ("UPDATE attempts SET status = ?"
+            " WHERE attempt_id = ?")
+    with store.transaction() as c:
+        c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
+    db = sqlite3.connect("x.db")
+    db.execute("PRAGMA data_version")
+    store._replace_metrics(c, "r", {}, {})
+    text = "select the runs to update"  # words, not a statement
+'''
+    found = _ledger_access(source, {"_replace_metrics"})
+    kinds = [what.split(" ")[0] for _, what in found]
+    assert (4, ".conn") in found and (4, ".in_spec_sql") in found and (4, ".execute()") in found
+    assert (5, "SQL 'UPDATE attempts SET status = ? WHERE attempt_id = ?'") in found
+    assert (8, ".executemany()") in found and (9, "sqlite3.connect()") in found
+    assert (10, "SQL 'PRAGMA data_version'") in found and (11, "._replace_metrics") in found
+    assert kinds.count("SQL") == 4  # the f-string, the UPDATE, the INSERT, the PRAGMA; not the docstring nor the words
+    assert not any(line in (3, 12) for line, _ in found)
+
+
+def test_the_ledger_is_reached_only_through_store():
+    # Every SQL statement on the ledger lives in the ledger module: the rest of benchlab asks it
+    # for typed records, so the schema can change in one place.
+    private = _store_private_members()
+    assert "_has_gpu_use" in private  # the walk sees the class
+    leaks = [f"{path.relative_to(SRC.parent)}:{line} {what}"
+             for name, path in MODULES.items()
+             if name not in LEDGER_MODULES and not (name == OWN_DATABASES or name.startswith(OWN_DATABASES + "."))
+             for line, what in _ledger_access(path.read_text(), private)]
+    assert leaks == []
+
+
+def test_the_cli_imports_no_store_internals():
+    # The command line parses, calls and prints: what it needs of the ledger is public.
+    private = _store_private_members()
+    found = sorted(f"{MODULES[name].relative_to(SRC.parent)}:{node.lineno} {alias.name}"
+                   for name in MODULES if _unit(name) == "benchlab.cli"
+                   for node in ast.walk(ast.parse(MODULES[name].read_text()))
+                   if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("benchlab.store")
+                   for alias in node.names if alias.name.startswith("_"))
+    found += sorted(f"{MODULES[name].relative_to(SRC.parent)}:{line} {what}"
+                    for name in MODULES if _unit(name) == "benchlab.cli"
+                    for line, what in _ledger_access(MODULES[name].read_text(), private))
+    assert found == []

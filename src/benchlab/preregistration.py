@@ -23,13 +23,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.store import REGISTRATION_KEY
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.spec import Spec
     from benchlab.store import Store
 
-META_KEY = "preregistration"
+#: The registration's key in the ledger (read and written through ``Store.registration``).
+META_KEY = REGISTRATION_KEY
 #: The registration's copy beside the ledger, in the results folder.
 REGISTRATION_FILE = "preregistration.json"
 #: The p-value of :class:`benchlab.stats.Comparison` each ``analysis.test`` uses.
@@ -66,16 +69,16 @@ def plan_hash(plan: dict[str, Any]) -> str:
 
 def register(store: Store, spec: Spec, completed_runs: int, *, now: datetime | None = None) -> dict[str, Any] | None:
     """Record the spec's plan in the ledger if none is registered yet; return the registration."""
-    meta = store.meta()
-    if meta.get(META_KEY):
-        return dict(meta[META_KEY])
+    registered = store.registration()
+    if registered is not None:
+        return registered
     plan = plan_of(spec.model_dump(mode="json", by_alias=True, exclude_none=True))
     if plan is None:
         return None
     record = {"hash": plan_hash(plan), "registered_at": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
               "plan": plan, "configs": [c.name for c in spec.configs], "tasks": [t.name for t in spec.tasks],
               "completed_before": completed_runs}
-    store.set_meta(**{META_KEY: record})
+    store.set_registration(record)
     # Also a file beside the ledger: a ledger rebuilt from the run directories
     # (`benchlab collect --rebuild`) takes the registration back from it, unchanged.
     _write_record(Path(store.path).parent / REGISTRATION_FILE, record)
@@ -99,7 +102,7 @@ def restore(store: Store, folder: Path, *, earlier: dict[str, Any] | None = None
         except ValueError:
             record = None
     if record is not None:
-        store.set_meta(**{META_KEY: record})
+        store.set_registration(record)
         if not path.exists():
             _write_record(path, record)
     return record

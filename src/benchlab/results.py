@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab import preregistration
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
 from benchlab.failures import failed_runs
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.run_files import PROVENANCE_FILE, runs_dir
-from benchlab.store import COMPLETED, DB_NAME, Store, find_db
+from benchlab.store import DB_NAME, Store, find_db
 
 if TYPE_CHECKING:
     import numpy as np
@@ -91,8 +90,9 @@ def _table(store: Store, folder: Path, *, series: bool, all_runs: bool, trials: 
 
     columns = [*COLUMNS, "run_id", "in_spec"] if all_runs else COLUMNS
     meta = store.meta()
-    if SEARCH_META in meta and not trials:
-        raise ResultsNotFound(folder, f"{folder} holds the trials of a search ({meta[SEARCH_META].get('study')}), "
+    search = store.search_record()
+    if search is not None and not trials:
+        raise ResultsNotFound(folder, f"{folder} holds the trials of a search ({search.get('study')}), "
                                       "which never enter a benchmark table; read them with "
                                       "benchlab.load(..., search=True) or `benchlab search --report`")
     name = meta.get("name", folder.name)
@@ -131,8 +131,6 @@ def _table(store: Store, folder: Path, *, series: bool, all_runs: bool, trials: 
     return table[columns]
 
 
-#: The ledger's meta key that marks a search study's folder (``benchlab.search``).
-SEARCH_META = "search"
 SEARCH_DIR = "search"
 
 
@@ -143,7 +141,7 @@ def search_folders(results: Path | str | None = None) -> list[Path]:
     else:
         folder = find_results(results)
         with Store.open(folder) as store:
-            if SEARCH_META in store.meta():
+            if store.search_record() is not None:
                 return [folder]
     return sorted(p.parent for p in (folder / SEARCH_DIR).glob(f"*/{DB_NAME}"))
 
@@ -155,7 +153,7 @@ def _load_search(results: Path | str | None, *, series: bool) -> pd.DataFrame:
     for folder in search_folders(results):
         table = _load_folder(folder, series=series, all_runs=False, trials=True)
         with Store.open(folder) as store:
-            study = store.meta()[SEARCH_META].get("study", folder.name)
+            study = (store.search_record() or {}).get("study", folder.name)
         table["study"] = study
         table["trial"] = table["config"].str.extract(r"\[trial=(\d+)\]$", expand=False).astype(float)
         frames.append(table)
@@ -337,18 +335,13 @@ def read(results: Path | str | None = None) -> Results:
                     task=found.run.task, config=found.run.config, seed=found.run.seed))
         # A completed attempt's error is a note that qualifies it: an lm-eval run cut short by --limit
         # (collect/lm_eval.py). One indexed-free scan of the attempts, only the matching rows read.
-        partial = [PartialRun(name, note, task, config, seed) for name, note, task, config, seed in store.conn.execute(
-            "SELECT runs.name, attempts.error, runs.task, runs.config, runs.seed"
-            " FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
-            f" WHERE attempts.status = ? AND runs.status = ? AND {store.in_spec_sql()}"
-            " AND attempts.error LIKE 'partial evaluation%' ORDER BY runs.name", (COMPLETED, COMPLETED))]
+        partial = [PartialRun(p.name, p.note, p.task, p.config, p.seed) for p in store.partial_runs()]
         placed = store.gpu_attempts()
-        meta = store.meta()
+        hosts, registered, sequential, versions = (store.hardware(), store.registration(), store.sequential(),
+                                                   store.versions())
         run_ids: dict[tuple[str, str], list[tuple[int, str]]] = {}
-        for task, config, seed, rid in store.conn.execute(
-                f"SELECT task, config, seed, run_id FROM runs WHERE status = ? AND {store.in_spec_sql()}"
-                " ORDER BY task, config, seed", (COMPLETED,)):
-            run_ids.setdefault((task, config), []).append((int(seed), rid))
+        for task, config, seed, rid in store.completed_runs_by_seed():
+            run_ids.setdefault((task, config), []).append((seed, rid))
     gpu_use = []
     for name, a in placed:
         use = a.gpu_use
@@ -360,10 +353,9 @@ def read(results: Path | str | None = None) -> Results:
     return Results(
         info=recorded, finals=finals, folder=folder, curves=CurvesView(folder), planned=planned,
         failed_runs=failed_seeds, failures=failures, partial=partial, gpu_use=gpu_use,
-        environment=Environment(hosts=meta.get("hardware") or {}, provenance=_first_provenance(folder)),
-        registered_plan=meta.get(preregistration.META_KEY), run_ids=run_ids,
-        sequential=meta.get("sequential") or None,
-        code_versions=_code_versions(folder, meta.get("versions") or [], run_ids),
+        environment=Environment(hosts=hosts, provenance=_first_provenance(folder)),
+        registered_plan=registered, run_ids=run_ids, sequential=sequential,
+        code_versions=_code_versions(folder, versions, run_ids),
     )
 
 
@@ -418,15 +410,13 @@ def _planned_and_failed(
 ) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str, int]]]:
     from benchlab.store import FAILED
 
-    # Only these columns are read, so a ledger of 10,000 runs costs a few milliseconds.
+    # Neither params nor commands are read, so a ledger of 10,000 runs costs a few milliseconds.
     planned: dict[tuple[str, str], list[int]] = {}
     failed: list[tuple[str, str, int]] = []
-    for task, config, seed, state in store.conn.execute(
-        f"SELECT task, config, seed, status FROM runs WHERE {store.in_spec_sql()} ORDER BY rowid"
-    ):
-        planned.setdefault((task, config), []).append(seed)
-        if state == FAILED:
-            failed.append((task, config, seed))
+    for run in store.run_states():
+        planned.setdefault((run.task, run.config), []).append(run.seed)
+        if run.status == FAILED:
+            failed.append((run.task, run.config, run.seed))
     return planned, failed
 
 

@@ -41,11 +41,12 @@ import sqlite3
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import DiskFull, ResultsNotFound, StoreError
@@ -84,6 +85,10 @@ TO_RUN_STATES = (PENDING, RUNNING, INTERRUPTED)
 #: Meta keys of the plan: the digest of the run ids recorded in ``spec_runs`` (all of them registered
 #: and the runs they replace superseded), and the plan a sweep is recording (removed once it is whole).
 PLAN_DIGEST, PLAN_RECORDING = "plan_digest", "plan_recording"
+#: Meta keys of the records other modules keep in the ledger, each read and written through its
+#: own :class:`Store` method (``versions()``, ``hardware()``, ...), never by its string.
+VERSIONS_KEY, HARDWARE_KEY, SEQUENTIAL_KEY = "versions", "hardware", "sequential"
+FLAGGED_KEY, SEARCH_KEY, REGISTRATION_KEY = "flagged", "search", "preregistration"
 #: Runs recorded per step: a step is one transaction of a few tens of milliseconds.
 PLAN_STEP_RUNS = 2000
 
@@ -329,16 +334,98 @@ class RunRecord:
     in_spec: bool = True  # in the plan of the spec as last run (see the module's docstring)
 
 
-_READ_ONLY = [False]
+
+class RunState(NamedTuple):
+    """A run's coordinates and state, without its params or command (cheap at 10,000 runs)."""
+
+    run_id: str
+    name: str
+    task: str
+    config: str
+    seed: int
+    status: str
 
 
-def read_only_process(read_only: bool = True) -> None:
-    """Open every ledger of this process read-only from now on (a server that only shows them).
+class OpenRun(NamedTuple):
+    """A run still to finish (pending, running, interrupted) and when its latest attempt started."""
 
-    The readers it goes through (``results.load``, the report's gathering) open the ledger
-    themselves; this makes each of them unable to write it without a flag on every one.
+    task: str
+    config: str
+    status: str
+    started: float | None
+
+
+class CurveName(NamedTuple):
+    """A (task, metric) some run in the spec logged a step series of."""
+
+    task: str
+    metric: str
+
+
+class AttemptTimes(NamedTuple):
+    run_id: str
+    started: float
+    ended: float | None
+
+
+class SeedSeries(NamedTuple):
+    """One completed run's step series of a metric: steps and values (float64)."""
+
+    config: str
+    seed: int
+    steps: np.ndarray
+    values: np.ndarray
+
+
+class RunSeries(NamedTuple):
+    """One metric's step series of a run."""
+
+    metric: str
+    steps: np.ndarray
+    values: np.ndarray
+
+
+class SeedRun(NamedTuple):
+    task: str
+    config: str
+    seed: int
+    run_id: str
+
+
+class PartialAttempt(NamedTuple):
+    """A completed run whose completing attempt notes that it evaluated only part of its task."""
+
+    name: str
+    note: str
+    task: str
+    config: str
+    seed: int
+
+
+#: How a completed attempt's error notes a partial evaluation (lm-eval cut short by ``--limit``).
+PARTIAL_NOTE_PREFIX = "partial evaluation"
+
+
+#: Whether the ledgers opened in this context are opened read-only (see :func:`read_only_ledgers`).
+_READ_ONLY: ContextVar[bool] = ContextVar("benchlab_ledgers_read_only", default=False)
+
+
+@contextmanager
+def read_only_ledgers() -> Iterator[None]:
+    """Within this block, every ledger opened without an explicit ``read_only`` is opened read-only.
+
+    A server that only shows results (the dashboard) handles each request in it: the readers a
+    request goes through (``results.read``, the report's gathering) open ledgers themselves, and
+    this makes each of them unable to write one without a flag on every call. It is a context
+    variable, not a switch of the process: the tasks and worker threads a request starts
+    (asyncio, anyio) inherit it, and nothing else in the process does, so a program that builds
+    a dashboard still writes its own ledgers.
     """
-    _READ_ONLY[0] = read_only
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
 
 
 def find_db(results: Path | str) -> Path:
@@ -363,7 +450,7 @@ class Store:
         if not create and not self.path.exists():
             raise ResultsNotFound(self.path, f"{self.path}: no such ledger")
         if read_only is None:
-            read_only = _READ_ONLY[0]
+            read_only = _READ_ONLY.get()
         if read_only and not create and os.access(self.path.parent, os.W_OK):
             # A reader beside a live sweep (``benchlab ui``): SQLite refuses every write on this
             # connection, and still sees the sweep's commits as they land (WAL).
@@ -409,8 +496,8 @@ class Store:
 
     @classmethod
     def open(cls, results: Path | str, *, read_only: bool | None = None) -> Store:
-        """The ledger of a results folder; ``read_only`` (default: :func:`read_only_process`'s
-        choice, else False) opens it so that this connection can never write."""
+        """The ledger of a results folder; ``read_only`` (default: True inside
+        :func:`read_only_ledgers`, else False) opens it so that this connection can never write."""
         return cls(find_db(results), read_only=read_only)
 
     @classmethod
@@ -468,6 +555,54 @@ class Store:
     def benchmark(self) -> BenchmarkInfo | None:
         """The benchmark this ledger holds; None before ``benchlab run`` recorded one."""
         return BenchmarkInfo.from_meta(self.meta())
+
+    # ------------------------------------------------------------------ records kept in meta
+
+    def _meta_value(self, key: str) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def versions(self) -> list[dict[str, Any]]:
+        """The benchmark's versions on record (code, spec, packages at each change), oldest first."""
+        return list(self._meta_value(VERSIONS_KEY) or [])
+
+    def set_versions(self, versions: list[dict[str, Any]]) -> None:
+        self.set_meta(**{VERSIONS_KEY: versions})
+
+    def hardware(self) -> dict[str, Any]:
+        """The hosts the runs ran on, by host name (empty when none was recorded)."""
+        return dict(self._meta_value(HARDWARE_KEY) or {})
+
+    def set_hardware(self, hosts: dict[str, Any]) -> None:
+        self.set_meta(**{HARDWARE_KEY: hosts})
+
+    def sequential(self) -> dict[str, Any] | None:
+        """``run --until-decided``'s design and each pair's state at its last look (``{"design",
+        "baseline", "pairs"}``); None when the results were not run that way."""
+        return self._meta_value(SEQUENTIAL_KEY) or None
+
+    def set_sequential(self, record: dict[str, Any]) -> None:
+        self.set_meta(**{SEQUENTIAL_KEY: record})
+
+    def set_flagged(self, flagged: list[dict[str, Any]]) -> None:
+        """The (task, config) pairs whose every run failed, as the sweep's end found them."""
+        self.set_meta(**{FLAGGED_KEY: flagged})
+
+    def search_record(self) -> dict[str, Any] | None:
+        """What a search recorded of its study in the study's ledger; None in a benchmark's ledger."""
+        found = self._meta_value(SEARCH_KEY)
+        return None if found is None else dict(found)
+
+    def set_search_record(self, record: dict[str, Any]) -> None:
+        self.set_meta(**{SEARCH_KEY: record})
+
+    def registration(self) -> dict[str, Any] | None:
+        """The pre-registered analysis plan (:mod:`benchlab.preregistration`), or None."""
+        found = self._meta_value(REGISTRATION_KEY)
+        return dict(found) if found else None
+
+    def set_registration(self, record: dict[str, Any]) -> None:
+        self.set_meta(**{REGISTRATION_KEY: record})
 
     # ------------------------------------------------------------------ runs
 
@@ -534,8 +669,9 @@ class Store:
         except sqlite3.OperationalError:  # a ledger from before the plan table, opened read-only
             return False
 
-    def in_spec_sql(self, alias: str = "runs") -> str:
-        """An SQL condition on ``alias`` (a row of ``runs``): the run is in the spec."""
+    def _in_spec_sql(self, alias: str = "runs") -> str:
+        """An SQL condition on ``alias`` (a row of ``runs``): the run is in the spec (never handed
+        out: callers ask for the records they need)."""
         if self.has_plan():
             return f"{alias}.run_id IN (SELECT run_id FROM main.spec_runs)"
         return f"{alias}.current = 1"
@@ -567,7 +703,7 @@ class Store:
 
     def runs(self, current_only: bool = True) -> list[RunRecord]:
         """The runs in the spec; with ``current_only=False``, every run on record (``in_spec`` tells)."""
-        cond = self.in_spec_sql()
+        cond = self._in_spec_sql()
         q = f"SELECT run_id, name, task, config, seed, params, command, status, current, {cond} FROM runs"
         if current_only:
             q += f" WHERE {cond}"
@@ -661,23 +797,25 @@ class Store:
             c.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?",
                       (run_status, ended, run_id))
             if metrics is not None or series is not None:
-                self._replace_metrics(c, run_id, metrics or {}, series or {})
+                self.replace_metrics(run_id, metrics or {}, series or {})
 
-    @staticmethod
-    def _replace_metrics(c: sqlite3.Connection, run_id: str, metrics: dict[str, float],
-                         series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        c.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
-        c.execute("DELETE FROM series WHERE run_id = ?", (run_id,))
-        c.executemany("INSERT INTO metrics VALUES (?, ?, ?)",
-                      [(run_id, k, float(v)) for k, v in metrics.items()])
-        if not series:
-            return
-        import numpy as np
+    def replace_metrics(self, run_id: str, metrics: dict[str, float],
+                        series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Make ``metrics`` and ``series`` the run's whole record of metrics (what was there is
+        dropped); joins the caller's transaction, so a run's status and metrics change together."""
+        with self.transaction() as c:
+            c.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,))
+            c.execute("DELETE FROM series WHERE run_id = ?", (run_id,))
+            c.executemany("INSERT INTO metrics VALUES (?, ?, ?)",
+                          [(run_id, k, float(v)) for k, v in metrics.items()])
+            if not series:
+                return
+            import numpy as np
 
-        c.executemany("INSERT INTO series VALUES (?, ?, ?, ?)", [
-            (run_id, k, np.ascontiguousarray(s, dtype="<f8").tobytes(),
-             np.ascontiguousarray(v, dtype="<f8").tobytes())
-            for k, (s, v) in series.items()])
+            c.executemany("INSERT INTO series VALUES (?, ?, ?, ?)", [
+                (run_id, k, np.ascontiguousarray(s, dtype="<f8").tobytes(),
+                 np.ascontiguousarray(v, dtype="<f8").tobytes())
+                for k, (s, v) in series.items()])
 
     def _has_gpu_use(self) -> bool:
         # Once there, the columns stay: ask the file until they are.
@@ -707,7 +845,7 @@ class Store:
         cols = ", ".join("a." + c.strip() for c in _ATTEMPT_COLUMNS.split(","))
         latest: dict[str, tuple[str, AttemptRecord]] = {}
         for row in self.conn.execute(f"SELECT r.name, {cols}{extra} FROM attempts a JOIN runs r USING (run_id)"
-                                     f" WHERE {self.in_spec_sql('r')} AND a.gpus IS NOT NULL AND a.gpus != ''"
+                                     f" WHERE {self._in_spec_sql('r')} AND a.gpus IS NOT NULL AND a.gpus != ''"
                                      " ORDER BY a.attempt_id"):
             rec = AttemptRecord(*row[1:])
             latest.pop(rec.run_id, None)  # re-insert: the order is the latest attempt's
@@ -764,7 +902,7 @@ class Store:
         q = ("SELECT r.run_id, r.task, r.config, r.seed, m.metric, m.value FROM metrics m"
              f" JOIN runs r USING (run_id) WHERE r.status = '{COMPLETED}'")
         if current_only:
-            q += " AND " + self.in_spec_sql("r")
+            q += " AND " + self._in_spec_sql("r")
         # In the plan's order (runs are registered in it), not in completion order: the same runs
         # make the same table and report, whichever finished first (ties are broken by order).
         return list(self.conn.execute(q + " ORDER BY r.rowid, m.rowid"))
@@ -775,20 +913,139 @@ class Store:
         q = ("SELECT r.run_id, r.task, r.config, r.seed, s.metric, s.steps, s.vals FROM series s"
              f" JOIN runs r USING (run_id) WHERE r.status = '{COMPLETED}'")
         if current_only:
-            q += " AND " + self.in_spec_sql("r")
+            q += " AND " + self._in_spec_sql("r")
         for rid, task, cfg, seed, metric, steps, vals in self.conn.execute(q + " ORDER BY r.rowid, s.rowid"):
             yield (rid, task, cfg, seed, metric, np.frombuffer(steps, dtype="<f8"),
                    np.frombuffer(vals, dtype="<f8"))
 
     def counts(self, in_spec: bool = True) -> dict[str, int]:
         """Runs by status: of the runs in the spec, or (``in_spec=False``) of those not in it."""
-        cond = self.in_spec_sql()
+        cond = self._in_spec_sql()
         return dict(self.conn.execute(
             f"SELECT status, COUNT(*) FROM runs WHERE {cond if in_spec else f'NOT ({cond})'} GROUP BY status"))
 
     def in_spec_ids(self) -> set[str]:
         """The ids of the runs in the spec."""
-        return {rid for (rid,) in self.conn.execute(f"SELECT run_id FROM runs WHERE {self.in_spec_sql()}")}
+        return {rid for (rid,) in self.conn.execute(f"SELECT run_id FROM runs WHERE {self._in_spec_sql()}")}
+
+    # ------------------------------------------------------------------ what readers show
+
+    def run_states(self, task: str | None = None) -> list[RunState]:
+        """The runs in the spec with their state, in plan order; with ``task``, that task's only, in
+        the order SQLite reads them (the dashboard keys them by config and seed)."""
+        if task is None:
+            return [RunState(*row) for row in self.conn.execute(
+                f"SELECT run_id, name, task, config, seed, status FROM runs WHERE {self._in_spec_sql()}"
+                " ORDER BY rowid")]
+        return [RunState(*row) for row in self.conn.execute(
+            f"SELECT run_id, name, task, config, seed, status FROM runs WHERE {self._in_spec_sql()} AND task = ?",
+            (task,))]
+
+    def open_runs(self) -> list[OpenRun]:
+        """The runs in the spec still to finish (pending, running, interrupted), each with the start
+        of its latest attempt: what an ETA is estimated from."""
+        return [OpenRun(*row) for row in self.conn.execute(
+            "SELECT r.task, r.config, r.status, (SELECT MAX(a.started) FROM attempts a WHERE a.run_id = r.run_id)"
+            f" FROM runs r WHERE {self._in_spec_sql('r')} AND r.status IN (?, ?, ?)",
+            (PENDING, RUNNING, INTERRUPTED))]
+
+    def last_activity(self) -> float | None:
+        """When the ledger last changed: the latest run update or attempt start or end (None if empty)."""
+        (last,) = self.conn.execute("SELECT MAX(updated) FROM runs").fetchone()
+        (ended,) = self.conn.execute("SELECT MAX(COALESCE(ended, started)) FROM attempts").fetchone()
+        return max([v for v in (last, ended) if v is not None], default=None)
+
+    def curve_names(self) -> set[CurveName]:
+        """Every (task, metric) that a run in the spec recorded a step series of."""
+        return {CurveName(*row) for row in self.conn.execute(
+            f"SELECT DISTINCT r.task, s.metric FROM series s JOIN runs r USING (run_id)"
+            f" WHERE {self._in_spec_sql('r')}")}
+
+    def attempt_times(self, task: str) -> list[AttemptTimes]:
+        """Start and end of every attempt of ``task``'s runs in the spec, in launch order."""
+        return [AttemptTimes(*row) for row in self.conn.execute(
+            "SELECT a.run_id, a.started, a.ended FROM attempts a JOIN runs r USING (run_id)"
+            f" WHERE r.task = ? AND {self._in_spec_sql('r')} ORDER BY a.attempt_id", (task,))]
+
+    def completed_series(self, task: str, metric: str) -> list[SeedSeries]:
+        """``metric``'s step series of ``task``'s completed runs in the spec, in the order recorded
+        (only these: the ledger holds every run's, 1,000,000 points at 10,000 runs)."""
+        import numpy as np
+
+        return [SeedSeries(config, int(seed), np.frombuffer(steps, dtype="<f8"), np.frombuffer(vals, dtype="<f8"))
+                for config, seed, steps, vals in self.conn.execute(
+                    "SELECT r.config, r.seed, s.steps, s.vals FROM series s JOIN runs r USING (run_id)"
+                    f" WHERE r.status = ? AND {self._in_spec_sql('r')} AND r.task = ? AND s.metric = ?"
+                    " ORDER BY s.rowid", (COMPLETED, task, metric))]
+
+    def run_record(self, run_id: str) -> RunRecord | None:
+        """One run as on record (in the spec or not), or None."""
+        row = self.conn.execute(
+            f"SELECT run_id, name, task, config, seed, params, command, status, current, {self._in_spec_sql()}"
+            " FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        return RunRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6], row[7],
+                         bool(row[8]), bool(row[9]))
+
+    def metrics_of_run(self, run_id: str) -> dict[str, float | None]:
+        """A run's final scalars, by metric name (empty until it completed)."""
+        return dict(self.conn.execute("SELECT metric, value FROM metrics WHERE run_id = ? ORDER BY metric",
+                                      (run_id,)))
+
+    def series_of_run(self, run_id: str) -> list[RunSeries]:
+        """A run's step series, by metric name."""
+        import numpy as np
+
+        return [RunSeries(metric, np.frombuffer(steps, dtype="<f8"), np.frombuffer(vals, dtype="<f8"))
+                for metric, steps, vals in self.conn.execute(
+                    "SELECT metric, steps, vals FROM series WHERE run_id = ? ORDER BY metric", (run_id,)).fetchall()]
+
+    def completed_runs_by_seed(self) -> list[SeedRun]:
+        """The completed runs in the spec, by task, config and seed."""
+        return [SeedRun(task, config, int(seed), rid) for task, config, seed, rid in self.conn.execute(
+            f"SELECT task, config, seed, run_id FROM runs WHERE status = ? AND {self._in_spec_sql()}"
+            " ORDER BY task, config, seed", (COMPLETED,))]
+
+    def partial_runs(self) -> list[PartialAttempt]:
+        """The completed runs in the spec whose completing attempt notes a partial evaluation, by
+        name (one scan of the attempts; only the matching rows are read)."""
+        return [PartialAttempt(*row) for row in self.conn.execute(
+            "SELECT runs.name, attempts.error, runs.task, runs.config, runs.seed"
+            " FROM attempts JOIN runs ON runs.run_id = attempts.run_id"
+            f" WHERE attempts.status = ? AND runs.status = ? AND {self._in_spec_sql()}"
+            " AND attempts.error LIKE ? ORDER BY runs.name", (COMPLETED, COMPLETED, PARTIAL_NOTE_PREFIX + "%"))]
+
+    # ------------------------------------------------------------------ reading run folders again
+
+    def reread_failed(self, run_id: str, attempt_id: int, *, failure_class: str, error: str,
+                      demote_run: bool) -> None:
+        """A run's folder read again lacks a metric: its attempt failed (``failure_class``, why);
+        with ``demote_run`` a completed run becomes failed (its ``updated`` left as it was)."""
+        with self.transaction() as c:
+            if demote_run:
+                c.execute("UPDATE runs SET status = ? WHERE run_id = ?", (FAILED, run_id))
+            c.execute("UPDATE attempts SET status = ?, failure_class = ?, error = ? WHERE attempt_id = ?",
+                      (FAILED, failure_class, error, attempt_id))
+
+    def reread_completed(self, run_id: str, attempt_id: int, note: str) -> None:
+        """A failed run's folder read again holds its metrics: the run and its attempt become
+        completed, the attempt's error saying when and why (``note``)."""
+        with self.transaction() as c:
+            c.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?",
+                      (COMPLETED, time.time(), run_id))
+            c.execute("UPDATE attempts SET status = ?, error = ? WHERE attempt_id = ?",
+                      (COMPLETED, note, attempt_id))
+
+    # ------------------------------------------------------------------ the file
+
+    def checkpoint(self) -> None:
+        """Fold the write-ahead log into the database file and empty it."""
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def as_single_file(self) -> None:
+        """Leave WAL mode: the database is one self-contained file from now on (to be renamed)."""
+        self.conn.execute("PRAGMA journal_mode=DELETE")
 
     # ------------------------------------------------------------------ code under test
 
@@ -928,6 +1185,49 @@ _UPSERT_RUN = ("INSERT INTO runs (run_id, name, task, config, seed, params, comm
                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id) DO UPDATE SET current = 1")
 
 
+
+def has_attempts(db: Path) -> bool:
+    """Whether the ledger file ``db`` holds any attempt, read without writing anything (a folder this
+    process cannot write, an archived one, cannot hold the WAL index a read-only open needs: it is
+    opened as immutable). Raises ``sqlite3.DatabaseError`` for a file that is no readable ledger."""
+    how = "mode=ro" if os.access(db.parent, os.W_OK) else "immutable=1"
+    conn = sqlite3.connect(f"file:{db}?{how}", uri=True, timeout=30)
+    try:
+        (attempts,) = conn.execute("SELECT COUNT(*) FROM (SELECT 1 FROM attempts LIMIT 1)").fetchone()
+    finally:
+        conn.close()
+    return bool(attempts)
+
+
+class LedgerWatch:
+    """A read-only connection of its own to a ledger, kept open for cheap checks of whether it
+    changed (the dashboard polls it): ``sqlite3.Error`` where the file is being replaced or locked."""
+
+    def __init__(self, db: Path):
+        self.path = db
+        self._conn: sqlite3.Connection | None = None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
+                                         isolation_level=None, check_same_thread=False, timeout=5)
+        return self._conn
+
+    def data_version(self) -> int:
+        """SQLite's ``data_version``: it changes when another connection commits."""
+        (version,) = self._connection().execute("PRAGMA data_version").fetchone()
+        return int(version)
+
+    def running_ids(self) -> list[str]:
+        """The ids of the runs on record as running."""
+        return [r for (r,) in self._connection().execute("SELECT run_id FROM runs WHERE status = ?", (RUNNING,))]
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
 def is_disk_full(exc: BaseException) -> bool:
     """Whether ``exc`` says the disk (or a quota) is full: ENOSPC/EDQUOT, or SQLite's SQLITE_FULL."""
     import errno
@@ -991,7 +1291,7 @@ class LedgerGuard:
         # mid-checkpoint (a full disk, a kill) the file is torn until the log is folded back in,
         # and the id may still be only in the log: fold it in first. The sweep holds the results
         # lock, so no other writer is in the way.
-        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.checkpoint()
         self._identity = self._stored_identity()
         self.every_s = every_s
         self._next = 0.0

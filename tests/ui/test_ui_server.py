@@ -60,15 +60,11 @@ def test_every_page_answers_and_no_file_of_the_results_folder_changes(finished: 
 
 
 def test_a_ledger_opened_by_the_server_refuses_writes(finished: Path):
-    from benchlab.store import Store, read_only_process
+    from benchlab.store import Store, read_only_ledgers
 
-    read_only_process()
-    try:
-        with Store.open(finished) as store:
-            with pytest.raises(sqlite3.OperationalError, match="readonly"):
-                store.set_meta(name="changed")
-    finally:
-        read_only_process(False)
+    with read_only_ledgers(), Store.open(finished) as store:
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            store.set_meta(name="changed")
     with Store.open(finished) as store:
         assert store.meta()["name"] == "slowbench"
 

@@ -384,8 +384,8 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
         with Store.open(folder) as store:
             state = seqrun.read_state(store, spec, design, runs)
             # For `benchlab status`: where each comparison stood at the last look (derived, not state).
-            store.set_meta(sequential={"design": design.to_json(), "baseline": spec.baseline,
-                                       "pairs": [p.to_json() for p in state.pairs]})
+            store.set_sequential({"design": design.to_json(), "baseline": spec.baseline,
+                                  "pairs": [p.to_json() for p in state.pairs]})
         if max_failures is not None and result.failed >= max_failures:
             break
     _print_decisions(out, state, design)

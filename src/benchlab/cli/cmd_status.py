@@ -39,11 +39,12 @@ def status(
     """
     from benchlab.failures import failed_runs
     from benchlab.results import find_results
-    from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Store
+    from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PARTIAL_NOTE_PREFIX, PENDING, RUNNING, Store
 
     folder = find_results(results)
     with Store.open(folder) as store:
         meta = store.meta()
+        sequential = store.sequential()
         every = store.runs(current_only=False)
         runs = {r.run_id: r for r in every if r.in_spec}
         counts = store.counts()
@@ -81,7 +82,7 @@ def status(
     failures = [f.last for f in failed_runs(runs.values(), attempts) if f.last is not None]
     # Completed runs whose note says they are partial (lm-eval's --limit; collect/lm_eval.py PARTIAL).
     partial = [last[rid] for rid, r in runs.items() if r.status == COMPLETED and rid in last
-               and (last[rid].error or "").startswith("partial evaluation")]
+               and (last[rid].error or "").startswith(PARTIAL_NOTE_PREFIX)]
     by_class: dict[str, list[AttemptRecord]] = {}
     for a in failures:
         by_class.setdefault(a.failure_class or "unknown", []).append(a)
@@ -129,7 +130,7 @@ def status(
             "backups": [{"path": str(b), "bytes": b.stat().st_size, "modified": b.stat().st_mtime}
                         for b in backups],
             "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in partial],
-            **({"sequential": meta["sequential"]} if meta.get("sequential") else {}),
+            **({"sequential": sequential} if sequential else {}),
             "plan_recording": recording,
             "sweep": None if liveness is None else {"state": liveness.state, "holder": liveness.holder},
             "rebuild": {"running": rebuilding, "files": [str(p) for p in leftovers]} if leftovers else None,
@@ -203,7 +204,7 @@ def status(
         if g.failure_class == MISSING_METRIC:
             console.print(f"  the runs finished: once the spec names the metric right, [bold]benchlab collect "
                           f"{escape(str(folder))} --failed[/] completes them without training again")
-    _print_sequential(meta.get("sequential"))
+    _print_sequential(sequential)
     if leftovers:
         names = ", ".join(f"{p.name} ({p.stat().st_size / 1e6:.1f} MB)" for p in leftovers if p.exists())
         if rebuilding is not None:

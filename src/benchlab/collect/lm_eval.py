@@ -26,6 +26,7 @@ from typing import Any
 
 from benchlab.collect.extractors import EXTRACTORS, ExtractFailed, Series
 from benchlab.spec import MetricSource
+from benchlab.store import PARTIAL_NOTE_PREFIX
 
 
 def newest_results(folder: Path) -> Path:
@@ -78,7 +79,7 @@ class LmEvalResults:
         return PARTIAL + ", ".join(f"{t} {e} of {o} samples" for t, (e, o) in sorted(self.partial.items()))
 
 
-PARTIAL = "partial evaluation (--limit): "
+PARTIAL = PARTIAL_NOTE_PREFIX + " (--limit): "
 # Entries of a task's results that are not metrics (0.4.13 adds its name and sample count).
 _NOT_METRICS = {"alias", "name", "sample_len", "sample_count"}
 

@@ -89,10 +89,9 @@ def _registration_of(db: Path) -> dict[str, Any] | None:
         return None
     try:
         with Store(db) as old:
-            found = old.meta().get(preregistration.META_KEY)
+            return old.registration()
     except (sqlite3.DatabaseError, ValueError, OSError):
         return None
-    return dict(found) if found else None
 
 
 def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
@@ -128,7 +127,7 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
                 store.set_plan(r.run_id for r in plan)  # runs of earlier versions stay "not in the spec"
             for run_dir, run in runs:
                 _rebuild_run(store, run_dir, run, primary, metrics, counts)
-        store.conn.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to rename
+        store.as_single_file()  # one self-contained file to rename
     return counts
 
 
@@ -176,7 +175,7 @@ def _back_up(db: Path) -> Path:
     its write-ahead log is folded in first, so the backup is one file."""
     try:
         with Store(db) as old:
-            old.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            old.checkpoint()
     except (BenchlabError, sqlite3.DatabaseError):
         pass  # unreadable: kept as it is, write-ahead log included
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -15,7 +15,6 @@ ended at the time, and its error says when and why it became completed.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -71,28 +70,24 @@ def reread_runs(folder: Path | str, spec: Spec, *, failed: bool) -> Reread:
             ours = _benchlab_wrote_metrics_json(run_dir)
             collected = collect_run(run_dir, spec.metrics.all, run.context(), metrics_json=not ours)
             missing = collected.missing(primary)
-            with store.transaction() as c:
+            with store.transaction():
                 if missing:
                     if failed:
                         out.still_failing[record.name] = missing
                     else:
                         out.demoted[record.name] = missing
-                        c.execute("UPDATE runs SET status = ? WHERE run_id = ?", (FAILED, record.run_id))
-                    c.execute("UPDATE attempts SET status = ?, failure_class = ?, error = ? WHERE attempt_id = ?",
-                              (FAILED, triage.MISSING_METRIC, missing, attempt.attempt_id))
+                    store.reread_failed(record.run_id, attempt.attempt_id, failure_class=triage.MISSING_METRIC,
+                                        error=missing, demote_run=not failed)
                     continue
                 if failed:
                     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
                     note = (f"completed by `benchlab collect --failed` at {stamp}: its folder read again "
                             f"with the spec's metrics (at its end: {attempt.error})")
-                    c.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?",
-                              (COMPLETED, time.time(), record.run_id))
-                    c.execute("UPDATE attempts SET status = ?, error = ? WHERE attempt_id = ?",
-                              (COMPLETED, note, attempt.attempt_id))
+                    store.reread_completed(record.run_id, attempt.attempt_id, note)
                     out.completed.append(record.name)
                 else:
                     out.refreshed += 1
-                store._replace_metrics(c, record.run_id, collected.finals, collected.series)
+                store.replace_metrics(record.run_id, collected.finals, collected.series)
             updates: dict[str, object] = {"metrics": judged_by}
             if write_extracted_metrics(run_dir, collected.finals, collected.extracted, replace=ours):
                 updates["metrics_json"] = RECORDED_BY_BENCHLAB

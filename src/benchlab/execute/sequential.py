@@ -224,7 +224,7 @@ def kept_runs(store: Store, spec: Spec) -> list[Run]:
     (task, config, seed) now (same run id), and finished (completed or failed, so failures stay
     counted); none when the ledger holds no sequential design.
     """
-    if not store.meta().get("sequential"):
+    if store.sequential() is None:
         return []
     own = set(spec.seed_list)
     planned = {r.run_id: r for r in store.runs() if r.seed not in own and r.status in (COMPLETED, FAILED)}

@@ -66,6 +66,7 @@ from benchlab.store import (
     ResultsLock,
     Store,
     disk_full,
+    has_attempts,
     is_disk_full,
     runs_to_do,
 )
@@ -350,7 +351,7 @@ class Sweep:
             raise self._lost(problem)
         st.plan.finish()
         flagged = triage.flag_configs(store.runs(), store.attempts())
-        store.set_meta(flagged=flagged)
+        store.set_flagged(flagged)
         tally = st.tally
         return SweepResult(
             results_dir=self.results_dir, total=len(runs), completed=progress.completed,
@@ -876,14 +877,14 @@ def record_version(store: Store, spec: Spec, code: CodeState, results_dir: Path,
     :class:`BenchmarkChanged` naming what changed, unless ``allow`` (the change is then recorded
     with the new version)."""
     now = current_version(spec, code, results_dir)
-    versions = list(store.meta().get("versions", []))
+    versions = store.versions()
     changes = _version_changes(spec, versions, now, statuses)
     if changes and not allow:
         raise BenchmarkChanged(results_dir, changes)
     write_version(results_dir, now, spec)
     if not versions or versions[-1]["id"] != now.id:
         versions.append({**now.to_json(), "changes": changes})
-        store.set_meta(versions=versions)
+        store.set_versions(versions)
     return now.id
 
 
@@ -902,7 +903,7 @@ def kept_runs(store: Store, spec: Spec) -> list[Run]:
     and every verdict still count them (see :func:`benchlab.execute.sequential.kept_runs`)."""
     # Only a ledger an --until-decided run wrote: the sequential module imports the statistics
     # (scipy), half a second before every resume's first launch.
-    if not store.meta().get("sequential"):
+    if store.sequential() is None:
         return []
     from benchlab.execute import sequential
 
@@ -945,7 +946,7 @@ def check_can_run(spec: Spec, results_dir: Path | str, *, code: CodeState | None
             return
         code = code if code is not None else code_state(spec.work_path, spec_files(spec))
         now = current_version(spec, code, results_dir)
-        changes = _version_changes(spec, list(store.meta().get("versions", [])), now,
+        changes = _version_changes(spec, store.versions(), now,
                                    store.statuses(pending=False))
     if changes:
         raise BenchmarkChanged(results_dir, changes)
@@ -972,11 +973,11 @@ def _record_hardware(store: Store, host: str, gpus: dict[str, str]) -> None:
     Hardware line; each host that ran a sweep of this folder keeps its own entry."""
     from benchlab.execute.provenance import cpu_model
 
-    hardware = dict(store.meta().get("hardware") or {})
+    hardware = store.hardware()
     known = hardware.get(host) or {}
     hardware[host] = {"cpu": cpu_model(), "cores": os.cpu_count(),
                       "gpus": {**(known.get("gpus") or {}), **gpus}}
-    store.set_meta(hardware=hardware)
+    store.set_hardware(hardware)
 
 
 @dataclass(frozen=True)
@@ -1030,15 +1031,9 @@ def refuse_without_ledger(results_dir: Path) -> None:
     holds no attempt: a sweep would run them all again, and the ledger can be rebuilt instead."""
     db = results_dir / DB_NAME
     if db.exists():
-        # A folder this process cannot write (an archived one) cannot hold the WAL index a
-        # read-only open needs: opened as immutable, and the sweep then says it is read-only.
-        how = "mode=ro" if os.access(results_dir, os.W_OK) else "immutable=1"
+        # Read without writing anything; the sweep then says whether the folder is read-only.
         try:
-            conn = sqlite3.connect(f"file:{db}?{how}", uri=True, timeout=30)
-            try:
-                (attempts,) = conn.execute("SELECT COUNT(*) FROM (SELECT 1 FROM attempts LIMIT 1)").fetchone()
-            finally:
-                conn.close()
+            attempts = has_attempts(db)
         except sqlite3.DatabaseError as exc:
             raise LedgerLost(db, f"{db} is unreadable ({exc}); nothing was run. Recreate it from the run "
                                  f"directories with `benchlab collect --rebuild {results_dir}`.") from None

@@ -134,7 +134,7 @@ def read_side(text: str | Path) -> Side:
     meta = info(folder)
     with Store.open(folder) as store:
         not_completed = {k: v for k, v in store.counts().items() if k != COMPLETED}
-        versions: list[dict[str, Any]] = store.meta().get("versions", [])
+        versions = store.versions()
     if not wanted:
         table = load(folder)
         return Side(raw, folder, meta.name, meta.goal, meta.spec, meta.spec_path,

@@ -193,7 +193,7 @@ def write_results(merged: Merged, out: Path) -> Path:
         store.register([*runs, *(run for run, _ in others)])
         store.set_plan([*(r.run_id for r in runs), *(run.run_id for run, _ in others)])
         if merged.hosts:
-            store.set_meta(hardware=merged.hosts)
+            store.set_hardware(merged.hosts)
         for run in runs:
             attempt, _ = store.start_attempt(run.run_id, host=host)
             note = merged.partial.get((run.task, run.config, run.seed))

@@ -415,7 +415,7 @@ class SearchRun:
         """What `benchlab.load(..., search=True)` and the search report need, in the study's ledger."""
         search = self.search
         with Store.create(self.folder) as store:
-            store.set_meta(search={
+            store.set_search_record({
                 "study": study.study_name, "spec_name": self.spec.name, "metric": search.metric.name,
                 "goal": goal_of(self.spec), "summary": self.summary, "budget": self.budget,
                 "sampler": search.sampler, "pruner": str(search.pruner), "base_config": base_config_name(self.spec),

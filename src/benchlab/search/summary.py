@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab.results import SEARCH_META
 from benchlab.search.study import FAILURE_ATTR, RETRY_OF_ATTR, RUNS_ATTR, read_study
 from benchlab.store import COMPLETED, PRUNED, Store
 
@@ -73,7 +72,7 @@ def summarize_study(folder: Path | str) -> StudySummary:
     finished: dict[str, str] = {}
     if (folder / "benchlab.db").exists():
         with Store.open(folder) as store:
-            meta = store.meta().get(SEARCH_META, {})
+            meta = store.search_record() or {}
             for r in store.runs(current_only=False):
                 names[r.run_id] = r.name
                 finished[r.run_id] = r.status

@@ -32,7 +32,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from starlette.exceptions import HTTPException
 
-from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Status
+from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Status, read_only_ledgers
 from benchlab.ui import views
 from benchlab.ui.library import Library, NotFound, tail
 
@@ -166,6 +166,19 @@ def served_hosts(bind: str, extra: list[str] | tuple[str, ...] = ()) -> list[str
     return sorted(names)
 
 
+class _ReadOnlyLedgers:
+    """ASGI middleware: each request is handled inside :func:`~benchlab.store.read_only_ledgers`,
+    so every ledger it opens (in its task, and in the worker threads it runs endpoints in, which
+    inherit the context) refuses writes."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        with read_only_ledgers():
+            await self.app(scope, receive, send)
+
+
 def create_app(library: Library, *, token: str | None = None, warm_up: bool = True,
                allowed_hosts: list[str] | None = None) -> Any:
     """The FastAPI application serving ``library``; ``token`` guards every request; ``warm_up``
@@ -173,10 +186,10 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
     :func:`served_hosts`) are the only ``Host`` names answered (None: any, for tests in process)."""
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-    from benchlab.store import read_only_process
-
-    read_only_process()  # whatever this process opens through the library's readers
     app = FastAPI(title="benchlab ui", docs_url=None, redoc_url=None, openapi_url=None)
+    # Whatever a request opens through the library's readers is opened read-only; the rest of
+    # the process (a program that built this app) still writes its ledgers.
+    app.add_middleware(_ReadOnlyLedgers)
     if allowed_hosts is not None:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
     app.state.library = library
@@ -190,13 +203,17 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
         # The first page of each benchmark is computed before anyone asks (and the statistics'
         # imports paid), so that its first response is as quick as the next ones.
         try:
-            for b in library.benchmarks():
-                v = library.version_of(b.key)
-                cache.get(("overview", b.key), v, partial(views.overview, b))
-                cache.get(("benchmark", b.key), v, partial(views.benchmark_view, b))
-                cache.get(("numbers", b.key), v, partial(views.report_numbers, b.folder))
+            with read_only_ledgers():
+                _warm_all()
         except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
             pass
+
+    def _warm_all() -> None:
+        for b in library.benchmarks():
+            v = library.version_of(b.key)
+            cache.get(("overview", b.key), v, partial(views.overview, b))
+            cache.get(("benchmark", b.key), v, partial(views.benchmark_view, b))
+            cache.get(("numbers", b.key), v, partial(views.report_numbers, b.folder))
 
     if warm_up:
         threading.Thread(target=warm, name="benchlab-ui-warm", daemon=True).start()

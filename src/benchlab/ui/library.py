@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchlab.errors import BenchlabError, ResultsNotFound
 from benchlab.run_files import LOG_FILE, SERIES_FILE, run_dir_of, runs_dir
-from benchlab.store import DB_NAME, RUNNING
+from benchlab.store import DB_NAME, LedgerWatch
 from benchlab.triage import log_tail
 
 #: How often a root folder is looked at again for new benchmarks, and how long a computed
@@ -52,19 +52,18 @@ class Benchmark:
     _checked: float = float("-inf")
     _running: list[str] = field(default_factory=list)
     _data_version: int | None = None
-    _conn: sqlite3.Connection | None = None
+    _watch: LedgerWatch | None = None
 
-    def connection(self) -> sqlite3.Connection:
+    def watch(self) -> LedgerWatch:
         """A read-only connection of its own to the ledger, kept open for the cheap checks."""
-        if self._conn is None:
-            self._conn = sqlite3.connect(f"file:{self.folder / DB_NAME}?mode=ro", uri=True,
-                                         isolation_level=None, check_same_thread=False, timeout=5)
-        return self._conn
+        if self._watch is None:
+            self._watch = LedgerWatch(self.folder / DB_NAME)
+        return self._watch
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
 
 def _is_results(folder: Path) -> bool:
@@ -153,12 +152,11 @@ class Library:
             return
         b._checked = now
         try:
-            conn = b.connection()
-            (data_version,) = conn.execute("PRAGMA data_version").fetchone()
+            watch = b.watch()
+            data_version = watch.data_version()
             if data_version != b._data_version or b._fingerprint is None:
                 b._data_version = data_version
-                b._running = [r for (r,) in conn.execute("SELECT run_id FROM runs WHERE status = ?",
-                                                         (RUNNING,))]
+                b._running = watch.running_ids()
             sizes = []
             for rid in b._running:
                 for name in (LOG_FILE, SERIES_FILE):

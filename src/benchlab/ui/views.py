@@ -63,15 +63,10 @@ def _estimate_eta(store: Store, counts: dict[str, int]) -> float | None:
     if not durations:
         return None
     overall = sum(durations.values()) / len(durations)
-    cond = store.in_spec_sql("r")
     work = 0.0
     now = time.time()
     running = 0
-    for task, config, status, started in store.conn.execute(
-        f"SELECT r.task, r.config, r.status, (SELECT MAX(a.started) FROM attempts a WHERE a.run_id = r.run_id)"
-        f" FROM runs r WHERE {cond} AND r.status IN (?, ?, ?)",
-        (PENDING, RUNNING, INTERRUPTED),
-    ):
+    for task, config, status, started in store.open_runs():
         expected = durations.get((task, config), overall)
         if status == RUNNING and started is not None:
             running += 1
@@ -89,9 +84,7 @@ def overview(bench: Benchmark) -> Overview:
         meta = store.meta()
         counts = store.counts()
         total = sum(counts.values())
-        (last,) = store.conn.execute("SELECT MAX(updated) FROM runs").fetchone()
-        (ended,) = store.conn.execute("SELECT MAX(COALESCE(ended, started)) FROM attempts").fetchone()
-        last = max([v for v in (last, ended) if v is not None], default=None)
+        last = store.last_activity()
         eta = _estimate_eta(store, counts) if counts.get(RUNNING) else None
         uses = [a.gpu_use for _, a in store.gpu_attempts()]
     if counts.get(RUNNING):
@@ -234,10 +227,7 @@ def benchmark_view(bench: Benchmark) -> BenchmarkView:
         from benchlab.execute.liveness import as_seen, sweep_liveness
 
         liveness = sweep_liveness(bench.folder)
-        for rid, name, task, config, seed, status in store.conn.execute(
-            f"SELECT run_id, name, task, config, seed, status FROM runs WHERE {store.in_spec_sql()}"
-            " ORDER BY rowid"
-        ):
+        for rid, name, task, config, seed, status in store.run_states():
             grid[(task, config)].seeds.append((int(seed), as_seen(status, liveness), rid))
             names[rid] = name
         failed = {rid for cell in grid.values() for _, st, rid in cell.seeds if st == FAILED}
@@ -246,9 +236,7 @@ def benchmark_view(bench: Benchmark) -> BenchmarkView:
             for a in store.attempts(status=FAILED):
                 if a.run_id in failed:
                     last[a.run_id] = a
-        curves = sorted({(t, m) for t, m in store.conn.execute(
-            f"SELECT DISTINCT r.task, s.metric FROM series s JOIN runs r USING (run_id) WHERE {store.in_spec_sql('r')}"
-        )})
+        curves = sorted((t, m) for t, m in store.curve_names())
     tasks = list(meta.get("tasks") or []) + sorted({t for t, _ in grid} - set(meta.get("tasks") or []))
     configs = list(meta.get("configs") or []) + sorted({c for _, c in grid} - set(meta.get("configs") or []))
     failures = [
@@ -290,22 +278,13 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
     with Store.open(bench.folder, read_only=True) as store:
         meta = store.meta()
         runs = {}
-        for rid, config, seed, status in store.conn.execute(
-            f"SELECT run_id, config, seed, status FROM runs WHERE {store.in_spec_sql()} AND task = ?", (task,)
-        ):
-            runs[(config, int(seed))] = (rid, status)
+        for r in store.run_states(task):
+            runs[(r.config, int(r.seed))] = (r.run_id, r.status)
         timing: dict[str, tuple[float, float | None]] = {}
-        for rid, started, ended in store.conn.execute(
-            "SELECT a.run_id, a.started, a.ended FROM attempts a JOIN runs r USING (run_id)"
-            f" WHERE r.task = ? AND {store.in_spec_sql('r')} ORDER BY a.attempt_id", (task,)
-        ):
-            timing[rid] = (started, ended)
+        for times in store.attempt_times(task):
+            timing[times.run_id] = (times.started, times.ended)
         # Only this (task, metric)'s curves: the ledger holds every run's (1,000,000 points at 10,000 runs).
-        stored = [(config, int(seed), np.frombuffer(steps, dtype="<f8"), np.frombuffer(vals, dtype="<f8"))
-                  for config, seed, steps, vals in store.conn.execute(
-                      "SELECT r.config, r.seed, s.steps, s.vals FROM series s JOIN runs r USING (run_id)"
-                      f" WHERE r.status = ? AND {store.in_spec_sql('r')} AND r.task = ? AND s.metric = ?"
-                      " ORDER BY s.rowid", (COMPLETED, task, metric))]
+        stored: list[tuple[str, int, np.ndarray, np.ndarray]] = list(store.completed_series(task, metric))
     aligned = curve_set(metric, task, stored)
     sets = [aligned] if aligned is not None else []
     configs: dict[str, dict[str, Any]] = {}
@@ -383,19 +362,15 @@ def run_view(bench: Benchmark, run_dir: Path, run_id: str) -> RunView:
     from benchlab.ui.library import NotFound
 
     with Store.open(bench.folder, read_only=True) as store:
-        row = store.conn.execute("SELECT name, task, config, seed, params, command, status FROM runs"
-                                 " WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
+        record = store.run_record(run_id)
+        if record is None:
             raise NotFound(run_id)
         attempts = store.attempts(run_id=run_id)
-        metrics = dict(store.conn.execute("SELECT metric, value FROM metrics WHERE run_id = ? ORDER BY metric",
-                                          (run_id,)))
-        series_rows = store.conn.execute("SELECT metric, steps, vals FROM series WHERE run_id = ? ORDER BY metric",
-                                         (run_id,)).fetchall()
+        metrics = store.metrics_of_run(run_id)
+        series_rows = store.series_of_run(run_id)
     series: dict[str, tuple[int, float | None]] = {}
-    for metric, steps, vals in series_rows:
-        v = np.frombuffer(vals, dtype=np.float64)
-        series[metric] = (int(np.frombuffer(steps, dtype=np.float64).shape[0]), float(v[-1]) if v.size else None)
+    for metric, steps, v in series_rows:
+        series[metric] = (int(steps.shape[0]), float(v[-1]) if v.size else None)
     if not metrics and (run_dir / METRICS_FILE).is_file():
         try:  # a run still running, or failed: what it wrote so far
             raw = json.loads((run_dir / METRICS_FILE).read_text())
@@ -418,11 +393,11 @@ def run_view(bench: Benchmark, run_dir: Path, run_id: str) -> RunView:
     except OSError:
         config_text = ""
     files = sorted(p.name for p in run_dir.iterdir() if p.is_file()) if run_dir.is_dir() else []
-    name, task, config, seed, params, command, status = row
     from benchlab.execute.liveness import as_seen, sweep_liveness
 
-    status = as_seen(status, sweep_liveness(bench.folder))  # as the benchmark page shows it
-    return RunView(run_id, name, task, config, int(seed), status, json.loads(params), command, attempts,
+    status = as_seen(record.status, sweep_liveness(bench.folder))  # as the benchmark page shows it
+    return RunView(run_id, record.name, record.task, record.config, int(record.seed), status, record.params,
+                   record.command, attempts,
                    metrics, series, config_text, provenance, files,
                    tail(run_dir / LOG_FILE, LOG_TAIL_LINES))
 
