@@ -20,7 +20,7 @@ from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_di
 from benchlab.report.leaderboard import render_leaderboard, status, task_settings
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown, warm_templates
 from benchlab.report.tables import describe
-from benchlab.results import SEARCH_DIR, Environment, GpuPlacement, Results, read
+from benchlab.results import Environment, GpuPlacement, Results, read
 from benchlab.run_files import runs_dir
 
 if TYPE_CHECKING:
@@ -235,16 +235,6 @@ def score_links(
     return out
 
 
-def _search_sections(table: Results, out_dir: Path, *, plots: bool = True) -> str:
-    """report.html's sections for the searches kept in the results folder (``benchlab search``),
-    "" when it has none. Their trials are shown apart and never enter the benchmark's tables."""
-    if table.folder is None or not (table.folder / SEARCH_DIR).is_dir():
-        return ""  # without importing the search package (and Optuna)
-    from benchlab.search.report import html_sections
-
-    return "\n" + html_sections(table.folder, out_dir, plots=plots)
-
-
 def write_report(
     results: Results | Path | str | None = None,
     out: Path | str | None = None,
@@ -380,7 +370,12 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     if html:
         from benchlab.report.html import write_html
 
-        page = text + _search_sections(table, out_dir, plots=plots)
+        page = text
+        if table.searches:
+            # The searches' trials are shown apart and never enter the benchmark's tables.
+            from benchlab.report.search import search_sections
+
+            page += "\n" + search_sections(table.searches, out_dir, plots=plots)
         extra.append(write_html(page, out_dir, f"Benchmark report: {info_.name}"))
     if pending is not None:
         # Only now that no new file points at them (a stale figure would be embedded otherwise).

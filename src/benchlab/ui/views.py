@@ -201,7 +201,7 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
     from benchlab.report.markdown import _comparison_rows, _task_tables
     from benchlab.results import read
 
-    data = gather(read(folder))
+    data = gather(read(folder, searches=False))  # the page shows no search section
     if data.finals.empty and not data.failed_runs:
         return None
     desc = account_seeds(data)
