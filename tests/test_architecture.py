@@ -1,4 +1,5 @@
-"""The import rules of docs/architecture.md, read from the source (nothing is imported).
+"""The import rules of docs/architecture.md, read from the source (nothing is imported), and at
+the end what the report does at run time: which ledgers it opens and which modules it loads.
 
 A "unit" is a subpackage (``benchlab.collect``, ``benchlab.execute``, ...) or a module at the
 package's top level (``benchlab.spec``, ``benchlab.store``, ...). An import at module level
@@ -12,6 +13,8 @@ import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 import benchlab
 
@@ -472,3 +475,122 @@ def test_the_cli_imports_no_store_internals():
                     for name in MODULES if _unit(name) == "benchlab.cli"
                     for line, what in _ledger_access(MODULES[name].read_text(), private))
     assert found == []
+# ---------------------------------------------------------------- what the report does at run time
+
+def _benchmark_and_search(folder: Path) -> Path:
+    """A results folder holding a benchmark (two configs, three seeds, a logged curve each) and,
+    under ``search/``, a search study with completed and pruned trials, as ``benchlab run`` and
+    ``benchlab search`` leave them."""
+    import numpy as np
+    import optuna
+
+    from benchlab.plan import Run
+    from benchlab.search.study import RUNS_ATTR, SUMMARY_ATTR, journal_storage
+    from benchlab.store import COMPLETED, PRUNED, Store
+
+    def record(store: Store, runs: list[tuple[Run, float, str]]) -> None:
+        store.register([run for run, _, _ in runs])
+        for run, value, status in runs:
+            attempt, _ = store.start_attempt(run.run_id, host="test", started=100.0)
+            steps = np.array([0.0, 1.0, 2.0])
+            store.finish_attempt(attempt, run.run_id, status=status, run_status=status, exit_code=0,
+                                 ended=100.0 + (3.0 if status == COMPLETED else 1.0), metrics={"score": value},
+                                 series={"score": (steps, value * steps / 2.0)})
+
+    configs = {"a": [0.50, 0.55, 0.60], "b": [0.70, 0.72, 0.74]}
+    with Store.create(folder) as store:
+        store.set_meta(name="bench", description="", primary="score", goals={"score": "max"}, metrics=["score"],
+                       baseline="a", tasks=["t"], configs=list(configs), targets={"t": None}, references={},
+                       seeds=[0, 1, 2], spec={"name": "bench", "command": "python run.py",
+                                              "configs": [{"name": c, "params": {}} for c in configs]})
+        record(store, [(Run(run_id=f"t-{c}-{s}", benchmark="bench", task="t", config=c, seed=s, params={},
+                            command="python run.py"), v, COMPLETED)
+                       for c, values in configs.items() for s, v in enumerate(values)])
+
+    study_folder = folder / "search" / "search"
+    study = optuna.create_study(storage=journal_storage(study_folder), study_name="bench:search",
+                                direction="maximize")
+    study.set_user_attr(SUMMARY_ATTR, "final")
+    trials = []
+    for number, (x, lr, state) in enumerate([(0.1, 1e-3, COMPLETED), (0.4, 1e-2, COMPLETED), (0.9, 1e-4, PRUNED),
+                                              (0.6, 3e-3, COMPLETED)]):
+        study.enqueue_trial({"x": x, "lr": lr})
+        trial = study.ask()
+        trial.suggest_float("x", 0.0, 1.0)
+        trial.suggest_float("lr", 1e-5, 1e-1, log=True)
+        run = Run(run_id=f"trial-{number}", benchmark="bench", task="t", config=f"a[trial={number}]", seed=7,
+                  params={"x": x, "lr": lr}, command="python run.py")
+        trial.set_user_attr(RUNS_ATTR, [run.run_id])
+        value = -(x - 0.5) ** 2
+        for step in range(3 if state == COMPLETED else 1):
+            trial.report(value - (2 - step) / 10, step)
+        study.tell(trial, value if state == COMPLETED else None,
+                   state=optuna.trial.TrialState.COMPLETE if state == COMPLETED else optuna.trial.TrialState.PRUNED)
+        trials.append((run, value, state))
+    with Store.create(study_folder) as store:
+        store.set_meta(search={"study": study.study_name, "metric": "score", "goal": "max", "summary": "final",
+                               "budget": 4, "sampler": "tpe", "pruner": "median"})
+        record(store, trials)
+    return folder
+
+
+#: Run in a fresh interpreter: the results table is read first, then the report is written while
+#: every SQLite connection and every module the report loads is recorded.
+_RECORD_REPORT = '''
+import json, sqlite3, sys
+from pathlib import Path
+
+import pytest
+from benchlab.report import write_report
+from benchlab.results import read
+
+folder, out, plots = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "plots"
+table = read(folder)
+opened, real = [], sqlite3.connect
+def connect(database, *args, **kwargs):
+    opened.append(str(database))
+    return real(database, *args, **kwargs)
+sqlite3.connect = connect
+before = set(sys.modules)
+write_report(table, out, plots=plots, workers=0)
+print(json.dumps({"opened": opened, "loaded": sorted(set(sys.modules) - before)}))
+'''
+
+
+def _record_report(folder: Path, out: Path, *, plots: bool) -> dict[str, list[str]]:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _RECORD_REPORT, str(folder), str(out), "plots" if plots else "-"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _ledger_code(modules: list[str]) -> list[str]:
+    return [m for m in modules if m == "optuna" or m.startswith(("optuna.", "benchlab.search"))]
+
+
+def test_writing_a_report_of_a_read_table_opens_no_ledger_and_loads_no_search_code(tmp_path: Path):
+    # The report renders what the results table holds, search studies included: a report path
+    # that opened a ledger would read a second, later state of the folder than the table's.
+    folder = _benchmark_and_search(tmp_path / "res")
+    seen = _record_report(folder, tmp_path / "rep", plots=False)
+    assert seen["opened"] == []
+    assert _ledger_code(seen["loaded"]) == []
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "<h2>Search: bench:search</h2>" in page and "Trial 1: <strong>score = -0.01</strong>" in page
+
+
+@pytest.mark.slow
+def test_the_report_figures_read_the_tables_curves_and_never_a_search_ledger(tmp_path: Path):
+    # The figures read the benchmark's curves through the results table's view
+    # (results.CurvesView), which reads them from the ledger when drawn; no study is opened.
+    folder = _benchmark_and_search(tmp_path / "res")
+    seen = _record_report(folder, tmp_path / "rep", plots=True)
+    assert seen["opened"] and all(Path(p.removeprefix("file:").split("?")[0]).parent == folder
+                                  for p in seen["opened"]), seen["opened"]
+    assert _ledger_code(seen["loaded"]) == []
+    assert {p.name for p in (tmp_path / "rep" / "plots" / "search-search").glob("*.png")} == {
+        "history.png", "importances.png", "slice.png", "curves.png"}

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from benchlab.search.summary import StudySection
     from benchlab.spec import Spec
 
 COLUMNS = list(LONG_COLUMNS)  # the long format (benchlab.long_format), as a list for pandas
@@ -312,10 +313,15 @@ class Results:
     #: The versions of the code under test the completed runs ran at, oldest first; empty when
     #: the ledger records one (every run ran at the same code).
     code_versions: list[CodeVersion] = field(default_factory=list)
+    #: The search studies kept under ``<results>/search/`` (``benchlab search``), summarised: their
+    #: trials never enter the table, and the report shows each in a section of its own.
+    searches: tuple[StudySection, ...] = ()
 
 
-def read(results: Path | str | None = None) -> Results:
-    """Everything a report needs of a results folder, read in one pass over its ledger."""
+def read(results: Path | str | None = None, *, searches: bool = True) -> Results:
+    """Everything a report needs of a results folder, read in one pass over its ledger, and
+    (``searches=True``) the summaries of the search studies kept in it, each read from its own
+    study and ledger: the report renders what this returns and opens no ledger itself."""
 
     folder = find_results(results)
     with Store.open(folder) as store:
@@ -356,7 +362,16 @@ def read(results: Path | str | None = None) -> Results:
         environment=Environment(hosts=hosts, provenance=_first_provenance(folder)),
         registered_plan=registered, run_ids=run_ids, sequential=sequential,
         code_versions=_code_versions(folder, versions, run_ids),
+        searches=_searches(folder) if searches else (),
     )
+
+
+def _searches(folder: Path) -> tuple[StudySection, ...]:
+    if not (folder / SEARCH_DIR).is_dir():
+        return ()  # without importing the search package (and Optuna)
+    from benchlab.search.summary import summarize_studies
+
+    return summarize_studies(folder)
 
 
 def _code_versions(folder: Path, versions: list[dict[str, Any]],

@@ -9,7 +9,7 @@ ledger, no run directory. What each file holds is described in ``docs/reports.md
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -20,7 +20,7 @@ from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_di
 from benchlab.report.leaderboard import render_leaderboard, status, task_settings
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown, warm_templates
 from benchlab.report.tables import describe
-from benchlab.results import SEARCH_DIR, Environment, GpuPlacement, Results, read
+from benchlab.results import Environment, GpuPlacement, Results, read
 from benchlab.run_files import runs_dir
 
 if TYPE_CHECKING:
@@ -129,37 +129,37 @@ def published_table(table: Results) -> pd.DataFrame:
     return with_status(table.finals, table.planned, failed, table.info.primary, table.info.name)
 
 
-def account_seeds(data: ReportData, failed_as: str = "exclude") -> pd.DataFrame:
-    """Account for every planned seed of ``data`` (``data.used``, ``data.accounting``) and return
-    the per (task, config, metric) table of :func:`benchlab.report.tables.describe` over them.
+def account_seeds(data: ReportData, failed_as: str = "exclude") -> ReportData:
+    """``data`` with every planned seed accounted for (``used``, ``accounting``) and the per
+    (task, config, metric) table of :func:`benchlab.report.tables.describe` over them (``desc``).
 
     The tables and plots see what the statistics see: failed seeds left out or scored worst.
     """
     from benchlab.stats.accounting import account
 
     info_ = data.info
-    data.failed_as = failed_as
     used, accounting = account(
         data.finals, failed_as, info_.goal or "max", data.planned, data.failed_runs, data.ranges
     ) if len(data.finals) else (data.finals, None)
-    data.accounting = accounting
-    data.used = used
-    return describe(used, info_.goal, info_.primary)
+    return replace(data, failed_as=failed_as, accounting=accounting, used=used,
+                   desc=describe(used, info_.goal, info_.primary))
 
 
-def analyze(data: ReportData, *, reps: int = DEFAULT_REPS, seed: int = 0) -> None:
-    """The report's statistics of the primary metric (``data.analysis``), after :func:`account_seeds`."""
-    data.analysis = analyze_primary(
+def analyze(data: ReportData, *, reps: int = DEFAULT_REPS, seed: int = 0) -> ReportData:
+    """``data`` with the report's statistics of the primary metric (``analysis``), after
+    :func:`account_seeds`."""
+    return replace(data, analysis=analyze_primary(
         data.finals, data.info, reps=reps, seed=seed, failed_as=data.failed_as, planned=data.planned,
         failed_runs=data.failed_runs, ranges=data.ranges,
-    )
+    ))
 
 
-def leaderboard(data: ReportData, desc: pd.DataFrame, out_dir: Path | None = None) -> str:
+def leaderboard(data: ReportData, out_dir: Path | None = None) -> str:
     """The text of BENCHMARKS.md, from :func:`account_seeds`' table; with ``out_dir`` (where it
     is written) each score links its median seed's run folder, and a list under the table every
     seed's."""
     info_ = data.info
+    desc = data.desc if data.desc is not None else describe(data.finals, info_.goal, info_.primary)
     links = run_links(data, out_dir) if out_dir is not None else None
     prim = desc[desc["is_primary"]]
     # Every task and config of the spec, even before any run of it completed.
@@ -233,16 +233,6 @@ def score_links(
         if pick is not None:
             out[(task, config)] = seeds[pick][1]
     return out
-
-
-def _search_sections(table: Results, out_dir: Path, *, plots: bool = True) -> str:
-    """report.html's sections for the searches kept in the results folder (``benchlab search``),
-    "" when it has none. Their trials are shown apart and never enter the benchmark's tables."""
-    if table.folder is None or not (table.folder / SEARCH_DIR).is_dir():
-        return ""  # without importing the search package (and Optuna)
-    from benchlab.search.report import html_sections
-
-    return "\n" + html_sections(table.folder, out_dir, plots=plots)
 
 
 def write_report(
@@ -326,12 +316,10 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     else:
         raise ValueError("write_report: a results table read from no folder needs `out`")
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = gather(table)
-    info_ = data.info
+    data = account_seeds(gather(table), failed_as)
+    info_, used, desc = data.info, data.used, data.desc
     csv_path = out_dir / "results.csv"
     write_text_atomic(csv_path, published_table(table).to_csv(index=False))
-    desc = account_seeds(data, failed_as)
-    used = data.used
     pending = None
     if plots:
         from benchlab.report.plots import draw
@@ -343,23 +331,24 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
             ranges=data.ranges, pool=pool,
         )
     # The figures draw in worker processes meanwhile.
-    analyze(data, reps=reps, seed=seed)
+    data = analyze(data, reps=reps, seed=seed)
     questions = None
+    questions_text = analysis_plan = ""
     if table.folder is not None:
         from benchlab.report.questions import question_analysis, render_section
 
         questions = question_analysis(table.folder, info_)
-        data.questions = render_section(questions) if questions is not None else ""
+        questions_text = render_section(questions) if questions is not None else ""
     if data.registered_plan is not None and used is not None:
         judged = preregistration.judge(_with_curves(used, table.curves, data.registered_plan["plan"]),
                                        data.registered_plan["plan"], info_.goal, list(info_.configs),
                                        registered=data.registered_plan,
                                        now=preregistration.plan_of(info_.spec) if info_.spec else None,
                                        reps=reps, seed=seed)
-        data.analysis_plan = preregistration.statement(data.registered_plan, info_.spec, judged)
+        analysis_plan = preregistration.statement(data.registered_plan, info_.spec, judged)
     # While the figures are still drawn: what needs none of them (BENCHMARKS.md's text), and the
     # templates the rest is written with.
-    bench_text = leaderboard(data, desc, out_dir)
+    bench_text = leaderboard(data, out_dir)
     if questions is not None and questions.comparisons:
         from benchlab.report.questions import render_marks
 
@@ -367,20 +356,28 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     if pending is not None:
         warm_templates(html)
     extra: list[Path] = []
+    figures: list[dict[str, str]] = []
     if pending is not None:
-        data.plots = [p.as_dict() for p in pending()]
+        figures = [p.as_dict() for p in pending()]
         drawn = publish_plots(staging, out_dir / "plots")
-        extra += [out_dir / p["path"] for p in data.plots]
+        extra += [out_dir / p["path"] for p in figures]
     bench_md = out_dir / "BENCHMARKS.md"
     write_text_atomic(bench_md, bench_text)
     extra.insert(0, bench_md)
+    # The sections that are not statistics of the results table, added once they are all known.
+    data = replace(data, questions=questions_text, analysis_plan=analysis_plan, plots=figures)
     text = render_markdown(data)
     md = out_dir / "BENCHMARK_REPORT.md"
     write_text_atomic(md, text)
     if html:
         from benchlab.report.html import write_html
 
-        page = text + _search_sections(table, out_dir, plots=plots)
+        page = text
+        if table.searches:
+            # The searches' trials are shown apart and never enter the benchmark's tables.
+            from benchlab.report.search import search_sections
+
+            page += "\n" + search_sections(table.searches, out_dir, plots=plots)
         extra.append(write_html(page, out_dir, f"Benchmark report: {info_.name}"))
     if pending is not None:
         # Only now that no new file points at them (a stale figure would be embedded otherwise).

@@ -32,9 +32,11 @@ _ENV = jinja2.Environment(
 _ENV.filters.update(cell=cell, fence=fence, code=code_span)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReportData:
-    """Everything the report is made from, gathered once."""
+    """Everything the report is made from, immutable: :func:`benchlab.report.gather` takes the
+    results table, :func:`~benchlab.report.account_seeds` and :func:`~benchlab.report.analyze`
+    each return a copy with their statistics added, computed once; the writers only read them."""
 
     info: BenchmarkInfo
     finals: pd.DataFrame
@@ -57,6 +59,8 @@ class ReportData:
     failed_as: str = "exclude"
     accounting: Accounting | None = None
     used: pd.DataFrame | None = None  # the finals as the statistics see them (failed_as applied)
+    #: The per (task, config, metric) table over ``used`` (:func:`benchlab.report.tables.describe`).
+    desc: pd.DataFrame | None = None
     #: The pre-registered analysis plan as the ledger holds it (``benchlab.preregistration``).
     registered_plan: dict[str, Any] | None = None
     analysis_plan: str = ""  # the "Analysis plan" section, Markdown
@@ -774,7 +778,7 @@ def warm_templates(html: bool = True) -> None:
 def render_markdown(data: ReportData) -> str:
     """The text of BENCHMARK_REPORT.md."""
     info = data.info
-    desc = describe(data.used if data.used is not None else data.finals, info.goal, info.primary)
+    desc = data.desc if data.desc is not None else describe(data.finals, info.goal, info.primary)
     tables, secondary = _task_tables(data, desc)
     prim = desc[desc["is_primary"]]
     seeds_text = _seeds_text(info, prim, data.planned)

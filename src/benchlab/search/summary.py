@@ -1,7 +1,10 @@
 """What a study holds, in typed records: its trials, the best one, importances, what pruning saved.
 
 Read from the study (``study.journal``) and the study's ledger, both in its folder, while a search
-may still be running; the search report and ``benchlab search`` print from it.
+may still be running; the search report and ``benchlab search`` print from it. The results table
+(:func:`benchlab.results.read`) carries the summaries of a results folder's studies
+(:func:`summarize_studies`), so that the benchmark's report renders them without opening a ledger
+or importing Optuna.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from benchlab.search.study import FAILURE_ATTR, RETRY_OF_ATTR, RUNS_ATTR, read_s
 from benchlab.store import COMPLETED, PRUNED, Store
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrialRow:
     """One trial: its state (complete, pruned, fail, running, waiting), value, params and runs."""
 
@@ -25,7 +28,7 @@ class TrialRow:
     state: str
     value: float | None
     params: dict[str, Any]
-    runs: list[str] = field(default_factory=list)  # the runs' names, task/config/seed
+    runs: tuple[str, ...] = ()  # the runs' names, task/config/seed
     reason: str | None = None
     retry_of: int | None = None
     #: step -> the mean over the trial's runs reported to the pruner at that step
@@ -33,7 +36,7 @@ class TrialRow:
     seconds: float | None = None  # the runs' run time, summed over their attempts
 
 
-@dataclass
+@dataclass(frozen=True)
 class StudySummary:
     """A search study as the report shows it."""
 
@@ -45,7 +48,7 @@ class StudySummary:
     budget: int | None
     sampler: str | None
     pruner: str | None
-    trials: list[TrialRow]
+    trials: tuple[TrialRow, ...]
     best: TrialRow | None
     importances: dict[str, float] | None
     importance_note: str | None
@@ -85,7 +88,7 @@ def summarize_study(folder: Path | str) -> StudySummary:
         spent = [seconds[r] for r in run_ids if r in seconds]
         rows.append(TrialRow(
             number=t.number, state=t.state.name.lower(), value=t.value, params=dict(t.params),
-            runs=[names.get(r, r) for r in run_ids], reason=t.user_attrs.get(FAILURE_ATTR),
+            runs=tuple(names.get(r, r) for r in run_ids), reason=t.user_attrs.get(FAILURE_ATTR),
             retry_of=t.user_attrs.get(RETRY_OF_ATTR), intermediate={int(k): float(v) for k, v in
                                                                      t.intermediate_values.items()},
             seconds=sum(spent) if spent else None))
@@ -101,10 +104,38 @@ def summarize_study(folder: Path | str) -> StudySummary:
     return StudySummary(
         study=study.study_name, folder=folder, metric=meta.get("metric", "value"), goal=goal,
         summary=str(study.user_attrs.get("benchlab_summary", meta.get("summary", "final"))),
-        budget=meta.get("budget"), sampler=meta.get("sampler"), pruner=meta.get("pruner"), trials=rows, best=best,
+        budget=meta.get("budget"), sampler=meta.get("sampler"), pruner=meta.get("pruner"), trials=tuple(rows),
+        best=best,
         importances=importances, importance_note=note, saved_step_share=share, saved_steps=saved,
         saved_seconds=saved_s, allow_primary_reason=meta.get("allow_primary_reason"),
         pruning_blind=meta.get("pruning_blind"))
+
+
+@dataclass(frozen=True)
+class StudySection:
+    """A study kept under ``<results>/search/``: its summary, or why it could not be read (a
+    search that has not written its study yet, Optuna not installed)."""
+
+    name: str  # the study folder's name
+    summary: StudySummary | None
+    problem: str | None = None
+
+
+def summarize_studies(results: Path | str) -> tuple[StudySection, ...]:
+    """The studies kept under ``<results>/search/``, by folder name; () when there is none."""
+    from benchlab.errors import MissingExtra, SearchError
+    from benchlab.results import SEARCH_DIR, search_folders
+
+    if not (Path(results) / SEARCH_DIR).is_dir():
+        return ()
+    sections = []
+    for folder in search_folders(results):
+        try:
+            sections.append(StudySection(folder.name, summarize_study(folder)))
+        except (SearchError, MissingExtra) as exc:
+            # The benchmark's report stands without it and says why the section is empty.
+            sections.append(StudySection(folder.name, None, str(exc)))
+    return tuple(sections)
 
 
 def _importances(study: Any) -> tuple[dict[str, float] | None, str | None]:

@@ -194,18 +194,18 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
     from benchlab.report.markdown import _comparison_rows, _task_tables
     from benchlab.results import read
 
-    data = gather(read(folder))
+    data = gather(read(folder, searches=False))  # the page shows no search section
     if data.finals.empty and not data.failed_runs:
         return None
-    desc = account_seeds(data)
-    analyze(data)
+    data = analyze(account_seeds(data))
+    desc = data.desc
     tables, secondary = _task_tables(data, desc)
     info = data.info
     comparisons: list[list[str]] = []
     rows = [r for r in data.analysis.comparisons if r.metric == info.primary] if data.analysis else []
     if rows:
         comparisons = markdown_rows(_comparison_rows(data, rows))
-    board = markdown_rows(leaderboard(data, desc).splitlines())
+    board = markdown_rows(leaderboard(data).splitlines())
     from benchlab.report.questions import question_analysis, render_section
 
     found = question_analysis(folder, info)
