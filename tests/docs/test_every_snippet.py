@@ -339,7 +339,11 @@ def check_block(block: Block) -> str:
     if block.lang == "python":
         if block.doc.name in PYTHON_RUN_ELSEWHERE:
             return "python, run by " + PYTHON_RUN_ELSEWHERE[block.doc.name]
-        exec(compile(block.body, block.where, "exec"), {})
+        # In a process of its own, as a reader runs it: what it writes (benchlab.log flushes at
+        # exit, into the current folder) lands in the working folder, and no state is shared.
+        proc = subprocess.run([sys.executable, "-c", block.body], cwd=Path.cwd(), capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, f"{block.where}: {proc.stderr[-2000:]}"
         return "python"
     if block.lang in ("bash", "console"):
         if block.lang == "console" and not shell_commands(block):
