@@ -40,29 +40,6 @@ def search_line(spec: Any) -> str:
             f"sampler {search.sampler}, pruner {search.pruner}" + (f"; but {blind}" if blind else ""))
 
 
-def _refuse_incomplete_checkpoints(spec: Any, spec_path: Path, folder: Path, runs: list[Any] | None = None,
-                                   statuses: dict[str, str] | None = None) -> None:
-    """SpecError when a run still to do would load a local checkpoint that is missing or not whole."""
-    from benchlab.errors import SpecError
-    from benchlab.evalrules import checkpoint_problems
-    from benchlab.plan import expand
-    from benchlab.store import COMPLETED, DB_NAME, Store
-
-    if runs is None:
-        runs = expand(spec)
-    if not checkpoint_problems(runs, str(spec_path), spec.work_path):
-        return  # nothing to refuse whatever is done: the ledger is left for the sweep to open and judge
-    if statuses is None:
-        statuses = {}
-        if (folder / DB_NAME).exists():
-            with Store.open(folder) as store:
-                statuses = store.statuses()
-    todo = [r for r in runs if statuses.get(r.run_id) != COMPLETED]
-    problems = checkpoint_problems(todo, str(spec_path), spec.work_path)
-    if problems:
-        raise SpecError(problems)
-
-
 @app.command()
 def validate(
     spec_path: Path = SpecArg,
@@ -71,7 +48,7 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
 ) -> None:
     """Validate a spec and print the plan: the runs, their resources, and what is already done."""
-    from benchlab.evalrules import rule_warnings
+    from benchlab.evalrules import refuse_incomplete_checkpoints, rule_warnings
     from benchlab.plan import expand
     from benchlab.spec import load_spec
     from benchlab.store import DB_NAME, PENDING, Store
@@ -84,7 +61,7 @@ def validate(
         with Store.open(folder) as store:
             statuses = store.statuses()
     states = [statuses.get(r.run_id, PENDING) for r in runs]
-    _refuse_incomplete_checkpoints(spec, spec_path, folder, runs, statuses)
+    refuse_incomplete_checkpoints(spec, runs, lambda: statuses)
     warnings = rule_warnings(spec, runs)
     if as_json:
         print_json({
@@ -258,7 +235,6 @@ def run(
             sys.stdout.flush()
         console.print(f"{len(todo)} runs would run (dry run: nothing was started)")
         return
-    _refuse_incomplete_checkpoints(spec, spec_path, folder)
     from benchlab.cli.progress import SweepDisplay
 
     backend = backend or spec.backend

@@ -29,7 +29,7 @@ from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.errors import LedgerLost, UserError
-from benchlab.evalrules import settings_of
+from benchlab.evalrules import refuse_incomplete_checkpoints, settings_of
 from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_backend
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV, kill_strays, kill_tree
 from benchlab.execute.provenance import (
@@ -250,11 +250,20 @@ class Sweep:
         t0 = time.monotonic()
         with ResultsLock(self.results_dir):
             refuse_without_ledger(self.results_dir)
+            try:
+                runs = self._own_runs()
+                # Before the ledger is created or anything launched: a run still to do that would
+                # load a missing or partly written checkpoint makes the whole sweep a user error.
+                refuse_incomplete_checkpoints(self.spec, runs, lambda: ledger_statuses(self.results_dir),
+                                              rerun_all=self.rerun_all)
+            except BaseException:
+                self._unfreeze()
+                raise
             store = Store.create(self.results_dir)
             guard: LedgerGuard | None = None
             try:
                 self._guard = guard = LedgerGuard(store)
-                return self._run(store, t0)
+                return self._run(store, t0, runs)
             except sqlite3.DatabaseError as exc:
                 if is_disk_full(exc):
                     raise disk_full(self.results_dir) from None
@@ -269,9 +278,22 @@ class Sweep:
                 store.close()
                 if guard is not None:
                     guard.close()
-                if self._frozen:  # the plan's objects, kept from the collector while the sweep ran
-                    gc.unfreeze()
-                    self._frozen = False
+                self._unfreeze()
+
+    def _unfreeze(self) -> None:
+        if self._frozen:  # the plan's objects, kept from the collector while the sweep ran
+            gc.unfreeze()
+            self._frozen = False
+
+    def _own_runs(self) -> list[Run]:
+        """The plan before the ledger adds to it: none for a feeder (it hands runs out as it
+        goes), the runs given, or the spec's."""
+        if self.feeder is not None:
+            return []
+        if self._runs is not None:
+            return self._runs
+        runs, self._frozen = _built_apart_from_collector(lambda: expand(self.spec))
+        return runs
 
     def _lost(self, problem: str) -> LedgerLost:
         db = self.results_dir / DB_NAME
@@ -295,15 +317,10 @@ class Sweep:
                                resources=tuple(held.values()))
         return get_backend(self._backend_arg).for_sweep(context, **self._backend_options)
 
-    def _run(self, store: Store, t0: float) -> SweepResult:
-        if self.feeder is not None:
-            runs: list[Run] = []
-        elif self._runs is not None:
-            runs = self._runs
-        else:
-            runs, self._frozen = _built_apart_from_collector(lambda: expand(self.spec))
-            if not self.rerun_all:
-                runs = [*runs, *kept_runs(store, self.spec)]
+    def _run(self, store: Store, t0: float, runs: list[Run]) -> SweepResult:
+        if self.feeder is None and self._runs is None and not self.rerun_all:
+            # Finished, so never to do: they pass no checkpoint check, and the plan keeps them.
+            runs = [*runs, *kept_runs(store, self.spec)]
         self._register(store, runs)
         self._recover(store)
         # Only the runs that are not pending: a resume of a plan that has just begun reads a few rows.
@@ -915,6 +932,14 @@ class SweepPlan:
 
     runs: list[Run]
     kept: int  # of them, finished runs an earlier ``run --until-decided`` added (see kept_runs)
+
+
+def ledger_statuses(results_dir: Path) -> dict[str, str]:
+    """Every run's state by id in the ledger of ``results_dir`` (none when it has no ledger yet)."""
+    if not (results_dir / DB_NAME).exists():
+        return {}
+    with Store.open(results_dir) as store:
+        return store.statuses()
 
 
 def sweep_plan(spec: Spec, results_dir: Path | str, *, rerun_all: bool = False) -> SweepPlan:
