@@ -166,7 +166,7 @@ def run(
     from benchlab import run_files
     from benchlab.execute.sweep import Sweep
     from benchlab.spec import load_spec
-    from benchlab.store import DB_NAME, Store, runs_to_do
+    from benchlab.store import DB_NAME
 
     spec = load_spec(spec_path, sets)
     folder = results or default_results(spec)
@@ -198,21 +198,17 @@ def run(
     if dry_run:
         from rich.markup import escape
 
-        from benchlab.execute.sweep import check_can_run, sweep_plan
+        from benchlab.execute.sweep import would_run
 
-        # What `run` would refuse, the dry run refuses the same way (exit 2, the same message).
-        check_can_run(spec, folder, allow_changed=allow_changed, rerun_all=rerun_all)
-        statuses: dict[str, str] = {}
-        if (folder / DB_NAME).exists():
-            with Store.open(folder) as store:
-                statuses = store.statuses()
-        planned = sweep_plan(spec, folder, rerun_all=rerun_all).runs
+        planned = None
         if until_decided:  # the runs of the next look: the spec's, or the open pairs' next batch
             from benchlab.execute import sequential as seqrun
 
             design = seqrun.make_design(spec, max_seeds, batch, alpha, spending, margin)
             planned = seqrun.next_look(spec, folder, design)
-        todo = runs_to_do(planned, statuses, rerun_failed=rerun_failed, rerun_all=rerun_all).runs
+        # What `run` would refuse, the dry run refuses the same way (exit 2, the same message).
+        todo = would_run(spec, folder, runs=planned, rerun_failed=rerun_failed, rerun_all=rerun_all,
+                         allow_changed=allow_changed)
         runs_dir = run_files.runs_dir(folder)
         if console.is_terminal and len(todo) <= 1000:
             for r in todo:

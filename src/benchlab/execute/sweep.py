@@ -954,6 +954,18 @@ def sweep_plan(spec: Spec, results_dir: Path | str, *, rerun_all: bool = False) 
     return SweepPlan([*runs, *kept], len(kept))
 
 
+def would_run(spec: Spec, results_dir: Path | str, *, runs: list[Run] | None = None, rerun_failed: bool = False,
+              rerun_all: bool = False, allow_changed: bool = False, code: CodeState | None = None) -> list[Run]:
+    """The runs ``Sweep(spec, results_dir, runs=runs, ...).run()`` would launch, in plan order,
+    refusing what it would refuse (:func:`check_can_run`, a missing or partly written checkpoint)
+    in the same words. ``benchlab run --dry-run`` lists them. Writes only the dataset hash cache."""
+    check_can_run(spec, results_dir, code=code, allow_changed=allow_changed, rerun_all=rerun_all)
+    statuses = ledger_statuses(Path(results_dir))
+    planned = runs if runs is not None else sweep_plan(spec, results_dir, rerun_all=rerun_all).runs
+    refuse_incomplete_checkpoints(spec, planned, lambda: statuses, rerun_all=rerun_all)
+    return runs_to_do(planned, statuses, rerun_failed=rerun_failed, rerun_all=rerun_all).runs
+
+
 def check_can_run(spec: Spec, results_dir: Path | str, *, code: CodeState | None = None,
                   allow_changed: bool = False, rerun_all: bool = False) -> None:
     """Raise what :meth:`Sweep.run` would refuse before launching anything (writing only the
