@@ -201,7 +201,8 @@ class Sweep:
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
                  gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
-                 runs: list[Run] | None = None, allow_changed: bool = False, feeder: Feeder | None = None):
+                 runs: list[Run] | None = None, allow_changed: bool = False, feeder: Feeder | None = None,
+                 check_checkpoints: bool = True):
         """``backend`` is a backend's name (:func:`benchlab.execute.base.get_backend`) or one ready
         to use [default: the spec's ``backend``]; ``backend_options`` go to its
         :meth:`~benchlab.execute.base.Backend.for_sweep`; ``rerun_all`` runs every run of the plan
@@ -210,8 +211,11 @@ class Sweep:
         own runs (``--until-decided`` adds seeds); ``allow_changed`` goes on (recording it) where a
         dataset or the code changed since the runs began, instead of raising
         :class:`~benchlab.execute.version.BenchmarkChanged`; ``feeder`` hands the runs out a few
-        at a time instead (see :class:`Feeder`)."""
+        at a time instead (see :class:`Feeder`); ``check_checkpoints`` False leaves to the caller
+        whether the local checkpoints the runs load are whole (``benchlab watch`` decides that by
+        its own rule, a marker file for one), instead of raising ``SpecError`` where one is not."""
         self.spec = spec
+        self.check_checkpoints = check_checkpoints
         self._runs = runs
         self.feeder = feeder
         self._pruning: dict[int, str] = {}  # attempt id -> why its run is being pruned
@@ -254,8 +258,9 @@ class Sweep:
                 runs = self._own_runs()
                 # Before the ledger is created or anything launched: a run still to do that would
                 # load a missing or partly written checkpoint makes the whole sweep a user error.
-                refuse_incomplete_checkpoints(self.spec, runs, lambda: ledger_statuses(self.results_dir),
-                                              rerun_all=self.rerun_all)
+                if self.check_checkpoints:
+                    refuse_incomplete_checkpoints(self.spec, runs, lambda: ledger_statuses(self.results_dir),
+                                                  rerun_all=self.rerun_all)
             except BaseException:
                 self._unfreeze()
                 raise
