@@ -91,3 +91,44 @@ def test_a_checkpoint_that_is_not_whole_is_refused_before_launch(make_bench, tmp
 
     _write_safetensors(missing / "model-00002-of-00002.safetensors", 64)
     assert bench.cli("validate", "bench.yaml").returncode == 0
+
+
+def test_a_python_sweep_refuses_a_missing_checkpoint_as_the_command_does(make_bench, tmp_path):
+    from benchlab.errors import SpecError
+    from benchlab.execute.sweep import Sweep
+    from benchlab.spec import load_spec
+
+    missing = tmp_path / "ckpts" / "step-20"
+    bench = make_bench(SPEC.format(ckpt=missing, tp=1, extra=""))
+    with pytest.raises(SpecError) as refused:
+        Sweep(load_spec(bench.spec), bench.results, jobs=1).run()
+    (problem,) = refused.value.problems
+    assert problem.file == str(bench.spec)
+    assert problem.message == f"the checkpoint {missing} that lm_eval would load: no such folder"
+    assert not (bench.results / "runs").exists()  # nothing was launched
+    # The command names the same problem in the same words, exit 2.
+    proc = bench.cli("run", str(bench.spec), "-r", str(bench.results))
+    assert proc.returncode == 2 and str(problem) in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_dry_run_refuses_a_missing_checkpoint_as_the_run_would(make_bench, tmp_path):
+    from benchlab.errors import SpecError
+    from benchlab.execute.sweep import would_run
+    from benchlab.spec import load_spec
+
+    missing = tmp_path / "ckpts" / "step-20"
+    bench = make_bench(SPEC.format(ckpt=missing, tp=1, extra=""))
+    message = f"the checkpoint {missing} that lm_eval would load: no such folder"
+    proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--dry-run")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr and "would run" not in proc.stdout
+    with pytest.raises(SpecError, match="no such folder"):
+        would_run(load_spec(bench.spec), bench.results)
+    # Once the checkpoint is whole, the dry run lists the run and the library plans the same one.
+    missing.mkdir(parents=True)
+    _write_safetensors(missing / "model.safetensors", 64)
+    proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--dry-run")
+    assert proc.returncode == 0 and "1 runs would run" in proc.stdout
+    (run,) = would_run(load_spec(bench.spec), bench.results)
+    assert run.run_id in proc.stdout
+    assert not (bench.results / "runs").exists()

@@ -21,11 +21,16 @@ import importlib.metadata
 import os
 import re
 import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from benchlab.errors import Problem
+from benchlab.errors import Problem, SpecError
+
+if TYPE_CHECKING:
+    from benchlab.plan import Run
+    from benchlab.spec import Spec
 
 LM_EVAL, VLLM = "lm_eval", "vllm"
 
@@ -161,6 +166,28 @@ def checkpoint_problems(runs: list[Any], where: str, workdir: Path | None = None
             problems.append(Problem(where, None, f"configs[{run.config}]",
                                     f"the checkpoint {call.model} that {call.tool} would load: {why}"))
     return problems
+
+
+def refuse_incomplete_checkpoints(spec: Spec, runs: list[Run], statuses: Callable[[], Mapping[str, str]],
+                                  *, rerun_all: bool = False) -> None:
+    """Raise :class:`~benchlab.errors.SpecError` when a run still to do would load a local
+    checkpoint that is missing or not whole (:func:`checkpoint_problems`), before anything runs.
+
+    A completed run is not to do (unless ``rerun_all``): its checkpoint may have been moved or
+    deleted since, and the results folder stays usable. ``statuses`` gives the ledger's run
+    states by id; it is asked only when some run of ``runs`` has a problem, so a plan that loads
+    no local checkpoint never reads the ledger for this.
+    """
+    from benchlab.store import COMPLETED
+
+    where = str(spec.path) if spec.path is not None else spec.name
+    if not checkpoint_problems(runs, where, spec.work_path):
+        return
+    known = {} if rerun_all else statuses()
+    todo = [r for r in runs if known.get(r.run_id) != COMPLETED]
+    problems = checkpoint_problems(todo, where, spec.work_path)
+    if problems:
+        raise SpecError(problems)
 
 
 def tool_version(tool: str) -> str | None:

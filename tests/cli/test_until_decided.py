@@ -225,3 +225,40 @@ def test_the_library_sweep_plans_as_the_cli_after_until_decided(make_bench) -> N
     table = results_table.load(bench.results)
     seeds = {c: sorted(set(g["seed"])) for c, g in table.groupby("config")}
     assert seeds == {"base": list(range(8)), "far": list(range(4)), "same": list(range(8))}
+
+
+def test_a_python_caller_runs_until_decided_as_the_cli_does(make_bench) -> None:
+    from benchlab.execute.sequential import make_design, run_until_decided
+    from benchlab.execute.sweep import sweep_plan
+    from benchlab.spec import load_spec
+
+    bench = _bench(make_bench)
+    spec = load_spec(bench.spec)
+    design = make_design(spec, max_seeds=8, batch=4)  # what --max-seeds 8 --batch 4 asks
+    looks: list[int] = []
+
+    def run_look(sweep, state):  # the hook runs every look's sweep
+        result = sweep.run()
+        looks.append(result.total)
+        return result
+
+    outcome = run_until_decided(spec, bench.results, design, run_look=run_look, jobs=2)
+    assert outcome.exit_code == 0 and not outcome.stopped
+    # Two looks: the spec's 3 × 4 runs, then 4 more seeds of the open pair and of its baseline.
+    assert looks == [12, 20]
+    pairs = {p["config"]: p for p in outcome.to_json()["pairs"]}
+    assert (pairs["far"]["status"], pairs["far"]["seeds"]) == ("better", 4)
+    assert pairs["same"]["seeds"] == 8
+    diffs = [_score("same", 0, s) - _score("base", 0, s) for s in range(8)]
+    assert pairs["same"]["mean_diff"] == pytest.approx(np.mean(diffs), abs=1e-9)
+    assert _seeds_run(bench.results / "benchlab.db") == {"base": list(range(8)), "far": list(range(4)),
+                                                          "same": list(range(8))}
+    # The ledger records the decisions as the command line's loop did: `status` shows them, and a
+    # later plain sweep keeps the added seeds.
+    status = json.loads(bench.cli("status", str(bench.results), "--json").stdout)
+    assert status["sequential"]["pairs"] == outcome.to_json()["pairs"]
+    assert sweep_plan(spec, bench.results).kept == 8
+    # The command line, asked the same design afterwards, finds every pair decided: nothing to run.
+    dry = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided", "--max-seeds", "8",
+                    "--batch", "4", "--dry-run")
+    assert dry.returncode == 0 and "0 runs would run" in dry.stdout

@@ -40,29 +40,6 @@ def search_line(spec: Any) -> str:
             f"sampler {search.sampler}, pruner {search.pruner}" + (f"; but {blind}" if blind else ""))
 
 
-def _refuse_incomplete_checkpoints(spec: Any, spec_path: Path, folder: Path, runs: list[Any] | None = None,
-                                   statuses: dict[str, str] | None = None) -> None:
-    """SpecError when a run still to do would load a local checkpoint that is missing or not whole."""
-    from benchlab.errors import SpecError
-    from benchlab.evalrules import checkpoint_problems
-    from benchlab.plan import expand
-    from benchlab.store import COMPLETED, DB_NAME, Store
-
-    if runs is None:
-        runs = expand(spec)
-    if not checkpoint_problems(runs, str(spec_path), spec.work_path):
-        return  # nothing to refuse whatever is done: the ledger is left for the sweep to open and judge
-    if statuses is None:
-        statuses = {}
-        if (folder / DB_NAME).exists():
-            with Store.open(folder) as store:
-                statuses = store.statuses()
-    todo = [r for r in runs if statuses.get(r.run_id) != COMPLETED]
-    problems = checkpoint_problems(todo, str(spec_path), spec.work_path)
-    if problems:
-        raise SpecError(problems)
-
-
 @app.command()
 def validate(
     spec_path: Path = SpecArg,
@@ -71,7 +48,7 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
 ) -> None:
     """Validate a spec and print the plan: the runs, their resources, and what is already done."""
-    from benchlab.evalrules import rule_warnings
+    from benchlab.evalrules import refuse_incomplete_checkpoints, rule_warnings
     from benchlab.plan import expand
     from benchlab.spec import load_spec
     from benchlab.store import DB_NAME, PENDING, Store
@@ -84,7 +61,7 @@ def validate(
         with Store.open(folder) as store:
             statuses = store.statuses()
     states = [statuses.get(r.run_id, PENDING) for r in runs]
-    _refuse_incomplete_checkpoints(spec, spec_path, folder, runs, statuses)
+    refuse_incomplete_checkpoints(spec, runs, lambda: statuses)
     warnings = rule_warnings(spec, runs)
     if as_json:
         print_json({
@@ -189,7 +166,7 @@ def run(
     from benchlab import run_files
     from benchlab.execute.sweep import Sweep
     from benchlab.spec import load_spec
-    from benchlab.store import DB_NAME, Store, runs_to_do
+    from benchlab.store import DB_NAME
 
     spec = load_spec(spec_path, sets)
     folder = results or default_results(spec)
@@ -221,27 +198,17 @@ def run(
     if dry_run:
         from rich.markup import escape
 
-        from benchlab.execute.sweep import check_can_run, sweep_plan
+        from benchlab.execute.sweep import would_run
 
-        # What `run` would refuse, the dry run refuses the same way (exit 2, the same message).
-        check_can_run(spec, folder, allow_changed=allow_changed, rerun_all=rerun_all)
-        statuses: dict[str, str] = {}
-        if (folder / DB_NAME).exists():
-            with Store.open(folder) as store:
-                statuses = store.statuses()
-        planned = sweep_plan(spec, folder, rerun_all=rerun_all).runs
+        planned = None
         if until_decided:  # the runs of the next look: the spec's, or the open pairs' next batch
             from benchlab.execute import sequential as seqrun
 
-            first = len(spec.seed_list)
-            design = seqrun.make_design(spec, max_seeds or 4 * first, batch or first, alpha, spending, margin)
-            every = seqrun.all_runs(spec, design)
-            state = None
-            if (folder / DB_NAME).exists():
-                with Store.open(folder) as store:
-                    state = seqrun.read_state(store, spec, design, every)
-            planned = seqrun.plan_runs(spec, design, every, state)
-        todo = runs_to_do(planned, statuses, rerun_failed=rerun_failed, rerun_all=rerun_all).runs
+            design = seqrun.make_design(spec, max_seeds, batch, alpha, spending, margin)
+            planned = seqrun.next_look(spec, folder, design)
+        # What `run` would refuse, the dry run refuses the same way (exit 2, the same message).
+        todo = would_run(spec, folder, runs=planned, rerun_failed=rerun_failed, rerun_all=rerun_all,
+                         allow_changed=allow_changed)
         runs_dir = run_files.runs_dir(folder)
         if console.is_terminal and len(todo) <= 1000:
             for r in todo:
@@ -264,7 +231,6 @@ def run(
             sys.stdout.flush()
         console.print(f"{len(todo)} runs would run (dry run: nothing was started)")
         return
-    _refuse_incomplete_checkpoints(spec, spec_path, folder)
     from benchlab.cli.progress import SweepDisplay
 
     backend = backend or spec.backend
@@ -330,22 +296,15 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
                        rerun_failed: bool, max_failures: int | None, backend: str | None,
                        ray_address: str | None, shared_fs: bool, gpus: str | None, report: bool,
                        allow_changed: bool = False, slurm: list[str] | None = None) -> None:
-    """``run --until-decided``: one ordinary sweep per look, over the runs the open pairs need.
-
-    Nothing of the design is stored: each look is replayed from the ledger's finished runs
-    (``benchlab.execute.sequential``), so the same command continues after any interruption.
-    """
+    """``run --until-decided``: the looks are :func:`benchlab.execute.sequential.run_until_decided`'s;
+    here each look's progress is shown and the decisions printed."""
     from rich.markup import escape
 
     from benchlab.cli.app import err_console
     from benchlab.cli.progress import SweepDisplay
     from benchlab.execute import sequential as seqrun
-    from benchlab.execute.sweep import Sweep
-    from benchlab.store import DB_NAME, Store
 
-    first = len(spec.seed_list)
-    design = seqrun.make_design(spec, max_seeds or 4 * first, batch or first, alpha, spending, margin)
-    runs = seqrun.all_runs(spec, design)
+    design = seqrun.make_design(spec, max_seeds, batch, alpha, spending, margin)
     out = err_console if as_json else console
     backend = backend or spec.backend
     options = backend_options(backend, jobs, ray_address, shared_fs, slurm)
@@ -355,49 +314,32 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
               f"the {design.pairs} comparison(s) with {escape(str(spec.baseline))} "
               f"(Bonferroni: {design.pair_alpha:.3g} each)"
               + (f", equivalence margin ±{design.margin:g}" if design.margin is not None else ""), highlight=False)
-    state = None
-    if (folder / DB_NAME).exists():
-        with Store.open(folder) as store:
-            state = seqrun.read_state(store, spec, design, runs)
-    exit_code = 0
-    planned: set[str] = set()
-    while True:
-        plan = seqrun.plan_runs(spec, design, runs, state)
-        ids = {r.run_id for r in plan}
-        if state is not None and ids == planned:
-            break  # no open pair can take another look: every one stopped, or its seeds failed
-        planned = ids
+
+    def run_look(sweep: Any, state: Any) -> Any:
         if state is not None and state.open:
             seeds = sorted({state.wanted[(p.task, p.config)] for p in state.open})
             out.print(f"look at {', '.join(map(str, seeds))} seeds: {len(state.open)} of {len(state.pairs)} "
                       f"comparisons still open", highlight=False)
         display = SweepDisplay(out, primary=spec.metrics.primary.name)
-        sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, backend=backend,
-                      on_event=display.on_event, max_failures=max_failures, gpus=gpus,
-                      backend_options=options, runs=plan, allow_changed=allow_changed)
-        rerun_failed = False  # a new retry budget once, not at every look
+        sweep.on_event = display.on_event
         result = _sweep_with_signals(sweep, display)
         display.summary(result)
-        exit_code = max(exit_code, result.exit_code)
-        if result.stopped:
-            raise typer.Exit(result.exit_code)
-        with Store.open(folder) as store:
-            state = seqrun.read_state(store, spec, design, runs)
-            # For `benchlab status`: where each comparison stood at the last look (derived, not state).
-            store.set_sequential({"design": design.to_json(), "baseline": spec.baseline,
-                                  "pairs": [p.to_json() for p in state.pairs]})
-        if max_failures is not None and result.failed >= max_failures:
-            break
-    _print_decisions(out, state, design)
+        return result
+
+    outcome = seqrun.run_until_decided(spec, folder, design, run_look=run_look, rerun_failed=rerun_failed,
+                                       max_failures=max_failures, jobs=jobs, backend=backend, gpus=gpus,
+                                       backend_options=options, allow_changed=allow_changed)
+    if outcome.stopped:
+        raise typer.Exit(outcome.exit_code)
+    _print_decisions(out, outcome.state, design)
     if as_json:
-        print_json({"design": design.to_json(), "baseline": spec.baseline,
-                    "pairs": [p.to_json() for p in state.pairs] if state else []})
+        print_json(outcome.to_json())
     if report:
         from benchlab.report import write_report
 
         files = write_report(folder)
         out.print(f"report: [bold]{files.markdown}[/]")
-    raise typer.Exit(exit_code)
+    raise typer.Exit(outcome.exit_code)
 
 
 def _sweep_with_signals(sweep: Any, display: Any) -> Any:

@@ -79,8 +79,9 @@ def watch(
                 failed_runs: list[str] = []
                 for run_spec, rerun_failed in sweeps:
                     display = SweepDisplay(console, primary=spec.metrics.primary.name)
+                    # The watcher has judged these checkpoints whole by its own rule (--marker).
                     sweep = Sweep(run_spec, folder, jobs=jobs, on_event=display.on_event,
-                                  rerun_failed=rerun_failed)
+                                  rerun_failed=rerun_failed, check_checkpoints=False)
                     current[:] = [sweep]
                     with display:
                         result = sweep.run()

@@ -20,7 +20,10 @@ that any decision of the sweep is wrong stays at most ``alpha``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,7 +31,10 @@ from benchlab.errors import UserError
 from benchlab.plan import Run, expand
 from benchlab.spec import Spec
 from benchlab.stats import sequential as seq
-from benchlab.store import COMPLETED, FAILED, Store
+from benchlab.store import COMPLETED, DB_NAME, FAILED, Store
+
+if TYPE_CHECKING:
+    from benchlab.execute.sweep import Sweep, SweepResult
 
 #: Why a comparison stopped getting seeds (or that it has not).
 BETTER, WORSE, EQUIVALENT, MAX_SEEDS, DEGENERATE, NO_DATA, OPEN = (
@@ -103,10 +109,11 @@ class SequentialState:
         return [p for p in self.pairs if not p.stopped]
 
 
-def make_design(spec: Spec, max_seeds: int, batch: int, alpha: float = 0.05,
+def make_design(spec: Spec, max_seeds: int | None = None, batch: int | None = None, alpha: float = 0.05,
                 spending: str = "obrien-fleming", margin: float | None = None) -> Design:
     """The looks of ``spec`` with ``batch`` seeds added at a time up to ``max_seeds`` (``UserError``
     where that cannot work: no baseline, fewer than 2 seeds, a cap below the spec's seeds).
+    ``max_seeds`` defaults to 4 × the spec's seeds, ``batch`` to the spec's seeds.
 
     ``alpha`` is familywise: the boundaries of each of the ``tasks × candidates`` pairs spend
     ``alpha / pairs`` (module docstring)."""
@@ -116,6 +123,8 @@ def make_design(spec: Spec, max_seeds: int, batch: int, alpha: float = 0.05,
     if len(spec.configs) < 2:
         raise UserError("--until-decided needs a config to compare with the baseline; the spec has one config")
     first = len(spec.seed_list)
+    max_seeds = 4 * first if max_seeds is None else max_seeds
+    batch = first if batch is None else batch
     if first < 2:
         raise UserError(f"--until-decided needs at least 2 seeds in the spec to estimate a spread, "
                         f"it has {first}")
@@ -244,5 +253,91 @@ def plan_runs(spec: Spec, design: Design, runs: list[Run], state: SequentialStat
     return [r for r in runs if position[r.seed] < state.wanted.get((r.task, r.config), first)]
 
 
+def next_look(spec: Spec, results_dir: Path | str, design: Design) -> list[Run]:
+    """The runs the next look's sweep plans over ``results_dir`` (what ``--dry-run`` lists): the
+    spec's seeds before any look, then each (task, config) up to the seeds it needs. Reads the
+    ledger, writes nothing."""
+    runs = all_runs(spec, design)
+    state = None
+    if (Path(results_dir) / DB_NAME).exists():
+        with Store.open(Path(results_dir)) as store:
+            state = read_state(store, spec, design, runs)
+    return plan_runs(spec, design, runs, state)
+
+
+@dataclass(frozen=True)
+class UntilDecidedResult:
+    """How :func:`run_until_decided` ended: where every comparison stands after its last look."""
+
+    design: Design
+    baseline: str | None
+    state: SequentialState | None  # None when no look was taken (the first sweep was stopped)
+    exit_code: int  # the worst of the looks' sweeps (0, 1), or the stopped sweep's own
+    stopped: bool  # a sweep was asked to stop (a signal): no decision was reached
+
+    def to_json(self) -> dict[str, Any]:
+        """The design and each pair's seeds and decision (``run --until-decided --json``)."""
+        return {"design": self.design.to_json(), "baseline": self.baseline,
+                "pairs": [p.to_json() for p in self.state.pairs] if self.state else []}
+
+
+#: Runs one look's sweep: given the sweep and the state that asked for its runs (None before the
+#: first look), gives back its result. The command line shows progress and handles signals here.
+RunLook = Callable[["Sweep", "SequentialState | None"], "SweepResult"]
+
+
+def _run_plainly(sweep: Sweep, state: SequentialState | None) -> SweepResult:
+    return sweep.run()
+
+
+def run_until_decided(spec: Spec, results_dir: Path | str, design: Design, *,
+                      run_look: RunLook = _run_plainly, rerun_failed: bool = False,
+                      max_failures: int | None = None, **sweep_options: Any) -> UntilDecidedResult:
+    """``benchlab run --until-decided`` from Python: one ordinary :class:`~benchlab.execute.sweep.Sweep`
+    per look, over the runs the open pairs need, until no open pair can take another look.
+
+    Nothing of the design is stored as state: each look is replayed from the ledger's finished
+    runs, so the same call continues after any interruption. After each look the ledger's
+    ``sequential`` record says where each comparison stood (``benchlab status`` and the report
+    read it, and a later plain sweep keeps the added seeds because of it). ``sweep_options``
+    go to every look's ``Sweep`` (``jobs``, ``backend``, ``backend_options``, ``gpus``,
+    ``allow_changed``, ``on_event``); ``rerun_failed`` grants a new retry budget at the first
+    look only; ``max_failures`` stops after a look that reached it.
+    """
+    from benchlab.execute.sweep import Sweep
+
+    folder = Path(results_dir)
+    runs = all_runs(spec, design)
+    state = None
+    if (folder / DB_NAME).exists():
+        with Store.open(folder) as store:
+            state = read_state(store, spec, design, runs)
+    exit_code = 0
+    planned: set[str] = set()
+    while True:
+        plan = plan_runs(spec, design, runs, state)
+        ids = {r.run_id for r in plan}
+        if state is not None and ids == planned:
+            break  # no open pair can take another look: every one stopped, or its seeds failed
+        planned = ids
+        sweep = Sweep(spec, folder, rerun_failed=rerun_failed, max_failures=max_failures, runs=plan,
+                      **sweep_options)
+        rerun_failed = False  # a new retry budget once, not at every look
+        result = run_look(sweep, state)
+        exit_code = max(exit_code, result.exit_code)
+        if result.stopped:
+            return UntilDecidedResult(design, spec.baseline, state, result.exit_code, stopped=True)
+        with Store.open(folder) as store:
+            state = read_state(store, spec, design, runs)
+            # For `benchlab status` and the report: where each comparison stood at the last look
+            # (derived from the runs, not state the design depends on).
+            store.set_sequential({"design": design.to_json(), "baseline": spec.baseline,
+                                  "pairs": [p.to_json() for p in state.pairs]})
+        if max_failures is not None and result.failed >= max_failures:
+            break
+    return UntilDecidedResult(design, spec.baseline, state, exit_code, stopped=False)
+
+
 __all__ = ["BETTER", "DEGENERATE", "EQUIVALENT", "MAX_SEEDS", "NO_DATA", "OPEN", "WORSE", "Design", "PairState",
-           "SequentialState", "all_runs", "kept_runs", "make_design", "plan_runs", "read_state", "replay"]
+           "RunLook", "SequentialState", "UntilDecidedResult", "all_runs", "kept_runs", "make_design", "next_look",
+           "plan_runs", "read_state", "replay", "run_until_decided"]

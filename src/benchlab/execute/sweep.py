@@ -29,7 +29,7 @@ from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.errors import LedgerLost, UserError
-from benchlab.evalrules import settings_of
+from benchlab.evalrules import refuse_incomplete_checkpoints, settings_of
 from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_backend
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV, kill_strays, kill_tree
 from benchlab.execute.provenance import (
@@ -202,7 +202,8 @@ class Sweep:
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
                  gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
-                 runs: list[Run] | None = None, allow_changed: bool = False, feeder: Feeder | None = None):
+                 runs: list[Run] | None = None, allow_changed: bool = False, feeder: Feeder | None = None,
+                 check_checkpoints: bool = True):
         """``backend`` is a backend's name (:func:`benchlab.execute.base.get_backend`) or one ready
         to use [default: the spec's ``backend``]; ``backend_options`` go to its
         :meth:`~benchlab.execute.base.Backend.for_sweep`; ``rerun_all`` runs every run of the plan
@@ -211,8 +212,11 @@ class Sweep:
         own runs (``--until-decided`` adds seeds); ``allow_changed`` goes on (recording it) where a
         dataset or the code changed since the runs began, instead of raising
         :class:`~benchlab.execute.version.BenchmarkChanged`; ``feeder`` hands the runs out a few
-        at a time instead (see :class:`Feeder`)."""
+        at a time instead (see :class:`Feeder`); ``check_checkpoints`` False leaves to the caller
+        whether the local checkpoints the runs load are whole (``benchlab watch`` decides that by
+        its own rule, a marker file for one), instead of raising ``SpecError`` where one is not."""
         self.spec = spec
+        self.check_checkpoints = check_checkpoints
         self._runs = runs
         self.feeder = feeder
         self._pruning: dict[int, str] = {}  # attempt id -> why its run is being pruned
@@ -251,11 +255,21 @@ class Sweep:
         t0 = time.monotonic()
         with ResultsLock(self.results_dir):
             refuse_without_ledger(self.results_dir)
+            try:
+                runs = self._own_runs()
+                # Before the ledger is created or anything launched: a run still to do that would
+                # load a missing or partly written checkpoint makes the whole sweep a user error.
+                if self.check_checkpoints:
+                    refuse_incomplete_checkpoints(self.spec, runs, lambda: ledger_statuses(self.results_dir),
+                                                  rerun_all=self.rerun_all)
+            except BaseException:
+                self._unfreeze()
+                raise
             store = Store.create(self.results_dir)
             guard: LedgerGuard | None = None
             try:
                 self._guard = guard = LedgerGuard(store)
-                return self._run(store, t0)
+                return self._run(store, t0, runs)
             except sqlite3.DatabaseError as exc:
                 if is_disk_full(exc):
                     raise disk_full(self.results_dir) from None
@@ -270,9 +284,22 @@ class Sweep:
                 store.close()
                 if guard is not None:
                     guard.close()
-                if self._frozen:  # the plan's objects, kept from the collector while the sweep ran
-                    gc.unfreeze()
-                    self._frozen = False
+                self._unfreeze()
+
+    def _unfreeze(self) -> None:
+        if self._frozen:  # the plan's objects, kept from the collector while the sweep ran
+            gc.unfreeze()
+            self._frozen = False
+
+    def _own_runs(self) -> list[Run]:
+        """The plan before the ledger adds to it: none for a feeder (it hands runs out as it
+        goes), the runs given, or the spec's."""
+        if self.feeder is not None:
+            return []
+        if self._runs is not None:
+            return self._runs
+        runs, self._frozen = _built_apart_from_collector(lambda: expand(self.spec))
+        return runs
 
     def _lost(self, problem: str) -> LedgerLost:
         db = self.results_dir / DB_NAME
@@ -296,15 +323,10 @@ class Sweep:
                                resources=tuple(held.values()))
         return get_backend(self._backend_arg).for_sweep(context, **self._backend_options)
 
-    def _run(self, store: Store, t0: float) -> SweepResult:
-        if self.feeder is not None:
-            runs: list[Run] = []
-        elif self._runs is not None:
-            runs = self._runs
-        else:
-            runs, self._frozen = _built_apart_from_collector(lambda: expand(self.spec))
-            if not self.rerun_all:
-                runs = [*runs, *kept_runs(store, self.spec)]
+    def _run(self, store: Store, t0: float, runs: list[Run]) -> SweepResult:
+        if self.feeder is None and self._runs is None and not self.rerun_all:
+            # Finished, so never to do: they pass no checkpoint check, and the plan keeps them.
+            runs = [*runs, *kept_runs(store, self.spec)]
         self._register(store, runs)
         self._recover(store)
         # Only the runs that are not pending: a resume of a plan that has just begun reads a few rows.
@@ -918,6 +940,14 @@ class SweepPlan:
     kept: int  # of them, finished runs an earlier ``run --until-decided`` added (see kept_runs)
 
 
+def ledger_statuses(results_dir: Path) -> dict[str, str]:
+    """Every run's state by id in the ledger of ``results_dir`` (none when it has no ledger yet)."""
+    if not (results_dir / DB_NAME).exists():
+        return {}
+    with Store.open(results_dir) as store:
+        return store.statuses()
+
+
 def sweep_plan(spec: Spec, results_dir: Path | str, *, rerun_all: bool = False) -> SweepPlan:
     """The plan of ``Sweep(spec, results_dir).run()``: the spec's runs, and unless ``rerun_all``
     the runs :func:`kept_runs` keeps. Reads the ledger, writes nothing."""
@@ -928,6 +958,18 @@ def sweep_plan(spec: Spec, results_dir: Path | str, *, rerun_all: bool = False) 
     with Store.open(Path(results_dir)) as store:
         kept = kept_runs(store, spec)
     return SweepPlan([*runs, *kept], len(kept))
+
+
+def would_run(spec: Spec, results_dir: Path | str, *, runs: list[Run] | None = None, rerun_failed: bool = False,
+              rerun_all: bool = False, allow_changed: bool = False, code: CodeState | None = None) -> list[Run]:
+    """The runs ``Sweep(spec, results_dir, runs=runs, ...).run()`` would launch, in plan order,
+    refusing what it would refuse (:func:`check_can_run`, a missing or partly written checkpoint)
+    in the same words. ``benchlab run --dry-run`` lists them. Writes only the dataset hash cache."""
+    check_can_run(spec, results_dir, code=code, allow_changed=allow_changed, rerun_all=rerun_all)
+    statuses = ledger_statuses(Path(results_dir))
+    planned = runs if runs is not None else sweep_plan(spec, results_dir, rerun_all=rerun_all).runs
+    refuse_incomplete_checkpoints(spec, planned, lambda: statuses, rerun_all=rerun_all)
+    return runs_to_do(planned, statuses, rerun_failed=rerun_failed, rerun_all=rerun_all).runs
 
 
 def check_can_run(spec: Spec, results_dir: Path | str, *, code: CodeState | None = None,
