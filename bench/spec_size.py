@@ -76,7 +76,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from benchlab.spec import load_spec
-    from benchlab.spec_yaml import MAX_BYTES
+    from benchlab.spec.yaml_reader import MAX_BYTES
 
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'configs':>8} {'MB':>6} {'pure PyYAML x2':>15} {'CSafeLoader':>12} {'load_spec':>10} "

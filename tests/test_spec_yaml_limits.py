@@ -9,7 +9,7 @@ import yaml
 
 from benchlab.errors import SpecError
 from benchlab.spec import parse_spec
-from benchlab.spec_yaml import MAX_BYTES, MAX_DEPTH, read_yaml
+from benchlab.spec.yaml_reader import MAX_BYTES, MAX_DEPTH, read_yaml
 
 HEAD = """\
 name: hostile

@@ -25,7 +25,7 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   ├── SearchError              a search cannot go on as asked (its study was made by another
     │   │                            search section, a promoted config's name is taken, no trial finished)
     │   └── YamlProblem              a spec's text cannot be read as YAML; becomes a SpecError
-    │                                (spec_yaml.py)
+    │                                (spec/yaml_reader.py)
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
     │   └── LedgerLost               the ledger was deleted, replaced or damaged, or is missing
     │                                while run directories show finished runs

@@ -20,8 +20,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from benchlab.quoting import canonical, plain, shell_words, text_of
 from benchlab.spec import Config, Resources, Spec, Task
+from benchlab.spec.quoting import canonical, plain, shell_words, text_of
 
 ID_LENGTH = 12
 _ID_BYTES = ID_LENGTH // 2  # an id is the hex of the hash's first bytes
@@ -41,7 +41,7 @@ class _Plain(string.Formatter):
 
 
 class _Quoting(string.Formatter):
-    """str.format for commands: every substituted value becomes shell words (``benchlab.quoting``)."""
+    """str.format for commands: every substituted value becomes shell words (``benchlab.spec.quoting``)."""
 
     def format_field(self, value: Any, format_spec: str) -> str:
         if isinstance(value, _Raw):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from benchlab.ranges import default_range, metric_ranges
+from benchlab.stats.ranges import default_range, metric_ranges
 from benchlab_testing import run_cli
 
 # Writes an lm-evaluation-harness results file whose gsm8k exact match depends on the seed.

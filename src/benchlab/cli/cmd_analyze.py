@@ -423,8 +423,8 @@ def compare(
     failed_runs: list[Any] = []
     ranges = None
     if info is not None:
-        from benchlab.ranges import metric_ranges
         from benchlab.results import ledger_seeds
+        from benchlab.stats.ranges import metric_ranges
 
         metric = metric or info.primary
         baseline = baseline or info.baseline

@@ -32,7 +32,7 @@ def search_line(spec: Any) -> str:
     metric = search.metric
     tasks = ", ".join(search.tasks) if search.tasks else "every task"
     base = search.base_config or spec.baseline or spec.configs[0].name
-    from benchlab.spec_search import pruning_blind
+    from benchlab.spec.search import pruning_blind
 
     blind = pruning_blind(spec)
     return (f"search {search.name}: budget {budget} tuning {', '.join(search.space)} of config {base} on "

@@ -94,7 +94,7 @@ def search(
     show.print(f"study {escape(spec.name)}:{escape(search_.name)} in {escape(str(run.folder))}", highlight=False)
     show.print(f"budget: {run.budget} trials ({how}); metric: {escape(metric)} ({goal_of(spec)}, {run.summary}); "
                f"sampler {search_.sampler}, pruner {search_.pruner}", highlight=False)
-    from benchlab.spec_search import pruning_blind
+    from benchlab.spec.search import pruning_blind
 
     if (blind := pruning_blind(spec)) is not None:
         show.print(f"[yellow]note[/]: {escape(blind)}", highlight=False)

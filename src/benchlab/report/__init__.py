@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from benchlab import preregistration
-from benchlab.ranges import metric_ranges
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import render_leaderboard, status, task_settings
@@ -22,6 +21,7 @@ from benchlab.report.markdown import ReportData, primary_counts, render_markdown
 from benchlab.report.tables import describe
 from benchlab.results import Environment, GpuPlacement, Results, read
 from benchlab.run_files import runs_dir
+from benchlab.stats.ranges import metric_ranges
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor

@@ -41,7 +41,7 @@ from benchlab.search.study import (
     study_name,
 )
 from benchlab.spec import Metric, Metrics, Spec
-from benchlab.spec_search import pruning_blind
+from benchlab.spec.search import pruning_blind
 from benchlab.store import COMPLETED, FAILED, PRUNED, ResultsLock, Store
 
 SEARCH_DIR = "search"

@@ -21,7 +21,7 @@ from benchlab.errors import SearchError, SpecError
 from benchlab.search.driver import base_config_name, search_folder
 from benchlab.search.study import SUMMARY_ATTR, goal_of, read_study
 from benchlab.spec import Spec, parse_spec
-from benchlab.spec_checks import NAME_RE
+from benchlab.spec.checks import NAME_RE
 
 
 @dataclass(frozen=True)

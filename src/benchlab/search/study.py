@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import optuna
 
     from benchlab.spec import Spec
-    from benchlab.spec_search import Search
+    from benchlab.spec.search import Search
 
 JOURNAL_FILE = "study.journal"
 STUDY_LOCK = ".study.lock"

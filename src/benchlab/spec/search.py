@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_serializer, field_validator, model_validator
 
-from benchlab.spec_checks import NAME_RE, check_seeds
+from benchlab.spec.checks import NAME_RE, check_seeds
 
 SAMPLERS = ("tpe", "random", "grid", "cmaes")
 #: Each pruner and its settings (another pruner's are refused with it).

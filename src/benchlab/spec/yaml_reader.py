@@ -27,7 +27,7 @@ import yaml
 from yaml import events
 
 from benchlab.errors import UserError
-from benchlab.quoting import EXPONENT_FLOAT
+from benchlab.spec.quoting import EXPONENT_FLOAT
 
 #: Largest spec file read, in bytes. A hand-written spec is a few kilobytes; a generated one
 #: with 100,000 configs is about 7 MB.

@@ -5,6 +5,10 @@ that are proportions by construction get ``[0, 1]``: lm-evaluation-harness
 accuracies, exact-match rates, F1 and pass@k read through an ``lm_eval``
 source, and the accuracies and no-answer rates that ``benchlab eval`` writes
 (``<benchmark>/<mode>/accuracy``). Everything else is unbounded (None).
+
+It reads the spec as the ledger keeps it (a mapping), not the spec's models, so that the
+report and ``analyze`` bound their intervals without loading the spec package; the
+``TASK/METRIC`` keys it writes are the ones :func:`benchlab.stats.accounting.range_of` reads.
 """
 
 from __future__ import annotations

@@ -1,0 +1,55 @@
+"""The benchmark spec: a ``benchlab.yaml`` read into a validated :class:`Spec`.
+
+``load_spec(path)`` (or ``parse_spec(text)``) reads a spec file, fills in its variables and
+``-s`` overrides, and validates it, reporting every problem at once with file, line and field.
+The package's parts:
+
+- :mod:`benchlab.spec.models`: the typed models (``Spec``, ``Task``, ``Config``, ``Metrics``, ...);
+- :mod:`benchlab.spec.load`: reading and validating, the JSON Schema of a spec file;
+- :mod:`benchlab.spec.yaml_reader`: YAML text to plain data with the line of every key, within limits;
+- :mod:`benchlab.spec.checks`: the checks across fields that the schema cannot express;
+- :mod:`benchlab.spec.search`: the ``search`` section (what ``benchlab search`` tunes);
+- :mod:`benchlab.spec.quoting`: how a value becomes words of a run's command.
+"""
+
+from __future__ import annotations
+
+from benchlab.spec.load import json_schema, load_spec, parse_spec
+from benchlab.spec.models import (
+    DEFAULT_RETRY_ON,
+    Analysis,
+    Config,
+    Dataset,
+    Metric,
+    Metrics,
+    MetricSource,
+    Origin,
+    PlannedComparison,
+    Reference,
+    Resources,
+    Slurm,
+    Spec,
+    Task,
+    parse_duration,
+)
+
+__all__ = [
+    "DEFAULT_RETRY_ON",
+    "Analysis",
+    "Config",
+    "Dataset",
+    "Metric",
+    "MetricSource",
+    "Metrics",
+    "Origin",
+    "PlannedComparison",
+    "Reference",
+    "Resources",
+    "Slurm",
+    "Spec",
+    "Task",
+    "json_schema",
+    "load_spec",
+    "parse_duration",
+    "parse_spec",
+]
