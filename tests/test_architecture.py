@@ -150,6 +150,47 @@ def test_report_imports_neither_store_nor_execute():
     assert _crossing("benchlab.report", ("benchlab.store", "benchlab.execute")) == []
 
 
+# The top level of the package: what a user or a run script imports, and the few modules every
+# step shares. A module that belongs to one step lives in that step's package (docs/architecture.md).
+TOP_LEVEL_MODULES = {
+    "__init__", "__main__",
+    "runlog",  # benchlab.log / benchlab.summary, inside a run
+    "errors", "results", "plan", "store", "benchmark_info", "long_format", "run_files", "failures",
+    "triage", "choices", "pairs", "evalrules", "preregistration", "secrets", "extras", "watch",
+}
+TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "report", "search", "spec", "stats", "ui"}
+
+
+def test_the_top_level_holds_only_the_listed_modules_and_packages():
+    modules = {p.stem for p in SRC.glob("*.py")}
+    packages = {p.name for p in SRC.iterdir() if p.is_dir() and any(p.glob("*.py"))}  # execute/ has no __init__
+    assert modules == TOP_LEVEL_MODULES, "add a module to a step's package, or list it here with its reason"
+    assert packages == TOP_LEVEL_PACKAGES
+
+
+def test_the_spec_is_one_package_and_its_parts_are_not_at_the_top():
+    # spec.py, spec_yaml.py, spec_checks.py, spec_search.py and quoting.py were flat top-level
+    # modules; they are benchlab.spec's now, and `from benchlab.spec import ...` keeps working.
+    assert not [p.name for p in SRC.glob("*.py") if p.stem.startswith("spec") or p.stem == "quoting"]
+    assert {p.stem for p in (SRC / "spec").glob("*.py")} == {
+        "__init__", "models", "load", "yaml_reader", "checks", "search", "quoting"}
+    import benchlab.spec as spec
+
+    assert spec.load_spec is spec.load.load_spec and spec.Spec is spec.models.Spec
+
+
+def test_the_report_loads_no_spec_models():
+    # The report and analyze read the spec as the ledger keeps it (stats.ranges bounds the
+    # intervals from it); loading the spec's models would add pydantic to every report's start.
+    import subprocess
+    import sys
+
+    code = "import sys, benchlab.report; print([m for m in sys.modules if m.startswith('benchlab.spec')])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 RUN_FILES = ("config.yaml", "train.log", "metrics.json", "metrics.jsonl", "provenance.json")
 
 
