@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ from benchlab.errors import UsageError
 from benchlab.run_files import LOG_FILE, run_dir_of
 
 if TYPE_CHECKING:
+    from benchlab.execute.status import FolderStatus, StatusDetail
     from benchlab.spec import Spec
     from benchlab.store import AttemptRecord, Placement, RunRecord, Store
 
@@ -37,132 +37,96 @@ def status(
     The runs counted are those of the spec as `benchlab run` last ran it; runs it no longer
     names are counted apart as "not in the spec" (--all lists them).
     """
-    from benchlab.failures import failed_runs
+    from benchlab.execute.status import status as folder_status
     from benchlab.results import find_results
-    from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PARTIAL_NOTE_PREFIX, PENDING, RUNNING, Store
 
-    folder = find_results(results)
-    with Store.open(folder) as store:
-        meta = store.meta()
-        sequential = store.sequential()
-        every = store.runs(current_only=False)
-        runs = {r.run_id: r for r in every if r.in_spec}
-        counts = store.counts()
-        attempts = store.attempts()
-        gpu_attempts = store.gpu_attempts()
-        placed = store.placements(a.attempt_id for a in attempts if a.status == RUNNING)
-        recording = store.plan_recording()
-    outside = [r for r in every if not r.in_spec]
-    outside_counts: dict[str, int] = {}
-    for r in outside:
-        outside_counts[r.status] = outside_counts.get(r.status, 0) + 1
-    last: dict[str, AttemptRecord] = {}
-    for a in attempts:
-        last[a.run_id] = a
-    running = [a for a in attempts if a.status == RUNNING and a.run_id in runs]
-    liveness = None
-    if running or counts.get(RUNNING):
-        from benchlab.execute.liveness import counts_as_seen, sweep_liveness
-
-        liveness = sweep_liveness(folder)
-        if liveness.is_gone:  # the ledger's "running" of a sweep whose process is gone
-            left_running = len(running)
-            counts = counts_as_seen(counts, liveness)
-            running = []
-    from benchlab.triage import MISSING_METRIC, flag_configs, group_failures
-
-    flagged = flag_configs(runs.values(), attempts)
-    from benchlab.store import ledger_backups, lock_holder, rebuild_leftovers
-
-    backups = ledger_backups(folder)
-    leftovers = rebuild_leftovers(folder)
-    rebuilding = lock_holder(folder) if leftovers else None
-    if rebuilding is not None and "rebuild" not in rebuilding:
-        rebuilding = None
-    failures = [f.last for f in failed_runs(runs.values(), attempts) if f.last is not None]
-    # Completed runs whose note says they are partial (lm-eval's --limit; collect/lm_eval.py PARTIAL).
-    partial = [last[rid] for rid, r in runs.items() if r.status == COMPLETED and rid in last
-               and (last[rid].error or "").startswith(PARTIAL_NOTE_PREFIX)]
-    by_class: dict[str, list[AttemptRecord]] = {}
-    for a in failures:
-        by_class.setdefault(a.failure_class or "unknown", []).append(a)
-    groups = group_failures(failures)
-    # A flagged (task, config) whose every run is in one group is that group's problem: it is
-    # said once, with the group, not again on a line of its own.
-    members: dict[tuple[str, str], list[str]] = {}
-    for rid, r in runs.items():
-        members.setdefault((r.task, r.config), []).append(rid)
-    group_of = {a.run_id: n for n, g in enumerate(groups) for a in g.attempts}
-    explained: list[list[dict[str, Any]]] = [[] for _ in groups]
-    for f in flagged:
-        ids = members[(f["task"], f["config"])]
-        n = group_of.get(ids[0])
-        if n is not None and all(group_of.get(rid) == n for rid in ids):
-            explained[n].append(f)
+    st = folder_status(find_results(results))
     if as_json:
-        print_json({
-            "benchmark": meta.get("name"), "results": str(folder), "total": len(runs),
-            "counts": counts,
-            "running": [{"run": runs[a.run_id].name, "run_id": a.run_id, "attempt": a.number,
-                         "since": a.started, "host": a.host, "pid": a.pid,
-                         **_placement_json(placed.get(a.attempt_id))} for a in running],
-            "failures": {cls: [{"run": runs[a.run_id].name, "run_id": a.run_id,
-                                "attempt": a.number, "exit_code": a.exit_code,
-                                "signal": a.signal, "error": a.error,
-                                "log_tail": a.log_tail} for a in items]
-                         for cls, items in by_class.items()},
-            "failure_groups": [{"failure_class": g.failure_class, "error": g.error, "count": g.count,
-                                "runs": [runs[a.run_id].name for a in g.attempts],
-                                "run_ids": [a.run_id for a in g.attempts],
-                                "flagged": [f"{f['task']}/{f['config']}" for f in fl],
-                                "log_tail": g.attempts[0].log_tail}
-                               for g, fl in zip(groups, explained, strict=True)],
-            "flagged": flagged,
-            "gpu_use": [{"run": name, "run_id": a.run_id, "attempt": a.number, "gpus": a.gpus,
-                         **(a.gpu_use.to_json() if a.gpu_use else {"util_mean": None, "util_max": None,
-                                                                   "mem_peak_mib": None,
-                                                                   "likely_cpu_bound": None})}
-                        for name, a in gpu_attempts],
-            "not_in_spec": {"total": len(outside), "counts": outside_counts, **(
-                {"runs": [{"run": r.name, "run_id": r.run_id, "status": r.status,
-                           "reason": reason} for r, reason in _why_not_in_spec(outside, runs.values())]}
-                if show_all else {})},
-            "backups": [{"path": str(b), "bytes": b.stat().st_size, "modified": b.stat().st_mtime}
-                        for b in backups],
-            "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in partial],
-            **({"sequential": sequential} if sequential else {}),
-            "plan_recording": recording,
-            "sweep": None if liveness is None else {"state": liveness.state, "holder": liveness.holder},
-            "rebuild": {"running": rebuilding, "files": [str(p) for p in leftovers]} if leftovers else None,
-        })
-        return
+        print_json(_status_json(st, show_all))
+    else:
+        _print_status(st, tail, show_all)
+
+
+def _status_json(st: FolderStatus, show_all: bool) -> dict[str, Any]:
+    """``status --json``: the status model, every run listed."""
+    d = st.detail
+    assert d is not None
+    runs = d.runs
+    return {
+        "benchmark": st.meta.get("name"), "results": str(st.folder), "total": len(runs),
+        "counts": st.counts, "state": st.state, "eta_s": st.eta_s,
+        "running": [{"run": runs[a.run_id].name, "run_id": a.run_id, "attempt": a.number,
+                     "since": a.started, "host": a.host, "pid": a.pid,
+                     **_placement_json(d.placed.get(a.attempt_id))} for a in d.running],
+        "failures": {cls: [{"run": runs[a.run_id].name, "run_id": a.run_id,
+                            "attempt": a.number, "exit_code": a.exit_code,
+                            "signal": a.signal, "error": a.error,
+                            "log_tail": a.log_tail} for a in items]
+                     for cls, items in d.failures_by_class.items()},
+        "failure_groups": [{"failure_class": gv.group.failure_class, "error": gv.group.error,
+                            "count": gv.group.count,
+                            "runs": [runs[a.run_id].name for a in gv.group.attempts],
+                            "run_ids": [a.run_id for a in gv.group.attempts],
+                            "flagged": [f"{f['task']}/{f['config']}" for f in gv.flagged],
+                            "log_tail": gv.group.attempts[0].log_tail}
+                           for gv in d.groups],
+        "flagged": d.flagged,
+        "gpu_use": [{"run": name, "run_id": a.run_id, "attempt": a.number, "gpus": a.gpus,
+                     **(a.gpu_use.to_json() if a.gpu_use else {"util_mean": None, "util_max": None,
+                                                               "mem_peak_mib": None,
+                                                               "likely_cpu_bound": None})}
+                    for name, a in d.gpu_attempts],
+        "not_in_spec": {"total": len(d.outside), "counts": d.outside_counts, **(
+            {"runs": [{"run": r.name, "run_id": r.run_id, "status": r.status,
+                       "reason": reason} for r, reason in d.not_in_spec()]}
+            if show_all else {})},
+        "backups": [{"path": str(b), "bytes": b.stat().st_size, "modified": b.stat().st_mtime}
+                    for b in d.backups],
+        "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in d.partial],
+        **({"sequential": d.sequential} if d.sequential else {}),
+        "plan_recording": d.recording,
+        "sweep": None if st.liveness is None else {"state": st.liveness.state, "holder": st.liveness.holder},
+        "rebuild": {"running": d.rebuilding, "files": [str(p) for p in d.leftovers]} if d.leftovers else None,
+    }
+
+
+def _print_status(st: FolderStatus, tail: int, show_all: bool) -> None:
+    """``status``'s text: the counts (with the ETA while a sweep runs), then whatever needs a look."""
     from rich.markup import escape
 
-    total = len(runs)
+    from benchlab.execute.status import duration_text
+    from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING
+    from benchlab.triage import MISSING_METRIC
+
+    d = st.detail
+    assert d is not None
+    runs, folder, counts = d.runs, st.folder, st.counts
     order = [COMPLETED, RUNNING, PENDING, FAILED, INTERRUPTED]
     parts = [f"{counts.get(s, 0)} {s}" for s in order if counts.get(s)]
     shown = folder.relative_to(Path.cwd()) if folder.is_absolute() and folder.is_relative_to(Path.cwd()) else folder
-    console.print(f"[bold]{escape(str(meta.get('name')))}[/] ({escape(str(shown))}): {total} runs — "
-                  + ", ".join(parts))
-    if liveness is not None and liveness.is_gone:
+    eta = f" — ETA {duration_text(st.eta_s)}" if st.eta_s is not None else ""
+    console.print(f"[bold]{escape(str(st.meta.get('name')))}[/] ({escape(str(shown))}): {len(runs)} runs — "
+                  + ", ".join(parts) + eta)
+    if st.sweep_gone:
         console.print(f"[yellow]no sweep is running[/]: the process of the last `benchlab run` is gone (killed, "
-                      f"or stopped by the machine), so the {left_running} runs it left running count as "
+                      f"or stopped by the machine), so the {st.left_running} runs it left running count as "
                       f"interrupted; `benchlab run` again resumes them", highlight=False)
+    recording = d.recording
     if recording is not None:
         so_far = "" if recording.get("recorded") is None else f"{recording['recorded']:,} of "
         console.print(f"[yellow]plan partly recorded[/]: {so_far}{recording['runs']:,} runs. A sweep records "
                       "its plan while its first runs go; one stopped part-way leaves it so, and `benchlab run` "
                       "again completes it. Until it is whole, the counts above are of the plan before.")
-    if outside:
-        kinds = ", ".join(f"{n} {s}" for s, n in sorted(outside_counts.items()))
-        console.print(f"{len(outside)} runs not in the spec ({kinds}): kept in the ledger, left out of "
+    if d.outside:
+        kinds = ", ".join(f"{n} {s}" for s, n in sorted(d.outside_counts.items()))
+        console.print(f"{len(d.outside)} runs not in the spec ({kinds}): kept in the ledger, left out of "
                       "the counts, the results table and the report"
                       + ("" if show_all else " (--all lists them)"))
         if show_all:
-            _print_not_in_spec(outside, runs.values())
+            _print_not_in_spec(d)
     now = time.time()
-    for a in running:
-        p = placed.get(a.attempt_id)
+    for a in d.running:
+        p = d.placed.get(a.attempt_id)
         if p is None:
             console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, "
                           f"{now - a.started:.0f}s, pid {a.pid})")
@@ -174,22 +138,23 @@ def status(
             gpus = f", GPUs {','.join(map(str, p.gpus))}" if p.gpus else ""
             console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, Slurm job "
                           f"{p.job_id}{where}{gpus}, {now - a.started:.0f}s)")
-    _print_gpu_use(gpu_attempts)
-    said = {(f["task"], f["config"]) for fl in explained for f in fl}
-    for f in flagged:
+    _print_gpu_use(d.gpu_attempts)
+    said = {(f["task"], f["config"]) for gv in d.groups for f in gv.flagged}
+    for f in d.flagged:
         if (f["task"], f["config"]) in said:
             continue
         classes = ", ".join(f"{n} {c}" for c, n in sorted(f["classes"].items()))
         console.print(f"[red]flagged[/]: {escape(f['task'])}/{escape(f['config'])} failed on every "
                       f"seed ({f['failures']} runs: {escape(classes)})")
-    for a in partial:
+    for a in d.partial:
         console.print(f"[yellow]partial[/]: {escape(runs[a.run_id].name)} — {escape(a.error or '')}")
-    for g, fl in zip(groups, explained, strict=True):
+    for gv in d.groups:
+        g, fl = gv.group, gv.flagged
         console.print(f"[red]{g.count} failed: {g.failure_class}[/] — {escape(g.error)}")
         if fl:
             names = ", ".join(f"{f['task']}/{f['config']}" for f in fl)
             console.print(f"  [red]flagged[/]: every seed of {escape(names)} failed this way")
-        covered = {rid for f in fl for rid in members[(f["task"], f["config"])]}
+        covered = {rid for f in fl for rid in d.members[(f["task"], f["config"])]}
         rest = [a for a in g.attempts if a.run_id not in covered]
         if rest:
             listed = ", ".join(f"{runs[a.run_id].name} [dim]{a.run_id}[/]" for a in rest[:RUNS_SHOWN])
@@ -204,18 +169,18 @@ def status(
         if g.failure_class == MISSING_METRIC:
             console.print(f"  the runs finished: once the spec names the metric right, [bold]benchlab collect "
                           f"{escape(str(folder))} --failed[/] completes them without training again")
-    _print_sequential(sequential)
-    if leftovers:
-        names = ", ".join(f"{p.name} ({p.stat().st_size / 1e6:.1f} MB)" for p in leftovers if p.exists())
-        if rebuilding is not None:
-            console.print(f"a rebuild of the ledger is running ({escape(rebuilding)}): {escape(names)}")
+    _print_sequential(d.sequential)
+    if d.leftovers:
+        names = ", ".join(f"{p.name} ({p.stat().st_size / 1e6:.1f} MB)" for p in d.leftovers if p.exists())
+        if d.rebuilding is not None:
+            console.print(f"a rebuild of the ledger is running ({escape(d.rebuilding)}): {escape(names)}")
         else:
             console.print(f"[yellow]left by a killed `benchlab collect --rebuild`[/]: {escape(names)}; the "
                           "ledger above is the one from before it. The next `benchlab run` or rebuild "
                           "removes them.")
-    if backups:
-        console.print(f"ledger backups ({len(backups)}, kept by `benchlab collect --rebuild`):")
-        for b in backups:
+    if d.backups:
+        console.print(f"ledger backups ({len(d.backups)}, kept by `benchlab collect --rebuild`):")
+        for b in d.backups:
             console.print(f"  {escape(b.name)}  {b.stat().st_size / 1e6:.1f} MB  "
                           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(b.stat().st_mtime))}")
 
@@ -242,18 +207,11 @@ def _print_sequential(sequential: dict[str, Any] | None) -> None:
                       f"{escape(p['reason'])}")
 
 
-def _why_not_in_spec(outside: list[RunRecord], in_spec: Iterable[RunRecord]) -> list[tuple[RunRecord, str]]:
-    """Each run not in the spec with why: its definition changed (the spec still names its task,
-    config and seed), or the spec no longer names it (a config, task or seed was removed)."""
-    coords = {(r.task, r.config, r.seed) for r in in_spec}
-    return [(r, "superseded" if (r.task, r.config, r.seed) in coords else "removed") for r in outside]
-
-
-def _print_not_in_spec(outside: list[RunRecord], in_spec: Iterable[RunRecord]) -> None:
+def _print_not_in_spec(d: StatusDetail) -> None:
     from rich.markup import escape
 
     groups: dict[tuple[str, str, str], list[RunRecord]] = {}
-    for r, reason in _why_not_in_spec(outside, in_spec):
+    for r, reason in d.not_in_spec():
         groups.setdefault((reason, r.task, r.config), []).append(r)
     words = {"removed": "no longer in the spec", "superseded": "superseded by a changed definition"}
     for (reason, task, config), items in sorted(groups.items()):

@@ -106,12 +106,9 @@ def _when(ts: float | None) -> str:
 
 
 def _duration(s: float | None) -> str:
-    if s is None:
-        return "—"
-    s = int(round(s))
-    h, rest = divmod(s, 3600)
-    m, sec = divmod(rest, 60)
-    return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
+    from benchlab.execute.status import duration_text  # as `benchlab status` prints its ETA
+
+    return duration_text(s)
 
 
 #: The states a benchmark's counts show, in this order.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import json
 import math
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,8 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
+from benchlab.execute.status import FolderStatus
+from benchlab.execute.status import status as folder_status
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
 from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
 from benchlab.ui.library import Benchmark, tail
@@ -35,7 +36,8 @@ SEEDS_SHOWN = 24
 
 @dataclass
 class Overview:
-    """A benchmark's line on the first page."""
+    """A benchmark's line on the first page: the status model's summary
+    (:func:`benchlab.execute.status.status`, the one ``benchlab status`` prints)."""
 
     key: str
     name: str
@@ -46,6 +48,8 @@ class Overview:
     eta_s: float | None
     last_activity: float | None
     gpu: str | None
+    #: How the page's runs are shown (a gone sweep's "running" as interrupted); not for templates.
+    status: FolderStatus | None = field(default=None, repr=False, compare=False)
 
     @property
     def finished(self) -> int:
@@ -56,43 +60,10 @@ class Overview:
         return self.finished / self.total if self.total else 0.0
 
 
-def _estimate_eta(store: Store, counts: dict[str, int]) -> float | None:
-    """Seconds until the runs left are done: each run's expected duration (the mean of its
-    (task, config)'s completed attempts, else of all) over the runs running side by side."""
-    durations = store.durations()
-    if not durations:
-        return None
-    overall = sum(durations.values()) / len(durations)
-    work = 0.0
-    now = time.time()
-    running = 0
-    for task, config, status, started in store.open_runs():
-        expected = durations.get((task, config), overall)
-        if status == RUNNING and started is not None:
-            running += 1
-            work += max(0.0, expected - (now - started))
-        else:
-            work += expected
-    if not counts.get(RUNNING):
-        return None if work else 0.0
-    return work / max(1, running)
-
-
 def overview(bench: Benchmark) -> Overview:
     """State, progress, ETA, last activity and GPU use of one benchmark."""
-    with Store.open(bench.folder, read_only=True) as store:
-        meta = store.meta()
-        counts = store.counts()
-        total = sum(counts.values())
-        last = store.last_activity()
-        eta = _estimate_eta(store, counts) if counts.get(RUNNING) else None
-        uses = [a.gpu_use for _, a in store.gpu_attempts()]
-    if counts.get(RUNNING):
-        from benchlab.execute.liveness import counts_as_seen, sweep_liveness
-
-        # A sweep whose process is gone leaves "running" in the ledger: shown as interrupted.
-        counts = counts_as_seen(counts, sweep_liveness(bench.folder))
-        eta = eta if counts.get(RUNNING) else None
+    st = folder_status(bench.folder, detail=False, read_only=True)
+    uses = st.gpu_uses
     sampled = [u for u in uses if u is not None and u.util_mean is not None]
     gpu = None
     if uses:
@@ -101,18 +72,8 @@ def overview(bench: Benchmark) -> Overview:
             mean = sum(u.util_mean or 0.0 for u in sampled) / len(sampled)
             peak = max((u.mem_peak_mib or 0) for u in sampled)
             gpu += f", mean utilisation {mean:.0f}%, peak memory {peak / 1024:.1f} GiB"
-    if counts.get(RUNNING):
-        state = "running"
-    elif total == 0:
-        state = "empty"
-    elif counts.get(FAILED) and not counts.get(PENDING) and not counts.get(INTERRUPTED):
-        state = "failed runs"
-    elif counts.get(COMPLETED, 0) == total:
-        state = "done"
-    else:
-        state = "stopped"
-    return Overview(bench.key, meta.get("name", bench.folder.name), meta.get("description", ""), counts,
-                    total, state, eta, last, gpu)
+    return Overview(bench.key, st.meta.get("name", bench.folder.name), st.meta.get("description", ""), st.counts,
+                    st.total, st.state, st.eta_s, st.last_activity, gpu, st)
 
 
 # ---------------------------------------------------------------------------- a benchmark
@@ -224,11 +185,10 @@ def benchmark_view(bench: Benchmark) -> BenchmarkView:
     with Store.open(bench.folder, read_only=True) as store:
         meta = store.meta()
         names: dict[str, str] = {}
-        from benchlab.execute.liveness import as_seen, sweep_liveness
-
-        liveness = sweep_liveness(bench.folder)
+        assert over.status is not None
+        seen = over.status.seen  # the overview's verdict on the sweep, so the grid agrees with its counts
         for rid, name, task, config, seed, status in store.run_states():
-            grid[(task, config)].seeds.append((int(seed), as_seen(status, liveness), rid))
+            grid[(task, config)].seeds.append((int(seed), seen(status), rid))
             names[rid] = name
         failed = {rid for cell in grid.values() for _, st, rid in cell.seeds if st == FAILED}
         last: dict[str, AttemptRecord] = {}
