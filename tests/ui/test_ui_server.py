@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sqlite3
 import time
@@ -232,3 +233,14 @@ def test_the_curves_use_the_reports_palette_in_config_order(finished: Path):
         data = get_json(port, "/b/slowbench/curves.json?task=walk&metric=reward")
     # Okabe–Ito's first colours, as the report's figures give them to the first configs.
     assert [(c["name"], c["color"]) for c in data["configs"]] == [("base", "#0072B2"), ("bad", "#E69F00")]
+
+
+def test_the_server_runs_at_the_lowest_cpu_priority_unless_told_not_to(finished: Path):
+    # Field 19 of /proc/PID/stat is the process's nice value.
+    def nice_of(pid: int) -> int:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+    with ui_server(finished, nice=True) as (_, proc):
+        assert nice_of(proc.pid) == 19
+    with ui_server(finished) as (_, proc):  # the tests' default: --no-nice
+        assert nice_of(proc.pid) == os.nice(0)

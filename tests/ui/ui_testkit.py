@@ -83,13 +83,18 @@ def get_json(port: int, path: str) -> object:
 
 @contextmanager
 def ui_server(*folders: Path, extra: tuple[str, ...] = (), host: str | None = "127.0.0.1",
-              token: str | None = None) -> Iterator[tuple[int, subprocess.Popen[str]]]:
+              token: str | None = None, nice: bool = False) -> Iterator[tuple[int, subprocess.Popen[str]]]:
     """`benchlab ui FOLDERS` in a subprocess until the block ends; yields (port, process).
 
-    ``host=None`` passes no ``--host``: the command's default.
+    ``host=None`` passes no ``--host``: the command's default. The server runs at normal
+    priority unless ``nice``: these tests check what the pages show and when, and at nice 19 on
+    a machine whose cores are busy (the test suite's own sweeps and servers) the server gets a
+    few percent of a core, so a first page's statistics (about 3 s of CPU) take minutes.
     """
     port = free_port()
     args = [sys.executable, "-m", "benchlab", "ui", *map(str, folders), "--port", str(port), *extra]
+    if not nice:
+        args.append("--no-nice")
     if host is not None:
         args += ["--host", host]
     host = host or "127.0.0.1"
