@@ -65,6 +65,29 @@ def test_the_same_value_on_every_seed_is_zero_spread_not_a_point_interval():
                for w in out.warnings)
 
 
+def test_an_aggregate_of_tasks_whose_runs_never_vary_is_zero_spread_not_a_point_interval():
+    # Every task's 5 runs equal: each resample gives the same IQM, mean and median. That is
+    # zero observed spread, as for one task's mean above, not a 95% interval [0.85, 0.85].
+    same = {("t1", "a"): [0.9] * 5, ("t2", "a"): [0.8] * 5,
+            ("t1", "b"): [0.80, 0.81, 0.82, 0.83, 0.84], ("t2", "b"): [0.70, 0.71, 0.72, 0.73, 0.74]}
+    out = analyze(_table(same), reps=1_000, ranges={"value": (0.0, 1.0)})
+    agg = {row.config: row for row in out.aggregate}
+    for name in ("iqm", "median", "mean", "optimality_gap"):
+        e = agg["a"].estimate(name)
+        assert (e.ci_low, e.ci_high) == (None, None), name
+        assert agg["b"].estimate(name).ci_low is not None, name
+    assert agg["a"].mean.value == pytest.approx((0.9 + 0.8) / 2)
+    assert agg["a"].optimality_gap.value == pytest.approx(1 - (0.9 + 0.8) / 2)
+    assert any(w.startswith("aggregate (a): iqm, median, mean, optimality_gap: every resample")
+               and "not certainty" in w for w in out.warnings)
+    assert not any(w.startswith("aggregate (b)") for w in out.warnings)
+    # Raw scores above 1 with no declared range: the gap is null for its own stated reason,
+    # and is not also reported as flat.
+    raw = analyze(_table({("t", "a"): [10.0, 11, 12, 13, 14]}), reps=500)
+    assert raw.aggregate[0].optimality_gap.value is None
+    assert not any(w.startswith("aggregate (a)") for w in raw.warnings)
+
+
 def test_a_verdict_on_few_collapsing_seeds_carries_a_warning_and_one_on_normal_seeds_does_not():
     # Two of five candidate seeds collapsed: the paired differences have a gap wider than half
     # their range.

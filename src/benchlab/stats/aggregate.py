@@ -25,6 +25,7 @@ from benchlab.stats.bootstrap import (
     stratified_bootstrap,
     studentized_mean_ci,
 )
+from benchlab.stats.tolerance import negligible_mask
 
 AGGREGATES = ("iqm", "median", "mean", "optimality_gap")
 
@@ -402,7 +403,8 @@ def aggregate(
     Returns:
         ``{name: (value, ci_low, ci_high)}`` for the names in :data:`AGGREGATES`; with
         ``"expanded"`` the bounds are NaN where :func:`interval_shortfall` says no interval
-        covers 95% (too few runs per task).
+        covers 95% (too few runs per task), and where every resample gives the same value
+        (zero observed spread: the runs of each task are equal, which is not certainty).
     """
     return aggregate_many([scores], reps, confidence, seed, method)[0]
 
@@ -456,6 +458,11 @@ def aggregate_many(
         _single_task_iqm_intervals(arrays, mask, low, high, reps, confidence, rng)
     if method == "expanded" and interval_shortfall(np.sum(~mask, axis=0)) is not None:
         low[:], high[:] = np.nan, np.nan
+    if method == "expanded":
+        # Every resample giving one value means the runs did not vary (each task's runs equal
+        # up to rounding): that is zero observed spread, not certainty, so no interval.
+        flat = negligible_mask(high - low, np.maximum(np.abs(low), np.abs(high)))
+        low[flat], high[flat] = np.nan, np.nan
     return [
         {name: (float(points[c][i]), float(low[c, i]), float(high[c, i]))
          for i, name in enumerate(AGGREGATES)}

@@ -716,6 +716,16 @@ def _aggregate(
         many = aggregate_many([matrices.scores[c] for c in group], reps, confidence,
                               _seed(seed, "aggregate", zlib.crc32(key)))
         results.update(zip(group, many, strict=True))
+        if short is None:
+            for config, result in zip(group, many, strict=True):
+                flat = [name for name, (value, lo, _) in result.items()
+                        if np.isfinite(value) and np.isnan(lo)
+                        and not (name == "optimality_gap" and (raw_min or raw_max))]
+                if flat:
+                    warnings.append(
+                        f"aggregate ({config}): {', '.join(flat)}: every resample gives the "
+                        "same value (the runs of each task are equal up to rounding): zero "
+                        "observed spread, which is not certainty; no interval (null)")
     out = []
     for config in matrices.scores:
         result = results[config]
