@@ -155,23 +155,49 @@ def scan_text(text: str, path: str, known: Iterable[Fingerprint] = ()) -> list[F
         for detector in _DETECTORS:
             if any(True for _ in detector.analyze_string(line)):
                 kinds.append(str(detector.secret_type))
-        if known:
-            for token in _TOKEN.findall(line):
-                for size in lengths:
-                    # A secret inside a longer token (``--token=VALUE`` cut at '=' or not)
-                    # is found by trying each window of the secret's length.
-                    if len(token) < size:
-                        continue
-                    # Bounded: a long blob (base64 of a figure) is tried at its two ends only.
-                    starts = range(len(token) - size + 1) if len(token) <= 4 * size else (0, len(token) - size)
-                    for start in starts:
-                        part = token[start:start + size]
-                        hit = next((f for f in known if f.matches(part)), None)
-                        if hit is not None:
-                            kinds.append(f"the value of secret {hit.name}")
-                            break
+        kinds += [f"the value of secret {hit.name}" for _, _, hit in _known_values(line, known, lengths)]
         out += [Finding(path, number, k) for k in dict.fromkeys(kinds)]
     return out
+
+
+def _known_values(line: str, known: list[Fingerprint],
+                  lengths: set[int]) -> Iterable[tuple[int, int, Fingerprint]]:
+    """``(start, end, fingerprint)`` of each fingerprinted value in ``line``, left to right."""
+    if not known:
+        return
+    for token in _TOKEN.finditer(line):
+        text, offset = token.group(), token.start()
+        for size in sorted(lengths, reverse=True):
+            # A secret inside a longer token (``--token=VALUE`` cut at '=' or not)
+            # is found by trying each window of the secret's length.
+            if len(text) < size:
+                continue
+            # Bounded: a long blob (base64 of a figure) is tried at its two ends only.
+            starts = range(len(text) - size + 1) if len(text) <= 4 * size else (0, len(text) - size)
+            for start in starts:
+                hit = next((f for f in known if f.matches(text[start:start + size])), None)
+                if hit is not None:
+                    yield offset + start, offset + start + size, hit
+                    break
+
+
+def redact(text: str, known: Iterable[Fingerprint]) -> str:
+    """``text`` with every fingerprinted secret value in it replaced by :data:`MASK`: what
+    benchlab keeps of a run's log (the failure tail in the ledger, the dashboard's log view)."""
+    known = list(known)
+    if not known:
+        return text
+    lengths = {f.length for f in known}
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        kept: list[tuple[int, int]] = []
+        for start, end, _ in sorted(_known_values(line, known, lengths), key=lambda h: (h[0], -h[1])):
+            if not kept or start >= kept[-1][1]:  # one secret inside another: mask the outer
+                kept.append((start, end))
+        for start, end in reversed(kept):
+            line = line[:start] + MASK + line[end:]
+        lines[i] = line
+    return "\n".join(lines)
 
 
 def mask(text: str, values: Iterable[str]) -> str:
@@ -182,5 +208,4 @@ def mask(text: str, values: Iterable[str]) -> str:
 
 
 __all__ = ["ENV_PREFIX", "MASK", "MIN_SECRET_LENGTH", "Finding", "Fingerprint", "SecretFound", "env_name",
-           "fingerprints",
-           "mask", "scan_text", "short_hash"]
+           "fingerprints", "mask", "redact", "scan_text", "short_hash"]

@@ -24,6 +24,7 @@ from benchlab.failures import (  # noqa: F401
     TIMEOUT,
     USAGE,
 )
+from benchlab.secrets import Fingerprint, redact
 from benchlab.store import FAILED
 
 TAIL_LINES = 20
@@ -46,9 +47,12 @@ _CUDA = re.compile(r"CUDA error|cudaError|CUBLAS_STATUS|CUDNN_STATUS|NCCL error|
                    r"device-side assert|illegal memory access", re.I)
 
 
-def log_tail(path: Path, lines: int = TAIL_LINES, max_bytes: int = TAIL_BYTES) -> str:
+def log_tail(path: Path, lines: int = TAIL_LINES, max_bytes: int = TAIL_BYTES,
+             hide: Iterable[Fingerprint] = ()) -> str:
     """The last ``lines`` lines of a log, ANSI colours removed, reading at most ``max_bytes``
-    from its end ("" when it cannot be read)."""
+    from its end ("" when it cannot be read), with every value ``hide`` fingerprints (the
+    secrets the runs were given, :func:`benchlab.execute.version.known_fingerprints`) masked:
+    a run that prints its token leaves it in its own log, never in what benchlab keeps of it."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
@@ -63,7 +67,7 @@ def log_tail(path: Path, lines: int = TAIL_LINES, max_bytes: int = TAIL_BYTES) -
     text = strip_ansi(data.decode("utf-8", errors="replace"))
     if size > max_bytes:
         text = text.split("\n", 1)[-1]  # the first line read is likely cut
-    return "\n".join(text.splitlines()[-lines:])
+    return redact("\n".join(text.splitlines()[-lines:]), hide)
 
 
 @dataclass(frozen=True)

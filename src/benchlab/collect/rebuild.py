@@ -22,8 +22,10 @@ from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
+from benchlab.execute.version import known_fingerprints
 from benchlab.plan import Run, expand
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR
+from benchlab.secrets import Fingerprint
 from benchlab.spec import Metric, Spec
 from benchlab.store import COMPLETED, DB_NAME, FAILED, INTERRUPTED, REBUILDING, ResultsLock, Store
 
@@ -125,14 +127,15 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
                 # Where several directories share coordinates, the spec's own run is the current one.
                 store.register(plan)
                 store.set_plan(r.run_id for r in plan)  # runs of earlier versions stay "not in the spec"
+            hide = known_fingerprints(folder)
             for run_dir, run in runs:
-                _rebuild_run(store, run_dir, run, primary, metrics, counts)
+                _rebuild_run(store, run_dir, run, primary, metrics, counts, hide)
         store.as_single_file()  # one self-contained file to rename
     return counts
 
 
 def _rebuild_run(store: Store, run_dir: Path, run: Run, primary: str, metrics: list[Metric],
-                 counts: Rebuilt) -> None:
+                 counts: Rebuilt, hide: list[Fingerprint]) -> None:
     counts.runs += 1
     prov_path = run_dir / PROVENANCE_FILE
     if not prov_path.exists():
@@ -144,7 +147,7 @@ def _rebuild_run(store: Store, run_dir: Path, run: Run, primary: str, metrics: l
     attempt_id, _ = store.start_attempt(run.run_id, host=prov.get("host") or "", started=started,
                                         node=prov.get("node"))
     ended = float(prov.get("ended") or started)
-    tail = triage.log_tail(run_dir / LOG_FILE)
+    tail = triage.log_tail(run_dir / LOG_FILE, hide=hide)
     if prov.get("interrupted"):
         # Stopped by the user (or a lost ledger): still to do, as the sweep had it.
         store.finish_attempt(attempt_id, run.run_id, status=INTERRUPTED, run_status=INTERRUPTED,

@@ -46,11 +46,13 @@ from benchlab.execute.version import (
     BenchmarkChanged,
     changes_since,
     current_version,
+    known_fingerprints,
     write_version,
 )
 from benchlab.plan import Run, expand
 from benchlab.results import write_benchmark_meta
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, run_dir_of, runs_dir
+from benchlab.secrets import Fingerprint
 from benchlab.spec import Spec
 from benchlab.store import (
     COMPLETED,
@@ -769,6 +771,11 @@ class Sweep:
                       command=run.command_for(run_dir), env=env, cwd=run.workdir,
                       timeout=run.timeout, log_path=run_dir / LOG_FILE)
 
+    @functools.cached_property
+    def _secrets_to_hide(self) -> list[Fingerprint]:
+        # Read at the first failure, after the version (with its secrets' fingerprints) is recorded.
+        return known_fingerprints(self.results_dir)
+
     def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
                 metrics: list[Any], record: bool = True,
                 retried: Callable[[str], bool] | None = None,
@@ -792,7 +799,7 @@ class Sweep:
         elif outcome.error:
             failure = triage.Verdict(outcome.extra.get("failure_class", triage.LAUNCH), outcome.error)
         elif outcome.exit_code != 0 or outcome.timed_out:
-            tail = triage.log_tail(launch.log_path)
+            tail = triage.log_tail(launch.log_path, hide=self._secrets_to_hide)
             failure = triage.classify(exit_code=outcome.exit_code, signal=outcome.signal,
                                       timed_out=outcome.timed_out, tail=tail, timeout=launch.timeout)
         else:
@@ -839,7 +846,7 @@ class Sweep:
                                          value=collected.finals.get(primary), metric=primary)
         status = INTERRUPTED if failure.failure_class == triage.INTERRUPTED else FAILED
         if tail is None:
-            tail = triage.log_tail(launch.log_path)
+            tail = triage.log_tail(launch.log_path, hide=self._secrets_to_hide)
         again = status == FAILED and retried is not None and retried(failure.failure_class)
         store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status=PENDING if again else status,
                              exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import UserError
+from benchlab.secrets import Fingerprint, fingerprints, short_hash
 
 if TYPE_CHECKING:
     from benchlab.spec import Spec
@@ -189,19 +190,39 @@ def named_env_values(spec: Spec) -> dict[str, str | None]:
 def named_env(spec: Spec) -> dict[str, str | None]:
     """The environment variables the spec names, each with a short hash of its value (so that a
     change shows) and None where unset: what a version records of them."""
-    from benchlab.secrets import short_hash
-
     return {k: None if v is None else short_hash(v) for k, v in named_env_values(spec).items()}
 
 
 def secret_fingerprints(spec: Spec) -> list[dict[str, Any]]:
     """Fingerprints of the values of the secret spec variables and of the environment variables
     the commands name (``$NAME``), for export's scan."""
-    from benchlab.secrets import fingerprints
-
     values: dict[str, str | None] = {f"${k}": v for k, v in named_env_values(spec).items() if k not in spec.env}
     values.update({f"variables.{k}": v for k, v in spec.secret_values().items()})
     return [f.to_json() for f in fingerprints(values)]
+
+
+def known_fingerprints(results: Path) -> list[Fingerprint]:
+    """The fingerprints of every secret value the folder's versions recorded, and of the current
+    values of the environment variables their commands named (a token may have changed since):
+    what export looks for, and what a kept log tail has masked."""
+    out: list[Fingerprint] = []
+    names: set[str] = set()
+    for path in sorted((results / VERSIONS_DIR).glob(f"*/{VERSION_FILE}")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for f in data.get("secret_fingerprints") or []:
+            out.append(Fingerprint.from_json(f))
+            if str(f.get("name", "")).startswith("$"):
+                names.add(f["name"][1:])
+        try:  # the spec's own env: values are written in the spec; the rest came from the shell
+            spec_env = json.loads((path.parent / SPEC_FILE).read_text())["spec"].get("env") or {}
+        except (OSError, ValueError, KeyError, AttributeError):
+            spec_env = {}
+        names |= {n for n in (data.get("env") or {}) if n not in spec_env}
+    current = {f"${n}": os.environ.get(n) for n in sorted(names)}
+    return out + fingerprints(current)
 
 
 def _file_sha(path: Path, cache: dict[str, Any]) -> tuple[str, int]:

@@ -37,8 +37,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from benchlab.errors import DataError
-from benchlab.execute.version import DIFF_FILE, SPEC_FILE, VERSION_FILE, VERSIONS_DIR
-from benchlab.secrets import Finding, Fingerprint, SecretFound, fingerprints, scan_text
+from benchlab.execute.version import DIFF_FILE, VERSIONS_DIR, known_fingerprints
+from benchlab.secrets import Finding, SecretFound, scan_text
 
 MANIFEST = ".benchlab-export.json"
 LOG_MD = "EXPORTS.md"
@@ -229,31 +229,6 @@ def run_index(run_id: str, names: list[str]) -> str:
     return ('<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
             f"<title>run {html.escape(run_id)}</title></head>\n<body>\n<h1>run {html.escape(run_id)}</h1>\n"
             f"<ul>\n{items}\n</ul>\n</body>\n</html>\n")
-
-
-def known_fingerprints(results: Path) -> list[Fingerprint]:
-    """The fingerprints of every secret value the folder's versions recorded, and of the current
-    values of the environment variables their commands named (a token may have changed since)."""
-    import os
-
-    out: list[Fingerprint] = []
-    names: set[str] = set()
-    for path in sorted((results / VERSIONS_DIR).glob(f"*/{VERSION_FILE}")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        for f in data.get("secret_fingerprints") or []:
-            out.append(Fingerprint.from_json(f))
-            if str(f.get("name", "")).startswith("$"):
-                names.add(f["name"][1:])
-        try:  # the spec's own env: values are written in the spec; the rest came from the shell
-            spec_env = json.loads((path.parent / SPEC_FILE).read_text())["spec"].get("env") or {}
-        except (OSError, ValueError, KeyError, AttributeError):
-            spec_env = {}
-        names |= {n for n in (data.get("env") or {}) if n not in spec_env}
-    current = {f"${n}": os.environ.get(n) for n in sorted(names)}
-    return out + fingerprints(current)
 
 
 def scan(results: Path, contents: dict[str, bytes], allow: list[str] | tuple[str, ...] = ()) -> list[Finding]:

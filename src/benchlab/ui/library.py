@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.errors import BenchlabError, ResultsNotFound
+from benchlab.execute.version import known_fingerprints
 from benchlab.run_files import LOG_FILE, SERIES_FILE, run_dir_of, runs_dir
 from benchlab.store import DB_NAME, LedgerWatch
 from benchlab.triage import log_tail
@@ -199,5 +200,6 @@ class Library:
 
 
 def tail(path: Path, lines: int = 200) -> str:
-    """The last ``lines`` lines of a run's log as the dashboard shows it (colour codes removed)."""
-    return log_tail(path, lines, max_bytes=256 * 1024)
+    """The last ``lines`` lines of a run's log as the dashboard shows it (colour codes removed,
+    the secrets the folder's runs were given masked); ``path`` is ``<folder>/runs/<id>/<log>``."""
+    return log_tail(path, lines, max_bytes=256 * 1024, hide=known_fingerprints(path.parent.parent.parent))
