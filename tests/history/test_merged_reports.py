@@ -49,6 +49,17 @@ def test_report_over_two_folders_names_clashing_configs_by_benchmark(tmp_path):
     assert any((tmp_path / "rep" / "plots").glob("curves_*.png"))
 
 
+def test_the_same_folder_named_twice_is_refused_rather_than_counted_twice(tmp_path):
+    one = _folder(tmp_path / "one", 0.5)
+    proc = run_cli("report", str(one), f"{one}/../merge/", "--out", str(tmp_path / "rep"), "--no-html",
+                   cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {one.resolve()} is named twice (as {one} and {one}/../merge): each results folder or "
+        "table is merged once, or its runs would count twice"]
+    assert not (tmp_path / "rep").exists()  # nothing written
+
+
 def test_report_from_a_long_format_csv_with_curves(tmp_path):
     rng = np.random.default_rng(0)
     lines = ["benchmark,task,config,seed,metric,step,value"]
