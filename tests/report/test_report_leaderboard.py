@@ -146,3 +146,29 @@ def test_a_config_that_lost_seeds_is_never_best_or_tied_without_saying_so():
                               "acc", "lossy", seeds=lost)
     assert _row(text, "up")[-1] == "flaky (2/4 seeds); CI overlaps base"
     assert _row(text, "down")[-1] == "base; CI overlaps flaky (2/4 seeds)"
+
+
+def test_a_partial_evaluation_is_shown_but_never_ranked_best():
+    import pandas as pd
+
+    from benchlab.report.leaderboard import render_leaderboard
+    from benchlab.report.tables import describe
+
+    # "quick" was evaluated on 20 of the task's questions and scored best; "full" and "base" on all.
+    # The best full evaluation is "full" (0.61 > 0.55), though "quick" (0.80) ranks first.
+    rows = [("gsm8k", "base", s, v) for s, v in enumerate([0.54, 0.55, 0.56])]
+    rows += [("gsm8k", "full", s, v) for s, v in enumerate([0.60, 0.61, 0.62])]
+    rows += [("gsm8k", "quick", s, v) for s, v in enumerate([0.79, 0.80, 0.81])]
+    # On "arc" the partial one is not first: the ranks stand as stats gives them.
+    rows += [("arc", "base", s, v) for s, v in enumerate([0.70, 0.71, 0.72])]
+    rows += [("arc", "full", s, v) for s, v in enumerate([0.40, 0.41, 0.42])]
+    rows += [("arc", "quick", s, v) for s, v in enumerate([0.50, 0.51, 0.52])]
+    finals = pd.DataFrame(rows, columns=["task", "config", "seed", "value"]).assign(metric="acc")
+    desc = describe(finals, {"acc": "max"}, "acc")
+    partial = {(t, "quick"): ["lm-eval --limit 20"] for t in ("gsm8k", "arc")}
+    text = render_leaderboard(desc, ["gsm8k", "arc"], ["base", "full", "quick"], {"gsm8k": None, "arc": None},
+                              "max", "acc", "evals", partial=partial)
+    gsm = _row(text, "gsm8k")
+    assert gsm[-1] == "full" and gsm[4] == "0.800 ± 0.010 (partial†)"
+    assert _row(text, "arc")[-1] == "base"
+    assert "never ranked best" in text

@@ -26,6 +26,7 @@ links every seed's run folder.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -75,11 +76,15 @@ def leaderboard_rows(
     configs: list[str],
     targets: dict[str, float | None],
     goal: str,
+    partial: Collection[tuple[str, str]] = (),
 ) -> list[TaskRow]:
     """One row per task, in the order of ``tasks``.
 
     ``desc`` is :func:`benchlab.report.tables.describe` restricted to the primary metric: its
-    ``rank`` and ``mean_rank`` (``stats``' ranks) pick the best config and its ties.
+    ``rank`` and ``mean_rank`` (``stats``' ranks) pick the best config and its ties. A
+    ``(task, config)`` in ``partial`` (evaluated on part of the task's samples) is shown but never
+    ranked: its score is not the benchmark's. Where stats ranked such a score first, the best full
+    evaluation by mean is named best, without ties (stats' ties were to the partial score).
     """
     rows: list[TaskRow] = []
     for task in tasks:
@@ -97,6 +102,14 @@ def leaderboard_rows(
                     first.append(cfg)
                 elif _is_one(sub.at[cfg, "rank"]):
                     tied.append(cfg)
+        ranked_partial = any((task, c) in partial for c in first)
+        first = [c for c in first if (task, c) not in partial]
+        tied = [c for c in tied if (task, c) not in partial]
+        if ranked_partial and not first:
+            full = [c for c in cells if (task, c) not in partial and math.isfinite(cells[c][0])]
+            if full:
+                pick = max if goal == "max" else min
+                first, tied = [pick(full, key=lambda c: cells[c][0])], []
         best = first[0] if first else None
         # Equal means are ties too: the first in the spec's order is named best.
         tied = [c for c in configs if c in first[1:] or c in tied]
@@ -137,7 +150,7 @@ def render_leaderboard(
     evaluated on part of the benchmark (lm-eval's ``--limit``), whose cells are marked.
     """
     partial = partial or {}
-    rows = leaderboard_rows(desc, tasks, configs, targets, goal)
+    rows = leaderboard_rows(desc, tasks, configs, targets, goal, partial or {})
     seeds = seeds or {}
     score_links = score_links or {}
     direction = "higher" if goal == "max" else "lower"
@@ -162,7 +175,8 @@ def render_leaderboard(
         f"(failed seeds {how}, `--failed-as {failed_as}`), and every other score is over all "
         "its planned seeds; ✗ marks a config with no completed seed."
         + (" (partial†) marks a score from runs evaluated on part of their task's samples: "
-           "not the full benchmark's score (the note under the table says which)." if partial else ""),
+           "not the full benchmark's score (the note under the table says which), and never "
+           "ranked best." if partial else ""),
         "",
         "| task | target | " + " | ".join(md_cell(c) for c in configs) + " | best |",
         "|---|---:|" + "---|" * len(configs) + "---|",
