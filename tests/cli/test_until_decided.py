@@ -262,3 +262,31 @@ def test_a_python_caller_runs_until_decided_as_the_cli_does(make_bench) -> None:
     dry = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided", "--max-seeds", "8",
                     "--batch", "4", "--dry-run")
     assert dry.returncode == 0 and "0 runs would run" in dry.stdout
+
+
+def test_a_rebuilt_ledger_keeps_the_design_the_versions_and_the_hosts(make_bench) -> None:
+    from benchlab.store import Store
+
+    bench = _bench(make_bench)
+    proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided", "--max-seeds", "8",
+                     "--batch", "4", "--no-report", "-j", "2")
+    assert proc.returncode == 0, proc.stderr
+    db = bench.results / "benchlab.db"
+    with Store(db) as store:
+        before = (store.versions(), store.hardware(), store.sequential())
+    assert before[0] and before[1] and before[2]
+    # Rebuilt from the run folders while the old ledger can still be read: nothing of it is lost.
+    assert bench.cli("collect", str(bench.results), "--rebuild").returncode == 0
+    with Store(db) as store:
+        assert (store.versions(), store.hardware(), store.sequential()) == before
+    assert "t1/far: 4 seeds — decided: better than the baseline" in bench.cli("status", str(bench.results)).stdout
+    # The seeds the design added are still the plan's: a plain run has nothing to do.
+    assert "0 runs would run" in bench.cli("run", str(bench.spec), "-r", str(bench.results), "--dry-run").stdout
+    # With the ledger lost, the versions come back from versions/ (what changed between them
+    # was in the ledger only); the design and the hosts were in the ledger only, and are gone.
+    for path in bench.results.glob("benchlab.db*"):
+        path.unlink()
+    assert bench.cli("collect", str(bench.results), "--rebuild").returncode == 0
+    with Store(db) as store:
+        assert [v["id"] for v in store.versions()] == [v["id"] for v in before[0]]
+        assert store.sequential() is None and store.hardware() == {}

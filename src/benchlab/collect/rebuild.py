@@ -22,7 +22,7 @@ from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
-from benchlab.execute.version import known_fingerprints
+from benchlab.execute.version import VERSION_FILE, VERSIONS_DIR, known_fingerprints
 from benchlab.plan import Run, expand
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR
 from benchlab.secrets import Fingerprint
@@ -76,7 +76,7 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
     with ResultsLock(folder, purpose="benchlab collect --rebuild"):
         db = folder / DB_NAME
         fresh = folder / f"{DB_NAME}{REBUILDING}"
-        earlier = _registration_of(db)
+        earlier = _earlier_of(db)
         counts = _build(fresh, folder, runs_dir, spec, earlier)
         counts.backup = _back_up(db) if db.exists() else None
         os.replace(fresh, db)
@@ -85,19 +85,45 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
     return counts
 
 
-def _registration_of(db: Path) -> dict[str, Any] | None:
-    """The pre-registration the old ledger holds, where it can still be read."""
+@dataclass(frozen=True)
+class _Earlier:
+    """What the old ledger holds that the run folders cannot tell again."""
+
+    registration: dict[str, Any] | None = None
+    versions: list[dict[str, Any]] | None = None
+    hardware: dict[str, Any] | None = None
+    sequential: dict[str, Any] | None = None
+
+
+def _earlier_of(db: Path) -> _Earlier:
+    """The pre-registration, the versions with their recorded changes, the hosts and the
+    ``--until-decided`` record of the old ledger, where it can still be read."""
     if not db.exists():
-        return None
+        return _Earlier()
     try:
         with Store(db) as old:
-            return old.registration()
+            return _Earlier(old.registration(), old.versions() or None, old.hardware() or None,
+                            old.sequential())
     except (sqlite3.DatabaseError, ValueError, OSError):
-        return None
+        return _Earlier()
+
+
+def _versions_of(folder: Path) -> list[dict[str, Any]]:
+    """The versions written under ``versions/`` (for a ledger that is lost), oldest first; what
+    changed between them was recorded in the ledger only, so they carry no ``changes``."""
+    found = []
+    for path in (folder / VERSIONS_DIR).glob(f"*/{VERSION_FILE}"):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("id"):
+            found.append({**data, "changes": []})
+    return sorted(found, key=lambda v: str(v.get("recorded_at", "")))
 
 
 def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
-           registration: dict[str, Any] | None = None) -> Rebuilt:
+           earlier: _Earlier | None = None) -> Rebuilt:
     from benchlab.results import write_benchmark_meta
 
     primary, metrics = _metrics(spec) if spec is not None else (described_primary(runs_dir), [])
@@ -111,7 +137,15 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
                 store.set_benchmark(described_meta(runs_dir))
             # The registered analysis plan was made before the results: it is kept as it was,
             # never registered anew from runs that have already finished.
-            preregistration.restore(store, folder, earlier=registration)
+            earlier = earlier or _Earlier()
+            preregistration.restore(store, folder, earlier=earlier.registration)
+            versions = earlier.versions or _versions_of(folder)
+            if versions:
+                store.set_versions(versions)
+            if earlier.hardware:
+                store.set_hardware(earlier.hardware)
+            if earlier.sequential:
+                store.set_sequential(earlier.sequential)
             runs = []
             for run_dir in sorted(p for p in runs_dir.iterdir() if (p / CONFIG_FILE).exists()):
                 cfg = yaml.safe_load((run_dir / CONFIG_FILE).read_text())
