@@ -204,6 +204,7 @@ def test_planted_secrets_reach_neither_a_folder_nor_s3_and_every_published_link_
     target = tmp_path / "public"
     run_cli("export", str(folder), str(target), env=_env(), check=True)
     assert _found(target) == []
+    print(f"folder: {sum(p.is_file() for p in target.rglob('*'))} files, planted secrets found: {_found(target)}")
     assert not list(target.glob("versions/*/code.diff"))
     served = _serve(target)
     base = next(served)
@@ -237,6 +238,7 @@ def test_planted_secrets_reach_neither_a_folder_nor_s3_and_every_published_link_
         keys = fs.find("pub/leaky")
         leaks = [f"{k}: {what}" for k in keys for what, value in ALL.items() if value.encode() in fs.cat_file(k)]
         assert len(keys) > 10 and leaks == []
+        print(f"s3: {len(keys)} objects, planted secrets found: {leaks}")
         remote = follow_links(public)
     finally:
         server.stop()
