@@ -67,7 +67,7 @@ from benchlab.stats.seeds import (
     smallest_n,
 )
 from benchlab.stats.sizing import power_analysis, variance_analysis
-from benchlab.stats.table import ALIGNS, analyze, reduce_runs, validate_table
+from benchlab.stats.table import ALIGNS, AnalysisOptions, analyze, reduce_runs, validate_table
 from benchlab.stats.tolerance import RELATIVE_TOLERANCE
 
 __all__ = [
@@ -79,6 +79,7 @@ __all__ = [
     "SUMMARIES",
     "AggregateRow",
     "Analysis",
+    "AnalysisOptions",
     "Comparison",
     "ComparisonRow",
     "Description",
