@@ -175,30 +175,8 @@ def reduce_runs(
     keys = ["task", "config", "metric", "seed"]
     scalars = df[df["step"].isna()]
     curves = df[df["step"].notna()]
-    dup = scalars.duplicated(keys, keep=False)
-    if dup.any():
-        n_runs = scalars[dup].drop_duplicates(keys).shape[0]
-        warnings.append(
-            f"{n_runs} run(s) have several final values for one metric; they are averaged"
-        )
-    # A NaN value must reach describe() (which reports it), not vanish in a groupby mean.
-    grouped = scalars.assign(has_nan=scalars["value"].isna()).groupby(keys, sort=False)
-    scalar_runs = grouped.agg(value=("value", "mean"), has_nan=("has_nan", "any")).reset_index()
-    scalar_runs.loc[scalar_runs["has_nan"], "value"] = np.nan
-    scalar_runs = scalar_runs.drop(columns="has_nan")
-    # A resumed run logs some steps twice. The last written point of a (run, step) stands:
-    # keeping both made final and auc depend on the order of the rows (0.667 or 1.0).
-    point = keys + ["step"]
-    repeated = curves.duplicated(point, keep="last")
-    if repeated.any():
-        hit = curves[curves.duplicated(point, keep=False)].drop_duplicates(keys)
-        named = [f"{t}/{c}/s{sd} {m}" for t, c, m, sd in hit[keys].itertuples(index=False, name=None)]
-        warnings.append(
-            f"{int(repeated.sum())} duplicate curve point(s) (the same run and step logged again, "
-            f"as a resumed run does) in {len(named)} run(s): {', '.join(named[:8])}"
-            f"{' and more' if len(named) > 8 else ''}; the last written point of each step is "
-            "kept")
-        curves = curves[~repeated]
+    scalar_runs = _scalar_runs(scalars, keys, warnings)
+    curves = _drop_repeated_points(curves, keys, warnings)
     scalar_keys = set(scalar_runs[keys].itertuples(index=False, name=None))
     rows: list[dict[str, Any]] = []
     curve_keys: set[tuple[Any, ...]] = set()
@@ -213,37 +191,13 @@ def reduce_runs(
             )
         cleaned = [(st[~np.isnan(v)], v[~np.isnan(v)]) for st, v in raw]
         if align == "common":
-            grid, values = align_curves(cleaned)
-            if grid.shape[0] == 0:
-                warnings.append(f"{task} {metric}: the learning curves share no step range; skipped")
+            aligned = _on_common_range(task, metric, runs, cleaned, summary, warnings)
+            if aligned is None:
                 continue
-            lo, hi = float(grid[0]), float(grid[-1])
-            cut = []
-            for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True):
-                if st.shape[0] and (st.min() < lo or st.max() > hi):
-                    cut.append(f"{config}/s{seed} (steps {st.min():g}–{st.max():g})")
-            if cut:
-                warnings.append(
-                    f"{task} {metric}: --summary {summary} on the common step range "
-                    f"[{lo:g}, {hi:g}]; cut to it: {', '.join(cut)}"
-                )
-            per_run = [(grid, row) for row in values]
+            per_run = aligned
         else:
             per_run = cleaned
-            ends = [float(st.max()) for st, _ in cleaned if st.shape[0]]
-            top = max(ends, default=float("nan"))
-            # Under final, a run's own final scalar stands for it, whatever its curve.
-            short = [f"{config}/s{seed} (last step {st.max():g})"
-                     for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True)
-                     if st.shape[0] and st.max() < top
-                     and not (summary == "final" and (task, config, metric, seed) in scalar_keys)]
-            if short and summary in ("final", "max"):
-                warnings.append(
-                    f"{task} {metric}: {len(short)} run(s) stopped before step {top:g}, which "
-                    f"other runs reach: {', '.join(short[:8])}{' and more' if len(short) > 8 else ''}"
-                    f"; --summary {summary} takes each at its own last step (--align own) as if it "
-                    f"were complete; --align common compares every run at the last step all reach "
-                    f"({min(ends):g})")
+            _warn_short_runs(task, metric, runs, cleaned, summary, scalar_keys, warnings)
         for ((config, seed), _), (st, v) in zip(runs, per_run, strict=True):
             value = summarize(st, v, summary, k, fraction)
             if value is None:
@@ -269,6 +223,79 @@ def reduce_runs(
             )
         out = curve_runs
     return out.reset_index(drop=True), warnings
+
+
+def _scalar_runs(scalars: pd.DataFrame, keys: list[str], warnings: list[str]) -> pd.DataFrame:
+    """One final value per run and metric: duplicates averaged (with a warning), NaN kept."""
+    dup = scalars.duplicated(keys, keep=False)
+    if dup.any():
+        n_runs = scalars[dup].drop_duplicates(keys).shape[0]
+        warnings.append(
+            f"{n_runs} run(s) have several final values for one metric; they are averaged"
+        )
+    # A NaN value must reach describe() (which reports it), not vanish in a groupby mean.
+    grouped = scalars.assign(has_nan=scalars["value"].isna()).groupby(keys, sort=False)
+    scalar_runs = grouped.agg(value=("value", "mean"), has_nan=("has_nan", "any")).reset_index()
+    scalar_runs.loc[scalar_runs["has_nan"], "value"] = np.nan
+    return scalar_runs.drop(columns="has_nan")
+
+
+def _drop_repeated_points(curves: pd.DataFrame, keys: list[str], warnings: list[str]) -> pd.DataFrame:
+    """The curves with one point per (run, step): the last written (with a warning naming the runs)."""
+    # A resumed run logs some steps twice. The last written point of a (run, step) stands:
+    # keeping both made final and auc depend on the order of the rows (0.667 or 1.0).
+    point = keys + ["step"]
+    repeated = curves.duplicated(point, keep="last")
+    if repeated.any():
+        hit = curves[curves.duplicated(point, keep=False)].drop_duplicates(keys)
+        named = [f"{t}/{c}/s{sd} {m}" for t, c, m, sd in hit[keys].itertuples(index=False, name=None)]
+        warnings.append(
+            f"{int(repeated.sum())} duplicate curve point(s) (the same run and step logged again, "
+            f"as a resumed run does) in {len(named)} run(s): {', '.join(named[:8])}"
+            f"{' and more' if len(named) > 8 else ''}; the last written point of each step is "
+            "kept")
+        curves = curves[~repeated]
+    return curves
+
+
+def _on_common_range(task: Any, metric: Any, runs: list[Any], cleaned: list[tuple[np.ndarray, np.ndarray]],
+                     summary: Summary, warnings: list[str]) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The curves interpolated onto the step range all of them cover (each cut run named in a
+    warning); None when they share no range."""
+    grid, values = align_curves(cleaned)
+    if grid.shape[0] == 0:
+        warnings.append(f"{task} {metric}: the learning curves share no step range; skipped")
+        return None
+    lo, hi = float(grid[0]), float(grid[-1])
+    cut = []
+    for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True):
+        if st.shape[0] and (st.min() < lo or st.max() > hi):
+            cut.append(f"{config}/s{seed} (steps {st.min():g}–{st.max():g})")
+    if cut:
+        warnings.append(
+            f"{task} {metric}: --summary {summary} on the common step range "
+            f"[{lo:g}, {hi:g}]; cut to it: {', '.join(cut)}"
+        )
+    return [(grid, row) for row in values]
+
+
+def _warn_short_runs(task: Any, metric: Any, runs: list[Any], cleaned: list[tuple[np.ndarray, np.ndarray]],
+                     summary: Summary, scalar_keys: set[tuple[Any, ...]], warnings: list[str]) -> None:
+    """Under ``align="own"``: name the runs whose curve stops before the last step others reach."""
+    ends = [float(st.max()) for st, _ in cleaned if st.shape[0]]
+    top = max(ends, default=float("nan"))
+    # Under final, a run's own final scalar stands for it, whatever its curve.
+    short = [f"{config}/s{seed} (last step {st.max():g})"
+             for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True)
+             if st.shape[0] and st.max() < top
+             and not (summary == "final" and (task, config, metric, seed) in scalar_keys)]
+    if short and summary in ("final", "max"):
+        warnings.append(
+            f"{task} {metric}: {len(short)} run(s) stopped before step {top:g}, which "
+            f"other runs reach: {', '.join(short[:8])}{' and more' if len(short) > 8 else ''}"
+            f"; --summary {summary} takes each at its own last step (--align own) as if it "
+            f"were complete; --align common compares every run at the last step all reach "
+            f"({min(ends):g})")
 
 
 def _seed(seed: int, *parts: object) -> np.random.SeedSequence:
