@@ -111,6 +111,53 @@ def variance_analysis(
             "warnings": warnings}
 
 
+def _sized_row(task: Any, label: str, bv: np.ndarray, cv: np.ndarray, min_effect: float | None,
+               alpha: float, power: float, warnings: list[str]) -> dict[str, Any]:
+    """One task's row of :func:`power_analysis` from its pilot pairs ``bv``, ``cv`` (no NaN)."""
+    pairs = int(bv.shape[0])
+    d = effect_from_pilot(bv, cv)
+    if min_effect is not None and d is not None:
+        diffs = cv - bv
+        from scipy import stats as sps
+
+        # The sd at the upper end of its 95% interval: a pilot's sd is itself uncertain.
+        sd_high = float(diffs.std(ddof=1)) * np.sqrt((pairs - 1) / sps.chi2.ppf(0.025, pairs - 1))
+        d_min = abs(float(min_effect)) / sd_high
+        n_min = seeds_for_power(d_min, alpha, power)
+        return {"task": task, "effect": d_min, "effect_ci_low": None,
+                "effect_ci_high": None, "pilot_pairs": pairs, "seeds": n_min,
+                "seeds_conservative": n_min}
+    n = None if d is None else seeds_for_power(d, alpha, power)
+    ci: tuple[float | None, float | None] = (None, None)
+    conservative = None
+    if d is not None:
+        lo, hi = effect_interval(d, pairs)
+        ci = (lo, hi)
+        if lo > 0 or hi < 0:
+            conservative = seeds_for_power(min(abs(lo), abs(hi)), alpha, power)
+        if pairs < 10:
+            warnings.append(
+                f"{label}: d_z = {d:.3g} from only {pairs} pilot "
+                f"pairs; its 95% interval is [{lo:.3g}, {hi:.3g}], so the {n} seed(s) for the "
+                "point estimate may give far less power: "
+                + (f"{conservative} seeds at the interval's end nearest 0"
+                   if conservative is not None else
+                   "the interval holds 0, so the pilot cannot size the experiment")
+                + "; give the smallest effect of interest (--min-effect, in the metric's "
+                "units) to size it on what matters")
+    if d is None:
+        warnings.append(
+            f"{label}: the effect is undefined from {pairs} "
+            "pilot pair(s) "
+            "(fewer than 2, or all differences equal up to rounding)"
+        )
+    elif n is None:
+        warnings.append(f"{label}: the pilot effect is 0; no "
+                        "number of seeds detects it")
+    return {"task": task, "effect": d, "effect_ci_low": ci[0], "effect_ci_high": ci[1],
+            "pilot_pairs": pairs, "seeds": n, "seeds_conservative": conservative}
+
+
 def power_analysis(
     effect: float | None = None,
     df: pd.DataFrame | None = None,
@@ -172,49 +219,8 @@ def power_analysis(
                 f"dropped (seed(s) "
                 f"{', '.join(lost)}); the effect is estimated from {int((~bad).sum())} pair(s)"
             )
-        pairs = int((~bad).sum())
-        d = effect_from_pilot(bv, cv)
-        if min_effect is not None and d is not None:
-            diffs = (cv - bv)[~bad]
-            from scipy import stats as sps
-
-            # The sd at the upper end of its 95% interval: a pilot's sd is itself uncertain.
-            sd_high = float(diffs.std(ddof=1)) * np.sqrt((pairs - 1) / sps.chi2.ppf(0.025, pairs - 1))
-            d_min = abs(float(min_effect)) / sd_high
-            n_min = seeds_for_power(d_min, alpha, power)
-            rows.append({"task": task, "effect": d_min, "effect_ci_low": None,
-                         "effect_ci_high": None, "pilot_pairs": pairs, "seeds": n_min,
-                         "seeds_conservative": n_min})
-            continue
-        n = None if d is None else seeds_for_power(d, alpha, power)
-        ci: tuple[float | None, float | None] = (None, None)
-        conservative = None
-        if d is not None:
-            lo, hi = effect_interval(d, pairs)
-            ci = (lo, hi)
-            if lo > 0 or hi < 0:
-                conservative = seeds_for_power(min(abs(lo), abs(hi)), alpha, power)
-            if pairs < 10:
-                warnings.append(
-                    f"{task} {met} {candidate} vs {baseline}: d_z = {d:.3g} from only {pairs} pilot "
-                    f"pairs; its 95% interval is [{lo:.3g}, {hi:.3g}], so the {n} seed(s) for the "
-                    "point estimate may give far less power: "
-                    + (f"{conservative} seeds at the interval's end nearest 0"
-                       if conservative is not None else
-                       "the interval holds 0, so the pilot cannot size the experiment")
-                    + "; give the smallest effect of interest (--min-effect, in the metric's "
-                    "units) to size it on what matters")
-        if d is None:
-            warnings.append(
-                f"{task} {met} {candidate} vs {baseline}: the effect is undefined from {pairs} "
-                "pilot pair(s) "
-                "(fewer than 2, or all differences equal up to rounding)"
-            )
-        elif n is None:
-            warnings.append(f"{task} {met} {candidate} vs {baseline}: the pilot effect is 0; no "
-                            "number of seeds detects it")
-        rows.append({"task": task, "effect": d, "effect_ci_low": ci[0], "effect_ci_high": ci[1],
-                     "pilot_pairs": pairs, "seeds": n, "seeds_conservative": conservative})
+        rows.append(_sized_row(task, f"{task} {met} {candidate} vs {baseline}", bv[~bad], cv[~bad],
+                               min_effect, alpha, power, warnings))
     return {"alpha": alpha, "power": power, "metric": met, "rows": rows, "warnings": warnings}
 
 
