@@ -66,7 +66,15 @@ from benchlab.stats.seeds import (
     seeds_for_power,
     smallest_n,
 )
-from benchlab.stats.sizing import power_analysis, variance_analysis
+from benchlab.stats.sizing import (
+    CvCurve,
+    PowerAnalysis,
+    PowerRow,
+    TaskVariance,
+    VarianceAnalysis,
+    power_analysis,
+    variance_analysis,
+)
 from benchlab.stats.table import ALIGNS, AnalysisOptions, analyze, reduce_runs, validate_table
 from benchlab.stats.tolerance import RELATIVE_TOLERANCE
 
@@ -81,12 +89,17 @@ __all__ = [
     "Analysis",
     "AnalysisOptions",
     "Comparison",
+    "CvCurve",
     "ComparisonRow",
     "Description",
     "Estimate",
+    "PowerAnalysis",
+    "PowerRow",
     "RankTest",
     "ScoreMatrices",
     "SummaryRow",
+    "TaskVariance",
+    "VarianceAnalysis",
     "aggregate",
     "aggregate_many",
     "align",
