@@ -8,7 +8,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from fastapi.responses import JSONResponse
 
@@ -31,6 +31,32 @@ HEARTBEAT_SECS = 2.0
 STALE_AFTER_SECS = 10.0
 
 
+class JobResult(TypedDict):
+    """The JSON body of a job that ran: what a trainer gets, and the job ledger keeps."""
+
+    job_id: str
+    status: JobStatus
+    rollout_id: int
+    raw_metrics: dict[str, dict[str, dict[str, float]]]
+    runs: list[dict[str, Any]]
+    samples_scored: int
+    samples_asked: int
+    output_dir: str
+    log_path: str
+    command: str
+    warning: NotRequired[str]
+    error: NotRequired[str]  # a partial job: why it is no result
+
+
+class FailedBody(TypedDict):
+    """The JSON body of a job that failed."""
+
+    job_id: str
+    status: JobStatus
+    error: str
+    raw_metrics: dict[str, Any]
+
+
 @dataclass
 class ServerState:
     """What the running server shares between requests."""
@@ -44,12 +70,12 @@ class ServerState:
     slots: HttpSlots | None = None
     judge_slots: HttpSlots | None = None
     judge_cache: JudgeCache | None = None
-    inflight: dict[str, tuple[str, asyncio.Task[dict[str, Any]]]] = field(default_factory=dict)
+    inflight: dict[str, tuple[str, asyncio.Task[JobResult]]] = field(default_factory=dict)
 
 
 async def run_job(
     state: ServerState, job: Job, req: EvaluateRequest, runs: list[BenchmarkRun]
-) -> dict[str, Any]:
+) -> JobResult:
     """Evaluate one job's runs and record its end in the job ledger; the body the client gets."""
     assert state.slots is not None
     out_dir = state.config.server.state_dir / "jobs" / job.job_id
@@ -103,7 +129,7 @@ async def run_job(
             log(f"failed: {type(exc).__name__}: {exc}")
             state.store.fail(job.job_id, "internal error while evaluating; see the server log")
             raise
-    body: dict[str, Any] = {
+    body: JobResult = {
         "job_id": job.job_id,
         "status": JobStatus.PARTIAL if result.partial else JobStatus.COMPLETED,
         "rollout_id": req.rollout_id,
@@ -155,7 +181,7 @@ async def handed_over(store: JobStore, job: Job, run_async: bool) -> JSONRespons
     return JSONResponse(done.result, status_code=504 if done.status == JobStatus.PARTIAL else 200)
 
 
-def job_finished(state: ServerState, key: str, task: asyncio.Task[dict[str, Any]]) -> None:
+def job_finished(state: ServerState, key: str, task: asyncio.Task[JobResult]) -> None:
     """Done-callback of a job's task: it leaves the in-flight map."""
     state.inflight.pop(key, None)
     if not task.cancelled():
@@ -168,6 +194,6 @@ def report_warm_up(future: asyncio.Future[None]) -> None:
         logger.error("math-verify workers did not start: %s", future.exception())
 
 
-def failed_body(job_id: str, error: str) -> dict[str, Any]:
+def failed_body(job_id: str, error: str) -> FailedBody:
     """The JSON body of a failed job."""
     return {"job_id": job_id, "status": JobStatus.FAILED, "error": error, "raw_metrics": {}}
