@@ -132,3 +132,19 @@ def test_a_dry_run_refuses_a_missing_checkpoint_as_the_run_would(make_bench, tmp
     (run,) = would_run(load_spec(bench.spec), bench.results)
     assert run.run_id in proc.stdout
     assert not (bench.results / "runs").exists()
+
+
+def test_the_recorded_evaluation_settings_take_what_the_harness_says_ran_over_the_command():
+    from typing import get_type_hints
+
+    from benchlab.evalrules import EvaluationSettings, settings_of
+
+    command = "lm_eval --model vllm --model_args pretrained=/c/s,tensor_parallel_size=2 --seed 7"
+    ran = {"lm_eval_version": "0.4.13",
+           "run_config": {"random_seed": 1234, "batch_size": 16, "gen_kwargs": "temperature=0.0"},
+           "model_args": {"pretrained": "/c/s", "tensor_parallel_size": 4}}
+    settings = settings_of(command, ran)
+    assert settings == {"tool": "lm_eval", "model": "/c/s", "seed": "1234", "temperature": "0.0",
+                        "tensor_parallel_size": 4, "batch_size": "16", "version": "0.4.13"}
+    assert list(settings) == list(get_type_hints(EvaluationSettings))  # every key its record names
+    assert settings_of("python train.py --seed 1") is None

@@ -22,9 +22,9 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from benchlab.errors import Problem, SpecError
 
@@ -45,6 +45,19 @@ class EvalCall:
     temperature: str | None = None
     tensor_parallel_size: int | None = None
     batch_size: str | None = None
+
+
+class EvaluationSettings(TypedDict):
+    """A run's provenance under ``evaluation`` (JSON): :class:`EvalCall`'s fields and the tool's
+    version, as the harness's results file says they ran where it says."""
+
+    tool: str
+    model: str | None
+    seed: str | None
+    temperature: str | None
+    tensor_parallel_size: int | None
+    batch_size: str | None
+    version: str | None
 
 
 def _tokens(command: str) -> list[str]:
@@ -200,15 +213,16 @@ def tool_version(tool: str) -> str | None:
     return None
 
 
-def settings_of(command: str, lm_eval: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def settings_of(command: str, lm_eval: Mapping[str, Any] | None = None) -> EvaluationSettings | None:
     """What a run's provenance records under ``evaluation``: tool, harness version, seed,
     temperature, tensor parallelism, batch size, model. ``lm_eval`` is the provenance read from
     the harness's results file, whose ``config`` says what actually ran; the command fills the rest."""
     call = parse_call(command)
     if call is None:
         return None
-    out = {k: v for k, v in asdict(call).items()}
-    out["version"] = tool_version(call.tool)
+    out = EvaluationSettings(tool=call.tool, model=call.model, seed=call.seed, temperature=call.temperature,
+                             tensor_parallel_size=call.tensor_parallel_size, batch_size=call.batch_size,
+                             version=tool_version(call.tool))
     if lm_eval:
         out["version"] = lm_eval.get("lm_eval_version") or out["version"]
         ran = lm_eval.get("run_config") or {}

@@ -212,3 +212,21 @@ def test_secondary_metrics_do_not_enter_the_primary_metrics_holm_family():
     # The same p-values whether or not the secondary metric is in the table (as in the report).
     assert [c.p_holm for c in both.comparisons if c.metric == "score"] == pytest.approx(
         [c.p_holm for c in alone.comparisons])
+
+
+def test_analyze_takes_its_settings_as_one_options_record_or_as_changes_to_it():
+    from dataclasses import FrozenInstanceError
+
+    from benchlab.stats import AnalysisOptions
+
+    options = AnalysisOptions(baseline="base", reps=1_000, seed=3)
+    by_record = analyze(TABLE, options).to_dict()
+    by_changes = analyze(TABLE, baseline="base", reps=1_000, seed=3).to_dict()
+    assert by_record == by_changes
+    assert [r["candidate"] for r in by_record["comparisons"]] != []
+    # A change overrides the record's field, the rest of the record stands.
+    assert analyze(TABLE, options, baseline=None).comparisons == []
+    with pytest.raises(TypeError, match="basline"):
+        analyze(TABLE, basline="base")
+    with pytest.raises(FrozenInstanceError):
+        options.reps = 5  # type: ignore[misc]

@@ -93,9 +93,9 @@ def test_power_gives_no_seed_count_for_a_constant_offset():
     df = pd.DataFrame({"task": "t", "config": ["base"] * 5 + ["plus"] * 5,
                        "seed": list(range(5)) * 2, "value": np.concatenate([b, c])})
     out = power_analysis(df=df, baseline="base", candidate="plus")
-    assert out["rows"][0]["effect"] is None and out["rows"][0]["seeds"] is None
+    assert out.rows[0].effect is None and out.rows[0].seeds is None
     assert any(w.startswith("t value plus vs base: the effect is undefined from 5 pilot pair(s)")
-               and "all differences equal up to rounding" in w for w in out["warnings"])
+               and "all differences equal up to rounding" in w for w in out.warnings)
 
 
 def test_a_side_with_one_run_gives_no_effect_size_and_no_rank_test():

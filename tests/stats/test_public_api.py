@@ -15,6 +15,7 @@ def test_public_names_are_pinned():
         "probability_of_improvement", "rank", "reduce_runs", "score_matrices", "seeds_for_power", "smallest_n",
         "stratified_bootstrap", "summarize", "t_interval", "validate_table", "variance_analysis",
         "welch_pvalue", "median_member", "normal_interval", "Analysis", "SummaryRow", "ComparisonRow",
-        "AggregateRow", "Estimate",
+        "AggregateRow", "Estimate", "AnalysisOptions", "PowerAnalysis", "PowerRow", "VarianceAnalysis",
+        "TaskVariance", "CvCurve",
     ])
     assert all(hasattr(benchlab.stats, name) for name in benchlab.stats.__all__)

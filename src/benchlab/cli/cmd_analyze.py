@@ -509,22 +509,20 @@ def variance(
         metric = metric or info.primary
     report = variance_analysis(df, config, metric, threshold, reps, seed, source=str(results))
     if as_json:
-        print_json(report)
+        print_json(report.to_json())
         return
-    table = Table(title=f"{config} {report['metric']}: CV of the mean vs seeds "
+    table = Table(title=f"{config} {report.metric}: CV of the mean vs seeds "
                   f"(threshold {threshold:g})", title_justify="left")
     for col in ("task", "seeds", "summary", "CV at N = 1, 2, …", "smallest N"):
         table.add_column(col)
-    for row in report["tasks"]:
-        for name in ("final", "auc"):
-            part = row.get(name)
+    for row in report.tasks:
+        for name, part in (("final", row.final), ("auc", row.auc)):
             if part is None:
                 continue
-            cvs = ", ".join(_fmt(c, 2) for c in part["cv"])
-            table.add_row(row["task"], str(row.get("n_seeds", "")), name, cvs,
-                          _fmt(part["smallest_n"]))
+            cvs = ", ".join(_fmt(c, 2) for c in part.cv)
+            table.add_row(row.task, str(row.n_seeds), name, cvs, _fmt(part.smallest_n))
     console.print(table)
-    _print_warnings(report["warnings"])
+    _print_warnings(list(report.warnings))
 
 
 @app.command()
@@ -562,18 +560,17 @@ def power(
     report = power_analysis(effect, df, baseline, candidate, metric, summary, alpha, target,
                             source=str(results), min_effect=min_effect)
     if as_json:
-        print_json(report)
+        print_json(report.to_json())
         return
     table = Table(title=f"Paired seeds for power {target:g} at alpha {alpha:g}",
                   title_justify="left")
     for col in ("task", "effect d_z", "95% CI of d_z", "pilot pairs", "seeds needed",
                 "at the CI's end nearest 0"):
         table.add_column(col)
-    for row in report["rows"]:
-        table.add_row(_fmt(row["task"]), _fmt(row["effect"], 3),
-                      "–" if row["effect_ci_low"] is None
-                      else f"[{_fmt(row['effect_ci_low'], 3)}, {_fmt(row['effect_ci_high'], 3)}]",
-                      _fmt(row["pilot_pairs"]), _fmt(row["seeds"]),
-                      _fmt(row["seeds_conservative"]))
+    for row in report.rows:
+        table.add_row(_fmt(row.task), _fmt(row.effect, 3),
+                      "–" if row.effect_ci_low is None
+                      else f"[{_fmt(row.effect_ci_low, 3)}, {_fmt(row.effect_ci_high, 3)}]",
+                      _fmt(row.pilot_pairs), _fmt(row.seeds), _fmt(row.seeds_conservative))
     console.print(table)
-    _print_warnings(report["warnings"])
+    _print_warnings(list(report.warnings))

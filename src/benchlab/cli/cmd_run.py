@@ -163,13 +163,72 @@ def run(
                                  "and decision as JSON at the end (on stdout; progress goes to stderr)."),
 ) -> None:
     """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
-    from benchlab import run_files
     from benchlab.execute.sweep import Sweep
     from benchlab.spec import load_spec
-    from benchlab.store import DB_NAME
 
     spec = load_spec(spec_path, sets)
     folder = results or default_results(spec)
+    _check_run_flags(gpus=gpus, until_decided=until_decided, max_seeds=max_seeds, batch=batch, margin=margin,
+                     as_json=as_json, spending=spending, rerun_all=rerun_all)
+    if until_decided and not dry_run:
+        return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
+                                  spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
+                                  max_failures=max_failures, backend=backend, ray_address=ray_address,
+                                  shared_fs=shared_fs, gpus=gpus, report=report, allow_changed=allow_changed,
+                                  slurm=slurm)
+    if dry_run:
+        planned = None
+        if until_decided:  # the runs of the next look: the spec's, or the open pairs' next batch
+            from benchlab.execute import sequential as seqrun
+
+            design = seqrun.make_design(spec, max_seeds, batch, alpha, spending, margin)
+            planned = seqrun.next_look(spec, folder, design)
+        return _print_dry_run(spec, folder, planned, rerun_failed=rerun_failed, rerun_all=rerun_all,
+                              allow_changed=allow_changed)
+    from benchlab.cli.progress import SweepDisplay
+
+    backend = backend or spec.backend
+    options = backend_options(backend, jobs, ray_address, shared_fs, slurm)
+    display = SweepDisplay(console, primary=spec.metrics.primary.name)
+    from rich.markup import escape
+
+    console.print(f"results: {escape(str(folder))}", highlight=False)
+    if not rerun_all:
+        _say_what_is_kept(spec, folder)
+    sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all, backend=backend,
+                  on_event=display.on_event, max_failures=max_failures, gpus=gpus,
+                  backend_options=options, allow_changed=allow_changed)
+    result = _sweep_with_signals(sweep, display)
+    display.summary(result)
+    if report and result.completed + result.skipped > 0 and not result.stopped:
+        from benchlab.report import write_report
+
+        files = write_report(folder)
+        console.print(f"report: [bold]{files.markdown}[/]")
+    raise typer.Exit(result.exit_code)
+
+
+
+def _say_what_is_kept(spec: Any, folder: Path) -> None:
+    """Before a sweep over an existing ledger: refuse one that lost its attempts, and say which
+    finished runs beyond the spec's seeds stay."""
+    from benchlab.execute.sweep import refuse_without_ledger, sweep_plan
+    from benchlab.store import DB_NAME
+
+    if not (folder / DB_NAME).exists():
+        return
+    # A ledger that lost its attempts gets the sweep's own refusal, which names the way out.
+    refuse_without_ledger(folder)
+    kept = sweep_plan(spec, folder).kept  # the sweep plans the same way; here only to say so
+    if kept:
+        console.print(f"keeping the {kept} finished runs that `run --until-decided` added beyond the "
+                      "spec's seeds: they stay in the results and the report (`benchlab status` shows "
+                      "each pair's seeds and why it stopped)", highlight=False)
+
+
+def _check_run_flags(*, gpus: str | None, until_decided: bool, max_seeds: int | None, batch: int | None,
+                     margin: float | None, as_json: bool, spending: str, rerun_all: bool) -> None:
+    """A UsageError for flags that do not go together, before anything is read or started."""
     if gpus is not None:
         from benchlab.execute.placement import parse_gpus
 
@@ -189,78 +248,40 @@ def run(
             raise UsageError(f"--spending {spending}: expected one of {', '.join(SPENDINGS)}")
         if rerun_all:  # every look would start the design over
             raise UsageError("--rerun-all does not combine with --until-decided; run with a fresh --results folder")
-    if until_decided and not dry_run:
-        return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
-                                  spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
-                                  max_failures=max_failures, backend=backend, ray_address=ray_address,
-                                  shared_fs=shared_fs, gpus=gpus, report=report, allow_changed=allow_changed,
-                                  slurm=slurm)
-    if dry_run:
-        from rich.markup import escape
 
-        from benchlab.execute.sweep import would_run
 
-        planned = None
-        if until_decided:  # the runs of the next look: the spec's, or the open pairs' next batch
-            from benchlab.execute import sequential as seqrun
-
-            design = seqrun.make_design(spec, max_seeds, batch, alpha, spending, margin)
-            planned = seqrun.next_look(spec, folder, design)
-        # What `run` would refuse, the dry run refuses the same way (exit 2, the same message).
-        todo = would_run(spec, folder, runs=planned, rerun_failed=rerun_failed, rerun_all=rerun_all,
-                         allow_changed=allow_changed)
-        runs_dir = run_files.runs_dir(folder)
-        if console.is_terminal and len(todo) <= 1000:
-            for r in todo:
-                command = r.command_for(runs_dir / r.run_id)
-                console.print(f"{escape(r.name)}  [dim]{r.run_id}[/]  {escape(command)}",
-                              highlight=False, markup=True)
-        else:
-            # Plain lines in one write: rich's per-line rendering costs seconds at 100,000 runs, and
-            # so does a Path per run (the folder is filled in only where a command names it).
-            import os
-            import sys
-
-            from benchlab.plan import RUN_DIR_PLACEHOLDER
-
-            inside = f"{runs_dir}{os.sep}"
-            sys.stdout.write("".join(
-                f"{r.name}  {r.run_id}  "
-                f"{r.command_for(inside + r.run_id) if RUN_DIR_PLACEHOLDER in r.command else r.command}\n"
-                for r in todo))
-            sys.stdout.flush()
-        console.print(f"{len(todo)} runs would run (dry run: nothing was started)")
-        return
-    from benchlab.cli.progress import SweepDisplay
-
-    backend = backend or spec.backend
-    options = backend_options(backend, jobs, ray_address, shared_fs, slurm)
-    display = SweepDisplay(console, primary=spec.metrics.primary.name)
+def _print_dry_run(spec: Any, folder: Path, planned: list[Any] | None, *, rerun_failed: bool, rerun_all: bool,
+                   allow_changed: bool) -> None:
+    """``run --dry-run``: each run that would run, with its command; nothing is started."""
     from rich.markup import escape
 
-    console.print(f"results: {escape(str(folder))}", highlight=False)
-    if (folder / DB_NAME).exists() and not rerun_all:
-        from benchlab.execute.sweep import refuse_without_ledger, sweep_plan
+    from benchlab import run_files
+    from benchlab.execute.sweep import would_run
 
-        # A ledger that lost its attempts gets the sweep's own refusal, which names the way out.
-        refuse_without_ledger(folder)
-        kept = sweep_plan(spec, folder).kept  # the sweep plans the same way; here only to say so
-        if kept:
-            console.print(f"keeping the {kept} finished runs that `run --until-decided` added beyond the "
-                          "spec's seeds: they stay in the results and the report (`benchlab status` shows "
-                          "each pair's seeds and why it stopped)", highlight=False)
-    sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all, backend=backend,
-                  on_event=display.on_event, max_failures=max_failures, gpus=gpus,
-                  backend_options=options, allow_changed=allow_changed)
-    result = _sweep_with_signals(sweep, display)
-    display.summary(result)
-    if report and result.completed + result.skipped > 0 and not result.stopped:
-        from benchlab.report import write_report
+    # What `run` would refuse, the dry run refuses the same way (exit 2, the same message).
+    todo = would_run(spec, folder, runs=planned, rerun_failed=rerun_failed, rerun_all=rerun_all,
+                     allow_changed=allow_changed)
+    runs_dir = run_files.runs_dir(folder)
+    if console.is_terminal and len(todo) <= 1000:
+        for r in todo:
+            command = r.command_for(runs_dir / r.run_id)
+            console.print(f"{escape(r.name)}  [dim]{r.run_id}[/]  {escape(command)}",
+                          highlight=False, markup=True)
+    else:
+        # Plain lines in one write: rich's per-line rendering costs seconds at 100,000 runs, and
+        # so does a Path per run (the folder is filled in only where a command names it).
+        import os
+        import sys
 
-        files = write_report(folder)
-        console.print(f"report: [bold]{files.markdown}[/]")
-    raise typer.Exit(result.exit_code)
+        from benchlab.plan import RUN_DIR_PLACEHOLDER
 
+        inside = f"{runs_dir}{os.sep}"
+        sys.stdout.write("".join(
+            f"{r.name}  {r.run_id}  "
+            f"{r.command_for(inside + r.run_id) if RUN_DIR_PLACEHOLDER in r.command else r.command}\n"
+            for r in todo))
+        sys.stdout.flush()
+    console.print(f"{len(todo)} runs would run (dry run: nothing was started)")
 
 
 def backend_options(backend: str, jobs: int | None, ray_address: str | None, shared_fs: bool,

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from benchlab.cli.app import app, console, print_json
 from benchlab.cli.cmd_run import ResultsOpt, SetOpt, SpecArg, default_results
 from benchlab.errors import UsageError
+
+if TYPE_CHECKING:
+    from benchlab.search import SearchResult, TrialEvent
 
 
 def _params_text(params: dict[str, Any]) -> str:
@@ -61,7 +65,7 @@ def search(
         return _report(spec, folder, out, as_json)
     from benchlab.cli.cmd_run import _sweep_with_signals
     from benchlab.cli.progress import SweepDisplay
-    from benchlab.search import SearchRun, TrialEvent
+    from benchlab.search import SearchRun
     from benchlab.search.study import goal_of
 
     backend = backend or spec.backend
@@ -72,21 +76,7 @@ def search(
     search_ = spec.search
     metric = search_.metric.name
 
-    def on_trial(event: TrialEvent) -> None:
-        if event.kind == "ask":
-            return
-        params = escape(_params_text(event.params))
-        if event.state == "complete":
-            detail = f"[green]{escape(metric)} = {event.value:.6g}[/]"
-        elif event.state == "pruned":
-            detail = f"[yellow]pruned[/] ({escape(event.reason or '')})"
-        else:
-            detail = f"[red]failed[/]: {escape(event.reason or '')}"
-        best = (f"; best: trial {event.best_number}, {event.best_value:.6g}"
-                if event.best_number is not None and event.best_value is not None else "")
-        show.print(f"trial {event.number} [{event.counted}/{event.budget}] {detail} with {params}{best}",
-                   highlight=False)
-
+    on_trial = _trial_printer(show, metric)
     run = SearchRun(spec, folder, budget=budget, jobs=jobs, backend=backend, gpus=gpus, summary=summary,
                     on_trial=on_trial, backend_options=options)
     how = ("--budget" if budget is not None else "search.budget" if search_.budget is not None else
@@ -105,6 +95,38 @@ def search(
     display = SweepDisplay(show, primary=metric, counter=False)
     run.on_event = display.on_event
     result = _sweep_with_signals(run, display)
+    _print_outcome(show, result, metric, spec, spec_path, as_json)
+    raise typer.Exit(result.exit_code)
+
+
+def _trial_printer(show: Any, metric: str) -> Callable[[TrialEvent], None]:
+    """The line printed as each trial ends: its value or why it was pruned or failed, and the best so far."""
+    from rich.markup import escape
+
+    def on_trial(event: TrialEvent) -> None:
+        if event.kind == "ask":
+            return
+        params = escape(_params_text(event.params))
+        if event.state == "complete":
+            detail = f"[green]{escape(metric)} = {event.value:.6g}[/]"
+        elif event.state == "pruned":
+            detail = f"[yellow]pruned[/] ({escape(event.reason or '')})"
+        else:
+            detail = f"[red]failed[/]: {escape(event.reason or '')}"
+        best = (f"; best: trial {event.best_number}, {event.best_value:.6g}"
+                if event.best_number is not None and event.best_value is not None else "")
+        show.print(f"trial {event.number} [{event.counted}/{event.budget}] {detail} with {params}{best}",
+                   highlight=False)
+
+
+    return on_trial
+
+
+def _print_outcome(show: Any, result: SearchResult, metric: str, spec: Any, spec_path: Path,
+                   as_json: bool) -> None:
+    """The study's end: its counts, the best trial and how to promote it, the search report, the JSON."""
+    from rich.markup import escape
+
     if result.recovered:
         show.print(f"trials {', '.join(map(str, result.recovered))} were running when the last search stopped: "
                    "failed with that reason and asked again", highlight=False)
@@ -133,7 +155,6 @@ def search(
                     "counted": result.counted, "completed": result.completed, "pruned": result.pruned,
                     "failed": result.failed, "recovered": result.recovered, "best_trial": result.best_number,
                     "best_value": result.best_value, "best_params": result.best_params, "metric": metric})
-    raise typer.Exit(result.exit_code)
 
 
 def _promote(spec: Any, folder: Path, name: str, as_json: bool) -> None:

@@ -19,6 +19,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -139,14 +140,14 @@ class JobStore:
         with self._lock:
             self._db.execute("UPDATE jobs SET status = ? WHERE job_id = ?", (JobStatus.RUNNING, job_id))
 
-    def complete(self, job_id: str, result: dict[str, Any]) -> None:
+    def complete(self, job_id: str, result: Mapping[str, Any]) -> None:
         with self._lock:
             self._db.execute(
                 "UPDATE jobs SET status = ?, result = ?, finished = ? WHERE job_id = ?",
                 (JobStatus.COMPLETED, json.dumps(result), time.time(), job_id),
             )
 
-    def finish_partial(self, job_id: str, result: dict[str, Any]) -> None:
+    def finish_partial(self, job_id: str, result: Mapping[str, Any]) -> None:
         """The job stopped before it finished: its body (with what was scored) is kept, never reused."""
         with self._lock:
             self._db.execute(

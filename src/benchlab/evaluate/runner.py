@@ -106,6 +106,44 @@ async def _one(run: BenchmarkRun, item: Item, client: ModelClient, scorers: Scor
     return _Outcome(item, texts, list(scores), error, run.sampling.n - len(texts))
 
 
+def _write_records(out_dir: Path, run: BenchmarkRun, outcomes: list[_Outcome]) -> Path:
+    """``<benchmark>.jsonl`` in ``out_dir``: one line per prompt, its responses and verdicts."""
+    path = out_dir / f"{run.name}.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for o in outcomes:
+            record: dict[str, Any] = {
+                "id": o.item.id,
+                "responses": o.responses,
+                "error": o.error,
+                "missing": o.missing,
+                "answers": [s.answer for s in o.scores],
+                "correct": [s.correct for s in o.scores],
+                "detail": [s.detail for s in o.scores],
+            }
+            if run.config.scorer == "code":
+                record["tests_passed"] = [s.tests_passed for s in o.scores]
+                record["tests_total"] = [s.tests_total for s in o.scores]
+            f.write(json.dumps(record) + "\n")
+    return path
+
+
+def _shortfall(pending: bool, deadline_secs: float | None, scored_all: int, asked_all: int, finished: int,
+               prompts: int) -> list[str]:
+    """Why fewer samples were scored than asked: the deadline, or the model's missing responses."""
+    warnings: list[str] = []
+    if pending:
+        warnings.append(
+            f"server deadline of {deadline_secs:g}s reached: {scored_all} of {asked_all} samples scored, "
+            f"{finished} of {prompts} prompts finished"
+        )
+    elif scored_all < asked_all:
+        warnings.append(
+            f"{asked_all - scored_all} of {asked_all} samples got no response from the model and are not "
+            "scored (model_errors); the metrics cover the other samples"
+        )
+    return warnings
+
+
 async def evaluate(
     runs: list[BenchmarkRun],
     client: ModelClient,
@@ -183,39 +221,14 @@ async def evaluate(
             summary["tests_passed"] = sum(s.tests_passed or 0 for s in counted)
             summary["tests_run"] = sum(s.tests_total or 0 for s in counted)
         if out_dir is not None:
-            path = out_dir / f"{run.name}.jsonl"
-            with path.open("w", encoding="utf-8") as f:
-                for o in tally.outcomes:
-                    record: dict[str, Any] = {
-                        "id": o.item.id,
-                        "responses": o.responses,
-                        "error": o.error,
-                        "missing": o.missing,
-                        "answers": [s.answer for s in o.scores],
-                        "correct": [s.correct for s in o.scores],
-                        "detail": [s.detail for s in o.scores],
-                    }
-                    if run.config.scorer == "code":
-                        record["tests_passed"] = [s.tests_passed for s in o.scores]
-                        record["tests_total"] = [s.tests_total for s in o.scores]
-                    f.write(json.dumps(record) + "\n")
-            summary["output_file"] = path.name
+            summary["output_file"] = _write_records(out_dir, run, tally.outcomes).name
         summaries.append(summary)
         log(
             f"{run.name}: {len(tally.outcomes)}/{total[run.name]} prompts, {scored}/{asked} samples scored, "
             f"{tally.errors} model errors, metrics {json.dumps(raw[run.name])}"
         )
-    warnings = []
-    if pending:
-        warnings.append(
-            f"server deadline of {deadline_secs:g}s reached: {scored_all} of {asked_all} samples scored, "
-            f"{sum(len(t.outcomes) for t in tallies.values())} of {sum(total.values())} prompts finished"
-        )
-    elif scored_all < asked_all:
-        warnings.append(
-            f"{asked_all - scored_all} of {asked_all} samples got no response from the model and are not "
-            "scored (model_errors); the metrics cover the other samples"
-        )
+    finished = sum(len(t.outcomes) for t in tallies.values())
+    warnings = _shortfall(bool(pending), deadline_secs, scored_all, asked_all, finished, sum(total.values()))
     for w in warnings:
         log(w)
     if scorers.judge is not None:

@@ -164,106 +164,114 @@ def judge_reply(prompt: str, quality: dict[str, int], settings: StubSettings) ->
             f"correct: {'yes' if correct else 'no'}")
 
 
-def create_stub_app(
-    config: EvalConfig, settings: StubSettings | None = None, *, model: str | None = None
-) -> FastAPI:
-    """The stub server for the benchmarks of ``config``."""
-    settings = settings or StubSettings()
-    lookup: dict[str, tuple[str, dict[str, Any]]] = {}
-    quality: dict[str, int] = {}
-    for bench in config.benchmarks.values():
-        for item in load_items(bench):
-            lookup[item.prompt] = (bench.scorer, item.fields)
-            if bench.scorer == "llm_judge" and "baseline" in item.fields:
-                quality[str(item.fields["baseline"]).strip()] = 1
-                quality[respond("llm_judge", item.fields, "correct").strip()] = 2
-    stats = StubStats()
-    rng = random.Random(settings.seed)
-    app = FastAPI(title="benchlab stub model")
-    app.state.stats = stats
-    app.state.settings = settings
+class _StubModel:
+    """The stub's answers: scripted per dataset item, with the failures and latency ``settings`` asks for."""
 
-    def texts(prompt: str, body: dict[str, Any]) -> list[str]:
+    def __init__(self, config: EvalConfig, settings: StubSettings, model: str | None) -> None:
+        self.settings = settings
+        self.model = model
+        self.lookup: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.quality: dict[str, int] = {}
+        for bench in config.benchmarks.values():
+            for item in load_items(bench):
+                self.lookup[item.prompt] = (bench.scorer, item.fields)
+                if bench.scorer == "llm_judge" and "baseline" in item.fields:
+                    self.quality[str(item.fields["baseline"]).strip()] = 1
+                    self.quality[respond("llm_judge", item.fields, "correct").strip()] = 2
+        self.stats = StubStats()
+        self.rng = random.Random(settings.seed)
+
+    def texts(self, prompt: str, body: dict[str, Any]) -> list[str]:
         n = int(body.get("n", 1))
         keys = ("model", "n", "temperature", "top_p", "top_k", "max_tokens")
-        stats.sampling.add(json.dumps({k: body[k] for k in keys if k in body}, sort_keys=True))
-        stats.by_prompt[prompt] = stats.by_prompt.get(prompt, 0) + 1
-        found = lookup.get(prompt)
+        self.stats.sampling.add(json.dumps({k: body[k] for k in keys if k in body}, sort_keys=True))
+        self.stats.by_prompt[prompt] = self.stats.by_prompt.get(prompt, 0) + 1
+        found = self.lookup.get(prompt)
         if found is None:
-            verdict = judge_reply(prompt, quality, settings)
+            verdict = judge_reply(prompt, self.quality, self.settings)
             if verdict is not None:
-                stats.judge_requests += 1
-                stats.judge_malformed += verdict == _MALFORMED
+                self.stats.judge_requests += 1
+                self.stats.judge_malformed += verdict == _MALFORMED
                 return [verdict] * n
             return ["I do not know."] * n
         scorer, item = found
-        if settings.ignore_n:
+        if self.settings.ignore_n:
             n = 1
         # Ignoring n, the sample index goes on across the requests for one prompt: the client's
         # requests for the missing samples get the answers one request of n would have held.
-        first = stats.samples_sent.get(prompt, 0) if settings.ignore_n else 0
-        if settings.ignore_n:
-            stats.samples_sent[prompt] = first + n
+        first = self.stats.samples_sent.get(prompt, 0) if self.settings.ignore_n else 0
+        if self.settings.ignore_n:
+            self.stats.samples_sent[prompt] = first + n
         return [
             respond(
                 scorer,
                 item,
-                plan(settings.seed, str(item["id"]), first + i,
-                     settings.model_p_correct.get(str(body.get("model")), settings.p_correct),
-                     settings.p_no_answer),
+                plan(self.settings.seed, str(item["id"]), first + i,
+                     self.settings.model_p_correct.get(str(body.get("model")), self.settings.p_correct),
+                     self.settings.p_no_answer),
             )
             for i in range(n)
         ]
 
-    async def gate() -> JSONResponse | None:
-        stats.requests += 1
-        if settings.latency_secs:
-            await asyncio.sleep(settings.latency_secs)
-        u = rng.random()
-        if u < settings.rate_429:
-            stats.failures_injected += 1
+    async def gate(self) -> JSONResponse | None:
+        self.stats.requests += 1
+        if self.settings.latency_secs:
+            await asyncio.sleep(self.settings.latency_secs)
+        u = self.rng.random()
+        if u < self.settings.rate_429:
+            self.stats.failures_injected += 1
             return JSONResponse(
                 {"error": {"message": "rate limited"}},
                 status_code=429,
                 headers={"retry-after": "0"},
             )
-        if u < settings.rate_429 + settings.rate_500:
-            stats.failures_injected += 1
+        if u < self.settings.rate_429 + self.settings.rate_500:
+            self.stats.failures_injected += 1
             return JSONResponse({"error": {"message": "injected failure"}}, status_code=500)
         return None
 
-    def reply(kind: str, body: dict[str, Any], choices: list[dict[str, Any]]) -> JSONResponse:
+    def reply(self, kind: str, body: dict[str, Any], choices: list[dict[str, Any]]) -> JSONResponse:
         # JSONResponse directly: FastAPI's encoder walk would cost the stub more CPU than the request itself.
         return JSONResponse(
             {
-                "id": f"{_ID_PREFIX[kind]}-{stats.requests}",
+                "id": f"{_ID_PREFIX[kind]}-{self.stats.requests}",
                 "object": kind,
                 "created": int(time.time()),
-                "model": body.get("model", model or "stub"),
+                "model": body.get("model", self.model or "stub"),
                 "choices": choices,
                 "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
             }
         )
 
-    def unexpected(body: dict[str, Any]) -> JSONResponse | None:
+    def unexpected(self, body: dict[str, Any]) -> JSONResponse | None:
         extra = set(body) - _OPENAI_FIELDS
-        if settings.strict_fields and extra:
+        if self.settings.strict_fields and extra:
             return JSONResponse({"error": {"message": f"Unexpected fields {extra}"}}, status_code=422)
         return None
 
+
+def create_stub_app(
+    config: EvalConfig, settings: StubSettings | None = None, *, model: str | None = None
+) -> FastAPI:
+    """The stub server for the benchmarks of ``config``."""
+    stub = _StubModel(config, settings or StubSettings(), model)
+    app = FastAPI(title="benchlab stub model")
+    app.state.stats = stub.stats
+    app.state.settings = stub.settings
+
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Any:
-        failure = await gate()
+        failure = await stub.gate()
         if failure:
             return failure
         body = await request.json()
-        refused = unexpected(body)
+        refused = stub.unexpected(body)
         if refused:
             return refused
         messages = [m for m in body.get("messages", []) if m.get("role") == "user"]
         prompt = messages[-1]["content"] if messages else ""
-        outs = texts(prompt, body)
-        return reply(
+        outs = stub.texts(prompt, body)
+        return stub.reply(
             "chat.completion",
             body,
             [
@@ -274,15 +282,15 @@ def create_stub_app(
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Any:
-        failure = await gate()
+        failure = await stub.gate()
         if failure:
             return failure
         body = await request.json()
-        refused = unexpected(body)
+        refused = stub.unexpected(body)
         if refused:
             return refused
-        outs = texts(str(body.get("prompt", "")), body)
-        return reply(
+        outs = stub.texts(str(body.get("prompt", "")), body)
+        return stub.reply(
             "text_completion",
             body,
             [{"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(outs)],
@@ -290,17 +298,17 @@ def create_stub_app(
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": model or "stub", "object": "model"}]}
+        return {"object": "list", "data": [{"id": stub.model or "stub", "object": "model"}]}
 
     @app.get("/stats")
     async def get_stats() -> dict[str, Any]:
         return {
-            "requests": stats.requests,
-            "judge_requests": stats.judge_requests,
-            "judge_malformed": stats.judge_malformed,
-            "failures_injected": stats.failures_injected,
-            "sampling": [json.loads(x) for x in sorted(stats.sampling)],
-            "distinct_prompts": len(stats.by_prompt),
+            "requests": stub.stats.requests,
+            "judge_requests": stub.stats.judge_requests,
+            "judge_malformed": stub.stats.judge_malformed,
+            "failures_injected": stub.stats.failures_injected,
+            "sampling": [json.loads(x) for x in sorted(stub.stats.sampling)],
+            "distinct_prompts": len(stub.stats.by_prompt),
         }
 
     return app

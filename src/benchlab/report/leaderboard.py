@@ -125,6 +125,23 @@ def _is_one(rank: object) -> bool:
         return False
 
 
+def _runs_section(rows: list[TaskRow], configs: list[str], run_links: dict[tuple[str, str], list[tuple[int, str]]],
+                  score_links: dict[tuple[str, str], str]) -> list[str]:
+    """The lines of BENCHMARKS.md's "Runs" section: each score with every seed's run folder."""
+    # The table links one seed per score; this list gives every seed's run folder.
+    lines = ["", "## Runs", "", "Each score and the run folders of its seeds.", ""]
+    for row in rows:
+        for cfg in configs:
+            links = run_links.get((row.task, cfg))
+            cell = row.cells.get(cfg)
+            if links and cell is not None:
+                seeds_text = " ".join(f"[{seed}]({href})" for seed, href in links)
+                href = score_links.get((row.task, cfg), links[0][1])
+                lines.append(f"- {md_text(row.task)} / {md_text(cfg)}: [{mean_pm(cell[0], cell[1])}]({href}) — "
+                             f"seeds {seeds_text}")
+    return lines
+
+
 def render_leaderboard(
     desc: pd.DataFrame,
     tasks: list[str],
@@ -212,18 +229,7 @@ def render_leaderboard(
                   "short), so not comparable with a full run's:", ""]
         lines += [f"- {md_cell(t)} / {md_cell(c)}: " + "; ".join(partial[(t, c)]) for t, c in marked]
     if run_links:
-        # The table links one seed per score; this list gives every seed's run folder.
-        lines += ["", "## Runs", "", "Each score and the run folders of its seeds."]
-        lines.append("")
-        for row in rows:
-            for cfg in configs:
-                links = run_links.get((row.task, cfg))
-                cell = row.cells.get(cfg)
-                if links and cell is not None:
-                    seeds_text = " ".join(f"[{seed}]({href})" for seed, href in links)
-                    href = score_links.get((row.task, cfg), links[0][1])
-                    lines.append(f"- {md_text(row.task)} / {md_text(cfg)}: [{mean_pm(cell[0], cell[1])}]({href}) — "
-                                 f"seeds {seeds_text}")
+        lines += _runs_section(rows, configs, run_links, score_links)
     if settings and any(settings.get(t) for t in tasks):
         lines += ["", "## Settings", ""]
         lines += [f"- **{md_text(t)}**: {md_text(settings[t])}" for t in tasks if settings.get(t)]

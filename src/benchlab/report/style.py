@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from benchlab.results import BenchmarkInfo
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442"]
-LINESTYLES = ["-", "--", ":", "-."]
+Dash = Literal["-", "--", ":", "-."]
+LINESTYLES: list[Dash] = ["-", "--", ":", "-."]
 DPI = 100
 #: zlib level of the PNG files: 3 writes them in half the time of the default 6, and on these
 #: figures (flat colours, lines, text) about as small (the scores figure of 10,000 runs: 0.90 MB
@@ -40,7 +41,14 @@ class Plot:
         return {"path": self.path, "title": self.title, "caption": self.caption}
 
 
-def style(i: int) -> dict[str, Any]:
+class LineStyle(TypedDict):
+    """Matplotlib keyword arguments (``**style(i)``) that draw one config's lines."""
+
+    color: str
+    linestyle: Dash
+
+
+def style(i: int) -> LineStyle:
     """Colour and line style of the i-th config."""
     return {
         "color": OKABE_ITO[i % len(OKABE_ITO)],

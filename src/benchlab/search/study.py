@@ -30,6 +30,7 @@ from benchlab.extras import missing_extra
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.distributions import BaseDistribution
 
     from benchlab.spec import Spec
     from benchlab.spec.search import Search
@@ -115,11 +116,11 @@ def read_study(folder: Path) -> optuna.Study:
     return optuna.load_study(study_name=names[0], storage=storage)
 
 
-def distributions(search: Search) -> dict[str, Any]:
+def distributions(search: Search) -> dict[str, BaseDistribution]:
     """Each param's Optuna distribution."""
     optuna = import_optuna()
     d = optuna.distributions
-    out: dict[str, Any] = {}
+    out: dict[str, BaseDistribution] = {}
     for name, space in search.space.items():
         if space.uniform is not None:
             out[name] = d.FloatDistribution(space.uniform[0], space.uniform[1])

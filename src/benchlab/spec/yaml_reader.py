@@ -133,6 +133,9 @@ def read_yaml(text: str) -> Document:
 
 
 def _build(text: str) -> Document:
+    # long: one pass over the parser's events that keeps every piece of state (the open frames, the
+    # anchors, the limits' counters) in locals of one loop, run once per event of the file: split
+    # into functions, that state would travel through arguments and a call per event.
     resolver = yaml.resolver.Resolver()
     resolve = resolver.resolve
     implicit_starts = frozenset(k for k in resolver.yaml_implicit_resolvers if k)

@@ -66,8 +66,16 @@ from benchlab.stats.seeds import (
     seeds_for_power,
     smallest_n,
 )
-from benchlab.stats.sizing import power_analysis, variance_analysis
-from benchlab.stats.table import ALIGNS, analyze, reduce_runs, validate_table
+from benchlab.stats.sizing import (
+    CvCurve,
+    PowerAnalysis,
+    PowerRow,
+    TaskVariance,
+    VarianceAnalysis,
+    power_analysis,
+    variance_analysis,
+)
+from benchlab.stats.table import ALIGNS, AnalysisOptions, analyze, reduce_runs, validate_table
 from benchlab.stats.tolerance import RELATIVE_TOLERANCE
 
 __all__ = [
@@ -79,13 +87,19 @@ __all__ = [
     "SUMMARIES",
     "AggregateRow",
     "Analysis",
+    "AnalysisOptions",
     "Comparison",
+    "CvCurve",
     "ComparisonRow",
     "Description",
     "Estimate",
+    "PowerAnalysis",
+    "PowerRow",
     "RankTest",
     "ScoreMatrices",
     "SummaryRow",
+    "TaskVariance",
+    "VarianceAnalysis",
     "aggregate",
     "aggregate_many",
     "align",

@@ -237,6 +237,52 @@ def _rank_test_note(name: str, test: RankTest | None, where: str, note: list[str
     return test.pvalue
 
 
+def _finite_values(b: np.ndarray, c: np.ndarray, paired: bool, where: str,
+                   note: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``b`` and ``c`` without NaN or infinite values (whole pairs when ``paired``), with a note."""
+    if paired:
+        if b.shape != c.shape:
+            raise ValueError(f"paired samples need the same shape, got {b.shape} and {c.shape}")
+        keep = np.isfinite(b) & np.isfinite(c)
+        if not keep.all():
+            note.append(f"{where}{int((~keep).sum())} pair(s) with a NaN or infinite value dropped")
+            b, c = b[keep], c[keep]
+    else:
+        for name, arr in (("baseline", b), ("candidate", c)):
+            if not np.isfinite(arr).all():
+                bad = int((~np.isfinite(arr)).sum())
+                note.append(f"{where}{bad} NaN or infinite {name} value(s) dropped")
+        b, c = b[np.isfinite(b)], c[np.isfinite(c)]
+    return b, c
+
+
+def _paired_tests(d: np.ndarray, magnitude: float, where: str,
+                  note: list[str]) -> tuple[float | None, float | None, float | None, bool]:
+    """Paired t and Wilcoxon p-values of the differences ``d``, the smallest p the signed-rank test
+    can give when every difference is the same non-zero number (else None), and whether every
+    difference is zero up to rounding."""
+    t_p = paired_t_pvalue(d, magnitude)
+    wil_p = _rank_test_note("Wilcoxon", signed_rank_test(d, magnitude), where, note)
+    p_floor: float | None = None
+    identical = False
+    nb = int(d.shape[0])
+    if t_p is None:
+        identical = is_negligible(float(np.max(np.abs(d))), np.array([magnitude]))
+        if identical:
+            note.append(f"{where}the same value on both sides for every seed (up to "
+                        "rounding): no change; no test has anything to test")
+        else:
+            # Every difference the same non-zero number: t is 0/0, the signed-rank
+            # test is not; its p is the smallest it can give at this n.
+            p_floor = wil_p
+            note.append(
+                f"{where}all {nb} paired differences equal {float(d.mean()):g} (up to "
+                "rounding): paired t, Cohen's d and Hedges' g are undefined (null); the "
+                f"Wilcoxon signed-rank test decides (p = {wil_p:.4g}: {nb} of {nb} seeds "
+                f"one way, the smallest p it can give with {nb} seeds)")
+    return t_p, wil_p, p_floor, identical
+
+
 def compare(
     baseline: np.ndarray,
     candidate: np.ndarray,
@@ -273,19 +319,7 @@ def compare(
     c = np.asarray(candidate, dtype=float)
     note: list[str] = []
     where = f"{label}: " if label else ""
-    if paired:
-        if b.shape != c.shape:
-            raise ValueError(f"paired samples need the same shape, got {b.shape} and {c.shape}")
-        keep = np.isfinite(b) & np.isfinite(c)
-        if not keep.all():
-            note.append(f"{where}{int((~keep).sum())} pair(s) with a NaN or infinite value dropped")
-            b, c = b[keep], c[keep]
-    else:
-        for name, arr in (("baseline", b), ("candidate", c)):
-            if not np.isfinite(arr).all():
-                bad = int((~np.isfinite(arr)).sum())
-                note.append(f"{where}{bad} NaN or infinite {name} value(s) dropped")
-        b, c = b[np.isfinite(b)], c[np.isfinite(c)]
+    b, c = _finite_values(b, c, paired, where, note)
     nb, nc = int(b.shape[0]), int(c.shape[0])
     n = nb if paired else nb + nc
     if nb == 0 or nc == 0:
@@ -300,27 +334,10 @@ def compare(
                           None, None, note)
 
     magnitude = scale(b, c)
-    t_p = wil_p = None
-    p_floor: float | None = None
+    t_p = wil_p = p_floor = None
     identical = False
     if paired:
-        d = c - b
-        t_p = paired_t_pvalue(d, magnitude)
-        wil_p = _rank_test_note("Wilcoxon", signed_rank_test(d, magnitude), where, note)
-        if t_p is None:
-            identical = is_negligible(float(np.max(np.abs(d))), np.array([magnitude]))
-            if identical:
-                note.append(f"{where}the same value on both sides for every seed (up to "
-                            "rounding): no change; no test has anything to test")
-            else:
-                # Every difference the same non-zero number: t is 0/0, the signed-rank
-                # test is not; its p is the smallest it can give at this n.
-                p_floor = wil_p
-                note.append(
-                    f"{where}all {nb} paired differences equal {float(d.mean()):g} (up to "
-                    "rounding): paired t, Cohen's d and Hedges' g are undefined (null); the "
-                    f"Wilcoxon signed-rank test decides (p = {wil_p:.4g}: {nb} of {nb} seeds "
-                    f"one way, the smallest p it can give with {nb} seeds)")
+        t_p, wil_p, p_floor, identical = _paired_tests(c - b, magnitude, where, note)
     welch_p = welch_pvalue(b, c)
     mw = rank_sum_test(b, c)
     if mw is None:

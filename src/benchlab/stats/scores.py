@@ -52,6 +52,41 @@ class ScoreMatrices:
     method: str = "none"
 
 
+def _scale_warning(typical: dict[str, float]) -> str | None:
+    """Why an aggregate of raw scores is dominated by its largest tasks, given each raw task's
+    mean absolute value; None when their scales are within ``SCALE_RATIO_WARNING`` of each other."""
+    if len(typical) < 2:
+        return None
+    small, large = min(typical, key=typical.__getitem__), max(typical, key=typical.__getitem__)
+    if typical[large] > SCALE_RATIO_WARNING * typical[small]:
+        ratio = (f"{typical[large] / typical[small]:.3g}×" if typical[small] > 0
+                 else f"more than {SCALE_RATIO_WARNING:g}×")
+        return (
+            f"aggregate: raw scores (no reference scores); task scales differ by {ratio} "
+            f"(mean |value| {typical[large]:.4g} on {large}, {typical[small]:.4g} on {small}), "
+            "so the largest tasks dominate: give reference scores (spec tasks[].reference "
+            "or --references), or --normalize observed"
+        )
+    return None
+
+
+def _normalized_per_config(runs: RunValues, configs: list[str], used: list[str], lows: np.ndarray,
+                           highs: np.ndarray) -> dict[str, np.ndarray]:
+    """Each config's normalised scores, shape ``(num_seeds, num_tasks)`` over the tasks ``used``;
+    NaN where a task has fewer seeds than the config's most."""
+    scores: dict[str, np.ndarray] = {}
+    groups = runs.groups("config", "task")
+    for config in configs:
+        # Rows sorted by seed (stable), so that row i of every config is the same seed.
+        per_task = [runs.value[sorted(groups[(config, t)], key=runs.seed.__getitem__)]
+                    for t in used]
+        matrix = np.full((max(len(v) for v in per_task), len(used)), np.nan)
+        for j, v in enumerate(per_task):
+            matrix[: len(v), j] = v
+        scores[config] = normalize_scores(matrix, lows, highs)
+    return scores
+
+
 def score_matrices(
     runs: pd.DataFrame | RunValues,
     goal: Goal = "max",
@@ -139,32 +174,12 @@ def score_matrices(
             "worst and best values observed over the configs compared (--normalize observed), "
             "so each config's aggregate depends on which others are compared"
         )
-    raw = [t for t in used if sources[t] == "raw"]
-    if len(raw) > 1:
-        typical = {t: float(typical_abs[t]) for t in raw}
-        small, large = min(typical, key=typical.__getitem__), max(typical, key=typical.__getitem__)
-        if typical[large] > SCALE_RATIO_WARNING * typical[small]:
-            ratio = (f"{typical[large] / typical[small]:.3g}×" if typical[small] > 0
-                     else f"more than {SCALE_RATIO_WARNING:g}×")
-            warnings.append(
-                f"aggregate: raw scores (no reference scores); task scales differ by {ratio} "
-                f"(mean |value| {typical[large]:.4g} on {large}, {typical[small]:.4g} on {small}), "
-                "so the largest tasks dominate: give reference scores (spec tasks[].reference "
-                "or --references), or --normalize observed"
-            )
+    scale = _scale_warning({t: typical_abs[t] for t in used if sources[t] == "raw"})
+    if scale is not None:
+        warnings.append(scale)
     lows, highs = np.array(low), np.array(high)
-    scores: dict[str, np.ndarray] = {}
-    if used:
-        groups = runs.groups("config", "task")
-        for config in configs:
-            # Rows sorted by seed (stable), so that row i of every config is the same seed.
-            per_task = [runs.value[sorted(groups[(config, t)], key=runs.seed.__getitem__)]
-                        for t in used]
-            matrix = np.full((max(len(v) for v in per_task), len(used)), np.nan)
-            for j, v in enumerate(per_task):
-                matrix[: len(v), j] = v
-            scores[config] = normalize_scores(matrix, lows, highs)
-    elif shared:
+    scores = _normalized_per_config(runs, configs, used, lows, highs) if used else {}
+    if not used and shared:
         warnings.append("aggregate: no task can be normalised; the aggregate is empty")
     return ScoreMatrices(used, scores, lows, highs, warnings, sources, method)
 

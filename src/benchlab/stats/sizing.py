@@ -1,11 +1,12 @@
 """How many seeds a table calls for: CV of the mean vs N, and paired power, per task.
 
-The DataFrame-level side of :mod:`benchlab.stats.seeds`, as JSON-ready dicts
-for ``benchlab variance`` and ``benchlab power``.
+The DataFrame-level side of :mod:`benchlab.stats.seeds`, as typed records whose
+``to_json()`` is what ``benchlab variance`` and ``benchlab power`` print.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +24,84 @@ from benchlab.stats.table import reduce_runs, validate_table
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+@dataclass(frozen=True)
+class PowerRow:
+    """Paired seeds for one task (``task`` None for a given effect): the effect ``d_z``, its 95%
+    interval and pilot pairs (None for a given effect or a smallest effect of interest), the
+    seeds for the effect (None when it is 0 or undefined) and at the interval's end nearest 0."""
+
+    task: Any
+    effect: float | None
+    effect_ci_low: float | None
+    effect_ci_high: float | None
+    pilot_pairs: int | None
+    seeds: int | None
+    seeds_conservative: int | None
+
+
+@dataclass(frozen=True)
+class PowerAnalysis:
+    """:func:`power_analysis`'s answer; ``to_json()`` is what ``benchlab power --json`` prints."""
+
+    alpha: float
+    power: float
+    metric: str | None
+    rows: tuple[PowerRow, ...]
+    warnings: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"alpha", "power", "metric", "rows": [{"task", "effect", ...}], "warnings"}``."""
+        return {"alpha": self.alpha, "power": self.power, "metric": self.metric,
+                "rows": [asdict(r) for r in self.rows], "warnings": list(self.warnings)}
+
+
+@dataclass(frozen=True)
+class CvCurve:
+    """CV of the mean at each number of seeds ``n`` (None where the mean is 0), the smallest N
+    under the threshold (None if none), and then the seeds the pilot's spread calls for."""
+
+    n: tuple[int, ...]
+    cv: tuple[float | None, ...]
+    smallest_n: int | None
+    seeds_to_reach: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"n", "cv", "smallest_n"}``, with ``seeds_to_reach`` when ``smallest_n`` is None."""
+        out: dict[str, Any] = {"n": list(self.n), "cv": list(self.cv), "smallest_n": self.smallest_n}
+        if self.smallest_n is None:
+            out["seeds_to_reach"] = self.seeds_to_reach
+        return out
+
+
+@dataclass(frozen=True)
+class TaskVariance:
+    """One task's seeds and CV curves of the ``final`` and ``auc`` summaries (None without one)."""
+
+    task: Any
+    n_seeds: int
+    final: CvCurve | None
+    auc: CvCurve | None
+
+
+@dataclass(frozen=True)
+class VarianceAnalysis:
+    """:func:`variance_analysis`'s answer; ``to_json()`` is what ``benchlab variance --json`` prints."""
+
+    config: str
+    metric: str
+    threshold: float
+    tasks: tuple[TaskVariance, ...]
+    warnings: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"config", "metric", "threshold", "tasks": [{"task", "n_seeds", "final", "auc"}], "warnings"}``."""
+        return {"config": self.config, "metric": self.metric, "threshold": self.threshold,
+                "tasks": [{"task": t.task, "n_seeds": t.n_seeds,
+                           "final": t.final.to_json() if t.final else None,
+                           "auc": t.auc.to_json() if t.auc else None} for t in self.tasks],
+                "warnings": list(self.warnings)}
 
 
 def _pick_metric(table: pd.DataFrame, metric: str | None, source: str) -> str:
@@ -50,20 +129,20 @@ def variance_analysis(
     reps: int = 2_000,
     seed: int = 0,
     source: str = "table",
-) -> dict[str, Any]:
+) -> VarianceAnalysis:
     """CV of the mean vs number of seeds for one config, per task, of ``final`` and ``auc``.
 
     Returns:
-        ``{"config", "metric", "threshold", "tasks": [{"task", "n_seeds", "final": {"n": [...],
-        "cv": [...], "smallest_n"}, "auc": {...} | None}], "warnings": [...]}``. ``smallest_n``
-        is ``None`` when no N up to the number of pilot seeds reaches the threshold.
+        A :class:`VarianceAnalysis`: per task, a :class:`CvCurve` of each summary (None for
+        ``auc`` without learning curves, or with fewer than 2 seeds); ``smallest_n`` is None
+        when no N up to the number of pilot seeds reaches the threshold.
     """
     table = validate_table(df, source)
     _check_config(table, config, source)
     met = _pick_metric(table, metric, source)
     table = table[(table["config"] == config) & (table["metric"] == met)]
     warnings: list[str] = []
-    out_tasks: list[dict[str, Any]] = []
+    out_tasks: list[TaskVariance] = []
     per_summary: dict[str, pd.DataFrame] = {}
     for summary in ("final", "auc"):
         runs, notes = reduce_runs(table, summary)  # type: ignore[arg-type]
@@ -73,42 +152,82 @@ def variance_analysis(
         warnings += notes
         per_summary[summary] = runs
     for task in dict.fromkeys(table["task"]):
-        row: dict[str, Any] = {"task": task}
+        curves: dict[str, CvCurve | None] = {"final": None, "auc": None}
+        n_seeds = 0
         for summary in ("final", "auc"):
             runs = per_summary.get(summary)
             if runs is None:
-                row[summary] = None
                 continue
             values = runs.loc[runs["task"] == task, "value"].to_numpy(dtype=float)
             values = values[~np.isnan(values)]
-            row["n_seeds"] = int(values.shape[0])
+            n_seeds = int(values.shape[0])
             if values.shape[0] < 2:
                 warnings.append(f"{task}/{config} {met} {summary}: fewer than 2 seeds; no CV curve")
-                row[summary] = None
                 continue
             ns, cv = cv_of_mean(values, reps=reps, seed=seed)
             if np.isnan(cv).any():
                 warnings.append(f"{task}/{config} {met} {summary}: the mean is 0; CV is null")
-            row[summary] = {
-                "n": ns.tolist(),
-                "cv": [None if np.isnan(c) else float(c) for c in cv],
-                "smallest_n": smallest_n(ns, cv, threshold),
-            }
-            if row[summary]["smallest_n"] is None:
+            smallest = smallest_n(ns, cv, threshold)
+            needed = None
+            if smallest is None:
                 # The CV of the mean falls as 1/√N: how many seeds the pilot's spread calls for.
                 mean = float(values.mean())
                 cv_one = float(values.std(ddof=1)) / abs(mean) if mean != 0 else float("nan")
                 needed = seeds_for_cv(cv_one, threshold)
-                row[summary]["seeds_to_reach"] = needed
                 warnings.append(
                     f"{task}/{config} {met} {summary}: CV stays above {threshold:g} up to "
                     f"{values.shape[0]} seeds; run more seeds"
                     + (f": about {needed} would reach it (the pilot's CV of one seed, "
                        f"{cv_one:.3g}, over √N)" if needed is not None else "")
                 )
-        out_tasks.append(row)
-    return {"config": config, "metric": met, "threshold": threshold, "tasks": out_tasks,
-            "warnings": warnings}
+            curves[summary] = CvCurve(tuple(int(n) for n in ns.tolist()),
+                                      tuple(None if np.isnan(c) else float(c) for c in cv), smallest, needed)
+        out_tasks.append(TaskVariance(task, n_seeds, curves["final"], curves["auc"]))
+    return VarianceAnalysis(config, met, threshold, tuple(out_tasks), tuple(warnings))
+
+
+def _sized_row(task: Any, label: str, bv: np.ndarray, cv: np.ndarray, min_effect: float | None,
+               alpha: float, power: float, warnings: list[str]) -> PowerRow:
+    """One task's row of :func:`power_analysis` from its pilot pairs ``bv``, ``cv`` (no NaN)."""
+    pairs = int(bv.shape[0])
+    d = effect_from_pilot(bv, cv)
+    if min_effect is not None and d is not None:
+        diffs = cv - bv
+        from scipy import stats as sps
+
+        # The sd at the upper end of its 95% interval: a pilot's sd is itself uncertain.
+        sd_high = float(diffs.std(ddof=1)) * np.sqrt((pairs - 1) / sps.chi2.ppf(0.025, pairs - 1))
+        d_min = abs(float(min_effect)) / sd_high
+        n_min = seeds_for_power(d_min, alpha, power)
+        return PowerRow(task, d_min, None, None, pairs, n_min, n_min)
+    n = None if d is None else seeds_for_power(d, alpha, power)
+    ci: tuple[float | None, float | None] = (None, None)
+    conservative = None
+    if d is not None:
+        lo, hi = effect_interval(d, pairs)
+        ci = (lo, hi)
+        if lo > 0 or hi < 0:
+            conservative = seeds_for_power(min(abs(lo), abs(hi)), alpha, power)
+        if pairs < 10:
+            warnings.append(
+                f"{label}: d_z = {d:.3g} from only {pairs} pilot "
+                f"pairs; its 95% interval is [{lo:.3g}, {hi:.3g}], so the {n} seed(s) for the "
+                "point estimate may give far less power: "
+                + (f"{conservative} seeds at the interval's end nearest 0"
+                   if conservative is not None else
+                   "the interval holds 0, so the pilot cannot size the experiment")
+                + "; give the smallest effect of interest (--min-effect, in the metric's "
+                "units) to size it on what matters")
+    if d is None:
+        warnings.append(
+            f"{label}: the effect is undefined from {pairs} "
+            "pilot pair(s) "
+            "(fewer than 2, or all differences equal up to rounding)"
+        )
+    elif n is None:
+        warnings.append(f"{label}: the pilot effect is 0; no "
+                        "number of seeds detects it")
+    return PowerRow(task, d, ci[0], ci[1], pairs, n, conservative)
 
 
 def power_analysis(
@@ -122,7 +241,7 @@ def power_analysis(
     power: float = 0.8,
     source: str = "table",
     min_effect: float | None = None,
-) -> dict[str, Any]:
+) -> PowerAnalysis:
     """Paired seeds needed to detect an effect, given (``effect`` = d_z) or estimated per task
     from pilot runs of ``baseline`` and ``candidate`` in ``df`` (paired by seed).
 
@@ -135,22 +254,17 @@ def power_analysis(
     differences, the sd taken at the upper end of its 95% interval.
 
     Returns:
-        ``{"alpha", "power", "metric", "rows": [{"task", "effect", "effect_ci_low",
-        "effect_ci_high", "pilot_pairs", "seeds", "seeds_conservative"}], "warnings"}``;
-        ``task`` is ``None`` for a given effect; ``seeds`` is ``None`` when the effect is 0 or
-        undefined.
+        A :class:`PowerAnalysis`, one :class:`PowerRow` per task (one row with ``task`` None
+        for a given effect); ``seeds`` is ``None`` when the effect is 0 or undefined.
     """
     warnings: list[str] = []
-    rows: list[dict[str, Any]] = []
+    rows: list[PowerRow] = []
     if effect is not None:
         n = seeds_for_power(effect, alpha, power)
         if n is None:
             warnings.append(f"effect {effect:g} cannot be detected with any number of seeds")
-        rows.append({"task": None, "effect": float(effect), "effect_ci_low": None,
-                     "effect_ci_high": None, "pilot_pairs": None, "seeds": n,
-                     "seeds_conservative": n})
-        return {"alpha": alpha, "power": power, "metric": None, "rows": rows,
-                "warnings": warnings}
+        rows.append(PowerRow(None, float(effect), None, None, None, n, n))
+        return PowerAnalysis(alpha, power, None, tuple(rows), tuple(warnings))
     if df is None or baseline is None or candidate is None:
         raise DataError("power: give --effect, or pilot results with --baseline and --candidate")
     table = validate_table(df, source)
@@ -172,50 +286,10 @@ def power_analysis(
                 f"dropped (seed(s) "
                 f"{', '.join(lost)}); the effect is estimated from {int((~bad).sum())} pair(s)"
             )
-        pairs = int((~bad).sum())
-        d = effect_from_pilot(bv, cv)
-        if min_effect is not None and d is not None:
-            diffs = (cv - bv)[~bad]
-            from scipy import stats as sps
-
-            # The sd at the upper end of its 95% interval: a pilot's sd is itself uncertain.
-            sd_high = float(diffs.std(ddof=1)) * np.sqrt((pairs - 1) / sps.chi2.ppf(0.025, pairs - 1))
-            d_min = abs(float(min_effect)) / sd_high
-            n_min = seeds_for_power(d_min, alpha, power)
-            rows.append({"task": task, "effect": d_min, "effect_ci_low": None,
-                         "effect_ci_high": None, "pilot_pairs": pairs, "seeds": n_min,
-                         "seeds_conservative": n_min})
-            continue
-        n = None if d is None else seeds_for_power(d, alpha, power)
-        ci: tuple[float | None, float | None] = (None, None)
-        conservative = None
-        if d is not None:
-            lo, hi = effect_interval(d, pairs)
-            ci = (lo, hi)
-            if lo > 0 or hi < 0:
-                conservative = seeds_for_power(min(abs(lo), abs(hi)), alpha, power)
-            if pairs < 10:
-                warnings.append(
-                    f"{task} {met} {candidate} vs {baseline}: d_z = {d:.3g} from only {pairs} pilot "
-                    f"pairs; its 95% interval is [{lo:.3g}, {hi:.3g}], so the {n} seed(s) for the "
-                    "point estimate may give far less power: "
-                    + (f"{conservative} seeds at the interval's end nearest 0"
-                       if conservative is not None else
-                       "the interval holds 0, so the pilot cannot size the experiment")
-                    + "; give the smallest effect of interest (--min-effect, in the metric's "
-                    "units) to size it on what matters")
-        if d is None:
-            warnings.append(
-                f"{task} {met} {candidate} vs {baseline}: the effect is undefined from {pairs} "
-                "pilot pair(s) "
-                "(fewer than 2, or all differences equal up to rounding)"
-            )
-        elif n is None:
-            warnings.append(f"{task} {met} {candidate} vs {baseline}: the pilot effect is 0; no "
-                            "number of seeds detects it")
-        rows.append({"task": task, "effect": d, "effect_ci_low": ci[0], "effect_ci_high": ci[1],
-                     "pilot_pairs": pairs, "seeds": n, "seeds_conservative": conservative})
-    return {"alpha": alpha, "power": power, "metric": met, "rows": rows, "warnings": warnings}
+        rows.append(_sized_row(task, f"{task} {met} {candidate} vs {baseline}", bv[~bad], cv[~bad],
+                               min_effect, alpha, power, warnings))
+    return PowerAnalysis(alpha, power, met, tuple(rows), tuple(warnings))
 
 
-__all__ = ["power_analysis", "variance_analysis"]
+__all__ = ["CvCurve", "PowerAnalysis", "PowerRow", "TaskVariance", "VarianceAnalysis", "power_analysis",
+           "variance_analysis"]

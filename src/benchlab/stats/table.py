@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -174,30 +175,8 @@ def reduce_runs(
     keys = ["task", "config", "metric", "seed"]
     scalars = df[df["step"].isna()]
     curves = df[df["step"].notna()]
-    dup = scalars.duplicated(keys, keep=False)
-    if dup.any():
-        n_runs = scalars[dup].drop_duplicates(keys).shape[0]
-        warnings.append(
-            f"{n_runs} run(s) have several final values for one metric; they are averaged"
-        )
-    # A NaN value must reach describe() (which reports it), not vanish in a groupby mean.
-    grouped = scalars.assign(has_nan=scalars["value"].isna()).groupby(keys, sort=False)
-    scalar_runs = grouped.agg(value=("value", "mean"), has_nan=("has_nan", "any")).reset_index()
-    scalar_runs.loc[scalar_runs["has_nan"], "value"] = np.nan
-    scalar_runs = scalar_runs.drop(columns="has_nan")
-    # A resumed run logs some steps twice. The last written point of a (run, step) stands:
-    # keeping both made final and auc depend on the order of the rows (0.667 or 1.0).
-    point = keys + ["step"]
-    repeated = curves.duplicated(point, keep="last")
-    if repeated.any():
-        hit = curves[curves.duplicated(point, keep=False)].drop_duplicates(keys)
-        named = [f"{t}/{c}/s{sd} {m}" for t, c, m, sd in hit[keys].itertuples(index=False, name=None)]
-        warnings.append(
-            f"{int(repeated.sum())} duplicate curve point(s) (the same run and step logged again, "
-            f"as a resumed run does) in {len(named)} run(s): {', '.join(named[:8])}"
-            f"{' and more' if len(named) > 8 else ''}; the last written point of each step is "
-            "kept")
-        curves = curves[~repeated]
+    scalar_runs = _scalar_runs(scalars, keys, warnings)
+    curves = _drop_repeated_points(curves, keys, warnings)
     scalar_keys = set(scalar_runs[keys].itertuples(index=False, name=None))
     rows: list[dict[str, Any]] = []
     curve_keys: set[tuple[Any, ...]] = set()
@@ -212,37 +191,13 @@ def reduce_runs(
             )
         cleaned = [(st[~np.isnan(v)], v[~np.isnan(v)]) for st, v in raw]
         if align == "common":
-            grid, values = align_curves(cleaned)
-            if grid.shape[0] == 0:
-                warnings.append(f"{task} {metric}: the learning curves share no step range; skipped")
+            aligned = _on_common_range(task, metric, runs, cleaned, summary, warnings)
+            if aligned is None:
                 continue
-            lo, hi = float(grid[0]), float(grid[-1])
-            cut = []
-            for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True):
-                if st.shape[0] and (st.min() < lo or st.max() > hi):
-                    cut.append(f"{config}/s{seed} (steps {st.min():g}–{st.max():g})")
-            if cut:
-                warnings.append(
-                    f"{task} {metric}: --summary {summary} on the common step range "
-                    f"[{lo:g}, {hi:g}]; cut to it: {', '.join(cut)}"
-                )
-            per_run = [(grid, row) for row in values]
+            per_run = aligned
         else:
             per_run = cleaned
-            ends = [float(st.max()) for st, _ in cleaned if st.shape[0]]
-            top = max(ends, default=float("nan"))
-            # Under final, a run's own final scalar stands for it, whatever its curve.
-            short = [f"{config}/s{seed} (last step {st.max():g})"
-                     for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True)
-                     if st.shape[0] and st.max() < top
-                     and not (summary == "final" and (task, config, metric, seed) in scalar_keys)]
-            if short and summary in ("final", "max"):
-                warnings.append(
-                    f"{task} {metric}: {len(short)} run(s) stopped before step {top:g}, which "
-                    f"other runs reach: {', '.join(short[:8])}{' and more' if len(short) > 8 else ''}"
-                    f"; --summary {summary} takes each at its own last step (--align own) as if it "
-                    f"were complete; --align common compares every run at the last step all reach "
-                    f"({min(ends):g})")
+            _warn_short_runs(task, metric, runs, cleaned, summary, scalar_keys, warnings)
         for ((config, seed), _), (st, v) in zip(runs, per_run, strict=True):
             value = summarize(st, v, summary, k, fraction)
             if value is None:
@@ -268,6 +223,79 @@ def reduce_runs(
             )
         out = curve_runs
     return out.reset_index(drop=True), warnings
+
+
+def _scalar_runs(scalars: pd.DataFrame, keys: list[str], warnings: list[str]) -> pd.DataFrame:
+    """One final value per run and metric: duplicates averaged (with a warning), NaN kept."""
+    dup = scalars.duplicated(keys, keep=False)
+    if dup.any():
+        n_runs = scalars[dup].drop_duplicates(keys).shape[0]
+        warnings.append(
+            f"{n_runs} run(s) have several final values for one metric; they are averaged"
+        )
+    # A NaN value must reach describe() (which reports it), not vanish in a groupby mean.
+    grouped = scalars.assign(has_nan=scalars["value"].isna()).groupby(keys, sort=False)
+    scalar_runs = grouped.agg(value=("value", "mean"), has_nan=("has_nan", "any")).reset_index()
+    scalar_runs.loc[scalar_runs["has_nan"], "value"] = np.nan
+    return scalar_runs.drop(columns="has_nan")
+
+
+def _drop_repeated_points(curves: pd.DataFrame, keys: list[str], warnings: list[str]) -> pd.DataFrame:
+    """The curves with one point per (run, step): the last written (with a warning naming the runs)."""
+    # A resumed run logs some steps twice. The last written point of a (run, step) stands:
+    # keeping both made final and auc depend on the order of the rows (0.667 or 1.0).
+    point = keys + ["step"]
+    repeated = curves.duplicated(point, keep="last")
+    if repeated.any():
+        hit = curves[curves.duplicated(point, keep=False)].drop_duplicates(keys)
+        named = [f"{t}/{c}/s{sd} {m}" for t, c, m, sd in hit[keys].itertuples(index=False, name=None)]
+        warnings.append(
+            f"{int(repeated.sum())} duplicate curve point(s) (the same run and step logged again, "
+            f"as a resumed run does) in {len(named)} run(s): {', '.join(named[:8])}"
+            f"{' and more' if len(named) > 8 else ''}; the last written point of each step is "
+            "kept")
+        curves = curves[~repeated]
+    return curves
+
+
+def _on_common_range(task: Any, metric: Any, runs: list[Any], cleaned: list[tuple[np.ndarray, np.ndarray]],
+                     summary: Summary, warnings: list[str]) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The curves interpolated onto the step range all of them cover (each cut run named in a
+    warning); None when they share no range."""
+    grid, values = align_curves(cleaned)
+    if grid.shape[0] == 0:
+        warnings.append(f"{task} {metric}: the learning curves share no step range; skipped")
+        return None
+    lo, hi = float(grid[0]), float(grid[-1])
+    cut = []
+    for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True):
+        if st.shape[0] and (st.min() < lo or st.max() > hi):
+            cut.append(f"{config}/s{seed} (steps {st.min():g}–{st.max():g})")
+    if cut:
+        warnings.append(
+            f"{task} {metric}: --summary {summary} on the common step range "
+            f"[{lo:g}, {hi:g}]; cut to it: {', '.join(cut)}"
+        )
+    return [(grid, row) for row in values]
+
+
+def _warn_short_runs(task: Any, metric: Any, runs: list[Any], cleaned: list[tuple[np.ndarray, np.ndarray]],
+                     summary: Summary, scalar_keys: set[tuple[Any, ...]], warnings: list[str]) -> None:
+    """Under ``align="own"``: name the runs whose curve stops before the last step others reach."""
+    ends = [float(st.max()) for st, _ in cleaned if st.shape[0]]
+    top = max(ends, default=float("nan"))
+    # Under final, a run's own final scalar stands for it, whatever its curve.
+    short = [f"{config}/s{seed} (last step {st.max():g})"
+             for ((config, seed), _), (st, _) in zip(runs, cleaned, strict=True)
+             if st.shape[0] and st.max() < top
+             and not (summary == "final" and (task, config, metric, seed) in scalar_keys)]
+    if short and summary in ("final", "max"):
+        warnings.append(
+            f"{task} {metric}: {len(short)} run(s) stopped before step {top:g}, which "
+            f"other runs reach: {', '.join(short[:8])}{' and more' if len(short) > 8 else ''}"
+            f"; --summary {summary} takes each at its own last step (--align own) as if it "
+            f"were complete; --align common compares every run at the last step all reach "
+            f"({min(ends):g})")
 
 
 def _seed(seed: int, *parts: object) -> np.random.SeedSequence:
@@ -321,52 +349,61 @@ def _fill_studentized(
             setattr(row, high_key, _num(hi))
 
 
-def analyze(
-    df: pd.DataFrame | RunValues,
-    baseline: str | None = None,
-    candidates: Sequence[str] | None = None,
-    metric: str | None = None,
-    goal: Goal | Mapping[str, Goal] = "max",
-    reps: int = 10_000,
-    seed: int = 0,
-    summary: Summary = "final",
-    confidence: float = 0.95,
-    alpha: float = 0.05,
-    method: Method = "studentized",
-    variance_threshold: float = 0.01,
-    references: Mapping[str, tuple[float, float]] | None = None,
-    source: str = "table",
-    normalize: Normalize = "none",
-    align: Align | None = None,
-    ranges: Mapping[str, tuple[float, float]] | None = None,
-) -> Analysis:
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What :func:`analyze` compares and how.
+
+    Fields:
+    baseline: config the others are compared with; no comparisons when ``None``.
+    candidates: configs compared with the baseline (default: all others).
+    metric: analyse only this metric; by default every metric, and the first
+        one in the table is the one aggregated across tasks.
+    goal: ``"max"``/``"min"``, or one per metric name (default ``"max"``).
+    reps: bootstrap resamples (describe, comparisons and aggregates).
+    seed: seed of every random procedure.
+    summary: how learning curves become one number per run.
+    confidence: coverage of every interval; ``alpha``: significance level.
+    method: bootstrap interval of the mean (``boot_ci_*``, ``diff_boot_ci_*``):
+        ``"studentized"`` (bootstrap-t, default), ``"percentile"`` or ``"bca"``.
+    variance_threshold: ``high_variance`` when ``std > threshold · |mean|``.
+    references: ``{task: (low, high)}`` normalising scores for the aggregate.
+    source: names the table in messages.
+    normalize: tasks without a reference: ``"none"`` (raw scores, default) or
+        ``"observed"`` (min–max over the configs compared); see
+        :func:`benchlab.stats.score_matrices`.
+    align: learning curves summarised on each run's ``"own"`` curve or on the
+        ``"common"`` step range; ``None`` picks :func:`default_align` of ``summary``.
+    ranges: ``{metric: (low, high)}``, the values a metric can take. On raw scores
+        (no references, ``normalize="none"``) the optimality gap is computed only for
+        a metric declared to lie in ``[0, 1]``; otherwise it is null, with a warning.
+    """
+
+    baseline: str | None = None
+    candidates: Sequence[str] | None = None
+    metric: str | None = None
+    goal: Goal | Mapping[str, Goal] = "max"
+    reps: int = 10_000
+    seed: int = 0
+    summary: Summary = "final"
+    confidence: float = 0.95
+    alpha: float = 0.05
+    method: Method = "studentized"
+    variance_threshold: float = 0.01
+    references: Mapping[str, tuple[float, float]] | None = None
+    source: str = "table"
+    normalize: Normalize = "none"
+    align: Align | None = None
+    ranges: Mapping[str, tuple[float, float]] | None = None
+
+
+def analyze(df: pd.DataFrame | RunValues, options: AnalysisOptions | None = None, **changes: Any) -> Analysis:
     """Every statistic of a long-format table.
 
     Args:
         df: long-format table (see :func:`validate_table`), or final values already one per
             run (:class:`~benchlab.stats.runvalues.RunValues`, read without pandas).
-        baseline: config the others are compared with; no comparisons when ``None``.
-        candidates: configs compared with the baseline (default: all others).
-        metric: analyse only this metric; by default every metric, and the first
-            one in the table is the one aggregated across tasks.
-        goal: ``"max"``/``"min"``, or one per metric name (default ``"max"``).
-        reps: bootstrap resamples (describe, comparisons and aggregates).
-        seed: seed of every random procedure.
-        summary: how learning curves become one number per run.
-        confidence: coverage of every interval; ``alpha``: significance level.
-        method: bootstrap interval of the mean (``boot_ci_*``, ``diff_boot_ci_*``):
-            ``"studentized"`` (bootstrap-t, default), ``"percentile"`` or ``"bca"``.
-        variance_threshold: ``high_variance`` when ``std > threshold · |mean|``.
-        references: ``{task: (low, high)}`` normalising scores for the aggregate.
-        source: names the table in messages.
-        normalize: tasks without a reference: ``"none"`` (raw scores, default) or
-            ``"observed"`` (min–max over the configs compared); see
-            :func:`benchlab.stats.score_matrices`.
-        align: learning curves summarised on each run's ``"own"`` curve or on the
-            ``"common"`` step range; ``None`` picks :func:`default_align` of ``summary``.
-        ranges: ``{metric: (low, high)}``, the values a metric can take. On raw scores
-            (no references, ``normalize="none"``) the optimality gap is computed only for
-            a metric declared to lie in ``[0, 1]``; otherwise it is null, with a warning.
+        options: what to compare and how (:class:`AnalysisOptions`; its defaults when None).
+        **changes: fields of :class:`AnalysisOptions` to change, e.g. ``baseline="a", reps=500``.
 
     Returns:
         An :class:`~benchlab.stats.analysis.Analysis`; its ``to_json()`` layout is in
@@ -377,35 +414,79 @@ def analyze(
             one of its choices.
         DataError: the table is unusable, or names no such ``metric``, ``baseline`` or
             candidate.
+        TypeError: a change names no field of :class:`AnalysisOptions`.
     """
-    if method not in METHODS:
-        raise BadArgument("method", method, METHODS)
-    if normalize not in NORMALIZATIONS:
-        raise BadArgument("normalize", normalize, NORMALIZATIONS)
-    if isinstance(df, RunValues) and summary != "final":
+    o = replace(options or AnalysisOptions(), **changes)
+    if o.method not in METHODS:
+        raise BadArgument("method", o.method, METHODS)
+    if o.normalize not in NORMALIZATIONS:
+        raise BadArgument("normalize", o.normalize, NORMALIZATIONS)
+    if isinstance(df, RunValues) and o.summary != "final":
         df = df.to_frame()  # the summaries of curves go through reduce_runs' checks and warnings
-    align = default_align(summary) if align is None else align
+    align = default_align(o.summary) if o.align is None else o.align
     warnings: list[str] = []
+    runs, configs, has_curves = _runs_of(df, o, align, warnings)
+    metrics = list(dict.fromkeys(runs.metric))
+    summary_rows = _summarize(runs, o, warnings)
+    comparisons = _compare_all(runs, configs, o, warnings)
+    primary = o.metric if o.metric is not None else (metrics[0] if metrics else None)
+    if o.metric is None and len(metrics) > 1:
+        warnings.append(f"several metrics; the aggregate across tasks is of {primary!r}")
+    aggregates: list[AggregateRow] = []
+    normalization = Normalization(method=None, metric=primary)
+    if primary is not None:
+        aggregates, normalization = _aggregate(
+            runs.where(m == primary for m in runs.metric), configs, _goal_of(o.goal, primary),
+            o.references, o.normalize, o.reps, o.seed, o.confidence, warnings, (o.ranges or {}).get(primary))
+        normalization.metric = primary
+    boot = o.method if o.method != "studentized" else "bootstrap-t (studentized)"
+    methods = Methods(
+        ci="student-t",
+        boot_ci=boot,
+        diff_ci="student-t on paired differences; welch-t unpaired",
+        diff_boot_ci=boot,
+        aggregate_ci=AGGREGATE_CI_ONE_TASK if len(normalization.tasks) == 1 else AGGREGATE_CI,
+        wilcoxon="signed rank, zero differences dropped (wilcox), exact up to "
+                 f"{WILCOXON_EXACT_MAX} pairs, else normal approximation with tie correction",
+        mannwhitney="rank sum, exact up to "
+                    f"{MANNWHITNEY_EXACT_MAX} runs, else normal approximation with tie correction",
+        summary=o.summary,
+        align=align if has_curves else None,
+        confidence=o.confidence,
+        alpha=o.alpha,
+        reps=o.reps,
+    )
+    return Analysis(summary=summary_rows, comparisons=comparisons, aggregate=aggregates,
+                    warnings=warnings, methods=methods, normalization=normalization)
+
+
+def _runs_of(df: pd.DataFrame | RunValues, o: AnalysisOptions, align: Align,
+             warnings: list[str]) -> tuple[RunValues, list[str], bool]:
+    """The final value of each run of the metrics analysed, the configs compared, and whether
+    the table held learning curves."""
     if isinstance(df, RunValues):
         # Final values, one per run: the table is its own reduction.
-        runs = _pick_metric(df, metric, source, list(dict.fromkeys(df.metric)))
-        configs = _check_configs(list(dict.fromkeys(runs.config)), baseline, candidates, source)
+        runs = _pick_metric(df, o.metric, o.source, list(dict.fromkeys(df.metric)))
+        configs = _check_configs(list(dict.fromkeys(runs.config)), o.baseline, o.candidates, o.source)
         has_curves = False
     else:
-        table = validate_table(df, source)
-        if metric is not None:
-            _pick_metric(None, metric, source, list(dict.fromkeys(table["metric"])))
-            table = table[table["metric"] == metric]
-        configs = _check_configs(list(dict.fromkeys(table["config"])), baseline, candidates, source)
-        reduced, notes = reduce_runs(table, summary, align=align)
+        table = validate_table(df, o.source)
+        if o.metric is not None:
+            _pick_metric(None, o.metric, o.source, list(dict.fromkeys(table["metric"])))
+            table = table[table["metric"] == o.metric]
+        configs = _check_configs(list(dict.fromkeys(table["config"])), o.baseline, o.candidates, o.source)
+        reduced, notes = reduce_runs(table, o.summary, align=align)
         warnings += notes
         runs = RunValues.from_frame(reduced)
         has_curves = bool(table["step"].notna().any())
     if runs.empty:
-        raise DataError(f"{source}: no runs left to analyse with summary {summary!r}")
-    metrics = list(dict.fromkeys(runs.metric))
-    batched = method == "studentized"
+        raise DataError(f"{o.source}: no runs left to analyse with summary {o.summary!r}")
+    return runs, configs, has_curves
 
+
+def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list[SummaryRow]:
+    """One described and ranked row per (task, config, metric)."""
+    batched = o.method == "studentized"
     summary_rows: list[SummaryRow] = []
     boot_cells: list[tuple[SummaryRow, np.ndarray]] = []
     for (task, met), idx in runs.groups("task", "metric").items():
@@ -416,8 +497,8 @@ def analyze(
         for config, rows_of in by_config.items():
             values = runs.value[rows_of]
             d = describe(
-                values, confidence, 0 if batched else reps, method,
-                variance_threshold, _seed(seed, "describe", task, config, met),
+                values, o.confidence, 0 if batched else o.reps, o.method,
+                o.variance_threshold, _seed(o.seed, "describe", task, config, met),
                 f"{task}/{config} {met}",
             )
             warnings += d.warnings
@@ -434,45 +515,14 @@ def analyze(
                 if d.std != 0.0:  # zero observed spread: no interval (describe says why)
                     boot_cells.append((rows[-1], x))
         ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
-                     [r.ci_high for r in rows], _goal_of(goal, met))
+                     [r.ci_high for r in rows], _goal_of(o.goal, met))
         for r, rk in zip(rows, ranks, strict=True):
             r.rank = rk
         summary_rows += rows
     if batched:
-        _fill_studentized(boot_cells, "boot_ci_low", "boot_ci_high", reps, confidence, seed,
+        _fill_studentized(boot_cells, "boot_ci_low", "boot_ci_high", o.reps, o.confidence, o.seed,
                           "describe", warnings)
-
-    comparisons = _compare_all(runs, baseline, candidates, configs, goal, reps, seed,
-                               confidence, method, alpha, warnings)
-    primary = metric if metric is not None else (metrics[0] if metrics else None)
-    if metric is None and len(metrics) > 1:
-        warnings.append(f"several metrics; the aggregate across tasks is of {primary!r}")
-    aggregates: list[AggregateRow] = []
-    normalization = Normalization(method=None, metric=primary)
-    if primary is not None:
-        aggregates, normalization = _aggregate(
-            runs.where(m == primary for m in runs.metric), configs, _goal_of(goal, primary),
-            references, normalize, reps, seed, confidence, warnings, (ranges or {}).get(primary))
-        normalization.metric = primary
-    boot = method if method != "studentized" else "bootstrap-t (studentized)"
-    methods = Methods(
-        ci="student-t",
-        boot_ci=boot,
-        diff_ci="student-t on paired differences; welch-t unpaired",
-        diff_boot_ci=boot,
-        aggregate_ci=AGGREGATE_CI_ONE_TASK if len(normalization.tasks) == 1 else AGGREGATE_CI,
-        wilcoxon="signed rank, zero differences dropped (wilcox), exact up to "
-                 f"{WILCOXON_EXACT_MAX} pairs, else normal approximation with tie correction",
-        mannwhitney="rank sum, exact up to "
-                    f"{MANNWHITNEY_EXACT_MAX} runs, else normal approximation with tie correction",
-        summary=summary,
-        align=align if has_curves else None,
-        confidence=confidence,
-        alpha=alpha,
-        reps=reps,
-    )
-    return Analysis(summary=summary_rows, comparisons=comparisons, aggregate=aggregates,
-                    warnings=warnings, methods=methods, normalization=normalization)
+    return summary_rows
 
 
 def _pick_metric(runs: RunValues | None, metric: str | None, source: str,
@@ -503,22 +553,14 @@ def _check_configs(configs: list[str], baseline: str | None, candidates: Sequenc
     return configs
 
 
-def _compare_all(
-    runs: RunValues,
-    baseline: str | None,
-    candidates: Sequence[str] | None,
-    configs: list[str],
-    goal: Goal | Mapping[str, Goal],
-    reps: int,
-    seed: int,
-    confidence: float,
-    method: Method,
-    alpha: float,
-    warnings: list[str],
-) -> list[ComparisonRow]:
+def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
+                 warnings: list[str]) -> list[ComparisonRow]:
+    """Each candidate against the baseline, per (task, metric), with Holm-corrected verdicts."""
+    baseline, goal, reps, seed = o.baseline, o.goal, o.reps, o.seed
+    confidence, method, alpha = o.confidence, o.method, o.alpha
     if baseline is None:
         return []
-    chosen = [c for c in (candidates or configs) if c != baseline]
+    chosen = [c for c in (o.candidates or configs) if c != baseline]
     out: list[ComparisonRow] = []
     pvalues: list[float | None] = []
     floors: list[float | None] = []
@@ -590,6 +632,13 @@ def _compare_all(
                     boot_cells.append((row, d))
     _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
                       "compare", warnings)
+    _holm_verdicts(out, pvalues, floors, baseline, alpha, warnings)
+    return out
+
+
+def _holm_verdicts(out: list[ComparisonRow], pvalues: list[float | None], floors: list[float | None],
+                   baseline: str, alpha: float, warnings: list[str]) -> None:
+    """Fill in each row's Holm-adjusted p-value and verdict, warning where no verdict is possible."""
     # One Holm family per metric: the comparisons of one metric across tasks and candidates.
     # Secondary metrics (fps, memory) must not weaken the primary metric's verdicts, and the
     # report, which analyses the primary metric alone, gives the same p-values.
@@ -609,7 +658,6 @@ def _compare_all(
         elif p is None and row.significant is None:
             warnings.append(f"{where}: no p-value; not counted in the Holm correction, no "
                             "verdict (significance is null)")
-    return out
 
 
 #: Up to this many seeds a side, a verdict on skewed or bimodal values is flagged: there the
@@ -757,5 +805,5 @@ def aggregate_points(
             for config, normed in matrices.scores.items()}
 
 
-__all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "aggregate_points", "analyze",
+__all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "AnalysisOptions", "aggregate_points", "analyze",
            "default_align", "reduce_runs", "validate_table"]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from starlette.exceptions import HTTPException
 
@@ -192,29 +192,32 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
     app.state.library = library
     access = Access(token=token)
     app.state.access = access
-    env = _environment()
     cache = _Cache()
-    plotly = plotly_js()
-
-    def warm() -> None:
-        # The first page of each benchmark is computed before anyone asks (and the statistics'
-        # imports paid), so that its first response is as quick as the next ones.
-        try:
-            with read_only_ledgers():
-                _warm_all()
-        except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
-            pass
-
-    def _warm_all() -> None:
-        for b in library.benchmarks():
-            v = library.version_of(b.key)
-            cache.get(("overview", b.key), v, partial(views.overview, b))
-            cache.get(("benchmark", b.key), v, partial(views.benchmark_view, b))
-            cache.get(("numbers", b.key), v, partial(views.report_numbers, b.folder))
-
     if warm_up:
-        threading.Thread(target=warm, name="benchlab-ui-warm", daemon=True).start()
+        threading.Thread(target=_warm, args=(library, cache), name="benchlab-ui-warm", daemon=True).start()
+    _add_access(app, access)
+    plotly = plotly_js()
+    app.include_router(_page_router(library, cache, _environment(), plotly))
+    app.include_router(_data_router(library, cache, plotly))
+    return app
 
+
+def _warm(library: Library, cache: _Cache) -> None:
+    # The first page of each benchmark is computed before anyone asks (and the statistics'
+    # imports paid), so that its first response is as quick as the next ones.
+    try:
+        with read_only_ledgers():
+            for b in library.benchmarks():
+                v = library.version_of(b.key)
+                cache.get(("overview", b.key), v, partial(views.overview, b))
+                cache.get(("benchmark", b.key), v, partial(views.benchmark_view, b))
+                cache.get(("numbers", b.key), v, partial(views.report_numbers, b.folder))
+    except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
+        pass
+
+
+def _add_access(app: FastAPI, access: Access) -> None:
+    """The token guard in front of every request, the one-time login links, and 404 for what is not there."""
     @app.middleware("http")
     async def guard(request: Request, call_next: Callable[[Request], Any]) -> Any:
         if access.token is None:
@@ -243,12 +246,6 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
     async def not_found(request: Request, exc: NotFound) -> Any:
         return PlainTextResponse("not found", status_code=404)
 
-    def page(name: str, request: Request, version: int, bench: str, **context: Any) -> Any:
-        fragment = request.query_params.get("fragment") == "1"
-        text = env.get_template(name).render(fragment=fragment, bench=bench, version=version,
-                                             request=request, **context)
-        return HTMLResponse(text, headers={"X-Version": str(version), "Cache-Control": "no-store"})
-
     @app.get("/login/{code}")
     def login(code: str) -> Any:
         if not access.use_code(code):
@@ -258,15 +255,18 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
         _set_cookie(response)
         return response
 
-    @app.get("/api/changes")
-    def changes(since: int = -1) -> Any:
-        """Each benchmark's version and their sum; ``changed`` names those past ``since``'s sum."""
-        versions = library.versions()
-        total = sum(versions.values())
-        return JSONResponse({"version": total, "changed": total != since, "benchmarks": versions},
-                            headers={"Cache-Control": "no-store"})
 
-    @app.get("/", response_class=HTMLResponse)
+def _page_router(library: Library, cache: _Cache, env: Any, plotly: Path | None) -> APIRouter:
+    """The HTML pages: the benchmarks, one benchmark, its numbers and curves, one run."""
+    router = APIRouter()
+
+    def page(name: str, request: Request, version: int, bench: str, **context: Any) -> Any:
+        fragment = request.query_params.get("fragment") == "1"
+        text = env.get_template(name).render(fragment=fragment, bench=bench, version=version,
+                                             request=request, **context)
+        return HTMLResponse(text, headers={"X-Version": str(version), "Cache-Control": "no-store"})
+
+    @router.get("/", response_class=HTMLResponse)
     def index(request: Request) -> Any:
         versions = library.versions()
         total = sum(versions.values())
@@ -277,7 +277,7 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
         where = {b.key: str(b.folder) for b, r in zip(benches, rows, strict=True) if names.count(r.name) > 1}
         return page("index.html", request, total, "*", rows=rows, where=where, title="Benchmarks")
 
-    @app.get("/b/{key}", response_class=HTMLResponse)
+    @router.get("/b/{key}", response_class=HTMLResponse)
     def benchmark(request: Request, key: str) -> Any:
         bench = library.get(key)
         version, view = cache.get(("benchmark", key), library.version_of(key),
@@ -285,7 +285,7 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
         return page("benchmark.html", request, version, key, view=view, title=view.overview.name,
                     seeds_shown=views.SEEDS_SHOWN)
 
-    @app.get("/b/{key}/numbers", response_class=HTMLResponse)
+    @router.get("/b/{key}/numbers", response_class=HTMLResponse)
     def numbers(request: Request, key: str) -> Any:
         """The report's tables of the benchmark, as HTML to put in its page."""
         bench = library.get(key)
@@ -294,7 +294,7 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
         text = env.get_template("numbers.html").render(numbers=numbers, bench=key)
         return HTMLResponse(text, headers={"X-Version": str(version), "Cache-Control": "no-store"})
 
-    @app.get("/b/{key}/curves", response_class=HTMLResponse)
+    @router.get("/b/{key}/curves", response_class=HTMLResponse)
     def curves(request: Request, key: str, task: str | None = None, metric: str | None = None,
                x: str = "step", seeds: int = 0) -> Any:
         bench = library.get(key)
@@ -308,14 +308,7 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
                     x="time" if x == "time" else "step", seeds=bool(seeds), choices=choices,
                     has_plotly=plotly is not None, title=f"{view.overview.name}: curves")
 
-    @app.get("/b/{key}/curves.json")
-    def curves_json(key: str, task: str, metric: str) -> Any:
-        bench = library.get(key)
-        version, data = cache.get(("curves", key, task, metric), library.version_of(key),
-                                  partial(views.curves_data, bench, task, metric), CURVES_FRESH_S)
-        return JSONResponse({**data, "version": version}, headers={"Cache-Control": "no-store"})
-
-    @app.get("/b/{key}/runs/{run_id}", response_class=HTMLResponse)
+    @router.get("/b/{key}/runs/{run_id}", response_class=HTMLResponse)
     def run(request: Request, key: str, run_id: str) -> Any:
         bench = library.get(key)
         folder = library.run_dir(key, run_id)
@@ -323,8 +316,29 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
         view = views.run_view(bench, folder, run_id)
         return page("run.html", request, version, key, run=view, title=view.name,
                     bench_name=views.overview(bench).name)
+    return router
 
-    @app.get("/b/{key}/runs/{run_id}/log", response_class=PlainTextResponse)
+
+def _data_router(library: Library, cache: _Cache, plotly: Path | None) -> APIRouter:
+    """What the pages fetch: the change counter, curve data, run logs and files, static files."""
+    router = APIRouter()
+
+    @router.get("/api/changes")
+    def changes(since: int = -1) -> Any:
+        """Each benchmark's version and their sum; ``changed`` names those past ``since``'s sum."""
+        versions = library.versions()
+        total = sum(versions.values())
+        return JSONResponse({"version": total, "changed": total != since, "benchmarks": versions},
+                            headers={"Cache-Control": "no-store"})
+
+    @router.get("/b/{key}/curves.json")
+    def curves_json(key: str, task: str, metric: str) -> Any:
+        bench = library.get(key)
+        version, data = cache.get(("curves", key, task, metric), library.version_of(key),
+                                  partial(views.curves_data, bench, task, metric), CURVES_FRESH_S)
+        return JSONResponse({**data, "version": version}, headers={"Cache-Control": "no-store"})
+
+    @router.get("/b/{key}/runs/{run_id}/log", response_class=PlainTextResponse)
     def run_log(key: str, run_id: str, lines: int = views.LOG_TAIL_LINES) -> Any:
         from benchlab.run_files import LOG_FILE
 
@@ -333,12 +347,12 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
             raise NotFound(run_id)
         return PlainTextResponse(tail(path, max(1, min(lines, 10_000))), headers={"Cache-Control": "no-store"})
 
-    @app.get("/b/{key}/runs/{run_id}/files/{name:path}")
+    @router.get("/b/{key}/runs/{run_id}/files/{name:path}")
     def run_file(key: str, run_id: str, name: str) -> Any:
         path = library.run_file(key, run_id, name)
         return FileResponse(path, media_type="text/plain; charset=utf-8")
 
-    @app.get("/static/{name}")
+    @router.get("/static/{name}")
     def static(name: str) -> Any:
         if name == "plotly.min.js" and plotly is not None:
             return FileResponse(plotly, media_type="text/javascript")
@@ -346,5 +360,4 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
         if name not in {p.name for p in STATIC.iterdir()}:
             raise HTTPException(404)
         return FileResponse(path)
-
-    return app
+    return router
