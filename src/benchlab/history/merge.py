@@ -86,12 +86,12 @@ def merge_sources(paths: list[Path]) -> Merged:
     from benchlab.benchmark_info import BenchmarkInfo
 
     seen: dict[Path, Path] = {}
-    for p in map(Path, paths):
+    for source in map(Path, paths):
         # The same folder (or file) twice would count each of its runs twice.
-        first = seen.setdefault(p.resolve(), p)
-        if first is not p:
-            same = "" if str(first) == str(p) else f" (as {first} and {p})"
-            raise DataError(f"{p.resolve()} is named twice{same}: each results folder or table is "
+        first = seen.setdefault(source.resolve(), source)
+        if first is not source:
+            same = "" if str(first) == str(source) else f" (as {first} and {source})"
+            raise DataError(f"{source.resolve()} is named twice{same}: each results folder or table is "
                             "merged once, or its runs would count twice")
     loaded = [_source(Path(p)) for p in paths]
     names = [name for _, _, name, _ in loaded]
