@@ -88,9 +88,9 @@ def merge_sources(paths: list[Path]) -> Merged:
     seen: dict[Path, Path] = {}
     for source in map(Path, paths):
         # The same folder (or file) twice would count each of its runs twice.
-        first = seen.setdefault(source.resolve(), source)
-        if first is not source:
-            same = "" if str(first) == str(source) else f" (as {first} and {source})"
+        named = seen.setdefault(source.resolve(), source)
+        if named is not source:
+            same = "" if str(named) == str(source) else f" (as {named} and {source})"
             raise DataError(f"{source.resolve()} is named twice{same}: each results folder or table is "
                             "merged once, or its runs would count twice")
     loaded = [_source(Path(p)) for p in paths]
