@@ -8,28 +8,22 @@ sweep that died, and stopping cleanly. Progress reaches the caller as
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import gc
-import itertools
 import operator
 import os
 import socket
 import sqlite3
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from benchlab import preregistration, triage
-from benchlab.collect import collect_run
-from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.errors import LedgerLost, UserError
-from benchlab.evalrules import refuse_incomplete_checkpoints, settings_of
+from benchlab.evalrules import refuse_incomplete_checkpoints
 from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_backend
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV, kill_strays, kill_tree
 from benchlab.execute.provenance import (
@@ -37,8 +31,9 @@ from benchlab.execute.provenance import (
     code_state,
     spec_files,
     sweep_provenance,
-    write_provenance,
 )
+from benchlab.execute.queue import Eta, RetryBudget, RunQueue, for_retry
+from benchlab.execute.record import Recorder, record_attempt, record_pruned
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.execute.version import (
     DIFF_FILE,
@@ -421,7 +416,7 @@ class Sweep:
         budget = RetryBudget(charged)
         for i, r in enumerate(todo if budget.charged else ()):
             if r.run_id in budget.charged and store.last_charged_failure(r.run_id) == triage.OOM:
-                todo[i] = _for_retry(r, triage.OOM)
+                todo[i] = for_retry(r, triage.OOM)
         progress = Progress(total=len(runs))
         progress.skipped = 0 if self.rerun_all else found.completed
         progress.failed = 0 if self.rerun_failed or self.rerun_all else found.failed
@@ -460,10 +455,11 @@ class Sweep:
         # Secret variables reach the runs here, never through their commands or config.yaml.
         base_env.update(self.spec.secret_env())
         assert self._plan_recorder is not None
+        recorder = Recorder(primary=self.spec.metrics.primary.name, metrics=self.spec.metrics.all,
+                            shared=shared.get, gpu_models=self._gpu_models, sampler=self._sampler)
         st = _LoopState(store=store, backend=backend, queue=queue, budget=budget, plan=self._plan_recorder,
-                        eta=Eta(queue.estimates, self.jobs), tally=_Tally(progress), shared=shared, host=host,
-                        base_env=base_env, db_key=str(store.path), existing=existing, lookahead=4 * self.jobs,
-                        primary=self.spec.metrics.primary.name, metrics=self.spec.metrics.all)
+                        eta=Eta(queue.estimates, self.jobs), tally=_Tally(progress), recorder=recorder, host=host,
+                        base_env=base_env, db_key=str(store.path), existing=existing, lookahead=4 * self.jobs)
         self._prepare_ahead(st)
         return st
 
@@ -589,14 +585,15 @@ class Sweep:
             if run is None:
                 return
             self._prepare_ahead(st)
-            launch = self._launch(st.store, backend, run, st.host, st.base_env, st.db_key)
-            if isinstance(launch, _LaunchFailed):
+            started = self._launch(st.store, backend, run, st.host, st.base_env, st.db_key)
+            if isinstance(started, _LaunchFailed):
                 # Counted like any failure: in the progress, the summary and the exit code.
                 st.tally.fail(run)
-                self.on_event(SweepEvent("finish", run, launch.number, progress, status=FAILED,
-                                         failure_class=triage.LAUNCH, error=launch.error))
+                self.on_event(SweepEvent("finish", run, started.number, progress, status=FAILED,
+                                         failure_class=triage.LAUNCH, error=started.error))
                 continue
-            st.inflight[launch.attempt_id] = _InFlight(run, launch.number, time.monotonic())
+            launch, gpus = started
+            st.inflight[launch.attempt_id] = _InFlight(run, launch.number, time.monotonic(), gpus)
             progress.running = len(st.inflight)
             self.on_event(SweepEvent("start", run, launch.number, progress))
 
@@ -605,18 +602,18 @@ class Sweep:
         flight = st.inflight.pop(outcome.launch.attempt_id)
         run, progress = flight.run, st.tally.progress
         if outcome.launch.attempt_id in self._pruning:
-            event = self._finish_pruned(st.store, outcome, self._pruning.pop(outcome.launch.attempt_id), st.metrics)
+            pruned = record_pruned(st.store, outcome, st.recorder, self._pruning.pop(outcome.launch.attempt_id))
             progress.running = len(st.inflight)
             progress.pruned += 1
-            event.progress = progress
-            self.on_event(event)
+            self.on_event(SweepEvent("finish", run, flight.number, progress, status=PRUNED, error=pruned.error,
+                                     duration=pruned.duration))
             return
-        status, event = self._finish(st.store, outcome, st.shared, st.primary, st.metrics,
-                                     retried=st.budget.allows_another(run), later=st.after_launch)
+        result = record_attempt(st.store, outcome, st.recorder, gpus=flight.gpus,
+                                retried=st.budget.allows_another(run), later=st.after_launch)
+        status, duration = result.status, result.duration
         progress.running = len(st.inflight)
-        duration = outcome.ended - outcome.started
-        st.tally.note_devices(outcome)
-        cls = event.failure_class or ""
+        st.tally.note_devices(outcome, flight.gpus)
+        cls = result.failure_class or ""
         if status == COMPLETED:
             progress.completed += 1
             st.eta.record(duration)
@@ -624,18 +621,18 @@ class Sweep:
         elif status == INTERRUPTED:
             st.tally.interrupted += 1
         elif st.budget.charge(run, cls):
-            st.queue.retry_first(_for_retry(run, cls))
+            st.queue.retry_first(for_retry(run, cls))
             st.store.set_status(run.run_id, PENDING)
-            progress.eta_s = st.eta.get(st.queue, st.inflight.values())
+            progress.eta_s = st.eta.get(st.queue, [(f.run, f.started) for f in st.inflight.values()])
             self.on_event(SweepEvent("retry", run, flight.number, progress, status=FAILED,
-                                     duration=duration, failure_class=cls, error=event.error))
+                                     duration=duration, failure_class=cls, error=result.error))
             return
         else:
             st.tally.fail(run)
-        progress.eta_s = st.eta.get(st.queue, st.inflight.values())
-        event.progress = progress
-        event.duration = duration
-        self.on_event(event)
+        progress.eta_s = st.eta.get(st.queue, [(f.run, f.started) for f in st.inflight.values()])
+        self.on_event(SweepEvent("finish", run, flight.number, progress, status=status, value=result.value,
+                                 metric=result.metric, duration=duration, failure_class=result.failure_class,
+                                 error=result.error))
 
     def _drop_unplaceable(self, st: _LoopState, among: Collection[Run] | None = None) -> None:
         """Fail the queued runs the backend says can never start (no device large enough, ...).
@@ -690,7 +687,7 @@ class Sweep:
             return
         st.queue.remove_ids({launch.run.run_id for launch in adopted})
         for launch in adopted:
-            st.inflight[launch.attempt_id] = _InFlight(launch.run, launch.number, time.monotonic())
+            st.inflight[launch.attempt_id] = _InFlight(launch.run, launch.number, time.monotonic(), launch.gpus)
             self.on_event(SweepEvent("start", launch.run, launch.number, st.tally.progress))
         st.tally.progress.running = len(st.inflight)
         self._pass_on_placements(st)
@@ -704,13 +701,14 @@ class Sweep:
         if st.lost is None:
             self._pass_on_placements(st)
         for outcome in stopped:
-            if st.inflight.pop(outcome.launch.attempt_id, None) is None:
+            flight = st.inflight.pop(outcome.launch.attempt_id, None)
+            if flight is None:
                 continue  # started, but its attempt's row was never committed (a full disk)
             outcome.interrupted = True
             st.tally.interrupted += 1
             try:
                 # A lost ledger is not written to: it may now be someone's backup.
-                self._finish(st.store, outcome, st.shared, st.primary, st.metrics, record=st.lost is None)
+                record_attempt(st.store, outcome, st.recorder, gpus=flight.gpus, write_ledger=st.lost is None)
             except (OSError, sqlite3.Error) as exc:
                 if not is_disk_full(exc):
                     raise
@@ -719,7 +717,7 @@ class Sweep:
     # ------------------------------------------------------------------ one attempt
 
     def _launch(self, store: Store, backend: Backend, run: Run, host: str,
-                base_env: dict[str, str], db_key: str) -> Launch | _LaunchFailed:
+                base_env: dict[str, str], db_key: str) -> tuple[Launch, list[int] | None] | _LaunchFailed:
         # One transaction from the attempt's row to its pid: one commit per launch. A crash
         # before the commit leaves a process no row names; it carries this ledger's key in its
         # environment, and the next sweep's recovery kills every such process first.
@@ -727,7 +725,8 @@ class Sweep:
             return self._launch_recorded(store, backend, run, host, base_env, db_key)
 
     def _launch_recorded(self, store: Store, backend: Backend, run: Run, host: str,
-                         base_env: dict[str, str], db_key: str) -> Launch | _LaunchFailed:
+                         base_env: dict[str, str], db_key: str) -> tuple[Launch, list[int] | None] | _LaunchFailed:
+        """Record and start one attempt of ``run``: the launch and the devices the backend placed it on."""
         run_dir = run_dir_of(self.results_dir, run.run_id)
         assert self._plan_recorder is not None
         self._plan_recorder.ensure(run)  # recorded before its attempt, in the same transaction
@@ -750,10 +749,11 @@ class Sweep:
                                  failure_class=triage.LAUNCH, error=error)
             return _LaunchFailed(number, error)
         # The backend chose the devices at start; the ledger keeps them with the attempt.
-        store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start, gpus=launch.gpus)
-        if self._sampler is not None and launch.gpus and info.pid:
-            self._sampler.track(attempt_id, launch.gpus, info.pgid or info.pid)
-        return launch
+        gpus = list(info.gpus) if info.gpus is not None else None
+        store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start, gpus=gpus)
+        if self._sampler is not None and gpus and info.pid:
+            self._sampler.track(attempt_id, gpus, info.pgid or info.pid)
+        return launch, gpus
 
     def _make_launch(self, run: Run, attempt_id: int, number: int, base_env: dict[str, str],
                      db_key: str) -> Launch:
@@ -768,98 +768,6 @@ class Sweep:
         return Launch(run=run, attempt_id=attempt_id, number=number, run_dir=run_dir,
                       command=run.command_for(run_dir), env=env, cwd=run.workdir,
                       timeout=run.timeout, log_path=run_dir / LOG_FILE)
-
-    def _finish(self, store: Store, outcome: Outcome, shared: _Later, primary: str,
-                metrics: list[Any], record: bool = True,
-                retried: Callable[[str], bool] | None = None,
-                later: list[Callable[[], None]] | None = None) -> tuple[str, SweepEvent]:
-        """Collect and record one ended attempt. ``retried(failure_class)`` says whether a failure
-        of that class will be retried: the run is then recorded as pending in the same transaction
-        as the failed attempt, so a crash in between cannot leave it failed with budget left.
-
-        ``later``: where a completed attempt's ``provenance.json`` is put off to, so that the
-        next run starts first. Killed in between, that run's folder lacks the file, which the
-        ledger does not need; rebuilt from its folders, the ledger would count the run as to do
-        again. A failed attempt's is written at once: its retry moves its files aside."""
-        launch = outcome.launch
-        run, run_dir = launch.run, launch.run_dir
-        use = self._sampler.finish(launch.attempt_id) if self._sampler is not None else None
-        tail: str | None = None  # the log's last lines, read only for a failure
-        collected = None
-        failure: triage.Verdict | None = None
-        if outcome.interrupted:
-            failure = triage.Verdict(triage.INTERRUPTED, "interrupted by the user")
-        elif outcome.error:
-            failure = triage.Verdict(outcome.extra.get("failure_class", triage.LAUNCH), outcome.error)
-        elif outcome.exit_code != 0 or outcome.timed_out:
-            tail = triage.log_tail(launch.log_path)
-            failure = triage.classify(exit_code=outcome.exit_code, signal=outcome.signal,
-                                      timed_out=outcome.timed_out, tail=tail, timeout=launch.timeout)
-        else:
-            collected = collect_run(run_dir, metrics, run.context())
-            missing = collected.missing(primary)
-            if missing:
-                failure = triage.Verdict(triage.MISSING_METRIC, missing)
-        extracted: dict[str, Any] = {}
-        if collected is not None and write_extracted_metrics(run_dir, collected.finals, collected.extracted):
-            extracted = {"metrics_json": RECORDED_BY_BENCHLAB}
-        if collected is not None and collected.lm_eval is not None:
-            extracted["lm_eval"] = collected.lm_eval.provenance
-        # What the field's rules want recorded of an lm-eval or vLLM run (benchlab.evalrules).
-        evaluation = settings_of(run.command, collected.lm_eval.provenance
-                                 if collected is not None and collected.lm_eval is not None else None)
-        if evaluation is not None:
-            extracted["evaluation"] = evaluation
-        write = None
-        if run_dir.exists():
-            write = functools.partial(
-                write_provenance, run_dir, shared.get(), run_id=run.run_id, run=run.name, attempt=launch.number,
-                started=outcome.started, ended=outcome.ended, duration_s=outcome.ended - outcome.started,
-                exit_code=outcome.exit_code, signal=outcome.signal, timed_out=outcome.timed_out, node=outcome.node,
-                gpus=launch.gpus, gpu_models=[self._gpu_models.get(i) for i in launch.gpus or ()],
-                command=launch.command, metrics={"primary": primary, "goals": {m.name: m.goal for m in metrics}},
-                **extracted, interrupted=outcome.interrupted, **({"transfer": outcome.extra} if outcome.extra else {}))
-            if later is None or failure is not None or not record:
-                write()
-                write = None
-        if not record:
-            return INTERRUPTED, SweepEvent("finish", run, launch.number, Progress(0), status=INTERRUPTED)
-        if use is not None:
-            store.set_gpu_use(launch.attempt_id, use)
-        if failure is None:
-            assert collected is not None
-            # A completed attempt's error holds a note that qualifies it, such as a partial lm-eval run.
-            note = collected.lm_eval.partial_note() if collected.lm_eval is not None else None
-            store.finish_attempt(launch.attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
-                                 exit_code=outcome.exit_code, ended=outcome.ended, node=outcome.node,
-                                 error=note, metrics=collected.finals, series=collected.series)
-            if write is not None and later is not None:
-                later.append(write)
-            return COMPLETED, SweepEvent("finish", run, launch.number, Progress(0), status=COMPLETED,
-                                         value=collected.finals.get(primary), metric=primary)
-        status = INTERRUPTED if failure.failure_class == triage.INTERRUPTED else FAILED
-        if tail is None:
-            tail = triage.log_tail(launch.log_path)
-        again = status == FAILED and retried is not None and retried(failure.failure_class)
-        store.finish_attempt(launch.attempt_id, run.run_id, status=status, run_status=PENDING if again else status,
-                             exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,
-                             node=outcome.node, failure_class=failure.failure_class, error=failure.error, log_tail=tail)
-        return status, SweepEvent("finish", run, launch.number, Progress(0), status=status,
-                                  failure_class=failure.failure_class, error=failure.error)
-
-    def _finish_pruned(self, store: Store, outcome: Outcome, reason: str, metrics: list[Any]) -> SweepEvent:
-        """Record an attempt its feeder pruned: what it logged until then is kept (the search
-        report draws pruned curves), and its run is done: pruned, neither failed nor retried."""
-        launch = outcome.launch
-        run = launch.run
-        if self._sampler is not None:
-            self._sampler.finish(launch.attempt_id)
-        collected = collect_run(launch.run_dir, metrics, run.context())
-        store.finish_attempt(launch.attempt_id, run.run_id, status=PRUNED, run_status=PRUNED,
-                             exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,
-                             node=outcome.node, error=reason, metrics=collected.finals, series=collected.series)
-        return SweepEvent("finish", run, launch.number, Progress(0), status=PRUNED, error=reason,
-                          duration=outcome.ended - outcome.started)
 
     # ------------------------------------------------------------------ crash recovery
 
@@ -1095,70 +1003,6 @@ def refuse_without_ledger(results_dir: Path) -> None:
                          f"ledger from them with `benchlab collect --rebuild {results_dir}`, then run again.")
 
 
-def _order(todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
-    """Longest expected first (known from earlier attempts), unknown durations first, wider
-    requests first among equals: the order of :func:`benchlab.execute.placement.longest_first`,
-    with the key computed once per (task, config, GPUs), not per run (a stable sort keeps
-    submission order in ties)."""
-    if len(todo) < 2 or not estimates:  # no duration known: every key is the same
-        return
-    # A stable sort by key, as buckets: each run joins the bucket of its key, in queue order, and
-    # the buckets follow each other in key order (a few keys, not 100,000 comparisons). Each
-    # (task, config, GPUs) is looked up once per run, straight to its bucket's append.
-    adders: dict[tuple[str, str, float], Callable[[Run], None]] = {}
-    buckets: dict[tuple[int, float, float], list[Run]] = {}
-    for r in todo:
-        k = (r.task, r.config, r.resources.gpus)
-        add = adders.get(k)
-        if add is None:
-            e = estimates.get((r.task, r.config))
-            found = (0, 0.0, 0.0) if e is None else (1, -e, -r.resources.gpus)
-            bucket = buckets.get(found)
-            if bucket is None:
-                bucket = buckets[found] = []
-            add = adders[k] = bucket.append
-        add(r)
-    todo.clear()
-    for found in sorted(buckets):
-        todo.extend(buckets[found])
-
-
-class _Replanner:
-    """Re-orders the queue after new duration estimates, spacing the sorts so that they never
-    take more than ``share`` of the sweep's time: every (task, config)'s first result brings
-    one, and a sort of 100,000 queued runs costs tens of milliseconds."""
-
-    def __init__(self, share: float = 0.05):
-        self.share = share
-        self.due = False
-        self._next = 0.0
-
-    def mark(self) -> None:
-        self.due = True
-
-    def maybe(self, todo: deque[Run], estimates: dict[tuple[str, str], float]) -> None:
-        if not self.due or time.monotonic() < self._next:
-            return
-        t = time.perf_counter()
-        _order(todo, estimates)
-        cost = time.perf_counter() - t
-        self.due = False
-        self._next = time.monotonic() + cost / self.share
-
-
-def _budget_left(run: Run, charged: dict[str, int]) -> Callable[[str], bool]:
-    """Whether one more failure of a class, on top of those ``charged`` so far, leaves ``run`` a retry."""
-    return lambda failure_class: charged.get(failure_class, 0) < run.retries_for(failure_class)
-
-
-def _for_retry(run: Run, failure_class: str) -> Run:
-    """The run as its next attempt should be launched: an out-of-memory run that shared a device
-    gets a whole one to itself (the other runs on its device may have been what filled it)."""
-    if failure_class == triage.OOM and 0 < run.resources.gpus < 1:
-        return dataclasses.replace(run, resources=run.resources.model_copy(update={"gpus": 1.0}))
-    return run
-
-
 def busy_share(intervals: dict[int, list[tuple[float, float]]], n_devices: int) -> float | None:
     """Busy device-seconds / available device-seconds.
 
@@ -1194,160 +1038,7 @@ class _InFlight:
     run: Run
     number: int
     started: float  # monotonic clock at launch (for the ETA)
-
-
-class RunQueue:
-    """The runs still to launch, in launch order.
-
-    Longest expected first (:func:`_order`), re-ordered when a (task, config) gets its first
-    duration; a retry goes to the front. ``estimates`` are the expected durations per
-    (task, config), from earlier attempts and from this sweep's.
-    """
-
-    def __init__(self, runs: Iterable[Run], estimates: dict[tuple[str, str], float]):
-        self.runs: deque[Run] = deque(runs)
-        self.estimates = estimates
-        self._replan = _Replanner()
-
-    def __len__(self) -> int:
-        return len(self.runs)
-
-    def __iter__(self) -> Iterator[Run]:
-        return iter(self.runs)
-
-    def ahead(self, n: int) -> Iterator[Run]:
-        """The next ``n`` runs to launch."""
-        return itertools.islice(self.runs, n)
-
-    def order(self) -> None:
-        _order(self.runs, self.estimates)
-
-    def maybe_reorder(self) -> None:
-        """Re-order if new estimates came in, spaced out (see :class:`_Replanner`)."""
-        self._replan.maybe(self.runs, self.estimates)
-
-    def learn(self, run: Run, duration: float) -> None:
-        """A completed attempt's duration; the first of its (task, config) re-plans the queue."""
-        key = (run.task, run.config)
-        if key not in self.estimates:
-            self.estimates[key] = duration
-            self._replan.mark()
-
-    def take_first(self, fits: Callable[[Run], bool]) -> Run | None:
-        """Remove and return the first run in queue order that ``fits`` now (None: none does).
-
-        The others keep their order, so a long run that waits for a whole device stays ahead
-        of shorter ones that pass it."""
-        pick = next((i for i, r in enumerate(self.runs) if fits(r)), None)
-        if pick is None:
-            return None
-        run = self.runs[pick]
-        del self.runs[pick]
-        return run
-
-    def remove_ids(self, run_ids: set[str]) -> None:
-        """Take these runs out of the queue (re-attached to, not launched)."""
-        self.runs = deque(r for r in self.runs if r.run_id not in run_ids)
-
-    def retry_first(self, run: Run) -> None:
-        self.runs.appendleft(run)
-
-    def clear(self) -> None:
-        self.runs.clear()
-
-    def remove_never_fitting(self, why_never: Callable[[Run], str | None],
-                             among: Collection[Run] | None = None) -> list[tuple[Run, str]]:
-        """Remove the runs that ``why_never`` gives a reason for; returns them with the reasons.
-
-        ``among``, when given, holds every queued run (and maybe others): the runs to ask about,
-        in an order cheaper to go through than the queue's (the plan's, at the start)."""
-        # The answer rests on a run's resources, which the runs of a config share: asked once per
-        # resources object, of one run that holds it (the runs keep the objects, and so their
-        # ids, alive), not 100,000 times; the queue is gone through again only if a run must go.
-        asked: Collection[Run] = self.runs if among is None else among
-        holders = dict(zip(map(id, map(_RESOURCES, asked)), asked, strict=True))
-        reasons = {key: reason for key, run in holders.items() if (reason := why_never(run)) is not None}
-        if not reasons:
-            return []
-        removed: list[tuple[Run, str]] = []
-        kept: deque[Run] = deque()
-        for run in self.runs:
-            reason = reasons.get(id(run.resources))
-            if reason is None:
-                kept.append(run)
-            else:
-                removed.append((run, reason))
-        self.runs = kept
-        return removed
-
-
-@dataclass
-class RetryBudget:
-    """Failures charged to each run's retry budget so far, by failure class (run id -> class -> n),
-    counted from the ledger over the run's whole life and on through this sweep."""
-
-    charged: dict[str, dict[str, int]]
-
-    def allows_another(self, run: Run) -> Callable[[str], bool]:
-        """Whether one more failure of a class, on top of those charged so far, leaves ``run`` a retry."""
-        return _budget_left(run, self.charged.get(run.run_id, {}))
-
-    def charge(self, run: Run, failure_class: str) -> bool:
-        """Charge one failure of ``failure_class`` to ``run``; whether it is retried."""
-        counts = self.charged.setdefault(run.run_id, {})
-        counts[failure_class] = counts.get(failure_class, 0) + 1
-        return counts[failure_class] <= run.retries_for(failure_class)
-
-
-@dataclass
-class Eta:
-    """The expected time left: every queued and running run's expected duration, spread over the
-    slots. A run's expected duration is its (task, config)'s estimate, else the mean duration
-    of this sweep's completed runs, else the mean of all estimates."""
-
-    estimates: dict[tuple[str, str], float]
-    jobs: int
-    durations: list[float] = field(default_factory=list)
-    value: float | None = None
-    computed_at: float = float("-inf")  # monotonic
-    every_s: float = 0.5
-
-    def record(self, duration: float) -> None:
-        """A completed run's duration."""
-        self.durations.append(duration)
-
-    def expected(self, run: Run) -> float | None:
-        est = self.estimates.get((run.task, run.config))
-        if est is not None:
-            return est
-        if self.durations:
-            return sum(self.durations) / len(self.durations)
-        return sum(self.estimates.values()) / len(self.estimates) if self.estimates else None
-
-    def get(self, queue: RunQueue, inflight: Iterable[_InFlight]) -> float | None:
-        """Seconds left (None: some run's duration cannot be guessed yet)."""
-        # O(queue) per call: recompute at most twice a second, and never for more than 2% of
-        # the time (a 100,000-run queue takes tens of milliseconds).
-        now_m = time.monotonic()
-        if queue and now_m - self.computed_at < self.every_s:
-            return self.value
-        t = time.perf_counter()
-        self.value, self.computed_at = self._compute(queue, list(inflight)), now_m
-        self.every_s = max(0.5, 50 * (time.perf_counter() - t))
-        return self.value
-
-    def _compute(self, queue: RunQueue, inflight: list[_InFlight]) -> float | None:
-        left = [*queue, *(f.run for f in inflight)]
-        if not left:
-            return 0.0
-        guesses = [self.expected(r) for r in left]
-        if any(g is None for g in guesses):
-            return None
-        now = time.monotonic()
-        # Runs in flight are partly done; the rest queue behind the slots.
-        done_part = sum(min(now - f.started, self.expected(f.run) or 0.0) for f in inflight)
-        work = sum(g or 0.0 for g in guesses) - done_part
-        return max(0.0, work) / max(1, min(self.jobs, len(left)))
+    gpus: list[int] | None = None  # the devices the backend placed it on at start
 
 
 @dataclass
@@ -1366,8 +1057,9 @@ class _Tally:
         self.progress.failed += 1
         self.failed_runs.append(run.name)
 
-    def note_devices(self, outcome: Outcome) -> None:
-        for i in outcome.launch.gpus or ():
+    def note_devices(self, outcome: Outcome, placed: list[int] | None) -> None:
+        """The devices the attempt held (the outcome's word, else those ``placed`` at start) were busy."""
+        for i in (outcome.gpus if outcome.gpus is not None else placed) or ():
             self.busy.setdefault(i, []).append((outcome.started, outcome.ended))
 
 
@@ -1382,14 +1074,12 @@ class _LoopState:
     plan: PlanRecorder  # records the plan in the ledger a step at a time, between launches
     eta: Eta
     tally: _Tally
-    shared: _Later  # provenance common to every run, read in the background
+    recorder: Recorder  # what recording an ended attempt needs (metrics, shared provenance)
     host: str
     base_env: dict[str, str]
     db_key: str  # the ledger's path: with an attempt id, the key its processes carry
     existing: set[str]  # runs with a directory at the start; the others' are written ahead of their launch
     lookahead: int
-    primary: str = ""
-    metrics: list[Any] = field(default_factory=list)
     inflight: dict[int, _InFlight] = field(default_factory=dict)  # by attempt id
     lost: str | None = None  # what became of the ledger, once it is lost
     # Work for an ended run that nothing downstream waits for (its provenance.json), done once
