@@ -9,25 +9,34 @@ sweep that died, and stopping cleanly. Progress reaches the caller as
 from __future__ import annotations
 
 import gc
-import operator
 import os
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from benchlab import preregistration, triage
-from benchlab.errors import LedgerLost, UserError
+from benchlab import triage
+from benchlab.errors import LedgerLost
 from benchlab.evalrules import refuse_incomplete_checkpoints
 from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_backend
-from benchlab.execute.proctree import ATTEMPT_KEY_ENV, kill_strays, kill_tree
+from benchlab.execute.events import EventKind, Progress, SweepEvent
+from benchlab.execute.opening import (
+    SweepPlan,
+    check_can_run,
+    ledger_statuses,
+    open_results_folder,
+    record_hardware,
+    refuse_without_ledger,
+    sweep_plan,
+    would_run,
+)
+from benchlab.execute.proctree import ATTEMPT_KEY_ENV, kill_strays
 from benchlab.execute.provenance import (
-    changed_files,
     code_state,
     spec_files,
     sweep_provenance,
@@ -38,14 +47,9 @@ from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.execute.version import (
     DIFF_FILE,
     VERSIONS_DIR,
-    BenchmarkChanged,
-    changes_since,
-    current_version,
-    write_version,
 )
 from benchlab.plan import Run, expand
-from benchlab.results import write_benchmark_meta
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, run_dir_of, runs_dir
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, run_dir_of, runs_dir
 from benchlab.spec import Spec
 from benchlab.store import (
     COMPLETED,
@@ -54,58 +58,30 @@ from benchlab.store import (
     INTERRUPTED,
     PENDING,
     PRUNED,
-    RUNNING,
     CodeState,
     LedgerGuard,
     PlanRecorder,
     ResultsLock,
     Store,
     disk_full,
-    has_attempts,
     is_disk_full,
-    runs_to_do,
 )
 
 if TYPE_CHECKING:
     from benchlab.execute.gpu_sampler import GpuSampler
+
+# The checks a dry run shares with the sweep live with the opening of a folder; named here too,
+# where the command line and scripts have always found them.
+__all__ = ["EventKind", "Feeder", "Progress", "Sweep", "SweepEvent", "SweepPlan", "SweepResult", "busy_share",
+           "check_can_run", "default_jobs", "ledger_statuses", "refuse_without_ledger", "sweep_plan", "would_run"]
 
 STOP_GRACE_S = 5.0
 #: While the plan is being recorded, a step of it at least this often, however busy the runs keep the sweep.
 PLAN_STEP_EVERY_S = 0.05
 
 
-@dataclass
-class Progress:
-    """Counts over the runs of this sweep's plan."""
-
-    total: int
-    completed: int = 0
-    failed: int = 0
-    running: int = 0
-    skipped: int = 0  # already completed before this sweep
-    eta_s: float | None = None
-    pruned: int = 0  # stopped early by a search's pruner (not failures)
-
-    @property
-    def finished(self) -> int:
-        return self.completed + self.failed + self.skipped + self.pruned
 
 
-@dataclass
-class SweepEvent:
-    """Something that happened: ``begin`` (the plan, before any run), ``start``, ``finish``,
-    ``retry`` of a run, or a ``warning`` (``error`` holds its text; ``run`` may be None)."""
-
-    kind: str
-    run: Run | None
-    attempt: int
-    progress: Progress
-    status: str | None = None
-    value: float | None = None
-    metric: str | None = None
-    duration: float | None = None
-    failure_class: str | None = None
-    error: str | None = None
 
 
 @dataclass
@@ -170,23 +146,6 @@ def default_jobs(cpus_per_run: float) -> int:
     return max(1, int(cores // cpus_per_run)) if cpus_per_run > 0 else cores
 
 
-def check_spec_owns(store: Store, spec: Spec, results_dir: Path) -> None:
-    """Refuse a results folder that holds the runs of another spec file (``ResultsOfOtherSpec``).
-
-    A folder belongs to the spec file that first ran into it. A spec file that moved (the recorded
-    one no longer exists) takes the folder over; a spec built in memory (no file) is not checked.
-    """
-    from benchlab.errors import ResultsOfOtherSpec
-
-    recorded = store.benchmark()
-    owner = recorded.spec_path if recorded is not None else None
-    if spec.path is None or recorded is None or not owner:
-        return
-    mine = str(spec.path.resolve())
-    # A spec promoted from the owner's search (`benchlab search --promote`) continues its benchmark.
-    promoted_from = {str((spec.base_dir / c.origin.spec).resolve()) for c in spec.configs if c.origin is not None}
-    if owner != mine and Path(owner).exists() and not os.path.samefile(owner, mine) and owner not in promoted_from:
-        raise ResultsOfOtherSpec(results_dir, owner, recorded.name, mine, spec.name)
 
 
 class Sweep:
@@ -319,26 +278,18 @@ class Sweep:
         return get_backend(self._backend_arg).for_sweep(context, **self._backend_options)
 
     def _run(self, store: Store, t0: float, runs: list[Run]) -> SweepResult:
-        if self.feeder is None and self._runs is None and not self.rerun_all:
-            # Finished, so never to do: they pass no checkpoint check, and the plan keeps them.
-            runs = [*runs, *kept_runs(store, self.spec)]
-        self._register(store, runs)
-        self._recover(store)
-        # Only the runs that are not pending: a resume of a plan that has just begun reads a few rows.
-        statuses = store.statuses(pending=False)
-        self.version_id = record_version(store, self.spec, self.code, self.results_dir, statuses,
-                                         allow=self.allow_changed or self.rerun_all)
-        preregistration.register(store, self.spec, operator.countOf(statuses.values(), COMPLETED))
-        queue, budget, progress, done, todo = self._plan(store, runs, statuses)
-        # The checks over every queued run go through ``todo``, the same runs in plan order: the
-        # runs lie in memory in that order (see ``plan.expand``), and a pass in queue order, which
-        # a resume groups by (task, config), reads them two to three times slower.
-        if self._runs_here():
-            self._check_workdirs(todo)
-        changed = None if self.rerun_all else code_changed(store, self.code, done)
-        if changed:
-            self.on_event(SweepEvent("warning", None, 0, Progress(total=0), error=changed))
-        self.on_event(SweepEvent("begin", None, 0, progress))
+        opened = open_results_folder(
+            store, self.spec, self.results_dir, runs, code=self.code, fed=self.feeder is not None,
+            keep_until_decided=self._runs is None, rerun_failed=self.rerun_failed, rerun_all=self.rerun_all,
+            allow_changed=self.allow_changed, check_workdirs=self._runs_here())
+        self._plan_recorder, self._code_id, self.version_id = opened.plan, opened.code_id, opened.version_id
+        self._held, self._recovered_gpus = list(opened.recovered.held), opened.recovered.gpus
+        runs, queue, budget, todo = opened.runs, opened.queue, opened.budget, opened.todo
+        progress = Progress(total=len(runs), skipped=opened.skipped, failed=opened.failed)
+        if opened.warning:
+            self.on_event(SweepEvent(EventKind.WARNING, None, 0, Progress(total=0), error=opened.warning))
+        self.on_event(SweepEvent(EventKind.BEGIN, None, 0, progress))
+        del opened  # ``todo`` (the queued runs in plan order) goes once the backend has seen it
         self.backend = backend = self._make_backend(queue, todo)
         self._gpu_models = dict(backend.gpu_models)
         self._sampler = backend.gpu_sampler()
@@ -382,54 +333,8 @@ class Sweep:
 
     # ------------------------------------------------------------------ before the first launch
 
-    def _register(self, store: Store, runs: list[Run]) -> None:
-        """Enter the plan in the ledger: the benchmark's record, its runs, the code under test."""
-        check_spec_owns(store, self.spec, self.results_dir)
-        write_benchmark_meta(store, self.spec, self.results_dir)
-        if self.feeder is not None:
-            # The plan grows as the feeder hands out runs (_top_up): nothing to record ahead.
-            self._plan_recorder = PlanRecorder(store, [])
-            self._plan_recorder.done = True
-        else:
-            # The runs and the plan they make are recorded between the first launches, a step at a
-            # time (PlanRecorder): at 100,000 runs recording them first took seconds.
-            self._plan_recorder = store.record_plan(runs)
-        self._code_id = store.code_id(self.code)
 
-    def _plan(self, store: Store, runs: list[Run],
-              statuses: dict[str, str]) -> tuple[RunQueue, RetryBudget, Progress, list[str], list[Run]]:
-        """The queue of runs to launch, in order, their retry budgets, the counts so far, the
-        ids of the plan's completed runs (``statuses`` may leave pending runs out), and the
-        queued runs in plan order."""
-        found = runs_to_do(runs, statuses, rerun_failed=self.rerun_failed, rerun_all=self.rerun_all)
-        todo = found.runs
-        if self.rerun_all:  # every run starts over, with a whole retry budget
-            store.new_budget([r.run_id for r in todo])
-        elif self.rerun_failed:  # the user's explicit request for a new retry budget
-            store.new_budget([r.run_id for r in todo if statuses.get(r.run_id) == FAILED])
-        # Retry budgets are counted from the ledger over each run's whole life, so a resume after
-        # a crash continues the budget instead of granting a new one.
-        charged = store.charged_failures()
-        if charged:  # usually none: the plan's ids are gathered only where some run has failures
-            ids = todo_ids(todo)
-            charged = {rid: counts for rid, counts in charged.items() if rid in ids}
-        budget = RetryBudget(charged)
-        for i, r in enumerate(todo if budget.charged else ()):
-            if r.run_id in budget.charged and store.last_charged_failure(r.run_id) == triage.OOM:
-                todo[i] = for_retry(r, triage.OOM)
-        progress = Progress(total=len(runs))
-        progress.skipped = 0 if self.rerun_all else found.completed
-        progress.failed = 0 if self.rerun_failed or self.rerun_all else found.failed
-        queue = RunQueue(todo, store.durations())
-        queue.order()
-        return queue, budget, progress, found.completed_ids, todo
 
-    def _check_workdirs(self, runs: Iterable[Run]) -> None:
-        missing = missing_workdirs(runs)
-        if missing:
-            where = f" (workdir of {self.spec.path})" if self.spec.path else ""
-            raise UserError(f"working directory {missing[0]} does not exist{where}; nothing was run. "
-                            "Create it, or fix the spec's `workdir`.")
 
     def _start_state(self, store: Store, backend: Backend, queue: RunQueue, budget: RetryBudget,
                      progress: Progress) -> _LoopState:
@@ -449,7 +354,7 @@ class Sweep:
                                  "code_diff_file": f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
                                  **({"machine_gpus": machine_gpus} if machine_gpus else {})})
         host = socket.gethostname()
-        _record_hardware(store, host, machine_gpus)
+        record_hardware(store, host, machine_gpus)
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
         # Secret variables reach the runs here, never through their commands or config.yaml.
@@ -545,7 +450,7 @@ class Sweep:
                     if state in (COMPLETED, PRUNED):
                         # Done before this sweep (the same run asked for again after a crash).
                         progress.skipped += 1
-                        self.on_event(SweepEvent("finish", r, 0, progress, status=state))
+                        self.on_event(SweepEvent(EventKind.FINISH, r, 0, progress, status=state))
                     else:
                         st.queue.runs.append(r)
                         free -= 1
@@ -566,7 +471,7 @@ class Sweep:
             st.queue.runs.remove(queued)
             st.store.set_status(run_id, PRUNED)
             st.tally.progress.pruned += 1
-            self.on_event(SweepEvent("finish", queued, 0, st.tally.progress, status=PRUNED, error=reason))
+            self.on_event(SweepEvent(EventKind.FINISH, queued, 0, st.tally.progress, status=PRUNED, error=reason))
             return
         for attempt_id, flight in st.inflight.items():
             if flight.run.run_id == run_id and attempt_id not in self._pruning and st.backend.cancel(attempt_id):
@@ -589,13 +494,13 @@ class Sweep:
             if isinstance(started, _LaunchFailed):
                 # Counted like any failure: in the progress, the summary and the exit code.
                 st.tally.fail(run)
-                self.on_event(SweepEvent("finish", run, started.number, progress, status=FAILED,
+                self.on_event(SweepEvent(EventKind.FINISH, run, started.number, progress, status=FAILED,
                                          failure_class=triage.LAUNCH, error=started.error))
                 continue
             launch, gpus = started
             st.inflight[launch.attempt_id] = _InFlight(run, launch.number, time.monotonic(), gpus)
             progress.running = len(st.inflight)
-            self.on_event(SweepEvent("start", run, launch.number, progress))
+            self.on_event(SweepEvent(EventKind.START, run, launch.number, progress))
 
     def _on_outcome(self, st: _LoopState, outcome: Outcome) -> None:
         """Record an ended attempt, then count it, queue its retry, or report it finished."""
@@ -605,7 +510,7 @@ class Sweep:
             pruned = record_pruned(st.store, outcome, st.recorder, self._pruning.pop(outcome.launch.attempt_id))
             progress.running = len(st.inflight)
             progress.pruned += 1
-            self.on_event(SweepEvent("finish", run, flight.number, progress, status=PRUNED, error=pruned.error,
+            self.on_event(SweepEvent(EventKind.FINISH, run, flight.number, progress, status=PRUNED, error=pruned.error,
                                      duration=pruned.duration))
             return
         result = record_attempt(st.store, outcome, st.recorder, gpus=flight.gpus,
@@ -624,13 +529,13 @@ class Sweep:
             st.queue.retry_first(for_retry(run, cls))
             st.store.set_status(run.run_id, PENDING)
             progress.eta_s = st.eta.get(st.queue, [(f.run, f.started) for f in st.inflight.values()])
-            self.on_event(SweepEvent("retry", run, flight.number, progress, status=FAILED,
+            self.on_event(SweepEvent(EventKind.RETRY, run, flight.number, progress, status=FAILED,
                                      duration=duration, failure_class=cls, error=result.error))
             return
         else:
             st.tally.fail(run)
         progress.eta_s = st.eta.get(st.queue, [(f.run, f.started) for f in st.inflight.values()])
-        self.on_event(SweepEvent("finish", run, flight.number, progress, status=status, value=result.value,
+        self.on_event(SweepEvent(EventKind.FINISH, run, flight.number, progress, status=status, value=result.value,
                                  metric=result.metric, duration=duration, failure_class=result.failure_class,
                                  error=result.error))
 
@@ -647,13 +552,13 @@ class Sweep:
             st.store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
                                     failure_class=triage.LAUNCH, error=error)
             st.tally.fail(run)
-            self.on_event(SweepEvent("finish", run, number, st.tally.progress, status=FAILED,
+            self.on_event(SweepEvent(EventKind.FINISH, run, number, st.tally.progress, status=FAILED,
                                      failure_class=triage.LAUNCH, error=error))
 
     def _pass_on_warnings(self, st: _LoopState) -> None:
         for text in st.backend.warnings():
             st.tally.warnings.append(text)
-            self.on_event(SweepEvent("warning", None, 0, st.tally.progress, error=text))
+            self.on_event(SweepEvent(EventKind.WARNING, None, 0, st.tally.progress, error=text))
 
     def _pass_on_placements(self, st: _LoopState) -> None:
         """Record what a cluster scheduler said of attempts (job ids, queue reasons, nodes, GPUs)."""
@@ -688,7 +593,7 @@ class Sweep:
         st.queue.remove_ids({launch.run.run_id for launch in adopted})
         for launch in adopted:
             st.inflight[launch.attempt_id] = _InFlight(launch.run, launch.number, time.monotonic(), launch.gpus)
-            self.on_event(SweepEvent("start", launch.run, launch.number, st.tally.progress))
+            self.on_event(SweepEvent(EventKind.START, launch.run, launch.number, st.tally.progress))
         st.tally.progress.running = len(st.inflight)
         self._pass_on_placements(st)
 
@@ -771,163 +676,26 @@ class Sweep:
 
     # ------------------------------------------------------------------ crash recovery
 
-    def _recover(self, store: Store) -> None:
-        """Kill what a sweep that died left running; mark its attempts lost.
-
-        Every process of an attempt carries this ledger's key in its environment, and the
-        folder's lock is ours, so any process with the key is a leftover, including one
-        launched just before a crash whose attempt row was never committed.
-        """
-        stale = store.attempts(status=RUNNING)
-        # Attempts a cluster scheduler holds (a job id, no local process) may still be queued or
-        # running there: the backend re-attaches to them (_adopt) instead of launching them again.
-        placed = store.placements(a.attempt_id for a in stale)
-        self._held = [(a, placed[a.attempt_id].job_id) for a in stale
-                      if a.attempt_id in placed and a.pid is None]
-        held_ids = {a.attempt_id for a, _ in self._held}
-        stale = [a for a in stale if a.attempt_id not in held_ids]
-        # Their devices hold memory until the driver has cleaned up after the killed processes;
-        # the backend must not read that as someone else's work (SweepContext.recovered_gpus).
-        self._recovered_gpus = sorted({int(i) for a in stale for i in (a.gpus or "").split(",") if i})
-        for attempt in stale:
-            if attempt.pid is not None and attempt.pgid is not None:
-                kill_tree(attempt.pid, attempt.pgid, attempt.proc_start)
-        kill_strays(str(store.path))
-        for attempt in stale:
-            store.finish_attempt(attempt.attempt_id, attempt.run_id, status=INTERRUPTED,
-                                 run_status=INTERRUPTED, failure_class=triage.LOST,
-                                 error="the benchlab process running it died; run again")
 
 
-def record_version(store: Store, spec: Spec, code: CodeState, results_dir: Path, statuses: dict[str, str],
-                   *, allow: bool) -> str:
-    """Write the benchmark version of this sweep and record it in the ledger; return its id.
-
-    Where runs already ran under an earlier version whose datasets or code differ, raise
-    :class:`BenchmarkChanged` naming what changed, unless ``allow`` (the change is then recorded
-    with the new version)."""
-    now = current_version(spec, code, results_dir)
-    versions = store.versions()
-    changes = _version_changes(spec, versions, now, statuses)
-    if changes and not allow:
-        raise BenchmarkChanged(results_dir, changes)
-    write_version(results_dir, now, spec)
-    if not versions or versions[-1]["id"] != now.id:
-        versions.append({**now.to_json(), "changes": changes})
-        store.set_versions(versions)
-    return now.id
 
 
-def _version_changes(spec: Spec, versions: list[dict[str, Any]], now: Any, statuses: dict[str, str]) -> list[str]:
-    """What changed since the last recorded version, where runs already began under it."""
-    began = any(s != PENDING for s in statuses.values())
-    if not versions or not began:
-        return []
-    return changes_since(versions[-1], now,
-                         lambda since: changed_files(spec.work_path, since, spec_files(spec)))
 
 
-def kept_runs(store: Store, spec: Spec) -> list[Run]:
-    """The finished runs an earlier ``run --until-decided`` added beyond the spec's seeds: a sweep
-    of the spec's own runs keeps them in its plan, so that the results table, ``benchlab.load``
-    and every verdict still count them (see :func:`benchlab.execute.sequential.kept_runs`)."""
-    # Only a ledger an --until-decided run wrote: the sequential module imports the statistics
-    # (scipy), half a second before every resume's first launch.
-    if store.sequential() is None:
-        return []
-    from benchlab.execute import sequential
-
-    return sequential.kept_runs(store, spec)
 
 
-@dataclass(frozen=True)
-class SweepPlan:
-    """The runs a :class:`Sweep` of a spec over a results folder plans, as it would plan them."""
-
-    runs: list[Run]
-    kept: int  # of them, finished runs an earlier ``run --until-decided`` added (see kept_runs)
 
 
-def ledger_statuses(results_dir: Path) -> dict[str, str]:
-    """Every run's state by id in the ledger of ``results_dir`` (none when it has no ledger yet)."""
-    if not (results_dir / DB_NAME).exists():
-        return {}
-    with Store.open(results_dir) as store:
-        return store.statuses()
 
 
-def sweep_plan(spec: Spec, results_dir: Path | str, *, rerun_all: bool = False) -> SweepPlan:
-    """The plan of ``Sweep(spec, results_dir).run()``: the spec's runs, and unless ``rerun_all``
-    the runs :func:`kept_runs` keeps. Reads the ledger, writes nothing."""
-    runs = expand(spec)
-    db = Path(results_dir) / DB_NAME
-    if rerun_all or not db.exists():
-        return SweepPlan(runs, 0)
-    with Store.open(Path(results_dir)) as store:
-        kept = kept_runs(store, spec)
-    return SweepPlan([*runs, *kept], len(kept))
 
 
-def would_run(spec: Spec, results_dir: Path | str, *, runs: list[Run] | None = None, rerun_failed: bool = False,
-              rerun_all: bool = False, allow_changed: bool = False, code: CodeState | None = None) -> list[Run]:
-    """The runs ``Sweep(spec, results_dir, runs=runs, ...).run()`` would launch, in plan order,
-    refusing what it would refuse (:func:`check_can_run`, a missing or partly written checkpoint)
-    in the same words. ``benchlab run --dry-run`` lists them. Writes only the dataset hash cache."""
-    check_can_run(spec, results_dir, code=code, allow_changed=allow_changed, rerun_all=rerun_all)
-    statuses = ledger_statuses(Path(results_dir))
-    planned = runs if runs is not None else sweep_plan(spec, results_dir, rerun_all=rerun_all).runs
-    refuse_incomplete_checkpoints(spec, planned, lambda: statuses, rerun_all=rerun_all)
-    return runs_to_do(planned, statuses, rerun_failed=rerun_failed, rerun_all=rerun_all).runs
 
 
-def check_can_run(spec: Spec, results_dir: Path | str, *, code: CodeState | None = None,
-                  allow_changed: bool = False, rerun_all: bool = False) -> None:
-    """Raise what :meth:`Sweep.run` would refuse before launching anything (writing only the
-    dataset hash cache): a
-    ledger lost beside finished run directories, a folder of another spec file, a changed
-    dataset or code under test (unless allowed). ``benchlab run --dry-run`` asks it."""
-    results_dir = Path(results_dir).resolve()
-    refuse_without_ledger(results_dir)
-    if not (results_dir / DB_NAME).exists():
-        return
-    with Store.open(results_dir) as store:
-        check_spec_owns(store, spec, results_dir)
-        if allow_changed or rerun_all:
-            return
-        code = code if code is not None else code_state(spec.work_path, spec_files(spec))
-        now = current_version(spec, code, results_dir)
-        changes = _version_changes(spec, store.versions(), now,
-                                   store.statuses(pending=False))
-    if changes:
-        raise BenchmarkChanged(results_dir, changes)
 
 
-def code_changed(store: Store, now: CodeState, done: list[str]) -> str | None:
-    """What to tell before the completed runs ``done`` (ids) are skipped although the code under
-    test changed since they ran (None when it did not, or when either side is not in a git
-    repository)."""
-    if not now.known or not done:
-        return None
-    before = {s: n for s, n in store.completed_code(done).items() if s.known and not s.same_code(now)}
-    if not before:
-        return None
-    n = sum(before.values())
-    then = max(before, key=lambda s: before[s])
-    return (f"the code under test changed since {n} of the {len(done)} finished runs ran (they ran "
-            f"{then.describe()}{' and others' if len(before) > 1 else ''}; it is now {now.describe()}); "
-            "they are kept as done: --rerun-all runs every run again")
 
 
-def _record_hardware(store: Store, host: str, gpus: dict[str, str]) -> None:
-    """Note in the ledger what this host is (CPU, cores, GPU models by index), for the report's
-    Hardware line; each host that ran a sweep of this folder keeps its own entry."""
-    from benchlab.execute.provenance import cpu_model
-
-    hardware = store.hardware()
-    known = hardware.get(host) or {}
-    hardware[host] = {"cpu": cpu_model(), "cores": os.cpu_count(),
-                      "gpus": {**(known.get("gpus") or {}), **gpus}}
-    store.set_hardware(hardware)
 
 
 @dataclass(frozen=True)
@@ -961,9 +729,6 @@ def _built_apart_from_collector(build: Callable[[], list[Run]]) -> tuple[list[Ru
     return runs, True
 
 
-def missing_workdirs(runs: Iterable[Run]) -> list[str]:
-    """The working directories of ``runs`` that do not exist on this machine."""
-    return sorted(w for w in set(map(_WORKDIR, runs)) if not os.path.isdir(w))
 
 
 # Attribute getters for passes over every run of a plan: map() with them runs at C speed, a tenth
@@ -971,36 +736,8 @@ def missing_workdirs(runs: Iterable[Run]) -> list[str]:
 _WORKDIR, _RUN_ID, _RESOURCES = attrgetter("workdir"), attrgetter("run_id"), attrgetter("resources")
 
 
-def todo_ids(runs: Iterable[Run]) -> set[str]:
-    """The ids of ``runs``, as a set."""
-    return set(map(_RUN_ID, runs))
 
 
-def refuse_without_ledger(results_dir: Path) -> None:
-    """Raise ``LedgerLost`` when run directories show finished runs but the ledger is missing or
-    holds no attempt: a sweep would run them all again, and the ledger can be rebuilt instead."""
-    db = results_dir / DB_NAME
-    if db.exists():
-        # Read without writing anything; the sweep then says whether the folder is read-only.
-        try:
-            attempts = has_attempts(db)
-        except sqlite3.DatabaseError as exc:
-            raise LedgerLost(db, f"{db} is unreadable ({exc}); nothing was run. Recreate it from the run "
-                                 f"directories with `benchlab collect --rebuild {results_dir}`.") from None
-        if attempts:
-            return
-    folder = runs_dir(results_dir)
-    if not folder.is_dir():
-        return
-    with os.scandir(folder) as entries:
-        finished = next((e.name for e in entries if os.path.exists(os.path.join(e.path, PROVENANCE_FILE))),
-                        None)
-    if finished is None:
-        return
-    state = "is missing" if not db.exists() else "holds no attempt"
-    raise LedgerLost(db, f"{db} {state}, but run directories under {folder} show finished runs "
-                         f"(e.g. {finished}); nothing was run, so that they are not run again. Recreate the "
-                         f"ledger from them with `benchlab collect --rebuild {results_dir}`, then run again.")
 
 
 def busy_share(intervals: dict[int, list[tuple[float, float]]], n_devices: int) -> float | None:
