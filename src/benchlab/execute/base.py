@@ -247,6 +247,7 @@ BUILTIN_BACKENDS: Mapping[str, str] = MappingProxyType({
     "local": "benchlab.execute.local:LocalBackend",
     "ray": "benchlab.execute.ray:RayBackend",
     "slurm": "benchlab.execute.slurm:SlurmBackend",
+    "debug": "benchlab.execute.debug:DebugBackend",
 })
 #: The entry-point group other packages declare their backends in.
 ENTRY_POINT_GROUP = "benchlab.backends"
