@@ -1,11 +1,14 @@
 """What a sweep tells its caller as it goes: :class:`SweepEvent` objects of a few kinds
-(:class:`EventKind`), each with the :class:`Progress` counts at that moment. The library never
+(:class:`EventKind`), each with the :class:`Progress` counts at that moment; how it ended
+(:class:`SweepResult`); and what a caller may feed it runs through (:class:`Feeder`). The library never
 prints; the command line's progress bar, the search driver and a Python caller read these."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol
 
 from benchlab.plan import Run
 
@@ -58,3 +61,59 @@ class SweepEvent:
     duration: float | None = None
     failure_class: str | None = None
     error: str | None = None
+
+
+@dataclass
+class SweepResult:
+    """How a sweep ended."""
+
+    results_dir: Path
+    total: int
+    completed: int
+    failed: int
+    skipped: int
+    interrupted: int
+    stopped: bool
+    wall_s: float
+    failed_runs: list[str] = field(default_factory=list)
+    #: (task, config) pairs that failed on every seed: ``{"task", "config", "failures"}``.
+    flagged: list[dict[str, Any]] = field(default_factory=list)
+    #: Busy device-seconds / available device-seconds over the sweep's launches (None: no GPUs).
+    gpu_busy_share: float | None = None
+    gpus: list[int] = field(default_factory=list)  # the devices the sweep could use
+    warnings: list[str] = field(default_factory=list)
+    #: Mean utilisation (percent) of the devices runs held, from the GPU sampler (None: not sampled).
+    gpu_util_mean: float | None = None
+    pruned: int = 0
+
+    @property
+    def pending(self) -> int:
+        """Runs of the plan this sweep left without an outcome (stopped before it launched them)."""
+        return max(0, self.total - self.completed - self.failed - self.skipped - self.interrupted - self.pruned)
+
+    @property
+    def exit_code(self) -> int:
+        if self.stopped:
+            return 130
+        return 1 if self.failed else 0
+
+
+class Feeder(Protocol):
+    """Hands a sweep its runs as slots free up, and names runs to stop early: what
+    ``benchlab search`` plugs into the sweep (its trials are asked for one at a time).
+
+    A sweep with a feeder starts with no plan; each run ``more`` returns joins the plan (the
+    ledger's runs in the spec). Runs already completed or pruned are not run again: they are
+    reported as ``finish`` events with attempt 0. A run ``to_prune`` names is killed (its
+    process group, through the backend's ``cancel``) or dropped from the queue, and recorded
+    as ``pruned``: not a failure, never retried.
+    """
+
+    #: Seconds between calls of ``to_prune`` while runs are in flight (None: it is never called).
+    poll_s: float | None
+
+    def more(self, free: int) -> list[Run]:
+        """Runs to add now that ``free`` slots are idle (an empty list: none for now)."""
+
+    def to_prune(self) -> dict[str, str]:
+        """Run id -> why it is pruned, for runs queued or in flight that are to stop now."""

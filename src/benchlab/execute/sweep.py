@@ -15,18 +15,20 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from benchlab import triage
 from benchlab.errors import LedgerLost
 from benchlab.evalrules import refuse_incomplete_checkpoints
 from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_backend
-from benchlab.execute.events import EventKind, Progress, SweepEvent
+from benchlab.execute.events import EventKind, Feeder, Progress, SweepEvent, SweepResult
+from benchlab.execute.launching import Launcher, LaunchFailed
+from benchlab.execute.loop_state import InFlight, Later, LoopState, Tally, busy_share
 from benchlab.execute.opening import (
     SweepPlan,
+    built_apart_from_collector,
     check_can_run,
     ledger_statuses,
     open_results_folder,
@@ -35,7 +37,7 @@ from benchlab.execute.opening import (
     sweep_plan,
     would_run,
 )
-from benchlab.execute.proctree import ATTEMPT_KEY_ENV, kill_strays
+from benchlab.execute.proctree import kill_strays
 from benchlab.execute.provenance import (
     code_state,
     spec_files,
@@ -43,13 +45,13 @@ from benchlab.execute.provenance import (
 )
 from benchlab.execute.queue import Eta, RetryBudget, RunQueue, for_retry
 from benchlab.execute.record import Recorder, record_attempt, record_pruned
-from benchlab.execute.rundir import Preparer, write_run_dir
+from benchlab.execute.rundir import Preparer
 from benchlab.execute.version import (
     DIFF_FILE,
     VERSIONS_DIR,
 )
 from benchlab.plan import Run, expand
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, run_dir_of, runs_dir
+from benchlab.run_files import runs_dir
 from benchlab.spec import Spec
 from benchlab.store import (
     COMPLETED,
@@ -80,72 +82,10 @@ STOP_GRACE_S = 5.0
 PLAN_STEP_EVERY_S = 0.05
 
 
-
-
-
-
-@dataclass
-class SweepResult:
-    """How a sweep ended."""
-
-    results_dir: Path
-    total: int
-    completed: int
-    failed: int
-    skipped: int
-    interrupted: int
-    stopped: bool
-    wall_s: float
-    failed_runs: list[str] = field(default_factory=list)
-    #: (task, config) pairs that failed on every seed: ``{"task", "config", "failures"}``.
-    flagged: list[dict[str, Any]] = field(default_factory=list)
-    #: Busy device-seconds / available device-seconds over the sweep's launches (None: no GPUs).
-    gpu_busy_share: float | None = None
-    gpus: list[int] = field(default_factory=list)  # the devices the sweep could use
-    warnings: list[str] = field(default_factory=list)
-    #: Mean utilisation (percent) of the devices runs held, from the GPU sampler (None: not sampled).
-    gpu_util_mean: float | None = None
-    pruned: int = 0
-
-    @property
-    def pending(self) -> int:
-        """Runs of the plan this sweep left without an outcome (stopped before it launched them)."""
-        return max(0, self.total - self.completed - self.failed - self.skipped - self.interrupted - self.pruned)
-
-    @property
-    def exit_code(self) -> int:
-        if self.stopped:
-            return 130
-        return 1 if self.failed else 0
-
-
-class Feeder(Protocol):
-    """Hands a sweep its runs as slots free up, and names runs to stop early: what
-    ``benchlab search`` plugs into the sweep (its trials are asked for one at a time).
-
-    A sweep with a feeder starts with no plan; each run ``more`` returns joins the plan (the
-    ledger's runs in the spec). Runs already completed or pruned are not run again: they are
-    reported as ``finish`` events with attempt 0. A run ``to_prune`` names is killed (its
-    process group, through the backend's ``cancel``) or dropped from the queue, and recorded
-    as ``pruned``: not a failure, never retried.
-    """
-
-    #: Seconds between calls of ``to_prune`` while runs are in flight (None: it is never called).
-    poll_s: float | None
-
-    def more(self, free: int) -> list[Run]:
-        """Runs to add now that ``free`` slots are idle (an empty list: none for now)."""
-
-    def to_prune(self) -> dict[str, str]:
-        """Run id -> why it is pruned, for runs queued or in flight that are to stop now."""
-
-
 def default_jobs(cpus_per_run: float) -> int:
     """How many runs fit at once on this machine's cores."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, int(cores // cpus_per_run)) if cpus_per_run > 0 else cores
-
-
 
 
 class Sweep:
@@ -252,7 +192,7 @@ class Sweep:
             return []
         if self._runs is not None:
             return self._runs
-        runs, self._frozen = _built_apart_from_collector(lambda: expand(self.spec))
+        runs, self._frozen = built_apart_from_collector(lambda: expand(self.spec))
         return runs
 
     def _lost(self, problem: str) -> LedgerLost:
@@ -313,7 +253,7 @@ class Sweep:
             if self._sampler is not None:
                 self._sampler.stop()
             if backend.runs_here:
-                kill_strays(st.db_key)
+                kill_strays(st.launcher.db_key)
         problem = self._guard.check(force=True)  # lost after the last check: still say so
         if problem is not None:
             raise self._lost(problem)
@@ -334,10 +274,8 @@ class Sweep:
     # ------------------------------------------------------------------ before the first launch
 
 
-
-
     def _start_state(self, store: Store, backend: Backend, queue: RunQueue, budget: RetryBudget,
-                     progress: Progress) -> _LoopState:
+                     progress: Progress) -> LoopState:
         # Runs with no directory yet get theirs written ahead (when runs write on this disk).
         # One listing, not a stat per run: at 100,000 runs that is seconds before the first launch.
         try:
@@ -350,31 +288,32 @@ class Sweep:
         work_path = self.spec.work_path
         # git and package metadata take tens of milliseconds: read while the first runs go.
         version_id = self.version_id
-        shared = _Later(lambda: {**sweep_provenance(work_path), "benchmark_version": version_id,
+        shared = Later(lambda: {**sweep_provenance(work_path), "benchmark_version": version_id,
                                  "code_diff_file": f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
                                  **({"machine_gpus": machine_gpus} if machine_gpus else {})})
-        host = socket.gethostname()
-        record_hardware(store, host, machine_gpus)
+        record_hardware(store, socket.gethostname(), machine_gpus)
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
         # Secret variables reach the runs here, never through their commands or config.yaml.
         base_env.update(self.spec.secret_env())
         assert self._plan_recorder is not None
+        launcher = Launcher(self.results_dir, self._plan_recorder, self._code_id, socket.gethostname(), base_env,
+                            str(store.path), self._preparer, self._sampler)
         recorder = Recorder(primary=self.spec.metrics.primary.name, metrics=self.spec.metrics.all,
                             shared=shared.get, gpu_models=self._gpu_models, sampler=self._sampler)
-        st = _LoopState(store=store, backend=backend, queue=queue, budget=budget, plan=self._plan_recorder,
-                        eta=Eta(queue.estimates, self.jobs), tally=_Tally(progress), recorder=recorder, host=host,
-                        base_env=base_env, db_key=str(store.path), existing=existing, lookahead=4 * self.jobs)
+        st = LoopState(store=store, backend=backend, queue=queue, budget=budget, plan=self._plan_recorder,
+                        eta=Eta(queue.estimates, self.jobs), tally=Tally(progress), recorder=recorder,
+                        launcher=launcher, existing=existing, lookahead=4 * self.jobs)
         self._prepare_ahead(st)
         return st
 
-    def _prepare_ahead(self, st: _LoopState) -> None:
+    def _prepare_ahead(self, st: LoopState) -> None:
         if self._preparer is not None:
             self._preparer.ahead(r for r in st.queue.ahead(st.lookahead) if r.run_id not in st.existing)
 
     # ------------------------------------------------------------------ the loop
 
-    def _loop(self, st: _LoopState) -> None:
+    def _loop(self, st: LoopState) -> None:
         """Launch what fits, wait for what ends, record it; until nothing is left or a stop."""
         backend, queue = st.backend, st.queue
         plan_due = time.monotonic() + PLAN_STEP_EVERY_S
@@ -422,11 +361,11 @@ class Sweep:
             self._drop_unplaceable(st)
 
     @staticmethod
-    def _after_launch(st: _LoopState) -> None:
+    def _after_launch(st: LoopState) -> None:
         while st.after_launch:
             st.after_launch.pop(0)()
 
-    def _top_up(self, st: _LoopState) -> bool:
+    def _top_up(self, st: LoopState) -> bool:
         """Ask the feeder for runs while slots would stay idle; False, so that it can lead the
         loop's condition."""
         feeder = self.feeder
@@ -458,13 +397,13 @@ class Sweep:
                 self._launch_what_fits(st)
         return False
 
-    def _check_ledger(self, st: _LoopState) -> None:
+    def _check_ledger(self, st: LoopState) -> None:
         problem = self._guard.check()
         if problem is not None:
             st.lost = problem
             raise self._lost(problem)
 
-    def _prune(self, st: _LoopState, run_id: str, reason: str) -> None:
+    def _prune(self, st: LoopState, run_id: str, reason: str) -> None:
         """Stop ``run_id`` for its feeder: dropped from the queue, or killed where it runs."""
         queued = next((r for r in st.queue if r.run_id == run_id), None)
         if queued is not None:
@@ -477,7 +416,7 @@ class Sweep:
             if flight.run.run_id == run_id and attempt_id not in self._pruning and st.backend.cancel(attempt_id):
                 self._pruning[attempt_id] = reason
 
-    def _launch_what_fits(self, st: _LoopState) -> None:
+    def _launch_what_fits(self, st: LoopState) -> None:
         """Launch while slots allow; a run that does not fit now waits, others may pass it."""
         backend, queue, progress = st.backend, st.queue, st.tally.progress
         while queue and not self._stop.is_set():
@@ -490,19 +429,19 @@ class Sweep:
             if run is None:
                 return
             self._prepare_ahead(st)
-            started = self._launch(st.store, backend, run, st.host, st.base_env, st.db_key)
-            if isinstance(started, _LaunchFailed):
+            started = st.launcher.start(st.store, backend, run)
+            if isinstance(started, LaunchFailed):
                 # Counted like any failure: in the progress, the summary and the exit code.
                 st.tally.fail(run)
                 self.on_event(SweepEvent(EventKind.FINISH, run, started.number, progress, status=FAILED,
                                          failure_class=triage.LAUNCH, error=started.error))
                 continue
-            launch, gpus = started
-            st.inflight[launch.attempt_id] = _InFlight(run, launch.number, time.monotonic(), gpus)
+            launch, gpus = started.launch, started.gpus
+            st.inflight[launch.attempt_id] = InFlight(run, launch.number, time.monotonic(), gpus)
             progress.running = len(st.inflight)
             self.on_event(SweepEvent(EventKind.START, run, launch.number, progress))
 
-    def _on_outcome(self, st: _LoopState, outcome: Outcome) -> None:
+    def _on_outcome(self, st: LoopState, outcome: Outcome) -> None:
         """Record an ended attempt, then count it, queue its retry, or report it finished."""
         flight = st.inflight.pop(outcome.launch.attempt_id)
         run, progress = flight.run, st.tally.progress
@@ -539,7 +478,7 @@ class Sweep:
                                  metric=result.metric, duration=duration, failure_class=result.failure_class,
                                  error=result.error))
 
-    def _drop_unplaceable(self, st: _LoopState, among: Collection[Run] | None = None) -> None:
+    def _drop_unplaceable(self, st: LoopState, among: Collection[Run] | None = None) -> None:
         """Fail the queued runs the backend says can never start (no device large enough, ...).
         ``among``: runs that include every queued one, to ask the backend about instead."""
         if type(st.backend).why_never is Backend.why_never:
@@ -547,7 +486,7 @@ class Sweep:
         for run, reason in st.queue.remove_never_fitting(st.backend.why_never, among):
             with st.store.transaction():
                 st.plan.ensure(run)
-                attempt_id, number = st.store.start_attempt(run.run_id, host=st.host)
+                attempt_id, number = st.store.start_attempt(run.run_id, host=st.launcher.host)
             error = f"cannot be placed: {reason}"
             st.store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
                                     failure_class=triage.LAUNCH, error=error)
@@ -555,18 +494,18 @@ class Sweep:
             self.on_event(SweepEvent(EventKind.FINISH, run, number, st.tally.progress, status=FAILED,
                                      failure_class=triage.LAUNCH, error=error))
 
-    def _pass_on_warnings(self, st: _LoopState) -> None:
+    def _pass_on_warnings(self, st: LoopState) -> None:
         for text in st.backend.warnings():
             st.tally.warnings.append(text)
             self.on_event(SweepEvent(EventKind.WARNING, None, 0, st.tally.progress, error=text))
 
-    def _pass_on_placements(self, st: _LoopState) -> None:
+    def _pass_on_placements(self, st: LoopState) -> None:
         """Record what a cluster scheduler said of attempts (job ids, queue reasons, nodes, GPUs)."""
         found = st.backend.placements()
         if found:
             st.store.set_placements(found)
 
-    def _adopt(self, st: _LoopState) -> None:
+    def _adopt(self, st: LoopState) -> None:
         """Re-attach to the jobs a sweep that died left with a cluster scheduler (they are still
         queued or running there, or finished meanwhile); the attempts the backend cannot follow
         (Slurm forgot them, or this sweep runs on another backend) are recorded lost."""
@@ -578,7 +517,7 @@ class Sweep:
         for attempt, job_id in held:
             run = by_id.get(attempt.run_id)
             if run is not None:
-                launch = self._make_launch(run, attempt.attempt_id, attempt.number, st.base_env, st.db_key)
+                launch = st.launcher.make_launch(run, attempt.attempt_id, attempt.number)
                 launch.gpus = [int(g) for g in (attempt.gpus or "").split(",") if g.isdigit()] or None
                 if st.backend.adopt(launch, job_id):
                     adopted.append(launch)
@@ -592,12 +531,12 @@ class Sweep:
             return
         st.queue.remove_ids({launch.run.run_id for launch in adopted})
         for launch in adopted:
-            st.inflight[launch.attempt_id] = _InFlight(launch.run, launch.number, time.monotonic(), launch.gpus)
+            st.inflight[launch.attempt_id] = InFlight(launch.run, launch.number, time.monotonic(), launch.gpus)
             self.on_event(SweepEvent(EventKind.START, launch.run, launch.number, st.tally.progress))
         st.tally.progress.running = len(st.inflight)
         self._pass_on_placements(st)
 
-    def _stop_in_flight(self, st: _LoopState) -> None:
+    def _stop_in_flight(self, st: LoopState) -> None:
         """Terminate what still runs (a stop, an error) and record it as interrupted."""
         backend = st.backend
         if not (st.inflight or backend.running()):
@@ -619,231 +558,9 @@ class Sweep:
                     raise
                 # Left 'running' in the ledger: the next sweep records it as lost, and runs it.
 
-    # ------------------------------------------------------------------ one attempt
-
-    def _launch(self, store: Store, backend: Backend, run: Run, host: str,
-                base_env: dict[str, str], db_key: str) -> tuple[Launch, list[int] | None] | _LaunchFailed:
-        # One transaction from the attempt's row to its pid: one commit per launch. A crash
-        # before the commit leaves a process no row names; it carries this ledger's key in its
-        # environment, and the next sweep's recovery kills every such process first.
-        with store.transaction():
-            return self._launch_recorded(store, backend, run, host, base_env, db_key)
-
-    def _launch_recorded(self, store: Store, backend: Backend, run: Run, host: str,
-                         base_env: dict[str, str], db_key: str) -> tuple[Launch, list[int] | None] | _LaunchFailed:
-        """Record and start one attempt of ``run``: the launch and the devices the backend placed it on."""
-        run_dir = run_dir_of(self.results_dir, run.run_id)
-        assert self._plan_recorder is not None
-        self._plan_recorder.ensure(run)  # recorded before its attempt, in the same transaction
-        attempt_id, number = store.start_attempt(run.run_id, host=host)
-        store.tag_attempt(attempt_id, self._code_id)
-        claimed = number == 1 and self._preparer is not None and self._preparer.claim(run.run_id)
-        # A directory written ahead may have been removed since: written again, not blamed on the run.
-        if not claimed or not os.path.exists(run_dir / CONFIG_FILE):
-            # A local start opens (creates) the log itself: one file creation less before it.
-            write_run_dir(run_dir, run, number, log=not backend.runs_here)
-        launch = self._make_launch(run, attempt_id, number, base_env, db_key)
-        try:
-            info = backend.start(launch)
-        except OSError as exc:
-            if is_disk_full(exc):
-                raise
-            where = exc.filename if exc.filename else run.workdir
-            error = f"could not start: {exc.strerror or exc} ({where})"
-            store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
-                                 failure_class=triage.LAUNCH, error=error)
-            return _LaunchFailed(number, error)
-        # The backend chose the devices at start; the ledger keeps them with the attempt.
-        gpus = list(info.gpus) if info.gpus is not None else None
-        store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start, gpus=gpus)
-        if self._sampler is not None and gpus and info.pid:
-            self._sampler.track(attempt_id, gpus, info.pgid or info.pid)
-        return launch, gpus
-
-    def _make_launch(self, run: Run, attempt_id: int, number: int, base_env: dict[str, str],
-                     db_key: str) -> Launch:
-        run_dir = run_dir_of(self.results_dir, run.run_id)
-        env = dict(base_env)
-        for key, value in run.env.items():
-            env[key] = value.replace("{run_dir}", str(run_dir))
-        env.update(BENCHLAB_RUN_DIR=str(run_dir), BENCHLAB_RUN_ID=run.run_id,
-                   BENCHLAB_SEED=str(run.seed), BENCHLAB_ATTEMPT=str(number),
-                   BENCHLAB_TASK=run.task, BENCHLAB_CONFIG=run.config,
-                   **{ATTEMPT_KEY_ENV: f"{db_key}#{attempt_id}"})
-        return Launch(run=run, attempt_id=attempt_id, number=number, run_dir=run_dir,
-                      command=run.command_for(run_dir), env=env, cwd=run.workdir,
-                      timeout=run.timeout, log_path=run_dir / LOG_FILE)
-
-    # ------------------------------------------------------------------ crash recovery
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-@dataclass(frozen=True)
-class _LaunchFailed:
-    """A launch the backend refused: the attempt's number and why (already in the ledger)."""
-
-    number: int
-    error: str
-
-
-def _built_apart_from_collector(build: Callable[[], list[Run]]) -> tuple[list[Run], bool]:
-    """``build()`` with the cycle collector off, then every object there is moved to the
-    collector's permanent generation (``gc.freeze``) before it is turned back on; whether it was.
-
-    The plan is hundreds of thousands of objects that live as long as the sweep and are in no
-    cycle. The collector's passes over them, a tenth of a second each at 100,000 runs, once for
-    each of its generations, were a fifth of the time before the first launch and came back while
-    the runs went. :meth:`Sweep.run` gives them back to the collector at its end (``gc.unfreeze``).
-    Where something else froze objects already (a pre-forking server), the collector is left alone.
-    """
-    if gc.get_freeze_count():
-        return build(), False
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        runs = build()
-        gc.freeze()
-    finally:
-        if was_on:
-            gc.enable()
-    return runs, True
-
-
-
 
 # Attribute getters for passes over every run of a plan: map() with them runs at C speed, a tenth
 # of a Python loop's time at 100,000 runs.
 _WORKDIR, _RUN_ID, _RESOURCES = attrgetter("workdir"), attrgetter("run_id"), attrgetter("resources")
 
 
-
-
-
-
-def busy_share(intervals: dict[int, list[tuple[float, float]]], n_devices: int) -> float | None:
-    """Busy device-seconds / available device-seconds.
-
-    A device is busy while at least one run holds it (overlapping shares count once);
-    available is ``n_devices`` x the span from the first GPU run's start to the last one's end.
-    """
-    spans = [iv for ivs in intervals.values() for iv in ivs]
-    if not n_devices or not spans:
-        return None
-    first, last = min(a for a, _ in spans), max(b for _, b in spans)
-    if last <= first:
-        return None
-    total = 0.0
-    for ivs in intervals.values():
-        end = float("-inf")
-        for a, b in sorted(ivs):
-            if a > end:
-                total += b - a
-                end = b
-            elif b > end:
-                total += b - end
-                end = b
-    return min(1.0, total / (n_devices * (last - first)))
-
-
-# ------------------------------------------------------------------ the loop's state
-
-
-@dataclass
-class _InFlight:
-    """A launched attempt the sweep waits for."""
-
-    run: Run
-    number: int
-    started: float  # monotonic clock at launch (for the ETA)
-    gpus: list[int] | None = None  # the devices the backend placed it on at start
-
-
-@dataclass
-class _Tally:
-    """What the sweep's result reports, counted as the loop goes."""
-
-    progress: Progress
-    failed_runs: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    #: Device index -> (start, end) of each attempt that held it.
-    busy: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
-    interrupted: int = 0
-
-    def fail(self, run: Run) -> None:
-        """A run failed for good (no retry left)."""
-        self.progress.failed += 1
-        self.failed_runs.append(run.name)
-
-    def note_devices(self, outcome: Outcome, placed: list[int] | None) -> None:
-        """The devices the attempt held (the outcome's word, else those ``placed`` at start) were busy."""
-        for i in (outcome.gpus if outcome.gpus is not None else placed) or ():
-            self.busy.setdefault(i, []).append((outcome.started, outcome.ended))
-
-
-@dataclass
-class _LoopState:
-    """Everything the loop's pieces share, for one sweep."""
-
-    store: Store
-    backend: Backend
-    queue: RunQueue
-    budget: RetryBudget
-    plan: PlanRecorder  # records the plan in the ledger a step at a time, between launches
-    eta: Eta
-    tally: _Tally
-    recorder: Recorder  # what recording an ended attempt needs (metrics, shared provenance)
-    host: str
-    base_env: dict[str, str]
-    db_key: str  # the ledger's path: with an attempt id, the key its processes carry
-    existing: set[str]  # runs with a directory at the start; the others' are written ahead of their launch
-    lookahead: int
-    inflight: dict[int, _InFlight] = field(default_factory=dict)  # by attempt id
-    lost: str | None = None  # what became of the ledger, once it is lost
-    # Work for an ended run that nothing downstream waits for (its provenance.json), done once
-    # the slot it freed has its next run: off the path from one run's end to the next one's start.
-    after_launch: list[Callable[[], None]] = field(default_factory=list)
-    pruned_at: float = 0.0  # when the feeder was last asked what to prune (monotonic)
-
-
-class _Later:
-    """A value computed on a thread of its own; ``get()`` waits for it (or, if the thread
-    failed, computes it again here so that the error surfaces in the caller)."""
-
-    def __init__(self, make: Callable[[], Any]):
-        self._make = make
-        self._value: list[Any] = []
-        self._thread = threading.Thread(target=self._work, daemon=True, name="benchlab-later")
-        self._thread.start()
-
-    def _work(self) -> None:
-        try:
-            self._value.append(self._make())
-        except Exception:  # noqa: BLE001 - get() makes it again and the error is raised there
-            pass
-
-    def get(self) -> Any:
-        if not self._value:
-            self._thread.join()
-        if not self._value:
-            self._value.append(self._make())
-        return self._value[0]
