@@ -92,3 +92,40 @@ def test_missing_primary_metric_fails_the_attempt(tmp_path):
     assert (result.status, result.failure_class) == (FAILED, triage.MISSING_METRIC)
     assert "score" in (result.error or "")
     store.close()
+
+
+def test_a_backends_failure_class_reaches_the_sweeps_retry_and_the_ledger(tmp_path):
+    import dataclasses
+
+    from benchlab.execute.debug import DebugBackend
+    from benchlab.execute.events import EventKind
+    from benchlab.execute.sweep import Sweep
+    from benchlab.store import CodeState
+
+    class NodeDiesOnce(DebugBackend):
+        """Its first attempt's node dies: a failure only the backend can name."""
+
+        def start(self, launch):
+            info = super().start(launch)
+            if launch.number == 1:
+                self._ended[-1] = dataclasses.replace(self._ended[-1], exit_code=None, error="worker node died",
+                                                      failure_class=triage.NODE_DIED)
+            return info
+
+    def target(launch, log):
+        (launch.run_dir / "metrics.json").write_text(json.dumps({"score": 1.0}))
+        return 0
+
+    spec = Spec.model_validate({"name": "r", "tasks": [{"name": "t"}], "configs": [{"name": "a"}], "seeds": 1,
+                                "command": "true", "workdir": str(tmp_path),
+                                "metrics": {"primary": {"name": "score", "goal": "max"}}})
+    events = []
+    result = Sweep(spec, tmp_path / "results", backend=NodeDiesOnce(target), on_event=events.append,
+                   code=CodeState(None, None, None, None)).run()
+
+    assert (result.completed, result.failed) == (1, 0)
+    assert [(e.kind, e.failure_class) for e in events if e.kind is EventKind.RETRY] == \
+        [(EventKind.RETRY, triage.NODE_DIED)]
+    with Store.open(tmp_path / "results") as store:
+        assert [(a.failure_class, a.error) for a in store.attempts()] == \
+            [(triage.NODE_DIED, "worker node died"), (None, None)]

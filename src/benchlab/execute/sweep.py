@@ -273,7 +273,6 @@ class Sweep:
 
     # ------------------------------------------------------------------ before the first launch
 
-
     def _start_state(self, store: Store, backend: Backend, queue: RunQueue, budget: RetryBudget,
                      progress: Progress) -> LoopState:
         # Runs with no directory yet get theirs written ahead (when runs write on this disk).
@@ -289,8 +288,8 @@ class Sweep:
         # git and package metadata take tens of milliseconds: read while the first runs go.
         version_id = self.version_id
         shared = Later(lambda: {**sweep_provenance(work_path), "benchmark_version": version_id,
-                                 "code_diff_file": f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
-                                 **({"machine_gpus": machine_gpus} if machine_gpus else {})})
+                                "code_diff_file": f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
+                                **({"machine_gpus": machine_gpus} if machine_gpus else {})})
         record_hardware(store, socket.gethostname(), machine_gpus)
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
@@ -302,8 +301,8 @@ class Sweep:
         recorder = Recorder(primary=self.spec.metrics.primary.name, metrics=self.spec.metrics.all,
                             shared=shared.get, gpu_models=self._gpu_models, sampler=self._sampler)
         st = LoopState(store=store, backend=backend, queue=queue, budget=budget, plan=self._plan_recorder,
-                        eta=Eta(queue.estimates, self.jobs), tally=Tally(progress), recorder=recorder,
-                        launcher=launcher, existing=existing, lookahead=4 * self.jobs)
+                       eta=Eta(queue.estimates, self.jobs), tally=Tally(progress), recorder=recorder,
+                       launcher=launcher, existing=existing, lookahead=4 * self.jobs)
         self._prepare_ahead(st)
         return st
 
