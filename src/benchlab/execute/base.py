@@ -17,7 +17,11 @@ own options. Then make it known by name, in one of three ways:
 - in another package: an entry point in the ``benchlab.backends`` group, same syntax;
 - in-process (tests, notebooks): ``@register("<name>")`` on the class.
 
-The sweep finds it with :func:`get_backend`; nothing in the sweep changes. A backend that runs
+The sweep finds it with :func:`get_backend`; nothing in the sweep changes. What the backend
+knows of an ended attempt beyond its exit (a failure class such as a node that died, the devices
+it held, the scheduler's job) goes in :class:`Outcome`'s fields, which
+:func:`benchlab.execute.record.record_attempt` records. ``execute/debug.py`` is the smallest
+complete backend: one attempt at a time, run inside :meth:`Backend.start`. A backend that runs
 commands on other machines must bring the run directory's files (``benchlab.run_files``) home
 before it reports the outcome. ``Spec.backend`` lists the names a spec file may choose.
 """
