@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from packing_sim import N_DEVICES, lower_bound, make_runs  # noqa: E402
 
-from benchlab.execute import sweep as sweep_module  # noqa: E402
+from benchlab.execute import queue as queue_module  # noqa: E402
 from benchlab.execute.sweep import Sweep  # noqa: E402
 from benchlab.spec import load_spec  # noqa: E402
 
@@ -93,13 +93,13 @@ def run_sweep(spec_path: Path, results: Path, sweep_name: str, fifo: bool = Fals
               ) -> tuple[float, list[float], float | None]:
     spec = load_spec(spec_path, [f"sweep={sweep_name}"])
     since = time.time()
-    original = sweep_module._order
+    original = queue_module.order_queue
     if fifo:
-        sweep_module._order = lambda todo, estimates: None  # type: ignore[assignment]
+        queue_module.order_queue = lambda todo, estimates: None  # type: ignore[assignment]
     try:
         result = Sweep(spec, results, jobs=32, gpus="auto").run()
     finally:
-        sweep_module._order = original
+        queue_module.order_queue = original
     if result.completed != len(spec.configs) * len(spec.seed_list):
         raise SystemExit(f"{sweep_name}: only {result.completed} runs completed")
     makespan, gaps = measure(results, since)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchlab import store as store_module
+from benchlab.execute.events import EventKind
 from benchlab.execute.sweep import Sweep
 from benchlab.plan import expand, run_id
 from benchlab.spec import load_spec
@@ -88,7 +89,7 @@ def test_a_sweep_stopped_while_recording_its_plan_loses_and_repeats_nothing(tmp_
     monkeypatch.setattr(store_module, "PLAN_STEP_RUNS", 2)
 
     def crash_at_first_launch(event):
-        if event.kind == "start":
+        if event.kind is EventKind.START:
             raise _Crash  # the sweep dies right after its first launch: no step of the plan done yet
 
     with pytest.raises(_Crash):
@@ -172,7 +173,7 @@ def test_a_sweep_keeps_its_plan_from_the_cycle_collector_and_gives_it_back_at_it
     during: list[int] = []
 
     def note(event):
-        if event.kind == "start":
+        if event.kind is EventKind.START:
             during.append(gc.get_freeze_count())
 
     assert gc.get_freeze_count() == 0

@@ -22,6 +22,12 @@ from typing import Final
 #: The folder of a results folder that holds one directory per run.
 RUNS_DIR: Final = "runs"
 
+#: The folder of a results folder that holds one directory per benchmark version
+#: (``versions/<id>/``: ``version.json``, the spec as run in ``spec.json``, the code's diff).
+VERSIONS_DIR: Final = "versions"
+VERSION_FILE: Final = "version.json"
+VERSION_SPEC_FILE: Final = "spec.json"
+
 CONFIG_FILE: Final = "config.yaml"
 LOG_FILE: Final = "train.log"
 METRICS_FILE: Final = "metrics.json"

@@ -21,13 +21,17 @@ checked for a token without holding the token.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import secrets as _random
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from benchlab.errors import UserError
+from benchlab.run_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR
 
 #: The prefix of the environment variable a secret spec variable reaches its run through.
 ENV_PREFIX = "BENCHLAB_SECRET_"
@@ -82,6 +86,30 @@ MIN_SECRET_LENGTH = 8
 def fingerprints(values: dict[str, str | None]) -> list[Fingerprint]:
     """A fingerprint of each value long enough to be told apart from ordinary text."""
     return [Fingerprint.of(name, v) for name, v in values.items() if v and len(v) >= MIN_SECRET_LENGTH]
+
+
+def known_fingerprints(results: Path) -> list[Fingerprint]:
+    """The fingerprints of every secret value the folder's versions recorded, and of the current
+    values of the environment variables their commands named (a token may have changed since):
+    what export looks for, and what a kept log tail has masked."""
+    out: list[Fingerprint] = []
+    names: set[str] = set()
+    for path in sorted((results / VERSIONS_DIR).glob(f"*/{VERSION_FILE}")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for f in data.get("secret_fingerprints") or []:
+            out.append(Fingerprint.from_json(f))
+            if str(f.get("name", "")).startswith("$"):
+                names.add(f["name"][1:])
+        try:  # the spec's own env: values are written in the spec; the rest came from the shell
+            spec_env = json.loads((path.parent / VERSION_SPEC_FILE).read_text())["spec"].get("env") or {}
+        except (OSError, ValueError, KeyError, AttributeError):
+            spec_env = {}
+        names |= {n for n in (data.get("env") or {}) if n not in spec_env}
+    current = {f"${n}": os.environ.get(n) for n in sorted(names)}
+    return out + fingerprints(current)
 
 
 @dataclass(frozen=True)
@@ -208,4 +236,4 @@ def mask(text: str, values: Iterable[str]) -> str:
 
 
 __all__ = ["ENV_PREFIX", "MASK", "MIN_SECRET_LENGTH", "Finding", "Fingerprint", "SecretFound", "env_name",
-           "fingerprints", "mask", "redact", "scan_text", "short_hash"]
+           "fingerprints", "known_fingerprints", "mask", "redact", "scan_text", "short_hash"]

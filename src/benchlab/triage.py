@@ -51,7 +51,7 @@ def log_tail(path: Path, lines: int = TAIL_LINES, max_bytes: int = TAIL_BYTES,
              hide: Iterable[Fingerprint] = ()) -> str:
     """The last ``lines`` lines of a log, ANSI colours removed, reading at most ``max_bytes``
     from its end ("" when it cannot be read), with every value ``hide`` fingerprints (the
-    secrets the runs were given, :func:`benchlab.execute.version.known_fingerprints`) masked:
+    secrets the runs were given, :func:`benchlab.secrets.known_fingerprints`) masked:
     a run that prints its token leaves it in its own log, never in what benchlab keeps of it."""
     try:
         with open(path, "rb") as fh:

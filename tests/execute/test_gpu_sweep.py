@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from gpu_trace import RECORDING, TRACE_SCRIPT, devices_of, double_env, peak_use, read_trace, run_cli
 
+from benchlab.execute.events import EventKind
 from benchlab.execute.sweep import Sweep
 from benchlab.spec import load_spec
 
@@ -159,7 +160,7 @@ def test_a_device_is_reused_only_once_its_memory_is_back(tmp_path):
     leaked = devices_of(trace[0])[0]  # seed 0 leaves 30000 MiB on its device
     assert devices_of(trace[2]) != [leaked]
     assert len(result.warnings) == 1 and result.warnings[0].startswith(f"GPU {leaked}: memory still held")
-    assert [e.error for e in events if e.kind == "warning"] == result.warnings
+    assert [e.error for e in events if e.kind is EventKind.WARNING] == result.warnings
     # Seed 2 waited for a device whose memory had come back, not merely for a free slot.
     assert trace[2]["start"] >= min(trace[0]["end"], trace[1]["end"])
     assert result.gpu_busy_share is not None and 0 < result.gpu_busy_share <= 1

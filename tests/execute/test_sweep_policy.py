@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from benchlab import triage
-from benchlab.execute.sweep import _for_retry, _order, busy_share
+from benchlab.execute.queue import for_retry, order_queue
+from benchlab.execute.sweep import busy_share
 from benchlab.plan import expand
 from benchlab.spec import Spec
 
@@ -32,7 +33,7 @@ def test_busy_share_counts_overlapping_shares_once():
 def test_queue_is_longest_first_with_unknown_in_front():
     runs = [r for r in expand(make_spec()) if r.seed == 0]
     todo = deque(runs)
-    _order(todo, {("t", "long"): 30.0, ("t", "short"): 2.0})
+    order_queue(todo, {("t", "long"): 30.0, ("t", "short"): 2.0})
     assert [r.config for r in todo] == ["shared", "long", "short"]
 
 
@@ -47,7 +48,7 @@ def test_queue_order_keeps_queue_order_among_equals_and_interleaves_nothing_new(
     random.Random(3).shuffle(runs)
     estimates = {("t", "c1"): 5.0, ("t", "c2"): 5.0, ("t", "c4"): 9.0}
     todo = deque(runs)
-    _order(todo, estimates)
+    order_queue(todo, estimates)
 
     def by_hand(r):
         e = estimates.get((r.task, r.config))
@@ -75,10 +76,10 @@ def test_config_resources_replace_the_specs():
 
 def test_out_of_memory_retry_of_a_share_asks_for_the_whole_device():
     runs = {r.config: r for r in expand(make_spec()) if r.seed == 0}
-    again = _for_retry(runs["shared"], triage.OOM)
+    again = for_retry(runs["shared"], triage.OOM)
     assert again.resources.gpus == 1.0 and again.run_id == runs["shared"].run_id
-    assert _for_retry(runs["shared"], triage.TIMEOUT) is runs["shared"]
-    assert _for_retry(runs["long"], triage.OOM) is runs["long"]  # CPU-only: nothing to widen
+    assert for_retry(runs["shared"], triage.TIMEOUT) is runs["shared"]
+    assert for_retry(runs["long"], triage.OOM) is runs["long"]  # CPU-only: nothing to widen
 
 
 def test_flag_configs_needs_every_run_failed():
@@ -105,14 +106,14 @@ def test_queue_order_puts_a_retry_given_a_whole_gpu_ahead_of_its_configs_other_r
     # The same (task, config) with two GPU requests (an out-of-memory retry gets a whole device):
     # the wider request goes first among equal durations, each group in queue order.
     runs = [r for r in expand(make_spec(seeds=3)) if r.config == "shared"]
-    widened = _for_retry(runs[1], triage.OOM)
+    widened = for_retry(runs[1], triage.OOM)
     todo = deque([runs[0], widened, runs[2]])
-    _order(todo, {("t", "shared"): 4.0})
+    order_queue(todo, {("t", "shared"): 4.0})
     assert [(r.seed, r.resources.gpus) for r in todo] == [(1, 1.0), (0, 0.25), (2, 0.25)]
 
 
 def test_runs_that_never_fit_are_found_the_same_through_the_plan_ordered_runs():
-    from benchlab.execute.sweep import RunQueue
+    from benchlab.execute.queue import RunQueue
 
     plan = expand(make_spec(seeds=3))
     estimates = {("t", "long"): 30.0, ("t", "short"): 2.0}
@@ -134,7 +135,8 @@ def test_runs_that_never_fit_are_found_the_same_through_the_plan_ordered_runs():
 
 def test_the_backend_is_given_each_resource_request_of_the_queued_runs_once(tmp_path, monkeypatch):
     from benchlab.execute import local
-    from benchlab.execute.sweep import RunQueue, Sweep
+    from benchlab.execute.queue import RunQueue
+    from benchlab.execute.sweep import Sweep
 
     seen = []
     monkeypatch.setattr(local.LocalBackend, "for_sweep",

@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchlab.execute.sweep import Progress as SweepProgress
+from benchlab.execute.events import EventKind
+from benchlab.execute.events import Progress as SweepProgress
 from benchlab.execute.sweep import SweepEvent, SweepResult
 from benchlab.store import COMPLETED
 
@@ -68,13 +69,13 @@ class SweepDisplay:
                                                 eta="?")
             if p.skipped or p.failed:
                 self.console.print(_resume_line(p))
-        if event.kind == "warning":
+        if event.kind is EventKind.WARNING:
             self.console.print(f"[yellow]warning[/]: {escape(event.error or '')}", highlight=False)
         elif event.run is None:
             pass
-        elif event.kind == "finish" and not self.live:
+        elif event.kind is EventKind.FINISH and not self.live:
             self._plain_line(event)
-        elif event.kind == "finish":
+        elif event.kind is EventKind.FINISH:
             n = p.finished
             width = len(str(p.total))
             if event.status == COMPLETED:
@@ -87,7 +88,7 @@ class SweepDisplay:
             head = f"[{n:>{width}}/{p.total}] " if self.counter else ""
             self.console.print(f"{escape(head)}[{style}]{escape(event.run.name)}[/] — {detail}{took}",
                                highlight=False)
-        elif event.kind == "retry":
+        elif event.kind is EventKind.RETRY:
             self.console.print(f"[yellow]retrying[/] {escape(event.run.name)} (attempt {event.attempt} "
                                f"failed: {escape(event.error or '')})", highlight=False)
         if self._task is not None and p.total and self.live:

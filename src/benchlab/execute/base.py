@@ -17,7 +17,11 @@ own options. Then make it known by name, in one of three ways:
 - in another package: an entry point in the ``benchlab.backends`` group, same syntax;
 - in-process (tests, notebooks): ``@register("<name>")`` on the class.
 
-The sweep finds it with :func:`get_backend`; nothing in the sweep changes. A backend that runs
+The sweep finds it with :func:`get_backend`; nothing in the sweep changes. What the backend
+knows of an ended attempt beyond its exit (a failure class such as a node that died, the devices
+it held, the scheduler's job) goes in :class:`Outcome`'s fields, which
+:func:`benchlab.execute.record.record_attempt` records. ``execute/debug.py`` is the smallest
+complete backend: one attempt at a time, run inside :meth:`Backend.start`. A backend that runs
 commands on other machines must bring the run directory's files (``benchlab.run_files``) home
 before it reports the outcome. ``Spec.backend`` lists the names a spec file may choose.
 """
@@ -27,7 +31,7 @@ from __future__ import annotations
 import abc
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -54,7 +58,29 @@ class Launch:
     cwd: str
     timeout: float | None
     log_path: Path
+    #: Devices the attempt already holds when it is re-attached to (:meth:`Backend.adopt`), as the
+    #: ledger recorded them; None for a fresh launch, whose devices the backend chooses at start
+    #: (:attr:`ProcessInfo.gpus`) and reports at the end (:attr:`Outcome.gpus`).
     gpus: list[int] | None = None
+
+
+@dataclass(frozen=True)
+class TransferNote:
+    """What a backend that brings run files home from another machine left behind, for the run's
+    ``provenance.json``: the size cap, and what the cap cut."""
+
+    cap_bytes: int
+    log_truncated: str | None = None
+    skipped_files: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        """The note as ``provenance.json`` keeps it (strings, absent parts left out)."""
+        out = {"cap_bytes": str(self.cap_bytes)}
+        if self.log_truncated is not None:
+            out["log_truncated"] = self.log_truncated
+        if self.skipped_files is not None:
+            out["skipped_files"] = self.skipped_files
+        return out
 
 
 @dataclass
@@ -70,7 +96,30 @@ class Outcome:
     ended: float = 0.0
     node: str | None = None
     error: str | None = None  # the command could not even start (missing workdir, ...)
-    extra: dict[str, str] = field(default_factory=dict)
+    #: The failure class the backend knows better than the exit code (a node that died, a job
+    #: Slurm cancelled or preempted); read with ``error`` (None: judged from the exit code and log).
+    failure_class: str | None = None
+    #: The devices the attempt held, as the backend knows them at its end (None: no GPUs, or
+    #: those it reported at start, :attr:`ProcessInfo.gpus`).
+    gpus: list[int] | None = None
+    #: The cluster scheduler's id of the attempt's job (Slurm), for its provenance.
+    job_id: str | None = None
+    #: The scheduler's final state of that job (Slurm accounting), for its provenance.
+    job_state: str | None = None
+    #: What bringing the run's files home left out (Ray without a shared file system).
+    transfer: TransferNote | None = None
+
+    def transfer_json(self) -> dict[str, str]:
+        """What ``provenance.json`` keeps under ``transfer``: the notes of the file transfer and
+        the scheduler's job, as the run's record of how its files came home (empty: nothing)."""
+        out = self.transfer.to_json() if self.transfer is not None else {}
+        if self.job_id is not None:
+            out["slurm_job_id"] = self.job_id
+        if self.job_state is not None:
+            out["slurm_state"] = self.job_state
+        if self.failure_class is not None:
+            out["failure_class"] = self.failure_class
+        return out
 
 
 @dataclass(frozen=True)
@@ -81,6 +130,8 @@ class ProcessInfo:
     pgid: int | None
     proc_start: float | None
     node: str | None = None
+    #: The devices the backend placed the attempt on at start (None: none, or not known yet).
+    gpus: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +251,7 @@ BUILTIN_BACKENDS: Mapping[str, str] = MappingProxyType({
     "local": "benchlab.execute.local:LocalBackend",
     "ray": "benchlab.execute.ray:RayBackend",
     "slurm": "benchlab.execute.slurm:SlurmBackend",
+    "debug": "benchlab.execute.debug:DebugBackend",
 })
 #: The entry-point group other packages declare their backends in.
 ENTRY_POINT_GROUP = "benchlab.backends"

@@ -152,6 +152,7 @@ class _Running:
     started: float  # wall clock, for the record
     started_m: float  # monotonic: what the run's time and its timeout are measured on
     deadline: float | None
+    gpus: list[int] | None = None  # the devices placed at start
     kill_at: float | None = None
     timed_out: bool = False
     stopping: bool = False
@@ -257,7 +258,8 @@ class LocalBackend(Backend):
     # -- lifecycle ------------------------------------------------------------
 
     def start(self, launch: Launch) -> ProcessInfo:
-        placed = self._place(launch)
+        gpus = self._place(launch)
+        placed = gpus is not None
         # The clock just before the spawn stands for the process's start time: reading the
         # kernel's figure from /proc now would wait on the child's exec.
         spawned_at = time.time()
@@ -272,9 +274,9 @@ class LocalBackend(Backend):
         deadline = now + launch.timeout if launch.timeout else None
         # Only the start is read from the wall clock: the run's length comes from the monotonic
         # one, so a clock step (NTP, a VM resumed) neither stretches nor shrinks it.
-        self._running[proc.pid] = _Running(launch, proc, spawned_at, now, deadline)
+        self._running[proc.pid] = _Running(launch, proc, spawned_at, now, deadline, gpus)
         self._watch(proc)
-        return ProcessInfo(proc.pid, proc.pid, spawned_at, self.host)
+        return ProcessInfo(proc.pid, proc.pid, spawned_at, self.host, gpus=None if gpus is None else tuple(gpus))
 
     def _watch(self, proc: Child) -> None:
         """Have ``poll`` in :meth:`wait` report the exit of ``proc``."""
@@ -287,20 +289,19 @@ class LocalBackend(Backend):
         self._pidfds[fd] = proc
         self._poll.register(fd, select.POLLIN)
 
-    def _place(self, launch: Launch) -> bool:
-        """Reserve the launch's GPUs and point its environment at them; whether any were taken."""
+    def _place(self, launch: Launch) -> list[int] | None:
+        """Reserve the launch's GPUs and point its environment at them; the devices taken (None: none)."""
         request = self._request(launch.run) if self.gpu_pool is not None else None
         if request is None or request.devices == 0:
             if self.hide_gpus:
                 launch.env["CUDA_VISIBLE_DEVICES"] = ""
-            return False
+            return None
         assert self.gpu_pool is not None
         placement = self.gpu_pool.acquire(launch.attempt_id, request)
         if placement is None:
             raise OSError(f"no GPU free for {request.gpus:g} GPU(s) (start() without fits())")
         launch.env.update(placement.env())
-        launch.gpus = list(placement.devices)
-        return True
+        return list(placement.devices)
 
     def _release(self, launch: Launch) -> None:
         """Give back a finished run's GPUs; devices it leaves empty wait for their memory first."""
@@ -460,7 +461,7 @@ class LocalBackend(Backend):
             launch=r.launch, exit_code=None if sig else code, signal=sig, timed_out=r.timed_out,
             interrupted=r.stopping and not r.timed_out, started=r.started,
             ended=r.started + (time.monotonic() - r.started_m),
-            node=self.host,
+            node=self.host, gpus=r.gpus,
         )
 
     def _orphans(self) -> list[int]:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import BackendUnavailable
-from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext
+from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext, TransferNote
 from benchlab.execute.proctree import KILL_GRACE_S
 from benchlab.failures import NODE_DIED
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
@@ -487,17 +487,18 @@ class RayBackend(Backend):
             reason = "ran out of memory" if kind.__name__ == "OutOfMemoryError" else "died"
             error = f"worker node {reason} ({kind.__module__}.{kind.__name__}: {_first_line(exc)})"
             return Outcome(launch=launch, exit_code=None, started=flight.submitted, ended=now,
-                           error=error, extra={"failure_class": NODE_DIED})
-        if result.get("gpus"):
-            launch.gpus = [int(g) for g in result["gpus"] if str(g).isdigit()] or None
-        extra = dict(result.get("notes") or {})
+                           error=error, failure_class=NODE_DIED)
+        gpus = [int(g) for g in result.get("gpus") or () if str(g).isdigit()] or None
+        notes = result.get("notes") or {}
         if not self.shared_fs:
             _write_home(launch.run_dir, result["files"])
         return Outcome(
             launch=launch, exit_code=result.get("exit_code"), signal=result.get("signal"),
             timed_out=bool(result.get("timed_out")), interrupted=stopping,
             started=result.get("started", flight.submitted), ended=result.get("ended", time.time()),
-            node=result["node"], error=result.get("error"), extra=extra,
+            node=result["node"], error=result.get("error"), gpus=gpus,
+            transfer=TransferNote(int(notes["cap_bytes"]), notes.get("log_truncated"), notes.get("skipped_files"))
+            if "cap_bytes" in notes else None,
         )
 
     def cancel(self, attempt_id: int) -> bool:

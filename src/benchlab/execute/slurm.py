@@ -174,6 +174,7 @@ class _Flight:
     gone_since: float | None = None
     reported: tuple[str | None, str | None, str | None] = (None, None, None)
     placed: bool = False  # its run directory's slurm.json was read
+    gpus: list[int] | None = None  # the devices the job holds, once its slurm.json said
 
 
 @dataclass
@@ -295,7 +296,7 @@ class SlurmBackend(Backend):
         """Follow a job submitted by an earlier sweep (its driver died); False when Slurm no longer
         knows it and it left no result, so that the run is launched again."""
         result = self._result_path(job_id)
-        flight = _Flight(launch, time.time(), job_id=job_id, result_pickle=result)
+        flight = _Flight(launch, time.time(), job_id=job_id, result_pickle=result, gpus=launch.gpus)
         if not result.exists():
             states = self._squeue([job_id])
             if job_id not in states:
@@ -480,7 +481,7 @@ class SlurmBackend(Backend):
                 gpus = _gpu_list(placed.get("gpus"))
                 started = placed.get("started")
                 if gpus:
-                    flight.launch.gpus = gpus
+                    flight.gpus = gpus
         self._placements.append(Placement(flight.launch.attempt_id, flight.job_id, flight.state, flight.reason,
                                           node=flight.node if flight.state == "RUNNING" else None, gpus=gpus,
                                           started=started))
@@ -500,14 +501,13 @@ class SlurmBackend(Backend):
             return Outcome(launch=launch, exit_code=None, started=flight.submitted, ended=time.time(),
                            node=flight.node, error=f"the Slurm job {flight.job_id} failed: "
                                                    f"{text[-1] if text else 'no traceback'}")
-        if value.get("gpus"):
-            launch.gpus = _gpu_list(value["gpus"])
+        gpus = _gpu_list(value["gpus"]) if value.get("gpus") else flight.gpus
         self._placements.append(Placement(launch.attempt_id, flight.job_id or "", "COMPLETED", None,
-                                          node=value.get("node"), gpus=launch.gpus, started=value.get("started")))
+                                          node=value.get("node"), gpus=gpus, started=value.get("started")))
         return Outcome(launch=launch, exit_code=value.get("exit_code"), signal=value.get("signal"),
                        timed_out=bool(value.get("timed_out")), started=value.get("started", flight.submitted),
-                       ended=value.get("ended", time.time()), node=value.get("node"),
-                       extra={"slurm_job_id": flight.job_id or ""})
+                       ended=value.get("ended", time.time()), node=value.get("node"), gpus=gpus,
+                       job_id=flight.job_id or "")
 
     def _from_accounting(self, flight: _Flight, state: str, by: str, node: str, exit_code: str) -> Outcome:
         """The outcome of a job that ended without a result: Slurm ended it, or its process died."""
@@ -517,7 +517,7 @@ class SlurmBackend(Backend):
             flight.submitted
         where = node if node and node != "None assigned" else flight.node
         base: dict[str, Any] = {"launch": launch, "started": started, "ended": time.time(), "node": where,
-                                "extra": {"slurm_job_id": flight.job_id or "", "slurm_state": state}}
+                                "gpus": flight.gpus, "job_id": flight.job_id or "", "job_state": state}
         self._placements.append(Placement(launch.attempt_id, flight.job_id or "", state, by or None, node=where))
         job = f"Slurm job {flight.job_id}"
         if state == "TIMEOUT":
@@ -525,16 +525,16 @@ class SlurmBackend(Backend):
         if state == "CANCELLED":
             who = f" {by}" if by else ""
             return Outcome(exit_code=None, error=f"{job} was cancelled{who}",
-                           **{**base, "extra": {**base["extra"], "failure_class": CANCELLED}})
+                           failure_class=CANCELLED, **base)
         if state == "PREEMPTED":
             return Outcome(exit_code=None, error=f"{job} was preempted",
-                           **{**base, "extra": {**base["extra"], "failure_class": PREEMPTED}})
+                           failure_class=PREEMPTED, **base)
         if state in ("NODE_FAIL", "BOOT_FAIL"):
             return Outcome(exit_code=None, error=f"{job}: its node {where or '?'} failed ({state})",
-                           **{**base, "extra": {**base["extra"], "failure_class": NODE_DIED}})
+                           failure_class=NODE_DIED, **base)
         if state == "OUT_OF_MEMORY":
             return Outcome(exit_code=None, error=f"{job} ran out of its memory limit (OUT_OF_MEMORY)",
-                           **{**base, "extra": {**base["extra"], "failure_class": OOM}})
+                           failure_class=OOM, **base)
         code, _, sig = exit_code.partition(":")
         if sig.isdigit() and int(sig):
             return Outcome(exit_code=None, signal=int(sig), **base)
@@ -543,12 +543,12 @@ class SlurmBackend(Backend):
             return Outcome(exit_code=int(code), **base)
         return Outcome(exit_code=int(code) if code.isdigit() else None,
                        error=f"{job} ended {state} (exit {exit_code}) without a result",
-                       **{**base, "extra": {**base["extra"], "failure_class": NODE_DIED}})
+                       failure_class=NODE_DIED, **base)
 
     def _lost(self, flight: _Flight, why: str) -> Outcome:
         return Outcome(launch=flight.launch, exit_code=None, started=flight.submitted, ended=time.time(),
                        node=flight.node, error=f"Slurm job {flight.job_id}: {why}",
-                       extra={"failure_class": NODE_DIED, "slurm_job_id": flight.job_id or ""})
+                       failure_class=NODE_DIED, gpus=flight.gpus, job_id=flight.job_id or "")
 
     # -- Slurm's commands -------------------------------------------------------
 
@@ -607,7 +607,7 @@ class SlurmBackend(Backend):
             time.sleep(0.2)
         now = time.time()
         outcomes = [Outcome(launch=f.launch, exit_code=None, interrupted=True, started=f.submitted, ended=now,
-                            node=f.node, extra={"slurm_job_id": f.job_id or ""})
+                            node=f.node, gpus=f.gpus, job_id=f.job_id or "")
                     for f in self._flights.values()]
         self._flights.clear()
         self._by_job.clear()

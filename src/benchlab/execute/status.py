@@ -127,21 +127,14 @@ def benchmark_state(counts: dict[str, int]) -> str:
 
 def estimate_eta(open_runs: Iterable[OpenRun], durations: dict[tuple[str, str], float],
                  now: float) -> float | None:
-    """Seconds until the runs left are done: each run's expected duration (the mean of its
+    """Seconds until the runs left are done, by the sweep's own rule
+    (:func:`benchlab.execute.queue.estimate_eta`): each run's expected duration (the mean of its
     (task, config)'s completed attempts, else of all) less what a running one has done, over the
     runs running side by side. None before any attempt completed (nothing to expect from)."""
-    if not durations:
-        return None
-    overall = sum(durations.values()) / len(durations)
-    work, running = 0.0, 0
-    for task, config, status, started in open_runs:
-        expected = durations.get((task, config), overall)
-        if status == RUNNING and started is not None:
-            running += 1
-            work += max(0.0, expected - (now - started))
-        else:
-            work += expected
-    return work / max(1, running)
+    from benchlab.execute.queue import estimate_eta as eta
+
+    left = ((r.task, r.config, r.started if r.status == RUNNING else None) for r in open_runs)
+    return eta(left, durations, now) if durations else None
 
 
 def duration_text(seconds: float | None) -> str:

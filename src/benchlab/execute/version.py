@@ -31,17 +31,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import UserError
-from benchlab.secrets import Fingerprint, fingerprints, short_hash
+from benchlab.run_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR
+from benchlab.secrets import fingerprints, short_hash
 
 if TYPE_CHECKING:
     from benchlab.spec import Spec
     from benchlab.store import CodeState
 
-VERSIONS_DIR = "versions"
-VERSION_FILE = "version.json"
 DIFF_FILE = "code.diff"
 PACKAGES_FILE = "packages.txt"
-SPEC_FILE = "spec.json"
+SPEC_FILE = VERSION_SPEC_FILE
 DATASET_CACHE = "dataset-hashes.json"
 
 _CHUNK = 1 << 20
@@ -199,30 +198,6 @@ def secret_fingerprints(spec: Spec) -> list[dict[str, Any]]:
     values: dict[str, str | None] = {f"${k}": v for k, v in named_env_values(spec).items() if k not in spec.env}
     values.update({f"variables.{k}": v for k, v in spec.secret_values().items()})
     return [f.to_json() for f in fingerprints(values)]
-
-
-def known_fingerprints(results: Path) -> list[Fingerprint]:
-    """The fingerprints of every secret value the folder's versions recorded, and of the current
-    values of the environment variables their commands named (a token may have changed since):
-    what export looks for, and what a kept log tail has masked."""
-    out: list[Fingerprint] = []
-    names: set[str] = set()
-    for path in sorted((results / VERSIONS_DIR).glob(f"*/{VERSION_FILE}")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        for f in data.get("secret_fingerprints") or []:
-            out.append(Fingerprint.from_json(f))
-            if str(f.get("name", "")).startswith("$"):
-                names.add(f["name"][1:])
-        try:  # the spec's own env: values are written in the spec; the rest came from the shell
-            spec_env = json.loads((path.parent / SPEC_FILE).read_text())["spec"].get("env") or {}
-        except (OSError, ValueError, KeyError, AttributeError):
-            spec_env = {}
-        names |= {n for n in (data.get("env") or {}) if n not in spec_env}
-    current = {f"${n}": os.environ.get(n) for n in sorted(names)}
-    return out + fingerprints(current)
 
 
 def _file_sha(path: Path, cache: dict[str, Any]) -> tuple[str, int]:

@@ -37,8 +37,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from benchlab.errors import DataError
-from benchlab.execute.version import DIFF_FILE, VERSIONS_DIR, known_fingerprints
-from benchlab.secrets import Finding, SecretFound, scan_text
+from benchlab.execute.version import DIFF_FILE, VERSIONS_DIR
+from benchlab.secrets import Finding, SecretFound, known_fingerprints, scan_text
 
 MANIFEST = ".benchlab-export.json"
 LOG_MD = "EXPORTS.md"

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import SearchError
-from benchlab.execute.sweep import Sweep, SweepEvent, SweepResult
+from benchlab.execute.events import EventKind, SweepEvent
+from benchlab.execute.sweep import Sweep, SweepResult
 from benchlab.plan import Run, expand
 from benchlab.run_files import run_dir_of
 from benchlab.search.live import CurveTail
@@ -243,7 +244,7 @@ class SearchDriver:
     # -- run events ---------------------------------------------------------------
 
     def on_event(self, event: SweepEvent) -> None:
-        if event.run is None or event.kind not in ("start", "finish"):
+        if event.run is None or event.kind not in (EventKind.START, EventKind.FINISH):
             return
         self.notify()
         number = self._trial_of.get(event.run.run_id)
@@ -256,7 +257,7 @@ class SearchDriver:
             # them: the trial it asked for is failed and asked again).
             state.trial.set_user_attr(RUNS_ATTR, list(state.runs))
             state.named = True
-        if event.kind != "finish" or event.status not in (COMPLETED, FAILED, PRUNED):
+        if event.kind is not EventKind.FINISH or event.status not in (COMPLETED, FAILED, PRUNED):
             return  # an interrupted run leaves its trial running: the next search asks it again
         state.ended[event.run.run_id] = event.status
         if event.status == COMPLETED:

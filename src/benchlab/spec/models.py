@@ -403,7 +403,7 @@ class Spec(_Model):
     workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     backend: str = Field(default="local", description="a backend known to the backend registry: local, ray, "
-                         "slurm, or one registered by an installed package (docs/architecture.md)")
+                         "slurm, debug, or one registered by an installed package (docs/architecture.md)")
     slurm: Slurm = Field(default_factory=Slurm)
     datasets: list[Dataset] | None = None
     analysis: Analysis | None = None
