@@ -1,6 +1,6 @@
 """Report speed: `benchlab report` (tables, statistics, plots, HTML) on 10,000 runs x 100 points.
 
-A synthetic results folder is written straight through :class:`benchlab.store.Store`
+A synthetic results folder is written straight through :class:`benchlab.ledger.Store`
 (no subprocesses): 10 tasks x 10 configs x 100 seeds = 10,000 completed runs,
 each with two final scalars (``score``, goal max, and ``time``, goal min) and a
 100-point learning curve of ``score``. Config ``c0`` is the baseline; config
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from benchlab.benchmark_info import BenchmarkInfo
+from benchlab.ledger import Store
 from benchlab.plan import Run
-from benchlab.store import Store
 
 GOAL_S = 5.0
 N_TASKS = 10

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
 from benchlab.failures import failed_runs
+from benchlab.ledger import DB_NAME, Store, find_db
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.run_files import PROVENANCE_FILE, runs_dir
-from benchlab.store import DB_NAME, Store, find_db
 
 if TYPE_CHECKING:
     import numpy as np
@@ -423,7 +423,7 @@ def ledger_seeds(
 def _planned_and_failed(
     store: Store,
 ) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str, int]]]:
-    from benchlab.store import FAILED
+    from benchlab.ledger import FAILED
 
     # Neither params nor commands are read, so a ledger of 10,000 runs costs a few milliseconds.
     planned: dict[tuple[str, str], list[int]] = {}

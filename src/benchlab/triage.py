@@ -24,7 +24,7 @@ from benchlab.failures import (  # noqa: F401
     TIMEOUT,
     USAGE,
 )
-from benchlab.store import FAILED
+from benchlab.ledger import FAILED
 
 TAIL_LINES = 20
 TAIL_BYTES = 16384

@@ -16,7 +16,7 @@ from benchlab.results import CurvesView, info, load
 
 
 def _ledger(folder: Path, curves: dict[tuple[str, int], tuple[list[float], list[float]]]) -> None:
-    from benchlab.store import Store
+    from benchlab.ledger import Store
 
     with Store.create(folder) as store:
         store.set_meta(name="c", primary="score", goals={"score": "max"}, tasks=["t"],

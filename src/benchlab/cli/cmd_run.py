@@ -49,9 +49,9 @@ def validate(
 ) -> None:
     """Validate a spec and print the plan: the runs, their resources, and what is already done."""
     from benchlab.evalrules import refuse_incomplete_checkpoints, rule_warnings
+    from benchlab.ledger import DB_NAME, PENDING, Store
     from benchlab.plan import expand
     from benchlab.spec import load_spec
-    from benchlab.store import DB_NAME, PENDING, Store
 
     spec = load_spec(spec_path, sets)
     runs = expand(spec)
@@ -165,8 +165,8 @@ def run(
     """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
     from benchlab import run_files
     from benchlab.execute.sweep import Sweep
+    from benchlab.ledger import DB_NAME
     from benchlab.spec import load_spec
-    from benchlab.store import DB_NAME
 
     spec = load_spec(spec_path, sets)
     folder = results or default_results(spec)

@@ -48,11 +48,7 @@ from benchlab.execute.version import (
     current_version,
     write_version,
 )
-from benchlab.plan import Run, expand
-from benchlab.results import write_benchmark_meta
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, run_dir_of, runs_dir
-from benchlab.spec import Spec
-from benchlab.store import (
+from benchlab.ledger import (
     COMPLETED,
     DB_NAME,
     FAILED,
@@ -70,6 +66,10 @@ from benchlab.store import (
     is_disk_full,
     runs_to_do,
 )
+from benchlab.plan import Run, expand
+from benchlab.results import write_benchmark_meta
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, run_dir_of, runs_dir
+from benchlab.spec import Spec
 
 if TYPE_CHECKING:
     from benchlab.execute.gpu_sampler import GpuSampler

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 from benchlab.errors import UserError
 
 if TYPE_CHECKING:
+    from benchlab.ledger import CodeState
     from benchlab.spec import Spec
-    from benchlab.store import CodeState
 
 VERSIONS_DIR = "versions"
 VERSION_FILE = "version.json"

@@ -1,36 +1,16 @@
 """The ledger: one SQLite file (WAL) per results folder, the single source of truth for run state.
 
-Tables::
-
-    meta      key -> value (JSON): the benchmark's name, metrics, baseline, targets, ...
-    runs      one row per run id: coordinates, params, command, status, whether current
-    attempts  one row per launch of a run: status, exit code, signal, times, host, pid,
-              process group, process start time, GPUs, failure class, error, log tail,
-              GPU use (mean and max utilisation of its devices, peak memory of its processes)
-    metrics   final scalars of a completed run (run_id, metric) -> value
-    series    step series of a completed run (run_id, metric) -> steps, values (float64 blobs)
-    spec_runs the run ids of the spec as ``benchlab run`` last ran it: the runs "in the spec"
-    code      each state of the code under test seen at a launch (git commit, diff hash)
-    attempt_code  attempt id -> the code state it was launched with
-
 A run's metrics are written in the same transaction that marks it completed,
 so a crash can never leave a run half-recorded, and re-collecting replaces
 rather than adds. ``runs.current`` is 0 for a run whose coordinates
 (task, config, seed) were taken over by a changed spec. ``runs.budget_from`` is the attempt number
 from which failures count against the run's retry budget: 1, until
-``--rerun-failed`` grants a new budget.
+``--rerun-failed`` grants a new budget. Which runs are "in the spec": see
+:mod:`benchlab.ledger.plan`; the tables: :mod:`benchlab.ledger.schema`.
 
-Which runs are *in the spec*: those of the ``spec_runs`` table, which each
-``benchlab run`` replaces in one transaction with the runs its spec names now (gathered
-beforehand a step at a time while its first runs go: :class:`PlanRecorder`).
-Every other run (a removed config, a cut seed, a changed definition) stays on
-record with its attempts but is "not in the spec": it leaves the results table,
-the counts and the report. A ledger with no plan recorded (written before the
-table existed, or rebuilt from run directories) counts its current runs as in
-the spec.
-
-Columns added after a ledger was first written are added when a sweep opens it
-(:data:`_ADDED_COLUMNS`); readers of an older ledger see them as None.
+Opening a ledger to write it (``create=True``) brings an older file up to date
+(:func:`benchlab.ledger.migrations.upgrade`); readers of an older ledger see the columns added
+since as None.
 """
 
 from __future__ import annotations
@@ -42,368 +22,53 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from enum import StrEnum
-from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from benchlab.benchmark_info import BenchmarkInfo
-from benchlab.errors import DiskFull, ResultsNotFound, StoreError
+from benchlab.errors import ResultsNotFound, StoreError
+from benchlab.ledger.files import disk_full, is_disk_full
+from benchlab.ledger.migrations import upgrade
+from benchlab.ledger.plan import PLAN_STEP_RUNS, PlanRecorder, _ParamsText
+from benchlab.ledger.records import (
+    COMPLETED,
+    FAILED,
+    FLAGGED_KEY,
+    HARDWARE_KEY,
+    INTERRUPTED,
+    PARTIAL_NOTE_PREFIX,
+    PENDING,
+    PLAN_DIGEST,
+    PLAN_RECORDING,
+    REGISTRATION_KEY,
+    RUNNING,
+    SEARCH_KEY,
+    SEQUENTIAL_KEY,
+    VERSIONS_KEY,
+    AttemptRecord,
+    AttemptTimes,
+    CodeState,
+    CurveName,
+    GpuUse,
+    OpenRun,
+    PartialAttempt,
+    Placement,
+    RunRecord,
+    RunSeries,
+    RunState,
+    SeedRun,
+    SeedSeries,
+)
+from benchlab.ledger.schema import DB_NAME, SCHEMA_VERSION, TABLES
 
 if TYPE_CHECKING:
     import numpy as np
 
     from benchlab.plan import Run
 
-DB_NAME = "benchlab.db"
-SCHEMA_VERSION = 1
-
-
-
-class Status(StrEnum):
-    """The state of a run (``runs.status``) or of an attempt (``attempts.status``; never pending).
-
-    A ``str``: the ledger stores the value, and a status read back compares equal to its member.
-    """
-
-    PENDING = "pending"
-    #: Seen by a new sweep, it means the benchlab that ran it died.
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    #: A search trial's run stopped early because its curve could not catch up (`benchlab
-    #: search`): not a failure, never retried.
-    PRUNED = "pruned"
-
-
-PENDING, RUNNING, COMPLETED, FAILED, INTERRUPTED, PRUNED = (
-    Status.PENDING, Status.RUNNING, Status.COMPLETED, Status.FAILED, Status.INTERRUPTED, Status.PRUNED)
-TO_RUN_STATES = (PENDING, RUNNING, INTERRUPTED)
-
-#: Meta keys of the plan: the digest of the run ids recorded in ``spec_runs`` (all of them registered
-#: and the runs they replace superseded), and the plan a sweep is recording (removed once it is whole).
-PLAN_DIGEST, PLAN_RECORDING = "plan_digest", "plan_recording"
-#: Meta keys of the records other modules keep in the ledger, each read and written through its
-#: own :class:`Store` method (``versions()``, ``hardware()``, ...), never by its string.
-VERSIONS_KEY, HARDWARE_KEY, SEQUENTIAL_KEY = "versions", "hardware", "sequential"
-FLAGGED_KEY, SEARCH_KEY, REGISTRATION_KEY = "flagged", "search", "preregistration"
-#: Runs recorded per step: a step is one transaction of a few tens of milliseconds.
-PLAN_STEP_RUNS = 2000
-
-
-@dataclass(frozen=True)
-class ToDo:
-    """What a sweep finds of its plan in the ledger: the runs to launch, in plan order, and how
-    many of the plan's runs are finished already (completed, failed)."""
-
-    runs: list[Run]
-    completed: int
-    failed: int
-    #: The ids of the plan's completed runs, in plan order.
-    completed_ids: list[str] = field(default_factory=list)
-
-
-def runs_to_do(runs: Iterable[Run], statuses: dict[str, str], *, rerun_failed: bool = False,
-               rerun_all: bool = False) -> ToDo:
-    """The runs of ``runs`` a sweep launches: those not finished yet (a run the ledger does not
-    know is pending), the failed ones too with ``rerun_failed``, every one with ``rerun_all``.
-
-    ``statuses`` may leave pending runs out (:meth:`Store.statuses` with ``pending=False``)."""
-    plan = runs if isinstance(runs, list) else list(runs)
-    if not statuses:  # a new ledger: every run is to do, and none is finished
-        return ToDo(list(plan), 0, 0)
-    wanted = {*TO_RUN_STATES, FAILED} if rerun_failed else set(TO_RUN_STATES)
-    todo: list[Run] = []
-    completed: list[str] = []
-    failed = 0
-    get = statuses.get
-    # One pass over the plan, asking only the runs the ledger knows (at 100,000 runs each pass
-    # is tens of milliseconds before the first launch).
-    for r in plan:
-        state = get(r.run_id)
-        if state is None:
-            todo.append(r)
-            continue
-        if rerun_all or state in wanted:
-            todo.append(r)
-        if state == COMPLETED:
-            completed.append(r.run_id)
-        elif state == FAILED:
-            failed += 1
-    return ToDo(todo, len(completed), failed, completed)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY, name TEXT NOT NULL, task TEXT NOT NULL, config TEXT NOT NULL,
-    seed INTEGER NOT NULL, params TEXT NOT NULL, command TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'pending', current INTEGER NOT NULL DEFAULT 1,
-    created REAL NOT NULL, updated REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_coords ON runs (task, config, seed);
-CREATE TABLE IF NOT EXISTS attempts (
-    attempt_id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL REFERENCES runs(run_id),
-    number INTEGER NOT NULL, status TEXT NOT NULL, exit_code INTEGER, signal INTEGER,
-    started REAL NOT NULL, ended REAL, host TEXT, node TEXT, pid INTEGER, pgid INTEGER,
-    proc_start REAL, gpus TEXT, failure_class TEXT, error TEXT, log_tail TEXT
-);
-CREATE INDEX IF NOT EXISTS attempts_run ON attempts (run_id);
-CREATE TABLE IF NOT EXISTS metrics (
-    run_id TEXT NOT NULL, metric TEXT NOT NULL, value REAL, PRIMARY KEY (run_id, metric)
-);
-CREATE TABLE IF NOT EXISTS series (
-    run_id TEXT NOT NULL, metric TEXT NOT NULL, steps BLOB NOT NULL, vals BLOB NOT NULL,
-    PRIMARY KEY (run_id, metric)
-);
-"""
-
-# Added after the first ledgers were written: created on open (``CREATE ... IF NOT EXISTS``), so an
-# older ledger gains them the first time a sweep opens it.
-_PLAN_SCHEMA = """
-CREATE TABLE IF NOT EXISTS spec_runs (run_id TEXT PRIMARY KEY, position INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS code (
-    code_id INTEGER PRIMARY KEY AUTOINCREMENT, git_commit TEXT, dirty INTEGER, diff_sha256 TEXT,
-    tree_sha256 TEXT, UNIQUE (git_commit, dirty, diff_sha256)
-);
-CREATE TABLE IF NOT EXISTS attempt_code (attempt_id INTEGER PRIMARY KEY, code_id INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS placements (
-    attempt_id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, state TEXT, reason TEXT, updated REAL
-);
-"""
-
-
-@dataclass(frozen=True)
-class CodeState:
-    """The code under test at a launch: its git commit, whether the work tree had uncommitted
-    changes, and a hash of that diff (None where the work dir is not in a git repository)."""
-
-    commit: str | None
-    dirty: bool | None = None
-    diff_sha256: str | None = None
-    tree_sha256: str | None = None  # the tracked files' contents at the commit (spec file left out)
-
-    @property
-    def known(self) -> bool:
-        return self.commit is not None
-
-    def same_code(self, other: CodeState) -> bool:
-        """Whether two states hold the same code: the same contents and uncommitted diff (a new
-        commit of the same files is the same code); the same commit and diff where a content
-        hash is missing."""
-        if self.tree_sha256 and other.tree_sha256:
-            return (self.tree_sha256, self.diff_sha256) == (other.tree_sha256, other.diff_sha256)
-        return (self.commit, self.diff_sha256) == (other.commit, other.diff_sha256)
-
-    def describe(self) -> str:
-        if self.commit is None:
-            return "no git repository"
-        text = f"commit {self.commit[:10]}"
-        if self.dirty:
-            text += " with uncommitted changes" + (f" (diff {self.diff_sha256[:8]})" if self.diff_sha256 else "")
-        return text
-
-
-# Columns added to existing tables since the first schema: (table, column, SQL type and default).
-_ADDED_COLUMNS = (
-    ("runs", "budget_from", "INTEGER NOT NULL DEFAULT 1"),
-    ("code", "tree_sha256", "TEXT"),
-    ("attempts", "gpu_util_mean", "REAL"),
-    ("attempts", "gpu_util_max", "REAL"),
-    ("attempts", "gpu_mem_peak_mib", "INTEGER"),
-)
 _ATTEMPT_COLUMNS = ("attempt_id, run_id, number, status, exit_code, signal, started, ended, host, node, pid,"
                     " pgid, proc_start, gpus, failure_class, error, log_tail")
 _GPU_USE_COLUMNS = ("gpu_util_mean", "gpu_util_max", "gpu_mem_peak_mib")
-
-
-def _add_columns(conn: sqlite3.Connection) -> None:
-    for table, column, decl in _ADDED_COLUMNS:
-        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-        if column not in have:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
-
-
-@dataclass(frozen=True)
-class GpuUse:
-    """What a run did with its GPUs over one attempt: mean and max utilisation (percent) of
-    its devices while it ran, and the peak memory (MiB) its own processes held."""
-
-    util_mean: float | None
-    util_max: float | None
-    mem_peak_mib: int | None
-
-    @property
-    def likely_cpu_bound(self) -> bool:
-        """Under half the device's time busy on average: the data pipeline or the CPU side is
-        what limits it, not the GPU."""
-        return self.util_mean is not None and self.util_mean < CPU_BOUND_BELOW_PCT
-
-    @property
-    def note(self) -> str:
-        """What to tell the user about it: the CPU-bound flag, or nothing."""
-        return "likely CPU-bound" if self.likely_cpu_bound else ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"util_mean": self.util_mean, "util_max": self.util_max, "mem_peak_mib": self.mem_peak_mib,
-                "likely_cpu_bound": self.likely_cpu_bound}
-
-
-#: A run whose devices were busy less than this share of the time on average is flagged.
-CPU_BOUND_BELOW_PCT = 50.0
-
-
-class _ParamsText:
-    """A run's params as the ledger stores them (sorted JSON), made once per params object:
-    the runs of a (task, config) share one, and at 100,000 runs the JSON is a second."""
-
-    def __init__(self) -> None:
-        self._made: dict[int, tuple[Any, str]] = {}  # holds the object, so its id is not reused
-
-    def __call__(self, params: dict[str, Any]) -> str:
-        made = self._made.get(id(params))
-        if made is None:
-            made = self._made[id(params)] = (params, json.dumps(params, sort_keys=True, default=str))
-        return made[1]
-
-
-@dataclass(frozen=True)
-class AttemptRecord:
-    """One launch of a run, as the ledger holds it."""
-
-    attempt_id: int
-    run_id: str
-    number: int
-    status: str
-    exit_code: int | None
-    signal: int | None
-    started: float
-    ended: float | None
-    host: str | None
-    node: str | None
-    pid: int | None
-    pgid: int | None
-    proc_start: float | None
-    gpus: str | None
-    failure_class: str | None
-    error: str | None
-    log_tail: str | None
-    gpu_util_mean: float | None = None
-    gpu_util_max: float | None = None
-    gpu_mem_peak_mib: int | None = None
-
-    @property
-    def duration(self) -> float | None:
-        return None if self.ended is None else self.ended - self.started
-
-    @property
-    def gpu_use(self) -> GpuUse | None:
-        """The attempt's GPU use, None when it was not sampled (no GPU, or an older ledger)."""
-        if self.gpu_util_mean is None and self.gpu_mem_peak_mib is None:
-            return None
-        return GpuUse(self.gpu_util_mean, self.gpu_util_max, self.gpu_mem_peak_mib)
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where a cluster scheduler holds an attempt: its job id (``123`` or array task ``123_4``),
-    the job's state (``PENDING``, ``RUNNING``) with the scheduler's reason while it waits
-    (``Priority``, ``Resources``), and once it runs, its node and GPUs."""
-
-    attempt_id: int
-    job_id: str
-    state: str | None = None
-    reason: str | None = None
-    node: str | None = None
-    gpus: list[int] | None = None
-    started: float | None = None  # when the job started on its node (the attempt's start from then on)
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    run_id: str
-    name: str
-    task: str
-    config: str
-    seed: int
-    params: dict[str, Any]
-    command: str
-    status: str
-    current: bool
-    in_spec: bool = True  # in the plan of the spec as last run (see the module's docstring)
-
-
-
-class RunState(NamedTuple):
-    """A run's coordinates and state, without its params or command (cheap at 10,000 runs)."""
-
-    run_id: str
-    name: str
-    task: str
-    config: str
-    seed: int
-    status: str
-
-
-class OpenRun(NamedTuple):
-    """A run still to finish (pending, running, interrupted) and when its latest attempt started."""
-
-    task: str
-    config: str
-    status: str
-    started: float | None
-
-
-class CurveName(NamedTuple):
-    """A (task, metric) some run in the spec logged a step series of."""
-
-    task: str
-    metric: str
-
-
-class AttemptTimes(NamedTuple):
-    run_id: str
-    started: float
-    ended: float | None
-
-
-class SeedSeries(NamedTuple):
-    """One completed run's step series of a metric: steps and values (float64)."""
-
-    config: str
-    seed: int
-    steps: np.ndarray
-    values: np.ndarray
-
-
-class RunSeries(NamedTuple):
-    """One metric's step series of a run."""
-
-    metric: str
-    steps: np.ndarray
-    values: np.ndarray
-
-
-class SeedRun(NamedTuple):
-    task: str
-    config: str
-    seed: int
-    run_id: str
-
-
-class PartialAttempt(NamedTuple):
-    """A completed run whose completing attempt notes that it evaluated only part of its task."""
-
-    name: str
-    note: str
-    task: str
-    config: str
-    seed: int
-
-
-#: How a completed attempt's error notes a partial evaluation (lm-eval cut short by ``--limit``).
-PARTIAL_NOTE_PREFIX = "partial evaluation"
 
 
 #: Whether the ledgers opened in this context are opened read-only (see :func:`read_only_ledgers`).
@@ -482,9 +147,8 @@ class Store:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA busy_timeout=30000")
             if create:
-                self.conn.executescript(_SCHEMA)
-                self.conn.executescript(_PLAN_SCHEMA)
-                _add_columns(self.conn)
+                self.conn.executescript(TABLES)
+                upgrade(self.conn)
                 self._set_default_meta()
             else:
                 self.conn.execute("SELECT 1 FROM runs LIMIT 1")
@@ -1082,355 +746,3 @@ class Store:
                 state = codes[tagged[aid]]
                 out[state] = out.get(state, 0) + 1
         return out
-
-def plan_digest(run_ids: Iterable[str]) -> str:
-    """A digest of a plan: its run ids, in order."""
-    import hashlib
-
-    return hashlib.sha256("\n".join(run_ids).encode()).hexdigest()
-
-
-class PlanRecorder:
-    """Records a sweep's plan in the ledger a step at a time, so that the first runs launch at once.
-
-    Recording 100,000 runs (their rows, and which runs are in the spec) takes over a second;
-    a sweep starts its first runs first and calls :meth:`step` between launches. It stays
-    safe to kill at any moment:
-
-    - a run is in the ``runs`` table before its first attempt (:meth:`ensure`, in the
-      launch's transaction), so no attempt is ever recorded without its run;
-    - the new plan is gathered in ``spec_runs_next`` and replaces ``spec_runs`` in one
-      transaction, with the runs it supersedes, only once it is whole: until then readers
-      see the plan before (on a new folder: the runs recorded so far), and the
-      ``plan_recording`` meta key says that a plan of so many runs is being recorded;
-    - a sweep killed part-way leaves that key behind (``benchlab status`` tells it), and the
-      next ``benchlab run`` records the plan again from the start; rows already written
-      are kept, none is written twice.
-
-    A plan whose digest matches the one recorded is not written at all: a resume of the
-    same spec pays nothing.
-    """
-
-    def __init__(self, store: Store, runs: Sequence[Run], step: int = PLAN_STEP_RUNS):
-        self.store = store
-        self.runs = runs
-        self.step_runs = max(1, step)
-        self.digest = plan_digest(map(attrgetter("run_id"), runs))
-        self._next = 0  # runs[:_next] are recorded
-        self._params = _ParamsText()
-        self._positions: list[tuple[str, int]] | None = None  # (run id, position in the plan), by id
-        self.done = False
-
-    def start(self) -> None:
-        """Begin (one transaction), or find the plan already recorded."""
-        conn = self.store.conn
-        recorded = conn.execute("SELECT value FROM meta WHERE key = ?", (PLAN_DIGEST,)).fetchone()
-        if recorded is not None and json.loads(recorded[0]) == self.digest and self.store.plan_recording() is None:
-            self.done = True
-            return
-        with self.store.transaction() as c:
-            c.execute("DROP TABLE IF EXISTS spec_runs_next")
-            c.execute("CREATE TABLE spec_runs_next (run_id TEXT PRIMARY KEY, position INTEGER NOT NULL)")
-            c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                          [(PLAN_RECORDING, json.dumps({"runs": len(self.runs), "started": time.time()}))])
-            c.execute("DELETE FROM meta WHERE key = ?", (PLAN_DIGEST,))
-
-    def _rows(self, runs: Iterable[Run], now: float) -> list[tuple[Any, ...]]:
-        params = self._params
-        return [(r.run_id, r.name, r.task, r.config, r.seed, params(r.params), r.command, now, now) for r in runs]
-
-    def ensure(self, run: Run) -> None:
-        """Make sure ``run`` has its row before an attempt of it is recorded (joins the caller's
-        transaction)."""
-        if self.done:
-            return
-        self.store.conn.executemany(_UPSERT_RUN, self._rows([run], time.time()))
-
-    def step(self) -> None:
-        """Record the next ``step_runs`` runs; the last step swaps the plan in."""
-        if self.done:
-            return
-        if self._positions is None:
-            # In id order, the plan's index grows at its end: a third faster than in plan order.
-            self._positions = sorted((r.run_id, i) for i, r in enumerate(self.runs))
-        chunk = self.runs[self._next:self._next + self.step_runs]
-        with self.store.transaction() as c:
-            c.executemany(_UPSERT_RUN, self._rows(chunk, time.time()))
-            c.executemany("INSERT OR IGNORE INTO spec_runs_next VALUES (?, ?)",
-                          self._positions[self._next:self._next + len(chunk)])
-            self._next += len(chunk)
-            if self._next >= len(self.runs):
-                self._swap(c)
-        if self._next >= len(self.runs):
-            self.done = True
-
-    def finish(self) -> None:
-        """Record what is left."""
-        while not self.done:
-            self.step()
-
-    def _swap(self, c: sqlite3.Connection) -> None:
-        # A run whose coordinates the new plan gives another id (its definition changed) stops
-        # being current; a run of the plan is current again.
-        c.execute("UPDATE runs SET current = 0 WHERE current = 1 AND run_id NOT IN (SELECT run_id FROM "
-                  "spec_runs_next) AND EXISTS (SELECT 1 FROM runs p JOIN spec_runs_next n USING (run_id) "
-                  "WHERE p.task = runs.task AND p.config = runs.config AND p.seed = runs.seed)")
-        c.execute("DROP TABLE IF EXISTS spec_runs")
-        c.execute("ALTER TABLE spec_runs_next RENAME TO spec_runs")
-        c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (PLAN_DIGEST, json.dumps(self.digest)))
-        c.execute("DELETE FROM meta WHERE key = ?", (PLAN_RECORDING,))
-
-
-_UPSERT_RUN = ("INSERT INTO runs (run_id, name, task, config, seed, params, command, created, updated)"
-               " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id) DO UPDATE SET current = 1")
-
-
-
-def has_attempts(db: Path) -> bool:
-    """Whether the ledger file ``db`` holds any attempt, read without writing anything (a folder this
-    process cannot write, an archived one, cannot hold the WAL index a read-only open needs: it is
-    opened as immutable). Raises ``sqlite3.DatabaseError`` for a file that is no readable ledger."""
-    how = "mode=ro" if os.access(db.parent, os.W_OK) else "immutable=1"
-    conn = sqlite3.connect(f"file:{db}?{how}", uri=True, timeout=30)
-    try:
-        (attempts,) = conn.execute("SELECT COUNT(*) FROM (SELECT 1 FROM attempts LIMIT 1)").fetchone()
-    finally:
-        conn.close()
-    return bool(attempts)
-
-
-class LedgerWatch:
-    """A read-only connection of its own to a ledger, kept open for cheap checks of whether it
-    changed (the dashboard polls it): ``sqlite3.Error`` where the file is being replaced or locked."""
-
-    def __init__(self, db: Path):
-        self.path = db
-        self._conn: sqlite3.Connection | None = None
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
-                                         isolation_level=None, check_same_thread=False, timeout=5)
-        return self._conn
-
-    def data_version(self) -> int:
-        """SQLite's ``data_version``: it changes when another connection commits."""
-        (version,) = self._connection().execute("PRAGMA data_version").fetchone()
-        return int(version)
-
-    def running_ids(self) -> list[str]:
-        """The ids of the runs on record as running."""
-        return [r for (r,) in self._connection().execute("SELECT run_id FROM runs WHERE status = ?", (RUNNING,))]
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` says the disk (or a quota) is full: ENOSPC/EDQUOT, or SQLite's SQLITE_FULL."""
-    import errno
-
-    if isinstance(exc, OSError):
-        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
-    return isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-
-
-def disk_full(folder: Path) -> DiskFull:
-    """The one message for a full disk: which folder, how much is free, and that nothing is lost."""
-    import shutil
-
-    try:
-        free = f"{shutil.disk_usage(folder).free / 2**20:.1f} MiB free"
-    except OSError:
-        free = "free space unknown"
-    return DiskFull(folder, f"no space left on the disk of {folder} ({free}): benchlab stopped; what finished "
-                            "is recorded. Free some space and run the same command again to finish.")
-
-
-def ledger_backups(folder: Path | str) -> list[Path]:
-    """The ledger backups ``benchlab collect --rebuild`` kept in a results folder, oldest first."""
-    return sorted((p for p in Path(folder).glob(f"{DB_NAME}.bak-*") if not p.name.endswith(("-wal", "-shm"))),
-                  key=lambda p: (p.stat().st_mtime, p.name))
-
-
-_SQLITE_MAGIC = b"SQLite format 3\0"
-
-
-def _header_problem(header: bytes, size: int) -> str | None:
-    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
-        return "is no longer a SQLite database (truncated or overwritten)"
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    if size < page_size * pages:
-        return f"was truncated ({size} of {page_size * pages} bytes left)"
-    return None
-
-
-class LedgerGuard:
-    """Notices that the ledger a sweep writes to is no longer the file at its path.
-
-    A sweep's connection keeps writing into the file it opened, even after that file
-    was deleted, renamed to a backup or overwritten; this compares the file at the
-    path with the one opened (device and inode), its header with its size, and the
-    ``ledger_id`` stored inside it with the one read at the start.
-    """
-
-    def __init__(self, store: Store, every_s: float = 1.0):
-        self.path = store.path
-        # One descriptor, held until the sweep's connection is closed: closing any descriptor of
-        # the ledger in this process would drop every POSIX lock SQLite holds on it, and a reader
-        # in another process could then take the file for its own and fold the write-ahead log
-        # away under the sweep, whose later commits would be lost. See ``close``.
-        self._fd = os.open(self.path, os.O_RDONLY)
-        st = os.fstat(self._fd)
-        self._key = (st.st_dev, st.st_ino)
-        # The file alone is read below (immutable, write-ahead log left out). After a crash
-        # mid-checkpoint (a full disk, a kill) the file is torn until the log is folded back in,
-        # and the id may still be only in the log: fold it in first. The sweep holds the results
-        # lock, so no other writer is in the way.
-        store.checkpoint()
-        self._identity = self._stored_identity()
-        self.every_s = every_s
-        self._next = 0.0
-
-    def _stored_identity(self) -> str | None:
-        """The ``ledger_id`` in the database file itself, write-ahead log left out: a file copied
-        over the ledger shows there, whatever the log still holds."""
-        conn = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'ledger_id'").fetchone()
-        except sqlite3.OperationalError:
-            return None  # no meta table in the file yet
-        finally:
-            conn.close()
-        return None if row is None else str(json.loads(row[0]))
-
-    def check(self, *, force: bool = False) -> str | None:
-        """What happened to the ledger, or None; between ``every_s`` apart it answers None at once."""
-        now = time.monotonic()
-        if not force and now < self._next:
-            return None
-        self._next = now + self.every_s
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return "was deleted"
-        if (st.st_dev, st.st_ino) != self._key:
-            return "was replaced by another file"
-        try:
-            problem = _header_problem(os.pread(self._fd, 100, 0), os.fstat(self._fd).st_size)
-        except OSError as exc:
-            problem = f"cannot be read ({exc.strerror or exc})"
-        if problem is not None:
-            return problem
-        try:
-            identity = self._stored_identity()
-        except sqlite3.DatabaseError:
-            # Our own connection may be folding the log into the file at this instant: look again.
-            time.sleep(0.2)
-            try:
-                identity = self._stored_identity()
-            except sqlite3.DatabaseError as exc:
-                return f"cannot be read ({exc})"
-        if self._identity is not None and identity != self._identity:
-            return "was overwritten by another ledger"
-        return None
-
-    def close(self) -> None:
-        """Let the ledger go; only after the sweep's own connection is closed (see ``__init__``)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-
-LOCK_NAME = ".benchlab.lock"
-#: Suffix of a ledger that ``collect --rebuild`` is building (and of SQLite's files beside it):
-#: never read as a ledger.
-REBUILDING = ".rebuilding"
-
-
-def rebuild_leftovers(folder: Path | str) -> list[Path]:
-    """The files of a ledger being rebuilt in ``folder``: a rebuild's work, or what a killed one left."""
-    return sorted(Path(folder).glob(f"{DB_NAME}{REBUILDING}*"))
-
-
-def lock_holder(folder: Path | str) -> str | None:
-    """Who holds the folder's lock now, as its holder wrote it ("benchlab run, pid N on host since
-    HH:MM:SS"), or None. Told from the holder's pid on this host, without touching the lock
-    (even a shared lock, held for an instant, would turn a sweep starting then away)."""
-    import re
-    import socket
-
-    import psutil
-
-    try:
-        text = (Path(folder) / LOCK_NAME).read_text().strip()
-    except OSError:
-        return None
-    found = re.search(r"pid (\d+) on (\S+)", text)
-    if found is None or found.group(2) != socket.gethostname():
-        return None
-    return text if psutil.pid_exists(int(found.group(1))) else None
-
-
-class ResultsLock:
-    """An exclusive lock on a results folder, held by one ``benchlab run`` at a time.
-
-    It is an ``flock`` on a file, so the kernel releases it when the holder dies,
-    even by ``kill -9``: a crashed sweep never leaves the folder locked.
-    """
-
-    def __init__(self, results_dir: Path, purpose: str = "benchlab run", name: str = LOCK_NAME):
-        self.path = Path(results_dir) / name
-        self.purpose = purpose
-        self._fh: Any = None
-
-    def acquire(self) -> None:
-        import fcntl
-        import os
-        import socket
-
-        from benchlab.errors import ResultsLocked, UserError
-
-        folder = self.path.parent
-        if folder.exists() and not folder.is_dir():
-            raise ResultsNotFound(folder, f"{folder} is a file, not a results folder; name a folder with "
-                                          "--results (it is created if missing)")
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fh = open(self.path, "a+")  # noqa: SIM115 - held for the sweep's lifetime
-        except OSError as exc:
-            if is_disk_full(exc):
-                raise disk_full(folder) from None
-            raise UserError(f"cannot write into the results folder {folder} ({exc.strerror or exc}); "
-                            "it may be read-only (an archive): name another with --results") from None
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "unknown process"
-            fh.close()
-            raise ResultsLocked(self.path.parent, holder) from None
-        # Holding the lock, this process knows no rebuild is running: what one left is removed.
-        for stale in rebuild_leftovers(folder):
-            stale.unlink(missing_ok=True)
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{self.purpose}, pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%H:%M:%S')}")
-        fh.flush()
-        self._fh = fh
-
-    def release(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-
-    def __enter__(self) -> ResultsLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
