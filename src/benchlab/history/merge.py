@@ -75,7 +75,7 @@ def _source(path: Path) -> tuple[pd.DataFrame, BenchmarkInfo | None, str, Result
         return table, None, name, None
     from benchlab import results
 
-    read = results.read(path)
+    read = results.read(path, curves=False)  # the merged table is loaded whole below
     return results.load(path), read.info, read.info.name, read
 
 

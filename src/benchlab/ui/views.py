@@ -155,7 +155,7 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
     from benchlab.report.markdown import _comparison_rows, _task_tables
     from benchlab.results import read
 
-    data = gather(read(folder, searches=False))  # the page shows no search section
+    data = gather(read(folder, searches=False, curves=False))  # the page shows no search section, no figure
     if data.finals.empty and not data.failed_runs:
         return None
     data = analyze(account_seeds(data))
