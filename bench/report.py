@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -162,12 +163,12 @@ def phases(folder: Path) -> None:
     table = step("results.read (the results table, one ledger pass)", lambda: read(folder))
     data = step("gather", lambda: gather(table))
     desc = step("describe", lambda: describe(data.finals, data.info.goal, data.info.primary))
-    data.analysis = step("stats.analyze of the primary metric",
-                         lambda: analyze_primary(data.finals, data.info))
+    data = replace(data, analysis=step("stats.analyze of the primary metric",
+                                       lambda: analyze_primary(data.finals, data.info)))
     plots = step("5 figures (in workers in a real report)",
-                 lambda: draw(table.curves, out / "plots", data.info, data.finals, desc,
+                 lambda: draw(data.curves, out / "plots", data.info, data.finals, desc,
                               workers=0)())
-    data.plots = [p.as_dict() for p in plots]
+    data = replace(data, plots=[p.as_dict() for p in plots])
     text = step("BENCHMARK_REPORT.md", lambda: render_markdown(data))
     step("report.html", lambda: write_html(text, out, "report"))
 

@@ -6,7 +6,9 @@ benchlab reads and writes the typed records below through :class:`Store`. Its pa
 - ``schema.py``: the file's name, its schema version and the tables as first written;
 - ``migrations.py``: the numbered steps that bring an older ledger up to date (and make a new one);
 - ``records.py``: the typed records and the run states (plain data, no database);
-- ``store.py``: :class:`Store`, the reads and writes;
+- ``connection.py``: opening a ledger (to write, or read-only) and its transactions;
+- ``meta.py``: the records kept in the ``meta`` table (the benchmark, versions, hardware, ...);
+- ``store.py``: :class:`Store`, built on both: runs, attempts, metrics and what readers ask for;
 - ``plan.py``: which runs a sweep launches, and recording which runs are in the spec;
 - ``files.py``, ``guard.py``, ``lock.py``: the ledger as a file in its folder (watching it, a
   full disk, backups, noticing it was replaced, the folder's lock).
@@ -16,6 +18,7 @@ Import from ``benchlab.ledger``: the modules inside are its own business.
 
 from __future__ import annotations
 
+from benchlab.ledger.connection import find_db, read_only_ledgers
 from benchlab.ledger.files import LedgerWatch, disk_full, has_attempts, is_disk_full, ledger_backups
 from benchlab.ledger.guard import LedgerGuard
 from benchlab.ledger.lock import LOCK_NAME, REBUILDING, ResultsLock, lock_holder, rebuild_leftovers
@@ -47,7 +50,7 @@ from benchlab.ledger.records import (
     Status,
 )
 from benchlab.ledger.schema import DB_NAME, SCHEMA_VERSION
-from benchlab.ledger.store import Store, find_db, read_only_ledgers
+from benchlab.ledger.store import Store
 
 __all__ = [
     "COMPLETED", "CPU_BOUND_BELOW_PCT", "DB_NAME", "FAILED", "INTERRUPTED", "LOCK_NAME", "PARTIAL_NOTE_PREFIX",

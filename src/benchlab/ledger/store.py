@@ -16,35 +16,22 @@ since as None.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.benchmark_info import BenchmarkInfo
-from benchlab.errors import ResultsNotFound, StoreError
-from benchlab.ledger.files import disk_full, is_disk_full
-from benchlab.ledger.migrations import upgrade
+from benchlab.ledger.meta import MetaRecords
 from benchlab.ledger.plan import PLAN_STEP_RUNS, PlanRecorder, _ParamsText
 from benchlab.ledger.records import (
     COMPLETED,
     FAILED,
-    FLAGGED_KEY,
-    HARDWARE_KEY,
     INTERRUPTED,
     PARTIAL_NOTE_PREFIX,
     PENDING,
     PLAN_DIGEST,
     PLAN_RECORDING,
-    REGISTRATION_KEY,
     RUNNING,
-    SEARCH_KEY,
-    SEQUENTIAL_KEY,
-    VERSIONS_KEY,
     AttemptRecord,
     AttemptTimes,
     CodeState,
@@ -59,7 +46,6 @@ from benchlab.ledger.records import (
     SeedRun,
     SeedSeries,
 )
-from benchlab.ledger.schema import DB_NAME, SCHEMA_VERSION, TABLES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,202 +57,8 @@ _ATTEMPT_COLUMNS = ("attempt_id, run_id, number, status, exit_code, signal, star
 _GPU_USE_COLUMNS = ("gpu_util_mean", "gpu_util_max", "gpu_mem_peak_mib")
 
 
-#: Whether the ledgers opened in this context are opened read-only (see :func:`read_only_ledgers`).
-_READ_ONLY: ContextVar[bool] = ContextVar("benchlab_ledgers_read_only", default=False)
-
-
-@contextmanager
-def read_only_ledgers() -> Iterator[None]:
-    """Within this block, every ledger opened without an explicit ``read_only`` is opened read-only.
-
-    A server that only shows results (the dashboard) handles each request in it: the readers a
-    request goes through (``results.read``, the report's gathering) open ledgers themselves, and
-    this makes each of them unable to write one without a flag on every call. It is a context
-    variable, not a switch of the process: the tasks and worker threads a request starts
-    (asyncio, anyio) inherit it, and nothing else in the process does, so a program that builds
-    a dashboard still writes its own ledgers.
-    """
-    token = _READ_ONLY.set(True)
-    try:
-        yield
-    finally:
-        _READ_ONLY.reset(token)
-
-
-def find_db(results: Path | str) -> Path:
-    """The ledger of a results folder (or the file itself), or ``ResultsNotFound``."""
-    path = Path(results)
-    if path.is_file() and path.name.endswith(".db"):
-        return path
-    db = path / DB_NAME
-    if not db.exists():
-        if not path.exists():
-            raise ResultsNotFound(path, f"{path}: no such results folder")
-        raise ResultsNotFound(path, f"{path}: no {DB_NAME} here; is it a benchlab results folder? "
-                                    "(`benchlab collect --rebuild` recreates it from runs/)")
-    return db
-
-
-class Store:
+class Store(MetaRecords):
     """The SQLite ledger of one results folder."""
-
-    def __init__(self, db_path: Path | str, *, create: bool = False, read_only: bool | None = None):
-        self.path = Path(db_path)
-        if not create and not self.path.exists():
-            raise ResultsNotFound(self.path, f"{self.path}: no such ledger")
-        if read_only is None:
-            read_only = _READ_ONLY.get()
-        if read_only and not create and os.access(self.path.parent, os.W_OK):
-            # A reader beside a live sweep (``benchlab ui``): SQLite refuses every write on this
-            # connection, and still sees the sweep's commits as they land (WAL).
-            self.read_only = True
-            try:
-                self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
-                                            check_same_thread=False, timeout=30)
-                self.conn.execute("PRAGMA busy_timeout=30000")
-                self.conn.execute("SELECT 1 FROM runs LIMIT 1")
-            except sqlite3.DatabaseError as exc:
-                raise StoreError(f"{self.path}: unreadable ledger ({exc})") from None
-            return
-        #: Opened from a folder this process cannot write (an archive): read as an unchanging file.
-        self.read_only = not create and not os.access(self.path.parent, os.W_OK)
-        if self.read_only:
-            try:
-                self.conn = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True, isolation_level=None,
-                                            check_same_thread=False)
-                self.conn.execute("SELECT 1 FROM runs LIMIT 1")
-            except sqlite3.DatabaseError as exc:
-                raise StoreError(f"{self.path}: unreadable ledger ({exc})") from None
-            return
-        try:
-            self.conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
-                                        check_same_thread=False)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            # NORMAL is durable against a crashed process in WAL mode (only an OS crash can
-            # lose the last commits), and much faster than FULL.
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA busy_timeout=30000")
-            if create:
-                self.conn.executescript(TABLES)
-                upgrade(self.conn)
-                self._set_default_meta()
-            else:
-                self.conn.execute("SELECT 1 FROM runs LIMIT 1")
-        except sqlite3.DatabaseError as exc:
-            if is_disk_full(exc):
-                raise disk_full(self.path.parent) from None
-            raise StoreError(f"{self.path}: unreadable ledger ({exc}); `benchlab collect --rebuild "
-                             f"{self.path.parent}` recreates it from the run directories") from None
-
-    @classmethod
-    def open(cls, results: Path | str, *, read_only: bool | None = None) -> Store:
-        """The ledger of a results folder; ``read_only`` (default: True inside
-        :func:`read_only_ledgers`, else False) opens it so that this connection can never write."""
-        return cls(find_db(results), read_only=read_only)
-
-    @classmethod
-    def create(cls, results_dir: Path | str) -> Store:
-        results_dir = Path(results_dir)
-        results_dir.mkdir(parents=True, exist_ok=True)
-        return cls(results_dir / DB_NAME, create=True)
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; a transaction opened inside another joins it (one commit)."""
-        if self.conn.in_transaction:
-            yield self.conn
-            return
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            if self.conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
-                self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-
-    # ------------------------------------------------------------------ meta
-
-    def _set_default_meta(self) -> None:
-        import uuid
-
-        self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                          (json.dumps(SCHEMA_VERSION),))
-        # Tells this ledger from a copy of another put in its place (see LedgerGuard).
-        self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('ledger_id', ?)", (json.dumps(uuid.uuid4().hex),))
-
-    def set_meta(self, **values: Any) -> None:
-        with self.transaction() as c:
-            c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                          [(k, json.dumps(v, default=str)) for k, v in values.items()])
-
-    def meta(self) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
-
-    def set_benchmark(self, info: BenchmarkInfo) -> None:
-        """Record the benchmark this ledger holds (replacing what was recorded)."""
-        self.set_meta(**info.to_meta())
-
-    def benchmark(self) -> BenchmarkInfo | None:
-        """The benchmark this ledger holds; None before ``benchlab run`` recorded one."""
-        return BenchmarkInfo.from_meta(self.meta())
-
-    # ------------------------------------------------------------------ records kept in meta
-
-    def _meta_value(self, key: str) -> Any:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def versions(self) -> list[dict[str, Any]]:
-        """The benchmark's versions on record (code, spec, packages at each change), oldest first."""
-        return list(self._meta_value(VERSIONS_KEY) or [])
-
-    def set_versions(self, versions: list[dict[str, Any]]) -> None:
-        self.set_meta(**{VERSIONS_KEY: versions})
-
-    def hardware(self) -> dict[str, Any]:
-        """The hosts the runs ran on, by host name (empty when none was recorded)."""
-        return dict(self._meta_value(HARDWARE_KEY) or {})
-
-    def set_hardware(self, hosts: dict[str, Any]) -> None:
-        self.set_meta(**{HARDWARE_KEY: hosts})
-
-    def sequential(self) -> dict[str, Any] | None:
-        """``run --until-decided``'s design and each pair's state at its last look (``{"design",
-        "baseline", "pairs"}``); None when the results were not run that way."""
-        return self._meta_value(SEQUENTIAL_KEY) or None
-
-    def set_sequential(self, record: dict[str, Any]) -> None:
-        self.set_meta(**{SEQUENTIAL_KEY: record})
-
-    def set_flagged(self, flagged: list[dict[str, Any]]) -> None:
-        """The (task, config) pairs whose every run failed, as the sweep's end found them."""
-        self.set_meta(**{FLAGGED_KEY: flagged})
-
-    def search_record(self) -> dict[str, Any] | None:
-        """What a search recorded of its study in the study's ledger; None in a benchmark's ledger."""
-        found = self._meta_value(SEARCH_KEY)
-        return None if found is None else dict(found)
-
-    def set_search_record(self, record: dict[str, Any]) -> None:
-        self.set_meta(**{SEARCH_KEY: record})
-
-    def registration(self) -> dict[str, Any] | None:
-        """The pre-registered analysis plan (:mod:`benchlab.preregistration`), or None."""
-        found = self._meta_value(REGISTRATION_KEY)
-        return dict(found) if found else None
-
-    def set_registration(self, record: dict[str, Any]) -> None:
-        self.set_meta(**{REGISTRATION_KEY: record})
 
     # ------------------------------------------------------------------ runs
 
@@ -700,16 +492,6 @@ class Store:
                       (COMPLETED, time.time(), run_id))
             c.execute("UPDATE attempts SET status = ?, error = ? WHERE attempt_id = ?",
                       (COMPLETED, note, attempt_id))
-
-    # ------------------------------------------------------------------ the file
-
-    def checkpoint(self) -> None:
-        """Fold the write-ahead log into the database file and empty it."""
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    def as_single_file(self) -> None:
-        """Leave WAL mode: the database is one self-contained file from now on (to be renamed)."""
-        self.conn.execute("PRAGMA journal_mode=DELETE")
 
     # ------------------------------------------------------------------ code under test
 
