@@ -346,7 +346,7 @@ def f(row, statuses, status="failed", *, run_status="pruned"):
 
 
 def test_statuses_are_spelt_only_by_their_enums():
-    # Status (store.py) and JobStatus (evaluate/jobs.py) name every state once; a bare string
+    # Status (ledger/records.py) and JobStatus (evaluate/jobs.py) name every state once; a bare string
     # beside them is a second definition that a renamed or added state would miss.
     values = _status_values()
     spelt = []
