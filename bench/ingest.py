@@ -35,10 +35,10 @@ def values(run: int, steps: int) -> list[float]:
 def benchlab_write(root: Path, runs: int, steps: int) -> Path:
     from benchlab.benchmark_info import BenchmarkInfo
     from benchlab.collect import collect_run
+    from benchlab.ledger import COMPLETED, Store
     from benchlab.plan import Run
     from benchlab.runlog import Logger
     from benchlab.spec import Metric
-    from benchlab.store import COMPLETED, Store
 
     results = root / "benchlab"
     plan = [Run(run_id=f"r{i:04d}", benchmark="ingest", task="t", config="c", seed=i, params={},
@@ -130,8 +130,8 @@ def main() -> None:
     import pandas  # noqa: F401
 
     import benchlab.collect  # noqa: F401
+    import benchlab.ledger  # noqa: F401
     import benchlab.results  # noqa: F401
-    import benchlab.store  # noqa: F401
     try:
         import mlflow  # noqa: F401
         from mlflow.tracking import MlflowClient  # noqa: F401

@@ -58,7 +58,7 @@ def run_benchlab(path: Path) -> dict[str, object]:
     import pyarrow.csv  # noqa: F401
     import pyarrow.parquet  # noqa: F401
 
-    import benchlab.store  # noqa: F401
+    import benchlab.ledger  # noqa: F401
     from benchlab.collect.samples import check_pairing, read_samples
     from benchlab.stats.question_table import analyze_questions
 

@@ -1,6 +1,6 @@
 """Report speed: `benchlab report` (tables, statistics, plots, HTML) on 10,000 runs x 100 points.
 
-A synthetic results folder is written straight through :class:`benchlab.store.Store`
+A synthetic results folder is written straight through :class:`benchlab.ledger.Store`
 (no subprocesses): 10 tasks x 10 configs x 100 seeds = 10,000 completed runs,
 each with two final scalars (``score``, goal max, and ``time``, goal min) and a
 100-point learning curve of ``score``. Config ``c0`` is the baseline; config
@@ -26,13 +26,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from benchlab.benchmark_info import BenchmarkInfo
+from benchlab.ledger import Store
 from benchlab.plan import Run
-from benchlab.store import Store
 
 GOAL_S = 5.0
 N_TASKS = 10
@@ -162,12 +163,12 @@ def phases(folder: Path) -> None:
     table = step("results.read (the results table, one ledger pass)", lambda: read(folder))
     data = step("gather", lambda: gather(table))
     desc = step("describe", lambda: describe(data.finals, data.info.goal, data.info.primary))
-    data.analysis = step("stats.analyze of the primary metric",
-                         lambda: analyze_primary(data.finals, data.info))
+    data = replace(data, analysis=step("stats.analyze of the primary metric",
+                                       lambda: analyze_primary(data.finals, data.info)))
     plots = step("5 figures (in workers in a real report)",
-                 lambda: draw(table.curves, out / "plots", data.info, data.finals, desc,
+                 lambda: draw(data.curves, out / "plots", data.info, data.finals, desc,
                               workers=0)())
-    data.plots = [p.as_dict() for p in plots]
+    data = replace(data, plots=[p.as_dict() for p in plots])
     text = step("BENCHMARK_REPORT.md", lambda: render_markdown(data))
     step("report.html", lambda: write_html(text, out, "report"))
 

@@ -2,7 +2,7 @@
 the end what the report does at run time: which ledgers it opens and which modules it loads.
 
 A "unit" is a subpackage (``benchlab.collect``, ``benchlab.execute``, ...) or a module at the
-package's top level (``benchlab.spec``, ``benchlab.store``, ...). An import at module level
+package's top level (``benchlab.spec``, ``benchlab.ledger``, ...). An import at module level
 runs when the module is imported; one inside a function runs only when it is called, and one
 under ``if TYPE_CHECKING:`` never runs.
 """
@@ -113,7 +113,7 @@ def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_walk_sees_module_level_and_function_level_imports():
     rebuild = {(i.imported, i.module_level) for i in IMPORTS if i.importer == "benchlab.collect.rebuild"}
-    assert ("benchlab.store", True) in rebuild
+    assert ("benchlab.ledger", True) in rebuild
     assert any(not level for _, level in rebuild)  # it imports the spec loader where it needs it
 
 
@@ -145,9 +145,9 @@ def test_collect_does_not_import_execute():
     assert _crossing("benchlab.collect", ("benchlab.execute",)) == []
 
 
-def test_report_imports_neither_store_nor_execute():
+def test_report_imports_neither_ledger_nor_execute():
     # The report takes the results table (benchlab.results) and what benchlab.stats computes.
-    assert _crossing("benchlab.report", ("benchlab.store", "benchlab.execute")) == []
+    assert _crossing("benchlab.report", ("benchlab.ledger", "benchlab.execute")) == []
 
 
 # The top level of the package: what a user or a run script imports, and the few modules every
@@ -155,10 +155,11 @@ def test_report_imports_neither_store_nor_execute():
 TOP_LEVEL_MODULES = {
     "__init__", "__main__",
     "runlog",  # benchlab.log / benchlab.summary, inside a run
-    "errors", "results", "plan", "store", "benchmark_info", "long_format", "run_files", "failures",
+    "errors", "results", "plan", "benchmark_info", "long_format", "run_files", "failures",
     "triage", "choices", "pairs", "evalrules", "preregistration", "secrets", "extras", "watch",
 }
-TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "report", "search", "spec", "stats", "ui"}
+TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "ledger", "report", "search", "spec",
+                      "stats", "ui"}
 
 
 def test_the_top_level_holds_only_the_listed_modules_and_packages():
@@ -268,7 +269,7 @@ def test_the_runs_folder_is_joined_only_in_run_files():
 
 def _status_values() -> set[str]:
     from benchlab.evaluate.jobs import JobStatus
-    from benchlab.store import Status
+    from benchlab.ledger import Status
 
     return {s.value for s in Status} | {s.value for s in JobStatus}
 
@@ -320,7 +321,7 @@ def _bare_statuses(source: str, values: set[str]) -> list[tuple[int, str]]:
 
 #: Status literals that must be spelt, by module and a part of the literal, each with its reason.
 STATUS_SPELT = {
-    ("benchlab.store", "DEFAULT 'pending'"):
+    ("benchlab.ledger.schema", "DEFAULT 'pending'"):
         "the runs table's DDL is the ledger's file format, kept as the SQL that SQLite stores; "
         "test_the_runs_table_defaults_to_the_pending_status holds it to Status.PENDING",
 }
@@ -345,7 +346,7 @@ def f(row, statuses, status="failed", *, run_status="pruned"):
 
 
 def test_statuses_are_spelt_only_by_their_enums():
-    # Status (store.py) and JobStatus (evaluate/jobs.py) name every state once; a bare string
+    # Status (ledger/records.py) and JobStatus (evaluate/jobs.py) name every state once; a bare string
     # beside them is a second definition that a renamed or added state would miss.
     values = _status_values()
     spelt = []
@@ -370,7 +371,7 @@ def test_templates_name_statuses_through_the_enum():
 
 
 def test_the_runs_table_defaults_to_the_pending_status(tmp_path: Path):
-    from benchlab.store import Status, Store
+    from benchlab.ledger import Status, Store
 
     with Store.create(tmp_path) as store:
         default = {row[1]: row[4] for row in store.conn.execute("PRAGMA table_info(runs)")}["status"]
@@ -414,9 +415,9 @@ def test_the_term_grace_kill_sequence_is_written_only_in_proctree():
 
 # ---------------------------------------------------------------------------- the ledger's one door
 
-#: The ledger module: every SQL statement on a results folder's ledger is written there. The
+#: The ledger package: every SQL statement on a results folder's ledger is written in it. The
 #: evaluation service keeps its own databases (jobs, judge replies) under benchlab.evaluate.
-LEDGER_MODULES = ("benchlab.store",)
+LEDGER_PACKAGE = "benchlab.ledger"
 OWN_DATABASES = "benchlab.evaluate"
 
 _SQL = re.compile(r"\bSELECT\b[^\n]*\bFROM\b|\bINSERT\s+(OR\s+\w+\s+)?INTO\b|\bUPDATE\s+\w+\s+SET\b|"
@@ -426,12 +427,19 @@ _CONNECTION_CALLS = {"execute", "executemany", "executescript"}
 
 
 def _store_private_members() -> set[str]:
-    """The private names of :class:`benchlab.store.Store` (methods and attributes it sets)."""
-    tree = ast.parse(MODULES["benchlab.store"].read_text())
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Store")
-    names = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
-    names |= {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute)
-              and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    """The private names of :class:`benchlab.ledger.Store` and the ledger's classes it is built
+    on (methods and attributes they set)."""
+    from benchlab.ledger import Store
+
+    names: set[str] = set()
+    for base in Store.__mro__:
+        if not base.__module__.startswith(LEDGER_PACKAGE + "."):
+            continue
+        tree = ast.parse(MODULES[base.__module__].read_text())
+        cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == base.__name__)
+        names |= {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+        names |= {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute)
+                  and isinstance(n.value, ast.Name) and n.value.id == "self"}
     return {n for n in names if n.startswith("_") and not n.endswith("__")}
 
 
@@ -492,30 +500,58 @@ def f(store, sqlite3, task):
     assert not any(line in (3, 12) for line, _ in found)
 
 
-def test_the_ledger_is_reached_only_through_store():
-    # Every SQL statement on the ledger lives in the ledger module: the rest of benchlab asks it
+def test_the_ledger_is_reached_only_through_its_package():
+    # Every SQL statement on the ledger lives in the ledger package: the rest of benchlab asks it
     # for typed records, so the schema can change in one place.
     private = _store_private_members()
-    assert "_has_gpu_use" in private  # the walk sees the class
+    assert {"_has_gpu_use", "_meta_value", "_set_default_meta"} <= private  # the walk sees each class
     leaks = [f"{path.relative_to(SRC.parent)}:{line} {what}"
              for name, path in MODULES.items()
-             if name not in LEDGER_MODULES and not (name == OWN_DATABASES or name.startswith(OWN_DATABASES + "."))
+             if _unit(name) not in (LEDGER_PACKAGE, OWN_DATABASES)
              for line, what in _ledger_access(path.read_text(), private)]
     assert leaks == []
 
 
-def test_the_cli_imports_no_store_internals():
-    # The command line parses, calls and prints: what it needs of the ledger is public.
-    private = _store_private_members()
-    found = sorted(f"{MODULES[name].relative_to(SRC.parent)}:{node.lineno} {alias.name}"
-                   for name in MODULES if _unit(name) == "benchlab.cli"
-                   for node in ast.walk(ast.parse(MODULES[name].read_text()))
-                   if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("benchlab.store")
-                   for alias in node.names if alias.name.startswith("_"))
-    found += sorted(f"{MODULES[name].relative_to(SRC.parent)}:{line} {what}"
-                    for name in MODULES if _unit(name) == "benchlab.cli"
-                    for line, what in _ledger_access(MODULES[name].read_text(), private))
+def _past_the_ledgers_door(source: str) -> list[str]:
+    """Where ``source`` imports the ledger package's inside: a module of it
+    (``benchlab.ledger.store``), or a name ``benchlab.ledger`` does not export."""
+    import benchlab.ledger
+
+    public = set(benchlab.ledger.__all__)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == LEDGER_PACKAGE:
+            found += [f"{node.lineno} {alias.name}" for alias in node.names if alias.name not in public]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(LEDGER_PACKAGE + "."):
+            found.append(f"{node.lineno} from {node.module}")
+        elif isinstance(node, ast.Import):
+            found += [f"{node.lineno} import {a.name}" for a in node.names if a.name.startswith(LEDGER_PACKAGE + ".")]
+    return found
+
+
+def test_the_ledger_import_scan_finds_each_way_inside():
+    source = ("from benchlab.ledger import Store, _ParamsText\nfrom benchlab.ledger.store import Store\n"
+              "import benchlab.ledger.schema\nimport benchlab.ledger\nfrom benchlab.ledger import COMPLETED\n")
+    assert _past_the_ledgers_door(source) == [
+        "1 _ParamsText", "2 from benchlab.ledger.store", "3 import benchlab.ledger.schema"]
+
+
+def test_nothing_outside_the_ledger_imports_its_internals():
+    # The CLI (and every other module) parses, calls and prints: what it needs of the ledger is
+    # what `benchlab.ledger` exports, so the package's modules can be split or merged freely.
+    found = sorted(f"{MODULES[name].relative_to(SRC.parent)}:{where}" for name in MODULES
+                   if _unit(name) != LEDGER_PACKAGE for where in _past_the_ledgers_door(MODULES[name].read_text()))
     assert found == []
+
+
+def test_the_cli_reaches_no_ledger_internals():
+    private = _store_private_members()
+    found = sorted(f"{MODULES[name].relative_to(SRC.parent)}:{line} {what}"
+                   for name in MODULES if _unit(name) == "benchlab.cli"
+                   for line, what in _ledger_access(MODULES[name].read_text(), private))
+    assert found == []
+
+
 # ---------------------------------------------------------------- what the report does at run time
 
 def _benchmark_and_search(folder: Path) -> Path:
@@ -525,9 +561,9 @@ def _benchmark_and_search(folder: Path) -> Path:
     import numpy as np
     import optuna
 
+    from benchlab.ledger import COMPLETED, PRUNED, Store
     from benchlab.plan import Run
     from benchlab.search.study import RUNS_ATTR, SUMMARY_ATTR, journal_storage
-    from benchlab.store import COMPLETED, PRUNED, Store
 
     def record(store: Store, runs: list[tuple[Run, float, str]]) -> None:
         store.register([run for run, _, _ in runs])
@@ -576,35 +612,39 @@ def _benchmark_and_search(folder: Path) -> Path:
 
 
 #: Run in a fresh interpreter: the results table is read first, then the report is written while
-#: every SQLite connection and every module the report loads is recorded.
+#: every SQLite connection and every module the report loads is recorded. The figures' worker
+#: processes are forked after the recording starts: one that opens a database fails its job
+#: (and so the report), since what it records stays in its own process.
 _RECORD_REPORT = '''
-import json, sqlite3, sys
+import json, os, sqlite3, sys
 from pathlib import Path
 
 import pytest
 from benchlab.report import write_report
 from benchlab.results import read
 
-folder, out, plots = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "plots"
+folder, out, plots, workers = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "plots", int(sys.argv[4])
 table = read(folder)
-opened, real = [], sqlite3.connect
+opened, real, parent = [], sqlite3.connect, os.getpid()
 def connect(database, *args, **kwargs):
     opened.append(str(database))
+    if os.getpid() != parent:
+        raise RuntimeError(f"a figure worker opened {database}")
     return real(database, *args, **kwargs)
 sqlite3.connect = connect
 before = set(sys.modules)
-write_report(table, out, plots=plots, workers=0)
+write_report(table, out, plots=plots, workers=workers)
 print(json.dumps({"opened": opened, "loaded": sorted(set(sys.modules) - before)}))
 '''
 
 
-def _record_report(folder: Path, out: Path, *, plots: bool) -> dict[str, list[str]]:
+def _record_report(folder: Path, out: Path, *, plots: bool, workers: int = 0) -> dict[str, list[str]]:
     import json
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _RECORD_REPORT, str(folder), str(out), "plots" if plots else "-"],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", _RECORD_REPORT, str(folder), str(out), "plots" if plots else "-",
+                           str(workers)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -625,14 +665,16 @@ def test_writing_a_report_of_a_read_table_opens_no_ledger_and_loads_no_search_co
 
 
 @pytest.mark.slow
-def test_the_report_figures_read_the_tables_curves_and_never_a_search_ledger(tmp_path: Path):
-    # The figures read the benchmark's curves through the results table's view
-    # (results.CurvesView), which reads them from the ledger when drawn; no study is opened.
+@pytest.mark.parametrize("workers", [0, 2], ids=["drawn-here", "drawn-in-workers"])
+def test_the_report_figures_draw_the_tables_curves_and_open_no_ledger(tmp_path: Path, workers: int):
+    # The curves are read once with the results table (results.read) and travel in the
+    # report's one immutable ReportData to the figures, in this process or in the workers:
+    # drawing them opens neither the benchmark's ledger nor a search study's.
     folder = _benchmark_and_search(tmp_path / "res")
-    seen = _record_report(folder, tmp_path / "rep", plots=True)
-    assert seen["opened"] and all(Path(p.removeprefix("file:").split("?")[0]).parent == folder
-                                  for p in seen["opened"]), seen["opened"]
+    seen = _record_report(folder, tmp_path / "rep", plots=True, workers=workers)
+    assert seen["opened"] == []
     assert _ledger_code(seen["loaded"]) == []
+    assert (tmp_path / "rep" / "plots" / "curves_score.png").stat().st_size > 0
     assert {p.name for p in (tmp_path / "rep" / "plots" / "search-search").glob("*.png")} == {
         "history.png", "importances.png", "slice.png", "curves.png"}
 

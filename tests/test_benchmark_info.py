@@ -7,9 +7,9 @@ import sqlite3
 from pathlib import Path
 
 from benchlab.benchmark_info import BenchmarkInfo
+from benchlab.ledger import Store
 from benchlab.results import info, write_benchmark_meta
 from benchlab.spec import load_spec
-from benchlab.store import Store
 
 SPEC = """\
 name: rec

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchlab.store import LedgerGuard, Store
+from benchlab.ledger import LedgerGuard, Store
 
 READ = ("import sqlite3, sys\n"
         "c = sqlite3.connect(sys.argv[1])\n"

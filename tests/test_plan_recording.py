@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import store as store_module
 from benchlab.execute.events import EventKind
 from benchlab.execute.sweep import Sweep
+from benchlab.ledger import Store
+from benchlab.ledger import store as store_module
 from benchlab.plan import expand, run_id
 from benchlab.spec import load_spec
-from benchlab.store import Store
 from benchlab_testing import SCRIPT, run_cli
 
 TRICKY = """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from benchlab.failures import failed_runs
-from benchlab.store import AttemptRecord, RunRecord, Status, runs_to_do
+from benchlab.ledger import AttemptRecord, RunRecord, Status, runs_to_do
 
 
 def run(run_id: str, status: str = "pending") -> RunRecord:

@@ -1,9 +1,9 @@
 """What a results folder knows about its benchmark: one record, written and read by the store.
 
 ``benchlab run`` (and ``collect --rebuild``) writes it from the spec with
-:meth:`Store.set_benchmark <benchlab.store.Store.set_benchmark>`; everything downstream
+:meth:`Store.set_benchmark <benchlab.ledger.Store.set_benchmark>`; everything downstream
 (``benchlab.results.info``, the report, ``analyze``) reads it back with
-:meth:`Store.benchmark <benchlab.store.Store.benchmark>`. The ledger keeps it as one
+:meth:`Store.benchmark <benchlab.ledger.Store.benchmark>`. The ledger keeps it as one
 ``meta`` row per field, so a ledger written before a field existed still reads, with that
 field's default.
 """

@@ -191,7 +191,7 @@ def refuse_incomplete_checkpoints(spec: Spec, runs: list[Run], statuses: Callabl
     states by id; it is asked only when some run of ``runs`` has a problem, so a plan that loads
     no local checkpoint never reads the ledger for this.
     """
-    from benchlab.store import COMPLETED
+    from benchlab.ledger import COMPLETED
 
     where = str(spec.path) if spec.path is not None else spec.name
     if not checkpoint_problems(runs, where, spec.work_path):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
 if TYPE_CHECKING:
-    from benchlab.store import AttemptRecord, RunRecord
+    from benchlab.ledger import AttemptRecord, RunRecord
 
 TIMEOUT: Final = "timeout"
 OOM: Final = "out-of-memory"
@@ -52,8 +52,8 @@ class FailedRun:
 
 def failed_runs(runs: Iterable[RunRecord], attempts: Iterable[AttemptRecord]) -> list[FailedRun]:
     """The failed runs of ``runs``, in their order, each with its attempts (``attempts`` in the
-    ledger's order, as :meth:`benchlab.store.Store.attempts` returns them)."""
-    from benchlab.store import FAILED  # here: the spec reads the classes above without the ledger
+    ledger's order, as :meth:`benchlab.ledger.Store.attempts` returns them)."""
+    from benchlab.ledger import FAILED  # here: the spec reads the classes above without the ledger
 
     failed = {r.run_id: r for r in runs if r.status == FAILED}
     tries: dict[str, list[AttemptRecord]] = {}

@@ -23,13 +23,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.store import REGISTRATION_KEY
+from benchlab.ledger import REGISTRATION_KEY
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchlab.ledger import Store
     from benchlab.spec import Spec
-    from benchlab.store import Store
 
 #: The registration's key in the ledger (read and written through ``Store.registration``).
 META_KEY = REGISTRATION_KEY

@@ -24,8 +24,8 @@ from benchlab.failures import (  # noqa: F401
     TIMEOUT,
     USAGE,
 )
+from benchlab.ledger import FAILED
 from benchlab.secrets import Fingerprint, redact
-from benchlab.store import FAILED
 
 TAIL_LINES = 20
 TAIL_BYTES = 16384

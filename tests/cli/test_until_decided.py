@@ -265,7 +265,7 @@ def test_a_python_caller_runs_until_decided_as_the_cli_does(make_bench) -> None:
 
 
 def test_a_rebuilt_ledger_keeps_the_design_the_versions_and_the_hosts(make_bench) -> None:
-    from benchlab.store import Store
+    from benchlab.ledger import Store
 
     bench = _bench(make_bench)
     proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided", "--max-seeds", "8",

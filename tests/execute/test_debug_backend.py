@@ -17,8 +17,8 @@ from benchlab.execute.base import Launch, get_backend
 from benchlab.execute.debug import DebugBackend
 from benchlab.execute.events import EventKind, SweepEvent
 from benchlab.execute.sweep import Sweep
+from benchlab.ledger import COMPLETED, FAILED, CodeState, Store
 from benchlab.spec import Spec
-from benchlab.store import COMPLETED, FAILED, CodeState, Store
 
 NO_GIT = CodeState(None, None, None, None)
 

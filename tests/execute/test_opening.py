@@ -10,9 +10,9 @@ import pytest
 from benchlab import triage
 from benchlab.errors import UserError
 from benchlab.execute.opening import open_results_folder
+from benchlab.ledger import COMPLETED, INTERRUPTED, CodeState, Store
 from benchlab.plan import expand
 from benchlab.spec import Spec
-from benchlab.store import COMPLETED, INTERRUPTED, CodeState, Store
 
 NO_GIT = CodeState(None, None, None, None)
 

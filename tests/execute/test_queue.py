@@ -8,9 +8,9 @@ import pytest
 from benchlab import triage
 from benchlab.execute.queue import Eta, RetryBudget, RunQueue, estimate_eta
 from benchlab.execute.status import estimate_eta as status_eta
+from benchlab.ledger import PENDING, RUNNING, OpenRun
 from benchlab.plan import expand
 from benchlab.spec import Spec
-from benchlab.store import PENDING, RUNNING, OpenRun
 
 
 def make_spec(**extra: object) -> Spec:

@@ -10,10 +10,10 @@ from benchlab import triage
 from benchlab.execute.base import Launch, Outcome, TransferNote
 from benchlab.execute.record import Recorder, record_attempt
 from benchlab.execute.rundir import write_run_dir
+from benchlab.ledger import COMPLETED, FAILED, PENDING, Store
 from benchlab.plan import Run, expand
 from benchlab.run_files import LOG_FILE, PROVENANCE_FILE, run_dir_of
 from benchlab.spec import Spec
-from benchlab.store import COMPLETED, FAILED, PENDING, Store
 
 
 def _started(tmp_path: Path) -> tuple[Store, Run, Launch, Recorder]:
@@ -100,7 +100,7 @@ def test_a_backends_failure_class_reaches_the_sweeps_retry_and_the_ledger(tmp_pa
     from benchlab.execute.debug import DebugBackend
     from benchlab.execute.events import EventKind
     from benchlab.execute.sweep import Sweep
-    from benchlab.store import CodeState
+    from benchlab.ledger import CodeState
 
     class NodeDiesOnce(DebugBackend):
         """Its first attempt's node dies: a failure only the backend can name."""

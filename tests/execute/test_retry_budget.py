@@ -115,7 +115,7 @@ INSERT INTO attempts (run_id, number, status, started, failure_class) VALUES ('r
 
 
 def test_a_ledger_written_before_budgets_and_gpu_use_is_read_and_upgraded(tmp_path):
-    from benchlab.store import Store
+    from benchlab.ledger import Store
 
     db = tmp_path / "benchlab.db"
     con = sqlite3.connect(db)
@@ -135,7 +135,7 @@ def test_a_ledger_written_before_budgets_and_gpu_use_is_read_and_upgraded(tmp_pa
 DIE_AFTER_FIRST_FAILURE = r'''
 import os, signal, sys
 from benchlab.cli import main
-from benchlab.store import Store
+from benchlab.ledger import Store
 
 record = Store.finish_attempt
 

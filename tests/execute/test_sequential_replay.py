@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 from benchlab.execute.sequential import BETTER, NO_DATA, OPEN, all_runs, make_design, plan_runs, replay
+from benchlab.ledger import COMPLETED, FAILED
 from benchlab.spec import load_spec
-from benchlab.store import COMPLETED, FAILED
 
 SPEC = """
 name: replay

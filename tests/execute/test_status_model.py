@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchlab.execute.status import benchmark_state, duration_text, estimate_eta
-from benchlab.store import OpenRun
+from benchlab.ledger import OpenRun
 
 
 def test_eta_spreads_the_work_left_over_the_runs_running():

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchlab.ledger import Store
 from benchlab.plan import Run
-from benchlab.store import Store
 from benchlab_testing import run_cli
 
 SEEDS = 4

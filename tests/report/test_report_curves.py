@@ -12,11 +12,11 @@ from scipy import stats as sps
 from benchlab.plan import Run
 from benchlab.report.curves import MAX_GRID, curve_sets, mean_band
 from benchlab.report.profiles import normalised_scores
-from benchlab.results import CurvesView, info, load
+from benchlab.results import Curves, info, load, read
 
 
 def _ledger(folder: Path, curves: dict[tuple[str, int], tuple[list[float], list[float]]]) -> None:
-    from benchlab.store import Store
+    from benchlab.ledger import Store
 
     with Store.create(folder) as store:
         store.set_meta(name="c", primary="score", goals={"score": "max"}, tasks=["t"],
@@ -39,7 +39,7 @@ def test_curves_on_different_steps_are_interpolated_on_the_shared_range(tmp_path
         ("a", 1): ([0, 15, 30, 45], [0.0, 3.0, 6.0, 9.0]),
         ("b", 0): ([25, 5], [4.0, 0.0]),
     })
-    (cs,) = curve_sets(CurvesView(tmp_path))
+    (cs,) = curve_sets(read(tmp_path).curves)
     assert (cs.metric, cs.task) == ("score", "t")
     # Shared range [5, 25]; grid = every logged step inside it.
     assert cs.grid.tolist() == [5, 10, 15, 20, 25]
@@ -55,12 +55,36 @@ def test_a_long_grid_is_thinned_to_steps_of_the_common_grid_for_drawing(tmp_path
     even, odd = np.arange(0, 2000, 2.0), np.arange(1, 2000, 2.0)
     _ledger(tmp_path, {("a", 0): (even.tolist(), (2 * even).tolist()),
                        ("b", 0): (odd.tolist(), (2 * odd).tolist())})
-    (cs,) = curve_sets(CurvesView(tmp_path))
+    (cs,) = curve_sets(read(tmp_path).curves)
     assert len(cs.grid) <= MAX_GRID
     assert cs.grid[0] == 1 and cs.grid[-1] == 1998
     assert set(cs.grid.tolist()) <= set(range(1, 1999))  # no step the runs did not log
     np.testing.assert_allclose(cs.values["a"][0], 2 * cs.grid)
     np.testing.assert_allclose(cs.values["b"][0], 2 * cs.grid)
+
+
+def test_the_table_read_holds_its_curves_and_drawing_them_needs_no_ledger(tmp_path: Path):
+    # results.read is the one read step: the curves come with the table, so a report drawn
+    # later (or in another process) sees the same state, even with the ledger gone.
+    _ledger(tmp_path, {("a", 0): ([0, 1, 2], [0.0, 1.0, 4.0]), ("b", 3): ([0, 2], [1.0, 5.0])})
+    table = read(tmp_path)
+    (tmp_path / "benchlab.db").rename(tmp_path / "moved.db")
+    assert isinstance(table.curves, Curves)
+    ((key, runs),) = table.curves.groups().items()
+    assert key == ("score", "t")
+    assert [(r.config, r.seed, r.steps.tolist(), r.values.tolist()) for r in runs] == [
+        ("a", 0, [0.0, 1.0, 2.0], [0.0, 1.0, 4.0]), ("b", 3, [0.0, 2.0], [1.0, 5.0])]
+    (cs,) = curve_sets(table.curves)
+    np.testing.assert_allclose(cs.values["a"], [[0.0, 1.0, 4.0]])  # on the grid 0, 1, 2
+    np.testing.assert_allclose(cs.values["b"], [[1.0, 3.0, 5.0]])  # b interpolated at step 1
+    with pytest.raises(AttributeError):
+        table.curves = Curves()  # type: ignore[misc]  # the table read is immutable
+
+
+def test_a_table_read_without_curves_holds_none(tmp_path: Path):
+    _ledger(tmp_path, {("a", 0): ([0, 1], [0.0, 1.0])})
+    assert read(tmp_path, curves=False).curves.groups() == {}
+    assert read(tmp_path).curves.groups() != {}
 
 
 def test_mean_band_is_the_student_t_interval_at_each_step():

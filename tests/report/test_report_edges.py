@@ -43,8 +43,8 @@ def test_profile_caption_names_the_tasks_left_out(tmp_path: Path):
 
 
 def test_report_before_any_run_completed_lists_the_suite_without_scores(tmp_path: Path):
+    from benchlab.ledger import Store
     from benchlab.plan import Run
-    from benchlab.store import Store
 
     with Store.create(tmp_path / "res") as store:
         store.set_meta(name="e", primary="score", goals={"score": "max"}, tasks=["t"],

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from report_world import build_store_world
 
+from benchlab.ledger import Store
 from benchlab.report import write_report
-from benchlab.store import Store
 
 
 def test_failed_run_is_listed_with_escaped_error_and_log_tail(tmp_path: Path):

@@ -137,7 +137,7 @@ window.addEventListener('load', function () {
 @pytest.fixture(scope="module")
 def wide_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Long task and config names and a candidate that lost seeds: a wide comparisons table."""
-    from benchlab.store import Store
+    from benchlab.ledger import Store
 
     tmp = tmp_path_factory.mktemp("wide")
     configs = ("sac_reference_implementation", "sac_with_layer_norm_and_dropout_0.1",

@@ -144,7 +144,7 @@ def test_a_results_folder_without_a_search_has_no_search_section(tmp_path: Path)
 
 
 def test_a_study_that_cannot_be_read_is_named_with_the_reason_and_the_report_stands(tmp_path: Path):
-    from benchlab.store import Store
+    from benchlab.ledger import Store
 
     folder = build_store_world(tmp_path / "res", {("walk", "a"): [0.1, 0.2], ("walk", "b"): [0.3, 0.4]})
     with Store.create(folder / "search" / "early"):

@@ -46,7 +46,7 @@ def test_one_seed_shows_no_interval_anywhere(tmp_path: Path):
 def test_one_seed_uses_the_evaluations_own_standard_error(tmp_path: Path):
     values = {("gsm8k", "ckpt"): [0.5625]}
     folder = build_store_world(tmp_path / "res", values)
-    from benchlab.store import Store
+    from benchlab.ledger import Store
 
     with Store.open(folder) as store:  # the evaluation's standard error, as a second metric
         store.conn.execute("INSERT INTO metrics SELECT run_id, 'score_stderr', 0.0137 "

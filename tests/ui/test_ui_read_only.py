@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.store import Store, read_only_ledgers
+from benchlab.ledger import Store, read_only_ledgers
 
 
 def _ledger(folder: Path) -> Path:

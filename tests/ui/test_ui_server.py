@@ -61,7 +61,7 @@ def test_every_page_answers_and_no_file_of_the_results_folder_changes(finished: 
 
 
 def test_a_ledger_opened_by_the_server_refuses_writes(finished: Path):
-    from benchlab.store import Store, read_only_ledgers
+    from benchlab.ledger import Store, read_only_ledgers
 
     with read_only_ledgers(), Store.open(finished) as store:
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
@@ -151,7 +151,7 @@ def test_with_a_token_only_the_bearer_or_the_one_time_url_gets_in(finished: Path
 def test_the_change_feed_moves_when_the_ledger_changes_and_only_then(finished: Path, tmp_path: Path):
     import shutil
 
-    from benchlab.store import Store
+    from benchlab.ledger import Store
 
     copy = tmp_path / "slowbench"
     shutil.copytree(finished, copy)

@@ -402,7 +402,7 @@ def compare(
         if level == LevelChoice.QUESTIONS or holds_question_records(
                 results, None if baseline is None else [baseline, candidate]):
             goals_q: Any = goal.value if goal is not None else "max"
-            from benchlab.store import DB_NAME
+            from benchlab.ledger import DB_NAME
 
             if results.is_dir() and (results / DB_NAME).exists():
                 from benchlab import results as results_module
@@ -456,8 +456,8 @@ def _refuse_not_in_spec(df: pd.DataFrame, configs: list[str], results: Path) -> 
     """A config whose runs the ledger keeps but the spec no longer names is not compared: its
     numbers come from another version of the benchmark."""
     from benchlab.errors import DataError
+    from benchlab.ledger import Store
     from benchlab.results import find_results
-    from benchlab.store import Store
 
     have = set(df["config"].astype(str))
     wanted = [c for c in configs if c not in have]

@@ -54,7 +54,7 @@ def report(
                              failed_as=failed_as.value)
     except OSError as exc:
         from benchlab.errors import CannotWrite
-        from benchlab.store import disk_full, is_disk_full
+        from benchlab.ledger import disk_full, is_disk_full
 
         where = Path(exc.filename).parent if exc.filename else (out or results or Path("."))
         if is_disk_full(exc):

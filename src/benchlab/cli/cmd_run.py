@@ -49,9 +49,9 @@ def validate(
 ) -> None:
     """Validate a spec and print the plan: the runs, their resources, and what is already done."""
     from benchlab.evalrules import refuse_incomplete_checkpoints, rule_warnings
+    from benchlab.ledger import DB_NAME, PENDING, Store
     from benchlab.plan import expand
     from benchlab.spec import load_spec
-    from benchlab.store import DB_NAME, PENDING, Store
 
     spec = load_spec(spec_path, sets)
     runs = expand(spec)
@@ -213,7 +213,7 @@ def _say_what_is_kept(spec: Any, folder: Path) -> None:
     """Before a sweep over an existing ledger: refuse one that lost its attempts, and say which
     finished runs beyond the spec's seeds stay."""
     from benchlab.execute.sweep import refuse_without_ledger, sweep_plan
-    from benchlab.store import DB_NAME
+    from benchlab.ledger import DB_NAME
 
     if not (folder / DB_NAME).exists():
         return

@@ -14,8 +14,8 @@ from benchlab.run_files import LOG_FILE, run_dir_of
 
 if TYPE_CHECKING:
     from benchlab.execute.status import FolderStatus, StatusDetail
+    from benchlab.ledger import AttemptRecord, Placement, RunRecord, Store
     from benchlab.spec import Spec
-    from benchlab.store import AttemptRecord, Placement, RunRecord, Store
 
 RUNS_SHOWN = 6  # run names listed per failure group; `--json` lists them all
 GPU_RUNS_SHOWN = 20  # runs listed with their GPU use; past that only the likely CPU-bound ones
@@ -95,7 +95,7 @@ def _print_status(st: FolderStatus, tail: int, show_all: bool) -> None:
     from rich.markup import escape
 
     from benchlab.execute.status import duration_text
-    from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING
+    from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING
     from benchlab.triage import MISSING_METRIC
 
     d = st.detail
@@ -268,8 +268,8 @@ def logs(
     """Print a run's log (train.log)."""
     import sys
 
+    from benchlab.ledger import RUNNING, Store
     from benchlab.results import find_results
-    from benchlab.store import RUNNING, Store
 
     folder = find_results(results)
     with Store.open(folder) as store:

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from benchlab.execute.events import EventKind
 from benchlab.execute.events import Progress as SweepProgress
 from benchlab.execute.sweep import SweepEvent, SweepResult
-from benchlab.store import COMPLETED
+from benchlab.ledger import COMPLETED
 
 
 def _fmt_duration(seconds: float | None) -> str:

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.collect.extractors import EXTRACTORS, ExtractFailed, Series
+from benchlab.ledger import PARTIAL_NOTE_PREFIX
 from benchlab.spec import MetricSource
-from benchlab.store import PARTIAL_NOTE_PREFIX
 
 
 def newest_results(folder: Path) -> Path:

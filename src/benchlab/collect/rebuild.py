@@ -22,11 +22,11 @@ from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
+from benchlab.ledger import COMPLETED, DB_NAME, FAILED, INTERRUPTED, REBUILDING, ResultsLock, Store
 from benchlab.plan import Run, expand
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR, VERSION_FILE, VERSIONS_DIR
 from benchlab.secrets import Fingerprint, known_fingerprints
 from benchlab.spec import Metric, Spec
-from benchlab.store import COMPLETED, DB_NAME, FAILED, INTERRUPTED, REBUILDING, ResultsLock, Store
 
 
 def _spec_of(folder: Path) -> Spec:

@@ -23,10 +23,10 @@ from benchlab import triage
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
+from benchlab.ledger import COMPLETED, FAILED, ResultsLock, Store
 from benchlab.plan import expand
 from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 from benchlab.spec import Spec
-from benchlab.store import COMPLETED, FAILED, ResultsLock, Store
 
 
 @dataclass

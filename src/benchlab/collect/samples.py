@@ -370,7 +370,7 @@ def is_samples_source(path: Path) -> bool:
     """Whether ``path`` holds per-question records rather than a results table: a samples CSV
     (it has a ``question`` column), an Inspect log, a harness's samples file, or a folder without
     a ledger that holds any of them."""
-    from benchlab.store import DB_NAME
+    from benchlab.ledger import DB_NAME
 
     if path.is_file():
         if path.suffix.lower() == ".csv":
@@ -388,7 +388,7 @@ def holds_question_records(path: Path, configs: list[str] | None = None) -> bool
     """Whether ``path`` is a samples source, or a results folder whose compared configs have one
     seed each and whose runs kept per-question records (so a seed-level comparison could only
     be undetermined)."""
-    from benchlab.store import COMPLETED, DB_NAME, Store
+    from benchlab.ledger import COMPLETED, DB_NAME, Store
 
     if is_samples_source(path):
         return True
@@ -469,7 +469,7 @@ def read_samples(source: Path | str | Mapping[str, Path | str]) -> tuple[pd.Data
     """
     import pandas as pd
 
-    from benchlab.store import DB_NAME
+    from benchlab.ledger import DB_NAME
 
     out = Samples()
     if isinstance(source, Mapping):
@@ -518,8 +518,8 @@ def _read_one(path: Path, out: Samples, *, config: str | None) -> None:
 
 def _read_ledger(folder: Path) -> tuple[pd.DataFrame, list[str]]:
     """The samples of a results folder's completed runs, each with its run's task, config and seed."""
+    from benchlab.ledger import COMPLETED, Store
     from benchlab.run_files import run_dir_of
-    from benchlab.store import COMPLETED, Store
 
     out = Samples()
     with Store.open(folder) as store:

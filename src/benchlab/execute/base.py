@@ -41,8 +41,8 @@ from benchlab.plan import Run
 
 if TYPE_CHECKING:
     from benchlab.execute.gpu_sampler import GpuSampler
+    from benchlab.ledger import Placement
     from benchlab.spec import Resources, Spec
-    from benchlab.store import Placement
 
 
 @dataclass

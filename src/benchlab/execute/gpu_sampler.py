@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 
 from benchlab.execute.gpus import DeviceReading, Inventory
-from benchlab.store import GpuUse
+from benchlab.ledger import GpuUse
 
 INTERVAL_S = 1.0
 

@@ -16,7 +16,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.store import INTERRUPTED, LOCK_NAME, RUNNING
+from benchlab.ledger import INTERRUPTED, LOCK_NAME, RUNNING
 
 ALIVE = "alive"
 GONE = "gone"

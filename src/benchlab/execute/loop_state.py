@@ -13,8 +13,8 @@ from benchlab.execute.events import Progress
 from benchlab.execute.launching import Launcher
 from benchlab.execute.queue import Eta, RetryBudget, RunQueue
 from benchlab.execute.record import Recorder
+from benchlab.ledger import PlanRecorder, Store
 from benchlab.plan import Run
-from benchlab.store import PlanRecorder, Store
 
 
 def busy_share(intervals: dict[int, list[tuple[float, float]]], n_devices: int) -> float | None:

@@ -30,11 +30,7 @@ from benchlab.execute.proctree import kill_strays, kill_tree
 from benchlab.execute.provenance import changed_files, code_state, spec_files
 from benchlab.execute.queue import RetryBudget, RunQueue, for_retry
 from benchlab.execute.version import BenchmarkChanged, changes_since, current_version, write_version
-from benchlab.plan import Run, expand
-from benchlab.results import write_benchmark_meta
-from benchlab.run_files import PROVENANCE_FILE, runs_dir
-from benchlab.spec import Spec
-from benchlab.store import (
+from benchlab.ledger import (
     COMPLETED,
     DB_NAME,
     FAILED,
@@ -48,6 +44,10 @@ from benchlab.store import (
     has_attempts,
     runs_to_do,
 )
+from benchlab.plan import Run, expand
+from benchlab.results import write_benchmark_meta
+from benchlab.run_files import PROVENANCE_FILE, runs_dir
+from benchlab.spec import Spec
 
 # Attribute getters for passes over every run of a plan: map() with them runs at C speed, a tenth
 # of a Python loop's time at 100,000 runs.

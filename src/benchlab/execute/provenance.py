@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.ledger import CodeState
 from benchlab.run_files import PROVENANCE_FILE
-from benchlab.store import CodeState
 
 if TYPE_CHECKING:
     from benchlab.spec import Spec

@@ -19,8 +19,8 @@ from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.evalrules import settings_of
 from benchlab.execute.base import Outcome
 from benchlab.execute.provenance import write_provenance
+from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, PRUNED, Store
 from benchlab.secrets import Fingerprint
-from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, PRUNED, Store
 
 if TYPE_CHECKING:
     from benchlab.execute.gpu_sampler import GpuSampler

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchlab.errors import UserError
+from benchlab.ledger import COMPLETED, DB_NAME, FAILED, Store
 from benchlab.plan import Run, expand
 from benchlab.spec import Spec
 from benchlab.stats import sequential as seq
-from benchlab.store import COMPLETED, DB_NAME, FAILED, Store
 
 if TYPE_CHECKING:
     from benchlab.execute.sweep import Sweep, SweepResult

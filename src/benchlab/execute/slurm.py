@@ -42,9 +42,9 @@ from benchlab.errors import BackendUnavailable
 from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext
 from benchlab.execute.proctree import KILL_GRACE_S, end, signal_tree
 from benchlab.failures import CANCELLED, NODE_DIED, OOM, PREEMPTED
+from benchlab.ledger import Placement
 from benchlab.plan import Run
 from benchlab.spec import Resources, Slurm, Spec
-from benchlab.store import Placement
 
 POLL_S = 0.2  # how often wait() looks for results
 QUEUE_EVERY_S = 1.0  # how often squeue is asked

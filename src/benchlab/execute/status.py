@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.execute.liveness import SweepLiveness, as_seen, counts_as_seen, sweep_liveness
-from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PARTIAL_NOTE_PREFIX, PENDING, RUNNING, Store
+from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PARTIAL_NOTE_PREFIX, PENDING, RUNNING, Store
 
 if TYPE_CHECKING:
-    from benchlab.store import AttemptRecord, GpuUse, OpenRun, Placement, RunRecord
+    from benchlab.ledger import AttemptRecord, GpuUse, OpenRun, Placement, RunRecord
     from benchlab.triage import FailureGroup
 
 #: The benchmark's state, as the dashboard's first page and ``status --json`` give it.
@@ -180,7 +180,7 @@ def _detail(folder: Path, store: Store, every: list[RunRecord], runs: dict[str, 
             attempts: list[AttemptRecord], running: list[AttemptRecord],
             gpu_attempts: list[tuple[str, AttemptRecord]]) -> StatusDetail:
     from benchlab.failures import failed_runs
-    from benchlab.store import ledger_backups, lock_holder, rebuild_leftovers
+    from benchlab.ledger import ledger_backups, lock_holder, rebuild_leftovers
     from benchlab.triage import flag_configs, group_failures
 
     placed = store.placements(a.attempt_id for a in attempts if a.status == RUNNING)

@@ -50,11 +50,7 @@ from benchlab.execute.version import (
     DIFF_FILE,
     VERSIONS_DIR,
 )
-from benchlab.plan import Run, expand
-from benchlab.run_files import runs_dir
-from benchlab.secrets import known_fingerprints
-from benchlab.spec import Spec
-from benchlab.store import (
+from benchlab.ledger import (
     COMPLETED,
     DB_NAME,
     FAILED,
@@ -69,6 +65,10 @@ from benchlab.store import (
     disk_full,
     is_disk_full,
 )
+from benchlab.plan import Run, expand
+from benchlab.run_files import runs_dir
+from benchlab.secrets import known_fingerprints
+from benchlab.spec import Spec
 
 if TYPE_CHECKING:
     from benchlab.execute.gpu_sampler import GpuSampler

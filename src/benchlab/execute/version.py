@@ -35,8 +35,8 @@ from benchlab.run_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR
 from benchlab.secrets import fingerprints, short_hash
 
 if TYPE_CHECKING:
+    from benchlab.ledger import CodeState
     from benchlab.spec import Spec
-    from benchlab.store import CodeState
 
 DIFF_FILE = "code.diff"
 PACKAGES_FILE = "packages.txt"

@@ -125,8 +125,8 @@ def read_side(text: str | Path) -> Side:
     """The side named by ``FOLDER`` or ``FOLDER@VERSION``."""
     import pandas as pd
 
+    from benchlab.ledger import COMPLETED, Store
     from benchlab.results import find_results, info, load
-    from benchlab.store import COMPLETED, Store
 
     raw = str(text)
     folder_text, _, wanted = raw.partition("@") if "@" in raw and not Path(raw).exists() else (raw, "", "")

@@ -75,7 +75,7 @@ def _source(path: Path) -> tuple[pd.DataFrame, BenchmarkInfo | None, str, Result
         return table, None, name, None
     from benchlab import results
 
-    read = results.read(path)
+    read = results.read(path, curves=False)  # the merged table is loaded whole below
     return results.load(path), read.info, read.info.name, read
 
 
@@ -170,9 +170,9 @@ def write_results(merged: Merged, out: Path) -> Path:
     """Write the merged table as a results folder at ``out`` (a fresh ledger) and return it."""
     import numpy as np
 
+    from benchlab.ledger import COMPLETED, DB_NAME, FAILED, Store
     from benchlab.plan import Run
     from benchlab.run_files import PROVENANCE_FILE, run_dir_of
-    from benchlab.store import COMPLETED, DB_NAME, FAILED, Store
 
     if (out / DB_NAME).exists():
         raise DataError(f"{out}: already holds a results folder; write the merged report elsewhere with --out")

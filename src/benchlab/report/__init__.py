@@ -4,7 +4,9 @@
 final scalars, a view of the curves, and what the ledger says of failed and
 placed runs), has :mod:`benchlab.stats` compute every number, and hands both to
 each writer, so every file tells the same story. It reads nothing else: no
-ledger, no run directory. What each file holds is described in ``docs/reports.md``.
+ledger, no run directory. The curves the figures draw come with the table
+(:func:`benchlab.results.read` reads them once), and the figures' workers receive
+them with their job. What each file holds is described in ``docs/reports.md``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_di
 from benchlab.report.leaderboard import render_leaderboard, status, task_settings
 from benchlab.report.markdown import ReportData, primary_counts, render_markdown, warm_templates
 from benchlab.report.tables import describe
-from benchlab.results import Environment, GpuPlacement, Results, read
+from benchlab.results import Curves, Environment, GpuPlacement, Results, read
 from benchlab.run_files import runs_dir
 from benchlab.stats.ranges import metric_ranges
 
@@ -115,6 +117,7 @@ def gather(table: Results) -> ReportData:
         sequential=table.sequential,
         run_ids=table.run_ids,
         code_versions=table.code_versions,
+        curves=table.curves,
     )
 
 
@@ -283,11 +286,11 @@ def write_report(
         raise
 
 
-def _with_curves(used: pd.DataFrame, curves: Any, plan: dict[str, Any]) -> pd.DataFrame:
+def _with_curves(used: pd.DataFrame, curves: Curves, plan: dict[str, Any]) -> pd.DataFrame:
     """``used`` with the logged curve of the plan's metric for each run it holds, where the plan
     summarises curves (``auc``, ``max``, ``slope``): the report's table holds final values only,
     and a plan judged on them alone had nothing to judge."""
-    if plan.get("summary", "final") == "final" or curves is None:
+    if plan.get("summary", "final") == "final":
         return used
     import pandas as pd
 
@@ -327,7 +330,7 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         # Drawn aside and moved in whole: the previous report keeps its figures until then.
         staging = staging_dir(out_dir)
         pending = draw(
-            table.curves, staging, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
+            data.curves, staging, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
             ranges=data.ranges, pool=pool,
         )
     # The figures draw in worker processes meanwhile.
@@ -340,7 +343,7 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         questions = question_analysis(table.folder, info_)
         questions_text = render_section(questions) if questions is not None else ""
     if data.registered_plan is not None and used is not None:
-        judged = preregistration.judge(_with_curves(used, table.curves, data.registered_plan["plan"]),
+        judged = preregistration.judge(_with_curves(used, data.curves, data.registered_plan["plan"]),
                                        data.registered_plan["plan"], info_.goal, list(info_.configs),
                                        registered=data.registered_plan,
                                        now=preregistration.plan_of(info_.spec) if info_.spec else None,

@@ -1,8 +1,8 @@
 """Learning curves for the report's figures: the results table's curves, aligned by
 :mod:`benchlab.stats.curves`, and their mean and Student-t band from :mod:`benchlab.stats`.
 
-The curves come from :class:`benchlab.results.CurvesView` (one array per run, not a row
-per point, so 10,000 runs of 100 points cost one pass). All curves of one (metric, task)
+The curves come from :class:`benchlab.results.Curves`, read with the results table (one
+array per run, not a row per point, so 10,000 runs of 100 points cost one pass). All curves of one (metric, task)
 are put on the grid :func:`benchlab.stats.curves.common_grid` gives: the steps inside the
 range every run covers. A figure cannot show more points than it has pixels, so a grid of
 more than :data:`MAX_GRID` steps is decimated to that many of its own steps, evenly spaced,
@@ -12,6 +12,7 @@ every point drawn is a point of the aligned curves the statistics see.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ from benchlab.stats.curves import align, common_grid
 from benchlab.stats.describe import t_interval
 
 if TYPE_CHECKING:
-    from benchlab.results import CurvesView
+    from benchlab.results import Curves
 
 MAX_GRID = 400
 
@@ -44,10 +45,10 @@ def decimate(grid: np.ndarray, most: int = MAX_GRID) -> np.ndarray:
     return grid[np.unique(np.linspace(0, grid.shape[0] - 1, most).round().astype(int))]
 
 
-def curve_sets(view: CurvesView) -> list[CurveSet]:
+def curve_sets(curves: Curves) -> list[CurveSet]:
     """Every logged curve of the results table, grouped by (metric, task) and aligned."""
     out = []
-    for (metric, task), runs in view.groups().items():
+    for (metric, task), runs in curves.groups().items():
         aligned = curve_set(metric, task, runs)
         if aligned is not None:
             out.append(aligned)
@@ -55,7 +56,7 @@ def curve_sets(view: CurvesView) -> list[CurveSet]:
 
 
 def curve_set(
-    metric: str, task: str, runs: list[tuple[str, int, np.ndarray, np.ndarray]]
+    metric: str, task: str, runs: Sequence[tuple[str, int, np.ndarray, np.ndarray]]
 ) -> CurveSet | None:
     """The curves of one (metric, task), ``[(config, seed, steps, values), ...]``, aligned on
     one grid; None when they have no point or share no step range."""

@@ -12,7 +12,7 @@ import jinja2
 import yaml
 
 from benchlab.report.tables import BR, cell, code_span, describe, fence, finalize, fmt, fmt_at, mean_pm, places
-from benchlab.results import BenchmarkInfo
+from benchlab.results import BenchmarkInfo, Curves
 from benchlab.stats.accounting import Accounting, SeedCount
 from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
 
@@ -72,6 +72,9 @@ class ReportData:
     code_versions: list[Any] = field(default_factory=list)
     #: The "Question-level comparisons" section, Markdown (``report/questions.py``); "" without records.
     questions: str = ""
+    #: The logged curves as the results table holds them (``results.Results.curves``): the figures
+    #: and a plan judged on curves take them from here, and no ledger is opened to draw them.
+    curves: Curves = field(default_factory=Curves)
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from benchlab.results import BenchmarkInfo, CurvesView
+    from benchlab.results import BenchmarkInfo, Curves
 
 MAX_SEED_LINES = 20
 MAX_PLOT_POINTS = 500
@@ -363,13 +363,14 @@ def plot_cv(
 
 
 def _curve_plots(
-    curves: CurvesView,
+    curves: Curves,
     info: BenchmarkInfo,
     folder: Path,
     seeds: bool,
     ranges: dict[str, tuple[float, float]] | None = None,
 ) -> list[Plot]:
-    # Read in the worker: the curves never cross a process boundary.
+    # Aligned in the worker: the statistics run meanwhile in the report's process. The curves
+    # arrive with the job (one array per run), so no worker opens the ledger.
     return plot_curves(curve_sets(curves), info, folder, seeds=seeds, ranges=ranges)
 
 
@@ -436,7 +437,7 @@ def _default_workers(jobs: int) -> int:
 
 
 def draw(
-    curves: CurvesView,
+    curves: Curves,
     folder: Path,
     info: BenchmarkInfo,
     finals: pd.DataFrame,

@@ -26,6 +26,7 @@ from typing import Any
 from benchlab.errors import SearchError
 from benchlab.execute.events import EventKind, SweepEvent
 from benchlab.execute.sweep import Sweep, SweepResult
+from benchlab.ledger import COMPLETED, FAILED, PRUNED, ResultsLock, Store
 from benchlab.plan import Run, expand
 from benchlab.run_files import run_dir_of
 from benchlab.search.live import CurveTail
@@ -43,7 +44,6 @@ from benchlab.search.study import (
 )
 from benchlab.spec import Metric, Metrics, Spec
 from benchlab.spec.search import pruning_blind
-from benchlab.store import COMPLETED, FAILED, PRUNED, ResultsLock, Store
 
 SEARCH_DIR = "search"
 #: How often runs flush their curves while a pruner reads them, and how often they are read (s).

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchlab.ledger import COMPLETED, PRUNED, Store
 from benchlab.search.study import FAILURE_ATTR, RETRY_OF_ATTR, RUNS_ATTR, read_study
-from benchlab.store import COMPLETED, PRUNED, Store
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from starlette.exceptions import HTTPException
 
-from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Status, read_only_ledgers
+from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Status, read_only_ledgers
 from benchlab.ui import views
 from benchlab.ui.library import Library, NotFound, tail
 
@@ -164,7 +164,7 @@ def served_hosts(bind: str, extra: list[str] | tuple[str, ...] = ()) -> list[str
 
 
 class _ReadOnlyLedgers:
-    """ASGI middleware: each request is handled inside :func:`~benchlab.store.read_only_ledgers`,
+    """ASGI middleware: each request is handled inside :func:`~benchlab.ledger.read_only_ledgers`,
     so every ledger it opens (in its task, and in the worker threads it runs endpoints in, which
     inherit the context) refuses writes."""
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.errors import BenchlabError, ResultsNotFound
+from benchlab.ledger import DB_NAME, LedgerWatch
 from benchlab.run_files import LOG_FILE, SERIES_FILE, run_dir_of, runs_dir
 from benchlab.secrets import known_fingerprints
-from benchlab.store import DB_NAME, LedgerWatch
 from benchlab.triage import log_tail
 
 #: How often a root folder is looked at again for new benchmarks, and how long a computed

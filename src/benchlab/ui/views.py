@@ -21,8 +21,8 @@ from markupsafe import Markup
 
 from benchlab.execute.status import FolderStatus
 from benchlab.execute.status import status as folder_status
+from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
-from benchlab.store import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
 from benchlab.ui.library import Benchmark, tail
 
 #: Log lines shown under a failure group, and on a run's page.
@@ -155,7 +155,7 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
     from benchlab.report.markdown import _comparison_rows, _task_tables
     from benchlab.results import read
 
-    data = gather(read(folder, searches=False))  # the page shows no search section
+    data = gather(read(folder, searches=False, curves=False))  # the page shows no search section, no figure
     if data.finals.empty and not data.failed_runs:
         return None
     data = analyze(account_seeds(data))
