@@ -664,6 +664,27 @@ def test_writing_a_report_of_a_read_table_opens_no_ledger_and_loads_no_search_co
     assert "<h2>Search: bench:search</h2>" in page and "Trial 1: <strong>score = -0.01</strong>" in page
 
 
+def test_the_reports_question_level_section_reads_the_runs_records_without_the_ledger(tmp_path: Path):
+    # Runs that kept per-question records (NeMo-Skills' output-rs<k>.jsonl here) get the report's
+    # question-level section: the runs it reads are the read table's, not a second look at the ledger.
+    import json
+
+    folder = _benchmark_and_search(tmp_path / "res")
+    right = {"a": {0, 1}, "b": {0, 1, 2, 3}}
+    for config, answers in right.items():
+        for seed in range(3):
+            out = folder / "runs" / f"t-{config}-{seed}" / "eval-results" / "math"
+            out.mkdir(parents=True)
+            lines = [json.dumps({"problem": f"p{i}", "expected_answer": "1", "predicted_answer": "1",
+                                 "symbolic_correct": i in answers}) for i in range(5)]
+            (out / "output-rs0.jsonl").write_text("\n".join(lines) + "\n")
+    seen = _record_report(folder, tmp_path / "rep", plots=False)
+    assert seen["opened"] == []
+    report = (tmp_path / "rep" / "BENCHMARK_REPORT.md").read_text()
+    # b answers p2 and p3 right on every seed, a never: each question's mean differs by 1 on 2 of 5.
+    assert "Each checkpoint against **a**" in report and "symbolic_correct" in report
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [0, 2], ids=["drawn-here", "drawn-in-workers"])
 def test_the_report_figures_draw_the_tables_curves_and_open_no_ledger(tmp_path: Path, workers: int):

@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchlab.errors import DataError
 from benchlab.long_format import SAMPLE_COLUMNS, SAMPLE_REQUIRED
@@ -519,16 +519,32 @@ def _read_one(path: Path, out: Samples, *, config: str | None) -> None:
 def _read_ledger(folder: Path) -> tuple[pd.DataFrame, list[str]]:
     """The samples of a results folder's completed runs, each with its run's task, config and seed."""
     from benchlab.ledger import COMPLETED, Store
+
+    with Store.open(folder) as store:
+        name = store.meta().get("name", folder.name)
+        runs = [SampleRun(r.run_id, r.task, r.config, int(r.seed)) for r in store.runs() if r.status == COMPLETED]
+    return read_runs_samples(folder, runs, str(name))
+
+
+class SampleRun(NamedTuple):
+    """A completed run whose directory may hold per-question records."""
+
+    run_id: str
+    task: str
+    config: str
+    seed: int
+
+
+def read_runs_samples(folder: Path, runs: Iterable[SampleRun], benchmark: str) -> tuple[pd.DataFrame, list[str]]:
+    """The samples of ``runs`` (completed runs of the results folder ``folder``, as the ledger
+    lists them), each with its run's task, config and seed: what a reader that has already read
+    the ledger (the report, through :func:`benchlab.results.read`) reads without opening it again."""
     from benchlab.run_files import run_dir_of
 
     out = Samples()
-    with Store.open(folder) as store:
-        name = store.meta().get("name", folder.name)
-        runs = [r for r in store.runs() if r.status == COMPLETED]
     for run in runs:
         before = len(out.columns["value"])
-        read_folder(run_dir_of(folder, run.run_id), out, config=run.config, seed=int(run.seed),
-                    benchmark=str(name))
+        read_folder(run_dir_of(folder, run.run_id), out, config=run.config, seed=run.seed, benchmark=benchmark)
         # The run's task is the spec's; a harness file's own task name goes to the metric's
         # task only when the run evaluated several (one run, many tasks).
         tasks = set(out.columns["task"][before:])

@@ -340,7 +340,7 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     if table.folder is not None:
         from benchlab.report.questions import question_analysis, render_section
 
-        questions = question_analysis(table.folder, info_)
+        questions = question_analysis(table.folder, info_, table.run_ids)
         questions_text = render_section(questions) if questions is not None else ""
     if data.registered_plan is not None and used is not None:
         judged = preregistration.judge(_with_curves(used, data.curves, data.registered_plan["plan"]),

@@ -9,6 +9,7 @@ comparison is undetermined; their per-question records still decide (see
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,18 +22,35 @@ MARKS = {"better": "▲ better", "worse": "▼ worse", "no difference found": "=
          "undetermined": "? undetermined"}
 
 
-def question_analysis(folder: Path, info: BenchmarkInfo) -> QuestionAnalysis | None:
+def question_analysis(folder: Path, info: BenchmarkInfo,
+                      run_ids: Mapping[tuple[str, str], list[tuple[int, str]]] | None = None,
+                      ) -> QuestionAnalysis | None:
     """The question-level analysis of a results folder's runs, or None when no completed run kept
     per-question records. The baseline and goals are the spec's; every metric the records hold
-    is analysed (the harness's own names, ``acc,none``)."""
-    from benchlab.collect.samples import check_pairing, read_samples, runs_hold_records
+    is analysed (the harness's own names, ``acc,none``).
+
+    ``run_ids``: the completed runs as the report's read of the ledger holds them
+    (:attr:`benchlab.results.Results.run_ids`), so that the report opens no ledger; without
+    them the ledger is read for them."""
+    from benchlab.collect.samples import (
+        SampleRun,
+        check_pairing,
+        read_runs_samples,
+        read_samples,
+        runs_hold_records,
+    )
     from benchlab.errors import DataError
     from benchlab.run_files import runs_dir
     from benchlab.stats.question_table import analyze_questions
 
     if not runs_hold_records(runs_dir(folder)):
         return None
-    table, notes = read_samples(folder)
+    if run_ids is None:
+        table, notes = read_samples(folder)
+    else:
+        runs = [SampleRun(run_id, task, config, seed)
+                for (task, config), seeds in run_ids.items() for seed, run_id in seeds]
+        table, notes = read_runs_samples(folder, runs, info.name)
     if table.empty:
         return None
     warnings: list[str] = []
