@@ -150,6 +150,40 @@ def plot_curves(
     return plots
 
 
+def _score_panel(ax: Any, sub: pd.DataFrame, pts: pd.DataFrame | None, position: dict[str, int],
+                 colour: dict[str, str], rgba: np.ndarray, index: dict[str, int],
+                 bounds: tuple[float, float] | None, rng: np.random.Generator) -> None:
+    """One task's panel of :func:`plot_scores`: its seeds (jittered), each config's mean and
+    95% CI (cut at ``bounds``)."""
+    if pts is not None:
+        py = pts["config"].map(position).to_numpy(dtype=float)
+        py += rng.uniform(-0.18, 0.18, py.shape[0])
+        ax.scatter(pts["value"].to_numpy(dtype=float), py, s=12, marker="o",
+                   facecolors="none", edgecolors=rgba[pts["config"].map(index).to_numpy(dtype=int)],
+                   linewidths=0.8, alpha=0.8, zorder=2)
+    y = sub["config"].map(position).to_numpy()
+    mean = sub["mean"].to_numpy(dtype=float)
+    low, high = sub["ci_low"].to_numpy(dtype=float), sub["ci_high"].to_numpy(dtype=float)
+    colours = sub["config"].map(colour).tolist()
+    has_ci = np.isfinite(low) & np.isfinite(high)
+    if bounds is not None:
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+    if has_ci.any():
+        # Three collections per panel rather than an errorbar call per config: the same
+        # picture, a fraction of the artists to draw.
+        ci_colours = [c for c, k in zip(colours, has_ci, strict=True) if k]
+        ax.hlines(y[has_ci], low[has_ci], high[has_ci], colors=ci_colours, lw=1.5)
+        ax.scatter(
+            np.concatenate([low[has_ci], high[has_ci]]),
+            np.concatenate([y[has_ci], y[has_ci]]),
+            marker="|",
+            s=60,
+            c=ci_colours + ci_colours,
+            linewidths=1.5,
+        )
+    ax.scatter(mean, y, s=34, c=colours, marker="D", zorder=3)
+
+
 def plot_scores(
     desc: pd.DataFrame,
     info: BenchmarkInfo,
@@ -198,35 +232,7 @@ def plot_scores(
     labels = [config_label(c, info) for c in reversed(configs)]
     rng = np.random.default_rng(0)  # the vertical jitter of the seed points, the same every time
     for ax, task in zip(axes, tasks, strict=True):
-        sub = by_task[task]
-        if task in points:
-            pts = points[task]
-            py = pts["config"].map(position).to_numpy(dtype=float)
-            py += rng.uniform(-0.18, 0.18, py.shape[0])
-            ax.scatter(pts["value"].to_numpy(dtype=float), py, s=12, marker="o",
-                       facecolors="none", edgecolors=rgba[pts["config"].map(index).to_numpy(dtype=int)],
-                       linewidths=0.8, alpha=0.8, zorder=2)
-        y = sub["config"].map(position).to_numpy()
-        mean = sub["mean"].to_numpy(dtype=float)
-        low, high = sub["ci_low"].to_numpy(dtype=float), sub["ci_high"].to_numpy(dtype=float)
-        colours = sub["config"].map(colour).tolist()
-        has_ci = np.isfinite(low) & np.isfinite(high)
-        if bounds is not None:
-            low, high = np.clip(low, *bounds), np.clip(high, *bounds)
-        if has_ci.any():
-            # Three collections per panel rather than an errorbar call per config: the same
-            # picture, a fraction of the artists to draw.
-            ci_colours = [c for c, k in zip(colours, has_ci, strict=True) if k]
-            ax.hlines(y[has_ci], low[has_ci], high[has_ci], colors=ci_colours, lw=1.5)
-            ax.scatter(
-                np.concatenate([low[has_ci], high[has_ci]]),
-                np.concatenate([y[has_ci], y[has_ci]]),
-                marker="|",
-                s=60,
-                c=ci_colours + ci_colours,
-                linewidths=1.5,
-            )
-        ax.scatter(mean, y, s=34, c=colours, marker="D", zorder=3)
+        _score_panel(ax, by_task[task], points.get(task), position, colour, rgba, index, bounds, rng)
         target = info.targets.get(task)
         if target is not None:
             ax.axvline(target, color="0.4", ls="--", lw=1)
