@@ -29,12 +29,19 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    StreamingResponse,
+)
 from starlette.exceptions import HTTPException
 
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Status, read_only_ledgers
 from benchlab.ui import views
-from benchlab.ui.library import Library, NotFound, tail
+from benchlab.ui.library import Library, NotFound, masked_file, tail
 
 COOKIE = "benchlab_ui"
 STATIC = Path(__file__).parent / "static"
@@ -350,6 +357,9 @@ def _data_router(library: Library, cache: _Cache, plotly: Path | None) -> APIRou
     @router.get("/b/{key}/runs/{run_id}/files/{name:path}")
     def run_file(key: str, run_id: str, name: str) -> Any:
         path = library.run_file(key, run_id, name)
+        masked = masked_file(path)
+        if masked is not None:
+            return StreamingResponse(masked, media_type="text/plain; charset=utf-8")
         return FileResponse(path, media_type="text/plain; charset=utf-8")
 
     @router.get("/static/{name}")

@@ -20,14 +20,14 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.errors import BenchlabError, ResultsNotFound
 from benchlab.ledger import DB_NAME, LedgerWatch
-from benchlab.run_files import LOG_FILE, SERIES_FILE, run_dir_of, runs_dir
-from benchlab.secrets import known_fingerprints
+from benchlab.run_files import LOG_FILE, RUNS_DIR, SERIES_FILE, run_dir_of, runs_dir
+from benchlab.secrets import known_fingerprints, redact
 from benchlab.triage import log_tail
 
 #: How often a root folder is looked at again for new benchmarks, and how long a computed
@@ -197,6 +197,28 @@ class Library:
         if not path.is_relative_to(folder) or not path.is_file():
             raise NotFound(name)
         return path
+
+
+def masked_file(path: Path) -> Iterator[bytes] | None:
+    """A run's file as the dashboard serves it, line by line, with the secrets the folder's runs
+    were given masked (a run may print its token into any file it writes); None when the folder
+    recorded no secret, so that the file is served as it is. ``path`` is ``<folder>/runs/<id>/...``."""
+    folder = next((p.parent for p in path.parents if p.name == RUNS_DIR), None)
+    hide = known_fingerprints(folder) if folder is not None else []
+    if not hide:
+        return None
+
+    def lines() -> Iterator[bytes]:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    yield raw  # not text: served as it is
+                    continue
+                yield redact(text, hide).encode("utf-8")
+
+    return lines()
 
 
 def tail(path: Path, lines: int = 200) -> str:
