@@ -30,7 +30,7 @@ def question_analysis(folder: Path, info: BenchmarkInfo,
     is analysed (the harness's own names, ``acc,none``).
 
     ``run_ids``: the completed runs as the report's read of the ledger holds them
-    (:attr:`benchlab.results.Results.run_ids`), so that the report opens no ledger; without
+    (the ``run_ids`` of :class:`benchlab.results.Results`), so that the report opens no ledger; without
     them the ledger is read for them."""
     from benchlab.collect.samples import (
         SampleRun,
