@@ -157,6 +157,7 @@ TOP_LEVEL_MODULES = {
     "runlog",  # benchlab.log / benchlab.summary, inside a run
     "errors", "results", "plan", "benchmark_info", "long_format", "run_files", "failures",
     "triage", "choices", "pairs", "evalrules", "preregistration", "secrets", "extras", "watch",
+    "json_types",  # the names of the mappings whose shape benchlab does not own, used by every step
 }
 TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "ledger", "report", "search", "spec",
                       "stats", "ui"}
