@@ -138,6 +138,16 @@ def test_sequential_options_without_until_decided_are_a_usage_error(make_bench) 
     assert "Traceback" not in proc.stderr and not bench.results.exists()
 
 
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
+def test_an_unknown_spending_is_refused_before_anything_is_written(make_bench, dry_run) -> None:
+    bench = _bench(make_bench)
+    proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided",
+                     "--spending", "haybittle", *dry_run)
+    assert proc.returncode == 2
+    assert "--spending haybittle: expected one of obrien-fleming, pocock" in proc.stderr
+    assert "Traceback" not in proc.stderr and not bench.results.exists()
+
+
 def test_until_decided_without_a_baseline_says_what_to_add(make_bench) -> None:
     bench = make_bench(SPEC.replace("SLOW", "").replace("baseline: base\n", ""), script=NOISY)
     proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided")

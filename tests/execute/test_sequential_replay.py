@@ -90,3 +90,20 @@ def test_a_candidate_that_failed_every_seed_gets_no_more_seeds(setup) -> None:
     fast = next(p for p in state.pairs if p.config == "fast")
     assert fast.status == NO_DATA and fast.failed == 4 and fast.seeds == 4
     assert {r.seed for r in plan_runs(spec, design, runs, state) if r.config == "fast"} == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize(("kwargs", "named"), [
+    ({"spending": "haybittle"}, "--spending haybittle: expected one of obrien-fleming, pocock"),
+    ({"alpha": 1.5}, "--alpha must be between 0 and 1, got 1.5"),
+    ({"alpha": 0.0}, "--alpha must be between 0 and 1, got 0.0"),
+    ({"batch": 0}, "--batch must be at least 1, got 0"),
+])
+def test_a_python_caller_gets_the_clis_refusal_of_a_design_that_cannot_work(setup, kwargs, named) -> None:
+    # The CLI used to check --spending itself, so a Python caller got a bare ValueError from deep
+    # inside the statistics (or, for batch 0, from the look sizes) instead of the user's error.
+    from benchlab.errors import UserError
+
+    spec, _, _ = setup
+    with pytest.raises(UserError) as raised:
+        make_design(spec, **kwargs)
+    assert str(raised.value) == named

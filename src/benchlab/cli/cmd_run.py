@@ -169,7 +169,7 @@ def run(
     spec = load_spec(spec_path, sets)
     folder = results or default_results(spec)
     _check_run_flags(gpus=gpus, until_decided=until_decided, max_seeds=max_seeds, batch=batch, margin=margin,
-                     as_json=as_json, spending=spending, rerun_all=rerun_all)
+                     as_json=as_json, rerun_all=rerun_all)
     if until_decided and not dry_run:
         return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
                                   spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
@@ -227,7 +227,7 @@ def _say_what_is_kept(spec: Any, folder: Path) -> None:
 
 
 def _check_run_flags(*, gpus: str | None, until_decided: bool, max_seeds: int | None, batch: int | None,
-                     margin: float | None, as_json: bool, spending: str, rerun_all: bool) -> None:
+                     margin: float | None, as_json: bool, rerun_all: bool) -> None:
     """A UsageError for flags that do not go together, before anything is read or started."""
     if gpus is not None:
         from benchlab.execute.placement import parse_gpus
@@ -242,10 +242,8 @@ def _check_run_flags(*, gpus: str | None, until_decided: bool, max_seeds: int | 
             raise UsageError(f"{', '.join(given)} only apply with --until-decided")
     else:
         from benchlab.errors import UsageError
-        from benchlab.stats.sequential import SPENDINGS
 
-        if spending not in SPENDINGS:
-            raise UsageError(f"--spending {spending}: expected one of {', '.join(SPENDINGS)}")
+        # --spending and the design's other values are checked by make_design, for every caller
         if rerun_all:  # every look would start the design over
             raise UsageError("--rerun-all does not combine with --until-decided; run with a fresh --results folder")
 

@@ -112,7 +112,9 @@ class SequentialState:
 def make_design(spec: Spec, max_seeds: int | None = None, batch: int | None = None, alpha: float = 0.05,
                 spending: str = "obrien-fleming", margin: float | None = None) -> Design:
     """The looks of ``spec`` with ``batch`` seeds added at a time up to ``max_seeds`` (``UserError``
-    where that cannot work: no baseline, fewer than 2 seeds, a cap below the spec's seeds).
+    where that cannot work: no baseline, fewer than 2 seeds, a cap below the spec's seeds, an
+    unknown ``spending``, ``alpha`` outside (0, 1), ``batch`` below 1), the same for the CLI and
+    a Python caller.
     ``max_seeds`` defaults to 4 × the spec's seeds, ``batch`` to the spec's seeds.
 
     ``alpha`` is familywise: the boundaries of each of the ``tasks × candidates`` pairs spend
@@ -132,6 +134,12 @@ def make_design(spec: Spec, max_seeds: int | None = None, batch: int | None = No
         raise UserError(f"--max-seeds {max_seeds} is below the spec's {first} seeds")
     if margin is not None and not margin > 0:
         raise UserError(f"--margin must be positive, got {margin}")
+    if spending not in seq.SPENDINGS:
+        raise UserError(f"--spending {spending}: expected one of {', '.join(seq.SPENDINGS)}")
+    if not 0 < alpha < 1:
+        raise UserError(f"--alpha must be between 0 and 1, got {alpha}")
+    if batch < 1:
+        raise UserError(f"--batch must be at least 1, got {batch}")
     start = max(spec.seed_list) + 1
     seeds = [*spec.seed_list, *range(start, start + max_seeds - first)]
     sizes = seq.look_sizes(first, batch, max_seeds)
