@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from benchlab.json_types import ConfigValues, JsonObject
+
 if TYPE_CHECKING:
     from benchlab.spec import Spec
 
@@ -34,9 +36,9 @@ class BenchmarkInfo:
     references: dict[str, tuple[float, float]] = field(default_factory=dict)
     description: str = ""
     seeds: list[int] = field(default_factory=list)
-    spec: dict[str, Any] = field(default_factory=dict)  # the spec as JSON (``model_dump``)
+    spec: JsonObject = field(default_factory=dict)  # the spec as JSON (``model_dump``)
     spec_path: str | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)  # ``-s key=value`` of the run
+    overrides: ConfigValues = field(default_factory=dict)  # ``-s key=value`` of the run
     metrics: list[str] = field(default_factory=list)  # every metric of the spec, primary first
 
     @classmethod
@@ -55,14 +57,14 @@ class BenchmarkInfo:
             metrics=[m.name for m in spec.metrics.all],
         )
 
-    def to_meta(self) -> dict[str, Any]:
+    def to_meta(self) -> JsonObject:
         """The ledger's ``meta`` rows: ``{key: JSON-able value}``."""
         out = {_KEYS.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
         out["references"] = {t: [lo, hi] for t, (lo, hi) in self.references.items()}
         return out
 
     @classmethod
-    def from_meta(cls, meta: dict[str, Any]) -> BenchmarkInfo | None:
+    def from_meta(cls, meta: JsonObject) -> BenchmarkInfo | None:
         """The record in a ledger's ``meta`` rows; None when no benchmark was written yet."""
         if "name" not in meta or "primary" not in meta:
             return None

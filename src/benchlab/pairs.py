@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from benchlab.errors import DataError
+from benchlab.json_types import JsonObject
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,7 +38,7 @@ class PairedComparison:
     significant: bool | None
     warnings: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import UserError
+from benchlab.json_types import JsonObject
 from benchlab.run_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR
 
 #: The prefix of the environment variable a secret spec variable reaches its run through.
@@ -71,11 +72,11 @@ class Fingerprint:
         return len(candidate) == self.length and \
             hashlib.sha256((self.salt + candidate).encode("utf-8")).hexdigest() == self.sha256
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Fingerprint:
+    def from_json(cls, data: JsonObject) -> Fingerprint:
         return cls(str(data["name"]), str(data["salt"]), str(data["sha256"]), int(data["length"]))
 
 

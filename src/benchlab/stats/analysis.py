@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchlab.json_types import JsonObject
 from benchlab.stats.aggregate import AGGREGATES
 from benchlab.stats.compare import deciding_test
 
@@ -61,7 +62,7 @@ class SummaryRow:
         """How ``ci_low``/``ci_high`` were computed, when the seed accounting named it."""
         return self.seeds.ci_method if self.seeds is not None else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The row as a JSON object (flat; the accounting's fields last)."""
         out = {k: getattr(self, k) for k in _SUMMARY_KEYS}
         if self.seeds is not None:
@@ -125,7 +126,7 @@ class ComparisonRow:
         return deciding_test(self.paired, self.t_pvalue, self.wilcoxon_pvalue, self.welch_pvalue,
                              self.mannwhitney_pvalue)[1]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The row as a JSON object (flat; the accounting's fields last)."""
         out = {k: getattr(self, k) for k in _COMPARISON_KEYS}
         if self.seeds is not None:
@@ -165,7 +166,7 @@ class AggregateRow:
         value: Estimate = getattr(self, name)
         return value
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """``{"config", "iqm", "iqm_ci_low", "iqm_ci_high", "median", ...}``."""
         out: dict[str, Any] = {"config": self.config}
         for name in AGGREGATES:
@@ -195,7 +196,7 @@ class Normalization:
     tasks: dict[str, TaskNormalization] = field(default_factory=dict)
     metric: str | None = None  # the metric aggregated
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"method": self.method,
                 "tasks": {t: _fields(n) for t, n in self.tasks.items()},
                 "metric": self.metric}
@@ -218,7 +219,7 @@ class Methods:
     alpha: float
     reps: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return _fields(self)
 
 
@@ -244,7 +245,7 @@ class Analysis:
                 return row
         return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON object ``benchlab analyze --json`` prints, as Python values."""
         methods = self.methods.to_json() if self.methods is not None else {}
         if self.failed_as is not None:

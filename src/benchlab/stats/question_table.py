@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchlab.json_types import JsonObject
 from benchlab.stats.compare import holm, is_significant
 from benchlab.stats.questions import (
     EvalPower,
@@ -48,7 +49,7 @@ class QuestionComparisonRow:
     #: Questions and samples needed for the effect asked for (``effect=``), else None.
     power: EvalPower | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         out = {"task": self.task, "metric": self.metric, "baseline": self.baseline,
                "candidate": self.candidate, **asdict(self.result)}
         out.update(p_holm=self.p_holm, significant=self.significant, verdict=self.verdict)
@@ -67,7 +68,7 @@ class QuestionSummaryRow:
     seeds: int
     result: QuestionSummary
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return _finite({"task": self.task, "config": self.config, "metric": self.metric,
                         "seeds": self.seeds, **asdict(self.result)})
 
@@ -81,7 +82,7 @@ class QuestionAnalysis:
     comparisons: list[QuestionComparisonRow] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"level": "questions", "baseline": self.baseline,
                 "summary": [r.to_json() for r in self.summary],
                 "comparisons": [c.to_json() for c in self.comparisons],

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchlab.errors import DataError
+from benchlab.json_types import JsonObject
 from benchlab.stats.seeds import (
     cv_of_mean,
     effect_from_pilot,
@@ -51,7 +52,7 @@ class PowerAnalysis:
     rows: tuple[PowerRow, ...]
     warnings: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """``{"alpha", "power", "metric", "rows": [{"task", "effect", ...}], "warnings"}``."""
         return {"alpha": self.alpha, "power": self.power, "metric": self.metric,
                 "rows": [asdict(r) for r in self.rows], "warnings": list(self.warnings)}
@@ -67,7 +68,7 @@ class CvCurve:
     smallest_n: int | None
     seeds_to_reach: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """``{"n", "cv", "smallest_n"}``, with ``seeds_to_reach`` when ``smallest_n`` is None."""
         out: dict[str, Any] = {"n": list(self.n), "cv": list(self.cv), "smallest_n": self.smallest_n}
         if self.smallest_n is None:
@@ -95,7 +96,7 @@ class VarianceAnalysis:
     tasks: tuple[TaskVariance, ...]
     warnings: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """``{"config", "metric", "threshold", "tasks": [{"task", "n_seeds", "final", "auc"}], "warnings"}``."""
         return {"config": self.config, "metric": self.metric, "threshold": self.threshold,
                 "tasks": [{"task": t.task, "n_seeds": t.n_seeds,
