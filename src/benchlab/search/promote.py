@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import SearchError, SpecError
+from benchlab.json_types import ConfigValues
 from benchlab.search.driver import base_config_name, search_folder
 from benchlab.search.study import SUMMARY_ATTR, goal_of, read_study
 from benchlab.spec import Spec, parse_spec
@@ -34,7 +35,7 @@ class Promoted:
     trial: int
     metric: str
     value: float
-    params: dict[str, Any]
+    params: ConfigValues
 
 
 def promoted_path(spec_path: Path, name: str) -> Path:

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from benchlab.failures import LAUNCH, MISSING_METRIC, NODE_DIED, OOM, PREEMPTED, TIMEOUT, USAGE, RetryClass
+from benchlab.json_types import ConfigValues
 from benchlab.spec.checks import GRID_VALUE_BAD, NAME_RE, check_seeds, grid_coordinate, grid_names
 from benchlab.spec.search import Search
 
@@ -66,7 +67,7 @@ class Task(_Model):
     """One task of the suite (an environment, a dataset, an eval task)."""
 
     name: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: ConfigValues = Field(default_factory=dict)
     # This task's runs use it unless their config has its own (config over task over spec).
     command: str | None = None
     target: float | None = None
@@ -139,7 +140,7 @@ class Config(_Model):
     """
 
     name: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: ConfigValues = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(
         default_factory=dict,
         description="param name -> the values to try; one config per combination, named name[k=v,...]")
@@ -390,7 +391,7 @@ class Spec(_Model):
     configs: Annotated[list[Config], Field(min_length=1)]
     seeds: list[int] | int = 5
     command: str | None = None
-    variables: dict[str, Any] = Field(default_factory=dict)
+    variables: ConfigValues = Field(default_factory=dict)
     #: Variables whose values are secret (docs/spec.md, Secrets): in ``variables`` they read
     #: ``<secret>``, in a command they are a reference to an environment variable.
     secrets: list[str] = Field(default_factory=list)
@@ -430,7 +431,7 @@ class Spec(_Model):
 
     # Where the spec came from; not part of the YAML.
     path: Path | None = Field(default=None, exclude=True)
-    overrides: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    overrides: ConfigValues = Field(default_factory=dict, exclude=True)
     # A grid config's name -> the names of the configs it expanded to.
     grids: dict[str, list[str]] = Field(default_factory=dict, exclude=True)
     # The values of the secret variables, by name: never dumped, never in repr.
