@@ -6,6 +6,7 @@ benchlab reads and writes the typed records below through :class:`Store`. Its pa
 - ``schema.py``: the file's name, its schema version and the tables as first written;
 - ``migrations.py``: the numbered steps that bring an older ledger up to date (and make a new one);
 - ``records.py``: the typed records and the run states (plain data, no database);
+- ``registration.py``: the pre-registered analysis plan as the ledger keeps it (plain data);
 - ``connection.py``: opening a ledger (to write, or read-only) and its transactions;
 - ``meta.py``: the records kept in the ``meta`` table (the benchmark, versions, hardware, ...);
 - ``store.py``: :class:`Store`, built on both: runs, attempts, metrics and what readers ask for;
@@ -49,14 +50,16 @@ from benchlab.ledger.records import (
     SeedSeries,
     Status,
 )
+from benchlab.ledger.registration import AnalysisPlan, Registration
 from benchlab.ledger.schema import DB_NAME, SCHEMA_VERSION
 from benchlab.ledger.store import Store
 
 __all__ = [
     "COMPLETED", "CPU_BOUND_BELOW_PCT", "DB_NAME", "FAILED", "INTERRUPTED", "LOCK_NAME", "PARTIAL_NOTE_PREFIX",
     "PENDING", "PLAN_STEP_RUNS", "PRUNED", "REBUILDING", "REGISTRATION_KEY", "RUNNING", "SCHEMA_VERSION",
-    "TO_RUN_STATES", "AttemptRecord", "AttemptTimes", "CodeState", "CurveName", "GpuUse", "LedgerGuard",
-    "LedgerWatch", "OpenRun", "PartialAttempt", "Placement", "PlanRecorder", "ResultsLock", "RunRecord",
+    "TO_RUN_STATES", "AnalysisPlan", "AttemptRecord", "AttemptTimes", "CodeState", "CurveName", "GpuUse",
+    "LedgerGuard", "LedgerWatch", "OpenRun", "PartialAttempt", "Placement", "PlanRecorder", "Registration",
+    "ResultsLock", "RunRecord",
     "RunSeries", "RunState", "SeedRun", "SeedSeries", "Status", "Store", "ToDo", "disk_full", "find_db",
     "has_attempts", "is_disk_full", "ledger_backups", "lock_holder", "plan_digest", "read_only_ledgers",
     "rebuild_leftovers", "runs_to_do",
