@@ -6,7 +6,6 @@ benchlab reads and writes the typed records below through :class:`Store`. Its pa
 - ``schema.py``: the file's name, its schema version and the tables as first written;
 - ``migrations.py``: the numbered steps that bring an older ledger up to date (and make a new one);
 - ``records.py``: the typed records and the run states (plain data, no database);
-- ``registration.py``: the pre-registered analysis plan as the ledger keeps it (plain data);
 - ``connection.py``: opening a ledger (to write, or read-only) and its transactions;
 - ``meta.py``: the records kept in the ``meta`` table (the benchmark, versions, hardware, ...);
 - ``store.py``: :class:`Store`, built on both: runs, attempts, metrics and what readers ask for;
@@ -35,6 +34,7 @@ from benchlab.ledger.records import (
     REGISTRATION_KEY,
     RUNNING,
     TO_RUN_STATES,
+    AnalysisPlan,
     AttemptRecord,
     AttemptTimes,
     CodeState,
@@ -43,6 +43,7 @@ from benchlab.ledger.records import (
     OpenRun,
     PartialAttempt,
     Placement,
+    Registration,
     RunRecord,
     RunSeries,
     RunState,
@@ -50,7 +51,6 @@ from benchlab.ledger.records import (
     SeedSeries,
     Status,
 )
-from benchlab.ledger.registration import AnalysisPlan, Registration
 from benchlab.ledger.schema import DB_NAME, SCHEMA_VERSION
 from benchlab.ledger.store import Store
 

@@ -15,8 +15,8 @@ from benchlab.ledger.records import (
     SEARCH_KEY,
     SEQUENTIAL_KEY,
     VERSIONS_KEY,
+    Registration,
 )
-from benchlab.ledger.registration import Registration
 
 
 class MetaRecords(LedgerConnection):
