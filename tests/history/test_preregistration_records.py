@@ -26,6 +26,7 @@ from benchlab.preregistration import (
     statement,
 )
 from benchlab.spec import load_spec
+from benchlab_testing import run_cli
 
 # A registration as the ledger's meta row holds it (json.dumps with its default separators and
 # the keys in the order benchlab has always written them), typed out by hand.
@@ -200,3 +201,23 @@ def test_a_spec_without_its_analysis_section_is_one_deviation(tmp_path):
     assert [str(d) for d in deviations(registered, spec)] == [
         "the spec no longer has an analysis section (the registered plan is used)"]
     assert deviations(registered, spec)[0].kind is DeviationKind.PLAN_REMOVED
+
+
+
+def test_a_rebuild_over_an_unreadable_registration_row_takes_the_file_and_keeps_the_hosts(tmp_path):
+    (tmp_path / "run.py").write_text(
+        "import json, os\njson.dump({'score': 1.0}, open(os.path.join(os.environ['BENCHLAB_RUN_DIR'], "
+        "'metrics.json'), 'w'))\n")
+    (tmp_path / "bench.yaml").write_text(textwrap.dedent(SPEC).lstrip() + "analysis: {alpha: 0.1}\n")
+    run_cli("run", "bench.yaml", "--no-report", cwd=tmp_path, check=True)
+    folder = tmp_path / "results" / "plan"
+    with Store.open(folder) as store:
+        hosts = store.hardware()
+    assert hosts  # the sweep recorded its host, which only the old ledger knows
+    _put_row(folder / DB_NAME, '{"hash": "x"}')  # a registration cut short
+    (folder / REGISTRATION_FILE).write_text(ROW)
+    run_cli("collect", str(folder), "--rebuild", cwd=tmp_path, check=True)
+    with Store.open(folder) as store:
+        assert store.registration() == Registration.from_json(json.loads(ROW))
+        assert store.hardware() == hosts
+    assert _row(folder / DB_NAME) == ROW

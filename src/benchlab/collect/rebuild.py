@@ -101,8 +101,11 @@ def _earlier_of(db: Path) -> _Earlier:
         return _Earlier()
     try:
         with Store(db) as old:
-            return _Earlier(old.registration(), old.versions() or None, old.hardware() or None,
-                            old.sequential())
+            try:
+                registration = old.registration()
+            except ValueError:  # a record that is no registration: the copy beside the ledger is read instead
+                registration = None
+            return _Earlier(registration, old.versions() or None, old.hardware() or None, old.sequential())
     except (sqlite3.DatabaseError, ValueError, OSError):
         return _Earlier()
 
