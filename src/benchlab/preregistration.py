@@ -20,16 +20,22 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from benchlab.ledger import REGISTRATION_KEY
+from benchlab.benchmark_info import BenchmarkInfo
+from benchlab.json_types import JsonObject
+from benchlab.ledger import REGISTRATION_KEY, AnalysisPlan, Registration
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
     from benchlab.ledger import Store
     from benchlab.spec import Spec
+    from benchlab.stats.curves import Summary
 
 #: The registration's key in the ledger (read and written through ``Store.registration``).
 META_KEY = REGISTRATION_KEY
@@ -43,41 +49,61 @@ TEST_NAMES = {"t": "t-test (paired where seeds match, Welch otherwise)", "welch"
               "wilcoxon": "Wilcoxon signed-rank (Mann-Whitney U where unpaired)", "mannwhitney": "Mann-Whitney U"}
 
 
-def plan_of(spec_dump: dict[str, Any]) -> dict[str, Any] | None:
-    """The analysis plan of a spec (as ``Spec.model_dump``), with its defaults filled in; None
-    when the spec has no ``analysis:``."""
+def plan_of(spec: Spec | BenchmarkInfo) -> AnalysisPlan | None:
+    """The analysis plan of a spec (a validated :class:`~benchlab.spec.Spec`, or the benchmark
+    record the ledger keeps of the spec it was last run with), with its defaults filled in;
+    None when the spec has no ``analysis:``."""
+    if isinstance(spec, BenchmarkInfo):
+        # The report reads the spec as the ledger keeps it, without loading the spec's models.
+        return _plan_of_dump(spec.spec)
+    analysis = spec.analysis
+    if analysis is None:
+        return None
+    return AnalysisPlan(
+        metric=analysis.metric or spec.metrics.primary.name, summary=analysis.summary, alpha=analysis.alpha,
+        test=analysis.test, comparisons=tuple((c.baseline, c.candidate) for c in analysis.comparisons)
+        or (((spec.baseline, "*"),) if spec.baseline else ()),
+        min_effect=analysis.min_effect)
+
+
+def _plan_of_dump(spec_dump: dict[str, Any]) -> AnalysisPlan | None:
     analysis = spec_dump.get("analysis")
     if analysis is None:
         return None
     primary = spec_dump.get("metrics", {}).get("primary", {})
     primary_name = primary.get("name") if isinstance(primary, dict) else primary
-    return {
-        "metric": analysis.get("metric") or primary_name,
-        "summary": analysis.get("summary", "final"),
-        "alpha": analysis.get("alpha", 0.05),
-        "test": analysis.get("test", "t"),
-        "comparisons": [[c["baseline"], c["candidate"]] for c in analysis.get("comparisons", [])]
-        or ([[spec_dump["baseline"], "*"]] if spec_dump.get("baseline") else []),
-        "min_effect": analysis.get("min_effect"),
-    }
+    return AnalysisPlan(
+        metric=analysis.get("metric") or primary_name or "", summary=analysis.get("summary", "final"),
+        alpha=analysis.get("alpha", 0.05), test=analysis.get("test", "t"),
+        comparisons=tuple((c["baseline"], c["candidate"]) for c in analysis.get("comparisons", []))
+        or (((spec_dump["baseline"], "*"),) if spec_dump.get("baseline") else ()),
+        min_effect=analysis.get("min_effect"))
 
 
-def plan_hash(plan: dict[str, Any]) -> str:
-    """SHA-256 of the plan's canonical JSON."""
-    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
+def _config_names(spec: Spec | BenchmarkInfo) -> list[str]:
+    if isinstance(spec, BenchmarkInfo):
+        return [c["name"] for c in spec.spec.get("configs", [])]
+    return [c.name for c in spec.configs]
 
 
-def register(store: Store, spec: Spec, completed_runs: int, *, now: datetime | None = None) -> dict[str, Any] | None:
+def plan_hash(plan: AnalysisPlan) -> str:
+    """SHA-256 of the plan's canonical JSON (:meth:`AnalysisPlan.to_json`, keys sorted, Python's
+    default separators)."""
+    return hashlib.sha256(json.dumps(plan.to_json(), sort_keys=True).encode()).hexdigest()
+
+
+def register(store: Store, spec: Spec, completed_runs: int, *, now: datetime | None = None) -> Registration | None:
     """Record the spec's plan in the ledger if none is registered yet; return the registration."""
     registered = store.registration()
     if registered is not None:
         return registered
-    plan = plan_of(spec.model_dump(mode="json", by_alias=True, exclude_none=True))
+    plan = plan_of(spec)
     if plan is None:
         return None
-    record = {"hash": plan_hash(plan), "registered_at": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
-              "plan": plan, "configs": [c.name for c in spec.configs], "tasks": [t.name for t in spec.tasks],
-              "completed_before": completed_runs}
+    record = Registration(
+        hash=plan_hash(plan), registered_at=(now or datetime.now(UTC)).isoformat(timespec="seconds"), plan=plan,
+        configs=tuple(c.name for c in spec.configs), tasks=tuple(t.name for t in spec.tasks),
+        completed_before=completed_runs)
     store.set_registration(record)
     # Also a file beside the ledger: a ledger rebuilt from the run directories
     # (`benchlab collect --rebuild`) takes the registration back from it, unchanged.
@@ -85,21 +111,22 @@ def register(store: Store, spec: Spec, completed_runs: int, *, now: datetime | N
     return record
 
 
-def _write_record(path: Path, record: dict[str, Any]) -> None:
+def _write_record(path: Path, record: Registration) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    tmp.write_text(json.dumps(record.to_json(), indent=1, sort_keys=True))
     os.replace(tmp, path)
 
 
-def restore(store: Store, folder: Path, *, earlier: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def restore(store: Store, folder: Path, *, earlier: Registration | None = None) -> Registration | None:
     """Put the registration back into a rebuilt ledger: the one the old ledger held (``earlier``),
-    else the one in ``folder``'s registration file; return it (None when there was none)."""
+    else the one in ``folder``'s registration file; return it (None when there was none, or the
+    file cannot be read as one)."""
     record = earlier
     path = Path(folder) / REGISTRATION_FILE
     if record is None and path.exists():
         try:
-            record = json.loads(path.read_text())
-        except ValueError:
+            record = Registration.from_json(json.loads(path.read_text()))
+        except (ValueError, TypeError):
             record = None
     if record is not None:
         store.set_registration(record)
@@ -108,27 +135,58 @@ def restore(store: Store, folder: Path, *, earlier: dict[str, Any] | None = None
     return record
 
 
-def deviations(registered: dict[str, Any], spec_dump: dict[str, Any]) -> list[str]:
-    """Each way the analysis now differs from the registered plan, one phrase each."""
-    now = plan_of(spec_dump)
+class DeviationKind(Enum):
+    """The ways an analysis can differ from its registered plan."""
+
+    PLAN_REMOVED = "plan removed"
+    SETTING_CHANGED = "setting changed"
+    COMPARISON_ADDED = "comparison added"
+    COMPARISON_DROPPED = "comparison dropped"
+    CONFIGS_ADDED = "configs added"
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One way the analysis now differs from the registered plan; ``str()`` is the report's phrase."""
+
+    kind: DeviationKind
+    #: The setting that changed (``metric``, ``summary``, ``alpha``, ``test``, ``min_effect``).
+    setting: str = ""
+    registered: str | float | None = None
+    now: str | float | None = None
+    #: ``(baseline, candidate)`` of a comparison added or dropped.
+    comparison: tuple[str, str] | None = None
+    #: The configs added after results existed.
+    configs: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind is DeviationKind.PLAN_REMOVED:
+            return "the spec no longer has an analysis section (the registered plan is used)"
+        if self.kind is DeviationKind.SETTING_CHANGED:
+            return f"{self.setting} changed: {self.registered} registered, {self.now} now"
+        if self.kind is DeviationKind.CONFIGS_ADDED:
+            return (f"config(s) added after results existed: {', '.join(self.configs)} (their comparisons are "
+                    "exploratory, apart from the registered ones)")
+        baseline, candidate = self.comparison or ("", "")
+        verb = "added" if self.kind is DeviationKind.COMPARISON_ADDED else "dropped"
+        return f"comparison {verb}: {candidate} vs {baseline}"
+
+
+def deviations(registered: Registration, spec: Spec | BenchmarkInfo) -> list[Deviation]:
+    """Each way the analysis of ``spec`` (as :func:`plan_of` takes it) differs from the
+    registered plan."""
+    now = plan_of(spec)
     if now is None:
-        return ["the spec no longer has an analysis section (the registered plan is used)"]
-    then = registered["plan"]
-    out = []
-    for key, what in (("metric", "metric"), ("summary", "summary"), ("alpha", "alpha"), ("test", "test"),
-                      ("min_effect", "min_effect")):
-        if then.get(key) != now.get(key):
-            out.append(f"{what} changed: {then.get(key)} registered, {now.get(key)} now")
-    before = {tuple(c) for c in then.get("comparisons", [])}
-    after = {tuple(c) for c in now.get("comparisons", [])}
-    for b, c in sorted(after - before):
-        out.append(f"comparison added: {c} vs {b}")
-    for b, c in sorted(before - after):
-        out.append(f"comparison dropped: {c} vs {b}")
-    added = [c["name"] for c in spec_dump.get("configs", []) if c["name"] not in registered.get("configs", [])]
+        return [Deviation(DeviationKind.PLAN_REMOVED)]
+    then = registered.plan
+    out = [Deviation(DeviationKind.SETTING_CHANGED, key, getattr(then, key), getattr(now, key))
+           for key in ("metric", "summary", "alpha", "test", "min_effect") if getattr(then, key) != getattr(now, key)]
+    before, after = set(then.comparisons), set(now.comparisons)
+    out += [Deviation(DeviationKind.COMPARISON_ADDED, comparison=c) for c in sorted(after - before)]
+    out += [Deviation(DeviationKind.COMPARISON_DROPPED, comparison=c) for c in sorted(before - after)]
+    added = tuple(c for c in _config_names(spec) if c not in registered.configs)
     if added:
-        out.append(f"config(s) added after results existed: {', '.join(added)} (their comparisons are "
-                   "exploratory, apart from the registered ones)")
+        out.append(Deviation(DeviationKind.CONFIGS_ADDED, configs=added))
     return out
 
 
@@ -154,7 +212,8 @@ class PlannedResult:
     # among the exploratory comparisons only, never changing a registered verdict.
     exploratory: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
+        """The result as a JSON object, one key per field."""
         return asdict(self)
 
 
@@ -173,8 +232,8 @@ def practical_verdict(ci_low: float | None, ci_high: float | None, min_effect: f
     return f"undecided (CI straddles ±{min_effect:g})"
 
 
-def judge(finals: pd.DataFrame, plan: dict[str, Any], goals: dict[str, str], configs: list[str],
-          *, registered: dict[str, Any] | None = None, now: dict[str, Any] | None = None,
+def judge(finals: pd.DataFrame, plan: AnalysisPlan, goals: dict[str, str], configs: list[str],
+          *, registered: Registration | None = None, now: AnalysisPlan | None = None,
           reps: int = 2000, seed: int = 0) -> list[PlannedResult]:
     """The planned comparisons on a long-format table, with the plan's metric, summary, test and
     alpha. Statistics come from :mod:`benchlab.stats`.
@@ -190,25 +249,27 @@ def judge(finals: pd.DataFrame, plan: dict[str, Any], goals: dict[str, str], con
     from benchlab.stats import compare, holm, is_significant, reduce_runs, validate_table
     from benchlab.stats.compare import shared_seeds
 
-    table = finals[finals["metric"] == plan["metric"]]
+    table = finals[finals["metric"] == plan.metric]
     if table.empty:
         return []
-    runs, _ = reduce_runs(validate_table(table, "results"), plan["summary"])
+    # An unknown summary (a hand-edited registration) is refused by reduce_runs with the valid ones.
+    runs, _ = reduce_runs(validate_table(table, "results"), cast("Summary", plan.summary))
     by = {k: dict(zip(g["seed"].tolist(), g["value"].tolist(), strict=True))
           for k, g in runs.groupby(["task", "config"], sort=True)}
-    goal = goals.get(plan["metric"], "max")
+    goal = goals.get(plan.metric, "max")
     tasks = sorted({t for t, _ in by})
 
-    def family(comparisons: list[list[str]], names: list[str], among: list[str]) -> list[tuple[str, str, str]]:
+    def family(comparisons: Sequence[tuple[str, str]], names: list[str],
+               among: list[str]) -> list[tuple[str, str, str]]:
         pairs: list[tuple[str, str]] = []
         for b, c in comparisons:
             pairs += [(b, x) for x in names if x != b] if c == "*" else [(b, c)]
         return [(task, b, c) for task in among for b, c in dict.fromkeys(pairs)]
 
-    record = registered or {}
-    fixed = family(plan["comparisons"], list(record.get("configs") or configs),
-                   [t for t in tasks if "tasks" not in record or t in record["tasks"]])
-    later = [x for x in family((now or plan)["comparisons"], configs, tasks) if x not in set(fixed)]
+    registered_tasks = registered.tasks if registered is not None else None
+    fixed = family(plan.comparisons, list((registered.configs if registered is not None else ()) or configs),
+                   [t for t in tasks if registered_tasks is None or t in registered_tasks])
+    later = [x for x in family((now or plan).comparisons, configs, tasks) if x not in set(fixed)]
 
     def judged(triples: list[tuple[str, str, str]], exploratory: bool) -> list[PlannedResult]:
         raw = []
@@ -220,15 +281,15 @@ def judge(finals: pd.DataFrame, plan: dict[str, Any], goals: dict[str, str], con
             xb = np.array([base[s] for s in common] if paired else list(base.values()))
             xc = np.array([cand[s] for s in common] if paired else list(cand.values()))
             cmp = compare(xb, xc, paired, goal, reps, 0.95, "studentized", seed,  # type: ignore[arg-type]
-                          f"{task} {plan['metric']} {c} vs {b}")
-            field_paired, field_unpaired = TESTS[plan["test"]]
+                          f"{task} {plan.metric} {c} vs {b}")
+            field_paired, field_unpaired = TESTS[plan.test]
             raw.append((task, b, c, cmp, getattr(cmp, field_paired if paired else field_unpaired)))
         adjusted = holm([p for *_, p in raw])
         return [PlannedResult(
-            task, b, c, plan["metric"], cmp.paired, cmp.n, cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, p,
-            p_adj, is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, plan["alpha"], cmp.p_floor),
-            None if plan.get("min_effect") is None else
-            practical_verdict(cmp.diff_ci_low, cmp.diff_ci_high, plan["min_effect"], goal), list(cmp.warnings),
+            task, b, c, plan.metric, cmp.paired, cmp.n, cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, p,
+            p_adj, is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, plan.alpha, cmp.p_floor),
+            None if plan.min_effect is None else
+            practical_verdict(cmp.diff_ci_low, cmp.diff_ci_high, plan.min_effect, goal), list(cmp.warnings),
             exploratory) for (task, b, c, cmp, p), p_adj in zip(raw, adjusted, strict=True)]
 
     return judged(fixed, False) + judged(later, True)
@@ -238,15 +299,16 @@ def _g(x: float | None) -> str:
     return "—" if x is None else f"{x:.3g}"
 
 
-def statement(registered: dict[str, Any] | None, spec_dump: dict[str, Any], results: list[PlannedResult]) -> str:
-    """The report's "Analysis plan" section (Markdown), or "" when there is no plan."""
+def statement(registered: Registration | None, spec: Spec | BenchmarkInfo, results: list[PlannedResult]) -> str:
+    """The report's "Analysis plan" section (Markdown), or "" when there is no plan; ``spec`` is
+    the spec now (as :func:`plan_of` takes it)."""
     if registered is None:
         return ""
-    plan = registered["plan"]
-    head = f"(hash {registered['hash'][:12]}, registered at {registered['registered_at']})"
+    plan = registered.plan
+    head = f"(hash {registered.hash[:12]}, registered at {registered.registered_at})"
     lines = []
-    found = deviations(registered, spec_dump)
-    late = registered.get("completed_before", 0)
+    found = deviations(registered, spec)
+    late = registered.completed_before
     if not found and not late:
         lines.append(f"Analysis as pre-registered {head}.")
     else:
@@ -255,12 +317,12 @@ def statement(registered: dict[str, Any] | None, spec_dump: dict[str, Any], resu
         if late:
             lines.append(f"- registered after {late} run(s) had completed: not a pre-registration")
         lines += [f"- {d}" for d in found]
-    lines += ["", f"Registered plan: metric {plan['metric']} ({plan['summary']} value per run), "
-              f"{TEST_NAMES.get(plan['test'], plan['test'])}, alpha {plan['alpha']:g} after Holm's correction "
+    lines += ["", f"Registered plan: metric {plan.metric} ({plan.summary} value per run), "
+              f"{TEST_NAMES.get(plan.test, plan.test)}, alpha {plan.alpha:g} after Holm's correction "
               "across the planned comparisons"
-              + (f", min_effect {plan['min_effect']:g} (the smallest difference that matters)."
-                 if plan.get("min_effect") is not None else ".")]
-    has_min = plan.get("min_effect") is not None
+              + (f", min_effect {plan.min_effect:g} (the smallest difference that matters)."
+                 if plan.min_effect is not None else ".")]
+    has_min = plan.min_effect is not None
 
     def table(rows: list[PlannedResult]) -> list[str]:
         out = ["", "| task | comparison | change (95% CI) | p (Holm) | significant |"
@@ -283,5 +345,6 @@ def statement(registered: dict[str, Any] | None, spec_dump: dict[str, Any], resu
     return "\n".join(lines)
 
 
-__all__ = ["META_KEY", "REGISTRATION_FILE", "PlannedResult", "deviations", "judge", "plan_hash", "plan_of",
+__all__ = ["META_KEY", "REGISTRATION_FILE", "AnalysisPlan", "Deviation", "DeviationKind", "PlannedResult",
+           "Registration", "deviations", "judge", "plan_hash", "plan_of",
            "practical_verdict", "register", "restore", "statement"]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from benchlab.ledger import Registration
     from benchlab.search.summary import StudySection
     from benchlab.spec import Spec
 
@@ -347,7 +348,7 @@ class Results:
     gpu_use: list[GpuPlacement] = field(default_factory=list)
     environment: Environment = field(default_factory=Environment)
     #: The pre-registered analysis plan as the ledger holds it (:mod:`benchlab.preregistration`).
-    registered_plan: dict[str, Any] | None = None
+    registered_plan: Registration | None = None
     #: (task, config) -> [(seed, run id)] of the completed runs, by seed.
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
     #: ``run --until-decided``'s design and each pair's seeds and stop reason as of its last look

@@ -22,7 +22,7 @@ from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
-from benchlab.ledger import COMPLETED, DB_NAME, FAILED, INTERRUPTED, REBUILDING, ResultsLock, Store
+from benchlab.ledger import COMPLETED, DB_NAME, FAILED, INTERRUPTED, REBUILDING, Registration, ResultsLock, Store
 from benchlab.plan import Run, expand
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR, VERSION_FILE, VERSIONS_DIR
 from benchlab.secrets import Fingerprint, known_fingerprints
@@ -88,7 +88,7 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
 class _Earlier:
     """What the old ledger holds that the run folders cannot tell again."""
 
-    registration: dict[str, Any] | None = None
+    registration: Registration | None = None
     versions: list[dict[str, Any]] | None = None
     hardware: dict[str, Any] | None = None
     sequential: dict[str, Any] | None = None
@@ -101,8 +101,11 @@ def _earlier_of(db: Path) -> _Earlier:
         return _Earlier()
     try:
         with Store(db) as old:
-            return _Earlier(old.registration(), old.versions() or None, old.hardware() or None,
-                            old.sequential())
+            try:
+                registration = old.registration()
+            except ValueError:  # a record that is no registration: the copy beside the ledger is read instead
+                registration = None
+            return _Earlier(registration, old.versions() or None, old.hardware() or None, old.sequential())
     except (sqlite3.DatabaseError, ValueError, OSError):
         return _Earlier()
 

@@ -15,6 +15,7 @@ from benchlab.ledger.records import (
     SEARCH_KEY,
     SEQUENTIAL_KEY,
     VERSIONS_KEY,
+    Registration,
 )
 
 
@@ -77,10 +78,10 @@ class MetaRecords(LedgerConnection):
     def set_search_record(self, record: dict[str, Any]) -> None:
         self.set_meta(**{SEARCH_KEY: record})
 
-    def registration(self) -> dict[str, Any] | None:
+    def registration(self) -> Registration | None:
         """The pre-registered analysis plan (:mod:`benchlab.preregistration`), or None."""
         found = self._meta_value(REGISTRATION_KEY)
-        return dict(found) if found else None
+        return Registration.from_json(found) if found else None
 
-    def set_registration(self, record: dict[str, Any]) -> None:
-        self.set_meta(**{REGISTRATION_KEY: record})
+    def set_registration(self, record: Registration) -> None:
+        self.set_meta(**{REGISTRATION_KEY: record.to_json()})

@@ -286,18 +286,18 @@ def write_report(
         raise
 
 
-def _with_curves(used: pd.DataFrame, curves: Curves, plan: dict[str, Any]) -> pd.DataFrame:
+def _with_curves(used: pd.DataFrame, curves: Curves, plan: preregistration.AnalysisPlan) -> pd.DataFrame:
     """``used`` with the logged curve of the plan's metric for each run it holds, where the plan
     summarises curves (``auc``, ``max``, ``slope``): the report's table holds final values only,
     and a plan judged on them alone had nothing to judge."""
-    if plan.get("summary", "final") == "final":
+    if plan.summary == "final":
         return used
     import pandas as pd
 
     kept = set(zip(used["task"], used["config"], used["seed"], strict=True))
     parts = [pd.DataFrame({"task": task, "config": config, "seed": seed, "metric": metric,
                            "step": steps, "value": values})
-             for (metric, task), items in curves.groups().items() if metric == plan["metric"]
+             for (metric, task), items in curves.groups().items() if metric == plan.metric
              for config, seed, steps, values in items if (task, config, seed) in kept]
     if not parts:
         return used
@@ -343,12 +343,11 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         questions = question_analysis(table.folder, info_, table.run_ids)
         questions_text = render_section(questions) if questions is not None else ""
     if data.registered_plan is not None and used is not None:
-        judged = preregistration.judge(_with_curves(used, data.curves, data.registered_plan["plan"]),
-                                       data.registered_plan["plan"], info_.goal, list(info_.configs),
-                                       registered=data.registered_plan,
-                                       now=preregistration.plan_of(info_.spec) if info_.spec else None,
+        judged = preregistration.judge(_with_curves(used, data.curves, data.registered_plan.plan),
+                                       data.registered_plan.plan, info_.goal, list(info_.configs),
+                                       registered=data.registered_plan, now=preregistration.plan_of(info_),
                                        reps=reps, seed=seed)
-        analysis_plan = preregistration.statement(data.registered_plan, info_.spec, judged)
+        analysis_plan = preregistration.statement(data.registered_plan, info_, judged)
     # While the figures are still drawn: what needs none of them (BENCHMARKS.md's text), and the
     # templates the rest is written with.
     bench_text = leaderboard(data, out_dir)

@@ -19,6 +19,8 @@ from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchlab.preregistration import Registration
+
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("benchlab.report", "templates"),
     autoescape=False,
@@ -62,7 +64,7 @@ class ReportData:
     #: The per (task, config, metric) table over ``used`` (:func:`benchlab.report.tables.describe`).
     desc: pd.DataFrame | None = None
     #: The pre-registered analysis plan as the ledger holds it (``benchlab.preregistration``).
-    registered_plan: dict[str, Any] | None = None
+    registered_plan: Registration | None = None
     analysis_plan: str = ""  # the "Analysis plan" section, Markdown
     #: (task, config) -> [(seed, run id)] of the completed runs, for BENCHMARKS.md's links.
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
