@@ -111,3 +111,20 @@ def test_hydra_style_sweep_override_points_to_grids(make_bench):
     proc = bench.cli("validate", "bench.yaml", "-s", "lr=1e-3,1e-4")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "to run several values, give a config a grid: grid: {lr: [1e-3,1e-4]}" in proc.stderr
+
+
+def test_each_check_names_where_and_what_as_fields():
+    import yaml
+
+    from benchlab.spec.checks import semantic_problems
+    from benchlab.spec.search import search_problems
+
+    # The raw document as written, before it is a Spec: the checks run on it beside the schema.
+    # (PyYAML reads 1e-3 as a string; benchlab's own reader does not, so it is written out here.)
+    text = SPEC.replace("baseline: a", "baseline: c").replace("1e-3", "0.001")
+    data = yaml.safe_load(text + "search: {base_config: z, tasks: []}\n")
+    found = semantic_problems(data, data["variables"])
+    assert [(f.loc, f.message.split(":")[0]) for f in found] == [(("baseline",), "names no config")]
+    found = search_problems(data)
+    assert [f.loc for f in found] == [("search", "base_config"), ("search", "tasks")]
+    assert found[1].message == "must not be empty (leave it out to search on every task)"

@@ -42,3 +42,31 @@ def test_a_deterministic_regression_on_every_seed_fails_the_gate(make_bench):
     same = bench.cli("diff", "before", "before", "-m", "score", "--fail-on-regression", "--json")
     assert same.returncode == 0, same.stderr
     assert [c["verdict"] for c in json.loads(same.stdout)["changes"]] == ["no detectable change"]
+
+
+def test_the_diff_csv_has_one_typed_row_per_change_and_empty_cells_for_none(make_bench):
+    import csv
+
+    from benchlab.history.diff import diff_results, read_side
+    from benchlab.history.diff_text import CSV_COLUMNS, csv_rows
+
+    bench = make_bench(SPEC.replace("BASE", "0.5").replace("seeds: 8", "seeds: 3"))
+    bench.cli("run", "bench.yaml", "-r", "before", "--no-report", check=True)
+    bench.spec.write_text(SPEC.replace("BASE", "0.47").replace("seeds: 8", "seeds: 3").lstrip())
+    bench.cli("run", "bench.yaml", "-r", "after", "--no-report", check=True)
+    result = diff_results(read_side(bench.root / "before"), read_side(bench.root / "after"), metric="score", reps=0)
+    (row,) = csv_rows(result)
+    # base + seed/100 for seeds 0, 1, 2: 0.51 before, 0.48 after, the same 0.03 lost on every seed.
+    assert (row.task, row.config, row.metric, row.goal, row.paired) == ("t", "a", "score", "max", True)
+    assert (row.n_before, row.n_after) == (3, 3)
+    assert row.mean_before == pytest.approx(0.51) and row.mean_after == pytest.approx(0.48)
+    assert row.diff == pytest.approx(-0.03)
+    assert row.ratio == pytest.approx(0.48 / 0.51)
+    bench.cli("diff", "before", "after", "-m", "score", "--reps", "0", "--csv", "diff.csv", check=True)
+    with open(bench.root / "diff.csv", newline="") as fh:
+        written = list(csv.DictReader(fh))
+    assert list(written[0]) == list(CSV_COLUMNS) == [
+        "task", "config", "metric", "goal", "verdict", "paired", "n_before", "n_after", "mean_before",
+        "mean_after", "diff", "ci_low", "ci_high", "ratio", "p_value", "p_holm"]
+    assert float(written[0]["diff"]) == pytest.approx(-0.03) and written[0]["verdict"] == row.verdict
+    assert [written[0][k] == "" for k in ("ci_low", "ci_high")] == [row.ci_low is None, row.ci_high is None]

@@ -117,3 +117,75 @@ def test_a_damaged_export_log_stops_the_next_export_with_a_way_on(results, tmp_p
     (folder / "exports.json").rename(folder / "exports.json.damaged")
     run_cli("export", str(folder), str(target), check=True)
     assert len(json.loads((folder / "exports.json").read_text())) == 1
+
+
+# Two entries as earlier versions wrote them: one from before the log kept unpublished runs and
+# outside links, one with both.
+_OLD_LOG = """[
+ {
+  "when": "2026-11-23T15:00:00+00:00",
+  "what": "all",
+  "target": "s3://bucket/bench",
+  "public_url": "https://bucket.s3.amazonaws.com/bench/",
+  "dry_run": false,
+  "files": 12,
+  "uploaded": 12,
+  "uploaded_bytes": 40960,
+  "skipped": 0,
+  "uploaded_files": [
+   "BENCHMARKS.md",
+   "runs/abc/metrics.json"
+  ]
+ },
+ {
+  "when": "2026-11-26T11:00:00+00:00",
+  "what": "report",
+  "target": "/srv/public",
+  "public_url": null,
+  "dry_run": false,
+  "files": 4,
+  "uploaded": 1,
+  "uploaded_bytes": 1000,
+  "skipped": 3,
+  "uploaded_files": [
+   "report.html"
+  ],
+  "unpublished_runs": [
+   "abc"
+  ],
+  "outside_links": []
+ }
+]"""
+
+
+def test_an_export_log_of_earlier_versions_reads_and_is_kept_as_written(results, tmp_path):
+    from benchlab.history.export import ExportLogEntry, export, read_log
+
+    folder = _copy(results, tmp_path)
+    (folder / "exports.json").write_text(_OLD_LOG)
+    first, second = read_log(folder)
+    assert first == ExportLogEntry("2026-11-23T15:00:00+00:00", "all", "s3://bucket/bench",
+                                   "https://bucket.s3.amazonaws.com/bench/", False, 12, 12, 40960, 0,
+                                   ["BENCHMARKS.md", "runs/abc/metrics.json"])
+    assert first.unpublished_runs is None and first.outside_links is None
+    assert (second.public_url, second.skipped, second.unpublished_runs, second.outside_links) == \
+        (None, 3, ["abc"], [])
+    export(folder, str(tmp_path / "public"), what="report")
+    text = (folder / "exports.json").read_text()
+    # The earlier entries are written back byte for byte; the new one follows them.
+    assert text.startswith(_OLD_LOG.removesuffix("\n]") + ",\n {\n")
+    new = json.loads(text)[2]
+    assert list(new) == ["when", "what", "target", "public_url", "dry_run", "files", "uploaded",
+                         "uploaded_bytes", "skipped", "uploaded_files", "unpublished_runs", "outside_links"]
+    assert read_log(folder)[2].uploaded == new["uploaded"] == len(new["uploaded_files"]) > 0
+
+
+def test_an_export_log_entry_that_is_no_export_stops_the_next_export(results, tmp_path):
+    folder = _copy(results, tmp_path)
+    (folder / "exports.json").write_text('[{"when": "2026-01-01T00:00:00+00:00", "what": "all"}]')
+    target = tmp_path / "public"
+    refused = run_cli("export", str(folder), str(target))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    message = " ".join(refused.stderr.split())
+    assert f"{folder / 'exports.json'}: entry 0 is not an export (no 'target')" in message
+    assert not target.exists()

@@ -211,6 +211,39 @@ def test_the_curves_data_hold_the_mean_and_the_95_band_of_the_seeds(finished: Pa
     assert bad["n"] == 3
 
 
+def test_a_running_seed_is_drawn_from_its_metrics_jsonl_beside_the_band_of_the_completed(finished: Path,
+                                                                                      tmp_path: Path):
+    import json
+    import shutil
+
+    from benchlab.ui import views
+    from benchlab.ui.library import Library
+
+    folder = tmp_path / "slowbench"
+    shutil.copytree(finished, folder)
+    con = sqlite3.connect(folder / "benchlab.db")
+    try:  # seed 2 of `base` as if it were still running: its curve comes from metrics.jsonl
+        con.execute("UPDATE runs SET status = 'running' WHERE config = 'base' AND seed = 2")
+        con.commit()
+    finally:
+        con.close()
+    curves = views.curves_data(Library([folder]).benchmarks()[0], "walk", "reward")
+    assert (curves.task, curves.metric, curves.goal) == ("walk", "reward", "max")
+    base = next(c for c in curves.configs if c.name == "base")
+    # SLOW_SCRIPT logs 0.5 * step / 3 + seed / 100 at steps 10, 20, 30.
+    completed = np.array([[0.5 * k / 3 + seed / 100 for k in (1, 2, 3)] for seed in (0, 1, 3)])
+    assert base.n == 3 and base.mean == pytest.approx(completed.mean(axis=0))
+    (running,) = [s for s in base.seeds if s.state == "running"]
+    assert running.seed == 2 and running.x == [10.0, 20.0, 30.0]
+    assert running.y == pytest.approx([0.5 * k / 3 + 0.02 for k in (1, 2, 3)])
+    assert sorted(s.seed for s in base.seeds if s.state == "completed") == [0, 1, 3]
+    # The page's script reads these keys, at each level of the JSON.
+    data = json.loads(json.dumps(curves.to_json()))
+    assert list(data) == ["task", "metric", "goal", "configs"]
+    assert list(data["configs"][0]) == ["name", "color", "n", "x", "t", "mean", "low", "high", "seeds"]
+    assert list(data["configs"][0]["seeds"][0]) == ["seed", "run_id", "state", "x", "t", "y"]
+
+
 def test_a_failed_runs_page_says_it_failed_rather_than_no_metric_yet(finished: Path):
     con = sqlite3.connect(f"file:{finished / 'benchlab.db'}?mode=ro", uri=True)
     try:

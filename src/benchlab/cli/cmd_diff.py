@@ -66,7 +66,7 @@ def diff(
         md.parent.mkdir(parents=True, exist_ok=True)
         md.write_text(text)
     if csv is not None:
-        write_csv(csv, csv_rows(result), CSV_COLUMNS)
+        write_csv(csv, [row._asdict() for row in csv_rows(result)], CSV_COLUMNS)
     if as_json:
         data = result.to_json()
         if questions is not None:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import DataError
 from benchlab.execute.version import PACKAGES_FILE, SPEC_FILE, VERSIONS_DIR
+from benchlab.json_types import JsonObject
 from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 
 if TYPE_CHECKING:
@@ -115,7 +116,8 @@ class VersionDiff:
     def improvements(self) -> list[Change]:
         return [c for c in self.changes if c.verdict == IMPROVEMENT]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
+        """What ``benchlab diff --json`` prints: every field, and the number of changes per verdict."""
         out = asdict(self)
         out["counts"] = {v: sum(1 for c in self.changes if c.verdict == v) for v in VERDICTS}
         return out
@@ -280,11 +282,11 @@ def code_changes(before: Side, after: Side) -> list[str]:
             out += ["    " + line for line in stat.rstrip().splitlines()] or ["    (no file differs)"]
     db, da = vb.get("diff_sha256"), va.get("diff_sha256")
     if db != da:
-        def where(side: Side, v: dict[str, Any]) -> str:
-            if not v.get("diff_sha256"):
+        def where(side: Side, version_id: str | None, sha256: str | None) -> str:
+            if not sha256:
                 return "none"
-            return f"{side.folder / VERSIONS_DIR / v['id'] / 'code.diff'} (sha256 {v['diff_sha256'][:8]})"
-        out.append(f"uncommitted diff: {where(before, vb)} -> {where(after, va)}")
+            return f"{side.folder / VERSIONS_DIR / str(version_id) / 'code.diff'} (sha256 {sha256[:8]})"
+        out.append(f"uncommitted diff: {where(before, vb.get('id'), db)} -> {where(after, va.get('id'), da)}")
     elif db:
         out.append(f"uncommitted diff: the same on both sides (sha256 {db[:8]})")
     return out

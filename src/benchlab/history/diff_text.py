@@ -3,7 +3,7 @@ list) and as CSV rows."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
 from benchlab.history.diff import IMPROVEMENT, NO_CHANGE, REGRESSION, UNDETERMINED, Change, VersionDiff
 
@@ -11,8 +11,36 @@ from benchlab.history.diff import IMPROVEMENT, NO_CHANGE, REGRESSION, UNDETERMIN
 #: ``?`` for a change the statistics cannot judge.
 MARKS = {REGRESSION: "+", IMPROVEMENT: "-", NO_CHANGE: "~", UNDETERMINED: "?"}
 
-CSV_COLUMNS = ("task", "config", "metric", "goal", "verdict", "paired", "n_before", "n_after", "mean_before",
-               "mean_after", "diff", "ci_low", "ci_high", "ratio", "p_value", "p_holm")
+
+
+class ChangeRow(NamedTuple):
+    """One line of ``benchlab diff --csv``: a :class:`Change`'s columns, in the file's order
+    (None is written as an empty cell)."""
+
+    task: str
+    config: str
+    metric: str
+    goal: str
+    verdict: str
+    paired: bool
+    n_before: int
+    n_after: int
+    mean_before: float
+    mean_after: float
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ratio: float | None
+    p_value: float | None
+    p_holm: float | None
+
+    @classmethod
+    def of(cls, c: Change) -> ChangeRow:
+        return cls(c.task, c.config, c.metric, c.goal, c.verdict, c.paired, c.n_before, c.n_after, c.mean_before,
+                   c.mean_after, c.diff, c.ci_low, c.ci_high, c.ratio, c.p_value, c.p_holm)
+
+
+CSV_COLUMNS: tuple[str, ...] = ChangeRow._fields
 
 
 def _g(x: float | None, digits: int = 4) -> str:
@@ -76,6 +104,6 @@ def to_markdown(d: VersionDiff) -> str:
     return "\n".join(lines) + "\n"
 
 
-def csv_rows(d: VersionDiff) -> list[dict[str, Any]]:
+def csv_rows(d: VersionDiff) -> list[ChangeRow]:
     """One row per compared (task, config, metric), with :data:`CSV_COLUMNS`."""
-    return [{k: getattr(c, k) for k in CSV_COLUMNS} for c in d.changes]
+    return [ChangeRow.of(c) for c in d.changes]

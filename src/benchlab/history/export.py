@@ -38,6 +38,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from benchlab.errors import DataError
 from benchlab.execute.version import DIFF_FILE, VERSIONS_DIR
+from benchlab.json_types import JsonObject
 from benchlab.secrets import Finding, SecretFound, known_fingerprints, scan_text
 
 MANIFEST = ".benchlab-export.json"
@@ -65,6 +66,63 @@ class ExportFile:
     uploaded: bool
 
 
+@dataclass(frozen=True)
+class ExportLogEntry:
+    """One export as ``exports.json`` keeps it: counts of files, not the files themselves, beside
+    the paths that were uploaded.
+
+    ``unpublished_runs`` and ``outside_links`` are None in an entry written before the log kept
+    them: such an entry is written back without them, as it was."""
+
+    when: str
+    what: str
+    target: str
+    public_url: str | None
+    dry_run: bool
+    files: int
+    uploaded: int
+    uploaded_bytes: int
+    skipped: int
+    uploaded_files: list[str]
+    unpublished_runs: list[str] | None = None
+    outside_links: list[str] | None = None
+
+    def to_json(self) -> JsonObject:
+        """The entry with the keys (and in the order) the log has always had."""
+        out: JsonObject = {"when": self.when, "what": self.what, "target": self.target, "public_url": self.public_url,
+                           "dry_run": self.dry_run, "files": self.files, "uploaded": self.uploaded,
+                           "uploaded_bytes": self.uploaded_bytes, "skipped": self.skipped,
+                           "uploaded_files": self.uploaded_files}
+        if self.unpublished_runs is not None:
+            out["unpublished_runs"] = self.unpublished_runs
+        if self.outside_links is not None:
+            out["outside_links"] = self.outside_links
+        return out
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> ExportLogEntry:
+        """An entry as the log holds it; ``KeyError``/``TypeError``/``ValueError`` when it is not one
+        (:func:`read_log` turns those into a message about the log)."""
+        def paths(key: str) -> list[str] | None:
+            value = data.get(key)
+            if value is None:
+                return None
+            if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+                raise ValueError(f"{key}: expected a list of paths, got {value!r}")
+            return list(value)
+
+        when, what, target = str(data["when"]), str(data["what"]), str(data["target"])
+        url = None if data.get("public_url") is None else str(data["public_url"])
+        dry_run = bool(data["dry_run"])
+        files, uploaded, uploaded_bytes, skipped = (int(data[k]) for k in ("files", "uploaded", "uploaded_bytes",
+                                                                           "skipped"))
+        uploaded_files = paths("uploaded_files")
+        if uploaded_files is None:
+            raise KeyError("uploaded_files")
+        return cls(when, what, target, url, dry_run, files, uploaded, uploaded_bytes, skipped, uploaded_files,
+                   paths("unpublished_runs"), paths("outside_links"))
+
+
 @dataclass
 class ExportResult:
     """What one export did (or, with ``dry_run``, would do)."""
@@ -89,12 +147,15 @@ class ExportResult:
     def uploaded_bytes(self) -> int:
         return sum(f.bytes for f in self.uploaded)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"when": self.when, "what": self.what, "target": self.target, "public_url": self.public_url,
-                "dry_run": self.dry_run, "files": len(self.files), "uploaded": len(self.uploaded),
-                "uploaded_bytes": self.uploaded_bytes, "skipped": len(self.files) - len(self.uploaded),
-                "uploaded_files": [f.path for f in self.uploaded], "unpublished_runs": self.unpublished_runs,
-                "outside_links": self.outside_links}
+    def log_entry(self) -> ExportLogEntry:
+        """This export as its line in the folder's export log."""
+        return ExportLogEntry(self.when, self.what, self.target, self.public_url, self.dry_run, len(self.files),
+                              len(self.uploaded), self.uploaded_bytes, len(self.files) - len(self.uploaded),
+                              [f.path for f in self.uploaded], list(self.unpublished_runs), list(self.outside_links))
+
+    def to_json(self) -> JsonObject:
+        """What ``export --json`` prints: the export's log entry."""
+        return self.log_entry().to_json()
 
 
 def safe_url(url: str) -> str:
@@ -323,8 +384,8 @@ def export(results: Path, target: str, *, what: str = "all", dry_run: bool = Fal
     return result
 
 
-def read_log(results: Path) -> list[dict[str, Any]]:
-    """The entries of the folder's ``exports.json`` (empty when there is none).
+def read_log(results: Path) -> list[ExportLogEntry]:
+    """The entries of the folder's ``exports.json``, oldest first (empty when there is none).
 
     Raises ``DataError`` when it cannot be read as a list of exports, saying how to go on."""
     log_json = results / LOG_JSON
@@ -341,16 +402,28 @@ def read_log(results: Path) -> list[dict[str, Any]]:
     if not isinstance(entries, list):
         raise DataError(f"{log_json}: expected a list of exports, found {type(entries).__name__}; move it aside "
                         f"(mv {log_json} {log_json}.damaged) and export again")
-    return entries
+    out = []
+    for i, entry in enumerate(entries):
+        try:
+            if not isinstance(entry, dict):
+                raise TypeError(f"expected an object, found {type(entry).__name__}")
+            out.append(ExportLogEntry.from_json(entry))
+        except (KeyError, TypeError, ValueError) as exc:
+            what = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+            raise DataError(f"{log_json}: entry {i} is not an export ({what}); move the log aside "
+                            f"(mv {log_json} {log_json}.damaged; EXPORTS.md keeps the earlier exports) and "
+                            "export again") from None
+    return out
 
 
-def append_log(results: Path, result: ExportResult, entries: list[dict[str, Any]] | None = None) -> None:
+def append_log(results: Path, result: ExportResult, entries: list[ExportLogEntry] | None = None) -> None:
     """Append the export to ``exports.json`` (a list) and ``EXPORTS.md`` (a table) in ``results``,
     each replaced whole (a reader, or a killed export, never sees half of one)."""
     from benchlab.report.atomic import write_text_atomic
 
     entries = read_log(results) if entries is None else entries
-    write_text_atomic(results / LOG_JSON, json.dumps([*entries, result.to_json()], indent=1))
+    write_text_atomic(results / LOG_JSON, json.dumps([e.to_json() for e in [*entries, result.log_entry()]],
+                                                     indent=1))
     log_md = results / LOG_MD
     text = log_md.read_text(encoding="utf-8") if log_md.exists() else (
         "# Exports\n\n| when | what | where | files | uploaded | bytes uploaded |\n|---|---|---|---:|---:|---:|\n")
@@ -358,7 +431,8 @@ def append_log(results: Path, result: ExportResult, entries: list[dict[str, Any]
                                      f"{len(result.uploaded)} | {result.uploaded_bytes} |\n")
 
 
-__all__ = ["LOG_JSON", "LOG_MD", "MANIFEST", "RUN_INDEX", "WHATS", "ExportFile", "ExportResult", "append_log", "export",
+__all__ = ["LOG_JSON", "LOG_MD", "MANIFEST", "RUN_INDEX", "WHATS", "ExportFile", "ExportLogEntry", "ExportResult",
+           "append_log", "export",
            "files_to_export", "known_fingerprints", "linked_runs", "public_url", "read_log", "rewrite_links",
            "run_index",
            "safe_url", "scan"]

@@ -26,6 +26,7 @@ from typing import Any
 from benchlab.errors import SearchError
 from benchlab.execute.events import EventKind, SweepEvent
 from benchlab.execute.sweep import Sweep, SweepResult
+from benchlab.json_types import ConfigValues
 from benchlab.ledger import COMPLETED, FAILED, PRUNED, ResultsLock, Store
 from benchlab.plan import Run, expand
 from benchlab.run_files import run_dir_of
@@ -85,8 +86,9 @@ def trial_spec(spec: Spec) -> Spec:
                                    "workdir": str(spec.work_path)})
 
 
-def trial_runs(spec: Spec, number: int, params: dict[str, Any]) -> list[Run]:
-    """The runs of trial ``number`` (of ``trial_spec(spec)``)."""
+def trial_runs(spec: Spec, number: int, params: ConfigValues) -> list[Run]:
+    """The runs of trial ``number`` (of ``trial_spec(spec)``): the base config with ``params``, the
+    values the study drew for the search space's names, laid over its own params."""
     base = spec.config(base_config_name(spec))
     cfg = base.model_copy(update={"name": trial_config_name(spec, number), "params": {**base.params, **params},
                                   "grid": {}})

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import SearchError
 from benchlab.extras import missing_extra
+from benchlab.json_types import JsonObject
 
 if TYPE_CHECKING:
     import optuna
@@ -62,7 +63,7 @@ def _journal_class() -> type:
 
         def __init__(self, path: Path, writable: bool = True) -> None:
             self.path = path
-            self._logs: list[dict[str, Any]] = []
+            self._logs: list[JsonObject] = []
             data = path.read_bytes() if path.exists() else b""
             end = data.rfind(b"\n") + 1
             for line in data[:end].splitlines():
@@ -78,7 +79,8 @@ def _journal_class() -> type:
         def read_logs(self, log_number_from: int) -> Any:
             yield from self._logs[log_number_from:]
 
-        def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        def append_logs(self, logs: list[JsonObject]) -> None:
+            # Optuna's journal operations: their fields are Optuna's, written as Optuna gives them.
             if self._fd < 0:
                 raise OSError(f"{self.path} is open for reading only")
             data = b"".join(json.dumps(entry, separators=(",", ":")).encode() + b"\n" for entry in logs)

@@ -14,7 +14,9 @@ import itertools
 import re
 import string
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+from benchlab.json_types import ConfigValues
 
 #: Placeholders every command template may use besides params and variables.
 BUILTIN_PLACEHOLDERS = ("task", "config", "seed", "run_dir", "run_id", "benchmark")
@@ -23,7 +25,16 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 # Characters a grid value may not hold: they would make its config's name ambiguous.
 GRID_VALUE_BAD = re.compile(r"[\s/,=\[\]]")
 
-Found = tuple[tuple[Any, ...], str]
+#: Where a problem is in the spec as written: keys and list indices from its top (``("configs", 2, "name")``).
+Loc = tuple[str | int, ...]
+
+
+class Found(NamedTuple):
+    """One problem a check found: where it is in the spec (the caller adds the file and line)
+    and what is wrong, in words."""
+
+    loc: Loc
+    message: str
 
 
 def placeholders(template: str) -> list[str]:
@@ -85,21 +96,26 @@ def _valid_grid(grid: Any) -> dict[str, list[Any]] | None:
     return grid
 
 
-def semantic_problems(data: dict[str, Any], variables: dict[str, Any]) -> list[Found]:
-    """Names, duplicates, the baseline, commands and placeholders, and params typed by variables."""
+def semantic_problems(data: ConfigValues, variables: ConfigValues) -> list[Found]:
+    """Names, duplicates, the baseline, commands and placeholders, and params typed by variables.
+
+    ``data`` is the spec's YAML document as the user wrote it (variables filled in), not yet a
+    ``Spec``: its fields are checked here, so it is a plain mapping; ``variables`` are the spec's
+    variables with the overrides applied.
+    """
     found: list[Found] = []
     name = data.get("name")
     if isinstance(name, str) and not NAME_RE.match(name):
-        found.append((("name",), f"expected letters, digits and . _ + - only, got {name!r}"))
+        found.append(Found(("name",), f"expected letters, digits and . _ + - only, got {name!r}"))
     tasks, configs = _items(data, "tasks"), _items(data, "configs")
     for items in (tasks, configs):
         seen: dict[str, int] = {}
         for item in items:
             if not NAME_RE.match(item.name):
-                found.append(((item.kind, item.index, "name"),
+                found.append(Found((item.kind, item.index, "name"),
                               f"expected letters, digits and . _ + - only (it names folders), got {item.name!r}"))
             if item.name in seen:
-                found.append(((item.kind, item.index, "name"),
+                found.append(Found((item.kind, item.index, "name"),
                               f"duplicate name {item.name!r} (also {item.kind}[{seen[item.name]}])"))
             else:
                 seen[item.name] = item.index
@@ -122,7 +138,7 @@ def _metric_problems(metrics: Any) -> list[Found]:
     secondary = metrics.get("secondary")
     secondary = secondary if isinstance(secondary, list) else []
     names += [name_of(m) for m in secondary]
-    return [(("metrics", "secondary", i, "name"), f"duplicate metric {name_of(m)!r}")
+    return [Found(("metrics", "secondary", i, "name"), f"duplicate metric {name_of(m)!r}")
             for i, m in enumerate(secondary) if isinstance(name_of(m), str) and names.count(name_of(m)) > 1]
 
 
@@ -141,7 +157,7 @@ def _task_range_problems(data: dict[str, Any], tasks: list[_Item]) -> list[Found
             continue
         for metric in declared:
             if metric not in names:
-                found.append(((item.kind, item.index, "range", metric),
+                found.append(Found((item.kind, item.index, "range", metric),
                               f"names no metric of the spec: {metric!r} (metrics: "
                               f"{', '.join(str(n) for n in names if n is not None)})"))
     return found
@@ -157,14 +173,14 @@ def _baseline_problems(data: dict[str, Any], configs: list[_Item]) -> list[Found
     if baseline in grids:
         names = grids[baseline]
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-        return [(("baseline",), f"{baseline!r} is a grid of {len(names)} configs; name one of them: {shown}")]
+        return [Found(("baseline",), f"{baseline!r} is a grid of {len(names)} configs; name one of them: {shown}")]
     known = {c.name for c in configs} | {n for names in grids.values() for n in names}
     if baseline in known:
         return []
     written = [c.name for c in configs]
     close = difflib.get_close_matches(baseline, written, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return [(("baseline",), f"names no config: {baseline!r}{hint} (configs: {', '.join(written)})")]
+    return [Found(("baseline",), f"names no config: {baseline!r}{hint} (configs: {', '.join(written)})")]
 
 
 def _shown(pairs: list[str]) -> str:
@@ -172,7 +188,7 @@ def _shown(pairs: list[str]) -> str:
 
 
 def command_problems(spec_command: Any, tasks: list[_Item], configs: list[_Item],
-                     variables: dict[str, Any]) -> list[Found]:
+                     variables: ConfigValues) -> list[Found]:
     """Missing commands and unknown placeholders, each reported once where the command is written.
 
     A run's command is its config's, else its task's, else the spec's; a placeholder must be
@@ -181,7 +197,7 @@ def command_problems(spec_command: Any, tasks: list[_Item], configs: list[_Item]
     found: list[Found] = []
     spec_command = spec_command if isinstance(spec_command, str) else None
     # (where the command is written, the command, the tasks and configs that use it)
-    uses: list[tuple[tuple[Any, ...], str, list[_Item], list[_Item]]] = []
+    uses: list[tuple[Loc, str, list[_Item], list[_Item]]] = []
     plain_configs = [c for c in configs if c.command is None]
     plain_tasks = [t for t in tasks if t.command is None]
     for c in configs:
@@ -194,10 +210,11 @@ def command_problems(spec_command: Any, tasks: list[_Item], configs: list[_Item]
         if spec_command is not None:
             uses.append((("command",), spec_command, plain_tasks, plain_configs))
         elif len(plain_configs) == len(configs) and len(plain_tasks) == len(tasks):
-            found.append((("command",), "required: set 'command' at the top of the spec, or on each config or task"))
+            found.append(Found(("command",),
+                               "required: set 'command' at the top of the spec, or on each config or task"))
         else:
             pairs = [f"{t.name}/{c.name}" for t in plain_tasks for c in plain_configs]
-            found.append((("configs", plain_configs[0].index, "command"),
+            found.append(Found(("configs", plain_configs[0].index, "command"),
                           f"no command for {_shown(pairs)}: set 'command' at the top of the spec, "
                           "or on each config or task"))
     common = set(BUILTIN_PLACEHOLDERS) | set(variables)
@@ -205,7 +222,7 @@ def command_problems(spec_command: Any, tasks: list[_Item], configs: list[_Item]
         try:
             used = placeholders(template)
         except ValueError as exc:
-            found.append((loc, f"malformed command template: {exc}"))
+            found.append(Found(loc, f"malformed command template: {exc}"))
             continue
         reported: set[str] = set()
         for name in used:
@@ -221,10 +238,10 @@ def command_problems(spec_command: Any, tasks: list[_Item], configs: list[_Item]
                 known = common.union(*(t.keys for t in users_t), *(c.keys for c in users_c))
                 close = difflib.get_close_matches(base, sorted(known), n=1)
                 hint = f"; did you mean {{{close[0]}}}?" if close else ""
-                found.append((loc, f"unknown placeholder {{{name}}}{hint} (known: {', '.join(sorted(known))})"))
+                found.append(Found(loc, f"unknown placeholder {{{name}}}{hint} (known: {', '.join(sorted(known))})"))
             else:
                 lacking = [f"{t.name}/{c.name}" for t in tasks_without for c in configs_without]
-                found.append((loc, f"placeholder {{{name}}} has no value for {_shown(lacking)} (task/config); "
+                found.append(Found(loc, f"placeholder {{{name}}} has no value for {_shown(lacking)} (task/config); "
                                    "give it a default in 'variables' (null renders as nothing)"))
     return found
 
@@ -244,16 +261,17 @@ def type_mismatch(default: Any, value: Any) -> str | None:
     return None
 
 
-def typed_param_problems(data: dict[str, Any], variables: dict[str, Any]) -> list[Found]:
+def typed_param_problems(data: ConfigValues, variables: ConfigValues) -> list[Found]:
     """Params and grid values whose type differs from the variable they override (``lr: fast``
-    where the variable ``lr`` is a number)."""
+    where the variable ``lr`` is a number); ``data`` is the raw YAML document, as in
+    :func:`semantic_problems`."""
     found: list[Found] = []
     for kind in ("tasks", "configs"):
         items = data.get(kind)
         for i, item in enumerate(items if isinstance(items, list) else []):
             if not isinstance(item, dict):
                 continue
-            places: list[tuple[tuple[Any, ...], Any, Any]] = []
+            places: list[tuple[Loc, Any, Any]] = []
             if isinstance(item.get("params"), dict):
                 places += [((kind, i, "params", k), k, v) for k, v in item["params"].items()]
             if kind == "configs" and isinstance(item.get("grid"), dict):
@@ -265,7 +283,7 @@ def typed_param_problems(data: dict[str, Any], variables: dict[str, Any]) -> lis
                 expected = type_mismatch(variables[key], value)
                 if expected is not None:
                     got = repr(value) if not isinstance(value, dict | list) else type(value).__name__
-                    found.append((loc, f"expected {expected}, got {got} (variables.{key} is "
+                    found.append(Found(loc, f"expected {expected}, got {got} (variables.{key} is "
                                        f"{variables[key]!r})"))
     return found
 

@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import OverrideError, Problem, SpecError
+from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.spec.checks import semantic_problems, type_mismatch
 from benchlab.spec.models import (
     Config,
@@ -283,12 +284,12 @@ def _interpolate(node: Any, variables: dict[str, Any], loc: tuple[Any, ...],
     return _VAR_RE.sub(sub, node)
 
 
-def load_spec(path: str | Path, overrides: list[str] | dict[str, Any] | None = None) -> Spec:
+def load_spec(path: str | Path, overrides: list[str] | ConfigValues | None = None) -> Spec:
     """Read, interpolate and validate a spec file.
 
-    ``overrides`` are ``key=value`` strings (from ``-s``) or a mapping; each must
-    name a spec variable. Raises ``SpecError`` listing every problem found, or
-    ``OverrideError`` for an override that names no variable.
+    ``overrides`` are ``key=value`` strings (from ``-s``) or a mapping of variable names to
+    values as the user would write them; each must name a spec variable. Raises ``SpecError``
+    listing every problem found, or ``OverrideError`` for an override that names no variable.
     """
     path = Path(path)
     file = str(path)
@@ -307,7 +308,7 @@ def load_spec(path: str | Path, overrides: list[str] | dict[str, Any] | None = N
     return parse_spec(text, file=file, overrides=overrides, path=path)
 
 
-def parse_spec(text: str, file: str = "<spec>", overrides: list[str] | dict[str, Any] | None = None,
+def parse_spec(text: str, file: str = "<spec>", overrides: list[str] | ConfigValues | None = None,
                path: Path | None = None) -> Spec:
     """Validate a spec given as YAML text (see ``load_spec``).
 
@@ -447,8 +448,9 @@ def _secret_placeholders(body: dict[str, Any], secret_names: list[str]) -> list[
     return out
 
 
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of a spec file, for editors and validators."""
+def json_schema() -> JsonObject:
+    """The JSON Schema of a spec file, for editors and validators (a JSON Schema document, a
+    format whose fields JSON Schema fixes)."""
     schema = Spec.model_json_schema(by_alias=True)
     for name in _NOT_IN_YAML:
         schema.get("properties", {}).pop(name, None)

@@ -25,7 +25,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_serializer, field_validator, model_validator
 
-from benchlab.spec.checks import NAME_RE, check_seeds
+from benchlab.json_types import ConfigValues
+from benchlab.spec.checks import NAME_RE, Found, check_seeds
 
 SAMPLERS = ("tpe", "random", "grid", "cmaes")
 #: Each pruner and its settings (another pruner's are refused with it).
@@ -225,11 +226,11 @@ class Search(_Model):
         return list(range(first, first + self.seeds))
 
 
-Found = tuple[tuple[Any, ...], str]
+def search_problems(data: ConfigValues) -> list[Found]:
+    """What is wrong with a valid-looking ``search`` section given the rest of the spec.
 
-
-def search_problems(data: dict[str, Any]) -> list[Found]:
-    """What is wrong with a valid-looking ``search`` section given the rest of the spec (raw YAML data)."""
+    ``data`` is the spec's YAML document as the user wrote it, before it is a ``Spec`` (these
+    checks run beside the schema's, so that every problem comes in one message)."""
     search = data.get("search")
     if not isinstance(search, dict):
         return []
@@ -238,22 +239,23 @@ def search_problems(data: dict[str, Any]) -> list[Found]:
     tasks = [t.get("name") for t in data.get("tasks") or [] if isinstance(t, dict)]
     base = search.get("base_config")
     if isinstance(base, str) and configs and base not in configs:
-        found.append((("search", "base_config"),
+        found.append(Found(("search", "base_config"),
                       f"names no config: {base!r} (configs: {', '.join(map(str, configs))})"))
     wanted = search.get("tasks")
     if isinstance(wanted, list):
         for i, t in enumerate(wanted):
             if isinstance(t, str) and tasks and t not in tasks:
-                found.append((("search", "tasks", i), f"names no task: {t!r} (tasks: {', '.join(map(str, tasks))})"))
+                found.append(Found(("search", "tasks", i),
+                                   f"names no task: {t!r} (tasks: {', '.join(map(str, tasks))})"))
         if not wanted:
-            found.append((("search", "tasks"), "must not be empty (leave it out to search on every task)"))
+            found.append(Found(("search", "tasks"), "must not be empty (leave it out to search on every task)"))
     metric = _metric_from_name(search.get("metric"))
     metrics = data.get("metrics")
     if isinstance(metric, dict) and isinstance(metrics, dict):
         primary = _metric_from_name(metrics.get("primary"))
         primary_name = primary.get("name") if isinstance(primary, dict) else None
         if metric.get("name") == primary_name and primary_name is not None and not metric.get("allow_primary"):
-            found.append((("search", "metric", "name"),
+            found.append(Found(("search", "metric", "name"),
                           f"{primary_name!r} is the benchmark's primary metric: tuning on it would put a tuned-on-test "
                           "number in the benchmark table; search on a validation metric the run reports beside it, "
                           "or set allow_primary: true with a reason"))
@@ -264,7 +266,7 @@ def search_problems(data: dict[str, Any]) -> list[Found]:
     if isinstance(seeds, list):
         both = sorted({s for s in seeds if isinstance(s, int)} & {s for s in bench_list if isinstance(s, int)})
         if both:
-            found.append((("search", "seeds"),
+            found.append(Found(("search", "seeds"),
                           f"search.seeds {seeds} and the benchmark's seeds {_seeds_text(bench)} share "
                           f"{', '.join(map(str, both))}: a config tuned on a seed would be benchmarked on it; "
                           "pick search seeds the benchmark does not use"))
@@ -272,7 +274,7 @@ def search_problems(data: dict[str, Any]) -> list[Found]:
     if search.get("sampler") == "grid" and isinstance(space, dict):
         for key, value in space.items():
             if isinstance(value, dict) and ("uniform" in value or "log_uniform" in value):
-                found.append((("search", "space", key),
+                found.append(Found(("search", "space", key),
                               "the grid sampler needs 'int' or 'choice' params (a continuous range has no grid); "
                               "list the values with choice: [...], or use sampler: tpe"))
     return found

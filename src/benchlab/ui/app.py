@@ -343,7 +343,7 @@ def _data_router(library: Library, cache: _Cache, plotly: Path | None) -> APIRou
         bench = library.get(key)
         version, data = cache.get(("curves", key, task, metric), library.version_of(key),
                                   partial(views.curves_data, bench, task, metric), CURVES_FRESH_S)
-        return JSONResponse({**data, "version": version}, headers={"Cache-Control": "no-store"})
+        return JSONResponse({**data.to_json(), "version": version}, headers={"Cache-Control": "no-store"})
 
     @router.get("/b/{key}/runs/{run_id}/log", response_class=PlainTextResponse)
     def run_log(key: str, run_id: str, lines: int = views.LOG_TAIL_LINES) -> Any:

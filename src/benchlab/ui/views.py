@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from benchlab.execute.status import FolderStatus
 from benchlab.execute.status import status as folder_status
+from benchlab.json_types import JsonObject
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
 from benchlab.ui.library import Benchmark, tail
@@ -224,7 +225,60 @@ def _times(steps: np.ndarray, started: float | None, ended: float | None) -> lis
     return _finite((steps - steps[0]) / span * (ended - started))
 
 
-def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SeedCurve:
+    """One seed's line on a curve: its steps ``x``, estimated seconds since its start ``t``
+    (None where its times are not known) and values ``y``; non-finite points are None."""
+
+    seed: int
+    run_id: str
+    state: str  # completed | running
+    x: list[float | None]
+    t: list[float | None] | None
+    y: list[float | None]
+
+    def to_json(self) -> JsonObject:
+        return {"seed": self.seed, "run_id": self.run_id, "state": self.state, "x": self.x, "t": self.t,
+                "y": self.y}
+
+
+@dataclass(frozen=True)
+class ConfigCurves:
+    """A config's curves on one (task, metric): the mean and 95% band over its ``n`` completed
+    seeds on the aligned steps ``x`` (empty while none has completed), and each seed's line."""
+
+    name: str
+    color: str
+    n: int
+    x: list[float | None]
+    t: list[float | None] | None
+    mean: list[float | None]
+    low: list[float | None]
+    high: list[float | None]
+    seeds: list[SeedCurve]
+
+    def to_json(self) -> JsonObject:
+        return {"name": self.name, "color": self.color, "n": self.n, "x": self.x, "t": self.t,
+                "mean": self.mean, "low": self.low, "high": self.high, "seeds": [s.to_json() for s in self.seeds]}
+
+
+@dataclass(frozen=True)
+class Curves:
+    """What ``/b/KEY/curves.json`` serves for one (task, metric): the configs in the report's
+    order and colours; ``goal`` is the metric's (``max``/``min``) or None when not recorded."""
+
+    task: str
+    metric: str
+    goal: str | None
+    configs: list[ConfigCurves]
+
+    def to_json(self) -> JsonObject:
+        """The page's JSON; its keys are what the dashboard's script reads."""
+        return {"task": self.task, "metric": self.metric, "goal": self.goal,
+                "configs": [c.to_json() for c in self.configs]}
+
+
+def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
     """One (task, metric)'s curves: per config its mean and 95% band over the completed seeds
     (the report's :func:`~benchlab.report.curves.mean_band` on its aligned curves), and each seed
     as a line, the running ones read from their ``metrics.jsonl`` as they grow.
@@ -247,23 +301,26 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
         stored: list[tuple[str, int, np.ndarray, np.ndarray]] = list(store.completed_series(task, metric))
     aligned = curve_set(metric, task, stored)
     sets = [aligned] if aligned is not None else []
-    configs: dict[str, dict[str, Any]] = {}
+    # Per config: (n, x, t, mean, low, high) of the completed seeds, and every seed's line.
+    bands: dict[str, tuple[int, list[float | None], list[float | None] | None, list[float | None],
+                           list[float | None], list[float | None]]] = {}
+    lines_of: dict[str, list[SeedCurve]] = defaultdict(list)
     order = list(meta.get("configs") or [])
     if sets:
         cs = sets[0]
         for config, values in cs.values.items():
             mean, low, high = mean_band(values)
             seeds = cs.seeds[config]
-            lines = []
+            lines = lines_of[config]
             for i, seed in enumerate(seeds[:MAX_SEED_LINES]):
                 rid = runs.get((config, seed), ("", ""))[0]
                 started, ended = timing.get(rid, (None, None))
-                lines.append({"seed": seed, "run_id": rid, "state": COMPLETED, "x": _finite(cs.grid),
-                              "t": _times(cs.grid, started, ended), "y": _finite(values[i])})
-            ts = [ln["t"] for ln in lines if ln["t"] is not None]
+                lines.append(SeedCurve(seed, rid, COMPLETED, _finite(cs.grid), _times(cs.grid, started, ended),
+                                       _finite(values[i])))
+            ts = [ln.t for ln in lines if ln.t is not None]
             mean_t = _finite(np.mean(np.array(ts, dtype=float), axis=0)) if ts else None
-            configs[config] = {"n": int(values.shape[0]), "x": _finite(cs.grid), "t": mean_t,
-                               "mean": _finite(mean), "low": _finite(low), "high": _finite(high), "seeds": lines}
+            bands[config] = (int(values.shape[0]), _finite(cs.grid), mean_t, _finite(mean), _finite(low),
+                             _finite(high))
     for (config, seed), (rid, status) in runs.items():
         if status != RUNNING:
             continue
@@ -280,18 +337,17 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> dict[str, Any]:
             last_write = path.stat().st_mtime
         except OSError:
             last_write = None
-        entry = configs.setdefault(config, {"n": 0, "x": [], "t": None, "mean": [], "low": [], "high": [],
-                                            "seeds": []})
-        entry["seeds"].append({"seed": seed, "run_id": rid, "state": RUNNING, "x": _finite(np.asarray(steps)),
-                               "t": _times(np.asarray(steps, dtype=float), started, last_write),
-                               "y": _finite(np.asarray(vals))})
-    ordered = [c for c in order if c in configs] + sorted(set(configs) - set(order))
+        bands.setdefault(config, (0, [], None, [], [], []))
+        lines_of[config].append(SeedCurve(seed, rid, RUNNING, _finite(np.asarray(steps)),
+                                          _times(np.asarray(steps, dtype=float), started, last_write),
+                                          _finite(np.asarray(vals))))
+    ordered = [c for c in order if c in bands] + sorted(set(bands) - set(order))
     goals = meta.get("goals") or {}
     from benchlab.report.style import style
 
     # The report's colours, given in the same order as its curve plots give them (config order).
-    return {"task": task, "metric": metric, "goal": goals.get(metric), "configs": [
-        {"name": c, "color": style(i)["color"], **configs[c]} for i, c in enumerate(ordered)]}
+    return Curves(task, metric, goals.get(metric), [
+        ConfigCurves(c, style(i)["color"], *bands[c], lines_of[c]) for i, c in enumerate(ordered)])
 
 
 # ---------------------------------------------------------------------------- a run
