@@ -101,7 +101,7 @@ class TrialEvent:
 
     kind: str
     number: int
-    params: dict[str, Any]
+    params: ConfigValues
     state: str = "running"
     value: float | None = None
     reason: str | None = None
@@ -125,7 +125,7 @@ class SearchResult:
     recovered: list[int]
     best_number: int | None
     best_value: float | None
-    best_params: dict[str, Any]
+    best_params: ConfigValues
     sweep: SweepResult | None
     metric: str
     goal: str
@@ -143,7 +143,7 @@ class SearchResult:
 class _Trial:
     trial: Any  # optuna.trial.Trial
     runs: dict[str, Run]
-    params: dict[str, Any]
+    params: ConfigValues
     ended: dict[str, str] = field(default_factory=dict)  # run id -> completed / failed / pruned
     errors: list[str] = field(default_factory=list)
     tails: dict[str, CurveTail] = field(default_factory=dict)
