@@ -42,7 +42,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from benchlab.errors import BackendUnavailable
 from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext, TransferNote
@@ -334,9 +334,21 @@ class _Flight:
     submitted: float
 
 
-def task_options(resources: Resources) -> dict[str, Any]:
+class TaskOptions(TypedDict, total=False):
+    """The keyword arguments of Ray's ``RemoteFunction.options`` that benchlab sets (Ray names
+    them; see Ray's ``ray.remote`` documentation)."""
+
+    num_cpus: float
+    num_gpus: float
+    #: Bytes.
+    memory: int
+    #: Custom resources by name, as the cluster declares them.
+    resources: dict[str, float]
+
+
+def task_options(resources: Resources) -> TaskOptions:
     """Ray task options for a run's resources: memory from GiB to bytes, custom ones as they are."""
-    opts: dict[str, Any] = {"num_cpus": resources.cpus, "num_gpus": resources.gpus}
+    opts: TaskOptions = {"num_cpus": resources.cpus, "num_gpus": resources.gpus}
     if resources.memory:
         opts["memory"] = int(resources.memory * 2**30)
     if resources.custom:
