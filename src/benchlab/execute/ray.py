@@ -45,7 +45,15 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from benchlab.errors import BackendUnavailable
-from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext, TransferNote
+from benchlab.execute.base import (
+    Backend,
+    BackendOptions,
+    Launch,
+    Outcome,
+    ProcessInfo,
+    SweepContext,
+    TransferNote,
+)
 from benchlab.execute.proctree import KILL_GRACE_S
 from benchlab.failures import NODE_DIED
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
@@ -332,6 +340,18 @@ class _LogSink:
 class _Flight:
     launch: Launch
     submitted: float
+
+
+@dataclass(frozen=True)
+class RayOptions(BackendOptions):
+    """The ray backend's options from the command line (see :class:`RayBackend`)."""
+
+    #: ``--ray-address`` (None: ``RAY_ADDRESS``, else a Ray of this machine's own).
+    address: str | None = None
+    #: ``--shared-fs``: every node sees the results folder at the same path.
+    shared_fs: bool = False
+    #: ``-j``: tasks submitted at once (None: twice the cluster's CPUs).
+    max_inflight: int | None = None
 
 
 class TaskOptions(TypedDict, total=False):

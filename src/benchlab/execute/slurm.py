@@ -40,7 +40,7 @@ from typing import Any, TypedDict
 import psutil
 
 from benchlab.errors import BackendUnavailable
-from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext
+from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, ProcessInfo, SweepContext
 from benchlab.execute.proctree import KILL_GRACE_S, end, signal_tree
 from benchlab.failures import CANCELLED, NODE_DIED, OOM, PREEMPTED
 from benchlab.json_types import JsonObject
@@ -228,6 +228,16 @@ class _Flight:
     reported: tuple[str | None, str | None, str | None] = (None, None, None)
     placed: bool = False  # its run directory's slurm.json was read
     gpus: list[int] | None = None  # the devices the job holds, once its slurm.json said
+
+
+@dataclass(frozen=True)
+class SlurmOptions(BackendOptions):
+    """The slurm backend's options from the command line (see :class:`SlurmBackend`)."""
+
+    #: ``-j``: most runs of one array that Slurm runs at once (None: the array size).
+    jobs: int | None = None
+    #: ``--slurm KEY=VALUE`` flags by key, over the spec's ``slurm:`` section (:func:`settings_from`).
+    slurm: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

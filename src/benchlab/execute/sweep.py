@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from benchlab import triage
 from benchlab.errors import LedgerLost
 from benchlab.evalrules import refuse_incomplete_checkpoints
-from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_backend
+from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, SweepContext, get_backend
 from benchlab.execute.events import EventKind, Feeder, Progress, SweepEvent, SweepResult
 from benchlab.execute.launching import Launcher, LaunchFailed
 from benchlab.execute.loop_state import InFlight, Later, LoopState, Tally, busy_share
@@ -95,7 +95,8 @@ class Sweep:
     def __init__(self, spec: Spec, results_dir: Path | str, *, jobs: int | None = None,
                  rerun_failed: bool = False, backend: str | Backend | None = None,
                  on_event: Callable[[SweepEvent], None] | None = None,
-                 max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
+                 max_failures: int | None = None,
+                 backend_options: BackendOptions | dict[str, Any] | None = None,
                  gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
                  runs: list[Run] | None = None, allow_changed: bool = False, feeder: Feeder | None = None,
                  check_checkpoints: bool = True):
@@ -126,7 +127,8 @@ class Sweep:
         self.on_event = on_event or (lambda event: None)
         self.max_failures = max_failures
         self._backend_arg: str | Backend = spec.backend if backend is None else backend
-        self._backend_options = backend_options or {}
+        self._backend_options = (backend_options.keywords() if isinstance(backend_options, BackendOptions)
+                                 else dict(backend_options or {}))
         self.gpus = gpus
         self._recovered_gpus: list[int] = []
         self._stop = threading.Event()
