@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection
+from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -290,9 +291,9 @@ class Sweep:
         work_path = self.spec.work_path
         # git and package metadata take tens of milliseconds: read while the first runs go.
         version_id = self.version_id
-        shared = Later(lambda: {**sweep_provenance(work_path), "benchmark_version": version_id,
-                                "code_diff_file": f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
-                                **({"machine_gpus": machine_gpus} if machine_gpus else {})})
+        shared = Later(lambda: replace(sweep_provenance(work_path), benchmark_version=version_id,
+                                       code_diff_file=f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
+                                       machine_gpus=machine_gpus))
         record_hardware(store, socket.gethostname(), machine_gpus)
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")
