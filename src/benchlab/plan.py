@@ -20,6 +20,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from benchlab.json_types import ConfigValues
 from benchlab.spec import Config, Resources, Spec, Task
 from benchlab.spec.quoting import canonical, plain, shell_words, text_of
 
@@ -88,8 +89,9 @@ class Run:
         """What a metric source may name: ``{task}``, ``{config}``, ``{seed}`` and every param."""
         return run_context(self.task, self.config, self.seed, self.params)
 
-    def resolved_config(self) -> dict[str, Any]:
-        """Everything that defines this run, as written to its ``config.yaml``."""
+    def resolved_config(self) -> ConfigValues:
+        """Everything that defines this run, as written to its ``config.yaml`` (the run's
+        configuration as its command reads it: the user's params and values under benchlab's keys)."""
         return {
             "run_id": self.run_id,
             "name": self.name,
@@ -112,14 +114,14 @@ class Run:
         return self.retry_on.get(failure_class, self.retries)
 
 
-def run_context(task: str, config: str, seed: int, params: dict[str, Any]) -> dict[str, str]:
+def run_context(task: str, config: str, seed: int, params: ConfigValues) -> dict[str, str]:
     """The placeholders a metric source of this run may use."""
     ctx = {k: str(v) for k, v in params.items()}
     ctx.update(task=task, config=config, seed=str(seed))
     return ctx
 
 
-def run_id(benchmark: str, task: str, config: str, params: dict[str, Any], seed: int,
+def run_id(benchmark: str, task: str, config: str, params: ConfigValues, seed: int,
            command: str) -> str:
     """A stable short id: the first 12 hex digits of the SHA-256 of the run's definition."""
     return _hash_id(benchmark, task, config, canonical(params), seed, command)

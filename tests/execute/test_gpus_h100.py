@@ -9,6 +9,7 @@ nvidia-smi printed, not against itself.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import getpass
 import inspect
 import json
@@ -21,7 +22,7 @@ import pytest
 from gpu_trace import RECORDING, TRACE_SCRIPT, benchlab_cli, devices_of, read_trace, run_cli
 
 from benchlab.errors import UserError
-from benchlab.execute.gpu_double import RecordedNvml, RecordedNvmlInventory
+from benchlab.execute.gpu_double import RecordedHandle, RecordedNvml, RecordedNvmlInventory
 from benchlab.execute.gpus import empty_margin_mib, open_inventory, visible_indices
 from benchlab.execute.local import settle_margin_mib
 
@@ -261,3 +262,34 @@ def test_the_recorded_nvidia_smi_csv_gives_the_same_verdicts_as_nvml(state, verd
     assert abs(state_smi.memory_free_mib - int(smi(state)["memory.free"])) <= 1
     assert [(p.pid, p.used_memory_mib) for p in state_smi.processes] == \
         [(p.pid, p.used_memory_mib) for p in state_nvml.processes]
+
+
+def test_a_recorded_handle_holds_its_device_and_the_moment_it_was_taken():
+    now = [2.5]
+    nv = RecordedNvml([H100 / "foreign-busy.nvml.json"], clock=lambda: now[0])
+    nv.nvmlInit()
+    handle = nv.nvmlDeviceGetHandleByIndex(0)
+    assert isinstance(handle, RecordedHandle)
+    # One file: it stays the machine's state, and the handle was taken 2.5 s into it.
+    assert handle.within_s == pytest.approx(2.5)
+    assert nv.nvmlDeviceGetUUID(handle) == smi("foreign-busy")["uuid"]
+    assert nv.nvmlDeviceGetName(handle) == smi("foreign-busy")["name"]
+    # Like pynvml's opaque handle, it cannot be changed by whoever holds it.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        handle.within_s = 0.0  # type: ignore[misc]
+
+
+def test_the_local_backends_gpu_setup_reads_the_recorded_h100(tmp_path, monkeypatch):
+    from benchlab.execute.base import SweepContext
+    from benchlab.execute.gpus import DOUBLE_ENV
+    from benchlab.execute.local import GpuSetup, gpu_setup
+
+    context = SweepContext(spec=None, results_dir=tmp_path, jobs=1, runs=[])  # type: ignore[arg-type]
+    # No run asks for a GPU and --gpus was not given: nothing is read.
+    assert gpu_setup(context) == GpuSetup()
+    assert gpu_setup(dataclasses.replace(context, gpus="none")) == GpuSetup(hide_gpus=True)
+    monkeypatch.setenv(DOUBLE_ENV, str(H100 / "idle.nvml.json"))
+    setup = gpu_setup(dataclasses.replace(context, gpus="auto"))
+    assert setup.hide_gpus is True
+    assert setup.gpu_models == {0: smi("idle")["name"]}
+    assert setup.gpu_pool is not None and list(setup.gpu_pool.usable) == [0]

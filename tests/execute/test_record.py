@@ -8,12 +8,16 @@ from pathlib import Path
 
 from benchlab import triage
 from benchlab.execute.base import Launch, Outcome, TransferNote
+from benchlab.execute.provenance import GitState, SweepProvenance
 from benchlab.execute.record import Recorder, record_attempt
 from benchlab.execute.rundir import write_run_dir
 from benchlab.ledger import COMPLETED, FAILED, PENDING, Store
 from benchlab.plan import Run, expand
 from benchlab.run_files import LOG_FILE, PROVENANCE_FILE, run_dir_of
 from benchlab.spec import Spec
+
+SHARED = SweepProvenance(git=GitState(), python="3.11.7", python_executable="/usr/bin/python3",
+                         platform="Linux", host="here", cpu_count=2, cpu_model=None, packages={})
 
 
 def _started(tmp_path: Path) -> tuple[Store, Run, Launch, Recorder]:
@@ -27,7 +31,7 @@ def _started(tmp_path: Path) -> tuple[Store, Run, Launch, Recorder]:
     write_run_dir(run_dir, run, number)
     launch = Launch(run=run, attempt_id=attempt_id, number=number, run_dir=run_dir, command=run.command,
                     env={}, cwd=str(tmp_path), timeout=None, log_path=run_dir / LOG_FILE)
-    recorder = Recorder(primary="score", metrics=spec.metrics.all, shared=lambda: {"host": "here"},
+    recorder = Recorder(primary="score", metrics=spec.metrics.all, shared=lambda: SHARED,
                         gpu_models={0: "A100", 3: "H100"})
     return store, run, launch, recorder
 

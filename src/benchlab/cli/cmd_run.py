@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from benchlab.cli.app import app, console, print_json
+
+if TYPE_CHECKING:
+    from benchlab.execute.base import BackendOptions
 
 SpecArg = typer.Argument(..., help="The benchmark spec (YAML).", show_default=False)
 SetOpt = typer.Option(None, "--set", "-s", help="Override a spec variable: -s max_frame=1e6 (repeatable).",
@@ -283,9 +286,9 @@ def _print_dry_run(spec: Any, folder: Path, planned: list[Any] | None, *, rerun_
 
 
 def backend_options(backend: str, jobs: int | None, ray_address: str | None, shared_fs: bool,
-                    slurm: list[str] | None) -> dict[str, Any]:
-    """The backend's own options from the flags that belong to it (a usage error for the flags of
-    another backend)."""
+                    slurm: list[str] | None) -> BackendOptions | None:
+    """The backend's own options from the flags that belong to it (None: it has none; a usage
+    error for the flags of another backend)."""
     from benchlab.errors import UsageError
 
     if backend != "ray" and (ray_address or shared_fs):
@@ -293,7 +296,9 @@ def backend_options(backend: str, jobs: int | None, ray_address: str | None, sha
     if backend != "slurm" and slurm:
         raise UsageError("--slurm needs the slurm backend (--backend slurm)")
     if backend == "ray":
-        return {"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs}
+        from benchlab.execute.ray import RayOptions
+
+        return RayOptions(address=ray_address, shared_fs=shared_fs, max_inflight=jobs)
     if backend == "slurm":
         pairs = {}
         for item in slurm or []:
@@ -303,11 +308,11 @@ def backend_options(backend: str, jobs: int | None, ray_address: str | None, sha
             pairs[key.strip()] = value
         if "array_size" in pairs and not pairs["array_size"].isdigit():
             raise UsageError(f"--slurm array_size={pairs['array_size']}: expected a whole number")
-        from benchlab.execute.slurm import check_available
+        from benchlab.execute.slurm import SlurmOptions, check_available
 
         check_available()  # no submitit, no sbatch: exit 2 before the results folder is touched
-        return {"jobs": jobs, "slurm": pairs}
-    return {}
+        return SlurmOptions(jobs=jobs, slurm=pairs)
+    return None
 
 
 def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch: int | None,

@@ -71,7 +71,9 @@ def search(
     backend = backend or spec.backend
     if backend != "ray" and (ray_address or shared_fs):
         raise UsageError("--ray-address and --shared-fs need the ray backend (--backend ray)")
-    options = {"address": ray_address, "shared_fs": shared_fs, "max_inflight": jobs} if backend == "ray" else {}
+    from benchlab.execute.ray import RayOptions
+
+    options = RayOptions(address=ray_address, shared_fs=shared_fs, max_inflight=jobs) if backend == "ray" else None
     show = err_console if as_json else console
     search_ = spec.search
     metric = search_.metric.name

@@ -11,7 +11,9 @@ Write ``benchlab/execute/<name>.py`` with a subclass of :class:`Backend`: the se
 methods are what every backend must do; the others have defaults that fit a backend whose runs
 happen elsewhere (no GPUs of this machine, no placement limits, nothing to settle). Build it
 from the sweep's :class:`SweepContext` in :meth:`Backend.for_sweep` when it needs more than its
-own options. Then make it known by name, in one of three ways:
+own options (declared as a frozen :class:`BackendOptions` subclass whose fields are its
+constructor's keywords, as ``RayOptions`` and ``SlurmOptions`` are). Then make it known by name, in
+one of three ways:
 
 - shipped with benchlab: one line in :data:`BUILTIN_BACKENDS` (``"<name>": "module:Class"``);
 - in another package: an entry point in the ``benchlab.backends`` group, same syntax;
@@ -31,7 +33,7 @@ from __future__ import annotations
 import abc
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -135,6 +137,17 @@ class ProcessInfo:
 
 
 @dataclass(frozen=True)
+class BackendOptions:
+    """A backend's own options, as the command line gives them (``--ray-address``, ``--slurm
+    KEY=VALUE``, ...): a backend declares a subclass whose fields are keyword arguments of its
+    constructor, which :meth:`Backend.for_sweep` receives."""
+
+    def keywords(self) -> dict[str, object]:
+        """The options as the keyword arguments of :meth:`Backend.for_sweep`."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
 class SweepContext:
     """What the sweep knows when it builds its backend (:meth:`Backend.for_sweep`)."""
 
@@ -174,7 +187,8 @@ class Backend(abc.ABC):
     @classmethod
     def for_sweep(cls, context: SweepContext, **options: Any) -> Backend:
         """The backend for a sweep, built from what the sweep knows and the user's ``options``
-        (``backend_options``). The default passes the options alone."""
+        (``backend_options``: a :class:`BackendOptions`' fields, or a mapping of keywords).
+        The default passes the options alone."""
         return cls(**options)
 
     # -- required -------------------------------------------------------------

@@ -56,6 +56,7 @@ from benchlab.execute.gpus import (
     parse_smi,
     process_owner,
 )
+from benchlab.json_types import JsonObject
 
 RECORDED_INTERVAL_S = 1.0
 #: How far apart a recording's ``utilization_samples`` were taken.
@@ -190,6 +191,18 @@ def is_nvml_recording(path: str | Path) -> bool:
     return (path.is_file() and path.name.endswith(".json")) or (path / "nvml.0.json").is_file()
 
 
+@dataclass(frozen=True)
+class RecordedHandle:
+    """A device handle of :class:`RecordedNvml`: where the real ``pynvml`` hands out an opaque
+    handle, this one holds the device as recorded and the time into its file the handle was
+    taken at (which utilisation sample it answers with)."""
+
+    #: One entry of the recording's ``devices`` list, as nvidia-ml-py's answers were written down.
+    device: JsonObject
+    #: Seconds since the start of the recorded file the handle was taken from.
+    within_s: float
+
+
 class RecordedNvml:
     """Answers as the ``pynvml`` module does, from recorded ``*.nvml.json`` files.
 
@@ -214,7 +227,7 @@ class RecordedNvml:
         if not self._initialised:
             raise NVMLError(1)
 
-    def _now(self) -> tuple[dict[str, Any], float]:
+    def _now(self) -> tuple[JsonObject, float]:
         t = max(0.0, self._clock())
         k = min(len(self._files) - 1, int(t / RECORDED_INTERVAL_S + 1e-9))
         within = t - k * RECORDED_INTERVAL_S
@@ -235,45 +248,46 @@ class RecordedNvml:
         self._check()
         return len(self._now()[0]["devices"])
 
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> dict[str, Any]:  # noqa: N802
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> RecordedHandle:  # noqa: N802
         self._check()
         data, within = self._now()
         devices = data["devices"]
         if not 0 <= index < len(devices):
             raise NVMLError(2)
-        return {**devices[index], "_within": within}
+        return RecordedHandle(devices[index], within)
 
-    def nvmlDeviceGetMemoryInfo(self, handle: dict[str, Any], version: int | None = None) -> Memory | MemoryV2:  # noqa: N802
+    def nvmlDeviceGetMemoryInfo(self, handle: RecordedHandle,  # noqa: N802
+                                version: int | None = None) -> Memory | MemoryV2:
         if not version:
-            m = handle["memory_v1"]
+            m = handle.device["memory_v1"]
             return Memory(total=int(m["total"]), free=int(m["free"]), used=int(m["used"]))
-        if "memory_v2" not in handle:
+        if "memory_v2" not in handle.device:
             raise NVMLError(self.NVML_ERROR_FUNCTION_NOT_FOUND)
-        m = handle["memory_v2"]
+        m = handle.device["memory_v2"]
         return MemoryV2(version=version, total=int(m["total"]), reserved=int(m["reserved"]),
                         free=int(m["free"]), used=int(m["used"]))
 
-    def nvmlDeviceGetUtilizationRates(self, handle: dict[str, Any]) -> Utilization:  # noqa: N802
-        samples = handle.get("utilization_samples") or []
-        if not samples or handle.get("mig_mode", [0, 0])[0]:
+    def nvmlDeviceGetUtilizationRates(self, handle: RecordedHandle) -> Utilization:  # noqa: N802
+        samples = handle.device.get("utilization_samples") or []
+        if not samples or handle.device.get("mig_mode", [0, 0])[0]:
             raise NVMLError(self.NVML_ERROR_NOT_SUPPORTED)
-        k = min(len(samples) - 1, int(handle["_within"] / UTILIZATION_INTERVAL_S + 1e-9))
+        k = min(len(samples) - 1, int(handle.within_s / UTILIZATION_INTERVAL_S + 1e-9))
         return Utilization(gpu=int(samples[k]["gpu"]), memory=int(samples[k]["memory"]))
 
-    def nvmlDeviceGetComputeRunningProcesses(self, handle: dict[str, Any]) -> list[ProcessInfo]:  # noqa: N802
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: RecordedHandle) -> list[ProcessInfo]:  # noqa: N802
         return [ProcessInfo(int(p["pid"]), None if p.get("usedGpuMemory") is None else int(p["usedGpuMemory"]))
-                for p in handle.get("compute_processes", [])]
+                for p in handle.device.get("compute_processes", [])]
 
-    def nvmlDeviceGetMigMode(self, device: dict[str, Any]) -> list[int]:  # noqa: N802
-        if "mig_mode" not in device:
+    def nvmlDeviceGetMigMode(self, device: RecordedHandle) -> list[int]:  # noqa: N802
+        if "mig_mode" not in device.device:
             raise NVMLError(self.NVML_ERROR_NOT_SUPPORTED)
-        return [int(v) for v in device["mig_mode"]]
+        return [int(v) for v in device.device["mig_mode"]]
 
-    def nvmlDeviceGetUUID(self, handle: dict[str, Any]) -> str:  # noqa: N802
-        return str(handle["uuid"])
+    def nvmlDeviceGetUUID(self, handle: RecordedHandle) -> str:  # noqa: N802
+        return str(handle.device["uuid"])
 
-    def nvmlDeviceGetName(self, handle: dict[str, Any]) -> str:  # noqa: N802
-        return str(handle["name"])
+    def nvmlDeviceGetName(self, handle: RecordedHandle) -> str:  # noqa: N802
+        return str(handle.device["name"])
 
 
 class RecordedNvmlInventory(NvmlInventory):

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from benchlab.errors import BenchlabError
+from benchlab.json_types import JsonObject
 
 Verdict = Literal["free", "busy", "idle-held"]
 
@@ -129,7 +130,9 @@ class DeviceState:
             return None
         return "kill " + " ".join(str(p.pid) for p in self.processes)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
+        """The reading as ``benchlab gpus --json`` prints it: its fields, the free memory and the
+        kill hint (the printed layout is the command's contract with scripts)."""
         data = asdict(self)
         data["processes"] = [asdict(p) for p in self.processes]
         data["memory_free_mib"] = self.memory_free_mib

@@ -211,7 +211,9 @@ class LocalBackend(Backend):
     @classmethod
     def for_sweep(cls, context: SweepContext, **options: Any) -> LocalBackend:
         """``context.jobs`` runs at once, on the GPUs ``--gpus`` selects (see :func:`gpu_setup`)."""
-        return cls(jobs=context.jobs, **gpu_setup(context), **options)
+        setup = gpu_setup(context)
+        return cls(jobs=context.jobs, gpu_pool=setup.gpu_pool, inventory=setup.inventory,
+                   hide_gpus=setup.hide_gpus, gpu_models=setup.gpu_models, **options)
 
     def gpu_sampler(self) -> GpuSampler | None:
         if self.inventory is None or self.gpu_pool is None:
@@ -588,7 +590,20 @@ class LocalBackend(Backend):
                 pass
 
 
-def gpu_setup(context: SweepContext) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GpuSetup:
+    """What the local backend places runs with, from ``--gpus`` and the inventory
+    (:func:`gpu_setup`); the defaults are a sweep that touches no GPU."""
+
+    gpu_pool: GpuPool | None = None
+    inventory: Inventory | None = None
+    #: Runs see no device but those they are given (``CUDA_VISIBLE_DEVICES`` set for each).
+    hide_gpus: bool = False
+    #: Models of this machine's GPUs by index (None: not read).
+    gpu_models: dict[int, str] | None = None
+
+
+def gpu_setup(context: SweepContext) -> GpuSetup:
     """The local backend's GPU pool, inventory and device names for ``--gpus`` (``context.gpus``).
 
     Nothing is read when no run asks for a GPU and ``--gpus`` was not given: a
@@ -607,14 +622,14 @@ def gpu_setup(context: SweepContext) -> dict[str, Any]:
         asking = any(res.gpus > 0 for res in dict(zip(map(id, held), held, strict=True)).values())
     wanting = [r for r in context.runs if r.resources.gpus > 0] if asking else []
     if gpus is None and not wanting:
-        return {}
+        return GpuSetup()
     selection = parse_gpus(gpus or "auto")
     if selection.mode == "none":
         if wanting:
             raise UserError(f"--gpus none, but {len(wanting)} run(s) ask for GPUs "
                             f"(resources.gpus of {wanting[0].name} is "
                             f"{wanting[0].resources.gpus:g}); set resources.gpus: 0 or drop --gpus none")
-        return {"hide_gpus": True}
+        return GpuSetup(hide_gpus=True)
     inventory = open_inventory()
     if isinstance(inventory, NoInventory):
         if selection.mode == "list":
@@ -623,7 +638,7 @@ def gpu_setup(context: SweepContext) -> dict[str, Any]:
             raise UserError(f"{len(wanting)} run(s) ask for GPUs (resources.gpus of "
                             f"{wanting[0].name} is {wanting[0].resources.gpus:g}), but "
                             f"{inventory.reason}")
-        return {}
+        return GpuSetup()
     if context.recovered_gpus:
         # Their memory drains once the driver has cleaned up after the killed processes; the
         # inventory must not read that as someone else's work.
@@ -639,8 +654,8 @@ def gpu_setup(context: SweepContext) -> dict[str, Any]:
         raise UserError(f"no free GPU for the {len(wanting)} run(s) that ask for one "
                         f"(GPUs: {seen}); name devices with --gpus to share them anyway, "
                         "and see `benchlab gpus` for who holds them")
-    return {"gpu_pool": pool, "inventory": inventory, "hide_gpus": bool(states),
-            "gpu_models": {st.index: st.name for st in states}}
+    return GpuSetup(gpu_pool=pool, inventory=inventory, hide_gpus=bool(states),
+                    gpu_models={st.index: st.name for st in states})
 
 
 def wait_for_memory(inventory: Inventory, devices: list[int], limit_s: float = SETTLE_S,

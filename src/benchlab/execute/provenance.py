@@ -1,7 +1,9 @@
 """What a run's ``provenance.json`` records: the code under test, the software, the machine.
 
-The sweep computes the part shared by every run once (``sweep_provenance``),
-then each attempt adds its own times, exit code and devices.
+The sweep computes the part shared by every run once (``sweep_provenance``, a
+:class:`SweepProvenance`), then each attempt adds its own times, exit code and devices (an
+:class:`AttemptProvenance`); :class:`Provenance` is the two as the file holds them, one JSON
+object whose keys are those of both parts.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from benchlab.json_types import JsonObject
 from benchlab.ledger import CodeState
 from benchlab.run_files import PROVENANCE_FILE
 
 if TYPE_CHECKING:
+    from benchlab.evalrules import EvaluationSettings
     from benchlab.spec import Spec
 
 # Packages whose versions matter to an ML result, recorded when installed.
@@ -37,18 +42,34 @@ def _git(workdir: Path, *args: str) -> str | None:
     return out.stdout.decode("utf-8", errors="replace")
 
 
-def git_state(workdir: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GitState:
+    """The repository of the code under test, as ``provenance.json`` keeps it under ``git``
+    (all None: not in a git repository)."""
+
+    commit: str | None = None
+    #: Tracked files differ from the commit.
+    dirty: bool | None = None
+    #: SHA-256 of ``git diff HEAD`` (None: no diff).
+    diff_sha256: str | None = None
+
+    def to_json(self) -> JsonObject:
+        return {"commit": self.commit, "dirty": self.dirty, "diff_sha256": self.diff_sha256}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> GitState:
+        return cls(data.get("commit"), data.get("dirty"), data.get("diff_sha256"))
+
+
+def git_state(workdir: Path) -> GitState:
     """Commit, dirty flag and a hash of the uncommitted diff of the repository holding ``workdir``."""
     commit = _git(workdir, "rev-parse", "HEAD")
     if commit is None:
-        return {"commit": None, "dirty": None, "diff_sha256": None}
+        return GitState()
     status = _git(workdir, "status", "--porcelain", "--untracked-files=no") or ""
     diff = _git(workdir, "diff", "HEAD") or ""
-    return {
-        "commit": commit.strip(),
-        "dirty": bool(status.strip()),
-        "diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff else None,
-    }
+    return GitState(commit.strip(), bool(status.strip()),
+                    hashlib.sha256(diff.encode()).hexdigest() if diff else None)
 
 
 def spec_files(spec: Spec) -> list[Path]:
@@ -128,39 +149,170 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def sweep_provenance(workdir: Path) -> dict[str, Any]:
-    """The part of provenance shared by every run of one sweep."""
-    return {
-        "git": git_state(workdir),
-        "python": sys.version.split()[0],
-        "python_executable": sys.executable,
-        "platform": platform.platform(),
-        "host": socket.gethostname(),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model(),
-        "packages": package_versions(),
-    }
+@dataclass(frozen=True)
+class SweepProvenance:
+    """The part of ``provenance.json`` shared by every run of one sweep: the code, the software
+    and the machine the sweep runs on."""
+
+    git: GitState
+    python: str
+    python_executable: str
+    platform: str
+    host: str
+    cpu_count: int | None
+    cpu_model: str | None
+    #: Versions of the installed :data:`TRACKED_PACKAGES`, by name.
+    packages: dict[str, str]
+    #: The benchmark version the sweep runs at (``versions/<id>``), and its diff file.
+    benchmark_version: str | None = None
+    code_diff_file: str | None = None
+    #: Every GPU of the machine, model by index as a string (empty: none; the key is left out).
+    machine_gpus: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> JsonObject:
+        """The keys ``provenance.json`` holds for this part, in the file's order."""
+        out: JsonObject = {
+            "git": self.git.to_json(), "python": self.python, "python_executable": self.python_executable,
+            "platform": self.platform, "host": self.host, "cpu_count": self.cpu_count,
+            "cpu_model": self.cpu_model, "packages": dict(self.packages),
+            "benchmark_version": self.benchmark_version, "code_diff_file": self.code_diff_file}
+        if self.machine_gpus:
+            out["machine_gpus"] = dict(self.machine_gpus)
+        return out
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> SweepProvenance:
+        return cls(git=GitState.from_json(data.get("git") or {}), python=data.get("python", ""),
+                   python_executable=data.get("python_executable", ""), platform=data.get("platform", ""),
+                   host=data.get("host", ""), cpu_count=data.get("cpu_count"), cpu_model=data.get("cpu_model"),
+                   packages=dict(data.get("packages") or {}), benchmark_version=data.get("benchmark_version"),
+                   code_diff_file=data.get("code_diff_file"), machine_gpus=dict(data.get("machine_gpus") or {}))
 
 
-_encoded: dict[int, tuple[dict[str, Any], str]] = {}
+@dataclass(frozen=True)
+class AttemptProvenance:
+    """The part of ``provenance.json`` that is one attempt's own: which run, when, how it ended,
+    on which devices, and what its metrics were read as."""
+
+    run_id: str
+    #: The run's coordinates (``task/config/s<seed>``).
+    run: str
+    attempt: int
+    #: Unix times in seconds.
+    started: float
+    ended: float
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    node: str | None
+    gpus: list[int] | None
+    #: The model of each of ``gpus``, in the same order (None: not known).
+    gpu_models: list[str | None]
+    command: str
+    #: The primary metric's name and each metric's goal (``max``/``min``) by name.
+    primary: str
+    goals: dict[str, str]
+    #: Set when benchlab wrote the run's ``metrics.json`` from what an extractor read.
+    metrics_json: str | None = None
+    #: What lm-evaluation-harness's results file says of the evaluation (its own fields).
+    lm_eval: JsonObject | None = None
+    #: What the field's rules want kept of an lm-eval or vLLM run (:mod:`benchlab.evalrules`).
+    evaluation: EvaluationSettings | None = None
+    interrupted: bool = False
+    #: How the run's files came home (:meth:`benchlab.execute.base.Outcome.transfer_json`; empty: left out).
+    transfer: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def duration_s(self) -> float:
+        return self.ended - self.started
+
+    def to_json(self) -> JsonObject:
+        """The keys ``provenance.json`` holds for this part, in the file's order (optional ones
+        left out when unset)."""
+        out: JsonObject = {
+            "run_id": self.run_id, "run": self.run, "attempt": self.attempt, "started": self.started,
+            "ended": self.ended, "duration_s": self.duration_s, "exit_code": self.exit_code,
+            "signal": self.signal, "timed_out": self.timed_out, "node": self.node, "gpus": self.gpus,
+            "gpu_models": self.gpu_models, "command": self.command,
+            "metrics": {"primary": self.primary, "goals": dict(self.goals)}}
+        if self.metrics_json is not None:
+            out["metrics_json"] = self.metrics_json
+        if self.lm_eval is not None:
+            out["lm_eval"] = self.lm_eval
+        if self.evaluation is not None:
+            out["evaluation"] = self.evaluation
+        out["interrupted"] = self.interrupted
+        if self.transfer:
+            out["transfer"] = dict(self.transfer)
+        return out
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> AttemptProvenance:
+        metrics = data.get("metrics") or {}
+        return cls(run_id=data["run_id"], run=data.get("run", ""), attempt=int(data.get("attempt", 1)),
+                   started=float(data.get("started", 0.0)), ended=float(data.get("ended", 0.0)),
+                   exit_code=data.get("exit_code"), signal=data.get("signal"),
+                   timed_out=bool(data.get("timed_out")), node=data.get("node"), gpus=data.get("gpus"),
+                   gpu_models=list(data.get("gpu_models") or []), command=data.get("command", ""),
+                   primary=metrics.get("primary", ""), goals=dict(metrics.get("goals") or {}),
+                   metrics_json=data.get("metrics_json"), lm_eval=data.get("lm_eval"),
+                   evaluation=data.get("evaluation"), interrupted=bool(data.get("interrupted")),
+                   transfer=dict(data.get("transfer") or {}))
 
 
-def write_provenance(run_dir: Path, shared: dict[str, Any], **attempt: Any) -> None:
+@dataclass(frozen=True)
+class Provenance:
+    """A run's ``provenance.json``: the sweep's shared part and the attempt's own, one JSON object
+    (see docs/history.md and docs/gpus.md for what readers take from it)."""
+
+    shared: SweepProvenance
+    attempt: AttemptProvenance
+
+    def to_json(self) -> JsonObject:
+        return {**self.shared.to_json(), **self.attempt.to_json()}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> Provenance:
+        return cls(SweepProvenance.from_json(data), AttemptProvenance.from_json(data))
+
+    @classmethod
+    def read(cls, run_dir: Path) -> Provenance:
+        """The ``provenance.json`` of ``run_dir`` (``OSError`` when it has none, ``ValueError``
+        when it is not JSON)."""
+        return cls.from_json(json.loads((run_dir / PROVENANCE_FILE).read_text()))
+
+
+def sweep_provenance(workdir: Path) -> SweepProvenance:
+    """The part of provenance shared by every run of one sweep (without its benchmark version,
+    which the sweep adds)."""
+    return SweepProvenance(
+        git=git_state(workdir),
+        python=sys.version.split()[0],
+        python_executable=sys.executable,
+        platform=platform.platform(),
+        host=socket.gethostname(),
+        cpu_count=os.cpu_count(),
+        cpu_model=cpu_model(),
+        packages=package_versions(),
+    )
+
+
+# The shared part's JSON, by the object it was made from (a sweep has one).
+_encoded: dict[int, tuple[SweepProvenance, str]] = {}
+
+
+def write_provenance(run_dir: Path, shared: SweepProvenance, attempt: AttemptProvenance) -> None:
     """Write ``provenance.json``: the shared part plus this attempt's own facts.
 
     The shared part is the same for every run of a sweep, so its JSON is made
-    once (``shared`` must not change after the first write) and each run only
-    encodes its own few fields.
+    once per object and each run only encodes its own few fields.
     """
-    if not shared or not attempt or any(k in shared for k in attempt):
-        text = json.dumps({**shared, **attempt}, indent=1, default=str)
-    else:
-        cached = _encoded.get(id(shared))
-        if cached is None or cached[0] is not shared:
-            cached = _encoded[id(shared)] = (shared, json.dumps(shared, indent=1, default=str))
-        own = json.dumps(attempt, indent=1, default=str)
-        # '{\n "a": 1\n}' + '{\n "b": 2\n}' -> '{\n "a": 1,\n "b": 2\n}'
-        text = cached[1][:-2] + ",\n" + own[2:]
+    cached = _encoded.get(id(shared))
+    if cached is None or cached[0] is not shared:
+        cached = _encoded[id(shared)] = (shared, json.dumps(shared.to_json(), indent=1, default=str))
+    own = json.dumps(attempt.to_json(), indent=1, default=str)
+    # '{\n "a": 1\n}' + '{\n "b": 2\n}' -> '{\n "a": 1,\n "b": 2\n}'
+    text = cached[1][:-2] + ",\n" + own[2:]
     tmp = run_dir / "provenance.json.tmp"
     tmp.write_text(text)
     os.replace(tmp, run_dir / PROVENANCE_FILE)

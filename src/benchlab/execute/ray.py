@@ -42,10 +42,18 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from benchlab.errors import BackendUnavailable
-from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext, TransferNote
+from benchlab.execute.base import (
+    Backend,
+    BackendOptions,
+    Launch,
+    Outcome,
+    ProcessInfo,
+    SweepContext,
+    TransferNote,
+)
 from benchlab.execute.proctree import KILL_GRACE_S
 from benchlab.failures import NODE_DIED
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
@@ -334,9 +342,33 @@ class _Flight:
     submitted: float
 
 
-def task_options(resources: Resources) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RayOptions(BackendOptions):
+    """The ray backend's options from the command line (see :class:`RayBackend`)."""
+
+    #: ``--ray-address`` (None: ``RAY_ADDRESS``, else a Ray of this machine's own).
+    address: str | None = None
+    #: ``--shared-fs``: every node sees the results folder at the same path.
+    shared_fs: bool = False
+    #: ``-j``: tasks submitted at once (None: twice the cluster's CPUs).
+    max_inflight: int | None = None
+
+
+class TaskOptions(TypedDict, total=False):
+    """The keyword arguments of Ray's ``RemoteFunction.options`` that benchlab sets (Ray names
+    them; see Ray's ``ray.remote`` documentation)."""
+
+    num_cpus: float
+    num_gpus: float
+    #: Bytes.
+    memory: int
+    #: Custom resources by name, as the cluster declares them.
+    resources: dict[str, float]
+
+
+def task_options(resources: Resources) -> TaskOptions:
     """Ray task options for a run's resources: memory from GiB to bytes, custom ones as they are."""
-    opts: dict[str, Any] = {"num_cpus": resources.cpus, "num_gpus": resources.gpus}
+    opts: TaskOptions = {"num_cpus": resources.cpus, "num_gpus": resources.gpus}
     if resources.memory:
         opts["memory"] = int(resources.memory * 2**30)
     if resources.custom:

@@ -18,7 +18,7 @@ from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.evalrules import settings_of
 from benchlab.execute.base import Outcome
-from benchlab.execute.provenance import write_provenance
+from benchlab.execute.provenance import AttemptProvenance, SweepProvenance, write_provenance
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, PRUNED, Store
 from benchlab.secrets import Fingerprint
 
@@ -51,7 +51,7 @@ class Recorder:
     primary: str
     metrics: list[Metric]
     #: Provenance common to every run of the sweep (read once, in the background).
-    shared: Callable[[], dict[str, Any]]
+    shared: Callable[[], SweepProvenance]
     gpu_models: Mapping[int, str]
     sampler: GpuSampler | None = None
     #: The secrets the runs were given (their fingerprints): masked in the log tail kept of a
@@ -83,24 +83,19 @@ def _provenance_writer(outcome: Outcome, recorder: Recorder, gpus: list[int] | N
     run, run_dir = launch.run, launch.run_dir
     if not run_dir.exists():
         return None
-    extracted: dict[str, Any] = {}
-    if collected is not None and write_extracted_metrics(run_dir, collected.finals, collected.extracted):
-        extracted = {"metrics_json": RECORDED_BY_BENCHLAB}
+    wrote_metrics = collected is not None and write_extracted_metrics(run_dir, collected.finals,
+                                                                      collected.extracted)
     lm_eval = collected.lm_eval.provenance if collected is not None and collected.lm_eval is not None else None
-    if lm_eval is not None:
-        extracted["lm_eval"] = lm_eval
-    # What the field's rules want recorded of an lm-eval or vLLM run (benchlab.evalrules).
-    evaluation = settings_of(run.command, lm_eval)
-    if evaluation is not None:
-        extracted["evaluation"] = evaluation
-    transfer = outcome.transfer_json()
-    return functools.partial(
-        write_provenance, run_dir, recorder.shared(), run_id=run.run_id, run=run.name, attempt=launch.number,
-        started=outcome.started, ended=outcome.ended, duration_s=outcome.ended - outcome.started,
+    attempt = AttemptProvenance(
+        run_id=run.run_id, run=run.name, attempt=launch.number, started=outcome.started, ended=outcome.ended,
         exit_code=outcome.exit_code, signal=outcome.signal, timed_out=outcome.timed_out, node=outcome.node,
         gpus=gpus, gpu_models=[recorder.gpu_models.get(i) for i in gpus or ()], command=launch.command,
-        metrics={"primary": recorder.primary, "goals": {m.name: m.goal for m in recorder.metrics}},
-        **extracted, interrupted=outcome.interrupted, **({"transfer": transfer} if transfer else {}))
+        primary=recorder.primary, goals={m.name: m.goal for m in recorder.metrics},
+        metrics_json=RECORDED_BY_BENCHLAB if wrote_metrics else None, lm_eval=lm_eval,
+        # What the field's rules want recorded of an lm-eval or vLLM run (benchlab.evalrules).
+        evaluation=settings_of(run.command, lm_eval), interrupted=outcome.interrupted,
+        transfer=outcome.transfer_json())
+    return functools.partial(write_provenance, run_dir, recorder.shared(), attempt)
 
 
 def record_attempt(store: Store, outcome: Outcome, recorder: Recorder, *, gpus: list[int] | None = None,

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from benchlab.json_types import ConfigValues
 from benchlab.plan import Run
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, run_dir_of
 
@@ -46,7 +47,7 @@ def write_run_dir(run_dir: Path, run: Run, number: int, log: bool = True) -> Non
         os.close(os.open(run_dir / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
 
 
-def config_yaml(config: dict[str, Any]) -> str:
+def config_yaml(config: ConfigValues) -> str:
     """``config`` as block YAML that ``yaml.safe_load`` reads back equal.
 
     Configs are mostly nested mappings of strings and numbers; those are written

@@ -32,16 +32,18 @@ import socket
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import psutil
 
 from benchlab.errors import BackendUnavailable
-from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext
+from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, ProcessInfo, SweepContext
 from benchlab.execute.proctree import KILL_GRACE_S, end, signal_tree
 from benchlab.failures import CANCELLED, NODE_DIED, OOM, PREEMPTED
+from benchlab.json_types import JsonObject
 from benchlab.ledger import Placement
 from benchlab.plan import Run
 from benchlab.spec import Resources, Slurm, Spec
@@ -68,28 +70,79 @@ _HOST_ONLY = {"CUDA_VISIBLE_DEVICES", "HOME", "PATH", "PWD", "OLDPWD", "TMPDIR",
 # ---------------------------------------------------------------- on the node
 
 
-def run_attempt(job: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NodeJob:
+    """What the driver sends a job's node (pickled by submitit): how to run one attempt there."""
+
+    run_dir: str
+    log: str
+    command: str
+    cwd: str
+    #: The run's variables that differ from the driver's environment (secrets left out).
+    env: dict[str, str]
+    #: Seconds (None: no limit).
+    timeout: float | None
+    #: Seconds between TERM and KILL when the command is stopped.
+    grace: float
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NodeJob:
+        """A job as a mapping of the same keys: the form jobs submitted by benchlab 0.x before
+        this record were pickled in, which a node may still be handed after an upgrade."""
+        return cls(run_dir=str(data["run_dir"]), log=str(data["log"]), command=str(data["command"]),
+                   cwd=str(data["cwd"]), env=dict(data["env"]), timeout=data["timeout"],
+                   grace=float(data["grace"]))
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """What the node sends home when the command ended by itself (submitit pickles it)."""
+
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    started: float
+    ended: float
+    node: str
+    #: ``CUDA_VISIBLE_DEVICES`` as Slurm set it for the job (None: unset).
+    gpus: str | None
+    job_id: str | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], submitted: float) -> NodeResult:
+        """A result as a mapping of the same keys, as results of jobs run before this record were
+        pickled (a sweep re-attaching after an upgrade reads them); ``submitted`` stands in for a
+        missing start time."""
+        return cls(exit_code=data.get("exit_code"), signal=data.get("signal"),
+                   timed_out=bool(data.get("timed_out")), started=data.get("started", submitted),
+                   ended=data.get("ended", time.time()), node=data.get("node") or "",
+                   gpus=data.get("gpus"), job_id=data.get("job_id"))
+
+
+def run_attempt(job: NodeJob) -> NodeResult:
     """Run one attempt's command on the node Slurm chose; what submitit pickles home.
 
     SIGTERM (scancel, preemption, the time limit) goes on to the command's group, which is
     killed after the grace period; the process then exits without a result, so that the
     job's end is read from Slurm's accounting (cancelled, timeout, preempted).
     """
+    if isinstance(job, Mapping):
+        job = NodeJob.from_json(job)  # pickled by a benchlab from before NodeJob
     started = time.time()
     node = socket.gethostname()
     job_id = _job_id_here()
     gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
-    run_dir = job["run_dir"]
+    run_dir = job.run_dir
     os.makedirs(run_dir, exist_ok=True)
     _write_json(os.path.join(run_dir, PLACEMENT_FILE),
                 {"job_id": job_id, "node": node, "gpus": gpus, "started": started})
     env = dict(os.environ)
-    env.update(job["env"])
+    env.update(job.env)
     for key in [k for k in env if k.startswith("SUBMITIT_")]:
         env.pop(key)
-    grace = job["grace"]
-    with open(job["log"], "ab") as log:
-        proc = subprocess.Popen(["/bin/sh", "-c", job["command"]], cwd=job["cwd"], env=env, stdout=log,
+    grace = job.grace
+    with open(job.log, "ab") as log:
+        proc = subprocess.Popen(["/bin/sh", "-c", job.command], cwd=job.cwd, env=env, stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                 preexec_fn=_die_with_parent)
 
@@ -112,7 +165,7 @@ def run_attempt(job: dict[str, Any]) -> dict[str, Any]:
         signal.signal(sig, stop_group)
     timed_out = False
     try:
-        proc.wait(timeout=job["timeout"])
+        proc.wait(timeout=job.timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
         end([], grace, group=proc.pid, watch=[shell])
@@ -127,9 +180,9 @@ def run_attempt(job: dict[str, Any]) -> dict[str, Any]:
         # to Slurm's accounting (CANCELLED, PREEMPTED), as the handler does, rather than a result
         # that reads "killed by a signal".
         os._exit(code if code > 0 else 128 - code)
-    return {"exit_code": code if code >= 0 else None, "signal": -code if code < 0 else None,
-            "timed_out": timed_out, "started": started, "ended": time.time(), "node": node,
-            "gpus": gpus, "job_id": job_id}
+    return NodeResult(exit_code=code if code >= 0 else None, signal=-code if code < 0 else None,
+                      timed_out=timed_out, started=started, ended=time.time(), node=node, gpus=gpus,
+                      job_id=job_id)
 
 
 def _die_with_parent() -> None:
@@ -177,6 +230,71 @@ class _Flight:
     gpus: list[int] | None = None  # the devices the job holds, once its slurm.json said
 
 
+@dataclass(frozen=True)
+class SlurmOptions(BackendOptions):
+    """The slurm backend's options from the command line (see :class:`SlurmBackend`)."""
+
+    #: ``-j``: most runs of one array that Slurm runs at once (None: the array size).
+    jobs: int | None = None
+    #: ``--slurm KEY=VALUE`` flags by key, over the spec's ``slurm:`` section (:func:`settings_from`).
+    slurm: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """One job's line of Slurm's accounting (``sacct -X -P -o JobID,State,NodeList,ExitCode``)."""
+
+    job_id: str
+    #: The job's final (or current) state, such as ``CANCELLED`` or ``TIMEOUT``.
+    state: str
+    #: What follows the state word: who cancelled it (``by 1000``), else empty.
+    by: str
+    #: The node list (``None assigned`` while none was).
+    node: str
+    #: ``code:signal``, as sacct prints it.
+    exit_code: str
+
+
+def parse_sacct(out: str) -> dict[str, Accounting]:
+    """Job id -> its accounting, from ``sacct -X -n -P -o JobID,State,NodeList,ExitCode``'s output
+    (lines of another shape are skipped)."""
+    rows = {}
+    for line in out.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) == 4:
+            state, _, by = parts[1].partition(" ")
+            rows[parts[0]] = Accounting(parts[0], state, by, parts[2], parts[3])
+    return rows
+
+
+def accounted_outcome(acct: Accounting, base: Outcome) -> Outcome:
+    """How a job that ended without a result ended, by its accounting: ``base`` (the attempt's
+    launch, times, node and devices, no exit code) with the exit, signal or failure class the
+    accounting tells."""
+    job = f"Slurm job {base.job_id or acct.job_id}"
+    state, where = acct.state, base.node
+    if state == "TIMEOUT":
+        return replace(base, timed_out=True)
+    if state == "CANCELLED":
+        who = f" {acct.by}" if acct.by else ""
+        return replace(base, error=f"{job} was cancelled{who}", failure_class=CANCELLED)
+    if state == "PREEMPTED":
+        return replace(base, error=f"{job} was preempted", failure_class=PREEMPTED)
+    if state in ("NODE_FAIL", "BOOT_FAIL"):
+        return replace(base, error=f"{job}: its node {where or '?'} failed ({state})", failure_class=NODE_DIED)
+    if state == "OUT_OF_MEMORY":
+        return replace(base, error=f"{job} ran out of its memory limit (OUT_OF_MEMORY)", failure_class=OOM)
+    code, _, sig = acct.exit_code.partition(":")
+    if sig.isdigit() and int(sig):
+        return replace(base, signal=int(sig))
+    if code.isdigit() and int(code):
+        # The job's process died without a result (killed: 128+N): judged like a local run's end.
+        return replace(base, exit_code=int(code))
+    return replace(base, exit_code=int(code) if code.isdigit() else None,
+                   error=f"{job} ended {state} (exit {acct.exit_code}) without a result",
+                   failure_class=NODE_DIED)
+
+
 @dataclass
 class _Settings:
     partition: str | None = None
@@ -206,9 +324,31 @@ def settings_from(section: Slurm | None, flags: dict[str, str] | None) -> _Setti
     return s
 
 
-def sbatch_parameters(resources: Resources, timeout: float | None, settings: _Settings) -> dict[str, Any]:
+class SbatchParameters(TypedDict, total=False):
+    """The parameters of submitit's ``SlurmExecutor.update_parameters`` that benchlab sets
+    (submitit names them and turns them into ``sbatch`` options)."""
+
+    cpus_per_task: int
+    use_srun: bool
+    stderr_to_stdout: bool
+    signal_delay_s: int
+    gres: str
+    mem: str
+    #: Minutes (None: the partition's own limit).
+    time: int | None
+    partition: str
+    account: str
+    qos: str
+    constraint: str
+    setup: list[str]
+    #: Further ``sbatch`` long options, underscores for dashes, as the spec's ``slurm.sbatch``
+    #: and ``--slurm`` name them.
+    additional_parameters: JsonObject
+
+
+def sbatch_parameters(resources: Resources, timeout: float | None, settings: _Settings) -> SbatchParameters:
     """submitit's ``SlurmExecutor`` parameters for a run's resources and timeout."""
-    params: dict[str, Any] = {"cpus_per_task": max(1, math.ceil(resources.cpus)), "use_srun": False,
+    params: SbatchParameters = {"cpus_per_task": max(1, math.ceil(resources.cpus)), "use_srun": False,
                               "stderr_to_stdout": True, "signal_delay_s": 30}
     if resources.gpus > 0:
         params["gres"] = f"gpu:{math.ceil(resources.gpus)}"
@@ -216,10 +356,14 @@ def sbatch_parameters(resources: Resources, timeout: float | None, settings: _Se
         params["mem"] = f"{max(1, math.ceil(resources.memory * 1024))}M"
     # submitit writes --time=5 unless told: no timeout asks for the partition's own limit.
     params["time"] = None if timeout is None else math.ceil(timeout / 60) + TIME_MARGIN_MIN
-    for key in ("partition", "account", "qos", "constraint"):
-        value = getattr(settings, key)
-        if value:
-            params[key] = value
+    if settings.partition:
+        params["partition"] = settings.partition
+    if settings.account:
+        params["account"] = settings.account
+    if settings.qos:
+        params["qos"] = settings.qos
+    if settings.constraint:
+        params["constraint"] = settings.constraint
     if settings.setup:
         params["setup"] = list(settings.setup)
     extra = {k.replace("-", "_"): v for k, v in settings.sbatch.items()}
@@ -355,7 +499,7 @@ class SlurmBackend(Backend):
             self._by_job[flight.job_id] = launch.attempt_id
             self._placements.append(Placement(launch.attempt_id, flight.job_id, "PENDING", None))
 
-    def _job(self, launch: Launch) -> dict[str, Any]:
+    def _job(self, launch: Launch) -> NodeJob:
         from benchlab.secrets import ENV_PREFIX
 
         env = {}
@@ -368,8 +512,8 @@ class SlurmBackend(Backend):
                 os.environ[k] = v
                 continue
             env[k] = v
-        return {"run_dir": str(launch.run_dir), "log": str(launch.log_path), "command": launch.command,
-                "cwd": launch.cwd, "env": env, "timeout": launch.timeout, "grace": self.grace}
+        return NodeJob(run_dir=str(launch.run_dir), log=str(launch.log_path), command=launch.command,
+                       cwd=launch.cwd, env=env, timeout=launch.timeout, grace=self.grace)
 
     def wake(self) -> None:
         self._woken.set()
@@ -444,13 +588,13 @@ class SlurmBackend(Backend):
                 if flight.result_pickle is not None and flight.result_pickle.exists():
                     continue  # ended between the two looks: read at the next poll
                 info = acct.get(job_id)
-                if info is None or info[0] not in _FINAL:
+                if info is None or info.state not in _FINAL:
                     if flight.gone_since is None:
                         flight.gone_since = now
                     elif now - flight.gone_since > GONE_GRACE_S:
                         outcomes.append(self._lost(flight, "Slurm no longer knows the job and it left no result"))
                     continue
-                if info[0] == "COMPLETED":
+                if info.state == "COMPLETED":
                     # The result file is written before the job ends; give a slow filesystem time.
                     if flight.gone_since is None:
                         flight.gone_since = now
@@ -458,7 +602,7 @@ class SlurmBackend(Backend):
                         outcomes.append(self._lost(flight, "the job completed but left no result file "
                                                            f"({flight.result_pickle})"))
                     continue
-                outcomes.append(self._from_accounting(flight, *info))
+                outcomes.append(self._from_accounting(flight, info))
         for flight in [f for f in self._flights.values() if f.state == "REFUSED"]:
             outcomes.append(Outcome(launch=flight.launch, exit_code=None, started=flight.submitted,
                                     ended=time.time(), error=flight.reason))
@@ -501,49 +645,27 @@ class SlurmBackend(Backend):
             return Outcome(launch=launch, exit_code=None, started=flight.submitted, ended=time.time(),
                            node=flight.node, error=f"the Slurm job {flight.job_id} failed: "
                                                    f"{text[-1] if text else 'no traceback'}")
-        gpus = _gpu_list(value["gpus"]) if value.get("gpus") else flight.gpus
+        result = value if isinstance(value, NodeResult) else NodeResult.from_json(value, flight.submitted)
+        gpus = _gpu_list(result.gpus) if result.gpus else flight.gpus
+        node = result.node or None
         self._placements.append(Placement(launch.attempt_id, flight.job_id or "", "COMPLETED", None,
-                                          node=value.get("node"), gpus=gpus, started=value.get("started")))
-        return Outcome(launch=launch, exit_code=value.get("exit_code"), signal=value.get("signal"),
-                       timed_out=bool(value.get("timed_out")), started=value.get("started", flight.submitted),
-                       ended=value.get("ended", time.time()), node=value.get("node"), gpus=gpus,
-                       job_id=flight.job_id or "")
+                                          node=node, gpus=gpus, started=result.started))
+        return Outcome(launch=launch, exit_code=result.exit_code, signal=result.signal,
+                       timed_out=result.timed_out, started=result.started, ended=result.ended, node=node,
+                       gpus=gpus, job_id=flight.job_id or "")
 
-    def _from_accounting(self, flight: _Flight, state: str, by: str, node: str, exit_code: str) -> Outcome:
+    def _from_accounting(self, flight: _Flight, acct: Accounting) -> Outcome:
         """The outcome of a job that ended without a result: Slurm ended it, or its process died."""
         launch = flight.launch
         placed = _read_placement(launch.run_dir / PLACEMENT_FILE)
         started = placed.get("started", flight.submitted) if placed.get("job_id") == flight.job_id else \
             flight.submitted
-        where = node if node and node != "None assigned" else flight.node
-        base: dict[str, Any] = {"launch": launch, "started": started, "ended": time.time(), "node": where,
-                                "gpus": flight.gpus, "job_id": flight.job_id or "", "job_state": state}
-        self._placements.append(Placement(launch.attempt_id, flight.job_id or "", state, by or None, node=where))
-        job = f"Slurm job {flight.job_id}"
-        if state == "TIMEOUT":
-            return Outcome(exit_code=None, timed_out=True, **base)
-        if state == "CANCELLED":
-            who = f" {by}" if by else ""
-            return Outcome(exit_code=None, error=f"{job} was cancelled{who}",
-                           failure_class=CANCELLED, **base)
-        if state == "PREEMPTED":
-            return Outcome(exit_code=None, error=f"{job} was preempted",
-                           failure_class=PREEMPTED, **base)
-        if state in ("NODE_FAIL", "BOOT_FAIL"):
-            return Outcome(exit_code=None, error=f"{job}: its node {where or '?'} failed ({state})",
-                           failure_class=NODE_DIED, **base)
-        if state == "OUT_OF_MEMORY":
-            return Outcome(exit_code=None, error=f"{job} ran out of its memory limit (OUT_OF_MEMORY)",
-                           failure_class=OOM, **base)
-        code, _, sig = exit_code.partition(":")
-        if sig.isdigit() and int(sig):
-            return Outcome(exit_code=None, signal=int(sig), **base)
-        if code.isdigit() and int(code):
-            # The job's process died without a result (killed: 128+N): judged like a local run's end.
-            return Outcome(exit_code=int(code), **base)
-        return Outcome(exit_code=int(code) if code.isdigit() else None,
-                       error=f"{job} ended {state} (exit {exit_code}) without a result",
-                       failure_class=NODE_DIED, **base)
+        where = acct.node if acct.node and acct.node != "None assigned" else flight.node
+        self._placements.append(Placement(launch.attempt_id, flight.job_id or "", acct.state, acct.by or None,
+                                          node=where))
+        return accounted_outcome(acct, Outcome(launch=launch, exit_code=None, started=started, ended=time.time(),
+                                               node=where, gpus=flight.gpus, job_id=flight.job_id or "",
+                                               job_state=acct.state))
 
     def _lost(self, flight: _Flight, why: str) -> Outcome:
         return Outcome(launch=flight.launch, exit_code=None, started=flight.submitted, ended=time.time(),
@@ -565,17 +687,11 @@ class SlurmBackend(Backend):
                 rows[parts[0]] = (parts[1], parts[2], parts[3])
         return rows
 
-    def _sacct(self, job_ids: list[str]) -> dict[str, tuple[str, str, str, str]]:
-        """job id -> (state, who/why, node, exit code) from Slurm's accounting."""
+    def _sacct(self, job_ids: list[str]) -> dict[str, Accounting]:
+        """Job id -> its line of Slurm's accounting."""
         masters = sorted({j.split("_")[0] for j in job_ids})
         out = _call(["sacct", "-X", "-n", "-P", "-j", ",".join(masters), "-o", "JobID,State,NodeList,ExitCode"])
-        rows = {}
-        for line in (out or "").splitlines():
-            parts = line.strip().split("|")
-            if len(parts) == 4:
-                state, _, by = parts[1].partition(" ")
-                rows[parts[0]] = (state, by, parts[2], parts[3])
-        return rows
+        return parse_sacct(out or "")
 
     def _scancel(self, job_ids: list[str]) -> None:
         if job_ids:

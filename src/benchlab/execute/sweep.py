@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection
+from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from benchlab import triage
 from benchlab.errors import LedgerLost
 from benchlab.evalrules import refuse_incomplete_checkpoints
-from benchlab.execute.base import Backend, Launch, Outcome, SweepContext, get_backend
+from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, SweepContext, get_backend
 from benchlab.execute.events import EventKind, Feeder, Progress, SweepEvent, SweepResult
 from benchlab.execute.launching import Launcher, LaunchFailed
 from benchlab.execute.loop_state import InFlight, Later, LoopState, Tally, busy_share
@@ -95,7 +96,8 @@ class Sweep:
     def __init__(self, spec: Spec, results_dir: Path | str, *, jobs: int | None = None,
                  rerun_failed: bool = False, backend: str | Backend | None = None,
                  on_event: Callable[[SweepEvent], None] | None = None,
-                 max_failures: int | None = None, backend_options: dict[str, Any] | None = None,
+                 max_failures: int | None = None,
+                 backend_options: BackendOptions | dict[str, Any] | None = None,
                  gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
                  runs: list[Run] | None = None, allow_changed: bool = False, feeder: Feeder | None = None,
                  check_checkpoints: bool = True):
@@ -126,7 +128,8 @@ class Sweep:
         self.on_event = on_event or (lambda event: None)
         self.max_failures = max_failures
         self._backend_arg: str | Backend = spec.backend if backend is None else backend
-        self._backend_options = backend_options or {}
+        self._backend_options = (backend_options.keywords() if isinstance(backend_options, BackendOptions)
+                                 else dict(backend_options or {}))
         self.gpus = gpus
         self._recovered_gpus: list[int] = []
         self._stop = threading.Event()
@@ -288,9 +291,9 @@ class Sweep:
         work_path = self.spec.work_path
         # git and package metadata take tens of milliseconds: read while the first runs go.
         version_id = self.version_id
-        shared = Later(lambda: {**sweep_provenance(work_path), "benchmark_version": version_id,
-                                "code_diff_file": f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
-                                **({"machine_gpus": machine_gpus} if machine_gpus else {})})
+        shared = Later(lambda: replace(sweep_provenance(work_path), benchmark_version=version_id,
+                                       code_diff_file=f"{VERSIONS_DIR}/{version_id}/{DIFF_FILE}",
+                                       machine_gpus=machine_gpus))
         record_hardware(store, socket.gethostname(), machine_gpus)
         base_env = dict(os.environ)
         base_env.setdefault("PYTHONUNBUFFERED", "1")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import SearchError
+from benchlab.execute.base import BackendOptions
 from benchlab.execute.events import EventKind, SweepEvent
 from benchlab.execute.sweep import Sweep, SweepResult
 from benchlab.json_types import ConfigValues
@@ -360,7 +361,7 @@ class SearchRun:
                  backend: str = "local", gpus: str | None = None, summary: str | None = None,
                  on_event: Callable[[SweepEvent], None] | None = None,
                  on_trial: Callable[[TrialEvent], None] | None = None,
-                 backend_options: dict[str, Any] | None = None, code: Any = None):
+                 backend_options: BackendOptions | dict[str, Any] | None = None, code: Any = None):
         if spec.search is None:
             where = spec.path or spec.name
             raise SearchError(spec.name, f"{where}: the spec has no `search` section (see docs/search.md)")
@@ -375,7 +376,7 @@ class SearchRun:
         self.on_event = on_event or (lambda event: None)
         self.on_trial = on_trial
         self._sweep_args = {"jobs": jobs, "backend": backend, "gpus": gpus,
-                            "backend_options": backend_options or {}, "code": code}
+                            "backend_options": backend_options, "code": code}
         self.sweep: Sweep | None = None
         self._stop = False
 
