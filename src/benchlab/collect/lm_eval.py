@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.collect.extractors import EXTRACTORS, ExtractFailed, Series
+from benchlab.json_types import JsonObject
 from benchlab.ledger import PARTIAL_NOTE_PREFIX
 from benchlab.spec import MetricSource
 
@@ -38,7 +39,8 @@ def newest_results(folder: Path) -> Path:
     return found[-1]
 
 
-def read_results(path: Path) -> dict[str, Any]:
+def read_results(path: Path) -> JsonObject:
+    """The results file at ``path`` as lm-evaluation-harness wrote it; ExtractFailed unless it has ``results``."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
@@ -84,7 +86,7 @@ PARTIAL = PARTIAL_NOTE_PREFIX + " (--limit): "
 _NOT_METRICS = {"alias", "name", "sample_len", "sample_count"}
 
 
-def flatten(data: dict[str, Any]) -> LmEvalResults:
+def flatten(data: JsonObject) -> LmEvalResults:
     """Every result of an lm-evaluation-harness file (its ``results`` and ``groups``), as ``LmEvalResults``."""
     out = LmEvalResults()
     not_available = []
