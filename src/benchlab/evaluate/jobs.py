@@ -19,7 +19,6 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -29,6 +28,7 @@ from benchlab.evaluate.openai_api import SamplingFields
 
 if TYPE_CHECKING:
     from benchlab.evaluate.protocol import EvaluateRequest
+    from benchlab.evaluate.serving import JobResult
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -89,7 +89,7 @@ class Job:
     request_key: str
     status: JobStatus
     request: EvaluateRequest
-    result: dict[str, Any] | None
+    result: JobResult | None
     error: str | None
     created: float
     finished: float | None
@@ -170,14 +170,14 @@ class JobStore:
         with self._lock:
             self._db.execute("UPDATE jobs SET status = ? WHERE job_id = ?", (JobStatus.RUNNING, job_id))
 
-    def complete(self, job_id: str, result: Mapping[str, Any]) -> None:
+    def complete(self, job_id: str, result: JobResult) -> None:
         with self._lock:
             self._db.execute(
                 "UPDATE jobs SET status = ?, result = ?, finished = ? WHERE job_id = ?",
                 (JobStatus.COMPLETED, json.dumps(result), time.time(), job_id),
             )
 
-    def finish_partial(self, job_id: str, result: Mapping[str, Any]) -> None:
+    def finish_partial(self, job_id: str, result: JobResult) -> None:
         """The job stopped before it finished: its body (with what was scored) is kept, never reused."""
         with self._lock:
             self._db.execute(
