@@ -187,3 +187,26 @@ def test_the_stub_answers_openai_shaped_bodies_and_counts_sampling_as_sent(tmp_p
                      {"model": "ckpt-1", "temperature": 0.5}],
         "distinct_prompts": 2,
     }
+
+
+def test_an_lm_eval_results_file_flattens_into_typed_metrics_and_provenance(tmp_path):
+    from benchlab.collect.lm_eval import LmEvalProvenance, flatten, read_results
+
+    path = tmp_path / "results_2024-05-01T10-00-00.json"
+    path.write_text(json.dumps({
+        "results": {"gsm8k": {"alias": "gsm8k", "exact_match,strict-match": 0.25,
+                              "exact_match_stderr,strict-match": "N/A"}},
+        "n-samples": {"gsm8k": {"effective": 40, "original": 1319}},
+        "config": {"model": "hf", "model_args": "pretrained=tiny", "limit": 40, "random_seed": 0, "batch_size": 8},
+        "lm_eval_version": "0.4.8", "date": 1714557600.0,
+    }))
+    found = flatten(read_results(path))
+    assert found.values["gsm8k/exact_match,strict-match"] == 0.25
+    assert set(found.values) == {"gsm8k/exact_match,strict-match", "gsm8k/exact_match_stderr,strict-match"}
+    assert found.partial == {"gsm8k": (40, 1319)}
+    provenance = found.provenance
+    assert set(provenance) <= set(LmEvalProvenance.__annotations__)
+    assert provenance["run_config"] == {"random_seed": 0, "batch_size": 8, "gen_kwargs": None}
+    assert provenance["partial"] == {"gsm8k": {"effective": 40, "original": 1319}}
+    assert (provenance["model"], provenance["model_args"], provenance["lm_eval_version"]) == (
+        "hf", "pretrained=tiny", "0.4.8")
