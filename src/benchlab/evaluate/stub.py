@@ -315,8 +315,8 @@ def create_stub_app(
     async def models() -> ModelList:
         return {"object": "list", "data": [{"id": stub.model or "stub", "object": "model"}]}
 
-    # No response model: its validation would turn a sampling field sent as 0 into 0.0.
-    @app.get("/stats", response_model=None)
+    # Documented but not validated: validation would turn a sampling field sent as 0 into 0.0.
+    @app.get("/stats", response_model=None, responses={200: {"model": StatsBody}})
     async def get_stats() -> StatsBody:
         return {
             "requests": stub.stats.requests,
