@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from benchlab.errors import Problem, SpecError
+from benchlab.json_types import ConfigValues
 
 if TYPE_CHECKING:
     from benchlab.plan import Run
@@ -263,7 +264,8 @@ def settings_line(command: str, seeds: list[int], version: str | None = None) ->
     return f"{call.tool}: " + ", ".join(parts)
 
 
-def fill(template: str, values: dict[str, Any]) -> str:
-    """``template`` with each ``{name}`` of ``values`` filled in; other placeholders kept."""
+def fill(template: str, values: ConfigValues) -> str:
+    """``template`` with each ``{name}`` of ``values`` (a spec's variables and parameters) filled in;
+    other placeholders kept."""
     return re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\}",
                   lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)

@@ -297,7 +297,7 @@ def test_a_job_whose_server_died_is_failed_then_rerun(tmp_path, servers):
     req = EvaluateRequest.model_validate(payload)
     # What a server killed mid-job leaves: a running job whose heartbeat stopped long ago.
     dead = JobStore(config.server.state_dir / "jobs.sqlite", owner="killed-server")
-    job = dead.create(evaluation_key(req, resolve_runs(config, req), config.model.name), payload)
+    job = dead.create(evaluation_key(req, resolve_runs(config, req), config.model.name), req)
     dead.set_running(job.job_id)
     with sqlite3.connect(dead.path) as db:
         db.execute("UPDATE jobs SET heartbeat = heartbeat - 60 WHERE job_id = ?", (job.job_id,))

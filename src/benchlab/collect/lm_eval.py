@@ -22,9 +22,10 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from benchlab.collect.extractors import EXTRACTORS, ExtractFailed, Series
+from benchlab.json_types import JsonObject
 from benchlab.ledger import PARTIAL_NOTE_PREFIX
 from benchlab.spec import MetricSource
 
@@ -38,7 +39,8 @@ def newest_results(folder: Path) -> Path:
     return found[-1]
 
 
-def read_results(path: Path) -> dict[str, Any]:
+def read_results(path: Path) -> JsonObject:
+    """The results file at ``path`` as lm-evaluation-harness wrote it; ExtractFailed unless it has ``results``."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
@@ -51,6 +53,28 @@ def read_results(path: Path) -> dict[str, Any]:
 def is_stderr(key: str) -> bool:
     """Whether a metric key (``acc_stderr,none``) is a standard error."""
     return key.split(",", 1)[0].endswith("_stderr")
+
+
+#: What a run's provenance keeps of a results file (under ``lm_eval``). Values the file gives are
+#: copied as they are (``object``: the harness's versions write them differently); ``run_config``,
+#: ``partial`` and ``notes`` are benchlab's reading of it; ``file`` and ``folder`` say where it was.
+LmEvalProvenance = TypedDict("LmEvalProvenance", {
+    "versions": object,
+    "n-shot": object,
+    "n-samples": JsonObject,
+    "model": object,
+    "model_args": object,
+    "limit": object,
+    "run_config": dict[str, object],
+    "model_name": object,
+    "date": object,
+    "lm_eval_version": object,
+    "git_hash": object,
+    "partial": dict[str, dict[str, int]],
+    "notes": list[str],
+    "file": str,
+    "folder": str | None,
+}, total=False)
 
 
 @dataclass
@@ -70,7 +94,7 @@ class LmEvalResults:
     non_numeric: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     partial: dict[str, tuple[int, int]] = field(default_factory=dict)
-    provenance: dict[str, Any] = field(default_factory=dict)
+    provenance: LmEvalProvenance = field(default_factory=lambda: LmEvalProvenance())
 
     def partial_note(self) -> str | None:
         """``partial evaluation (--limit): gsm8k 100 of 1319 samples``, or None when every task ran whole."""
@@ -84,7 +108,7 @@ PARTIAL = PARTIAL_NOTE_PREFIX + " (--limit): "
 _NOT_METRICS = {"alias", "name", "sample_len", "sample_count"}
 
 
-def flatten(data: dict[str, Any]) -> LmEvalResults:
+def flatten(data: JsonObject) -> LmEvalResults:
     """Every result of an lm-evaluation-harness file (its ``results`` and ``groups``), as ``LmEvalResults``."""
     out = LmEvalResults()
     not_available = []

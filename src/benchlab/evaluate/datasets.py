@@ -34,6 +34,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from benchlab.errors import DataError
 from benchlab.evaluate.config import BenchmarkConfig
 from benchlab.evaluate.instructions import validate_checks
+from benchlab.json_types import JsonObject
 
 _REQUIRED = {
     "math": ("answer",),
@@ -52,11 +53,16 @@ _env.filters["letter"] = lambda i: chr(ord("A") + int(i))
 
 @dataclass(frozen=True)
 class Item:
-    """One dataset item: its id, the prompt it renders to, and all its fields."""
+    """One dataset item: its id, the prompt it renders to, and all its fields.
+
+    ``fields`` is the item's line of the dataset as written (a JSON object): the dataset's author
+    names its fields; a scorer reads those it needs (``answer``, ``choices``, ``tests``, ``checks``,
+    ``baseline``), each checked when the dataset loads.
+    """
 
     id: str
     prompt: str
-    fields: dict[str, Any]
+    fields: JsonObject
 
 
 def _check_item(scorer: str, item: dict[str, Any]) -> str | None:

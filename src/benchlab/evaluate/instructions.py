@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from benchlab.json_types import JsonObject
+
 
 def _words(text: str) -> list[str]:
     return re.findall(r"\b\w+\b", text)
@@ -50,8 +52,10 @@ CHECKS: dict[str, Callable[..., bool]] = {
 }
 
 
-def check_all(text: str, checks: list[dict[str, Any]]) -> tuple[bool, list[str]]:
+def check_all(text: str, checks: list[JsonObject]) -> tuple[bool, list[str]]:
     """Whether ``text`` satisfies every check; also the types of the checks that failed.
+
+    ``checks`` are a dataset item's ``{"type": ..., **arguments}`` objects, as the dataset wrote them.
 
     An unknown check type raises ValueError (a dataset error, found when the dataset loads).
     """

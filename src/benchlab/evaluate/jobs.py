@@ -19,11 +19,16 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from benchlab.evaluate.openai_api import SamplingFields
+
+if TYPE_CHECKING:
+    from benchlab.evaluate.protocol import EvaluateRequest
+    from benchlab.evaluate.serving import JobResult
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -53,7 +58,24 @@ class JobStatus(StrEnum):
     FAILED = "failed"
 
 
-def request_key(request: dict[str, Any]) -> str:
+class BenchmarkIdentity(TypedDict):
+    """One benchmark of an ``EvaluationIdentity``: its name, the sampling sent, its data's digest."""
+
+    name: str
+    sampling: SamplingFields
+    data: str
+
+
+class EvaluationIdentity(TypedDict):
+    """The parts of a request that define its evaluation (``protocol.evaluation_key`` builds it)."""
+
+    rollout_id: int
+    router_url: str
+    model: str
+    benchmarks: list[BenchmarkIdentity]
+
+
+def request_key(request: EvaluationIdentity) -> str:
     """A stable hash of the parts of a request that define its evaluation."""
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -61,13 +83,13 @@ def request_key(request: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Job:
-    """One row of the ledger; ``result`` is the completed response body."""
+    """One row of the ledger; ``request`` is what the client asked, ``result`` the completed response body."""
 
     job_id: str
     request_key: str
     status: JobStatus
-    request: dict[str, Any]
-    result: dict[str, Any] | None
+    request: EvaluateRequest
+    result: JobResult | None
     error: str | None
     created: float
     finished: float | None
@@ -94,11 +116,14 @@ class JobStore:
     def _row(self, row: tuple[Any, ...] | None) -> Job | None:
         if row is None:
             return None
+        # Here, not at the top: the protocol module imports this one (for ``request_key``).
+        from benchlab.evaluate.protocol import EvaluateRequest
+
         return Job(
             row[0],
             row[1],
             JobStatus(row[2]),
-            json.loads(row[3]),
+            EvaluateRequest.model_validate(json.loads(row[3])),
             json.loads(row[4]) if row[4] else None,
             row[5],
             row[6],
@@ -107,14 +132,19 @@ class JobStore:
 
     _COLUMNS = "job_id, request_key, status, request, result, error, created, finished"
 
-    def create(self, key: str, request: dict[str, Any], model_identity: str | None = None) -> Job:
-        """A new queued job for ``request``, against the model ``model_identity`` names (None: unknown)."""
+    def create(self, key: str, request: EvaluateRequest, model_identity: str | None = None) -> Job:
+        """A new queued job for ``request``, against the model ``model_identity`` names (None: unknown).
+
+        The ledger keeps the request's fields as the client could have sent them, without ``async``
+        (how it is answered is no part of it) and without the fields it left out.
+        """
         job = Job(uuid.uuid4().hex, key, JobStatus.QUEUED, request, None, None, time.time(), None)
+        stored = request.model_dump(exclude_none=True, exclude={"run_async"})
         with self._lock:
             self._db.execute(
                 "INSERT INTO jobs (job_id, request_key, status, request, created, model_identity, owner, heartbeat) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (job.job_id, key, job.status, json.dumps(request), job.created, model_identity, self.owner,
+                (job.job_id, key, job.status, json.dumps(stored), job.created, model_identity, self.owner,
                  job.created),
             )
         return job
@@ -140,14 +170,14 @@ class JobStore:
         with self._lock:
             self._db.execute("UPDATE jobs SET status = ? WHERE job_id = ?", (JobStatus.RUNNING, job_id))
 
-    def complete(self, job_id: str, result: Mapping[str, Any]) -> None:
+    def complete(self, job_id: str, result: JobResult) -> None:
         with self._lock:
             self._db.execute(
                 "UPDATE jobs SET status = ?, result = ?, finished = ? WHERE job_id = ?",
                 (JobStatus.COMPLETED, json.dumps(result), time.time(), job_id),
             )
 
-    def finish_partial(self, job_id: str, result: Mapping[str, Any]) -> None:
+    def finish_partial(self, job_id: str, result: JobResult) -> None:
         """The job stopped before it finished: its body (with what was scored) is kept, never reused."""
         with self._lock:
             self._db.execute(

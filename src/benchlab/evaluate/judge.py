@@ -43,6 +43,7 @@ from benchlab.errors import DataError
 from benchlab.evaluate.config import BenchmarkJudge, JudgeSettings
 from benchlab.evaluate.metrics import SampleScore
 from benchlab.evaluate.model import HttpSlots, ModelCallError, ModelClient, Sampling
+from benchlab.json_types import JsonObject
 
 PAIRWISE_PROMPT = """\
 Two AI assistants answered the same user request. Decide which answer serves the user better: \
@@ -212,7 +213,7 @@ class Judge:
         finally:
             del self._inflight[key]
 
-    async def score(self, config: BenchmarkJudge, item: dict[str, Any], prompt: str, response: str) -> SampleScore:
+    async def score(self, config: BenchmarkJudge, item: JsonObject, prompt: str, response: str) -> SampleScore:
         """Judge ``response`` to ``item`` (whose rendered model prompt is ``prompt``) as ``config.mode`` says."""
         if config.mode == "pairwise":
             return await self._pairwise(config, item, prompt, response)
@@ -224,7 +225,7 @@ class Judge:
         except jinja2.TemplateError as exc:
             raise DataError(f"judge prompt template: {exc}") from None
 
-    async def _pairwise(self, config: BenchmarkJudge, item: dict[str, Any], prompt: str, response: str) -> SampleScore:
+    async def _pairwise(self, config: BenchmarkJudge, item: JsonObject, prompt: str, response: str) -> SampleScore:
         baseline = str(item["baseline"])
         template = config.prompt or PAIRWISE_PROMPT
         system = self._render(config.system, item) if config.system else None
@@ -250,7 +251,7 @@ class Judge:
         return SampleScore(f"{value:g}", value > 0.5, "model vs baseline: " + " / ".join(labels),
                            score=value, malformed=malformed, verdicts=tuple(labels))
 
-    async def _single(self, config: BenchmarkJudge, item: dict[str, Any], prompt: str, response: str) -> SampleScore:
+    async def _single(self, config: BenchmarkJudge, item: JsonObject, prompt: str, response: str) -> SampleScore:
         fields = {**item, "prompt": prompt, "response": response}
         system = self._render(config.system, fields) if config.system else None
         reply = await self.ask(system, self._render(config.prompt or SINGLE_PROMPT, fields))

@@ -21,11 +21,11 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
 from benchlab.errors import EvaluationError
+from benchlab.evaluate.openai_api import ChatMessage, Completion, CompletionRequest, SamplingFields
 
 # httpcore runs `import sniffio` on every request to learn the async library. Where sniffio
 # is not installed that import fails each time, after searching the whole of sys.path: about
@@ -60,8 +60,9 @@ class Sampling:
     top_k: int | None
     max_tokens: int
 
-    def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"n": self.n}
+    def body(self) -> SamplingFields:
+        """The sampling fields of a completion request."""
+        body: SamplingFields = {"n": self.n}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.top_p is not None:
@@ -158,10 +159,10 @@ class ModelClient:
         self, api: str, prompt: str, sampling: Sampling, system: str | None = None
     ) -> list[str]:
         """The ``sampling.n`` texts the model returns for ``prompt`` via ``chat`` or ``completions``."""
-        body: dict[str, Any] = {"model": self.model, **sampling.body()}
+        body: CompletionRequest = {"model": self.model, **sampling.body()}
         if api == "chat":
             url = f"{self.base_url}/v1/chat/completions"
-            messages = [{"role": "system", "content": system}] if system else []
+            messages: list[ChatMessage] = [{"role": "system", "content": system}] if system else []
             body["messages"] = [*messages, {"role": "user", "content": prompt}]
         else:
             url = f"{self.base_url}/v1/completions"
@@ -175,7 +176,7 @@ class ModelClient:
         except (KeyError, TypeError, AttributeError):
             raise ModelCallError(url, 200, "the model endpoint answered without choices") from None
 
-    async def _post(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _post(self, url: str, body: CompletionRequest) -> Completion:
         last = "no attempt"
         status: int | None = None
         for attempt in range(self.max_retries + 1):

@@ -9,16 +9,17 @@ allowlist.
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from benchlab.errors import EvaluationError
-from benchlab.evaluate.config import EvalConfig, is_allowed_host
+from benchlab.evaluate.config import EvalConfig, SamplingDefaults, is_allowed_host
 from benchlab.evaluate.datasets import benchmark_digest
-from benchlab.evaluate.jobs import request_key
+from benchlab.evaluate.jobs import EvaluationIdentity, request_key
 from benchlab.evaluate.model import Sampling
 from benchlab.evaluate.runner import BenchmarkRun
+from benchlab.json_types import JsonObject
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
 
@@ -77,6 +78,32 @@ class JobBody(BaseModel):
     status: str
     raw_metrics: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
     error: str | None = None
+
+
+class HealthBody(TypedDict):
+    """The body of ``GET /health``; ``sandbox`` is ``Sandbox.describe()`` (or no sandbox: mode null)."""
+
+    status: str
+    sandbox: dict[str, object]
+    auth: bool
+    warnings: list[str]
+
+
+class BenchmarkInfo(TypedDict):
+    """One benchmark of ``GET /benchmarks``; ``num_prompts`` is null when its dataset cannot be read."""
+
+    name: str
+    scorer: str
+    api: str
+    num_prompts: int | None
+    description: str
+    defaults: SamplingDefaults
+
+
+class BenchmarksBody(TypedDict):
+    """The body of ``GET /benchmarks``: the server's benchmarks, by name."""
+
+    benchmarks: list[BenchmarkInfo]
 
 
 class ApiError(EvaluationError):
@@ -181,7 +208,7 @@ def reproducing_command(model: str, req: EvaluateRequest, runs: list[BenchmarkRu
     return shlex.join(parts)
 
 
-def tighten_schema(schema: dict[str, Any], cfg: EvalConfig) -> dict[str, Any]:
+def tighten_schema(schema: JsonObject, cfg: EvalConfig) -> JsonObject:
     """The generated OpenAPI ``schema`` with what this server's config allows stated in it.
 
     The request models are the same for every config; the benchmark names, the
@@ -228,7 +255,7 @@ def evaluation_key(req: EvaluateRequest, runs: list[BenchmarkRun], model_name: s
     data and scoring (``benchmark_digest``). Two requests that spell the same
     parameters differently (a request default or the config's) are the same.
     """
-    defining = {
+    defining: EvaluationIdentity = {
         "rollout_id": req.rollout_id,
         "router_url": req.router_url,
         "model": model_name,

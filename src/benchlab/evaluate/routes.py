@@ -19,8 +19,11 @@ from benchlab.evaluate.jobs import JobStatus
 from benchlab.evaluate.model import served_model_identity
 from benchlab.evaluate.protocol import (
     ApiError,
+    BenchmarkInfo,
+    BenchmarksBody,
     ErrorBody,
     EvaluateRequest,
+    HealthBody,
     JobBody,
     QueuedBody,
     evaluation_key,
@@ -71,7 +74,7 @@ def authorize(request: Request) -> None:
         )
 
 @router.get("/health")
-async def health(state: State) -> dict[str, Any]:
+async def health(state: State) -> HealthBody:
     """Liveness, the sandbox's isolation (network, file system and the caps of its one writable place)
     and any warnings."""
     return {
@@ -84,9 +87,9 @@ async def health(state: State) -> dict[str, Any]:
     }
 
 @router.get("/benchmarks", dependencies=[Depends(authorize)], responses=ERROR_RESPONSES)
-async def benchmarks(state: State) -> dict[str, Any]:
+async def benchmarks(state: State) -> BenchmarksBody:
     """The benchmarks this server can run, with their scorer, size and default parameters."""
-    out = []
+    out: list[BenchmarkInfo] = []
     for name, bench in sorted(state.config.benchmarks.items()):
         out.append(
             {
@@ -95,7 +98,7 @@ async def benchmarks(state: State) -> dict[str, Any]:
                 "api": bench.api,
                 "num_prompts": _count(bench),
                 "description": bench.description,
-                "defaults": bench.defaults.model_dump(),
+                "defaults": bench.defaults,
             }
         )
     return {"benchmarks": out}
@@ -109,7 +112,6 @@ async def benchmarks(state: State) -> dict[str, Any]:
 async def evaluate_endpoint(req: EvaluateRequest, state: State) -> JSONResponse:
     """Evaluate the benchmarks against ``router_url``; with ``async`` answer at once with a job id."""
     runs = resolve_runs(state.config, req)
-    defining = req.model_dump(exclude_none=True, exclude={"run_async"})
     try:
         key = evaluation_key(req, runs, state.config.model.name)
     except (OSError, DataError) as exc:
@@ -140,7 +142,7 @@ async def evaluate_endpoint(req: EvaluateRequest, state: State) -> JSONResponse:
                 f"{len(state.inflight)} evaluations are running, the most this server runs at once "
                 "(server.max_running_jobs); try again later",
             )
-        job = state.store.create(key, defining, identity)
+        job = state.store.create(key, req, identity)
         task = asyncio.ensure_future(run_job(state, job, req, runs))
         job_id = job.job_id
         state.inflight[key] = (job_id, task)

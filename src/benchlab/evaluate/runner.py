@@ -13,13 +13,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from benchlab.errors import EvaluationError
 from benchlab.evaluate.config import BenchmarkConfig
 from benchlab.evaluate.datasets import Item, load_items
 from benchlab.evaluate.metrics import SampleScore, aggregate
 from benchlab.evaluate.model import ModelCallError, ModelClient, Sampling
+from benchlab.evaluate.openai_api import SamplingFields
 from benchlab.evaluate.scorers import Scorers
 
 
@@ -32,6 +33,26 @@ class BenchmarkRun:
     sampling: Sampling
 
 
+class RunSummary(TypedDict):
+    """One benchmark's part of an evaluation (``runs`` in the server's answer and the job ledger).
+
+    ``tests_passed``/``tests_run`` only for the ``code`` scorer; ``output_file`` (the per-prompt
+    records, ``<benchmark>.jsonl``) only when the evaluation writes an output folder.
+    """
+
+    benchmark: str
+    scorer: str
+    num_prompts: int
+    num_evaluated: int
+    samples_asked: int
+    samples_scored: int
+    model_errors: int
+    sampling: SamplingFields
+    tests_passed: NotRequired[int]
+    tests_run: NotRequired[int]
+    output_file: NotRequired[str]
+
+
 @dataclass
 class EvaluationResult:
     """``raw_metrics`` is ``{benchmark: {mode: {metric: value}}}``; ``runs`` one summary per benchmark.
@@ -42,7 +63,7 @@ class EvaluationResult:
     """
 
     raw_metrics: dict[str, dict[str, dict[str, float]]]
-    runs: list[dict[str, Any]]
+    runs: list[RunSummary]
     warning: str | None = None
     partial: bool = False  # the deadline stopped it before every prompt finished
     samples_scored: int = 0
@@ -206,7 +227,7 @@ async def evaluate(
             from benchlab.evaluate.judge import summarize
 
             raw[run.name]["judge"] = summarize(run.config.judge, per_prompt)
-        summary = {
+        summary: RunSummary = {
             "benchmark": run.name,
             "scorer": run.config.scorer,
             "num_prompts": total[run.name],

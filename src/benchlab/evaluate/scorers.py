@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from benchlab.evaluate.answers import (
     extract_choice,
@@ -26,6 +26,7 @@ from benchlab.evaluate.instructions import check_all
 from benchlab.evaluate.mathpool import MathVerifyPool
 from benchlab.evaluate.metrics import SampleScore
 from benchlab.evaluate.sandbox import Sandbox
+from benchlab.json_types import JsonObject
 
 if TYPE_CHECKING:
     from benchlab.evaluate.judge import Judge
@@ -44,12 +45,14 @@ class Scorers:
     async def score(
         self,
         kind: str,
-        item: dict[str, Any],
+        item: JsonObject,
         response: str | None,
         bench: BenchmarkConfig | None = None,
         prompt: str = "",
     ) -> SampleScore:
         """Score ``response`` (None when the model call failed) against ``item`` with scorer ``kind``.
+
+        ``item`` is a dataset item's fields (``Item.fields``).
 
         ``llm_judge`` also needs the benchmark's config (its ``judge`` section) and the
         ``prompt`` the model was sent.
@@ -62,7 +65,7 @@ class Scorers:
             return await self.judge.score(bench.judge, item, prompt, response)
         return await getattr(self, f"_{kind}")(item, response)
 
-    async def _math(self, item: dict[str, Any], response: str) -> SampleScore:
+    async def _math(self, item: JsonObject, response: str) -> SampleScore:
         answer = extract_math_answer(response)
         if answer is None:
             return SampleScore(None, False, "no \\boxed{} or 'The answer is'")
@@ -83,7 +86,7 @@ class Scorers:
         correct, why = await self.math_pool.aequivalent(gold, answer)
         return SampleScore(norm, correct, why)
 
-    async def _exact(self, item: dict[str, Any], response: str) -> SampleScore:
+    async def _exact(self, item: JsonObject, response: str) -> SampleScore:
         answer = extract_short_answer(response)
         if answer is None:
             return SampleScore(None, False, "empty response")
@@ -91,13 +94,13 @@ class Scorers:
         norm = normalize_text(answer)
         return SampleScore(norm, norm in {normalize_text(str(g)) for g in golds})
 
-    async def _choice(self, item: dict[str, Any], response: str) -> SampleScore:
+    async def _choice(self, item: JsonObject, response: str) -> SampleScore:
         letter = extract_choice(response)
         if letter is None:
             return SampleScore(None, False, "no choice letter")
         return SampleScore(letter, letter == str(item["answer"]).upper())
 
-    async def _instruction(self, item: dict[str, Any], response: str) -> SampleScore:
+    async def _instruction(self, item: JsonObject, response: str) -> SampleScore:
         if not response.strip():
             return SampleScore(None, False, "empty response")
         ok, failed = check_all(response, item["checks"])
@@ -105,7 +108,7 @@ class Scorers:
             " ".join(response.split()).lower(), ok, "failed: " + ", ".join(failed) if failed else ""
         )
 
-    async def _code(self, item: dict[str, Any], response: str) -> SampleScore:
+    async def _code(self, item: JsonObject, response: str) -> SampleScore:
         code = extract_code(response)
         if code is None:
             return SampleScore(None, False, "no code block")

@@ -33,6 +33,7 @@ from benchlab.evaluate.protocol import ApiError, tighten_schema
 from benchlab.evaluate.routes import router
 from benchlab.evaluate.sandbox import Sandbox, sandbox_from_settings
 from benchlab.evaluate.serving import STALE_AFTER_SECS, ServerState, heartbeat, report_warm_up
+from benchlab.json_types import JsonObject
 
 logger = logging.getLogger("benchlab.evaluate")
 
@@ -105,7 +106,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
     )
     app.state.bench = state
 
-    def openapi() -> dict[str, Any]:
+    def openapi() -> JsonObject:
         if app.openapi_schema is None:
             from fastapi.openapi.utils import get_openapi
 

@@ -8,7 +8,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from fastapi.responses import JSONResponse
 
@@ -19,7 +19,7 @@ from benchlab.evaluate.judge import Judge, JudgeCache, judge_client
 from benchlab.evaluate.mathpool import MathVerifyPool
 from benchlab.evaluate.model import HttpSlots, ModelClient
 from benchlab.evaluate.protocol import EvaluateRequest, reproducing_command
-from benchlab.evaluate.runner import BenchmarkRun, evaluate
+from benchlab.evaluate.runner import BenchmarkRun, RunSummary, evaluate
 from benchlab.evaluate.sandbox import Sandbox
 from benchlab.evaluate.scorers import Scorers
 
@@ -38,7 +38,7 @@ class JobResult(TypedDict):
     status: JobStatus
     rollout_id: int
     raw_metrics: dict[str, dict[str, dict[str, float]]]
-    runs: list[dict[str, Any]]
+    runs: list[RunSummary]
     samples_scored: int
     samples_asked: int
     output_dir: str
@@ -54,7 +54,7 @@ class FailedBody(TypedDict):
     job_id: str
     status: JobStatus
     error: str
-    raw_metrics: dict[str, Any]
+    raw_metrics: dict[str, dict[str, dict[str, float]]]  # always empty: nothing was measured
 
 
 @dataclass

@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from benchlab.extras import exit_missing
 
 try:
@@ -42,6 +44,8 @@ except ModuleNotFoundError as exc:  # run as `python -m benchlab.evaluate.stub` 
 
 from benchlab.evaluate.config import EvalConfig, load_config
 from benchlab.evaluate.datasets import load_items
+from benchlab.evaluate.openai_api import Choice, Completion, CompletionRequest, ModelList
+from benchlab.json_types import JsonObject
 
 # The ``object`` of an OpenAI response, and the prefix of its ``id``.
 _ID_PREFIX = {"chat.completion": "chatcmpl", "text_completion": "cmpl"}
@@ -79,6 +83,17 @@ class StubStats:
     samples_sent: dict[str, int] = field(default_factory=dict)
 
 
+class StatsBody(TypedDict):
+    """The body of the stub's ``GET /stats``: requests served, and every distinct set of sampling fields."""
+
+    requests: int
+    judge_requests: int
+    judge_malformed: int
+    failures_injected: int
+    sampling: list[CompletionRequest]
+    distinct_prompts: int
+
+
 _OPENAI_FIELDS = {"model", "messages", "prompt", "n", "temperature", "top_p", "max_tokens", "stream", "stop",
                   "seed", "logprobs", "presence_penalty", "frequency_penalty", "user"}
 
@@ -94,8 +109,9 @@ def plan(seed: int, item_id: str, sample: int, p_correct: float, p_no_answer: fl
     return "wrong"
 
 
-def respond(scorer: str, item: dict[str, Any], verdict: str) -> str:
-    """The response text for ``item`` under ``scorer`` that is ``verdict`` (correct / wrong / none)."""
+def respond(scorer: str, item: JsonObject, verdict: str) -> str:
+    """The response text for ``item`` (a dataset item's fields) under ``scorer`` that is ``verdict``
+    (correct / wrong / none)."""
     if verdict == "none":
         return "I am not sure how to solve this."
     if scorer == "llm_judge" and "baseline" in item:
@@ -170,7 +186,7 @@ class _StubModel:
     def __init__(self, config: EvalConfig, settings: StubSettings, model: str | None) -> None:
         self.settings = settings
         self.model = model
-        self.lookup: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.lookup: dict[str, tuple[str, JsonObject]] = {}
         self.quality: dict[str, int] = {}
         for bench in config.benchmarks.values():
             for item in load_items(bench):
@@ -181,10 +197,10 @@ class _StubModel:
         self.stats = StubStats()
         self.rng = random.Random(settings.seed)
 
-    def texts(self, prompt: str, body: dict[str, Any]) -> list[str]:
+    def texts(self, prompt: str, body: CompletionRequest) -> list[str]:
         n = int(body.get("n", 1))
         keys = ("model", "n", "temperature", "top_p", "top_k", "max_tokens")
-        self.stats.sampling.add(json.dumps({k: body[k] for k in keys if k in body}, sort_keys=True))
+        self.stats.sampling.add(json.dumps({k: v for k, v in body.items() if k in keys}, sort_keys=True))
         self.stats.by_prompt[prompt] = self.stats.by_prompt.get(prompt, 0) + 1
         found = self.lookup.get(prompt)
         if found is None:
@@ -230,20 +246,19 @@ class _StubModel:
             return JSONResponse({"error": {"message": "injected failure"}}, status_code=500)
         return None
 
-    def reply(self, kind: str, body: dict[str, Any], choices: list[dict[str, Any]]) -> JSONResponse:
+    def reply(self, kind: str, body: CompletionRequest, choices: list[Choice]) -> JSONResponse:
         # JSONResponse directly: FastAPI's encoder walk would cost the stub more CPU than the request itself.
-        return JSONResponse(
-            {
-                "id": f"{_ID_PREFIX[kind]}-{self.stats.requests}",
-                "object": kind,
-                "created": int(time.time()),
-                "model": body.get("model", self.model or "stub"),
-                "choices": choices,
-                "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
-            }
-        )
+        completion: Completion = {
+            "id": f"{_ID_PREFIX[kind]}-{self.stats.requests}",
+            "object": kind,
+            "created": int(time.time()),
+            "model": body.get("model", self.model or "stub"),
+            "choices": choices,
+            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+        }
+        return JSONResponse(completion)
 
-    def unexpected(self, body: dict[str, Any]) -> JSONResponse | None:
+    def unexpected(self, body: CompletionRequest) -> JSONResponse | None:
         extra = set(body) - _OPENAI_FIELDS
         if self.settings.strict_fields and extra:
             return JSONResponse({"error": {"message": f"Unexpected fields {extra}"}}, status_code=422)
@@ -264,7 +279,7 @@ def create_stub_app(
         failure = await stub.gate()
         if failure:
             return failure
-        body = await request.json()
+        body: CompletionRequest = await request.json()
         refused = stub.unexpected(body)
         if refused:
             return refused
@@ -285,7 +300,7 @@ def create_stub_app(
         failure = await stub.gate()
         if failure:
             return failure
-        body = await request.json()
+        body: CompletionRequest = await request.json()
         refused = stub.unexpected(body)
         if refused:
             return refused
@@ -297,11 +312,12 @@ def create_stub_app(
         )
 
     @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
+    async def models() -> ModelList:
         return {"object": "list", "data": [{"id": stub.model or "stub", "object": "model"}]}
 
-    @app.get("/stats")
-    async def get_stats() -> dict[str, Any]:
+    # Documented but not validated: validation would turn a sampling field sent as 0 into 0.0.
+    @app.get("/stats", response_model=None, responses={200: {"model": StatsBody}})
+    async def get_stats() -> StatsBody:
         return {
             "requests": stub.stats.requests,
             "judge_requests": stub.stats.judge_requests,
