@@ -68,7 +68,7 @@ class Run:
     task: str
     config: str
     seed: int
-    params: dict[str, Any]
+    params: ConfigValues
     command: str  # rendered, with the literal '{run_dir}' still in it (see ``command_for``)
     env: dict[str, str] = field(default_factory=dict)
     workdir: str = "."

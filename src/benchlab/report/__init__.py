@@ -19,7 +19,7 @@ from benchlab import preregistration
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import render_leaderboard, status, task_settings
-from benchlab.report.markdown import ReportData, primary_counts, render_markdown, warm_templates
+from benchlab.report.markdown import FailureRow, ReportData, primary_counts, render_markdown, warm_templates
 from benchlab.report.tables import describe
 from benchlab.results import Curves, Environment, GpuPlacement, Results, read
 from benchlab.run_files import runs_dir
@@ -86,18 +86,9 @@ def gather(table: Results) -> ReportData:
     info, the failures, the hardware."""
     from benchlab import __version__
 
-    failures = [
-        {
-            "run": f.run,
-            "run_id": f.run_id,
-            "attempts": f.attempts,
-            "failure_class": f.failure_class,
-            # Escaped for a Markdown table cell that report.html renders too.
-            "error": _cell(f.error),
-            "tail": f.tail,
-        }
-        for f in table.failures
-    ]
+    # The error is escaped for a Markdown table cell that report.html renders too.
+    failures = [FailureRow(f.run, f.run_id, f.attempts, f.failure_class, _cell(f.error), f.tail)
+                for f in table.failures]
     hardware, git = _hardware(table.environment, table.gpu_use)
     return ReportData(
         gpu_use=_gpu_rows(table.gpu_use),

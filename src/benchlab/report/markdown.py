@@ -35,6 +35,19 @@ _ENV.filters.update(cell=cell, fence=fence, code=code_span)
 
 
 @dataclass(frozen=True)
+class FailureRow:
+    """A failed run as the report's failure log shows it: its error escaped for a Markdown table
+    cell (report.html renders the same text), its log tail as recorded."""
+
+    run: str
+    run_id: str
+    attempts: int
+    failure_class: str | None
+    error: str
+    tail: str
+
+
+@dataclass(frozen=True)
 class ReportData:
     """Everything the report is made from, immutable: :func:`benchlab.report.gather` takes the
     results table, :func:`~benchlab.report.account_seeds` and :func:`~benchlab.report.analyze`
@@ -42,7 +55,7 @@ class ReportData:
 
     info: BenchmarkInfo
     finals: pd.DataFrame
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[FailureRow] = field(default_factory=list)
     hardware: str = "unknown"
     git: dict[str, Any] = field(default_factory=dict)
     benchlab_version: str = ""
