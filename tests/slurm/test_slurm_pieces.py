@@ -101,6 +101,35 @@ def test_slurm_flags_need_the_slurm_backend_and_the_key_value_form(tmp_path: Pat
     assert proc.returncode == 2 and "--slurm partition: expected KEY=VALUE" in proc.stdout + proc.stderr
 
 
+SEARCH = """
+search:
+  metric: val
+  space: {x: {uniform: [0, 1]}}
+  budget: 2
+"""
+
+
+def test_search_takes_the_slurm_flags_as_run_does(tmp_path: Path) -> None:
+    # search had no --slurm, and checked only the Ray flags: `search --backend slurm` took the spec's
+    # slurm: section alone, and a missing sbatch was found only after the study folder was made.
+    write_spec(tmp_path, SEARCH)
+    out = tmp_path / "out"
+    proc = run_cli("search", "bench.yaml", "--slurm", "partition=gpu", "--results", str(out), cwd=tmp_path)
+    assert proc.returncode == 2 and "--slurm needs the slurm backend" in proc.stdout + proc.stderr
+    proc = run_cli("search", "bench.yaml", "--backend", "slurm", "--slurm", "partition", "--results", str(out),
+                   cwd=tmp_path)
+    assert proc.returncode == 2 and "--slurm partition: expected KEY=VALUE" in proc.stdout + proc.stderr
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    os.symlink(sys.executable, bare / "python")
+    proc = run_cli("search", "bench.yaml", "--backend", "slurm", "--slurm", "partition=gpu", "--results", str(out),
+                   cwd=tmp_path, env={"PATH": str(bare)})
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 2, said
+    assert "sbatch, squeue, sacct, scancel, srun not found on the PATH" in said and "Traceback" not in said
+    assert not out.exists()
+
+
 def test_the_docs_slurm_section_is_a_valid_spec_part_and_asks_slurm_for_what_it_says(tmp_path: Path) -> None:
     from benchlab_testing import doc_blocks
 

@@ -70,12 +70,15 @@ def test_a_pruned_trial_on_slurm_has_its_job_cancelled_and_its_process_gone(
     spec.write_text(textwrap.dedent(SPEC).lstrip())
     began = time.monotonic()
     done = run_cli("search", str(spec), "--backend", "slurm", "-j", "1", "--results", str(tmp_path / "out"),
-                   cwd=tmp_path, timeout=300)
+                   "--slurm", "comment=tuned-by-search", cwd=tmp_path, timeout=300)
     took = time.monotonic() - began
     assert done.returncode == 0, done.stdout + done.stderr
     assert took < 240  # the pruned trials' ten minutes were not waited out
 
     folder = tmp_path / "out" / "search" / "search"
+    # --slurm reached sbatch: every job's submission script carries it
+    scripts = sorted((tmp_path / "out").rglob("*_submission.sh"))
+    assert scripts and all("#SBATCH --comment=tuned-by-search" in p.read_text().splitlines() for p in scripts)
     con = sqlite3.connect(folder / "benchlab.db")
     try:
         rows = con.execute("SELECT r.config, a.status, a.run_id, p.job_id FROM attempts a JOIN runs r "

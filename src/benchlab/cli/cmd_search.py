@@ -33,6 +33,9 @@ def search(
     ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster to run on (ray backend)."),
     shared_fs: bool = typer.Option(False, "--shared-fs", help="Ray nodes see the results folder at the same path "
                                    "(needed to prune from live curves on Ray)."),
+    slurm: list[str] = typer.Option(None, "--slurm", metavar="KEY=VALUE",
+                                    help="Slurm backend: any sbatch option (--slurm partition=gpu), over the "
+                                         "spec's slurm: section, as for run."),
     gpus: str = typer.Option(None, "--gpus", metavar="auto|none|0,3,5", help="GPUs to pack runs onto, as for run."),
     summary: str = typer.Option(None, "--summary", metavar="final|auc|max|slope",
                                 help="How a run's curve of the search metric becomes its value "
@@ -63,17 +66,13 @@ def search(
         return _promote(spec, folder, promote, as_json)
     if report:
         return _report(spec, folder, out, as_json)
-    from benchlab.cli.cmd_run import _sweep_with_signals
+    from benchlab.cli.cmd_run import _sweep_with_signals, backend_options
     from benchlab.cli.progress import SweepDisplay
     from benchlab.search import SearchRun
     from benchlab.search.study import goal_of
 
     backend = backend or spec.backend
-    if backend != "ray" and (ray_address or shared_fs):
-        raise UsageError("--ray-address and --shared-fs need the ray backend (--backend ray)")
-    from benchlab.execute.ray import RayOptions
-
-    options = RayOptions(address=ray_address, shared_fs=shared_fs, max_inflight=jobs) if backend == "ray" else None
+    options = backend_options(backend, jobs, ray_address, shared_fs, slurm)
     show = err_console if as_json else console
     search_ = spec.search
     metric = search_.metric.name
