@@ -92,6 +92,7 @@ def _span(name: str) -> tuple[float, int]:
 
 
 def bench_benchlab(runs: int, jobs: int, work: Path) -> tuple[float, str]:
+    from benchlab.execute.slurm import SlurmOptions
     from benchlab.execute.sweep import Sweep
     from benchlab.spec import load_spec
 
@@ -109,7 +110,7 @@ def bench_benchlab(runs: int, jobs: int, work: Path) -> tuple[float, str]:
     """))
     t0 = time.perf_counter()
     result = Sweep(load_spec(spec_path), work / "results", backend="slurm", jobs=jobs,
-                   backend_options={"jobs": jobs}).run()
+                   backend_options=SlurmOptions(jobs=jobs)).run()
     wall = time.perf_counter() - t0
     assert result.completed == runs, f"benchlab completed {result.completed} of {runs}"
     return wall, f"benchlab-{name}"

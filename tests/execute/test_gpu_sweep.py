@@ -17,6 +17,7 @@ import pytest
 from gpu_trace import RECORDING, TRACE_SCRIPT, devices_of, double_env, peak_use, read_trace, run_cli
 
 from benchlab.execute.events import EventKind
+from benchlab.execute.local import LocalOptions
 from benchlab.execute.sweep import Sweep
 from benchlab.spec import load_spec
 
@@ -149,7 +150,7 @@ def test_a_device_is_reused_only_once_its_memory_is_back(tmp_path):
                             args=f"sleep=0.2 gpus=1 smi={smi / 'query-gpu.0.csv'} leak_seed=0")
     events = []
     sweep = Sweep(load_spec(spec), tmp_path / "out", jobs=2, on_event=events.append,
-                  backend_options={"settle_s": 0.6, "settle_poll_s": 0.05}, gpus="auto")
+                  backend_options=LocalOptions(settle_s=0.6, settle_poll_s=0.05), gpus="auto")
     os.environ["BENCHLAB_GPU_DOUBLE"] = str(smi)
     try:
         result = sweep.run()

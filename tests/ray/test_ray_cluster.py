@@ -126,8 +126,10 @@ def write_bench(root: Path, *, seeds: int = 2, resources: str = "{cpus: 1}", ret
 
 
 def run_sweep(spec: Path, results: Path, address: str, **options: object) -> SweepResult:
+    from benchlab.execute.ray import RayOptions
+
     return Sweep(load_spec(spec), results, backend="ray",
-                 backend_options={"address": address, **options}).run()
+                 backend_options=RayOptions(address=address, **options)).run()
 
 
 def attempts(results: Path) -> list[sqlite3.Row]:

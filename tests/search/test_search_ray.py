@@ -10,6 +10,7 @@ import pytest
 from optuna.trial import TrialState
 from searchkit import objective, write_search_bench
 
+from benchlab.execute.ray import RayOptions
 from benchlab.search import SearchRun
 from benchlab.search.study import read_study
 from benchlab.spec import load_spec
@@ -40,7 +41,7 @@ def test_a_search_runs_its_trials_as_ray_tasks_and_completes_its_budget(tmp_path
     spec = load_spec(write_search_bench(tmp_path, budget=4))
     results = tmp_path / "results" / "tune"
     outcome = SearchRun(spec, results, backend="ray", jobs=2,
-                        backend_options={"address": ray_cluster.address, "max_inflight": 2}).run()
+                        backend_options=RayOptions(address=ray_cluster.address, max_inflight=2)).run()
     assert outcome.exit_code == 0 and outcome.completed == 4 and outcome.counted == 4
     study = read_study(results / "search" / "search")
     done = study.get_trials(states=(TrialState.COMPLETE,))

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from benchlab.errors import UserError
-from benchlab.execute.base import Backend, Launch, Outcome, ProcessInfo, SweepContext
+from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, ProcessInfo, SweepContext
 from benchlab.execute.gpus import Inventory, empty_margin_mib
 from benchlab.execute.placement import GpuPool, GpuRequest
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV, KILL_GRACE_S, descendants, is_alive, signal_tree
@@ -163,6 +163,19 @@ def settle_margin_mib(memory_total_mib: int) -> int:
     """How far above its starting level a device's memory may stay and still count as freed:
     the inventory's own margin for an empty device, so the two never disagree."""
     return empty_margin_mib(memory_total_mib)
+
+
+@dataclass(frozen=True)
+class LocalOptions(BackendOptions):
+    """The local backend's own options, for a Python caller (the command line sets none): how long
+    a GPU freed by a run may take to give back its memory before the next run is placed on it."""
+
+    #: Seconds to wait for a freed GPU's memory to drain.
+    settle_s: float = SETTLE_S
+    #: Seconds between looks at a draining GPU.
+    settle_poll_s: float = SETTLE_POLL_S
+    #: Seconds between SIGTERM and SIGKILL when a run is stopped.
+    grace: float = KILL_GRACE_S
 
 
 class LocalBackend(Backend):

@@ -97,7 +97,7 @@ class Sweep:
                  rerun_failed: bool = False, backend: str | Backend | None = None,
                  on_event: Callable[[SweepEvent], None] | None = None,
                  max_failures: int | None = None,
-                 backend_options: BackendOptions | dict[str, Any] | None = None,
+                 backend_options: BackendOptions | None = None,
                  gpus: str | None = None, rerun_all: bool = False, code: CodeState | None = None,
                  runs: list[Run] | None = None, allow_changed: bool = False, feeder: Feeder | None = None,
                  check_checkpoints: bool = True):
@@ -128,8 +128,7 @@ class Sweep:
         self.on_event = on_event or (lambda event: None)
         self.max_failures = max_failures
         self._backend_arg: str | Backend = spec.backend if backend is None else backend
-        self._backend_options = (backend_options.keywords() if isinstance(backend_options, BackendOptions)
-                                 else dict(backend_options or {}))
+        self._backend_options = backend_options.keywords() if backend_options is not None else {}
         self.gpus = gpus
         self._recovered_gpus: list[int] = []
         self._stop = threading.Event()

@@ -361,7 +361,7 @@ class SearchRun:
                  backend: str = "local", gpus: str | None = None, summary: str | None = None,
                  on_event: Callable[[SweepEvent], None] | None = None,
                  on_trial: Callable[[TrialEvent], None] | None = None,
-                 backend_options: BackendOptions | dict[str, Any] | None = None, code: Any = None):
+                 backend_options: BackendOptions | None = None, code: Any = None):
         if spec.search is None:
             where = spec.path or spec.name
             raise SearchError(spec.name, f"{where}: the spec has no `search` section (see docs/search.md)")
