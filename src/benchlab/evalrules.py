@@ -30,6 +30,7 @@ from benchlab.errors import Problem, SpecError
 from benchlab.json_types import ConfigValues
 
 if TYPE_CHECKING:
+    from benchlab.collect.lm_eval import LmEvalProvenance
     from benchlab.plan import Run
     from benchlab.spec import Spec
 
@@ -214,7 +215,7 @@ def tool_version(tool: str) -> str | None:
     return None
 
 
-def settings_of(command: str, lm_eval: Mapping[str, Any] | None = None) -> EvaluationSettings | None:
+def settings_of(command: str, lm_eval: LmEvalProvenance | None = None) -> EvaluationSettings | None:
     """What a run's provenance records under ``evaluation``: tool, harness version, seed,
     temperature, tensor parallelism, batch size, model. ``lm_eval`` is the provenance read from
     the harness's results file, whose ``config`` says what actually ran; the command fills the rest."""
@@ -225,7 +226,9 @@ def settings_of(command: str, lm_eval: Mapping[str, Any] | None = None) -> Evalu
                              tensor_parallel_size=call.tensor_parallel_size, batch_size=call.batch_size,
                              version=tool_version(call.tool))
     if lm_eval:
-        out["version"] = lm_eval.get("lm_eval_version") or out["version"]
+        harness = lm_eval.get("lm_eval_version")
+        if harness:
+            out["version"] = str(harness)
         ran = lm_eval.get("run_config") or {}
         if ran.get("random_seed") is not None:
             out["seed"] = str(ran["random_seed"])

@@ -285,7 +285,35 @@ def _seeds_cell(count: SeedCount | None, n: int) -> str:
     return text + (f" ({', '.join(notes)})" if notes else "")
 
 
-def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, Any]], list[str]]:
+@dataclass(frozen=True)
+class TableRow:
+    """One config's row of a task's results table, as Markdown cells (report and dashboard)."""
+
+    rank: int | str
+    tied: str
+    config: str
+    flag: str
+    n: str
+    mean_std: str
+    ci: str
+    min: str
+    max: str
+    secondary: list[str]
+
+
+@dataclass(frozen=True)
+class TaskTable:
+    """A task's results table: its rows best first, then the configs with no completed seed."""
+
+    name: str
+    target: float | None
+    rows: list[TableRow]
+    has_ci: bool
+
+
+def task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[TaskTable], list[str]]:
+    """Each task's results table over ``desc`` (:func:`benchlab.report.tables.describe`), and the
+    secondary metrics their columns show."""
     info = data.info
     secondary = [
         m
@@ -299,12 +327,12 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
         for row in data.analysis.summary:
             if row.metric == info.primary:
                 summary_rows[(row.task, row.config)] = row
-    tables = []
+    tables: list[TaskTable] = []
     all_tasks = set(desc["task"]) | {t for t, _ in counts}
     for task in [t for t in info.tasks if t in all_tasks] + sorted(all_tasks - set(info.tasks)):
         sub = desc[desc["task"] == task]
         prim = sub[sub["is_primary"]].sort_values("mean_rank", kind="stable")
-        rows = []
+        rows: list[TableRow] = []
         for _, r in prim.iterrows():
             extra = summary_rows.get((task, r["config"]))
             count = counts.get((task, r["config"]))
@@ -332,40 +360,30 @@ def _task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[dict[str, A
             # CI overlaps the best one's. That is marked as what it is, an overlap of intervals:
             # a pairwise test beside it may still separate the two ("tied" contradicted it).
             rank_shown = _rank(r["rank"])
-            rows.append(
-                {
-                    "rank": "—" if rank_shown is None else rank_shown,
-                    "tied": " (CI overlaps the best's)" if r["tied"] else "",
-                    "config": r["config"] + (" (baseline)" if r["config"] == info.baseline else ""),
-                    "flag": " ⚠" if extra and extra.high_variance else "",
-                    "n": _seeds_cell(count, int(r["n"])),
-                    "mean_std": mean_std,
-                    "ci": ci,
-                    "min": fmt_at(r["min"], at) if at is not None else fmt(r["min"]),
-                    "max": fmt_at(r["max"], at) if at is not None else fmt(r["max"]),
-                    "secondary": sec_vals,
-                }
-            )
+            rows.append(TableRow(
+                rank="—" if rank_shown is None else rank_shown,
+                tied=" (CI overlaps the best's)" if r["tied"] else "",
+                config=r["config"] + (" (baseline)" if r["config"] == info.baseline else ""),
+                flag=" ⚠" if extra and extra.high_variance else "",
+                n=_seeds_cell(count, int(r["n"])),
+                mean_std=mean_std,
+                ci=ci,
+                min=fmt_at(r["min"], at) if at is not None else fmt(r["min"]),
+                max=fmt_at(r["max"], at) if at is not None else fmt(r["max"]),
+                secondary=sec_vals,
+            ))
         shown = set(prim["config"])
         for (t, config), count in counts.items():
             if t != task or config in shown:
                 continue
-            rows.append({
-                "rank": "—", "tied": "",
-                "config": config + (" (baseline)" if config == info.baseline else "")
-                + " ✗ failed",
-                "flag": "", "n": _seeds_cell(count, 0),
-                "mean_std": "no completed seed", "ci": "—" if summary_rows else "",
-                "min": "—", "max": "—", "secondary": ["—" for _ in secondary],
-            })
-        tables.append(
-            {
-                "name": task,
-                "target": info.targets.get(task),
-                "rows": rows,
-                "has_ci": bool(summary_rows),
-            }
-        )
+            rows.append(TableRow(
+                rank="—", tied="",
+                config=config + (" (baseline)" if config == info.baseline else "") + " ✗ failed",
+                flag="", n=_seeds_cell(count, 0),
+                mean_std="no completed seed", ci="—" if summary_rows else "",
+                min="—", max="—", secondary=["—" for _ in secondary],
+            ))
+        tables.append(TaskTable(name=task, target=info.targets.get(task), rows=rows, has_ci=bool(summary_rows)))
     return tables, secondary
 
 
@@ -797,7 +815,7 @@ def render_markdown(data: ReportData) -> str:
     """The text of BENCHMARK_REPORT.md."""
     info = data.info
     desc = data.desc if data.desc is not None else describe(data.finals, info.goal, info.primary)
-    tables, secondary = _task_tables(data, desc)
+    tables, secondary = task_tables(data, desc)
     prim = desc[desc["is_primary"]]
     seeds_text = _seeds_text(info, prim, data.planned)
     spec_configs = {c["name"]: c for c in info.spec.get("configs", [])}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchlab.json_types import ConfigValues
 from benchlab.ledger import COMPLETED, PRUNED, Store
 from benchlab.search.study import FAILURE_ATTR, RETRY_OF_ATTR, RUNS_ATTR, read_study
 
@@ -27,7 +28,7 @@ class TrialRow:
     number: int
     state: str
     value: float | None
-    params: dict[str, Any]
+    params: ConfigValues
     runs: tuple[str, ...] = ()  # the runs' names, task/config/seed
     reason: str | None = None
     retry_of: int | None = None

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+
+from benchlab.json_types import JsonObject
 
 #: lm-evaluation-harness metric names (the part of a key before the comma) that are proportions.
 _LM_EVAL_PROPORTION = re.compile(
@@ -26,7 +27,7 @@ _LM_EVAL_PROPORTION = re.compile(
 _EVAL_PROPORTION = re.compile(r"^[^/]+/(pass@\d+(\[avg-of-\d+\])?|majority@\d+)/(accuracy|no_answer)$")
 
 
-def default_range(name: str, source: Mapping[str, Any] | None = None) -> tuple[float, float] | None:
+def default_range(name: str, source: JsonObject | None = None) -> tuple[float, float] | None:
     """``(0, 1)`` for a metric that is a proportion by construction (module docstring), else None.
 
     Args:
@@ -42,7 +43,7 @@ def default_range(name: str, source: Mapping[str, Any] | None = None) -> tuple[f
     return None
 
 
-def metric_ranges(spec: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+def metric_ranges(spec: JsonObject) -> dict[str, tuple[float, float]]:
     """``{metric: (low, high)}`` of every bounded metric of a spec (as dumped to the ledger), and
     ``{"TASK/METRIC": (low, high)}`` for each task's own ``range`` (which wins for that task)."""
     metrics = spec.get("metrics") or {}

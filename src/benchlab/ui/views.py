@@ -14,17 +14,20 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from markupsafe import Markup
 
 from benchlab.execute.status import FolderStatus
 from benchlab.execute.status import status as folder_status
-from benchlab.json_types import JsonObject
+from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
 from benchlab.ui.library import Benchmark, tail
+
+if TYPE_CHECKING:
+    from benchlab.report.markdown import TaskTable
 
 #: Log lines shown under a failure group, and on a run's page.
 FAILURE_TAIL_LINES = 10
@@ -110,7 +113,7 @@ class ReportNumbers:
     primary: str
     goal: str
     baseline: str | None
-    task_tables: list[dict[str, Any]]
+    task_tables: list[TaskTable]
     secondary: list[str]
     comparisons: list[list[str]]  # header first
     leaderboard: list[list[str]]  # header first
@@ -153,7 +156,7 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
     from benchlab.report import account_seeds, analyze, gather, leaderboard
 
     # The report formats its rows here; shared, so that the page prints what the report prints.
-    from benchlab.report.markdown import _comparison_rows, _task_tables
+    from benchlab.report.markdown import _comparison_rows, task_tables
     from benchlab.results import read
 
     data = gather(read(folder, searches=False, curves=False))  # the page shows no search section, no figure
@@ -161,7 +164,7 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
         return None
     data = analyze(account_seeds(data))
     desc = data.desc
-    tables, secondary = _task_tables(data, desc)
+    tables, secondary = task_tables(data, desc)
     info = data.info
     comparisons: list[list[str]] = []
     rows = [r for r in data.analysis.comparisons if r.metric == info.primary] if data.analysis else []
@@ -361,7 +364,7 @@ class RunView:
     config: str
     seed: int
     status: str
-    params: dict[str, Any]
+    params: ConfigValues
     command: str
     attempts: list[AttemptRecord]
     metrics: dict[str, float | None]
