@@ -55,7 +55,7 @@ class Side:
     folder: Path
     name: str
     goals: dict[str, str]
-    spec: dict[str, Any]
+    spec: JsonObject  # the spec as the ledger stored it (BenchmarkInfo.spec)
     spec_path: str | None
     version: dict[str, Any] | None
     table: pd.DataFrame

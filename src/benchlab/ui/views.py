@@ -14,7 +14,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from markupsafe import Markup
@@ -370,7 +370,7 @@ class RunView:
     metrics: dict[str, float | None]
     series: dict[str, tuple[int, float | None]]  # metric -> (points, last value)
     config_text: str
-    provenance: dict[str, Any] | None
+    provenance: JsonObject | None  # provenance.json as written, shown key by key (older layouts too)
     files: list[str]
     log: str
 
