@@ -106,8 +106,9 @@ def test_hosts_sequential_flags_search_and_plan_progress_of_an_earlier_release_r
         (SequentialPairRecord("t1", "far", 4, "better", "decided: better than the baseline", 1.5, (0.25, 2.75), 0),
          SequentialPairRecord("t1", "same", 8, "max-seeds", "undecided at --max-seeds", None, (None, None), 1)))
     assert flagged == [FlaggedPair("t", "broken", 3, {"exception": 2, "timeout": 1})]
-    assert search is not None and (search.study, search.metric, search.budget, search.base_config) == (
-        "lr-study", "val_acc", 20, "mlp")
+    assert search == SearchRecord(study="lr-study", spec_name="bench", metric="val_acc", goal="max", summary="final",
+                                  budget=20, sampler="tpe", pruner="median", base_config="mlp",
+                                  spec_path="/home/u/bench.yaml")
     # No plan is being recorded into the next table here: how many are recorded cannot be told.
     assert progress == PlanProgress(runs=5000, recorded=None, started=1767225600.5)
 
@@ -141,3 +142,23 @@ def test_a_ledger_without_meta_records_reads_as_nothing_recorded(tmp_path: Path)
     with Store.open(_ledger_with(tmp_path / "fresh", {})) as store:
         assert store.versions() == [] and store.hardware() == {} and store.flagged() == []
         assert store.sequential() is None and store.search_record() is None and store.plan_recording() is None
+
+
+def test_a_resume_compares_the_version_as_an_earlier_release_recorded_it(earlier: Path):
+    from benchlab.execute.version import BenchmarkVersion, changes_since
+
+    with Store.open(earlier) as store:
+        older, then = store.versions()
+    # Now: the same commit and tree, no uncommitted diff any more, gsm8k changed and a dataset added.
+    now = BenchmarkVersion(
+        id="b0b0b0b0b0b0", recorded_at="2026-03-02T10:00:00+00:00", commit="0123456789abcdef0123", dirty=False,
+        diff_sha256=None, tree_sha256="77aa", interpreter="/usr/bin/python3", packages_of="command", packages=[],
+        env={}, datasets=[DatasetSum("gsm8k", "data/gsm8k.jsonl", "6f6f6f6f6f6f6f6f", 4096, 1),
+                          DatasetSum("math", "data/math.jsonl", "7a7a", 10, 1)])
+    assert changes_since(then, now, lambda since: [f"files since {since}"]) == [
+        "the code's uncommitted diff (diff feedbeef -> no diff), in files since 0123456789abcdef0123",
+        "dataset 'gsm8k' at data/gsm8k.jsonl (sha256 5e5e5e5e5e5e -> 6f6f6f6f6f6f)",
+        "dataset 'math' (added)"]
+    # The older record has no tree hash: a new commit is a change of the code even with the same files.
+    assert changes_since(older, now) == ["the code's commit (fedcba9876 -> 0123456789)", "dataset 'gsm8k' (added)",
+                                         "dataset 'math' (added)"]
