@@ -562,7 +562,7 @@ def _benchmark_and_search(folder: Path) -> Path:
     import numpy as np
     import optuna
 
-    from benchlab.ledger import COMPLETED, PRUNED, Store
+    from benchlab.ledger import COMPLETED, PRUNED, SearchRecord, Store
     from benchlab.plan import Run
     from benchlab.search.study import RUNS_ATTR, SUMMARY_ATTR, journal_storage
 
@@ -577,7 +577,7 @@ def _benchmark_and_search(folder: Path) -> Path:
 
     configs = {"a": [0.50, 0.55, 0.60], "b": [0.70, 0.72, 0.74]}
     with Store.create(folder) as store:
-        store.set_meta(name="bench", description="", primary="score", goals={"score": "max"}, metrics=["score"],
+        store._set_meta(name="bench", description="", primary="score", goals={"score": "max"}, metrics=["score"],
                        baseline="a", tasks=["t"], configs=list(configs), targets={"t": None}, references={},
                        seeds=[0, 1, 2], spec={"name": "bench", "command": "python run.py",
                                               "configs": [{"name": c, "params": {}} for c in configs]})
@@ -606,8 +606,8 @@ def _benchmark_and_search(folder: Path) -> Path:
                    state=optuna.trial.TrialState.COMPLETE if state == COMPLETED else optuna.trial.TrialState.PRUNED)
         trials.append((run, value, state))
     with Store.create(study_folder) as store:
-        store.set_meta(search={"study": study.study_name, "metric": "score", "goal": "max", "summary": "final",
-                               "budget": 4, "sampler": "tpe", "pruner": "median"})
+        store.set_search_record(SearchRecord(study.study_name, metric="score", goal="max", summary="final",
+                                             budget=4, sampler="tpe", pruner="median"))
         record(store, trials)
     return folder
 

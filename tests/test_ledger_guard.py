@@ -33,13 +33,13 @@ def test_checks_of_the_ledger_keep_the_sweeps_locks_so_its_commits_stay_visible(
     db = store.path
     guard = LedgerGuard(store, every_s=0.0)
     try:
-        store.set_meta(probe="first")
+        store._set_meta(probe="first")
         for _ in range(3):
             assert guard.check(force=True) is None
             assert read_probe(db) == '"first"'
         # The log is still the sweep's: no reader took the file for its own and removed it.
         assert Path(f"{db}-wal").exists()
-        store.set_meta(probe="second")
+        store._set_meta(probe="second")
         assert read_probe(db) == '"second"'
     finally:
         store.close()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
 from benchlab.failures import failed_runs
-from benchlab.ledger import DB_NAME, Store, find_db
+from benchlab.ledger import DB_NAME, HostRecord, SequentialRecord, Store, VersionRecord, find_db
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.run_files import PROVENANCE_FILE, runs_dir
 
@@ -91,13 +91,13 @@ def _table(store: Store, folder: Path, *, series: bool, all_runs: bool, trials: 
     import pandas as pd
 
     columns = [*COLUMNS, "run_id", "in_spec"] if all_runs else COLUMNS
-    meta = store.meta()
     search = store.search_record()
     if search is not None and not trials:
-        raise ResultsNotFound(folder, f"{folder} holds the trials of a search ({search.get('study')}), "
+        raise ResultsNotFound(folder, f"{folder} holds the trials of a search ({search.study}), "
                                       "which never enter a benchmark table; read them with "
                                       "benchlab.load(..., search=True) or `benchlab search --report`")
-    name = meta.get("name", folder.name)
+    recorded = store.benchmark()
+    name = recorded.name if recorded is not None else folder.name
     finals = store.metric_rows(current_only=not all_runs)
     in_spec = store.in_spec_ids() if all_runs else set()
     frames = []
@@ -155,7 +155,8 @@ def _load_search(results: Path | str | None, *, series: bool) -> pd.DataFrame:
     for folder in search_folders(results):
         table = _load_folder(folder, series=series, all_runs=False, trials=True)
         with Store.open(folder) as store:
-            study = (store.search_record() or {}).get("study", folder.name)
+            search = store.search_record()
+            study = search.study if search is not None else folder.name
         table["study"] = study
         table["trial"] = table["config"].str.extract(r"\[trial=(\d+)\]$", expand=False).astype(float)
         frames.append(table)
@@ -259,7 +260,7 @@ class Environment:
     """Where the runs ran: each host's CPU, cores and GPU models by index (as the sweeps noted
     them in the ledger), and the provenance of the first run (host, platform, CPU, git)."""
 
-    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hosts: dict[str, HostRecord] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
@@ -352,8 +353,8 @@ class Results:
     #: (task, config) -> [(seed, run id)] of the completed runs, by seed.
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
     #: ``run --until-decided``'s design and each pair's seeds and stop reason as of its last look
-    #: (``{"design", "baseline", "pairs"}``); None when the results were not run that way.
-    sequential: dict[str, Any] | None = None
+    #: None when the results were not run that way.
+    sequential: SequentialRecord | None = None
     #: The versions of the code under test the completed runs ran at, oldest first; empty when
     #: the ledger records one (every run ran at the same code).
     code_versions: list[CodeVersion] = field(default_factory=list)
@@ -421,14 +422,14 @@ def _searches(folder: Path) -> tuple[StudySection, ...]:
     return summarize_studies(folder)
 
 
-def _code_versions(folder: Path, versions: list[dict[str, Any]],
+def _code_versions(folder: Path, versions: list[VersionRecord],
                    run_ids: dict[tuple[str, str], list[tuple[int, str]]]) -> list[CodeVersion]:
     """Which completed run ran at which code, from each run's provenance.json; read only where
     the ledger records more than one code (``run --allow-changed``), so most reports read none."""
-    codes = {(v.get("commit"), v.get("diff_sha256")) for v in versions}
+    codes = {(v.commit, v.diff_sha256) for v in versions}
     if len(codes) <= 1:
         return []
-    by_id = {v["id"]: v for v in versions if "id" in v}
+    by_id = {v.id: v for v in versions}
     groups: dict[str, list[tuple[str, str, int]]] = {}
     for (task, config), seeds in run_ids.items():
         for seed, rid in seeds:
@@ -441,12 +442,13 @@ def _code_versions(folder: Path, versions: list[dict[str, Any]],
     order = {v: i for i, v in enumerate(by_id)}
     out = []
     for version in sorted(groups, key=lambda v: order.get(v, len(order))):
-        v = by_id.get(version, {})
-        out.append(CodeVersion(version, v.get("commit"), v.get("dirty"), groups[version]))
+        v = by_id.get(version)
+        out.append(CodeVersion(version, v.commit if v else None, v.dirty if v else None, groups[version]))
     # Versions of one code (an env or package change) are one code for reproduction.
     merged: dict[tuple[Any, Any], CodeVersion] = {}
     for cv in out:
-        key = (cv.commit, by_id.get(cv.version, {}).get("diff_sha256"))
+        found = by_id.get(cv.version)
+        key = (cv.commit, found.diff_sha256 if found else None)
         if key in merged:
             first = merged[key]
             merged[key] = CodeVersion(first.version, first.commit, first.dirty, first.runs + cv.runs)

@@ -24,7 +24,7 @@ from benchlab.failures import (  # noqa: F401
     TIMEOUT,
     USAGE,
 )
-from benchlab.ledger import FAILED
+from benchlab.ledger import FAILED, FlaggedPair
 from benchlab.secrets import Fingerprint, redact
 
 TAIL_LINES = 20
@@ -163,13 +163,13 @@ def classify(*, exit_code: int | None, signal: int | None, timed_out: bool, tail
     return Verdict(EXIT_CODE, f"exited with code {exit_code}")
 
 
-def flag_configs(runs: Iterable[Any], attempts: Iterable[Any]) -> list[dict[str, Any]]:
+def flag_configs(runs: Iterable[Any], attempts: Iterable[Any]) -> list[FlaggedPair]:
     """(task, config) pairs whose every run failed: a broken config, not bad luck on one seed.
 
     ``runs`` are the ledger's current runs (``task``, ``config``, ``status``, ``run_id``) and
     ``attempts`` its attempts (``run_id``, ``failure_class``, ``status``, ``number``).
-    Each flag is ``{"task", "config", "failures", "classes"}``: how many runs failed and
-    how many of them ended in each failure class (their last attempt's).
+    Each flag says how many runs failed and how many of them ended in each failure class
+    (their last attempt's).
     """
     last: dict[str, str] = {}
     for a in attempts:
@@ -185,8 +185,7 @@ def flag_configs(runs: Iterable[Any], attempts: Iterable[Any]) -> list[dict[str,
             for r in members:
                 cls = last.get(r.run_id, "unknown")
                 classes[cls] = classes.get(cls, 0) + 1
-            flagged.append({"task": task, "config": config, "failures": len(members),
-                            "classes": classes})
+            flagged.append(FlaggedPair(task, config, len(members), classes))
     return flagged
 
 

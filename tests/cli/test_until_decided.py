@@ -298,5 +298,5 @@ def test_a_rebuilt_ledger_keeps_the_design_the_versions_and_the_hosts(make_bench
         path.unlink()
     assert bench.cli("collect", str(bench.results), "--rebuild").returncode == 0
     with Store(db) as store:
-        assert [v["id"] for v in store.versions()] == [v["id"] for v in before[0]]
+        assert [v.id for v in store.versions()] == [v.id for v in before[0]]
         assert store.sequential() is None and store.hardware() == {}

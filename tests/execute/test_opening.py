@@ -42,7 +42,7 @@ def test_opening_recovers_a_dead_sweeps_attempt_and_queues_what_is_left(tmp_path
     assert opened.recovered.gpus == [1, 2] and opened.recovered.held == []
     assert opened.skipped == 1 and opened.failed == 0
     assert {r.run_id for r in opened.queue} == {r.run_id for r in runs[1:]}
-    assert [v["id"] for v in store.versions()] == [opened.version_id]
+    assert [v.id for v in store.versions()] == [opened.version_id]
     assert opened.warning is None  # no git: nothing to say of the code under test
     store.close()
 

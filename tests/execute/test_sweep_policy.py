@@ -10,6 +10,7 @@ import pytest
 from benchlab import triage
 from benchlab.execute.queue import for_retry, order_queue
 from benchlab.execute.sweep import busy_share
+from benchlab.ledger import FlaggedPair
 from benchlab.plan import expand
 from benchlab.spec import Spec
 
@@ -92,8 +93,7 @@ def test_flag_configs_needs_every_run_failed():
                 SimpleNamespace(run_id="a1", status="failed", failure_class="exception"),
                 SimpleNamespace(run_id="a1", status="failed", failure_class="out-of-memory")]
     assert triage.flag_configs(runs, attempts) == [
-        {"task": "t", "config": "a", "failures": 2,
-         "classes": {"timeout": 1, "out-of-memory": 1}}]
+        FlaggedPair(task="t", config="a", failures=2, classes={"timeout": 1, "out-of-memory": 1})]
 
 
 def test_shell_reported_signal_exit_is_a_signal():

@@ -96,7 +96,7 @@ def test_a_first_schema_ledger_is_upgraded_when_a_sweep_opens_it_and_keeps_its_r
         assert all(a.gpu_use is None for a in attempts)
         # The retry budget counts from the first attempt (budget_from's default): both failures.
         assert store.charged_failures() == {"r2": {"crash": 2}}
-        assert store.meta()["name"] == "old"
+        assert store._meta()["name"] == "old"
 
     fresh = tmp_path / "new"
     Store.create(fresh).close()

@@ -118,7 +118,7 @@ def build_store_world(
     tasks = list(dict.fromkeys(t for t, _ in values))
     configs = list(dict.fromkeys(c for _, c in values))
     with Store.create(folder) as store:
-        store.set_meta(
+        store._set_meta(
             name="stored",
             description="",
             primary="score",

@@ -19,7 +19,7 @@ def _ledger(folder: Path, curves: dict[tuple[str, int], tuple[list[float], list[
     from benchlab.ledger import Store
 
     with Store.create(folder) as store:
-        store.set_meta(name="c", primary="score", goals={"score": "max"}, tasks=["t"],
+        store._set_meta(name="c", primary="score", goals={"score": "max"}, tasks=["t"],
                        configs=sorted({c for c, _ in curves}))
         runs = [Run(run_id=f"{c}{s}", benchmark="c", task="t", config=c, seed=s, params={},
                     command="x") for c, s in curves]

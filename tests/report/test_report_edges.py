@@ -47,7 +47,7 @@ def test_report_before_any_run_completed_lists_the_suite_without_scores(tmp_path
     from benchlab.plan import Run
 
     with Store.create(tmp_path / "res") as store:
-        store.set_meta(name="e", primary="score", goals={"score": "max"}, tasks=["t"],
+        store._set_meta(name="e", primary="score", goals={"score": "max"}, tasks=["t"],
                        configs=["a"], baseline="a", targets={"t": 1.0})
         store.register([Run(run_id="x", benchmark="e", task="t", config="a", seed=0,
                             params={}, command="x")])

@@ -13,7 +13,7 @@ from benchlab.ledger import Store, read_only_ledgers
 
 def _ledger(folder: Path) -> Path:
     with Store.create(folder) as store:
-        store.set_meta(name="tiny")
+        store._set_meta(name="tiny")
     return folder
 
 
@@ -26,9 +26,9 @@ def test_building_the_dashboard_in_process_leaves_ledgers_writable(tmp_path: Pat
     # In the same test, after the app is built: no fixture of the suite has reset anything yet.
     with Store.open(folder) as store:
         assert not store.read_only
-        store.set_meta(name="renamed")
+        store._set_meta(name="renamed")
     with Store.open(folder) as store:
-        assert store.meta()["name"] == "renamed"
+        assert store._meta()["name"] == "renamed"
 
 
 def test_a_ledger_opened_while_the_dashboard_serves_a_request_is_read_only(tmp_path: Path,
@@ -52,7 +52,7 @@ def test_a_ledger_opened_while_the_dashboard_serves_a_request_is_read_only(tmp_p
         client.get("/b/out/numbers")
         served = list(opened)
         with Store.open(folder) as store:  # this thread is no request: it may write
-            store.set_meta(name="written beside the dashboard")
+            store._set_meta(name="written beside the dashboard")
     assert served and all(served)
     assert opened[len(served)] is False
 
@@ -62,9 +62,9 @@ def test_read_only_ledgers_refuses_writes_inside_and_only_inside(tmp_path: Path)
     with read_only_ledgers():
         with Store.open(folder) as store:
             with pytest.raises(sqlite3.OperationalError, match="readonly"):
-                store.set_meta(name="changed")
+                store._set_meta(name="changed")
     with Store.open(folder) as store:
-        assert store.meta()["name"] == "tiny"
-        store.set_meta(name="changed")
+        assert store._meta()["name"] == "tiny"
+        store._set_meta(name="changed")
     with Store.open(folder) as store:
-        assert store.meta()["name"] == "changed"
+        assert store._meta()["name"] == "changed"

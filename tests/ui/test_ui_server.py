@@ -65,9 +65,9 @@ def test_a_ledger_opened_by_the_server_refuses_writes(finished: Path):
 
     with read_only_ledgers(), Store.open(finished) as store:
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
-            store.set_meta(name="changed")
+            store._set_meta(name="changed")
     with Store.open(finished) as store:
-        assert store.meta()["name"] == "slowbench"
+        assert store._meta()["name"] == "slowbench"
 
 
 @pytest.mark.parametrize("path", [
@@ -160,7 +160,7 @@ def test_the_change_feed_moves_when_the_ledger_changes_and_only_then(finished: P
         time.sleep(0.6)
         assert get_json(port, "/api/changes")["benchmarks"]["slowbench"] == first
         with Store.open(copy) as store:
-            store.set_meta(description="touched")
+            store._set_meta(description="touched")
         started = time.monotonic()
         wait_for(lambda: get_json(port, "/api/changes")["benchmarks"]["slowbench"] > first, timeout=5, every=0.1)
         assert time.monotonic() - started < 2

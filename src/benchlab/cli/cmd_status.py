@@ -14,7 +14,7 @@ from benchlab.run_files import LOG_FILE, run_dir_of
 
 if TYPE_CHECKING:
     from benchlab.execute.status import FolderStatus, StatusDetail
-    from benchlab.ledger import AttemptRecord, Placement, RunRecord, Store
+    from benchlab.ledger import AttemptRecord, Placement, RunRecord, SequentialRecord, Store
     from benchlab.spec import Spec
 
 RUNS_SHOWN = 6  # run names listed per failure group; `--json` lists them all
@@ -53,7 +53,7 @@ def _status_json(st: FolderStatus, show_all: bool) -> dict[str, Any]:
     assert d is not None
     runs = d.runs
     return {
-        "benchmark": st.meta.get("name"), "results": str(st.folder), "total": len(runs),
+        "benchmark": st.benchmark.name if st.benchmark else None, "results": str(st.folder), "total": len(runs),
         "counts": st.counts, "state": st.state, "eta_s": st.eta_s,
         "running": [{"run": runs[a.run_id].name, "run_id": a.run_id, "attempt": a.number,
                      "since": a.started, "host": a.host, "pid": a.pid,
@@ -67,10 +67,10 @@ def _status_json(st: FolderStatus, show_all: bool) -> dict[str, Any]:
                             "count": gv.group.count,
                             "runs": [runs[a.run_id].name for a in gv.group.attempts],
                             "run_ids": [a.run_id for a in gv.group.attempts],
-                            "flagged": [f"{f['task']}/{f['config']}" for f in gv.flagged],
+                            "flagged": [f.name for f in gv.flagged],
                             "log_tail": gv.group.attempts[0].log_tail}
                            for gv in d.groups],
-        "flagged": d.flagged,
+        "flagged": [f.to_json() for f in d.flagged],
         "gpu_use": [{"run": name, "run_id": a.run_id, "attempt": a.number, "gpus": a.gpus,
                      **(a.gpu_use.to_json() if a.gpu_use else {"util_mean": None, "util_max": None,
                                                                "mem_peak_mib": None,
@@ -83,8 +83,8 @@ def _status_json(st: FolderStatus, show_all: bool) -> dict[str, Any]:
         "backups": [{"path": str(b), "bytes": b.stat().st_size, "modified": b.stat().st_mtime}
                     for b in d.backups],
         "partial": [{"run": runs[a.run_id].name, "run_id": a.run_id, "note": a.error} for a in d.partial],
-        **({"sequential": d.sequential} if d.sequential else {}),
-        "plan_recording": d.recording,
+        **({"sequential": d.sequential.to_json()} if d.sequential else {}),
+        "plan_recording": d.recording.to_json() if d.recording else None,
         "sweep": None if st.liveness is None else {"state": st.liveness.state, "holder": st.liveness.holder},
         "rebuild": {"running": d.rebuilding, "files": [str(p) for p in d.leftovers]} if d.leftovers else None,
     }
@@ -105,7 +105,8 @@ def _print_status(st: FolderStatus, tail: int, show_all: bool) -> None:
     parts = [f"{counts.get(s, 0)} {s}" for s in order if counts.get(s)]
     shown = folder.relative_to(Path.cwd()) if folder.is_absolute() and folder.is_relative_to(Path.cwd()) else folder
     eta = f" — ETA {duration_text(st.eta_s)}" if st.eta_s is not None else ""
-    console.print(f"[bold]{escape(str(st.meta.get('name')))}[/] ({escape(str(shown))}): {len(runs)} runs — "
+    name = st.benchmark.name if st.benchmark else None
+    console.print(f"[bold]{escape(str(name))}[/] ({escape(str(shown))}): {len(runs)} runs — "
                   + ", ".join(parts) + eta)
     if st.sweep_gone:
         console.print(f"[yellow]no sweep is running[/]: the process of the last `benchlab run` is gone (killed, "
@@ -113,8 +114,8 @@ def _print_status(st: FolderStatus, tail: int, show_all: bool) -> None:
                       f"interrupted; `benchlab run` again resumes them", highlight=False)
     recording = d.recording
     if recording is not None:
-        so_far = "" if recording.get("recorded") is None else f"{recording['recorded']:,} of "
-        console.print(f"[yellow]plan partly recorded[/]: {so_far}{recording['runs']:,} runs. A sweep records "
+        so_far = "" if recording.recorded is None else f"{recording.recorded:,} of "
+        console.print(f"[yellow]plan partly recorded[/]: {so_far}{recording.runs:,} runs. A sweep records "
                       "its plan while its first runs go; one stopped part-way leaves it so, and `benchlab run` "
                       "again completes it. Until it is whole, the counts above are of the plan before.")
     if d.outside:
@@ -139,22 +140,22 @@ def _print_status(st: FolderStatus, tail: int, show_all: bool) -> None:
             console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, Slurm job "
                           f"{p.job_id}{where}{gpus}, {now - a.started:.0f}s)")
     _print_gpu_use(d.gpu_attempts)
-    said = {(f["task"], f["config"]) for gv in d.groups for f in gv.flagged}
+    said = {(f.task, f.config) for gv in d.groups for f in gv.flagged}
     for f in d.flagged:
-        if (f["task"], f["config"]) in said:
+        if (f.task, f.config) in said:
             continue
-        classes = ", ".join(f"{n} {c}" for c, n in sorted(f["classes"].items()))
-        console.print(f"[red]flagged[/]: {escape(f['task'])}/{escape(f['config'])} failed on every "
-                      f"seed ({f['failures']} runs: {escape(classes)})")
+        classes = ", ".join(f"{n} {c}" for c, n in sorted(f.classes.items()))
+        console.print(f"[red]flagged[/]: {escape(f.task)}/{escape(f.config)} failed on every "
+                      f"seed ({f.failures} runs: {escape(classes)})")
     for a in d.partial:
         console.print(f"[yellow]partial[/]: {escape(runs[a.run_id].name)} — {escape(a.error or '')}")
     for gv in d.groups:
         g, fl = gv.group, gv.flagged
         console.print(f"[red]{g.count} failed: {g.failure_class}[/] — {escape(g.error)}")
         if fl:
-            names = ", ".join(f"{f['task']}/{f['config']}" for f in fl)
+            names = ", ".join(f.name for f in fl)
             console.print(f"  [red]flagged[/]: every seed of {escape(names)} failed this way")
-        covered = {rid for f in fl for rid in d.members[(f["task"], f["config"])]}
+        covered = {rid for f in fl for rid in d.members[(f.task, f.config)]}
         rest = [a for a in g.attempts if a.run_id not in covered]
         if rest:
             listed = ", ".join(f"{runs[a.run_id].name} [dim]{a.run_id}[/]" for a in rest[:RUNS_SHOWN])
@@ -193,18 +194,18 @@ def _placement_json(p: Placement | None) -> dict[str, Any]:
             "node": p.node, "gpus": p.gpus}
 
 
-def _print_sequential(sequential: dict[str, Any] | None) -> None:
+def _print_sequential(sequential: SequentialRecord | None) -> None:
     """Each comparison of the last `run --until-decided`: its seeds and why it stopped."""
     if not sequential:
         return
     from rich.markup import escape
 
-    console.print(f"until decided (vs {escape(str(sequential.get('baseline')))}, looks at "
-                  f"{', '.join(map(str, sequential['design']['looks']))} seeds), as of the last look:")
-    for p in sequential["pairs"]:
-        failed = f", {p['failed']} without a value" if p.get("failed") else ""
-        console.print(f"  {escape(p['task'])}/{escape(p['config'])}: {p['seeds']} seeds{failed} — "
-                      f"{escape(p['reason'])}")
+    console.print(f"until decided (vs {escape(str(sequential.baseline))}, looks at "
+                  f"{', '.join(map(str, sequential.design.looks))} seeds), as of the last look:")
+    for p in sequential.pairs:
+        failed = f", {p.failed} without a value" if p.failed else ""
+        console.print(f"  {escape(p.task)}/{escape(p.config)}: {p.seeds} seeds{failed} — "
+                      f"{escape(p.reason)}")
 
 
 def _print_not_in_spec(d: StatusDetail) -> None:

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from benchlab.execute.events import EventKind
 from benchlab.execute.events import Progress as SweepProgress
 from benchlab.execute.sweep import SweepEvent, SweepResult
-from benchlab.ledger import COMPLETED
+from benchlab.ledger import COMPLETED, FlaggedPair
 
 
 def _fmt_duration(seconds: float | None) -> str:
@@ -128,28 +128,28 @@ class SweepDisplay:
         for w in result.warnings:
             self.console.print(f"[yellow]warning[/]: {escape(w)}", highlight=False)
         # Configs that failed on every seed the same way are one problem: one line names them all.
-        alike: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        alike: dict[tuple[str, ...], list[FlaggedPair]] = {}
         for f in result.flagged:
-            alike.setdefault(tuple(sorted(f["classes"])), []).append(f)
+            alike.setdefault(tuple(sorted(f.classes)), []).append(f)
         for flags in alike.values():
             totals: dict[str, int] = {}
             for f in flags:
-                for c, n in f["classes"].items():
+                for c, n in f.classes.items():
                     totals[c] = totals.get(c, 0) + n
-            names = ", ".join(f"{f['task']}/{f['config']}" for f in flags)
+            names = ", ".join(f.name for f in flags)
             classes = ", ".join(f"{n} {c}" for c, n in sorted(totals.items()))
-            runs = sum(f["failures"] for f in flags)
+            runs = sum(f.failures for f in flags)
             self.console.print(f"[red]flagged[/]: {escape(names)} failed on every seed ({runs} runs: "
                                f"{escape(classes)})", highlight=False)
         if result.stopped:
             self.console.print("[yellow]stopped[/]: run the same command again to finish the rest")
-        elif result.failed and any("missing-metric" in f["classes"] for f in result.flagged):
+        elif result.failed and any("missing-metric" in f.classes for f in result.flagged):
             # Every seed missed the metric: the spec names it wrong, and training again would not help.
             self.console.print("see the failures with [bold]benchlab status "
                                f"{result.results_dir}[/]; once the spec names the metric right, [bold]benchlab "
                                f"collect {result.results_dir} --failed[/] completes the runs without training again")
         elif result.failed and result.flagged and all(
-                set(f["classes"]) <= {"launch-error", "usage-error"} for f in result.flagged):
+                set(f.classes) <= {"launch-error", "usage-error"} for f in result.flagged):
             # Retrying as it is would fail the same way: say what to fix first.
             self.console.print("see the failures with [bold]benchlab status "
                                f"{result.results_dir}[/]; the command cannot run as written: fix it, then "

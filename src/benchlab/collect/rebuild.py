@@ -14,7 +14,6 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -22,7 +21,19 @@ from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, ResultsNotFound
-from benchlab.ledger import COMPLETED, DB_NAME, FAILED, INTERRUPTED, REBUILDING, Registration, ResultsLock, Store
+from benchlab.ledger import (
+    COMPLETED,
+    DB_NAME,
+    FAILED,
+    INTERRUPTED,
+    REBUILDING,
+    HostRecord,
+    Registration,
+    ResultsLock,
+    SequentialRecord,
+    Store,
+    VersionRecord,
+)
 from benchlab.plan import Run, expand
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR, VERSION_FILE, VERSIONS_DIR
 from benchlab.secrets import Fingerprint, known_fingerprints
@@ -89,9 +100,9 @@ class _Earlier:
     """What the old ledger holds that the run folders cannot tell again."""
 
     registration: Registration | None = None
-    versions: list[dict[str, Any]] | None = None
-    hardware: dict[str, Any] | None = None
-    sequential: dict[str, Any] | None = None
+    versions: list[VersionRecord] | None = None
+    hardware: dict[str, HostRecord] | None = None
+    sequential: SequentialRecord | None = None
 
 
 def _earlier_of(db: Path) -> _Earlier:
@@ -106,11 +117,11 @@ def _earlier_of(db: Path) -> _Earlier:
             except ValueError:  # a record that is no registration: the copy beside the ledger is read instead
                 registration = None
             return _Earlier(registration, old.versions() or None, old.hardware() or None, old.sequential())
-    except (sqlite3.DatabaseError, ValueError, OSError):
+    except (sqlite3.DatabaseError, ValueError, OSError, KeyError, TypeError):
         return _Earlier()
 
 
-def _versions_of(folder: Path) -> list[dict[str, Any]]:
+def _versions_of(folder: Path) -> list[VersionRecord]:
     """The versions written under ``versions/`` (for a ledger that is lost), oldest first; what
     changed between them was recorded in the ledger only, so they carry no ``changes``."""
     found = []
@@ -120,8 +131,11 @@ def _versions_of(folder: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and data.get("id"):
-            found.append({**data, "changes": []})
-    return sorted(found, key=lambda v: str(v.get("recorded_at", "")))
+            try:
+                found.append(VersionRecord.from_json({**data, "changes": []}))
+            except (KeyError, TypeError, ValueError):  # a hand-edited or truncated version.json
+                continue
+    return sorted(found, key=lambda v: v.recorded_at)
 
 
 def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,

@@ -521,7 +521,8 @@ def _read_ledger(folder: Path) -> tuple[pd.DataFrame, list[str]]:
     from benchlab.ledger import COMPLETED, Store
 
     with Store.open(folder) as store:
-        name = store.meta().get("name", folder.name)
+        info = store.benchmark()
+        name = info.name if info is not None else folder.name
         runs = [SampleRun(r.run_id, r.task, r.config, int(r.seed)) for r in store.runs() if r.status == COMPLETED]
     return read_runs_samples(folder, runs, str(name))
 

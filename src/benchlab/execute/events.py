@@ -8,9 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from benchlab.plan import Run
+
+if TYPE_CHECKING:
+    from benchlab.ledger import FlaggedPair
 
 
 class EventKind(StrEnum):
@@ -76,8 +79,8 @@ class SweepResult:
     stopped: bool
     wall_s: float
     failed_runs: list[str] = field(default_factory=list)
-    #: (task, config) pairs that failed on every seed: ``{"task", "config", "failures"}``.
-    flagged: list[dict[str, Any]] = field(default_factory=list)
+    #: (task, config) pairs that failed on every seed.
+    flagged: list[FlaggedPair] = field(default_factory=list)
     #: Busy device-seconds / available device-seconds over the sweep's launches (None: no GPUs).
     gpu_busy_share: float | None = None
     gpus: list[int] = field(default_factory=list)  # the devices the sweep could use

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
 
 from benchlab import preregistration, triage
 from benchlab.errors import LedgerLost, UserError
@@ -29,7 +28,13 @@ from benchlab.evalrules import refuse_incomplete_checkpoints
 from benchlab.execute.proctree import kill_strays, kill_tree
 from benchlab.execute.provenance import changed_files, code_state, spec_files
 from benchlab.execute.queue import RetryBudget, RunQueue, for_retry
-from benchlab.execute.version import BenchmarkChanged, changes_since, current_version, write_version
+from benchlab.execute.version import (
+    BenchmarkChanged,
+    BenchmarkVersion,
+    changes_since,
+    current_version,
+    write_version,
+)
 from benchlab.ledger import (
     COMPLETED,
     DB_NAME,
@@ -39,8 +44,10 @@ from benchlab.ledger import (
     RUNNING,
     AttemptRecord,
     CodeState,
+    HostRecord,
     PlanRecorder,
     Store,
+    VersionRecord,
     has_attempts,
     runs_to_do,
 )
@@ -220,13 +227,14 @@ def record_version(store: Store, spec: Spec, code: CodeState, results_dir: Path,
     if changes and not allow:
         raise BenchmarkChanged(results_dir, changes)
     write_version(results_dir, now, spec)
-    if not versions or versions[-1]["id"] != now.id:
-        versions.append({**now.to_json(), "changes": changes})
+    if not versions or versions[-1].id != now.id:
+        versions.append(now.record(changes))
         store.set_versions(versions)
     return now.id
 
 
-def _version_changes(spec: Spec, versions: list[dict[str, Any]], now: Any, statuses: dict[str, str]) -> list[str]:
+def _version_changes(spec: Spec, versions: list[VersionRecord], now: BenchmarkVersion,
+                     statuses: dict[str, str]) -> list[str]:
     """What changed since the last recorded version, where runs already began under it."""
     began = any(s != PENDING for s in statuses.values())
     if not versions or not began:
@@ -332,9 +340,8 @@ def record_hardware(store: Store, host: str, gpus: dict[str, str]) -> None:
     from benchlab.execute.provenance import cpu_model
 
     hardware = store.hardware()
-    known = hardware.get(host) or {}
-    hardware[host] = {"cpu": cpu_model(), "cores": os.cpu_count(),
-                      "gpus": {**(known.get("gpus") or {}), **gpus}}
+    known = hardware.get(host) or HostRecord()
+    hardware[host] = HostRecord(cpu_model(), os.cpu_count(), {**known.gpus, **gpus})
     store.set_hardware(hardware)
 
 

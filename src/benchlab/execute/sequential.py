@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchlab.errors import UserError
-from benchlab.ledger import COMPLETED, DB_NAME, FAILED, Store
+from benchlab.ledger import (
+    COMPLETED,
+    DB_NAME,
+    FAILED,
+    SequentialDesignRecord,
+    SequentialPairRecord,
+    SequentialRecord,
+    Store,
+)
 from benchlab.plan import Run, expand
 from benchlab.spec import Spec
 from benchlab.stats import sequential as seq
@@ -58,10 +66,15 @@ class Design:
         """Each pair's share of ``alpha`` (Bonferroni): what its boundaries spend."""
         return self.alpha / self.pairs
 
+    def record(self) -> SequentialDesignRecord:
+        """The design as the ledger and ``--json`` keep it."""
+        return SequentialDesignRecord(
+            alpha=self.alpha, pairs=self.pairs, pair_alpha=self.pair_alpha, correction="bonferroni",
+            spending=self.spending, margin=self.margin, looks=tuple(self.sizes),
+            bounds=tuple(round(b, 6) if math.isfinite(b) else None for b in self.bounds))
+
     def to_json(self) -> dict[str, object]:
-        return {"alpha": self.alpha, "pairs": self.pairs, "pair_alpha": self.pair_alpha,
-                "correction": "bonferroni", "spending": self.spending, "margin": self.margin,
-                "looks": self.sizes, "bounds": [round(b, 6) if math.isfinite(b) else None for b in self.bounds]}
+        return self.record().to_json()
 
 
 @dataclass(frozen=True)
@@ -92,9 +105,13 @@ class PairState:
                 NO_DATA: "stopped: no seed has a value on both sides (failed runs); no verdict",
                 OPEN: "open: more seeds running"}[self.status]
 
+    def record(self) -> SequentialPairRecord:
+        """The pair's state as the ledger and ``--json`` keep it."""
+        return SequentialPairRecord(self.task, self.config, self.seeds, self.status, self.reason, self.mean,
+                                    (self.low, self.high), self.failed)
+
     def to_json(self) -> dict[str, object]:
-        return {"task": self.task, "config": self.config, "seeds": self.seeds, "status": self.status,
-                "reason": self.reason, "mean_diff": self.mean, "rci": [self.low, self.high], "failed": self.failed}
+        return self.record().to_json()
 
 
 @dataclass
@@ -339,8 +356,8 @@ def run_until_decided(spec: Spec, results_dir: Path | str, design: Design, *,
             state = read_state(store, spec, design, runs)
             # For `benchlab status` and the report: where each comparison stood at the last look
             # (derived from the runs, not state the design depends on).
-            store.set_sequential({"design": design.to_json(), "baseline": spec.baseline,
-                                  "pairs": [p.to_json() for p in state.pairs]})
+            store.set_sequential(SequentialRecord(design.record(), spec.baseline,
+                                                  tuple(p.record() for p in state.pairs)))
         if max_failures is not None and result.failed >= max_failures:
             break
     return UntilDecidedResult(design, spec.baseline, state, exit_code, stopped=False)

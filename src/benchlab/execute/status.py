@@ -17,13 +17,23 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from benchlab.execute.liveness import SweepLiveness, as_seen, counts_as_seen, sweep_liveness
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PARTIAL_NOTE_PREFIX, PENDING, RUNNING, Store
 
 if TYPE_CHECKING:
-    from benchlab.ledger import AttemptRecord, GpuUse, OpenRun, Placement, RunRecord
+    from benchlab.benchmark_info import BenchmarkInfo
+    from benchlab.ledger import (
+        AttemptRecord,
+        FlaggedPair,
+        GpuUse,
+        OpenRun,
+        Placement,
+        PlanProgress,
+        RunRecord,
+        SequentialRecord,
+    )
     from benchlab.triage import FailureGroup
 
 #: The benchmark's state, as the dashboard's first page and ``status --json`` give it.
@@ -40,7 +50,7 @@ class FailureGroupView:
     every run is in it: said once, with the group, not again on a line of their own."""
 
     group: FailureGroup
-    flagged: list[dict[str, Any]]
+    flagged: list[FlaggedPair]
 
 
 @dataclass(frozen=True)
@@ -54,12 +64,12 @@ class StatusDetail:
     placed: dict[int, Placement]  # a cluster scheduler's view of them, by attempt id
     failures_by_class: dict[str, list[AttemptRecord]]  # the last attempt of each failed run
     groups: list[FailureGroupView]
-    flagged: list[dict[str, Any]]  # (task, config) pairs whose every run failed
+    flagged: list[FlaggedPair]  # (task, config) pairs whose every run failed
     members: dict[tuple[str, str], list[str]]  # run ids of each (task, config)
     partial: list[AttemptRecord]  # completed runs noted as partial (lm-eval's --limit)
     gpu_attempts: list[tuple[str, AttemptRecord]]
-    sequential: dict[str, Any] | None
-    recording: dict[str, Any] | None  # a plan recorded part-way (Store.plan_recording)
+    sequential: SequentialRecord | None
+    recording: PlanProgress | None  # a plan recorded part-way (Store.plan_recording)
     backups: list[Path]
     leftovers: list[Path]  # files of a ledger rebuild, running or killed
     rebuilding: str | None  # who rebuilds the ledger now, if one does
@@ -76,7 +86,7 @@ class FolderStatus:
     """A results folder as a reader should show it, read at ``as_of``."""
 
     folder: Path
-    meta: dict[str, Any]
+    benchmark: BenchmarkInfo | None  # None before a sweep recorded one
     counts: dict[str, int]  # runs in the spec by state, as seen (see the module's docstring)
     total: int
     state: str  # running | done | failed runs | stopped | empty
@@ -90,7 +100,11 @@ class FolderStatus:
 
     @property
     def name(self) -> str:
-        return str(self.meta.get("name", self.folder.name))
+        return self.benchmark.name if self.benchmark is not None else self.folder.name
+
+    @property
+    def description(self) -> str:
+        return self.benchmark.description if self.benchmark is not None else ""
 
     @property
     def finished(self) -> int:
@@ -153,7 +167,7 @@ def status(folder: Path | str, *, detail: bool = True, read_only: bool | None = 
     ``read_only`` as :meth:`Store.open` takes it (the dashboard never writes)."""
     folder = Path(folder)
     with Store.open(folder, read_only=read_only) as store:
-        meta = store.meta()
+        benchmark = store.benchmark()
         counts = store.counts()
         last_activity = store.last_activity()
         gpu_attempts = store.gpu_attempts()
@@ -171,7 +185,7 @@ def status(folder: Path | str, *, detail: bool = True, read_only: bool | None = 
         eta = estimate_eta(store.open_runs(), store.durations(), now) if counts.get(RUNNING) else None
         if detail:
             more = _detail(folder, store, every, runs, attempts, running, gpu_attempts)
-    return FolderStatus(folder, meta, counts, sum(counts.values()), benchmark_state(counts), eta, liveness,
+    return FolderStatus(folder, benchmark, counts, sum(counts.values()), benchmark_state(counts), eta, liveness,
                         left_running, last_activity, [a.gpu_use for _, a in gpu_attempts], now,
                         more if detail else None)
 
@@ -209,9 +223,9 @@ def _detail(folder: Path, store: Store, every: list[RunRecord], runs: dict[str, 
     for rid, r in runs.items():
         members.setdefault((r.task, r.config), []).append(rid)
     group_of = {a.run_id: n for n, g in enumerate(groups) for a in g.attempts}
-    explained: list[list[dict[str, Any]]] = [[] for _ in groups]
+    explained: list[list[FlaggedPair]] = [[] for _ in groups]
     for f in flagged:
-        ids = members[(f["task"], f["config"])]
+        ids = members[(f.task, f.config)]
         n = group_of.get(ids[0])
         if n is not None and all(group_of.get(rid) == n for rid in ids):
             explained[n].append(f)

@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import UserError
+from benchlab.json_types import JsonObject
+from benchlab.ledger import DatasetSum, VersionRecord
 from benchlab.run_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR
-from benchlab.secrets import fingerprints, short_hash
+from benchlab.secrets import Fingerprint, fingerprints, short_hash
 
 if TYPE_CHECKING:
     from benchlab.ledger import CodeState
@@ -61,17 +63,6 @@ class BenchmarkChanged(UserError):
             "put it back, use a new --results folder, or run with --allow-changed to record the change and go on")
 
 
-@dataclass(frozen=True)
-class DatasetSum:
-    """A dataset's checksum: SHA-256 of a file's bytes, or of a folder's sorted (path, SHA-256) list."""
-
-    name: str
-    path: str
-    sha256: str
-    bytes: int
-    files: int
-
-
 @dataclass
 class BenchmarkVersion:
     """What one version of a benchmark ran with (see the module docstring)."""
@@ -88,11 +79,13 @@ class BenchmarkVersion:
     env: dict[str, str | None]  # name -> benchlab.secrets.short_hash of the value, None where unset
     datasets: list[DatasetSum] = field(default_factory=list)
     spec_sha256: str = ""
-    #: benchlab.secrets.Fingerprint.to_json() of each secret value the runs were given.
-    secret_fingerprints: list[dict[str, Any]] = field(default_factory=list)
+    #: A fingerprint of each secret value the runs were given (to find it in a file, not to know it).
+    secret_fingerprints: list[Fingerprint] = field(default_factory=list)
     diff: str = ""  # the diff's text; written to its own file, not into version.json
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
+        """``version.json``'s content: every field but the diff and the package list (files of
+        their own), with the number of packages."""
         out = asdict(self)
         out.pop("diff")
         out.pop("packages")
@@ -100,10 +93,15 @@ class BenchmarkVersion:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], diff: str = "", packages: list[str] | None = None) -> BenchmarkVersion:
+    def from_json(cls, data: JsonObject, diff: str = "", packages: list[str] | None = None) -> BenchmarkVersion:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        known["datasets"] = [DatasetSum(**d) for d in data.get("datasets", [])]
+        known["datasets"] = [DatasetSum.from_json(d) for d in data.get("datasets", [])]
+        known["secret_fingerprints"] = [Fingerprint.from_json(f) for f in data.get("secret_fingerprints") or []]
         return cls(**{**known, "diff": diff, "packages": packages or []})
+
+    def record(self, changes: list[str]) -> VersionRecord:
+        """The ledger's entry for this version, with what changed since the one before it."""
+        return VersionRecord.from_json({**self.to_json(), "changes": changes})
 
 
 def command_interpreter(spec: Spec) -> tuple[str, str]:
@@ -192,12 +190,12 @@ def named_env(spec: Spec) -> dict[str, str | None]:
     return {k: None if v is None else short_hash(v) for k, v in named_env_values(spec).items()}
 
 
-def secret_fingerprints(spec: Spec) -> list[dict[str, Any]]:
+def secret_fingerprints(spec: Spec) -> list[Fingerprint]:
     """Fingerprints of the values of the secret spec variables and of the environment variables
     the commands name (``$NAME``), for export's scan."""
     values: dict[str, str | None] = {f"${k}": v for k, v in named_env_values(spec).items() if k not in spec.env}
     values.update({f"variables.{k}": v for k, v in spec.secret_values().items()})
-    return [f.to_json() for f in fingerprints(values)]
+    return fingerprints(values)
 
 
 def _file_sha(path: Path, cache: dict[str, Any]) -> tuple[str, int]:
@@ -305,37 +303,37 @@ def read_version(results_dir: Path, version_id: str) -> BenchmarkVersion:
     return BenchmarkVersion.from_json(data, diff, packages)
 
 
-def changes_since(then: dict[str, Any], now: BenchmarkVersion,
+def changes_since(then: VersionRecord, now: BenchmarkVersion,
                   code_files: Callable[[str | None], list[str]] | None = None) -> list[str]:
-    """What of the code and the datasets differs between a recorded version (its JSON) and now,
-    one phrase each; empty when nothing did. Packages and env are recorded, not checked.
+    """What of the code and the datasets differs between a recorded version and now, one phrase
+    each; empty when nothing did. Packages and env are recorded, not checked.
     ``code_files(commit)`` lists the files changed since that commit, named in the code's phrase."""
     out = []
-    same_tree = then.get("tree_sha256") and now.tree_sha256 and then["tree_sha256"] == now.tree_sha256
+    same_tree = then.tree_sha256 and now.tree_sha256 and then.tree_sha256 == now.tree_sha256
     code: list[str] = []
-    if then.get("commit") and now.commit:
-        if then["commit"] != now.commit and not same_tree:
-            code.append(f"the code's commit ({then['commit'][:10]} -> {now.commit[:10]})")
-        if then.get("diff_sha256") != now.diff_sha256:
+    if then.commit and now.commit:
+        if then.commit != now.commit and not same_tree:
+            code.append(f"the code's commit ({then.commit[:10]} -> {now.commit[:10]})")
+        if then.diff_sha256 != now.diff_sha256:
             def d(x: str | None) -> str:
                 return f"diff {x[:8]}" if x else "no diff"
-            code.append(f"the code's uncommitted diff ({d(then.get('diff_sha256'))} -> {d(now.diff_sha256)})")
+            code.append(f"the code's uncommitted diff ({d(then.diff_sha256)} -> {d(now.diff_sha256)})")
     if code and code_files is not None:
         # Which files, so the user can tell a real change of the code from a stray edit.
-        files = code_files(then.get("commit"))
+        files = code_files(then.commit)
         if files:
             shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "")
             code[-1] += f", in {shown}"
     out += code
-    before = {d["name"]: d for d in then.get("datasets", [])}
+    before = {d.name: d for d in then.datasets}
     after = {d.name: d for d in now.datasets}
     for name in sorted(before.keys() | after.keys()):
         if name not in after:
             out.append(f"dataset {name!r} (no longer listed)")
         elif name not in before:
             out.append(f"dataset {name!r} (added)")
-        elif before[name]["sha256"] != after[name].sha256:
-            out.append(f"dataset {name!r} at {after[name].path} (sha256 {before[name]['sha256'][:12]} -> "
+        elif before[name].sha256 != after[name].sha256:
+            out.append(f"dataset {name!r} at {after[name].path} (sha256 {before[name].sha256[:12]} -> "
                        f"{after[name].sha256[:12]})")
     return out
 

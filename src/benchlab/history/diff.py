@@ -39,6 +39,8 @@ from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchlab.ledger import VersionRecord
+
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
 NO_CHANGE = "no detectable change"
@@ -57,7 +59,7 @@ class Side:
     goals: dict[str, str]
     spec: JsonObject  # the spec as the ledger stored it (BenchmarkInfo.spec)
     spec_path: str | None
-    version: dict[str, Any] | None
+    version: VersionRecord | None
     table: pd.DataFrame
     not_completed: dict[str, int] = field(default_factory=dict)
 
@@ -141,20 +143,20 @@ def read_side(text: str | Path) -> Side:
         table = load(folder)
         return Side(raw, folder, meta.name, meta.goal, meta.spec, meta.spec_path,
                     versions[-1] if versions else None, table, not_completed)
-    matches = [v for v in versions if v["id"].startswith(wanted)]
+    matches = [v for v in versions if v.id.startswith(wanted)]
     if len(matches) != 1:
-        listed = ", ".join(f"{v['id']} ({v['recorded_at']})" for v in versions) or "none recorded"
+        listed = ", ".join(f"{v.id} ({v.recorded_at})" for v in versions) or "none recorded"
         what = "matches no" if not matches else "matches several"
         raise DataError(f"{raw}: {wanted!r} {what} benchmark version of {folder}; its versions: {listed}")
     version = matches[0]
     table = load(folder, all_runs=True)
-    ids = [rid for rid in table["run_id"].unique() if _run_version(folder, rid) == version["id"]]
+    ids = [rid for rid in table["run_id"].unique() if _run_version(folder, rid) == version.id]
     table = table[table["run_id"].isin(ids)].drop(columns=["run_id", "in_spec"])
     if table.empty:
-        raise DataError(f"{raw}: no completed run of version {version['id']} in {folder} (a run re-run under a "
+        raise DataError(f"{raw}: no completed run of version {version.id} in {folder} (a run re-run under a "
                         "later version keeps only its latest result)")
     spec, spec_path = meta.spec, meta.spec_path
-    recorded = folder / VERSIONS_DIR / version["id"] / SPEC_FILE
+    recorded = folder / VERSIONS_DIR / version.id / SPEC_FILE
     if recorded.exists():  # the spec as this version resolved it, not as the ledger last saw it
         data = json.loads(recorded.read_text())
         spec, spec_path = data.get("spec", spec), data.get("spec_path", spec_path)
@@ -260,8 +262,8 @@ def _workdir(side: Side) -> Path | None:
 def code_changes(before: Side, after: Side) -> list[str]:
     """The commit range (with ``git diff --stat`` where the repository is at hand) and the
     recorded uncommitted diffs."""
-    vb, va = before.version or {}, after.version or {}
-    cb, ca = vb.get("commit"), va.get("commit")
+    vb, va = before.version, after.version
+    cb, ca = (vb.commit if vb else None), (va.commit if va else None)
     out = []
     if not cb or not ca:
         return ["code: not recorded on both sides (not a git repository, or results from before versions)"]
@@ -280,13 +282,13 @@ def code_changes(before: Side, after: Side) -> list[str]:
             out.append("git diff --stat: the repository or one of the commits is not at hand")
         else:
             out += ["    " + line for line in stat.rstrip().splitlines()] or ["    (no file differs)"]
-    db, da = vb.get("diff_sha256"), va.get("diff_sha256")
+    db, da = (vb.diff_sha256 if vb else None), (va.diff_sha256 if va else None)
     if db != da:
-        def where(side: Side, version_id: str | None, sha256: str | None) -> str:
-            if not sha256:
+        def where(side: Side, v: VersionRecord | None) -> str:
+            if v is None or not v.diff_sha256:
                 return "none"
-            return f"{side.folder / VERSIONS_DIR / str(version_id) / 'code.diff'} (sha256 {sha256[:8]})"
-        out.append(f"uncommitted diff: {where(before, vb.get('id'), db)} -> {where(after, va.get('id'), da)}")
+            return f"{side.folder / VERSIONS_DIR / v.id / 'code.diff'} (sha256 {v.diff_sha256[:8]})"
+        out.append(f"uncommitted diff: {where(before, vb)} -> {where(after, va)}")
     elif db:
         out.append(f"uncommitted diff: the same on both sides (sha256 {db[:8]})")
     return out
@@ -331,7 +333,7 @@ def spec_changes(before: Side, after: Side) -> list[str]:
 def _packages(side: Side) -> dict[str, str] | None:
     if not side.version:
         return None
-    path = side.folder / VERSIONS_DIR / side.version["id"] / PACKAGES_FILE
+    path = side.folder / VERSIONS_DIR / side.version.id / PACKAGES_FILE
     if not path.exists():
         return None
     out = {}
@@ -355,16 +357,16 @@ def package_changes(before: Side, after: Side) -> list[str]:
 
 def dataset_changes(before: Side, after: Side) -> list[str]:
     """Datasets whose checksums differ, or that one side lists and the other does not."""
-    db = {d["name"]: d for d in (before.version or {}).get("datasets", [])}
-    da = {d["name"]: d for d in (after.version or {}).get("datasets", [])}
+    db = {d.name: d for d in (before.version.datasets if before.version else ())}
+    da = {d.name: d for d in (after.version.datasets if after.version else ())}
     out = []
     for name in sorted(db.keys() | da.keys()):
         b, a = db.get(name), da.get(name)
         if b is None or a is None:
-            out.append(f"{name}: {'absent' if b is None else b['sha256'][:12]} -> "
-                       f"{'absent' if a is None else a['sha256'][:12]}")
-        elif b["sha256"] != a["sha256"]:
-            out.append(f"{name}: sha256 {b['sha256'][:12]} -> {a['sha256'][:12]} ({b['bytes']} -> {a['bytes']} bytes)")
+            out.append(f"{name}: {'absent' if b is None else b.sha256[:12]} -> "
+                       f"{'absent' if a is None else a.sha256[:12]}")
+        elif b.sha256 != a.sha256:
+            out.append(f"{name}: sha256 {b.sha256[:12]} -> {a.sha256[:12]} ({b.bytes} -> {a.bytes} bytes)")
     return out
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.benchmark_info import BenchmarkInfo
+    from benchlab.ledger import HostRecord
     from benchlab.results import Results
 
 
@@ -55,7 +56,7 @@ class Merged:
     #: (task, config, seed) -> the note of a completed run scored on part of its evaluation.
     partial: dict[tuple[str, str, int], str] = field(default_factory=dict)
     #: Each host's facts as the sources' sweeps noted them, and the provenance of a source's run.
-    hosts: dict[str, dict[str, object]] = field(default_factory=dict)
+    hosts: dict[str, HostRecord] = field(default_factory=dict)
     provenance: dict[str, object] = field(default_factory=dict)
 
 
@@ -122,7 +123,7 @@ def merge_sources(paths: list[Path]) -> Merged:
 
     without: list[ImportedRun] = []
     partial: dict[tuple[str, str, int], str] = {}
-    hosts: dict[str, dict[str, object]] = {}
+    hosts: dict[str, HostRecord] = {}
     provenance: dict[str, object] = {}
     for (own, _, _, read), name in zip(loaded, names, strict=True):
         if read is None:

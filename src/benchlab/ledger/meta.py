@@ -1,5 +1,7 @@
 """The ledger's ``meta`` table: the benchmark record and the records other modules keep there,
-each read and written through its own method, never by its key."""
+each read and written through its own method as a typed record (:mod:`benchlab.ledger.records`),
+never by its key. The JSON kept under each key is the record's ``to_json``: the layout earlier
+releases wrote, so an older ledger reads into the same records."""
 
 from __future__ import annotations
 
@@ -15,28 +17,33 @@ from benchlab.ledger.records import (
     SEARCH_KEY,
     SEQUENTIAL_KEY,
     VERSIONS_KEY,
+    FlaggedPair,
+    HostRecord,
     Registration,
+    SearchRecord,
+    SequentialRecord,
+    VersionRecord,
 )
 
 
 class MetaRecords(LedgerConnection):
     """A ledger's ``meta`` records: what :class:`~benchlab.ledger.Store` reads and writes there."""
 
-    def set_meta(self, **values: Any) -> None:
+    def _set_meta(self, **values: Any) -> None:
         with self.transaction() as c:
             c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                           [(k, json.dumps(v, default=str)) for k, v in values.items()])
 
-    def meta(self) -> dict[str, Any]:
+    def _meta(self) -> dict[str, Any]:
         return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
 
     def set_benchmark(self, info: BenchmarkInfo) -> None:
         """Record the benchmark this ledger holds (replacing what was recorded)."""
-        self.set_meta(**info.to_meta())
+        self._set_meta(**info.to_meta())
 
     def benchmark(self) -> BenchmarkInfo | None:
         """The benchmark this ledger holds; None before ``benchlab run`` recorded one."""
-        return BenchmarkInfo.from_meta(self.meta())
+        return BenchmarkInfo.from_meta(self._meta())
 
     # ------------------------------------------------------------------ records kept in meta
 
@@ -44,39 +51,45 @@ class MetaRecords(LedgerConnection):
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
-    def versions(self) -> list[dict[str, Any]]:
+    def versions(self) -> list[VersionRecord]:
         """The benchmark's versions on record (code, spec, packages at each change), oldest first."""
-        return list(self._meta_value(VERSIONS_KEY) or [])
+        return [VersionRecord.from_json(v) for v in self._meta_value(VERSIONS_KEY) or []]
 
-    def set_versions(self, versions: list[dict[str, Any]]) -> None:
-        self.set_meta(**{VERSIONS_KEY: versions})
+    def set_versions(self, versions: list[VersionRecord]) -> None:
+        self._set_meta(**{VERSIONS_KEY: [v.to_json() for v in versions]})
 
-    def hardware(self) -> dict[str, Any]:
+    def hardware(self) -> dict[str, HostRecord]:
         """The hosts the runs ran on, by host name (empty when none was recorded)."""
-        return dict(self._meta_value(HARDWARE_KEY) or {})
+        return {str(host): HostRecord.from_json(facts or {})
+                for host, facts in (self._meta_value(HARDWARE_KEY) or {}).items()}
 
-    def set_hardware(self, hosts: dict[str, Any]) -> None:
-        self.set_meta(**{HARDWARE_KEY: hosts})
+    def set_hardware(self, hosts: dict[str, HostRecord]) -> None:
+        self._set_meta(**{HARDWARE_KEY: {host: facts.to_json() for host, facts in hosts.items()}})
 
-    def sequential(self) -> dict[str, Any] | None:
-        """``run --until-decided``'s design and each pair's state at its last look (``{"design",
-        "baseline", "pairs"}``); None when the results were not run that way."""
-        return self._meta_value(SEQUENTIAL_KEY) or None
+    def sequential(self) -> SequentialRecord | None:
+        """``run --until-decided``'s design and each pair's state at its last look; None when the
+        results were not run that way."""
+        found = self._meta_value(SEQUENTIAL_KEY)
+        return SequentialRecord.from_json(found) if found else None
 
-    def set_sequential(self, record: dict[str, Any]) -> None:
-        self.set_meta(**{SEQUENTIAL_KEY: record})
+    def set_sequential(self, record: SequentialRecord) -> None:
+        self._set_meta(**{SEQUENTIAL_KEY: record.to_json()})
 
-    def set_flagged(self, flagged: list[dict[str, Any]]) -> None:
-        """The (task, config) pairs whose every run failed, as the sweep's end found them."""
-        self.set_meta(**{FLAGGED_KEY: flagged})
+    def flagged(self) -> list[FlaggedPair]:
+        """The (task, config) pairs whose every run failed, as the last sweep's end found them."""
+        return [FlaggedPair.from_json(f) for f in self._meta_value(FLAGGED_KEY) or []]
 
-    def search_record(self) -> dict[str, Any] | None:
+    def set_flagged(self, flagged: list[FlaggedPair]) -> None:
+        """Record the (task, config) pairs whose every run failed, as the sweep's end found them."""
+        self._set_meta(**{FLAGGED_KEY: [f.to_json() for f in flagged]})
+
+    def search_record(self) -> SearchRecord | None:
         """What a search recorded of its study in the study's ledger; None in a benchmark's ledger."""
         found = self._meta_value(SEARCH_KEY)
-        return None if found is None else dict(found)
+        return None if found is None else SearchRecord.from_json(found)
 
-    def set_search_record(self, record: dict[str, Any]) -> None:
-        self.set_meta(**{SEARCH_KEY: record})
+    def set_search_record(self, record: SearchRecord) -> None:
+        self._set_meta(**{SEARCH_KEY: record.to_json()})
 
     def registration(self) -> Registration | None:
         """The pre-registered analysis plan (:mod:`benchlab.preregistration`), or None."""
@@ -84,4 +97,4 @@ class MetaRecords(LedgerConnection):
         return Registration.from_json(found) if found else None
 
     def set_registration(self, record: Registration) -> None:
-        self.set_meta(**{REGISTRATION_KEY: record.to_json()})
+        self._set_meta(**{REGISTRATION_KEY: record.to_json()})

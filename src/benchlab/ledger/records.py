@@ -7,11 +7,12 @@ status model, a backend) imports it without opening or knowing the database.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchlab.json_types import JsonObject
+from benchlab.secrets import Fingerprint
 
 if TYPE_CHECKING:
     import numpy as np
@@ -98,7 +99,7 @@ class GpuUse:
         """What to tell the user about it: the CPU-bound flag, or nothing."""
         return "likely CPU-bound" if self.likely_cpu_bound else ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"util_mean": self.util_mean, "util_max": self.util_max, "mem_peak_mib": self.mem_peak_mib,
                 "likely_cpu_bound": self.likely_cpu_bound}
 
@@ -335,3 +336,226 @@ class Registration:
                    tasks=None if tasks is None else _names(tasks, "tasks"),
                    completed_before=int(data.get("completed_before", 0)))
 
+
+# ---------------------------------------------------------------------------- records kept in meta
+#
+# Each record below is kept as one JSON value under its meta key; ``to_json`` writes the layout
+# earlier releases wrote (the same keys, in the same order), and ``from_json`` reads a value an
+# older release wrote, a key it did not know yet taken as its default.
+
+
+@dataclass(frozen=True)
+class DatasetSum:
+    """A dataset's checksum: SHA-256 of a file's bytes, or of a folder's sorted (path, SHA-256) list."""
+
+    name: str
+    path: str
+    sha256: str
+    bytes: int
+    files: int
+
+    def to_json(self) -> JsonObject:
+        return {"name": self.name, "path": self.path, "sha256": self.sha256, "bytes": self.bytes,
+                "files": self.files}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> DatasetSum:
+        return cls(str(data["name"]), str(data.get("path", "")), str(data["sha256"]), int(data.get("bytes", 0)),
+                   int(data.get("files", 1)))
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    """A benchmark version as the ledger lists it (``Store.versions()``): what
+    ``versions/<id>/version.json`` holds (see :mod:`benchlab.execute.version`), and what changed
+    since the version before it that ``--allow-changed`` let through."""
+
+    id: str
+    recorded_at: str = ""
+    commit: str | None = None
+    dirty: bool | None = None
+    diff_sha256: str | None = None
+    tree_sha256: str | None = None
+    interpreter: str = ""
+    packages_of: str = ""
+    env: dict[str, str | None] = field(default_factory=dict)
+    datasets: tuple[DatasetSum, ...] = ()
+    spec_sha256: str = ""
+    secret_fingerprints: tuple[Fingerprint, ...] = ()
+    packages_count: int = 0
+    changes: tuple[str, ...] = ()
+
+    def to_json(self) -> JsonObject:
+        return {"id": self.id, "recorded_at": self.recorded_at, "commit": self.commit, "dirty": self.dirty,
+                "diff_sha256": self.diff_sha256, "tree_sha256": self.tree_sha256, "interpreter": self.interpreter,
+                "packages_of": self.packages_of, "env": dict(self.env),
+                "datasets": [d.to_json() for d in self.datasets], "spec_sha256": self.spec_sha256,
+                "secret_fingerprints": [f.to_json() for f in self.secret_fingerprints],
+                "packages_count": self.packages_count, "changes": list(self.changes)}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> VersionRecord:
+        return cls(
+            id=str(data["id"]), recorded_at=str(data.get("recorded_at") or ""), commit=data.get("commit"),
+            dirty=data.get("dirty"), diff_sha256=data.get("diff_sha256"), tree_sha256=data.get("tree_sha256"),
+            interpreter=str(data.get("interpreter") or ""), packages_of=str(data.get("packages_of") or ""),
+            env=dict(data.get("env") or {}),
+            datasets=tuple(DatasetSum.from_json(d) for d in data.get("datasets") or []),
+            spec_sha256=str(data.get("spec_sha256") or ""),
+            secret_fingerprints=tuple(Fingerprint.from_json(f) for f in data.get("secret_fingerprints") or []),
+            packages_count=int(data.get("packages_count") or 0), changes=tuple(data.get("changes") or ()))
+
+
+@dataclass(frozen=True)
+class HostRecord:
+    """What a sweep noted of a host it ran on (``Store.hardware()``): its CPU model, core count and
+    GPU models by device index (a string, as ``CUDA_VISIBLE_DEVICES`` names them)."""
+
+    cpu: str | None = None
+    cores: int | None = None
+    gpus: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> JsonObject:
+        return {"cpu": self.cpu, "cores": self.cores, "gpus": dict(self.gpus)}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> HostRecord:
+        return cls(data.get("cpu"), data.get("cores"), {str(k): str(v) for k, v in (data.get("gpus") or {}).items()})
+
+
+@dataclass(frozen=True)
+class SequentialDesignRecord:
+    """The group-sequential design of ``run --until-decided`` as recorded: familywise ``alpha``
+    shared by ``pairs`` comparisons (each spending ``pair_alpha``), the spending function, the
+    equivalence margin, the planned looks (paired seeds) and each look's z boundary (None: infinite)."""
+
+    alpha: float | None = None
+    pairs: int | None = None
+    pair_alpha: float | None = None
+    correction: str | None = None
+    spending: str | None = None
+    margin: float | None = None
+    looks: tuple[int, ...] = ()
+    bounds: tuple[float | None, ...] = ()
+
+    def to_json(self) -> JsonObject:
+        return {"alpha": self.alpha, "pairs": self.pairs, "pair_alpha": self.pair_alpha,
+                "correction": self.correction, "spending": self.spending, "margin": self.margin,
+                "looks": list(self.looks), "bounds": list(self.bounds)}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> SequentialDesignRecord:
+        return cls(data.get("alpha"), data.get("pairs"), data.get("pair_alpha"), data.get("correction"),
+                   data.get("spending"), data.get("margin"), tuple(data.get("looks") or ()),
+                   tuple(data.get("bounds") or ()))
+
+
+@dataclass(frozen=True)
+class SequentialPairRecord:
+    """One (task, candidate) comparison with the baseline as of the last look: its paired seeds,
+    its status and why, the mean paired difference with its repeated confidence interval, and the
+    seeds of that look without a value on either side."""
+
+    task: str
+    config: str
+    seeds: int
+    status: str
+    reason: str
+    mean_diff: float | None = None
+    rci: tuple[float | None, float | None] = (None, None)
+    failed: int = 0
+
+    def to_json(self) -> JsonObject:
+        return {"task": self.task, "config": self.config, "seeds": self.seeds, "status": self.status,
+                "reason": self.reason, "mean_diff": self.mean_diff, "rci": list(self.rci), "failed": self.failed}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> SequentialPairRecord:
+        low, high = (list(data.get("rci") or []) + [None, None])[:2]
+        return cls(str(data["task"]), str(data["config"]), int(data.get("seeds") or 0), str(data.get("status", "")),
+                   str(data.get("reason", "")), data.get("mean_diff"), (low, high), int(data.get("failed") or 0))
+
+
+@dataclass(frozen=True)
+class SequentialRecord:
+    """What ``run --until-decided`` left in the ledger (``Store.sequential()``): its design, the
+    baseline and each pair's state at the last look."""
+
+    design: SequentialDesignRecord
+    baseline: str | None
+    pairs: tuple[SequentialPairRecord, ...] = ()
+
+    def to_json(self) -> JsonObject:
+        return {"design": self.design.to_json(), "baseline": self.baseline,
+                "pairs": [p.to_json() for p in self.pairs]}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> SequentialRecord:
+        return cls(SequentialDesignRecord.from_json(data.get("design") or {}), data.get("baseline"),
+                   tuple(SequentialPairRecord.from_json(p) for p in data.get("pairs") or []))
+
+
+@dataclass(frozen=True)
+class FlaggedPair:
+    """A (task, config) whose every run failed (a broken config, not bad luck on one seed): how
+    many runs failed, and how many of them ended in each failure class (their last attempt's)."""
+
+    task: str
+    config: str
+    failures: int
+    classes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.task}/{self.config}"
+
+    def to_json(self) -> JsonObject:
+        return {"task": self.task, "config": self.config, "failures": self.failures, "classes": dict(self.classes)}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> FlaggedPair:
+        return cls(str(data["task"]), str(data["config"]), int(data["failures"]),
+                   {str(k): int(v) for k, v in (data.get("classes") or {}).items()})
+
+
+@dataclass(frozen=True)
+class SearchRecord:
+    """What ``benchlab search`` kept of its study in the study's ledger (``Store.search_record()``)."""
+
+    study: str
+    spec_name: str | None = None
+    metric: str | None = None
+    goal: str | None = None
+    summary: str | None = None
+    budget: int | None = None
+    sampler: str | None = None
+    pruner: str | None = None
+    base_config: str | None = None
+    allow_primary_reason: str | None = None
+    pruning_blind: str | None = None  # why pruning cannot see the metric's curve, where it cannot
+    spec_path: str | None = None
+
+    def to_json(self) -> JsonObject:
+        return {"study": self.study, "spec_name": self.spec_name, "metric": self.metric, "goal": self.goal,
+                "summary": self.summary, "budget": self.budget, "sampler": self.sampler, "pruner": self.pruner,
+                "base_config": self.base_config, "allow_primary_reason": self.allow_primary_reason,
+                "pruning_blind": self.pruning_blind, "spec_path": self.spec_path}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> SearchRecord:
+        known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
+        return cls(**{**known, "study": str(data.get("study", ""))})
+
+
+@dataclass(frozen=True)
+class PlanProgress:
+    """A plan a sweep is recording, or began recording and stopped part-way
+    (``Store.plan_recording()``): how many runs it names, how many are recorded so far (None when
+    that could not be read) and when it started (seconds since the epoch)."""
+
+    runs: int
+    recorded: int | None
+    started: float | None = None
+
+    def to_json(self) -> JsonObject:
+        return {"runs": self.runs, "started": self.started, "recorded": self.recorded}

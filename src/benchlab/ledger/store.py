@@ -40,6 +40,7 @@ from benchlab.ledger.records import (
     OpenRun,
     PartialAttempt,
     Placement,
+    PlanProgress,
     RunRecord,
     RunSeries,
     RunState,
@@ -96,10 +97,9 @@ class Store(MetaRecords):
         recorder.start()
         return recorder
 
-    def plan_recording(self) -> dict[str, Any] | None:
-        """The plan a sweep is recording, or began recording and stopped part-way: ``{"runs": how
-        many it names, "recorded": how many are recorded so far, "started": when}``; None when the
-        plan on record is whole."""
+    def plan_recording(self) -> PlanProgress | None:
+        """The plan a sweep is recording, or began recording and stopped part-way (how many runs it
+        names, how many are recorded so far, when it started); None when the plan on record is whole."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (PLAN_RECORDING,)).fetchone()
         if row is None:
             return None
@@ -107,7 +107,8 @@ class Store(MetaRecords):
             (recorded,) = self.conn.execute("SELECT COUNT(*) FROM spec_runs_next").fetchone()
         except sqlite3.OperationalError:  # swapped in since the meta row was read
             recorded = None
-        return {**json.loads(row[0]), "recorded": recorded}
+        found = json.loads(row[0])
+        return PlanProgress(int(found["runs"]), recorded, found.get("started"))
 
     def add_to_plan(self, run_ids: Iterable[str]) -> None:
         """Add ``run_ids`` to the runs in the spec, after those already there (a search adds each

@@ -52,13 +52,14 @@ def _hardware(env: Environment, used: list[GpuPlacement]) -> tuple[str, dict[str
     git = prov.get("git") or {}
     models: dict[str, int] = {}
     for host, index in sorted({(p.host, i) for p in used for i in p.gpus.split(",") if i}):
-        name = ((hosts.get(host) or {}).get("gpus") or {}).get(index) or "unknown GPU"
+        facts = hosts.get(host)
+        name = (facts.gpus.get(index) if facts else None) or "unknown GPU"
         models[name] = models.get(name, 0) + 1
     parts = [", ".join(f"{n}× {m}" for m, n in sorted(models.items()))] if models else []
     host = str(prov.get("host") or next(iter(hosts), "") or "")
-    facts = hosts.get(host) or {}
-    cpu = facts.get("cpu") or prov.get("cpu_model")
-    cores = facts.get("cores") or prov.get("cpu_count")
+    facts = hosts.get(host)
+    cpu = (facts.cpu if facts else None) or prov.get("cpu_model")
+    cores = (facts.cores if facts else None) or prov.get("cpu_count")
     parts.append(f"CPU: {cpu or 'unknown model'} ({cores} cores)" if cores else f"CPU: {cpu or 'unknown'}")
     parts.append(f"host {host}" + (f", {prov['platform']}" if prov.get("platform") else ""))
     return "; ".join(parts), git

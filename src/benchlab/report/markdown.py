@@ -19,6 +19,7 @@ from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchlab.ledger import SequentialRecord
     from benchlab.preregistration import Registration
 
 _ENV = jinja2.Environment(
@@ -82,7 +83,7 @@ class ReportData:
     #: (task, config) -> [(seed, run id)] of the completed runs, for BENCHMARKS.md's links.
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
     #: ``run --until-decided``'s design and pairs as of its last look (``results.Results.sequential``).
-    sequential: dict[str, Any] | None = None
+    sequential: SequentialRecord | None = None
     #: The codes the completed runs ran at, where more than one (``results.Results.code_versions``).
     code_versions: list[Any] = field(default_factory=list)
     #: The "Question-level comparisons" section, Markdown (``report/questions.py``); "" without records.
@@ -579,7 +580,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 + (" **Seeds were added until decided (`run --until-decided`): these p-values and "
                    "intervals are fixed-sample ones, which ignore that adaptive stopping and "
                    "overstate the evidence; the decision that accounts for it is the sequential "
-                   "test's, in the header.**" if data.sequential and data.sequential.get("pairs")
+                   "test's, in the header.**" if data.sequential and data.sequential.pairs
                    else ""),
                 "",
                 _failed_as_text(data),
@@ -783,23 +784,23 @@ def _plot_notes(data: ReportData) -> list[str]:
     return [f"No performance profile: {reason}."] if reason else []
 
 
-def _sequential_text(sequential: dict[str, Any] | None) -> str:
+def _sequential_text(sequential: SequentialRecord | None) -> str:
     """Each pair's seeds and why it stopped getting more, as ``run --until-decided`` left them."""
-    if not sequential or not sequential.get("pairs"):
+    if not sequential or not sequential.pairs:
         return ""
-    design = sequential.get("design") or {}
-    alpha = design.get("alpha")
-    pairs = design.get("pairs")
+    design = sequential.design
+    alpha = design.alpha
+    pairs = design.pairs
     how = [f"α = {alpha:g}" + (f" over {pairs} pairs (Bonferroni)" if pairs else "")
            if isinstance(alpha, int | float) else "",
-           f"{design['spending']} spending" if design.get("spending") else "",
-           f"looks at {', '.join(map(str, design['looks']))} seeds" if design.get("looks") else ""]
+           f"{design.spending} spending" if design.spending else "",
+           f"looks at {', '.join(map(str, design.looks))} seeds" if design.looks else ""]
     each = []
-    for p in sequential["pairs"]:
-        failed = f", {p['failed']} without a value" if p.get("failed") else ""
-        each.append(f"{p['task']}/{p['config']} {p['seeds']} seeds ({p['reason']}{failed})")
+    for p in sequential.pairs:
+        failed = f", {p.failed} without a value" if p.failed else ""
+        each.append(f"{p.task}/{p.config} {p.seeds} seeds ({p.reason}{failed})")
     head = ", ".join(h for h in how if h)
-    lead = f"{head}; vs {sequential.get('baseline')}, as of the last look: " if head else ""
+    lead = f"{head}; vs {sequential.baseline}, as of the last look: " if head else ""
     return lead + "; ".join(each)
 
 

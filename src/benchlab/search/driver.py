@@ -28,7 +28,7 @@ from benchlab.execute.base import BackendOptions
 from benchlab.execute.events import EventKind, SweepEvent
 from benchlab.execute.sweep import Sweep, SweepResult
 from benchlab.json_types import ConfigValues
-from benchlab.ledger import COMPLETED, FAILED, PRUNED, ResultsLock, Store
+from benchlab.ledger import COMPLETED, FAILED, PRUNED, ResultsLock, SearchRecord, Store
 from benchlab.plan import Run, expand
 from benchlab.run_files import run_dir_of
 from benchlab.search.live import CurveTail
@@ -419,10 +419,10 @@ class SearchRun:
         """What `benchlab.load(..., search=True)` and the search report need, in the study's ledger."""
         search = self.search
         with Store.create(self.folder) as store:
-            store.set_search_record({
-                "study": study.study_name, "spec_name": self.spec.name, "metric": search.metric.name,
-                "goal": goal_of(self.spec), "summary": self.summary, "budget": self.budget,
-                "sampler": search.sampler, "pruner": str(search.pruner), "base_config": base_config_name(self.spec),
-                "allow_primary_reason": search.metric.reason if search.metric.allow_primary else None,
-                "pruning_blind": pruning_blind(self.spec),
-                "spec_path": str(self.spec.path.resolve()) if self.spec.path else None})
+            store.set_search_record(SearchRecord(
+                study=study.study_name, spec_name=self.spec.name, metric=search.metric.name,
+                goal=goal_of(self.spec), summary=self.summary, budget=self.budget,
+                sampler=search.sampler, pruner=str(search.pruner), base_config=base_config_name(self.spec),
+                allow_primary_reason=search.metric.reason if search.metric.allow_primary else None,
+                pruning_blind=pruning_blind(self.spec),
+                spec_path=str(self.spec.path.resolve()) if self.spec.path else None))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.json_types import ConfigValues
-from benchlab.ledger import COMPLETED, PRUNED, Store
+from benchlab.ledger import COMPLETED, PRUNED, SearchRecord, Store
 from benchlab.search.study import FAILURE_ATTR, RETRY_OF_ATTR, RUNS_ATTR, read_study
 
 
@@ -70,13 +70,13 @@ def summarize_study(folder: Path | str) -> StudySummary:
     """The summary of the study kept in ``folder`` (``<results>/search/<name>``)."""
     folder = Path(folder)
     study = read_study(folder)
-    meta: dict[str, Any] = {}
+    meta = SearchRecord(study="")  # a study folder without its ledger: nothing recorded
     names: dict[str, str] = {}
     seconds: dict[str, float] = {}
     finished: dict[str, str] = {}
     if (folder / "benchlab.db").exists():
         with Store.open(folder) as store:
-            meta = store.search_record() or {}
+            meta = store.search_record() or meta
             for r in store.runs(current_only=False):
                 names[r.run_id] = r.name
                 finished[r.run_id] = r.status
@@ -103,13 +103,13 @@ def summarize_study(folder: Path | str) -> StudySummary:
     share, saved, saved_s = _savings(rows, study, seconds, finished)
     goal = "max" if study.direction.name == "MAXIMIZE" else "min"
     return StudySummary(
-        study=study.study_name, folder=folder, metric=meta.get("metric", "value"), goal=goal,
-        summary=str(study.user_attrs.get("benchlab_summary", meta.get("summary", "final"))),
-        budget=meta.get("budget"), sampler=meta.get("sampler"), pruner=meta.get("pruner"), trials=tuple(rows),
+        study=study.study_name, folder=folder, metric=meta.metric or "value", goal=goal,
+        summary=str(study.user_attrs.get("benchlab_summary", meta.summary or "final")),
+        budget=meta.budget, sampler=meta.sampler, pruner=meta.pruner, trials=tuple(rows),
         best=best,
         importances=importances, importance_note=note, saved_step_share=share, saved_steps=saved,
-        saved_seconds=saved_s, allow_primary_reason=meta.get("allow_primary_reason"),
-        pruning_blind=meta.get("pruning_blind"))
+        saved_seconds=saved_s, allow_primary_reason=meta.allow_primary_reason,
+        pruning_blind=meta.pruning_blind)
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def overview(bench: Benchmark) -> Overview:
             mean = sum(u.util_mean or 0.0 for u in sampled) / len(sampled)
             peak = max((u.mem_peak_mib or 0) for u in sampled)
             gpu += f", mean utilisation {mean:.0f}%, peak memory {peak / 1024:.1f} GiB"
-    return Overview(bench.key, st.meta.get("name", bench.folder.name), st.meta.get("description", ""), st.counts,
+    return Overview(bench.key, st.name, st.description, st.counts,
                     st.total, st.state, st.eta_s, st.last_activity, gpu, st)
 
 
@@ -187,7 +187,7 @@ def benchmark_view(bench: Benchmark) -> BenchmarkView:
     over = overview(bench)
     grid: dict[tuple[str, str], Cell] = defaultdict(Cell)
     with Store.open(bench.folder, read_only=True) as store:
-        meta = store.meta()
+        info = store.benchmark()
         names: dict[str, str] = {}
         assert over.status is not None
         seen = over.status.seen  # the overview's verdict on the sweep, so the grid agrees with its counts
@@ -201,8 +201,9 @@ def benchmark_view(bench: Benchmark) -> BenchmarkView:
                 if a.run_id in failed:
                     last[a.run_id] = a
         curves = sorted((t, m) for t, m in store.curve_names())
-    tasks = list(meta.get("tasks") or []) + sorted({t for t, _ in grid} - set(meta.get("tasks") or []))
-    configs = list(meta.get("configs") or []) + sorted({c for _, c in grid} - set(meta.get("configs") or []))
+    known_tasks, known_configs = (info.tasks, info.configs) if info is not None else ([], [])
+    tasks = list(known_tasks) + sorted({t for t, _ in grid} - set(known_tasks))
+    configs = list(known_configs) + sorted({c for _, c in grid} - set(known_configs))
     failures = [
         FailureView(g.failure_class, g.error, [(names.get(a.run_id, a.run_id), a.run_id) for a in g.attempts],
                     "\n".join((g.attempts[0].log_tail or "").splitlines()[-FAILURE_TAIL_LINES:]))
@@ -293,7 +294,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
     from benchlab.report.curves import curve_set, mean_band
 
     with Store.open(bench.folder, read_only=True) as store:
-        meta = store.meta()
+        info = store.benchmark()
         runs = {}
         for r in store.run_states(task):
             runs[(r.config, int(r.seed))] = (r.run_id, r.status)
@@ -308,7 +309,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
     bands: dict[str, tuple[int, list[float | None], list[float | None] | None, list[float | None],
                            list[float | None], list[float | None]]] = {}
     lines_of: dict[str, list[SeedCurve]] = defaultdict(list)
-    order = list(meta.get("configs") or [])
+    order = list(info.configs) if info is not None else []
     if sets:
         cs = sets[0]
         for config, values in cs.values.items():
@@ -345,7 +346,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
                                           _times(np.asarray(steps, dtype=float), started, last_write),
                                           _finite(np.asarray(vals))))
     ordered = [c for c in order if c in bands] + sorted(set(bands) - set(order))
-    goals = meta.get("goals") or {}
+    goals = info.goal if info is not None else {}
     from benchlab.report.style import style
 
     # The report's colours, given in the same order as its curve plots give them (config order).
