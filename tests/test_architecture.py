@@ -746,3 +746,85 @@ def test_no_function_is_longer_than_the_limit_without_saying_why():
         found += [f"{where}:{name} ({length} lines)" for name, length in _long_functions(path.read_text())]
     assert found == [], (f"functions over {LONGEST_FUNCTION} lines: split them, or say why one is best "
                          "kept whole in a `# long: <reason>` comment at its head")
+
+
+# ---------------------------------------------------------------- untyped mappings at module boundaries
+# Across a module boundary a mapping benchlab shapes is a typed record. Only the mappings whose
+# shape it does not decide (a run's configuration, an outside format's JSON, a record's stored
+# form) cross as dicts, under the names of benchlab/json_types.py, so a signature says which.
+UNTYPED = re.compile(r"\b(?:[Dd]ict|(?:Mutable)?Mapping)\[str, Any\]")
+ALIASES_MODULE = "json_types.py"
+
+
+def _untyped_mappings(source: str) -> list[str]:
+    """Public functions' annotations, public record fields and module-level aliases that spell an
+    untyped ``str -> Any`` mapping (what a private helper does inside its module is its own)."""
+    found: list[str] = []
+    tree = ast.parse(source)
+
+    def spelt(node: ast.expr | None) -> bool:
+        return node is not None and bool(UNTYPED.search(ast.unparse(node)))
+
+    def public(name: str) -> bool:
+        return not name.startswith("_") or name.endswith("__")  # __init__ is public
+
+    def visit(body: list[ast.stmt]) -> None:
+        # Only what a caller outside the module reaches: the module's and its public classes'
+        # functions and fields, not a private class's, nor a function's own inner functions.
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and public(node.name):
+                a = node.args
+                params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)]
+                bad = [p.arg for p in params if spelt(p.annotation)] + (["return"] if spelt(node.returns) else [])
+                if bad:
+                    found.append(f"{node.name}({', '.join(bad)})")
+            elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                found.extend(f"{node.name}.{item.target.id}" for item in node.body
+                             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                             and not item.target.id.startswith("_") and spelt(item.annotation))
+                visit(node.body)
+            elif isinstance(node, ast.If):  # `if TYPE_CHECKING:` and the like
+                visit(node.body + node.orelse)
+
+    visit(tree.body)
+    for node in tree.body:  # an alias of its own would hide a mapping from this scan
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        if value is not None and spelt(value):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            found.append(f"alias {ast.unparse(target)}")
+    return found
+
+
+def test_the_untyped_mapping_scan_sees_parameters_returns_fields_and_aliases():
+    source = (
+        "from typing import Any, Mapping\n"
+        "def f(a: dict[str, Any], b: int) -> None: ...\n"
+        "async def g(*, c: 'Mapping[str, Any] | None' = None) -> list[dict[str, Any]]: ...\n"
+        "def _private(a: dict[str, Any]) -> dict[str, Any]: ...\n"
+        "def typed(a: dict[str, int], b: Mapping[str, float]) -> dict[int, Any]: ...\n"
+        "class Record:\n"
+        "    params: dict[str, Any]\n"
+        "    _cache: dict[str, Any]\n"
+        "    count: int\n"
+        "    def to_json(self) -> dict[str, Any]: ...\n"
+        "    def __init__(self, options: dict[str, Any]) -> None: ...\n"
+        "class _Inner:\n"
+        "    values: dict[str, Any]\n"
+        "    def __init__(self, values: dict[str, Any]) -> None: ...\n"
+        "def outer() -> None:\n"
+        "    def inner(a: dict[str, Any]) -> None: ...\n"
+        "Bag = dict[str, Any]\n"
+    )
+    assert _untyped_mappings(source) == ["f(a)", "g(c, return)", "Record.params", "to_json(return)",
+                                          "__init__(options)", "alias Bag"]
+
+
+def test_no_public_signature_or_record_field_carries_an_untyped_mapping():
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path.name == ALIASES_MODULE and path.parent == SRC:
+            continue
+        where = path.relative_to(SRC).as_posix()
+        found += [f"{where}: {name}" for name in _untyped_mappings(path.read_text())]
+    assert found == [], ("a typed record (a frozen dataclass) where benchlab decides the fields; "
+                         "benchlab.json_types' ConfigValues or JsonObject where it does not")

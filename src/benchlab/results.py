@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
 from benchlab.failures import failed_runs
+from benchlab.json_types import JsonObject
 from benchlab.ledger import DB_NAME, HostRecord, SequentialRecord, Store, VersionRecord, find_db
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.run_files import PROVENANCE_FILE, runs_dir
@@ -261,7 +262,8 @@ class Environment:
     them in the ledger), and the provenance of the first run (host, platform, CPU, git)."""
 
     hosts: dict[str, HostRecord] = field(default_factory=dict)
-    provenance: dict[str, Any] = field(default_factory=dict)
+    #: The first run's provenance.json as written (any release's layout), read once here.
+    provenance: JsonObject = field(default_factory=dict)
 
 
 class Curve(NamedTuple):
@@ -484,7 +486,7 @@ def _planned_and_failed(
     return planned, failed
 
 
-def _first_provenance(folder: Path) -> dict[str, Any]:
+def _first_provenance(folder: Path) -> JsonObject:
     """The provenance.json of the first run directory, by name, that has one ({} if none, or if
     it cannot be read)."""
     import os

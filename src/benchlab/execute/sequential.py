@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchlab.errors import UserError
+from benchlab.json_types import JsonObject
 from benchlab.ledger import (
     COMPLETED,
     DB_NAME,
@@ -73,7 +74,7 @@ class Design:
             spending=self.spending, margin=self.margin, looks=tuple(self.sizes),
             bounds=tuple(round(b, 6) if math.isfinite(b) else None for b in self.bounds))
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> JsonObject:
         return self.record().to_json()
 
 
@@ -110,7 +111,7 @@ class PairState:
         return SequentialPairRecord(self.task, self.config, self.seeds, self.status, self.reason, self.mean,
                                     (self.low, self.high), self.failed)
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> JsonObject:
         return self.record().to_json()
 
 
@@ -300,7 +301,7 @@ class UntilDecidedResult:
     exit_code: int  # the worst of the looks' sweeps (0, 1), or the stopped sweep's own
     stopped: bool  # a sweep was asked to stop (a signal): no decision was reached
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The design and each pair's seeds and decision (``run --until-decided --json``)."""
         return {"design": self.design.to_json(), "baseline": self.baseline,
                 "pairs": [p.to_json() for p in self.state.pairs] if self.state else []}

@@ -86,7 +86,7 @@ class NodeJob:
     grace: float
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> NodeJob:
+    def from_json(cls, data: JsonObject) -> NodeJob:
         """A job as a mapping of the same keys: the form jobs submitted by benchlab 0.x before
         this record were pickled in, which a node may still be handed after an upgrade."""
         return cls(run_dir=str(data["run_dir"]), log=str(data["log"]), command=str(data["command"]),
@@ -109,7 +109,7 @@ class NodeResult:
     job_id: str | None
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], submitted: float) -> NodeResult:
+    def from_json(cls, data: JsonObject, submitted: float) -> NodeResult:
         """A result as a mapping of the same keys, as results of jobs run before this record were
         pickled (a sweep re-attaching after an upgrade reads them); ``submitted`` stands in for a
         missing start time."""
@@ -127,7 +127,7 @@ def run_attempt(job: NodeJob) -> NodeResult:
     job's end is read from Slurm's accounting (cancelled, timeout, preempted).
     """
     if isinstance(job, Mapping):
-        job = NodeJob.from_json(job)  # pickled by a benchlab from before NodeJob
+        job = NodeJob.from_json(dict(job))  # pickled by a benchlab from before NodeJob
     started = time.time()
     node = socket.gethostname()
     job_id = _job_id_here()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from benchlab.json_types import JsonObject
+from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.secrets import Fingerprint
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ class RunRecord:
     task: str
     config: str
     seed: int
-    params: dict[str, Any]
+    params: ConfigValues
     command: str
     status: str
     current: bool

@@ -19,7 +19,7 @@ from benchlab import preregistration
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import render_leaderboard, status, task_settings
-from benchlab.report.markdown import FailureRow, ReportData, primary_counts, render_markdown, warm_templates
+from benchlab.report.markdown import CodeAt, FailureRow, ReportData, primary_counts, render_markdown, warm_templates
 from benchlab.report.tables import describe
 from benchlab.results import Curves, Environment, GpuPlacement, Results, read
 from benchlab.run_files import runs_dir
@@ -44,12 +44,13 @@ class ReportFiles:
     extra: list[Path] = field(default_factory=list)
 
 
-def _hardware(env: Environment, used: list[GpuPlacement]) -> tuple[str, dict[str, object]]:
+def _hardware(env: Environment, used: list[GpuPlacement]) -> tuple[str, CodeAt]:
     """The Hardware line (the GPUs the runs used, by model and count, and the CPU) and the git state."""
     prov, hosts = env.provenance, env.hosts
     if not prov and not hosts:
-        return "unknown (no run has written provenance yet)", {}
-    git = prov.get("git") or {}
+        return "unknown (no run has written provenance yet)", CodeAt()
+    recorded = prov.get("git") or {}
+    git = CodeAt(commit=recorded.get("commit") or None, dirty=bool(recorded.get("dirty")))
     models: dict[str, int] = {}
     for host, index in sorted({(p.host, i) for p in used for i in p.gpus.split(",") if i}):
         facts = hosts.get(host)

@@ -36,6 +36,15 @@ _ENV.filters.update(cell=cell, fence=fence, code=code_span)
 
 
 @dataclass(frozen=True)
+class CodeAt:
+    """The code under test as the first run recorded it: the commit (None outside git) and
+    whether the work tree had uncommitted changes."""
+
+    commit: str | None = None
+    dirty: bool = False
+
+
+@dataclass(frozen=True)
 class FailureRow:
     """A failed run as the report's failure log shows it: its error escaped for a Markdown table
     cell (report.html renders the same text), its log tail as recorded."""
@@ -58,7 +67,7 @@ class ReportData:
     finals: pd.DataFrame
     failures: list[FailureRow] = field(default_factory=list)
     hardware: str = "unknown"
-    git: dict[str, Any] = field(default_factory=dict)
+    git: CodeAt = field(default_factory=CodeAt)
     benchlab_version: str = ""
     plots: list[dict[str, str]] = field(default_factory=list)
     analysis: Analysis | None = None  # the output of benchlab.stats, when available
@@ -694,7 +703,7 @@ def _reproduce(data: ReportData) -> list[str]:
     info = data.info
     lines = []
     spec = info.spec_path or "<spec.yaml>"
-    commit = data.git.get("commit")
+    commit = data.git.commit
     if data.code_versions:
         # One checkout cannot give every run its code: say which ran at which, and reproduce the last.
         lines.append(f"# these runs ran at {len(data.code_versions)} versions of the code under test "
@@ -707,7 +716,7 @@ def _reproduce(data: ReportData) -> list[str]:
     if commit:
         where = Path(info.spec_path).parent if info.spec_path else None
         lines.append("# the code under test, at the commit its runs recorded"
-                     + (" (they used uncommitted changes too)" if data.git.get("dirty") else ""))
+                     + (" (they used uncommitted changes too)" if data.git.dirty else ""))
         lines.append(f"git -C {shlex.quote(str(where))} checkout {commit}" if where
                      else f"git checkout {commit}")
     source = _benchlab_checkout()
