@@ -15,6 +15,7 @@ from benchlab.cli.cmd_run import backend_options
 from benchlab.errors import UsageError
 from benchlab.execute.base import BackendOptions, Launch
 from benchlab.execute.debug import Target
+from benchlab.execute.local import LocalBackend, LocalOptions
 from benchlab.execute.ray import RayBackend, RayOptions
 from benchlab.execute.slurm import SlurmBackend, SlurmOptions
 from benchlab.execute.sweep import Sweep
@@ -44,6 +45,20 @@ def test_each_option_is_a_keyword_of_its_backend(options: type[BackendOptions], 
     keywords = inspect.signature(backend.__init__).parameters
     for f in fields(options):
         assert keywords[f.name].kind is inspect.Parameter.KEYWORD_ONLY, f.name
+
+
+@pytest.mark.parametrize("options, backend", [(RayOptions, RayBackend), (LocalOptions, LocalBackend)])
+def test_every_keyword_a_python_caller_may_set_is_an_option_with_the_backends_default(
+        options: type[BackendOptions], backend: type) -> None:
+    # A sweep takes a backend's options only as its typed record, so a keyword of the backend's
+    # constructor that the record lacks could no longer be set at all (the Ray tests set flush_s).
+    # The keywords the sweep fills from its context (spec, folder, jobs, GPUs) are not options.
+    from_context = {"self", "spec", "results_dir", "jobs", "gpu_pool", "inventory", "hide_gpus", "gpu_models"}
+    params = {name: p for name, p in inspect.signature(backend.__init__).parameters.items()
+              if name not in from_context}
+    declared = {f.name: f.default for f in fields(options)}
+    assert set(declared) == set(params)
+    assert declared == {name: p.default for name, p in params.items()}
 
 
 def test_slurm_options_keep_the_flags_as_given() -> None:

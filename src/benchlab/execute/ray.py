@@ -352,6 +352,16 @@ class RayOptions(BackendOptions):
     shared_fs: bool = False
     #: ``-j``: tasks submitted at once (None: twice the cluster's CPUs).
     max_inflight: int | None = None
+    # For a Python caller; the command line leaves them at the backend's defaults.
+    #: Largest run folder a worker sends home, in bytes.
+    cap_bytes: int = CAP_BYTES
+    #: Seconds between SIGTERM and SIGKILL when a run is stopped on its worker.
+    grace: float = KILL_GRACE_S
+    #: Folder on the workers where runs write (None: their temporary folder).
+    scratch: str | None = None
+    #: Whether a running attempt's log is sent home as it grows, and how often (seconds).
+    stream_logs: bool = True
+    flush_s: float = FLUSH_S
 
 
 class TaskOptions(TypedDict, total=False):
