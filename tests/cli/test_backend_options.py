@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import IO
 
@@ -47,23 +47,30 @@ def test_each_option_is_a_keyword_of_its_backend(options: type[BackendOptions], 
         assert keywords[f.name].kind is inspect.Parameter.KEYWORD_ONLY, f.name
 
 
-@pytest.mark.parametrize("options, backend", [(RayOptions, RayBackend), (LocalOptions, LocalBackend)])
+# The keywords each backend's for_sweep fills from the sweep's context itself: not options.
+FROM_CONTEXT = {RayBackend: {"spec", "results_dir"}, SlurmBackend: {"spec", "results_dir"},
+                LocalBackend: {"jobs", "gpu_pool", "inventory", "hide_gpus", "gpu_models"}}
+
+
+@pytest.mark.parametrize("options, backend", [(RayOptions, RayBackend), (LocalOptions, LocalBackend),
+                                              (SlurmOptions, SlurmBackend)])
 def test_every_keyword_a_python_caller_may_set_is_an_option_with_the_backends_default(
         options: type[BackendOptions], backend: type) -> None:
     # A sweep takes a backend's options only as its typed record, so a keyword of the backend's
     # constructor that the record lacks could no longer be set at all (the Ray tests set flush_s).
-    # The keywords the sweep fills from its context (spec, folder, jobs, GPUs) are not options.
-    from_context = {"self", "spec", "results_dir", "jobs", "gpu_pool", "inventory", "hide_gpus", "gpu_models"}
     params = {name: p for name, p in inspect.signature(backend.__init__).parameters.items()
-              if name not in from_context}
+              if name != "self" and name not in FROM_CONTEXT[backend]}
     declared = {f.name: f.default for f in fields(options)}
     assert set(declared) == set(params)
-    assert declared == {name: p.default for name, p in params.items()}
+    # A default given by a factory (SlurmOptions.slurm: {}) stands for the constructor's None.
+    assert {n: d for n, d in declared.items() if d is not MISSING} == {
+        n: p.default for n, p in params.items() if declared[n] is not MISSING}
 
 
 def test_slurm_options_keep_the_flags_as_given() -> None:
     opts = SlurmOptions(jobs=8, slurm={"partition": "gpu", "array_size": "50"})
-    assert opts.keywords() == {"jobs": 8, "slurm": {"partition": "gpu", "array_size": "50"}}
+    given = {k: v for k, v in opts.keywords().items() if k in ("jobs", "slurm")}
+    assert given == {"jobs": 8, "slurm": {"partition": "gpu", "array_size": "50"}}
 
 
 @dataclass(frozen=True)

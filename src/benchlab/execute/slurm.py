@@ -238,6 +238,14 @@ class SlurmOptions(BackendOptions):
     jobs: int | None = None
     #: ``--slurm KEY=VALUE`` flags by key, over the spec's ``slurm:`` section (:func:`settings_from`).
     slurm: dict[str, str] = field(default_factory=dict)
+    # For a Python caller; the command line leaves them at the backend's defaults.
+    #: Where submitit keeps its job files (None: ``.slurm`` in the results folder).
+    folder: Path | str | None = None
+    #: Seconds between SIGTERM and SIGKILL of a run's command on its node.
+    grace: float = KILL_GRACE_S
+    #: Seconds between looks at the jobs, and between reads of Slurm's queue.
+    poll_s: float = POLL_S
+    queue_every_s: float = QUEUE_EVERY_S
 
 
 @dataclass(frozen=True)
