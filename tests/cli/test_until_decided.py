@@ -300,3 +300,32 @@ def test_a_rebuilt_ledger_keeps_the_design_the_versions_and_the_hosts(make_bench
     with Store(db) as store:
         assert [v.id for v in store.versions()] == [v.id for v in before[0]]
         assert store.sequential() is None and store.hardware() == {}
+
+
+def test_a_damaged_ledger_record_gets_one_line_and_a_rebuild_keeps_the_records_it_can_read(make_bench) -> None:
+    from benchlab.ledger import Store
+
+    bench = _bench(make_bench)
+    proc = bench.cli("run", str(bench.spec), "-r", str(bench.results), "--until-decided", "--max-seeds", "8",
+                     "--batch", "4", "--no-report", "-j", "2")
+    assert proc.returncode == 0, proc.stderr
+    db = bench.results / "benchlab.db"
+    with Store(db) as store:
+        hosts, design, versions = store.hardware(), store.sequential(), store.versions()
+    # A hand edit leaves a versions record no release wrote.
+    con = sqlite3.connect(db)
+    con.execute("UPDATE meta SET value = ? WHERE key = 'versions'", ('[{"nope": 1}]',))
+    con.commit()
+    con.close()
+    proc = bench.cli("report", str(bench.results))
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in said
+    assert f"{db}: the ledger's 'versions' record cannot be read (KeyError: 'id')" in said
+    assert f"benchlab collect --rebuild {bench.results}" in said
+    # The way out it names works, and keeps what could still be read: the hosts and the design;
+    # the versions come back from versions/.
+    assert bench.cli("collect", str(bench.results), "--rebuild").returncode == 0
+    with Store(db) as store:
+        assert (store.hardware(), store.sequential()) == (hosts, design)
+        assert [v.id for v in store.versions()] == [v.id for v in versions]
+    assert bench.cli("report", str(bench.results)).returncode == 0

@@ -162,3 +162,24 @@ def test_a_resume_compares_the_version_as_an_earlier_release_recorded_it(earlier
     # The older record has no tree hash: a new commit is a change of the code even with the same files.
     assert changes_since(older, now) == ["the code's commit (fedcba9876 -> 0123456789)", "dataset 'gsm8k' (added)",
                                          "dataset 'math' (added)"]
+
+
+@pytest.mark.parametrize(("key", "text", "read"), [
+    ("versions", '[{"nope": 1}]', "versions"),
+    ("hardware", '{"node-a": "a string, not a host"}', "hardware"),
+    ("preregistration", '{"hash": "x"}', "registration"),
+    ("flagged", '[{"task": "t"}]', "flagged"),
+    ("versions", "not json at all", "versions"),
+])
+def test_a_damaged_record_is_a_store_error_naming_the_ledger_the_record_and_the_way_out(
+        tmp_path: Path, key: str, text: str, read: str) -> None:
+    # A record no release wrote (a hand edit, a torn copy) used to surface as a KeyError or an
+    # AttributeError from whichever reader met it first, as a traceback out of `benchlab report`.
+    from benchlab.errors import StoreError
+
+    db = _ledger_with(tmp_path, {key: text}) / DB_NAME
+    with Store(db) as store, pytest.raises(StoreError) as raised:
+        getattr(store, read)()
+    said = str(raised.value)
+    assert said.startswith(f"{db}: the ledger's {key!r} record cannot be read (")
+    assert said.endswith(f"`benchlab collect --rebuild {tmp_path}` recreates the ledger from the run directories")

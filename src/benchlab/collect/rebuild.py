@@ -12,15 +12,17 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 
 from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
-from benchlab.errors import BenchlabError, ResultsNotFound
+from benchlab.errors import BenchlabError, ResultsNotFound, StoreError
 from benchlab.ledger import (
     COMPLETED,
     DB_NAME,
@@ -38,6 +40,8 @@ from benchlab.plan import Run, expand
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR, VERSION_FILE, VERSIONS_DIR
 from benchlab.secrets import Fingerprint, known_fingerprints
 from benchlab.spec import Metric, Spec
+
+_T = TypeVar("_T")
 
 
 def _spec_of(folder: Path) -> Spec:
@@ -110,14 +114,20 @@ def _earlier_of(db: Path) -> _Earlier:
     ``--until-decided`` record of the old ledger, where it can still be read."""
     if not db.exists():
         return _Earlier()
+
+    def readable(read: Callable[[], _T]) -> _T | None:
+        # Each record on its own: a damaged one is left behind (the registration is then read from
+        # preregistration.json, the versions from versions/) without dropping the others.
+        try:
+            return read()
+        except StoreError:
+            return None
+
     try:
         with Store(db) as old:
-            try:
-                registration = old.registration()
-            except ValueError:  # a record that is no registration: the copy beside the ledger is read instead
-                registration = None
-            return _Earlier(registration, old.versions() or None, old.hardware() or None, old.sequential())
-    except (sqlite3.DatabaseError, ValueError, OSError, KeyError, TypeError):
+            return _Earlier(readable(old.registration), readable(old.versions) or None,
+                            readable(old.hardware) or None, readable(old.sequential))
+    except (sqlite3.DatabaseError, StoreError, ValueError, OSError):
         return _Earlier()
 
 
