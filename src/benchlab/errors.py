@@ -27,8 +27,10 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     │   └── YamlProblem              a spec's text cannot be read as YAML; becomes a SpecError
     │                                (spec/yaml_reader.py)
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
-    │   └── LedgerLost               the ledger was deleted, replaced or damaged, or is missing
-    │                                while run directories show finished runs
+    │   ├── LedgerLost               the ledger was deleted, replaced or damaged, or is missing
+    │   │                            while run directories show finished runs
+    │   └── NewerLedger              the ledger was written by a newer benchlab (a higher schema
+    │                                version): refused, never read or written -> exit code 2
     ├── DiskFull                     a write found no space left on the results folder's disk
     ├── CannotWrite                  a file benchlab was asked to write cannot be written there
     ├── ExtractFailed                a run's metric could not be read; the run is recorded as
@@ -210,6 +212,19 @@ class LedgerLost(StoreError):
     def __init__(self, path: Path | str, message: str):
         self.path = Path(path)
         super().__init__(message)
+
+
+class NewerLedger(StoreError):
+    """The ledger's schema version is higher than this benchlab's: it was written by a newer
+    benchlab, whose tables this one might misread and whose records it might overwrite; ``schema``
+    is the ledger's version. Upgrading benchlab is the way on."""
+
+    exit_code = 2
+
+    def __init__(self, path: Path | str, schema: int):
+        self.path = Path(path)
+        self.schema = schema
+        super().__init__(f"{path}: written by a newer benchlab (schema {schema}); upgrade benchlab")
 
 
 class DiskFull(BenchlabError):

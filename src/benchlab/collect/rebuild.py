@@ -22,7 +22,7 @@ import yaml
 from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
-from benchlab.errors import BenchlabError, ResultsNotFound, StoreError
+from benchlab.errors import BenchlabError, NewerLedger, ResultsNotFound, StoreError
 from benchlab.ledger import (
     COMPLETED,
     DB_NAME,
@@ -127,6 +127,8 @@ def _earlier_of(db: Path) -> _Earlier:
         with Store(db) as old:
             return _Earlier(readable(old.registration), readable(old.versions) or None,
                             readable(old.hardware) or None, readable(old.sequential))
+    except NewerLedger:
+        raise  # a newer benchlab's ledger is not replaced by what this one can rebuild
     except (sqlite3.DatabaseError, StoreError, ValueError, OSError):
         return _Earlier()
 

@@ -11,7 +11,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Self
 
-from benchlab.errors import ResultsNotFound, StoreError
+from benchlab.errors import NewerLedger, ResultsNotFound, StoreError
 from benchlab.ledger.files import disk_full, is_disk_full
 from benchlab.ledger.migrations import upgrade
 from benchlab.ledger.schema import DB_NAME, SCHEMA_VERSION, TABLES
@@ -71,6 +71,7 @@ class LedgerConnection:
                                             check_same_thread=False, timeout=30)
                 self.conn.execute("PRAGMA busy_timeout=30000")
                 self.conn.execute("SELECT 1 FROM runs LIMIT 1")
+                self._refuse_newer()
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: unreadable ledger ({exc})") from None
             return
@@ -81,21 +82,28 @@ class LedgerConnection:
                 self.conn = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True, isolation_level=None,
                                             check_same_thread=False)
                 self.conn.execute("SELECT 1 FROM runs LIMIT 1")
+                self._refuse_newer()
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: unreadable ledger ({exc})") from None
             return
         try:
             self.conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
                                         check_same_thread=False)
+            self.conn.execute("PRAGMA busy_timeout=30000")
+            # Before anything is written (the journal mode is written into the file, and so are
+            # the upgrade's steps): a newer benchlab's ledger is left exactly as it was.
+            self._refuse_newer()
             self.conn.execute("PRAGMA journal_mode=WAL")
             # NORMAL is durable against a crashed process in WAL mode (only an OS crash can
             # lose the last commits), and much faster than FULL.
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA busy_timeout=30000")
             if create:
                 self.conn.executescript(TABLES)
                 upgrade(self.conn)
                 self._set_default_meta()
+                # Every step is applied now: the ledger is at this benchlab's version.
+                self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                                  (json.dumps(SCHEMA_VERSION),))
             else:
                 self.conn.execute("SELECT 1 FROM runs LIMIT 1")
         except sqlite3.DatabaseError as exc:
@@ -139,6 +147,21 @@ class LedgerConnection:
                 self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+
+    def _refuse_newer(self) -> None:
+        """Raise :class:`~benchlab.errors.NewerLedger` when the ledger's schema version is above
+        this benchlab's (a ledger without one, or without a meta table yet, is not newer)."""
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.OperationalError:  # no meta table: a new file, or not a ledger at all
+            return
+        try:
+            schema = int(json.loads(row[0])) if row is not None else 0
+        except (TypeError, ValueError):
+            return  # not a number any release wrote: the records' own checks speak about it
+        if schema > SCHEMA_VERSION:
+            self.conn.close()
+            raise NewerLedger(self.path, schema)
 
     def _set_default_meta(self) -> None:
         import uuid
