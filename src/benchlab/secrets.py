@@ -39,9 +39,19 @@ ENV_PREFIX = "BENCHLAB_SECRET_"
 #: What a secret's value is shown as, wherever the value itself would have been.
 MASK = "<secret>"
 
-# Candidate tokens for the fingerprint check: runs of characters a token is made of, cut at
-# whitespace, quotes and the separators of ``key=value`` / ``key: value`` / URLs' ``@``.
-_TOKEN = re.compile(r"[^\s\"'`=:,;@<>()\[\]{}|]+")
+# Candidate runs for the fingerprint check: cut at whitespace, quotes and angle brackets only, so
+# that a password holding '@' or ':' (``https://user:p@ss:word@host``) stays inside one run.
+_RUN = re.compile(r"[^\s\"'`<>]+")
+# Where a value may begin or end inside a long run: after or before one of these (``key=VALUE``,
+# ``?token=VALUE&``, ``user:VALUE@host``).
+_SEPARATOR = re.compile(r"[^A-Za-z0-9_+/.~-]")
+# Environment variable names whose values are credentials by the name's own words (a run gets
+# the whole environment of the shell that started the sweep, not only what its command names).
+_CREDENTIAL_WORDS = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "CREDENTIAL",
+                     "CREDENTIALS"}
+_CREDENTIAL_PAIRS = {("API", "KEY"), ("ACCESS", "KEY"), ("SECRET", "KEY"), ("PRIVATE", "KEY"), ("AUTH", "KEY")}
+# ...unless the name says the value is where a credential is kept, not the credential.
+_LOCATION_WORDS = {"FILE", "PATH", "DIR", "SOCK", "SOCKET", "URL_FILE", "ID", "TYPE", "NAME", "USER"}
 
 
 def env_name(variable: str) -> str:
@@ -89,10 +99,32 @@ def fingerprints(values: dict[str, str | None]) -> list[Fingerprint]:
     return [Fingerprint.of(name, v) for name, v in values.items() if v and len(v) >= MIN_SECRET_LENGTH]
 
 
+def is_credential_name(name: str) -> bool:
+    """Whether an environment variable's name says its value is a credential (``HF_TOKEN``,
+    ``AWS_SECRET_ACCESS_KEY``, ``DB_PASSWORD``, ``OPENAI_API_KEY``), not where one is kept
+    (``GOOGLE_APPLICATION_CREDENTIALS_FILE``, ``SSH_AUTH_SOCK``) nor benchlab's own."""
+    words = [w for w in re.split(r"[^A-Z0-9]+", name.upper()) if w]
+    if name.upper().startswith("BENCHLAB_") and not name.upper().startswith(ENV_PREFIX):
+        return False
+    if any(w in _LOCATION_WORDS for w in words[-1:]):
+        return False
+    return any(w in _CREDENTIAL_WORDS for w in words) or any(pair in _CREDENTIAL_PAIRS
+                                                             for pair in zip(words, words[1:], strict=False))
+
+
+def credential_env(environ: dict[str, str] | None = None) -> dict[str, str | None]:
+    """The variables of ``environ`` (default: this process's) whose names are credentials'
+    (:func:`is_credential_name`), as ``$NAME -> value``: what every run of a sweep receives
+    without its command naming it."""
+    environ = dict(os.environ) if environ is None else environ
+    return {f"${k}": v for k, v in sorted(environ.items()) if is_credential_name(k)}
+
+
 def known_fingerprints(results: Path) -> list[Fingerprint]:
     """The fingerprints of every secret value the folder's versions recorded, and of the current
-    values of the environment variables their commands named (a token may have changed since):
-    what export looks for, and what a kept log tail has masked."""
+    values of the environment variables their commands named and of this process's variables
+    named as credentials (a token may have changed since; the shell that exports may hold one
+    the runs also had): what export looks for, and what a kept log tail has masked."""
     out: list[Fingerprint] = []
     names: set[str] = set()
     for path in sorted((results / VERSIONS_DIR).glob(f"*/{VERSION_FILE}")):
@@ -101,7 +133,10 @@ def known_fingerprints(results: Path) -> list[Fingerprint]:
         except (OSError, ValueError):
             continue
         for f in data.get("secret_fingerprints") or []:
-            out.append(Fingerprint.from_json(f))
+            try:
+                out.append(Fingerprint.from_json(f))
+            except (KeyError, TypeError, ValueError):
+                continue
             if str(f.get("name", "")).startswith("$"):
                 names.add(f["name"][1:])
         try:  # the spec's own env: values are written in the spec; the rest came from the shell
@@ -110,19 +145,28 @@ def known_fingerprints(results: Path) -> list[Fingerprint]:
             spec_env = {}
         names |= {n for n in (data.get("env") or {}) if n not in spec_env}
     current = {f"${n}": os.environ.get(n) for n in sorted(names)}
+    current.update(credential_env())
     return out + fingerprints(current)
 
 
 @dataclass(frozen=True)
 class Finding:
-    """A secret found in a file: where (1-based line) and what kind; never the value itself."""
+    """A secret found in a file: where (1-based line; 0 in a binary payload, or for a file that
+    could not be read whole) and what kind; never the value itself. ``digest`` is
+    :func:`short_hash` of the value found: what ``export --allow-secret`` names to let this one
+    value through (``where`` names this one place)."""
 
     path: str
     line: int
     kind: str
+    digest: str = ""
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.kind}"
+        return f"{self.where}: {self.kind}" + (f" [{self.digest}]" if self.digest else "")
 
 
 class SecretFound(UserError):
@@ -136,40 +180,74 @@ class SecretFound(UserError):
                          + (f"; {hint}" if hint else ""))
 
 
+# A value written where a credential goes that is a placeholder, not a credential: ``${PASS}``,
+# ``{password}``, ``<secret>`` (benchlab's own mask), ``%(pw)s``, ``****``.
+_PLACEHOLDER = re.compile(r"^(?:\$\{?\w*\}?|\{\w*\}|<[^>]*>|%\(\w+\)s|\*+|x+|\.\.\.)$", re.I)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A credential format benchlab knows itself: the regex, and the group holding the secret
+    (0: the whole match)."""
+
+    kind: str
+    regex: re.Pattern[str]
+    group: int | str = 0
+
+    def values(self, line: str) -> Iterable[tuple[int, int, str]]:
+        """``(start, end, value)`` of each credential of this format in ``line``."""
+        for m in self.regex.finditer(line):
+            value = m.group(self.group)
+            if value and not _PLACEHOLDER.match(value):
+                yield m.start(self.group), m.end(self.group), value
+
+
+#: The formats benchlab finds itself: where detect-secrets has no detector (credentials inside
+#: URLs, Hugging Face, the newer OpenAI and W&B keys), and detect-secrets' own well-known formats
+#: again, so that what benchlab keeps of a log is masked without the ``export`` extra.
+PATTERNS: tuple[Pattern, ...] = (
+    # scheme://user:password@host: the password runs to the last '@' before the host, so that it
+    # may hold '@' and ':' itself.
+    Pattern("password in a URL", re.compile(
+        r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#\"'`<>@:]*:(?P<pw>[^\s/?#\"'`<>]+)@[A-Za-z0-9\[]"), "pw"),
+    Pattern("token in a URL's query", re.compile(
+        r"(?i)[?&;](?:(?:access|refresh|id|auth|api|session|private|bearer|upload|download)[_-]?)?"
+        r"(?:token|key|secret|sig|signature|password|passwd|pwd|credential)s?"
+        r"=(?P<value>[^\s&#;\"'`<>]{6,})"), "value"),
+    Pattern("token in a URL's query", re.compile(
+        r"(?i)[?&;](?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|"
+        r"client_secret|code_verifier)=(?P<value>[^\s&#;\"'`<>]{16,})"),
+        "value"),
+    Pattern("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
+    Pattern("OpenAI-style API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}")),
+    Pattern("W&B API key", re.compile(r"(?i)wandb[_-]?api[_-]?key\W{0,3}(?P<key>[0-9a-f]{40})\b"), "key"),
+    Pattern("W&B API key", re.compile(r"(?i)api\.wandb\.ai\s+login\s+\S+\s+password\s+(?P<key>[0-9a-f]{40})\b"),
+            "key"),
+    Pattern("W&B API key", re.compile(r"\bwandb_v1_[A-Za-z0-9_]{20,}")),
+    Pattern("AWS Access Key", re.compile(r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b")),
+    Pattern("GitHub Token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    Pattern("Slack Token", re.compile(r"\bxox(?:a|b|p|o|s|r)-(?:\d+-)+[a-z0-9]+", re.I)),
+    Pattern("Private Key", re.compile(r"BEGIN[ A-Z]*PRIVATE KEY")),
+)
+_PRIVATE_BLOCK = re.compile(r"-----BEGIN[ A-Z]*PRIVATE KEY-----.*?(?:-----END[ A-Z]*PRIVATE KEY-----|\Z)", re.S)
+
+
 def _detectors() -> list[Any]:
     from detect_secrets.plugins.aws import AWSKeyDetector
-    from detect_secrets.plugins.base import RegexBasedDetector
     from detect_secrets.plugins.github_token import GitHubTokenDetector
     from detect_secrets.plugins.openai import OpenAIDetector
     from detect_secrets.plugins.private_key import PrivateKeyDetector
     from detect_secrets.plugins.slack import SlackDetector
 
-    # Formats detect-secrets 1.5 has no detector for.
-    class HuggingFaceDetector(RegexBasedDetector):
-        secret_type = "Hugging Face token"
-        denylist = (re.compile(r"\bhf_[A-Za-z0-9]{30,}"),)
-
-    class OpenAIStyleDetector(RegexBasedDetector):
-        secret_type = "OpenAI-style API key"
-        denylist = (re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}"),)
-
-    class WandbDetector(RegexBasedDetector):
-        secret_type = "W&B API key"
-        # A W&B key is 40 hex digits, like a git commit, so it is recognised by its name or host.
-        denylist = (re.compile(r"(?i)wandb[_-]?api[_-]?key\W{0,3}[0-9a-f]{40}\b"),
-                    re.compile(r"(?i)api\.wandb\.ai\s+login\s+\S+\s+password\s+[0-9a-f]{40}\b"),
-                    re.compile(r"\bwandb_v1_[A-Za-z0-9_]{20,}"))
-
-    return [AWSKeyDetector(), GitHubTokenDetector(), OpenAIDetector(), PrivateKeyDetector(), SlackDetector(),
-            HuggingFaceDetector(), OpenAIStyleDetector(), WandbDetector()]
+    return [AWSKeyDetector(), GitHubTokenDetector(), OpenAIDetector(), PrivateKeyDetector(), SlackDetector()]
 
 
 _DETECTORS: list[Any] | None = None
 
 
 def scan_text(text: str, path: str, known: Iterable[Fingerprint] = ()) -> list[Finding]:
-    """Every line of ``text`` that holds a credential format or a fingerprinted value (one
-    finding per line and kind)."""
+    """Every line of ``text`` that holds a credential format (detect-secrets' detectors and
+    :data:`PATTERNS`) or a fingerprinted value: one finding per line, kind and value."""
     global _DETECTORS
     if _DETECTORS is None:
         from benchlab.extras import require
@@ -180,13 +258,27 @@ def scan_text(text: str, path: str, known: Iterable[Fingerprint] = ()) -> list[F
     lengths = {f.length for f in known}
     out: list[Finding] = []
     for number, line in enumerate(text.splitlines(), 1):
-        kinds: list[str] = []
+        found: dict[tuple[str, str], None] = {}
         for detector in _DETECTORS:
-            if any(True for _ in detector.analyze_string(line)):
-                kinds.append(str(detector.secret_type))
-        kinds += [f"the value of secret {hit.name}" for _, _, hit in _known_values(line, known, lengths)]
-        out += [Finding(path, number, k) for k in dict.fromkeys(kinds)]
+            for value in detector.analyze_string(line):
+                found[(str(detector.secret_type), short_hash(str(value)))] = None
+        for pattern in PATTERNS:
+            for _, _, value in pattern.values(line):
+                found[(pattern.kind, short_hash(value))] = None
+        for start, end, hit in _known_values(line, known, lengths):
+            found[(f"the value of secret {hit.name}", short_hash(line[start:end]))] = None
+        out += [Finding(path, number, kind, digest) for kind, digest in found]
     return out
+
+
+def _starts(text: str, size: int) -> Iterable[int]:
+    """Where a value of ``size`` characters may begin in the run ``text``: anywhere in a short
+    run; in a long one (a URL, base64) at its ends and next to a separator only."""
+    last = len(text) - size
+    if len(text) <= 4 * size:
+        return range(last + 1)
+    seps = [m.start() for m in _SEPARATOR.finditer(text)]
+    return sorted({0, last, *(i + 1 for i in seps if i + 1 <= last), *(i - size for i in seps if i - size >= 0)})
 
 
 def _known_values(line: str, known: list[Fingerprint],
@@ -194,35 +286,35 @@ def _known_values(line: str, known: list[Fingerprint],
     """``(start, end, fingerprint)`` of each fingerprinted value in ``line``, left to right."""
     if not known:
         return
-    for token in _TOKEN.finditer(line):
-        text, offset = token.group(), token.start()
+    for run in _RUN.finditer(line):
+        text, offset = run.group(), run.start()
         for size in sorted(lengths, reverse=True):
-            # A secret inside a longer token (``--token=VALUE`` cut at '=' or not)
-            # is found by trying each window of the secret's length.
             if len(text) < size:
                 continue
-            # Bounded: a long blob (base64 of a figure) is tried at its two ends only.
-            starts = range(len(text) - size + 1) if len(text) <= 4 * size else (0, len(text) - size)
-            for start in starts:
+            for start in _starts(text, size):
                 hit = next((f for f in known if f.matches(text[start:start + size])), None)
                 if hit is not None:
                     yield offset + start, offset + start + size, hit
                     break
 
 
-def redact(text: str, known: Iterable[Fingerprint]) -> str:
-    """``text`` with every fingerprinted secret value in it replaced by :data:`MASK`: what
-    benchlab keeps of a run's log (the failure tail in the ledger, the dashboard's log view)."""
+def redact(text: str, known: Iterable[Fingerprint] = ()) -> str:
+    """``text`` with every fingerprinted secret value and every credential of a known format
+    (:data:`PATTERNS`; a private key's whole block) replaced by :data:`MASK`: what benchlab keeps
+    of a run's log (the failure tail in the ledger, ``status``, the dashboard's log view)."""
     known = list(known)
-    if not known:
-        return text
     lengths = {f.length for f in known}
+    text = _PRIVATE_BLOCK.sub(MASK, text)
     lines = text.split("\n")
     for i, line in enumerate(lines):
+        spans = [(start, end) for start, end, _ in _known_values(line, known, lengths)]
+        spans += [(start, end) for pattern in PATTERNS for start, end, _ in pattern.values(line)]
         kept: list[tuple[int, int]] = []
-        for start, end, _ in sorted(_known_values(line, known, lengths), key=lambda h: (h[0], -h[1])):
+        for start, end in sorted(spans, key=lambda h: (h[0], -h[1])):
             if not kept or start >= kept[-1][1]:  # one secret inside another: mask the outer
                 kept.append((start, end))
+            elif end > kept[-1][1]:  # overlapping: mask both as one
+                kept[-1] = (kept[-1][0], end)
         for start, end in reversed(kept):
             line = line[:start] + MASK + line[end:]
         lines[i] = line
@@ -236,5 +328,6 @@ def mask(text: str, values: Iterable[str]) -> str:
     return text
 
 
-__all__ = ["ENV_PREFIX", "MASK", "MIN_SECRET_LENGTH", "Finding", "Fingerprint", "SecretFound", "env_name",
-           "fingerprints", "known_fingerprints", "mask", "redact", "scan_text", "short_hash"]
+__all__ = ["ENV_PREFIX", "MASK", "MIN_SECRET_LENGTH", "PATTERNS", "Finding", "Fingerprint", "Pattern", "SecretFound",
+           "credential_env", "env_name", "fingerprints", "is_credential_name", "known_fingerprints", "mask", "redact",
+           "scan_text", "short_hash"]

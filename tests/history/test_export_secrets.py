@@ -124,10 +124,14 @@ def test_export_refuses_a_log_line_with_a_token_naming_file_and_line(leaky, tmp_
     assert re.search(r"runs/[0-9a-f]+/train\.log:2: OpenAI-style API key", message), message
     assert "Nothing was uploaded" in message and "--allow-secret" in message
     assert not target.exists() and not (folder / "exports.json").exists()
-    # Told explicitly, the one named file is published as it is; the other logs still refuse.
+    # A whole file is never let through: a second secret in it would go with the first.
     log = re.search(r"(runs/[0-9a-f]+/train\.log):2", message).group(1)
-    again = run_cli("export", str(folder), str(target), "--allow-secret", log, env=_env())
-    assert again.returncode == 2 and log not in again.stderr.split("refusing", 1)[1].split(". Nothing")[0]
+    whole = run_cli("export", str(folder), str(target), "--allow-secret", log, env=_env())
+    assert whole.returncode == 2 and "never a whole file" in " ".join(whole.stderr.split())
+    # Told explicitly, the one named finding is let through; the other logs still refuse.
+    again = run_cli("export", str(folder), str(target), "--allow-secret", f"{log}:2", env=_env())
+    refused_now = " ".join(again.stderr.split()).split("refusing", 1)[1].split(". Nothing")[0]
+    assert again.returncode == 2 and log not in refused_now and "train.log:2" in refused_now
 
 
 def test_scan_finds_each_credential_format_and_fingerprinted_values_but_not_commits():
@@ -146,8 +150,8 @@ def test_scan_finds_each_credential_format_and_fingerprinted_values_but_not_comm
     commit = "commit 0123456789abcdef0123456789abcdef01234567 and sha256 " + "ab" * 32
     assert scan_text(commit, "f.txt") == []
     known = [Fingerprint.of("variables.pw", "hunter2-but-longer")]
-    assert [str(f) for f in scan_text("x\nurl=https://u:hunter2-but-longer@host/\n", "f.txt", known)] == [
-        "f.txt:2: the value of secret variables.pw"]
+    assert [f.where + " " + f.kind for f in scan_text("x\ndb=hunter2-but-longer;\n", "f.txt", known)] == [
+        "f.txt:2 the value of secret variables.pw"]
     assert scan_text("hunter2-but-shorter", "f.txt", known) == []
 
 

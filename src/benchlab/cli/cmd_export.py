@@ -19,9 +19,10 @@ def export(
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be uploaded; upload nothing."),
     public: str = typer.Option(None, "--public-url", help="Base URL the target is read at, for the rewritten "
                                "links [default: the target's own, e.g. https://BUCKET.s3.amazonaws.com/]."),
-    allow_secret: list[str] = typer.Option([], "--allow-secret", help="Publish this file (a path in the results "
-                                           "folder, e.g. runs/ID/train.log) even where the secret scan flags it; "
-                                           "repeatable."),
+    allow_secret: list[str] = typer.Option([], "--allow-secret", help="Publish one finding of the secret scan "
+                                           "that is a false alarm, named as the refusal printed it: FILE:LINE "
+                                           "(e.g. runs/ID/train.log:12) or its fingerprint (sha256:...); "
+                                           "repeatable. A whole file is never let through."),
     with_diff: bool = typer.Option(False, "--with-diff", help="Also publish versions/*/code.diff, the "
                                    "uncommitted code the runs used."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),

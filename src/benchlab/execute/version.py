@@ -34,7 +34,7 @@ from benchlab.errors import UserError
 from benchlab.json_types import JsonObject
 from benchlab.ledger import DatasetSum, VersionRecord
 from benchlab.run_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR
-from benchlab.secrets import Fingerprint, fingerprints, short_hash
+from benchlab.secrets import Fingerprint, credential_env, fingerprints, short_hash
 
 if TYPE_CHECKING:
     from benchlab.ledger import CodeState
@@ -191,9 +191,12 @@ def named_env(spec: Spec) -> dict[str, str | None]:
 
 
 def secret_fingerprints(spec: Spec) -> list[Fingerprint]:
-    """Fingerprints of the values of the secret spec variables and of the environment variables
-    the commands name (``$NAME``), for export's scan."""
-    values: dict[str, str | None] = {f"${k}": v for k, v in named_env_values(spec).items() if k not in spec.env}
+    """Fingerprints of the values of the secret spec variables, of the environment variables
+    the commands name (``$NAME``) and of those every run receives from the shell whose names
+    are credentials' (``$HF_TOKEN`` unnamed by any command), for export's scan and the masking of
+    what benchlab keeps of a log."""
+    values: dict[str, str | None] = {k: v for k, v in credential_env().items() if k[1:] not in spec.env}
+    values.update({f"${k}": v for k, v in named_env_values(spec).items() if k not in spec.env})
     values.update({f"variables.{k}": v for k, v in spec.secret_values().items()})
     return fingerprints(values)
 

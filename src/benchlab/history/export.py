@@ -16,9 +16,10 @@ anything is uploaded, with a message saying how to go on).
 What is published is the results folder and nothing beyond it: a symbolic link that leads out of
 the folder is not followed (it is listed in :attr:`ExportResult.outside_links`), and a version's
 ``code.diff`` (the uncommitted code under test) is published only with ``with_diff``. Before
-anything is uploaded every file is scanned for credentials and secret values
-(:func:`benchlab.secrets.scan_text`); one found stops the export, naming the file and line, unless
-that file is named in ``allow``.
+anything is uploaded every file is scanned for credentials and secret values as what it really
+holds (:mod:`benchlab.history.scan`: archives unpacked, text told by its bytes, the images
+report.html embeds decoded as images); one found stops the export, naming the file, line and
+the value's fingerprint, unless ``allow`` names that finding (never a whole file).
 
 A link to a run folder (``runs/<id>/``) becomes a link to the ``index.html`` that the export
 writes into each published run folder: object stores (S3) and the Hugging Face Hub serve files,
@@ -36,10 +37,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from benchlab.errors import DataError
+from benchlab.errors import DataError, UsageError
 from benchlab.execute.version import DIFF_FILE, VERSIONS_DIR
+from benchlab.history.scan import Limits, scan_bytes
 from benchlab.json_types import JsonObject
-from benchlab.secrets import Finding, SecretFound, known_fingerprints, scan_text
+from benchlab.secrets import Finding, SecretFound, known_fingerprints
 
 MANIFEST = ".benchlab-export.json"
 LOG_MD = "EXPORTS.md"
@@ -292,14 +294,32 @@ def run_index(run_id: str, names: list[str]) -> str:
             f"<ul>\n{items}\n</ul>\n</body>\n</html>\n")
 
 
-def scan(results: Path, contents: dict[str, bytes], allow: list[str] | tuple[str, ...] = ()) -> list[Finding]:
-    """The secrets found in ``contents`` (path -> bytes about to be published), files in ``allow`` aside."""
+def allowed(entry: str) -> tuple[str, int] | str:
+    """What one ``--allow-secret`` names: ``(path, line)`` for ``FILE:LINE``, the digest for a
+    finding's fingerprint (``sha256:…``); a ``UsageError`` for anything else (a whole file is
+    never let through: a second secret in it would go with the first)."""
+    entry = entry.strip()
+    if re.fullmatch(r"sha256:[0-9a-f]{16}", entry):
+        return entry
+    path, sep, line = entry.rpartition(":")
+    if sep and path and line.isdigit():
+        return path, int(line)
+    raise UsageError(f"--allow-secret {entry}: name one finding, as the refusal printed it: FILE:LINE "
+                     "(e.g. runs/ID/train.log:12) or its fingerprint (sha256:…), never a whole file")
+
+
+def scan(results: Path, contents: dict[str, bytes], allow: list[str] | tuple[str, ...] = (),
+         limits: Limits | None = None) -> list[Finding]:
+    """The secrets found in ``contents`` (path -> bytes about to be published), unpacked and
+    decoded (:mod:`benchlab.history.scan`), less the findings ``allow`` names one by one."""
+    names = [allowed(a) for a in allow]
+    places = {n for n in names if isinstance(n, tuple)}
+    digests = {n for n in names if isinstance(n, str)}
     known = known_fingerprints(results)
     found: list[Finding] = []
     for name, data in contents.items():
-        if name in allow or name.endswith(".png"):
-            continue
-        found += scan_text(data.decode("utf-8", errors="replace"), name, known)
+        found += [f for f in scan_bytes(name, data, known, limits)
+                  if (f.path, f.line) not in places and f.digest not in digests]
     return found
 
 
@@ -325,7 +345,7 @@ def export(results: Path, target: str, *, what: str = "all", dry_run: bool = Fal
     """Upload what changed of ``results`` to ``target`` (see the module docstring).
 
     Raises :class:`benchlab.secrets.SecretFound` (nothing uploaded) when a file to publish holds
-    a credential or a secret value, unless the file is in ``allow``; ``DataError`` when the
+    a credential or a secret value that ``allow`` does not name; ``DataError`` when the
     folder's export log is damaged.
     """
     results = Path(results)
@@ -349,8 +369,9 @@ def export(results: Path, target: str, *, what: str = "all", dry_run: bool = Fal
         contents.setdefault(f"runs/{run_id}/{RUN_INDEX}", run_index(run_id, names).encode("utf-8"))
     findings = scan(results, contents, allow)
     if findings:
-        raise SecretFound(findings, "remove the secret (and rotate it), or publish a file that must be "
-                                    "published as it is with --allow-secret FILE")
+        raise SecretFound(findings, "remove the secret (and rotate it), or, for a false alarm, let that one "
+                                    "finding through with --allow-secret FILE:LINE or --allow-secret "
+                                    "sha256:… (its fingerprint, in brackets)")
     fs, root = _filesystem(target)
     manifest_path = f"{root}/{MANIFEST}"
     try:
@@ -435,5 +456,5 @@ __all__ = ["LOG_JSON", "LOG_MD", "MANIFEST", "RUN_INDEX", "WHATS", "ExportFile",
            "append_log", "export",
            "files_to_export", "known_fingerprints", "linked_runs", "public_url", "read_log", "rewrite_links",
            "run_index",
-           "safe_url", "scan"]
+           "safe_url", "scan", "allowed"]
 

@@ -201,12 +201,10 @@ class Library:
 
 def masked_file(path: Path) -> Iterator[bytes] | None:
     """A run's file as the dashboard serves it, line by line, with the secrets the folder's runs
-    were given masked (a run may print its token into any file it writes); None when the folder
-    recorded no secret, so that the file is served as it is. ``path`` is ``<folder>/runs/<id>/...``."""
+    were given and every credential of a known format masked (a run may print its token into any
+    file it writes; :func:`benchlab.secrets.redact`). ``path`` is ``<folder>/runs/<id>/...``."""
     folder = next((p.parent for p in path.parents if p.name == RUNS_DIR), None)
     hide = known_fingerprints(folder) if folder is not None else []
-    if not hide:
-        return None
 
     def lines() -> Iterator[bytes]:
         with open(path, "rb") as fh:
