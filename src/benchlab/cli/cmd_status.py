@@ -319,6 +319,12 @@ def collect(
                       f"{done.pending + done.interrupted} still to run")
         if done.backup is not None:
             console.print(f"the previous ledger is kept as {done.backup}")
+        if done.records_from is not None:
+            console.print(f"the ledger's own records (attempts, versions, hosts, pre-registration, "
+                          f"--until-decided) from {done.records_from}", markup=False, highlight=False)
+        if done.unrecovered:
+            err_console.print("warning: not recovered (neither a ledger nor its published records are here): "
+                              + "; ".join(done.unrecovered), markup=False, highlight=False)
         return
     from rich.markup import escape
 

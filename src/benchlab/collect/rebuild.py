@@ -1,8 +1,16 @@
 """Re-reading run directories: refresh metrics, or rebuild the whole ledger from ``runs/``.
 
-The run directories hold everything needed: ``config.yaml`` (what the run
-was), ``provenance.json`` (how its last attempt ended) and the metric files.
-The spec the folder was run with is kept in ``benchmark.json``.
+The run directories hold what each run was and how it ended: ``config.yaml`` (what the run
+was), ``provenance.json`` (how its last attempt ended) and the metric files. The spec the folder
+was run with is kept in ``benchmark.json``, the pre-registration in ``preregistration.json``, the
+versions under ``versions/``.
+
+What only the ledger holds (the earlier attempts of a retried run, the hosts' hardware, what
+changed between versions, ``run --until-decided``'s design and state, the pairs whose every run
+failed) is read from the old ledger where there is one, else from :data:`RECORDS_FILE`, the copy of
+those records that ``benchlab export`` publishes beside the run folders (:func:`ledger_records`),
+so that a published copy rebuilds to the same report. What neither holds, the rebuild names
+(:attr:`Rebuilt.unrecovered`).
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,12 +31,17 @@ from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, NewerLedger, ResultsNotFound, StoreError
+from benchlab.json_types import JsonObject
 from benchlab.ledger import (
     COMPLETED,
     DB_NAME,
     FAILED,
     INTERRUPTED,
     REBUILDING,
+    SCHEMA_VERSION,
+    AttemptRecord,
+    FlaggedPair,
+    GpuUse,
     HostRecord,
     Registration,
     ResultsLock,
@@ -43,13 +56,25 @@ from benchlab.spec import Metric, Spec
 
 _T = TypeVar("_T")
 
+#: The ledger's own records as ``benchlab export`` publishes them (:func:`ledger_records`).
+RECORDS_FILE = "ledger-records.json"
+#: The attempt fields a published record keeps: not the local process (pid, process group).
+_ATTEMPT_FIELDS = ("number", "status", "exit_code", "signal", "started", "ended", "host", "node", "gpus",
+                   "failure_class", "error", "log_tail", "gpu_util_mean", "gpu_util_max", "gpu_mem_peak_mib")
+
 
 def _spec_of(folder: Path) -> Spec:
     path = folder / "benchmark.json"
     if not path.exists():
         raise ResultsNotFound(folder, f"{path} is missing: cannot tell which metrics to read")
     data = json.loads(path.read_text())
-    return Spec.model_validate(data["spec"])
+    spec = Spec.model_validate(data["spec"])
+    # Where the spec was and the -s it was run with: the report's reproduction commands name them.
+    if isinstance(data.get("spec_path"), str):
+        spec.path = Path(data["spec_path"])
+    if isinstance(data.get("overrides"), dict):
+        spec.overrides = data["overrides"]
+    return spec
 
 
 def _metrics(spec: Spec) -> tuple[str, list[Metric]]:
@@ -67,6 +92,10 @@ class Rebuilt:
     interrupted: int = 0
     pending: int = 0
     backup: Path | None = None
+    #: Where the ledger's own records came from: "the old ledger", RECORDS_FILE, or None (neither).
+    records_from: str | None = None
+    #: What the rebuilt ledger lacks that the old one may have held, one phrase each.
+    unrecovered: list[str] = field(default_factory=list)
 
 
 def rebuild_store(folder: Path | str) -> Rebuilt:
@@ -101,19 +130,89 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
 
 @dataclass(frozen=True)
 class _Earlier:
-    """What the old ledger holds that the run folders cannot tell again."""
+    """What the old ledger (or its published records) holds that the run folders cannot tell again."""
 
     registration: Registration | None = None
     versions: list[VersionRecord] | None = None
     hardware: dict[str, HostRecord] | None = None
     sequential: SequentialRecord | None = None
+    flagged: list[FlaggedPair] | None = None
+    #: Each run's attempts, oldest first (None: not known, as for a ledger lost with no records).
+    attempts: dict[str, list[AttemptRecord]] | None = None
+    source: str | None = None
+
+
+def _attempt_json(a: AttemptRecord) -> JsonObject:
+    data = asdict(a)
+    return {k: data[k] for k in ("run_id", *_ATTEMPT_FIELDS)}
+
+
+def _attempt_of(data: JsonObject) -> AttemptRecord:
+    values = {k: data.get(k) for k in _ATTEMPT_FIELDS}
+    return AttemptRecord(attempt_id=0, run_id=str(data["run_id"]), pid=None, pgid=None, proc_start=None,
+                         **values)  # type: ignore[arg-type]
+
+
+def ledger_records(folder: Path) -> bytes | None:
+    """What the folder's ledger holds that its run folders do not, as :data:`RECORDS_FILE`'s
+    bytes (the same bytes for the same ledger, so that an unchanged folder exports nothing new);
+    None when the folder has no ledger. The ledger is read, never written."""
+    db = folder / DB_NAME
+    if not db.exists():
+        return None
+    with Store(db, read_only=True) as store:
+        registration, versions, hardware = store.registration(), store.versions(), store.hardware()
+        sequential, flagged, attempts = store.sequential(), store.flagged(), store.attempts()
+    out: JsonObject = {
+        "about": "what benchlab's ledger holds beyond the run folders; `benchlab collect --rebuild` reads it",
+        "schema_version": SCHEMA_VERSION,
+        "preregistration": registration.to_json() if registration else None,
+        "versions": [v.to_json() for v in versions],
+        "hardware": {host: h.to_json() for host, h in hardware.items()},
+        "sequential": sequential.to_json() if sequential else None,
+        "flagged": [f.to_json() for f in flagged],
+        "attempts": [_attempt_json(a) for a in attempts],
+    }
+    return json.dumps(out, indent=1, sort_keys=True, default=str).encode("utf-8")
+
+
+def _records_of(path: Path) -> _Earlier:
+    """The records :func:`ledger_records` wrote, each on its own (one that cannot be read is left
+    out, the others kept); an empty record when the file cannot be read at all."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return _Earlier()
+    if not isinstance(data, dict):
+        return _Earlier()
+    if isinstance(data.get("schema_version"), int) and data["schema_version"] > SCHEMA_VERSION:
+        raise NewerLedger(path, data["schema_version"])
+
+    def read(convert: Callable[[], _T]) -> _T | None:
+        try:
+            return convert()
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    attempts: dict[str, list[AttemptRecord]] = {}
+    for a in read(lambda: [_attempt_of(x) for x in data["attempts"]]) or []:
+        attempts.setdefault(a.run_id, []).append(a)
+    return _Earlier(
+        read(lambda: Registration.from_json(data["preregistration"]) if data.get("preregistration") else None),
+        read(lambda: [VersionRecord.from_json(v) for v in data["versions"]]) or None,
+        read(lambda: {str(h): HostRecord.from_json(f or {}) for h, f in data["hardware"].items()}) or None,
+        read(lambda: SequentialRecord.from_json(data["sequential"]) if data.get("sequential") else None),
+        read(lambda: [FlaggedPair.from_json(f) for f in data["flagged"]]) or None,
+        attempts or None, RECORDS_FILE)
 
 
 def _earlier_of(db: Path) -> _Earlier:
-    """The pre-registration, the versions with their recorded changes, the hosts and the
-    ``--until-decided`` record of the old ledger, where it can still be read."""
+    """The pre-registration, the versions with their recorded changes, the hosts, the
+    ``--until-decided`` record, the flagged pairs and the attempts of the old ledger, where it can
+    still be read; else those of :data:`RECORDS_FILE` beside it (a published copy)."""
+    records = db.parent / RECORDS_FILE
     if not db.exists():
-        return _Earlier()
+        return _records_of(records) if records.exists() else _Earlier()
 
     def readable(read: Callable[[], _T]) -> _T | None:
         # Each record on its own: a damaged one is left behind (the registration is then read from
@@ -125,12 +224,16 @@ def _earlier_of(db: Path) -> _Earlier:
 
     try:
         with Store(db) as old:
+            attempts: dict[str, list[AttemptRecord]] = {}
+            for a in readable(old.attempts) or []:
+                attempts.setdefault(a.run_id, []).append(a)
             return _Earlier(readable(old.registration), readable(old.versions) or None,
-                            readable(old.hardware) or None, readable(old.sequential))
+                            readable(old.hardware) or None, readable(old.sequential), readable(old.flagged) or None,
+                            attempts or None, "the old ledger")
     except NewerLedger:
         raise  # a newer benchlab's ledger is not replaced by what this one can rebuild
     except (sqlite3.DatabaseError, StoreError, ValueError, OSError):
-        return _Earlier()
+        return _records_of(records) if records.exists() else _Earlier()
 
 
 def _versions_of(folder: Path) -> list[VersionRecord]:
@@ -166,7 +269,8 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
             # The registered analysis plan was made before the results: it is kept as it was,
             # never registered anew from runs that have already finished.
             earlier = earlier or _Earlier()
-            preregistration.restore(store, folder, earlier=earlier.registration)
+            counts.records_from = earlier.source
+            registered = preregistration.restore(store, folder, earlier=earlier.registration)
             versions = earlier.versions or _versions_of(folder)
             if versions:
                 store.set_versions(versions)
@@ -174,40 +278,73 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
                 store.set_hardware(earlier.hardware)
             if earlier.sequential:
                 store.set_sequential(earlier.sequential)
+            if earlier.flagged:
+                store.set_flagged(earlier.flagged)
             runs = []
             for run_dir in sorted(p for p in runs_dir.iterdir() if (p / CONFIG_FILE).exists()):
                 cfg = yaml.safe_load((run_dir / CONFIG_FILE).read_text())
                 runs.append((run_dir, Run(run_id=cfg["run_id"], benchmark=cfg["benchmark"], task=cfg["task"],
                                           config=cfg["config"], seed=int(cfg["seed"]),
                                           params=cfg.get("params") or {}, command=cfg["command"])))
-            store.add_runs([run for _, run in runs])
             try:
                 plan = expand(spec) if spec is not None else []
             except BenchlabError:
                 plan = []
+            # The runs in the order the sweep wrote them (the spec's), which the tables, results.csv
+            # and the summary's lists follow; runs the spec no longer names after them.
+            position = {r.run_id: i for i, r in enumerate(plan)}
+            runs.sort(key=lambda pair: (position.get(pair[1].run_id, len(position)), pair[0].name))
+            store.add_runs([run for _, run in runs])
             if plan:
                 # Where several directories share coordinates, the spec's own run is the current one.
                 store.register(plan)
                 store.set_plan(r.run_id for r in plan)  # runs of earlier versions stay "not in the spec"
             hide = known_fingerprints(folder)
             for run_dir, run in runs:
-                _rebuild_run(store, run_dir, run, primary, metrics, counts, hide)
+                _rebuild_run(store, run_dir, run, primary, metrics, counts, hide,
+                             (earlier.attempts or {}).get(run.run_id, []))
         store.as_single_file()  # one self-contained file to rename
+    if earlier.source is None:
+        counts.unrecovered = [
+            "earlier attempts of retried runs (each run keeps its last attempt)",
+            "the hosts' hardware", "what changed between versions", "run --until-decided's design and state",
+            "the pairs whose every run failed"]
+        if registered is None and spec is not None and spec.analysis is not None:
+            counts.unrecovered.insert(0, f"the pre-registration (no {preregistration.REGISTRATION_FILE})")
     return counts
 
 
+def _replay(store: Store, attempt: AttemptRecord) -> None:
+    """Put an earlier attempt back as the ledger held it."""
+    attempt_id, _ = store.start_attempt(attempt.run_id, host=attempt.host or "", gpus=attempt.gpus,
+                                        node=attempt.node, started=attempt.started)
+    store.finish_attempt(attempt_id, attempt.run_id, status=attempt.status, run_status=attempt.status,
+                         exit_code=attempt.exit_code, signal=attempt.signal, ended=attempt.ended,
+                         failure_class=attempt.failure_class, error=attempt.error, log_tail=attempt.log_tail)
+    if attempt.gpu_use is not None:
+        store.set_gpu_use(attempt_id, attempt.gpu_use)
+
+
 def _rebuild_run(store: Store, run_dir: Path, run: Run, primary: str, metrics: list[Metric],
-                 counts: Rebuilt, hide: list[Fingerprint]) -> None:
+                 counts: Rebuilt, hide: list[Fingerprint], recorded: list[AttemptRecord] | None = None) -> None:
     counts.runs += 1
     prov_path = run_dir / PROVENANCE_FILE
     if not prov_path.exists():
         # Written ahead, or killed before it ended: still to do.
         counts.pending += 1
         return
+    # The run folder tells how the last attempt ended; the records, the attempts before it and
+    # where the last one ran (its GPUs and their use), which the folder does not keep.
+    before, last = (recorded[:-1], recorded[-1]) if recorded else ([], None)
+    for attempt in before:
+        _replay(store, attempt)
     prov = json.loads(prov_path.read_text())
     started = float(prov.get("started") or time.time())
     attempt_id, _ = store.start_attempt(run.run_id, host=prov.get("host") or "", started=started,
-                                        node=prov.get("node"))
+                                        node=prov.get("node"), gpus=last.gpus if last else None)
+    use: GpuUse | None = last.gpu_use if last else None
+    if use is not None:
+        store.set_gpu_use(attempt_id, use)
     ended = float(prov.get("ended") or started)
     tail = triage.log_tail(run_dir / LOG_FILE, hide=hide)
     if prov.get("interrupted"):
@@ -221,8 +358,11 @@ def _rebuild_run(store: Store, run_dir: Path, run: Run, primary: str, metrics: l
         collected = collect_run(run_dir, metrics, run.context())
         missing = collected.missing(primary)
         if not missing:
+            # A completed attempt's error is a note that qualifies it (an lm-eval run cut short).
+            note = last.error if last is not None and last.status == COMPLETED else None
             store.finish_attempt(attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
-                                 exit_code=0, ended=ended, metrics=collected.finals, series=collected.series)
+                                 exit_code=0, ended=ended, metrics=collected.finals, series=collected.series,
+                                 error=note)
             counts.completed += 1
             return
         verdict = triage.Verdict(triage.MISSING_METRIC, missing)

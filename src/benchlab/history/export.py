@@ -37,10 +37,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from benchlab.collect.rebuild import RECORDS_FILE, ledger_records
 from benchlab.errors import DataError, UsageError
 from benchlab.execute.version import DIFF_FILE, VERSIONS_DIR
 from benchlab.history.scan import Limits, scan_bytes
 from benchlab.json_types import JsonObject
+from benchlab.preregistration import REGISTRATION_FILE
 from benchlab.secrets import Finding, SecretFound, known_fingerprints
 
 MANIFEST = ".benchlab-export.json"
@@ -279,8 +281,11 @@ def files_to_export(results: Path, what: str, *, with_diff: bool = False,
                 out += [p for p in _files_under(results, results / folder, outside)
                         if not p.name.endswith(".tmp") and (with_diff or p.parts[0] != VERSIONS_DIR
                                                             or p.name != DIFF_FILE)]
-        if (results / "benchmark.json").is_file() and not (results / "benchmark.json").is_symlink():
-            out.append(Path("benchmark.json"))
+        # What `collect --rebuild` of the published copy needs beside the run folders (the ledger's
+        # own records are added by export itself, read from the ledger: rebuild.RECORDS_FILE).
+        for name in ("benchmark.json", REGISTRATION_FILE):
+            if (results / name).is_file() and not (results / name).is_symlink():
+                out.append(Path(name))
     return out
 
 
@@ -367,6 +372,10 @@ def export(results: Path, target: str, *, what: str = "all", dry_run: bool = Fal
             runs.setdefault(rel.parts[1], []).append("/".join(rel.parts[2:]))
     for run_id, names in runs.items():
         contents.setdefault(f"runs/{run_id}/{RUN_INDEX}", run_index(run_id, names).encode("utf-8"))
+    if what in ("runs", "all"):
+        records = ledger_records(results)
+        if records is not None:
+            contents[RECORDS_FILE] = records
     findings = scan(results, contents, allow)
     if findings:
         raise SecretFound(findings, "remove the secret (and rotate it), or, for a false alarm, let that one "
