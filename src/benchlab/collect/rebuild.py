@@ -139,6 +139,10 @@ class _Earlier:
     flagged: list[FlaggedPair] | None = None
     #: Each run's attempts, oldest first (None: not known, as for a ledger lost with no records).
     attempts: dict[str, list[AttemptRecord]] | None = None
+    #: The runs in the spec, in plan order, seeds added after the spec's own included.
+    plan: list[str] | None = None
+    #: Every run on record in the order the ledger had them (the tables and results.csv follow it).
+    order: list[str] | None = None
     source: str | None = None
 
 
@@ -163,6 +167,7 @@ def ledger_records(folder: Path) -> bytes | None:
     with Store(db, read_only=True) as store:
         registration, versions, hardware = store.registration(), store.versions(), store.hardware()
         sequential, flagged, attempts = store.sequential(), store.flagged(), store.attempts()
+        plan, order = store.plan_ids(), [r.run_id for r in store.runs(current_only=False)]
     out: JsonObject = {
         "about": "what benchlab's ledger holds beyond the run folders; `benchlab collect --rebuild` reads it",
         "schema_version": SCHEMA_VERSION,
@@ -172,6 +177,8 @@ def ledger_records(folder: Path) -> bytes | None:
         "sequential": sequential.to_json() if sequential else None,
         "flagged": [f.to_json() for f in flagged],
         "attempts": [_attempt_json(a) for a in attempts],
+        "plan": plan,
+        "order": order,
     }
     return json.dumps(out, indent=1, sort_keys=True, default=str).encode("utf-8")
 
@@ -203,7 +210,8 @@ def _records_of(path: Path) -> _Earlier:
         read(lambda: {str(h): HostRecord.from_json(f or {}) for h, f in data["hardware"].items()}) or None,
         read(lambda: SequentialRecord.from_json(data["sequential"]) if data.get("sequential") else None),
         read(lambda: [FlaggedPair.from_json(f) for f in data["flagged"]]) or None,
-        attempts or None, RECORDS_FILE)
+        attempts or None, read(lambda: [str(r) for r in data["plan"]]) or None,
+        read(lambda: [str(r) for r in data["order"]]) or None, RECORDS_FILE)
 
 
 def _earlier_of(db: Path) -> _Earlier:
@@ -229,7 +237,9 @@ def _earlier_of(db: Path) -> _Earlier:
                 attempts.setdefault(a.run_id, []).append(a)
             return _Earlier(readable(old.registration), readable(old.versions) or None,
                             readable(old.hardware) or None, readable(old.sequential), readable(old.flagged) or None,
-                            attempts or None, "the old ledger")
+                            attempts or None, readable(old.plan_ids) or None,
+                            [r.run_id for r in readable(lambda: old.runs(current_only=False)) or []] or None,
+                            "the old ledger")
     except NewerLedger:
         raise  # a newer benchlab's ledger is not replaced by what this one can rebuild
     except (sqlite3.DatabaseError, StoreError, ValueError, OSError):
@@ -292,13 +302,18 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
                 plan = []
             # The runs in the order the sweep wrote them (the spec's), which the tables, results.csv
             # and the summary's lists follow; runs the spec no longer names after them.
-            position = {r.run_id: i for i, r in enumerate(plan)}
+            # Seeds --until-decided added are in the plan the ledger recorded, not in the spec's own.
+            planned = [r.run_id for r in plan]
+            planned += [rid for rid in earlier.plan or [] if rid not in set(planned)]
+            position = {rid: i for i, rid in enumerate(earlier.order or planned)}
             runs.sort(key=lambda pair: (position.get(pair[1].run_id, len(position)), pair[0].name))
             store.add_runs([run for _, run in runs])
             if plan:
                 # Where several directories share coordinates, the spec's own run is the current one.
                 store.register(plan)
-                store.set_plan(r.run_id for r in plan)  # runs of earlier versions stay "not in the spec"
+            if planned:
+                have = {run.run_id for _, run in runs} | {r.run_id for r in plan}
+                store.set_plan(rid for rid in planned if rid in have)  # earlier versions' runs stay out
             hide = known_fingerprints(folder)
             for run_dir, run in runs:
                 _rebuild_run(store, run_dir, run, primary, metrics, counts, hide,

@@ -381,6 +381,13 @@ class Store(MetaRecords):
         return dict(self.conn.execute(
             f"SELECT status, COUNT(*) FROM runs WHERE {cond if in_spec else f'NOT ({cond})'} GROUP BY status"))
 
+    def plan_ids(self) -> list[str]:
+        """The ids of the runs in the spec in their plan order (seeds ``--until-decided`` or a
+        search added after the spec's own); empty when no sweep recorded a plan."""
+        if not self.has_plan():
+            return []
+        return [rid for (rid,) in self.conn.execute("SELECT run_id FROM spec_runs ORDER BY position")]
+
     def in_spec_ids(self) -> set[str]:
         """The ids of the runs in the spec."""
         return {rid for (rid,) in self.conn.execute(f"SELECT run_id FROM runs WHERE {self._in_spec_sql()}")}
