@@ -181,8 +181,9 @@ class SecretFound(UserError):
 
 
 # A value written where a credential goes that is a placeholder, not a credential: ``${PASS}``,
-# ``{password}``, ``<secret>`` (benchlab's own mask), ``%(pw)s``, ``****``.
-_PLACEHOLDER = re.compile(r"^(?:\$\{?\w*\}?|\{\w*\}|<[^>]*>|%\(\w+\)s|\*+|x+|\.\.\.)$", re.I)
+# ``{password}``, ``<secret>`` (benchlab's own mask, also as HTML and URLs escape it), ``%(pw)s``, ``****``.
+_PLACEHOLDER = re.compile(r"^(?:\$\{?\w*\}?|\{\w*\}|<[^>]*>|&lt;\w*&gt;|%3C\w*%3E|%\(\w+\)s|\*+|x+|\.\.\.)$",
+                          re.I)
 
 
 @dataclass(frozen=True)
