@@ -65,10 +65,6 @@ class _Budget:
         return max(0, self.limits.expanded_bytes - self.expanded)
 
 
-class _TooBig(Exception):  # noqa: N818 - internal: unwinds a bounded read, never leaves this module
-    pass
-
-
 def scan_bytes(name: str, data: bytes, known: Iterable[Fingerprint] = (), limits: Limits | None = None
                ) -> list[Finding]:
     """The secrets in the file ``name`` whose content is ``data``, unpacked and decoded as the
@@ -85,13 +81,13 @@ def _mib(n: int) -> str:
 
 
 def _read(stream: io.BufferedIOBase | io.RawIOBase | gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile | None,
-          budget: _Budget) -> bytes:
-    """All of ``stream``, or :class:`_TooBig` once more than the budget has come out."""
+          budget: _Budget) -> bytes | None:
+    """All of ``stream``, or None once more than the budget has come out (the caller stops there)."""
     if stream is None:
         return b""
     data = stream.read(budget.left + 1)
     if not budget.take(len(data)):
-        raise _TooBig
+        return None
     return data
 
 
@@ -103,9 +99,6 @@ def _scan(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, dep
             return []
         try:
             return opener(name, data, known, budget, depth + 1)
-        except _TooBig:
-            budget.over.append(name)
-            return []
         except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, tarfile.TarError, zipfile.BadZipFile,
                 NotImplementedError):
             pass  # not the archive its first bytes suggested (or damaged): scanned as what it is
@@ -175,6 +168,12 @@ def _unpacker(data: bytes) -> _Opener | None:
     return None
 
 
+def _over(name: str, budget: _Budget) -> list[Finding]:
+    """Note that ``name`` went beyond the bounds (a finding of its own, added at the end)."""
+    budget.over.append(name)
+    return []
+
+
 def _inner(name: str, suffixes: tuple[str, ...]) -> str:
     base = name.rsplit("/", 1)[-1].rsplit("!", 1)[-1]
     for suffix in suffixes:
@@ -186,18 +185,24 @@ def _inner(name: str, suffixes: tuple[str, ...]) -> str:
 def _gunzip(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, depth: int) -> list[Finding]:
     with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
         inner = _read(fh, budget)
+    if inner is None:
+        return _over(name, budget)
     return _scan(f"{name}!{_inner(name, ('.gz', '.tgz', '.gzip'))}", inner, known, budget, depth)
 
 
 def _bunzip(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, depth: int) -> list[Finding]:
     with bz2.BZ2File(io.BytesIO(data)) as fh:
         inner = _read(fh, budget)
+    if inner is None:
+        return _over(name, budget)
     return _scan(f"{name}!{_inner(name, ('.bz2', '.tbz2'))}", inner, known, budget, depth)
 
 
 def _unxz(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, depth: int) -> list[Finding]:
     with lzma.LZMAFile(io.BytesIO(data)) as fh:
         inner = _read(fh, budget)
+    if inner is None:
+        return _over(name, budget)
     return _scan(f"{name}!{_inner(name, ('.xz', '.txz'))}", inner, known, budget, depth)
 
 
@@ -209,9 +214,11 @@ def _unzip(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, de
                 continue
             budget.members += 1
             if budget.members > budget.limits.members:
-                raise _TooBig
+                return found + _over(name, budget)
             with zf.open(info) as fh:
                 member = _read(fh, budget)  # type: ignore[arg-type]
+            if member is None:
+                return found + _over(name, budget)
             found += _scan(f"{name}!{info.filename}", member, known, budget, depth)
     return found
 
@@ -222,10 +229,12 @@ def _untar(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, de
         for info in tf:
             budget.members += 1
             if budget.members > budget.limits.members:
-                raise _TooBig
+                return found + _over(name, budget)
             if not info.isfile():
                 continue
             member = _read(tf.extractfile(info), budget)  # type: ignore[arg-type]
+            if member is None:
+                return found + _over(name, budget)
             found += _scan(f"{name}!{info.name}", member, known, budget, depth)
     return found
 
