@@ -139,7 +139,7 @@ def default_results(spec: Spec) -> Path:
 
 
 def _result(spec: Spec, folder: Path, outcome: SweepResult, report: Path | None) -> RunResult:
-    from benchlab.ledger import COMPLETED, DB_NAME, FAILED, Store
+    from benchlab.ledger import COMPLETED, DB_NAME, FAILED, PENDING, Store
     from benchlab.plan import expand
 
     runs = expand(spec)
@@ -147,7 +147,7 @@ def _result(spec: Spec, folder: Path, outcome: SweepResult, report: Path | None)
     if (folder / DB_NAME).exists():
         with Store.open(folder) as store:
             statuses = store.statuses(ids=[r.run_id for r in runs])
-    refs = [RunRef(r.task, r.config, r.seed, r.run_id, statuses.get(r.run_id, "pending")) for r in runs]
+    refs = [RunRef(r.task, r.config, r.seed, r.run_id, statuses.get(r.run_id, PENDING.value)) for r in runs]
     return RunResult(
         folder=folder,
         completed=tuple(r for r in refs if r.status == COMPLETED.value),
