@@ -3,16 +3,14 @@ commands give, and docs/python.md runs as written."""
 
 from __future__ import annotations
 
-import ast
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
 
 import benchlab
-from benchlab_testing import BASIC_SPEC, run_cli
+from benchlab_testing import BASIC_SPEC, run_cli, run_python_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -138,19 +136,7 @@ def test_markup_in_a_config_name_never_reaches_the_notebook_as_markup(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_python_guide_runs_as_a_notebook_would(tmp_path):
-    # The guide's cells share one namespace, in order, as a notebook's do.
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "python.md").read_text(), flags=re.S)
-    assert len(blocks) >= 4
-    namespace: dict[str, object] = {}
-    claims = 0
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        for code in blocks:
-            tree = ast.parse(code)
-            claims += sum(isinstance(n, ast.Assert) for n in ast.walk(tree))
-            exec(compile(tree, "docs/python.md", "exec"), namespace)
-    finally:
-        os.chdir(cwd)
-    assert claims >= 6
+def test_the_python_guide_runs_as_a_notebook_would(tmp_path, monkeypatch):
+    # docs/python.md: its cells share one namespace, in order, as a notebook's do.
+    monkeypatch.chdir(tmp_path)
+    assert run_python_blocks(ROOT / "docs" / "python.md", shared=True) >= 6
