@@ -70,8 +70,9 @@ def doc_blocks(doc: Path, lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", doc.read_text(), flags=re.S)
 
 
-def run_python_blocks(doc: Path) -> int:
-    """Run every ``python`` block of ``doc``, each in a fresh namespace; a doc with none fails.
+def run_python_blocks(doc: Path, *, shared: bool = False) -> int:
+    """Run every ``python`` block of ``doc``, each in a fresh namespace (with ``shared``: all in one,
+    in order, as a notebook's cells); a doc with none fails.
 
     Returns how many ``assert`` statements the blocks hold: a doc's examples state
     their claims as asserts, and a caller checks that there are claims to check.
@@ -79,10 +80,11 @@ def run_python_blocks(doc: Path) -> int:
     blocks = doc_blocks(doc, "python")
     assert blocks, f"{doc.name} has no python example"
     claims = 0
+    namespace: dict[str, object] = {}
     for code in blocks:
         tree = ast.parse(code, str(doc))
         claims += sum(isinstance(node, ast.Assert) for node in ast.walk(tree))
-        exec(compile(tree, str(doc), "exec"), {})
+        exec(compile(tree, str(doc), "exec"), namespace if shared else {})
     return claims
 
 

@@ -160,7 +160,8 @@ TOP_LEVEL_MODULES = {
     "json_types",  # the names of the mappings whose shape benchlab does not own, used by every step
 }
 TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "ledger", "report", "search", "spec",
-                      "stats", "ui"}
+                      "stats", "ui",
+                      "skills"}  # agent skill files (SKILL.md per workflow): data beside its installer
 
 
 def test_the_top_level_holds_only_the_listed_modules_and_packages():

@@ -14,12 +14,16 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BenchlabError",
+    "Comparison",
+    "RunResult",
     "Spec",
     "__version__",
+    "compare",
     "expand",
     "load",
     "load_spec",
     "log",
+    "run",
     "summary",
 ]
 
@@ -29,11 +33,17 @@ _LAZY = {
     "load_spec": ("benchlab.spec", "load_spec"),
     "expand": ("benchlab.plan", "expand"),
     "load": ("benchlab.results", "load"),
+    "run": ("benchlab.execute.api", "run"),
+    "RunResult": ("benchlab.execute.api", "RunResult"),
+    "compare": ("benchlab.report.comparison", "compare"),
+    "Comparison": ("benchlab.report.comparison", "Comparison"),
 }
 
 if TYPE_CHECKING:
     from benchlab.errors import BenchlabError
+    from benchlab.execute.api import RunResult, run
     from benchlab.plan import expand
+    from benchlab.report.comparison import Comparison, compare
     from benchlab.results import load
     from benchlab.spec import Spec, load_spec
 

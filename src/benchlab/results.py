@@ -471,6 +471,16 @@ def ledger_seeds(
         return _planned_and_failed(store)
 
 
+def outside_spec_runs(results: Path | str) -> dict[str, int]:
+    """Config -> how many of its runs the ledger keeps that the spec (as last run) no longer names."""
+    counts: dict[str, int] = {}
+    with Store.open(find_results(results)) as store:
+        for r in store.runs(current_only=False):
+            if not r.in_spec:
+                counts[r.config] = counts.get(r.config, 0) + 1
+    return counts
+
+
 def _planned_and_failed(
     store: Store,
 ) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str, int]]]:

@@ -330,6 +330,7 @@ PYTHON_RUN_ELSEWHERE = {
     "gpus.md": "tests/execute/test_gpus_docs.py",
     "reports.md": "tests/report/test_report_docs.py",
     "evaluation-statistics.md": "tests/docs/test_evaluation_statistics_doc.py",
+    "python.md": "tests/test_python_api.py",  # its cells share one namespace, as a notebook's do
 }
 
 

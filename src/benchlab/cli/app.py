@@ -19,7 +19,7 @@ app = typer.Typer(
     name="benchlab",
     help="Run every config on every task over many seeds, keep every run, and compare with statistical rigour.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

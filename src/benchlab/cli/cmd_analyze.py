@@ -46,18 +46,9 @@ def _read_final_values(path: Path) -> RunValues | None:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    import pandas as pd
+    from benchlab.report.comparison import read_csv
 
-    from benchlab.errors import DataError
-
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
-    try:
-        return pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        raise DataError(f"{path}: the file is empty; expected a CSV with a header row") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: not a readable CSV ({str(exc).strip()})") from None
+    return read_csv(path)
 
 
 def _read_references(path: Path | None) -> dict[str, tuple[float, float]] | None:
@@ -86,12 +77,9 @@ def _read_references(path: Path | None) -> dict[str, tuple[float, float]] | None
 
 
 def _load(path: Path) -> tuple[pd.DataFrame, Any]:
-    """A table from a CSV file, or from a results folder (with its benchmark info)."""
-    if path.is_file() and path.suffix.lower() == ".csv":
-        return _read_csv(path), None
-    from benchlab import results
+    from benchlab.report.comparison import load_table
 
-    return results.load(path), results.info(path)
+    return load_table(path)
 
 
 def _fmt(x: Any, digits: int = 4) -> str:
@@ -392,100 +380,22 @@ def compare(
 ) -> None:
     """Compare a candidate config with the baseline, paired by seed, or paired by question on
     per-question records (lm-eval samples, Inspect AI logs, NeMo-Skills outputs, a samples CSV)."""
-    from benchlab.errors import DataError
-    from benchlab.stats.accounting import analyze_seeds as run_analysis
+    from benchlab.report.comparison import compare as compare_configs
 
-    if level != LevelChoice.SEEDS:
-        from benchlab.cli.questions import run_questions
-        from benchlab.collect.samples import holds_question_records
-
-        if level == LevelChoice.QUESTIONS or holds_question_records(
-                results, None if baseline is None else [baseline, candidate]):
-            goals_q: Any = goal.value if goal is not None else "max"
-            from benchlab.ledger import DB_NAME
-
-            if results.is_dir() and (results / DB_NAME).exists():
-                from benchlab import results as results_module
-
-                info_q = results_module.info(results)
-                baseline = baseline or info_q.baseline
-                metric = metric or info_q.primary
-                goals_q = goal.value if goal is not None else dict(info_q.goal)
-            if baseline is None:
-                raise DataError(f"{results}: give --baseline (the config the candidate is compared with)")
-            run_questions(results, baseline=baseline, candidates=[candidate], metric=metric, goal=goals_q,
-                          alpha=alpha, drop_changed=drop_changed, as_json=as_json, csv=csv, effect=effect)
-            return
-    df, info = _load(results)
-    goals: Any = goal.value if goal is not None else "max"
-    references = None
-    planned = None
-    failed_runs: list[Any] = []
-    ranges = None
-    if info is not None:
-        from benchlab.results import ledger_seeds
-        from benchlab.stats.ranges import metric_ranges
-
-        metric = metric or info.primary
-        baseline = baseline or info.baseline
-        goals = goal.value if goal is not None else dict(info.goal)
-        references = dict(info.references)
-        planned, failed_runs = ledger_seeds(results)
-        ranges = metric_ranges(info.spec)
-    if baseline is None:
-        raise DataError(f"{results}: no baseline in the spec; give --baseline")
-    pair = [baseline, candidate]
-    if info is not None:
-        _refuse_not_in_spec(df, pair, results)
-    _check_configs(df, pair, results, failed=[c for _, c, _ in failed_runs])
     with _flags():
-        report = run_analysis(
-            df[df["config"].astype(str).isin(pair)], failed_as=failed_as.value,
-            planned={k: v for k, v in planned.items() if k[1] in pair} if planned else None,
-            failed_runs=[r for r in failed_runs if r[1] in pair], ranges=ranges,
-            baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
-            seed=seed, summary=summary.value, alpha=alpha,
-            normalize=normalize.value, align=align and align.value,
-            references=references, source=str(results),
-        )
-    _write_csv(csv, report)
-    _output(report, as_json, failed_as.value)
+        comparison = compare_configs(
+            results, candidate=candidate, baseline=baseline, metric=metric,
+            goal=goal.value if goal is not None else None, summary=summary.value,
+            align=align and align.value, normalize=normalize.value, reps=reps, seed=seed, alpha=alpha,
+            failed_as=failed_as.value, level=level.value, drop_changed=drop_changed, effect=effect)
+    if comparison.questions is not None:
+        from benchlab.cli.questions import show_questions
 
-
-def _refuse_not_in_spec(df: pd.DataFrame, configs: list[str], results: Path) -> None:
-    """A config whose runs the ledger keeps but the spec no longer names is not compared: its
-    numbers come from another version of the benchmark."""
-    from benchlab.errors import DataError
-    from benchlab.ledger import Store
-    from benchlab.results import find_results
-
-    have = set(df["config"].astype(str))
-    wanted = [c for c in configs if c not in have]
-    if not wanted:
+        show_questions(comparison.questions, as_json=as_json, csv=csv)
         return
-    with Store.open(find_results(results)) as store:
-        outside = [r.config for r in store.runs(current_only=False) if not r.in_spec]
-    kept = {c: outside.count(c) for c in wanted}
-    for config, n in kept.items():
-        if n:
-            raise DataError(f"{results}: config {config!r} is not in the spec as last run; its {n} runs are "
-                            "kept in the ledger but not compared (`benchlab status --all` lists them; "
-                            "benchlab.load(..., all_runs=True) reads them)")
-
-
-def _check_configs(df: pd.DataFrame, configs: list[str], source: Path,
-                   failed: list[str] | None = None) -> None:
-    from benchlab.errors import DataError
-    from benchlab.stats import validate_table
-
-    if "config" not in df.columns:
-        validate_table(df, str(source))  # names the missing columns
-    # A config whose every run failed is known to the ledger: it is compared, without a verdict.
-    have = list(dict.fromkeys([*df["config"].astype(str), *(failed or [])]))
-    missing = [c for c in configs if c not in have]
-    if missing:
-        raise DataError(f"{source}: no config {', '.join(map(repr, missing))}; configs are "
-                        f"{', '.join(have) or 'none (no completed runs)'}")
+    assert comparison.seeds is not None
+    _write_csv(csv, comparison.seeds)
+    _output(comparison.seeds, as_json, failed_as.value)
 
 
 @app.command()

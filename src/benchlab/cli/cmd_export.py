@@ -26,6 +26,13 @@ def export(
     with_diff: bool = typer.Option(False, "--with-diff", help="Also publish versions/*/code.diff, the "
                                    "uncommitted code the runs used."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    fmt: str = typer.Option("files", "--format", metavar="files|eee",
+                            help="files: the report and run folders; eee: Every Eval Ever records (one per config, "
+                                 "under data/<benchmark>/<developer>/<model>/; see docs/publishing.md)."),
+    organization: str = typer.Option("unknown", "--organization",
+                                     help="With --format eee: the organization publishing the records."),
+    relationship: str = typer.Option("other", "--relationship", metavar="first_party|third_party|collaborative|other",
+                                     help="With --format eee: who ran the evaluation, relative to the model."),
 ) -> None:
     """Upload the report and runs whose content changed since the last export to TARGET, links
     rewritten to its public URLs; the export is appended to EXPORTS.md and exports.json. Every
@@ -34,6 +41,12 @@ def export(
     from benchlab.results import find_results
 
     folder = find_results(results)
+    if fmt not in ("files", "eee"):
+        from benchlab.errors import UsageError
+
+        raise UsageError(f"--format {fmt}: expected files or eee")
+    if fmt == "eee":
+        return _export_eee(folder, target, organization, relationship, dry_run=dry_run, as_json=as_json)
     result = do_export(folder, target, what=what, dry_run=dry_run, public=public, allow=allow_secret,
                        with_diff=with_diff)
     if as_json:
@@ -54,3 +67,22 @@ def export(
         err_console.print(f"warning: the report links to {n} run folder{'s' if n != 1 else ''} that {result.target} "
                       f"does not hold (e.g. runs/{result.unpublished_runs[0]}/); `benchlab export {results} "
                       f"{target} --what runs` publishes them", markup=False, highlight=False)
+
+
+def _export_eee(folder: Path, target: str, organization: str, relationship: str, *, dry_run: bool,
+                as_json: bool) -> None:
+    from benchlab.errors import UsageError
+    from benchlab.history.eee import EeeSource, write_eee
+
+    if relationship not in ("first_party", "third_party", "collaborative", "other"):
+        raise UsageError(f"--relationship {relationship}: expected first_party, third_party, collaborative or other")
+    paths = write_eee(folder, target, EeeSource(organization=organization, relationship=relationship),
+                      dry_run=dry_run)
+    if as_json:
+        print_json({"target": target, "format": "eee", "records": paths, "dry_run": dry_run})
+        return
+    verb = "would write" if dry_run else "wrote"
+    for path in paths:
+        console.print(f"{verb} {path}", markup=False, highlight=False)
+    console.print(f"{target}: {verb} {len(paths)} Every Eval Ever record{'s' if len(paths) != 1 else ''}",
+                  markup=False, highlight=False)

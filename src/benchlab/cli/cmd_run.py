@@ -21,10 +21,10 @@ ResultsOpt = typer.Option(None, "--results", "-r",
 
 
 def default_results(spec: Any) -> Path:
-    """``results/<benchmark>`` in the spec file's folder: one place per spec, whatever the working
-    directory (a spec built in memory has no folder: then under the working directory)."""
-    base = Path(spec.path).parent if spec.path is not None else Path(".")
-    return base / "results" / spec.name
+    """``results/<benchmark>`` in the spec file's folder (:func:`benchlab.execute.api.default_results`)."""
+    from benchlab.execute.api import default_results as library_default
+
+    return library_default(spec)
 
 
 def search_line(spec: Any) -> str:
@@ -166,7 +166,6 @@ def run(
                                  "and decision as JSON at the end (on stdout; progress goes to stderr)."),
 ) -> None:
     """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
-    from benchlab.execute.sweep import Sweep
     from benchlab.spec import load_spec
 
     spec = load_spec(spec_path, sets)
@@ -189,6 +188,7 @@ def run(
         return _print_dry_run(spec, folder, planned, rerun_failed=rerun_failed, rerun_all=rerun_all,
                               allow_changed=allow_changed)
     from benchlab.cli.progress import SweepDisplay
+    from benchlab.execute.api import run as run_sweep
 
     backend = backend or spec.backend
     options = backend_options(backend, jobs, ray_address, shared_fs, slurm)
@@ -198,17 +198,19 @@ def run(
     console.print(f"results: {escape(str(folder))}", highlight=False)
     if not rerun_all:
         _say_what_is_kept(spec, folder)
-    sweep = Sweep(spec, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all, backend=backend,
-                  on_event=display.on_event, max_failures=max_failures, gpus=gpus,
-                  backend_options=options, allow_changed=allow_changed)
-    result = _sweep_with_signals(sweep, display)
-    display.summary(result)
-    if report and result.completed + result.skipped > 0 and not result.stopped:
-        from benchlab.report import write_report
 
-        files = write_report(folder)
-        console.print(f"report: [bold]{files.markdown}[/]")
-    raise typer.Exit(result.exit_code)
+    def with_display(sweep: Any) -> Any:
+        result = _sweep_with_signals(sweep, display)
+        display.summary(result)
+        return result
+
+    outcome = run_sweep(spec, results=folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all,
+                        backend=backend, on_event=display.on_event, max_failures=max_failures, gpus=gpus,
+                        backend_options=options, allow_changed=allow_changed, report=report,
+                        on_sweep=with_display)
+    if outcome.report is not None:
+        console.print(f"report: [bold]{outcome.report}[/]")
+    raise typer.Exit(outcome.exit_code)
 
 
 

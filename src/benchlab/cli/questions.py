@@ -44,6 +44,11 @@ def run_questions(path: Path, *, baseline: str | None, candidates: list[str] | N
     result = analyze_questions(table, baseline=baseline, candidates=candidates, metric=metric, goal=goal,
                                alpha=alpha, effect=effect)
     result.warnings[:0] = notes
+    show_questions(result, as_json=as_json, csv=csv)
+
+
+def show_questions(result: QuestionAnalysis, *, as_json: bool, csv: Path | None = None) -> None:
+    """Print a question-level analysis (JSON with ``as_json``), and write its comparisons to ``csv``."""
     if csv is not None:
         from benchlab.cli.cmd_diff import write_csv
 

@@ -99,6 +99,7 @@ def _with_config(text: str, base: str, name: str, params: dict[str, Any], origin
     stay as written whatever it is: block or flow style, any indentation."""
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
     from ruamel.yaml.util import load_yaml_guess_indent
 
     yaml_rt = YAML()
@@ -123,6 +124,10 @@ def _with_config(text: str, base: str, name: str, params: dict[str, Any], origin
             seq = CommentedSeq(flow(v) for v in value)
             seq.fa.set_flow_style()
             return seq
+        if isinstance(value, str) and not isinstance(value, DoubleQuotedScalarString):
+            # Quoted: ruamel writes YAML 1.2, where `yes`, `on`, `1:30` or `0o17` are plain
+            # strings, while the spec is read by YAML 1.1's rules, where they are not.
+            return DoubleQuotedScalarString(value)
         return value
 
     entry = CommentedMap()
@@ -151,6 +156,21 @@ def _check_written(spec: Spec, new_text: str, target: Path, name: str, params: d
     before = [c.model_dump() for c in spec.configs]
     after = [c.model_dump() for c in new.configs if c.name != name]
     added = next((c for c in new.configs if c.name == name), None)
-    if added is None or before != after or any(added.params.get(k) != v for k, v in params.items()):
+    if added is None or before != after or any(not _same(added.params.get(k), v) for k, v in params.items()):
         raise SearchError(study_name, f"the promoted spec does not hold config {name!r} with the trial's params "
                                       f"beside the original configs, so {target} was not written")
+
+
+def _same(read: Any, written: Any) -> bool:
+    """Equal and of the same kind: ``True`` is not ``1``, nor ``"1"`` a number."""
+    if isinstance(written, float) and isinstance(read, float) and written != written:
+        return read != read  # both NaN
+    return _kind(read) == _kind(written) and read == written
+
+
+def _kind(value: Any) -> type:
+    """The plain type a value is read as (the spec keeps a float's written text in a subclass)."""
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            return kind
+    return type(value)

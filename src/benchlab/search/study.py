@@ -250,6 +250,7 @@ def open_study(spec: Spec, folder: Path, summary: str) -> optuna.Study:
         raise SearchError(name, f"the study {name} in {folder} was made by another search section of the spec "
                                 "(space, metric, sampler, pruner, base config, tasks or seeds differ); give the new "
                                 "search its own `search.name`, or remove that folder to start over")
+    _record_optuna(study, optuna.__version__, sampler_seed(search, 0))
     told = study.user_attrs.get(SUMMARY_ATTR)
     if told is None:
         study.set_user_attr(SUMMARY_ATTR, summary)
@@ -264,6 +265,41 @@ def open_study(spec: Spec, folder: Path, summary: str) -> optuna.Study:
     if before:
         study.sampler = make_sampler(search, before)  # a continuation: not the first points again
     return study
+
+
+OPTUNA_ATTR = "benchlab_optuna"
+
+
+def sampler_settings(sampler: Any, seed: int | None = None) -> JsonObject:
+    """The sampler's class and the settings it runs with, as its constructor names them (Optuna
+    keeps most as ``_<name>``; one it keeps in another form is left out, and ``seed``, which
+    Optuna keeps only as a random state, is the one benchlab gave it); a default that a new
+    Optuna release changes shows here."""
+    import inspect
+
+    missing = object()
+    settings: JsonObject = {"seed": seed}
+    init = type(sampler).__init__
+    for name in inspect.signature(init).parameters:
+        if name in ("self", "seed", "args", "kwargs"):
+            continue
+        value = getattr(sampler, f"_{name}", getattr(sampler, name, missing))
+        if value is missing:
+            continue
+        if isinstance(value, bool | int | float | str) or value is None:
+            settings[name] = value
+        else:
+            settings[name] = type(value).__name__
+    return {"sampler": type(sampler).__name__, "settings": settings}
+
+
+def _record_optuna(study: optuna.Study, version: str, seed: int | None) -> None:
+    """Keep, in the study, every Optuna version that ran it and the sampler settings of each:
+    Optuna's defaults change between releases (version 5 changed the default sampler)."""
+    recorded = list(study.user_attrs.get(OPTUNA_ATTR) or [])
+    effective = {"version": version, **sampler_settings(study.sampler, seed)}
+    if not recorded or recorded[-1] != effective:
+        study.set_user_attr(OPTUNA_ATTR, [*recorded, effective])
 
 
 def counted(study: optuna.Study) -> int:
