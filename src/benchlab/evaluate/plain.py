@@ -99,6 +99,11 @@ def encode(value: Any, depth: int = 0) -> list:
                 return ["x", "an iterator of more than 100000 items"]
             items.append(encode(item, depth + 1))
         return ["it", items]
+    if t.__module__ == "numpy" and getattr(value, "dtype", None) is not None and value.dtype.kind in "biufc":
+        if t.__name__ == "ndarray":
+            return ["np", [value.dtype.str, list(value.shape), encode(value.tolist(), depth + 1)]]
+        if getattr(value, "ndim", None) == 0:
+            return ["ns", [value.dtype.str, encode(value.item(), depth + 1)]]
     return ["x", "returned a " + str(getattr(t, "__qualname__", "?")) + ", not plain data"]
 
 
@@ -119,6 +124,31 @@ def _float(text: object) -> float:
         return float.fromhex(text)
     except (ValueError, OverflowError):
         raise PlainDataError(f"not a hexadecimal float: {text[:40]!r}") from None
+
+
+def _numpy(tag: str, payload: list, depth: int, count: list) -> Any:
+    """A numpy array or scalar of a numeric dtype, rebuilt by numpy from plain numbers."""
+    import re
+
+    import numpy
+
+    if type(payload[0]) is not str or not re.fullmatch(r"[<>|=]?[biufc][0-9]{1,2}", payload[0]):
+        raise PlainDataError("a numpy value of a dtype that is not numeric")
+    dtype = numpy.dtype(payload[0])
+    if tag == "ns":
+        item = decode(payload[1], depth + 1, count)
+        return item if isinstance(item, Failed) else dtype.type(item)
+    shape = payload[1]
+    if type(shape) is not list or len(shape) > 32 or any(type(n) is not int or n < 0 for n in shape):
+        raise PlainDataError("a numpy shape must be a list of sizes")
+    data = decode(payload[2], depth + 1, count)
+    if isinstance(data, Failed):
+        return data
+    try:
+        array = numpy.array(data, dtype=dtype)
+        return array.reshape(shape)
+    except (ValueError, TypeError, OverflowError):
+        raise PlainDataError("a numpy array whose data does not fit its shape") from None
 
 
 def decode(data: object, _depth: int = 0, _count: list | None = None) -> Any:
@@ -167,6 +197,8 @@ def decode(data: object, _depth: int = 0, _count: list | None = None) -> Any:
             return decimal.Decimal(payload)
         except decimal.InvalidOperation:
             raise PlainDataError("not a decimal") from None
+    if tag in ("np", "ns") and type(payload) is list and len(payload) == (3 if tag == "np" else 2):
+        return _numpy(tag, payload, _depth, count)
     if tag in ("x", "e") and type(payload) is str:
         return Failed(payload[:300])
     if type(payload) is not list:
@@ -220,7 +252,7 @@ def _source() -> str:
     # (annotations stay unevaluated there too).
     parts = ["from __future__ import annotations", "import collections, decimal, fractions",
              f"MAX_DEPTH = {MAX_DEPTH}", f"MAX_ITEMS = {MAX_ITEMS}", inspect.getsource(PlainDataError)]
-    parts += [inspect.getsource(obj) for obj in (Failed, encode, _int, _float, decode)]
+    parts += [inspect.getsource(obj) for obj in (Failed, encode, _int, _float, _numpy, decode)]
     return "\n\n".join(parts)
 
 
