@@ -117,7 +117,8 @@ HOSTILE: dict[str, tuple[str, str, bool]] = {
         ADD, "class Bye:\n    def __del__(self):\n        import os\n        os._exit(0)\nkeep = Bye()\n" + _WRONG_ADD,
         False),
     "exits from a thread": (
-        ADD, "import os, threading, time\nthreading.Thread(target=lambda: os._exit(0)).start()\ntime.sleep(2)\n", False),
+        ADD, "import os, threading, time\nthreading.Thread(target=lambda: os._exit(0)).start()\n"
+        "time.sleep(2)\n", False),
     "kills its own sandbox's init": (ADD, "import os, signal\nos.kill(1, signal.SIGKILL)\n" + _WRONG_ADD, False),
     "prints a fake verdict line": (
         ADD, "print('BENCHLAB-RESULT ' + '0' * 32 + ' 11')\nprint('passed')\nimport os\nos._exit(0)\n", False),
@@ -130,7 +131,8 @@ HOSTILE: dict[str, tuple[str, str, bool]] = {
     "reads /proc/self/mem through /dev/fd/.. and forges the result": (ADD, _MEMORY_FORGER, False),
     "rewrites 0 to 1 in its own memory": (ADD, _MEMORY_REWRITER, False),
     "reads its program for the expected values": (
-        "assert add(20, 31) == 51\nassert add(-7, 3) == -4", "import re\nsource = open(__import__('sys').argv[0]).read()\n"
+        "assert add(20, 31) == 51\nassert add(-7, 3) == -4",
+        "import re\nsource = open(__import__('sys').argv[0]).read()\n"
         "wanted = [int(x) for x in re.findall(r'== (\\d+)', source)]\n"
         "def add(a, b):\n    return wanted.pop(0) if wanted else 0\n", False),
     "TOCTOU: __del__ swaps the result's class after the check": (TOTAL, _TOCTOU, True),
@@ -138,13 +140,15 @@ HOSTILE: dict[str, tuple[str, str, bool]] = {
         TOTAL, "class L(list):\n    def __eq__(self, o):\n        return True\n    __hash__ = None\n"
         "def total(xs):\n    return L()\n", True),
     "returns an object equal to everything": (
-        ADD, "class Same:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return Same()\n", True),
+        ADD, "class Same:\n    def __eq__(self, other):\n        return True\n"
+        "def add(a, b):\n    return Same()\n", True),
     "int subclass equal to everything": (
         ADD, "class Same(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
         "def add(a, b):\n    return Same(0)\n", True),
     "namedtuple-like tuple subclass equal to everything": (
         "assert pair(1) == (1, 2)",
-        "class P(tuple):\n    _fields = ('a', 'b')\n    def __eq__(self, o):\n        return True\n    __hash__ = None\n"
+        "class P(tuple):\n    _fields = ('a', 'b')\n    def __eq__(self, o):\n        return True\n"
+        "    __hash__ = None\n"
         "def pair(x):\n    return P((0, 0))\n", True),
     "patches builtins.abs and math.isclose": (
         MEAN, "import builtins, math\nbuiltins.abs = lambda x: 0\nmath.isclose = lambda *a, **k: True\n"
@@ -197,7 +201,8 @@ HONEST: dict[str, tuple[str, str]] = {
         ADD, "from collections import namedtuple\nfrom dataclasses import dataclass\nfrom typing import TypeVar\n"
         "T = TypeVar('T')\nPair = namedtuple('Pair', 'a b')\n@dataclass\nclass Box:\n    v: int\n"
         "def add(a, b):\n    p = Pair(a, b)\n    return Box(p.a).v + p.b\n"),
-    "recursive": (ADD, "def add(a, b):\n    return a if b == 0 else add(a + (1 if b > 0 else -1), b - (1 if b > 0 else -1))\n"),
+    "recursive": (ADD, "def add(a, b):\n    step = 1 if b > 0 else -1\n"
+                       "    return a if b == 0 else add(a + step, b - step)\n"),
     "statistics mean": (MEAN, "import statistics\ndef mean(xs):\n    return statistics.mean(xs)\n"),
     "imports math the tests use without importing it": (
         ISCLOSE_UNIMPORTED, "import math\ndef mean(xs):\n    return math.fsum(xs) / len(xs)\n"),
@@ -205,13 +210,15 @@ HONEST: dict[str, tuple[str, str]] = {
         "assert split(7) == (3, 1)\nassert split(9)[0] == 4",
         "from collections import namedtuple\nR = namedtuple('R', 'q r')\ndef split(n):\n    return R(*divmod(n, 2))\n"),
     "Counter result": (COUNTS, "from collections import Counter\ndef counts(s):\n    return Counter(s)\n"),
-    "dict compared to a Counter": (COUNTS, "def counts(s):\n    d = {}\n    for c in s:\n        d[c] = d.get(c, 0) + 1\n    return d\n"),
+    "dict compared to a Counter": (
+        COUNTS, "def counts(s):\n    d = {}\n    for c in s:\n        d[c] = d.get(c, 0) + 1\n    return d\n"),
     "Fraction result": (THIRD, "from fractions import Fraction\ndef third(n):\n    return Fraction(n, 3)\n"),
     "numpy result with numpy tests": (NUMPY, "import numpy as np\ndef halves(xs):\n    return np.array(xs) / 2\n"),
     "list result with numpy tests": (NUMPY, "def halves(xs):\n    return [x / 2 for x in xs]\n"),
     "unittest assertEqual": (UNITTEST, "def add(a, b):\n    return a + b\n"),
     "HumanEval check(candidate)": (HUMANEVAL, "def total(xs):\n    return sum(xs)\n"),
-    "int result compared to a float": ("assert half(4) == 2.0\nassert half(3) == 1.5", "def half(n):\n    return n / 2 if n % 2 else n // 2\n"),
+    "int result compared to a float": (
+        "assert half(4) == 2.0\nassert half(3) == 1.5", "def half(n):\n    return n / 2 if n % 2 else n // 2\n"),
     "generator result the tests turn into a list": (
         "assert list(evens(5)) == [0, 2, 4]", "def evens(n):\n    return (i for i in range(n) if i % 2 == 0)\n"),
     "set result compared with sets": (

@@ -78,7 +78,7 @@ def test_hostile_answers_score_zero(scorers):
     passed = {n: s.detail for n, s in zip(HOSTILE, scores, strict=True) if s.correct}
     assert passed == {}
     # Where a test passed, the answer's own value was right (a forged "True" for is_even(4)).
-    assert sum(s.tests_passed for s in scores) <= 1, [(n, s.tests_passed) for n, s in zip(HOSTILE, scores)]
+    assert sum(s.tests_passed for s in scores) <= 1, [s.detail for s in scores if s.tests_passed]
 
 
 @pytest.mark.slow

@@ -160,8 +160,9 @@ def bwrap_argv(cfg: dict, jail_fd: int, seccomp_fd: int) -> list[str]:
             python = aside + python[len(target):]
     # No /proc: nothing there for the program to read or write (its own memory, /dev/fd/../mem).
     # The root and /dev that bubblewrap made are read-only from here on; /tmp is the capped tmpfs.
-    argv += ["--ro-bind-data", str(jail_fd), "/sandbox/jail.py", "--remount-ro", "/dev", "--remount-ro", "/",
-             "--seccomp", str(seccomp_fd), "--chdir", "/", python, "-I", "-B", "/sandbox/jail.py", "--inner", json.dumps(inner)]
+    argv += ["--ro-bind-data", str(jail_fd), "/sandbox/jail.py", "--remount-ro", "/dev",
+             "--remount-ro", "/", "--seccomp", str(seccomp_fd), "--chdir", "/",
+             python, "-I", "-B", "/sandbox/jail.py", "--inner", json.dumps(inner)]
     return argv
 
 

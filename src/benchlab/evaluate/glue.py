@@ -34,10 +34,13 @@ from benchlab.evaluate.plain import Failed
 MAX_LENGTH = 10_000_000
 MAX_BITS = 1_000_000
 
+# A namespace of the glue: names to Python values (plain data, the modules and pure functions above).
+Namespace = dict[str, object]
+
 _BUILTIN_NAMES = ("abs", "all", "any", "bin", "bool", "bytes", "chr", "complex", "dict", "divmod", "enumerate",
                   "float", "frozenset", "hex", "int", "isinstance", "len", "list", "max", "min", "oct", "ord",
                   "pow", "range", "reversed", "round", "set", "sorted", "str", "sum", "tuple", "type", "zip")
-GLUE_BUILTINS: dict[str, Any] = {name: getattr(builtins, name) for name in _BUILTIN_NAMES}
+GLUE_BUILTINS: Namespace = {name: getattr(builtins, name) for name in _BUILTIN_NAMES}
 
 _MODULES = {"math": math, "cmath": cmath, "string": string, "collections": collections,
             "fractions": fractions, "decimal": decimal, "statistics": statistics}
@@ -84,7 +87,8 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
            ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
            ast.BitOr: operator.or_, ast.BitXor: operator.xor}
-_UNARY = {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+_UNARY: dict[type, Any] = {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos,
+                           ast.Invert: operator.invert}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
             ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
@@ -136,7 +140,7 @@ class Glue:
     """Evaluates glue expressions; ``env`` maps the names of the tests the glue follows to values,
     ``values`` the probes' placeholders to what the sandboxes sent (decoded)."""
 
-    def __init__(self, env: dict[str, Any], values: dict[str, Any]) -> None:
+    def __init__(self, env: Namespace, values: Namespace) -> None:
         self.env = env
         self.values = values
 
@@ -229,7 +233,9 @@ class Glue:
         return self.eval(node.value)[self.eval(node.slice)]
 
     def _Slice(self, node: ast.Slice) -> slice:
-        part = (lambda n: None if n is None else self.eval(n))
+        def part(n: ast.expr | None) -> Any:
+            return None if n is None else self.eval(n)
+
         return slice(part(node.lower), part(node.upper), part(node.step))
 
     def _Attribute(self, node: ast.Attribute) -> Any:

@@ -29,14 +29,14 @@ cannot be split (``testplan.Unjudgeable``): each fails the check, with why.
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from benchlab.evaluate import plain
-from benchlab.evaluate.glue import Glue, GlueError, module, truth
-from benchlab.evaluate.glue import GLUE_BUILTINS as _BUILTINS
+from benchlab.evaluate.glue import GLUE_BUILTINS, Glue, GlueError, module, truth
 from benchlab.evaluate.testplan import Plan, Probe, plan_tests
 
 
@@ -146,7 +146,7 @@ def _read(stdout: str, asked: set[str], why_not: str) -> _Report:
         if isinstance(item, list) and len(item) == 2 and type(item[0]) is int and isinstance(item[1], str):
             failed[item[0]] = item[1][:100]
     modules = {k: v for k, v in (data.get("modules") or {}).items() if isinstance(k, str) and isinstance(v, str)}
-    loaded = data.get("loaded") if isinstance(data.get("loaded"), str) else "?"
+    loaded = str(data["loaded"]) if isinstance(data.get("loaded"), str) else "?"
     return _Report(True, loaded, values, failed, modules)
 
 
@@ -160,7 +160,7 @@ class _Walk:
 
 
 def _walk(plan: Plan, values: dict[str, Any], failed: dict[int, str], modules: dict[str, Any]) -> _Walk:
-    env: dict[str, Any] = dict(_BUILTINS)
+    env: dict[str, Any] = dict(GLUE_BUILTINS)
     env.update(modules)
     glue = Glue(env, values)
     injections: dict[str, dict[str, list]] = {}
@@ -216,16 +216,14 @@ def _walk(plan: Plan, values: dict[str, Any], failed: dict[int, str], modules: d
     return _Walk(injections, passed, whys)
 
 
-def _assign(env: dict[str, Any], targets: Any, value: Any) -> None:
-    import ast
-
+def _assign(env: dict[str, Any], targets: ast.expr, value: Any) -> None:
     if isinstance(targets, ast.Name):
         env[targets.id] = value
         return
-    items = list(value) if not isinstance(value, plain.Failed) else value
-    if isinstance(items, plain.Failed):
-        raise GlueError(items.why)
-    if len(items) != len(targets.elts):
+    if isinstance(value, plain.Failed):
+        raise GlueError(value.why)
+    items = list(value)
+    if not isinstance(targets, ast.Tuple | ast.List) or len(items) != len(targets.elts):
         raise ValueError("unpacking")
     for target, item in zip(targets.elts, items, strict=True):
         _assign(env, target, item)

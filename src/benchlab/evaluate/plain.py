@@ -78,13 +78,14 @@ def encode(value: Any, depth: int = 0) -> list:
         return ["Q", [hex(value.numerator), hex(value.denominator)]]
     if t is decimal.Decimal:
         return ["D", str(value)]
-    tags = {list: "l", tuple: "t", set: "S", frozenset: "F", collections.deque: "q"}
+    tags: dict[type, str] = {list: "l", tuple: "t", set: "S", frozenset: "F", collections.deque: "q"}
     if t in tags or (isinstance(value, tuple) and t.__mro__[1] is tuple and hasattr(t, "_fields")):
         items = []
         for item in (tuple.__iter__(value) if isinstance(value, tuple) else iter(value)):
             items.append(encode(item, depth + 1))
         return [tags.get(t, "t"), items]
-    maps = {dict: "d", collections.defaultdict: "d", collections.OrderedDict: "O", collections.Counter: "C"}
+    maps: dict[type, str] = {dict: "d", collections.defaultdict: "d", collections.OrderedDict: "O",
+                             collections.Counter: "C"}
     if t in maps:
         return [maps[t], [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in dict.items(value)]]
     if t is type({}.items()):

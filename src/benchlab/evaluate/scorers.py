@@ -2,8 +2,8 @@
 
 ``Scorers.score(kind, item, response)`` returns a ``SampleScore`` (normalised
 answer or None, correct or not, why). Math equivalence goes to the
-math-verify worker pool, code to ``harness.py``, which runs the answer's calls in the sandbox and decides the verdict in this
-process; the rest is string work.
+math-verify worker pool, code to ``harness.py``, which runs the answer's calls in
+the sandbox and decides the verdict in this process; the rest is string work.
 """
 
 from __future__ import annotations

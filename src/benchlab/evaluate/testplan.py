@@ -380,7 +380,7 @@ class _Planner:
             base, t = self.expr(node.func.value)
             tainted |= t
             new.func = ast.Attribute(base, node.func.attr, ast.Load())
-        args = []
+        args: list[ast.expr] = []
         for arg in node.args:
             if isinstance(arg, ast.Starred):
                 value, t = self.expr(arg.value)
@@ -432,7 +432,7 @@ class _Planner:
             modules: dict[str, str] = {}
             for alias in stmt.names:
                 bound = (alias.asname or alias.name).split(".")[0]
-                if isinstance(stmt, ast.Import) and alias.name in MODULE_ATTRS and (alias.asname or "." not in alias.name):
+                if isinstance(stmt, ast.Import) and alias.name in MODULE_ATTRS:
                     self.kinds[bound] = MODULE
                     self.modules[bound] = alias.name
                     modules[bound] = alias.name
@@ -458,7 +458,7 @@ class _Planner:
                 last = self.probes[-1] if self.probes else None
                 pure_answer = (value_tainted and isinstance(glue, ast.Name) and last is not None
                                and last.pid == glue.id and last.side == "answer" and last.step == index)
-                if pure_answer and last is not None:
+                if pure_answer and last is not None and targets is not None:
                     last.bind = ast.unparse(targets)
                 self.add_step(Step(index, "setup", test, source, glue=glue, targets=targets,
                                    in_tests=not value_tainted, binds=binds, uses=uses))
