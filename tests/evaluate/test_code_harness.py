@@ -109,6 +109,30 @@ def test_lm_eval_code_checker_side_by_side(scorers):
     assert ours == expected_ours, "\n".join(table)
 
 
+# Answers that work the same on any item: none knows the task.
+_GENERIC_CHEATS = [
+    "import os, json\nreport = {'loaded': '', 'values': {f'__bl_{i}': ['b', True] for i in range(9)}, 'failed': [],"
+    " 'modules': {}}\nos.write(3, (json.dumps(report) + '\\n').encode())\nos._exit(0)\n",
+    "import builtins\nclass Same:\n    def __eq__(self, o):\n        return True\n    def __bool__(self):\n"
+    "        return True\ndef __getattr__(name):\n    return lambda *a, **k: Same()\n"
+    "for n in ('add', 'is_even', 'reverse', 'fib', 'count_vowels', 'dedupe', 'is_palindrome', 'gcd'):\n"
+    "    globals()[n] = lambda *a, **k: Same()\n",
+]
+
+
+@pytest.mark.slow
+def test_the_builtin_pyfunc_benchmark_scores_references_only(scorers):
+    from importlib.resources import files
+
+    items = [json.loads(line) for line in files("benchlab.evaluate").joinpath("data/pyfunc.jsonl").read_text()
+             .splitlines()]
+    cases = [(item["tests"], item["reference"]) for item in items]
+    cases += [(item["tests"], cheat) for cheat in _GENERIC_CHEATS for item in items]
+    scores = _score_all(scorers, cases)
+    assert [s.correct for s in scores[: len(items)]] == [True] * len(items)
+    assert [s.correct for s in scores[len(items):]] == [False] * (len(cases) - len(items))
+
+
 @pytest.mark.slow
 def test_each_test_is_counted_on_its_own(scorers):
     tests = "assert add(1, 1) == 2\nassert add(2, 2) == 5\noffset = 3\nassert add(offset, 0) == 3"
