@@ -197,8 +197,11 @@ def test_the_glue_agrees_with_python(text):
 
 
 def test_the_glue_refuses_to_compute_what_would_hold_the_server():
-    glue = Glue({"pow": pow, "list": list, "range": range}, {"__bl_0": 10**12, "__bl_1": "x" * 1000})
-    for text in ("2 ** __bl_0", "__bl_1 * __bl_0", "1 << __bl_0", "pow(3, __bl_0)", "list(range(__bl_0))"):
+    glue = Glue({"pow": pow, "list": list, "range": range, "zip": zip, "sum": sum},
+                {"__bl_0": 10**12, "__bl_1": "x" * 1000, "__bl_2": Fraction(3, 2)})
+    for text in ("2 ** __bl_0", "__bl_1 * __bl_0", "1 << __bl_0", "pow(3, __bl_0)", "list(range(__bl_0))",
+                 "sum(range(__bl_0))", "list(zip(range(__bl_0)))", "__bl_2 ** 10 ** 7", "[0] * 10**6 * 10**6",
+                 "__bl_1.replace('', 'y' * 100000)"):
         with pytest.raises(GlueError):
             glue.eval(ast.parse(text, mode="eval").body)
 
@@ -212,7 +215,7 @@ def test_a_failed_probe_never_compares_equal():
 @pytest.mark.parametrize("data", [
     ["i", "zz"], ["i", 5], ["f", "xyz"], ["l", "notalist"], ["S", [["l", []]]], ["d", [["i", "1"]]],
     ["?", None], [], "x", ["np", ["O", [1], ["l", [["n", None]]]]], ["np", ["<f8", [10**9], ["l", []]]],
-    ["Q", ["1", "0"]], ["r", ["0", "1", "0"]],
+    ["Q", ["1", "0"]], ["r", ["0", "1", "0"]], ["D", "1e999999999"], ["s", None],
 ])
 def test_decode_refuses_what_is_not_exactly_a_plain_value(data):
     with pytest.raises(plain.PlainDataError):

@@ -5,9 +5,11 @@ Two stages, both in this file:
 - outside (``python -I _jail.py CONFIG_JSON``): reads the program from stdin,
   runs it in ``bwrap`` and prints one JSON line: exit code, timed_out, and the
   first ``output_cap`` bytes of its stdout and stderr, or ``error`` when the
-  sandbox could not be set up. As root it first becomes the slot's own
-  unprivileged uid, so that the program's processes are counted apart and own
-  nothing of the host.
+  sandbox could not be set up. It makes the program's cgroup (its memory capped
+  at ``memory_mb``, no swap) and moves bubblewrap's process into it before the
+  exec, so everything the program holds is counted there. As root it then becomes
+  the slot's own unprivileged uid, so that the program's processes are counted
+  apart and own nothing of the host.
 - inside (``python -I -B /sandbox/jail.py --inner CONFIG_JSON``), the first
   process in the sandbox, still holding CAP_SYS_ADMIN of the sandbox's own user
   namespace: mounts the program's capped tmpfs (bubblewrap 0.8 caps its size but
@@ -15,11 +17,11 @@ Two stages, both in this file:
   capability and execs the program.
 
 bubblewrap gives new user, PID, network, IPC, UTS and cgroup namespaces, a root
-made of nothing but what ``CONFIG["binds"]`` names (read-only) plus /proc of the
-new PID namespace and a minimal /dev, and kills everything in there when the
-launcher goes. Its seccomp filter, built here, refuses every new process
-(threads are allowed), so the program is one address space and ``RLIMIT_AS``
-bounds all its memory.
+made of nothing but what ``CONFIG["binds"]`` names (read-only) plus a minimal
+/dev (the root and /dev then remounted read-only; no /proc), and kills everything
+in there when the launcher goes. Its seccomp filter, built here, refuses every new
+process (threads are allowed); the cgroup bounds all the memory the program holds,
+in its address space or not (memfds, tmpfs files, shared memory).
 """
 
 from __future__ import annotations

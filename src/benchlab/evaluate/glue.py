@@ -107,6 +107,8 @@ def _size(value: object) -> int:
 
 
 def _bits(value: object) -> int:
+    if isinstance(value, fractions.Fraction):
+        return value.numerator.bit_length() + value.denominator.bit_length()
     return value.bit_length() if isinstance(value, int) else 0
 
 
@@ -117,7 +119,7 @@ def _guard_binop(op: type, left: object, right: object) -> None:
                 raise GlueError("a repetition too long to compute")
         if _bits(left) + _bits(right) > MAX_BITS:
             raise GlueError("a product too large to compute")
-    elif op is ast.Pow and isinstance(left, int) and isinstance(right, int):
+    elif op is ast.Pow and isinstance(left, int | fractions.Fraction) and isinstance(right, int):
         if right > 0 and max(_bits(left), 1) * right > MAX_BITS and abs(left) > 1:
             raise GlueError("a power too large to compute")
     elif op is ast.LShift and isinstance(right, int) and right > MAX_BITS:
@@ -267,6 +269,9 @@ class Glue:
                     raise GlueError(f"{kind.__name__}.{func.attr} is not evaluated here")
                 if func.attr in ("join", "replace") and sum(_size(a) for a in (base, *args)) > MAX_LENGTH // 10:
                     raise GlueError("a string too long to compute with")
+                if func.attr == "replace" and len(args) >= 2 and (
+                        _size(base) + (_size(base) + 1) * _size(args[1]) > MAX_LENGTH):
+                    raise GlueError("a string too long to compute")
                 return getattr(kind, func.attr)(base, *args, **kwargs)
         else:
             fn = self.eval(func)

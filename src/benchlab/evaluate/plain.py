@@ -195,9 +195,13 @@ def decode(data: object, _depth: int = 0, _count: list | None = None) -> Any:
         return fractions.Fraction(num, den)
     if tag == "D" and type(payload) is str and len(payload) <= 1000:
         try:
-            return decimal.Decimal(payload)
+            number = decimal.Decimal(payload)
         except decimal.InvalidOperation:
             raise PlainDataError("not a decimal") from None
+        # A huge exponent would make int() of it a huge integer on the trusted side.
+        if number.is_finite() and abs(number.adjusted()) > 100_000:
+            raise PlainDataError("a decimal with an exponent too large")
+        return number
     if tag in ("np", "ns") and type(payload) is list and len(payload) == (3 if tag == "np" else 2):
         return _numpy(tag, payload, _depth, count)
     if tag in ("x", "e") and type(payload) is str:

@@ -6,19 +6,22 @@ Each program runs in bubblewrap (``bwrap``, Debian's ``bubblewrap``), through
 - new user, PID, network, IPC, UTS and cgroup namespaces: no signal reaches a
   host process, no socket (TCP, Unix under /run, abstract) reaches the host,
   and every process left when the program ends or times out is killed;
-- a root file system of its own: the interpreter's folders and /usr read-only,
-  /proc of its PID namespace, a minimal /dev, and one writable place, a tmpfs of
-  ``tmpfs_mb`` MiB and ``max_files`` inodes on /tmp (also at /var/tmp and
-  /dev/shm). Nothing else of the host (its state folders, /etc, /home, /run) is there;
-- one process (a seccomp filter refuses fork, vfork and clone without
-  CLONE_THREAD), so ``memory_mb`` of address space bounds the whole program;
+- a root file system of its own, read-only: the interpreter's folders and /usr,
+  a minimal /dev, no /proc (no path to any process's memory), and one writable
+  place, a tmpfs of ``tmpfs_mb`` MiB and ``max_files`` inodes on /tmp (also at
+  /var/tmp and /dev/shm). Nothing else of the host (its state folders, /etc,
+  /home, /run) is there;
+- a cgroup of its own whose memory limit (``memory_mb``, no swap) counts all the
+  program holds: memfds, tmpfs files, shared memory, threads (``find_cgroup``:
+  where no cgroup may be written, EvaluationError, and no code is scored);
+- one process (a seccomp filter refuses fork, vfork and clone without CLONE_THREAD);
 - rlimits on CPU seconds, address space, threads, file size and open files; no capabilities;
 - an empty environment; output capped at ``output_cap`` bytes;
 - as root, an unprivileged uid of its own per concurrent slot.
 
 ``probe_sandbox`` runs a test program at start-up: where the sandbox cannot be
-set up (bubblewrap missing, user namespaces refused, the interpreter out of
-reach), it raises EvaluationError with the reason, and no code is scored. An
+set up (bubblewrap missing, user namespaces refused, no cgroup, the interpreter
+out of reach), it raises EvaluationError with the reason, and no code is scored. An
 interpreter under /tmp (CI's virtualenv) is shown at its own path inside the
 program's tmpfs, read-only.
 """
@@ -51,7 +54,7 @@ _UID_BASE = 61000
 class SandboxLimits:
     """Limits of one program. Seconds, MiB, counts; ``output_cap`` in bytes per stream.
 
-    ``memory_mb`` is the address space of the whole program (it is one process);
+    ``memory_mb`` caps all the program holds (its cgroup's limit; its address space too);
     ``processes`` caps its threads (RLIMIT_NPROC counts threads).
     """
 
