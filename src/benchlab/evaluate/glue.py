@@ -120,7 +120,7 @@ def _guard_binop(op: type, left: object, right: object) -> None:
         if _bits(left) + _bits(right) > MAX_BITS:
             raise GlueError("a product too large to compute")
     elif op is ast.Pow and isinstance(left, int | fractions.Fraction) and isinstance(right, int):
-        if right > 0 and max(_bits(left), 1) * right > MAX_BITS and abs(left) > 1:
+        if right > 0 and max(_bits(left), 1) * right > MAX_BITS and abs(left) != 1 and left != 0:
             raise GlueError("a power too large to compute")
     elif op is ast.LShift and isinstance(right, int) and right > MAX_BITS:
         raise GlueError("a shift too large to compute")
