@@ -22,6 +22,8 @@ NUMPY = "import numpy as np\nassert np.allclose(halves([2, 4]), [1.0, 2.0])"
 UNITTEST = "import unittest\ncase = unittest.TestCase()\ncase.assertEqual(add(2, 3), 5)\ncase.assertEqual(add(1, 1), 2)"
 HUMANEVAL = ("METADATA = {'author': 'x'}\n\n\ndef check(candidate):\n    assert candidate([1, 2, 3]) == 6\n"
              "    assert candidate([]) == 0\n    assert True, 'always'\n\ncheck(total)\n")
+SQUARES = ("def check(candidate):\n    for n, want in [(1, 1), (2, 4), (3, 9)]:\n        assert candidate(n) == want\n"
+           "    assert candidate(0) == 0\n\ncheck(square)\n")
 ISCLOSE_UNIMPORTED = "assert math.isclose(mean([1, 2]), 1.5)\nassert math.isclose(mean([3]), 3.0)"
 
 # A wrong add, for the answers whose trick is not in the function itself.
@@ -237,6 +239,7 @@ HONEST: dict[str, tuple[str, str]] = {
     "None and booleans": (
         "assert find([1, 2], 3) is None\nassert find([1, 2], 2) == 1\nassert (find([5], 5) == 0) is True",
         "def find(xs, x):\n    return xs.index(x) if x in xs else None\n"),
+    "a check() with a loop over constant cases": (SQUARES, "def square(n):\n    return n * n\n"),
     "string methods on the result": (
         "assert greet('bob').startswith('Hello')\nassert greet('x').lower() == 'hello, x!'",
         "def greet(name):\n    return f'Hello, {name}!'\n"),
@@ -254,5 +257,6 @@ WRONG: dict[str, tuple[str, str]] = {
     "HumanEval check with a wrong total": (HUMANEVAL, "def total(xs):\n    return len(xs)\n"),
     "numpy tests, wrong values": (NUMPY, "def halves(xs):\n    return xs\n"),
     "unittest, wrong add": (UNITTEST, "def add(a, b):\n    return a * b\n"),
+    "a loop over constant cases, wrong square": (SQUARES, "def square(n):\n    return 2 * n\n"),
     "math unimported by anyone": (ISCLOSE_UNIMPORTED, "def mean(xs):\n    return sum(xs) / len(xs)\n"),
 }

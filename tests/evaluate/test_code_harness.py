@@ -175,6 +175,15 @@ def test_humaneval_checks_are_inlined_one_test_per_check_call():
     assert count_tests(["assert f(1)", "assert f(2)"]) == 2
 
 
+def test_a_loop_over_constant_cases_is_unrolled_and_one_over_computed_data_is_refused():
+    plan = plan_tests("cases = [(1, 2), (3, 6)]\nfor x, want in cases:\n    assert double(x) == want")
+    assert plan.tests == 1
+    assert [p.source for p in plan.probes if p.side == "answer"] == ["double(__bl_0_0)", "double(__bl_1_0)"]
+    plan = plan_tests("import random\nfor _ in range(2):\n    x = random.randint(1, 9)\n    assert sq(x) == x * x")
+    assert [s.why for s in plan.steps if s.kind == "unjudgeable"] == [
+        "x is data the tests compute, which cannot be sent to the answer"] * 2
+
+
 # Expressions over plain values: the glue must agree with Python's own evaluation of the same text.
 _GLUE_CASES = [
     "1 == 1.0", "[1, 2] == (1, 2)", "(1, 2) == (1, 2.0)", "{1: 2} == {1: 2.0}", "True == 1", "0.1 + 0.2 == 0.3",

@@ -31,9 +31,11 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from benchlab.evaluate.glue import GLUE_BUILTINS, MODULE_ATTRS, PLAIN_ATTRS, PLAIN_METHODS
+from benchlab.evaluate.glue import GLUE_BUILTINS, MODULE_ATTRS, PLAIN_ATTRS, PLAIN_METHODS, Glue, module
 
 PLACEHOLDER = "__bl_"
+# A loop over constant data with asserts in it is unrolled up to this many turns.
+MAX_UNROLL = 500
 # Builtins that run or reach code: never handed the answer's values in the tests' sandbox.
 _CODE_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "open", "input", "breakpoint", "globals",
                             "locals", "vars", "getattr", "setattr", "delattr", "memoryview", "help"})
@@ -140,6 +142,39 @@ def _free_names(node: ast.AST) -> set[str]:
     return loaded - (local - _bound_names(node)) if isinstance(node, ast.stmt) else loaded - local
 
 
+def _literal(value: object) -> ast.expr | None:
+    """``value`` as source (None where it has no literal form): what an unrolled loop's variable stands for."""
+    if value is None or isinstance(value, bool | int | str | bytes):
+        return ast.Constant(value)
+    if isinstance(value, float):
+        return ast.Constant(value) if value == value and abs(value) != float("inf") else None
+    if isinstance(value, list | tuple) or (isinstance(value, set) and value):
+        items = [_literal(v) for v in value]
+        if any(i is None for i in items):
+            return None
+        kind = ast.List if isinstance(value, list) else ast.Tuple if isinstance(value, tuple) else ast.Set
+        return kind(items, ast.Load()) if kind is not ast.Set else ast.Set(items)  # type: ignore[arg-type,call-arg]
+    if isinstance(value, dict):
+        keys = [_literal(k) for k in value]
+        values = [_literal(v) for v in value.values()]
+        if any(x is None for x in keys + values):
+            return None
+        return ast.Dict(keys, values)  # type: ignore[arg-type]
+    return None
+
+
+class _Replace(ast.NodeTransformer):
+    """Replaces the names it is given, where read, by a copy of an expression."""
+
+    def __init__(self, mapping: dict[str, ast.expr]) -> None:
+        self.mapping = mapping
+
+    def visit_Name(self, name: ast.Name) -> ast.expr:
+        if name.id in self.mapping and isinstance(name.ctx, ast.Load):
+            return copy.deepcopy(self.mapping[name.id])
+        return name
+
+
 def _contains_assert(node: ast.AST) -> bool:
     return any(isinstance(sub, ast.Assert) for sub in ast.walk(node))
 
@@ -154,6 +189,8 @@ class _Planner:
         self.probes: list[Probe] = []
         self.closure: dict[int, set[str]] = {}  # step -> names an answer probe there needs from the tests
         self.free_modules: dict[str, str] = {}
+        self.pure_values: dict[str, object] = {}  # the tests' names bound to constant data, known now
+        self.computed: set[str] = set()  # the tests' names bound to data only their own code computes
         self.test = 0
 
     # -- names --------------------------------------------------------------------------------
@@ -231,6 +268,9 @@ class _Planner:
                 raise Unjudgeable(f"{name} is computed from the answer in a way that cannot be split")
             if k == GLUE and name in self.tainted_glue:
                 raise Unjudgeable(f"{name} is judged here from the answer's values and cannot be sent back to it")
+            if k == TESTS and name in self.computed:
+                # Computed again in the answer's sandbox, it could differ from the tests' own (random, time).
+                raise Unjudgeable(f"{name} is data the tests compute, which cannot be sent to the answer")
             if k in (GLUE, TESTS, MODULE):
                 needed.add(name)
 
@@ -439,6 +479,7 @@ class _Planner:
                 else:
                     # ``from m import f`` and every other module: the tests' sandbox computes with them.
                     self.kinds[bound] = TESTS
+                self.computed.discard(bound)
             self.add_step(Step(index, "setup", test, source, modules=modules, in_answer=True, in_tests=True,
                                binds=binds, uses=uses))
             return
@@ -463,17 +504,32 @@ class _Planner:
                 self.add_step(Step(index, "setup", test, source, glue=glue, targets=targets,
                                    in_tests=not value_tainted, binds=binds, uses=uses))
                 for name in binds:
+                    self.pure_values.pop(name, None)
+                if not value_tainted and isinstance(targets, ast.Name):
+                    try:
+                        self.pure_values[targets.id] = self.constant(stmt.value)
+                    except Exception:  # noqa: BLE001 - not known before the run: the walk computes it
+                        pass
+                for name in binds:
                     self.kinds[name] = ANAME if pure_answer else GLUE
+                    self.computed.discard(name)
                     if value_tainted:
                         self.tainted_glue.add(name)
                     else:
                         self.tainted_glue.discard(name)
                 return
+        for name in binds:
+            self.pure_values.pop(name, None)
         # A statement the glue does not follow: the tests' sandbox runs it when it needs nothing of the answer.
         self.add_step(Step(index, "setup", test, source, in_tests=not tainted, binds=binds, uses=uses))
+        definition = isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
         for name in binds:
             self.kinds[name] = POISON if tainted else TESTS
             self.tainted_glue.discard(name)
+            if definition:
+                self.computed.discard(name)
+            else:
+                self.computed.add(name)
 
     def check(self, node: ast.expr, test: int, mode: str) -> None:
         index = len(self.steps)
@@ -499,6 +555,10 @@ class _Planner:
             else:
                 for inner in inlined:
                     self.statement(inner, own)
+        elif isinstance(stmt, ast.For) and _contains_assert(stmt) and (turns := self.unroll(stmt)) is not None:
+            own = test if test is not None else self.new_test()
+            for inner in turns:
+                self.statement(inner, own)
         elif not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
                 _contains_assert(stmt) or (isinstance(stmt, ast.Raise) and test is not None)):
             own = test if test is not None else self.new_test()
@@ -506,6 +566,46 @@ class _Planner:
                                why=f"a {type(stmt).__name__.lower()} statement holding asserts"))
         else:
             self.setup(stmt, test)
+
+    def constant(self, node: ast.expr) -> object:
+        """The value of a pure expression over constants and the tests' constant names, computed now."""
+        names = {n for n in _free_names(node)}
+        if not self.pure(node) or not names <= set(self.pure_values) | set(GLUE_BUILTINS) | set(self.modules):
+            raise ValueError("not constant")
+        env: dict[str, object] = {**GLUE_BUILTINS, **{n: module(m) for n, m in self.modules.items()}}
+        env.update(self.pure_values)
+        return Glue(env, {}).eval(node)
+
+    def unroll(self, loop: ast.For) -> list[ast.stmt] | None:
+        """A ``for`` loop over constant data, as its turns: the body with the loop's names replaced by
+        each value's literal. None where it cannot be (a ``break``, an ``else``, a value with no literal)."""
+        if loop.orelse or any(isinstance(s, ast.Break | ast.Continue) for s in ast.walk(loop)):
+            return None
+        targets = loop.target.elts if isinstance(loop.target, ast.Tuple | ast.List) else [loop.target]
+        if not all(isinstance(t, ast.Name) for t in targets):
+            return None
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if any(isinstance(s, ast.Name) and s.id in names and not isinstance(s.ctx, ast.Load)
+               for stmt in loop.body for s in ast.walk(stmt)):
+            return None
+        try:
+            values = list(self.constant(loop.iter))  # type: ignore[call-overload]
+        except Exception:  # noqa: BLE001 - not constant data: the loop stays whole
+            return None
+        if len(values) > MAX_UNROLL:
+            return None
+        turns: list[ast.stmt] = []
+        for value in values:
+            parts = [value] if len(names) == 1 and not isinstance(loop.target, ast.Tuple | ast.List) else value
+            try:
+                literals = [_literal(v) for v in parts]
+            except TypeError:
+                return None
+            if len(literals) != len(names) or any(lit is None for lit in literals):
+                return None
+            replace = _Replace(dict(zip(names, literals, strict=True)))  # type: ignore[arg-type]
+            turns += [ast.fix_missing_locations(replace.visit(copy.deepcopy(s))) for s in loop.body]
+        return turns
 
     def inline(self, node: ast.expr) -> list[ast.stmt] | None:
         """HumanEval's ``check(candidate)``: the body of the tests' ``check`` with its parameters replaced."""
@@ -520,15 +620,8 @@ class _Planner:
         if any(isinstance(sub, ast.Return | ast.Yield | ast.YieldFrom | ast.Global | ast.Nonlocal)
                for sub in ast.walk(fn)):
             return None
-        mapping = dict(zip(params, node.args, strict=True))
-
-        class Rename(ast.NodeTransformer):
-            def visit_Name(self, name: ast.Name) -> ast.expr:
-                if name.id in mapping and isinstance(name.ctx, ast.Load):
-                    return copy.deepcopy(mapping[name.id])
-                return name
-
-        return [Rename().visit(copy.deepcopy(s)) for s in fn.body]
+        rename = _Replace(dict(zip(params, node.args, strict=True)))
+        return [rename.visit(copy.deepcopy(s)) for s in fn.body]
 
     def new_test(self) -> int:
         self.test += 1
