@@ -1,138 +1,43 @@
-"""A code answer scores only when every test ran to its end and passed.
+"""A code answer's verdict is decided where the answer's code never runs.
 
-The hostile answers try to pass without solving: they end the process early
-in every way Python offers, print a fake verdict, hunt for the harness's
-secret, patch what the tests check with, or return an object equal to
-everything. Each must score 0 through the real scorer and sandbox; the correct
-answers must score 1. The same programs go through lm-evaluation-harness's own
-code checker (``check_correctness``, the HumanEval execution check it ships),
-and the table of both verdicts is asserted row by row: where lm-eval is fooled,
-the row says so.
+The hostile answers (``code_suites.HOSTILE``) try to pass without solving: they
+end the process, forge output, read or rewrite their own memory, hunt for the
+expected values, patch what the tests compare with, or return objects equal to
+everything. Each must score 0 through the real scorer and sandbox; honest
+answers score 1 and wrong ones 0. The same programs go through
+lm-evaluation-harness's own code checker, and the side-by-side table is
+asserted row by row against the verdicts ``code_suites`` states by hand.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
+import math
 import subprocess
 import sys
+from collections import Counter
+from fractions import Fraction
 
 import pytest
+from code_suites import HONEST, HOSTILE, NEEDS_NUMPY, WRONG
 
-from benchlab.evaluate.harness import (
-    MARKER,
-    HarnessReport,
-    Unit,
-    build_program,
-    read_report,
-    split_tests,
-)
+from benchlab.evaluate import plain
+from benchlab.evaluate.glue import Glue, GlueError
+from benchlab.evaluate.harness import _answer_steps, _program, _walk, count_tests
 from benchlab.evaluate.mathpool import MathVerifyPool
-from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
+from benchlab.evaluate.sandbox import Sandbox, SandboxLimits, default_python
 from benchlab.evaluate.scorers import Scorers
+from benchlab.evaluate.testplan import plan_tests
 
-ADD_TESTS = "assert add(2, 3) == 5\nassert add(-1, 3) == 2"
-MEAN_TESTS = "import math\nassert abs(mean([1, 2]) - 1.5) < 1e-9\nassert math.isclose(mean([4]), 4.0)"
+LIMITS = SandboxLimits(timeout_secs=6, cpu_secs=4, memory_mb=512)
 
-LIMITS = SandboxLimits(timeout_secs=4, cpu_secs=3, memory_mb=512)
 
-# name -> (tests, answer, lm-eval's verdict as its checker gives it: True when it is fooled)
-HOSTILE: dict[str, tuple[str, str, bool]] = {
-    "sys.exit(0)": (ADD_TESTS, "import sys\nsys.exit(0)\n", False),
-    "os._exit(0)": (ADD_TESTS, "import os\nos._exit(0)\n", False),
-    "raise SystemExit": (ADD_TESTS, "raise SystemExit(0)\n", False),
-    "exit() from site": (ADD_TESTS, "exit()\n", False),
-    "atexit calls os._exit(0)": (
-        ADD_TESTS, "import atexit, os\natexit.register(lambda: os._exit(0))\ndef add(a, b):\n    return 0\n", False),
-    "sys.excepthook exits 0": (
-        ADD_TESTS, "import sys, os\nsys.excepthook = lambda *a: os._exit(0)\ndef add(a, b):\n    return 0\n", False),
-    "__del__ exits 0 at shutdown": (
-        ADD_TESTS,
-        "class Bye:\n    def __del__(self):\n        import os\n        os._exit(0)\n"
-        "keep = Bye()\ndef add(a, b):\n    return 0\n", False),
-    "exit from inside the function": (ADD_TESTS, "def add(a, b):\n    import os\n    os._exit(0)\n", False),
-    "prints a fake verdict": (
-        ADD_TESTS,
-        f"print('{MARKER} ' + '0' * 32 + ' 11')\nprint('passed')\nimport os\nos._exit(0)\n", False),
-    "kills its parent": (
-        ADD_TESTS, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\ndef add(a, b):\n    return 0\n",
-        False),
-    "exits from a thread": (
-        ADD_TESTS,
-        "import os, threading, time\nthreading.Thread(target=lambda: os._exit(0)).start()\ntime.sleep(2)\n",
-        False),
-    "exits from a child, parent follows": (
-        ADD_TESTS,
-        "import os\npid = os.fork()\nif pid:\n    os.waitpid(pid, 0)\n    os._exit(0)\n"
-        "def add(a, b):\n    return 0\n", False),
-    "infinite output": (ADD_TESTS, "while True:\n    print('x' * 1000)\n", False),
-    "signal.alarm handler exits 0": (
-        ADD_TESTS,
-        "import os, signal\nsignal.signal(signal.SIGALRM, lambda *a: os._exit(0))\nsignal.alarm(1)\n"
-        "def add(a, b):\n    import time\n    time.sleep(5)\n    return 0\n", False),
-    "reads the program's files for the secret": (
-        ADD_TESTS,
-        "import os\nfor name in os.listdir('.'):\n    try:\n        print(open(name).read())\n"
-        "    except Exception:\n        pass\nos._exit(0)\n", False),
-    "walks the frames for the secret": (
-        ADD_TESTS,
-        "import sys, os\ndef add(a, b):\n    f = sys._getframe(1)\n    while f is not None:\n"
-        "        for v in list(f.f_locals.values()) + list(f.f_code.co_consts):\n"
-        "            if isinstance(v, str) and 'BENCHLAB' in v:\n                print(v.replace('\\n', ''))\n"
-        "        f = f.f_back\n    os._exit(0)\n", False),
-    "scans gc objects for the secret": (
-        ADD_TESTS,
-        "import gc, os\nfor o in gc.get_objects():\n    if isinstance(o, dict):\n        pass\n"
-        "def add(a, b):\n    return 0\nos._exit(0)\n", False),
-    "reads its own memory": (
-        ADD_TESTS, "import os\ndata = open('/proc/self/maps').read()\ndef add(a, b):\n    return 0\n", False),
-    "loads ctypes": (ADD_TESTS, "import ctypes\ndef add(a, b):\n    return 0\n", False),
-    "sys.settrace rewrites the test": (
-        ADD_TESTS, "import sys\nsys.settrace(lambda *a: None)\ndef add(a, b):\n    return 0\n", False),
-    "returns an object equal to everything": (
-        ADD_TESTS,
-        "class Same:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return Same()\n", True),
-    "int subclass equal to everything": (
-        ADD_TESTS,
-        "class Same(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
-        "def add(a, b):\n    return Same(0)\n", True),
-    "patches builtins.abs": (
-        MEAN_TESTS, "import builtins, math\nbuiltins.abs = lambda x: 0\nmath.isclose = lambda *a, **k: True\n"
-        "def mean(xs):\n    return 0\n", True),
-    "patches math.isclose while called": (
-        "import math\nm = mean([1, 2])\nassert math.isclose(m, 1.5)",
-        "def mean(xs):\n    import math\n    math.isclose = lambda *a, **k: True\n    return 0\n", True),
-    "rewrites the tests' names through a function they pass it": (
-        "def expected(xs):\n    return sum(xs)\nassert apply(lambda x: x, [1, 2]) == expected([1, 2])",
-        "def apply(f, xs):\n    f.__globals__['expected'] = lambda xs: 0\n    return 0\n", True),
-    "shadows abs with its own": (
-        "assert abs(mean([1, 2]) - 1.5) < 1e-9", "def abs(x):\n    return 0\ndef mean(xs):\n    return 0\n", True),
-}
-
-CORRECT: dict[str, tuple[str, str]] = {
-    "plain": (ADD_TESTS, "def add(a, b):\n    return a + b\n"),
-    "prints a lot and has a main block": (
-        ADD_TESTS,
-        "def add(a, b):\n    print('adding' * 20000)\n    return a + b\n"
-        "if __name__ == '__main__':\n    print(add(1, 2))\n"),
-    "namedtuple, dataclass and TypeVar": (
-        ADD_TESTS,
-        "from collections import namedtuple\nfrom dataclasses import dataclass\nfrom typing import TypeVar\n"
-        "T = TypeVar('T')\nPair = namedtuple('Pair', 'a b')\n@dataclass\nclass Box:\n    v: int\n"
-        "def add(a, b):\n    p = Pair(a, b)\n    return Box(p.a).v + p.b\n"),
-    "recursive": (
-        ADD_TESTS,
-        "def add(a, b):\n    step = 1 if b > 0 else -1\n    return a if b == 0 else add(a + step, b - step)\n"),
-    "catches its own exceptions": (
-        ADD_TESTS,
-        "def add(a, b):\n    try:\n        raise ValueError('x')\n    except ValueError:\n        return a + b\n"),
-    "statistics mean": (MEAN_TESTS, "import statistics\ndef mean(xs):\n    return statistics.mean(xs)\n"),
-    "float mean through a private function": (
-        MEAN_TESTS, "def _total(xs):\n    return sum(xs)\ndef mean(xs):\n    return _total(xs) / len(xs)\n"),
-    "returns a namedtuple compared to a tuple": (
-        "assert split(7) == (3, 1)\nassert split(9)[0] == 4",
-        "from collections import namedtuple\nR = namedtuple('R', 'q r')\ndef split(n):\n    return R(*divmod(n, 2))\n"),
-}
+def _runnable(suite: dict) -> dict:
+    """``suite`` without its numpy cases where the sandbox's interpreter has no numpy."""
+    has_numpy = subprocess.run([default_python(), "-c", "import numpy"], capture_output=True).returncode == 0
+    return {n: c for n, c in suite.items() if has_numpy or n not in NEEDS_NUMPY}
 
 
 @pytest.fixture
@@ -159,41 +64,73 @@ print(json.dumps([check_correctness(answer + "\\n" + tests, timeout=3) for tests
 """
 
 
-def _lm_eval_verdicts(cases) -> list[bool]:
+def lm_eval_verdicts(cases) -> list[bool]:
     """lm-eval's checker on each program, in a process of its own (it forks, which a threaded pytest must not)."""
     pytest.importorskip("lm_eval.tasks.cruxeval.utils")
     done = subprocess.run([sys.executable, "-c", _LM_EVAL_CHECK], input=json.dumps(cases), capture_output=True,
-                          text=True, timeout=600, check=True)
+                          text=True, timeout=900, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
-def test_hostile_answers_score_zero_and_correct_ones_score_one(scorers):
-    hostile = [(t, a) for t, a, _ in HOSTILE.values()]
-    correct = list(CORRECT.values())
-    scores = _score_all(scorers, hostile + correct)
-    ours_hostile, ours_correct = scores[: len(hostile)], scores[len(hostile):]
-    wrongly_passed = [n for n, s in zip(HOSTILE, ours_hostile, strict=True) if s.correct]
-    assert wrongly_passed == []
-    assert all(s.tests_passed == 0 for s in ours_hostile), [s.detail for s in ours_hostile]
-    failed = {n: s.detail for n, s in zip(CORRECT, ours_correct, strict=True) if not s.correct}
-    assert failed == {}
-    assert all(s.tests_passed == s.tests_total >= 1 for s in ours_correct)
+def test_hostile_answers_score_zero(scorers):
+    scores = _score_all(scorers, [(t, a) for t, a, _ in HOSTILE.values()])
+    passed = {n: s.detail for n, s in zip(HOSTILE, scores, strict=True) if s.correct}
+    assert passed == {}
+    # Where a test passed, the answer's own value was right (a forged "True" for is_even(4)).
+    assert sum(s.tests_passed for s in scores) <= 1, [s.detail for s in scores if s.tests_passed]
 
 
 @pytest.mark.slow
-def test_lm_eval_code_checker_agrees_except_where_it_is_fooled(scorers):
-    """Row by row: our verdict, lm-eval's, and lm-eval's expected verdict stated by hand above."""
-    names = list(HOSTILE) + list(CORRECT)
-    cases = [(t, a) for t, a, _ in HOSTILE.values()] + list(CORRECT.values())
-    expected_lm = [fooled for _, _, fooled in HOSTILE.values()] + [True] * len(CORRECT)
+def test_honest_answers_keep_their_score_and_wrong_ones_fail(scorers):
+    honest_cases, wrong_cases = _runnable(HONEST), _runnable(WRONG)
+    # One asyncio.run per sandbox: its slots belong to that event loop.
+    scores = _score_all(scorers, list(honest_cases.values()) + list(wrong_cases.values()))
+    honest, wrong = scores[: len(honest_cases)], scores[len(honest_cases):]
+    failed = {n: s.detail for n, s in zip(honest_cases, honest, strict=True) if not s.correct}
+    assert failed == {}
+    assert all(s.tests_passed == s.tests_total >= 1 for s in honest)
+    assert [n for n, s in zip(wrong_cases, wrong, strict=True) if s.correct] == []
+
+
+@pytest.mark.slow
+def test_lm_eval_code_checker_side_by_side(scorers):
+    """Row by row: our verdict, lm-eval's, and lm-eval's expected verdict stated by hand in code_suites."""
+    honest, wrong = _runnable(HONEST), _runnable(WRONG)
+    names = list(HOSTILE) + list(honest) + list(wrong)
+    cases = [(t, a) for t, a, _ in HOSTILE.values()] + list(honest.values()) + list(wrong.values())
+    expected_lm = [fooled for _, _, fooled in HOSTILE.values()] + [True] * len(honest) + [False] * len(wrong)
+    expected_ours = [False] * len(HOSTILE) + [True] * len(honest) + [False] * len(wrong)
     ours = [s.correct for s in _score_all(scorers, cases)]
-    theirs = _lm_eval_verdicts(cases)
-    table = [f"{n:45s} benchlab={int(o)} lm-eval={int(t)}" for n, o, t in zip(names, ours, theirs, strict=True)]
+    theirs = lm_eval_verdicts(cases)
+    table = [f"{n[:60]:60s} benchlab={int(o)} lm-eval={int(t)}" for n, o, t in zip(names, ours, theirs, strict=True)]
     print("\n".join(table))
     assert theirs == expected_lm, "\n".join(table)
-    agree = sum(o == t for o, t in zip(ours, theirs, strict=True))
-    assert agree == len(cases) - sum(fooled for _, _, fooled in HOSTILE.values())
+    assert ours == expected_ours, "\n".join(table)
+
+
+# Answers that work the same on any item: none knows the task.
+_GENERIC_CHEATS = [
+    "import os, json\nreport = {'loaded': '', 'values': {f'__bl_{i}': ['b', True] for i in range(9)}, 'failed': [],"
+    " 'modules': {}}\nos.write(3, (json.dumps(report) + '\\n').encode())\nos._exit(0)\n",
+    "import builtins\nclass Same:\n    def __eq__(self, o):\n        return True\n    def __bool__(self):\n"
+    "        return True\ndef __getattr__(name):\n    return lambda *a, **k: Same()\n"
+    "for n in ('add', 'is_even', 'reverse', 'fib', 'count_vowels', 'dedupe', 'is_palindrome', 'gcd'):\n"
+    "    globals()[n] = lambda *a, **k: Same()\n",
+]
+
+
+@pytest.mark.slow
+def test_the_builtin_pyfunc_benchmark_scores_references_only(scorers):
+    from importlib.resources import files
+
+    items = [json.loads(line) for line in files("benchlab.evaluate").joinpath("data/pyfunc.jsonl").read_text()
+             .splitlines()]
+    cases = [(item["tests"], item["reference"]) for item in items]
+    cases += [(item["tests"], cheat) for cheat in _GENERIC_CHEATS for item in items]
+    scores = _score_all(scorers, cases)
+    assert [s.correct for s in scores[: len(items)]] == [True] * len(items)
+    assert [s.correct for s in scores[len(items):]] == [False] * (len(cases) - len(items))
 
 
 @pytest.mark.slow
@@ -211,29 +148,94 @@ def test_setup_that_fails_fails_every_test_after_it(scorers):
     assert (score.tests_passed, score.tests_total) == (1, 2)
 
 
-def test_humaneval_style_tests_are_one_test_per_check_call():
+@pytest.mark.slow
+def test_a_test_that_cannot_be_split_fails_and_says_why(scorers):
+    tests = "assert add(1, 1) == 2\nassert all(add(x, x) == 2 * x for x in range(3))"
+    [score] = _score_all(scorers, [(tests, "def add(a, b):\n    return a + b\n")])
+    assert (score.tests_passed, score.tests_total) == (1, 2)
+    assert "cannot be judged apart from the answer" in score.detail
+
+
+def test_the_answers_program_holds_no_expected_value_and_no_secret():
+    tests = ("import math\ndef expected(xs):\n    return 987654\nassert add(2, 3) == 918273\n"
+             "assert math.isclose(add(0.5, 0.25), 0.123456)\nassert add(1, 2) == expected([1])")
+    plan = plan_tests(tests)
+    program = _program("def add(a, b):\n    return a + b\n", _answer_steps(plan, _walk(plan, {}, {}, {}).injections))
+    for secret in ("918273", "0.123456", "987654", "expected", "isclose", "=="):
+        assert secret not in program.rsplit("\n_run(", 1)[1], secret
+    assert "add(__bl_" in program
+
+
+def test_humaneval_checks_are_inlined_one_test_per_check_call():
     tests = ("METADATA = {}\n\ndef check(candidate):\n    assert candidate(1) == 2\n"
              "    assert candidate(2) == 3\n\ncheck(inc)")
-    units = split_tests(tests)
-    assert [u.is_test for u in units] == [False, False, True]
-    assert units[2].source == "check(inc)"
-    assert split_tests(["assert f(1)", "assert f(2)"]) == (Unit("assert f(1)", True), Unit("assert f(2)", True))
+    plan = plan_tests(tests)
+    assert plan.tests == 1
+    assert [p.source for p in plan.probes if p.side == "answer"] == ["inc(__bl_0_0)", "inc(__bl_1_0)"]
+    assert count_tests(["assert f(1)", "assert f(2)"]) == 2
 
 
-def test_a_verdict_counts_only_with_this_samples_nonce_and_length():
-    nonce = "ab" * 16
-    other = "cd" * 16
-    out = f"noise\n{MARKER} {other} 11\n{MARKER} {nonce} 10\n"
-    assert read_report(out, nonce, 2) == HarnessReport((True, False))
-    assert read_report(out, nonce, 3) is None
-    assert read_report(f"{MARKER} {nonce} 11 trailing\n", nonce, 2) is None
-    assert read_report(out, "ef" * 16, 2) is None
+def test_a_loop_over_constant_cases_is_unrolled_and_one_over_computed_data_is_refused():
+    plan = plan_tests("cases = [(1, 2), (3, 6)]\nfor x, want in cases:\n    assert double(x) == want")
+    assert plan.tests == 1
+    assert [p.source for p in plan.probes if p.side == "answer"] == ["double(__bl_0_0)", "double(__bl_1_0)"]
+    plan = plan_tests("import random\nfor _ in range(2):\n    x = random.randint(1, 9)\n    assert sq(x) == x * x")
+    assert [s.why for s in plan.steps if s.kind == "unjudgeable"] == [
+        "x is data the tests compute, which cannot be sent to the answer"] * 2
 
 
-def test_the_program_does_not_hold_the_nonce_where_the_answer_reads_its_source():
-    nonce = "0123456789abcdef" * 2
-    program = build_program("x = 1", split_tests("assert x == 1"), nonce)
-    # The nonce is in the harness's code (the file is deleted before the answer runs) and nowhere else.
-    assert program.count(nonce) == 2
-    with pytest.raises(ValueError):
-        build_program("x = 1", (), "not-hex")
+# Expressions over plain values: the glue must agree with Python's own evaluation of the same text.
+_GLUE_CASES = [
+    "1 == 1.0", "[1, 2] == (1, 2)", "(1, 2) == (1, 2.0)", "{1: 2} == {1: 2.0}", "True == 1", "0.1 + 0.2 == 0.3",
+    "abs(0.1 + 0.2 - 0.3) < 1e-9", "math.isclose(0.1 + 0.2, 0.3)", "sorted([3, 1, 2]) == [1, 2, 3]",
+    "Counter('abca') == Counter({'a': 2, 'b': 1, 'c': 1})", "Counter('ab') == {'a': 1, 'b': 1}",
+    "Fraction(1, 3) == 1 / 3", "Fraction(2, 4) == Fraction(1, 2)", "not [] and not 0", "'abc'.upper() == 'ABC'",
+    "len({1, 2, 2}) == 2", "1 < 2 < 3", "1 < 3 < 2", "None is None", "[1, [2, 3]][1][0] == 2", "'b' in 'abc'",
+    "float('nan') == float('nan')", "set([1, 2]) == frozenset([2, 1])", "round(2.675, 2) == 2.67",
+    "divmod(7, 2) == (3, 1)", "list(zip([1, 2], 'ab')) == [(1, 'a'), (2, 'b')]", "-0.0 == 0", "2 ** 10 == 1024",
+]
+
+
+@pytest.mark.parametrize("text", _GLUE_CASES)
+def test_the_glue_agrees_with_python(text):
+    env = {"math": math, "Counter": Counter, "Fraction": Fraction}
+    from benchlab.evaluate.glue import GLUE_BUILTINS
+
+    ours = Glue({**GLUE_BUILTINS, **env}, {}).eval(ast.parse(text, mode="eval").body)
+    assert ours == eval(text, env)  # noqa: S307 - the reference: Python itself, on our own constants
+
+
+def test_the_glue_refuses_to_compute_what_would_hold_the_server():
+    glue = Glue({"pow": pow, "list": list, "range": range, "zip": zip, "sum": sum},
+                {"__bl_0": 10**12, "__bl_1": "x" * 1000, "__bl_2": Fraction(3, 2)})
+    for text in ("2 ** __bl_0", "__bl_1 * __bl_0", "1 << __bl_0", "pow(3, __bl_0)", "list(range(__bl_0))",
+                 "sum(range(__bl_0))", "list(zip(range(__bl_0)))", "__bl_2 ** 10 ** 7", "[0] * 10**6 * 10**6",
+                 "__bl_1.replace('', 'y' * 100000)"):
+        with pytest.raises(GlueError):
+            glue.eval(ast.parse(text, mode="eval").body)
+
+
+def test_a_failed_probe_never_compares_equal():
+    glue = Glue({}, {"__bl_0": plain.Failed("returned a Same, not plain data")})
+    with pytest.raises(GlueError, match="not plain data"):
+        glue.eval(ast.parse("__bl_0 == 5", mode="eval").body)
+
+
+@pytest.mark.parametrize("data", [
+    ["i", "zz"], ["i", 5], ["f", "xyz"], ["l", "notalist"], ["S", [["l", []]]], ["d", [["i", "1"]]],
+    ["?", None], [], "x", ["np", ["O", [1], ["l", [["n", None]]]]], ["np", ["<f8", [10**9], ["l", []]]],
+    ["Q", ["1", "0"]], ["r", ["0", "1", "0"]], ["D", "1e999999999"], ["s", None],
+])
+def test_decode_refuses_what_is_not_exactly_a_plain_value(data):
+    with pytest.raises(plain.PlainDataError):
+        plain.decode(data)
+
+
+def test_decode_rebuilds_exact_builtins_only():
+    values = [1, True, 2.5, "s", b"b", [1, (2, 3)], {1: {2}}, Counter("ab"), Fraction(1, 3), None, frozenset({1})]
+    for value in values:
+        back = plain.decode(json.loads(json.dumps(plain.encode(value))))
+        assert back == value and type(back) is type(value)
+    # A subclass crosses as its base only for tuples (a namedtuple); others are not plain data.
+    subclass = type("S", (int,), {"__eq__": lambda s, o: True, "__hash__": int.__hash__})
+    assert isinstance(plain.decode(plain.encode(subclass(3))), plain.Failed)

@@ -22,6 +22,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -29,7 +30,7 @@ import pytest
 
 import benchlab
 from benchlab.errors import EvaluationError
-from benchlab.evaluate.sandbox import Sandbox, SandboxLimits, default_python
+from benchlab.evaluate.sandbox import Sandbox, SandboxLimits, default_python, find_cgroup
 
 pytestmark = pytest.mark.slow
 
@@ -252,7 +253,7 @@ from benchlab.errors import EvaluationError
 from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
 job = json.loads(sys.stdin.read())
 try:
-    sandbox = Sandbox(SandboxLimits(**job["limits"]), concurrency=1)
+    sandbox = Sandbox(SandboxLimits(**job["limits"]), concurrency=1, cgroup=job["cgroup"])
 except EvaluationError as exc:
     print(json.dumps({"setup_error": str(exc)}))
     raise SystemExit(0)
@@ -281,6 +282,38 @@ def _as_user_command() -> tuple[list[str], dict[str, str]]:
 Runner = Callable[..., dict]
 
 
+@contextmanager
+def delegated_cgroup(uid: int) -> Iterator[str]:
+    """A cgroup given to ``uid``, as an administrator delegates one to a server that is not root,
+    with a leaf ``server`` where that server's own process goes (cgroup v2 lets a process move
+    others only within a subtree it is in)."""
+    place = find_cgroup()
+    path = os.path.join(place.parent, f"benchlab-test-{uuid.uuid4().hex[:12]}")
+    os.mkdir(path)
+    os.mkdir(os.path.join(path, "server"))
+    for root, dirs, files in os.walk(path):
+        for name in [*dirs, *files, ""]:
+            os.chown(os.path.join(root, name) if name else root, uid, uid)
+    try:
+        yield path
+    finally:
+        for _ in range(100):
+            try:
+                for leftover in sorted(Path(path).glob("*/"), reverse=True):
+                    if leftover.is_dir():
+                        os.rmdir(leftover)
+                os.rmdir(path)
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def nobody_cgroup() -> Iterator[str]:
+    with delegated_cgroup(NOBODY) as path:
+        yield path
+
+
 @pytest.fixture(params=["server-user", "nobody"])
 def runner(request) -> Iterator[Runner]:
     """Runs a program in a sandbox of a server running as this user, or as ``nobody``."""
@@ -298,10 +331,13 @@ def runner(request) -> Iterator[Runner]:
     if os.geteuid() != 0:
         pytest.skip("the tests already run as an ordinary user")
     prefix, env = _as_user_command()
+    cgroup = request.getfixturevalue("nobody_cgroup")
+    # The server as nobody starts in the cgroup delegated to it.
+    enter = ["sh", "-c", f'echo $$ > {cgroup}/server/cgroup.procs && exec "$@"', "sh"]
 
     def as_nobody(program: str, limits: SandboxLimits = LIMITS) -> dict:
-        job = json.dumps({"limits": asdict(limits), "program": program})
-        proc = subprocess.run([*prefix, default_python(), "-c", _RUN_AS_USER], input=job, text=True,
+        job = json.dumps({"limits": asdict(limits), "program": program, "cgroup": cgroup})
+        proc = subprocess.run([*enter, *prefix, default_python(), "-c", _RUN_AS_USER], input=job, text=True,
                               capture_output=True, env=env, cwd="/", check=False, timeout=120)
         assert proc.returncode == 0, proc.stderr[-2000:]
         out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -438,6 +474,105 @@ def test_the_memory_limit_holds_for_the_whole_program(runner):
     assert 0 < held <= limits.memory_mb, f"one program held {held} MiB with memory_mb={limits.memory_mb}"
 
 
+# Memory a program holds outside its address space, 16 MiB at a time up to 1 GiB, each step
+# printed once held: the last number is what it held when it was stopped.
+_SHARED_MEMORY = {
+    "memfd written": """
+for _ in range(64):
+    fd = os.memfd_create("m")
+    for _ in range(16):
+        os.write(fd, b"x" * 2**20)
+    keep.append(fd); report()
+""",
+    "memfd with fallocate(KEEP_SIZE)": """
+for _ in range(64):
+    fd = os.memfd_create("m")
+    if libc.fallocate(fd, 1, ctypes.c_long(0), ctypes.c_long(CHUNK)) != 0:
+        break
+    keep.append(fd); report()
+""",
+    "SysV shared memory, detached": """
+libc.shmat.restype = ctypes.c_void_p
+for _ in range(64):
+    sid = libc.shmget(0, CHUNK, 0o1600)
+    addr = libc.shmat(sid, None, 0) if sid >= 0 else None
+    if addr in (None, ctypes.c_void_p(-1).value):
+        break
+    ctypes.memset(addr, 1, CHUNK); libc.shmdt(ctypes.c_void_p(addr)); report()
+""",
+}
+_SHARED_HEAD = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+CHUNK = 16 * 2**20
+held, keep = 0, []
+def report():
+    global held
+    held += 16
+    print(held, flush=True)
+"""
+
+
+@pytest.mark.parametrize("trick", sorted(_SHARED_MEMORY))
+def test_memory_outside_the_address_space_counts_against_the_limit(runner, trick):
+    limits = SandboxLimits(timeout_secs=10, cpu_secs=8, memory_mb=256, open_files=128, output_cap=4096)
+    result = runner(_SHARED_HEAD + _SHARED_MEMORY[trick], limits)
+    held = max([int(x) for x in result["stdout"].split() if x.isdigit()] or [0])
+    assert held <= limits.memory_mb, f"{trick}: one program held {held} MiB with memory_mb={limits.memory_mb}"
+    assert held >= 64, result  # it did run, and got as far as the limit allows
+    assert result["memory_exceeded"] or result["exit_code"] != 0, result
+
+
+def test_there_is_no_path_to_the_programs_memory(runner):
+    program = """
+import os
+opened = []
+for path in ("/proc/self/mem", "/dev/fd/../mem", "/dev/fd/../maps", "/proc/1/mem", "/dev/stdin/../../mem"):
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+        opened.append(path)
+    except OSError:
+        pass
+print(opened, os.path.exists("/proc/self"), os.path.realpath("/dev/fd"))
+"""
+    result = runner(program)
+    assert result["passed"], result
+    opened, _, rest = result["stdout"].strip().partition("] ")
+    assert opened == "[" and rest.startswith("False"), result["stdout"]
+
+
+def test_the_root_dev_and_the_sandbox_folder_are_read_only(runner):
+    program = """
+import errno, os
+written = []
+for folder in ("/", "/dev", "/sandbox", "/usr", "/dev/shm/..", "/tmp/work/../.."):
+    try:
+        with open(os.path.join(folder, "planted"), "w") as f:
+            f.write("x")
+        written.append(folder)
+    except OSError:
+        pass
+for folder in ("/new-folder", "/dev/new-folder", "/sandbox/new-folder"):
+    try:
+        os.mkdir(folder)
+        written.append(folder)
+    except OSError:
+        pass
+with open("/tmp/ok", "w") as f:
+    f.write("the program's one writable place")
+print(written)
+"""
+    result = runner(program)
+    assert result["passed"], result
+    assert result["stdout"].strip() == "[]"
+
+
+def test_health_describes_the_confinement_that_holds(sandbox):
+    described = sandbox.describe()
+    assert described["proc"] is False
+    assert "cgroup" in described["memory"] and described["memory_mb"] == LIMITS.memory_mb
+
+
 def test_a_detached_grandchild_does_not_outlive_the_program(runner):
     marker = f"{int(time.time())}.{uuid.uuid4().int % 10**9}"
     program = f"""
@@ -541,13 +676,22 @@ print(sorted(os.listdir("/")))
 
 
 def test_the_program_holds_no_capability(runner):
+    # No /proc in the sandbox: the kernel is asked directly (capget, and prctl for the bounding
+    # and ambient sets).
     program = """
-status = dict(line.split(":\\t") for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
-print([status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")])
+import ctypes, struct
+libc = ctypes.CDLL(None, use_errno=True)
+header = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0), 8)
+data = ctypes.create_string_buffer(24)
+assert libc.capget(header, data) == 0, ctypes.get_errno()
+eff0, prm0, inh0, eff1, prm1, inh1 = struct.unpack("=6I", data.raw)
+bounding = [c for c in range(64) if libc.prctl(36, c, 0, 0, 0) == 1]  # PR_CAPBSET_READ
+ambient = [c for c in range(64) if libc.prctl(47, 1, c, 0, 0) == 1]  # PR_CAP_AMBIENT_IS_SET
+print([eff0 | eff1 << 32, prm0 | prm1 << 32, inh0 | inh1 << 32, bounding, ambient])
 """
     result = runner(program)
     assert result["passed"], result
-    assert result["stdout"].strip() == str(["0000000000000000"] * 5)
+    assert result["stdout"].strip() == "[0, 0, 0, [], []]"
 
 
 # -- Fail closed ----------------------------------------------------------------------------------
@@ -558,6 +702,39 @@ def test_without_bubblewrap_no_code_runs_and_the_reason_is_given(monkeypatch, tm
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(EvaluationError, match="needs bubblewrap, which is not installed"):
         Sandbox(LIMITS)
+
+
+def test_without_a_cgroup_no_code_runs_and_the_reason_is_given(tmp_path):
+    with pytest.raises(EvaluationError, match="not a cgroup of the memory controller"):
+        Sandbox(LIMITS, cgroup=str(tmp_path))
+
+
+def test_a_server_user_without_a_cgroup_of_its_own_scores_no_code():
+    """As nobody, with no cgroup delegated, the sandbox refuses to start and says what to do."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become nobody")
+    prefix, env = _as_user_command()
+    job = json.dumps({"limits": asdict(LIMITS), "program": "print(1)", "cgroup": None})
+    proc = subprocess.run([*prefix, default_python(), "-c", _RUN_AS_USER], input=job, text=True,
+                          capture_output=True, env=env, cwd="/", check=False, timeout=120)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "cgroup" in out.get("setup_error", ""), out
+    assert "sandbox.cgroup" in out["setup_error"]
+
+
+def test_without_a_cgroup_the_server_starts_only_without_code_benchmarks_and_health_says_why(tmp_path):
+    from evalsvc_testkit import TOKEN, write_config
+
+    from benchlab.evaluate.config import load_config
+    from benchlab.evaluate.server import create_app
+
+    sandbox = {"cgroup": str(tmp_path)}
+    with pytest.raises(EvaluationError, match="cgroup"):
+        create_app(load_config(write_config(tmp_path, sandbox=sandbox)), token=TOKEN)
+    config = load_config(write_config(tmp_path, sandbox=sandbox))
+    config.benchmarks = {k: v for k, v in config.benchmarks.items() if v.scorer != "code"}
+    app = create_app(config, token=TOKEN)
+    assert any("no code sandbox" in w and "cgroup" in w for w in app.state.bench.warnings)
 
 
 def test_an_interpreter_the_sandbox_cannot_run_is_a_clear_error(tmp_path):

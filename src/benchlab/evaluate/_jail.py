@@ -5,9 +5,11 @@ Two stages, both in this file:
 - outside (``python -I _jail.py CONFIG_JSON``): reads the program from stdin,
   runs it in ``bwrap`` and prints one JSON line: exit code, timed_out, and the
   first ``output_cap`` bytes of its stdout and stderr, or ``error`` when the
-  sandbox could not be set up. As root it first becomes the slot's own
-  unprivileged uid, so that the program's processes are counted apart and own
-  nothing of the host.
+  sandbox could not be set up. It makes the program's cgroup (its memory capped
+  at ``memory_mb``, no swap) and moves bubblewrap's process into it before the
+  exec, so everything the program holds is counted there. As root it then becomes
+  the slot's own unprivileged uid, so that the program's processes are counted
+  apart and own nothing of the host.
 - inside (``python -I -B /sandbox/jail.py --inner CONFIG_JSON``), the first
   process in the sandbox, still holding CAP_SYS_ADMIN of the sandbox's own user
   namespace: mounts the program's capped tmpfs (bubblewrap 0.8 caps its size but
@@ -15,11 +17,11 @@ Two stages, both in this file:
   capability and execs the program.
 
 bubblewrap gives new user, PID, network, IPC, UTS and cgroup namespaces, a root
-made of nothing but what ``CONFIG["binds"]`` names (read-only) plus /proc of the
-new PID namespace and a minimal /dev, and kills everything in there when the
-launcher goes. Its seccomp filter, built here, refuses every new process
-(threads are allowed), so the program is one address space and ``RLIMIT_AS``
-bounds all its memory.
+made of nothing but what ``CONFIG["binds"]`` names (read-only) plus a minimal
+/dev (the root and /dev then remounted read-only; no /proc), and kills everything
+in there when the launcher goes. Its seccomp filter, built here, refuses every new
+process (threads are allowed); the cgroup bounds all the memory the program holds,
+in its address space or not (memfds, tmpfs files, shared memory).
 """
 
 from __future__ import annotations
@@ -135,7 +137,7 @@ def bwrap_argv(cfg: dict, jail_fd: int, seccomp_fd: int) -> list[str]:
     argv = [
         cfg["bwrap"], "--unshare-all", "--unshare-user", "--die-with-parent",
         "--new-session", "--uid", "0", "--gid", "0", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",
-        "--hostname", "sandbox", "--clearenv", "--proc", "/proc", "--dev", "/dev",
+        "--hostname", "sandbox", "--clearenv", "--dev", "/dev",
         "--dir", "/tmp", "--dir", "/var/tmp",
     ]
     moved: list[tuple[str, str]] = []
@@ -158,8 +160,11 @@ def bwrap_argv(cfg: dict, jail_fd: int, seccomp_fd: int) -> list[str]:
     for aside, target in moved:
         if python.startswith(target + "/"):
             python = aside + python[len(target):]
-    argv += ["--ro-bind-data", str(jail_fd), "/sandbox/jail.py", "--seccomp", str(seccomp_fd),
-             "--chdir", "/", python, "-I", "-B", "/sandbox/jail.py", "--inner", json.dumps(inner)]
+    # No /proc: nothing there for the program to read or write (its own memory, /dev/fd/../mem).
+    # The root and /dev that bubblewrap made are read-only from here on; /tmp is the capped tmpfs.
+    argv += ["--ro-bind-data", str(jail_fd), "/sandbox/jail.py", "--remount-ro", "/dev",
+             "--remount-ro", "/", "--seccomp", str(seccomp_fd), "--chdir", "/",
+             python, "-I", "-B", "/sandbox/jail.py", "--inner", json.dumps(inner)]
     return argv
 
 
@@ -180,7 +185,86 @@ def _read_capped(fd: int, cap: int) -> str:
     return text + "\n[output truncated]" if len(data) > cap else text
 
 
-def _start(cfg: dict, program: bytes) -> tuple[int, int, int, int]:
+def _cgroup_write(path: str, name: str, value: str) -> None:
+    with open(os.path.join(path, name), "w") as f:
+        f.write(value)
+
+
+def _swap_on() -> bool:
+    try:
+        with open("/proc/swaps") as f:
+            return len(f.read().strip().splitlines()) > 1
+    except OSError:
+        return True
+
+
+def cgroup_create(cgroup: dict, memory_mb: int, name: str) -> str:
+    """A cgroup of its own for one program, under ``cgroup["parent"]``, its memory capped at
+    ``memory_mb`` with no swap: every page the program holds counts (anonymous memory, memfds,
+    tmpfs files, thread stacks), whichever of its processes or threads holds it."""
+    path = os.path.join(cgroup["parent"], name)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        os.rmdir(path)
+        os.mkdir(path)
+    limit = str(memory_mb * 1024 * 1024)
+    try:
+        if cgroup["version"] == 2:
+            _cgroup_write(path, "memory.max", limit)
+            if os.path.exists(os.path.join(path, "memory.swap.max")):
+                _cgroup_write(path, "memory.swap.max", "0")
+            elif _swap_on():
+                raise _SetupError("swap is on and this kernel's cgroups cannot limit it (no memory.swap.max)")
+            if os.path.exists(os.path.join(path, "memory.oom.group")):
+                _cgroup_write(path, "memory.oom.group", "1")
+        else:
+            _cgroup_write(path, "memory.limit_in_bytes", limit)
+            if os.path.exists(os.path.join(path, "memory.memsw.limit_in_bytes")):
+                _cgroup_write(path, "memory.memsw.limit_in_bytes", limit)
+            elif _swap_on():
+                raise _SetupError("swap is on and this kernel's cgroups cannot limit it (no memory.memsw)")
+    except BaseException:
+        cgroup_remove(path)
+        raise
+    return path
+
+
+def cgroup_finish(path: str, version: int) -> tuple[float, bool]:
+    """The program's peak memory in MiB (0 where the kernel does not say) and whether it was
+    killed for memory; then the cgroup is removed."""
+    peak, oom = 0.0, False
+    try:
+        with open(os.path.join(path, "memory.peak" if version == 2 else "memory.max_usage_in_bytes")) as f:
+            peak = int(f.read().split()[0]) / 2**20
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(os.path.join(path, "memory.events" if version == 2 else "memory.oom_control")) as f:
+            oom = any(line.split()[:1] == ["oom_kill"] and line.split()[1] != "0" for line in f)
+    except (OSError, IndexError):
+        pass
+    cgroup_remove(path)
+    return round(peak, 1), oom
+
+
+def cgroup_remove(path: str) -> None:
+    if os.path.exists(os.path.join(path, "cgroup.kill")):
+        try:
+            _cgroup_write(path, "cgroup.kill", "1")
+        except OSError:
+            pass
+    for _ in range(200):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
+
+
+def _start(cfg: dict, program: bytes, cgroup_path: str) -> tuple[int, int, int, int]:
     """Fork and exec bwrap; its pid and the memfds of stdout, stderr and the inner stage's status."""
     drop = os.geteuid() == 0
     limits = cfg["limits"]
@@ -202,6 +286,8 @@ def _start(cfg: dict, program: bytes) -> tuple[int, int, int, int]:
             for target, fd in enumerate(moved):
                 os.dup2(fd, target)
             os.closerange(6, 1 << 16)
+            # Into the program's cgroup before anything of the sandbox exists: all it starts is counted.
+            _cgroup_write(cgroup_path, "cgroup.procs", str(os.getpid()))
             if drop:
                 os.setgroups([])
                 os.setgid(cfg["uid"])
@@ -237,8 +323,22 @@ def main() -> None:
     # bwrap's init is reparented to us when bwrap goes, so that we can wait for it: the init of
     # a PID namespace is reaped only once every process in there is gone.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    cgroup = cfg["cgroup"]
     try:
-        pid, out_fd, err_fd, status_fd = _start(cfg, program)
+        cgroup_path = cgroup_create(cgroup, cfg["limits"]["memory_mb"], f"benchlab-{os.getpid()}")
+    except (_SetupError, OSError) as exc:
+        print(json.dumps({"error": f"the sandbox could not be set up: no memory cgroup: {exc}", "setup": True}))
+        return
+    try:
+        run(cfg, program, start, cgroup_path)
+    finally:
+        cgroup_remove(cgroup_path)
+
+
+def run(cfg: dict, program: bytes, start: float, cgroup_path: str) -> None:
+    """Start the program in its cgroup, wait for it within the time limit, print how it ended."""
+    try:
+        pid, out_fd, err_fd, status_fd = _start(cfg, program, cgroup_path)
     except (_SetupError, OSError) as exc:
         print(json.dumps({"error": f"the sandbox could not be set up: {exc}", "setup": True}))
         return
@@ -258,6 +358,7 @@ def main() -> None:
         else:
             time.sleep(0.005)
     _reap_all(time.monotonic() + 10)
+    peak_mb, oom = cgroup_finish(cgroup_path, cfg["cgroup"]["version"])
     cap = cfg["output_cap"]
     stderr = _read_capped(err_fd, cap)
     if os.pread(status_fd, len(READY), 0) != READY and not timed_out:
@@ -270,6 +371,8 @@ def main() -> None:
         "duration_secs": round(time.monotonic() - start, 4),
         "stdout": _read_capped(out_fd, cap),
         "stderr": stderr,
+        "memory_peak_mb": peak_mb,
+        "memory_exceeded": oom,
     }
     sys.stdout.write(json.dumps(result) + "\n")
 

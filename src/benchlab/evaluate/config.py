@@ -166,6 +166,9 @@ class SandboxSettings(_Strict):
     tmpfs_mb: int = Field(default=64, ge=1)  # the program's one writable place (/tmp)
     max_files: int = Field(default=1024, ge=8)  # files, folders and hard links it may create there
     output_cap_bytes: int = Field(default=65536, ge=1024)
+    # The cgroup under which each program gets a memory-capped one of its own; default: this
+    # process's own (as root), or refused with the reason where it may not be written.
+    cgroup: str | None = None
 
     @field_validator("mode", mode="before")
     @classmethod

@@ -1,69 +1,48 @@
-"""The program a code answer is judged by, and how its verdict is read back.
+"""How a code answer is judged: the answer computes values in a sandbox, the verdict is decided here.
 
-A code sample is correct only when every test ran to its end and passed.
-The exit code proves nothing: an answer runs first and may end the process
-(``sys.exit``, ``os._exit``, an ``atexit`` hook, a signal) before any test.
-So the sandbox runs a harness, not ``answer + tests``:
+A program that runs the answer cannot be trusted to report on it: the answer
+shares its process, so it can rewrite memory, swap classes, patch what the
+tests compare with, or print whatever the reader expects. So no verdict is
+ever read from the answer's process:
 
-1. Before the answer's first line the harness installs an audit hook (which
-   no Python code can remove) refusing what could reach or rewrite the harness:
-   frames (``sys._getframe`` outside three standard-library callers that only
-   read a module name, ``tb_frame``, ``gi_frame``), ``gc`` object walks,
-   tracing and profiling, further audit hooks, ``ctypes`` and the C test
-   modules, new processes, signals to other processes, anything under
-   ``/proc``, a path that is not a plain string, and new Python signal
-   handlers (a handler would receive the harness's frame). It forbids
-   new threads and processes at the kernel level (``RLIMIT_NPROC`` 0), deletes
-   its own source file, and points the answer's stdout at /dev/null so that
-   nothing the answer prints can push the verdict out of the captured output.
-2. The answer runs in a namespace of its own. Each test (a top-level
-   ``assert`` or call of the item's ``tests``; the other statements are setup)
-   then runs in a fresh namespace holding the answer's functions, wrapped, and
-   the builtins as they were before the answer ran. After the answer's code and
-   after every call into it, the modules the tests use and the builtins are put
-   back as they were, and a value returned to a test must be plain data (no
-   class of the answer's that redefines comparison, hashing or truth), so an
-   answer can neither patch what a test checks with nor return an object that
-   equals everything.
-3. After the last test the harness writes one line to the output it kept,
-   ``BENCHLAB-RESULT <nonce> <bits>``: the nonce is drawn per sample by the
-   server and appears nowhere the answer can read it (it is a constant of the
-   harness's code, whose frames and code objects the hook hides, and the
-   source file is gone); ``bits`` has one ``1`` or ``0`` per test. Then it
-   leaves with ``os._exit``, so no hook of the answer's runs after the verdict.
+1. ``testplan.plan_tests`` splits the tests, on this side, into the calls
+   into the answer (answer probes), what only the tests' own code computes
+   (tests probes) and the comparison (glue).
+2. The **answer's sandbox** runs the answer, then each answer probe, and sends
+   back each value as plain data (``plain.py``'s tagged JSON). The program holds
+   the answer, the tests' imports, the calls' arguments, and nothing of the
+   expected side: there is no secret, no verdict and no expected value in it
+   to find or forge. Whatever it sends is taken for the answer's return
+   values, which is all an answer decides in ``answer + tests``.
+3. Where a test needs its own code (a helper it defines, ``numpy``,
+   ``unittest``), a second, fresh **tests' sandbox** runs the tests' setup
+   without a line of the answer and evaluates those parts, given the answer's
+   values as plain data.
+4. **Here**, ``glue.Glue`` rebuilds exact built-ins from the data and
+   evaluates each check (``==``, ``math.isclose``...) with Python's own code.
 
-Anything that stops the harness early (an exit of any kind, a kill, a
-timeout, a crash) leaves no such line, and the sample scores 0.
-
-What this does not claim: an answer that rewrites the interpreter's memory
-could still forge the line. Every route to that memory a Python program has
-without native code is closed above (``ctypes`` and ``/proc/self/mem``
-included); the sandbox bounds the rest.
+A check passes when its comparison is true (or, for a call, when it returns).
+A value that is not plain data (an object of the answer's class), a call
+that raised, a sandbox that ended before it sent its values, a test that
+cannot be split (``testplan.Unjudgeable``): each fails the check, with why.
 """
 
 from __future__ import annotations
 
 import ast
-import re
-import secrets
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-MARKER = "BENCHLAB-RESULT"
-_WHY = "BENCHLAB-WHY"
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One top-level statement of an item's tests: a test (``assert`` or a call) or setup."""
-
-    source: str
-    is_test: bool
+from benchlab.evaluate import plain
+from benchlab.evaluate.glue import GLUE_BUILTINS, Glue, GlueError, module, truth
+from benchlab.evaluate.testplan import Plan, Probe, plan_tests
 
 
 @dataclass(frozen=True)
 class HarnessReport:
-    """What the harness proved: one verdict per test, and why the first failing one failed."""
+    """The verdict: one per test, and why the first failing one failed."""
 
     passed: tuple[bool, ...]
     why: str = ""
@@ -73,306 +52,255 @@ class HarnessReport:
         return bool(self.passed) and all(self.passed)
 
 
-def split_tests(tests: str | Sequence[str]) -> tuple[Unit, ...]:
-    """The units of an item's ``tests``: a list is one test per entry; a string is split by statement.
-
-    In a string, each top-level ``assert`` and each top-level expression (a
-    ``check(candidate)`` call) is a test; imports, definitions and assignments
-    are setup that the following tests need. Tests that do not parse are one
-    unit, which fails as a syntax error in the sandbox.
-    """
-    if not isinstance(tests, str):
-        return tuple(Unit(str(t), True) for t in tests)
-    try:
-        tree = ast.parse(tests)
-    except SyntaxError:
-        return (Unit(tests, True),)
-    units = []
-    for node in tree.body:
-        source = ast.get_source_segment(tests, node) or ast.unparse(node)
-        # Setup keeps its column-0 form; a decorated definition starts at its first decorator.
-        if getattr(node, "decorator_list", None):
-            first = node.decorator_list[0]  # type: ignore[attr-defined]
-            lines = tests.splitlines()
-            source = "\n".join(lines[first.lineno - 1 : node.end_lineno])
-        units.append(Unit(source, isinstance(node, ast.Assert | ast.Expr)))
-    if not any(u.is_test for u in units):
-        return (Unit(tests, True),)
-    return tuple(units)
+class _Runs(Protocol):
+    async def run(self, program: str) -> Any: ...
 
 
-def new_nonce() -> str:
-    """A fresh per-sample secret: 32 hex digits."""
-    return secrets.token_hex(16)
+# The sandboxed programs: plain.py's functions, then this runner. It is the same for both sandboxes;
+# the tests' one has no answer. Its report is one JSON line on the output it kept.
+_RUNNER = r'''
 
-
-def build_program(answer: str, units: Sequence[Unit], nonce: str) -> str:
-    """The harness program that runs ``answer``, then each unit, and reports under ``nonce``."""
-    if not re.fullmatch(r"[0-9a-f]{16,64}", nonce):
-        raise ValueError("nonce must be 16 to 64 lowercase hex digits")
-    pairs = tuple((u.source, u.is_test) for u in units)
-    return (
-        _TEMPLATE.replace("__MARKER__", f"{MARKER} {nonce} ")
-        .replace("__WHY__", f"{_WHY} {nonce} ")
-        .replace("__ANSWER__", repr(answer))
-        .replace("__UNITS__", repr(pairs))
-    )
-
-
-def read_report(stdout: str, nonce: str, tests: int) -> HarnessReport | None:
-    """The harness's verdict in ``stdout``, or None when it never wrote one for ``tests`` tests.
-
-    Only a line carrying this sample's nonce counts; the answer cannot know it,
-    so a line it printed itself never matches.
-    """
-    found = re.search(rf"(?m)^{MARKER} {nonce} ([01]+)$", stdout)
-    if found is None or len(found.group(1)) != tests:
-        return None
-    why = re.search(rf"(?m)^{_WHY} {nonce} (.*)$", stdout)
-    return HarnessReport(tuple(c == "1" for c in found.group(1)), why.group(1) if why else "")
-
-
-# The harness itself. It must never look a name up in a namespace the answer can
-# reach once the answer has run: everything it uses is bound to a local first.
-_TEMPLATE = r'''
-import sys as _sys
-
-
-def _harness(answer, units):
-    sys_ = _sys
-    sys_.modules["__main__"].__dict__.pop("_harness", None)
-    import builtins, gc, os, resource, signal, _signal
-    # What tests commonly import, loaded now so that they are put back after each call.
-    import bisect, collections, copy, dataclasses, decimal, enum, fractions, functools, heapq  # noqa
-    import itertools, math, operator, random, re, statistics, string, typing  # noqa
-    write, exit_now, dup, dup2, open_fd, unlink = os.write, os._exit, os.dup, os.dup2, os.open, os.unlink
-    BaseExc, compile_, exec_, type_, isinstance_, len_ = BaseException, compile, exec, type, isinstance, len
-    str_, tuple_, dict_, list_, id_, getattr_, vars_ = str, tuple, dict, list, id, getattr, vars
-    frozenset_, set_, range_, bytes_, int_, object_ = frozenset, set, range, bytes, int, object
-    callable_, AttributeError_, TypeError_, OSError_, ValueError_ = (
-        callable, AttributeError, TypeError, OSError, ValueError)
-    module_type = type_(os)
-    gc_disable = gc.disable
-    sig_signal, sig_get, sig_dfl = signal.signal, signal.getsignal, signal.SIG_DFL
-    catchable = tuple_(s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP))
-    try:
-        unlink(os.path.abspath(__file__))
-    except OSError:
-        exit_now(3)
-    out = dup(1)
-    dup2(open_fd(os.devnull, os.O_WRONLY), 1)
-
-    # Code objects whose own sys._getframe call only reads a module's __name__.
-    frame_readers = frozenset_(id_(c) for c in (typing._caller.__code__, collections.namedtuple.__code__,
-                                                 enum.EnumType._create_.__code__))
-    real_getframe = sys_._getframe
-    hidden_attrs = frozenset_(("tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"))
-    banned_imports = frozenset_(("ctypes", "_ctypes", "_posixsubprocess", "_testcapi", "_testinternalcapi",
-                                 "_testmultiphase", "_xxsubinterpreters", "_xxinterpchannels",
-                                 "_signal", "cffi", "_cffi_backend"))
-    banned_events = frozenset_(("sys.settrace", "sys.setprofile", "sys._current_frames",
-                                "sys._current_exceptions", "sys.addaudithook", "gc.get_objects",
-                                "gc.get_referrers", "gc.get_referents", "os.fork", "os.forkpty",
-                                "os.posix_spawn", "os.exec", "os.spawn", "os.system", "subprocess.Popen",
-                                "os.kill", "os.killpg", "signal.pthread_kill", "pty.spawn",
-                                "os.symlink", "os.link", "sys.monitoring.register_callback"))
-    busy = [False]
-
-    class Refused(RuntimeError):
-        pass
-
-    def hook(event, args):
-        if busy[0]:
-            return
-        if event in banned_events:
-            raise Refused(event)
-        if event == "import" and args[0].split(".")[0] in banned_imports:
-            raise Refused("import " + args[0])
-        if event == "object.__getattr__" and args[1] in hidden_attrs:
-            raise Refused(args[1])
-        if event in ("open", "os.chdir", "os.listdir", "os.scandir"):
-            path = args[0]
-            if path is None or isinstance_(path, int_):
-                return
-            if type_(path) is bytes_:
-                path = path.decode("utf-8", "replace")
-            if type_(path) is not str_ or "proc" in path.split("/"):
-                raise Refused(event)
-        if event == "sys._getframe":
-            busy[0] = True
-            try:
-                allowed = id_(real_getframe(1).f_code) in frame_readers
-            finally:
-                busy[0] = False
-            if not allowed:
-                raise Refused(event)
-
-    # Python signal handlers would receive the harness's frames: none may be set from now on.
-    def no_handlers(*args, **kwargs):
-        raise Refused("signal handlers are not available")
-
-    signal.signal = no_handlers
-    _signal.signal = no_handlers
-
-    # The state every test starts from, kept in tuples the answer cannot edit.
-    saved_modules = tuple_((m, tuple_(vars_(m).items())) for m in list_(sys_.modules.values())
-                           if type_(m) is module_type)
-    saved_sys_modules = tuple_(sys_.modules.items())
-    saved_paths = (tuple_(sys_.meta_path), tuple_(sys_.path_hooks), tuple_(sys_.path))
-    saved_builtins = tuple_(vars_(builtins).items())
-    handlers = tuple_((s, sig_get(s)) for s in catchable)
-
-    def restore():
-        gc_disable()
-        for s, h in handlers:
-            try:
-                if sig_get(s) is not h:
-                    sig_signal(s, h if h is not None else sig_dfl)
-            except (OSError_, ValueError_, TypeError_):
-                pass
-        modules = sys_.modules
-        for name, module in saved_sys_modules:
-            if modules.get(name) is not module:
-                modules[name] = module
-        sys_.meta_path[:], sys_.path_hooks[:], sys_.path[:] = (list_(p) for p in saved_paths)
-        for module, items in saved_modules:
-            d = vars_(module)
-            for key, value in items:
-                if d.get(key, d) is not value:
-                    d[key] = value
-
-    plain = frozenset_((int_, float, complex, str_, bytes_, bool, type_(None), range_, bytearray,
-                        decimal.Decimal, fractions.Fraction))
-    mappings = frozenset_((dict_, collections.Counter, collections.defaultdict, collections.OrderedDict))
-    sequences = frozenset_((list_, tuple_, set_, frozenset_, collections.deque))
-    # Dunder names a class standing for plain data may define: none changes what it compares equal to.
-    harmless = frozenset_(("__init__", "__new__", "__repr__", "__str__", "__doc__", "__module__",
-                           "__qualname__", "__dict__", "__weakref__", "__slots__", "__annotations__",
-                           "__match_args__", "__getnewargs__", "__orig_bases__", "__parameters__",
-                           "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__copy__",
-                           "__deepcopy__", "__init_subclass__", "__class_getitem__", "__format__"))
-    getset = type_(vars_(type_)["__dict__"])
-
-    def check_value(value, depth):
-        if depth > 100:
-            raise TypeError_("a value nested deeper than 100 levels")
-        t = type_(value)
-        if t in plain:
-            return
-        if t in mappings:
-            for k, v in list_(dict_.items(value)):
-                check_value(k, depth + 1)
-                check_value(v, depth + 1)
-            return
-        if t in sequences:
-            for v in list_(value):
-                check_value(v, depth + 1)
-            return
-        if type_(t) is not type_:
-            raise TypeError_("returned an object whose class has a metaclass")
-        # A Python class (a namedtuple, a small record) may stand for data as long as it
-        # leaves equality, ordering, truth, arithmetic and attribute access as they are.
-        base = None
-        for klass in t.__mro__:
-            if klass is object_:
-                continue
-            if klass in plain or klass in mappings or klass in sequences:
-                base = base or klass
-                continue
-            if not (klass.__flags__ & (1 << 9)):  # a built-in type (Py_TPFLAGS_HEAPTYPE unset)
-                raise TypeError_("returned a " + klass.__name__)
-            for name, attr in list_(vars_(klass).items()):
-                if name[:2] == "__" and name[-2:] == "__" and name not in harmless:
-                    raise TypeError_("returned an object of a class that defines " + name)
-                if name == "__dict__" and type_(attr) is not getset:
-                    raise TypeError_("returned an object of a class that defines __dict__")
-        if base is not None and base not in plain:
-            for v in list_(base.__iter__(value)):
-                check_value(v, depth + 1)
-                if base in mappings:
-                    check_value(base.__getitem__(value, v), depth + 1)
+def _run(answer, steps):
+    import json, os
+    dumps, write, exit_now = json.dumps, os.write, os._exit
+    out = os.dup(1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    report = {"loaded": "", "values": {}, "failed": [], "modules": {}}
+    if answer is not None:
         try:
-            own = object_.__getattribute__(value, "__dict__")
-        except AttributeError_:
-            return
-        for v in list_(dict_.values(own)):
-            check_value(v, depth + 1)
-
-    # The tests' namespace: a function a test hands to the answer carries it (__globals__), so it is
-    # put back after every call too.
-    test_builtins = dict_(saved_builtins)
-    test_globals = {"__name__": "__main__", "__builtins__": test_builtins}
-
-    def wrap(fn):
-        def call(*args, **kwargs):
-            names = tuple_(dict_.items(test_globals))
-            try:
-                result = fn(*args, **kwargs)
-            finally:
-                restore()
-                dict_.clear(test_builtins)
-                dict_.update(test_builtins, saved_builtins)
-                dict_.clear(test_globals)
-                dict_.update(test_globals, names)
-                test_globals["__builtins__"] = test_builtins
-            check_value(result, 0)
-            return result
-        return call
-
-    compiled = tuple_((compile_(source, "<tests>", "exec", dont_inherit=True, optimize=0), is_test)
-                      for source, is_test in units)
-    answer_code = None
-    why = ""
-    try:
-        answer_code = compile_(answer, "<answer>", "exec", dont_inherit=True)
-    except BaseExc as exc:
-        why = "the answer does not compile: " + type_(exc).__name__
-    try:
-        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-    except (OSError, ValueError):
-        exit_now(3)
-    sys_.addaudithook(hook)
-    namespace = {"__name__": "__answer__", "__builtins__": builtins}
-    loaded = False
-    if answer_code is not None:
+            exec(compile(answer, "<answer>", "exec", dont_inherit=True), ns)
+        except BaseException as exc:
+            report["loaded"] = type(exc).__name__
+            steps = ()
+    for step in steps:
+        kind, index = step[0], step[1]
         try:
-            exec_(answer_code, namespace)
-            loaded = True
-        except BaseExc as exc:
-            why = "the answer raised " + type_(exc).__name__ + " before the tests"
-        restore()
-    if loaded:
-        for key, value in list_(dict_.items(namespace)):
-            if type_(key) is not str_ or key[:2] == "__" or key in test_builtins:
-                continue
-            if type_(value) is not module_type:
-                test_globals[key] = wrap(value) if callable_(value) else value
-    bits = ""
-    broken = not loaded
-    for code, is_test in compiled:
-        if broken:
-            if is_test:
-                bits = bits + "0"
-            continue
-        restore()
-        dict_.clear(test_builtins)
-        dict_.update(test_builtins, saved_builtins)
-        try:
-            exec_(code, test_globals)
-            ok = True
-        except BaseExc as exc:
-            ok = False
-            if not why:
-                why = "test " + str_(len_(bits) + 1) + ": " + type_(exc).__name__
-        restore()
-        if is_test:
-            bits = bits + ("1" if ok else "0")
-        elif not ok:
-            broken = True
-    clean = "".join([c if " " <= c <= "~" else "?" for c in why[:300]])
-    write(out, ("\n__WHY__" + clean + "\n__MARKER__" + bits + "\n").encode())
+            if kind == "exec":
+                exec(compile(step[2], "<tests>", "exec", dont_inherit=True), ns)
+            elif kind == "module":
+                value = ns.get(step[2])
+                report["modules"][step[2]] = value.__name__ if type(value) is type(os) else ""
+            else:
+                pid, source, inject, bind = step[2:]
+                for name, data in inject.items():
+                    ns[name] = decode(data)
+                try:
+                    value = eval(compile(source, "<tests>", "eval", dont_inherit=True), ns)
+                except BaseException as exc:
+                    report["values"][pid] = ["e", type(exc).__name__]
+                    if bind:
+                        raise
+                    continue
+                try:
+                    report["values"][pid] = encode(value)
+                except BaseException as exc:
+                    report["values"][pid] = ["x", "its value could not be read: " + type(exc).__name__]
+                if bind:
+                    ns["__bl_value"] = value
+                    exec(bind + " = __bl_value", ns)
+        except BaseException as exc:
+            report["failed"].append([index, type(exc).__name__])
+    write(out, (dumps(report) + "\n").encode())
     exit_now(0)
 
 
-_harness(__ANSWER__, __UNITS__)
+_run(__ANSWER__, __STEPS__)
 '''
+
+
+def _program(answer: str | None, steps: list[list]) -> str:
+    return plain.SOURCE + _RUNNER.replace("__ANSWER__", repr(answer)).replace("__STEPS__", repr(steps))
+
+
+@dataclass
+class _Report:
+    """What a sandbox sent: the answer loaded or not, probe values, failed statements, module names."""
+
+    ran: bool
+    loaded: str = ""
+    values: dict[str, Any] | None = None
+    failed: dict[int, str] | None = None
+    modules: dict[str, str] | None = None
+    why: str = ""
+
+
+def _read(stdout: str, asked: set[str], why_not: str) -> _Report:
+    """The report on the last line of ``stdout``; only the probes asked of this sandbox count."""
+    lines = stdout.strip().splitlines()
+    try:
+        data = json.loads(lines[-1])
+    except (ValueError, IndexError, RecursionError):
+        return _Report(False, why="the program ended before it reported: " + why_not)
+    if not isinstance(data, dict) or not isinstance(data.get("values"), dict):
+        return _Report(False, why="the program ended before it reported: " + why_not)
+    values: dict[str, Any] = {}
+    for pid, encoded in data["values"].items():
+        if pid in asked:
+            try:
+                values[pid] = plain.decode(encoded)
+            except (plain.PlainDataError, RecursionError):
+                values[pid] = plain.Failed("its value is not plain data")
+    failed = {}
+    for item in data.get("failed") or []:
+        if isinstance(item, list) and len(item) == 2 and type(item[0]) is int and isinstance(item[1], str):
+            failed[item[0]] = item[1][:100]
+    modules = {k: v for k, v in (data.get("modules") or {}).items() if isinstance(k, str) and isinstance(v, str)}
+    loaded = str(data["loaded"]) if isinstance(data.get("loaded"), str) else "?"
+    return _Report(True, loaded, values, failed, modules)
+
+
+@dataclass
+class _Walk:
+    """One pass over the plan: the injections it could compute and, at the end, the verdicts."""
+
+    injections: dict[str, dict[str, list]]
+    passed: list[bool]
+    whys: list[str]
+
+
+def _walk(plan: Plan, values: dict[str, Any], failed: dict[int, str], modules: dict[str, Any]) -> _Walk:
+    env: dict[str, Any] = dict(GLUE_BUILTINS)
+    env.update(modules)
+    glue = Glue(env, values)
+    injections: dict[str, dict[str, list]] = {}
+    passed = [True] * plan.tests
+    whys = [""] * plan.tests
+    broken = ""
+
+    def fail(test: int | None, why: str) -> None:
+        if test is not None and passed[test]:
+            passed[test] = False
+            whys[test] = why
+
+    for step in plan.steps:
+        for probe in plan.probes_at(step.index):
+            computed: dict[str, list] = {}
+            for name, node in probe.inject.items():
+                try:
+                    computed[name] = plain.encode(glue.eval(node))
+                except Exception:  # noqa: BLE001 - a value not computable (yet): the probe is not sent
+                    break
+            else:
+                injections[probe.pid] = computed
+        if broken:
+            fail(step.test, broken)
+            continue
+        if step.index in failed:
+            why = f"{failed[step.index]} in the tests' setup"
+            if step.test is None:
+                broken = why
+            fail(step.test, why)
+            continue
+        try:
+            if step.kind == "setup":
+                for name, module_name in step.modules.items():
+                    env[name] = module(module_name)
+                if step.glue is not None and step.targets is not None:
+                    value = glue.eval(step.glue)
+                    _assign(env, step.targets, value)
+            elif step.kind == "check" and step.glue is not None:
+                value = glue.eval(step.glue)
+                if step.mode == "truth" and not truth(value):
+                    fail(step.test, "AssertionError")
+            elif step.kind == "unjudgeable":
+                fail(step.test, "cannot be judged apart from the answer: " + step.why)
+        except GlueError as exc:
+            fail(step.test, str(exc))
+            if step.kind == "setup" and step.test is None:
+                broken = str(exc)
+        except Exception as exc:  # noqa: BLE001 - Python's own error in a comparison fails the check
+            fail(step.test, type(exc).__name__)
+            if step.kind == "setup" and step.test is None:
+                broken = type(exc).__name__
+    return _Walk(injections, passed, whys)
+
+
+def _assign(env: dict[str, Any], targets: ast.expr, value: Any) -> None:
+    if isinstance(targets, ast.Name):
+        env[targets.id] = value
+        return
+    if isinstance(value, plain.Failed):
+        raise GlueError(value.why)
+    items = list(value)
+    if not isinstance(targets, ast.Tuple | ast.List) or len(items) != len(targets.elts):
+        raise ValueError("unpacking")
+    for target, item in zip(targets.elts, items, strict=True):
+        _assign(env, target, item)
+
+
+def _answer_steps(plan: Plan, injections: dict[str, dict[str, list]]) -> list[list]:
+    steps: list[list] = [["module", -1, name] for name in sorted(plan.free_modules)]
+    for step in plan.steps:
+        if step.in_answer:
+            steps.append(["exec", step.index, step.source])
+        for probe in plan.probes_at(step.index):
+            if probe.side == "answer" and probe.pid in injections:
+                steps.append(["probe", step.index, probe.pid, probe.source, injections[probe.pid], probe.bind])
+    return steps
+
+
+def _tests_steps(plan: Plan, injections: dict[str, dict[str, list]]) -> list[list]:
+    steps: list[list] = [["exec", -1, f"import {name}"] for name in sorted(plan.free_modules)]
+    for step in plan.steps:
+        if step.in_tests:
+            steps.append(["exec", step.index, step.source])
+        for probe in plan.probes_at(step.index):
+            if probe.side == "tests" and probe.pid in injections:
+                steps.append(["probe", step.index, probe.pid, probe.source, injections[probe.pid], ""])
+    return steps
+
+
+def _side(plan: Plan, side: str) -> list[Probe]:
+    return [p for p in plan.probes if p.side == side]
+
+
+def _ended(result: Any) -> str:
+    if getattr(result, "error", ""):
+        return str(result.error)
+    if getattr(result, "timed_out", False):
+        return "timed out"
+    return f"exit code {getattr(result, 'exit_code', '?')}"
+
+
+async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> HarnessReport:
+    """Run ``answer`` against ``tests``: its calls in ``sandbox``, the verdict here."""
+    plan = plan_tests(tests)
+    values: dict[str, Any] = {}
+    failed: dict[int, str] = {}
+    first = _walk(plan, values, failed, {})
+    result = await sandbox.run(_program(answer, _answer_steps(plan, first.injections)))
+    report = _read(result.stdout, {p.pid for p in _side(plan, "answer")}, _ended(result))
+    if not report.ran:
+        return HarnessReport((False,) * plan.tests, report.why)
+    if report.loaded:
+        return HarnessReport((False,) * plan.tests, f"the answer raised {report.loaded} before the tests")
+    values.update(report.values or {})
+    failed.update(report.failed or {})
+    for probe in _side(plan, "answer"):
+        values.setdefault(probe.pid, plain.Failed("the answer's sandbox did not compute it"))
+    modules: dict[str, Any] = {}
+    for name in plan.free_modules:
+        found = (report.modules or {}).get(name, "")
+        modules[name] = module(name) if found == name else plain.Failed(
+            f"the tests use {name}, which the answer does not bind to the module {name}")
+    tests_side = _side(plan, "tests")
+    # The tests' sandbox also runs when a statement of the tests only it runs could fail.
+    if tests_side or any(s.in_tests and not s.in_answer and s.glue is None for s in plan.steps):
+        middle = _walk(plan, values, failed, modules)
+        result = await sandbox.run(_program(None, _tests_steps(plan, middle.injections)))
+        tests_report = _read(result.stdout, {p.pid for p in tests_side}, _ended(result))
+        values.update(tests_report.values or {})
+        failed.update(tests_report.failed or {})
+        for probe in tests_side:
+            values.setdefault(probe.pid, plain.Failed(
+                "the tests' sandbox did not compute it" + (f" ({tests_report.why})" if tests_report.why else "")))
+    final = _walk(plan, values, failed, modules)
+    why = next((f"test {i + 1}: {w}" for i, (ok, w) in enumerate(zip(final.passed, final.whys, strict=True))
+                if not ok), "")
+    return HarnessReport(tuple(final.passed), why)
+
+
+def count_tests(tests: str | Sequence[str]) -> int:
+    """How many tests ``judge`` reports on for ``tests``."""
+    return plan_tests(tests).tests

@@ -6,19 +6,22 @@ Each program runs in bubblewrap (``bwrap``, Debian's ``bubblewrap``), through
 - new user, PID, network, IPC, UTS and cgroup namespaces: no signal reaches a
   host process, no socket (TCP, Unix under /run, abstract) reaches the host,
   and every process left when the program ends or times out is killed;
-- a root file system of its own: the interpreter's folders and /usr read-only,
-  /proc of its PID namespace, a minimal /dev, and one writable place, a tmpfs of
-  ``tmpfs_mb`` MiB and ``max_files`` inodes on /tmp (also at /var/tmp and
-  /dev/shm). Nothing else of the host (its state folders, /etc, /home, /run) is there;
-- one process (a seccomp filter refuses fork, vfork and clone without
-  CLONE_THREAD), so ``memory_mb`` of address space bounds the whole program;
+- a root file system of its own, read-only: the interpreter's folders and /usr,
+  a minimal /dev, no /proc (no path to any process's memory), and one writable
+  place, a tmpfs of ``tmpfs_mb`` MiB and ``max_files`` inodes on /tmp (also at
+  /var/tmp and /dev/shm). Nothing else of the host (its state folders, /etc,
+  /home, /run) is there;
+- a cgroup of its own whose memory limit (``memory_mb``, no swap) counts all the
+  program holds: memfds, tmpfs files, shared memory, threads (``find_cgroup``:
+  where no cgroup may be written, EvaluationError, and no code is scored);
+- one process (a seccomp filter refuses fork, vfork and clone without CLONE_THREAD);
 - rlimits on CPU seconds, address space, threads, file size and open files; no capabilities;
 - an empty environment; output capped at ``output_cap`` bytes;
 - as root, an unprivileged uid of its own per concurrent slot.
 
 ``probe_sandbox`` runs a test program at start-up: where the sandbox cannot be
-set up (bubblewrap missing, user namespaces refused, the interpreter out of
-reach), it raises EvaluationError with the reason, and no code is scored. An
+set up (bubblewrap missing, user namespaces refused, no cgroup, the interpreter
+out of reach), it raises EvaluationError with the reason, and no code is scored. An
 interpreter under /tmp (CI's virtualenv) is shown at its own path inside the
 program's tmpfs, read-only.
 """
@@ -51,7 +54,7 @@ _UID_BASE = 61000
 class SandboxLimits:
     """Limits of one program. Seconds, MiB, counts; ``output_cap`` in bytes per stream.
 
-    ``memory_mb`` is the address space of the whole program (it is one process);
+    ``memory_mb`` caps all the program holds (its cgroup's limit; its address space too);
     ``processes`` caps its threads (RLIMIT_NPROC counts threads).
     """
 
@@ -77,6 +80,8 @@ class SandboxResult:
     stderr: str
     duration_secs: float
     error: str = ""
+    memory_peak_mb: float = 0.0
+    memory_exceeded: bool = False
 
     @property
     def passed(self) -> bool:
@@ -188,9 +193,97 @@ def find_bwrap() -> str:
     return found
 
 
+@dataclass(frozen=True)
+class CgroupPlace:
+    """Where the programs' cgroups are made: a cgroup (v1 memory hierarchy or v2) we may write."""
+
+    version: int
+    parent: str
+
+
+_CGROUP_FS = "/sys/fs/cgroup"
+_DELEGATE_HINT = ("run the server as root, or give it a cgroup of its own it may write (systemd: "
+                  "Delegate=yes; or mkdir and chown one) and set sandbox.cgroup to its path")
+
+
+def _own_cgroup(controller: str) -> str | None:
+    """This process's cgroup path in the hierarchy of ``controller`` ("" for the v2 unified one)."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if (controller == "" and controllers == "") or controller in controllers.split(","):
+            return path
+    return None
+
+
+def find_cgroup(configured: str | None = None) -> CgroupPlace:
+    """Where each program gets its memory-capped cgroup; EvaluationError, with what to do, where none can be.
+
+    ``configured`` (``sandbox.cgroup``) is used as given; otherwise the cgroup v2 hierarchy at
+    /sys/fs/cgroup when it has the memory controller, else the v1 memory hierarchy, under this
+    process's own cgroup. Without a cgroup a program's shared memory (memfds, tmpfs files) and
+    its threads' would escape ``memory_mb``: no code is scored then.
+    """
+    candidates: list[CgroupPlace] = []
+    if configured:
+        path = os.path.realpath(configured)
+        version = 2 if os.path.exists(os.path.join(path, "cgroup.controllers")) else 1
+        if version == 1 and not os.path.exists(os.path.join(path, "memory.limit_in_bytes")):
+            raise EvaluationError(f"sandbox.cgroup {configured} is not a cgroup of the memory controller")
+        candidates.append(CgroupPlace(version, path))
+    else:
+        unified = os.path.join(_CGROUP_FS, "cgroup.controllers")
+        own2 = _own_cgroup("")
+        if os.path.exists(unified) and own2 is not None:
+            with open(unified) as f:
+                if "memory" in f.read().split():
+                    candidates.append(CgroupPlace(2, os.path.join(_CGROUP_FS, own2.lstrip("/"))))
+        own1 = _own_cgroup("memory")
+        if own1 is not None and os.path.isdir(os.path.join(_CGROUP_FS, "memory")):
+            candidates.append(CgroupPlace(1, os.path.join(_CGROUP_FS, "memory", own1.lstrip("/"))))
+    if not candidates:
+        raise EvaluationError("the code sandbox needs a cgroup memory limit, and this machine has no cgroup with "
+                              f"the memory controller mounted under {_CGROUP_FS}")
+    problems = []
+    for place in candidates:
+        try:
+            _check_cgroup(place)
+            return place
+        except OSError as exc:
+            problems.append(f"{place.parent}: {exc.strerror or exc}")
+    raise EvaluationError("the code sandbox cannot limit a program's memory with a cgroup ("
+                          + "; ".join(problems) + f"): {_DELEGATE_HINT}")
+
+
+def _check_cgroup(place: CgroupPlace) -> None:
+    """Make, cap and remove a cgroup under ``place``: OSError where this process may not."""
+    if place.version == 2:
+        control = os.path.join(place.parent, "cgroup.subtree_control")
+        with open(control) as f:
+            enabled = f.read().split()
+        if "memory" not in enabled:
+            with open(control, "w") as f:
+                f.write("+memory")
+    test = os.path.join(place.parent, f"benchlab-probe-{os.getpid()}")
+    os.makedirs(test, exist_ok=True)
+    try:
+        limit = "memory.max" if place.version == 2 else "memory.limit_in_bytes"
+        with open(os.path.join(test, limit), "w") as f:
+            f.write(str(64 * 2**20))
+        with open(os.path.join(test, "cgroup.procs"), "a"):
+            pass
+    finally:
+        os.rmdir(test)
+
+
 def _config(limits: SandboxLimits, uid: int, python: str, bwrap: str,
-            binds: list[str], links: list[tuple[str, str]]) -> dict:
+            binds: list[str], links: list[tuple[str, str]], cgroup: CgroupPlace) -> dict:
     return {
+        "cgroup": {"version": cgroup.version, "parent": cgroup.parent},
         "bwrap": bwrap,
         "binds": binds,
         "links": links,
@@ -219,7 +312,8 @@ _PROBE = (
 )
 
 
-def probe_sandbox(python: str | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+def probe_sandbox(python: str | None = None, cgroup: CgroupPlace | None = None
+                  ) -> tuple[list[str], list[tuple[str, str]]]:
     """Check that a program runs in the sandbox with its network cut; what the sandbox shows.
 
     Raises EvaluationError with the reason (bubblewrap missing or refused, the interpreter
@@ -227,8 +321,9 @@ def probe_sandbox(python: str | None = None) -> tuple[list[str], list[tuple[str,
     """
     interpreter = python or default_python()
     bwrap = find_bwrap()
+    place = cgroup or find_cgroup()
     binds, links = interpreter_view(interpreter)
-    cfg = _config(SandboxLimits(timeout_secs=20), _UID_BASE, interpreter, bwrap, binds, links)
+    cfg = _config(SandboxLimits(timeout_secs=20), _UID_BASE, interpreter, bwrap, binds, links, place)
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
@@ -261,9 +356,11 @@ class Sandbox:
     mode: str | None = None
     python: str = field(default_factory=default_python)
     warning: str = ""
+    cgroup: str | None = None  # the cgroup under which each program gets its own; None: found here
     binds: list[str] = field(default_factory=list, init=False)
     links: list[tuple[str, str]] = field(default_factory=list, init=False)
     _bwrap: str = field(default="", init=False, repr=False)
+    _cgroup: CgroupPlace = field(default=CgroupPlace(0, ""), init=False, repr=False)
     _uids: asyncio.Queue[int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -275,7 +372,8 @@ class Sandbox:
                 "PID namespace and a private view of the file system are no longer offered)"
             )
         self._bwrap = find_bwrap()
-        self.binds, self.links = probe_sandbox(self.python)
+        self._cgroup = find_cgroup(self.cgroup)
+        self.binds, self.links = probe_sandbox(self.python, self._cgroup)
 
     def describe(self) -> dict[str, object]:
         """What ``/health`` shows: how programs are isolated, what they see, the caps of their one writable place."""
@@ -286,7 +384,9 @@ class Sandbox:
             "filesystem": "readonly",
             "visible": self.binds,
             "covered": [],
-            "memory": "one process (threads allowed), address space capped",
+            "proc": False,
+            "memory": (f"cgroup v{self._cgroup.version} memory limit on the whole program (memfds, tmpfs "
+                       "files and threads counted), no swap; one process (threads allowed)"),
             "memory_mb": self.limits.memory_mb,
             "writable_mb": self.limits.tmpfs_mb,
             "max_files": self.limits.max_files,
@@ -316,7 +416,7 @@ class Sandbox:
             self._uids.put_nowait(uid)
 
     async def _run(self, program: bytes, uid: int) -> SandboxResult:
-        cfg = _config(self.limits, uid, self.python, self._bwrap, self.binds, self.links)
+        cfg = _config(self.limits, uid, self.python, self._bwrap, self.binds, self.links, self._cgroup)
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -366,6 +466,8 @@ class Sandbox:
             stdout=data["stdout"],
             stderr=data["stderr"],
             duration_secs=data["duration_secs"],
+            memory_peak_mb=data.get("memory_peak_mb", 0.0),
+            memory_exceeded=data.get("memory_exceeded", False),
         )
 
 
@@ -383,5 +485,5 @@ def sandbox_from_settings(settings: SandboxSettings) -> Sandbox:
         output_cap=settings.output_cap_bytes,
     )
     if settings.python:
-        return Sandbox(limits, settings.concurrency, "bwrap", python=settings.python)
-    return Sandbox(limits, settings.concurrency, "bwrap")
+        return Sandbox(limits, settings.concurrency, "bwrap", python=settings.python, cgroup=settings.cgroup)
+    return Sandbox(limits, settings.concurrency, "bwrap", cgroup=settings.cgroup)

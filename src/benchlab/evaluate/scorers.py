@@ -2,8 +2,8 @@
 
 ``Scorers.score(kind, item, response)`` returns a ``SampleScore`` (normalised
 answer or None, correct or not, why). Math equivalence goes to the
-math-verify worker pool, code to the sandbox under
-``harness.py``, which proves that every test ran to its end; the rest is string work.
+math-verify worker pool, code to ``harness.py``, which runs the answer's calls in
+the sandbox and decides the verdict in this process; the rest is string work.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from benchlab.evaluate.answers import (
     normalize_text,
 )
 from benchlab.evaluate.config import BenchmarkConfig
-from benchlab.evaluate.harness import build_program, new_nonce, read_report, split_tests
+from benchlab.evaluate.harness import judge
 from benchlab.evaluate.instructions import check_all
 from benchlab.evaluate.mathpool import MathVerifyPool
 from benchlab.evaluate.metrics import SampleScore
@@ -114,17 +114,7 @@ class Scorers:
             return SampleScore(None, False, "no code block")
         if self.sandbox is None:
             return SampleScore(code.strip(), False, "no sandbox configured")
-        units = split_tests(item["tests"])
-        total = sum(u.is_test for u in units)
-        nonce = new_nonce()
-        result = await self.sandbox.run(build_program(code, units, nonce))
-        report = read_report(result.stdout, nonce, total)
-        if report is None:
-            # The harness never reached its verdict: the program ended it, ran out of time, or crashed.
-            why = result.error or ("timed out" if result.timed_out else f"exit code {result.exit_code}")
-            tail = result.stderr.strip().splitlines()[-1:] if result.stderr.strip() else []
-            return SampleScore(code.strip(), False, "the tests did not run to the end: " + why
-                               + (f": {tail[0][:200]}" if tail else ""), tests_passed=0, tests_total=total)
-        passed = sum(report.passed)
+        report = await judge(self.sandbox, code, item["tests"])
+        passed, total = sum(report.passed), len(report.passed)
         return SampleScore(code.strip(), report.all_passed, report.why if not report.all_passed else "",
                            tests_passed=passed, tests_total=total)
