@@ -91,6 +91,7 @@ async def run_job(
         max_retries=m.max_retries,
         backoff=m.backoff_secs,
         max_backoff=m.max_backoff_secs,
+        max_reply_bytes=m.max_reply_bytes,
     )
     with log_path.open("a", encoding="utf-8") as log_file:
 
@@ -160,9 +161,16 @@ async def run_job(
 
 
 async def heartbeat(store: JobStore) -> None:
-    """Refresh the heartbeat of this server's unfinished jobs every ``HEARTBEAT_SECS``, until cancelled."""
+    """Refresh the heartbeat of this server's unfinished jobs every ``HEARTBEAT_SECS``, until cancelled.
+
+    Each beat also fails the jobs of a server that died: one killed and restarted within
+    ``STALE_AFTER_SECS`` left jobs that still looked alive when this server started.
+    """
     while True:
         store.beat()
+        orphans = store.mark_interrupted(STALE_AFTER_SECS)
+        if orphans:
+            logger.warning("%d job(s) of a server that stopped were unfinished; marked failed", orphans)
         await asyncio.sleep(HEARTBEAT_SECS)
 
 
