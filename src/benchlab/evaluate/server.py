@@ -73,11 +73,16 @@ def refusal(status: int, message: str, headers: dict[str, str] | None = None) ->
 
 
 class BodyLimit:
-    """ASGI middleware: 413 for a body over ``limit`` bytes, declared or streamed (chunked)."""
+    """ASGI middleware: 413 for a body over ``limit`` bytes, declared or streamed (chunked); 408 for one
+    that has not fully arrived ``timeout`` seconds after the application first asked for it.
 
-    def __init__(self, app: Any, limit: int) -> None:
+    The 408 closes the connection (``Connection: close``): what is left of a late body is never read.
+    """
+
+    def __init__(self, app: Any, limit: int, timeout: float | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.timeout = timeout
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -86,18 +91,33 @@ class BodyLimit:
         too_large = f"request body over {self.limit} bytes (server.max_request_bytes)"
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await refusal(413, f"body: {too_large}")(scope, receive, send)
+            await refusal(413, f"body: {too_large}", {"Connection": "close"})(scope, receive, send)
             return
         received = 0
+        deadline: float | None = None
+        loop = asyncio.get_running_loop()
+
+        complete = False
 
         async def limited_receive() -> Any:
-            nonlocal received
-            message = await receive()
+            nonlocal received, deadline, complete
+            if self.timeout is None or complete:  # after the body, a wait for a disconnect is no body read
+                message = await receive()
+            else:
+                deadline = deadline or loop.time() + self.timeout
+                try:
+                    message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+                except TimeoutError:
+                    # Raised while the route reads its body: FastAPI passes HTTPException through.
+                    raise HTTPException(
+                        408, f"body: not received within {self.timeout:g}s (server.body_timeout_secs)",
+                        headers={"Connection": "close"},
+                    ) from None
             if message["type"] == "http.request":
+                complete = not message.get("more_body", False)
                 received += len(message.get("body", b""))
                 if received > self.limit:
-                    # Raised while the route reads its body: FastAPI passes HTTPException through.
-                    raise HTTPException(413, f"body: {too_large}")
+                    raise HTTPException(413, f"body: {too_large}", headers={"Connection": "close"})
             return message
 
         await self.app(scope, limited_receive, send)
@@ -139,7 +159,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-    app.add_middleware(BodyLimit, limit=config.server.max_request_bytes)
+    app.add_middleware(BodyLimit, limit=config.server.max_request_bytes, timeout=config.server.body_timeout_secs)
     if allowed_hosts is not None:
         app.add_middleware(HostCheck, allowed_hosts=allowed_hosts)  # outermost: checked before anything
     _add_error_handlers(app)
