@@ -68,7 +68,7 @@ def refusal(status: int, message: str, headers: dict[str, str] | None = None) ->
     Logged with the status in the format string, so the log's repeat filter (``guard.RepeatFilter``)
     writes one line per kind of refusal per window however many a client sends.
     """
-    logger.info(f"refused with HTTP {status}: %s", message[:300])
+    logger.warning(f"refused with HTTP {status}: %s", message[:300])
     return JSONResponse({"error": message, "detail": message}, status_code=status, headers=headers)
 
 
