@@ -90,3 +90,23 @@ def test_a_job_in_flight_when_serve_is_killed_fails_soon_after_a_quick_restart(t
                 proc.terminate()
                 proc.wait(30)
         stub.stop()
+
+
+def test_a_server_whose_job_was_marked_failed_cannot_write_its_end_later(tmp_path):
+    from benchlab.evaluate.jobs import JobStatus, JobStore
+    from benchlab.evaluate.protocol import EvaluateRequest
+
+    path = tmp_path / "jobs.sqlite"
+    frozen = JobStore(path, owner="frozen")
+    request = EvaluateRequest.model_validate({"rollout_id": 1, "router_url": "http://127.0.0.1:1",
+                                              "benchmarks": [{"name": "words"}]})
+    job = frozen.create("key", request)
+    frozen.set_running(job.job_id)
+    time.sleep(0.05)
+    other = JobStore(path, owner="other")
+    assert other.mark_interrupted(stale_after=0.01) == 1  # its heartbeat stopped (the process froze)
+    frozen.complete(job.job_id, {"job_id": job.job_id})  # type: ignore[typeddict-item]
+    ended = other.get(job.job_id)
+    assert ended is not None and ended.status == JobStatus.FAILED and ended.result is None
+    frozen.close()
+    other.close()
