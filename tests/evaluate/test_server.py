@@ -317,7 +317,9 @@ def test_after_a_graceful_restart_the_new_server_hands_on_the_job_the_old_one_fi
     config = load_config(write_config(tmp_path, model={"concurrency": 1}))
     stub = servers(create_stub_app(config, StubSettings(seed=5, latency_secs=0.3)))
     old = ServerThread(create_app(config, token=TOKEN)).start()
-    payload = {"rollout_id": 9, "router_url": stub.url, "benchmarks": [{"name": "words"}], "async": True}
+    # With a request id: the same request gets the job whether it is still running or has just finished.
+    payload = {"rollout_id": 9, "router_url": stub.url, "benchmarks": [{"name": "words"}], "async": True,
+               "request_id": "run-1/step-9"}
     job = httpx.post(f"{old.url}/evaluate", json=payload, headers=AUTH, timeout=10).json()
     deadline = time.monotonic() + 10
     while stub_requests(stub) == 0 and time.monotonic() < deadline:  # the old server is at it
