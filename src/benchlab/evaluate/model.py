@@ -59,10 +59,6 @@ class ModelCallError(EvaluationError):
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
-class JunkReply(ValueError):
-    """A 200 reply that is no completion; the message is its reason."""
-
-
 async def read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
     """The body of a streamed ``response``, at most ``cap`` bytes, and whether there was more."""
     chunks: list[bytes] = []
@@ -77,50 +73,50 @@ async def read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
 
 
 def parse_completion(raw: bytes, content_type: str) -> Completion:
-    """A 200 reply's body as a completion; JunkReply when it is none."""
+    """A 200 reply's body as a completion; ValueError, its message the reason, when it is none."""
     if "text/event-stream" in content_type or raw.lstrip().startswith(b"data:"):
-        raise JunkReply("an event stream, not the JSON reply asked for")
+        raise ValueError("an event stream, not the JSON reply asked for")
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, ValueError):
-        raise JunkReply("invalid JSON") from None
+        raise ValueError("invalid JSON") from None
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
-        raise JunkReply("no choices")
+        raise ValueError("no choices")
     return data  # type: ignore[return-value]  # each choice is checked as its text is read
 
 
 def _in_order(choices: list[Choice]) -> list[Choice]:
-    """The choices by their ``index`` (absent: 0); JunkReply for a choice or index of another type."""
+    """The choices by their ``index`` (absent: 0); ValueError for a choice or index of another type."""
     for choice in choices:
         if not isinstance(choice, dict):
-            raise JunkReply("a choice that is not an object")
+            raise ValueError("a choice that is not an object")
         index = choice.get("index", 0)
         if not isinstance(index, int) or isinstance(index, bool):
-            raise JunkReply("a choice index that is not an integer")
+            raise ValueError("a choice index that is not an integer")
     return sorted(choices, key=lambda c: c.get("index", 0))
 
 
 def choice_text(choice: Choice, api: str) -> str:
-    """The text of one choice (None or absent: empty); JunkReply for one that is not plain text."""
+    """The text of one choice (None: empty); ValueError, its message the reason, for one that is not plain text."""
     if api == "chat":
         message = choice.get("message")
         if not isinstance(message, dict):
-            raise JunkReply("a choice without a message")
+            raise ValueError("a choice without a message")
         text = message.get("content")
     elif "text" not in choice:
-        raise JunkReply("a choice without text")
+        raise ValueError("a choice without text")
     else:
         text = choice["text"]
     if text is None:
         return ""
     if not isinstance(text, str):
-        raise JunkReply(f"content is a {type(text).__name__}, not a string")
+        raise ValueError(f"content is a {type(text).__name__}, not a string")
     if "\x00" in text:
-        raise JunkReply("text with NUL bytes")
+        raise ValueError("text with NUL bytes")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise JunkReply("text with lone surrogates (not Unicode)") from None
+        raise ValueError("text with lone surrogates (not Unicode)") from None
     return text
 
 
@@ -252,7 +248,7 @@ class ModelClient:
         data = await self._post(url, body)
         try:
             return [choice_text(c, api) for c in _in_order(data["choices"])]
-        except JunkReply as exc:
+        except ValueError as exc:  # a 200 that is no completion; the message is why
             raise ModelCallError(url, 200, f"the model endpoint answered with {exc}", str(exc)) from None
 
     async def _post(self, url: str, body: CompletionRequest) -> Completion:
@@ -277,7 +273,7 @@ class ModelClient:
                         raise ModelCallError(url, status, f"the model endpoint answered with a {reason}", reason)
                     try:
                         return parse_completion(raw, content_type)
-                    except JunkReply as exc:
+                    except ValueError as exc:  # a 200 that is no completion; the message is why
                         raise ModelCallError(url, status, f"the model endpoint answered with {exc}", str(exc)) from None
                 detail = _error_detail(raw)
                 last = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
