@@ -178,4 +178,4 @@ def test_memory_stays_bounded_while_24_mib_answers_stream_in(tmp_path, junk_mode
     assert (run["samples_scored"], run["model_errors"]) == (2, 18)
     # 18 answers of 24 MiB at once (432 MiB): each is dropped at its 4 MiB cap as it streams in.
     print(f"peak RSS before the job {before:.0f} MiB, after {after:.0f} MiB")
-    assert after - before < 160, (before, after)
+    assert after - before < 120, (before, after)  # 18 x the 4 MiB cap is 72 MiB

@@ -59,20 +59,21 @@ class ModelCallError(EvaluationError):
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
-async def read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
-    """The body of a streamed ``response``, at most ``cap`` bytes, and whether there was more."""
-    chunks: list[bytes] = []
-    size = 0
+async def read_capped(response: httpx.Response, cap: int) -> tuple[bytearray, bool]:
+    """The body of a streamed ``response``, at most ``cap`` bytes, and whether there was more.
+
+    One buffer, never copied whole (``json.loads`` reads a bytearray): a reply costs its size once.
+    """
+    body = bytearray()
     async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > cap:
-            chunks.append(chunk[: len(chunk) - (size - cap)])
-            return b"".join(chunks), True
-        chunks.append(chunk)
-    return b"".join(chunks), False
+        if len(body) + len(chunk) > cap:
+            body += chunk[: cap - len(body)]
+            return body, True
+        body += chunk
+    return body, False
 
 
-def parse_completion(raw: bytes, content_type: str) -> Completion:
+def parse_completion(raw: bytes | bytearray, content_type: str) -> Completion:
     """A 200 reply's body as a completion; ValueError, its message the reason, when it is none."""
     if "text/event-stream" in content_type or raw.lstrip().startswith(b"data:"):
         raise ValueError("an event stream, not the JSON reply asked for")
@@ -149,7 +150,7 @@ class Sampling:
         return body
 
 
-def _error_detail(raw: bytes) -> str:
+def _error_detail(raw: bytes | bytearray) -> str:
     """What a model server said about a refused request: its error message, or the start of its body."""
     try:
         data = json.loads(raw)
