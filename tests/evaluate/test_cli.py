@@ -272,3 +272,41 @@ def test_eval_of_a_judged_benchmark_writes_win_rates_and_reruns_from_the_judge_c
     assert metrics["arena/judge/win_rate"] == 1.0 and metrics["arena/judge/wins"] == 16.0
     assert metrics["arena/judge/malformed"] == 0.0
     assert judged == 16 and again == judged  # the second run asked the judge nothing
+
+
+@pytest.mark.slow
+def test_serve_without_a_token_answers_only_its_own_host_names_and_logs_each_kind_of_refusal_once(tmp_path):
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-c", "from benchlab.cli import main; main()", "serve", "--no-auth", "--port", str(port),
+             "--config", str(write_config(tmp_path))],
+            env={**os.environ, "PYTHONPATH": SRC}, stdout=out, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(f"{url}/health", server)
+        # A page of another site whose name resolves to 127.0.0.1 (DNS rebinding): its name is in Host.
+        for path in ("/health", "/benchmarks", "/openapi.json"):
+            refused = httpx.get(f"{url}{path}", headers={"Host": f"attacker.example:{port}"}, timeout=5)
+            assert refused.status_code == 400 and refused.json()["detail"].startswith(
+                f"Invalid host header: 'attacker.example:{port}'"), path
+        posted = httpx.post(f"{url}/evaluate", headers={"Host": "rebound.example"}, timeout=5, json={
+            "rollout_id": 1, "router_url": "http://127.0.0.1:1", "benchmarks": [{"name": "words"}]})
+        assert posted.status_code == 400 and "Invalid host header" in posted.json()["detail"]
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
+            assert httpx.get(f"{url}/benchmarks", headers={"Host": host}, timeout=5).status_code == 200, host
+        # Refusals: one line each, naming the field; in the log once per kind however many come.
+        for _ in range(40):
+            missing = httpx.get(f"{url}/status/{'0' * 32}", timeout=5)
+            invalid = httpx.post(f"{url}/evaluate", json={"rollout_id": "x"}, timeout=5)
+        assert missing.status_code == 404 and missing.json()["detail"] == f"no job {'0' * 32!r}"
+        assert invalid.status_code == 400 and invalid.json()["detail"].startswith("invalid request: rollout_id: ")
+    finally:
+        server.terminate()
+        server.wait(20)
+    lines = log.read_text(errors="replace").splitlines()
+    # Once per 10 s window (the next line counts those left out): 40 of each kind in a few seconds.
+    for kind in ("refused with HTTP 404", "refused with HTTP 400"):
+        assert 1 <= sum(kind in line for line in lines) <= 3, lines

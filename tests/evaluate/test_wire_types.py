@@ -148,7 +148,8 @@ def test_health_and_benchmarks_answer_the_same_json_and_document_it(tmp_path, se
     assert set(health) == {"status", "sandbox", "auth", "warnings"}
     assert (health["status"], health["auth"]) == ("ok", True) and isinstance(health["sandbox"], dict)
 
-    document = httpx.get(f"{server.url}/openapi.json", timeout=10).json()
+    document = httpx.get(f"{server.url}/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"},
+                         timeout=10).json()
     schemas = document["components"]["schemas"]
 
     def body_schema(path: str) -> dict:

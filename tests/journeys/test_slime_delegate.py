@@ -1,8 +1,10 @@
 """The slime delegate workflow (seeds/002) end to end: `benchlab serve` started as a user starts it,
 an OpenAI-compatible model (benchlab's stub, as its own process), and a trainer's evaluation
 requests sent the way slime's delegate client sends them (POST, block, re-send the whole request on
-any error); then the server is restarted and the same request is sent again: the finished
-evaluation is returned as it was, and the model is not asked again."""
+any error); then the server is restarted and the same body is sent again. slime's body names no
+request, so it is evaluated again (the weights behind a fixed model name may have changed: no
+result is reused on the router's word); a body with a ``request_id`` gets its finished job back as
+it was, and the model is not asked again."""
 
 from __future__ import annotations
 
@@ -100,17 +102,22 @@ def test_slime_delegate_journey(tmp_path):
         assert raw["mcq"]["pass@1"]["accuracy"] == pytest.approx(_right_share(config, "mcq", 3, 1))
         asked = httpx.get(f"{model_url}/stats", timeout=5).json()["requests"]
 
-        # The evaluation server restarts (a deploy, a crash); the trainer re-sends the same request.
+        # A trainer that names its request: sent again, it gets the same job.
+        named = {**payload, "rollout_id": 41, "request_id": "journey/rollout-41"}
+        first, _ = slime_delegate(f"{base}/evaluate", named)
+        assert httpx.get(f"{model_url}/stats", timeout=5).json()["requests"] == 2 * asked
+
+        # The evaluation server restarts (a deploy, a crash); the trainer re-sends its requests.
         _stop(server)
         server = _spawn(tmp_path, *serve_args)
         wait_for(lambda: _up(f"{base}/health"), within=120)
-        again, tries = slime_delegate(f"{base}/evaluate", payload)
-        assert tries == 1 and again["job_id"] == body["job_id"] and again["raw_metrics"] == raw
-        assert httpx.get(f"{model_url}/stats", timeout=5).json()["requests"] == asked  # nothing asked again
-        # The next rollout is a new evaluation of the same model.
-        other, _ = slime_delegate(f"{base}/evaluate", {**payload, "rollout_id": 41})
-        assert other["job_id"] != body["job_id"] and other["status"] == "completed"
-        assert httpx.get(f"{model_url}/stats", timeout=5).json()["requests"] == 2 * asked
+        again, tries = slime_delegate(f"{base}/evaluate", named)
+        assert tries == 1 and again["job_id"] == first["job_id"] and again["raw_metrics"] == first["raw_metrics"]
+        assert httpx.get(f"{model_url}/stats", timeout=5).json()["requests"] == 2 * asked  # nothing asked again
+        # slime's own body names no request: evaluated again, the same numbers from the same model.
+        resent, _ = slime_delegate(f"{base}/evaluate", payload)
+        assert resent["job_id"] != body["job_id"] and resent["raw_metrics"] == raw
+        assert httpx.get(f"{model_url}/stats", timeout=5).json()["requests"] == 3 * asked
     finally:
         _stop(server)
         _stop(model)

@@ -91,12 +91,15 @@ def serve(
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    application = create_app(cfg, token=token)
+    from benchlab.hosts import served_hosts
+
+    # Without a token, a web page whose name was made to resolve here (DNS rebinding) must not reach it.
+    application = create_app(cfg, token=token, allowed_hosts=served_hosts(host) if token is None else None)
     for warning in application.state.bench.warnings:
         err_console.print(f"[bold yellow]warning:[/] {warning}")
     err_console.print(
         f"benchlab evaluation server on http://{host}:{port} "
-        f"({len(cfg.benchmarks)} benchmarks; API docs at /docs)"
+        f"({len(cfg.benchmarks)} benchmarks; API docs at /docs, with the token)"
     )
     build_server(application, cfg, host, port, log_level).run()
 

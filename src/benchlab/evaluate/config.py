@@ -102,14 +102,18 @@ class ServerSettings(_Strict):
     max_response_len: int = Field(default=32768, ge=1)
     deadline_secs: float = Field(default=3000.0, gt=0)
     max_running_jobs: int = Field(default=8, ge=1)
-    # A repeat of a finished evaluation (same request, same served model) gets its result for this
-    # long after it finished; 0 evaluates every request again.
-    reuse_results_secs: float = Field(default=3600.0, ge=0)
+    # Opt-in: a finished evaluation's result is handed to another request of the same evaluation
+    # (same served model, as /v1/models tells it) for this long. Off (0) by default: a model updated
+    # in place under the same name looks the same. A retry with the same request_id and body gets its
+    # own job's result whatever this says.
+    reuse_results_secs: float = Field(default=0.0, ge=0)
     # Connections (see evaluate/guard.py): in total (also kept under the descriptor limit), per
     # client address, and the seconds a connection has to send a request's headers.
     max_connections: int = Field(default=512, ge=1)
     max_connections_per_client: int = Field(default=64, ge=1)
     header_timeout_secs: float = Field(default=10.0, gt=0)
+    # Then the request's body, once its headers are in, else 408 and the connection is closed.
+    body_timeout_secs: float = Field(default=10.0, gt=0)
 
 
 class ModelSettings(_Strict):
@@ -122,7 +126,9 @@ class ModelSettings(_Strict):
     max_retries: int = Field(default=3, ge=0)
     backoff_secs: float = Field(default=0.5, ge=0)
     max_backoff_secs: float = Field(default=30.0, ge=0)
-
+    # A reply (its body as sent) over this many bytes is a model error of the samples it answered;
+    # it is read as it streams in, never held whole.
+    max_reply_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
 
     def worst_case_secs(self) -> float:
         """The longest one model call can take: every try timing out, with the longest backoff between."""

@@ -1,4 +1,4 @@
-"""Serving under connection abuse: bounded header time, connections per client and in total, quiet logs.
+"""Serving under connection abuse: bounded request time, connections per client and in total, quiet logs.
 
 uvicorn keeps a connection whose request headers never finish for as long as
 the client likes. A thousand of them exhaust the process's file descriptors:
@@ -8,14 +8,17 @@ with a connection guard in front of its HTTP protocol:
 
 - a connection has ``header_timeout_secs`` to send a request's headers (the
   first request, and each next one on a kept-alive connection), else it is closed;
+  then ``body_timeout_secs`` to send its body: the application answers 408 when
+  the body it reads is late (``server.BodyLimit``), and the connection is closed
+  a second later whether or not anything read the body;
 - one client address holds at most ``max_connections_per_client`` connections;
   more are closed at once;
 - all clients together hold at most ``max_connections`` (and never more than
   the descriptor limit leaves after the server's own needs). At the cap, a new
-  connection replaces the oldest one still waiting for its headers: the
-  half-open connections of a flood are the cheapest to drop, and ``/health``
-  keeps answering. Only when every connection is busy with a request is a new
-  one refused;
+  connection replaces the oldest one whose request has not fully arrived (its
+  headers or its body still coming): the half-open connections and slow bodies
+  of a flood are the cheapest to drop, and ``/health`` keeps answering. Only
+  when every connection is busy with a whole request is a new one refused;
 - a log line repeated within ``REPEAT_WINDOW_SECS`` is written once, then
   counted; the next one after the window says how many were left out.
 """
@@ -77,13 +80,16 @@ class RepeatFilter(logging.Filter):
 class ConnectionGuard:
     """The connections of one server: how many per client, which still wait for headers."""
 
-    def __init__(self, max_connections: int, per_client: int, header_timeout: float) -> None:
+    def __init__(self, max_connections: int, per_client: int, header_timeout: float,
+                 body_timeout: float | None = None) -> None:
         self.max_connections = max_connections
         self.per_client = per_client
         self.header_timeout = header_timeout
+        # The application answers 408 at body_timeout; a second later the connection goes regardless.
+        self.body_timeout = (body_timeout if body_timeout is not None else header_timeout) + 1.0
         self.by_client: Counter[str] = Counter()
         self.total = 0
-        self.waiting: dict[GuardedH11Protocol, float] = {}  # oldest first
+        self.waiting: dict[GuardedH11Protocol, float] = {}  # no whole request yet; oldest first
         self.refused = 0
         self.timed_out = 0
 
@@ -122,6 +128,7 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_made(transport)
         self._admitted = False
         self._header_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
         self._client_host = self.client[0] if self.client else "?"
         if not self.guard.admit(self, self._client_host):
             transport.abort()
@@ -138,7 +145,10 @@ class GuardedH11Protocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            self._await_body()  # headers in, body still coming: still the cheapest to drop
+        elif state is not h11.IDLE:
             self._headers_arrived()
 
     def on_response_complete(self) -> None:
@@ -155,11 +165,30 @@ class GuardedH11Protocol(H11Protocol):
             self.guard.waiting[self] = time.monotonic()
             self._header_timer = self.loop.call_later(self.guard.header_timeout, self._headers_too_slow)
 
+    def _await_body(self) -> None:
+        if not self._admitted or self._body_timer is not None:
+            return
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        self.guard.waiting.setdefault(self, time.monotonic())
+        self._body_timer = self.loop.call_later(self.guard.body_timeout, self._body_too_slow)
+
     def _headers_arrived(self) -> None:
         self.guard.waiting.pop(self, None)
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_too_slow(self) -> None:
+        self._body_timer = None
+        self.guard.timed_out += 1
+        logger.warning("closing connections that sent no complete request body within %gs",
+                       self.guard.body_timeout)
+        self.drop()
 
     def _headers_too_slow(self) -> None:
         self._header_timer = None
@@ -185,7 +214,7 @@ def build_server(app: Any, config: EvalConfig, host: str, port: int, log_level: 
     import uvicorn
 
     guard = ConnectionGuard(connection_limit(config), config.server.max_connections_per_client,
-                            config.server.header_timeout_secs)
+                            config.server.header_timeout_secs, config.server.body_timeout_secs)
     protocol = type("GuardedH11", (GuardedH11Protocol,), {"guard": guard})
     uv_config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
                                http=protocol, timeout_keep_alive=5, backlog=ACCEPT_BACKLOG)

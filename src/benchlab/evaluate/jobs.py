@@ -1,14 +1,17 @@
 """The server's job ledger: every evaluation request and its outcome, in SQLite.
 
-A job is keyed by a hash of what defines it (``protocol.evaluation_key``)
-and records the identity of the model it evaluated, so a client that retries
-the same request gets the finished result (against the same model, within the
-server's reuse window), or joins the evaluation still running, instead of
-starting another. Finished jobs outlive the server process. Each server
-process owns the jobs it runs and refreshes their heartbeat; a job whose
-heartbeat stopped (its server died) is marked failed by the next server, so a
-retry runs it again, while a job whose old server is still finishing it (a
-graceful restart) is left to it, and the new server hands its result on.
+A job is keyed by a hash of what defines it (``protocol.evaluation_key``), so
+a client that retries a request while its evaluation runs joins it instead of
+starting another. A finished job's result is handed out again only to the same
+request: one that carries the same ``request_id`` and the same body (its
+``body_hash``); the reuse of results across requests (``reusable``, by model
+identity and age) is the server's opt-in. Finished jobs outlive the server
+process. Each server process owns the jobs it runs and refreshes their
+heartbeat; a job whose heartbeat stopped (its server died) is marked failed by
+any server running on the same ledger, at its start and on every heartbeat
+after, so a client polling its status sees it fail and a retry runs it again,
+while a job whose old server is still finishing it (a graceful restart) is left
+to it, and the new server hands its result on.
 """
 
 from __future__ import annotations
@@ -42,10 +45,14 @@ CREATE TABLE IF NOT EXISTS jobs (
     finished    REAL,
     model_identity TEXT,                -- hash of the router's /v1/models when the job started
     owner       TEXT,                   -- the server process running it
-    heartbeat   REAL                    -- last time that server said it was still at it
+    heartbeat   REAL,                   -- last time that server said it was still at it
+    request_id  TEXT,                   -- the client's id of the request, when it sent one
+    body_hash   TEXT                    -- hash of the request's body as the client sent it
 );
 CREATE INDEX IF NOT EXISTS jobs_by_key ON jobs (request_key, created);
 """
+
+INTERRUPTED = "the server stopped before the job finished; send the request again"
 
 
 class JobStatus(StrEnum):
@@ -93,6 +100,8 @@ class Job:
     error: str | None
     created: float
     finished: float | None
+    request_id: str | None = None
+    body_hash: str | None = None
 
 
 class JobStore:
@@ -108,9 +117,11 @@ class JobStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
-        for column, kind in (("model_identity", "TEXT"), ("owner", "TEXT"), ("heartbeat", "REAL")):
+        for column, kind in (("model_identity", "TEXT"), ("owner", "TEXT"), ("heartbeat", "REAL"),
+                             ("request_id", "TEXT"), ("body_hash", "TEXT")):
             if column not in columns:  # a ledger written before the column existed
                 self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+        self._db.execute("CREATE INDEX IF NOT EXISTS jobs_by_request_id ON jobs (request_id, created)")
         self._lock = threading.Lock()
 
     def _row(self, row: tuple[Any, ...] | None) -> Job | None:
@@ -128,9 +139,11 @@ class JobStore:
             row[5],
             row[6],
             row[7],
+            row[8],
+            row[9],
         )
 
-    _COLUMNS = "job_id, request_key, status, request, result, error, created, finished"
+    _COLUMNS = "job_id, request_key, status, request, result, error, created, finished, request_id, body_hash"
 
     def create(self, key: str, request: EvaluateRequest, model_identity: str | None = None) -> Job:
         """A new queued job for ``request``, against the model ``model_identity`` names (None: unknown).
@@ -138,16 +151,29 @@ class JobStore:
         The ledger keeps the request's fields as the client could have sent them, without ``async``
         (how it is answered is no part of it) and without the fields it left out.
         """
-        job = Job(uuid.uuid4().hex, key, JobStatus.QUEUED, request, None, None, time.time(), None)
+        from benchlab.evaluate.protocol import body_hash
+
+        digest = body_hash(request)
+        job = Job(uuid.uuid4().hex, key, JobStatus.QUEUED, request, None, None, time.time(), None,
+                  request.request_id, digest)
         stored = request.model_dump(exclude_none=True, exclude={"run_async"})
         with self._lock:
             self._db.execute(
-                "INSERT INTO jobs (job_id, request_key, status, request, created, model_identity, owner, heartbeat) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO jobs (job_id, request_key, status, request, created, model_identity, owner, heartbeat, "
+                "request_id, body_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (job.job_id, key, job.status, json.dumps(stored), job.created, model_identity, self.owner,
-                 job.created),
+                 job.created, request.request_id, digest),
             )
         return job
+
+    def by_request_id(self, request_id: str) -> Job | None:
+        """The latest job the client sent with ``request_id``."""
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {self._COLUMNS} FROM jobs WHERE request_id = ? ORDER BY created DESC LIMIT 1",
+                (request_id,),
+            ).fetchone()
+        return self._row(row)
 
     def get(self, job_id: str) -> Job | None:
         with self._lock:
@@ -166,14 +192,19 @@ class JobStore:
             ).fetchone()
         return self._row(row)
 
+    # A job's end is written only while it is unfinished: once another server marked it failed (this
+    # one's heartbeat had stopped, as when its process was frozen), what it says later is ignored.
+    _UNFINISHED = f"status IN ('{JobStatus.QUEUED}', '{JobStatus.RUNNING}')"
+
     def set_running(self, job_id: str) -> None:
         with self._lock:
-            self._db.execute("UPDATE jobs SET status = ? WHERE job_id = ?", (JobStatus.RUNNING, job_id))
+            self._db.execute(f"UPDATE jobs SET status = ? WHERE job_id = ? AND {self._UNFINISHED}",
+                             (JobStatus.RUNNING, job_id))
 
     def complete(self, job_id: str, result: JobResult) -> None:
         with self._lock:
             self._db.execute(
-                "UPDATE jobs SET status = ?, result = ?, finished = ? WHERE job_id = ?",
+                f"UPDATE jobs SET status = ?, result = ?, finished = ? WHERE job_id = ? AND {self._UNFINISHED}",
                 (JobStatus.COMPLETED, json.dumps(result), time.time(), job_id),
             )
 
@@ -181,14 +212,15 @@ class JobStore:
         """The job stopped before it finished: its body (with what was scored) is kept, never reused."""
         with self._lock:
             self._db.execute(
-                "UPDATE jobs SET status = ?, result = ?, error = ?, finished = ? WHERE job_id = ?",
+                "UPDATE jobs SET status = ?, result = ?, error = ?, finished = ? "
+                f"WHERE job_id = ? AND {self._UNFINISHED}",
                 (JobStatus.PARTIAL, json.dumps(result), result.get("error"), time.time(), job_id),
             )
 
     def fail(self, job_id: str, error: str) -> None:
         with self._lock:
             self._db.execute(
-                "UPDATE jobs SET status = ?, error = ?, finished = ? WHERE job_id = ?",
+                f"UPDATE jobs SET status = ?, error = ?, finished = ? WHERE job_id = ? AND {self._UNFINISHED}",
                 (JobStatus.FAILED, error, time.time(), job_id),
             )
 
@@ -221,14 +253,15 @@ class JobStore:
         """Fail the unfinished jobs whose server stopped: no heartbeat for ``stale_after`` seconds.
 
         A job whose server is still finishing it (a graceful restart: the old
-        process drains while the new one starts) is left to it.
+        process drains while the new one starts) is left to it. The server calls
+        this at its start and on every heartbeat: a server killed and restarted
+        within ``stale_after`` leaves jobs that still look alive at the start.
         """
         with self._lock:
             cur = self._db.execute(
-                "UPDATE jobs SET status = ?, error = 'the server stopped before the job finished; "
-                "send the request again', finished = ? WHERE status IN (?, ?) AND owner IS NOT ? "
+                "UPDATE jobs SET status = ?, error = ?, finished = ? WHERE status IN (?, ?) AND owner IS NOT ? "
                 "AND (heartbeat IS NULL OR heartbeat < ?)",
-                (JobStatus.FAILED, time.time(), JobStatus.QUEUED, JobStatus.RUNNING, self.owner,
+                (JobStatus.FAILED, INTERRUPTED, time.time(), JobStatus.QUEUED, JobStatus.RUNNING, self.owner,
                  time.time() - stale_after),
             )
         return cur.rowcount

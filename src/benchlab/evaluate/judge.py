@@ -134,6 +134,7 @@ def judge_client(settings: JudgeSettings, slots: HttpSlots) -> ModelClient:
         backoff=settings.backoff_secs,
         max_backoff=settings.max_backoff_secs,
         headers={"Authorization": f"Bearer {key}"} if key else None,
+        max_reply_bytes=settings.max_reply_bytes,
     )
 
 

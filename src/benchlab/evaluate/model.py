@@ -7,6 +7,13 @@ connections costs about four times the CPU per request: httpcore rescans its
 whole pool on every request.) A request that gets 429, a 5xx, a timeout or a dropped
 connection is retried with exponential backoff (honouring ``Retry-After``);
 any other 4xx is final.
+
+A reply is read as it streams in and dropped past ``max_reply_bytes``, so an
+endpoint answering megabytes costs the server at most that much per request in
+flight. A 200 whose body is not a completion (invalid JSON, an event stream
+nobody asked for, a choice whose text is not a string, or text with NUL bytes
+or lone surrogates) is final too: a ``ModelCallError`` whose ``reason`` names
+what was wrong, counted as a model error of the samples that reply answered.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from dataclasses import dataclass
 import httpx
 
 from benchlab.errors import EvaluationError
-from benchlab.evaluate.openai_api import ChatMessage, Completion, CompletionRequest, SamplingFields
+from benchlab.evaluate.openai_api import ChatMessage, Choice, Completion, CompletionRequest, SamplingFields
 
 # httpcore runs `import sniffio` on every request to learn the async library. Where sniffio
 # is not installed that import fails each time, after searching the whole of sys.path: about
@@ -36,12 +43,82 @@ if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
 
 
 class ModelCallError(EvaluationError):
-    """A model request failed for good. ``status`` is the last HTTP status (None: no answer)."""
+    """A model request failed for good. ``status`` is the last HTTP status (None: no answer).
 
-    def __init__(self, url: str, status: int | None, message: str):
+    ``reason`` is a short class of the failure (``HTTP 500``, ``invalid JSON``, ``reply over N
+    bytes``, ...), what a job's ``model_error_reasons`` counts.
+    """
+
+    def __init__(self, url: str, status: int | None, message: str, reason: str | None = None):
         self.url = url
         self.status = status
+        self.reason = reason or (f"HTTP {status}" if status is not None else "no answer")
         super().__init__(message)
+
+
+DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
+
+
+async def read_capped(response: httpx.Response, cap: int) -> tuple[bytearray, bool]:
+    """The body of a streamed ``response``, at most ``cap`` bytes, and whether there was more.
+
+    One buffer, never copied whole (``json.loads`` reads a bytearray): a reply costs its size once.
+    """
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        if len(body) + len(chunk) > cap:
+            body += chunk[: cap - len(body)]
+            return body, True
+        body += chunk
+    return body, False
+
+
+def parse_completion(raw: bytes | bytearray, content_type: str) -> Completion:
+    """A 200 reply's body as a completion; ValueError, its message the reason, when it is none."""
+    if "text/event-stream" in content_type or raw.lstrip().startswith(b"data:"):
+        raise ValueError("an event stream, not the JSON reply asked for")
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("invalid JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        raise ValueError("no choices")
+    return data  # type: ignore[return-value]  # each choice is checked as its text is read
+
+
+def _in_order(choices: list[Choice]) -> list[Choice]:
+    """The choices by their ``index`` (absent: 0); ValueError for a choice or index of another type."""
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise ValueError("a choice that is not an object")
+        index = choice.get("index", 0)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise ValueError("a choice index that is not an integer")
+    return sorted(choices, key=lambda c: c.get("index", 0))
+
+
+def choice_text(choice: Choice, api: str) -> str:
+    """The text of one choice (None: empty); ValueError, its message the reason, for one that is not plain text."""
+    if api == "chat":
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise ValueError("a choice without a message")
+        text = message.get("content")
+    elif "text" not in choice:
+        raise ValueError("a choice without text")
+    else:
+        text = choice["text"]
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise ValueError(f"content is a {type(text).__name__}, not a string")
+    if "\x00" in text:
+        raise ValueError("text with NUL bytes")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("text with lone surrogates (not Unicode)") from None
+    return text
 
 
 @dataclass(frozen=True)
@@ -73,12 +150,12 @@ class Sampling:
         return body
 
 
-def _error_detail(response: httpx.Response) -> str:
+def _error_detail(raw: bytes | bytearray) -> str:
     """What a model server said about a refused request: its error message, or the start of its body."""
     try:
-        data = response.json()
-    except ValueError:
-        text = response.text.strip()
+        data = json.loads(raw)
+    except ValueError:  # also UnicodeDecodeError
+        text = raw[:600].decode("utf-8", "replace").strip()
         return text[:300]
     if isinstance(data, dict):
         error = data.get("error", data.get("detail", data.get("message")))
@@ -143,6 +220,7 @@ class ModelClient:
         backoff: float = 0.5,
         max_backoff: float = 30.0,
         headers: dict[str, str] | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         base = base_url.rstrip("/")
         self.base_url = base[: -len("/v1")] if base.endswith("/v1") else base
@@ -153,6 +231,7 @@ class ModelClient:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.headers = headers or {}
+        self.max_reply_bytes = max_reply_bytes
         self.retries = 0
 
     async def generate(
@@ -169,44 +248,50 @@ class ModelClient:
             body["prompt"] = prompt
         data = await self._post(url, body)
         try:
-            choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
-            if api == "chat":
-                return [c["message"]["content"] or "" for c in choices]
-            return [c["text"] or "" for c in choices]
-        except (KeyError, TypeError, AttributeError):
-            raise ModelCallError(url, 200, "the model endpoint answered without choices") from None
+            return [choice_text(c, api) for c in _in_order(data["choices"])]
+        except ValueError as exc:  # a 200 that is no completion; the message is why
+            raise ModelCallError(url, 200, f"the model endpoint answered with {exc}", str(exc)) from None
 
     async def _post(self, url: str, body: CompletionRequest) -> Completion:
         last = "no attempt"
         status: int | None = None
+        reason: str | None = None
         for attempt in range(self.max_retries + 1):
             delay = min(self.backoff * 2**attempt, self.max_backoff) * (0.5 + random.random() / 2)
             try:
-                async with self.slots.slot() as http:
-                    response = await http.post(
-                        url, json=body, headers=self.headers, timeout=self.timeout
-                    )
-                status = response.status_code
+                # The whole exchange, not only each read: a reply dripping in a byte at a time ends too.
+                async with self.slots.slot() as http, asyncio.timeout(self.timeout):
+                    async with http.stream(
+                        "POST", url, json=body, headers=self.headers, timeout=self.timeout
+                    ) as response:
+                        status = response.status_code
+                        raw, cut = await read_capped(response, self.max_reply_bytes)
+                        content_type = response.headers.get("content-type", "")
+                        retry_after = response.headers.get("retry-after", "")
                 if status == 200:
-                    return response.json()
-                detail = _error_detail(response)
+                    if cut:
+                        reason = f"reply over {self.max_reply_bytes} bytes (model.max_reply_bytes)"
+                        raise ModelCallError(url, status, f"the model endpoint answered with a {reason}", reason)
+                    try:
+                        return parse_completion(raw, content_type)
+                    except ValueError as exc:  # a 200 that is no completion; the message is why
+                        raise ModelCallError(url, status, f"the model endpoint answered with {exc}", str(exc)) from None
+                detail = _error_detail(raw)
                 last = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
+                reason = f"HTTP {status}"
                 if status != 429 and status < 500:
                     raise ModelCallError(url, status, f"the model endpoint refused the request: {last}")
-                retry_after = response.headers.get("retry-after", "")
                 if retry_after.replace(".", "", 1).isdigit():
                     delay = min(float(retry_after), self.max_backoff)
-            except httpx.TimeoutException:
-                last, status = f"no answer within {self.timeout:g}s", None
+            except (httpx.TimeoutException, TimeoutError):
+                last, status, reason = f"no answer within {self.timeout:g}s", None, "timeout"
             except httpx.TransportError as exc:
-                last, status = f"{type(exc).__name__}", None
-            except ValueError:
-                last = "the model endpoint answered with invalid JSON"
+                last, status, reason = f"{type(exc).__name__}", None, "connection error"
             if attempt < self.max_retries:
                 self.retries += 1
                 await asyncio.sleep(delay)
         raise ModelCallError(
-            url, status, f"model request failed after {self.max_retries + 1} tries: {last}"
+            url, status, f"model request failed after {self.max_retries + 1} tries: {last}", reason
         )
 
 
@@ -225,15 +310,16 @@ async def served_model_identity(slots: HttpSlots, base_url: str, timeout: float 
     base = base_url.rstrip("/")
     base = base[: -len("/v1")] if base.endswith("/v1") else base
     try:
-        async with slots.slot() as http:
-            response = await http.get(f"{base}/v1/models", timeout=timeout)
-        if response.status_code != 200:
+        async with slots.slot() as http, asyncio.timeout(timeout):
+            async with http.stream("GET", f"{base}/v1/models", timeout=timeout) as response:
+                raw, cut = await read_capped(response, DEFAULT_MAX_REPLY_BYTES)
+        if response.status_code != 200 or cut:
             return None
-        entries = response.json()["data"]
+        entries = json.loads(raw)["data"]
         served = sorted(
             (json.dumps({k: e.get(k) for k in _IDENTITY_FIELDS}, sort_keys=True, default=str) for e in entries),
         )
-    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+    except (httpx.HTTPError, TimeoutError, ValueError, KeyError, TypeError, AttributeError):
         return None
     if not served:
         return None

@@ -86,6 +86,7 @@ async def run_once(
             backoff=m.backoff_secs,
             max_backoff=m.max_backoff_secs,
             headers=headers,
+            max_reply_bytes=m.max_reply_bytes,
         )
         result = await evaluate(runs, client, Scorers(pool, sandbox, judge), out_dir=out_dir, log=log)
     finally:

@@ -8,6 +8,8 @@ allowlist.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shlex
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +24,8 @@ from benchlab.evaluate.runner import BenchmarkRun
 from benchlab.json_types import JsonObject
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
+# Visible ASCII: an id a client builds from its run name and step, kept as sent.
+REQUEST_ID_PATTERN = r"^[!-~]+$"
 
 
 SAMPLING_FIELDS = ("n_samples_per_eval_prompt", "temperature", "top_p", "top_k", "max_response_len")
@@ -58,10 +62,19 @@ class EvaluateRequest(BaseModel):
     benchmarks: list[BenchmarkRequest] = Field(min_length=1)
     defaults: RequestDefaults | None = None
     run_async: bool = Field(default=False, alias="async")
+    request_id: str | None = Field(
+        default=None, min_length=1, max_length=256, pattern=REQUEST_ID_PATTERN,
+        description="The client's id of this request (e.g. its run and step). Sent again with the same body, "
+        "it gets the same job: the running one, or the finished result; with another body, 409. "
+        "Without it, nothing finished is ever handed out again.",
+    )
 
 
 class ErrorBody(BaseModel):
+    """A refusal: one line naming the field or header at fault (``detail`` repeats it, FastAPI's key)."""
+
     error: str
+    detail: str | None = None
 
 
 class QueuedBody(BaseModel):
@@ -107,7 +120,7 @@ class BenchmarksBody(TypedDict):
 
 
 class ApiError(EvaluationError):
-    """An error answered as ``{"error": message}`` with ``status``."""
+    """An error answered as ``{"error": message, "detail": message}`` with ``status``."""
 
     def __init__(self, status: int, message: str):
         self.status = status
@@ -264,3 +277,14 @@ def evaluation_key(req: EvaluateRequest, runs: list[BenchmarkRun], model_name: s
         ],
     }
     return request_key(defining)
+
+
+def body_hash(req: EvaluateRequest) -> str:
+    """What makes two requests with the same ``request_id`` the same request: a hash of the body as parsed.
+
+    Every field the client sent, as the server read it, except ``async`` (how to answer is no part
+    of the request) and the id itself; key order, spacing and number spelling (``1`` or ``1.0``)
+    do not count, a field sent or left out does.
+    """
+    sent = req.model_dump(exclude_none=True, exclude={"run_async", "request_id"})
+    return hashlib.sha256(json.dumps(sent, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

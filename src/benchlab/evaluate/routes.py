@@ -10,7 +10,8 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
 
 from benchlab.errors import BenchlabError, DataError
 from benchlab.evaluate.config import BenchmarkConfig
@@ -26,6 +27,7 @@ from benchlab.evaluate.protocol import (
     HealthBody,
     JobBody,
     QueuedBody,
+    body_hash,
     evaluation_key,
     resolve_runs,
 )
@@ -40,7 +42,7 @@ from benchlab.evaluate.serving import (
 
 logger = logging.getLogger("benchlab.evaluate")
 
-# Every route but /health may answer with one of these, always as {"error": message}.
+# Every route but /health may answer with one of these, always as {"error": message, "detail": message}.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 429, 502, 504)
 }
@@ -86,6 +88,24 @@ async def health(state: State) -> HealthBody:
         "warnings": state.warnings,
     }
 
+@router.get("/openapi.json", dependencies=[Depends(authorize)], include_in_schema=False)
+async def openapi_document(request: Request) -> JSONResponse:
+    """The API description: what this server takes, its caps and benchmark names included (token needed)."""
+    return JSONResponse(request.app.openapi())
+
+
+@router.get("/docs", dependencies=[Depends(authorize)], include_in_schema=False)
+async def swagger_page(request: Request) -> HTMLResponse:
+    """The interactive API documentation (Swagger UI) over ``/openapi.json``."""
+    return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{request.app.title} - API")
+
+
+@router.get("/redoc", dependencies=[Depends(authorize)], include_in_schema=False)
+async def redoc_page(request: Request) -> HTMLResponse:
+    """The API documentation (ReDoc) over ``/openapi.json``."""
+    return get_redoc_html(openapi_url="/openapi.json", title=f"{request.app.title} - API")
+
+
 @router.get("/benchmarks", dependencies=[Depends(authorize)], responses=ERROR_RESPONSES)
 async def benchmarks(state: State) -> BenchmarksBody:
     """The benchmarks this server can run, with their scorer, size and default parameters."""
@@ -117,6 +137,19 @@ async def evaluate_endpoint(req: EvaluateRequest, state: State) -> JSONResponse:
     except (OSError, DataError) as exc:
         logger.error("dataset of %s: %s", [r.name for r in runs], exc)
         raise ApiError(502, "a dataset of this server could not be read; see the server log") from None
+    if req.request_id is not None:
+        earlier = state.store.by_request_id(req.request_id)
+        if earlier is not None:
+            if earlier.body_hash != body_hash(req):
+                raise ApiError(
+                    409,
+                    f"request_id: {req.request_id[:64]!r} was sent before with another body (job "
+                    f"{earlier.job_id}); a new evaluation needs a new request_id, a retry the same body",
+                )
+            if earlier.status == JobStatus.COMPLETED and earlier.result is not None:
+                return JSONResponse(earlier.result)  # the same request, sent again: its answer
+            # Still running: joined below (same body, same evaluation); failed or partial: evaluated again.
+    reuse_secs = state.config.server.reuse_results_secs
     identity = None
     if key not in state.inflight:
         elsewhere = state.store.running_elsewhere(key, STALE_AFTER_SECS)
@@ -125,15 +158,15 @@ async def evaluate_endpoint(req: EvaluateRequest, state: State) -> JSONResponse:
             handed = await handed_over(state.store, elsewhere, req.run_async)
             if handed is not None:
                 return handed
-        assert state.slots is not None
-        identity = await served_model_identity(state.slots, req.router_url)
+        if reuse_secs > 0:
+            assert state.slots is not None
+            identity = await served_model_identity(state.slots, req.router_url)
     if key in state.inflight:  # also one that started while the model was asked who it is
         job_id, task = state.inflight[key]
     else:
-        if identity is not None and state.config.server.reuse_results_secs > 0:
-            previous = state.store.reusable(
-                key, identity, time.time() - state.config.server.reuse_results_secs
-            )
+        if identity is not None and reuse_secs > 0:
+            # Opt-in (server.reuse_results_secs): a finished evaluation handed to another request.
+            previous = state.store.reusable(key, identity, time.time() - reuse_secs)
             if previous is not None and previous.result is not None:
                 return JSONResponse(previous.result)
         if len(state.inflight) >= state.config.server.max_running_jobs:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +23,8 @@ from benchlab.evaluate.metrics import SampleScore, aggregate
 from benchlab.evaluate.model import ModelCallError, ModelClient, Sampling
 from benchlab.evaluate.openai_api import SamplingFields
 from benchlab.evaluate.scorers import Scorers
+
+_NO_CHOICES = ModelCallError("", 200, "the model endpoint answered without choices", "no choices")
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class RunSummary(TypedDict):
     samples_asked: int
     samples_scored: int
     model_errors: int
+    model_error_reasons: dict[str, int]  # samples without a response, by what went wrong
     sampling: SamplingFields
     tests_passed: NotRequired[int]
     tests_run: NotRequired[int]
@@ -77,6 +81,7 @@ class _Outcome:
     scores: list[SampleScore]
     error: str | None = None
     missing: int = 0  # samples asked for that no response came back for: model errors, never scored
+    reason: str | None = None  # the class of the last error (ModelCallError.reason)
 
 
 @dataclass
@@ -84,9 +89,12 @@ class _Tally:
     outcomes: list[_Outcome] = field(default_factory=list)
     errors: int = 0
     last_error: str = ""
+    reasons: Counter[str] = field(default_factory=Counter)
 
 
-async def _samples(run: BenchmarkRun, item: Item, client: ModelClient) -> tuple[list[str], str | None]:
+async def _samples(
+    run: BenchmarkRun, item: Item, client: ModelClient
+) -> tuple[list[str], ModelCallError | None]:
     """The ``n`` responses to ``item`` (fewer when requests failed) and the last error, if any.
 
     An endpoint that ignores ``n`` answers with fewer choices: each missing
@@ -94,11 +102,11 @@ async def _samples(run: BenchmarkRun, item: Item, client: ModelClient) -> tuple[
     sample the model wrote.
     """
     n = run.sampling.n
-    error = None
+    error: ModelCallError | None = None
     try:
         texts = list(await client.generate(run.config.api, item.prompt, run.sampling, run.config.system))[:n]
     except ModelCallError as exc:
-        return [], str(exc)
+        return [], exc
     if 0 < len(texts) < n:
         one = replace(run.sampling, n=1)
         extra = await asyncio.gather(
@@ -107,15 +115,15 @@ async def _samples(run: BenchmarkRun, item: Item, client: ModelClient) -> tuple[
         )
         for got in extra:
             if isinstance(got, ModelCallError):
-                error = str(got)
+                error = got
             elif isinstance(got, BaseException):
                 raise got
             elif got:
                 texts.append(got[0])
             else:
-                error = "the model endpoint answered without choices"
+                error = _NO_CHOICES
     elif not texts:
-        error = "the model endpoint answered without choices"
+        error = _NO_CHOICES
     return texts, error
 
 
@@ -124,7 +132,8 @@ async def _one(run: BenchmarkRun, item: Item, client: ModelClient, scorers: Scor
     scores = await asyncio.gather(
         *(scorers.score(run.config.scorer, item.fields, t, run.config, item.prompt) for t in texts)
     )
-    return _Outcome(item, texts, list(scores), error, run.sampling.n - len(texts))
+    return _Outcome(item, texts, list(scores), str(error) if error else None, run.sampling.n - len(texts),
+                    error.reason if error else None)
 
 
 def _write_records(out_dir: Path, run: BenchmarkRun, outcomes: list[_Outcome]) -> Path:
@@ -207,6 +216,8 @@ async def evaluate(
         if outcome.error:
             tally.errors += outcome.missing
             tally.last_error = outcome.error
+            if outcome.missing:
+                tally.reasons[outcome.reason or "unknown"] += outcome.missing
 
     raw: dict[str, dict[str, dict[str, float]]] = {}
     summaries = []
@@ -235,6 +246,7 @@ async def evaluate(
             "samples_asked": asked,
             "samples_scored": scored,
             "model_errors": tally.errors,
+            "model_error_reasons": dict(sorted(tally.reasons.items())),
             "sampling": run.sampling.body(),
         }
         if run.config.scorer == "code":

@@ -5,7 +5,10 @@ evaluates every benchmark against ``router_url + /v1`` and answers
 ``{job_id, status, raw_metrics, runs, output_dir, log_path, command}``; with
 ``"async": true`` it answers at once with a ``job_id`` to poll at
 ``GET /status/{job_id}``. ``GET /health`` and ``GET /benchmarks`` describe the
-server. Every error is ``{"error": message}``.
+server. Every refusal is ``{"error": message, "detail": message}``, one line naming the field
+or header at fault, and is logged once per kind within the log's repeat window. Every route,
+the API description (``/openapi.json``, ``/docs``, ``/redoc``) included, needs the token but
+``/health``; without a token the server answers only the host names it is served on.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from benchlab.evaluate.protocol import ApiError, tighten_schema
 from benchlab.evaluate.routes import router
 from benchlab.evaluate.sandbox import Sandbox, sandbox_from_settings
 from benchlab.evaluate.serving import STALE_AFTER_SECS, ServerState, heartbeat, report_warm_up
+from benchlab.hosts import HostCheck
 from benchlab.json_types import JsonObject
 
 logger = logging.getLogger("benchlab.evaluate")
@@ -58,41 +62,74 @@ def check_token(token: str, where: str = "the token") -> None:
         )
 
 
-class BodyLimit:
-    """ASGI middleware: 413 for a body over ``limit`` bytes, declared or streamed (chunked)."""
+def refusal(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The answer to a refused request: its status and one line, under ``error`` and ``detail``.
 
-    def __init__(self, app: Any, limit: int) -> None:
+    Logged with the status in the format string, so the log's repeat filter (``guard.RepeatFilter``)
+    writes one line per kind of refusal per window however many a client sends.
+    """
+    logger.warning(f"refused with HTTP {status}: %s", message[:300])
+    return JSONResponse({"error": message, "detail": message}, status_code=status, headers=headers)
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a body over ``limit`` bytes, declared or streamed (chunked); 408 for one
+    that has not fully arrived ``timeout`` seconds after the application first asked for it.
+
+    The 408 closes the connection (``Connection: close``): what is left of a late body is never read.
+    """
+
+    def __init__(self, app: Any, limit: int, timeout: float | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.timeout = timeout
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_large = f"request body over {self.limit} bytes"
+        too_large = f"request body over {self.limit} bytes (server.max_request_bytes)"
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await JSONResponse({"error": too_large}, status_code=413)(scope, receive, send)
+            await refusal(413, f"body: {too_large}", {"Connection": "close"})(scope, receive, send)
             return
         received = 0
+        deadline: float | None = None
+        loop = asyncio.get_running_loop()
+
+        complete = False
 
         async def limited_receive() -> Any:
-            nonlocal received
-            message = await receive()
+            nonlocal received, deadline, complete
+            if self.timeout is None or complete:  # after the body, a wait for a disconnect is no body read
+                message = await receive()
+            else:
+                deadline = deadline or loop.time() + self.timeout
+                try:
+                    message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+                except TimeoutError:
+                    # Raised while the route reads its body: FastAPI passes HTTPException through.
+                    raise HTTPException(
+                        408, f"body: not received within {self.timeout:g}s (server.body_timeout_secs)",
+                        headers={"Connection": "close"},
+                    ) from None
             if message["type"] == "http.request":
+                complete = not message.get("more_body", False)
                 received += len(message.get("body", b""))
                 if received > self.limit:
-                    # Raised while the route reads its body: FastAPI passes HTTPException through.
-                    raise HTTPException(413, too_large)
+                    raise HTTPException(413, f"body: {too_large}", headers={"Connection": "close"})
             return message
 
         await self.app(scope, limited_receive, send)
 
 
-def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None = None) -> FastAPI:
+def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None = None,
+               allowed_hosts: list[str] | None = None) -> FastAPI:
     """The FastAPI application. ``token`` None turns authentication off (loopback only: the CLI checks).
 
-    Raises UserError for a token shorter than 16 characters or made of whitespace.
+    ``allowed_hosts`` (``benchlab.hosts.served_hosts``) are the only ``Host`` names answered
+    (None: any; ``serve --no-auth`` passes its own). Raises UserError for a token shorter than 16
+    characters or made of whitespace.
     """
     if token is not None:
         check_token(token, f"${config.server.token_env}")
@@ -103,6 +140,10 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         version="1",
         lifespan=functools.partial(_lifespan, state=state),
         description="Runs evaluation benchmarks against an OpenAI-compatible model endpoint.",
+        # Served by routes.py behind the token, like every route but /health.
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.bench = state
 
@@ -118,7 +159,9 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-    app.add_middleware(BodyLimit, limit=config.server.max_request_bytes)
+    app.add_middleware(BodyLimit, limit=config.server.max_request_bytes, timeout=config.server.body_timeout_secs)
+    if allowed_hosts is not None:
+        app.add_middleware(HostCheck, allowed_hosts=allowed_hosts)  # outermost: checked before anything
     _add_error_handlers(app)
     app.include_router(router)
     return app
@@ -196,16 +239,19 @@ async def _lifespan(app: FastAPI, *, state: ServerState) -> AsyncIterator[None]:
 
 
 def _add_error_handlers(app: FastAPI) -> None:
-    """Every error the server answers is ``{"error": message}``, a validation error's naming the fields."""
+    """Every refusal is one line (``refusal``), a validation error's naming the fields."""
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse({"error": exc.message}, status_code=exc.status)
+        return refusal(exc.status, exc.message)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse(
-            {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
-        )
+        message = str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"path: no route {request.url.path[:100]!r}"
+        elif exc.status_code == 405:
+            message = f"method: {request.method} is not allowed on {request.url.path[:100]!r}"
+        return refusal(exc.status_code, message, dict(exc.headers) if exc.headers else None)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -218,7 +264,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         message = "invalid request: " + "; ".join(problems)
         if request.method == "POST" and "json" not in request.headers.get("content-type", ""):
             message += " (send the body as JSON, with 'Content-Type: application/json')"
-        return JSONResponse({"error": message}, status_code=400)
+        return refusal(400, message)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:

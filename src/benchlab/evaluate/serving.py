@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 
 from benchlab.errors import BenchlabError, DataError, EvaluationError
 from benchlab.evaluate.config import EvalConfig
-from benchlab.evaluate.jobs import Job, JobStatus, JobStore
+from benchlab.evaluate.jobs import INTERRUPTED, Job, JobStatus, JobStore
 from benchlab.evaluate.judge import Judge, JudgeCache, judge_client
 from benchlab.evaluate.mathpool import MathVerifyPool
 from benchlab.evaluate.model import HttpSlots, ModelClient
@@ -91,6 +91,7 @@ async def run_job(
         max_retries=m.max_retries,
         backoff=m.backoff_secs,
         max_backoff=m.max_backoff_secs,
+        max_reply_bytes=m.max_reply_bytes,
     )
     with log_path.open("a", encoding="utf-8") as log_file:
 
@@ -160,9 +161,16 @@ async def run_job(
 
 
 async def heartbeat(store: JobStore) -> None:
-    """Refresh the heartbeat of this server's unfinished jobs every ``HEARTBEAT_SECS``, until cancelled."""
+    """Refresh the heartbeat of this server's unfinished jobs every ``HEARTBEAT_SECS``, until cancelled.
+
+    Each beat also fails the jobs of a server that died: one killed and restarted within
+    ``STALE_AFTER_SECS`` left jobs that still looked alive when this server started.
+    """
     while True:
         store.beat()
+        orphans = store.mark_interrupted(STALE_AFTER_SECS)
+        if orphans:
+            logger.warning("%d job(s) of a server that stopped were unfinished; marked failed", orphans)
         await asyncio.sleep(HEARTBEAT_SECS)
 
 
@@ -174,8 +182,8 @@ async def handed_over(store: JobStore, job: Job, run_async: bool) -> JSONRespons
     while store.is_alive(job.job_id, STALE_AFTER_SECS):
         await asyncio.sleep(0.5)
     done = store.get(job.job_id)
-    if done is None or done.status in (JobStatus.QUEUED, JobStatus.RUNNING):
-        return None  # its server stopped without finishing it: evaluate here
+    if done is None or done.status in (JobStatus.QUEUED, JobStatus.RUNNING) or done.error == INTERRUPTED:
+        return None  # its server stopped without finishing it (marked failed by now, or soon): evaluate here
     if done.status == JobStatus.FAILED or done.result is None:
         return JSONResponse(failed_body(done.job_id, done.error or "failed"), status_code=502)
     return JSONResponse(done.result, status_code=504 if done.status == JobStatus.PARTIAL else 200)

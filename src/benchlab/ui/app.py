@@ -9,15 +9,13 @@ With a token, every request needs it: ``Authorization: Bearer <token>``, or the 
 the one-time URL printed at start (``/login/<code>``) or any URL with ``?token=<token>`` sets.
 
 A request whose ``Host`` header names another host than those the dashboard is served on
-(:func:`served_hosts`) is refused with 400 (Starlette's ``TrustedHostMiddleware``): a page of
+(:func:`benchlab.hosts.served_hosts`) is refused with 400 (:class:`benchlab.hosts.HostCheck`): a page of
 another site whose name was made to resolve to 127.0.0.1 (DNS rebinding) cannot read the
 dashboard through the user's browser.
 """
 
 import hmac
-import ipaddress
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +37,7 @@ from fastapi.responses import (
 )
 from starlette.exceptions import HTTPException
 
+from benchlab.hosts import HostCheck
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Status, read_only_ledgers
 from benchlab.ui import views
 from benchlab.ui.library import Library, NotFound, masked_file, tail
@@ -153,23 +152,6 @@ def plotly_js() -> Path | None:
     return path if path.is_file() else None
 
 
-def served_hosts(bind: str, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The host names a dashboard bound to ``bind`` answers to: the address itself and, for a
-    loopback address, ``localhost``; for a wildcard address (``0.0.0.0``, ``::``) this machine's
-    names and loopback too; and ``extra`` (names a proxy or DNS gives it)."""
-    names = {bind.strip("[]").lower(), "localhost", "127.0.0.1", "::1"}
-    try:
-        wildcard = ipaddress.ip_address(bind.strip("[]")).is_unspecified
-    except ValueError:
-        wildcard = False
-    if wildcard:
-        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
-    names |= {e.lower() for e in extra}
-    # An IPv6 address is matched as the Host header writes it, with or without brackets.
-    names |= {f"[{n}]" for n in names if ":" in n}
-    return sorted(names)
-
-
 class _ReadOnlyLedgers:
     """ASGI middleware: each request is handled inside :func:`~benchlab.ledger.read_only_ledgers`,
     so every ledger it opens (in its task, and in the worker threads it runs endpoints in, which
@@ -187,15 +169,13 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
                allowed_hosts: list[str] | None = None) -> Any:
     """The FastAPI application serving ``library``; ``token`` guards every request; ``warm_up``
     computes each benchmark's page in the background from the start; ``allowed_hosts`` (see
-    :func:`served_hosts`) are the only ``Host`` names answered (None: any, for tests in process)."""
-    from starlette.middleware.trustedhost import TrustedHostMiddleware
-
+    :func:`benchlab.hosts.served_hosts`) are the only ``Host`` names answered (None: any, for tests in process)."""
     app = FastAPI(title="benchlab ui", docs_url=None, redoc_url=None, openapi_url=None)
     # Whatever a request opens through the library's readers is opened read-only; the rest of
     # the process (a program that built this app) still writes its ledgers.
     app.add_middleware(_ReadOnlyLedgers)
     if allowed_hosts is not None:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
+        app.add_middleware(HostCheck, allowed_hosts=allowed_hosts)
     app.state.library = library
     access = Access(token=token)
     app.state.access = access
