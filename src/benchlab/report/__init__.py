@@ -87,6 +87,7 @@ def gather(table: Results) -> ReportData:
     """Everything a report is made of, from the results table: the final scalars, the benchmark
     info, the failures, the hardware."""
     from benchlab import __version__
+    from benchlab.history.merge import read_sources
 
     # The error is escaped for a Markdown table cell that report.html renders too.
     failures = [FailureRow(f.run, f.run_id, f.attempts, f.failure_class, _cell(f.error), f.tail)
@@ -111,6 +112,7 @@ def gather(table: Results) -> ReportData:
         run_ids=table.run_ids,
         code_versions=table.code_versions,
         curves=table.curves,
+        sources=read_sources(table.folder),
     )
 
 
@@ -205,7 +207,11 @@ def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], l
     if data.results is None:
         return {}
     where = os.path.relpath(runs_dir(data.results), out_dir or data.results)
-    return {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v] for k, v in data.run_ids.items()}
+    # A link only to a folder that is there: a run merged from a CSV table has none.
+    listed = set(os.listdir(runs_dir(data.results))) if runs_dir(data.results).is_dir() else set()
+    out = {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v if rid in listed]
+           for k, v in data.run_ids.items()}
+    return {k: v for k, v in out.items() if v}
 
 
 def score_links(

@@ -19,6 +19,7 @@ from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchlab.history.merge import MergedSource
     from benchlab.ledger import SequentialRecord
     from benchlab.preregistration import Registration
 
@@ -100,6 +101,8 @@ class ReportData:
     #: The logged curves as the results table holds them (``results.Results.curves``): the figures
     #: and a plan judged on curves take them from here, and no ledger is opened to draw them.
     curves: Curves = field(default_factory=Curves)
+    #: The sources of a merged report (``benchlab report A B``; :mod:`benchlab.history.merge`).
+    sources: list[MergedSource] = field(default_factory=list)
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
@@ -696,10 +699,81 @@ def _runs_in_words(runs: list[tuple[str, str, int]]) -> str:
                      for (t, c), s in by.items())
 
 
+def _install_lines(data: ReportData) -> list[str]:
+    """The lines that install the benchlab that made this report."""
+    import shlex
+
+    lines = []
+    source = _benchlab_checkout()
+    if source is not None:
+        root, sha = source
+        lines.append(f"# benchlab {data.benchlab_version}, installed from its source checkout"
+                     + (f" at {sha[:12]}" if sha else ""))
+        if sha:
+            lines.append(f"git -C {shlex.quote(str(root))} checkout {sha}")
+        lines.append(f"pip install {shlex.quote(str(root))}")
+    else:
+        lines.append(f"# benchlab {data.benchlab_version} made this report: install that version "
+                     "from its source")
+    return lines
+
+
+def _sets(overrides: dict[str, Any]) -> str:
+    import shlex
+
+    return " ".join("-s " + shlex.quote(f"{k}={json.dumps(v) if not isinstance(v, str) else v}")
+                    for k, v in overrides.items())
+
+
+def _reproduce_merged(data: ReportData) -> list[str]:
+    """Shell lines that run each source of a merged report again, each at its own code, and
+    merge the new folders: one checkout cannot give two sources two codes, so each is its own step."""
+    import shlex
+
+    codes = {(c.commit, c.dirty) for s in data.sources for c in s.codes}
+    folders = [s for s in data.sources if not s.is_table]
+    lines = [f"# merged from {len(data.sources)} sources; each is reproduced on its own"]
+    if len(codes) > 1:
+        lines.append(f"# their runs ran at {len(codes)} versions of the code under test: one command cannot "
+                     "reproduce them all, so each folder below checks out its own")
+    lines += _install_lines(data)
+    again: list[str] = []
+    for s in data.sources:
+        lines.append(f"# {s.name}: {s.path} ({s.code_text()})")
+        if s.is_table:
+            lines.append("# a long-format table, not runs benchlab made: nothing to run again, it is merged as it is")
+            again.append(shlex.quote(s.path))
+            continue
+        spec = s.spec_path or "<spec.yaml>"
+        where = Path(s.spec_path).parent if s.spec_path else None
+        if len(s.codes) > 1:
+            lines.append(f"# its own runs ran at {len(s.codes)} codes; below, the last of them")
+        code = s.codes[-1] if s.codes else None
+        if code is not None and code.commit:
+            lines.append(f"git -C {shlex.quote(str(where))} checkout {code.commit}" if where
+                         else f"git checkout {code.commit}")
+        folder = Path(s.path)
+        target = folder.with_name(folder.name + "-again")
+        sets = _sets(s.overrides)
+        lines.append(f"benchlab run {shlex.quote(spec)} --results {shlex.quote(str(target))}"
+                     + (f" {sets}" if sets else ""))
+        again.append(shlex.quote(str(target)))
+    out = data.results.resolve() if data.results is not None else None
+    out_again = f" --out {shlex.quote(str(out.with_name(out.name + '-again')))}" if out is not None else ""
+    lines.append(f"benchlab report {' '.join(again)}{out_again}")
+    if folders:
+        lines.append("# this report again, from the runs it was made of: benchlab report "
+                     + " ".join(shlex.quote(s.path) for s in data.sources)
+                     + (f" --out {shlex.quote(str(out))}-copy" if out is not None else ""))
+    return lines
+
+
 def _reproduce(data: ReportData) -> list[str]:
     """Shell lines that run the benchmark again and report it, each working as written."""
     import shlex
 
+    if data.sources:
+        return _reproduce_merged(data)
     info = data.info
     lines = []
     spec = info.spec_path or "<spec.yaml>"
@@ -719,21 +793,8 @@ def _reproduce(data: ReportData) -> list[str]:
                      + (" (they used uncommitted changes too)" if data.git.dirty else ""))
         lines.append(f"git -C {shlex.quote(str(where))} checkout {commit}" if where
                      else f"git checkout {commit}")
-    source = _benchlab_checkout()
-    if source is not None:
-        root, sha = source
-        lines.append(f"# benchlab {data.benchlab_version}, installed from its source checkout"
-                     + (f" at {sha[:12]}" if sha else ""))
-        if sha:
-            lines.append(f"git -C {shlex.quote(str(root))} checkout {sha}")
-        lines.append(f"pip install {shlex.quote(str(root))}")
-    else:
-        lines.append(f"# benchlab {data.benchlab_version} made this report: install that version "
-                     "from its source")
-    sets = " ".join(
-        "-s " + shlex.quote(f"{k}={json.dumps(v) if not isinstance(v, str) else v}")
-        for k, v in info.overrides.items()
-    )
+    lines += _install_lines(data)
+    sets = _sets(info.overrides)
     folder = data.results.resolve() if data.results is not None else None
     again = folder.with_name(folder.name + "-again") if folder is not None else None
     target = f" --results {shlex.quote(str(again))}" if again is not None else ""
