@@ -13,9 +13,10 @@ The close band is open at its far end and empty for ``T = 0``.
 A task without a target gets no status. Every config cell carries its own
 status, and the last column gives the best config and its status, which is the
 task's status. The best config and its ties are :mod:`benchlab.stats`' ranks (the
-report's summary names the same winner): the config ranked first by mean (of
-equal means, the first in the spec's order), "CI overlaps" every other config
-ranked first, its 95% interval overlapping the best one's or its mean equal.
+report's summary and tables name the same winner, through :func:`leaderboard_rows`): the config
+ranked first by mean (of equal means, the first in the spec's order, "tied with" the others),
+"CI overlaps" every other config ranked first, its 95% interval overlapping the best one's. A
+partial evaluation (lm-eval ``--limit``) is never ranked best: its cell is marked "(partial†)".
 
 Each score links to the run folder of its median seed
 (:func:`benchlab.stats.describe.median_member`): a relative link, which
@@ -60,7 +61,9 @@ def status(score: float | None, target: float | None, goal: str = "max") -> Stat
 @dataclass
 class TaskRow:
     """A task's row: ``cells[config] = (mean, std, status)``; ``best`` is the config ranked first
-    by mean, ``tied`` the other configs ranked first (its CI overlaps theirs, or equal means)."""
+    by mean (of equal means, the first in the spec's order), ``equal`` the other configs with
+    exactly its mean (tied), ``tied`` the configs ranked first through an interval overlapping its
+    own. The report's Summary and tables name the same best and ties (one rule, here)."""
 
     task: str
     target: float | None
@@ -68,6 +71,7 @@ class TaskRow:
     best: str | None
     status: Status | None
     tied: list[str] = field(default_factory=list)
+    equal: list[str] = field(default_factory=list)
 
 
 def leaderboard_rows(
@@ -108,12 +112,13 @@ def leaderboard_rows(
         if ranked_partial and not first:
             full = [c for c in cells if (task, c) not in partial and math.isfinite(cells[c][0])]
             if full:
-                pick = max if goal == "max" else min
-                first, tied = [pick(full, key=lambda c: cells[c][0])], []
+                top = (max if goal == "max" else min)(cells[c][0] for c in full)
+                first, tied = [c for c in full if cells[c][0] == top], []
+        first = [c for c in configs if c in first]
         best = first[0] if first else None
-        # Equal means are ties too: the first in the spec's order is named best.
-        tied = [c for c in configs if c in first[1:] or c in tied]
-        rows.append(TaskRow(task, target, cells, best, cells[best][2] if best else None, tied))
+        # Equal means are exact ties: the first in the spec's order is named best, the others tied.
+        tied = [c for c in configs if c in tied and c not in first]
+        rows.append(TaskRow(task, target, cells, best, cells[best][2] if best else None, tied, first[1:]))
     return rows
 
 
@@ -185,7 +190,8 @@ def render_leaderboard(
         + (", linked to the run folder of its median seed" if score_links else "") + ". "
         "Status: ✅ solved (reaches the target), ⚠️ close "
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
-        + "❌ failed; the last column is the best config's status, and names the configs whose "
+        + "❌ failed; the last column is the best config's status (of equal means, the first in the "
+        "spec's order, tied with the others), and names the configs whose "
         "95% interval overlaps its own (CI overlaps: not a test; overlapping intervals can still "
         "differ significantly, as the report's comparisons say). "
         f"Where a config lost seeds the cell says how many completed of those planned "
@@ -218,6 +224,9 @@ def render_leaderboard(
             cells.append(text + lost(row.task, cfg))
         best = (md_cell(row.best) + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
+        if row.equal:
+            best_text += "; tied with " + ", ".join(md_cell(c) + lost(row.task, c) for c in row.equal) \
+                + " (equal means)"
         if row.tied:
             best_text += "; CI overlaps " + ", ".join(md_cell(c) + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
+from benchlab.report.leaderboard import leaderboard_rows
 from benchlab.report.tables import BR, cell, code_span, describe, fence, finalize, fmt, fmt_at, mean_pm, places
 from benchlab.results import BenchmarkInfo, Curves
 from benchlab.stats.accounting import Accounting, SeedCount
@@ -142,25 +143,40 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
             return (f"No run has completed yet; {_list(failed)} failed on every seed so far, so "
                     "there is nothing to compare.")
         return "No run has completed yet, so there is nothing to compare."
-    # The winner of a task is the config stats ranks first on its own, not through a CI tie.
-    best = prim[(prim["rank"] == 1) & ~prim["tied"]]
-    wins = best.groupby("config", sort=False)["task"].apply(list).to_dict()
+    # The winner of a task is BENCHMARKS.md's (one rule: leaderboard_rows): the best mean of a full
+    # evaluation, of equal means the first in the spec's order, the others named tied.
+    configs = list(info.configs) + sorted(set(prim["config"]) - set(info.configs))
+    tasks = list(info.tasks) + sorted(set(prim["task"]) - set(info.tasks))
+    partial = {(p["task"], p["config"]) for p in data.partial}
+    rows = [r for r in leaderboard_rows(prim, tasks, configs, info.targets, goal, partial) if r.best]
+    wins: dict[str, list[str]] = {}
+    for r in rows:
+        wins.setdefault(str(r.best), []).append(r.task)
     n_tasks = prim["task"].nunique()
-    top_cfg, top_tasks = max(wins.items(), key=lambda kv: len(kv[1]))
+    if not wins:
+        return "No config has a full evaluation to rank (every score is partial), so none is named best."
+    top_cfg = min(wins, key=lambda c: (-len(wins[c]), configs.index(c) if c in configs else len(configs)))
+    top_tasks = wins[top_cfg]
     where = f" ({', '.join(top_tasks)})" if len(top_tasks) <= 4 else ""
+    ties = [(r.task, r.equal) for r in rows if r.best == top_cfg and r.equal]
+    tied_note = "".join(
+        f", tied with {_list([f'**{c}**' for c in equal])} on {task} (equal means)" for task, equal in ties[:4])
+    if len(ties) > 4:
+        tied_note += f" and tied on {len(ties) - 4} more tasks"
     counts = primary_counts(data.accounting, info.primary)
-    lost = [counts[(t, top_cfg)] for t in top_tasks if (t, top_cfg) in counts
-            and counts[(t, top_cfg)].lost]
+    won = [counts[(t, top_cfg)] for t in top_tasks if (t, top_cfg) in counts]
     seeds_note = ""
-    if lost:
-        done = sum(c.completed for c in lost)
-        planned = sum(c.planned for c in lost)
+    if any(c.lost for c in won):
+        # Counted over every task it wins, as the tables count them, and each task that lost seeds named.
+        done = sum(c.completed for c in won)
+        planned = sum(c.planned for c in won)
+        each = ", ".join(f"{c.task} {c.label}" for c in won if c.lost)
         how = ("failed seeds excluded" if data.failed_as == "exclude"
                else "failed seeds scored as the worst value")
-        seeds_note = f", from {done} of its {planned} planned seeds there ({how})"
+        seeds_note = f", from {done} of its {planned} planned seeds there ({each}; {how})"
     parts = [
         f"**{top_cfg}** has the best mean {info.primary} on {len(top_tasks)} of {n_tasks} "
-        f"task{'s' if n_tasks != 1 else ''}{where}{seeds_note}."
+        f"task{'s' if n_tasks != 1 else ''}{where}{tied_note}{seeds_note}."
     ]
     no_seed: dict[str, list[str]] = {}
     for (task, config), count in counts.items():
@@ -342,9 +358,20 @@ def task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[TaskTable], 
                 summary_rows[(row.task, row.config)] = row
     tables: list[TaskTable] = []
     all_tasks = set(desc["task"]) | {t for t, _ in counts}
+    configs = list(info.configs) + sorted(set(desc["config"]) - set(info.configs))
+    order = {c: i for i, c in enumerate(configs)}
+    partial = {(p["task"], p["config"]) for p in data.partial}
+    goal = info.goal.get(info.primary, "max")
     for task in [t for t in info.tasks if t in all_tasks] + sorted(all_tasks - set(info.tasks)):
         sub = desc[desc["task"] == task]
-        prim = sub[sub["is_primary"]].sort_values("mean_rank", kind="stable")
+        prim = sub[sub["is_primary"]]
+        prim = prim.assign(_order=[order.get(c, len(order)) for c in prim["config"]]).sort_values(
+            ["mean_rank", "_order"], kind="stable")
+        # The best, its ties and the partial marks by BENCHMARKS.md's rule (leaderboard_rows).
+        best_row = leaderboard_rows(prim, [task], configs, info.targets, goal, partial)[0]
+        full_means = [float(m) for c, m in zip(prim["config"], prim["mean"], strict=True)
+                      if (task, c) not in partial and m == m]
+        has_partial = any((task, c) in partial for c in prim["config"])
         rows: list[TableRow] = []
         for _, r in prim.iterrows():
             extra = summary_rows.get((task, r["config"]))
@@ -372,11 +399,24 @@ def task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[TaskTable], 
             # stats' rank: by mean (equal means share the lower rank), and 1 for a config whose
             # CI overlaps the best one's. That is marked as what it is, an overlap of intervals:
             # a pairwise test beside it may still separate the two ("tied" contradicted it).
+            config = str(r["config"])
             rank_shown = _rank(r["rank"])
+            tied = " (CI overlaps the best's)" if config in best_row.tied else ""
+            if config in best_row.equal:
+                tied = " (tied: equal means)"
+            is_partial = (task, config) in partial
+            if is_partial:
+                rank_shown = None  # a partial evaluation is never ranked (never best)
+            elif has_partial:
+                # Ranked among the full evaluations only, as BENCHMARKS.md ranks them.
+                mean = float(r["mean"])
+                better = sum(1 for m in full_means if (m > mean if goal == "max" else m < mean))
+                rank_shown = 1 if config in (best_row.best, *best_row.equal, *best_row.tied) else better + 1
             rows.append(TableRow(
                 rank="—" if rank_shown is None else rank_shown,
-                tied=" (CI overlaps the best's)" if r["tied"] else "",
-                config=r["config"] + (" (baseline)" if r["config"] == info.baseline else ""),
+                tied=tied,
+                config=config + (" (baseline)" if config == info.baseline else "")
+                + (" (partial†, not ranked)" if is_partial else ""),
                 flag=" ⚠" if extra and extra.high_variance else "",
                 n=_seeds_cell(count, int(r["n"])),
                 mean_std=mean_std,
