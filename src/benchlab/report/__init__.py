@@ -79,8 +79,9 @@ def _gpu_rows(used: list[GpuPlacement]) -> list[dict[str, str]]:
 
 
 def _cell(text: str) -> str:
-    text = " ".join(text.split())
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    from benchlab.report.tables import cell
+
+    return cell(text)
 
 
 def gather(table: Results) -> ReportData:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 
 from benchlab.report.tables import cell as md_cell
 from benchlab.report.tables import fmt, mean_pm
-from benchlab.report.tables import text as md_text
+from benchlab.report.tables import prose as md_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -236,7 +236,7 @@ def render_leaderboard(
     if marked:
         lines += ["", "† Partial evaluation: not the full benchmark's score (lm-eval's `--limit` cut the run "
                   "short), so not comparable with a full run's:", ""]
-        lines += [f"- {md_cell(t)} / {md_cell(c)}: " + "; ".join(partial[(t, c)]) for t, c in marked]
+        lines += [f"- {md_cell(t)} / {md_cell(c)}: " + "; ".join(md_text(n) for n in partial[(t, c)]) for t, c in marked]
     if run_links:
         lines += _runs_section(rows, configs, run_links, score_links)
     if settings and any(settings.get(t) for t in tasks):

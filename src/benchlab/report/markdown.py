@@ -12,7 +12,8 @@ import jinja2
 import yaml
 
 from benchlab.report.leaderboard import leaderboard_rows
-from benchlab.report.tables import BR, cell, code_span, describe, fence, finalize, fmt, fmt_at, mean_pm, places
+from benchlab.report.tables import BR, block, cell, code_span, describe, fence, finalize, fmt, fmt_at, inline, mean_pm, \
+    places, prose
 from benchlab.results import BenchmarkInfo, Curves
 from benchlab.stats.accounting import Accounting, SeedCount
 from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
@@ -34,7 +35,7 @@ _ENV = jinja2.Environment(
     # No value becomes markup: '<' is written as an entity, except in fenced code (tables.Raw).
     finalize=finalize,
 )
-_ENV.filters.update(cell=cell, fence=fence, code=code_span)
+_ENV.filters.update(cell=cell, fence=fence, code=code_span, prose=prose, block=block)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
     if prim.empty:
         failed = sorted({c for _, c, _ in data.failed_runs})
         if failed:
-            return (f"No run has completed yet; {_list(failed)} failed on every seed so far, so "
+            return (f"No run has completed yet; {_list([inline(c) for c in failed])} failed on every seed so far, so "
                     "there is nothing to compare.")
         return "No run has completed yet, so there is nothing to compare."
     # The winner of a task is BENCHMARKS.md's (one rule: leaderboard_rows): the best mean of a full
@@ -157,10 +158,11 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         return "No config has a full evaluation to rank (every score is partial), so none is named best."
     top_cfg = min(wins, key=lambda c: (-len(wins[c]), configs.index(c) if c in configs else len(configs)))
     top_tasks = wins[top_cfg]
-    where = f" ({', '.join(top_tasks)})" if len(top_tasks) <= 4 else ""
+    where = f" ({', '.join(inline(t) for t in top_tasks)})" if len(top_tasks) <= 4 else ""
     ties = [(r.task, r.equal) for r in rows if r.best == top_cfg and r.equal]
     tied_note = "".join(
-        f", tied with {_list([f'**{c}**' for c in equal])} on {task} (equal means)" for task, equal in ties[:4])
+        f", tied with {_list([f'**{inline(c)}**' for c in equal])} on {inline(task)} (equal means)"
+        for task, equal in ties[:4])
     if len(ties) > 4:
         tied_note += f" and tied on {len(ties) - 4} more tasks"
     counts = primary_counts(data.accounting, info.primary)
@@ -170,12 +172,12 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         # Counted over every task it wins, as the tables count them, and each task that lost seeds named.
         done = sum(c.completed for c in won)
         planned = sum(c.planned for c in won)
-        each = ", ".join(f"{c.task} {c.label}" for c in won if c.lost)
+        each = ", ".join(f"{inline(c.task)} {c.label}" for c in won if c.lost)
         how = ("failed seeds excluded" if data.failed_as == "exclude"
                else "failed seeds scored as the worst value")
         seeds_note = f", from {done} of its {planned} planned seeds there ({each}; {how})"
     parts = [
-        f"**{top_cfg}** has the best mean {info.primary} on {len(top_tasks)} of {n_tasks} "
+        f"**{inline(top_cfg)}** has the best mean {inline(info.primary)} on {len(top_tasks)} of {n_tasks} "
         f"task{'s' if n_tasks != 1 else ''}{where}{tied_note}{seeds_note}."
     ]
     no_seed: dict[str, list[str]] = {}
@@ -184,16 +186,16 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
             no_seed.setdefault(config, []).append(task)
     for config, where_ in no_seed.items():
         on = ("every task" if len(where_) >= n_tasks else f"{len(where_)} tasks"
-              if len(where_) > 4 else _list(where_))
-        parts.append(f"**{config}** failed on every seed of {on} and has no score there.")
+              if len(where_) > 4 else _list([inline(t) for t in where_]))
+        parts.append(f"**{inline(config)}** failed on every seed of {on} and has no score there.")
     comparisons = _primary_comparisons(data)
     if comparisons and top_cfg != info.baseline:
         mine = [r for r in comparisons if r.candidate == top_cfg]
         groups: dict[str, list[str]] = {"better": [], "worse": [], "none": [], "undetermined": []}
         for r in mine:
             p = f"Holm-adjusted p={_p(r.p_holm)}" if r.p_holm is not None else ""
-            note = "; ".join(x for x in (p, r.caveat or "") if x)
-            groups[_verdict(r, goal)].append(r.task + (f" ({note})" if note else ""))
+            note = "; ".join(x for x in (p, inline(r.caveat or "")) if x)
+            groups[_verdict(r, goal)].append(inline(r.task) + (f" ({note})" if note else ""))
         clauses = []
         for key, text in (
             ("better", "is significantly better"),
@@ -206,10 +208,10 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
                 clauses.append(f"{text} on " + _list(shown))
         if clauses:
             parts.append(
-                f"Against the baseline **{info.baseline}**, **{top_cfg}** " + _list(clauses) + "."
+                f"Against the baseline **{inline(info.baseline)}**, **{inline(top_cfg)}** " + _list(clauses) + "."
             )
     elif comparisons:
-        parts.append(f"The baseline **{info.baseline}** itself is best there.")
+        parts.append(f"The baseline **{inline(info.baseline)}** itself is best there.")
     if comparisons:
         tally = {"better": 0, "worse": 0, "none": 0, "undetermined": 0}
         for r in comparisons:
@@ -242,7 +244,7 @@ def _partial_sentence(data: ReportData) -> str:
     if not data.partial:
         return ""
     n = len(data.partial)
-    shown = "; ".join(f"{p['run']}: {p['note'].split(': ', 1)[-1]}" for p in data.partial[:5])
+    shown = "; ".join(f"{inline(p['run'])}: {inline(p['note'].split(': ', 1)[-1])}" for p in data.partial[:5])
     more = f" and {n - 5} more" if n > 5 else ""
     return (f" {n} run{'s are' if n != 1 else ' is a'} partial evaluation{'s' if n != 1 else ''} "
             f"(lm-eval --limit: fewer samples than the task has), so {'their' if n != 1 else 'its'} "
@@ -504,7 +506,7 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
             )
             verdict = _VERDICT_CELL[_verdict(r, goal)]
             if r.caveat:  # on a line of its own, so the verdict column stays narrow
-                verdict += f"{BR}⚠ {r.caveat}"
+                verdict += f"{BR}⚠ {cell(r.caveat)}"
             b_seeds = r.seeds.baseline_seeds if r.seeds else None
             c_seeds = r.seeds.candidate_seeds if r.seeds else None
             seeds = f"{b_seeds or '—'}, {c_seeds or '—'}" if b_seeds or c_seeds else "—"
@@ -554,11 +556,11 @@ def _normalization_text(data: ReportData) -> str:
         return "Normalisation: none (no aggregate across tasks was computed)."
 
     def bounds(kind: str) -> str:
-        return ", ".join(f"{t} [{fmt(v.low)}, {fmt(v.high)}]"
+        return ", ".join(f"{inline(t)} [{fmt(v.low)}, {fmt(v.high)}]"
                          for t, v in tasks.items() if v.source == kind)
 
     if method == "none":
-        return (f"Normalisation: none. The aggregate is of raw {primary}, in its own units, since "
+        return (f"Normalisation: none. The aggregate is of raw {inline(primary)}, in its own units, since "
                 "the spec gives no task reference scores; give each task `reference: [low, high]` "
                 "to aggregate tasks on different scales.")
     if method == "references":
@@ -613,8 +615,8 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
         lines = []
         if rows:
             lines += [
-                f"Each config against the baseline **{info.baseline}** on the final "
-                f"{info.primary}. Mean diff is candidate − baseline "
+                f"Each config against the baseline **{inline(info.baseline)}** on the final "
+                f"{inline(info.primary)}. Mean diff is candidate − baseline "
                 f"({'higher' if goal == 'max' else 'lower'} "
                 "is an improvement) with its 95% CI ("
                 + ((methods.diff_ci if methods else None) or "bootstrap")
@@ -640,15 +642,16 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
             ]
             lines += _comparison_rows(data, rows)
         else:
-            lines.append(f"No config could be compared with the baseline **{info.baseline}**.")
+            lines.append(f"No config could be compared with the baseline **{inline(info.baseline)}**.")
         agg = data.analysis.aggregate
         if agg:
             norm = data.analysis.normalization.method if data.analysis.normalization else None
-            scores_of = {"none": f"raw {info.primary} (no reference scores)",
-                         "references": f"{info.primary} normalised by the reference scores",
-                         "observed": f"{info.primary} min–max normalised over the configs",
-                         "mixed": f"{info.primary} normalised by reference or observed values",
-                         }.get(str(norm), f"normalised {info.primary}")
+            shown = inline(info.primary)
+            scores_of = {"none": f"raw {shown} (no reference scores)",
+                         "references": f"{shown} normalised by the reference scores",
+                         "observed": f"{shown} min–max normalised over the configs",
+                         "mixed": f"{shown} normalised by reference or observed values",
+                         }.get(str(norm), f"normalised {shown}")
             lines += [
                 "",
                 f"Across tasks ({scores_of}, after rliable: "
@@ -672,7 +675,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
         warnings = data.analysis.warnings
         if warnings:
             lines += ["", "Warnings from the analysis:", ""]
-            lines += [f"- {w}" for w in warnings[:20]]
+            lines += [f"- {inline(w)}" for w in warnings[:20]]
             if len(warnings) > 20:
                 lines.append(f"- … and {len(warnings) - 20} more")
         return "\n".join(lines)
@@ -682,7 +685,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
         "The statistics package is not available, so only differences of means are shown "
         "(no intervals or tests).",
         "",
-        f"Difference of means against the baseline **{info.baseline}** on {info.primary}:",
+        f"Difference of means against the baseline **{inline(info.baseline)}** on {inline(info.primary)}:",
         "",
         "| task | config | mean diff | baseline n | config n |",
         "|---|---|---:|---:|---:|",
@@ -868,7 +871,7 @@ def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame,
         parts = []
         for c in configs:
             want = sorted(len(planned_seeds.get((t, c), [])) for t in tasks)
-            parts.append(f"{c} {span(per_config[c])}/{span(want)}")
+            parts.append(f"{inline(c)} {span(per_config[c])}/{span(want)}")
         return ", ".join(parts) + f" (seeds {every[0]}–{every[-1]}; seeds added until decided)"
     planned = f"/{len(seeds)}" if seeds else ""
 
@@ -879,7 +882,7 @@ def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame,
     if len(distinct) <= 1:
         text = counts(next(iter(per_config.values()), [0]))
     else:
-        text = ", ".join(f"{c} {counts(ns)}" for c, ns in per_config.items())
+        text = ", ".join(f"{inline(c)} {counts(ns)}" for c, ns in per_config.items())
     return text + (f" (seeds {seeds[0]}–{seeds[-1]})" if seeds else "")
 
 
@@ -908,9 +911,9 @@ def _sequential_text(sequential: SequentialRecord | None) -> str:
     each = []
     for p in sequential.pairs:
         failed = f", {p.failed} without a value" if p.failed else ""
-        each.append(f"{p.task}/{p.config} {p.seeds} seeds ({p.reason}{failed})")
+        each.append(f"{inline(p.task)}/{inline(p.config)} {p.seeds} seeds ({inline(p.reason)}{failed})")
     head = ", ".join(h for h in how if h)
-    lead = f"{head}; vs {sequential.baseline}, as of the last look: " if head else ""
+    lead = f"{head}; vs {inline(sequential.baseline)}, as of the last look: " if head else ""
     return lead + "; ".join(each)
 
 
