@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from benchlab import preregistration
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
-from benchlab.report.leaderboard import render_leaderboard, status, task_settings
+from benchlab.report.leaderboard import config_settings, render_leaderboard, status, task_settings
 from benchlab.report.markdown import CodeAt, FailureRow, ReportData, primary_counts, render_markdown, warm_templates
 from benchlab.report.tables import describe
 from benchlab.results import Curves, Environment, GpuPlacement, Results, read
@@ -175,6 +175,7 @@ def leaderboard(data: ReportData, out_dir: Path | None = None) -> str:
         seeds=primary_counts(data.accounting, info_.primary),
         failed_as=data.failed_as,
         settings=task_settings(info_.spec, data.tool_versions),
+        differs=config_settings(info_.spec),
         run_links=links,
         score_links=score_links(data, links) if links else None,
         partial=partial_cells(data.partial),

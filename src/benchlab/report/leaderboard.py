@@ -161,6 +161,7 @@ def render_leaderboard(
     run_links: dict[tuple[str, str], list[tuple[int, str]]] | None = None,
     score_links: dict[tuple[str, str], str] | None = None,
     partial: dict[tuple[str, str], list[str]] | None = None,
+    differs: dict[tuple[str, str], str] | None = None,
 ) -> str:
     """The text of BENCHMARKS.md.
 
@@ -169,9 +170,12 @@ def render_leaderboard(
     ``settings`` is each task's Settings line; ``run_links`` the run folder (a relative link)
     of each seed of a (task, config), listed under the table; ``score_links`` the run folder
     each score links to (its median seed's); ``partial`` the notes of the runs of a (task, config)
-    evaluated on part of the benchmark (lm-eval's ``--limit``), whose cells are marked.
+    evaluated on part of the benchmark (lm-eval's ``--limit``), whose cells are marked;
+    ``differs`` the evaluation settings a (task, config) ran with where they are not its task's
+    Settings line (:func:`config_settings`), written in its cell and under the line.
     """
     partial = partial or {}
+    differs = differs or {}
     rows = leaderboard_rows(desc, tasks, configs, targets, goal, partial or {})
     seeds = seeds or {}
     score_links = score_links or {}
@@ -199,7 +203,9 @@ def render_leaderboard(
         "its planned seeds; ✗ marks a config with no completed seed."
         + (" (partial†) marks a score from runs evaluated on part of their task's samples: "
            "not the full benchmark's score (the note under the table says which), and never "
-           "ranked best." if partial else ""),
+           "ranked best." if partial else "")
+        + (" (setting‡) marks a config that ran its task's evaluation with other settings than the "
+           "task's Settings line below: its score is not comparable on those settings." if differs else ""),
         "",
         "| task | target | " + " | ".join(md_cell(c) for c in configs) + " | best |",
         "|---|---:|" + "---|" * len(configs) + "---|",
@@ -221,6 +227,8 @@ def render_leaderboard(
                 text += f" {ICONS[st]}"
             if (row.task, cfg) in partial:
                 text += " (partial†)"
+            if (row.task, cfg) in differs:
+                text += f" ({md_cell(differs[(row.task, cfg)])}‡)"
             cells.append(text + lost(row.task, cfg))
         best = (md_cell(row.best) + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
@@ -241,7 +249,11 @@ def render_leaderboard(
         lines += _runs_section(rows, configs, run_links, score_links)
     if settings and any(settings.get(t) for t in tasks):
         lines += ["", "## Settings", ""]
-        lines += [f"- **{md_text(t)}**: {md_text(settings[t])}" for t in tasks if settings.get(t)]
+        for t in tasks:
+            if settings.get(t):
+                own = [f"{md_text(c)} ran with {md_text(differs[(t, c)])}" for c in configs if (t, c) in differs]
+                lines.append(f"- **{md_text(t)}**: {md_text(settings[t])}"
+                             + (f" (‡ except: {'; '.join(own)})" if own else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -279,14 +291,78 @@ def task_settings(spec: dict[str, object], tool_versions: dict[str, str] | None 
             names = list(params) + [n for n in dict.fromkeys(used) if n not in params]
         values = [(n, params[n] if n in params else variables.get(n)) for n in names if n in params or n in variables]
         line = ", ".join(f"{n} {_setting_value(v)}" for n, v in values)
-        configs = list(spec.get("configs") or [])  # type: ignore[call-overload]
-        first = dict(configs[0].get("params") or {}) if configs else {}
+        expanded = _expanded_configs(spec)
+        first = next(iter(expanded.values()), {})
         command = fill(str(task.get("command") or spec.get("command") or ""), {**variables, **first, **params})
-        seeds = spec.get("seeds")
-        seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds or [])  # type: ignore[call-overload]
+        seed_list = _seed_list(spec)
         call = settings_line(command, seed_list, None)
         if call:
             tool = call.split(":", 1)[0]
             call = settings_line(command, seed_list, (tool_versions or {}).get(tool))
         out[task["name"]] = "; ".join(p for p in (line, call) if p)
+    return out
+
+
+def _seed_list(spec: dict[str, object]) -> list[int]:
+    seeds = spec.get("seeds")
+    return list(range(seeds)) if isinstance(seeds, int) else list(seeds or [])  # type: ignore[call-overload]
+
+
+def _expanded_configs(spec: dict[str, object]) -> dict[str, dict[str, object]]:
+    """Each config of the spec (as JSON) by its name in the tables, a grid's combinations each
+    (``benchlab.spec.checks.grid_names``' order), with its params."""
+    import itertools
+
+    from benchlab.spec.checks import grid_names
+
+    out: dict[str, dict[str, object]] = {}
+    for config in spec.get("configs") or []:  # type: ignore[attr-defined]
+        params = dict(config.get("params") or {})
+        grid = dict(config.get("grid") or {})
+        if not grid:
+            out[str(config["name"])] = params
+            continue
+        names = grid_names(str(config["name"]), grid)
+        for name, combo in zip(names, itertools.product(*grid.values()), strict=True):
+            out[name] = {**params, **dict(zip(grid, combo, strict=True))}
+    return out
+
+
+def config_settings(spec: dict[str, object]) -> dict[tuple[str, str], str]:
+    """(task, config) -> the evaluation settings of a config that runs its task's evaluation tool
+    otherwise than the task's Settings line says (:func:`task_settings`, from the first config):
+    ``tensor_parallel_size 8``, ``temperature 0.7``. Its BENCHMARKS.md cell is marked with them,
+    so that the Settings line is true of every column."""
+    from benchlab.evalrules import fill, parse_call
+
+    variables = dict(spec.get("variables") or {})  # type: ignore[call-overload]
+    expanded = _expanded_configs(spec)
+    if len(expanded) < 2:
+        return {}
+    out: dict[tuple[str, str], str] = {}
+    seeds = ", ".join(str(s) for s in _seed_list(spec))
+
+    def shown(call: object) -> dict[str, str]:
+        fields = {"seed": getattr(call, "seed", None), "temperature": getattr(call, "temperature", None),
+                  "tensor_parallel_size": getattr(call, "tensor_parallel_size", None) or 1,
+                  "batch_size": getattr(call, "batch_size", None)}
+        seed = fields["seed"]
+        if isinstance(seed, str) and "{seed}" in seed:
+            fields["seed"] = seeds
+        return {k: "tool default" if v is None else str(v) for k, v in fields.items()}
+
+    for task in spec.get("tasks") or []:  # type: ignore[attr-defined]
+        params = dict(task.get("params") or {})
+        template = str(task.get("command") or spec.get("command") or "")
+        calls = {name: parse_call(fill(template, {**variables, **own, **params})) for name, own in expanded.items()}
+        first = next(iter(calls.values()))
+        if first is None:
+            continue
+        line = shown(first)
+        for name, call in calls.items():
+            if call is None:
+                continue
+            differ = [f"{k} {v}" for k, v in shown(call).items() if v != line[k]]
+            if differ:
+                out[(str(task["name"]), name)] = ", ".join(differ)
     return out
