@@ -81,7 +81,7 @@ def _gpu_rows(used: list[GpuPlacement]) -> list[dict[str, str]]:
 def _cell(text: str) -> str:
     from benchlab.report.tables import cell
 
-    return cell(text)
+    return cell(text).replace(">", "&gt;")
 
 
 def gather(table: Results) -> ReportData:
