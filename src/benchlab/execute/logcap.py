@@ -22,7 +22,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 #: The cap when the spec names none, in MiB.
 DEFAULT_LOG_CAP_MB: Final = 64.0
@@ -40,7 +40,7 @@ def cap_bytes(log_cap_mb: float | None) -> int | None:
     return int(mb * 2**20) if mb > 0 else None
 
 
-_FALLOCATE: list[object] = []  # libc's fallocate, looked up once
+_FALLOCATE: list[Any] = []  # libc's fallocate, looked up once
 
 
 def _punch(fd: int, offset: int, length: int) -> int:
@@ -55,7 +55,7 @@ def _punch(fd: int, offset: int, length: int) -> int:
     fallocate = _FALLOCATE[0]
     if fallocate is None:
         return errno.EOPNOTSUPP
-    if fallocate(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, offset, length) == 0:  # type: ignore[operator]
+    if fallocate(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, offset, length) == 0:
         return 0
     return ctypes.get_errno() or errno.EIO
 

@@ -232,10 +232,10 @@ def merge_sources(paths: list[Path]) -> Merged:
         for (task, config), seeds_ids in read.run_ids.items():
             for seed, rid in seeds_ids:
                 run_folders[(task, renamed(name, config) or config, seed)] = run_dir_of(folder, rid)
-        for f in read.failures:
-            if f.seed is not None:
-                run_folders.setdefault((f.task, renamed(name, f.config) or f.config, int(f.seed)),
-                                       run_dir_of(folder, f.run_id))
+        for failure in read.failures:
+            if failure.seed is not None:
+                run_folders.setdefault((failure.task, renamed(name, failure.config) or failure.config,
+                                        int(failure.seed)), run_dir_of(folder, failure.run_id))
         done = {(str(t), str(c), int(s)) for t, c, s in zip(own["task"], own["config"], own["seed"], strict=True)}
         failed = {(f.task, f.config, f.seed): f for f in read.failures}
         for (task, config), seeds in read.planned.items():

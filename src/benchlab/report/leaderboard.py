@@ -244,7 +244,8 @@ def render_leaderboard(
     if marked:
         lines += ["", "† Partial evaluation: not the full benchmark's score (lm-eval's `--limit` cut the run "
                   "short), so not comparable with a full run's:", ""]
-        lines += [f"- {md_cell(t)} / {md_cell(c)}: " + "; ".join(md_text(n) for n in partial[(t, c)]) for t, c in marked]
+        lines += [f"- {md_cell(t)} / {md_cell(c)}: " + "; ".join(md_text(n) for n in partial[(t, c)])
+                  for t, c in marked]
     if run_links:
         lines += _runs_section(rows, configs, run_links, score_links)
     if settings and any(settings.get(t) for t in tasks):

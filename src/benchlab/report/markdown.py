@@ -12,8 +12,21 @@ import jinja2
 import yaml
 
 from benchlab.report.leaderboard import leaderboard_rows
-from benchlab.report.tables import BR, block, cell, code_span, describe, fence, finalize, fmt, fmt_at, inline, mean_pm, \
-    places, prose
+from benchlab.report.tables import (
+    BR,
+    block,
+    cell,
+    code_span,
+    describe,
+    fence,
+    finalize,
+    fmt,
+    fmt_at,
+    inline,
+    mean_pm,
+    places,
+    prose,
+)
 from benchlab.results import BenchmarkInfo, Curves
 from benchlab.stats.accounting import Accounting, SeedCount
 from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
@@ -149,17 +162,17 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
     configs = list(info.configs) + sorted(set(prim["config"]) - set(info.configs))
     tasks = list(info.tasks) + sorted(set(prim["task"]) - set(info.tasks))
     partial = {(p["task"], p["config"]) for p in data.partial}
-    rows = [r for r in leaderboard_rows(prim, tasks, configs, info.targets, goal, partial) if r.best]
+    rows = [row for row in leaderboard_rows(prim, tasks, configs, info.targets, goal, partial) if row.best]
     wins: dict[str, list[str]] = {}
-    for r in rows:
-        wins.setdefault(str(r.best), []).append(r.task)
+    for row in rows:
+        wins.setdefault(str(row.best), []).append(row.task)
     n_tasks = prim["task"].nunique()
     if not wins:
         return "No config has a full evaluation to rank (every score is partial), so none is named best."
     top_cfg = min(wins, key=lambda c: (-len(wins[c]), configs.index(c) if c in configs else len(configs)))
     top_tasks = wins[top_cfg]
     where = f" ({', '.join(inline(t) for t in top_tasks)})" if len(top_tasks) <= 4 else ""
-    ties = [(r.task, r.equal) for r in rows if r.best == top_cfg and r.equal]
+    ties = [(row.task, row.equal) for row in rows if row.best == top_cfg and row.equal]
     tied_note = "".join(
         f", tied with {_list([f'**{inline(c)}**' for c in equal])} on {inline(task)} (equal means)"
         for task, equal in ties[:4])
