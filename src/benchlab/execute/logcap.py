@@ -1,9 +1,9 @@
 """A cap on the disk a run's log takes: its first and last halves kept, what lies between dropped
 and counted (``log_cap_mb`` in the spec, 64 MiB unless it says otherwise; 0 for none).
 
-A run writes its log itself (its stdout and stderr are the file, opened for appending), so that a
-run outlives the sweep that started it and is adopted by the next one; nothing stands between the
-run and the file that could block it or die with the sweep. The cap is kept from outside: a thread
+A run writes its log itself (its stdout and stderr are the file, opened for appending): nothing
+stands between the run and the file that could block it, slow it, or die with the sweep and take
+the run with it (a pipe to a reader would). The cap is kept from outside: a thread
 looks at each running log's size every few hundredths of a second and, once the log is past its
 cap, frees the blocks between its head and its tail with ``fallocate(PUNCH_HOLE)`` (the run's next
 write still lands at the end; the freed middle reads as zeros). So the disk a log takes is bounded
