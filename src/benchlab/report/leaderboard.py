@@ -239,23 +239,38 @@ def render_leaderboard(
             best_text += "; CI overlaps " + ", ".join(md_cell(c) + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {md_cell(row.task)} | {target} | " + " | ".join(cells) + f" | {best_text} |")
-    marked = [(t, c) for t in tasks for c in configs if (t, c) in partial and (t, c) in
-              {(r.task, k) for r in rows for k in r.cells}]
-    if marked:
-        lines += ["", "† Partial evaluation: not the full benchmark's score (lm-eval's `--limit` cut the run "
-                  "short), so not comparable with a full run's:", ""]
-        lines += [f"- {md_cell(t)} / {md_cell(c)}: " + "; ".join(md_text(n) for n in partial[(t, c)])
-                  for t, c in marked]
+    lines += _partial_notes(rows, tasks, configs, partial)
     if run_links:
         lines += _runs_section(rows, configs, run_links, score_links)
     if settings and any(settings.get(t) for t in tasks):
-        lines += ["", "## Settings", ""]
-        for t in tasks:
-            if settings.get(t):
-                own = [f"{md_text(c)} ran with {md_text(differs[(t, c)])}" for c in configs if (t, c) in differs]
-                lines.append(f"- **{md_text(t)}**: {md_text(settings[t])}"
-                             + (f" (‡ except: {'; '.join(own)})" if own else ""))
+        lines += _settings_section(tasks, configs, settings, differs)
     return "\n".join(lines) + "\n"
+
+
+def _partial_notes(rows: list[TaskRow], tasks: list[str], configs: list[str],
+                   partial: dict[tuple[str, str], list[str]]) -> list[str]:
+    """The note under BENCHMARKS.md's table on the scores marked (partial†)."""
+    marked = [(t, c) for t in tasks for c in configs if (t, c) in partial and (t, c) in
+              {(r.task, k) for r in rows for k in r.cells}]
+    if not marked:
+        return []
+    return ["", "† Partial evaluation: not the full benchmark's score (lm-eval's `--limit` cut the run "
+            "short), so not comparable with a full run's:", "",
+            *(f"- {md_cell(t)} / {md_cell(c)}: " + "; ".join(md_text(n) for n in partial[(t, c)])
+              for t, c in marked)]
+
+
+def _settings_section(tasks: list[str], configs: list[str], settings: dict[str, str],
+                      differs: dict[tuple[str, str], str]) -> list[str]:
+    """The lines of BENCHMARKS.md's "Settings" section: each task's line, and the configs that ran
+    otherwise (marked ‡ in their cells)."""
+    lines = ["", "## Settings", ""]
+    for t in tasks:
+        if settings.get(t):
+            own = [f"{md_text(c)} ran with {md_text(differs[(t, c)])}" for c in configs if (t, c) in differs]
+            lines.append(f"- **{md_text(t)}**: {md_text(settings[t])}"
+                         + (f" (‡ except: {'; '.join(own)})" if own else ""))
+    return lines
 
 
 def _setting_value(value: object) -> str:

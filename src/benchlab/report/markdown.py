@@ -147,16 +147,9 @@ def _list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
+def _best_sentence(data: ReportData, prim: pd.DataFrame, goal: str) -> tuple[str | None, str]:
+    """The config the summary names best (None: none can be) and the sentence that names it."""
     info = data.info
-    goal = info.goal.get(info.primary, "max")
-    prim = desc[desc["is_primary"]]
-    if prim.empty:
-        failed = sorted({c for _, c, _ in data.failed_runs})
-        if failed:
-            return (f"No run has completed yet; {_list([inline(c) for c in failed])} failed on every seed so far, so "
-                    "there is nothing to compare.")
-        return "No run has completed yet, so there is nothing to compare."
     # The winner of a task is BENCHMARKS.md's (one rule: leaderboard_rows): the best mean of a full
     # evaluation, of equal means the first in the spec's order, the others named tied.
     configs = list(info.configs) + sorted(set(prim["config"]) - set(info.configs))
@@ -168,7 +161,7 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         wins.setdefault(str(row.best), []).append(row.task)
     n_tasks = prim["task"].nunique()
     if not wins:
-        return "No config has a full evaluation to rank (every score is partial), so none is named best."
+        return None, "No config has a full evaluation to rank (every score is partial), so none is named best."
     top_cfg = min(wins, key=lambda c: (-len(wins[c]), configs.index(c) if c in configs else len(configs)))
     top_tasks = wins[top_cfg]
     where = f" ({', '.join(inline(t) for t in top_tasks)})" if len(top_tasks) <= 4 else ""
@@ -189,10 +182,26 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
         how = ("failed seeds excluded" if data.failed_as == "exclude"
                else "failed seeds scored as the worst value")
         seeds_note = f", from {done} of its {planned} planned seeds there ({each}; {how})"
-    parts = [
-        f"**{inline(top_cfg)}** has the best mean {inline(info.primary)} on {len(top_tasks)} of {n_tasks} "
-        f"task{'s' if n_tasks != 1 else ''}{where}{tied_note}{seeds_note}."
-    ]
+    return top_cfg, (f"**{inline(top_cfg)}** has the best mean {inline(info.primary)} on {len(top_tasks)} of "
+                     f"{n_tasks} task{'s' if n_tasks != 1 else ''}{where}{tied_note}{seeds_note}.")
+
+
+def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
+    info = data.info
+    goal = info.goal.get(info.primary, "max")
+    prim = desc[desc["is_primary"]]
+    if prim.empty:
+        failed = sorted({c for _, c, _ in data.failed_runs})
+        if failed:
+            return (f"No run has completed yet; {_list([inline(c) for c in failed])} failed on every seed so far, so "
+                    "there is nothing to compare.")
+        return "No run has completed yet, so there is nothing to compare."
+    top_cfg, best_sentence = _best_sentence(data, prim, goal)
+    if top_cfg is None:
+        return best_sentence
+    parts = [best_sentence]
+    counts = primary_counts(data.accounting, info.primary)
+    n_tasks = prim["task"].nunique()
     no_seed: dict[str, list[str]] = {}
     for (task, config), count in counts.items():
         if count.completed == 0 and count.failed:
