@@ -148,3 +148,43 @@ def test_the_recorded_evaluation_settings_take_what_the_harness_says_ran_over_th
                         "tensor_parallel_size": 4, "batch_size": "16", "version": "0.4.13"}
     assert list(settings) == list(get_type_hints(EvaluationSettings))  # every key its record names
     assert settings_of("python train.py --seed 1") is None
+
+
+FAKE_LM_EVAL = """
+import json, os, sys
+args = sys.argv[1:]
+model_args = dict(p.split("=", 1) for p in args[args.index("--model_args") + 1].split(","))
+tp = int(model_args["tensor_parallel_size"])
+seed = int(os.environ["BENCHLAB_SEED"])
+json.dump({"score": 0.5 + seed / 100 + (0.2 if tp > 1 else 0.0)},
+          open(os.path.join(os.environ["BENCHLAB_RUN_DIR"], "metrics.json"), "w"))
+"""
+
+TWO_TP = """
+name: rules
+tasks: [{name: gsm8k}]
+configs:
+  - {name: small, params: {tp: 1}}
+  - {name: big, params: {tp: 8}}
+seeds: 2
+command: >-
+  python lm.py lm_eval --model vllm --model_args pretrained=org/model-1b,tensor_parallel_size={tp}
+  --tasks {task} --seed {seed} --batch_size auto
+metrics: {primary: score}
+"""
+
+
+def test_run_warns_of_the_evaluation_rules_as_validate_does_and_the_settings_line_is_true_per_column(make_bench):
+    bench = make_bench(TWO_TP)
+    (bench.root / "lm.py").write_text(FAKE_LM_EVAL)
+    proc = bench.cli("run", "bench.yaml", "--results", "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert "warning: config(s) big run with tensor_parallel_size=8" in said
+    board = (bench.root / "out" / "BENCHMARKS.md").read_text()
+    row = next(line for line in board.splitlines() if line.startswith("| gsm8k |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # The task's line says tensor_parallel_size 1 (its first config's); big's cell says what it ran at.
+    assert "(tensor_parallel_size 8‡)" in cells[3] and "‡" not in cells[2], cells
+    settings = next(line for line in board.splitlines() if line.startswith("- **gsm8k**"))
+    assert "tensor_parallel_size 1" in settings and "(‡ except: big ran with tensor_parallel_size 8)" in settings

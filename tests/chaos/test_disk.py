@@ -7,6 +7,7 @@ A full disk and a read-only folder are made real: a small tmpfs mounted for the 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import stat
@@ -152,3 +153,94 @@ def test_an_archived_read_only_folder_can_be_read_but_not_run_into(tmp_path, arc
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     con.close()
     assert shutil.disk_usage(out).total > 0
+
+
+CHATTY_SPEC = """
+name: chatty
+tasks: [{name: t1}]
+configs: [{name: quiet}, {name: loud}]
+seeds: 3
+LOG_CAP
+command: python loud.py {config} {seed}
+metrics: {primary: {name: score, goal: max}}
+retries: 0
+"""
+
+# Seed 0 of config loud prints 400 MB between its first and last lines.
+LOUD = r"""
+import json, os, sys
+config, seed = sys.argv[1], int(sys.argv[2])
+os.write(1, b"first line of the log\n")
+for _ in range(400 if config == "loud" and seed == 0 else 0):
+    os.write(1, b"y" * 1048575 + b"\n")
+os.write(1, b"last line of the log\n")
+json.dump({"score": seed}, open(os.path.join(os.environ["BENCHLAB_RUN_DIR"], "metrics.json"), "w"))
+"""
+
+
+def _mount_or_skip(tmp_path: Path, size: str) -> Path:
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, size)
+    return disk
+
+
+def test_a_run_printing_400_mb_cannot_fill_a_160_mib_results_disk(tmp_path):
+    # The default cap (64 MiB) holds it: every run completes, and the loud run's log keeps its
+    # first and last lines with the count of the bytes dropped between them.
+    disk = _mount_or_skip(tmp_path, "160m")
+    try:
+        (tmp_path / "loud.py").write_text(LOUD)
+        (tmp_path / "bench.yaml").write_text(CHATTY_SPEC.replace("LOG_CAP", ""))
+        out = disk / "out"
+        proc = run_cli("run", "bench.yaml", "-r", str(out), "--no-report", "-j", "2", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert check_ledger(out / "benchlab.db") == {"completed": 6}
+        logs = sorted(out.glob("runs/*/train.log"), key=lambda p: p.stat().st_size)
+        loud = logs[-1].read_bytes()
+        assert loud.startswith(b"first line of the log\n") and loud.endswith(b"last line of the log\n")
+        (count,) = re.findall(rb"\[benchlab: (\d+) bytes of this log were dropped here", loud)
+        assert len(loud) <= (64 << 20) + 300
+        assert int(count) == 22 + 400 * (1 << 20) + 21 - (len(loud) - len(re.search(rb"\n\[benchlab: [^\n]*\]\n",
+                                                                                       loud)[0]))
+    finally:
+        unmount(disk)
+
+
+def test_a_full_disk_leaves_every_run_not_started_pending_and_a_smaller_cap_resumes(tmp_path):
+    # Without a cap, the loud run fills a 160 MiB disk: the sweep stops with one message; the runs
+    # finished before stay completed and those never started stay pending (not failed), so that a
+    # run with a cap after freeing the space does only what is left.
+    disk = _mount_or_skip(tmp_path, "160m")
+    try:
+        (tmp_path / "loud.py").write_text(LOUD)
+        (tmp_path / "bench.yaml").write_text(CHATTY_SPEC.replace("LOG_CAP", "log_cap_mb: 0")
+                                             .replace("seeds: 3", "seeds: 4"))
+        out = disk / "out"
+        proc = run_cli("run", "bench.yaml", "-r", str(out), "--no-report", "-j", "1", cwd=tmp_path)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "no space left" in " ".join(proc.stderr.split())
+        states = check_ledger(out / "benchlab.db")
+        assert states.get("completed", 0) >= 1 and sum(states.values()) == 8
+        con = sqlite3.connect(out / "benchlab.db")
+        # Only the loud run may have failed; a run the sweep never started has no attempt.
+        failed = con.execute("SELECT config, seed FROM runs WHERE status = 'failed'").fetchall()
+        assert set(failed) <= {("loud", 0)}, failed
+        unstarted = con.execute("SELECT COUNT(*) FROM runs WHERE status = 'pending' AND run_id NOT IN "
+                                "(SELECT run_id FROM attempts)").fetchone()[0]
+        con.close()
+        assert unstarted >= 1 and states.get("pending", 0) == unstarted
+        before = {p.parent.name: p.read_bytes() for p in out.glob("runs/*/metrics.json")}
+        for log in out.rglob("train.log"):
+            if log.stat().st_size > (1 << 20):
+                log.unlink()  # the space freed, as its owner would
+        (tmp_path / "bench.yaml").write_text(CHATTY_SPEC.replace("LOG_CAP", "log_cap_mb: 8")
+                                             .replace("seeds: 3", "seeds: 4"))
+        again = run_cli("run", "bench.yaml", "-r", str(out), "--no-report", "-j", "1", "--rerun-failed",
+                        cwd=tmp_path)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert check_ledger(out / "benchlab.db") == {"completed": 8}
+        for run_id, metrics in before.items():
+            assert (out / "runs" / run_id / "metrics.json").read_bytes() == metrics
+    finally:
+        unmount(disk)

@@ -67,6 +67,6 @@ def test_the_diff_csv_has_one_typed_row_per_change_and_empty_cells_for_none(make
         written = list(csv.DictReader(fh))
     assert list(written[0]) == list(CSV_COLUMNS) == [
         "task", "config", "metric", "goal", "verdict", "paired", "n_before", "n_after", "mean_before",
-        "mean_after", "diff", "ci_low", "ci_high", "ratio", "p_value", "p_holm"]
+        "mean_after", "diff", "ci_low", "ci_high", "ratio", "p_value", "p_holm", "direction", "relative_change"]
     assert float(written[0]["diff"]) == pytest.approx(-0.03) and written[0]["verdict"] == row.verdict
     assert [written[0][k] == "" for k in ("ci_low", "ci_high")] == [row.ci_low is None, row.ci_high is None]

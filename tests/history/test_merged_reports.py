@@ -83,3 +83,69 @@ def test_report_from_a_long_format_csv_with_curves(tmp_path):
     assert (out / "plots" / "curves_return.png").exists()
     csv = (out / "results.csv").read_text()
     assert json.dumps("cartpole")[1:-1] in csv
+
+
+def _git_folder(root: Path, base: float) -> tuple[Path, str]:
+    """A results folder whose spec and script are committed in a git repository of their own."""
+    import subprocess
+
+    root.mkdir()
+    (root / "run.py").write_text(SCRIPT + f"\n# version {base}\n")
+    (root / "bench.yaml").write_text(textwrap.dedent(SPEC.replace("BASE", str(base))).lstrip())
+    (root / ".gitignore").write_text("results/\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "bench"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    run_cli("run", "bench.yaml", "--no-report", cwd=root, check=True)
+    return root / "results" / "merge", sha
+
+
+def _links(path: Path) -> list[str]:
+    """Every link and image target of a Markdown or HTML report file, as written."""
+    import re
+
+    from markdown_it import MarkdownIt
+
+    text = path.read_text()
+    if path.suffix == ".html":
+        return re.findall(r'(?:href|src)="([^"]+)"', text)
+    found = []
+    for token in MarkdownIt("commonmark").enable("table").parse(text):
+        for child in token.children or []:
+            if child.type in ("link_open", "image"):
+                found.append(str(child.attrGet("href") or child.attrGet("src")))
+    return found
+
+
+def test_every_link_of_a_merged_report_resolves_and_each_source_is_named_and_reproduced(tmp_path):
+    import html
+    from urllib.parse import unquote
+
+    one, sha_one = _git_folder(tmp_path / "one", 0.5)
+    two, sha_two = _git_folder(tmp_path / "two", 0.7)
+    out = tmp_path / "pub" / "merged"
+    run_cli("report", str(one), str(two), "--out", str(out), "--no-plots", cwd=tmp_path, check=True)
+    checked = 0
+    for name in ("BENCHMARKS.md", "BENCHMARK_REPORT.md", "report.html"):
+        for href in _links(out / name):
+            href = html.unescape(href)
+            if href.startswith(("http://", "https://", "mailto:", "data:", "#")):
+                continue
+            target = (out / unquote(href.split("#")[0])).resolve()
+            assert target.exists(), (name, href)
+            checked += 1
+    # 2 folders x 2 configs x 3 seeds: each seed's run folder is listed, each score links one.
+    assert checked >= 12 + 4
+    seeds_listed = [h for h in _links(out / "BENCHMARKS.md") if h.startswith("runs/")]
+    assert len(set(seeds_listed)) == 12
+    for href in set(seeds_listed):
+        assert (out / href / "metrics.json").is_file()
+    report = (out / "BENCHMARK_REPORT.md").read_text()
+    # Each source's code is named, and the Reproduction section checks out each folder's own.
+    assert f"commit {sha_one[:10]}" in report and f"commit {sha_two[:10]}" in report
+    repro = report.split("## Reproduction", 1)[1]
+    assert f"checkout {sha_one}" in repro and f"checkout {sha_two}" in repro
+    assert "one command cannot reproduce them all" in repro
+    assert f"--results {one.resolve()}-again" in repro and f"--results {two.resolve()}-again" in repro

@@ -106,15 +106,19 @@ def scores(task: str, config: str) -> list[float]:
 
 def build_store_world(
     folder: Path,
-    values: dict[tuple[str, str], list[float]],
+    values: dict[tuple[str, str], list[float | None]],
     *,
     goal: str = "max",
     targets: dict[str, float | None] | None = None,
     references: dict[str, list[float]] | None = None,
     baseline: str | None = None,
     curves: bool = False,
+    partial: dict[tuple[str, str], str] | None = None,
 ) -> Path:
-    """A ledger holding the given final ``score`` per (task, config) over seeds 0..n-1."""
+    """A ledger holding the given final ``score`` per (task, config) over seeds 0..n-1: a value of
+    None is a seed that failed; ``partial`` notes (task, config)'s runs as evaluated on part of
+    their samples (lm-eval ``--limit``), as collect/lm_eval.py notes them."""
+    from benchlab.ledger import PARTIAL_NOTE_PREFIX
     tasks = list(dict.fromkeys(t for t, _ in values))
     configs = list(dict.fromkeys(c for _, c in values))
     with Store.create(folder) as store:
@@ -150,9 +154,15 @@ def build_store_world(
             for s in range(len(vals))
         ]
         store.register(runs)
+        store.set_plan([r.run_id for r in runs])
         for run in runs:
             value = values[(run.task, run.config)][run.seed]
             attempt, _ = store.start_attempt(run.run_id, host="test")
+            if value is None:
+                store.finish_attempt(attempt, run.run_id, status="failed", run_status="failed", exit_code=1,
+                                     failure_class="crash", error="failed on purpose", log_tail="boom")
+                continue
+            note = (partial or {}).get((run.task, run.config))
             series = None
             if curves:
                 steps = np.array([0.0, 50.0, 100.0])
@@ -165,7 +175,10 @@ def build_store_world(
                 exit_code=0,
                 metrics={"score": value},
                 series=series,
+                error=None if note is None else f"{PARTIAL_NOTE_PREFIX} (--limit): {note}",
             )
+            # As a sweep leaves it: each completed run has its folder (the report links it).
+            (folder / "runs" / run.run_id).mkdir(parents=True, exist_ok=True)
     return folder
 
 

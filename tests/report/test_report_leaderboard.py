@@ -118,7 +118,7 @@ def test_best_config_is_the_one_stats_ranks_first_and_its_ties_are_named(tmp_pat
     write_report(folder, plots=False, html=False)
     text = (folder / "BENCHMARKS.md").read_text()
     assert _row(text, "tie")[-1] == "a ✅ solved; CI overlaps b"
-    assert _row(text, "equal")[-1] == "b; CI overlaps c"
+    assert _row(text, "equal")[-1] == "b; tied with c (equal means)"
     # BENCHMARK_REPORT.md's summary names the same winner of "tie".
     report = (folder / "BENCHMARK_REPORT.md").read_text()
     assert "**a** has the best mean score on 1 of 2 tasks (tie)" in report

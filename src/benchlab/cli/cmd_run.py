@@ -170,6 +170,7 @@ def run(
 
     spec = load_spec(spec_path, sets)
     folder = results or default_results(spec)
+    _warn_rules(spec)
     _check_run_flags(gpus=gpus, until_decided=until_decided, max_seeds=max_seeds, batch=batch, margin=margin,
                      as_json=as_json, rerun_all=rerun_all)
     if until_decided and not dry_run:
@@ -212,6 +213,18 @@ def run(
         console.print(f"report: [bold]{outcome.report}[/]")
     raise typer.Exit(outcome.exit_code)
 
+
+
+def _warn_rules(spec: Any) -> None:
+    """The field's evaluation rules, as `validate` warns of them (``evalrules.rule_warnings``): a run
+    that breaks one is told so before it spends its GPUs, not only a validate run before it."""
+    from rich.markup import escape
+
+    from benchlab.evalrules import rule_warnings
+    from benchlab.plan import expand
+
+    for warning in rule_warnings(spec, expand(spec)):
+        console.print(f"[yellow]warning[/]: {escape(warning)}", highlight=False)
 
 
 def _say_what_is_kept(spec: Any, folder: Path) -> None:

@@ -92,6 +92,21 @@ class Change:
     def key(self) -> str:
         return f"{self.task}/{self.config}/{self.metric}"
 
+    @property
+    def direction(self) -> str:
+        """``worse`` or ``better`` by the metric's goal, as the means moved (``unchanged`` for equal
+        means): what ``ratio`` (after / before) hides for a negative score, −406 → −484 being 1.19."""
+        moved = self.mean_after - self.mean_before
+        if moved == 0 or moved != moved:
+            return "unchanged"
+        return "better" if (moved > 0) == (self.goal == "max") else "worse"
+
+    @property
+    def relative(self) -> float | None:
+        """(after − before) / |before|: the change as a fraction of the earlier score's size, its
+        sign the change's (None where the earlier mean is 0)."""
+        return (self.mean_after - self.mean_before) / abs(self.mean_before) if self.mean_before else None
+
 
 @dataclass
 class VersionDiff:
@@ -121,6 +136,8 @@ class VersionDiff:
     def to_json(self) -> JsonObject:
         """What ``benchlab diff --json`` prints: every field, and the number of changes per verdict."""
         out = asdict(self)
+        for change, shown in zip(self.changes, out["changes"], strict=True):
+            shown.update(direction=change.direction, relative_change=change.relative)
         out["counts"] = {v: sum(1 for c in self.changes if c.verdict == v) for v in VERDICTS}
         return out
 

@@ -33,11 +33,14 @@ class ChangeRow(NamedTuple):
     ratio: float | None
     p_value: float | None
     p_holm: float | None
+    direction: str  # worse / better / unchanged, by the metric's goal
+    relative_change: float | None  # (after - before) / |before|
 
     @classmethod
     def of(cls, c: Change) -> ChangeRow:
         return cls(c.task, c.config, c.metric, c.goal, c.verdict, c.paired, c.n_before, c.n_after, c.mean_before,
-                   c.mean_after, c.diff, c.ci_low, c.ci_high, c.ratio, c.p_value, c.p_holm)
+                   c.mean_after, c.diff, c.ci_low, c.ci_high, c.ratio, c.p_value, c.p_holm, c.direction,
+                   c.relative)
 
 
 CSV_COLUMNS: tuple[str, ...] = ChangeRow._fields
@@ -47,16 +50,40 @@ def _g(x: float | None, digits: int = 4) -> str:
     return "—" if x is None else f"{x:.{digits}g}"
 
 
-def _mean_std(mean: float, std: float | None) -> str:
-    return _g(mean) if std is None else f"{_g(mean)} ± {_g(std, 2)}"
+def _signed(x: float | None, at: int | None) -> str:
+    """``x`` with its sign, at ``at`` decimals (the report's :func:`~benchlab.report.tables.fmt_at`)."""
+    from benchlab.report.tables import fmt_at
+
+    if x is None:
+        return "—"
+    text = fmt_at(x, at)
+    return text if text.startswith(("-", "—")) else "+" + text
+
+
+def _moved(c: Change, at: int | None) -> str:
+    """``worse by 78 (19%)``: the direction by the metric's goal and the size of the move."""
+    from benchlab.report.tables import fmt_at
+
+    if c.direction == "unchanged":
+        return "unchanged"
+    size = fmt_at(abs(c.mean_after - c.mean_before), at)
+    share = f" ({abs(c.relative):.0%})" if c.relative is not None and abs(c.relative) >= 0.005 else ""
+    return f"{c.direction} by {size}{share}"
 
 
 def change_line(c: Change) -> list[str]:
-    """The cells of one change in the Markdown table."""
-    ci = "—" if c.ci_low is None else f"{c.diff:+.4g} [{c.ci_low:+.4g}, {c.ci_high:+.4g}]"
+    """The cells of one change in the Markdown table: every number at the precision its interval
+    supports (two significant digits of the CI's half-width, else of the std; as the report
+    writes them), the move said as better or worse by the metric's goal."""
+    from benchlab.report.tables import mean_pm, places
+
+    half = (c.ci_high - c.ci_low) / 2 if c.ci_low is not None and c.ci_high is not None else None
+    spread = half if half else max((s for s in (c.std_before, c.std_after) if s), default=None)
+    at = places(spread)
+    ci = "—" if c.ci_low is None else f"{_signed(c.diff, at)} [{_signed(c.ci_low, at)}, {_signed(c.ci_high, at)}]"
     how = f"paired, n={c.n_before}" if c.paired else f"unpaired, n={c.n_before}/{c.n_after}"
-    return [MARKS[c.verdict], _mean_std(c.mean_before, c.std_before), _mean_std(c.mean_after, c.std_after), ci,
-            "—" if c.ratio is None else f"{c.ratio:.3f}", _g(c.p_holm, 2), f"{c.key} ({how}, goal {c.goal})"]
+    return [MARKS[c.verdict], mean_pm(c.mean_before, c.std_before, spread), mean_pm(c.mean_after, c.std_after, spread),
+            ci, _moved(c, at), _g(c.p_holm, 2), f"{c.key} ({how}, goal {c.goal})"]
 
 
 def to_markdown(d: VersionDiff) -> str:
@@ -79,7 +106,7 @@ def to_markdown(d: VersionDiff) -> str:
                 lines.append(f"      {item.strip()}")
             else:
                 lines.append(f"  - {item}")
-    header = ["", "before", "after", "change (95% CI)", "ratio", "p (Holm)", "task/config/metric"]
+    header = ["", "before", "after", "change (95% CI)", "moved", "p (Holm)", "task/config/metric"]
     for verdict, title in ((REGRESSION, "Regressions"), (IMPROVEMENT, "Improvements"),
                            (NO_CHANGE, "No detectable change"), (UNDETERMINED, "Undetermined")):
         rows = [c for c in d.changes if c.verdict == verdict]
@@ -93,7 +120,9 @@ def to_markdown(d: VersionDiff) -> str:
         lines.append("|" + "|".join("---" for _ in header) + "|")
         lines += ["| " + " | ".join(change_line(c)) + " |" for c in rows]
     lines += ["", "`+` worse, `-` better for the metric's goal, `~` no detectable change (as asv marks them)"
-              + (", `?` undetermined." if n_und else ".")]
+              + (", `?` undetermined" if n_und else "") + "; moved: how the mean moved, better or worse by "
+              "the metric's goal, whatever the test says of it (its share of the earlier mean's size in "
+              "brackets). Numbers are shown to the precision their interval supports."]
     if d.only_before or d.only_after:
         lines += ["", "## Not on both sides", ""]
         lines += [f"- only in {d.before}: {k}" for k in d.only_before]

@@ -11,15 +11,24 @@ run is imported failed, with its failure class, error and last log lines; a run 
 imported pending), the completed runs scored on part of their evaluation (lm-eval ``--limit``),
 and the hardware its sweeps noted, so that the merged report's seed counts, failure log and
 Hardware line are those of its sources.
+
+The merged folder is a whole results folder: each source run's folder is brought into it under
+the run's merged id (hard links where the file system allows, else copies), so every run link of
+the merged report resolves inside ``--out`` and the folder can be exported on its own. What each
+source is (its path, its spec, the code versions its runs ran at) is written to ``merged.json``
+(:func:`read_sources`), from which the report names each source's code and reproduces each source
+on its own: a merge of runs made at several codes cannot be re-run by one command, and says so.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from benchlab.errors import DataError
 
@@ -44,6 +53,87 @@ class ImportedRun:
     tail: str = ""
 
 
+#: The file of a merged results folder that describes its sources (:func:`read_sources`).
+SOURCES_FILE: Final = "merged.json"
+
+
+@dataclass(frozen=True)
+class SourceCode:
+    """A version of the code under test a source's runs ran at: its commit (None outside git),
+    whether the work tree had uncommitted changes, and how many of the source's runs ran at it."""
+
+    commit: str | None
+    dirty: bool = False
+    runs: int = 0
+
+
+@dataclass(frozen=True)
+class MergedSource:
+    """One source of a merged report, as the report names and reproduces it."""
+
+    name: str  # the benchmark's name in the merged report (``merge@one`` where two share a name)
+    path: str  # the results folder or CSV file, resolved
+    is_table: bool  # a long-format CSV: values only, no run benchlab made
+    spec_path: str | None = None
+    overrides: dict[str, object] = field(default_factory=dict)
+    codes: list[SourceCode] = field(default_factory=list)  # empty where no run recorded its code
+
+    def code_text(self) -> str:
+        """The source's code in words: ``commit 1a2b3c4d5e`` (``with uncommitted changes``), or
+        each of its codes with its number of runs."""
+        if self.is_table:
+            return "a long-format table (no code recorded)"
+        if not self.codes:
+            return "code not recorded (no run wrote provenance)"
+
+        def one(c: SourceCode) -> str:
+            return ((f"commit {c.commit[:10]}" if c.commit else "no git commit")
+                    + (" with uncommitted changes" if c.dirty else ""))
+
+        if len(self.codes) == 1:
+            return one(self.codes[0])
+        return ", ".join(f"{c.runs} runs at {one(c)}" for c in self.codes)
+
+
+def read_sources(folder: Path | None) -> list[MergedSource]:
+    """The sources of the merged results folder ``folder`` ([] for any other folder)."""
+    if folder is None:
+        return []
+    try:
+        raw = json.loads((Path(folder) / SOURCES_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    out = []
+    for s in raw.get("sources", []) if isinstance(raw, dict) else []:
+        codes = [SourceCode(c.get("commit"), bool(c.get("dirty")), int(c.get("runs") or 0))
+                 for c in s.get("codes", [])]
+        out.append(MergedSource(str(s["name"]), str(s["path"]), bool(s.get("is_table")), s.get("spec_path"),
+                                dict(s.get("overrides") or {}), codes))
+    return out
+
+
+def _codes_of(read: Results) -> list[SourceCode]:
+    """The codes a source's completed runs ran at (the ledger's versions where several, else the
+    first run's provenance)."""
+    if read.code_versions:
+        return [SourceCode(cv.commit, bool(cv.dirty), len(cv.runs)) for cv in read.code_versions]
+    git = read.environment.provenance.get("git") if read.environment.provenance else None
+    if not isinstance(git, dict):
+        return []
+    n = sum(len(v) for v in read.run_ids.values())
+    return [SourceCode(git.get("commit") or None, bool(git.get("dirty")), n)]
+
+
+def _link_or_copy(src: str, dst: str) -> object:
+    """A hard link of ``src`` at ``dst``; a copy where the file system refuses one (another
+    device, no hard links)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+    return dst
+
+
 @dataclass
 class Merged:
     """The merged table, its benchmark record and what was renamed."""
@@ -58,6 +148,10 @@ class Merged:
     #: Each host's facts as the sources' sweeps noted them, and the provenance of a source's run.
     hosts: dict[str, HostRecord] = field(default_factory=dict)
     provenance: dict[str, object] = field(default_factory=dict)
+    #: What each source is, in the order given.
+    sources: list[MergedSource] = field(default_factory=list)
+    #: (task, config, seed) (configs renamed) -> the source run's folder, for every run that has one.
+    run_folders: dict[tuple[str, str, int], Path] = field(default_factory=dict)
 
 
 def _source(path: Path) -> tuple[pd.DataFrame, BenchmarkInfo | None, str, Results | None]:
@@ -85,6 +179,7 @@ def merge_sources(paths: list[Path]) -> Merged:
     import pandas as pd
 
     from benchlab.benchmark_info import BenchmarkInfo
+    from benchlab.run_files import run_dir_of
 
     seen: dict[Path, Path] = {}
     for source in map(Path, paths):
@@ -125,9 +220,22 @@ def merge_sources(paths: list[Path]) -> Merged:
     partial: dict[tuple[str, str, int], str] = {}
     hosts: dict[str, HostRecord] = {}
     provenance: dict[str, object] = {}
-    for (own, _, _, read), name in zip(loaded, names, strict=True):
+    sources: list[MergedSource] = []
+    run_folders: dict[tuple[str, str, int], Path] = {}
+    for (own, _, _, read), name, path in zip(loaded, names, paths, strict=True):
         if read is None:
+            sources.append(MergedSource(name, str(Path(path).resolve()), True))
             continue
+        folder = read.folder or Path(path)
+        sources.append(MergedSource(name, str(folder.resolve()), False, read.info.spec_path,
+                                    dict(read.info.overrides), _codes_of(read)))
+        for (task, config), seeds_ids in read.run_ids.items():
+            for seed, rid in seeds_ids:
+                run_folders[(task, renamed(name, config) or config, seed)] = run_dir_of(folder, rid)
+        for failure in read.failures:
+            if failure.seed is not None:
+                run_folders.setdefault((failure.task, renamed(name, failure.config) or failure.config,
+                                        int(failure.seed)), run_dir_of(folder, failure.run_id))
         done = {(str(t), str(c), int(s)) for t, c, s in zip(own["task"], own["config"], own["seed"], strict=True)}
         failed = {(f.task, f.config, f.seed): f for f in read.failures}
         for (task, config), seeds in read.planned.items():
@@ -160,11 +268,12 @@ def merge_sources(paths: list[Path]) -> Merged:
         name=" + ".join(names), primary=primary, goal={m: goals.get(m, "max") for m in metrics}, baseline=baseline,
         configs=list(dict.fromkeys([*table["config"].astype(str), *(r.config for r in without)])),
         tasks=list(dict.fromkeys([*table["task"].astype(str), *(r.task for r in without)])),
-        targets=targets, description="Merged from " + ", ".join(str(p) for p in paths) + "."
+        targets=targets, description="Merged from " + ", ".join(f"{p} ({s.code_text()})"
+                                                                 for p, s in zip(paths, sources, strict=True)) + "."
         + ("" if not notes else " " + "; ".join(notes) + "."),
         seeds=sorted({*(int(s) for s in table["seed"]), *(r.seed for r in without)}),
         metrics=[primary, *[m for m in metrics if m != primary]])
-    return Merged(table, info, notes, without, partial, hosts, provenance)
+    return Merged(table, info, notes, without, partial, hosts, provenance, sources, run_folders)
 
 
 def write_results(merged: Merged, out: Path) -> Path:
@@ -215,12 +324,21 @@ def write_results(merged: Merged, out: Path) -> Path:
                                      failure_class=r.failure_class, error=r.error, log_tail=r.tail)
     finally:
         store.close()
-    if merged.provenance and runs:
+    # Each source run's folder under its merged id, so that the report's links resolve in ``out``.
+    for run in [*runs, *(run for run, _ in others)]:
+        source = merged.run_folders.get((run.task, run.config, run.seed))
+        if source is not None and source.is_dir():
+            shutil.copytree(source, run_dir_of(out, run.run_id), copy_function=_link_or_copy, symlinks=True,
+                            dirs_exist_ok=True)
+    if merged.provenance and runs and not any(run_dir_of(out, r.run_id).is_dir() for r in runs):
         # The Hardware line reads a run's provenance: the first source's, under the first run.
         folder = run_dir_of(out, runs[0].run_id)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / PROVENANCE_FILE).write_text(json.dumps(merged.provenance, indent=1, default=str))
+    (out / SOURCES_FILE).write_text(json.dumps({"sources": [asdict(s) for s in merged.sources]}, indent=1,
+                                               default=str))
     return out
 
 
-__all__ = ["ImportedRun", "Merged", "merge_sources", "write_results"]
+__all__ = ["SOURCES_FILE", "ImportedRun", "Merged", "MergedSource", "SourceCode", "merge_sources", "read_sources",
+           "write_results"]

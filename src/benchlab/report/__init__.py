@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from benchlab import preregistration
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
-from benchlab.report.leaderboard import render_leaderboard, status, task_settings
+from benchlab.report.leaderboard import config_settings, render_leaderboard, status, task_settings
 from benchlab.report.markdown import CodeAt, FailureRow, ReportData, primary_counts, render_markdown, warm_templates
 from benchlab.report.tables import describe
 from benchlab.results import Curves, Environment, GpuPlacement, Results, read
@@ -79,14 +79,16 @@ def _gpu_rows(used: list[GpuPlacement]) -> list[dict[str, str]]:
 
 
 def _cell(text: str) -> str:
-    text = " ".join(text.split())
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    from benchlab.report.tables import cell
+
+    return cell(text).replace(">", "&gt;")
 
 
 def gather(table: Results) -> ReportData:
     """Everything a report is made of, from the results table: the final scalars, the benchmark
     info, the failures, the hardware."""
     from benchlab import __version__
+    from benchlab.history.merge import read_sources
 
     # The error is escaped for a Markdown table cell that report.html renders too.
     failures = [FailureRow(f.run, f.run_id, f.attempts, f.failure_class, _cell(f.error), f.tail)
@@ -111,6 +113,7 @@ def gather(table: Results) -> ReportData:
         run_ids=table.run_ids,
         code_versions=table.code_versions,
         curves=table.curves,
+        sources=read_sources(table.folder),
     )
 
 
@@ -172,6 +175,7 @@ def leaderboard(data: ReportData, out_dir: Path | None = None) -> str:
         seeds=primary_counts(data.accounting, info_.primary),
         failed_as=data.failed_as,
         settings=task_settings(info_.spec, data.tool_versions),
+        differs=config_settings(info_.spec),
         run_links=links,
         score_links=score_links(data, links) if links else None,
         partial=partial_cells(data.partial),
@@ -205,7 +209,11 @@ def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], l
     if data.results is None:
         return {}
     where = os.path.relpath(runs_dir(data.results), out_dir or data.results)
-    return {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v] for k, v in data.run_ids.items()}
+    # A link only to a folder that is there: a run merged from a CSV table has none.
+    listed = set(os.listdir(runs_dir(data.results))) if runs_dir(data.results).is_dir() else set()
+    out = {k: [(seed, f"{Path(where, rid).as_posix()}/") for seed, rid in v if rid in listed]
+           for k, v in data.run_ids.items()}
+    return {k: v for k, v in out.items() if v}
 
 
 def score_links(

@@ -13,9 +13,10 @@ The close band is open at its far end and empty for ``T = 0``.
 A task without a target gets no status. Every config cell carries its own
 status, and the last column gives the best config and its status, which is the
 task's status. The best config and its ties are :mod:`benchlab.stats`' ranks (the
-report's summary names the same winner): the config ranked first by mean (of
-equal means, the first in the spec's order), "CI overlaps" every other config
-ranked first, its 95% interval overlapping the best one's or its mean equal.
+report's summary and tables name the same winner, through :func:`leaderboard_rows`): the config
+ranked first by mean (of equal means, the first in the spec's order, "tied with" the others),
+"CI overlaps" every other config ranked first, its 95% interval overlapping the best one's. A
+partial evaluation (lm-eval ``--limit``) is never ranked best: its cell is marked "(partial†)".
 
 Each score links to the run folder of its median seed
 (:func:`benchlab.stats.describe.median_member`): a relative link, which
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 
 from benchlab.report.tables import cell as md_cell
 from benchlab.report.tables import fmt, mean_pm
-from benchlab.report.tables import text as md_text
+from benchlab.report.tables import prose as md_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,7 +61,9 @@ def status(score: float | None, target: float | None, goal: str = "max") -> Stat
 @dataclass
 class TaskRow:
     """A task's row: ``cells[config] = (mean, std, status)``; ``best`` is the config ranked first
-    by mean, ``tied`` the other configs ranked first (its CI overlaps theirs, or equal means)."""
+    by mean (of equal means, the first in the spec's order), ``equal`` the other configs with
+    exactly its mean (tied), ``tied`` the configs ranked first through an interval overlapping its
+    own. The report's Summary and tables name the same best and ties (one rule, here)."""
 
     task: str
     target: float | None
@@ -68,6 +71,7 @@ class TaskRow:
     best: str | None
     status: Status | None
     tied: list[str] = field(default_factory=list)
+    equal: list[str] = field(default_factory=list)
 
 
 def leaderboard_rows(
@@ -108,12 +112,13 @@ def leaderboard_rows(
         if ranked_partial and not first:
             full = [c for c in cells if (task, c) not in partial and math.isfinite(cells[c][0])]
             if full:
-                pick = max if goal == "max" else min
-                first, tied = [pick(full, key=lambda c: cells[c][0])], []
+                top = (max if goal == "max" else min)(cells[c][0] for c in full)
+                first, tied = [c for c in full if cells[c][0] == top], []
+        first = [c for c in configs if c in first]
         best = first[0] if first else None
-        # Equal means are ties too: the first in the spec's order is named best.
-        tied = [c for c in configs if c in first[1:] or c in tied]
-        rows.append(TaskRow(task, target, cells, best, cells[best][2] if best else None, tied))
+        # Equal means are exact ties: the first in the spec's order is named best, the others tied.
+        tied = [c for c in configs if c in tied and c not in first]
+        rows.append(TaskRow(task, target, cells, best, cells[best][2] if best else None, tied, first[1:]))
     return rows
 
 
@@ -156,6 +161,7 @@ def render_leaderboard(
     run_links: dict[tuple[str, str], list[tuple[int, str]]] | None = None,
     score_links: dict[tuple[str, str], str] | None = None,
     partial: dict[tuple[str, str], list[str]] | None = None,
+    differs: dict[tuple[str, str], str] | None = None,
 ) -> str:
     """The text of BENCHMARKS.md.
 
@@ -164,9 +170,12 @@ def render_leaderboard(
     ``settings`` is each task's Settings line; ``run_links`` the run folder (a relative link)
     of each seed of a (task, config), listed under the table; ``score_links`` the run folder
     each score links to (its median seed's); ``partial`` the notes of the runs of a (task, config)
-    evaluated on part of the benchmark (lm-eval's ``--limit``), whose cells are marked.
+    evaluated on part of the benchmark (lm-eval's ``--limit``), whose cells are marked;
+    ``differs`` the evaluation settings a (task, config) ran with where they are not its task's
+    Settings line (:func:`config_settings`), written in its cell and under the line.
     """
     partial = partial or {}
+    differs = differs or {}
     rows = leaderboard_rows(desc, tasks, configs, targets, goal, partial or {})
     seeds = seeds or {}
     score_links = score_links or {}
@@ -185,7 +194,8 @@ def render_leaderboard(
         + (", linked to the run folder of its median seed" if score_links else "") + ". "
         "Status: ✅ solved (reaches the target), ⚠️ close "
         + ("(above 80% of the target), " if goal == "max" else "(below the target / 0.8), ")
-        + "❌ failed; the last column is the best config's status, and names the configs whose "
+        + "❌ failed; the last column is the best config's status (of equal means, the first in the "
+        "spec's order, tied with the others), and names the configs whose "
         "95% interval overlaps its own (CI overlaps: not a test; overlapping intervals can still "
         "differ significantly, as the report's comparisons say). "
         f"Where a config lost seeds the cell says how many completed of those planned "
@@ -193,7 +203,9 @@ def render_leaderboard(
         "its planned seeds; ✗ marks a config with no completed seed."
         + (" (partial†) marks a score from runs evaluated on part of their task's samples: "
            "not the full benchmark's score (the note under the table says which), and never "
-           "ranked best." if partial else ""),
+           "ranked best." if partial else "")
+        + (" (setting‡) marks a config that ran its task's evaluation with other settings than the "
+           "task's Settings line below: its score is not comparable on those settings." if differs else ""),
         "",
         "| task | target | " + " | ".join(md_cell(c) for c in configs) + " | best |",
         "|---|---:|" + "---|" * len(configs) + "---|",
@@ -215,25 +227,50 @@ def render_leaderboard(
                 text += f" {ICONS[st]}"
             if (row.task, cfg) in partial:
                 text += " (partial†)"
+            if (row.task, cfg) in differs:
+                text += f" ({md_cell(differs[(row.task, cfg)])}‡)"
             cells.append(text + lost(row.task, cfg))
         best = (md_cell(row.best) + lost(row.task, row.best)) if row.best else "—"
         best_text = f"{best} {ICONS[row.status]} {row.status}" if row.status else best
+        if row.equal:
+            best_text += "; tied with " + ", ".join(md_cell(c) + lost(row.task, c) for c in row.equal) \
+                + " (equal means)"
         if row.tied:
             best_text += "; CI overlaps " + ", ".join(md_cell(c) + lost(row.task, c) for c in row.tied)
         target = "—" if row.target is None else fmt(row.target)
         lines.append(f"| {md_cell(row.task)} | {target} | " + " | ".join(cells) + f" | {best_text} |")
-    marked = [(t, c) for t in tasks for c in configs if (t, c) in partial and (t, c) in
-              {(r.task, k) for r in rows for k in r.cells}]
-    if marked:
-        lines += ["", "† Partial evaluation: not the full benchmark's score (lm-eval's `--limit` cut the run "
-                  "short), so not comparable with a full run's:", ""]
-        lines += [f"- {md_cell(t)} / {md_cell(c)}: " + "; ".join(partial[(t, c)]) for t, c in marked]
+    lines += _partial_notes(rows, tasks, configs, partial)
     if run_links:
         lines += _runs_section(rows, configs, run_links, score_links)
     if settings and any(settings.get(t) for t in tasks):
-        lines += ["", "## Settings", ""]
-        lines += [f"- **{md_text(t)}**: {md_text(settings[t])}" for t in tasks if settings.get(t)]
+        lines += _settings_section(tasks, configs, settings, differs)
     return "\n".join(lines) + "\n"
+
+
+def _partial_notes(rows: list[TaskRow], tasks: list[str], configs: list[str],
+                   partial: dict[tuple[str, str], list[str]]) -> list[str]:
+    """The note under BENCHMARKS.md's table on the scores marked (partial†)."""
+    marked = [(t, c) for t in tasks for c in configs if (t, c) in partial and (t, c) in
+              {(r.task, k) for r in rows for k in r.cells}]
+    if not marked:
+        return []
+    return ["", "† Partial evaluation: not the full benchmark's score (lm-eval's `--limit` cut the run "
+            "short), so not comparable with a full run's:", "",
+            *(f"- {md_cell(t)} / {md_cell(c)}: " + "; ".join(md_text(n) for n in partial[(t, c)])
+              for t, c in marked)]
+
+
+def _settings_section(tasks: list[str], configs: list[str], settings: dict[str, str],
+                      differs: dict[tuple[str, str], str]) -> list[str]:
+    """The lines of BENCHMARKS.md's "Settings" section: each task's line, and the configs that ran
+    otherwise (marked ‡ in their cells)."""
+    lines = ["", "## Settings", ""]
+    for t in tasks:
+        if settings.get(t):
+            own = [f"{md_text(c)} ran with {md_text(differs[(t, c)])}" for c in configs if (t, c) in differs]
+            lines.append(f"- **{md_text(t)}**: {md_text(settings[t])}"
+                         + (f" (‡ except: {'; '.join(own)})" if own else ""))
+    return lines
 
 
 def _setting_value(value: object) -> str:
@@ -270,14 +307,78 @@ def task_settings(spec: dict[str, object], tool_versions: dict[str, str] | None 
             names = list(params) + [n for n in dict.fromkeys(used) if n not in params]
         values = [(n, params[n] if n in params else variables.get(n)) for n in names if n in params or n in variables]
         line = ", ".join(f"{n} {_setting_value(v)}" for n, v in values)
-        configs = list(spec.get("configs") or [])  # type: ignore[call-overload]
-        first = dict(configs[0].get("params") or {}) if configs else {}
+        expanded = _expanded_configs(spec)
+        first = next(iter(expanded.values()), {})
         command = fill(str(task.get("command") or spec.get("command") or ""), {**variables, **first, **params})
-        seeds = spec.get("seeds")
-        seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds or [])  # type: ignore[call-overload]
+        seed_list = _seed_list(spec)
         call = settings_line(command, seed_list, None)
         if call:
             tool = call.split(":", 1)[0]
             call = settings_line(command, seed_list, (tool_versions or {}).get(tool))
         out[task["name"]] = "; ".join(p for p in (line, call) if p)
+    return out
+
+
+def _seed_list(spec: dict[str, object]) -> list[int]:
+    seeds = spec.get("seeds")
+    return list(range(seeds)) if isinstance(seeds, int) else list(seeds or [])  # type: ignore[call-overload]
+
+
+def _expanded_configs(spec: dict[str, object]) -> dict[str, dict[str, object]]:
+    """Each config of the spec (as JSON) by its name in the tables, a grid's combinations each
+    (``benchlab.spec.checks.grid_names``' order), with its params."""
+    import itertools
+
+    from benchlab.spec.checks import grid_names
+
+    out: dict[str, dict[str, object]] = {}
+    for config in spec.get("configs") or []:  # type: ignore[attr-defined]
+        params = dict(config.get("params") or {})
+        grid = dict(config.get("grid") or {})
+        if not grid:
+            out[str(config["name"])] = params
+            continue
+        names = grid_names(str(config["name"]), grid)
+        for name, combo in zip(names, itertools.product(*grid.values()), strict=True):
+            out[name] = {**params, **dict(zip(grid, combo, strict=True))}
+    return out
+
+
+def config_settings(spec: dict[str, object]) -> dict[tuple[str, str], str]:
+    """(task, config) -> the evaluation settings of a config that runs its task's evaluation tool
+    otherwise than the task's Settings line says (:func:`task_settings`, from the first config):
+    ``tensor_parallel_size 8``, ``temperature 0.7``. Its BENCHMARKS.md cell is marked with them,
+    so that the Settings line is true of every column."""
+    from benchlab.evalrules import fill, parse_call
+
+    variables = dict(spec.get("variables") or {})  # type: ignore[call-overload]
+    expanded = _expanded_configs(spec)
+    if len(expanded) < 2:
+        return {}
+    out: dict[tuple[str, str], str] = {}
+    seeds = ", ".join(str(s) for s in _seed_list(spec))
+
+    def shown(call: object) -> dict[str, str]:
+        fields = {"seed": getattr(call, "seed", None), "temperature": getattr(call, "temperature", None),
+                  "tensor_parallel_size": getattr(call, "tensor_parallel_size", None) or 1,
+                  "batch_size": getattr(call, "batch_size", None)}
+        seed = fields["seed"]
+        if isinstance(seed, str) and "{seed}" in seed:
+            fields["seed"] = seeds
+        return {k: "tool default" if v is None else str(v) for k, v in fields.items()}
+
+    for task in spec.get("tasks") or []:  # type: ignore[attr-defined]
+        params = dict(task.get("params") or {})
+        template = str(task.get("command") or spec.get("command") or "")
+        calls = {name: parse_call(fill(template, {**variables, **own, **params})) for name, own in expanded.items()}
+        first = next(iter(calls.values()))
+        if first is None:
+            continue
+        line = shown(first)
+        for name, call in calls.items():
+            if call is None:
+                continue
+            differ = [f"{k} {v}" for k, v in shown(call).items() if v != line[k]]
+            if differ:
+                out[(str(task["name"]), name)] = ", ".join(differ)
     return out

@@ -11,7 +11,22 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
-from benchlab.report.tables import BR, cell, code_span, describe, fence, finalize, fmt, fmt_at, mean_pm, places
+from benchlab.report.leaderboard import leaderboard_rows
+from benchlab.report.tables import (
+    BR,
+    block,
+    cell,
+    code_span,
+    describe,
+    fence,
+    finalize,
+    fmt,
+    fmt_at,
+    inline,
+    mean_pm,
+    places,
+    prose,
+)
 from benchlab.results import BenchmarkInfo, Curves
 from benchlab.stats.accounting import Accounting, SeedCount
 from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
@@ -19,6 +34,7 @@ from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchlab.history.merge import MergedSource
     from benchlab.ledger import SequentialRecord
     from benchlab.preregistration import Registration
 
@@ -32,7 +48,7 @@ _ENV = jinja2.Environment(
     # No value becomes markup: '<' is written as an entity, except in fenced code (tables.Raw).
     finalize=finalize,
 )
-_ENV.filters.update(cell=cell, fence=fence, code=code_span)
+_ENV.filters.update(cell=cell, fence=fence, code=code_span, prose=prose, block=block)
 
 
 @dataclass(frozen=True)
@@ -100,6 +116,8 @@ class ReportData:
     #: The logged curves as the results table holds them (``results.Results.curves``): the figures
     #: and a plan judged on curves take them from here, and no ledger is opened to draw them.
     curves: Curves = field(default_factory=Curves)
+    #: The sources of a merged report (``benchlab report A B``; :mod:`benchlab.history.merge`).
+    sources: list[MergedSource] = field(default_factory=list)
 
 
 def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
@@ -129,6 +147,45 @@ def _list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def _best_sentence(data: ReportData, prim: pd.DataFrame, goal: str) -> tuple[str | None, str]:
+    """The config the summary names best (None: none can be) and the sentence that names it."""
+    info = data.info
+    # The winner of a task is BENCHMARKS.md's (one rule: leaderboard_rows): the best mean of a full
+    # evaluation, of equal means the first in the spec's order, the others named tied.
+    configs = list(info.configs) + sorted(set(prim["config"]) - set(info.configs))
+    tasks = list(info.tasks) + sorted(set(prim["task"]) - set(info.tasks))
+    partial = {(p["task"], p["config"]) for p in data.partial}
+    rows = [row for row in leaderboard_rows(prim, tasks, configs, info.targets, goal, partial) if row.best]
+    wins: dict[str, list[str]] = {}
+    for row in rows:
+        wins.setdefault(str(row.best), []).append(row.task)
+    n_tasks = prim["task"].nunique()
+    if not wins:
+        return None, "No config has a full evaluation to rank (every score is partial), so none is named best."
+    top_cfg = min(wins, key=lambda c: (-len(wins[c]), configs.index(c) if c in configs else len(configs)))
+    top_tasks = wins[top_cfg]
+    where = f" ({', '.join(inline(t) for t in top_tasks)})" if len(top_tasks) <= 4 else ""
+    ties = [(row.task, row.equal) for row in rows if row.best == top_cfg and row.equal]
+    tied_note = "".join(
+        f", tied with {_list([f'**{inline(c)}**' for c in equal])} on {inline(task)} (equal means)"
+        for task, equal in ties[:4])
+    if len(ties) > 4:
+        tied_note += f" and tied on {len(ties) - 4} more tasks"
+    counts = primary_counts(data.accounting, info.primary)
+    won = [counts[(t, top_cfg)] for t in top_tasks if (t, top_cfg) in counts]
+    seeds_note = ""
+    if any(c.lost for c in won):
+        # Counted over every task it wins, as the tables count them, and each task that lost seeds named.
+        done = sum(c.completed for c in won)
+        planned = sum(c.planned for c in won)
+        each = ", ".join(f"{inline(c.task)} {c.label}" for c in won if c.lost)
+        how = ("failed seeds excluded" if data.failed_as == "exclude"
+               else "failed seeds scored as the worst value")
+        seeds_note = f", from {done} of its {planned} planned seeds there ({each}; {how})"
+    return top_cfg, (f"**{inline(top_cfg)}** has the best mean {inline(info.primary)} on {len(top_tasks)} of "
+                     f"{n_tasks} task{'s' if n_tasks != 1 else ''}{where}{tied_note}{seeds_note}.")
+
+
 def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
     info = data.info
     goal = info.goal.get(info.primary, "max")
@@ -136,45 +193,31 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
     if prim.empty:
         failed = sorted({c for _, c, _ in data.failed_runs})
         if failed:
-            return (f"No run has completed yet; {_list(failed)} failed on every seed so far, so "
+            return (f"No run has completed yet; {_list([inline(c) for c in failed])} failed on every seed so far, so "
                     "there is nothing to compare.")
         return "No run has completed yet, so there is nothing to compare."
-    # The winner of a task is the config stats ranks first on its own, not through a CI tie.
-    best = prim[(prim["rank"] == 1) & ~prim["tied"]]
-    wins = best.groupby("config", sort=False)["task"].apply(list).to_dict()
-    n_tasks = prim["task"].nunique()
-    top_cfg, top_tasks = max(wins.items(), key=lambda kv: len(kv[1]))
-    where = f" ({', '.join(top_tasks)})" if len(top_tasks) <= 4 else ""
+    top_cfg, best_sentence = _best_sentence(data, prim, goal)
+    if top_cfg is None:
+        return best_sentence
+    parts = [best_sentence]
     counts = primary_counts(data.accounting, info.primary)
-    lost = [counts[(t, top_cfg)] for t in top_tasks if (t, top_cfg) in counts
-            and counts[(t, top_cfg)].lost]
-    seeds_note = ""
-    if lost:
-        done = sum(c.completed for c in lost)
-        planned = sum(c.planned for c in lost)
-        how = ("failed seeds excluded" if data.failed_as == "exclude"
-               else "failed seeds scored as the worst value")
-        seeds_note = f", from {done} of its {planned} planned seeds there ({how})"
-    parts = [
-        f"**{top_cfg}** has the best mean {info.primary} on {len(top_tasks)} of {n_tasks} "
-        f"task{'s' if n_tasks != 1 else ''}{where}{seeds_note}."
-    ]
+    n_tasks = prim["task"].nunique()
     no_seed: dict[str, list[str]] = {}
     for (task, config), count in counts.items():
         if count.completed == 0 and count.failed:
             no_seed.setdefault(config, []).append(task)
     for config, where_ in no_seed.items():
         on = ("every task" if len(where_) >= n_tasks else f"{len(where_)} tasks"
-              if len(where_) > 4 else _list(where_))
-        parts.append(f"**{config}** failed on every seed of {on} and has no score there.")
+              if len(where_) > 4 else _list([inline(t) for t in where_]))
+        parts.append(f"**{inline(config)}** failed on every seed of {on} and has no score there.")
     comparisons = _primary_comparisons(data)
     if comparisons and top_cfg != info.baseline:
         mine = [r for r in comparisons if r.candidate == top_cfg]
         groups: dict[str, list[str]] = {"better": [], "worse": [], "none": [], "undetermined": []}
         for r in mine:
             p = f"Holm-adjusted p={_p(r.p_holm)}" if r.p_holm is not None else ""
-            note = "; ".join(x for x in (p, r.caveat or "") if x)
-            groups[_verdict(r, goal)].append(r.task + (f" ({note})" if note else ""))
+            note = "; ".join(x for x in (p, inline(r.caveat or "")) if x)
+            groups[_verdict(r, goal)].append(inline(r.task) + (f" ({note})" if note else ""))
         clauses = []
         for key, text in (
             ("better", "is significantly better"),
@@ -187,10 +230,10 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
                 clauses.append(f"{text} on " + _list(shown))
         if clauses:
             parts.append(
-                f"Against the baseline **{info.baseline}**, **{top_cfg}** " + _list(clauses) + "."
+                f"Against the baseline **{inline(info.baseline)}**, **{inline(top_cfg)}** " + _list(clauses) + "."
             )
     elif comparisons:
-        parts.append(f"The baseline **{info.baseline}** itself is best there.")
+        parts.append(f"The baseline **{inline(info.baseline)}** itself is best there.")
     if comparisons:
         tally = {"better": 0, "worse": 0, "none": 0, "undetermined": 0}
         for r in comparisons:
@@ -223,7 +266,7 @@ def _partial_sentence(data: ReportData) -> str:
     if not data.partial:
         return ""
     n = len(data.partial)
-    shown = "; ".join(f"{p['run']}: {p['note'].split(': ', 1)[-1]}" for p in data.partial[:5])
+    shown = "; ".join(f"{inline(p['run'])}: {inline(p['note'].split(': ', 1)[-1])}" for p in data.partial[:5])
     more = f" and {n - 5} more" if n > 5 else ""
     return (f" {n} run{'s are' if n != 1 else ' is a'} partial evaluation{'s' if n != 1 else ''} "
             f"(lm-eval --limit: fewer samples than the task has), so {'their' if n != 1 else 'its'} "
@@ -339,9 +382,20 @@ def task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[TaskTable], 
                 summary_rows[(row.task, row.config)] = row
     tables: list[TaskTable] = []
     all_tasks = set(desc["task"]) | {t for t, _ in counts}
+    configs = list(info.configs) + sorted(set(desc["config"]) - set(info.configs))
+    order = {c: i for i, c in enumerate(configs)}
+    partial = {(p["task"], p["config"]) for p in data.partial}
+    goal = info.goal.get(info.primary, "max")
     for task in [t for t in info.tasks if t in all_tasks] + sorted(all_tasks - set(info.tasks)):
         sub = desc[desc["task"] == task]
-        prim = sub[sub["is_primary"]].sort_values("mean_rank", kind="stable")
+        prim = sub[sub["is_primary"]]
+        prim = prim.assign(_order=[order.get(c, len(order)) for c in prim["config"]]).sort_values(
+            ["mean_rank", "_order"], kind="stable")
+        # The best, its ties and the partial marks by BENCHMARKS.md's rule (leaderboard_rows).
+        best_row = leaderboard_rows(prim, [task], configs, info.targets, goal, partial)[0]
+        full_means = [float(m) for c, m in zip(prim["config"], prim["mean"], strict=True)
+                      if (task, c) not in partial and m == m]
+        has_partial = any((task, c) in partial for c in prim["config"])
         rows: list[TableRow] = []
         for _, r in prim.iterrows():
             extra = summary_rows.get((task, r["config"]))
@@ -369,11 +423,24 @@ def task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[TaskTable], 
             # stats' rank: by mean (equal means share the lower rank), and 1 for a config whose
             # CI overlaps the best one's. That is marked as what it is, an overlap of intervals:
             # a pairwise test beside it may still separate the two ("tied" contradicted it).
+            config = str(r["config"])
             rank_shown = _rank(r["rank"])
+            tied = " (CI overlaps the best's)" if config in best_row.tied else ""
+            if config in best_row.equal:
+                tied = " (tied: equal means)"
+            is_partial = (task, config) in partial
+            if is_partial:
+                rank_shown = None  # a partial evaluation is never ranked (never best)
+            elif has_partial:
+                # Ranked among the full evaluations only, as BENCHMARKS.md ranks them.
+                mean = float(r["mean"])
+                better = sum(1 for m in full_means if (m > mean if goal == "max" else m < mean))
+                rank_shown = 1 if config in (best_row.best, *best_row.equal, *best_row.tied) else better + 1
             rows.append(TableRow(
                 rank="—" if rank_shown is None else rank_shown,
-                tied=" (CI overlaps the best's)" if r["tied"] else "",
-                config=r["config"] + (" (baseline)" if r["config"] == info.baseline else ""),
+                tied=tied,
+                config=config + (" (baseline)" if config == info.baseline else "")
+                + (" (partial†, not ranked)" if is_partial else ""),
                 flag=" ⚠" if extra and extra.high_variance else "",
                 n=_seeds_cell(count, int(r["n"])),
                 mean_std=mean_std,
@@ -461,7 +528,7 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
             )
             verdict = _VERDICT_CELL[_verdict(r, goal)]
             if r.caveat:  # on a line of its own, so the verdict column stays narrow
-                verdict += f"{BR}⚠ {r.caveat}"
+                verdict += f"{BR}⚠ {cell(r.caveat)}"
             b_seeds = r.seeds.baseline_seeds if r.seeds else None
             c_seeds = r.seeds.candidate_seeds if r.seeds else None
             seeds = f"{b_seeds or '—'}, {c_seeds or '—'}" if b_seeds or c_seeds else "—"
@@ -511,11 +578,11 @@ def _normalization_text(data: ReportData) -> str:
         return "Normalisation: none (no aggregate across tasks was computed)."
 
     def bounds(kind: str) -> str:
-        return ", ".join(f"{t} [{fmt(v.low)}, {fmt(v.high)}]"
+        return ", ".join(f"{inline(t)} [{fmt(v.low)}, {fmt(v.high)}]"
                          for t, v in tasks.items() if v.source == kind)
 
     if method == "none":
-        return (f"Normalisation: none. The aggregate is of raw {primary}, in its own units, since "
+        return (f"Normalisation: none. The aggregate is of raw {inline(primary)}, in its own units, since "
                 "the spec gives no task reference scores; give each task `reference: [low, high]` "
                 "to aggregate tasks on different scales.")
     if method == "references":
@@ -570,8 +637,8 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
         lines = []
         if rows:
             lines += [
-                f"Each config against the baseline **{info.baseline}** on the final "
-                f"{info.primary}. Mean diff is candidate − baseline "
+                f"Each config against the baseline **{inline(info.baseline)}** on the final "
+                f"{inline(info.primary)}. Mean diff is candidate − baseline "
                 f"({'higher' if goal == 'max' else 'lower'} "
                 "is an improvement) with its 95% CI ("
                 + ((methods.diff_ci if methods else None) or "bootstrap")
@@ -597,15 +664,16 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
             ]
             lines += _comparison_rows(data, rows)
         else:
-            lines.append(f"No config could be compared with the baseline **{info.baseline}**.")
+            lines.append(f"No config could be compared with the baseline **{inline(info.baseline)}**.")
         agg = data.analysis.aggregate
         if agg:
             norm = data.analysis.normalization.method if data.analysis.normalization else None
-            scores_of = {"none": f"raw {info.primary} (no reference scores)",
-                         "references": f"{info.primary} normalised by the reference scores",
-                         "observed": f"{info.primary} min–max normalised over the configs",
-                         "mixed": f"{info.primary} normalised by reference or observed values",
-                         }.get(str(norm), f"normalised {info.primary}")
+            shown = inline(info.primary)
+            scores_of = {"none": f"raw {shown} (no reference scores)",
+                         "references": f"{shown} normalised by the reference scores",
+                         "observed": f"{shown} min–max normalised over the configs",
+                         "mixed": f"{shown} normalised by reference or observed values",
+                         }.get(str(norm), f"normalised {shown}")
             lines += [
                 "",
                 f"Across tasks ({scores_of}, after rliable: "
@@ -629,7 +697,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
         warnings = data.analysis.warnings
         if warnings:
             lines += ["", "Warnings from the analysis:", ""]
-            lines += [f"- {w}" for w in warnings[:20]]
+            lines += [f"- {inline(w)}" for w in warnings[:20]]
             if len(warnings) > 20:
                 lines.append(f"- … and {len(warnings) - 20} more")
         return "\n".join(lines)
@@ -639,7 +707,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
         "The statistics package is not available, so only differences of means are shown "
         "(no intervals or tests).",
         "",
-        f"Difference of means against the baseline **{info.baseline}** on {info.primary}:",
+        f"Difference of means against the baseline **{inline(info.baseline)}** on {inline(info.primary)}:",
         "",
         "| task | config | mean diff | baseline n | config n |",
         "|---|---|---:|---:|---:|",
@@ -696,10 +764,81 @@ def _runs_in_words(runs: list[tuple[str, str, int]]) -> str:
                      for (t, c), s in by.items())
 
 
+def _install_lines(data: ReportData) -> list[str]:
+    """The lines that install the benchlab that made this report."""
+    import shlex
+
+    lines = []
+    source = _benchlab_checkout()
+    if source is not None:
+        root, sha = source
+        lines.append(f"# benchlab {data.benchlab_version}, installed from its source checkout"
+                     + (f" at {sha[:12]}" if sha else ""))
+        if sha:
+            lines.append(f"git -C {shlex.quote(str(root))} checkout {sha}")
+        lines.append(f"pip install {shlex.quote(str(root))}")
+    else:
+        lines.append(f"# benchlab {data.benchlab_version} made this report: install that version "
+                     "from its source")
+    return lines
+
+
+def _sets(overrides: dict[str, Any]) -> str:
+    import shlex
+
+    return " ".join("-s " + shlex.quote(f"{k}={json.dumps(v) if not isinstance(v, str) else v}")
+                    for k, v in overrides.items())
+
+
+def _reproduce_merged(data: ReportData) -> list[str]:
+    """Shell lines that run each source of a merged report again, each at its own code, and
+    merge the new folders: one checkout cannot give two sources two codes, so each is its own step."""
+    import shlex
+
+    codes = {(c.commit, c.dirty) for s in data.sources for c in s.codes}
+    folders = [s for s in data.sources if not s.is_table]
+    lines = [f"# merged from {len(data.sources)} sources; each is reproduced on its own"]
+    if len(codes) > 1:
+        lines.append(f"# their runs ran at {len(codes)} versions of the code under test: one command cannot "
+                     "reproduce them all, so each folder below checks out its own")
+    lines += _install_lines(data)
+    again: list[str] = []
+    for s in data.sources:
+        lines.append(f"# {s.name}: {s.path} ({s.code_text()})")
+        if s.is_table:
+            lines.append("# a long-format table, not runs benchlab made: nothing to run again, it is merged as it is")
+            again.append(shlex.quote(s.path))
+            continue
+        spec = s.spec_path or "<spec.yaml>"
+        where = Path(s.spec_path).parent if s.spec_path else None
+        if len(s.codes) > 1:
+            lines.append(f"# its own runs ran at {len(s.codes)} codes; below, the last of them")
+        code = s.codes[-1] if s.codes else None
+        if code is not None and code.commit:
+            lines.append(f"git -C {shlex.quote(str(where))} checkout {code.commit}" if where
+                         else f"git checkout {code.commit}")
+        folder = Path(s.path)
+        target = folder.with_name(folder.name + "-again")
+        sets = _sets(s.overrides)
+        lines.append(f"benchlab run {shlex.quote(spec)} --results {shlex.quote(str(target))}"
+                     + (f" {sets}" if sets else ""))
+        again.append(shlex.quote(str(target)))
+    out = data.results.resolve() if data.results is not None else None
+    out_again = f" --out {shlex.quote(str(out.with_name(out.name + '-again')))}" if out is not None else ""
+    lines.append(f"benchlab report {' '.join(again)}{out_again}")
+    if folders:
+        lines.append("# this report again, from the runs it was made of: benchlab report "
+                     + " ".join(shlex.quote(s.path) for s in data.sources)
+                     + (f" --out {shlex.quote(str(out))}-copy" if out is not None else ""))
+    return lines
+
+
 def _reproduce(data: ReportData) -> list[str]:
     """Shell lines that run the benchmark again and report it, each working as written."""
     import shlex
 
+    if data.sources:
+        return _reproduce_merged(data)
     info = data.info
     lines = []
     spec = info.spec_path or "<spec.yaml>"
@@ -719,21 +858,8 @@ def _reproduce(data: ReportData) -> list[str]:
                      + (" (they used uncommitted changes too)" if data.git.dirty else ""))
         lines.append(f"git -C {shlex.quote(str(where))} checkout {commit}" if where
                      else f"git checkout {commit}")
-    source = _benchlab_checkout()
-    if source is not None:
-        root, sha = source
-        lines.append(f"# benchlab {data.benchlab_version}, installed from its source checkout"
-                     + (f" at {sha[:12]}" if sha else ""))
-        if sha:
-            lines.append(f"git -C {shlex.quote(str(root))} checkout {sha}")
-        lines.append(f"pip install {shlex.quote(str(root))}")
-    else:
-        lines.append(f"# benchlab {data.benchlab_version} made this report: install that version "
-                     "from its source")
-    sets = " ".join(
-        "-s " + shlex.quote(f"{k}={json.dumps(v) if not isinstance(v, str) else v}")
-        for k, v in info.overrides.items()
-    )
+    lines += _install_lines(data)
+    sets = _sets(info.overrides)
     folder = data.results.resolve() if data.results is not None else None
     again = folder.with_name(folder.name + "-again") if folder is not None else None
     target = f" --results {shlex.quote(str(again))}" if again is not None else ""
@@ -767,7 +893,7 @@ def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame,
         parts = []
         for c in configs:
             want = sorted(len(planned_seeds.get((t, c), [])) for t in tasks)
-            parts.append(f"{c} {span(per_config[c])}/{span(want)}")
+            parts.append(f"{inline(c)} {span(per_config[c])}/{span(want)}")
         return ", ".join(parts) + f" (seeds {every[0]}–{every[-1]}; seeds added until decided)"
     planned = f"/{len(seeds)}" if seeds else ""
 
@@ -778,7 +904,7 @@ def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame,
     if len(distinct) <= 1:
         text = counts(next(iter(per_config.values()), [0]))
     else:
-        text = ", ".join(f"{c} {counts(ns)}" for c, ns in per_config.items())
+        text = ", ".join(f"{inline(c)} {counts(ns)}" for c, ns in per_config.items())
     return text + (f" (seeds {seeds[0]}–{seeds[-1]})" if seeds else "")
 
 
@@ -807,9 +933,9 @@ def _sequential_text(sequential: SequentialRecord | None) -> str:
     each = []
     for p in sequential.pairs:
         failed = f", {p.failed} without a value" if p.failed else ""
-        each.append(f"{p.task}/{p.config} {p.seeds} seeds ({p.reason}{failed})")
+        each.append(f"{inline(p.task)}/{inline(p.config)} {p.seeds} seeds ({inline(p.reason)}{failed})")
     head = ", ".join(h for h in how if h)
-    lead = f"{head}; vs {sequential.baseline}, as of the last look: " if head else ""
+    lead = f"{head}; vs {inline(sequential.baseline)}, as of the last look: " if head else ""
     return lead + "; ".join(each)
 
 

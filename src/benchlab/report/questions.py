@@ -114,5 +114,7 @@ def render_marks(result: QuestionAnalysis) -> str:
 
 
 def md_cell(text: str) -> str:
-    text = " ".join(str(text).split())
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    """``text`` as a table cell or a list item's words: no markup (:func:`benchlab.report.tables.cell`)."""
+    from benchlab.report.tables import cell
+
+    return cell(text).replace(">", "&gt;")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -86,9 +87,48 @@ def text(value: object) -> str:
     return str(value).replace("<", "&lt;")
 
 
+# What makes inline markup of a value: an entity (``&lt;`` would show as ``<``), a code span, emphasis
+# and strikethrough marks, a link or image (``](``, ``][``, ``]:``). ``_`` inside a word is no
+# emphasis in CommonMark, so ``exact_match`` stays as written; every other of these is escaped.
+_ENTITY = re.compile(r"&(?=#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z][A-Za-z0-9]*;)")
+_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_LINK_CLOSE = re.compile(r"\](?=[(\[:])")
+# A line of a block that a Markdown reader would take for a heading, quote, list, rule, table or code.
+_BLOCK_START = re.compile(r"^(#|>|[-+=])")
+_ORDERED_START = re.compile(r"^(\d+)([.)])")
+
+
+def inline(value: object) -> str:
+    """``value`` as Markdown inline text that is no markup but ``<`` (:func:`text` writes that):
+    one line, a backslash and every mark that would start a code span, emphasis, a link, an image
+    or an entity escaped, so a reader shows the value as it is."""
+    out = " ".join(str(value).split()).replace("\\", "\\\\")
+    out = _ENTITY.sub("&amp;", out)
+    for mark in "`*~":
+        out = out.replace(mark, "\\" + mark)
+    out = _EDGE_UNDERSCORE.sub(r"\\_", out)
+    return _LINK_CLOSE.sub(r"\\]", out)
+
+
+def prose(value: object) -> str:
+    """``value`` (a name, a note, a message) inside a sentence: :func:`inline`, then :func:`text`."""
+    return text(inline(value))
+
+
+def block(value: object) -> str:
+    """``value`` (a description: several lines, maybe paragraphs) as paragraphs of plain text: each
+    line :func:`inline`, its indentation dropped (no code block) and a mark that would start a
+    heading, quote, list, rule or table escaped."""
+    lines = []
+    for line in str(value).splitlines():
+        line = _BLOCK_START.sub(r"\\\1", inline(line).replace("|", "\\|"))
+        lines.append(_ORDERED_START.sub(r"\1\\\2", line))
+    return text("\n".join(lines))
+
+
 def cell(value: object) -> str:
-    """``value`` as one Markdown table cell: one line, ``|`` escaped, no HTML tag."""
-    return text(" ".join(str(value).split()).replace("\\", "\\\\").replace("|", "\\|"))
+    """``value`` as one Markdown table cell: one line, ``|`` escaped, no markup (:func:`inline`)."""
+    return text(inline(value).replace("|", "\\|"))
 
 
 def _longest_run(value: str, char: str = "`") -> int:

@@ -401,6 +401,11 @@ class Spec(_Model):
     timeout: float | None = None
     retries: int = Field(default=2, ge=0)
     retry_on: dict[RetryClass, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    #: The most a run's train.log takes on disk, in MiB (None: 64; 0: no cap): past it the log keeps
+    #: its first and last halves and says how many bytes were dropped between (execute/logcap.py).
+    log_cap_mb: float | None = Field(
+        default=None, ge=0, description="most MiB a run's log takes on disk (default 64; 0: no cap); past it "
+        "the log keeps its first and last halves and says how many bytes it dropped")
     workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     backend: str = Field(default="local", description="a backend known to the backend registry: local, ray, "

@@ -1,0 +1,79 @@
+"""A run's log takes at most its cap on disk while the run writes it, whatever it prints, and ends
+as its head, one line saying how many bytes were dropped, and its tail (execute/logcap.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from benchlab.execute.logcap import LogCap, cap_bytes, cut
+
+# Writes HEAD, then `total` bytes of filler in 1 MiB lines, then TAIL; appending, as a run's log is opened.
+CHATTY = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+total = int(sys.argv[2])
+os.write(fd, b"HEAD-OF-THE-LOG\n")
+line = b"x" * ((1 << 20) - 1) + b"\n"
+for _ in range(total >> 20):
+    os.write(fd, line)
+os.write(fd, b"TAIL-OF-THE-LOG\n")
+"""
+
+
+def _on_disk(path: Path) -> int:
+    return os.stat(path).st_blocks * 512
+
+
+def test_a_chatty_writer_never_takes_more_than_the_cap_and_the_log_keeps_head_tail_and_the_count(tmp_path):
+    log = tmp_path / "train.log"
+    cap = 4 << 20
+    keeper = LogCap(cap, look_s=0.005)
+    keeper.track(log)
+    peak = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            try:
+                peak[0] = max(peak[0], _on_disk(log))
+            except OSError:
+                pass
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    total = 256 << 20
+    subprocess.run([sys.executable, "-c", CHATTY, str(log), str(total)], check=True)
+    done.set()
+    watcher.join()
+    if keeper.warnings:
+        pytest.skip(keeper.warnings[0])  # a file system without hole punching: cut at the end only
+    written = os.stat(log).st_size
+    assert written == total + 32
+    dropped = keeper.finish(log)
+    keeper.close()
+    # On disk: the cap plus what the writer wrote between two looks (a few MiB here), never the 256 MiB.
+    assert peak[0] <= cap + (32 << 20), peak[0]
+    text = log.read_bytes()
+    assert text.startswith(b"HEAD-OF-THE-LOG\n") and text.endswith(b"TAIL-OF-THE-LOG\n")
+    (line,) = re.findall(rb"\n\[benchlab: (\d+) bytes of this log were dropped here[^\n]*\]\n", text)
+    assert int(line) == dropped == written - (len(text) - len(re.search(rb"\n\[benchlab: [^\n]*\]\n", text)[0]))
+    assert len(text) <= cap + 200
+
+
+def test_a_log_within_its_cap_is_left_as_it_is(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_bytes(b"a\n" * 1000)
+    assert cut(log, 4096) == 0 and log.read_bytes() == b"a\n" * 1000
+
+
+def test_the_cap_is_64_mib_unless_the_spec_says_otherwise_and_0_is_none():
+    assert cap_bytes(None) == 64 << 20 and cap_bytes(8) == 8 << 20 and cap_bytes(0) is None
