@@ -127,3 +127,42 @@ def test_a_bad_from_is_one_line(multirun: Path):
                    "{regex: '(', jsn: x}", cwd=multirun, timeout=300)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error: --from {regex: '(', jsn: x}")
+
+
+def test_an_imported_folder_is_read_by_rebuild_diff_export_and_the_dashboard(multirun: Path, tmp_path: Path):
+    import shutil
+
+    import benchlab
+
+    proc = run_cli("import", "hydra", str(multirun / "multirun" / "day"), "--results", "res", "--metric", "val_acc",
+                   "--from", REGEX, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    before = benchlab.load(tmp_path / "res").sort_values(["config", "seed", "metric", "step"], ignore_index=True)
+    shutil.copytree(tmp_path / "res", tmp_path / "copy")
+
+    # The run directories alone give the ledger again, as they do for runs benchlab launched.
+    proc = run_cli("collect", "res", "--rebuild", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "6 completed" in proc.stdout
+    after = benchlab.load(tmp_path / "res").sort_values(["config", "seed", "metric", "step"], ignore_index=True)
+    assert after.equals(before)
+
+    proc = run_cli("diff", "copy", "res", "--json", "--reps", "0", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    moved = json.loads(proc.stdout)
+    assert moved and "Traceback" not in proc.stderr
+
+    assert run_cli("report", "res", "--no-plots", cwd=tmp_path, timeout=300).returncode == 0
+    proc = run_cli("export", "res", str(tmp_path / "published"), cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((tmp_path / "published").glob("runs/*/provenance.json"))) == 6
+    assert (tmp_path / "published" / "BENCHMARK_REPORT.md").exists()
+
+    from starlette.testclient import TestClient
+
+    from benchlab.ui.app import create_app
+    from benchlab.ui.library import Library
+
+    with TestClient(create_app(Library([tmp_path / "res"]), warm_up=False)) as client:
+        page = client.get("/b/res/numbers")
+    assert page.status_code == 200 and "optimizer=adam" in page.text
