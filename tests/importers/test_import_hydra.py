@@ -100,6 +100,9 @@ def test_a_multirun_imports_by_its_overrides_with_the_metric_read_by_an_extracto
         (mean, mean_tol), (std, std_tol) = report_row(text, f"optimizer={name}", "3/3")
         assert abs(mean - np.mean(expected[boost])) <= mean_tol + 1e-6
         assert abs(std - np.std(expected[boost], ddof=1)) <= std_tol + 1e-6
+    # No spec made these runs: the report offers no `benchlab run` to make them again.
+    reproduction = text.split("## Reproduction", 1)[1]
+    assert "benchlab run" not in reproduction and "imported_from" in reproduction
     run_dir = next((multirun / "res" / "runs").iterdir())
     assert (run_dir / ".hydra" / "overrides.yaml").exists()
     assert "val_acc=" in (run_dir / "train.log").read_text()

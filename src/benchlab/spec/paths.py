@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from benchlab.errors import OverrideError
+from benchlab.json_types import JsonObject
 
 _NAMED = ("configs", "tasks")
 
@@ -52,7 +53,7 @@ def _place(node: dict[str, Any], parts: list[str], written: str) -> dict[str, An
     return node
 
 
-def apply_path(data: dict[str, Any], key: str, value: Any, raw: str, file: str,
+def apply_path(data: JsonObject, key: str, value: Any, raw: str, file: str,
                scalar: Callable[[str], Any]) -> None:
     """Set the place ``key`` names in the spec document ``data`` to ``value`` (``raw`` as typed;
     ``scalar`` reads one value of a comma list as a ``-s`` value is read)."""
