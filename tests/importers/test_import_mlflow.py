@@ -155,6 +155,14 @@ def test_importing_again_adds_only_the_new_runs(mlruns: Path, tmp_path: Path):
     assert len(list((tmp_path / "res" / "runs").iterdir())) == 6
 
 
+def test_a_search_filter_keeps_only_the_runs_it_names(mlruns: Path):
+    from benchlab.collect.importers.from_mlflow import read_runs
+
+    kept = read_runs(str(mlruns / "mlruns"), ["digits"], "params.optimizer = 'adam'")
+    assert sorted(int(r.params["seed"]) for r in kept) == [0, 1, 2]
+    assert {r.params["optimizer"] for r in kept} == {"adam"}
+
+
 def test_bad_runs_are_one_line_each_and_the_good_ones_are_imported(tmp_path: Path):
     _log(tmp_path, "sqlite:///runs.db", "bad")
     proc = run_cli("import", "mlflow", "runs.db", "--results", "res", "--metric", "accuracy", "--config",

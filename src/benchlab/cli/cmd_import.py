@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from benchlab.cli.app import app, console, err_console, print_json
+from benchlab.cli.app import app, console, err_console, polish_help, print_json
 
 if TYPE_CHECKING:
     from benchlab.collect.importers import Naming, SourceRun
@@ -26,8 +26,8 @@ ResultsOpt = typer.Option(..., "--results", "-r", help="The results folder to wr
 MetricOpt = typer.Option(..., "--metric", "-m", help="The primary metric: a run without it is not imported. "
                          "Every other metric a run logged is imported too.")
 GoalOpt = typer.Option("max", "--goal", help="Direction of the primary metric: max or min.")
-SeedOpt = typer.Option("seed", "--seed", help="The key holding each run's seed: a param (lr; dotted for nested "
-                       "configs: optimizer.lr) or tags.NAME.")
+SeedOpt = typer.Option("seed", "--seed", help="The key holding each run's seed: a param (seed; dotted for nested "
+                       "configs: train.seed) or tags.NAME.")
 TaskOpt = typer.Option(None, "--task", help="The key holding each run's task (default: one task, the MLflow "
                        "experiment, W&B project or Hydra job name).")
 ConfigOpt = typer.Option(None, "--config", help="A key naming each run's config; repeatable, the config is then "
@@ -69,6 +69,8 @@ def import_mlflow(
                                  "tracking server's URL (http://127.0.0.1:5000)."),
     experiment: list[str] = typer.Option(None, "--experiment", "-e", help="An experiment's name or id; "
                                          "repeatable (default: every active experiment)."),
+    filter_string: str = typer.Option("", "--filter", help="Only the runs this MLflow search filter keeps, "
+                                      "e.g. \"tags.stage = 'final'\" (MLflow's search_runs syntax)."),
     results: Path = ResultsOpt, metric: str = MetricOpt, goal: str = GoalOpt, seed: str = SeedOpt,
     task: str | None = TaskOpt, config: list[str] = ConfigOpt, baseline: str | None = BaselineOpt,
     name: str | None = NameOpt, as_json: bool = JsonOpt,
@@ -77,8 +79,8 @@ def import_mlflow(
     histories become curves (step, value), their latest values the final ones."""
     from benchlab.collect.importers.from_mlflow import read_runs
 
-    _finish(read_runs(source, experiment or None), results, seed=seed, task=task, config=config, metric=metric,
-            goal=goal, baseline=baseline, name=name, as_json=as_json)
+    _finish(read_runs(source, experiment or None, filter_string), results, seed=seed, task=task, config=config,
+            metric=metric, goal=goal, baseline=baseline, name=name, as_json=as_json)
 
 
 @import_app.command("wandb")
@@ -101,7 +103,7 @@ def import_hydra(
     sources: list[Path] = typer.Argument(..., help="Hydra multirun folders (multirun/DATE/TIME), or folders "
                                          "above them."),
     source: str = typer.Option(None, "--from", help="Where each job reports the primary metric, as a metric's "
-                               "from: in a spec, e.g. '{regex: \"acc=(\\S+)\", file: app.log}' (default: the "
+                               "from: in a spec, e.g. \"{regex: 'acc=(\\S+)', file: app.log}\" (default: the "
                                "job folder's metrics.json and metrics.jsonl)."),
     results: Path = ResultsOpt, metric: str = MetricOpt, goal: str = GoalOpt, seed: str = SeedOpt,
     task: str | None = TaskOpt, config: list[str] = ConfigOpt, baseline: str | None = BaselineOpt,
@@ -113,3 +115,7 @@ def import_hydra(
 
     _finish(read_runs(list(sources), metric_of(metric, goal, source)), results, seed=seed, task=task,
             config=config, metric=metric, goal=goal, baseline=baseline, name=name, as_json=as_json)
+
+
+# The group's commands get the help rendering of the top-level ones (defaults stated last).
+polish_help(import_app)

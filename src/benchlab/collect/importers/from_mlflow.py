@@ -53,9 +53,11 @@ def _file_store_allowed() -> Iterator[None]:
             os.environ[_ALLOW_FILE_STORE] = before
 
 
-def read_runs(source: str, experiments: list[str] | None = None) -> list[SourceRun]:
+def read_runs(source: str, experiments: list[str] | None = None, filter_string: str = "") -> list[SourceRun]:
     """Every run of ``experiments`` (names or ids; default: every active experiment) in the tracking
-    store ``source``; a run that did not finish comes with its status, for the import to name."""
+    store ``source`` that ``filter_string`` (MLflow's search syntax: ``params.lr = '0.01'``,
+    ``tags.stage = 'final'``) keeps; a run that did not finish comes with its status, for the import
+    to name."""
     require("import", "benchlab import mlflow", ("mlflow",))
     from mlflow.entities import ViewType
     from mlflow.exceptions import MlflowException
@@ -69,7 +71,8 @@ def read_runs(source: str, experiments: list[str] | None = None) -> list[SourceR
             for experiment in _experiments(client, experiments, ViewType):
                 token = None
                 while True:
-                    page = client.search_runs([experiment.experiment_id], run_view_type=ViewType.ACTIVE_ONLY,
+                    page = client.search_runs([experiment.experiment_id], filter_string=filter_string,
+                                              run_view_type=ViewType.ACTIVE_ONLY,
                                               max_results=PAGE, order_by=["attributes.start_time ASC"],
                                               page_token=token)
                     out += [_source_run(client, run, experiment.name, uri) for run in page]
