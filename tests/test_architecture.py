@@ -177,7 +177,7 @@ def test_the_spec_is_one_package_and_its_parts_are_not_at_the_top():
     # modules; they are benchlab.spec's now, and `from benchlab.spec import ...` keeps working.
     assert not [p.name for p in SRC.glob("*.py") if p.stem.startswith("spec") or p.stem == "quoting"]
     assert {p.stem for p in (SRC / "spec").glob("*.py")} == {
-        "__init__", "models", "load", "yaml_reader", "checks", "search", "quoting"}
+        "__init__", "models", "load", "yaml_reader", "checks", "search", "quoting", "paths"}
     import benchlab.spec as spec
 
     assert spec.load_spec is spec.load.load_spec and spec.Spec is spec.models.Spec

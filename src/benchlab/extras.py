@@ -31,11 +31,14 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     # Inspect AI's own reader for its logs (a .eval log is a zip compressed with zstd); the
     # harness itself for the tests that run it.
     "evals": ("inspect_ai", "lm_eval"),
+    # `benchlab import`: each source read with its own tool's package.
+    "import": ("mlflow", "wandb", "hydra"),
 }
 
 #: module -> its pip package, where the two names differ.
 PACKAGES = {"pynvml": "nvidia-ml-py", "sklearn": "scikit-learn", "math_verify": "math-verify",
-            "detect_secrets": "detect-secrets", "inspect_ai": "inspect-ai", "lm_eval": "lm-eval"}
+            "detect_secrets": "detect-secrets", "inspect_ai": "inspect-ai", "lm_eval": "lm-eval",
+            "mlflow": "mlflow-skinny", "hydra": "hydra-core"}
 
 
 def install_hint(extra: str) -> str:

@@ -140,6 +140,10 @@ def check_benchlab(args: list[str], where: str) -> None:
     assert args, f"{where}: a bare `benchlab`"
     command = group.get_command(None, args[0])
     assert command is not None, f"{where}: `benchlab {args[0]}` is no command"
+    if hasattr(command, "get_command") and len(args) > 1:  # a group of commands: `benchlab import mlflow ...`
+        sub = command.get_command(None, args[1])
+        assert sub is not None, f"{where}: `benchlab {args[0]} {args[1]}` is no command"
+        command, args = sub, [f"{args[0]} {args[1]}", *args[2:]]
     try:
         command.make_context(args[0], list(args[1:]))
     except Exception as exc:  # click's UsageError, from typer's own copy of click
@@ -154,6 +158,9 @@ def check_synopsis(text: str, where: str) -> None:
     words = text.split()
     command = group.get_command(None, words[1])
     assert command is not None, f"{where}: `benchlab {words[1]}` is no command"
+    if hasattr(command, "get_command") and len(words) > 2:  # a group of commands: `benchlab import mlflow ...`
+        command = command.get_command(None, words[2])
+        assert command is not None, f"{where}: `benchlab {words[1]} {words[2]}` is no command"
     known = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
     for flag in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", text):
         for one in flag.split("/"):
@@ -173,7 +180,8 @@ def check_python(words: list[str], where: str, cwd: Path) -> None:
 
         assert importlib.util.find_spec(words[2]) is not None, f"{where}: no module {words[2]}"
     elif words[1] != "-c":
-        assert (cwd / words[1]).is_file(), f"{where}: no script {cwd / words[1]}"
+        # A script of the repository, or one the doc told the reader to save (in the working folder).
+        assert (cwd / words[1]).is_file() or (Path.cwd() / words[1]).is_file(), f"{where}: no script {cwd / words[1]}"
 
 
 def check_simple_command(words: list[str], where: str, cwd: Path) -> Path:
@@ -331,6 +339,7 @@ PYTHON_RUN_ELSEWHERE = {
     "reports.md": "tests/report/test_report_docs.py",
     "evaluation-statistics.md": "tests/docs/test_evaluation_statistics_doc.py",
     "python.md": "tests/test_python_api.py",  # its cells share one namespace, as a notebook's do
+    "importing.md": "tests/importers/test_importing_docs.py",
 }
 
 
@@ -412,7 +421,9 @@ def test_every_block_of_the_doc_is_checked(doc, tmp_path, monkeypatch):
 def test_the_docs_whose_python_runs_elsewhere_are_run_there():
     for doc, test in PYTHON_RUN_ELSEWHERE.items():
         text = (ROOT / test).read_text()
-        assert "run_python_blocks" in text and doc in text, (doc, test)
+        # run_python_blocks, or a runner of its own that runs each block in a fresh interpreter
+        runs = "run_python_blocks" in text or '[sys.executable, "-c", body]' in text
+        assert runs and doc in text, (doc, test)
 
 
 def test_the_checks_find_what_a_wrong_snippet_gets_wrong():

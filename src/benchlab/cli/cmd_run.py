@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from benchlab.execute.base import BackendOptions
 
 SpecArg = typer.Argument(..., help="The benchmark spec (YAML).", show_default=False)
-SetOpt = typer.Option(None, "--set", "-s", help="Override a spec variable: -s max_frame=1e6 (repeatable).",
+SetOpt = typer.Option(None, "--set", "-s", help="Override a spec variable (-s max_frame=1e6) or, Hydra-style, any "
+                      "field of the spec (-s configs.mlp.params.lr=1e-3; a comma list sweeps it as a grid: "
+                      "-s configs.mlp.params.lr=1e-3,1e-4); repeatable.",
                       metavar="KEY=VALUE")
 ResultsOpt = typer.Option(None, "--results", "-r",
                           help="Results folder [default: results/<benchmark name> beside the spec file].")

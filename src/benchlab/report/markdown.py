@@ -840,6 +840,13 @@ def _reproduce(data: ReportData) -> list[str]:
     if data.sources:
         return _reproduce_merged(data)
     info = data.info
+    folder = data.results.resolve() if data.results is not None else None
+    if not info.spec and folder is not None:
+        # No spec made these runs (imported from MLflow, W&B or Hydra, or a ledger rebuilt without
+        # benchmark.json): no `benchlab run` can run them again, and the report must not offer one.
+        return ["# no spec of these runs is kept in the folder: imported runs name their origin in "
+                "runs/*/provenance.json (imported_from)",
+                f"# this report again, from the runs it was made of: benchlab report {shlex.quote(str(folder))}"]
     lines = []
     spec = info.spec_path or "<spec.yaml>"
     commit = data.git.commit
@@ -860,7 +867,6 @@ def _reproduce(data: ReportData) -> list[str]:
                      else f"git checkout {commit}")
     lines += _install_lines(data)
     sets = _sets(info.overrides)
-    folder = data.results.resolve() if data.results is not None else None
     again = folder.with_name(folder.name + "-again") if folder is not None else None
     target = f" --results {shlex.quote(str(again))}" if again is not None else ""
     lines.append(f"benchlab run {shlex.quote(spec)}{target}" + (f" {sets}" if sets else ""))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import gc
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from benchlab.spec.models import (
     Spec,
     Task,
 )
-from benchlab.spec.quoting import WrittenFloat, as_written, shell_words
+from benchlab.spec.quoting import WrittenFloat, as_written, plain, shell_words
 from benchlab.spec.search import ParamSpace, Search, SearchMetric, search_problems
 from benchlab.spec.yaml_reader import MAX_BYTES, ExponentText, Lines, YamlProblem, read_yaml
 
@@ -169,6 +170,27 @@ def _parse_override(text: str) -> tuple[str, Any]:
                 continue
     # A number renders in commands as it was typed (1e2 stays 1e2) and compares as a number.
     return key, as_written(value, raw)
+
+
+def _apply_paths(data: dict[str, Any], items: list[tuple[str, Any]], variables: dict[str, Any], file: str,
+                 applied: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Apply the overrides that name a place of the spec (``configs.mlp.params.lr=1e-3``, ``seeds=10``;
+    see :mod:`benchlab.spec.paths`) to the document; the others (variables) are returned."""
+    from benchlab.spec.paths import apply_path, is_path
+
+    fields = {n for n in Spec.model_fields} | {f.alias for f in Spec.model_fields.values() if f.alias}
+    rest = []
+    for key, value in items:
+        if not is_path(key, variables, fields - {"variables"}):
+            rest.append((key, value))
+            continue
+        # As typed (a number keeps its spelling): what the ledger keeps and a later collect applies again.
+        raw = json.dumps(plain(value)) if isinstance(value, list | dict) else str(value)
+        # Read from the text again: the overrides recorded in a ledger come back as that text.
+        apply_path(data, key, _parse_override(f"{key}={raw}")[1], raw, file,
+                   lambda text: _parse_override(f"x={text}")[1])
+        applied[key] = raw
+    return rest
 
 
 def _is_command(loc: tuple[Any, ...]) -> bool:
@@ -345,21 +367,24 @@ def _parse(text: str, file: str, overrides: list[str] | dict[str, Any] | None, p
         variables = {}
     variables = {k: _as_value(v, True) for k, v in variables.items()}
     applied: dict[str, Any] = {}
-    items = overrides.items() if isinstance(overrides, dict) else [
+    items = list(overrides.items()) if isinstance(overrides, dict) else [
         _parse_override(o) for o in (overrides or [])]
+    items = _apply_paths(data, items, variables, file, applied)
     for key, value in items:
         if key not in variables:
             known = ", ".join(sorted(variables)) or "none defined"
             close = difflib.get_close_matches(key, list(variables), n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise OverrideError(f"{key}={value}", f"names no variable of {file}; {hint}variables: {known}")
+            sweep = (f"; to sweep a config's param: -s configs.NAME.params.{key}={value}"
+                     if isinstance(value, str) and "," in value else "")
+            raise OverrideError(f"{key}={value}", f"names no variable of {file}; {hint}variables: {known}{sweep}")
         expected = type_mismatch(variables[key], value)
         if expected is not None:
             hint = ""
             if isinstance(value, str) and "," in value:
                 # Hydra's multirun spelling (lr=1e-3,1e-4): say where benchlab's sweeps live.
                 hint = (f"; to run several values, give a config a grid: grid: {{{key}: [{value}]}} "
-                        "(docs/spec.md, Grids)")
+                        f"(docs/spec.md, Grids), or sweep a config's param: -s configs.NAME.params.{key}={value}")
             raise OverrideError(f"{key}={value}", f"expected {expected}, got {value!r} (variables.{key} is "
                                                   f"{variables[key]!r} in {file}){hint}")
         variables[key] = value
