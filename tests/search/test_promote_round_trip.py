@@ -40,7 +40,8 @@ values = st.one_of(
 
 
 def _read_back(value: object) -> object:
-    text = _with_config(SPEC, "base", "tuned", {"extra": value}, {"spec": "tune.yaml", "study": "tune:search", "trial": 3, "metric": "val", "value": 0.5}, "promoted")
+    origin = {"spec": "tune.yaml", "study": "tune:search", "trial": 3, "metric": "val", "value": 0.5}
+    text = _with_config(SPEC, "base", "tuned", {"extra": value}, origin, "promoted")
     spec = parse_spec(text, file="promoted.yaml")
     return next(c for c in spec.configs if c.name == "tuned").params["extra"]
 
