@@ -17,6 +17,12 @@ SRC = Path(benchlab.__file__).resolve().parent
 OUTSIDE = {
     "benchlab.evaluate._jail._SetupError",  # a stdlib-only script in its own process; never reaches the library
     "benchlab.execute.gpu_double.NVMLError",  # must derive from Exception exactly as pynvml.NVMLError does
+    # The code verdict's own signals, each caught where it is raised and turned into a sample's
+    # reason (a test that cannot be judged, data an answer sent that is not plain, a comparison
+    # the server refuses to evaluate): none reaches a caller of the library.
+    "benchlab.evaluate.glue.GlueError",
+    "benchlab.evaluate.plain.PlainDataError",
+    "benchlab.evaluate.testplan.Unjudgeable",
 }
 
 
