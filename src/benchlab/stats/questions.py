@@ -33,6 +33,8 @@ import numpy as np
 from scipy.special import ndtri, stdtr, stdtrit
 from scipy.stats import binom
 
+from benchlab.stats.tolerance import is_negligible
+
 #: What a standard error is taken over, as the report names it.
 SE_OVER_QUESTIONS = "over questions"
 SE_CLUSTERED = "clustered over questions"
@@ -244,7 +246,10 @@ def wilson_interval(successes: float, n: float, confidence: float = 0.95) -> tup
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0 and n successes the end is 0 or 1 exactly; rounding must not put the estimate outside.
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= n else min(1.0, centre + half)
+    return low, high
 
 
 def newcombe_paired_interval(both: int, only_candidate: int, only_baseline: int, neither: int,
@@ -475,12 +480,14 @@ def paired_questions(baseline: np.ndarray, candidate: np.ndarray, clusters: np.n
     d = b - a
     mean_diff = float(d.mean()) if n else math.nan
     se, se_type = se_over_questions(d), SE_OVER_QUESTIONS
+    if se is not None and is_negligible(se, a, b):
+        se = 0.0  # a constant difference read back from text has a spread of 1e-17, not 0
     df: float | None = n - 1 if n >= 2 else None
     c = None
     if cl is not None:
         se_c, df_c, c = cr2_clustered(d, cl)
         if se_c is not None:
-            se, se_type, df = se_c, f"{SE_CLUSTERED} ({c} clusters)", df_c
+            se, se_type, df = (0.0 if se == 0 else se_c), f"{SE_CLUSTERED} ({c} clusters)", df_c
         else:
             notes.append("one cluster only: the standard error is over questions")
     lo, hi, p = _t_test(mean_diff, se, df, confidence)
