@@ -567,10 +567,13 @@ def power(
     for col in ("task", "effect d_z", "95% CI of d_z", "pilot pairs", "seeds needed",
                 "at the CI's end nearest 0"):
         table.add_column(col)
+    if any(row.sd_used is not None for row in report.rows):
+        table.add_column("sd used (pilot's)")
     for row in report.rows:
+        extra = [] if row.sd_used is None else [f"{_fmt(row.sd_used, 4)} ({_fmt(row.sd_observed, 4)})"]
         table.add_row(_fmt(row.task), _fmt(row.effect, 3),
                       "–" if row.effect_ci_low is None
                       else f"[{_fmt(row.effect_ci_low, 3)}, {_fmt(row.effect_ci_high, 3)}]",
-                      _fmt(row.pilot_pairs), _fmt(row.seeds), _fmt(row.seeds_conservative))
+                      _fmt(row.pilot_pairs), _fmt(row.seeds), _fmt(row.seeds_conservative), *extra)
     console.print(table)
     _print_warnings(list(report.warnings))

@@ -40,6 +40,11 @@ class PowerRow:
     pilot_pairs: int | None
     seeds: int | None
     seeds_conservative: int | None
+    #: With a smallest effect of interest (``--min-effect``): the sd of the paired differences
+    #: the effect was divided by, the pilot's own sd, and why the two differ.
+    sd_used: float | None = None
+    sd_observed: float | None = None
+    sd_basis: str | None = None
 
 
 @dataclass(frozen=True)
@@ -197,10 +202,16 @@ def _sized_row(task: Any, label: str, bv: np.ndarray, cv: np.ndarray, min_effect
         from scipy import stats as sps
 
         # The sd at the upper end of its 95% interval: a pilot's sd is itself uncertain.
-        sd_high = float(diffs.std(ddof=1)) * np.sqrt((pairs - 1) / sps.chi2.ppf(0.025, pairs - 1))
+        sd = float(diffs.std(ddof=1))
+        sd_high = sd * float(np.sqrt((pairs - 1) / sps.chi2.ppf(0.025, pairs - 1)))
         d_min = abs(float(min_effect)) / sd_high
         n_min = seeds_for_power(d_min, alpha, power)
-        return PowerRow(task, d_min, None, None, pairs, n_min, n_min)
+        basis = (f"the upper end of the 95% interval of the pilot's sd of the paired differences, "
+                 f"{sd:.4g} from {pairs} pairs, times sqrt((n-1)/chi2_0.025,n-1) = {sd_high / sd:.3g}: a pilot's "
+                 "sd is itself uncertain, and sizing on its point value under-powers the experiment whenever "
+                 "the pilot's sd came out low")
+        warnings.append(f"{label}: --min-effect {float(min_effect):g} divided by sd {sd_high:.4g}, {basis}")
+        return PowerRow(task, d_min, None, None, pairs, n_min, n_min, sd_high, sd, basis)
     n = None if d is None else seeds_for_power(d, alpha, power)
     ci: tuple[float | None, float | None] = (None, None)
     conservative = None
