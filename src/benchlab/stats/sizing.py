@@ -83,12 +83,15 @@ class CvCurve:
 
 @dataclass(frozen=True)
 class TaskVariance:
-    """One task's seeds and CV curves of the ``final`` and ``auc`` summaries (None without one)."""
+    """One task's seeds and CV curves of the ``final``, ``auc`` and ``slope`` summaries (None
+    without one; ``slope`` is the derivative summary: the least-squares slope over the last
+    quarter of the steps)."""
 
     task: Any
     n_seeds: int
     final: CvCurve | None
     auc: CvCurve | None
+    slope: CvCurve | None = None
 
 
 @dataclass(frozen=True)
@@ -102,12 +105,19 @@ class VarianceAnalysis:
     warnings: tuple[str, ...]
 
     def to_json(self) -> JsonObject:
-        """``{"config", "metric", "threshold", "tasks": [{"task", "n_seeds", "final", "auc"}], "warnings"}``."""
+        """``{"config", "metric", "threshold", "tasks": [{"task", "n_seeds", "final", "auc", "slope"}],
+        "warnings"}``."""
         return {"config": self.config, "metric": self.metric, "threshold": self.threshold,
                 "tasks": [{"task": t.task, "n_seeds": t.n_seeds,
                            "final": t.final.to_json() if t.final else None,
-                           "auc": t.auc.to_json() if t.auc else None} for t in self.tasks],
+                           "auc": t.auc.to_json() if t.auc else None,
+                           "slope": t.slope.to_json() if t.slope else None} for t in self.tasks],
                 "warnings": list(self.warnings)}
+
+
+#: The summaries ``benchlab variance`` sizes: the final value, the area under the curve and the
+#: derivative summary (the slope), as the pilot-variance step of a training benchmark does.
+SUMMARIES_OF_VARIANCE = ("final", "auc", "slope")
 
 
 def _pick_metric(table: pd.DataFrame, metric: str | None, source: str) -> str:
@@ -136,7 +146,8 @@ def variance_analysis(
     seed: int = 0,
     source: str = "table",
 ) -> VarianceAnalysis:
-    """CV of the mean vs number of seeds for one config, per task, of ``final`` and ``auc``.
+    """CV of the mean vs number of seeds for one config, per task, of ``final``, ``auc`` and
+    ``slope`` (the derivative summary).
 
     Returns:
         A :class:`VarianceAnalysis`: per task, a :class:`CvCurve` of each summary (None for
@@ -150,17 +161,18 @@ def variance_analysis(
     warnings: list[str] = []
     out_tasks: list[TaskVariance] = []
     per_summary: dict[str, pd.DataFrame] = {}
-    for summary in ("final", "auc"):
-        runs, notes = reduce_runs(table, summary)  # type: ignore[arg-type]
-        if summary == "auc" and (table["step"].isna().all()):
-            warnings.append(f"{met}: no learning curves, so no AUC")
+    for summary in SUMMARIES_OF_VARIANCE:
+        if summary != "final" and (table["step"].isna().all()):
+            if summary == "auc":
+                warnings.append(f"{met}: no learning curves, so no AUC and no slope")
             continue
+        runs, notes = reduce_runs(table, summary)  # type: ignore[arg-type]
         warnings += notes
         per_summary[summary] = runs
     for task in dict.fromkeys(table["task"]):
-        curves: dict[str, CvCurve | None] = {"final": None, "auc": None}
+        curves: dict[str, CvCurve | None] = dict.fromkeys(SUMMARIES_OF_VARIANCE)
         n_seeds = 0
-        for summary in ("final", "auc"):
+        for summary in SUMMARIES_OF_VARIANCE:
             runs = per_summary.get(summary)
             if runs is None:
                 continue
@@ -188,7 +200,7 @@ def variance_analysis(
                 )
             curves[summary] = CvCurve(tuple(int(n) for n in ns.tolist()),
                                       tuple(None if np.isnan(c) else float(c) for c in cv), smallest, needed)
-        out_tasks.append(TaskVariance(task, n_seeds, curves["final"], curves["auc"]))
+        out_tasks.append(TaskVariance(task, n_seeds, curves["final"], curves["auc"], curves["slope"]))
     return VarianceAnalysis(config, met, threshold, tuple(out_tasks), tuple(warnings))
 
 
