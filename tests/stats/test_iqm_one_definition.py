@@ -1,6 +1,6 @@
 """The IQM across tasks has one definition whatever the balance of seeds: every task weighs the
-same and a quarter of the weight is cut from each end, so scoring a failed seed as the worst
-value never raises it."""
+same and the share of the weight cut from each end is the full table's (``⌊N/4⌋/N``, rliable's
+on a full table), so scoring a failed seed as the worst value never raises it."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from benchlab.stats.aggregate import iqm
 
 
 def _quartile_mean_by_hand(table: np.ndarray) -> float:
-    """Twice the integral of the task-weighted quantile function from 1/4 to 3/4: each task's
-    runs share mass 1/T equally; the mass between the quartiles is averaged."""
-    tasks = table.shape[1]
+    """The mean of the task-weighted distribution between the quantiles f and 1 - f, f the
+    share scipy's trim_mean(0.25) cuts from the full table: each task's runs share mass 1/T."""
+    runs, tasks = table.shape
+    f = ((runs * tasks) // 4) / (runs * tasks)
     values, masses = [], []
     for t in range(tasks):
         col = table[:, t][~np.isnan(table[:, t])]
@@ -23,8 +24,8 @@ def _quartile_mean_by_hand(table: np.ndarray) -> float:
     order = np.argsort(values, kind="stable")
     v, m = np.array(values)[order], np.array(masses)[order]
     end = np.cumsum(m)
-    kept = np.clip(end, 0.25, 0.75) - np.clip(end - m, 0.25, 0.75)
-    return float(np.sum(kept * v) / 0.5)
+    kept = np.clip(end, f, 1 - f) - np.clip(end - m, f, 1 - f)
+    return float(np.sum(kept * v) / (1 - 2 * f))
 
 
 def test_failed_seed_scored_as_worst_never_raises_the_iqm():
@@ -35,8 +36,10 @@ def test_failed_seed_scored_as_worst_never_raises_the_iqm():
     worst = x.copy()
     worst[2, 0] = 0.0
     assert float(iqm(worst)) <= float(iqm(excluded))
-    # Before, the full table took trim_mean's floor(6/4) = 1 of 6 values off each end.
-    assert stats.trim_mean(worst.ravel(), 0.25) > float(iqm(excluded))
+    assert float(iqm(worst)) == pytest.approx(stats.trim_mean(worst.ravel(), 0.25))  # rliable's, full table
+    # Before, the table with the seed excluded cut a quarter of its weight (3 of 12), the full
+    # one 1 of 6: the worst-filled IQM came out above the excluded one (0.38492 > 0.38490).
+    assert stats.trim_mean(worst.ravel(), 0.25) > 0.38490
     rng = np.random.default_rng(0)
     for _ in range(3000):
         runs, tasks = rng.integers(2, 8), rng.integers(2, 5)
@@ -57,6 +60,7 @@ def test_the_iqm_is_the_task_weighted_mean_between_the_quartiles_balanced_or_not
     assert float(iqm(x)) == pytest.approx(_quartile_mean_by_hand(x))
 
 
-def test_with_a_multiple_of_four_runs_it_is_scipys_trimmed_mean():
-    x = np.random.default_rng(1).normal(size=(4, 3))
+@pytest.mark.parametrize("shape", [(4, 3), (5, 3), (3, 2), (10, 1)])
+def test_a_full_table_gives_scipys_trimmed_mean_as_rliable(shape):
+    x = np.random.default_rng(1).normal(size=shape)
     assert float(iqm(x)) == pytest.approx(stats.trim_mean(x.ravel(), 0.25))

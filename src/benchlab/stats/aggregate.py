@@ -11,8 +11,6 @@ ignores the padding. Confidence intervals come from the stratified bootstrap
 
 from __future__ import annotations
 
-import math
-
 from collections.abc import Callable
 from typing import Literal
 
@@ -78,25 +76,29 @@ def task_weights(counts: np.ndarray) -> tuple[np.ndarray, int]:
                          "multiple to weight tasks equally")
     weights = np.where(have, lcm // np.maximum(n, 1), 0)
     total = lcm * int(have.sum())
-    if have.sum() > 1 and total % 4:
-        # Across tasks the IQM cuts exactly a quarter of the weight from each end: repeated to a
-        # multiple of 4, ⌊total/4⌋ is that quarter. With ⌊N/4⌋ of a count not divisible by 4 the
-        # share cut would depend on how many seeds completed (6 runs: 1/6 cut, not 1/4), and
-        # scoring a failed seed as the worst could raise the IQM (0.1368 excluded, 0.1564 as the
-        # worst); with a fixed quarter it cannot (the worst-filled task's runs are stochastically
-        # lower, and the mean between the quartiles is monotone in that order).
-        factor = 4 // math.gcd(total, 4)
-        weights, total = weights * factor, total * factor
     return weights, total
 
 
-def _weighted_trimmed_mean(values: np.ndarray, weights: np.ndarray, total: int) -> float:
-    """Trimmed mean of ``values`` each repeated ``weights`` times: ``⌊total/4⌋`` of the
-    ``total`` repeated values cut from each end (``scipy.stats.trim_mean(·, 0.25)`` of
-    the repeated values)."""
+def trim_fraction(runs: int, tasks: int) -> float:
+    """The share of the weight the IQM cuts from each end of a ``runs x tasks`` table:
+    ``⌊runs·tasks/4⌋ / (runs·tasks)``, what ``scipy.stats.trim_mean(·, 0.25)`` cuts from the
+    full table (rliable's IQM). It depends on the table's shape, not on how many of its seeds
+    completed: a failed seed, excluded or scored as the worst, leaves the share the same, so
+    scoring it as the worst never raises the IQM."""
+    n = runs * tasks
+    return (n // 4) / n if n else 0.25
+
+
+def _weighted_trimmed_mean(values: np.ndarray, weights: np.ndarray, total: int,
+                           fraction: float = 0.25) -> float:
+    """Trimmed mean of ``values`` each repeated ``weights`` times: ``fraction · total`` of the
+    ``total`` repeated values cut from each end (a fractional value where it falls inside
+    one; ``scipy.stats.trim_mean(·, 0.25)`` of the repeated values when that is ``⌊total/4⌋``)."""
     order = np.argsort(values, kind="stable")
     v, w = values[order], weights[order]
-    cut = total // 4
+    cut: float = fraction * total
+    if abs(cut - round(cut)) < 1e-9:
+        cut = round(cut)
     end = np.cumsum(w)
     kept = np.clip(end, cut, total - cut) - np.clip(end - w, cut, total - cut)
     if total - 2 * cut <= 0:
@@ -108,18 +110,20 @@ def iqm(scores: np.ndarray) -> np.ndarray:
     """Interquartile mean over all runs of all tasks: the mean of the middle 50%, with
     every task weighing the same.
 
-    Across tasks, every task's runs are repeated to a common count whose total is a multiple
-    of 4 (:func:`task_weights`) and a quarter of that total is cut from each end: a task never
-    weighs less because runs were lost, and the share cut never depends on how many seeds
-    completed, so scoring a failed seed as the worst never raises the IQM. With ``N``
-    runs in all and ``N`` a multiple of 4 this is ``scipy.stats.trim_mean(x, 0.25)``. One task
-    alone keeps ``trim_mean``'s ``⌊N/4⌋`` (the trimmed mean its Yuen interval is built on).
+    Like ``scipy.stats.trim_mean(x, 0.25)`` (rliable's IQM) on a full table: of the ``N``
+    values, ``⌊N/4⌋`` are cut from each end. When tasks have different numbers of runs (NaN
+    padding: failed or missing seeds) each task's runs are repeated to a common count first
+    (:func:`task_weights`), so that a task never weighs less because runs were lost, and the
+    same share of the weight is cut, :func:`trim_fraction` of the table's shape (fractionally
+    where it falls inside a value): the share never depends on how many seeds completed, so a
+    failed seed scored as the worst never raises the IQM above its value with the seed
+    excluded.
     ``scores``: shape ``(..., runs, tasks)``; returns shape ``(...)``.
     """
     arr = np.asarray(scores, dtype=float)
     flat = _flat(arr)
     nan = np.isnan(flat)
-    if not nan.any() and (arr.shape[-1] == 1 or flat.shape[-1] % 4 == 0):
+    if not nan.any():
         # A partition around both cut points is O(N), unlike a full sort.
         n = flat.shape[-1]
         cut = n // 4
@@ -133,7 +137,8 @@ def iqm(scores: np.ndarray) -> np.ndarray:
         valid = ~np.isnan(table)
         weights, total = task_weights(valid.sum(axis=0))
         w = np.broadcast_to(weights, table.shape)[valid]
-        out[i] = _weighted_trimmed_mean(table[valid], w, total) if total else np.nan
+        out[i] = (_weighted_trimmed_mean(table[valid], w, total, trim_fraction(*table.shape))
+                  if total else np.nan)
     return out.reshape(arr.shape[:-2])
 
 
@@ -227,7 +232,8 @@ class _Resampler:
         # Every task weighs the same in the IQM and the optimality gap: with unequal run
         # counts a drawn run of task t counts L / n_t times (task_weights).
         weights, self.weight_total = task_weights(self.n_task)
-        self.equal_counts = bool(np.all(self.n_task == self.n_task[0])) and self.weight_total == self.total
+        self.equal_counts = bool(np.all(self.n_task == self.n_task[0]))
+        self.fraction = trim_fraction(runs, tasks)
         wide = self.weight_total >= 2**31
         self.sorted_weights = weights[self.order % tasks].astype(np.int64 if wide else np.int32)
         present = max(int(np.sum(self.n_task > 0)), 1)
@@ -288,7 +294,8 @@ class _Resampler:
         task_means = np.einsum("krt,crt->ckt", by_slot.reshape(k, self.runs, self.tasks),
                                self.mean_weights, optimize=True)  # (C, k, tasks)
         total = self.total if self.equal_counts else self.weight_total
-        cut = total // 4
+        cut_exact = self.fraction * total
+        cut: float = round(cut_exact)
         clipped = np.minimum(self.by_slot, gamma) * self.gap_weights
         gap = gamma - clipped @ by_slot.T
         # mode="clip": every index is in range, and numpy's bounds-checked take runs
@@ -306,6 +313,10 @@ class _Resampler:
             else:
                 ordered = ordered * self.sorted_weights
         end = np.cumsum(ordered, axis=2, out=ordered)
+        if abs(cut_exact - cut) > 1e-9:
+            # A share of the weight that falls inside a value (unequal run counts): float ends.
+            end = end.astype(np.float64)
+            cut = cut_exact
         np.clip(end, cut, total - cut, out=end)  # one pass, not two
         iqm_ = np.einsum("kcn,cn->ck", end, self.value_steps, dtype=np.float64)
         iqm_ -= cut * self.sorted_values[:, :1]

@@ -60,7 +60,17 @@ class PowerAnalysis:
     def to_json(self) -> JsonObject:
         """``{"alpha", "power", "metric", "rows": [{"task", "effect", ...}], "warnings"}``."""
         return {"alpha": self.alpha, "power": self.power, "metric": self.metric,
-                "rows": [asdict(r) for r in self.rows], "warnings": list(self.warnings)}
+                "rows": [_row_json(r) for r in self.rows], "warnings": list(self.warnings)}
+
+
+def _row_json(row: PowerRow) -> JsonObject:
+    """A row as JSON; ``sd_used``, ``sd_observed`` and ``sd_basis`` only where a smallest effect
+    of interest was divided by an sd (the layout of the other rows is unchanged)."""
+    out = asdict(row)
+    if row.sd_used is None:
+        for key in ("sd_used", "sd_observed", "sd_basis"):
+            out.pop(key)
+    return out
 
 
 @dataclass(frozen=True)
