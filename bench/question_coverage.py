@@ -114,7 +114,7 @@ def nested(sims: int, rng: np.random.Generator) -> list[str]:
             for _ in range(sims):
                 diff = rng.normal(0, 1.5, n)
 
-                def trained(k: int, shift: float, diff: np.ndarray = diff) -> np.ndarray:
+                def trained(k: int, shift: float, diff: np.ndarray = diff, sd: float = sd) -> np.ndarray:
                     a = rng.normal(0, sd, (k, 1))
                     return (rng.random((k, n)) < expit(logit(0.5) + shift + diff[None, :] + a)).astype(float)
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from evals_kit import NEEDS_EVALS, lm_eval_command, offline_env, run_all, write_task
-from proportion_reference import newcombe_by_hand
 from statsmodels.stats.contingency_tables import mcnemar
+
+from proportion_reference import newcombe_by_hand
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("lm_eval", reason=NEEDS_EVALS)

@@ -10,7 +10,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from proportion_reference import newcombe_by_hand
 from scipy import stats
 from scipy.special import expit, logit
 from statsmodels.stats.proportion import proportion_confint
@@ -25,6 +24,7 @@ from benchlab.stats.questions import (
     paired_seeds_questions,
     summarize_questions,
 )
+from proportion_reference import newcombe_by_hand
 
 
 def _cr2_by_matrices(x: np.ndarray, clusters: np.ndarray) -> tuple[float, float]:

@@ -94,7 +94,8 @@ def render_section(result: QuestionAnalysis) -> str:
         cand = md_cell(c.candidate) + ("" if c.partial is None else f" † ({md_cell(c.partial)})")
         lines.append(
             f"| {md_cell(c.task)} | {md_cell(c.metric)} | {cand} | {r.n_questions} | "
-            f"{fmt_num(r.mean_baseline, 4)} | {fmt_num(r.mean_candidate, 4)} | {fmt_num(r.mean_diff)} {ci} ({r.ci_method}) | "
+            f"{fmt_num(r.mean_baseline, 4)} | {fmt_num(r.mean_candidate, 4)} | "
+            f"{fmt_num(r.mean_diff)} {ci} ({r.ci_method}) | "
             f"{fmt_num(r.se)} ({md_cell(r.se_type)}) | {fmt_num(r.pvalue)} ({r.test}) | {fmt_num(c.p_holm)} | "
             f"{discordant} | "
             f"{fmt_num(r.mde)} | {MARKS[c.verdict]} |")

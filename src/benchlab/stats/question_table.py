@@ -295,6 +295,25 @@ class _Part:
     cluster: np.ndarray | None
 
 
+def _question_clusters(out: QuestionAnalysis, part: _Part, q: np.ndarray, n_questions: int, task: str,
+                       metric: str) -> np.ndarray | None:
+    """Each question's cluster code, shape ``(n_questions,)``, or None without clusters; a question
+    with no cluster id is a cluster of its own, with a warning."""
+    if part.cluster is None or not (part.cluster >= 0).any():
+        return None
+    # A question's cluster is the same wherever it is asked: take it from any row that has one.
+    clusters = np.full(n_questions, -1, np.int64)
+    has = part.cluster >= 0
+    clusters[q[has]] = part.cluster[has]
+    lone = clusters < 0
+    if lone.any():
+        clusters[lone] = clusters.max() + 1 + np.arange(int(lone.sum()))
+        out.warnings.append(f"{task} {metric}: {int(lone.sum())} question(s) have no cluster id; each is "
+                            "counted as a cluster of its own (pooling them into one cluster would make one "
+                            "large false group)")
+    return clusters
+
+
 def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cfg_names: list[str],
                   seed_names: list[Any], base: str, candidates: list[str], power: float, confidence: float,
                   effect: float | None = None) -> None:
@@ -312,18 +331,7 @@ def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cf
         # score depend on how the files were read).
         out.warnings.append(f"{task} {metric}: {int((counts > 1).sum())} (config, seed, question, repeat) "
                             "recorded more than once; their mean is used")
-    clusters = None
-    if part.cluster is not None and (part.cluster >= 0).any():
-        # A question's cluster is the same wherever it is asked: take it from any row that has one.
-        clusters = np.full(shape[2], -1, np.int64)
-        has = part.cluster >= 0
-        clusters[q[has]] = part.cluster[has]
-        lone = clusters < 0
-        if lone.any():
-            clusters[lone] = clusters.max() + 1 + np.arange(int(lone.sum()))
-            out.warnings.append(f"{task} {metric}: {int(lone.sum())} question(s) have no cluster id; each is "
-                                "counted as a cluster of its own (pooling them into one cluster would make one "
-                                "large false group)")
+    clusters = _question_clusters(out, part, q, shape[2], task, metric)
     means = question_means(cells.reshape(-1, shape[3])).reshape(shape[:3])  # (configs, seeds, questions)
     index = {cfg_names[k]: i for i, k in enumerate(cfg_present)}
     names = [seed_names[k] for k in seed_present]

@@ -360,12 +360,15 @@ def summarize_questions(scores: np.ndarray, clusters: np.ndarray | None = None,
         k = int(np.max(np.sum(~np.isnan(scores), axis=1)))
     mean = float(means.mean()) if n else math.nan
     se_q = se_over_questions(means)
-    se_c = df_c = c = None
+    se_c: float | None = None
+    df_c: float | None = None
+    c: int | None = None
     if clusters is not None:
         se_c, df_c, c = cr2_clustered(means, np.asarray(clusters))
         if se_c is None:
             notes.append("one cluster only: the clustered standard error is undefined; shown over questions")
-    se, se_type, df = se_q, SE_OVER_QUESTIONS, (n - 1 if n >= 2 else None)
+    se, se_type = se_q, SE_OVER_QUESTIONS
+    df: float | None = n - 1 if n >= 2 else None
     if se_c is not None and c is not None:
         se, se_type, df = se_c, f"{SE_CLUSTERED} ({c} clusters)", df_c
     if se is None:
