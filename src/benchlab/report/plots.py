@@ -79,7 +79,10 @@ def plot_curves(
             ),
         )
         configs = config_order(info, {c for cs in sets for c in cs.values})
-        bounds = (ranges or {}).get(metric)
+        from benchlab.stats.accounting import range_of
+
+        # A task's own declared range wins over the metric's (as in the statistics).
+        cut_at = {cs.task: range_of(ranges or {}, cs.task, metric) for cs in sets}
         single: set[str] = set()
         fig, axes = grid_figure(len(sets), legend_entries=len(configs))
         for ax, cs in zip(axes, sets, strict=True):
@@ -104,6 +107,7 @@ def plot_curves(
                         LineCollection(list(lines), colors=st["color"], linewidths=0.5, alpha=0.3)
                     )
                 mean, low, high = mean_band(vals)
+                bounds = cut_at[cs.task]
                 if vals.shape[0] > 1:
                     if bounds is not None:
                         low, high = np.clip(low, *bounds), np.clip(high, *bounds)
@@ -125,8 +129,13 @@ def plot_curves(
                 f"; {', '.join(sorted(single))} ran one seed on some task, where its line is "
                 "that seed and has no band"
             )
-        if bounds is not None:
-            seeds_note += f"; bands are cut at the metric's range [{bounds[0]:g}, {bounds[1]:g}]"
+        declared = {t: b for t, b in cut_at.items() if b is not None}
+        if declared and len(set(declared.values())) == 1 and len(declared) == len(cut_at):
+            low_b, high_b = next(iter(declared.values()))
+            seeds_note += f"; bands are cut at the metric's range [{low_b:g}, {high_b:g}]"
+        elif declared:
+            seeds_note += "; bands are cut at each task's declared range (" + ", ".join(
+                f"{t} [{b[0]:g}, {b[1]:g}]" for t, b in declared.items()) + ")"
         any_band = any(v.shape[0] > 1 for cs in sets for v in cs.values.values())
         fig.suptitle(
             f"Learning curves of {metric}: "
