@@ -289,3 +289,27 @@ def test_a_record_given_twice_is_averaged_whatever_the_row_order():
     flipped = analyze_questions(table.iloc[::-1].reset_index(drop=True), baseline="a")
     assert first.comparisons[0].result.mean_diff == flipped.comparisons[0].result.mean_diff == pytest.approx(-0.5 / 20)
     assert any("recorded more than once" in w for w in first.warnings)
+
+
+def test_compare_and_analyze_adjust_in_one_holm_family(tmp_path):
+    import json
+
+    from benchlab_testing import run_cli
+
+    rng = np.random.default_rng(12)
+    rows = []
+    for task in ("t1", "t2"):
+        base = rng.random(80)
+        for cfg, shift in (("base", 0.0), ("b", 0.08), ("c", 0.02)):
+            rows += [(task, cfg, q, float(np.clip(base[q] + shift + rng.normal(0, 0.15), 0, 1))) for q in range(80)]
+    path = tmp_path / "s.csv"
+    pd.DataFrame(rows, columns=["task", "config", "question", "value"]).to_csv(path, index=False)
+    analyzed = run_cli("analyze", str(path), "--baseline", "base", "--json", cwd=tmp_path)
+    compared = run_cli("compare", str(path), "--baseline", "base", "--candidate", "b", "--json", cwd=tmp_path)
+    assert analyzed.returncode == 0 and compared.returncode == 0, compared.stderr
+    full = {(r["task"], r["candidate"]): r for r in json.loads(analyzed.stdout)["comparisons"]}
+    shown = json.loads(compared.stdout)["comparisons"]
+    assert {r["candidate"] for r in shown} == {"b"}
+    for r in shown:
+        assert r["p_holm"] == full[(r["task"], "b")]["p_holm"]
+        assert r["holm_family"] == "metric value, m = 4"

@@ -43,8 +43,19 @@ def run_questions(path: Path, *, baseline: str | None, candidates: list[str] | N
         from benchlab.errors import DataError
 
         raise DataError(f"--effect: expected a difference > 0 in the metric's units, got {effect}")
-    result = analyze_questions(table, baseline=baseline, candidates=candidates, metric=metric, goal=goal,
+    # Every candidate is compared, so that Holm's family is the one `analyze` and the report use
+    # (every task and candidate of the metric); `compare` then shows the ones asked for.
+    result = analyze_questions(table, baseline=baseline, candidates=None, metric=metric, goal=goal,
                                alpha=alpha, effect=effect)
+    if candidates is not None:
+        have = sorted({r.config for r in result.summary})
+        unknown = [c for c in candidates if c not in have]
+        if unknown:
+            from benchlab.errors import DataError
+
+            raise DataError(f"no config {', '.join(map(repr, unknown))} in the samples; configs are "
+                            f"{', '.join(have)}")
+        result.comparisons = [c for c in result.comparisons if c.candidate in candidates]
     result.warnings[:0] = notes
     if csv is not None:
         from benchlab.cli.cmd_diff import write_csv
