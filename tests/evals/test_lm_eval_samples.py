@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from evals_kit import NEEDS_EVALS, lm_eval_command, offline_env, run_all, write_task
-from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
+
+from proportion_reference import newcombe_by_hand
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("lm_eval", reason=NEEDS_EVALS)
@@ -86,8 +87,9 @@ def test_compare_two_lm_eval_checkpoints_paired_over_questions(evals):
         assert comp["test"] == "exact McNemar"
         table = [[int(np.sum((x == 1) & (y == 1))), worse], [better, int(np.sum((x == 0) & (y == 0)))]]
         assert comp["pvalue"] == pytest.approx(mcnemar(table, exact=True).pvalue)
-        ref = stats.ttest_rel(y, x).confidence_interval(0.95)
-        assert (comp["ci_low"], comp["ci_high"]) == pytest.approx((ref.low, ref.high))
+        # Binary scores: Newcombe's paired interval, inside [-1, 1], beside the exact test.
+        assert comp["ci_method"] == "Newcombe"
+        assert (comp["ci_low"], comp["ci_high"]) == pytest.approx(newcombe_by_hand(table))
         assert comp["mean_diff"] == pytest.approx(float(np.mean(y - x)))
         pvalues.append(comp["pvalue"])
         assert comp["verdict"] in ("better", "worse", "no difference found")

@@ -211,3 +211,37 @@ def test_a_runs_own_curves_beside_benchlab_eval_records_are_not_read_as_question
     assert sorted(zip(table["question"], table["repeat"], table["value"], strict=True)) == [
         ("a1", 0, 1.0), ("a1", 1, 0.0), ("a2", 0, 1.0)]
     assert set(table["task"]) == {"arith"} and set(table["config"]) == {"step20"}
+
+
+def test_the_pairing_refusal_shows_the_part_of_the_hash_that_differs(tmp_path):
+    # lm-eval's hash is <doc_hash>:<prompt_hash>; here the documents agree and the prompts differ.
+    header = "task,config,question,value,question_hash"
+    doc = "d" * 64
+    rows = [("t", "a", "1", 1, f"{doc}:{'a' * 64}"), ("t", "b", "1", 0, f"{doc}:{'b' * 64}")]
+    table, _ = read_samples(_csv(tmp_path / "s.csv", rows, header=header))
+    with pytest.raises(DataError) as err:
+        check_pairing(table)
+    assert f"prompt hash a: {'a' * 16}; b: {'b' * 16}" in str(err.value)
+    assert "d" * 16 not in str(err.value)
+
+
+def test_nemo_skills_files_with_and_without_ids_pair_by_the_problem(tmp_path):
+    # The baseline's file numbers its problems; the candidate's has no id and another order.
+    for ckpt, order, with_id in (("step20", range(30), True), ("step40", reversed(range(30)), False)):
+        folder = tmp_path / "evals" / ckpt / "eval-results" / "aime"
+        folder.mkdir(parents=True)
+        lines = []
+        for i in order:
+            rec = {"problem": f"problem {i}", "symbolic_correct": i % 2 == 0 or (ckpt == "step40" and i < 6)}
+            if with_id:
+                rec["id"] = i
+            lines.append(json.dumps(rec))
+        (folder / "output-rs0.jsonl").write_text("\n".join(lines) + "\n")
+    table, notes = read_samples(tmp_path / "evals")
+    assert table.groupby("config")["question"].nunique().to_dict() == {"step20": 30, "step40": 30}
+    assert table["question"].nunique() == 30
+    assert any("keyed by the hash of its problem text" in n for n in notes)
+    from benchlab.stats.question_table import analyze_questions
+
+    comp = analyze_questions(table, baseline="step20").comparisons[0].result
+    assert comp.n_questions == 30 and (comp.better, comp.worse) == (3, 0)

@@ -94,3 +94,11 @@ def test_one_seed_profile_on_reference_scores_is_drawn_without_a_band_and_says_s
     caption = text.split("### Performance profiles")[1].split("###")[0]
     assert "one run per config and task, so no band: resampling a single run has no spread" in caption
     assert "No performance profile" not in text
+
+
+def test_a_report_of_two_tasks_says_why_it_draws_no_radar_figure(tmp_path: Path):
+    folder = build_store_world(tmp_path / "res", TWO_SCALES, baseline="a")
+    text, _ = _both(folder, tmp_path / "rep")
+    assert not (tmp_path / "rep" / "plots" / "radar.png").exists()
+    methods = text.split("**Methods.**")[1].split("\n")[0]
+    assert "No radar (radial) figure: with 2 tasks a config's polygon would have fewer than 3 corners" in methods

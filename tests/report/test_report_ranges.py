@@ -269,3 +269,35 @@ def test_a_tasks_range_must_name_a_metric_and_be_ordered(tmp_path: Path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "tasks[0].range.retrun: names no metric of the spec: 'retrun' (metrics: return)" in done.stderr
     assert "return: expected [low, high] with low < high, got [5, 1]" in done.stderr
+
+
+def test_curve_bands_are_cut_at_each_tasks_own_range(tmp_path: Path, monkeypatch):
+    import numpy as np
+    from matplotlib.collections import PolyCollection
+
+    from benchlab.report import plots
+    from benchlab.report.curves import CurveSet
+    from benchlab.results import BenchmarkInfo
+
+    figures = []
+
+    def keep(fig, folder, name, *args, **kwargs):
+        figures.append(fig)
+        return f"plots/{name}"
+
+    monkeypatch.setattr(plots, "save", keep)
+    info = BenchmarkInfo(name="rl", primary="return", goal={"return": "max"}, baseline=None,
+                         configs=["ppo"], tasks=["cartpole", "acrobot"])
+    grid = np.array([0.0, 100.0, 200.0])
+    cart = np.array([[100.0, 500.0, 500.0], [20.0, 100.0, 500.0], [60.0, 480.0, 380.0]])
+    acro = np.array([[-500.0, -100.0, -80.0], [-500.0, -480.0, -90.0], [-500.0, -20.0, -85.0]])
+    sets = [CurveSet("return", "cartpole", grid, {"ppo": cart}, {"ppo": [0, 1, 2]}),
+            CurveSet("return", "acrobot", grid, {"ppo": acro}, {"ppo": [0, 1, 2]})]
+    # The tasks' own ranges (TASK/METRIC keys, as metric_ranges writes them).
+    (plot,) = plots.plot_curves(sets, info, tmp_path, ranges={"cartpole/return": (0.0, 500.0),
+                                                              "acrobot/return": (-500.0, 0.0)})
+    for ax, (low, high) in zip(figures[0].axes, [(0.0, 500.0), (-500.0, 0.0)], strict=False):
+        (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
+        ys = np.concatenate([p.vertices[:, 1] for p in band.get_paths()])
+        assert ys.min() >= low and ys.max() <= high
+    assert "cartpole [0, 500], acrobot [-500, 0]" in plot.caption

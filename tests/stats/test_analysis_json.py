@@ -13,7 +13,10 @@ And once more when the IQM's dot products began to sum along a contiguous axis (
 layout of the resample counts): three IQM bounds changed in their last digit (2e-16). And once
 when a constant shift (every paired difference the same) lost its zero-width interval: the six
 loss comparisons of that kind have null t and bootstrap intervals and a warning saying why, and
-their spurious "look bimodal" caveats (float noise in equal differences) are gone.
+their spurious "look bimodal" caveats (float noise in equal differences) are gone. And once when
+the across-task IQM of a table with a failed or missing seed began to cut the full table's share
+of the task-weighted runs (⌊N/4⌋/N of its N slots, as trim_mean on a full table) rather than a
+quarter of them: one IQM of the loss file with a lost seed, and its bounds, moved in the fifth digit.
 """
 
 from __future__ import annotations

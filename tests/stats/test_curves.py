@@ -57,24 +57,27 @@ def _curve_table(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "config", "seed", "metric", "step", "value"])
 
 
-def test_a_run_logging_a_step_twice_keeps_the_last_written_point_whatever_the_row_order():
+def test_a_run_logging_a_step_twice_averages_the_step_whatever_the_row_order():
     from benchlab.stats import reduce_runs, validate_table
 
     # Run A/s0 was resumed after step 2 and logged steps 1 and 2 again; B/s0 is a plain run.
     a = [("t", "A", 0, "m", 0, 0.0), ("t", "A", 0, "m", 1, 1.0), ("t", "A", 0, "m", 2, 1.0),
          ("t", "A", 0, "m", 1, 0.5), ("t", "A", 0, "m", 2, 0.5)]
     b = [("t", "B", 0, "m", 2, 0.2), ("t", "B", 0, "m", 0, 0.0), ("t", "B", 0, "m", 1, 0.1)]
-    interleaved = [b[0], a[0], a[1], b[1], a[2], a[3], b[2], a[4]]  # the same write order per run
-    for rows in (a + b, b + a, interleaved):
+    interleaved = [b[0], a[0], a[1], b[1], a[2], a[3], b[2], a[4]]
+    # Rows of one run in another order too (a CSV sorted by value, a merge): "the last written
+    # point" would be 1.0 here and 0.5 above.
+    shuffled = [a[4], a[3], b[0], a[2], a[1], b[1], a[0], b[2]]
+    for rows in (a + b, b + a, interleaved, shuffled):
         final, notes = reduce_runs(validate_table(_curve_table(rows)), "final")
         auc, _ = reduce_runs(validate_table(_curve_table(rows)), "auc")
         value = dict(zip(final["config"], final["value"], strict=True))
         area = dict(zip(auc["config"], auc["value"], strict=True))
-        assert value["A"] == 0.5  # the last written value of step 2
-        # Trapezoids over (0, 0), (1, 0.5), (2, 0.5), divided by the 2 steps: (0.25 + 0.5) / 2.
-        assert area["A"] == pytest.approx(0.375)
+        assert value["A"] == 0.75  # the mean of step 2's two points, 1.0 and 0.5
+        # Trapezoids over (0, 0), (1, 0.75), (2, 0.75), divided by the 2 steps: (0.375 + 0.75) / 2.
+        assert area["A"] == pytest.approx(0.5625)
         assert area["B"] == pytest.approx((0.05 + 0.15) / 2)
-        assert any("2 duplicate curve point(s)" in n and "t/A/s0 m" in n and "last written" in n
+        assert any("2 duplicate curve point(s)" in n and "t/A/s0 m" in n and "averaged" in n
                    for n in notes)
 
 

@@ -40,7 +40,9 @@ def test_seeds_at_the_conservative_end_keep_their_power_where_the_point_estimate
             sized += 1
             conservative_low += paired_power(max(row.seeds_conservative, 2), 0.42) < 0.5
     assert point_low / trials > 0.3  # what taking the pilot's d_z as known gives
-    assert conservative_low <= 0.05 * trials  # rarely under-powered when it sizes at all
+    # Under-powered in under 5% of all pilots (1.7% measured), which is 12-15% of the few it sizes
+    # (docs/statistics.md, bench/question_coverage.py): not "5% of those it sized".
+    assert conservative_low <= 0.05 * trials
     assert sized < trials  # and it says when a pilot cannot size the experiment
 
 

@@ -60,11 +60,14 @@ def test_clustered_se_matches_statsmodels_cluster_robust_with_the_c_over_c_minus
 
 
 def test_clustered_interval_is_t_on_clusters_minus_one_degrees_of_freedom():
-    scores = np.array([1, 1, 0, 1, 0, 0, 1, 1, 1, 0], dtype=float)
+    # Scores in [0, 1] that are not all 0/1 (a binary score gets the Wilson interval instead).
+    scores = np.array([0.9, 0.8, 0.1, 0.7, 0.2, 0.3, 1.0, 0.9, 0.6, 0.5])
     clusters = np.array([0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
     s = summarize_questions(scores, clusters)
+    # Equal clusters: CR2 is CR1 with C/(C-1), Bell-McCaffrey's df is C - 1.
     assert s.df == 4 and s.n_clusters == 5
-    assert s.se_type.startswith("clustered")
+    assert s.se_type.startswith("clustered") and s.ci_method == "t"
+    assert s.se_clustered == pytest.approx(clustered_se(scores, clusters)[0])
     half = stats.t.ppf(0.975, 4) * s.se_clustered
     assert (s.ci_low, s.ci_high) == pytest.approx((0.6 - half, 0.6 + half))
 
@@ -78,7 +81,9 @@ def test_binary_single_sample_summary_carries_wilson():
     scores = np.array([1] * 4 + [0] * 26, dtype=float)  # an AIME-sized set
     s = summarize_questions(scores)
     assert (s.wilson_low, s.wilson_high) == pytest.approx(proportion_confint(4, 30, method="wilson"))
-    assert s.ci_low < s.wilson_low  # the t interval runs below what a proportion near 0 allows
+    # The interval shown is the Wilson one: the t interval runs below what a proportion near 0 allows.
+    assert (s.ci_low, s.ci_high) == (s.wilson_low, s.wilson_high) and s.ci_method == "Wilson"
+    assert stats.t.interval(0.95, 29, loc=s.mean, scale=s.se)[0] < s.wilson_low
 
 
 @pytest.mark.parametrize("better,worse", [(0, 0), (7, 7), (9, 2), (1, 12), (30, 14)])
@@ -148,22 +153,37 @@ def test_variance_split_recovers_a_random_effects_models_parts():
     assert split.within == pytest.approx(1.0, rel=0.03)
 
 
-def test_seeds_by_questions_matches_statsmodels_two_way_cluster_pieces():
+def _nested_by_hand(base: np.ndarray, cand: np.ndarray) -> tuple[float, float]:
+    """The nested seeds x questions variance and Satterthwaite df, from ANOVA mean squares."""
+    n = base.shape[1]
+    d_q = cand.mean(axis=0) - base.mean(axis=0)
+    v_q = d_q.var(ddof=1) / n
+    v, terms = v_q, [(v_q, n - 1)]
+    for x in (base, cand):
+        s = x.shape[0]
+        ms_seed = n * x.mean(axis=1).var(ddof=1)
+        # Two-way residual mean square, as statsmodels' ANOVA of value ~ C(seed) + C(question).
+        frame = pd.DataFrame({"y": x.ravel(), "seed": np.repeat(np.arange(s), n), "q": np.tile(np.arange(n), s)})
+        fit = sm.OLS.from_formula("y ~ C(seed) + C(q)", frame).fit()
+        ms_resid = fit.mse_resid
+        if ms_seed > ms_resid:
+            v += (ms_seed - ms_resid) / (n * s)
+            terms += [(ms_seed / (n * s), s - 1), (ms_resid / (n * s), (s - 1) * (n - 1))]
+    return v, v**2 / sum(t * t / f for t, f in terms)
+
+
+def test_seeds_by_questions_is_the_nested_anova_variance_with_satterthwaite_df():
     rng = np.random.default_rng(2)
     s, n = 4, 25
     base = rng.normal(size=(s, n)) + rng.normal(size=(1, n))
     cand = base + 0.2 + rng.normal(scale=0.3, size=(s, 1)) + rng.normal(scale=0.3, size=(s, n))
     r = paired_seeds_questions(base, cand)
-    d = (cand - base).ravel()
-    seed_id = np.repeat(np.arange(s), n)
-    question_id = np.tile(np.arange(n), s)
-    fit = sm.OLS(d, np.ones_like(d)).fit()
-    v_seed = cov_cluster(fit, seed_id, use_correction=False)[0, 0] * s / (s - 1)
-    v_q = cov_cluster(fit, question_id, use_correction=False)[0, 0] * n / (n - 1)
-    v_cell = cov_cluster(fit, np.arange(s * n), use_correction=False)[0, 0] * (s * n) / (s * n - 1)
-    expected = max(v_seed + v_q - v_cell, v_seed, v_q)
-    assert r.se == pytest.approx(math.sqrt(expected))
-    assert r.df == s - 1 and r.n_seeds == s and r.test == "seeds x questions"
+    v, df = _nested_by_hand(base, cand)
+    assert r.se == pytest.approx(math.sqrt(v))
+    assert r.df == pytest.approx(df, abs=0.01)
+    assert r.n_seeds == 2 * s and r.test == "seeds (nested) x questions"
+    assert r.variance_parts is not None and r.variance_parts["questions"] + r.variance_parts["seeds"] == (
+        pytest.approx(v))
 
 
 def test_mde_by_hand():
@@ -257,12 +277,11 @@ def test_a_table_with_several_training_seeds_compares_seeds_by_questions():
                 rows.append(("t", cfg, seed, str(q), float(rng.random() < 0.5 + shift)))
     table = pd.DataFrame(rows, columns=["task", "config", "seed", "question", "value"])
     c = analyze_questions(table, baseline="a").comparisons[0]
-    assert c.result.test == "seeds x questions" and c.result.n_seeds == 3 and c.result.df == 2
+    assert c.result.test == "seeds (nested) x questions" and c.result.n_seeds == 6
     wide = table.pivot_table(index=["config", "seed"], columns="question", values="value")
     qs = [str(q) for q in range(20)]
-    d = wide.loc["b"][qs].to_numpy() - wide.loc["a"][qs].to_numpy()  # (seeds, questions)
-    assert c.result.mean_diff == pytest.approx(d.mean())
-    # Two-way by hand: seed means, question means, cells.
-    v = (d.mean(axis=1).var(ddof=1) / 3 + d.mean(axis=0).var(ddof=1) / 20 - d.var(ddof=1) / 60)
-    v = max(v, d.mean(axis=1).var(ddof=1) / 3, d.mean(axis=0).var(ddof=1) / 20)
+    base, cand = wide.loc["a"][qs].to_numpy(), wide.loc["b"][qs].to_numpy()
+    assert c.result.mean_diff == pytest.approx((cand - base).mean())
+    v, df = _nested_by_hand(base, cand)
     assert c.result.se == pytest.approx(math.sqrt(v))
+    assert c.result.df == pytest.approx(df, abs=0.01)

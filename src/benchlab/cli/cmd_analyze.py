@@ -408,8 +408,11 @@ def variance(
     reps: int = typer.Option(2_000, min=100, hidden=True, help="Ignored."),
     seed: int = typer.Option(0, hidden=True, help="Ignored."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    output: Path | None = typer.Option(None, "--output", help="Write the two-panel figure (AUC and slope: "
+                                       "CV of the mean vs seeds) to this file (.png, .pdf, .svg)."),
 ) -> None:
-    """Coefficient of variation of the mean vs number of seeds; smallest N under a threshold."""
+    """Coefficient of variation of the mean vs number of seeds, of the final value, the AUC and
+    the slope; the smallest N under a threshold."""
     from rich.table import Table
 
     from benchlab.stats import variance_analysis
@@ -418,6 +421,11 @@ def variance(
     if info is not None:
         metric = metric or info.primary
     report = variance_analysis(df, config, metric, threshold, reps, seed, source=str(results))
+    plot_notes: list[str] = []
+    if output is not None:
+        from benchlab.report.variance_plot import plot_variance
+
+        plot_notes = plot_variance(report, output)
     if as_json:
         print_json(report.to_json())
         return
@@ -426,13 +434,15 @@ def variance(
     for col in ("task", "seeds", "summary", "CV at N = 1, 2, …", "smallest N"):
         table.add_column(col)
     for row in report.tasks:
-        for name, part in (("final", row.final), ("auc", row.auc)):
+        for name, part in (("final", row.final), ("auc", row.auc), ("slope", row.slope)):
             if part is None:
                 continue
             cvs = ", ".join(_fmt(c, 2) for c in part.cv)
             table.add_row(row.task, str(row.n_seeds), name, cvs, _fmt(part.smallest_n))
     console.print(table)
-    _print_warnings(list(report.warnings))
+    if output is not None:
+        console.print(f"figure: {output}")
+    _print_warnings([*report.warnings, *plot_notes])
 
 
 @app.command()
@@ -477,10 +487,13 @@ def power(
     for col in ("task", "effect d_z", "95% CI of d_z", "pilot pairs", "seeds needed",
                 "at the CI's end nearest 0"):
         table.add_column(col)
+    if any(row.sd_used is not None for row in report.rows):
+        table.add_column("sd used (pilot's)")
     for row in report.rows:
+        extra = [] if row.sd_used is None else [f"{_fmt(row.sd_used, 4)} ({_fmt(row.sd_observed, 4)})"]
         table.add_row(_fmt(row.task), _fmt(row.effect, 3),
                       "–" if row.effect_ci_low is None
                       else f"[{_fmt(row.effect_ci_low, 3)}, {_fmt(row.effect_ci_high, 3)}]",
-                      _fmt(row.pilot_pairs), _fmt(row.seeds), _fmt(row.seeds_conservative))
+                      _fmt(row.pilot_pairs), _fmt(row.seeds), _fmt(row.seeds_conservative), *extra)
     console.print(table)
     _print_warnings(list(report.warnings))

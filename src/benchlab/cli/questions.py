@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 
 SE_NOTE = ("Standard errors are over questions: each question's samples are averaged first, so that "
            "samples of one question never count as independent questions. The CI and the comparison use "
-           "the clustered SE where questions come in groups (t on C-1 degrees of freedom). 'SE over "
-           "re-runs' is what new answers to the same questions alone would move.")
+           "the clustered SE where questions come in groups (CR2, t on Bell-McCaffrey degrees of freedom). "
+           "Binary scores with one sample a question get the Wilson interval (one checkpoint) and Newcombe's "
+           "paired interval (a difference). 'SE over re-runs' is what new answers to the same questions "
+           "alone would move.")
 
 
 def load_samples(path: Path, *, drop_changed: bool) -> tuple[Any, list[str]]:
@@ -41,8 +43,19 @@ def run_questions(path: Path, *, baseline: str | None, candidates: list[str] | N
         from benchlab.errors import DataError
 
         raise DataError(f"--effect: expected a difference > 0 in the metric's units, got {effect}")
-    result = analyze_questions(table, baseline=baseline, candidates=candidates, metric=metric, goal=goal,
+    # Every candidate is compared, so that Holm's family is the one `analyze` and the report use
+    # (every task and candidate of the metric); `compare` then shows the ones asked for.
+    result = analyze_questions(table, baseline=baseline, candidates=None, metric=metric, goal=goal,
                                alpha=alpha, effect=effect)
+    if candidates is not None:
+        have = sorted({r.config for r in result.summary})
+        unknown = [c for c in candidates if c not in have]
+        if unknown:
+            from benchlab.errors import DataError
+
+            raise DataError(f"no config {', '.join(map(repr, unknown))} in the samples; configs are "
+                            f"{', '.join(have)}")
+        result.comparisons = [c for c in result.comparisons if c.candidate in candidates]
     result.warnings[:0] = notes
     show_questions(result, as_json=as_json, csv=csv)
 
@@ -91,22 +104,26 @@ def print_questions(result: QuestionAnalysis) -> None:
         s = r.result
         split = s.split
         clustered = "–" if s.se_clustered is None else f"{_f(s.se_clustered, 3)}\n({s.n_clusters})"
-        rows.append([r.task, r.config, r.metric, str(s.n_questions), str(s.n_samples), _f(s.mean),
-                     _f(s.se_questions, 3), clustered, _ci(s.ci_low, s.ci_high), _ci(s.wilson_low, s.wilson_high),
+        config = r.config if r.partial is None else f"{r.config} †\n({r.partial})"
+        rows.append([r.task, config, r.metric, str(s.n_questions), str(s.n_samples), _f(s.mean),
+                     _f(s.se_questions, 3), clustered, f"{_ci(s.ci_low, s.ci_high)}\n({s.ci_method})",
+                     _ci(s.wilson_low, s.wilson_high),
                      "–" if split is None else f"{_f(split.between, 3)} / {_f(split.within, 3)}",
                      "–" if split is None else _f(split.se_reruns, 3)])
     print_table(console, "Per task and config, over questions", [
         Column("task", numeric=False, key=True), Column("config", numeric=False, key=True),
         Column("metric", numeric=False, key=True), Column("questions"), Column("samples\n/question"),
-        Column("mean"), Column("SE over\nquestions"), Column("clustered\nSE (C)"), Column("95% CI\n(t)"),
+        Column("mean"), Column("SE over\nquestions"), Column("clustered\nSE (C)"), Column("95% CI"),
         Column("Wilson\nCI"),
         Column("variance\nbetween / within"), Column("SE over\nre-runs")], rows)
     if result.comparisons:
         rows = []
         for c in result.comparisons:
             p = c.result
-            rows.append([c.task, c.metric, c.candidate, c.verdict, str(p.n_questions),
-                         f"{_f(p.mean_diff, 3)}\n{_ci(p.ci_low, p.ci_high)}", f"{_f(p.se, 3)}\n({_short(p.se_type)})",
+            cand = c.candidate if c.partial is None else f"{c.candidate} †"
+            rows.append([c.task, c.metric, cand, c.verdict, str(p.n_questions),
+                         f"{_f(p.mean_diff, 3)}\n{_ci(p.ci_low, p.ci_high)}\n({p.ci_method})",
+                         f"{_f(p.se, 3)}\n({_short(p.se_type)})",
                          f"{_f(p.pvalue, 3)}\n({p.test})", _f(c.p_holm, 3),
                          "–" if p.better is None else f"{p.better} / {p.worse}", _f(p.correlation, 3),
                          _f(p.mde, 3)])
@@ -132,6 +149,12 @@ def print_questions(result: QuestionAnalysis) -> None:
                       "(the questions' own spread is too large); '– (one sample per question)' where the "
                       "records hold one sample a question, so that the part more samples would shrink is unknown.")
     console.print(escape(SE_NOTE))
+    families = sorted({c.family for c in result.comparisons if c.family})
+    if families:
+        console.print(escape("Holm families (one per metric): " + "; ".join(families)))
+    if any(r.partial for r in result.summary):
+        console.print("† partial evaluation: this config answered only part of the task's questions "
+                      "(an evaluation cut short, such as lm-eval --limit); its score is not the whole task's.")
     for c in result.comparisons:
         for note in c.result.notes:
             err_console.print(f"[yellow]note:[/] {escape(f'{c.task} {c.candidate}: {note}')}")

@@ -77,7 +77,32 @@ class Samples:
         df["value"] = df["value"].astype(float)
         df["seed"] = df["seed"].astype(int)
         df["repeat"] = df["repeat"].astype(int)
+        return _key_by_hash(df, self.notes)
+
+
+#: The prefix of a question keyed by the hash of its text (a record without an id).
+HASH_KEY = "problem-sha256:"
+
+
+def _key_by_hash(df: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Key every question of a task by its text's hash when some of its records had no id.
+
+    A NeMo-Skills file without ``id`` is keyed by its problem's hash; pairing it with another
+    config's file that has ids would otherwise see two sets of questions (60 "questions" for 30).
+    """
+    if df.empty:
         return df
+    question = df["question"].astype(str)
+    by_hash = question.str.startswith(HASH_KEY)
+    if not by_hash.any():
+        return df
+    tasks = sorted(set(df.loc[by_hash, "task"]))
+    fix = df["task"].isin(tasks) & ~by_hash & df["question_hash"].notna()
+    if fix.any():
+        df.loc[fix, "question"] = HASH_KEY + df.loc[fix, "question_hash"].astype(str).str[:16]
+    notes.append(f"{', '.join(tasks)}: some records have no question id; every question of "
+                 f"{'this task' if len(tasks) == 1 else 'these tasks'} is keyed by the hash of its problem text")
+    return df
 
 
 def _number(v: Any) -> float | None:
@@ -244,9 +269,16 @@ def read_nemo_output(path: Path, out: Samples, *, config: str, task: str | None 
                 raise DataError(f"{path}:{lineno}: not valid JSON ({exc})") from None
             if not isinstance(rec, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object")
-            question = str(rec.get("id", rec.get("question_id", lineno - 1)))
             asked = rec.get("problem", rec.get("question", rec.get("prompt")))
             qhash = None if asked is None else hashlib.sha256(str(asked).encode()).hexdigest()
+            ident = rec.get("id", rec.get("question_id"))
+            if ident is not None:
+                question = str(ident)
+            elif qhash is not None:
+                # No id: the problem itself names the question, wherever it sits in the file.
+                question = HASH_KEY + qhash[:16]
+            else:
+                question = str(lineno - 1)
             for key, value in rec.items():
                 num = _number(value)
                 if num is not None and _NEMO_SCORE.search(key) and key not in ("id", "question_id"):
@@ -554,6 +586,23 @@ def read_runs_samples(folder: Path, runs: Iterable[SampleRun], benchmark: str) -
     return out.frame(), out.notes
 
 
+def _differing_hash(by: pd.Series) -> tuple[str, str]:
+    """The part of the configs' question hashes that differs, named, and each config's value.
+
+    lm-eval's hash is ``<doc_hash>:<prompt_hash>``: when the documents agree and the prompts
+    differ, showing the (equal) document hash would hide what changed."""
+    parts = {str(c): str(h).split(":") for c, h in by.items()}
+    names = ["document hash", "prompt hash"]
+    widths = {len(p) for p in parts.values()}
+    if widths == {2}:
+        differ = [i for i in range(2) if len({p[i] for p in parts.values()}) > 1]
+        if len(differ) == 1:
+            i = differ[0]
+            return names[i], "; ".join(f"{c}: {p[i][:16]}" for c, p in parts.items())
+        return "document and prompt hash", "; ".join(f"{c}: {p[0][:16]}:{p[1][:16]}" for c, p in parts.items())
+    return "question hash", "; ".join(f"{c}: {str(h)[:16]}" for c, h in by.items())
+
+
 def check_pairing(table: pd.DataFrame, *, drop: bool = False) -> tuple[pd.DataFrame, list[str]]:
     """Refuse questions asked differently by two configs (their ``question_hash`` differs).
 
@@ -571,9 +620,9 @@ def check_pairing(table: pd.DataFrame, *, drop: bool = False) -> tuple[pd.DataFr
         task, question = bad.index[0]
         rows = keyed[(keyed["task"] == task) & (keyed["question"] == question)]
         by = rows.groupby("config", sort=True)["question_hash"].first()
-        shown = "; ".join(f"{c}: {h[:16]}" for c, h in by.items())
+        what, shown = _differing_hash(by)
         raise DataError(f"task '{task}' question '{question}' was asked differently by the configs "
-                        f"(document/prompt hash {shown}); {len(bad)} question(s) differ in all. Pairing "
+                        f"({what} {shown}); {len(bad)} question(s) differ in all. Pairing "
                         "them would compare different questions: re-run on the same data, or "
                         "--drop-changed to leave them out")
     warnings = []

@@ -623,6 +623,12 @@ def _methods_text(data: ReportData) -> str:
         text += (" The performance-profile and radar figures need one scale across tasks, so "
                  "there each task without reference scores is min–max normalised over the "
                  "configs shown, as their captions say.")
+    n_tasks = len(data.info.tasks)
+    if figures and "plots/radar.png" not in figures and 0 < n_tasks < 3:
+        # Seed 003's step "check radial plots": say why there is none rather than leave it missing.
+        text += (f" No radar (radial) figure: with {n_tasks} task{'s' if n_tasks != 1 else ''} a config's "
+                 "polygon would have fewer than 3 corners, a line or a point that shows nothing the scores "
+                 "table does not; it is drawn from 3 tasks.")
     return text
 
 

@@ -49,6 +49,28 @@ MAX_SEED_LINES = 20
 MAX_PLOT_POINTS = 500
 
 
+def _task_ranges(sets: list[CurveSet], metric: str,
+                 ranges: dict[str, tuple[float, float]] | None) -> dict[str, tuple[float, float] | None]:
+    """Each task's range of ``metric``: a task's own declared range wins over the metric's, as in
+    the statistics (:func:`benchlab.stats.accounting.range_of`)."""
+    from benchlab.stats.accounting import range_of
+
+    return {cs.task: range_of(ranges or {}, cs.task, metric) for cs in sets}
+
+
+def _band_note(cut_at: dict[str, tuple[float, float] | None]) -> str:
+    """The caption's words on where the bands were cut: the metric's range when every task shares
+    it, else each task's own."""
+    declared = {t: b for t, b in cut_at.items() if b is not None}
+    if declared and len(set(declared.values())) == 1 and len(declared) == len(cut_at):
+        low, high = next(iter(declared.values()))
+        return f"; bands are cut at the metric's range [{low:g}, {high:g}]"
+    if declared:
+        return "; bands are cut at each task's declared range (" + ", ".join(
+            f"{t} [{b[0]:g}, {b[1]:g}]" for t, b in declared.items()) + ")"
+    return ""
+
+
 def plot_curves(
     curves: list[CurveSet],
     info: BenchmarkInfo,
@@ -79,7 +101,7 @@ def plot_curves(
             ),
         )
         configs = config_order(info, {c for cs in sets for c in cs.values})
-        bounds = (ranges or {}).get(metric)
+        cut_at = _task_ranges(sets, metric, ranges)
         single: set[str] = set()
         fig, axes = grid_figure(len(sets), legend_entries=len(configs))
         for ax, cs in zip(axes, sets, strict=True):
@@ -104,6 +126,7 @@ def plot_curves(
                         LineCollection(list(lines), colors=st["color"], linewidths=0.5, alpha=0.3)
                     )
                 mean, low, high = mean_band(vals)
+                bounds = cut_at[cs.task]
                 if vals.shape[0] > 1:
                     if bounds is not None:
                         low, high = np.clip(low, *bounds), np.clip(high, *bounds)
@@ -125,8 +148,7 @@ def plot_curves(
                 f"; {', '.join(sorted(single))} ran one seed on some task, where its line is "
                 "that seed and has no band"
             )
-        if bounds is not None:
-            seeds_note += f"; bands are cut at the metric's range [{bounds[0]:g}, {bounds[1]:g}]"
+        seeds_note += _band_note(cut_at)
         any_band = any(v.shape[0] > 1 for cs in sets for v in cs.values.values())
         fig.suptitle(
             f"Learning curves of {metric}: "

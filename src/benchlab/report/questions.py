@@ -76,9 +76,12 @@ def render_section(result: QuestionAnalysis) -> str:
     lines = [
         f"Each checkpoint against **{result.baseline}**, paired over the questions both answered "
         "(diff = candidate − baseline; each question's samples averaged first). The standard error is "
-        "over questions (clustered where questions come in groups), p is exact McNemar for binary "
-        "scores with one sample per question, else a paired t; Holm's correction runs over every "
-        "row; the verdict needs Holm p < 0.05 and a CI that excludes 0.",
+        "over questions (clustered, CR2 on Bell–McCaffrey degrees of freedom, where questions come in "
+        "groups; over seeds and questions with several training seeds), p is exact McNemar with "
+        "Newcombe's interval for binary scores with one sample per question, else a t-test with its "
+        "own t interval; Holm's correction runs over the rows of one metric (one family per metric, "
+        "as at the seed level); the verdict needs Holm p < 0.05 and a CI that excludes 0. "
+        "† marks a side that answered only part of the task's questions.",
         "",
         "| task | metric | candidate | questions | baseline | candidate mean | diff [95% CI] | SE | p | p (Holm) "
         "| better / worse | MDE | verdict |",
@@ -88,9 +91,11 @@ def render_section(result: QuestionAnalysis) -> str:
         r = c.result
         ci = "—" if r.ci_low is None else f"[{fmt_num(r.ci_low)}, {fmt_num(r.ci_high)}]"
         discordant = "—" if r.better is None else f"{r.better} / {r.worse}"
+        cand = md_cell(c.candidate) + ("" if c.partial is None else f" † ({md_cell(c.partial)})")
         lines.append(
-            f"| {md_cell(c.task)} | {md_cell(c.metric)} | {md_cell(c.candidate)} | {r.n_questions} | "
-            f"{fmt_num(r.mean_baseline, 4)} | {fmt_num(r.mean_candidate, 4)} | {fmt_num(r.mean_diff)} {ci} | "
+            f"| {md_cell(c.task)} | {md_cell(c.metric)} | {cand} | {r.n_questions} | "
+            f"{fmt_num(r.mean_baseline, 4)} | {fmt_num(r.mean_candidate, 4)} | "
+            f"{fmt_num(r.mean_diff)} {ci} ({r.ci_method}) | "
             f"{fmt_num(r.se)} ({md_cell(r.se_type)}) | {fmt_num(r.pvalue)} ({r.test}) | {fmt_num(c.p_holm)} | "
             f"{discordant} | "
             f"{fmt_num(r.mde)} | {MARKS[c.verdict]} |")

@@ -75,16 +75,30 @@ def task_weights(counts: np.ndarray) -> tuple[np.ndarray, int]:
         raise ValueError(f"run counts {sorted(set(n[have].tolist()))} have too large a common "
                          "multiple to weight tasks equally")
     weights = np.where(have, lcm // np.maximum(n, 1), 0)
-    return weights, lcm * int(have.sum())
+    total = lcm * int(have.sum())
+    return weights, total
 
 
-def _weighted_trimmed_mean(values: np.ndarray, weights: np.ndarray, total: int) -> float:
-    """Trimmed mean of ``values`` each repeated ``weights`` times: ``⌊total/4⌋`` of the
-    ``total`` repeated values cut from each end (``scipy.stats.trim_mean(·, 0.25)`` of
-    the repeated values)."""
+def trim_fraction(runs: int, tasks: int) -> float:
+    """The share of the weight the IQM cuts from each end of a ``runs x tasks`` table:
+    ``⌊runs·tasks/4⌋ / (runs·tasks)``, what ``scipy.stats.trim_mean(·, 0.25)`` cuts from the
+    full table (rliable's IQM). It depends on the table's shape, not on how many of its seeds
+    completed: a failed seed, excluded or scored as the worst, leaves the share the same, so
+    scoring it as the worst never raises the IQM."""
+    n = runs * tasks
+    return (n // 4) / n if n else 0.25
+
+
+def _weighted_trimmed_mean(values: np.ndarray, weights: np.ndarray, total: int,
+                           fraction: float = 0.25) -> float:
+    """Trimmed mean of ``values`` each repeated ``weights`` times: ``fraction · total`` of the
+    ``total`` repeated values cut from each end (a fractional value where it falls inside
+    one; ``scipy.stats.trim_mean(·, 0.25)`` of the repeated values when that is ``⌊total/4⌋``)."""
     order = np.argsort(values, kind="stable")
     v, w = values[order], weights[order]
-    cut = total // 4
+    cut: float = fraction * total
+    if abs(cut - round(cut)) < 1e-9:
+        cut = round(cut)
     end = np.cumsum(w)
     kept = np.clip(end, cut, total - cut) - np.clip(end - w, cut, total - cut)
     if total - 2 * cut <= 0:
@@ -96,10 +110,14 @@ def iqm(scores: np.ndarray) -> np.ndarray:
     """Interquartile mean over all runs of all tasks: the mean of the middle 50%, with
     every task weighing the same.
 
-    Like ``scipy.stats.trim_mean(x, 0.25)``: of the ``N`` values, ``⌊N/4⌋`` are cut
-    from each end. When tasks have different numbers of runs (NaN padding: failed or
-    missing seeds) each task's runs are repeated to a common count first
-    (:func:`task_weights`), so that a task never weighs less because runs were lost.
+    Like ``scipy.stats.trim_mean(x, 0.25)`` (rliable's IQM) on a full table: of the ``N``
+    values, ``⌊N/4⌋`` are cut from each end. When tasks have different numbers of runs (NaN
+    padding: failed or missing seeds) each task's runs are repeated to a common count first
+    (:func:`task_weights`), so that a task never weighs less because runs were lost, and the
+    same share of the weight is cut, :func:`trim_fraction` of the table's shape (fractionally
+    where it falls inside a value): the share never depends on how many seeds completed, so a
+    failed seed scored as the worst never raises the IQM above its value with the seed
+    excluded.
     ``scores``: shape ``(..., runs, tasks)``; returns shape ``(...)``.
     """
     arr = np.asarray(scores, dtype=float)
@@ -119,7 +137,8 @@ def iqm(scores: np.ndarray) -> np.ndarray:
         valid = ~np.isnan(table)
         weights, total = task_weights(valid.sum(axis=0))
         w = np.broadcast_to(weights, table.shape)[valid]
-        out[i] = _weighted_trimmed_mean(table[valid], w, total) if total else np.nan
+        out[i] = (_weighted_trimmed_mean(table[valid], w, total, trim_fraction(*table.shape))
+                  if total else np.nan)
     return out.reshape(arr.shape[:-2])
 
 
@@ -214,6 +233,7 @@ class _Resampler:
         # counts a drawn run of task t counts L / n_t times (task_weights).
         weights, self.weight_total = task_weights(self.n_task)
         self.equal_counts = bool(np.all(self.n_task == self.n_task[0]))
+        self.fraction = trim_fraction(runs, tasks)
         wide = self.weight_total >= 2**31
         self.sorted_weights = weights[self.order % tasks].astype(np.int64 if wide else np.int32)
         present = max(int(np.sum(self.n_task > 0)), 1)
@@ -274,7 +294,8 @@ class _Resampler:
         task_means = np.einsum("krt,crt->ckt", by_slot.reshape(k, self.runs, self.tasks),
                                self.mean_weights, optimize=True)  # (C, k, tasks)
         total = self.total if self.equal_counts else self.weight_total
-        cut = total // 4
+        cut_exact = self.fraction * total
+        cut: float = round(cut_exact)
         clipped = np.minimum(self.by_slot, gamma) * self.gap_weights
         gap = gamma - clipped @ by_slot.T
         # mode="clip": every index is in range, and numpy's bounds-checked take runs
@@ -292,6 +313,10 @@ class _Resampler:
             else:
                 ordered = ordered * self.sorted_weights
         end = np.cumsum(ordered, axis=2, out=ordered)
+        if abs(cut_exact - cut) > 1e-9:
+            # A share of the weight that falls inside a value (unequal run counts): float ends.
+            end = end.astype(np.float64)
+            cut = cut_exact
         np.clip(end, cut, total - cut, out=end)  # one pass, not two
         iqm_ = np.einsum("kcn,cn->ck", end, self.value_steps, dtype=np.float64)
         iqm_ -= cut * self.sorted_values[:, :1]

@@ -48,11 +48,17 @@ class QuestionComparisonRow:
     verdict: str = "undetermined"
     #: Questions and samples needed for the effect asked for (``effect=``), else None.
     power: EvalPower | None = None
+    #: Which side answered only part of the task's questions (an evaluation cut short, such as
+    #: lm-eval's ``--limit``), as ``"<config>: 10 of 30 questions"``; None when both are whole.
+    partial: str | None = None
+    #: The Holm family this row's ``p_holm`` was adjusted in: ``metric <name>, m = <size>``.
+    family: str | None = None
 
     def to_json(self) -> JsonObject:
         out = {"task": self.task, "metric": self.metric, "baseline": self.baseline,
                "candidate": self.candidate, **asdict(self.result)}
-        out.update(p_holm=self.p_holm, significant=self.significant, verdict=self.verdict)
+        out.update(p_holm=self.p_holm, holm_family=self.family, significant=self.significant,
+                   verdict=self.verdict, partial=self.partial)
         if self.power is not None:
             out["power"] = asdict(self.power)
         return _finite(out)
@@ -67,10 +73,13 @@ class QuestionSummaryRow:
     metric: str
     seeds: int
     result: QuestionSummary
+    #: ``"10 of 30 questions"`` when this config answered only part of the task's questions
+    #: (the others' union): an evaluation cut short, such as lm-eval's ``--limit``.
+    partial: str | None = None
 
     def to_json(self) -> JsonObject:
         return _finite({"task": self.task, "config": self.config, "metric": self.metric,
-                        "seeds": self.seeds, **asdict(self.result)})
+                        "seeds": self.seeds, "partial": self.partial, **asdict(self.result)})
 
 
 @dataclass
@@ -159,10 +168,12 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
             samples per question) detect it with ``power`` at ``alpha``
             (:func:`~benchlab.stats.questions.questions_for_effect`).
 
-    Holm's correction runs over every comparison made (each task, metric and candidate).
-    With two or more seeds shared by both configs, the comparison is over seeds and
-    questions (:func:`~benchlab.stats.questions.paired_seeds_questions`); otherwise over the
-    questions of the one seed they share (the lowest).
+    Holm's correction runs over every comparison of one metric (each task and candidate; one
+    family per metric, :func:`judge`). With two or more training seeds on either side the
+    comparison is over seeds (nested in their config, numbers may differ) and questions
+    (:func:`~benchlab.stats.questions.paired_seeds_questions`); otherwise over the questions
+    of the one checkpoint each side has. Questions without a cluster id are clusters of their
+    own (with a warning); a (config, seed, question, repeat) recorded twice is averaged.
     """
     from benchlab.errors import DataError
 
@@ -172,8 +183,7 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
                         "question, value (and optionally benchmark, seed, repeat, cluster, metric)")
     if metric is not None:
         have = _names(table["metric"]) if "metric" in table.columns else ["value"]
-        if metric not in have:
-            raise DataError(f"no metric {metric!r} in the samples; metrics are {', '.join(have)}")
+        metric = resolve_metric(metric, have)
         if len(have) > 1:
             table = table[table["metric"].astype(str) == metric]
     configs = _names(table["config"])
@@ -197,7 +207,12 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
     repeat, _ = _codes(table["repeat"]) if "repeat" in table.columns else (zeros, [0])
     cluster = None
     if "cluster" in table.columns and table["cluster"].notna().any():
-        cluster, _ = _codes(table["cluster"])
+        cluster, cluster_names = _codes(table["cluster"])
+        # An empty id ("" or spaces) names no group: it is missing, like a null.
+        blank = np.array([str(c).strip() == "" for c in cluster_names] + [True])
+        cluster = np.where(blank[cluster], -1, cluster)
+        if (cluster < 0).all():
+            cluster = None
     for column, codes in (("task", task), ("config", cfg), ("question", question), ("metric", metric_code),
                         ("seed", seed), ("repeat", repeat)):
         if codes.size and codes.min() < 0:
@@ -221,11 +236,41 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
     return out
 
 
+def resolve_metric(metric: str, have: list[str]) -> str:
+    """The samples' name of a metric a spec or a user names: itself, or the one harness name
+    ``<metric>,<filter>`` it stands for (lm-eval records ``acc`` as ``acc,none``). Several
+    filters of one metric (``exact_match,strict-match`` and ``exact_match,flexible-extract``)
+    are refused with the names to choose from, not picked silently."""
+    from benchlab.errors import DataError
+
+    if metric in have:
+        return metric
+    filtered = [h for h in have if h.split(",", 1)[0] == metric and "," in h]
+    if len(filtered) == 1:
+        return filtered[0]
+    if filtered:
+        raise DataError(f"metric {metric!r} is recorded under {len(filtered)} filters ({', '.join(filtered)}); "
+                        "name one of them")
+    raise DataError(f"no metric {metric!r} in the samples; metrics are {', '.join(have)}")
+
+
 def judge(comparisons: list[QuestionComparisonRow], *, alpha: float = 0.05,
           goal: str | dict[str, str] = "max") -> None:
-    """Holm's correction over ``comparisons`` together, and each one's verdict (in place)."""
+    """Holm's correction and each comparison's verdict (in place).
+
+    One Holm family per metric, as at the seed level (:mod:`benchlab.stats.table`): every task
+    and candidate compared on that metric. A secondary metric logged beside the primary one
+    never weakens the primary's verdicts, and ``compare``, ``analyze`` and the report, given the
+    same comparisons, give the same adjusted p-values."""
     goals = goal if isinstance(goal, dict) else {}
-    for row, p in zip(comparisons, holm([c.result.pvalue for c in comparisons]), strict=True):
+    adjusted: list[float | None] = [None] * len(comparisons)
+    for met in dict.fromkeys(c.metric for c in comparisons):
+        idx = [i for i, c in enumerate(comparisons) if c.metric == met]
+        m = sum(1 for i in idx if comparisons[i].result.pvalue is not None)
+        for i, p in zip(idx, holm([comparisons[i].result.pvalue for i in idx]), strict=True):
+            adjusted[i] = p
+            comparisons[i].family = f"metric {met}, m = {m}"
+    for row, p in zip(comparisons, adjusted, strict=True):
         r = row.result
         row.p_holm = p
         row.significant = is_significant(p, r.ci_low, r.ci_high, alpha)
@@ -250,6 +295,25 @@ class _Part:
     cluster: np.ndarray | None
 
 
+def _question_clusters(out: QuestionAnalysis, part: _Part, q: np.ndarray, n_questions: int, task: str,
+                       metric: str) -> np.ndarray | None:
+    """Each question's cluster code, shape ``(n_questions,)``, or None without clusters; a question
+    with no cluster id is a cluster of its own, with a warning."""
+    if part.cluster is None or not (part.cluster >= 0).any():
+        return None
+    # A question's cluster is the same wherever it is asked: take it from any row that has one.
+    clusters = np.full(n_questions, -1, np.int64)
+    has = part.cluster >= 0
+    clusters[q[has]] = part.cluster[has]
+    lone = clusters < 0
+    if lone.any():
+        clusters[lone] = clusters.max() + 1 + np.arange(int(lone.sum()))
+        out.warnings.append(f"{task} {metric}: {int(lone.sum())} question(s) have no cluster id; each is "
+                            "counted as a cluster of its own (pooling them into one cluster would make one "
+                            "large false group)")
+    return clusters
+
+
 def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cfg_names: list[str],
                   seed_names: list[Any], base: str, candidates: list[str], power: float, confidence: float,
                   effect: float | None = None) -> None:
@@ -258,20 +322,22 @@ def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cf
     q, _ = _local(part.question)
     rep, _ = _local(part.repeat)
     shape = (cfg_present.size, seed_present.size, int(q.max()) + 1, int(rep.max()) + 1)
-    cells = np.full(shape, np.nan)
     flat = np.ravel_multi_index((cfg, seed, q, rep), shape)
-    if np.bincount(flat, minlength=cells.size).max() > 1:
-        out.warnings.append(f"{task} {metric}: several values for one (config, seed, question, repeat); "
-                            "the last one kept")
-    cells.ravel()[flat] = part.value
-    clusters = None
-    if part.cluster is not None and (part.cluster >= 0).any():
-        # A question's cluster is the same wherever it is asked: take it from any row.
-        clusters = np.full(shape[2], -1, np.int64)
-        clusters[q] = part.cluster
+    counts = np.bincount(flat, minlength=int(np.prod(shape)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cells = (np.bincount(flat, weights=part.value, minlength=counts.size) / counts).reshape(shape)
+    if counts.max() > 1:
+        # The mean of the copies, whatever order the rows came in (keeping the last one made the
+        # score depend on how the files were read).
+        out.warnings.append(f"{task} {metric}: {int((counts > 1).sum())} (config, seed, question, repeat) "
+                            "recorded more than once; their mean is used")
+    clusters = _question_clusters(out, part, q, shape[2], task, metric)
     means = question_means(cells.reshape(-1, shape[3])).reshape(shape[:3])  # (configs, seeds, questions)
     index = {cfg_names[k]: i for i, k in enumerate(cfg_present)}
     names = [seed_names[k] for k in seed_present]
+    asked = (~np.isnan(means)).any(axis=(0, 1))
+    n_asked = int(asked.sum())
+    partial: dict[str, str] = {}
     for name, i in index.items():
         has = ~np.isnan(means[i])
         seeds_here = np.flatnonzero(has.any(axis=1))
@@ -282,7 +348,11 @@ def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cf
         if seeds_here.size > 1:
             summary.notes.append(f"{seeds_here.size} seeds: the summary shows seed {names[s0]}'s questions; "
                                  "the comparison uses every seed")
-        out.summary.append(QuestionSummaryRow(task, name, metric, int(seeds_here.size), summary))
+        n_here = int(has.any(axis=0).sum())
+        if n_here < n_asked:
+            partial[name] = f"{n_here} of {n_asked} questions"
+        out.summary.append(QuestionSummaryRow(task, name, metric, int(seeds_here.size), summary,
+                                              partial.get(name)))
     if base not in index:
         out.warnings.append(f"{task} {metric}: no sample of the baseline {base!r}; not compared")
         return
@@ -293,27 +363,47 @@ def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cf
             continue
         c = index[cand]
         has_b, has_c = ~np.isnan(means[b]), ~np.isnan(means[c])
+        seeds_b = np.flatnonzero(has_b.any(axis=1))
+        seeds_c = np.flatnonzero(has_c.any(axis=1))
         shared_seeds = np.flatnonzero((has_b & has_c).any(axis=1))
-        if shared_seeds.size == 0:
-            out.warnings.append(f"{task} {metric}: {base} and {cand} share no (seed, question); not compared")
-            continue
-        if shared_seeds.size >= 2:
-            both = (has_b & has_c)[shared_seeds].all(axis=0)
-            result = paired_seeds_questions(means[b][shared_seeds][:, both], means[c][shared_seeds][:, both],
+        if max(seeds_b.size, seeds_c.size) >= 2:
+            # Seeds are nested in their config: every seed of each side, on the questions every
+            # one of them answered.
+            both = has_b[seeds_b].all(axis=0) & has_c[seeds_c].all(axis=0)
+            if both.sum() < 2:
+                out.warnings.append(f"{task} {metric}: {base} and {cand} have fewer than 2 questions every seed "
+                                    "answered; not compared")
+                continue
+            result = paired_seeds_questions(means[b][seeds_b][:, both], means[c][seeds_c][:, both],
+                                            None if clusters is None else clusters[both],
                                             confidence=confidence, power=power)
-        else:
+        elif shared_seeds.size:
             s = shared_seeds[0]
             both = has_b[s] & has_c[s]
             result = paired_questions(cells[b, s][both], cells[c, s][both],
                                       None if clusters is None else clusters[both],
                                       confidence=confidence, power=power)
+        else:
+            # One seed each, under different seed ids: the two checkpoints still answered the
+            # same questions.
+            sb, sc = seeds_b[0], seeds_c[0]
+            both = has_b[sb] & has_c[sc]
+            result = paired_questions(cells[b, sb][both], cells[c, sc][both],
+                                      None if clusters is None else clusters[both],
+                                      confidence=confidence, power=power)
         dropped = int((has_b.any(axis=0) | has_c.any(axis=0)).sum() - both.sum())
         if dropped:
             result.notes.append(f"{dropped} question(s) not answered by both left out")
+        cut = "; ".join(f"{k}: {partial[k]}" for k in (base, cand) if k in partial) or None
+        if cut is not None:
+            result.notes.append(f"partial evaluation ({cut}): the comparison covers only the questions both "
+                                "answered, not the whole task")
         plan = None
         if effect is not None:
-            if shared_seeds.size >= 2:
+            if max(seeds_b.size, seeds_c.size) >= 2:
                 result.notes.append("questions needed: planned for one seed per config only")
             else:
-                plan = questions_for_effect(cells[b, s][both], cells[c, s][both], effect, 1 - confidence, power)
-        out.comparisons.append(QuestionComparisonRow(task, metric, base, cand, result, power=plan))
+                sb = shared_seeds[0] if shared_seeds.size else seeds_b[0]
+                sc = shared_seeds[0] if shared_seeds.size else seeds_c[0]
+                plan = questions_for_effect(cells[b, sb][both], cells[c, sc][both], effect, 1 - confidence, power)
+        out.comparisons.append(QuestionComparisonRow(task, metric, base, cand, result, power=plan, partial=cut))

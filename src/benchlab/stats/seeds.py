@@ -68,7 +68,11 @@ def paired_power(n: np.ndarray | int, effect: float, alpha: float = 0.05) -> np.
     df = n - 1
     crit = sps.t.ppf(1 - alpha / 2, df)
     nc = effect * np.sqrt(n)
-    return sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc)
+    # The lower tail as the upper tail of -T: scipy's nct.cdf far in the tail opposite a large
+    # noncentrality returns NaN (n = 3, d_z = 5.57), which dropped that n from the search.
+    upper = sps.nct.sf(crit, df, nc)
+    lower = sps.nct.sf(crit, df, -nc)
+    return np.nan_to_num(upper, nan=0.0) + np.nan_to_num(lower, nan=0.0)
 
 
 def seeds_for_power(

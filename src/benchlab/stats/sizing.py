@@ -40,6 +40,11 @@ class PowerRow:
     pilot_pairs: int | None
     seeds: int | None
     seeds_conservative: int | None
+    #: With a smallest effect of interest (``--min-effect``): the sd of the paired differences
+    #: the effect was divided by, the pilot's own sd, and why the two differ.
+    sd_used: float | None = None
+    sd_observed: float | None = None
+    sd_basis: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,17 @@ class PowerAnalysis:
     def to_json(self) -> JsonObject:
         """``{"alpha", "power", "metric", "rows": [{"task", "effect", ...}], "warnings"}``."""
         return {"alpha": self.alpha, "power": self.power, "metric": self.metric,
-                "rows": [asdict(r) for r in self.rows], "warnings": list(self.warnings)}
+                "rows": [_row_json(r) for r in self.rows], "warnings": list(self.warnings)}
+
+
+def _row_json(row: PowerRow) -> JsonObject:
+    """A row as JSON; ``sd_used``, ``sd_observed`` and ``sd_basis`` only where a smallest effect
+    of interest was divided by an sd (the layout of the other rows is unchanged)."""
+    out = asdict(row)
+    if row.sd_used is None:
+        for key in ("sd_used", "sd_observed", "sd_basis"):
+            out.pop(key)
+    return out
 
 
 @dataclass(frozen=True)
@@ -78,12 +93,15 @@ class CvCurve:
 
 @dataclass(frozen=True)
 class TaskVariance:
-    """One task's seeds and CV curves of the ``final`` and ``auc`` summaries (None without one)."""
+    """One task's seeds and CV curves of the ``final``, ``auc`` and ``slope`` summaries (None
+    without one; ``slope`` is the derivative summary: the least-squares slope over the last
+    quarter of the steps)."""
 
     task: Any
     n_seeds: int
     final: CvCurve | None
     auc: CvCurve | None
+    slope: CvCurve | None = None
 
 
 @dataclass(frozen=True)
@@ -97,12 +115,19 @@ class VarianceAnalysis:
     warnings: tuple[str, ...]
 
     def to_json(self) -> JsonObject:
-        """``{"config", "metric", "threshold", "tasks": [{"task", "n_seeds", "final", "auc"}], "warnings"}``."""
+        """``{"config", "metric", "threshold", "tasks": [{"task", "n_seeds", "final", "auc", "slope"}],
+        "warnings"}``."""
         return {"config": self.config, "metric": self.metric, "threshold": self.threshold,
                 "tasks": [{"task": t.task, "n_seeds": t.n_seeds,
                            "final": t.final.to_json() if t.final else None,
-                           "auc": t.auc.to_json() if t.auc else None} for t in self.tasks],
+                           "auc": t.auc.to_json() if t.auc else None,
+                           "slope": t.slope.to_json() if t.slope else None} for t in self.tasks],
                 "warnings": list(self.warnings)}
+
+
+#: The summaries ``benchlab variance`` sizes: the final value, the area under the curve and the
+#: derivative summary (the slope), as the pilot-variance step of a training benchmark does.
+SUMMARIES_OF_VARIANCE = ("final", "auc", "slope")
 
 
 def _pick_metric(table: pd.DataFrame, metric: str | None, source: str) -> str:
@@ -131,7 +156,8 @@ def variance_analysis(
     seed: int = 0,
     source: str = "table",
 ) -> VarianceAnalysis:
-    """CV of the mean vs number of seeds for one config, per task, of ``final`` and ``auc``.
+    """CV of the mean vs number of seeds for one config, per task, of ``final``, ``auc`` and
+    ``slope`` (the derivative summary).
 
     Returns:
         A :class:`VarianceAnalysis`: per task, a :class:`CvCurve` of each summary (None for
@@ -145,17 +171,18 @@ def variance_analysis(
     warnings: list[str] = []
     out_tasks: list[TaskVariance] = []
     per_summary: dict[str, pd.DataFrame] = {}
-    for summary in ("final", "auc"):
-        runs, notes = reduce_runs(table, summary)  # type: ignore[arg-type]
-        if summary == "auc" and (table["step"].isna().all()):
-            warnings.append(f"{met}: no learning curves, so no AUC")
+    for summary in SUMMARIES_OF_VARIANCE:
+        if summary != "final" and (table["step"].isna().all()):
+            if summary == "auc":
+                warnings.append(f"{met}: no learning curves, so no AUC and no slope")
             continue
+        runs, notes = reduce_runs(table, summary)  # type: ignore[arg-type]
         warnings += notes
         per_summary[summary] = runs
     for task in dict.fromkeys(table["task"]):
-        curves: dict[str, CvCurve | None] = {"final": None, "auc": None}
+        curves: dict[str, CvCurve | None] = dict.fromkeys(SUMMARIES_OF_VARIANCE)
         n_seeds = 0
-        for summary in ("final", "auc"):
+        for summary in SUMMARIES_OF_VARIANCE:
             runs = per_summary.get(summary)
             if runs is None:
                 continue
@@ -183,7 +210,7 @@ def variance_analysis(
                 )
             curves[summary] = CvCurve(tuple(int(n) for n in ns.tolist()),
                                       tuple(None if np.isnan(c) else float(c) for c in cv), smallest, needed)
-        out_tasks.append(TaskVariance(task, n_seeds, curves["final"], curves["auc"]))
+        out_tasks.append(TaskVariance(task, n_seeds, curves["final"], curves["auc"], curves["slope"]))
     return VarianceAnalysis(config, met, threshold, tuple(out_tasks), tuple(warnings))
 
 
@@ -197,10 +224,16 @@ def _sized_row(task: Any, label: str, bv: np.ndarray, cv: np.ndarray, min_effect
         from scipy import stats as sps
 
         # The sd at the upper end of its 95% interval: a pilot's sd is itself uncertain.
-        sd_high = float(diffs.std(ddof=1)) * np.sqrt((pairs - 1) / sps.chi2.ppf(0.025, pairs - 1))
+        sd = float(diffs.std(ddof=1))
+        sd_high = sd * float(np.sqrt((pairs - 1) / sps.chi2.ppf(0.025, pairs - 1)))
         d_min = abs(float(min_effect)) / sd_high
         n_min = seeds_for_power(d_min, alpha, power)
-        return PowerRow(task, d_min, None, None, pairs, n_min, n_min)
+        basis = (f"the upper end of the 95% interval of the pilot's sd of the paired differences, "
+                 f"{sd:.4g} from {pairs} pairs, times sqrt((n-1)/chi2_0.025,n-1) = {sd_high / sd:.3g}: a pilot's "
+                 "sd is itself uncertain, and sizing on its point value under-powers the experiment whenever "
+                 "the pilot's sd came out low")
+        warnings.append(f"{label}: --min-effect {float(min_effect):g} divided by sd {sd_high:.4g}, {basis}")
+        return PowerRow(task, d_min, None, None, pairs, n_min, n_min, sd_high, sd, basis)
     n = None if d is None else seeds_for_power(d, alpha, power)
     ci: tuple[float | None, float | None] = (None, None)
     conservative = None

@@ -152,7 +152,7 @@ def reduce_runs(
     NaN points of a curve are dropped and counted in a warning. With ``align="own"`` a run
     whose curve stops before the last step other runs of its (task, metric) reach is named
     in a warning (it is taken as if complete). A point logged twice for one run and step (a
-    resumed run) keeps its last written row, with a warning, so that no summary depends on
+    resumed run) is the mean of its copies, with a warning, so that no summary depends on
     the order of the rows. For ``auc``, ``max`` and ``slope`` every run needs a curve.
     Duplicate scalars of one run are averaged, with a warning.
 
@@ -241,20 +241,33 @@ def _scalar_runs(scalars: pd.DataFrame, keys: list[str], warnings: list[str]) ->
 
 
 def _drop_repeated_points(curves: pd.DataFrame, keys: list[str], warnings: list[str]) -> pd.DataFrame:
-    """The curves with one point per (run, step): the last written (with a warning naming the runs)."""
-    # A resumed run logs some steps twice. The last written point of a (run, step) stands:
-    # keeping both made final and auc depend on the order of the rows (0.667 or 1.0).
+    """The curves with one point per (run, step): the mean of a step's points when it was logged
+    more than once (with a warning naming the runs)."""
+    # A resumed run logs some steps twice. Keeping both made final and auc depend on the order
+    # of the rows (0.667 or 1.0), and so did keeping "the last written" one: which row is last
+    # is the order the files were read in. The mean of the copies is the same in any order.
+    import pandas as pd
+
     point = keys + ["step"]
-    repeated = curves.duplicated(point, keep="last")
-    if repeated.any():
-        hit = curves[curves.duplicated(point, keep=False)].drop_duplicates(keys)
+    copies = curves.duplicated(point, keep=False)
+    if copies.any():
+        repeated = int(curves.duplicated(point, keep="first").sum())
+        hit = curves[copies].drop_duplicates(keys)
         named = [f"{t}/{c}/s{sd} {m}" for t, c, m, sd in hit[keys].itertuples(index=False, name=None)]
         warnings.append(
-            f"{int(repeated.sum())} duplicate curve point(s) (the same run and step logged again, "
+            f"{repeated} duplicate curve point(s) (the same run and step logged again, "
             f"as a resumed run does) in {len(named)} run(s): {', '.join(named[:8])}"
-            f"{' and more' if len(named) > 8 else ''}; the last written point of each step is "
-            "kept")
-        curves = curves[~repeated]
+            f"{' and more' if len(named) > 8 else ''}; each step's points are averaged (the same "
+            "whatever the order of the rows)")
+        curves = curves.copy()
+        # Sorted before the mean, so that even its last bit does not depend on the row order.
+        ordered = curves[copies].sort_values("value", kind="stable")
+        means = ordered.groupby(point, sort=False, dropna=False)["value"].mean()
+        first = ~curves.duplicated(point, keep="first")
+        curves = curves[first]
+        idx = pd.MultiIndex.from_frame(curves[point])
+        found = idx.isin(means.index)
+        curves.loc[found, "value"] = means.reindex(idx[found]).to_numpy()
     return curves
 
 
