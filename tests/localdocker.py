@@ -136,15 +136,15 @@ class LocalDocker:
         r = self.root
         for d in ("data", "exec", "log"):
             (r / d).mkdir(parents=True, exist_ok=True)
-        log = open(r / "log" / "dockerd.log", "ab")  # noqa: SIM115 - kept open for the daemon's life
         # A short exec root: containerd's socket paths must fit in 108 bytes.
         exec_root = Path(tempfile.mkdtemp(prefix="bl-dx-"))
         self._exec_root = exec_root
-        self.procs["dockerd"] = subprocess.Popen(
-            [which("dockerd") or "dockerd", f"--data-root={r / 'data'}", f"--exec-root={exec_root}",
-             f"--host={self.host}", f"--pidfile={r / 'dockerd.pid'}", "--iptables=false", "--ip6tables=false",
-             "--bridge=none", "--ip-forward=false", "--ip-masq=false"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        with open(r / "log" / "dockerd.log", "ab") as log:  # the daemon keeps its own copy of the descriptor
+            self.procs["dockerd"] = subprocess.Popen(
+                [which("dockerd") or "dockerd", f"--data-root={r / 'data'}", f"--exec-root={exec_root}",
+                 f"--host={self.host}", f"--pidfile={r / 'dockerd.pid'}", "--iptables=false", "--ip6tables=false",
+                 "--bridge=none", "--ip-forward=false", "--ip-masq=false"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while self.docker("version", check=False, timeout=10).returncode != 0:
             if self.procs["dockerd"].poll() is not None or time.monotonic() > deadline:

@@ -107,7 +107,7 @@ class _Section(BaseModel):
 class StateRule(_Section):
     """One rule of ``launcher.states``: where the status command's output matches ``match`` (a
     regular expression, searched), the job is in ``state``. Named groups: ``exit`` (the exit code),
-    ``reason`` (the launcher's words, shown and recorded), ``node`` (where the job runs)."""
+    ``signal`` (the signal that killed it), ``reason`` (the launcher's words, shown and recorded), ``node`` (where the job runs)."""
 
     match: str
     state: State
@@ -487,6 +487,7 @@ class LauncherBackend(Backend):
                                           groups.get("reason"), node=flight.node))
         said = groups.get("reason") or _tail(output)
         exit_code = int(groups["exit"]) if (groups.get("exit") or "").lstrip("-").isdigit() else None
+        signum = int(groups["signal"]) if (groups.get("signal") or "").isdigit() else 0
         job = f"job {flight.job_id}"
         if flight.stopping == "timeout" or rule.state == "timeout":
             base.timed_out = True
@@ -504,6 +505,9 @@ class LauncherBackend(Backend):
             base.error, base.failure_class = f"the launcher lost {job}: {said}", NODE_DIED
             return base
         # failed
+        if rule.failure_class is None and signum:
+            base.signal = signum
+            return base
         if rule.failure_class is not None or exit_code is None or exit_code == 0:
             base.error = f"{job} failed: {said}"
             base.failure_class = rule.failure_class or EXIT_CODE
