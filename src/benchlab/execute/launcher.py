@@ -28,6 +28,7 @@ What each guarantee rests on:
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -87,7 +88,10 @@ def template_problem(template: str, allowed: set[str]) -> str | None:
     """Why ``template`` cannot be filled (an unknown placeholder, one not allowed there), or None."""
     for m in _PLACEHOLDER_RE.finditer(template):
         if m.group(1) not in PLACEHOLDERS:
-            return f"unknown placeholder {{{m.group(1)}}}; known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
+            close = difflib.get_close_matches(m.group(1), list(PLACEHOLDERS), n=1)
+            hint = f"did you mean {{{close[0]}}}? " if close else ""
+            return (f"unknown placeholder {{{m.group(1)}}}; {hint}known: "
+                    f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
         if m.group(1) not in allowed:
             return f"{{{m.group(1)}}} is not known here: the job has no id before it is submitted"
     return None
@@ -107,7 +111,8 @@ class _Section(BaseModel):
 class StateRule(_Section):
     """One rule of ``launcher.states``: where the status command's output matches ``match`` (a
     regular expression, searched), the job is in ``state``. Named groups: ``exit`` (the exit code),
-    ``signal`` (the signal that killed it), ``reason`` (the launcher's words, shown and recorded), ``node`` (where the job runs)."""
+    ``signal`` (the signal that killed it), ``reason`` (the launcher's words, shown and recorded),
+    ``node`` (where the job runs)."""
 
     match: str
     state: State

@@ -55,9 +55,9 @@ def _fmt_loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The model class whose fields live at ``loc`` (for 'did you mean' suggestions)."""
-    model: Any = Spec
+def _model_at(loc: tuple[Any, ...], root: type[BaseModel] = Spec) -> type[BaseModel] | None:
+    """The model class whose fields live at ``loc`` under ``root`` (for 'did you mean' suggestions)."""
+    model: Any = root
     for part in loc:
         if isinstance(part, int):
             continue
@@ -119,8 +119,9 @@ def _describe_type(error: dict[str, Any]) -> str:
     return msg.removeprefix("Value error, ")
 
 
-def _problems_from_validation(exc: ValidationError, file: str, lines: Lines,
-                              prefix: tuple[str, ...] = ()) -> list[Problem]:
+def _problems_from_validation(exc: ValidationError, file: str, lines: Lines, prefix: tuple[str, ...] = (),
+                              root: type[BaseModel] = Spec) -> list[Problem]:
+    """One problem per place of ``exc``; ``prefix``: where ``root``, the model validated, sits in the spec."""
     problems: list[Problem] = []
     seen: set[tuple[Any, ...]] = set()
     for err in exc.errors():
@@ -132,7 +133,7 @@ def _problems_from_validation(exc: ValidationError, file: str, lines: Lines,
         seen.add(loc)
         if err["type"] == "extra_forbidden":
             key = loc[-1]
-            parent = _model_at(loc[:-1])
+            parent = _model_at(loc[len(prefix):-1], root)
             valid = _field_names(parent) if parent else []
             close = difflib.get_close_matches(str(key), valid, n=1)
             msg = f"unknown field {key!r}"
@@ -179,7 +180,7 @@ def _backend_sections(body: dict[str, Any], file: str, lines: Lines,
         try:
             sections[key] = model.model_validate(raw)
         except ValidationError as exc:
-            problems += _problems_from_validation(exc, file, lines, prefix=(key,))
+            problems += _problems_from_validation(exc, file, lines, prefix=(key,), root=model)
     return sections, rest
 
 
