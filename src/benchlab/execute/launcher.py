@@ -38,7 +38,7 @@ import shlex
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -209,9 +209,13 @@ class _Flight:
     name: str
     submitted: float
     job_id: str | None = None
-    #: The intent placement was queued for the ledger / handed to the sweep, which records it.
-    intent_queued: bool = False
-    announced: bool = False
+    #: Set once the caller took the attempt's intent (the sweep recorded it): the job may be submitted.
+    announced: threading.Event = field(default_factory=threading.Event)
+    #: Set to poll at once (a cancel), or to stop waiting.
+    poke: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+    #: The sweep no longer waits for this job's outcome (terminate_all reported it).
+    abandoned: bool = False
     state: str = "SUBMITTING"
     reason: str | None = None
     node: str | None = None
@@ -263,8 +267,12 @@ class LauncherBackend(Backend):
         self._prefix = f"benchlab-{slug or 'run'}-{digest}"
         self._flights: dict[int, _Flight] = {}
         self._woken = threading.Event()
+        #: Set by a follower when it queued an outcome or a placement.
+        self._news = threading.Event()
+        self._lock = threading.Lock()
         self._placements: list[Placement] = []
         self._warnings: list[str] = []
+        self._ended_queue: list[Outcome] = []
         self._base_env = dict(os.environ)
         self._id_re = re.compile(section.job_id, re.M)
         self._rules = [(re.compile(r.match, re.M), r) for r in section.states]
@@ -285,45 +293,62 @@ class LauncherBackend(Backend):
     # -- lifecycle ------------------------------------------------------------
 
     def start(self, launch: Launch) -> ProcessInfo:
-        """Queue ``launch``: its intent goes to the ledger at the next ``wait()``, and it is submitted
-        at the one after, once the sweep has recorded the intent."""
-        self._flights[launch.attempt_id] = _Flight(launch, self.job_name(launch.attempt_id), time.time(),
-                                                   interval=self.templates.poll_s)
+        """Start following ``launch``: its intent goes to the caller with the next ``placements()``,
+        and its job is submitted once the caller has taken it (the sweep records it in the ledger)."""
+        flight = _Flight(launch, self.job_name(launch.attempt_id), time.time(), interval=self.templates.poll_s)
+        self._flights[launch.attempt_id] = flight
+        self._place(Placement(launch.attempt_id, INTENT + flight.name, "SUBMITTING", None))
+        self._follow(flight)
         return ProcessInfo(pid=None, pgid=None, proc_start=None, node=None)
 
     def placements(self) -> list[Placement]:
         """What the launcher said of jobs since the last call; the intents among them are recorded
         by the caller (the sweep, in the ledger) before the jobs they name are submitted."""
-        out, self._placements = self._placements, []
-        for flight in self._flights.values():
-            if flight.intent_queued:
-                flight.announced = True
+        with self._lock:
+            out, self._placements = self._placements, []
+        for p in out:
+            if p.job_id.startswith(INTENT):
+                flight = self._flights.get(p.attempt_id)
+                if flight is not None:
+                    flight.announced.set()
         return out
 
     def warnings(self) -> list[str]:
-        out, self._warnings = self._warnings, []
+        with self._lock:
+            out, self._warnings = self._warnings, []
         return out
 
     def wake(self) -> None:
         self._woken.set()
+        self._news.set()
+
+    def _place(self, placement: Placement) -> None:
+        with self._lock:
+            self._placements.append(placement)
+        self._news.set()
+
+    def _warn(self, text: str) -> None:
+        with self._lock:
+            self._warnings.append(text)
+        self._news.set()
 
     def wait(self, timeout: float | None) -> list[Outcome]:
         end = None if timeout is None else time.monotonic() + timeout
         while self._flights:
+            with self._lock:
+                ended, self._ended_queue = self._ended_queue, []
+                placed = bool(self._placements)
+            outcomes = [o for o in ended if self._flights.pop(o.launch.attempt_id, None) is not None]
+            if outcomes or placed:
+                return outcomes
             if self._woken.is_set():
                 self._woken.clear()
                 return []
-            outcomes = self._step()
-            if outcomes or self._placements:
-                return outcomes
             now = time.monotonic()
             if end is not None and now >= end:
                 return []
-            due = min((f.next_poll for f in self._flights.values()), default=now + self.templates.poll_s)
-            step = max(0.01, due - now)
-            if end is not None:
-                step = min(step, max(0.0, end - now))
-            self._woken.wait(step)
+            self._news.wait(None if end is None else max(0.0, end - now))
+            self._news.clear()
         return []
 
     def adopt(self, launch: Launch, job_id: str) -> bool:
@@ -335,14 +360,15 @@ class LauncherBackend(Backend):
             if found is None:
                 return False
             job_id = found
-        flight = _Flight(launch, name, time.time(), job_id=job_id, announced=True, intent_queued=True,
-                         state="ADOPTED", interval=self.templates.poll_s)
+        flight = _Flight(launch, name, time.time(), job_id=job_id, state="ADOPTED", interval=self.templates.poll_s)
+        flight.announced.set()
         called = self._call(self.templates.status, flight)
         if self._match(called.output) is None:
             return False
         # The timeout counts from here: when the job started is not known to this process.
         self._flights[launch.attempt_id] = flight
-        self._placements.append(Placement(launch.attempt_id, job_id, "ADOPTED", None))
+        self._place(Placement(launch.attempt_id, job_id, "ADOPTED", None))
+        self._follow(flight)
         return True
 
     def cancel(self, attempt_id: int) -> bool:
@@ -352,61 +378,82 @@ class LauncherBackend(Backend):
             return False
         flight.stopping = flight.stopping or "cancel"
         self._call(self.templates.cancel, flight)
-        flight.next_poll = 0.0
+        flight.poke.set()
         return True
 
     def terminate_all(self, grace: float) -> list[Outcome]:
-        """Cancel every job of this sweep and report them interrupted (a job not yet submitted is never)."""
-        submitted = [f for f in self._flights.values() if f.job_id is not None]
-        for flight in submitted:
+        """Cancel every job of this sweep and report them interrupted (a job not yet submitted never
+        will be); each job's follower brings its files home if the job ends within ``grace``."""
+        flights = list(self._flights.values())
+        for flight in flights:
             flight.stopping = "interrupt"
-            self._call(self.templates.cancel, flight)
+            flight.announced.set()  # a follower still waiting to submit gives up
+        for flight in flights:
+            if flight.job_id is not None:
+                self._call(self.templates.cancel, flight)
+            flight.poke.set()
         deadline = time.monotonic() + grace
-        left = list(submitted)
-        while left and time.monotonic() < deadline:
-            left = [f for f in left if (m := self._match(self._call(self.templates.status, f).output)) is None
-                    or m[1].state not in _FINAL_STATES]
-            if left:
-                time.sleep(min(0.5, self.templates.poll_s))
+        for flight in flights:
+            if flight.thread is not None:
+                flight.thread.join(max(0.0, deadline - time.monotonic()))
         now = time.time()
         outcomes = []
-        for flight in self._flights.values():
-            if flight.job_id is not None and flight not in left:
-                self._bring_home(flight)
+        for flight in flights:
+            flight.abandoned = True
             self._stop_follower(flight)
             outcomes.append(Outcome(launch=flight.launch, exit_code=None, interrupted=True,
                                     started=flight.running_since or flight.submitted, ended=now, node=flight.node,
                                     job_id=flight.job_id))
         self._flights.clear()
+        with self._lock:
+            self._ended_queue = []
         return outcomes
 
     def close(self) -> None:
         if self._flights:
             self.terminate_all(10.0)
 
-    # -- one step of the loop ----------------------------------------------------
+    # -- one job's follower ------------------------------------------------------------
 
-    def _step(self) -> list[Outcome]:
-        outcomes: list[Outcome] = []
-        for flight in list(self._flights.values()):
-            if flight.job_id is None:
-                if not flight.intent_queued:
-                    flight.intent_queued = True
-                    self._placements.append(Placement(flight.launch.attempt_id, INTENT + flight.name, "SUBMITTING",
-                                                      None))
-                elif flight.announced:
-                    refused = self._submit(flight)
-                    if refused is not None:
-                        outcomes.append(refused)
-        now = time.monotonic()
-        for flight in list(self._flights.values()):
-            if flight.job_id is not None and now >= flight.next_poll:
-                outcome = self._poll(flight)
-                if outcome is not None:
-                    outcomes.append(outcome)
-        for outcome in outcomes:
-            self._flights.pop(outcome.launch.attempt_id, None)
-        return outcomes
+    def _follow(self, flight: _Flight) -> None:
+        flight.thread = threading.Thread(target=self._run_follower, args=(flight,), daemon=True,
+                                         name=f"launcher-{flight.name}")
+        flight.thread.start()
+
+    def _run_follower(self, flight: _Flight) -> None:
+        """Submit the job once its intent is recorded, then poll it until it ends; its outcome goes
+        to ``wait``. One thread per job, as a hand-written loop would have one per slot: a slow
+        command of one launcher call holds up no other job."""
+        try:
+            outcome = self._follow_one(flight)
+        except Exception as exc:  # noqa: BLE001 - a follower's bug is the attempt's failure, not a lost thread
+            outcome = Outcome(launch=flight.launch, exit_code=None, started=flight.submitted, ended=time.time(),
+                              job_id=flight.job_id, failure_class=LAUNCH,
+                              error=f"following job {flight.job_id or flight.name} failed: {exc!r}")
+        if outcome is not None and not flight.abandoned:
+            with self._lock:
+                self._ended_queue.append(outcome)
+            self._news.set()
+
+    def _follow_one(self, flight: _Flight) -> Outcome | None:
+        if flight.job_id is None:
+            flight.announced.wait()
+            if flight.stopping is not None:
+                return None
+            refused = self._submit(flight)
+            if refused is not None or flight.abandoned:
+                return refused
+            if flight.stopping is not None:  # interrupted during the submit command: stop what it started
+                self._call(self.templates.cancel, flight)
+        while not flight.abandoned:
+            flight.poke.wait(max(0.0, flight.next_poll - time.monotonic()))
+            flight.poke.clear()
+            if flight.abandoned:
+                return None
+            outcome = self._poll(flight)
+            if outcome is not None:
+                return outcome
+        return None
 
     def _submit(self, flight: _Flight) -> Outcome | None:
         launch = flight.launch
@@ -433,7 +480,7 @@ class LauncherBackend(Backend):
         self._write_journal(flight.name, found)
         flight.state = "PENDING"
         flight.next_poll = time.monotonic() + self.templates.poll_s
-        self._placements.append(Placement(launch.attempt_id, found, "PENDING", None))
+        self._place(Placement(launch.attempt_id, found, "PENDING", None))
         flight.reported = ("PENDING", None, None)
         return None
 
@@ -488,7 +535,7 @@ class LauncherBackend(Backend):
         launch = flight.launch
         base = Outcome(launch=launch, exit_code=None, started=flight.running_since or flight.submitted,
                        ended=time.time(), node=flight.node, job_id=flight.job_id, job_state=rule.state.upper())
-        self._placements.append(Placement(launch.attempt_id, flight.job_id or "", rule.state.upper(),
+        self._place(Placement(launch.attempt_id, flight.job_id or "", rule.state.upper(),
                                           groups.get("reason"), node=flight.node))
         said = groups.get("reason") or _tail(output)
         exit_code = int(groups["exit"]) if (groups.get("exit") or "").lstrip("-").isdigit() else None
@@ -526,7 +573,7 @@ class LauncherBackend(Backend):
             return
         flight.reported = key
         running = flight.state == "RUNNING"
-        self._placements.append(Placement(flight.launch.attempt_id, flight.job_id, flight.state, flight.reason,
+        self._place(Placement(flight.launch.attempt_id, flight.job_id, flight.state, flight.reason,
                                           node=flight.node if running else None,
                                           started=flight.running_since if running else None))
 
@@ -550,11 +597,11 @@ class LauncherBackend(Backend):
             try:
                 flight.launch.log_path.write_text(called.output)
             except OSError as exc:
-                self._warnings.append(f"job {flight.job_id}: its log could not be written: {exc}")
+                self._warn(f"job {flight.job_id}: its log could not be written: {exc}")
         if t.copy_back is not None:
             called = self._call(t.copy_back, flight)
             if not called.ok:
-                self._warnings.append(f"job {flight.job_id}: launcher.copy failed: {_tail(called.output)}")
+                self._warn(f"job {flight.job_id}: launcher.copy failed: {_tail(called.output)}")
         if t.cleanup is not None:
             self._call(t.cleanup, flight)
         (self.journal / f"{flight.name}.json").unlink(missing_ok=True)
@@ -568,7 +615,7 @@ class LauncherBackend(Backend):
                                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                                    env=_env(flight.launch), start_new_session=True)
         except OSError as exc:
-            self._warnings.append(f"job {flight.job_id}: launcher.logs could not start: {exc}")
+            self._warn(f"job {flight.job_id}: launcher.logs could not start: {exc}")
 
     @staticmethod
     def _stop_follower(flight: _Flight, wait_s: float = 0.0) -> None:
