@@ -12,7 +12,7 @@ Each side's wall time over N is its time per run; the ratio is printed.
 Without ``DOCKER_HOST`` in the environment a dockerd of its own is started for the measurement
 (``tests/localdocker.py``: root, Debian's docker.io and busybox-static) and stopped at the end.
 
-    python bench/launcher_overhead.py --runs 40 -j 4 --rounds 3
+    python bench/launcher_overhead.py --runs 20,40 -j 4 --rounds 2
 """
 
 from __future__ import annotations
@@ -96,11 +96,13 @@ def benchlab_sweep(image: str, work: Path, runs: int, jobs: int, poll: float) ->
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--runs", default="20,40", help="run counts, comma-separated: with two, the marginal time "
+                                                    "per run (start-up left out) is printed too")
     ap.add_argument("-j", "--jobs", type=int, default=4)
     ap.add_argument("--poll", type=float, default=0.5, help="seconds between status commands, both sides")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of both sides")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of both sides, per run count")
     args = ap.parse_args()
+    counts = [int(n) for n in args.runs.split(",")]
     daemon = None
     if not os.environ.get("DOCKER_HOST"):
         daemon = LocalDocker(Path(os.environ.get("BENCHLAB_DOCKER_ROOT") or tempfile.mkdtemp(prefix="bl-docker-")))
@@ -111,21 +113,29 @@ def main() -> None:
         from localdocker import image_tag
 
         image = image_tag()
+    medians: dict[int, tuple[float, float]] = {}
     try:
-        hand, ours = [], []
         with tempfile.TemporaryDirectory() as tmp:
-            for r in range(args.rounds):
-                hand.append(hand_loop(image, Path(tmp) / f"hand{r}", args.runs, args.jobs, args.poll))
-                ours.append(benchlab_sweep(image, Path(tmp) / f"bl{r}", args.runs, args.jobs, args.poll))
-                print(f"round {r + 1}: hand loop {hand[-1]:.2f}s, benchlab {ours[-1]:.2f}s", flush=True)
-        h, b = statistics.median(hand), statistics.median(ours)
-        print(f"{args.runs} runs, -j {args.jobs}, poll {args.poll:g}s, {args.rounds} rounds (medians):")
-        print(f"  hand-written submit/poll loop: {h:.2f}s ({1000 * h / args.runs:.0f} ms per run)")
-        print(f"  benchlab, launcher backend:    {b:.2f}s ({1000 * b / args.runs:.0f} ms per run)")
-        print(f"  ratio benchlab / loop: {b / h:.3f} (overhead {100 * (b / h - 1):+.1f}%; goal: within +10%)")
+            for n in counts:
+                hand, ours = [], []
+                for r in range(args.rounds):
+                    hand.append(hand_loop(image, Path(tmp) / f"hand{n}-{r}", n, args.jobs, args.poll))
+                    ours.append(benchlab_sweep(image, Path(tmp) / f"bl{n}-{r}", n, args.jobs, args.poll))
+                    print(f"{n} runs, round {r + 1}: hand loop {hand[-1]:.2f}s, benchlab {ours[-1]:.2f}s", flush=True)
+                medians[n] = (statistics.median(hand), statistics.median(ours))
     finally:
         if daemon is not None:
             daemon.stop()
+    print(f"-j {args.jobs}, poll {args.poll:g}s, {args.rounds} rounds each (medians):")
+    for n, (h, b) in medians.items():
+        print(f"  {n} runs: hand-written loop {h:.2f}s ({1000 * h / n:.0f} ms/run), benchlab {b:.2f}s "
+              f"({1000 * b / n:.0f} ms/run): ratio {b / h:.3f} ({100 * (b / h - 1):+.1f}%, start-up included)")
+    if len(counts) == 2:
+        (n1, (h1, b1)), (n2, (h2, b2)) = medians.items()
+        dh, db = (h2 - h1) / (n2 - n1), (b2 - b1) / (n2 - n1)
+        print(f"  marginal time per run ({n1} -> {n2} runs, start-up left out): hand-written loop "
+              f"{1000 * dh:.0f} ms, benchlab {1000 * db:.0f} ms: ratio {db / dh:.3f} ({100 * (db / dh - 1):+.1f}%; "
+              "goal: within +10%)")
 
 
 if __name__ == "__main__":
