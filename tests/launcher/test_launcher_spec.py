@@ -40,7 +40,8 @@ def test_a_good_section_is_read_into_the_backends_model() -> None:
 
 
 @pytest.mark.parametrize("old, new, expected", [
-    ("--name {name}", "--name {nmae}", "bench.yaml:8 launcher.submit: unknown placeholder {nmae}; did you mean {name}?"),
+    ("--name {name}", "--name {nmae}",
+     "bench.yaml:8 launcher.submit: unknown placeholder {nmae}; did you mean {name}?"),
     ("--name {name}", "--name {job_id}", "bench.yaml:8 launcher.submit: {job_id} is not known here: the job has no "
                                          "id before it is submitted"),
     ("state {job_id}", "state {jobid}", "bench.yaml:9 launcher.status: unknown placeholder {jobid}; did you mean "

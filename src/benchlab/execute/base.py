@@ -139,6 +139,10 @@ class ProcessInfo:
     node: str | None = None
     #: The devices the backend placed the attempt on at start (None: none, or not known yet).
     gpus: tuple[int, ...] | None = None
+    #: What the backend knows of the attempt's job at start, recorded in the transaction that records
+    #: the attempt (a job it will submit only once that has committed: its name, to find it again by
+    #: after a crash); None: nothing yet, its :meth:`Backend.placements` tell.
+    placement: Placement | None = None
 
 
 @dataclass(frozen=True)

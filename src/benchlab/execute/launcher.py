@@ -8,14 +8,15 @@ recipes); ``{placeholders}`` in them are filled per attempt, each value shell-qu
 What each guarantee rests on:
 
 - Exactly once under kill -9 of benchlab. A job is submitted only after the ledger holds the
-  attempt's *intent*: a placement whose job id is ``intent:<name>``, ``<name>`` being the job's
-  name, made of the results folder and the attempt id (the same in every process that opens
-  that ledger). Right after the submit command returns, its job id goes to a journal file
-  (``.launcher/<name>.json``, written and renamed) and, at the sweep's next step, to the ledger in
-  place of the intent. A sweep started after a kill re-attaches (:meth:`LauncherBackend.adopt`) to
-  every job the ledger names; for an intent it reads the journal, then asks the launcher by name
-  (the ``find`` template); only a job found by neither is submitted again, as a new attempt.
-  Without ``find`` the one window left is a kill during the submit command itself.
+  attempt's *intent*: a placement whose job id is ``intent:<name>``, recorded in the transaction
+  that records the attempt (:attr:`ProcessInfo.placement`); ``<name>`` is the job's name, made of
+  the results folder and the attempt id. Right after the submit command returns, its job id goes
+  to a journal file (``.launcher/<name>.json``, written, synced and renamed) and, at the sweep's
+  next step, to the ledger in place of the intent. A sweep started after a kill re-attaches
+  (:meth:`LauncherBackend.adopt`) to every job the ledger names; for an intent it reads the
+  journal, then asks the launcher by name (the ``find`` template); only a job found by neither is
+  submitted again, as a new attempt. Without ``find`` the one window left is a kill during the
+  submit command itself.
 - A status output that matches no rule is never taken as running: after ``unmatched_grace_s`` of
   such answers (a launcher's accounting may lag) the job is cancelled and the attempt fails,
   class ``launch-error``, with the output in its error.
@@ -293,24 +294,19 @@ class LauncherBackend(Backend):
     # -- lifecycle ------------------------------------------------------------
 
     def start(self, launch: Launch) -> ProcessInfo:
-        """Start following ``launch``: its intent goes to the caller with the next ``placements()``,
-        and its job is submitted once the caller has taken it (the sweep records it in the ledger)."""
+        """Start following ``launch``. Its intent is the returned placement, which the caller records
+        with the attempt (the sweep's launch transaction); its job is submitted at the caller's next
+        ``wait()``, which it calls only once that is committed."""
         flight = _Flight(launch, self.job_name(launch.attempt_id), time.time(), interval=self.templates.poll_s)
         self._flights[launch.attempt_id] = flight
-        self._place(Placement(launch.attempt_id, INTENT + flight.name, "SUBMITTING", None))
         self._follow(flight)
-        return ProcessInfo(pid=None, pgid=None, proc_start=None, node=None)
+        return ProcessInfo(pid=None, pgid=None, proc_start=None, node=None,
+                           placement=Placement(launch.attempt_id, INTENT + flight.name, "SUBMITTING", None))
 
     def placements(self) -> list[Placement]:
-        """What the launcher said of jobs since the last call; the intents among them are recorded
-        by the caller (the sweep, in the ledger) before the jobs they name are submitted."""
+        """What the launcher said of jobs since the last call (job ids, states, nodes)."""
         with self._lock:
             out, self._placements = self._placements, []
-        for p in out:
-            if p.job_id.startswith(INTENT):
-                flight = self._flights.get(p.attempt_id)
-                if flight is not None:
-                    flight.announced.set()
         return out
 
     def warnings(self) -> list[str]:
@@ -333,6 +329,9 @@ class LauncherBackend(Backend):
         self._news.set()
 
     def wait(self, timeout: float | None) -> list[Outcome]:
+        # Every attempt started before this call has its intent recorded: it may be submitted.
+        for flight in self._flights.values():
+            flight.announced.set()
         end = None if timeout is None else time.monotonic() + timeout
         while self._flights:
             with self._lock:
@@ -538,8 +537,9 @@ class LauncherBackend(Backend):
         self._place(Placement(launch.attempt_id, flight.job_id or "", rule.state.upper(),
                                           groups.get("reason"), node=flight.node))
         said = groups.get("reason") or _tail(output)
-        exit_code = int(groups["exit"]) if (groups.get("exit") or "").lstrip("-").isdigit() else None
-        signum = int(groups["signal"]) if (groups.get("signal") or "").isdigit() else 0
+        exit_text, signal_text = groups.get("exit") or "", groups.get("signal") or ""
+        exit_code = int(exit_text) if exit_text.lstrip("-").isdigit() else None
+        signum = int(signal_text) if signal_text.isdigit() else 0
         job = f"job {flight.job_id}"
         if flight.stopping == "timeout" or rule.state == "timeout":
             base.timed_out = True
