@@ -128,7 +128,7 @@ def test_a_sweep_on_docker_records_completions_a_crash_and_a_hang_past_its_timeo
     made = created(docker_daemon, since)
     assert len(made) == len(rows) == 8
     assert len({m["name"] for m in made}) == 8
-    assert {(m["benchlab.gpus"], m["benchlab.timeout"]) for m in made} == {("2", "3")}
+    assert {(m["gpus"], m["timeout_s"]) for m in made} == {("2", "3")}
     # The recipe's cleanup removed them all.
     assert docker_daemon.containers("benchlab-journey-") == []
     status = run_cli("status", str(out), cwd=tmp_path).stdout

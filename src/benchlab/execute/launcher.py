@@ -11,7 +11,7 @@ What each guarantee rests on:
   attempt's *intent*: a placement whose job id is ``intent:<name>``, recorded in the transaction
   that records the attempt (:attr:`ProcessInfo.placement`); ``<name>`` is the job's name, made of
   the results folder and the attempt id. Right after the submit command returns, its job id goes
-  to a journal file (``.launcher/<name>.json``, written, synced and renamed) and, at the sweep's
+  to a journal file (``.launcher/<name>.json``, written and renamed) and, at the sweep's
   next step, to the ledger in place of the intent. A sweep started after a kill re-attaches
   (:meth:`LauncherBackend.adopt`) to every job the ledger names; for an intent it reads the
   journal, then asks the launcher by name (the ``find`` template); only a job found by neither is
@@ -642,10 +642,10 @@ class LauncherBackend(Backend):
         self.journal.mkdir(parents=True, exist_ok=True)
         path = self.journal / f"{name}.json"
         tmp = path.with_suffix(".tmp")
+        # Written and renamed, not synced: what it guards against is benchlab's death, after which the
+        # kernel still holds the file; a machine's crash is what `find` is for.
         with open(tmp, "w") as fh:
             json.dump({"job_id": job_id, "submitted": time.time()}, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, path)
 
     def _journal_id(self, name: str) -> str | None:

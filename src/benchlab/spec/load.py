@@ -42,7 +42,7 @@ from benchlab.spec.yaml_reader import MAX_BYTES, ExponentText, Lines, YamlProble
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # Spec attributes that say where a spec came from, not what its YAML holds.
-_NOT_IN_YAML = ("path", "overrides", "grids")
+_NOT_IN_YAML = ("path", "overrides", "grids", "backend_sections")
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
