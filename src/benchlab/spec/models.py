@@ -404,7 +404,7 @@ class Spec(_Model):
     workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     backend: str = Field(default="local", description="a backend known to the backend registry: local, ray, "
-                         "slurm, debug, or one registered by an installed package (docs/architecture.md)")
+                         "slurm, launcher, debug, or one registered by an installed package (docs/architecture.md)")
     slurm: Slurm = Field(default_factory=Slurm)
     #: The sections of backends that declare one (:attr:`benchlab.execute.base.Backend.section`), by
     #: backend name, each validated by the backend's own model: a spec's ``launcher:`` key, say. Set
