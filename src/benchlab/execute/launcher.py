@@ -217,6 +217,8 @@ class _Flight:
     thread: threading.Thread | None = None
     #: The sweep no longer waits for this job's outcome (terminate_all reported it).
     abandoned: bool = False
+    #: Its outcome was returned by ``wait`` (and is recorded once the caller waits again).
+    returned: bool = False
     state: str = "SUBMITTING"
     reason: str | None = None
     node: str | None = None
@@ -274,6 +276,7 @@ class LauncherBackend(Backend):
         self._placements: list[Placement] = []
         self._warnings: list[str] = []
         self._ended_queue: list[Outcome] = []
+        self._to_clean: list[_Flight] = []
         self._base_env = dict(os.environ)
         self._id_re = re.compile(section.job_id, re.M)
         self._rules = [(re.compile(r.match, re.M), r) for r in section.states]
@@ -329,15 +332,22 @@ class LauncherBackend(Backend):
         self._news.set()
 
     def wait(self, timeout: float | None) -> list[Outcome]:
-        # Every attempt started before this call has its intent recorded: it may be submitted.
+        # Every attempt started before this call has its intent recorded: it may be submitted; and
+        # every outcome returned before it is recorded: its job may be cleaned up.
         for flight in self._flights.values():
             flight.announced.set()
+        self._clean_recorded()
         end = None if timeout is None else time.monotonic() + timeout
         while self._flights:
             with self._lock:
                 ended, self._ended_queue = self._ended_queue, []
                 placed = bool(self._placements)
-            outcomes = [o for o in ended if self._flights.pop(o.launch.attempt_id, None) is not None]
+            outcomes = []
+            for o in ended:
+                mine = self._flights.pop(o.launch.attempt_id, None)
+                if mine is not None:
+                    mine.returned = True
+                    outcomes.append(o)
             if outcomes or placed:
                 return outcomes
             if self._woken.is_set():
@@ -411,6 +421,9 @@ class LauncherBackend(Backend):
     def close(self) -> None:
         if self._flights:
             self.terminate_all(10.0)
+        with self._lock:
+            left, self._to_clean = self._to_clean, []
+        self._clean([f for f in left if f.returned or f.abandoned])
 
     # -- one job's follower ------------------------------------------------------------
 
@@ -602,9 +615,26 @@ class LauncherBackend(Backend):
             called = self._call(t.copy_back, flight)
             if not called.ok:
                 self._warn(f"job {flight.job_id}: launcher.copy failed: {_tail(called.output)}")
-        if t.cleanup is not None:
-            self._call(t.cleanup, flight)
-        (self.journal / f"{flight.name}.json").unlink(missing_ok=True)
+        # The cleanup (and the journal's entry) wait for the outcome to be recorded: a job removed
+        # before that would, after a kill of benchlab, be found gone and run again.
+        with self._lock:
+            self._to_clean.append(flight)
+
+    def _clean(self, flights: list[_Flight]) -> None:
+        for flight in flights:
+            if self.templates.cleanup is not None and flight.job_id is not None:
+                self._call(self.templates.cleanup, flight)
+            (self.journal / f"{flight.name}.json").unlink(missing_ok=True)
+
+    def _clean_recorded(self) -> None:
+        """Clean up after the jobs whose outcomes ``wait`` returned before this call: the caller has
+        recorded them (the sweep records each outcome before it waits again). In a thread of its own,
+        off the caller's path."""
+        with self._lock:
+            done = [f for f in self._to_clean if f.returned]
+            self._to_clean = [f for f in self._to_clean if not f.returned]
+        if done:
+            threading.Thread(target=self._clean, args=(done,), daemon=True, name="launcher-cleanup").start()
 
     def _start_follower(self, flight: _Flight) -> None:
         if not self.templates.follow_logs or self.templates.logs is None or flight.follower is not None:
