@@ -168,6 +168,9 @@ def test_benchlab_killed_mid_run_and_run_again_follows_its_containers_without_st
         driver.wait()
     before = {r["run"]: r["job_id"] for r in attempts(out) if not r["job_id"].startswith("intent:")}
     assert len(before) == 2
+    # The journal holds each submitted job's id too, the ledger's copy for the moment before it has one.
+    journal = {json.loads(p.read_text())["job_id"] for p in (out / ".launcher").glob("*.json")}
+    assert set(before.values()) <= journal
     assert len(docker_daemon.containers("benchlab-resumed-")) == 2, "the containers outlive benchlab"
     (tmp_path / "hold").unlink()
     proc = run_cli("run", str(spec), "-j", "2", "--results", str(out), "--no-report", cwd=tmp_path, timeout=180)
@@ -181,21 +184,24 @@ def test_benchlab_killed_mid_run_and_run_again_follows_its_containers_without_st
     assert len(made) == 4 and len({m["name"] for m in made}) == 4
 
 
-def test_benchlab_killed_during_the_submit_command_finds_the_container_by_its_name(
-        docker_daemon: LocalDocker, tmp_path: Path) -> None:
+@pytest.mark.parametrize("found_by", ["find", "journal"])
+def test_benchlab_killed_during_the_submit_command_finds_the_container_again(
+        docker_daemon: LocalDocker, tmp_path: Path, found_by: str) -> None:
     from launcher_recipes import recipe
 
     submit = recipe("docker-recipe")["launcher"]["submit"]
     # The submit command creates the container, then (while the file `slow` exists) lingers, so that
     # benchlab is killed after the container exists and before it has read the container's id.
-    spec = bench(tmp_path, docker_daemon, """
+    body = """
         name: window
         tasks: [{name: t}]
         configs: [{name: a}]
         seeds: 1
         command: sh job.sh ok
         metrics: {primary: score}
-    """, submit=submit + " && if [ -e slow ]; then touch submitted; sleep 60; fi")
+    """
+    linger = " && if [ -e slow ]; then touch submitted; sleep 60; fi"
+    spec = bench(tmp_path, docker_daemon, body, submit=submit + linger)
     (tmp_path / "slow").touch()
     out = tmp_path / "out"
     since = time.time()
@@ -212,15 +218,23 @@ def test_benchlab_killed_during_the_submit_command_finds_the_container_by_its_na
         except psutil.Error:
             pass
     (intent,) = attempts(out)
+    name = intent["job_id"].removeprefix("intent:")
     assert intent["job_id"].startswith("intent:benchlab-window-")  # the ledger knows the intent only
     assert not list((out / ".launcher").glob("*.json"))  # nor did the journal get its id
     (tmp_path / "slow").unlink()
+    if found_by == "journal":
+        # As a benchlab killed a moment later would have left it: the id in the journal, which is then
+        # the only way to the container (the spec has no `find`).
+        spec = bench(tmp_path, docker_daemon, body, find=None)
+        container = docker_daemon.docker("inspect", "-f", "{{.Id}}", name).stdout.strip()
+        (out / ".launcher").mkdir(exist_ok=True)
+        (out / ".launcher" / f"{name}.json").write_text(json.dumps({"job_id": container}))
     proc = run_cli("run", str(spec), "--results", str(out), "--no-report", cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (only,) = attempts(out)
     assert only["status"] == "completed" and not only["job_id"].startswith("intent:")
     made = created(docker_daemon, since)
-    assert [m["name"] for m in made] == [intent["job_id"].removeprefix("intent:")]
+    assert [m["name"] for m in made] == [name]
 
 
 def test_a_status_output_no_rule_knows_fails_the_attempt_with_that_output_and_stops_the_container(
