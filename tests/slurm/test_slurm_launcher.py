@@ -57,20 +57,19 @@ def outcomes(results: Path) -> dict[str, tuple[Any, ...]]:
     return out
 
 
-def slurm_jobs_named(prefix: str) -> list[str]:
-    """The names of the jobs Slurm's queue and accounting know that start with ``prefix``, each job once."""
-    seen: dict[str, str] = {}
-    deadline = time.monotonic() + 60
+def slurm_jobs_named(prefix: str, known: set[str]) -> list[str]:
+    """The names of the jobs Slurm's accounting knows that start with ``prefix``, each job once, once it
+    knows every job of ``known`` as ended (slurmdbd catches up with slurmctld asynchronously)."""
+    deadline = time.monotonic() + 90
     while True:
         out = subprocess.run(["sacct", "-X", "-n", "-P", "-S", "now-1hour", "-o", "JobID,JobName,State"],
                              capture_output=True, text=True, check=True).stdout
-        seen = {line.split("|")[0]: line.split("|")[1] for line in out.splitlines() if line.count("|") == 2}
-        states = [line.split("|")[2] for line in out.splitlines() if line.count("|") == 2
-                  and line.split("|")[1].startswith(prefix)]
-        if not any(s in ("PENDING", "RUNNING") for s in states) or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)  # slurmdbd catches up with slurmctld
-    return sorted(name for name in seen.values() if name.startswith(prefix))
+        rows = [line.split("|") for line in out.splitlines() if line.count("|") == 2]
+        mine = {job: (name, state) for job, name, state in rows if name.startswith(prefix)}
+        settled = known <= set(mine) and not any(s in ("PENDING", "RUNNING") for _, s in mine.values())
+        if settled or time.monotonic() > deadline:
+            return sorted(name for name, _ in mine.values())
+        time.sleep(0.5)
 
 
 def test_the_journey_on_slurm_through_the_launcher_gives_the_slurm_backends_outcomes(
@@ -156,5 +155,5 @@ def test_benchlab_killed_and_run_again_follows_the_slurm_jobs_through_the_launch
     after = {name: job for name, _, job in rows}
     assert all(after[name] == job for name, job in before.items() if not job.startswith("intent:"))
     # Four jobs in all: the two running at the kill were followed, not submitted again.
-    names = slurm_jobs_named("benchlab-relaunch-")
+    names = slurm_jobs_named("benchlab-relaunch-", set(after.values()))
     assert len(names) == 4 and len(set(names)) == 4
