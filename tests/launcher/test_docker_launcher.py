@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -163,6 +164,7 @@ def test_benchlab_killed_mid_run_and_run_again_follows_its_containers_without_st
         wait_until(two_running, 90, "two containers running")
         status = run_cli("status", str(out), cwd=tmp_path).stdout
         assert status.count("running t/") == 2, status
+        assert re.search(r"running t/\w/s\d \(attempt 1, job [0-9a-f]{64}, \d+s\)", status), status
     finally:
         driver.send_signal(signal.SIGKILL)
         driver.wait()
