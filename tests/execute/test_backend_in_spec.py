@@ -46,11 +46,13 @@ def test_a_backend_installed_by_entry_point_is_accepted_in_a_spec(tmp_path: Path
     # Without the package the same spec is refused, and the message lists what is known.
     proc = run_cli("validate", "bench.yaml", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "bench.yaml:7 backend: expected one of 'debug', 'local', 'ray', 'slurm', got 'queue'" in proc.stderr
+    assert ("bench.yaml:7 backend: expected one of 'debug', 'launcher', 'local', 'ray', 'slurm', got 'queue'"
+            in proc.stderr)
 
 
 def test_an_unknown_backend_names_the_line_and_the_choices(tmp_path: Path) -> None:
     (tmp_path / "bench.yaml").write_text(SPEC.replace("BACKEND", "lokal"))
     proc = run_cli("validate", "bench.yaml", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "bench.yaml:7 backend: expected one of 'debug', 'local', 'ray', 'slurm', got 'lokal'" in proc.stderr
+    assert ("bench.yaml:7 backend: expected one of 'debug', 'launcher', 'local', 'ray', 'slurm', got 'lokal'"
+            in proc.stderr)

@@ -196,7 +196,7 @@ def test_an_array_is_throttled_to_jobs_and_queued_runs_show_slurms_reason(
             return p.stdout if "JobArrayTaskLimit" in p.stdout else None
 
         text = wait_until(queued_status, 60, "a queued run in `benchlab status`")
-        assert re.search(r"queued t/a/s\d \(attempt 1, Slurm job \d+_\d, \d+s, reason: JobArrayTaskLimit\)", text)
+        assert re.search(r"queued t/a/s\d \(attempt 1, job \d+_\d, \d+s, reason: JobArrayTaskLimit\)", text)
         as_json = json.loads(run_cli("status", str(out), "--json", cwd=tmp_path).stdout)
         queued = [r for r in as_json["running"] if r.get("queued")]
         assert queued and all(r["reason"] == "JobArrayTaskLimit" for r in queued)

@@ -132,12 +132,12 @@ def _print_status(st: FolderStatus, tail: int, show_all: bool) -> None:
             console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, "
                           f"{now - a.started:.0f}s, pid {a.pid})")
         elif p.state == "PENDING":
-            console.print(f"  [yellow]queued[/] {escape(runs[a.run_id].name)} (attempt {a.number}, Slurm job "
+            console.print(f"  [yellow]queued[/] {escape(runs[a.run_id].name)} (attempt {a.number}, job "
                           f"{p.job_id}, {now - a.started:.0f}s, reason: {escape(p.reason or 'none given')})")
         else:
             where = f" on {p.node}" if p.node else ""
             gpus = f", GPUs {','.join(map(str, p.gpus))}" if p.gpus else ""
-            console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, Slurm job "
+            console.print(f"  [cyan]running[/] {escape(runs[a.run_id].name)} (attempt {a.number}, job "
                           f"{p.job_id}{where}{gpus}, {now - a.started:.0f}s)")
     _print_gpu_use(d.gpu_attempts)
     said = {(f.task, f.config) for gv in d.groups for f in gv.flagged}

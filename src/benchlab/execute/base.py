@@ -12,8 +12,11 @@ methods are what every backend must do; the others have defaults that fit a back
 happen elsewhere (no GPUs of this machine, no placement limits, nothing to settle). Build it
 from the sweep's :class:`SweepContext` in :meth:`Backend.for_sweep` when it needs more than its
 own options (declared as a frozen :class:`BackendOptions` subclass whose fields are its
-constructor's keywords, as ``RayOptions`` and ``SlurmOptions`` are). Then make it known by name, in
-one of three ways:
+constructor's keywords, as ``RayOptions`` and ``SlurmOptions`` are). Settings that belong in the
+spec file go in a section of its own, the top-level key of the backend's name, declared as a
+pydantic model in :attr:`Backend.section` (``execute/launcher.py``'s templates): the spec's loader
+validates it with file and line, and :meth:`for_sweep` reads it with ``spec.backend_section(name)``.
+Then make it known by name, in one of three ways:
 
 - shipped with benchlab: one line in :data:`BUILTIN_BACKENDS` (``"<name>": "module:Class"``);
 - in another package: an entry point in the ``benchlab.backends`` group, same syntax;
@@ -36,7 +39,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
 
 from benchlab.errors import BackendUnavailable
 from benchlab.plan import Run
@@ -134,6 +139,10 @@ class ProcessInfo:
     node: str | None = None
     #: The devices the backend placed the attempt on at start (None: none, or not known yet).
     gpus: tuple[int, ...] | None = None
+    #: What the backend knows of the attempt's job at start, recorded in the transaction that records
+    #: the attempt (a job it will submit only once that has committed: its name, to find it again by
+    #: after a crash); None: nothing yet, its :meth:`Backend.placements` tell.
+    placement: Placement | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +192,9 @@ class Backend(abc.ABC):
     gpu_models: Mapping[int, str] = MappingProxyType({})
     #: The devices runs may be placed on (empty: GPUs are not placed by this backend).
     gpu_devices: tuple[int, ...] | list[int] = ()
+    #: The model of this backend's own section of a spec, the top-level key of its name (None: it
+    #: has none); the spec's loader validates it with file and line (``Spec.backend_section``).
+    section: ClassVar[type[BaseModel] | None] = None
 
     @classmethod
     def for_sweep(cls, context: SweepContext, **options: Any) -> Backend:
@@ -266,6 +278,7 @@ BUILTIN_BACKENDS: Mapping[str, str] = MappingProxyType({
     "ray": "benchlab.execute.ray:RayBackend",
     "slurm": "benchlab.execute.slurm:SlurmBackend",
     "debug": "benchlab.execute.debug:DebugBackend",
+    "launcher": "benchlab.execute.launcher:LauncherBackend",
 })
 #: The entry-point group other packages declare their backends in.
 ENTRY_POINT_GROUP = "benchlab.backends"

@@ -85,6 +85,8 @@ class Launcher:
         # The backend chose the devices at start; the ledger keeps them with the attempt.
         gpus = list(info.gpus) if info.gpus is not None else None
         store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start, gpus=gpus)
+        if info.placement is not None:
+            store.set_placements([info.placement])
         if self.sampler is not None and gpus and info.pid:
             self.sampler.track(attempt_id, gpus, info.pgid or info.pid)
         return Started(launch, gpus)

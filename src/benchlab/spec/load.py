@@ -43,7 +43,7 @@ from benchlab.spec.yaml_reader import MAX_BYTES, ExponentText, Lines, YamlProble
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # Spec attributes that say where a spec came from, not what its YAML holds.
-_NOT_IN_YAML = ("path", "overrides", "grids")
+_NOT_IN_YAML = ("path", "overrides", "grids", "backend_sections")
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
@@ -56,9 +56,9 @@ def _fmt_loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The model class whose fields live at ``loc`` (for 'did you mean' suggestions)."""
-    model: Any = Spec
+def _model_at(loc: tuple[Any, ...], root: type[BaseModel] = Spec) -> type[BaseModel] | None:
+    """The model class whose fields live at ``loc`` under ``root`` (for 'did you mean' suggestions)."""
+    model: Any = root
     for part in loc:
         if isinstance(part, int):
             continue
@@ -120,11 +120,13 @@ def _describe_type(error: dict[str, Any]) -> str:
     return msg.removeprefix("Value error, ")
 
 
-def _problems_from_validation(exc: ValidationError, file: str, lines: Lines) -> list[Problem]:
+def _problems_from_validation(exc: ValidationError, file: str, lines: Lines, prefix: tuple[str, ...] = (),
+                              root: type[BaseModel] = Spec) -> list[Problem]:
+    """One problem per place of ``exc``; ``prefix``: where ``root``, the model validated, sits in the spec."""
     problems: list[Problem] = []
     seen: set[tuple[Any, ...]] = set()
     for err in exc.errors():
-        loc = tuple(err["loc"])
+        loc = (*prefix, *err["loc"])
         # Unions (seeds: list|int) report one error per branch; keep the first per place.
         loc = tuple(p for p in loc if not (isinstance(p, str) and p in ("list[int]", "int")))
         if loc in seen:
@@ -132,7 +134,7 @@ def _problems_from_validation(exc: ValidationError, file: str, lines: Lines) -> 
         seen.add(loc)
         if err["type"] == "extra_forbidden":
             key = loc[-1]
-            parent = _model_at(loc[:-1])
+            parent = _model_at(loc[len(prefix):-1], root)
             valid = _field_names(parent) if parent else []
             close = difflib.get_close_matches(str(key), valid, n=1)
             msg = f"unknown field {key!r}"
@@ -150,6 +152,37 @@ def _problems_from_validation(exc: ValidationError, file: str, lines: Lines) -> 
             message = f"expected a count (5 means seeds 0..4) or a list of seeds, got {got!r}"
         problems.append(Problem(file, lines.line_for(loc), _fmt_loc(loc), message))
     return problems
+
+
+def _backend_sections(body: dict[str, Any], file: str, lines: Lines,
+                      problems: list[Problem]) -> tuple[dict[str, BaseModel], dict[str, Any]]:
+    """The top-level keys named after a backend that declares a section of its own (``launcher:``),
+    each validated by that backend's model (its problems added to ``problems`` with their lines),
+    and the body without them. Only a key that names a known backend loads that backend's module."""
+    from benchlab.errors import BackendUnavailable
+    from benchlab.execute.base import get_backend, known_backends
+
+    extra = [k for k in body if isinstance(k, str) and k not in Spec.model_fields]
+    if not extra:
+        return {}, body
+    names = set(known_backends())
+    sections: dict[str, BaseModel] = {}
+    rest = dict(body)
+    for key in extra:
+        if key not in names:
+            continue
+        try:
+            model = get_backend(key).section
+        except (BackendUnavailable, ImportError):
+            continue
+        if model is None:
+            continue
+        raw = rest.pop(key)
+        try:
+            sections[key] = model.model_validate(raw)
+        except ValidationError as exc:
+            problems += _problems_from_validation(exc, file, lines, prefix=(key,), root=model)
+    return sections, rest
 
 
 def _parse_override(text: str) -> tuple[str, Any]:
@@ -415,9 +448,11 @@ def _parse(text: str, file: str, overrides: list[str] | dict[str, Any] | None, p
     applied = {k: MASK if k in secret_names else v for k, v in applied.items()}
     body["variables"] = variables
     problems = [Problem(file, lines.line_for(loc), _fmt_loc(loc), message) for loc, message in found]
+    sections, body = _backend_sections(body, file, lines, problems)
     spec: Spec | None = None
     try:
         spec = Spec.model_validate(body)
+        spec.backend_sections = sections
     except ValidationError as exc:
         # A value with an unknown variable has its own message; the schema's would repeat it.
         at_unknown = {_fmt_loc(loc) for loc, _ in unknown}

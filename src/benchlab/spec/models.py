@@ -409,8 +409,12 @@ class Spec(_Model):
     workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     backend: str = Field(default="local", description="a backend known to the backend registry: local, ray, "
-                         "slurm, debug, or one registered by an installed package (docs/architecture.md)")
+                         "slurm, launcher, debug, or one registered by an installed package (docs/architecture.md)")
     slurm: Slurm = Field(default_factory=Slurm)
+    #: The sections of backends that declare one (:attr:`benchlab.execute.base.Backend.section`), by
+    #: backend name, each validated by the backend's own model: a spec's ``launcher:`` key, say. Set
+    #: by :func:`benchlab.spec.load.parse_spec`, which checks them with file and line.
+    backend_sections: dict[str, BaseModel] = Field(default_factory=dict, exclude=True)
     datasets: list[Dataset] | None = None
     analysis: Analysis | None = None
     settings: list[str] | None = Field(
@@ -486,6 +490,10 @@ class Spec(_Model):
     def work_path(self) -> Path:
         wd = Path(self.workdir) if self.workdir else Path(".")
         return wd if wd.is_absolute() else (self.base_dir / wd).resolve()
+
+    def backend_section(self, name: str) -> BaseModel | None:
+        """The validated section of backend ``name`` (None: the spec has none)."""
+        return self.backend_sections.get(name)
 
     def task(self, name: str) -> Task:
         return next(t for t in self.tasks if t.name == name)
