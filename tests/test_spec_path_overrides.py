@@ -84,3 +84,22 @@ def test_the_command_line_runs_a_hydra_style_sweep(make_bench):
     recorded = json.loads((bench.results / "benchmark.json").read_text())["spec"]
     assert [c["name"] for c in recorded["configs"]] == ["a", "b[extra=0]", "b[extra=5]", "c"]
     assert recorded["configs"][3]["params"] == {"extra": 3, "depth": 1}
+
+
+def test_overrides_after_the_spec_are_read_as_minus_s_as_hydra_users_write_them(make_bench):
+    bench = make_bench(SPEC)
+    plain = bench.cli("validate", "bench.yaml", "configs.b.params.extra=0,5", "seeds=3", "--json")
+    with_s = bench.cli("validate", "bench.yaml", "-s", "configs.b.params.extra=0,5", "-s", "seeds=3", "--json")
+    assert plain.returncode == 0, plain.stderr
+    runs = [r["name"] for r in json.loads(plain.stdout)["runs"]]
+    assert runs == [r["name"] for r in json.loads(with_s.stdout)["runs"]]
+    assert "t1/b[extra=5]/s2" in runs and len(runs) == 5 * 3  # a, b[extra=0], b[extra=5], c[depth=1], c[depth=2]
+    dry = bench.cli("run", "bench.yaml", "configs.b.params.extra=7", "--dry-run")
+    assert dry.returncode == 0 and "extra=7" in dry.stdout
+
+
+def test_a_word_after_the_spec_that_is_no_override_is_one_line_and_exit_2(make_bench):
+    bench = make_bench(SPEC)
+    proc = bench.cli("run", "bench.yaml", "fast")
+    assert proc.returncode == 2 and "unexpected argument 'fast' after the spec" in proc.stderr
+    assert "Traceback" not in proc.stderr and not bench.results.exists()

@@ -18,8 +18,24 @@ SetOpt = typer.Option(None, "--set", "-s", help="Override a spec variable (-s ma
                       "field of the spec (-s configs.mlp.params.lr=1e-3; a comma list sweeps it as a grid: "
                       "-s configs.mlp.params.lr=1e-3,1e-4); repeatable.",
                       metavar="KEY=VALUE")
+OverridesArg = typer.Argument(None, help="Hydra-style overrides after the spec, as -s takes them: "
+                              "configs.mlp.params.lr=1e-3 seeds=3 (a comma list sweeps a config's param).",
+                              metavar="[KEY=VALUE]...", show_default=False)
 ResultsOpt = typer.Option(None, "--results", "-r",
                           help="Results folder [default: results/<benchmark name> beside the spec file].")
+
+
+def with_overrides(sets: list[str] | None, overrides: list[str] | None) -> list[str]:
+    """``-s`` values and the ``KEY=VALUE`` words after the spec (Hydra's spelling), in that order;
+    a word after the spec that is no ``KEY=VALUE`` is a usage error naming it."""
+    from benchlab.errors import UsageError
+
+    for word in overrides or []:
+        key, sep, _ = word.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"unexpected argument {word!r} after the spec: overrides are KEY=VALUE "
+                             "(configs.mlp.params.lr=1e-3, seeds=3), as -s takes them")
+    return [*(sets or []), *(overrides or [])]
 
 
 def default_results(spec: Any) -> Path:
@@ -48,6 +64,7 @@ def search_line(spec: Any) -> str:
 @app.command()
 def validate(
     spec_path: Path = SpecArg,
+    overrides: list[str] = OverridesArg,
     sets: list[str] = SetOpt,
     results: Path = ResultsOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
@@ -58,7 +75,7 @@ def validate(
     from benchlab.plan import expand
     from benchlab.spec import load_spec
 
-    spec = load_spec(spec_path, sets)
+    spec = load_spec(spec_path, with_overrides(sets, overrides))
     runs = expand(spec)
     folder = results or default_results(spec)
     statuses: dict[str, str] = {}
@@ -119,6 +136,7 @@ def validate(
 @app.command()
 def run(
     spec_path: Path = SpecArg,
+    overrides: list[str] = OverridesArg,
     sets: list[str] = SetOpt,
     jobs: int = typer.Option(None, "--jobs", "-j", min=1,
                              help="Runs at once [default: CPU cores / cpus per run]."),
@@ -170,7 +188,7 @@ def run(
     """Run every (task, config, seed) not done yet; resumable, with a live progress bar."""
     from benchlab.spec import load_spec
 
-    spec = load_spec(spec_path, sets)
+    spec = load_spec(spec_path, with_overrides(sets, overrides))
     folder = results or default_results(spec)
     _warn_rules(spec)
     _check_run_flags(gpus=gpus, until_decided=until_decided, max_seeds=max_seeds, batch=batch, margin=margin,
