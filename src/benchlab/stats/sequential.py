@@ -364,5 +364,5 @@ def run_betting_design(diffs: np.ndarray, sizes: list[int], width: float, alpha:
 
 
 __all__ = ["BETTING", "DECISIONS", "DEGENERATE", "EQUIVALENT", "GUARANTEES", "NEGATIVE", "NORMAL_THEORY", "OPEN",
-           "POSITIVE", "SPENDINGS", "LookResult", "boundaries", "decide_betting", "decide_look", "look_sizes", "rescale", "run_betting_design", "run_design",
-           "spent"]
+           "POSITIVE", "SPENDINGS", "LookResult", "boundaries", "decide_betting", "decide_look", "look_sizes",
+           "rescale", "run_betting_design", "run_design", "spent"]
