@@ -13,7 +13,9 @@ And once more when the IQM's dot products began to sum along a contiguous axis (
 layout of the resample counts): three IQM bounds changed in their last digit (2e-16). And once
 when a constant shift (every paired difference the same) lost its zero-width interval: the six
 loss comparisons of that kind have null t and bootstrap intervals and a warning saying why, and
-their spurious "look bimodal" caveats (float noise in equal differences) are gone.
+their spurious "look bimodal" caveats (float noise in equal differences) are gone. And once when
+the shape warning was calibrated (an outlier and a two-groups statistic at their normal-data
+critical values, no t/rank disagreement): four caveats on normal-looking seeds left the warnings.
 """
 
 from __future__ import annotations

@@ -89,30 +89,35 @@ def test_an_aggregate_of_tasks_whose_runs_never_vary_is_zero_spread_not_a_point_
 
 
 def test_a_verdict_on_few_collapsing_seeds_carries_a_warning_and_one_on_normal_seeds_does_not():
-    # Two of five candidate seeds collapsed: the paired differences have a gap wider than half
-    # their range.
+    # Two of five candidate seeds collapsed: the paired differences fall in two groups.
     base = [-110.0, -104.0, -108.0, -103.0, -106.0]
     cand = [-101.0, -480.0, -99.0, -476.0, -100.0]
     out = analyze(_table({("acrobot", "a"): base, ("acrobot", "b"): cand}), baseline="a", reps=200)
-    assert any("acrobot value b vs a: the verdict rests on 5 seeds" in w and "look bimodal" in w
+    assert any("acrobot value b vs a: the verdict rests on 5 seeds" in w and "fall in two groups" in w
                for w in out.warnings)
-    d = np.array(cand) - np.array(base)
-    gaps = np.diff(np.sort(d))
-    assert gaps.max() > 0.5 * np.ptp(d)  # by hand: the rule the warning states
+    d = np.sort(np.array(cand) - np.array(base))
+    assert np.diff(d).max() / np.ptp(d) > 0.95  # by hand: 368 of a range of 386
     steady = analyze(_table({("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49, 0.515],
                              ("t", "b"): [0.53, 0.545, 0.54, 0.56, 0.52, 0.55]}),
                      baseline="a", reps=200)
     assert not any("rests on" in w for w in steady.warnings)
 
 
-def test_the_skewness_rule_is_scipys_bias_corrected_skewness():
+def test_the_outlier_rule_is_grubbs_critical_value_from_scipys_t_quantile():
+    from benchlab.stats.compare import grubbs_critical
     from benchlab.stats.table import shape_caveat
 
-    skewed = np.array([1.0, 1.05, 1.1, 1.2, 1.4, 1.7, 2.2, 3.0])
-    assert np.diff(skewed).max() < 0.5 * np.ptp(skewed)  # no gap: not bimodal by the rule
-    assert sps.skew(skewed, bias=False) > 1
-    note = shape_caveat(np.zeros(8), skewed, True, None, None, 0.05)
-    assert note is not None and f"sample skewness {sps.skew(skewed, bias=False):.2g}" in note
+    # Grubbs' two-sided table at alpha 0.05: 1.715 for n = 5, 2.290 for n = 10 (Grubbs 1969).
+    assert grubbs_critical(5, 0.05) == pytest.approx(1.715, abs=1e-3)
+    assert grubbs_critical(10, 0.05) == pytest.approx(2.290, abs=1e-3)
+    t = sps.t.isf(0.01 / 16, 6)
+    assert grubbs_critical(8, 0.01) == pytest.approx(7 / np.sqrt(8) * np.sqrt(t * t / (6 + t * t)))
+    # One candidate seed of eight collapsed against a stable baseline: flagged, G named.
+    cand = np.array([0.80, 0.82, 0.79, 0.81, 0.80, 0.10, 0.83, 0.78])
+    note = shape_caveat(np.full(8, 0.71) + np.linspace(0, 0.01, 8), cand, True, None, None, 0.05)
+    d = cand - (np.full(8, 0.71) + np.linspace(0, 0.01, 8))
+    g = np.max(np.abs(d - d.mean())) / d.std(ddof=1)
+    assert note is not None and f"Grubbs' G = {g:.3g}" in note
 
 
 def test_a_per_task_range_bounds_every_interval_of_that_task_and_the_aggregate():

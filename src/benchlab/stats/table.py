@@ -33,14 +33,13 @@ from benchlab.stats.analysis import (
     TaskNormalization,
 )
 from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, studentized_mean_ci
-from benchlab.stats.compare import compare, holm, is_significant, shared_seeds
+from benchlab.stats.compare import compare, holm, is_significant, shape_warning, shared_seeds
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
 from benchlab.stats.curves import align as align_curves
 from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank
 from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
 from benchlab.stats.runvalues import RunValues
 from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
-from benchlab.stats.tolerance import is_negligible
 
 if TYPE_CHECKING:
     # Imported where a function needs it: a table of final values is analysed without pandas.
@@ -660,59 +659,10 @@ def _holm_verdicts(out: list[ComparisonRow], pvalues: list[float | None], floors
                             "verdict (significance is null)")
 
 
-#: Up to this many seeds a side, a verdict on skewed or bimodal values is flagged: there the
-#: t-test's false-positive rate was measured above alpha (docs/statistics.md, bench/coverage.py).
-FEW_SEEDS = 10
-
-
 def shape_caveat(baseline: np.ndarray, candidate: np.ndarray, paired: bool,
                  t_pvalue: float | None, rank_pvalue: float | None, alpha: float) -> str | None:
-    """Why a verdict on few seeds may not hold its alpha, or None.
-
-    The t-test's alpha and the intervals' 95% were measured on normal data; with 10 seeds or
-    fewer, values that look strongly skewed (sample skewness above 1 in absolute value) or
-    bimodal (a gap between sorted values wider than half their range: some seeds collapsed)
-    are flagged, and so is a t-test that disagrees with the rank test of the same design.
-    ``baseline``/``candidate``: shape ``(n_b,)``, ``(n_c,)`` (aligned when ``paired``).
-    """
-    b = np.asarray(baseline, dtype=float)
-    c = np.asarray(candidate, dtype=float)
-    if max(b.shape[0], c.shape[0]) > FEW_SEEDS:
-        return None
-    samples = [c - b] if paired else [b, c]
-    notes = []
-    for x in samples:
-        x = x[np.isfinite(x)]
-        # Values equal up to rounding (a constant shift read from CSV) have no shape to judge.
-        if x.shape[0] < 4 or is_negligible(float(np.ptp(x)), x, b, c):
-            continue
-        xs = np.sort(x)
-        if float(np.max(np.diff(xs))) > 0.5 * float(np.ptp(xs)):
-            notes.append("look bimodal (a gap wider than half their range: some seeds collapsed?)")
-            break
-        # scipy.stats.skew(x, bias=False), without importing scipy.stats on this fast path.
-        n, dev = x.shape[0], x - x.mean()
-        g = float(np.mean(dev**3) / np.mean(dev**2) ** 1.5 * np.sqrt(n * (n - 1)) / (n - 2))
-        if abs(g) > 1:
-            notes.append(f"look skewed (sample skewness {g:.2g})")
-            break
-    what = "the paired differences" if paired else "the values"
-    notes = [f"{what} {n}" for n in notes]
-    # A rank test that cannot reach alpha at this n (5 pairs: 2/2⁵ = 0.0625) always "disagrees"
-    # with a significant t-test: that says nothing about the data, so it is not flagged.
-    import math
-
-    floor = 2 / 2 ** b.shape[0] if paired else 2 / math.comb(b.shape[0] + c.shape[0], b.shape[0])
-    if (t_pvalue is not None and rank_pvalue is not None and floor < alpha
-            and (t_pvalue < alpha) != (rank_pvalue < alpha)):
-        notes.append(f"the t-test (p = {t_pvalue:.3g}) and the rank test (p = {rank_pvalue:.3g}) "
-                     f"disagree at alpha {alpha:g}")
-    if not notes:
-        return None
-    return (f"the verdict rests on {max(b.shape[0], c.shape[0])} seeds, and " + "; ".join(notes)
-            + ": the t-test's alpha and the 95% intervals were measured on normal data, and on "
-            "skewed or collapsing seeds at 5–10 seeds its false-positive rate was above alpha "
-            "(docs/statistics.md); more seeds would settle it")
+    """:func:`benchlab.stats.compare.shape_warning` (kept under its former name)."""
+    return shape_warning(baseline, candidate, paired, t_pvalue, rank_pvalue, alpha)
 
 
 def _aggregate(
