@@ -100,7 +100,7 @@ def test_a_verdict_on_few_collapsing_seeds_carries_a_warning_and_one_on_normal_s
     steady = analyze(_table({("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49, 0.515],
                              ("t", "b"): [0.53, 0.545, 0.54, 0.56, 0.52, 0.55]}),
                      baseline="a", reps=200)
-    assert not any("rests on" in w for w in steady.warnings)
+    assert not any("the verdict rests on" in w for w in steady.warnings)
 
 
 def test_the_outlier_rule_is_grubbs_critical_value_from_scipys_t_quantile():
@@ -142,3 +142,50 @@ def test_a_per_task_range_bounds_every_interval_of_that_task_and_the_aggregate()
     both = analyze_seeds(df, baseline="a", reps=500, ranges={"acrobot/value": (-500.0, 0.0)})
     cart = both.summary_of("cartpole", "a", "value")
     assert cart is not None and cart.ci_method is not None and "cut" not in cart.ci_method
+
+
+def test_a_bootstrap_t_interval_reaching_past_the_range_is_null_not_the_whole_range():
+    # Acrobot returns in [-500, 0], one of five candidate seeds collapsed: the bootstrap-t's
+    # resamples explode and, cut at the range, the interval was [-500, ...], the range's end.
+    rows = {("acrobot", "a"): [-98.0, -99.0, -97.0, -101.0, -96.0],
+            ("acrobot", "b"): [-100.0, -95.0, -480.0, -90.0, -105.0]}
+    out = analyze_seeds(_table(rows), baseline="a", reps=2_000, ranges={"value": (-500.0, 0.0)})
+    b = next(r for r in out.summary if r.config == "b")
+    assert (b.boot_ci_low, b.boot_ci_high) == (None, None)
+    assert any("acrobot/b value: the bootstrap-t interval" in w and "null, not cut" in w for w in out.warnings)
+    cmp = out.comparisons[0]
+    assert cmp.diff_boot_ci_low is None and cmp.diff_boot_ci_high is None
+    # The t interval of b, by scipy, reaches above 0: shown cut there, and the warning marks that end.
+    x = np.array(rows[("acrobot", "b")])
+    low, high = sps.t.interval(0.95, 4, loc=x.mean(), scale=sps.sem(x))
+    assert high > 0 and (b.ci_low, b.ci_high) == (pytest.approx(low), 0.0)
+    assert any("acrobot/b value: the t interval" in w and "upper end 0 is the range's" in w for w in out.warnings)
+
+
+def test_an_interval_inside_the_range_is_left_alone_without_a_warning():
+    rows = {("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49, 0.515], ("t", "b"): [0.53, 0.545, 0.54, 0.56, 0.52, 0.55]}
+    out = analyze_seeds(_table(rows), baseline="a", reps=500, ranges={"value": (0.0, 1.0)})
+    assert not any("reaches past the range" in w for w in out.warnings)
+    assert all(r.boot_ci_low is not None for r in out.summary)
+
+
+def test_a_significant_verdict_on_few_seeds_says_it_rests_on_normal_theory():
+    rows = {("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49], ("t", "b"): [0.60, 0.63, 0.60, 0.64, 0.58]}
+    out = analyze(_table(rows), baseline="a", reps=200)
+    assert out.comparisons[0].significant is True
+    assert any("t value b vs a: significant by the paired t-test on 5 seeds" in w and "declare the metric's range" in w
+               for w in out.warnings)
+    # With the range [0, 1] the range-based test cannot confirm 5 seeds (p = 2 / capital, by its formula).
+    ranged = analyze(_table(rows), baseline="a", reps=200, ranges={"value": (0.0, 1.0)})
+    assert any("a test valid for any distribution in the metric's range gives p =" in w for w in ranged.warnings)
+
+
+def test_a_verdict_the_range_based_test_confirms_carries_no_normal_theory_warning():
+    # Ten seeds of an accuracy up from 0.05 to 0.95: the range-based test confirms the t-test
+    # (each seed multiplies its capital by about 1 + 1.5 x 0.45; 1.675^10 = 174, p = 2/174).
+    rng = np.random.default_rng(4)
+    base = rng.normal(0.05, 0.005, 10)
+    few = {("t", "a"): base.tolist(), ("t", "b"): (base + 0.9 + rng.normal(0, 0.005, 10)).tolist()}
+    out = analyze(_table(few), baseline="a", reps=200, ranges={"value": (0.0, 1.0)})
+    assert out.comparisons[0].significant is True
+    assert not any("significant by the paired t-test" in w for w in out.warnings)

@@ -436,9 +436,9 @@ def shape_warning(baseline: np.ndarray, candidate: np.ndarray, paired: bool,
     c = np.asarray(candidate, dtype=float)
     if max(b.shape[0], c.shape[0]) > FEW_SEEDS:
         return None
-    samples = [("the paired differences", c - b), ("the baseline's values", b), ("the candidate's values", c)]
-    if not paired:
-        samples = samples[1:]
+    samples = [("the baseline's values", b), ("the candidate's values", c)]
+    if paired:
+        samples.insert(0, ("the paired differences", c - b))
     notes = []
     for what, x in samples:
         x = x[np.isfinite(x)]

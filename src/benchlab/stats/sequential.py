@@ -332,6 +332,21 @@ def _sequence_ends(y: np.ndarray, lam: np.ndarray, threshold: float) -> tuple[np
     return ends[0], ends[1]
 
 
+def betting_pvalue(diffs: np.ndarray, width: float, tuning_alpha: float = 0.05) -> float:
+    """A p-value of "mean paired difference 0" valid for any distribution of differences in
+    ``[−width, width]`` (a metric in a range of that width), at a fixed number of seeds too:
+    ``min(1, 2 / max(sup_t K⁺_t, sup_t K⁻_t))`` at ``m = 0`` (module docstring). Ville's inequality
+    bounds each capital's chance of reaching ``2/α`` by ``α/2``, so ``P(p ≤ α) ≤ α``.
+    ``tuning_alpha`` only shapes the bets; any value keeps the guarantee. 1 with no finite value."""
+    d = np.asarray(diffs, dtype=float)[None, :]
+    y = rescale(d, width)
+    if not np.isfinite(y).any():
+        return 1.0
+    lam = _bets(y, tuning_alpha)
+    top = max(float(_log_capital(y, lam, 0.5, +1)[0, -1]), float(_log_capital(y, lam, 0.5, -1)[0, -1]))
+    return float(min(1.0, 2.0 * np.exp(-top)))
+
+
 def run_betting_design(diffs: np.ndarray, sizes: list[int], width: float, alpha: float,
                        margin: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`run_design` for the betting method: each comparison (``comparisons × sizes[-1]``
@@ -364,5 +379,5 @@ def run_betting_design(diffs: np.ndarray, sizes: list[int], width: float, alpha:
 
 
 __all__ = ["BETTING", "DECISIONS", "DEGENERATE", "EQUIVALENT", "GUARANTEES", "NEGATIVE", "NORMAL_THEORY", "OPEN",
-           "POSITIVE", "SPENDINGS", "LookResult", "boundaries", "decide_betting", "decide_look", "look_sizes",
-           "rescale", "run_betting_design", "run_design", "spent"]
+           "POSITIVE", "SPENDINGS", "LookResult", "betting_pvalue", "boundaries", "decide_betting", "decide_look",
+           "look_sizes", "rescale", "run_betting_design", "run_design", "spent"]
