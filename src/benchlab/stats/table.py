@@ -36,7 +36,7 @@ from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, student
 from benchlab.stats.compare import FEW_SEEDS, compare, holm, is_significant, shape_warning, shared_seeds
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
 from benchlab.stats.curves import align as align_curves
-from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank
+from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank, separated_from_best
 from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
 from benchlab.stats.runvalues import RunValues
 from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
@@ -513,8 +513,12 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
                 x = values[np.isfinite(values)]
                 if d.std != 0.0:  # zero observed spread: no interval (describe says why)
                     boot_cells.append((rows[-1], x))
+        by_seed = {config: {runs.seed[i]: float(runs.value[i]) for i in rows_of
+                            if np.isfinite(runs.value[i])} for config, rows_of in by_config.items()}
+        separated = separated_from_best([r.config for r in rows], [r.mean for r in rows], by_seed,
+                                        _goal_of(o.goal, met), o.alpha)
         ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
-                     [r.ci_high for r in rows], _goal_of(o.goal, met))
+                     [r.ci_high for r in rows], _goal_of(o.goal, met), separated)
         for r, rk in zip(rows, ranks, strict=True):
             r.rank = rk
         summary_rows += rows
