@@ -155,6 +155,10 @@ def test_a_bootstrap_t_interval_reaching_past_the_range_is_null_not_the_whole_ra
     assert any("acrobot/b value: the bootstrap-t interval" in w and "null, not cut" in w for w in out.warnings)
     cmp = out.comparisons[0]
     assert cmp.diff_boot_ci_low is None and cmp.diff_boot_ci_high is None
+    # The one-task aggregate (a bootstrap-t at 5 runs) likewise: null, not [-500, ...].
+    agg = next(r for r in out.aggregate if r.config == "b")
+    assert (agg.mean.ci_low, agg.mean.ci_high) == (None, None)
+    assert any("aggregate (b): mean: the interval" in w and "null, not cut" in w for w in out.warnings)
     # The t interval of b, by scipy, reaches above 0: shown cut there, and the warning marks that end.
     x = np.array(rows[("acrobot", "b")])
     low, high = sps.t.interval(0.95, 4, loc=x.mean(), scale=sps.sem(x))

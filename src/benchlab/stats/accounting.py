@@ -440,7 +440,17 @@ def _bound_aggregates(result: Analysis, ranges: Mapping[str, tuple[float, float]
     for row in result.aggregate:
         for name in ("iqm", "median", "mean", "optimality_gap"):
             e = row.estimate(name)
-            lo, hi = bound_interval(e.ci_low, e.ci_high, gap if name == "optimality_gap" else (bottom, top))
+            bounds = gap if name == "optimality_gap" else (bottom, top)
+            if e.ci_low is not None and e.ci_high is not None and (e.ci_low < bounds[0] or e.ci_high > bounds[1]):
+                # Resampled values stay inside the range, so only an exploded studentized interval
+                # leaves it: cut at the range it would be the range's ends, which says nothing.
+                result.warnings.append(
+                    f"aggregate ({row.config}): {name}: the interval [{e.ci_low:.4g}, {e.ci_high:.4g}] reaches past "
+                    f"what the range allows [{bounds[0]:.4g}, {bounds[1]:.4g}] (a bootstrap-t whose resamples "
+                    "exploded at these few runs): null, not cut at the range")
+                setattr(row, name, Estimate(e.value, None, None))
+                continue
+            lo, hi = bound_interval(e.ci_low, e.ci_high, bounds)
             setattr(row, name, Estimate(e.value, lo, hi))
 
 
