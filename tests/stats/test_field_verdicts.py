@@ -31,7 +31,7 @@ def test_every_significant_verdict_on_collapsing_seeds_at_five_seeds_is_downgrad
         out = analyze(table, baseline="base", reps=100, ranges={"value": (0.0, 1.0)})
         if out.comparisons[0].significant:
             significant += 1
-            warned += any("significant by the paired t-test on 5 seeds" in w and "does not confirm it" in w
+            warned += any("significant by the paired t test on 5 seeds" in w and "does not confirm it" in w
                           for w in out.warnings)
         bounded += betting_pvalue(c - b, 1.0) < 0.05
     se = math.sqrt(0.05 * 0.95 / TRIALS)

@@ -177,7 +177,7 @@ def test_a_significant_verdict_on_few_seeds_says_it_rests_on_normal_theory():
     rows = {("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49], ("t", "b"): [0.60, 0.63, 0.60, 0.64, 0.58]}
     out = analyze(_table(rows), baseline="a", reps=200)
     assert out.comparisons[0].significant is True
-    assert any("t value b vs a: significant by the paired t-test on 5 seeds" in w and "declare the metric's range" in w
+    assert any("t value b vs a: significant by the paired t test on 5 seeds" in w and "declare the metric's range" in w
                for w in out.warnings)
     # With the range [0, 1] the range-based test cannot confirm 5 seeds (p = 2 / capital, by its formula).
     ranged = analyze(_table(rows), baseline="a", reps=200, ranges={"value": (0.0, 1.0)})
@@ -192,4 +192,4 @@ def test_a_verdict_the_range_based_test_confirms_carries_no_normal_theory_warnin
     few = {("t", "a"): base.tolist(), ("t", "b"): (base + 0.9 + rng.normal(0, 0.005, 10)).tolist()}
     out = analyze(_table(few), baseline="a", reps=200, ranges={"value": (0.0, 1.0)})
     assert out.comparisons[0].significant is True
-    assert not any("significant by the paired t-test" in w for w in out.warnings)
+    assert not any("significant by the paired t test" in w for w in out.warnings)
