@@ -14,6 +14,7 @@ Distributions (one value per seed):
 
     python bench/coverage.py              # the full study: 2,000 trials, 1,000 resamples (a few minutes)
     python bench/coverage.py --fast       # a reduced run (what tests/stats/test_coverage_study.py runs)
+    python bench/coverage.py --only field # only the field's fixed-seed verdict table
 """
 
 from __future__ import annotations
@@ -153,6 +154,61 @@ def false_positives(trials: int, sizes: list[int], seed: int) -> dict[tuple[str,
     return out
 
 
+def _field_cases() -> dict[str, tuple[Callable[[np.random.Generator, tuple[int, int], float], tuple[np.ndarray,
+                                                                                                    np.ndarray]],
+                                       float | None]]:
+    """The fixed-seed cases of the field: ``{name: (draw(rng, shape, effect) -> (baseline, candidate), range
+    width or None)}``. ``effect`` is the candidate's true gain (0: the null, same mean)."""
+    collapsing_mean = 0.2 * 0.1 + 0.8 * 0.8
+    lognormal_mean = 0.2 * float(np.exp(0.75**2 / 2))
+
+    def normal(rng: np.random.Generator, shape: tuple[int, int], effect: float) -> tuple[np.ndarray, np.ndarray]:
+        return (np.clip(rng.normal(0.5, 0.1, shape), 0, 1), np.clip(rng.normal(0.5 + effect, 0.1, shape), 0, 1))
+
+    def heavy(rng: np.random.Generator, shape: tuple[int, int], effect: float) -> tuple[np.ndarray, np.ndarray]:
+        return 0.5 + 0.1 * rng.standard_t(3, shape), 0.5 + effect + 0.1 * rng.standard_t(3, shape)
+
+    def collapsing(rng: np.random.Generator, shape: tuple[int, int], effect: float) -> tuple[np.ndarray, np.ndarray]:
+        # Collapses (N(0.1, 0.03)) one seed in five, else N(0.8, 0.03); cut at [0, 1] (a 0.0003% change of mean).
+        down = rng.random(shape) < 0.2
+        cand = np.clip(np.where(down, rng.normal(0.1, 0.03, shape), rng.normal(0.8, 0.03, shape)), 0, 1)
+        return np.clip(rng.normal(collapsing_mean - effect, 0.02, shape), 0, 1), cand
+
+    def lognormal(rng: np.random.Generator, shape: tuple[int, int], effect: float) -> tuple[np.ndarray, np.ndarray]:
+        return rng.normal(lognormal_mean - effect, 0.02, shape), 0.2 * np.exp(rng.normal(0.0, 0.75, shape))
+
+    return {"normal, both sides N(0.5, 0.1)": (normal, 1.0),
+            "heavy-tailed, both sides 0.5 + 0.1·t₃": (heavy, None),
+            "stable baseline N(m, 0.02) vs collapsing candidate": (collapsing, 1.0),
+            "stable baseline N(m, 0.02) vs lognormal candidate": (lognormal, None)}
+
+
+def field_verdicts(trials: int, sizes: list[int], seed: int, effect: float = 0.1
+                   ) -> dict[tuple[str, str, int], str]:
+    """The default verdict (paired t, Holm, the t interval excluding 0; alone in its family) and the
+    range-based test (betting p-value, valid for any distribution in the range, where there is one) on
+    the field's cases: false positives under the null, and power at a true gain of ``effect``."""
+    from benchlab.stats.sequential import betting_pvalue
+
+    out = {}
+    for name, (draw, width) in _field_cases().items():
+        for n in sizes:
+            for kind, gain in (("false positives", 0.0), ("power", effect)):
+                rng = np.random.default_rng([seed, n, len(name), int(gain * 100)])
+                b, c = draw(rng, (trials, n), gain)
+                verdict = bounded = 0
+                for i in range(trials):
+                    r = compare(b[i], c[i], paired=True, reps=0)
+                    (p,) = holm([r.pvalue])
+                    verdict += bool(is_significant(p, r.diff_ci_low, r.diff_ci_high, 0.05, r.p_floor))
+                    if width is not None:
+                        bounded += betting_pvalue(c[i] - b[i], width) < 0.05
+                out[(name, f"default verdict: {kind}", n)] = _fmt(verdict / trials, 0, trials)
+                out[(name, f"range-based test: {kind}", n)] = (_fmt(bounded / trials, 0, trials)
+                                                               if width is not None else "no range")
+    return out
+
+
 def _table(title: str, cells: dict, cols: list) -> str:
     rows = list(dict.fromkeys(k[:2] for k in cells))
     lines = [f"**{title}**", "", "| distribution | interval | " + " | ".join(map(str, cols)) + " |",
@@ -169,10 +225,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--fast", action="store_true", help="400 trials, 400 resamples, fewer sizes")
+    parser.add_argument("--only", choices=["field"], help="print only this table")
     args = parser.parse_args(argv)
     trials, reps = (400, 400) if args.fast else (args.trials, args.reps)
     sizes = [5, 10] if args.fast else [3, 5, 10, 30]
     start = time.perf_counter()
+    if args.only == "field":
+        print(f"# {trials} trials per cell, seed {args.seed}; % ± Monte Carlo standard error\n")
+        print(_table("The field's fixed-seed cases, paired, α = 5%: share of comparisons called significant "
+                     "(null: same mean; power: candidate 0.1 better)", field_verdicts(trials, sizes, args.seed),
+                     sizes))
+        return
     print(f"# {trials} trials per cell, {reps} resamples per interval, seed {args.seed}; "
           "coverage in % ± Monte Carlo standard error\n")
     print(_table("95% intervals of one (task, config) mean", mean_intervals(trials, reps, sizes, args.seed),
@@ -192,6 +255,10 @@ def main(argv: list[str] | None = None) -> None:
     for name in DISTRIBUTIONS:
         lines.append(f"| {name} | " + " | ".join(fp[(name, n)] for n in sizes) + " |")
     print("\n".join(lines) + "\n")
+    if not args.fast:  # the reduced run checks the intervals; this table is --only field's
+        print(_table("The field's fixed-seed cases, paired, α = 5%: share of comparisons called significant "
+                     "(null: same mean; power: candidate 0.1 better)", field_verdicts(trials, sizes, args.seed),
+                     sizes))
     print(f"# {time.perf_counter() - start:.0f} s")
 
 

@@ -10,7 +10,14 @@ comparison also says whether its effect is practically meaningful:
 
 - ``meaningful``: the 95% CI of the change lies entirely beyond ``min_effect`` (better or worse);
 - ``practically equivalent``: the CI lies entirely within ``±min_effect``;
-- ``undecided``: the CI straddles ``min_effect`` (or ``-min_effect``).
+- ``undecided``: the CI straddles ``min_effect`` (or ``-min_effect``), or has zero width (every
+  seed gave the same difference: zero observed spread is not certainty about the next seed).
+
+The interval is the same one the significance uses: with ``m`` planned comparisons, the t interval
+at confidence ``1 − alpha/m`` (Bonferroni-adjusted, named in the report), and a comparison is
+significant when its Holm-adjusted p is below ``alpha`` *and* that interval excludes 0. So a
+"meaningful" change is always significant, and "not significant" never stands beside a
+"meaningful degradation" from a narrower, unadjusted interval.
 """
 
 from __future__ import annotations
@@ -202,7 +209,7 @@ class PlannedResult:
     n: int
     diff: float | None
     ci_low: float | None
-    ci_high: float | None
+    ci_high: float | None  # the interval the significance and the practical verdict use (ci_method)
     p_value: float | None
     p_holm: float | None
     significant: bool | None
@@ -211,6 +218,9 @@ class PlannedResult:
     # Not in the registered family (a config, task or comparison added later): Holm-corrected
     # among the exploratory comparisons only, never changing a registered verdict.
     exploratory: bool = False
+    #: Which interval ``ci_low``/``ci_high`` is: the t interval at ``1 − alpha/m`` for ``m``
+    #: comparisons in its Holm family (Bonferroni-adjusted).
+    ci_method: str | None = None
 
     def to_json(self) -> JsonObject:
         """The result as a JSON object, one key per field."""
@@ -222,6 +232,9 @@ def practical_verdict(ci_low: float | None, ci_high: float | None, min_effect: f
     ``undecided`` (see the module docstring); the CI is of ``candidate - baseline``."""
     if ci_low is None or ci_high is None:
         return "undecided (no interval)"
+    if ci_low == ci_high:
+        # A zero-width interval (every seed the same difference) is no evidence of equivalence.
+        return "undecided (zero-width interval: no observed spread, which is not certainty)"
     lo, hi = (ci_low, ci_high) if goal == "max" else (-ci_high, -ci_low)
     if lo > min_effect:
         return f"meaningful improvement (CI beyond +{min_effect:g})"
@@ -284,15 +297,45 @@ def judge(finals: pd.DataFrame, plan: AnalysisPlan, goals: dict[str, str], confi
                           f"{task} {plan.metric} {c} vs {b}")
             field_paired, field_unpaired = TESTS[plan.test]
             raw.append((task, b, c, cmp, getattr(cmp, field_paired if paired else field_unpaired)))
+            xs[(task, b, c)] = (xb, xc)
         adjusted = holm([p for *_, p in raw])
-        return [PlannedResult(
-            task, b, c, plan.metric, cmp.paired, cmp.n, cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, p,
-            p_adj, is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, plan.alpha, cmp.p_floor),
-            None if plan.min_effect is None else
-            practical_verdict(cmp.diff_ci_low, cmp.diff_ci_high, plan.min_effect, goal), list(cmp.warnings),
-            exploratory) for (task, b, c, cmp, p), p_adj in zip(raw, adjusted, strict=True)]
+        m = max(sum(p is not None for *_, p in raw), 1)
+        level = 1 - plan.alpha / m
+        method = (f"t interval at {100 * level:.4g}% (1 − alpha/{m}: Bonferroni-adjusted over the {m} comparisons "
+                  "of its family)" if m > 1 else f"t interval at {100 * level:.4g}%")
+        out = []
+        for (task, b, c, cmp, p), p_adj in zip(raw, adjusted, strict=True):
+            low, high = _adjusted_interval(cmp, xs[(task, b, c)], level)
+            out.append(PlannedResult(
+                task, b, c, plan.metric, cmp.paired, cmp.n, cmp.mean_diff, low, high, p, p_adj,
+                is_significant(p_adj, low, high, plan.alpha, cmp.p_floor),
+                None if plan.min_effect is None else practical_verdict(low, high, plan.min_effect, goal),
+                list(cmp.warnings), exploratory, method if low is not None else None))
+        return out
+
+    xs: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = {}
 
     return judged(fixed, False) + judged(later, True)
+
+
+def _adjusted_interval(cmp: Any, values: tuple[Any, Any], level: float) -> tuple[float | None, float | None]:
+    """The comparison's t interval at ``level`` (the same method as its ``diff_ci``), null where that
+    one is null (no spread, too few seeds), the point ``[0, 0]`` where both sides are the same."""
+    from benchlab.stats.compare import diff_t_interval
+
+    if cmp.diff_ci_low is None or cmp.diff_ci_high is None:
+        return None, None
+    if cmp.diff_ci_low == cmp.diff_ci_high:
+        return cmp.diff_ci_low, cmp.diff_ci_high
+    xb, xc = values
+    import numpy as np
+
+    if cmp.paired:  # the pairs compare() kept: NaN and infinite values dropped
+        keep = np.isfinite(xb) & np.isfinite(xc)
+        xb, xc = xb[keep], xc[keep]
+    else:
+        xb, xc = xb[np.isfinite(xb)], xc[np.isfinite(xc)]
+    return diff_t_interval(xb, xc, cmp.paired, level)
 
 
 def _g(x: float | None) -> str:
@@ -325,7 +368,9 @@ def statement(registered: Registration | None, spec: Spec | BenchmarkInfo, resul
     has_min = plan.min_effect is not None
 
     def table(rows: list[PlannedResult]) -> list[str]:
-        out = ["", "| task | comparison | change (95% CI) | p (Holm) | significant |"
+        named = next((r.ci_method for r in rows if r.ci_method), None)
+        out = ["", *([f"Interval: {named}; the verdicts beside it use it.", ""] if named else []),
+               "| task | comparison | change (CI) | p (Holm) | significant |"
                + (" practically |" if has_min else ""),
                "|---|---|---|---:|---|" + ("---|" if has_min else "")]
         for r in rows:

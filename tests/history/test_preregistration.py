@@ -82,7 +82,8 @@ def test_report_states_the_plan_as_pre_registered_with_min_effect_verdicts(bench
     for config, verdict in (("far", "meaningful improvement"), ("same", "practically equivalent"),
                             ("near", "undecided")):
         d = _scores(config) - _scores("base")
-        lo, hi = sps.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
+        # The interval the significance uses too: Bonferroni-adjusted over the 3 planned comparisons.
+        lo, hi = sps.t.interval(1 - 0.05 / 3, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
         # The verdict the CI calls for, by hand, with min_effect 0.01.
         expected = ("meaningful improvement" if lo > 0.01 else "practically equivalent"
                     if -0.01 < lo and hi < 0.01 else "undecided")
@@ -109,6 +110,10 @@ def test_deviations_are_listed_alpha_and_a_config_added_after_results(bench):
     doc = (Path(__file__).resolve().parents[2] / "docs" / "history.md").read_text()
     block = next(b for b in re.findall(r"```markdown\n(.*?)```", doc, re.S) if b.startswith("## Analysis plan"))
     shown = block.replace("6eefc6fed978", reg["hash"][:12]).replace("2026-11-23T14:04:53+00:00", reg["registered_at"])
+    import os
+
+    if os.environ.get("SEQSTATS_DUMP"):
+        Path(os.environ["SEQSTATS_DUMP"]).write_text(report)
     assert shown.strip() in report
 
 
@@ -183,3 +188,44 @@ def test_a_config_added_after_registration_leaves_the_registered_verdicts_and_th
     assert f"(hash {registered['hash'][:12]}, registered at {registered['registered_at']})" in report
     assert "not a pre-registration" not in report
     assert _planned_rows(report) == before and list(_planned_rows(report, "exploratory")) == ["late vs base"]
+
+
+def test_a_zero_width_interval_is_never_practically_equivalent():
+    # Every seed the same difference (identical runs): [+0, +0] is no evidence of equivalence.
+    assert practical_verdict(0.0, 0.0, 0.01, "max").startswith("undecided")
+    assert practical_verdict(0.004, 0.004, 0.01, "min").startswith("undecided")
+
+
+def test_a_meaningful_change_is_always_significant_with_the_same_interval():
+    import pandas as pd
+
+    from benchlab.ledger import AnalysisPlan
+    from benchlab.preregistration import judge
+
+    # Three comparisons: one unadjusted 95% interval below -min_effect whose Holm p is above alpha
+    # was "not significant" beside "meaningful degradation"; with one interval both agree.
+    rng = np.random.default_rng(7)
+    rows = []
+    base = rng.normal(0.5, 0.01, 4)
+    shifts = {"base": 0.0, "a": -0.05, "b": -0.04, "c": 0.0}
+    noise = {"a": [0.0217, -0.0217, 0.0217, -0.0217], "b": [0.002, -0.002, 0.0025, -0.0025],
+             "c": [0.0, 0.001, -0.001, 0.0]}
+    for config, shift in shifts.items():
+        for seed in range(4):
+            value = base[seed] + shift + (noise[config][seed] if config in noise else 0.0)
+            rows.append({"task": "t", "config": config, "seed": seed, "metric": "score", "value": value})
+    plan = AnalysisPlan(metric="score", summary="final", alpha=0.05, test="t",
+                        comparisons=[("base", "a"), ("base", "b"), ("base", "c")], min_effect=0.01)
+    # By hand: a's unadjusted 95% interval lies below -0.01 while its Holm p (2 x 0.028) is above 0.05.
+    d_a = -0.05 + np.array(noise["a"])
+    assert sps.t.interval(0.95, 3, loc=d_a.mean(), scale=sps.sem(d_a))[1] < -0.01
+    assert 2 * sps.ttest_1samp(d_a, 0).pvalue > 0.05
+    results = judge(pd.DataFrame(rows), plan, {"score": "max"}, list(shifts), reps=200)
+    assert {r.candidate: r.significant for r in results} == {"a": False, "b": True, "c": False}
+    for r in results:
+        assert r.ci_method is not None and "1 − alpha/3" in r.ci_method
+        d = np.array([base[s] + shifts[r.candidate] + noise[r.candidate][s] - base[s] for s in range(4)])
+        lo, hi = sps.t.interval(1 - 0.05 / 3, 3, loc=d.mean(), scale=sps.sem(d))
+        assert (r.ci_low, r.ci_high) == pytest.approx((lo, hi))
+        if r.practical.startswith("meaningful"):
+            assert r.significant is True, r

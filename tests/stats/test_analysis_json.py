@@ -16,7 +16,11 @@ loss comparisons of that kind have null t and bootstrap intervals and a warning 
 their spurious "look bimodal" caveats (float noise in equal differences) are gone. And once when
 the across-task IQM of a table with a failed or missing seed began to cut the full table's share
 of the task-weighted runs (⌊N/4⌋/N of its N slots, as trim_mean on a full table) rather than a
-quarter of them: one IQM of the loss file with a lost seed, and its bounds, moved in the fifth digit.
+quarter of them: one IQM of the loss file with a lost seed, and its bounds, moved in the fifth digit. And once when
+the shape warning was calibrated (an outlier and a two-groups statistic at their normal-data
+critical values, no t/rank disagreement): four caveats on normal-looking seeds left the warnings;
+a significant verdict from few seeds gained its normal-theory warning; and the three "flaky" loss
+rows, whose paired comparison with the best config is significant, are no longer ranked tied (1 → 2).
 """
 
 from __future__ import annotations

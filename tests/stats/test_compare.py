@@ -231,3 +231,39 @@ def test_a_constant_shift_has_no_interval_and_is_decided_by_its_rank_test():
     # Equal differences up to rounding are no shape to flag as bimodal.
     noisy = cand + np.array([0, 1e-15, -1e-15, 0, 2e-15, 0, -2e-15, 1e-15])
     assert shape_caveat(base, noisy, True, None, cmp.wilcoxon_pvalue, 0.05) is None
+
+
+def _shape_rate(draw, paired: bool, trials: int, seed: int) -> float:
+    from benchlab.stats.compare import shape_warning
+
+    rng = np.random.default_rng(seed)
+    return float(np.mean([shape_warning(*draw(rng), paired, None, None, 0.05) is not None for _ in range(trials)]))
+
+
+@pytest.mark.parametrize("paired", [True, False])
+@pytest.mark.parametrize("effect", [0.0, 1.0])
+def test_the_shape_warning_flags_at_most_a_tenth_of_normal_comparisons_at_five_seeds(paired, effect):
+    trials = 1500
+    rate = _shape_rate(lambda rng: (rng.normal(0, 1, 5), rng.normal(effect, 1, 5)), paired, trials, 41)
+    # The old rule (a gap wider than half the range) flagged 45-50% of these.
+    assert rate <= 0.10 + 2 * np.sqrt(0.1 * 0.9 / trials), rate
+
+
+def test_the_shape_warning_flags_most_comparisons_where_one_seed_of_five_collapsed():
+    trials = 1000
+
+    def collapsed(rng):
+        cand = rng.normal(0.8, 0.05, 5)
+        cand[rng.integers(5)] = rng.normal(0.1, 0.05)
+        return rng.normal(0.66, 0.2, 5), cand  # even against a noisy baseline
+
+    rate = _shape_rate(collapsed, True, trials, 42)
+    assert rate >= 0.80, rate
+
+
+def test_the_shape_warning_exists_at_three_seeds():
+    from benchlab.stats.compare import shape_warning
+
+    note = shape_warning(np.array([0.70, 0.71, 0.69]), np.array([0.80, 0.81, 0.10]), True, None, None, 0.05)
+    assert note is not None and "3 seeds" in note
+    assert shape_warning(np.array([0.70, 0.71, 0.69]), np.array([0.80, 0.83, 0.77]), True, None, None, 0.05) is None

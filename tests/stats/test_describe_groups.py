@@ -51,3 +51,23 @@ def test_one_seed_has_no_spread_and_a_group_of_only_nan_is_left_out():
     (row,) = out.to_dict("records")
     assert row["config"] == "one" and row["n"] == 1
     assert all(np.isnan(row[k]) for k in ("std", "ci_low", "ci_high"))
+
+
+def test_configs_a_paired_test_separates_are_never_ranked_tied():
+    from benchlab.stats import analyze
+
+    # Seed-to-seed spread shared by both configs (an easy and a hard seed for everyone), and a
+    # steady gain of 0.02: each config's own t interval is wide and they overlap, while the
+    # paired t-test on the differences is decisive.
+    seeds = np.array([0.2, 0.5, 0.8, 0.35, 0.65, 0.45, 0.55, 0.3])
+    gain = 0.02 + np.array([0.001, -0.001, 0.0005, -0.0005, 0.0, 0.001, -0.001, 0.0])
+    rows = [("t", "a", s, v) for s, v in enumerate(seeds)] + [("t", "b", s, v) for s, v in enumerate(seeds + gain)]
+    table = pd.DataFrame(rows, columns=["task", "config", "seed", "value"])
+    assert sps.ttest_rel(seeds + gain, seeds).pvalue < 1e-6  # by scipy: far below 0.05
+    lo_b = sps.t.interval(0.95, 7, loc=(seeds + gain).mean(), scale=sps.sem(seeds + gain))[0]
+    assert lo_b < seeds.mean() + 0.01  # the intervals overlap: the old rule called them tied
+    groups = describe_groups(table.assign(metric="value"))
+    ranked = dict(zip(groups["config"], groups["rank"], strict=True))
+    assert ranked == {"b": 1, "a": 2} and not groups["tied"].any()
+    out = analyze(table, reps=200)
+    assert {r.config: r.rank for r in out.summary} == {"a": 2, "b": 1}

@@ -89,30 +89,35 @@ def test_an_aggregate_of_tasks_whose_runs_never_vary_is_zero_spread_not_a_point_
 
 
 def test_a_verdict_on_few_collapsing_seeds_carries_a_warning_and_one_on_normal_seeds_does_not():
-    # Two of five candidate seeds collapsed: the paired differences have a gap wider than half
-    # their range.
+    # Two of five candidate seeds collapsed: the paired differences fall in two groups.
     base = [-110.0, -104.0, -108.0, -103.0, -106.0]
     cand = [-101.0, -480.0, -99.0, -476.0, -100.0]
     out = analyze(_table({("acrobot", "a"): base, ("acrobot", "b"): cand}), baseline="a", reps=200)
-    assert any("acrobot value b vs a: the verdict rests on 5 seeds" in w and "look bimodal" in w
+    assert any("acrobot value b vs a: the verdict rests on 5 seeds" in w and "fall in two groups" in w
                for w in out.warnings)
-    d = np.array(cand) - np.array(base)
-    gaps = np.diff(np.sort(d))
-    assert gaps.max() > 0.5 * np.ptp(d)  # by hand: the rule the warning states
+    d = np.sort(np.array(cand) - np.array(base))
+    assert np.diff(d).max() / np.ptp(d) > 0.95  # by hand: 368 of a range of 386
     steady = analyze(_table({("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49, 0.515],
                              ("t", "b"): [0.53, 0.545, 0.54, 0.56, 0.52, 0.55]}),
                      baseline="a", reps=200)
-    assert not any("rests on" in w for w in steady.warnings)
+    assert not any("the verdict rests on" in w for w in steady.warnings)
 
 
-def test_the_skewness_rule_is_scipys_bias_corrected_skewness():
+def test_the_outlier_rule_is_grubbs_critical_value_from_scipys_t_quantile():
+    from benchlab.stats.compare import grubbs_critical
     from benchlab.stats.table import shape_caveat
 
-    skewed = np.array([1.0, 1.05, 1.1, 1.2, 1.4, 1.7, 2.2, 3.0])
-    assert np.diff(skewed).max() < 0.5 * np.ptp(skewed)  # no gap: not bimodal by the rule
-    assert sps.skew(skewed, bias=False) > 1
-    note = shape_caveat(np.zeros(8), skewed, True, None, None, 0.05)
-    assert note is not None and f"sample skewness {sps.skew(skewed, bias=False):.2g}" in note
+    # Grubbs' two-sided table at alpha 0.05: 1.715 for n = 5, 2.290 for n = 10 (Grubbs 1969).
+    assert grubbs_critical(5, 0.05) == pytest.approx(1.715, abs=1e-3)
+    assert grubbs_critical(10, 0.05) == pytest.approx(2.290, abs=1e-3)
+    t = sps.t.isf(0.01 / 16, 6)
+    assert grubbs_critical(8, 0.01) == pytest.approx(7 / np.sqrt(8) * np.sqrt(t * t / (6 + t * t)))
+    # One candidate seed of eight collapsed against a stable baseline: flagged, G named.
+    cand = np.array([0.80, 0.82, 0.79, 0.81, 0.80, 0.10, 0.83, 0.78])
+    note = shape_caveat(np.full(8, 0.71) + np.linspace(0, 0.01, 8), cand, True, None, None, 0.05)
+    d = cand - (np.full(8, 0.71) + np.linspace(0, 0.01, 8))
+    g = np.max(np.abs(d - d.mean())) / d.std(ddof=1)
+    assert note is not None and f"Grubbs' G = {g:.3g}" in note
 
 
 def test_a_per_task_range_bounds_every_interval_of_that_task_and_the_aggregate():
@@ -137,3 +142,54 @@ def test_a_per_task_range_bounds_every_interval_of_that_task_and_the_aggregate()
     both = analyze_seeds(df, baseline="a", reps=500, ranges={"acrobot/value": (-500.0, 0.0)})
     cart = both.summary_of("cartpole", "a", "value")
     assert cart is not None and cart.ci_method is not None and "cut" not in cart.ci_method
+
+
+def test_a_bootstrap_t_interval_reaching_past_the_range_is_null_not_the_whole_range():
+    # Acrobot returns in [-500, 0], one of five candidate seeds collapsed: the bootstrap-t's
+    # resamples explode and, cut at the range, the interval was [-500, ...], the range's end.
+    rows = {("acrobot", "a"): [-98.0, -99.0, -97.0, -101.0, -96.0],
+            ("acrobot", "b"): [-100.0, -95.0, -480.0, -90.0, -105.0]}
+    out = analyze_seeds(_table(rows), baseline="a", reps=2_000, ranges={"value": (-500.0, 0.0)})
+    b = next(r for r in out.summary if r.config == "b")
+    assert (b.boot_ci_low, b.boot_ci_high) == (None, None)
+    assert any("acrobot/b value: the bootstrap-t interval" in w and "null, not cut" in w for w in out.warnings)
+    cmp = out.comparisons[0]
+    assert cmp.diff_boot_ci_low is None and cmp.diff_boot_ci_high is None
+    # The one-task aggregate (a bootstrap-t at 5 runs) likewise: null, not [-500, ...].
+    agg = next(r for r in out.aggregate if r.config == "b")
+    assert (agg.mean.ci_low, agg.mean.ci_high) == (None, None)
+    assert any("aggregate (b): mean: the interval" in w and "null, not cut" in w for w in out.warnings)
+    # The t interval of b, by scipy, reaches above 0: shown cut there, and the warning marks that end.
+    x = np.array(rows[("acrobot", "b")])
+    low, high = sps.t.interval(0.95, 4, loc=x.mean(), scale=sps.sem(x))
+    assert high > 0 and (b.ci_low, b.ci_high) == (pytest.approx(low), 0.0)
+    assert any("acrobot/b value: the t interval" in w and "upper end 0 is the range's" in w for w in out.warnings)
+
+
+def test_an_interval_inside_the_range_is_left_alone_without_a_warning():
+    rows = {("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49, 0.515], ("t", "b"): [0.53, 0.545, 0.54, 0.56, 0.52, 0.55]}
+    out = analyze_seeds(_table(rows), baseline="a", reps=500, ranges={"value": (0.0, 1.0)})
+    assert not any("reaches past the range" in w for w in out.warnings)
+    assert all(r.boot_ci_low is not None for r in out.summary)
+
+
+def test_a_significant_verdict_on_few_seeds_says_it_rests_on_normal_theory():
+    rows = {("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49], ("t", "b"): [0.60, 0.63, 0.60, 0.64, 0.58]}
+    out = analyze(_table(rows), baseline="a", reps=200)
+    assert out.comparisons[0].significant is True
+    assert any("t value b vs a: significant by the paired t test on 5 seeds" in w and "declare the metric's range" in w
+               for w in out.warnings)
+    # With the range [0, 1] the range-based test cannot confirm 5 seeds (p = 2 / capital, by its formula).
+    ranged = analyze(_table(rows), baseline="a", reps=200, ranges={"value": (0.0, 1.0)})
+    assert any("a test valid for any distribution in the metric's range gives p =" in w for w in ranged.warnings)
+
+
+def test_a_verdict_the_range_based_test_confirms_carries_no_normal_theory_warning():
+    # Ten seeds of an accuracy up from 0.05 to 0.95: the range-based test confirms the t-test
+    # (each seed multiplies its capital by about 1 + 1.5 x 0.45; 1.675^10 = 174, p = 2/174).
+    rng = np.random.default_rng(4)
+    base = rng.normal(0.05, 0.005, 10)
+    few = {("t", "a"): base.tolist(), ("t", "b"): (base + 0.9 + rng.normal(0, 0.005, 10)).tolist()}
+    out = analyze(_table(few), baseline="a", reps=200, ranges={"value": (0.0, 1.0)})
+    assert out.comparisons[0].significant is True
+    assert not any("significant by the paired t test" in w for w in out.warnings)

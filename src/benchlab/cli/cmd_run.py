@@ -369,10 +369,13 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
     options = backend_options(backend, jobs, ray_address, shared_fs, slurm)
     looks = ", ".join(map(str, design.sizes))
     out.print(f"results: {escape(str(folder))}", highlight=False)
-    out.print(f"until decided: looks at {looks} seeds, {design.spending} α-spending, α = {design.alpha:g} over "
+    how = "betting confidence sequences" if design.method == "betting" else f"{design.spending} α-spending"
+    out.print(f"until decided: looks at {looks} seeds, {how}, α = {design.alpha:g} over "
               f"the {design.pairs} comparison(s) with {escape(str(spec.baseline))} "
               f"(Bonferroni: {design.pair_alpha:.3g} each)"
               + (f", equivalence margin ±{design.margin:g}" if design.margin is not None else ""), highlight=False)
+    out.print(("" if design.method == "betting" else "[yellow]warning:[/] ")
+              + f"the error rate rests on {escape(design.guarantee)}", highlight=False)
 
     def run_look(sweep: Any, state: Any) -> Any:
         if state is not None and state.open:

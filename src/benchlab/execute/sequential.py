@@ -11,10 +11,18 @@ comparison at look ``k`` uses the first ``n_k`` seeds of that sequence, the same
 candidate and the baseline (the baseline gets a seed wherever any candidate of the task still
 needs it).
 
+Which method decides depends on what is known of the primary metric. With a range (declared
+in the spec, per metric or per task, or known, like an accuracy's [0, 1]; see
+:mod:`benchlab.stats.ranges`) each pair is decided by betting confidence sequences
+(:func:`benchlab.stats.sequential.decide_betting`), whose error rate holds for any distribution
+in the range. Without one, by the group-sequential t design, whose guarantee rests on the paired
+differences being close to normal: the design says so (``guarantee``), and so does the run.
+
 The error rate ``alpha`` is the familywise one, over every (task, candidate) pair of the sweep:
-each pair's boundaries are computed at ``alpha / pairs`` (Bonferroni), so that the repeated
-intervals of all pairs hold at every look at once with probability ``1 − alpha``, and the chance
-that any decision of the sweep is wrong stays at most ``alpha``.
+each pair's boundaries (or its betting threshold ``2 pairs / alpha``) are computed at
+``alpha / pairs`` (Bonferroni), so that the intervals of all pairs hold at every look at once
+with probability ``1 − alpha``, and the chance that any decision of the sweep is wrong stays at
+most ``alpha``.
 """
 
 from __future__ import annotations
@@ -61,18 +69,42 @@ class Design:
     spending: str
     margin: float | None
     pairs: int = 1  # (task, candidate) comparisons that share alpha
+    #: Per task, the width ``b − a`` of the primary metric's range there (betting), or None
+    #: (no range known: the group-sequential t design). Empty: every task without a range.
+    widths: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def pair_alpha(self) -> float:
         """Each pair's share of ``alpha`` (Bonferroni): what its boundaries spend."""
         return self.alpha / self.pairs
 
+    def method_of(self, task: str) -> str:
+        """:data:`~benchlab.stats.sequential.BETTING` where the task's range is known, else
+        :data:`~benchlab.stats.sequential.NORMAL_THEORY`."""
+        return seq.BETTING if self.widths.get(task) is not None else seq.NORMAL_THEORY
+
+    @property
+    def method(self) -> str:
+        """The method of every task, or ``"mixed"`` when some tasks have a range and some not."""
+        methods = {self.method_of(t) for t in self.widths} or {seq.NORMAL_THEORY}
+        return methods.pop() if len(methods) == 1 else "mixed"
+
+    @property
+    def guarantee(self) -> str:
+        """What the error guarantee rests on, in words (for the run's output and ``--json``)."""
+        if self.method != "mixed":
+            return seq.GUARANTEES[self.method]
+        unbounded = [t for t in self.widths if self.widths[t] is None]
+        return (f"{seq.GUARANTEES[seq.BETTING]}; but task(s) {', '.join(unbounded)} have no range for the "
+                f"primary metric and use {seq.GUARANTEES[seq.NORMAL_THEORY]}")
+
     def record(self) -> SequentialDesignRecord:
         """The design as the ledger and ``--json`` keep it."""
         return SequentialDesignRecord(
             alpha=self.alpha, pairs=self.pairs, pair_alpha=self.pair_alpha, correction="bonferroni",
             spending=self.spending, margin=self.margin, looks=tuple(self.sizes),
-            bounds=tuple(round(b, 6) if math.isfinite(b) else None for b in self.bounds))
+            bounds=tuple(round(b, 6) if math.isfinite(b) else None for b in self.bounds),
+            method=self.method, guarantee=self.guarantee)
 
     def to_json(self) -> JsonObject:
         return self.record().to_json()
@@ -163,7 +195,21 @@ def make_design(spec: Spec, max_seeds: int | None = None, batch: int | None = No
     sizes = seq.look_sizes(first, batch, max_seeds)
     pairs = len(spec.tasks) * (len(spec.configs) - 1)
     bounds = seq.boundaries(np.asarray(sizes, dtype=float) / max_seeds, alpha / pairs, spending)
-    return Design(seeds, sizes, [float(b) for b in bounds], alpha, spending, margin, pairs)
+    return Design(seeds, sizes, [float(b) for b in bounds], alpha, spending, margin, pairs, primary_widths(spec))
+
+
+def primary_widths(spec: Spec) -> dict[str, float | None]:
+    """Per task, the width of the primary metric's range there: the task's own ``range`` for it,
+    else the metric's declared one, else one known from its source (an accuracy), else None."""
+    from benchlab.stats.ranges import metric_ranges
+
+    ranges = metric_ranges(spec.model_dump(mode="json", by_alias=True))
+    name = spec.metrics.primary.name
+    out: dict[str, float | None] = {}
+    for task in spec.tasks:
+        bounds = ranges.get(f"{task.name}/{name}", ranges.get(name))
+        out[task.name] = None if bounds is None else float(bounds[1] - bounds[0])
+    return out
 
 
 def all_runs(spec: Spec, design: Design) -> list[Run]:
@@ -220,7 +266,16 @@ def _replay_pair(task: str, config: str, base: np.ndarray, cand: np.ndarray, don
             return PairState(task, config, last.seeds, size, OPEN, last.mean, last.low, last.high, last.failed)
         diffs = sign * (cand[:size] - base[:size])
         magnitude = np.nanmax(np.abs(np.concatenate([base[:size], cand[:size]])), initial=0.0)
-        look = seq.decide_look(diffs[None, :], bound, design.margin, np.array([magnitude]))
+        width = design.widths.get(task)
+        if width is not None:
+            try:
+                look = seq.decide_betting(diffs[None, :], width, design.pair_alpha, design.margin,
+                                          np.array([magnitude]))
+            except ValueError as exc:  # a value outside the declared range voids the guarantee
+                raise UserError(f"{task}: {config} vs the baseline: {exc}; fix the spec's range for the "
+                                "primary metric") from None
+        else:
+            look = seq.decide_look(diffs[None, :], bound, design.margin, np.array([magnitude]))
         code = int(look.decision[0])
         # Report the difference in the metric's own direction (candidate − baseline).
         mean, low, high = (sign * float(x) if np.isfinite(x) else None

@@ -437,17 +437,25 @@ class SequentialDesignRecord:
     margin: float | None = None
     looks: tuple[int, ...] = ()
     bounds: tuple[float | None, ...] = ()
+    #: "betting" (a bounded metric), "normal-theory" or "mixed"; None in a ledger written before.
+    method: str | None = None
+    #: What the error guarantee rests on, in words.
+    guarantee: str | None = None
 
     def to_json(self) -> JsonObject:
-        return {"alpha": self.alpha, "pairs": self.pairs, "pair_alpha": self.pair_alpha,
-                "correction": self.correction, "spending": self.spending, "margin": self.margin,
-                "looks": list(self.looks), "bounds": list(self.bounds)}
+        out: JsonObject = {"alpha": self.alpha, "pairs": self.pairs, "pair_alpha": self.pair_alpha,
+                           "correction": self.correction, "spending": self.spending, "margin": self.margin,
+                           "looks": list(self.looks), "bounds": list(self.bounds)}
+        # A record written before the method was recorded is written back as it was.
+        if self.method is not None:
+            out.update(method=self.method, guarantee=self.guarantee)
+        return out
 
     @classmethod
     def from_json(cls, data: JsonObject) -> SequentialDesignRecord:
         return cls(data.get("alpha"), data.get("pairs"), data.get("pair_alpha"), data.get("correction"),
                    data.get("spending"), data.get("margin"), tuple(data.get("looks") or ()),
-                   tuple(data.get("bounds") or ()))
+                   tuple(data.get("bounds") or ()), data.get("method"), data.get("guarantee"))
 
 
 @dataclass(frozen=True)

@@ -319,6 +319,31 @@ def bound_interval(
             None if high is None else max(min(high, hi), lo))
 
 
+def _bound_or_drop(low: float | None, high: float | None, bounds: tuple[float, float], bootstrap: bool,
+                   name: str, warnings: list[str]) -> tuple[float | None, float | None]:
+    """An interval kept inside ``bounds``, with a warning whenever that changed it.
+
+    A bootstrap-t interval reaching past the range is null: at a few seeds its studentized
+    resamples explode (a resample repeating one value has no spread), and cut at the range it
+    became the whole range, an "interval" that says nothing. A t interval reaching past it is cut
+    there, and the warning names the end that is the range's, not the interval's.
+    """
+    if low is None or high is None:
+        return low, high
+    lo, hi = bounds
+    if low >= lo and high <= hi:
+        return low, high
+    if bootstrap:
+        warnings.append(f"{name}: the bootstrap-t interval [{low:.4g}, {high:.4g}] reaches past the range "
+                        f"[{lo:g}, {hi:g}] (its resamples exploded at these few seeds): null, not cut at the "
+                        "range; the t interval stands")
+        return None, None
+    ends = [e for e, past in ((f"lower end {lo:g}", low < lo), (f"upper end {hi:g}", high > hi)) if past]
+    warnings.append(f"{name}: the t interval [{low:.4g}, {high:.4g}] reaches past the range [{lo:g}, {hi:g}]; "
+                    f"shown cut there: its {' and '.join(ends)} is the range's, not the interval's")
+    return bound_interval(low, high, bounds)
+
+
 def analyze_seeds(
     df: pd.DataFrame | RunValues,
     *,
@@ -415,7 +440,17 @@ def _bound_aggregates(result: Analysis, ranges: Mapping[str, tuple[float, float]
     for row in result.aggregate:
         for name in ("iqm", "median", "mean", "optimality_gap"):
             e = row.estimate(name)
-            lo, hi = bound_interval(e.ci_low, e.ci_high, gap if name == "optimality_gap" else (bottom, top))
+            bounds = gap if name == "optimality_gap" else (bottom, top)
+            if e.ci_low is not None and e.ci_high is not None and (e.ci_low < bounds[0] or e.ci_high > bounds[1]):
+                # Resampled values stay inside the range, so only an exploded studentized interval
+                # leaves it: cut at the range it would be the range's ends, which says nothing.
+                result.warnings.append(
+                    f"aggregate ({row.config}): {name}: the interval [{e.ci_low:.4g}, {e.ci_high:.4g}] reaches past "
+                    f"what the range allows [{bounds[0]:.4g}, {bounds[1]:.4g}] (a bootstrap-t whose resamples "
+                    "exploded at these few runs): null, not cut at the range")
+                setattr(row, name, Estimate(e.value, None, None))
+                continue
+            lo, hi = bound_interval(e.ci_low, e.ci_high, bounds)
             setattr(row, name, Estimate(e.value, lo, hi))
 
 
@@ -482,8 +517,10 @@ def _annotate_summary(result: Analysis, acc: Accounting,
         bounds = range_of(ranges, r.task, r.metric)
         method = T_METHOD if named in ("", "student-t") else named
         if bounds is not None:
-            r.ci_low, r.ci_high = bound_interval(r.ci_low, r.ci_high, bounds)
-            r.boot_ci_low, r.boot_ci_high = bound_interval(r.boot_ci_low, r.boot_ci_high, bounds)
+            name = f"{r.task}/{r.config} {r.metric}"
+            r.ci_low, r.ci_high = _bound_or_drop(r.ci_low, r.ci_high, bounds, False, name, result.warnings)
+            r.boot_ci_low, r.boot_ci_high = _bound_or_drop(r.boot_ci_low, r.boot_ci_high, bounds, True, name,
+                                                           result.warnings)
             method += f", cut at the range [{bounds[0]:g}, {bounds[1]:g}]"
         r.seeds = RowSeeds(
             planned=own.planned if own else r.n,
@@ -515,9 +552,11 @@ def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | Non
         if bounds is not None:
             # c̄ - b̄ of values in [low, high] lies in [low - high, high - low].
             span = (bounds[0] - bounds[1], bounds[1] - bounds[0])
-            r.diff_ci_low, r.diff_ci_high = bound_interval(r.diff_ci_low, r.diff_ci_high, span)
-            r.diff_boot_ci_low, r.diff_boot_ci_high = bound_interval(
-                r.diff_boot_ci_low, r.diff_boot_ci_high, span)
+            name = f"{r.task} {r.metric} {r.candidate} vs {r.baseline}"
+            r.diff_ci_low, r.diff_ci_high = _bound_or_drop(r.diff_ci_low, r.diff_ci_high, span, False, name,
+                                                           result.warnings)
+            r.diff_boot_ci_low, r.diff_boot_ci_high = _bound_or_drop(
+                r.diff_boot_ci_low, r.diff_boot_ci_high, span, True, name, result.warnings)
         base = acc.counts.get((r.task, r.baseline, r.metric))
         cand = acc.counts.get((r.task, r.candidate, r.metric))
         losses = [x for x in (acc.loss(r.task, r.baseline, r.metric),

@@ -178,6 +178,7 @@ def rank(
     ci_low: Sequence[float | None],
     ci_high: Sequence[float | None],
     goal: Goal = "max",
+    separated: Sequence[bool] | None = None,
 ) -> list[int | None]:
     """Rank configs by mean, best first, with ties to the best where CIs overlap.
 
@@ -191,7 +192,10 @@ def rank(
         configs with a strictly better mean (the ``min`` method: configs whose means
         are equal, up to rounding, share a rank whatever the input order). ``None``
         where the mean is undefined. A config without an interval (n=1) is never
-        counted as tied through its interval.
+        counted as tied through its interval. ``separated[i]`` True: the comparison of config
+        ``i`` with the best one (paired by seed where they share seeds) is significant, so it is
+        not tied whatever its interval (paired seeds can separate configs whose own intervals
+        overlap: a paired p of 9e-7 beside "tied" contradicted itself).
     """
     if goal not in ("max", "min"):
         raise ValueError(f"goal must be 'max' or 'min', got {goal!r}")
@@ -214,8 +218,36 @@ def rank(
             and float(lo) <= float(b_hi)  # type: ignore[arg-type]
             and float(b_lo) <= float(hi)  # type: ignore[arg-type]
         )
-        ranks[i] = 1 if (i == best or overlaps) else int(position)
+        apart = separated is not None and bool(separated[i])
+        ranks[i] = 1 if (i == best or (overlaps and not apart)) else int(position)
     return ranks
+
+
+def separated_from_best(configs: Sequence[str], means: Sequence[float | None],
+                        values: Mapping[str, Mapping[object, float]], goal: Goal = "max",
+                        alpha: float = 0.05) -> list[bool]:
+    """For each config, whether its comparison with the best-mean config is significant at ``alpha``
+    (the deciding test of :func:`benchlab.stats.compare.compare`: paired by seed where most seeds
+    are shared, else Welch): what :func:`rank` needs so that "tied" never contradicts the tests.
+    ``values``: ``{config: {seed: value}}``."""
+    from benchlab.stats.compare import compare, shared_seeds
+
+    defined = [i for i, m in enumerate(means) if m is not None and np.isfinite(m)]
+    out = [False] * len(configs)
+    if not defined:
+        return out
+    best = (max if goal == "max" else min)(defined, key=lambda i: float(means[i]))  # type: ignore[arg-type]
+    base = values.get(configs[best], {})
+    for i, config in enumerate(configs):
+        other = values.get(config, {})
+        if i == best or not base or not other:
+            continue
+        paired, common = shared_seeds(list(base), list(other))
+        b = np.array([base[s] for s in common] if paired else list(base.values()), dtype=float)
+        c = np.array([other[s] for s in common] if paired else list(other.values()), dtype=float)
+        p = compare(b, c, paired, goal, reps=0).pvalue
+        out[i] = p is not None and p < alpha
+    return out
 
 
 def describe_groups(
@@ -259,11 +291,19 @@ def describe_groups(
     groups: dict[tuple[object, object], list[int]] = {}
     for i, r in enumerate(rows):
         groups.setdefault((r["task"], r["metric"]), []).append(i)
-    for (_, metric), idx in groups.items():
+    seeded = "seed" in table.columns
+    for (task, metric), idx in groups.items():
         g = goal if isinstance(goal, str) else goal.get(str(metric), "max")
         means = [rows[i]["mean"] for i in idx]
+        separated = None
+        if seeded:
+            sub = table[(table["task"] == task) & (table["metric"] == metric)]
+            by_config = {str(c): dict(zip(grp["seed"].tolist(), grp["value"].tolist(), strict=True))
+                         for c, grp in sub.groupby("config", sort=False)}
+            separated = separated_from_best([str(rows[i]["config"]) for i in idx], means,  # type: ignore[arg-type]
+                                            by_config, g)
         ranked = rank(means, [rows[i]["ci_low"] for i in idx],  # type: ignore[arg-type,misc]
-                      [rows[i]["ci_high"] for i in idx], g)  # type: ignore[arg-type,misc]
+                      [rows[i]["ci_high"] for i in idx], g, separated)  # type: ignore[arg-type,misc]
         alone = rank(means, [None] * len(idx), [None] * len(idx), g)  # type: ignore[arg-type]
         for i, a, b in zip(idx, ranked, alone, strict=True):
             by_ci[i], by_mean[i] = a, b
@@ -277,4 +317,4 @@ def describe_groups(
 
 
 __all__ = ["Description", "Goal", "describe", "describe_groups", "is_high_variance", "median_member",
-           "normal_interval", "rank", "t_interval"]
+           "normal_interval", "rank", "separated_from_best", "t_interval"]

@@ -26,6 +26,37 @@ wrong with probability at most α: *positive* (the interval is above 0), *negati
 (below 0), or *equivalent* (inside ``(−margin, margin)``). A comparison that reaches its
 last look without one of those stays *open* (undecided at the seed cap).
 
+That guarantee rests on the paired differences being close to normal. On the field's data
+they are not: a candidate whose seeds sometimes collapse (a fifth of RL seeds never learn)
+against a stable baseline of the same mean shows, at the first looks, mostly seeds without a
+collapse, and the t-based intervals decided falsely in 14–66% of sweeps of 1–20 pairs. No
+method can hold α for every distribution of an unbounded metric from a few seeds; for a
+metric with a known range it can, by betting (Waudby-Smith & Ramdas 2024, "Estimating means
+of bounded random variables by betting", JRSS-B):
+
+- the paired difference of a metric in ``[a, b]`` lies in ``[a − b, b − a]``; rescaled,
+  ``y = (d + w) / 2w ∈ [0, 1]`` with ``w = b − a``, and a mean difference ``m`` is
+  ``m' = (m + w) / 2w``;
+- a gambler who bets ``λ_i`` on ``y_i > m'`` has capital ``K⁺_t(m') = ∏_{i≤t} (1 + λ_i (y_i − m'))``,
+  and one who bets against it ``K⁻_t(m') = ∏ (1 − λ_i (y_i − m'))``. With ``λ_i`` chosen from
+  seeds ``1..i−1`` only (predictable) and ``0 ≤ λ_i ≤ 1``, each is a non-negative
+  supermartingale when the true mean is on the bettor's losing side, so by Ville's
+  inequality ``P(sup_t K⁺_t(m') ≥ 2/α) ≤ α/2`` when the mean is ``≤ m``, *whatever the
+  distribution in the range*;
+- the bets are the paper's predictable plug-in ``λ_i = √(2 log(2/α) / (σ̂²_{i−1} · i · log(1 + i)))``
+  with ``σ̂²_i = (1/4 + Σ_{j≤i} (y_j − μ̂_j)²) / (i + 1)``, ``μ̂_i = (1/2 + Σ_{j≤i} y_j) / (i + 1)``,
+  truncated at 3/2 (the paper's ``c = 3/4`` at ``m' = ½``, where a difference of 0 sits).
+  They do not depend on ``m'``, so ``K⁺`` falls and ``K⁻`` rises with ``m'``; every factor
+  stays non-negative where each is used, ``K⁺`` on ``m' ≤ 2/3`` and ``K⁻`` on ``m' ≥ 1/3``
+  (the interval's ends are taken there; a lower end above ``2/3`` is shown as ``2/3``, which
+  only widens it). The set of means not rejected, ``{m : sup K⁺(m) < 2/α and sup K⁻(m) < 2/α}``,
+  is then an interval (the *confidence sequence*), and a pair is *positive* when
+  ``sup K⁺(0) ≥ 2/α``, *negative* when ``sup K⁻(0) ≥ 2/α``, *equivalent* when ``sup K⁺(−margin)``
+  and ``sup K⁻(margin)`` both are.
+
+Each wrong decision needs a capital process that is a supermartingale under the truth to
+reach ``2/α``, so a pair's chance of any wrong decision is at most α, at any stopping rule.
+
 Every function is pure (arrays in, arrays out). Shapes are stated as ``comparisons × seeds``.
 """
 
@@ -40,12 +71,28 @@ from benchlab.stats.tolerance import negligible_mask
 
 SPENDINGS = ("obrien-fleming", "pocock")
 
+#: The two methods: betting confidence sequences for a bounded metric, valid for any
+#: distribution in its range; the group-sequential t design for an unbounded one.
+BETTING, NORMAL_THEORY = "betting", "normal-theory"
+#: What each method's error guarantee rests on, in words (printed by ``run --until-decided``).
+GUARANTEES = {
+    BETTING: "betting confidence sequences on the paired differences, bounded by the metric's range: "
+             "the error rate holds for any distribution in that range (no normality assumed)",
+    NORMAL_THEORY: "group-sequential t intervals: the error rate holds only if the paired differences are "
+                   "close to normal; with seeds that collapse or skewed values it was measured far above "
+                   "alpha (docs/statistics.md); declare the metric's range to get a guarantee that does "
+                   "not rest on normality",
+}
+
 # Decision codes of :func:`decide_look` (ints so that thousands of simulated trials stay one array).
 OPEN, POSITIVE, NEGATIVE, EQUIVALENT, DEGENERATE = 0, 1, 2, 3, 4
 DECISIONS = {OPEN: "open", POSITIVE: "positive", NEGATIVE: "negative", EQUIVALENT: "equivalent",
              DEGENERATE: "degenerate"}
 
 _GRID_POINTS = 801
+#: The largest bet: 3/2 keeps 1 + λ(y − m') ≥ 0 for y in [0, 1] while m' ≤ 2/3 (and 1 − λ(y − m')
+#: while m' ≥ 1/3), the parts of the scale where K⁺ and K⁻ are used.
+_MOST_BET = 1.5
 
 
 def look_sizes(first: int, batch: int, most: int) -> list[int]:
@@ -188,5 +235,149 @@ def run_design(diffs: np.ndarray, sizes: list[int], bounds: np.ndarray,
     return decision, used
 
 
-__all__ = ["DECISIONS", "DEGENERATE", "EQUIVALENT", "NEGATIVE", "OPEN", "POSITIVE", "SPENDINGS", "LookResult",
-           "boundaries", "decide_look", "look_sizes", "run_design", "spent"]
+def _bets(y: np.ndarray, alpha: float) -> np.ndarray:
+    """Predictable plug-in bets ``λ_i`` (module docstring) for ``y`` in [0, 1] (``rows × seeds``,
+    NaN for a missing seed, which gets no bet and does not move the estimates)."""
+    seen = np.isfinite(y)
+    yy = np.where(seen, y, 0.0)
+    count = np.cumsum(seen, axis=1)  # values up to and including i
+    mu = (0.5 + np.cumsum(yy, axis=1)) / (count + 1.0)
+    sq = np.where(seen, (yy - mu) ** 2, 0.0)
+    var = (0.25 + np.cumsum(sq, axis=1)) / (count + 1.0)
+    before = np.concatenate([np.full((y.shape[0], 1), 0.25), var[:, :-1]], axis=1)  # σ̂²_{i−1}
+    i = np.concatenate([np.zeros((y.shape[0], 1)), count[:, :-1]], axis=1) + 1.0  # index of this value
+    lam = np.sqrt(2.0 * np.log(2.0 / alpha) / (before * i * np.log1p(i)))
+    return np.where(seen, np.minimum(lam, _MOST_BET), 0.0)
+
+
+def _log_capital(y: np.ndarray, lam: np.ndarray, m: np.ndarray | float, side: int) -> np.ndarray:
+    """Running maximum over seeds of ``log K⁺(m)`` (side +1) or ``log K⁻(m)`` (side −1):
+    ``rows × seeds``; ``m`` per row (shape ``(rows,)``) or one number."""
+    m = np.asarray(m, dtype=float)
+    m = m[:, None] if m.ndim == 1 else m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = np.log1p(side * lam * (np.where(np.isfinite(y), y, m) - m))
+    return np.maximum.accumulate(np.cumsum(step, axis=1), axis=1)
+
+
+def rescale(diffs: np.ndarray, width: float) -> np.ndarray:
+    """Paired differences of a metric whose range has width ``width`` (``b − a``), mapped from
+    ``[−width, width]`` to [0, 1]; values outside the range are refused (ValueError)."""
+    d = np.asarray(diffs, dtype=float)
+    if not width > 0:
+        raise ValueError(f"the range's width must be positive, got {width}")
+    bad = np.isfinite(d) & (np.abs(d) > width * (1 + 1e-12))
+    if bad.any():
+        raise ValueError(f"a paired difference {float(d[bad][0]):g} is outside [-{width:g}, {width:g}]: "
+                         "a value lies outside the metric's declared range")
+    return np.clip((d + width) / (2.0 * width), 0.0, 1.0)
+
+
+def decide_betting(diffs: np.ndarray, width: float, alpha: float, margin: float | None = None,
+                   magnitude: np.ndarray | None = None) -> LookResult:
+    """Decisions from every seed so far of each comparison, by betting (module docstring).
+
+    ``diffs``: ``comparisons × seeds`` paired differences, in seed order (NaN: no value on a
+    side); ``width``: the metric's range ``b − a``; ``alpha``: this comparison's error rate.
+    ``low``/``high`` is the confidence sequence's interval, running-intersected over the seeds
+    (so it never widens); it is NaN before any seed has a value. Paired differences all zero up
+    to rounding are DEGENERATE (identical runs: nothing to bet on), as in :func:`decide_look`.
+    """
+    d = np.atleast_2d(np.asarray(diffs, dtype=float))
+    y = rescale(d, width)
+    lam = _bets(y, alpha)
+    threshold = np.log(2.0 / alpha)
+    n = np.sum(np.isfinite(d), axis=1)
+    with np.errstate(invalid="ignore"):
+        mean = np.where(n > 0, np.nansum(d, axis=1) / np.maximum(n, 1), np.nan)
+    mag = np.nanmax(np.abs(d), axis=1, initial=0.0) if magnitude is None else np.asarray(magnitude, dtype=float)
+    largest = np.nanmax(np.abs(np.where(np.isfinite(d), d, 0.0)), axis=1, initial=0.0)
+    flat = (n >= 2) & negligible_mask(largest, np.maximum(mag, largest))
+
+    def up(m: np.ndarray | float) -> np.ndarray:  # evidence that the mean is above m' (last seed)
+        return _log_capital(y, lam, m, +1)[:, -1] >= threshold
+
+    def down(m: np.ndarray | float) -> np.ndarray:
+        return _log_capital(y, lam, m, -1)[:, -1] >= threshold
+
+    decision = np.full(n.shape, OPEN)
+    decision[up(0.5)] = POSITIVE
+    decision[down(0.5)] = NEGATIVE
+    if margin is not None:
+        m = margin / (2.0 * width)
+        decision[up(0.5 - m) & down(0.5 + m)] = EQUIVALENT
+    decision[flat] = DEGENERATE
+    low, high = _sequence_ends(y, lam, threshold)
+    defined = n > 0
+    return LookResult(decision, n, mean, np.where(defined, low * 2 * width - width, np.nan),
+                      np.where(defined, high * 2 * width - width, np.nan))
+
+
+def _sequence_ends(y: np.ndarray, lam: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """The confidence sequence's ends on the [0, 1] scale, by bisection: the largest ``m'`` that
+    ``K⁺`` still rejects (running maximum: the running intersection) and the smallest ``K⁻`` does."""
+    rows = y.shape[0]
+    ends = []
+    for side in (+1, -1):
+        lo, hi = (np.zeros(rows), np.full(rows, 2 / 3)) if side > 0 else (np.full(rows, 1 / 3), np.ones(rows))
+        for _ in range(50):
+            mid = (lo + hi) / 2
+            rejected = _log_capital(y, lam, mid, side)[:, -1] >= threshold
+            # K⁺ rejects every m' below its end; K⁻ every m' above its end.
+            if side > 0:
+                lo, hi = np.where(rejected, mid, lo), np.where(rejected, hi, mid)
+            else:
+                lo, hi = np.where(rejected, lo, mid), np.where(rejected, mid, hi)
+        ends.append(lo if side > 0 else hi)
+    return ends[0], ends[1]
+
+
+def betting_pvalue(diffs: np.ndarray, width: float, tuning_alpha: float = 0.05) -> float:
+    """A p-value of "mean paired difference 0" valid for any distribution of differences in
+    ``[−width, width]`` (a metric in a range of that width), at a fixed number of seeds too:
+    ``min(1, 2 / max(sup_t K⁺_t, sup_t K⁻_t))`` at ``m = 0`` (module docstring). Ville's inequality
+    bounds each capital's chance of reaching ``2/α`` by ``α/2``, so ``P(p ≤ α) ≤ α``.
+    ``tuning_alpha`` only shapes the bets; any value keeps the guarantee. 1 with no finite value."""
+    d = np.asarray(diffs, dtype=float)[None, :]
+    y = rescale(d, width)
+    if not np.isfinite(y).any():
+        return 1.0
+    lam = _bets(y, tuning_alpha)
+    top = max(float(_log_capital(y, lam, 0.5, +1)[0, -1]), float(_log_capital(y, lam, 0.5, -1)[0, -1]))
+    return float(min(1.0, 2.0 * np.exp(-top)))
+
+
+def run_betting_design(diffs: np.ndarray, sizes: list[int], width: float, alpha: float,
+                       margin: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`run_design` for the betting method: each comparison (``comparisons × sizes[-1]``
+    differences, all there) decided at the first look where its capital reached ``2/alpha``;
+    returns (decision, seeds used). For simulations: no interval is computed."""
+    d = np.atleast_2d(np.asarray(diffs, dtype=float))
+    y = rescale(d, width)
+    lam = _bets(y, alpha)
+    threshold = np.log(2.0 / alpha)
+    pos = _log_capital(y, lam, 0.5, +1) >= threshold
+    neg = _log_capital(y, lam, 0.5, -1) >= threshold
+    eq = None
+    if margin is not None:
+        m = margin / (2.0 * width)
+        eq = (_log_capital(y, lam, 0.5 - m, +1) >= threshold) & (_log_capital(y, lam, 0.5 + m, -1) >= threshold)
+    decision = np.full(d.shape[0], OPEN)
+    used = np.full(d.shape[0], sizes[-1])
+    for size in sizes:
+        live = decision == OPEN
+        k = size - 1
+        now = np.full(d.shape[0], OPEN)
+        now[pos[:, k]] = POSITIVE
+        now[neg[:, k]] = NEGATIVE
+        if eq is not None:
+            now[eq[:, k]] = EQUIVALENT
+        hit = live & (now != OPEN)
+        decision[hit] = now[hit]
+        used[hit] = size
+    return decision, used
+
+
+__all__ = ["BETTING", "DECISIONS", "DEGENERATE", "EQUIVALENT", "GUARANTEES", "NEGATIVE", "NORMAL_THEORY", "OPEN",
+           "POSITIVE", "SPENDINGS", "LookResult", "betting_pvalue", "boundaries", "decide_betting", "decide_look",
+           "look_sizes", "rescale", "run_betting_design", "run_design", "spent"]
