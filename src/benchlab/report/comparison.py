@@ -145,8 +145,14 @@ def _compare_questions(folder: Path, *, baseline: str | None, candidate: str, me
         raise DataError(f"--effect: expected a difference > 0 in the metric's units, got {effect}")
     table, notes = read_samples(folder)
     table, pairing = check_pairing(table, drop=drop_changed)
-    result = analyze_questions(table, baseline=baseline, candidates=[candidate], metric=metric, goal=goals,
+    # Every candidate is compared, so that Holm's family is the one `analyze` and the report use
+    # (every task and candidate of the metric); the comparison then keeps the one asked for.
+    result = analyze_questions(table, baseline=baseline, candidates=None, metric=metric, goal=goals,
                                alpha=alpha, effect=effect)
+    have = sorted({r.config for r in result.summary})
+    if candidate not in have:
+        raise DataError(f"no config {candidate!r} in the samples; configs are {', '.join(have)}")
+    result.comparisons = [c for c in result.comparisons if c.candidate == candidate]
     result.warnings[:0] = [*notes, *pairing]
     chosen = goals if isinstance(goals, str) else goals.get(metric or "", "max")
     return Comparison("questions", questions=result, goal=chosen)

@@ -677,13 +677,16 @@ def _normal_theory_caveats(out: list[ComparisonRow], diffs: list[np.ndarray | No
     it (:func:`benchlab.stats.sequential.betting_pvalue`, Holm-adjusted over the metric's
     comparisons like the t-test) confirms the verdict, and then no warning is needed.
     """
-    from benchlab.stats.sequential import betting_pvalue
-
     bounded: list[float | None] = []
     for row, d in zip(out, diffs, strict=True):
         bounds = ranges.get(f"{row.task}/{row.metric}", ranges.get(row.metric))
-        bounded.append(betting_pvalue(d, float(bounds[1] - bounds[0])) if bounds is not None and d is not None
-                       and d.shape[0] else None)
+        if bounds is None or d is None or not d.shape[0]:
+            bounded.append(None)
+            continue
+        # Imported only here: it brings scipy.stats, which a plain analyze of a CSV never loads.
+        from benchlab.stats.sequential import betting_pvalue
+
+        bounded.append(betting_pvalue(d, float(bounds[1] - bounds[0])))
     adjusted: list[float | None] = [None] * len(out)
     for met in dict.fromkeys(r.metric for r in out):
         idx = [i for i, r in enumerate(out) if r.metric == met]
