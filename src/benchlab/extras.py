@@ -33,12 +33,16 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "evals": ("inspect_ai", "lm_eval"),
     # `benchlab import`: each source read with its own tool's package.
     "import": ("mlflow", "wandb", "hydra"),
+    # Launchers the `launcher` backend drives through their command lines (docs/launchers.md); a
+    # spec's commands name them, benchlab imports neither.
+    "dstack": ("dstack",),
+    "skypilot": ("sky",),
 }
 
 #: module -> its pip package, where the two names differ.
 PACKAGES = {"pynvml": "nvidia-ml-py", "sklearn": "scikit-learn", "math_verify": "math-verify",
             "detect_secrets": "detect-secrets", "inspect_ai": "inspect-ai", "lm_eval": "lm-eval",
-            "mlflow": "mlflow-skinny", "hydra": "hydra-core"}
+            "mlflow": "mlflow-skinny", "hydra": "hydra-core", "sky": "skypilot"}
 
 
 def install_hint(extra: str) -> str:
