@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 from benchlab_testing import run_cli
 
@@ -98,9 +99,11 @@ def test_the_score_is_the_seed_mean_and_the_uncertainty_is_over_questions(export
         unc = result["score_details"]["uncertainty"]
         assert unc["num_samples"] == 30
         assert unc["standard_error"]["value"] == pytest.approx(se, rel=1e-9)
-        half = stats.t.ppf(0.975, 29) * se
-        assert unc["confidence_interval"]["lower"] == pytest.approx(per_question.mean() - half, rel=1e-9)
-        assert unc["confidence_interval"]["upper"] == pytest.approx(per_question.mean() + half, rel=1e-9)
+        # right/wrong, one answer a question: the report's interval is Wilson's (statsmodels' here)
+        low, high = proportion_confint(int(per_question.sum()), 30, alpha=0.05, method="wilson")
+        assert unc["confidence_interval"]["lower"] == pytest.approx(low, rel=1e-9)
+        assert unc["confidence_interval"]["upper"] == pytest.approx(high, rel=1e-9)
+        assert unc["confidence_interval"]["method"].startswith("Wilson")
         assert result["score_details"]["details"]["seeds"] == "1"
         assert result["metric_config"]["lower_is_better"] is False
         assert (result["metric_config"]["min_score"], result["metric_config"]["max_score"]) == (0.0, 1.0)

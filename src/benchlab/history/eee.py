@@ -106,7 +106,10 @@ def _question_uncertainty(q: QuestionSummaryRow) -> JsonObject:
     if r.se is not None and math.isfinite(r.se):
         out["standard_error"] = {"value": r.se, "method": f"analytic ({r.se_type})"}
     if _finite(r.ci_low) is not None and _finite(r.ci_high) is not None:
-        method = f"Student t on {r.df} df ({r.se_type})" if r.df is not None else r.se_type
+        if r.ci_method == "t":
+            method = f"Student t on {r.df:g} df ({r.se_type})" if r.df is not None else r.se_type
+        else:  # binary scores: the Wilson score interval, as the report's question-level section shows
+            method = f"{r.ci_method} score interval ({r.se_type})"
         out["confidence_interval"] = {"lower": r.ci_low, "upper": r.ci_high, "confidence_level": 0.95,
                                       "method": method}
     return out
