@@ -173,20 +173,22 @@ def test_planted_secrets_of_every_shape_reach_neither_a_folder_nor_s3(planted, t
     server.start()
     try:
         endpoint = f"http://127.0.0.1:{port}"
+        # A bucket of its own: moto's buckets live as long as the test process, whichever server made them.
         boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
-                     region_name="us-east-1").create_bucket(Bucket="pub")
+                     region_name="us-east-1").create_bucket(Bucket="planted-pub")
         env = {**SHELL, "AWS_ACCESS_KEY_ID": "testing", "AWS_DEFAULT_REGION": "us-east-1",
                "FSSPEC_S3_ENDPOINT_URL": endpoint, "FSSPEC_S3_SECRET": "testing", "FSSPEC_S3_KEY": "testing"}
         # A fresh copy of the planted folder: refused again, nothing uploaded, then published clean.
         again = tmp_path / "again"
         shutil.copytree(planted, again)
         run_cli("report", str(again), check=True)
-        refused = run_cli("export", str(again), "s3://pub/planted", "--public-url", f"{endpoint}/pub/planted/", env=env)
+        public = f"{endpoint}/planted-pub/planted/"
+        refused = run_cli("export", str(again), "s3://planted-pub/planted", "--public-url", public, env=env)
         fs = s3fs.S3FileSystem(key="testing", secret="testing", endpoint_url=endpoint)
-        assert refused.returncode == 2 and fs.find("pub/planted") == []
-        _export_until_clean(again, "s3://pub/planted", env, "--public-url", f"{endpoint}/pub/planted/")
+        assert refused.returncode == 2 and fs.find("planted-pub/planted") == []
+        _export_until_clean(again, "s3://planted-pub/planted", env, "--public-url", public)
         fs.invalidate_cache()
-        keys = fs.find("pub/planted")
+        keys = fs.find("planted-pub/planted")
         objects = {k: fs.cat_file(k) for k in keys}
         assert len(objects) > 10 and _found(objects) == []
         with capsys.disabled():

@@ -171,7 +171,9 @@ def eee_records(table: Results, source: EeeSource | None = None, *, now: float |
                     details["seed_standard_deviation"] = repr(seed_part["standard_deviation"])
             else:
                 uncertainty = _seed_uncertainty(row)
-            results.append(_result(row.task, row.metric, info.goal.get(row.metric, "max"), float(row.mean), rng,
+            score = row.mean
+            assert score is not None  # rows without a finite mean were left out above
+            results.append(_result(row.task, row.metric, info.goal.get(row.metric, "max"), float(score), rng,
                                    uncertainty, details, info.name))
         for q in q_rows:  # the harness's own metrics over questions, beside the spec's
             if any(_same_metric(q.metric, r.metric) and q.task == r.task for r in rows if r.config == config):
