@@ -109,6 +109,15 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+
+def _regex(v: str) -> str:
+    """``v`` if it compiles as a regular expression, else the ValueError the spec reports at its line."""
+    try:
+        re.compile(v)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from None
+    return v
+
 class StateRule(_Section):
     """One rule of ``launcher.states``: where the status command's output matches ``match`` (a
     regular expression, searched), the job is in ``state``. Named groups: ``exit`` (the exit code),
@@ -124,11 +133,7 @@ class StateRule(_Section):
     @field_validator("match")
     @classmethod
     def _compiles(cls, v: str) -> str:
-        try:
-            re.compile(v)
-        except re.error as exc:
-            raise ValueError(f"not a regular expression: {exc}") from None
-        return v
+        return _regex(v)
 
 
 class LauncherSection(_Section):
@@ -183,11 +188,7 @@ class LauncherSection(_Section):
     @field_validator("job_id")
     @classmethod
     def _id_regex(cls, v: str) -> str:
-        try:
-            re.compile(v)
-        except re.error as exc:
-            raise ValueError(f"not a regular expression: {exc}") from None
-        return v
+        return _regex(v)
 
     @model_validator(mode="after")
     def _one_way_to_the_id(self) -> LauncherSection:

@@ -32,6 +32,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from benchlab.secrets import Finding, Fingerprint, scan_text, short_hash
 
@@ -99,6 +100,7 @@ def _scan(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, dep
             return []
         try:
             return opener(name, data, known, budget, depth + 1)
+        # NotImplementedError: zipfile's answer to a compression method it does not know.
         except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, tarfile.TarError, zipfile.BadZipFile,
                 NotImplementedError):
             pass  # not the archive its first bytes suggested (or damaged): scanned as what it is
@@ -182,28 +184,22 @@ def _inner(name: str, suffixes: tuple[str, ...]) -> str:
     return base
 
 
-def _gunzip(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, depth: int) -> list[Finding]:
-    with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
-        inner = _read(fh, budget)
-    if inner is None:
-        return _over(name, budget)
-    return _scan(f"{name}!{_inner(name, ('.gz', '.tgz', '.gzip'))}", inner, known, budget, depth)
+def _stream(open_: Any, suffixes: tuple[str, ...]) -> Any:
+    """An unpacker of a one-file compressed stream (gzip, bzip2, xz), read within the budget."""
+
+    def unpack(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, depth: int) -> list[Finding]:
+        with open_(io.BytesIO(data)) as fh:
+            inner = _read(fh, budget)
+        if inner is None:
+            return _over(name, budget)
+        return _scan(f"{name}!{_inner(name, suffixes)}", inner, known, budget, depth)
+
+    return unpack
 
 
-def _bunzip(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, depth: int) -> list[Finding]:
-    with bz2.BZ2File(io.BytesIO(data)) as fh:
-        inner = _read(fh, budget)
-    if inner is None:
-        return _over(name, budget)
-    return _scan(f"{name}!{_inner(name, ('.bz2', '.tbz2'))}", inner, known, budget, depth)
-
-
-def _unxz(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, depth: int) -> list[Finding]:
-    with lzma.LZMAFile(io.BytesIO(data)) as fh:
-        inner = _read(fh, budget)
-    if inner is None:
-        return _over(name, budget)
-    return _scan(f"{name}!{_inner(name, ('.xz', '.txz'))}", inner, known, budget, depth)
+_gunzip = _stream(lambda f: gzip.GzipFile(fileobj=f), (".gz", ".tgz", ".gzip"))
+_bunzip = _stream(bz2.BZ2File, (".bz2", ".tbz2"))
+_unxz = _stream(lzma.LZMAFile, (".xz", ".txz"))
 
 
 def _unzip(name: str, data: bytes, known: list[Fingerprint], budget: _Budget, depth: int) -> list[Finding]:
