@@ -67,8 +67,9 @@ def why_not() -> str | None:
     return None
 
 
-def rootfs_tar() -> bytes:
-    """A root file system with busybox and a link for each of its applets, as a tar archive."""
+def rootfs_tar(extra: dict[str, bytes] | None = None) -> bytes:
+    """A root file system with busybox and a link for each of its applets, as a tar archive, with
+    ``extra`` files (path in the image: content, made executable) added."""
     applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, text=True, check=True).stdout.split()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -87,6 +88,10 @@ def rootfs_tar() -> bytes:
         info = tarfile.TarInfo("etc/passwd")
         info.size = len(passwd)
         tar.addfile(info, io.BytesIO(passwd))
+        for path, content in (extra or {}).items():
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode = len(content), 0o755
+            tar.addfile(info, io.BytesIO(content))
     return buf.getvalue()
 
 
@@ -154,6 +159,11 @@ class LocalDocker:
         self.image = image_tag()
         if self.docker("image", "inspect", self.image, check=False).returncode != 0:
             self.docker("import", "-", self.image, stdin=rootfs_tar(), timeout=120)
+
+    def import_image(self, tag: str, extra: dict[str, bytes]) -> str:
+        """An image ``tag`` of the busybox root file system with ``extra`` files in it."""
+        self.docker("import", "-", tag, stdin=rootfs_tar(extra), timeout=120)
+        return tag
 
     def containers(self, name_prefix: str) -> list[str]:
         """Names of every container (running or not) whose name starts with ``name_prefix``."""
