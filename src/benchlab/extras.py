@@ -37,6 +37,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     # spec's commands name them, benchlab imports neither.
     "dstack": ("dstack",),
     "skypilot": ("sky",),
+    "sagemaker": ("sagemaker",),
 }
 
 #: module -> its pip package, where the two names differ.

@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from localdstack import DstackServer, dstack_command
 
 _SKIPPED: list[str] = []
 _DSTACK_SKIPPED: list[str] = []
+_SAGEMAKER_SKIPPED: list[str] = []
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +54,29 @@ def docker_daemon() -> Iterator[LocalDocker]:
         daemon.stop()
 
 
+@pytest.fixture(scope="session")
+def sagemaker_python() -> str:
+    """A Python with the SageMaker SDK 2.x: ``BENCHLAB_TEST_SAGEMAKER_PYTHON`` (``.ci/run`` installs the
+    SDK in a virtualenv of its own), else this one if it has the SDK. Local mode also needs Docker
+    Compose (``docker compose``, or Debian's ``docker-compose``)."""
+    python = os.environ.get("BENCHLAB_TEST_SAGEMAKER_PYTHON")
+    if not python:
+        import importlib.util
+
+        python = sys.executable if importlib.util.find_spec("sagemaker") else ""
+    compose = shutil.which("docker-compose") is not None or (
+        shutil.which("docker") is not None
+        and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0)
+    reason = None
+    if not python:
+        reason = ("the SageMaker SDK is not installed (pip install 'sagemaker[local]>=2.200,<3', or "
+                  "BENCHLAB_TEST_SAGEMAKER_PYTHON naming a Python that has it)")
+    elif not compose:
+        reason = "Docker Compose, which local mode runs, is not installed (apt-get install -y docker-compose)"
+    if reason is not None:
+        _SAGEMAKER_SKIPPED.append(reason)
+        pytest.skip(f"NO SAGEMAKER TESTS RAN: {reason}")
+    return python
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +122,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _DSTACK_SKIPPED:
         terminalreporter.section("dstack", sep="!", red=True, bold=True)
         terminalreporter.line(f"THE DSTACK TESTS WERE SKIPPED: {_DSTACK_SKIPPED[0]}", red=True, bold=True)
+    if _SAGEMAKER_SKIPPED:
+        terminalreporter.section("SageMaker", sep="!", red=True, bold=True)
+        terminalreporter.line(f"THE SAGEMAKER TESTS WERE SKIPPED: {_SAGEMAKER_SKIPPED[0]}", red=True, bold=True)
