@@ -142,14 +142,14 @@ def run_locally(a: argparse.Namespace) -> None:
                                             "SecondaryStatus": "Stopping"})
         raise JobStopped()
 
-    signal.signal(signal.SIGTERM, stop)
-    session = LocalSession(sagemaker_config=SDK_CONFIG)
-    session.config = {"local": {"local_code": True, "container_root": str(root)}}
     output = here / "output"
     described: dict[str, Any] = {"TrainingJobName": a.name, "TrainingJobStatus": "InProgress",
                                  "SecondaryStatus": "Training"}
     write_json(here / "describe.json", described)
+    signal.signal(signal.SIGTERM, stop)
     try:
+        session = LocalSession(sagemaker_config=SDK_CONFIG)
+        session.config = {"local": {"local_code": True, "container_root": str(root)}}
         estimator(a, session, f"file://{output}").fit({"code": a.code or f"file://{a.cwd}"}, job_name=a.name,
                                                       wait=False)
         described = session.sagemaker_client.describe_training_job(a.name)

@@ -69,7 +69,7 @@ def sagemaker_python() -> str:
         and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0)
     reason = None
     if not python:
-        reason = ("the SageMaker SDK is not installed (pip install 'sagemaker[local]>=2.200,<3', or "
+        reason = ("the SageMaker SDK 2.x is not installed (pip install 'benchlab[sagemaker]', or "
                   "BENCHLAB_TEST_SAGEMAKER_PYTHON naming a Python that has it)")
     elif not compose:
         reason = "Docker Compose, which local mode runs, is not installed (apt-get install -y docker-compose)"

@@ -69,7 +69,7 @@ def described(results: Path, attempt: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_sweep_in_sagemaker_local_mode_records_completions_and_a_crash_and_reports_them(
-        docker_daemon: LocalDocker, sagemaker_python: str, train_image: str, tmp_path: Path) -> None:
+        sagemaker_python: str, docker_daemon: LocalDocker, train_image: str, tmp_path: Path) -> None:
     spec = bench(tmp_path, sagemaker_python, train_image, """
         name: sm
         tasks: [{name: t}]
@@ -117,7 +117,7 @@ def test_a_sweep_in_sagemaker_local_mode_records_completions_and_a_crash_and_rep
 
 
 def test_a_local_mode_job_past_its_timeout_is_stopped_through_the_recipes_cancel(
-        docker_daemon: LocalDocker, sagemaker_python: str, train_image: str, tmp_path: Path) -> None:
+        sagemaker_python: str, docker_daemon: LocalDocker, train_image: str, tmp_path: Path) -> None:
     spec = bench(tmp_path, sagemaker_python, train_image, """
         name: sm-hang
         tasks: [{name: t}]
