@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.execute.logcap import LogCap, cap_bytes, cut
+from benchlab.execute.logcap import LogCap, cap_bytes, cut, data_at
 from benchlab_testing import CHATTY_RUN, CHATTY_SPEC, capped_chatty_log, run_cli
 
 # Writes HEAD, then `total` bytes of filler in 1 MiB lines, then TAIL; appending, as a run's log is opened.
@@ -107,3 +107,32 @@ def test_a_chatty_run_leaves_the_one_capped_log_and_its_score_is_read_from_the_t
     con.close()
     shown = run_cli("logs", "t/loud/s0", "-r", "out", cwd=tmp_path)
     assert shown.returncode == 0 and shown.stdout.encode() == log.read_bytes()
+
+
+def test_a_reader_of_a_running_log_skips_the_freed_middle(tmp_path):
+    # `benchlab logs -f` reads a log whose middle the cap freed: the head, then the bytes after the
+    # hole, never the zeros the hole reads as.
+    log = tmp_path / "train.log"
+    cap = 1 << 20
+    keeper = LogCap(cap, look_s=0.005)
+    keeper.track(log)
+    subprocess.run([sys.executable, "-c", CHATTY, str(log), str(16 << 20)], check=True)
+    deadline = time.monotonic() + 10
+    while _on_disk(log) > 4 * cap and time.monotonic() < deadline:
+        time.sleep(0.01)
+    keeper.untrack(log)
+    keeper.close()
+    if keeper.warnings or _on_disk(log) > 4 * cap:
+        pytest.skip("a file system without hole punching")
+    read = bytearray()
+    with open(log, "rb") as fh:
+        pos = 0
+        while True:
+            start, size = data_at(fh.fileno(), pos, 65536)
+            chunk = os.pread(fh.fileno(), size, start) if size else b""
+            if not chunk:
+                break
+            read += chunk
+            pos = start + len(chunk)
+    assert read.startswith(b"HEAD-OF-THE-LOG\n") and read.endswith(b"TAIL-OF-THE-LOG\n")
+    assert b"\0" not in read and len(read) < 4 * cap

@@ -176,6 +176,21 @@ class LogCap:
             self._thread.join(timeout=1.0)
 
 
+def data_at(fd: int, pos: int, most: int) -> tuple[int, int]:
+    """Where a reader of a log at ``pos`` should read next, and how many bytes (at most ``most``):
+    past the middle a cap freed while the run writes, which reads as zeros, to the bytes after it.
+    Where the file system says nothing of holes: ``pos`` and ``most``."""
+    try:
+        start = os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError:  # nothing but a hole or the end past pos, or no such query here
+        return pos, most
+    try:
+        hole = os.lseek(fd, start, os.SEEK_HOLE)
+    except OSError:
+        return start, most
+    return start, max(0, min(most, hole - start))
+
+
 def cut(path: Path | str, cap: int) -> int:
     """Write the log at ``path`` as its first ``cap // 2`` bytes, a line saying how many bytes were
     dropped, and its last ``cap - cap // 2`` bytes; the bytes dropped now (0 and nothing written:
@@ -233,4 +248,4 @@ def _is_cut(path: str, head: int) -> bool:
         return False
 
 
-__all__ = ["DEFAULT_LOG_CAP_MB", "LogCap", "cap_bytes", "cut"]
+__all__ = ["DEFAULT_LOG_CAP_MB", "LogCap", "cap_bytes", "cut", "data_at"]
