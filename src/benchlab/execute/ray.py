@@ -80,7 +80,9 @@ _HOST_ONLY = {"CUDA_VISIBLE_DEVICES", "HOME", "PATH", "PWD", "OLDPWD", "TMPDIR",
 
 # ---------------------------------------------------------------- on the worker
 # Nothing below this line up to the driver section may use benchlab: it is
-# pickled by value and runs where benchlab may not be installed.
+# pickled by value and runs where benchlab may not be installed. The one exception is
+# execute/logcap.py (the standard library only), pickled by value with it, so that a
+# worker's log is capped and cut by the very code that caps every other backend's.
 
 # The SIGTERM, grace, SIGKILL sequence of benchlab.execute.proctree is written again twice
 # below, in the reaper and in the task: both are pickled by value to workers where benchlab
