@@ -129,3 +129,40 @@ def linked_run(md_dir: Path, href: str) -> dict[str, object]:
     folder = (md_dir / href).resolve()
     assert href.endswith("/") and folder.is_dir(), f"{href} (from {md_dir}) is no run folder"
     return dict(yaml.safe_load((folder / "config.yaml").read_text()))
+
+
+# A run printing far more than its log's cap, for the tests that every backend caps a log alike:
+# a first line, 6 MiB of filler, and its score last, where the regex extractor reads it.
+CHATTY_RUN = '''
+import sys
+out = sys.stdout.buffer
+out.write(b"first line of the log\\n")
+line = b"y" * 1023 + b"\\n"
+for _ in range(6 * 1024):
+    out.write(line)
+out.write(b"score: 0.75\\n")
+out.flush()
+'''
+#: Every byte CHATTY_RUN prints, in order.
+CHATTY_OUTPUT = b"first line of the log\n" + (b"y" * 1023 + b"\n") * (6 * 1024) + b"score: 0.75\n"
+#: The spec of one CHATTY_RUN run (``python chatty.py``) under a cap of 1 MiB, its score read from its log.
+CHATTY_SPEC = """
+name: {name}
+tasks: [{{name: t}}]
+configs: [{{name: loud}}]
+seeds: 1
+command: python chatty.py
+log_cap_mb: 1
+metrics:
+  primary: {{name: score, goal: max, from: {{regex: 'score: (?P<value>[\\d.]+)'}}}}
+"""
+
+
+def capped_chatty_log(tmp: Path) -> bytes:
+    """CHATTY_OUTPUT as a 1 MiB cap leaves it (``logcap.cut``, the one cut every backend's log gets)."""
+    from benchlab.execute.logcap import cut
+
+    path = tmp / "expected.log"
+    path.write_bytes(CHATTY_OUTPUT)
+    assert cut(path, 1 << 20) == len(CHATTY_OUTPUT) - (1 << 20)
+    return path.read_bytes()

@@ -1,4 +1,5 @@
-"""The field's evaluation rules as checks: tensor parallelism, checkpoints before launch."""
+"""The field's evaluation rules as checks: tensor parallelism, the seed and the temperature (at
+`validate`, at `run` and in `benchlab.run`'s result, in the same words), checkpoints before launch."""
 
 from __future__ import annotations
 
@@ -188,3 +189,108 @@ def test_run_warns_of_the_evaluation_rules_as_validate_does_and_the_settings_lin
     assert "(tensor_parallel_size 8‡)" in cells[3] and "‡" not in cells[2], cells
     settings = next(line for line in board.splitlines() if line.startswith("- **gsm8k**"))
     assert "tensor_parallel_size 1" in settings and "(‡ except: big ran with tensor_parallel_size 8)" in settings
+
+
+# A stand-in for lm_eval: takes its arguments, writes a score.
+FAKE_HARNESS = """
+import json, os
+json.dump({"score": 0.5}, open(os.path.join(os.environ["BENCHLAB_RUN_DIR"], "metrics.json"), "w"))
+"""
+
+RULE_SPEC = """
+name: rules
+tasks: [{{name: gsm8k}}]
+configs:
+{configs}
+seeds: {seeds}
+command: >-
+  python lm.py lm_eval --model hf --model_args pretrained=org/model-1b --tasks {{task}}
+  --batch_size 8 {args}
+metrics: {{primary: score}}
+{extra}
+"""
+
+# Each rule: the spec's configs, seeds and lm_eval arguments that break it, the key of `reasons:`
+# that silences it, and the warning's text (whitespace aside).
+BROKEN = {
+    "no seed": ("  - {name: a}", 2, "", "seed",
+                "config(s) a run lm_eval with no --seed: the tool's default seed then decides what is random "
+                "in it (few-shot order, sampling), and neither the spec nor BENCHMARKS.md says which seed that "
+                "is; pass --seed {seed} (benchlab's seed), or say why in the spec: reasons: {seed: \"...\"}"),
+    "one seed repeated while sampling": (
+        "  - {name: a}", 3, "--gen_kwargs temperature=0.7 --seed 1234", "seed",
+        "config a samples at temperature 0.7 with --seed 1234 in each of its 3 seeds: they repeat one sample, "
+        "so their spread says nothing of the sampling's; pass --seed {seed} (benchlab's seed), or say why in "
+        "the spec: reasons: {seed: \"...\"}"),
+    "temperatures differ": (
+        "  - {name: a, params: {t: 0}}\n  - {name: b, params: {t: 0.7}}", 2,
+        "--gen_kwargs temperature={t} --seed {seed}", "temperature",
+        "task gsm8k compares configs run at different temperatures (a: 0, b: 0.7): their scores differ by "
+        "more than the config; run them at one temperature, or say why in the spec: reasons: {temperature: \"...\"}"),
+    "seeds differ": (
+        "  - {name: a, params: {s: 1234}}\n  - {name: b, params: {s: 7}}", "[1234]", "--seed {s}", "seed",
+        "task gsm8k compares configs run at different seeds (a: 1234, b: 7): their scores differ by more "
+        "than the config; run them at one seed, or say why in the spec: reasons: {seed: \"...\"}"),
+}
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("rule", list(BROKEN))
+def test_each_rule_is_warned_of_at_validate_and_at_run_in_the_same_words(make_bench, rule):
+    configs, seeds, args, _key, expected = BROKEN[rule]
+    bench = make_bench(RULE_SPEC.format(configs=configs, seeds=seeds, args=args, extra=""), script=FAKE_HARNESS)
+    (bench.root / "lm.py").write_text(FAKE_HARNESS)
+    as_json = json.loads(bench.cli("validate", "bench.yaml", "--json").stdout)
+    assert as_json["warnings"] == [expected]
+    validated = bench.cli("validate", "bench.yaml")
+    assert f"warning: {expected}" in _words(validated.stdout)
+    ran = bench.cli("run", "bench.yaml", "--results", "out", "--no-report")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert _words(ran.stdout + ran.stderr).count(f"warning: {expected}") == 1
+
+    import benchlab
+
+    result = benchlab.run(bench.root / "bench.yaml", results=bench.root / "api-out", report=False)
+    assert result.exit_code == 0 and list(result.warnings) == [expected]
+
+
+@pytest.mark.parametrize("rule", list(BROKEN))
+def test_a_reason_in_the_spec_silences_its_rule_at_validate_and_at_run(make_bench, rule):
+    configs, seeds, args, key, _expected = BROKEN[rule]
+    bench = make_bench(RULE_SPEC.format(configs=configs, seeds=seeds, args=args,
+                                        extra=f'reasons: {{{key}: "a reason"}}'), script=FAKE_HARNESS)
+    (bench.root / "lm.py").write_text(FAKE_HARNESS)
+    assert json.loads(bench.cli("validate", "bench.yaml", "--json").stdout)["warnings"] == []
+    ran = bench.cli("run", "bench.yaml", "--results", "out", "--no-report")
+    assert ran.returncode == 0 and "warning" not in ran.stdout + ran.stderr, ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize("configs, seeds, args", [
+    # benchlab's seed given to the harness, greedy or sampling, one temperature for every config.
+    ("  - {name: a}\n  - {name: b}", 3, "--seed {seed}"),
+    ("  - {name: a}\n  - {name: b}", 3, "--gen_kwargs temperature=0.7 --seed {seed}"),
+    # One seed, fixed, with sampling: nothing is repeated.
+    ("  - {name: a}", "[1234]", "--gen_kwargs temperature=0.7 --seed 1234"),
+    # A fixed seed the same in every config, greedy: nothing random to repeat.
+    ("  - {name: a}\n  - {name: b}", 2, "--seed 1234"),
+])
+def test_a_spec_that_keeps_the_rules_gets_no_warning(make_bench, configs, seeds, args):
+    bench = make_bench(RULE_SPEC.format(configs=configs, seeds=seeds, args=args, extra=""), script=FAKE_HARNESS)
+    assert json.loads(bench.cli("validate", "bench.yaml", "--json").stdout)["warnings"] == []
+
+
+def test_no_bundled_example_breaks_an_evaluation_rule():
+    from pathlib import Path
+
+    from benchlab.evalrules import rule_warnings
+    from benchlab.plan import expand
+    from benchlab.spec import load_spec
+
+    specs = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*/*.yaml"))
+    assert any("lm_eval" in p.read_text() for p in specs)  # the rules have something to check
+    for path in specs:
+        spec = load_spec(path)
+        assert rule_warnings(spec, expand(spec)) == [], path

@@ -7,8 +7,10 @@ the harness loads it (else it fails with "Repo id must be in the form ..." for a
 folder, or evaluates a half-written one).
 
 - :func:`parse_call` reads what a run's command asks of ``lm_eval`` or ``vllm``;
-- :func:`rule_warnings` is what ``benchlab validate`` warns about (tensor parallelism > 1
-  unless the spec's ``reasons: {tensor_parallel: ...}`` says why);
+- :func:`rule_warnings` is what ``benchlab validate`` and ``benchlab run`` warn about and
+  ``benchlab.run`` returns: tensor parallelism > 1, a seed not named or repeated where it
+  samples, one task's configs compared at different temperatures or seeds, each unless the
+  spec's ``reasons:`` says why (``tensor_parallel``, ``seed``, ``temperature``);
 - :func:`checkpoint_problems` refuses a run before launch whose local checkpoint is
   missing or incomplete (``benchlab validate`` and ``benchlab run``);
 - :func:`settings_of` is what a run's ``provenance.json`` records under ``evaluation``,
@@ -128,22 +130,113 @@ def parse_call(command: str) -> EvalCall | None:
     return None
 
 
-def rule_warnings(spec: Any, runs: list[Any]) -> list[str]:
-    """Warnings of the field's rules for the runs of ``spec`` (a Spec and its expanded Runs)."""
-    reasons = getattr(spec, "reasons", None) or {}
+#: The rules a spec may depart from, saying why under ``reasons:`` (the spec's model lists the same).
+RULES = ("tensor_parallel", "seed", "temperature")
+
+
+def _say_why(rule: str) -> str:
+    return f'or say why in the spec: reasons: {{{rule}: "..."}}'
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _calls(runs: list[Any]) -> list[tuple[Any, EvalCall]]:
+    """The runs that call an evaluation tool, each with what its command asks of it."""
+    return [(run, call) for run in runs if (call := parse_call(run.command)) is not None]
+
+
+def _wide(calls: list[tuple[Any, EvalCall]]) -> list[str]:
     wide: dict[int, list[str]] = {}
-    for run in runs:
-        call = parse_call(run.command)
-        if call is not None and (call.tensor_parallel_size or 1) > 1 and not reasons.get("tensor_parallel"):
+    for run, call in calls:
+        if (call.tensor_parallel_size or 1) > 1:
             names = wide.setdefault(call.tensor_parallel_size or 1, [])
             if run.config not in names:
                 names.append(run.config)
     return [
         f"config(s) {', '.join(configs)} run with tensor_parallel_size={tp}: lm-eval scores of small models "
         "differ with tensor parallelism above 1; use tensor_parallel_size=1 where the model fits one GPU, "
-        "or say why in the spec: reasons: {tensor_parallel: \"...\"}"
+        + _say_why("tensor_parallel")
         for tp, configs in sorted(wide.items())
     ]
+
+
+def _seeds(calls: list[tuple[Any, EvalCall]]) -> list[str]:
+    """A call that names no seed; a sampling call whose seed is the same in every seed of its config."""
+    unnamed: dict[str, list[str]] = {}
+    per_config: dict[tuple[str, str], list[tuple[Any, EvalCall]]] = {}
+    for run, call in calls:
+        if call.seed is None:
+            names = unnamed.setdefault(call.tool, [])
+            if run.config not in names:
+                names.append(run.config)
+        per_config.setdefault((run.task, run.config), []).append((run, call))
+    out = [
+        f"config(s) {', '.join(configs)} run {tool} with no --seed: the tool's default seed then decides what "
+        "is random in it (few-shot order, sampling), and neither the spec nor BENCHMARKS.md says which seed "
+        "that is; pass --seed {seed} (benchlab's seed), " + _say_why("seed")
+        for tool, configs in unnamed.items()
+    ]
+    repeated: list[str] = []
+    for (_task, config), group in per_config.items():
+        seeds = {run.seed for run, _ in group}
+        tool_seeds = {call.seed for _, call in group}
+        temperature = max((_float(call.temperature) or 0.0 for _, call in group), default=0.0)
+        if len(seeds) > 1 and len(tool_seeds) == 1 and None not in tool_seeds and temperature > 0:
+            text = (f"config {config} samples at temperature {temperature:g} with --seed {next(iter(tool_seeds))} "
+                    f"in each of its {len(seeds)} seeds: they repeat one sample, so their spread says nothing "
+                    "of the sampling's; pass --seed {seed} (benchlab's seed), " + _say_why("seed"))
+            if text not in repeated:
+                repeated.append(text)
+    return out + repeated
+
+
+def _compared(calls: list[tuple[Any, EvalCall]], field: str, rule: str, unset: str) -> list[str]:
+    """Configs of one task run at different values of ``field`` (temperature, seed) for the same seed."""
+    by_task: dict[str, dict[int, dict[str, str]]] = {}
+    for run, call in calls:
+        value = getattr(call, field)
+        number = _float(value)
+        shown = unset if value is None else (f"{number:g}" if number is not None else value)
+        by_task.setdefault(run.task, {}).setdefault(run.seed, {}).setdefault(run.config, shown)
+    out = []
+    for task, per_seed in by_task.items():
+        for values in per_seed.values():
+            if len(set(values.values())) > 1:
+                listed = ", ".join(f"{config}: {value}" for config, value in values.items())
+                out.append(f"task {task} compares configs run at different {field}s ({listed}): their scores "
+                           f"differ by more than the config; run them at one {field}, " + _say_why(rule))
+                break
+    return out
+
+
+def rule_warnings(spec: Any, runs: list[Any]) -> list[str]:
+    """Warnings of the field's rules for the runs of ``spec`` (a Spec and its expanded Runs): what
+    ``benchlab validate`` and ``benchlab run`` print and ``benchlab.run`` returns, the same text.
+
+    - ``tensor_parallel``: a run at tensor_parallel_size > 1;
+    - ``seed``: an lm-eval or vLLM call that names no ``--seed``; a call that samples (temperature
+      above 0) with the same ``--seed`` in every seed of its config; configs of one task run at
+      different seeds for the same benchlab seed;
+    - ``temperature``: configs of one task run at different temperatures (one that states none runs
+      at its task's default, which differs from any stated one as written).
+
+    A rule whose key the spec's ``reasons:`` holds is not checked."""
+    reasons = getattr(spec, "reasons", None) or {}
+    calls = _calls(runs)
+    out: list[str] = []
+    if not reasons.get("tensor_parallel"):
+        out += _wide(calls)
+    if not reasons.get("seed"):
+        out += _seeds(calls)
+        out += _compared([(r, c) for r, c in calls if c.seed is not None], "seed", "seed", "tool default")
+    if not reasons.get("temperature"):
+        out += _compared(calls, "temperature", "temperature", "task default")
+    return out
 
 
 def _local_path(model: str, workdir: Path) -> Path | None:

@@ -49,7 +49,7 @@ def test_each_option_is_a_keyword_of_its_backend(options: type[BackendOptions], 
 
 # The keywords each backend's for_sweep fills from the sweep's context itself: not options.
 FROM_CONTEXT = {RayBackend: {"spec", "results_dir"}, SlurmBackend: {"spec", "results_dir"},
-                LocalBackend: {"jobs", "gpu_pool", "inventory", "hide_gpus", "gpu_models", "log_cap"}}
+                LocalBackend: {"jobs", "gpu_pool", "inventory", "hide_gpus", "gpu_models"}}
 
 
 @pytest.mark.parametrize("options, backend", [(RayOptions, RayBackend), (LocalOptions, LocalBackend),

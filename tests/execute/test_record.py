@@ -58,7 +58,7 @@ def test_backend_failure_class_is_recorded_and_retried_run_left_pending(tmp_path
 
 def test_error_without_class_is_a_launch_failure_and_transfer_note_is_kept(tmp_path):
     store, run, launch, recorder = _started(tmp_path)
-    note = TransferNote(cap_bytes=1024, log_truncated="kept the last 1000 of 5000 bytes")
+    note = TransferNote(files_cap_bytes=1024, skipped_files="big.bin")
     outcome = Outcome(launch=launch, exit_code=None, started=1.0, ended=2.0, error="could not start", transfer=note)
 
     result = record_attempt(store, outcome, recorder, gpus=[0])
@@ -67,7 +67,7 @@ def test_error_without_class_is_a_launch_failure_and_transfer_note_is_kept(tmp_p
     assert store.statuses()[run.run_id] == FAILED
     prov = json.loads((launch.run_dir / PROVENANCE_FILE).read_text())
     assert prov["gpus"] == [0] and prov["gpu_models"] == ["A100"]  # no word from the outcome: the start's
-    assert prov["transfer"] == {"cap_bytes": "1024", "log_truncated": "kept the last 1000 of 5000 bytes"}
+    assert prov["transfer"] == {"files_cap_bytes": "1024", "skipped_files": "big.bin"}
     store.close()
 
 

@@ -27,7 +27,7 @@ import pytest
 
 from benchlab.execute.sweep import Sweep, SweepResult
 from benchlab.spec import load_spec
-from benchlab_testing import doc_blocks, run_cli
+from benchlab_testing import CHATTY_RUN, CHATTY_SPEC, capped_chatty_log, doc_blocks, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -352,3 +352,18 @@ def test_the_docs_spec_example_runs_on_the_cluster(ray_cluster, tmp_path):
     done = completed_once(tmp_path / "out", 12)
     assert {node_id(r["node"]) for r in done} == {ray_cluster.gpu_node[:12]}
     assert (tmp_path / "out" / "BENCHMARK_REPORT.md").exists()
+
+
+@pytest.mark.parametrize("shared_fs", [False, True])
+def test_a_chatty_run_on_ray_leaves_the_capped_log_a_local_run_leaves(ray_cluster, tmp_path, shared_fs):
+    # Without a shared file system the worker keeps the log within log_cap_mb in its scratch folder
+    # and sends home logcap.cut's form of it; with one, the sweep keeps and cuts it in place.
+    (tmp_path / "chatty.py").write_text(CHATTY_RUN)
+    (tmp_path / "bench.yaml").write_text(CHATTY_SPEC.format(name="loud-ray"))
+    result = run_sweep(tmp_path / "bench.yaml", tmp_path / "out", ray_cluster.address, shared_fs=shared_fs)
+    assert result.completed == 1
+    (log,) = (tmp_path / "out" / "runs").glob("*/train.log")
+    assert log.read_bytes() == capped_chatty_log(tmp_path)
+    conn = sqlite3.connect(tmp_path / "out" / "benchlab.db")
+    assert conn.execute("SELECT value FROM metrics WHERE metric = 'score'").fetchall() == [(0.75,)]
+    conn.close()

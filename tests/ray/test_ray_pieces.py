@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.execute.logcap import cut
 from benchlab.runlog import CACHE_NAME
 from benchlab.spec import Resources
 from benchlab_testing import run_cli
@@ -40,43 +41,52 @@ def test_files_under_the_cap_come_home_whole(tmp_path):
     write(tmp_path, "sub/extra.txt", 30)
     write(tmp_path, "train.log", 40)
     write(tmp_path, "config.yaml", 10)  # the driver wrote it: never shipped back
-    files, notes = ray_backend._pack_files(str(tmp_path), cap=1000)
+    files, notes = ray_backend._pack_files(str(tmp_path), cap=1000, log_cap=1000)
     assert dict(files) == {"metrics.json": b"x" * 20, "sub/extra.txt": b"x" * 30,
                            "train.log": b"x" * 40}
-    assert notes == {"cap_bytes": "1000"}
+    assert notes == {"files_cap_bytes": "1000"}
 
 
-def test_a_log_over_the_cap_keeps_its_tail_and_says_so(tmp_path):
+def test_a_log_over_its_cap_travels_as_the_cut_every_backend_makes(tmp_path):
     lines = b"".join(b"line %04d\n" % i for i in range(100))  # 10 bytes a line, 1000 bytes
     (tmp_path / "train.log").write_bytes(lines)
+    (tmp_path / "same.log").write_bytes(lines)
     write(tmp_path, "metrics.json", 50)
-    files, notes = ray_backend._pack_files(str(tmp_path), cap=300)
+    files, notes = ray_backend._pack_files(str(tmp_path), cap=10_000, log_cap=300)
     got = dict(files)
     assert got["metrics.json"] == b"x" * 50
-    # 300 - 50 = 250 bytes of room: the last 250 bytes, cut to whole lines = the last 25 lines.
-    head, _, tail = got["train.log"].partition(b"\n")
-    assert b"over the 300 byte cap" in head and b"last 250 of 1000 bytes" in head
-    assert tail == b"".join(b"line %04d\n" % i for i in range(75, 100))
-    assert notes["log_truncated"] == "kept the last 250 of 1000 bytes"
+    # The log's own cap, not the files' one: head 150, the line, tail 150, as logcap.cut writes it.
+    assert cut(tmp_path / "same.log", 300) == 700
+    assert got["train.log"] == (tmp_path / "same.log").read_bytes()
+    assert got["train.log"].startswith(lines[:150]) and got["train.log"].endswith(lines[-150:])
+    mark = b"\n[benchlab: 700 bytes of this log were dropped here: it grew past its cap of 300 bytes"
+    assert mark in got["train.log"]
+    assert "log_truncated" not in notes
+
+
+def test_a_log_without_a_cap_travels_whole(tmp_path):
+    lines = b"".join(b"line %04d\n" % i for i in range(100))
+    (tmp_path / "train.log").write_bytes(lines)
+    files, _ = ray_backend._pack_files(str(tmp_path), cap=10, log_cap=None)
+    assert dict(files)["train.log"] == lines
 
 
 def test_files_that_do_not_fit_are_skipped_smallest_kept_and_listed(tmp_path):
     write(tmp_path, "metrics.json", 40)
     write(tmp_path, "big.bin", 500)
     write(tmp_path, "train.log", 100)
-    files, notes = ray_backend._pack_files(str(tmp_path), cap=200)
-    # The log reserves min(100, 200 // 2) = 100 bytes; 40 fits beside it, 500 does not.
+    files, notes = ray_backend._pack_files(str(tmp_path), cap=200, log_cap=1000)
+    # 40 fits in the 200 bytes of other files, 500 does not; the log has its own cap.
     assert [name for name, _ in files] == ["metrics.json", "train.log"]
     assert notes["skipped_files"] == "big.bin"
-    assert "log_truncated" not in notes
 
 
 def test_the_metrics_cache_comes_last_and_never_crowds_out_the_metrics_it_describes(tmp_path):
     write(tmp_path, "metrics.jsonl", 150)
     write(tmp_path, CACHE_NAME, 60)  # smaller than the text, yet worth nothing without it
     write(tmp_path, "train.log", 20)
-    files, notes = ray_backend._pack_files(str(tmp_path), cap=200)
-    # 200 - 20 reserved for the log = 180: the text (150) fits, the cache (60) then does not.
+    files, notes = ray_backend._pack_files(str(tmp_path), cap=180, log_cap=1000)
+    # 180 bytes of other files: the text (150) fits, the cache (60) then does not.
     assert [name for name, _ in files] == ["metrics.jsonl", "train.log"]
     assert notes["skipped_files"] == CACHE_NAME
 

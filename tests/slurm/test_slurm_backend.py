@@ -19,7 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
-from benchlab_testing import SCRIPT, run_cli
+from benchlab_testing import CHATTY_RUN, CHATTY_SPEC, SCRIPT, capped_chatty_log, run_cli
 from localslurm import LocalSlurm
 
 pytestmark = pytest.mark.slow
@@ -423,3 +423,17 @@ def test_a_secret_variable_reaches_the_job_and_no_file_holds_its_value(slurm_clu
     holding = [str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
                if p.is_file() and p.name != "bench.yaml" and value.encode() in p.read_bytes()]
     assert holding == []
+
+
+def test_a_chatty_run_on_slurm_leaves_the_capped_log_a_local_run_leaves(slurm_cluster: LocalSlurm,
+                                                                        tmp_path: Path) -> None:
+    # The job writes its log on the shared file system; the sweep keeps it within log_cap_mb and
+    # cuts it at the attempt's end, as it does a local run's: the same bytes, the score still read.
+    (tmp_path / "chatty.py").write_text(CHATTY_RUN)
+    (tmp_path / "bench.yaml").write_text(CHATTY_SPEC.format(name="loud-slurm"))
+    proc = run_cli("run", "bench.yaml", "--backend", "slurm", "--results", "out", "--no-report",
+                   cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (log,) = (tmp_path / "out" / "runs").glob("*/train.log")
+    assert log.read_bytes() == capped_chatty_log(tmp_path)
+    assert ledger(tmp_path / "out", "SELECT value FROM metrics WHERE metric = 'score'") == [(0.75,)]

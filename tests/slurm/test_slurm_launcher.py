@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from benchlab_testing import SCRIPT, run_cli
+from benchlab_testing import CHATTY_RUN, CHATTY_SPEC, SCRIPT, capped_chatty_log, run_cli
 from launcher_recipes import write_spec
 from localslurm import LocalSlurm
 
@@ -157,3 +157,19 @@ def test_benchlab_killed_and_run_again_follows_the_slurm_jobs_through_the_launch
     # Four jobs in all: the two running at the kill were followed, not submitted again.
     names = slurm_jobs_named("benchlab-relaunch-", set(after.values()))
     assert len(names) == 4 and len(set(names)) == 4
+
+
+def test_a_chatty_run_through_the_launcher_leaves_the_capped_log_a_local_run_leaves(
+        slurm_cluster: LocalSlurm, tmp_path: Path) -> None:
+    # sbatch writes the job's output into {log} on the shared file system: the sweep keeps it
+    # within log_cap_mb and cuts it when the attempt ends, as any backend's log.
+    (tmp_path / "chatty.py").write_text(CHATTY_RUN)
+    import yaml
+
+    body = {**yaml.safe_load(CHATTY_SPEC.format(name="loud-launcher")), "resources": {"gpus": 1}}
+    spec = write_spec(tmp_path, "slurm-recipe", yaml.safe_dump(body))
+    proc = run_cli("run", str(spec), "--results", str(tmp_path / "out"), "--no-report", cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (log,) = (tmp_path / "out" / "runs").glob("*/train.log")
+    assert log.read_bytes() == capped_chatty_log(tmp_path)
+    assert ledger(tmp_path / "out", "SELECT value FROM metrics WHERE metric = 'score'") == [(0.75,)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -279,20 +280,25 @@ def logs(
         log = run_dir_of(folder, run_id) / LOG_FILE
         if not log.exists():
             raise UsageError(f"{log}: no log yet (run status: {run.status})")
+        # A running log past its cap has its middle freed (execute/logcap.py): read around it.
+        from benchlab.execute.logcap import data_at
+
         with open(log, "rb") as fh:
+            pos, ended = 0, False
             while True:
-                chunk = fh.read(65536)
+                start, size = data_at(fh.fileno(), pos, 65536)
+                chunk = os.pread(fh.fileno(), size, start) if size else b""
                 if chunk:
                     sys.stdout.buffer.write(chunk)
                     sys.stdout.flush()
+                    pos = start + len(chunk)
                     continue
-                if not follow:
+                if not follow or ended:
                     break
-                if store.statuses().get(run_id) != RUNNING:
-                    rest = fh.read()
-                    sys.stdout.buffer.write(rest)
-                    break
-                time.sleep(0.2)
+                # One more pass once the run is over: what it wrote last.
+                ended = store.statuses().get(run_id) != RUNNING
+                if not ended:
+                    time.sleep(0.2)
 
 
 @app.command()

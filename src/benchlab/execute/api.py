@@ -52,6 +52,8 @@ class RunResult:
     stopped: bool
     wall_s: float
     report: Path | None = None
+    #: The field's evaluation rules the spec breaks (``evalrules.rule_warnings``, what ``benchlab
+    #: validate`` and ``benchlab run`` print, the same text), then what the sweep warned of.
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
     def __repr__(self) -> str:
@@ -107,14 +109,17 @@ def run(
 
     Raises the errors of :mod:`benchlab.errors` the command turns into exit code 2 (a bad spec,
     a changed benchmark without ``allow_changed``, ...). Failed runs do not raise: they are in
-    ``failed``.
+    ``failed``. The evaluation rules the spec breaks are in the result's ``warnings``.
     """
+    from benchlab.evalrules import rule_warnings
     from benchlab.execute.sweep import Sweep
+    from benchlab.plan import expand
     from benchlab.spec import load_spec
 
     loaded = spec if not isinstance(spec, str | Path) else load_spec(
         spec, dict(sets) if isinstance(sets, Mapping) else list(sets or []))
     folder = Path(results) if results is not None else default_results(loaded)
+    rules = rule_warnings(loaded, expand(loaded))
     if gpus is not None:
         from benchlab.execute.placement import parse_gpus
 
@@ -128,7 +133,7 @@ def run(
         from benchlab.report import write_report
 
         written = write_report(folder).markdown
-    return _result(loaded, folder, outcome, written)
+    return _result(loaded, folder, outcome, written, rules)
 
 
 def default_results(spec: Spec) -> Path:
@@ -138,7 +143,8 @@ def default_results(spec: Spec) -> Path:
     return base / "results" / spec.name
 
 
-def _result(spec: Spec, folder: Path, outcome: SweepResult, report: Path | None) -> RunResult:
+def _result(spec: Spec, folder: Path, outcome: SweepResult, report: Path | None,
+            rules: list[str]) -> RunResult:
     from benchlab.ledger import COMPLETED, DB_NAME, FAILED, PENDING, Store
     from benchlab.plan import expand
 
@@ -157,5 +163,5 @@ def _result(spec: Spec, folder: Path, outcome: SweepResult, report: Path | None)
         stopped=outcome.stopped,
         wall_s=outcome.wall_s,
         report=report,
-        warnings=tuple(outcome.warnings),
+        warnings=(*rules, *outcome.warnings),
     )

@@ -74,17 +74,15 @@ class Launch:
 @dataclass(frozen=True)
 class TransferNote:
     """What a backend that brings run files home from another machine left behind, for the run's
-    ``provenance.json``: the size cap, and what the cap cut."""
+    ``provenance.json``: the size cap of the files other than the log, and the files it left
+    out (the log is cut to ``log_cap_mb`` as on every backend, and says so itself)."""
 
-    cap_bytes: int
-    log_truncated: str | None = None
+    files_cap_bytes: int
     skipped_files: str | None = None
 
     def to_json(self) -> dict[str, str]:
         """The note as ``provenance.json`` keeps it (strings, absent parts left out)."""
-        out = {"cap_bytes": str(self.cap_bytes)}
-        if self.log_truncated is not None:
-            out["log_truncated"] = self.log_truncated
+        out = {"files_cap_bytes": str(self.files_cap_bytes)}
         if self.skipped_files is not None:
             out["skipped_files"] = self.skipped_files
         return out

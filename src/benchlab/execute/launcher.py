@@ -607,11 +607,7 @@ class LauncherBackend(Backend):
         if t.follow_logs:
             self._stop_follower(flight, wait_s=10.0)
         elif t.logs is not None:
-            called = self._call(t.logs, flight)
-            try:
-                flight.launch.log_path.write_text(called.output)
-            except OSError as exc:
-                self._warn(f"job {flight.job_id}: its log could not be written: {exc}")
+            self._write_log(t.logs, flight)
         if t.copy_back is not None:
             called = self._call(t.copy_back, flight)
             if not called.ok:
@@ -713,6 +709,21 @@ class LauncherBackend(Backend):
         if flight.job_id is not None:
             values["job_id"] = flight.job_id
         return values
+
+    def _write_log(self, template: str, flight: _Flight) -> None:
+        """Run the ``logs`` template with its output going straight into the run's log: never held
+        in memory, and kept within ``log_cap_mb`` on disk by the sweep as any run's log is."""
+        try:
+            with open(flight.launch.log_path, "wb") as log:
+                subprocess.run(["/bin/sh", "-c", fill(template, self._values(flight))], stdout=log,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=_env(flight.launch),
+                                   cwd=flight.launch.cwd if os.path.isdir(flight.launch.cwd) else None,
+                                   timeout=self.templates.command_timeout_s)
+        except subprocess.TimeoutExpired:
+            self._warn(f"job {flight.job_id}: launcher.logs ran past {self.templates.command_timeout_s:g}s; "
+                       "its log holds what it printed until then")
+        except OSError as exc:
+            self._warn(f"job {flight.job_id}: its log could not be written: {exc}")
 
     def _call(self, template: str, flight: _Flight) -> _Called:
         """Run ``template`` filled for ``flight`` with the attempt's environment; stdout and stderr together."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from benchlab import triage
 from benchlab.execute.base import Backend, Launch
+from benchlab.execute.logcap import LogCap
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.ledger import FAILED, PlanRecorder, Store, is_disk_full
@@ -55,6 +56,8 @@ class Launcher:
     #: Writes run directories ahead of their launch (None: each is written at its launch).
     preparer: Preparer | None = None
     sampler: GpuSampler | None = None
+    #: The sweep's keeper of the runs' logs (None: no cap), told of each log as its attempt starts.
+    logs: LogCap | None = None
 
     def start(self, store: Store, backend: Backend, run: Run) -> Started | LaunchFailed:
         """Record and start one attempt of ``run`` in one transaction."""
@@ -82,6 +85,8 @@ class Launcher:
             store.finish_attempt(attempt_id, run.run_id, status=FAILED, run_status=FAILED,
                                  failure_class=triage.LAUNCH, error=error)
             return LaunchFailed(number, error)
+        if self.logs is not None:
+            self.logs.track(launch.log_path)
         # The backend chose the devices at start; the ledger keeps them with the attempt.
         gpus = list(info.gpus) if info.gpus is not None else None
         store.set_process(attempt_id, info.pid, info.pgid or info.pid, info.proc_start, gpus=gpus)

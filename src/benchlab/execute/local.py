@@ -50,7 +50,6 @@ import psutil
 from benchlab.errors import UserError
 from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, ProcessInfo, SweepContext
 from benchlab.execute.gpus import Inventory, empty_margin_mib
-from benchlab.execute.logcap import LogCap, cap_bytes
 from benchlab.execute.placement import GpuPool, GpuRequest
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV, KILL_GRACE_S, descendants, is_alive, signal_tree
 from benchlab.plan import Run
@@ -195,10 +194,8 @@ class LocalBackend(Backend):
     def __init__(self, jobs: int, grace: float = KILL_GRACE_S, gpu_pool: GpuPool | None = None,
                  inventory: Inventory | None = None, hide_gpus: bool = False,
                  settle_s: float = SETTLE_S, settle_poll_s: float = SETTLE_POLL_S,
-                 gpu_models: dict[int, str] | None = None, log_cap: int | None = None):
+                 gpu_models: dict[int, str] | None = None):
         self.jobs = self.slots = jobs
-        # Each run's log kept within log_cap bytes on disk (execute/logcap.py); None: no cap.
-        self._log_cap = LogCap(log_cap) if log_cap else None
         self.gpu_models = dict(gpu_models or {})
         self.gpu_devices = list(gpu_pool.usable) if gpu_pool is not None else []
         self.grace = grace
@@ -229,8 +226,7 @@ class LocalBackend(Backend):
         """``context.jobs`` runs at once, on the GPUs ``--gpus`` selects (see :func:`gpu_setup`)."""
         setup = gpu_setup(context)
         return cls(jobs=context.jobs, gpu_pool=setup.gpu_pool, inventory=setup.inventory,
-                   hide_gpus=setup.hide_gpus, gpu_models=setup.gpu_models,
-                   log_cap=cap_bytes(context.spec.log_cap_mb), **options)
+                   hide_gpus=setup.hide_gpus, gpu_models=setup.gpu_models, **options)
 
     def gpu_sampler(self) -> GpuSampler | None:
         if self.inventory is None or self.gpu_pool is None:
@@ -269,10 +265,7 @@ class LocalBackend(Backend):
     def warnings(self) -> list[str]:
         """Warnings since the last call (a device taken out of the pool, ...)."""
         out, self._warnings = self._warnings, []
-        if self._log_cap is not None and self._log_cap.warnings:
-            out += self._log_cap.warnings[:1]  # once: the same file system for every run
-            self._log_cap.warnings = [""] if self._log_cap.warnings[0] else self._log_cap.warnings
-        return [w for w in out if w]
+        return out
 
     def running(self) -> int:
         return len(self._running)
@@ -292,8 +285,6 @@ class LocalBackend(Backend):
                 assert self.gpu_pool is not None
                 self.gpu_pool.release(launch.attempt_id)
             raise
-        if self._log_cap is not None:
-            self._log_cap.track(launch.log_path)
         now = time.monotonic()
         deadline = now + launch.timeout if launch.timeout else None
         # Only the start is read from the wall clock: the run's length comes from the monotonic
@@ -479,8 +470,6 @@ class LocalBackend(Backend):
         signal_tree(pid, signal.SIGKILL, [p for p in r.descendants if is_alive(p)])
         self._kill_orphans(r)
         self._release(r.launch)
-        if self._log_cap is not None:
-            self._log_cap.finish(r.launch.log_path)  # its writers are gone: the log's final form
         code = r.proc.returncode
         sig = -code if code is not None and code < 0 else None
         return Outcome(
@@ -599,8 +588,6 @@ class LocalBackend(Backend):
     def close(self) -> None:
         if self._running:
             self.terminate_all(self.grace)
-        if self._log_cap is not None:
-            self._log_cap.close()
         if self._reaper_before is not None:
             self._kill_orphans(None)
             child_subreaper(self._reaper_before)

@@ -13,10 +13,16 @@ straight into the driver's run directory, which every node must see at the
 same path (the log is then live for ``benchlab logs -f``). Otherwise the run
 writes into a scratch directory on its node; its log's growth is sent every
 ``flush_s`` seconds to a small sink actor on the driver's node (so the log is
-live there); when it ends, the task returns what the run wrote (``train.log``,
-``metrics.json(l)``, other small files, at most ``cap_bytes`` in all; a log
-over the cap keeps its tail), and the driver writes it into the run directory
-before reporting the outcome.
+live there, its first half of the cap at most); when it ends, the task returns what the run
+wrote (``train.log``; ``metrics.json(l)`` and the other files, smallest first, at most
+``files_cap_bytes`` of them), and the driver writes it into the run directory before
+reporting the outcome.
+
+The log is capped as on every backend (``log_cap_mb``, ``execute/logcap.py``): on the worker a
+:class:`~benchlab.execute.logcap.LogCap` keeps the scratch log within the cap while the run writes,
+and :func:`~benchlab.execute.logcap.cut` writes its final form (head, the line counting the bytes
+dropped, tail) before it travels; with ``shared_fs`` the sweep keeps the log in the results folder
+itself. Either way the log that lands in the run directory is the one a local run would leave.
 
 Faults: tasks are never retried by Ray (``max_retries=0``); a worker or node
 that dies surfaces as an outcome of class ``node-died`` that the sweep retries
@@ -45,6 +51,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from benchlab.errors import BackendUnavailable
+from benchlab.execute import logcap
 from benchlab.execute.base import (
     Backend,
     BackendOptions,
@@ -54,6 +61,7 @@ from benchlab.execute.base import (
     SweepContext,
     TransferNote,
 )
+from benchlab.execute.logcap import LogCap, cut
 from benchlab.execute.proctree import KILL_GRACE_S
 from benchlab.failures import NODE_DIED
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
@@ -61,7 +69,8 @@ from benchlab.run_files import CONFIG_FILE, LOG_FILE
 from benchlab.runlog import CACHE_NAME
 from benchlab.spec import Resources, Spec
 
-CAP_BYTES = 64 * 2**20
+#: Most bytes of files other than the log one attempt sends home (without a shared file system).
+FILES_CAP_BYTES = 64 * 2**20
 POLL_S = 0.1  # how often a blocked wait() looks for wake()
 FLUSH_S = 2.0  # how often a running attempt's new log output is sent home
 # Variables of the driver's machine that must not override the worker's own.
@@ -71,7 +80,9 @@ _HOST_ONLY = {"CUDA_VISIBLE_DEVICES", "HOME", "PATH", "PWD", "OLDPWD", "TMPDIR",
 
 # ---------------------------------------------------------------- on the worker
 # Nothing below this line up to the driver section may use benchlab: it is
-# pickled by value and runs where benchlab may not be installed.
+# pickled by value and runs where benchlab may not be installed. The one exception is
+# execute/logcap.py (the standard library only), pickled by value with it, so that a
+# worker's log is capped and cut by the very code that caps every other backend's.
 
 # The SIGTERM, grace, SIGKILL sequence of benchlab.execute.proctree is written again twice
 # below, in the reaper and in the task: both are pickled by value to workers where benchlab
@@ -143,8 +154,9 @@ def _killpg(pgid: int, sig: int) -> None:
         pass
 
 
-def _pack_files(folder: str, cap: int) -> tuple[list[tuple[str, bytes]], dict[str, str]]:
-    """What the run wrote, at most ``cap`` bytes: small files first, the log's tail in the rest."""
+def _pack_files(folder: str, cap: int, log_cap: int | None) -> tuple[list[tuple[str, bytes]], dict[str, str]]:
+    """What the run wrote: its log cut to ``log_cap`` bytes as on every backend (None: whole), and
+    the other files, smallest first, at most ``cap`` bytes of them."""
     found = []
     for root, _dirs, names in os.walk(folder):
         for name in names:
@@ -158,30 +170,20 @@ def _pack_files(folder: str, cap: int) -> tuple[list[tuple[str, bytes]], dict[st
     # metrics.jsonl it describes, and must not crowd that out of the cap.
     others = sorted((f for f in found if f[1] not in (LOG_FILE, CONFIG_FILE)),
                     key=lambda f: (f[1] == CACHE_NAME, f[0], f[1]))
-    reserve = min(log[0], cap // 2) if log else 0
     files, used, skipped = [], 0, []
     for size, rel, path in others:
-        if used + size > cap - reserve:
+        if used + size > cap:
             skipped.append(rel)
             continue
         with open(path, "rb") as fh:
             files.append((rel, fh.read()))
         used += size
-    notes = {"cap_bytes": str(cap)}
+    notes = {"files_cap_bytes": str(cap)}
     if log:
-        room = cap - used
+        if log_cap is not None:
+            cut(log[2], log_cap)
         with open(log[2], "rb") as fh:
-            if log[0] > room:
-                # One byte before the tail, to tell whether it starts on a line boundary.
-                fh.seek(log[0] - room - 1)
-                data = fh.read(room + 1)
-                data = data[data.find(b"\n") + 1:]  # whole lines only
-                notes["log_truncated"] = f"kept the last {room} of {log[0]} bytes"
-                data = (f"[benchlab: log over the {cap} byte cap; showing its last {room} of "
-                        f"{log[0]} bytes]\n").encode() + data
-            else:
-                data = fh.read()
-        files.append((LOG_FILE, data))
+            files.append((LOG_FILE, fh.read()))
     if skipped:
         notes["skipped_files"] = ",".join(skipped)
     return files, notes
@@ -210,19 +212,22 @@ def _wait_streaming(proc: subprocess.Popen[bytes], job: dict[str, Any], log_path
         except subprocess.TimeoutExpired:
             if end is not None and time.monotonic() >= end:
                 raise
-        if sent >= job["cap"]:
-            continue  # the cap bounds what travels; the tail still comes home at the end
+        # Only the log's head travels while it runs, the part its cut keeps: past it the worker
+        # may be freeing the log's middle. The whole cut log comes home at the end.
+        most = job["log_cap"] // 2 if job["log_cap"] is not None else None
+        if most is not None and sent >= most:
+            continue
         try:
             with open(log_path, "rb") as fh:
                 fh.seek(sent)
-                data = fh.read(min(job["cap"] - sent, 4 * 2**20))
+                data = fh.read(4 * 2**20 if most is None else min(most - sent, 4 * 2**20))
         except OSError:
             continue
         if data:
             try:
                 ray.get(sink.append.remote(job["run_dir"], sent, data))
             except Exception:  # noqa: BLE001 - the sink is gone: the run goes on, unstreamed
-                sent = job["cap"]
+                sent = most if most is not None else 2**62
                 continue
             sent += len(data)
 
@@ -282,6 +287,10 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
             shutil.rmtree(here, ignore_errors=True)
         return result
     timed_out = False
+    # On the worker's own disk the log is kept within its cap as the sweep keeps it at home.
+    keeper = LogCap(job["log_cap"]) if job["log_cap"] is not None and not job["shared_fs"] else None
+    if keeper is not None:
+        keeper.track(os.path.join(here, LOG_FILE))
     try:
         _wait_streaming(proc, job, os.path.join(here, LOG_FILE))
     except subprocess.TimeoutExpired:
@@ -302,6 +311,8 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
                 pass
         _killpg(proc.pid, signal.SIGKILL)
         _reaper_send(f"- {proc.pid} 0\n")
+        if keeper is not None:
+            keeper.close()
     result["ended"] = time.time()
     code = proc.returncode
     result["exit_code"] = None if code < 0 else code
@@ -309,7 +320,7 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
     result["timed_out"] = timed_out
     result["pid"] = proc.pid
     if not job["shared_fs"]:
-        result["files"], result["notes"] = _pack_files(here, job["cap"])
+        result["files"], result["notes"] = _pack_files(here, job["cap"], job["log_cap"])
         shutil.rmtree(here, ignore_errors=True)
     return result
 
@@ -353,8 +364,9 @@ class RayOptions(BackendOptions):
     #: ``-j``: tasks submitted at once (None: twice the cluster's CPUs).
     max_inflight: int | None = None
     # For a Python caller; the command line leaves them at the backend's defaults.
-    #: Largest run folder a worker sends home, in bytes.
-    cap_bytes: int = CAP_BYTES
+    #: Most bytes of files other than the log a worker sends home (the log has its own cap, the
+    #: spec's ``log_cap_mb``, on every backend).
+    files_cap_bytes: int = FILES_CAP_BYTES
     #: Seconds between SIGTERM and SIGKILL when a run is stopped on its worker.
     grace: float = KILL_GRACE_S
     #: Folder on the workers where runs write (None: their temporary folder).
@@ -390,9 +402,10 @@ class RayBackend(Backend):
     """Runs attempts as tasks on a Ray cluster (``address``), or on a local Ray when none is given.
 
     ``shared_fs``: every node sees the results folder at the same path, and runs
-    write into it directly. ``cap_bytes``: most bytes of files one attempt ships
-    home otherwise. ``max_inflight``: tasks submitted at once [default: twice
-    the cluster's CPUs]; Ray queues those that do not fit yet.
+    write into it directly. ``files_cap_bytes``: most bytes of files other than the log one
+    attempt ships home otherwise (the log is cut to the spec's ``log_cap_mb``, as everywhere).
+    ``max_inflight``: tasks submitted at once [default: twice the cluster's CPUs]; Ray queues
+    those that do not fit yet.
     """
 
     name = "ray"
@@ -402,7 +415,8 @@ class RayBackend(Backend):
         return cls(spec=context.spec, results_dir=context.results_dir, **options)
 
     def __init__(self, spec: Spec | None = None, results_dir: Path | str | None = None, *,
-                 address: str | None = None, shared_fs: bool = False, cap_bytes: int = CAP_BYTES,
+                 address: str | None = None, shared_fs: bool = False,
+                 files_cap_bytes: int = FILES_CAP_BYTES,
                  grace: float = KILL_GRACE_S, max_inflight: int | None = None,
                  scratch: str | None = None, stream_logs: bool = True, flush_s: float = FLUSH_S):
         ray = _import_ray()
@@ -420,13 +434,15 @@ class RayBackend(Backend):
                 raise BackendUnavailable(
                     "ray", f"cannot reach the Ray cluster at {address}: {exc}") from None
         self.shared_fs = shared_fs
-        self.cap_bytes = cap_bytes
+        self.files_cap_bytes = files_cap_bytes
+        self.log_cap = logcap.cap_bytes(spec.log_cap_mb if spec is not None else None)
         self.grace = grace
         self.scratch = scratch
         cpus = ray.cluster_resources().get("CPU", 1.0)
         self.max_inflight = max_inflight or max(2, int(cpus * 2))
         # The task function travels by value: workers need not have benchlab installed.
         ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        ray.cloudpickle.register_pickle_by_value(logcap)
         self._remote = ray.remote(max_retries=0)(_attempt)
         self.flush_s = flush_s
         self._sink = self._start_sink() if stream_logs and not shared_fs else None
@@ -479,7 +495,8 @@ class RayBackend(Backend):
         job = {
             "run_id": run.run_id, "run_dir": str(launch.run_dir), "env": env, "cwd": launch.cwd,
             "command": run.command, "placeholder": RUN_DIR_PLACEHOLDER, "timeout": launch.timeout,
-            "grace": self.grace, "shared_fs": self.shared_fs, "cap": self.cap_bytes,
+            "grace": self.grace, "shared_fs": self.shared_fs, "cap": self.files_cap_bytes,
+            "log_cap": self.log_cap,
             "scratch": self.scratch, "sink": self._sink, "flush_s": self.flush_s,
             "config": "" if self.shared_fs else _read_text(launch.run_dir / CONFIG_FILE),
         }
@@ -539,8 +556,8 @@ class RayBackend(Backend):
             timed_out=bool(result.get("timed_out")), interrupted=stopping,
             started=result.get("started", flight.submitted), ended=result.get("ended", time.time()),
             node=result["node"], error=result.get("error"), gpus=gpus,
-            transfer=TransferNote(int(notes["cap_bytes"]), notes.get("log_truncated"), notes.get("skipped_files"))
-            if "cap_bytes" in notes else None,
+            transfer=TransferNote(int(notes["files_cap_bytes"]), notes.get("skipped_files"))
+            if "files_cap_bytes" in notes else None,
         )
 
     def cancel(self, attempt_id: int) -> bool:

@@ -18,6 +18,7 @@ from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.evalrules import settings_of
 from benchlab.execute.base import Outcome
+from benchlab.execute.logcap import LogCap
 from benchlab.execute.provenance import AttemptProvenance, SweepProvenance, write_provenance
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, PRUNED, Store
 from benchlab.secrets import Fingerprint
@@ -57,6 +58,15 @@ class Recorder:
     #: The secrets the runs were given (their fingerprints): masked in the log tail kept of a
     #: failure, so that a run printing its token leaves it in its own log only.
     hide: tuple[Fingerprint, ...] = ()
+    #: The sweep's keeper of the runs' logs (``log_cap_mb``; None: no cap): each log is cut to
+    #: its cap here, whichever backend ran it, before anything reads it.
+    logs: LogCap | None = None
+
+
+def _cap_log(outcome: Outcome, recorder: Recorder) -> None:
+    """The attempt's log in its final form: head, the line counting the bytes dropped, tail."""
+    if recorder.logs is not None:
+        recorder.logs.finish(outcome.launch.log_path)
 
 
 def _verdict(outcome: Outcome, recorder: Recorder) -> tuple[triage.Verdict | None, Any, str | None]:
@@ -120,6 +130,7 @@ def record_attempt(store: Store, outcome: Outcome, recorder: Recorder, *, gpus: 
     gpus = outcome.gpus if outcome.gpus is not None else gpus
     duration = outcome.ended - outcome.started
     use = recorder.sampler.finish(launch.attempt_id) if recorder.sampler is not None else None
+    _cap_log(outcome, recorder)
     failure, collected, tail = _verdict(outcome, recorder)
     write = _provenance_writer(outcome, recorder, gpus, collected)
     if write is not None and (later is None or failure is not None or not write_ledger):
@@ -156,6 +167,7 @@ def record_pruned(store: Store, outcome: Outcome, recorder: Recorder, reason: st
     run = launch.run
     if recorder.sampler is not None:
         recorder.sampler.finish(launch.attempt_id)
+    _cap_log(outcome, recorder)
     collected = collect_run(launch.run_dir, recorder.metrics, run.context())
     store.finish_attempt(launch.attempt_id, run.run_id, status=PRUNED, run_status=PRUNED,
                          exit_code=outcome.exit_code, signal=outcome.signal, ended=outcome.ended,

@@ -26,6 +26,7 @@ from benchlab.evalrules import refuse_incomplete_checkpoints
 from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, SweepContext, get_backend
 from benchlab.execute.events import EventKind, Feeder, Progress, SweepEvent, SweepResult
 from benchlab.execute.launching import Launcher, LaunchFailed
+from benchlab.execute.logcap import LogCap, cap_bytes
 from benchlab.execute.loop_state import InFlight, Later, LoopState, Tally, busy_share
 from benchlab.execute.opening import (
     SweepPlan,
@@ -139,6 +140,7 @@ class Sweep:
         self._plan_recorder: PlanRecorder | None = None
         self._held: list[tuple[Any, str]] = []  # (attempt, job id) a sweep that died left with a scheduler
         self._frozen = False  # whether the plan's objects are in the collector's permanent generation
+        self._logs: LogCap | None = None
 
     def request_stop(self) -> None:
         """Stop launching, terminate what runs, record it as interrupted (safe from a signal handler)."""
@@ -255,6 +257,8 @@ class Sweep:
                 backend.close()
             if self._sampler is not None:
                 self._sampler.stop()
+            if self._logs is not None:
+                self._logs.close()
             if backend.runs_here:
                 kill_strays(st.launcher.db_key)
         problem = self._guard.check(force=True)  # lost after the last check: still say so
@@ -299,11 +303,15 @@ class Sweep:
         # Secret variables reach the runs here, never through their commands or config.yaml.
         base_env.update(self.spec.secret_env())
         assert self._plan_recorder is not None
+        # One keeper of every attempt's log, whatever the backend: each log in the results folder
+        # is kept within log_cap_mb while its run writes, and cut to it when the attempt ends.
+        cap = cap_bytes(self.spec.log_cap_mb)
+        self._logs = LogCap(cap) if cap is not None else None
         launcher = Launcher(self.results_dir, self._plan_recorder, self._code_id, socket.gethostname(), base_env,
-                            str(store.path), self._preparer, self._sampler)
+                            str(store.path), self._preparer, self._sampler, logs=self._logs)
         recorder = Recorder(primary=self.spec.metrics.primary.name, metrics=self.spec.metrics.all,
                             shared=shared.get, gpu_models=self._gpu_models, sampler=self._sampler,
-                            hide=tuple(known_fingerprints(self.results_dir)))
+                            hide=tuple(known_fingerprints(self.results_dir)), logs=self._logs)
         st = LoopState(store=store, backend=backend, queue=queue, budget=budget, plan=self._plan_recorder,
                        eta=Eta(queue.estimates, self.jobs), tally=Tally(progress), recorder=recorder,
                        launcher=launcher, existing=existing, lookahead=4 * self.jobs)
@@ -498,7 +506,8 @@ class Sweep:
                                      failure_class=triage.LAUNCH, error=error))
 
     def _pass_on_warnings(self, st: LoopState) -> None:
-        for text in st.backend.warnings():
+        logs = self._logs.take_warnings() if self._logs is not None else []
+        for text in st.backend.warnings() + logs:
             st.tally.warnings.append(text)
             self.on_event(SweepEvent(EventKind.WARNING, None, 0, st.tally.progress, error=text))
 
@@ -524,6 +533,8 @@ class Sweep:
                 launch.gpus = [int(g) for g in (attempt.gpus or "").split(",") if g.isdigit()] or None
                 if st.backend.adopt(launch, job_id):
                     adopted.append(launch)
+                    if self._logs is not None:
+                        self._logs.track(launch.log_path)
                     continue
             note = "" if type(st.backend).adopt is not Backend.adopt else \
                 f" (its job {job_id} may still run there: scancel {job_id})"

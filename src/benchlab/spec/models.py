@@ -421,10 +421,12 @@ class Spec(_Model):
         default=None, description="the params and variables each task's Settings line shows in BENCHMARKS.md")
     #: What `benchlab search` tunes (docs/search.md); the benchmark's runs never use it.
     search: Search | None = None
-    reasons: dict[Literal["tensor_parallel"], str] = Field(
+    reasons: dict[Literal["tensor_parallel", "seed", "temperature"], str] = Field(
         default_factory=dict,
-        description="why the spec departs from an evaluation rule that validate warns about "
-                    "(tensor_parallel: why tensor_parallel_size > 1)")
+        description="why the spec departs from an evaluation rule that validate and run warn about "
+                    "(tensor_parallel: why tensor_parallel_size > 1; seed: why an lm_eval/vLLM call names "
+                    "no --seed, repeats one while sampling, or configs compare at different seeds; "
+                    "temperature: why configs of a task compare at different temperatures)")
 
     @field_validator("backend")
     @classmethod
