@@ -33,3 +33,20 @@ def test_a_chatty_jobs_log_is_capped_as_a_local_runs_is(tmp_path: Path, how: str
     con = sqlite3.connect(tmp_path / "out" / "benchlab.db")
     assert con.execute("SELECT value FROM metrics WHERE metric = 'score'").fetchall() == [(0.75,)]
     con.close()
+
+
+def test_the_jobs_environment_file_holds_no_attempt_key(tmp_path: Path) -> None:
+    """A job started with ``--env-file {env_file}`` (the Docker and SageMaker recipes) outlives its
+    sweep on purpose; with the attempt's key in its environment the next sweep's recovery on this
+    machine would kill its processes as a dead attempt's leftovers."""
+    (tmp_path / "quiet.py").write_text("import os\nprint('score: 0.5')\n")
+    body = yaml.safe_dump(yaml.safe_load(CHATTY_SPEC.format(name="envfile").replace("chatty.py", "quiet.py")))
+    submit = recipe("ssh-recipe")["launcher"]["submit"]
+    spec = write_spec(tmp_path, "ssh-recipe", body, variables={"ssh": "sh -c", "host": ""},
+                      submit="cp {env_file} {run_dir}/seen.env; " + submit)
+    proc = run_cli("run", str(spec), "--results", str(tmp_path / "out"), "--no-report", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (seen,) = (tmp_path / "out" / "runs").glob("*/seen.env")
+    names = [line.split("=", 1)[0] for line in seen.read_text().splitlines()]
+    assert "BENCHLAB_SEED" in names, names  # the file holds the run's variables
+    assert "BENCHLAB_ATTEMPT_KEY" not in names

@@ -659,7 +659,9 @@ class LauncherBackend(Backend):
     def _write_env_file(self, launch: Launch) -> None:
         from benchlab.secrets import ENV_PREFIX
 
-        lines = [f"{k}={v}" for k, v in launch.env.items()
+        # _env's rule holds for the job too: a container or remote process carrying the attempt's key
+        # would be killed as a leftover by the next sweep's recovery on this machine.
+        lines = [f"{k}={v}" for k, v in _env(launch).items()
                  if self._base_env.get(k) != v and not k.startswith(ENV_PREFIX) and "\n" not in v]
         (launch.run_dir / ENV_FILE).write_text("".join(line + "\n" for line in lines))
 
