@@ -41,6 +41,10 @@ _BUILTIN_NAMES = ("abs", "all", "any", "bin", "bool", "bytes", "chr", "complex",
                   "float", "frozenset", "hex", "int", "isinstance", "len", "list", "max", "min", "oct", "ord",
                   "pow", "range", "reversed", "round", "set", "sorted", "str", "sum", "tuple", "type", "zip")
 GLUE_BUILTINS: Namespace = {name: getattr(builtins, name) for name in _BUILTIN_NAMES}
+# ``all``/``any`` of a generator the plan unrolled into a tuple of its elements: evaluated one element
+# at a time and stopping where Python's would, so an element past that point (a call that raised) does
+# not decide the verdict, as it would not in ``answer + tests``.
+LAZY = {"all": "__bl_all", "any": "__bl_any"}
 
 _MODULES = {"math": math, "cmath": cmath, "string": string, "collections": collections,
             "fractions": fractions, "decimal": decimal, "statistics": statistics}
@@ -250,7 +254,17 @@ class Glue:
             return getattr(base, node.attr)
         raise GlueError(f"attribute {node.attr} of a {type(base).__name__} is not evaluated here")
 
+    def _lazy(self, every: bool, node: ast.Call) -> bool:
+        if len(node.args) != 1 or not isinstance(node.args[0], ast.Tuple):
+            raise GlueError("an unrolled all/any takes one tuple")
+        for item in node.args[0].elts:
+            if bool(self.eval(item)) != every:
+                return not every
+        return every
+
     def _Call(self, node: ast.Call) -> Any:
+        if isinstance(node.func, ast.Name) and node.func.id in LAZY.values():
+            return self._lazy(node.func.id == LAZY["all"], node)
         args = tuple(self._items(node.args))
         kwargs = {}
         for kw in node.keywords:

@@ -31,7 +31,7 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from benchlab.evaluate.glue import GLUE_BUILTINS, MODULE_ATTRS, PLAIN_ATTRS, PLAIN_METHODS, Glue, module
+from benchlab.evaluate.glue import GLUE_BUILTINS, LAZY, MODULE_ATTRS, PLAIN_ATTRS, PLAIN_METHODS, Glue, module
 
 PLACEHOLDER = "__bl_"
 # A loop over constant data with asserts in it is unrolled up to this many turns.
@@ -44,6 +44,11 @@ _GLUE_NODES = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.BinOp, ast.UnaryOp, a
                ast.IfExp, ast.Subscript, ast.Slice, ast.Starred)
 
 GLUE, MODULE, TESTS, ANAME, POISON = "glue", "module", "tests", "aname", "poison"
+# Builtins (and ``str.join``) that consume a generator whole: one handed a generator over constant
+# data gets its elements. ``all``/``any`` over them stop where Python's would (glue.LAZY).
+_CONSUMERS = frozenset({"all", "any", "sum", "list", "tuple", "set", "frozenset", "sorted", "min", "max",
+                        "dict", "join"})
+_IMMUTABLE = (str, bytes, int, float, complex, bool, tuple, frozenset, type(None), range)
 
 
 class Unjudgeable(Exception):
@@ -64,6 +69,8 @@ class Probe:
     step: int
     inject: dict[str, ast.expr] = field(default_factory=dict)
     bind: str = ""  # in the answer's sandbox: the names an assignment binds to the value
+    # placeholder -> the tests' name it was read from, for arguments the call may change in place
+    mutates: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,7 +79,8 @@ class Step:
 
     ``kind``: ``setup`` (a statement the trusted side may also follow: ``targets`` bound to
     ``glue``'s value, ``modules`` imported), ``check`` (``glue``'s truth, or for
-    ``mode == "runs"`` that it evaluates), or ``unjudgeable`` (``why``). ``test`` is the test
+    ``mode == "runs"`` that it evaluates), ``unjudgeable`` (``why``), or ``fails``
+    (the tests' own code raised there: ``why``). ``test`` is the test
     it belongs to, None for top-level setup. ``in_answer``/``in_tests``: the source runs
     there too.
     """
@@ -93,13 +101,28 @@ class Step:
 
 
 @dataclass
+class Replacement:
+    """What stands for one top-level statement once the tests' own data is known (``testdata.py``):
+    straight-line statements with that data as literals, and the error the tests' own code raised
+    there, if it did."""
+
+    statements: list[ast.stmt]
+    raised: str = ""
+
+
+@dataclass
 class Plan:
-    """The steps, the probes, how many tests, and the free names the glue takes for modules."""
+    """The steps, the probes, how many tests, and the free names the glue takes for modules.
+
+    ``unsplit``: the keys (test entry, top-level statement) of the statements holding a test
+    that could not be split from the text alone.
+    """
 
     steps: list[Step]
     probes: list[Probe]
     tests: int
     free_modules: dict[str, str]
+    unsplit: frozenset[tuple[int, int]] = frozenset()
 
     def probes_at(self, index: int) -> list[Probe]:
         return [p for p in self.probes if p.step == index]
@@ -192,6 +215,10 @@ class _Planner:
         self.pure_values: dict[str, object] = {}  # the tests' names bound to constant data, known now
         self.computed: set[str] = set()  # the tests' names bound to data only their own code computes
         self.test = 0
+        self.inlining = 0
+        self.top: tuple[int, int] = (0, 0)
+        self.unsplit: set[tuple[int, int]] = set()
+        self.notes: dict[tuple[int, int], str] = {}
 
     # -- names --------------------------------------------------------------------------------
 
@@ -248,9 +275,10 @@ class _Planner:
 
     # -- probes -------------------------------------------------------------------------------
 
-    def _probe(self, side: str, node: ast.expr, inject: dict[str, ast.expr] | None = None) -> ast.Name:
+    def _probe(self, side: str, node: ast.expr, inject: dict[str, ast.expr] | None = None,
+               mutates: dict[str, str] | None = None) -> ast.Name:
         pid = f"{PLACEHOLDER}{len(self.probes)}"
-        self.probes.append(Probe(pid, side, ast.unparse(node), len(self.steps), inject or {}))
+        self.probes.append(Probe(pid, side, ast.unparse(node), len(self.steps), inject or {}, mutates=mutates or {}))
         return ast.Name(pid, ast.Load())
 
     def tests_probe(self, node: ast.expr, inject: dict[str, ast.expr] | None = None) -> ast.Name:
@@ -278,11 +306,17 @@ class _Planner:
         """A call into the answer: its plain-data arguments cross as values, the rest as source."""
         node = copy.deepcopy(node)
         inject: dict[str, ast.expr] = {}
+        mutates: dict[str, str] = {}
 
         def place(arg: ast.expr) -> ast.expr:
             if not self.tainted(arg) and self.pure(arg):
                 name = f"{PLACEHOLDER}{len(self.probes)}_{len(inject)}"
                 inject[name] = arg
+                if isinstance(arg, ast.Name) and self.kind(arg.id) == GLUE and not isinstance(
+                        self.pure_values.get(arg.id, []), _IMMUTABLE):
+                    # The call may change it in place: the tests read it afterwards as the answer left it.
+                    mutates[name] = arg.id
+                    self.pure_values.pop(arg.id, None)
                 return ast.Name(name, ast.Load())
             self._answer_side(arg)
             return arg
@@ -292,7 +326,7 @@ class _Planner:
         for kw in node.keywords:
             kw.value = place(kw.value)
         self._answer_side(node.func)
-        return self._probe("answer", node, inject)
+        return self._probe("answer", node, inject, mutates)
 
     def answer_value(self, node: ast.expr) -> ast.Name:
         self._answer_side(node)
@@ -353,6 +387,9 @@ class _Planner:
                         items.append(item)
                     setattr(new, fname, items)
             return new, tainted
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp) and (
+                unrolled := self.unroll_comprehension(node)) is not None:
+            return self.expr(unrolled)
         if self.tainted(node):
             raise Unjudgeable(f"a {type(node).__name__} over the answer's values")
         return self.tests_probe(node), False
@@ -386,6 +423,14 @@ class _Planner:
             k = self.kind(func.id)
             if k == "builtin" and not takes_code:
                 return self.glue_call(node)
+            if k in (TESTS, POISON) and (k == POISON or self.tainted(node)):
+                inlined = self.inline_expr(node)
+                if inlined is not None:
+                    self.inlining += 1
+                    try:
+                        return self.expr(inlined)
+                    finally:
+                        self.inlining -= 1
             if k in ("answer", ANAME):
                 return self.answer_call(node), True
             if k == POISON:
@@ -414,6 +459,17 @@ class _Planner:
         return self.tests_call(node)
 
     def glue_call(self, node: ast.Call) -> tuple[ast.expr, bool]:
+        lazy = ""
+        if isinstance(node.func, ast.Name | ast.Attribute) and any(
+                isinstance(a, ast.GeneratorExp) for a in node.args):
+            consumer = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if consumer in _CONSUMERS:
+                # A generator a builtin consumes whole: its elements, one expression per turn.
+                node = copy.copy(node)
+                node.args = [self.unroll_comprehension(a) or a if isinstance(a, ast.GeneratorExp) else a
+                             for a in node.args]
+                if consumer in ("all", "any") and len(node.args) == 1 and isinstance(node.args[0], ast.Tuple):
+                    lazy = LAZY[consumer]
         new = copy.copy(node)
         tainted = False
         if isinstance(node.func, ast.Attribute):
@@ -435,6 +491,8 @@ class _Planner:
             keywords.append(ast.keyword(kw.arg, value))
             tainted |= t
         new.args, new.keywords = args, keywords
+        if lazy:
+            new.func = ast.Name(lazy, ast.Load())
         return new, tainted
 
     def attribute(self, node: ast.Attribute) -> tuple[ast.expr, bool]:
@@ -460,6 +518,10 @@ class _Planner:
     # -- statements ---------------------------------------------------------------------------
 
     def add_step(self, step: Step) -> Step:
+        if step.kind == "unjudgeable" and self.top[0] >= 0:
+            self.unsplit.add(self.top)
+            if self.top in self.notes:
+                step.why += f" ({self.notes[self.top]})"
         self.steps.append(step)
         return step
 
@@ -487,7 +549,11 @@ class _Planner:
         targets = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
         simple = targets is not None and all(
             isinstance(t, ast.Name) for t in (targets.elts if isinstance(targets, ast.Tuple | ast.List) else [targets]))
-        if isinstance(stmt, ast.FunctionDef) and not tainted:
+        for name in binds:
+            self.defs.pop(name, None)
+        if isinstance(stmt, ast.FunctionDef):
+            # Kept even when it reads the answer's names (HumanEval's ``check`` calling the function by
+            # its own name): a call of it is inlined, and the split decides on its body.
             self.defs[stmt.name] = stmt
         if simple and isinstance(stmt, ast.Assign) and (tainted or self.pure(stmt.value)):
             try:
@@ -607,53 +673,136 @@ class _Planner:
             turns += [ast.fix_missing_locations(replace.visit(copy.deepcopy(s))) for s in loop.body]
         return turns
 
+    def unroll_comprehension(self, node: ast.expr) -> ast.expr | None:
+        """A comprehension over constant data as a display of its elements (a generator as a tuple),
+        each with the comprehension's names replaced by that turn's literals; None where it cannot be."""
+        if not isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            return None
+        elements: list[ast.expr] = []
+        values: list[ast.expr] = []
+
+        def turn(generators: list[ast.comprehension], mapping: dict[str, ast.expr]) -> None:
+            if not generators:
+                replace = _Replace(mapping)
+                if isinstance(node, ast.DictComp):
+                    elements.append(replace.visit(copy.deepcopy(node.key)))
+                    values.append(replace.visit(copy.deepcopy(node.value)))
+                else:
+                    elements.append(replace.visit(copy.deepcopy(node.elt)))
+                if len(elements) > MAX_UNROLL:
+                    raise ValueError("too many turns")
+                return
+            gen = generators[0]
+            targets = gen.target.elts if isinstance(gen.target, ast.Tuple | ast.List) else [gen.target]
+            if gen.is_async or not all(isinstance(t, ast.Name) for t in targets):
+                raise ValueError("not a plain comprehension")
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            items = list(self.constant(_Replace(mapping).visit(copy.deepcopy(gen.iter))))  # type: ignore[call-overload]
+            if len(items) > MAX_UNROLL:
+                raise ValueError("too many turns")
+            for item in items:
+                parts = [item] if not isinstance(gen.target, ast.Tuple | ast.List) else list(item)
+                literals = [_literal(v) for v in parts]
+                if len(literals) != len(names) or any(lit is None for lit in literals):
+                    raise ValueError("a value with no literal")
+                inner = {**mapping, **dict(zip(names, literals, strict=True))}  # type: ignore[arg-type]
+                if all(self.constant(_Replace(inner).visit(copy.deepcopy(c))) for c in gen.ifs):
+                    turn(generators[1:], inner)
+
+        try:
+            turn(list(node.generators), {})
+        except Exception:  # noqa: BLE001 - not over constant data: the comprehension stays whole
+            return None
+        if isinstance(node, ast.DictComp):
+            return ast.fix_missing_locations(ast.Dict(elements, values))  # type: ignore[arg-type]
+        if isinstance(node, ast.SetComp):
+            return ast.fix_missing_locations(ast.Set(elements) if elements else ast.Call(
+                ast.Name("set", ast.Load()), [], []))
+        kind = ast.List if isinstance(node, ast.ListComp) else ast.Tuple
+        return ast.fix_missing_locations(kind(elements, ast.Load()))
+
     def inline(self, node: ast.expr) -> list[ast.stmt] | None:
         """HumanEval's ``check(candidate)``: the body of the tests' ``check`` with its parameters replaced."""
+        fn = self.helper(node)
+        if fn is None or any(isinstance(sub, ast.Return | ast.Yield | ast.YieldFrom | ast.Global | ast.Nonlocal)
+                             for sub in ast.walk(fn)):
+            return None
+        assert isinstance(node, ast.Call)
+        rename = _Replace(dict(zip([a.arg for a in fn.args.args], node.args, strict=True)))
+        return [rename.visit(copy.deepcopy(s)) for s in fn.body]
+
+    def helper(self, node: ast.expr) -> ast.FunctionDef | None:
+        """The tests' own function ``node`` calls, where its call can be replaced by its body."""
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.defs
-                and self.kinds.get(node.func.id) == TESTS and not node.keywords):
+                and self.kinds.get(node.func.id) in (TESTS, POISON) and not node.keywords):
             return None
         fn = self.defs[node.func.id]
-        params = [a.arg for a in fn.args.args]
         if (fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or fn.args.defaults or fn.decorator_list
-                or len(params) != len(node.args) or any(isinstance(a, ast.Starred) for a in node.args)):
+                or fn.args.posonlyargs or len(fn.args.args) != len(node.args)
+                or any(isinstance(a, ast.Starred) for a in node.args)):
             return None
-        if any(isinstance(sub, ast.Return | ast.Yield | ast.YieldFrom | ast.Global | ast.Nonlocal)
-               for sub in ast.walk(fn)):
+        return fn
+
+    def inline_expr(self, node: ast.Call) -> ast.expr | None:
+        """A helper handed the answer's function whose body is one ``return``: the returned expression
+        with its parameters replaced (each argument a name, a constant or a lambda, so nothing runs twice)."""
+        fn = self.helper(node)
+        if fn is None or self.inlining > 20:
             return None
-        rename = _Replace(dict(zip(params, node.args, strict=True)))
-        return [rename.visit(copy.deepcopy(s)) for s in fn.body]
+        body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            return None
+        if not all(isinstance(a, ast.Name | ast.Constant | ast.Lambda) for a in node.args):
+            return None
+        inner = {n for n in _free_names(fn) if n not in {a.arg for a in fn.args.args}}
+        if any(isinstance(a, ast.Name) and a.id in inner for a in node.args):
+            return None  # a parameter replaced by a name the body also reads freely: leave it alone
+        rename = _Replace(dict(zip([a.arg for a in fn.args.args], node.args, strict=True)))
+        return ast.fix_missing_locations(rename.visit(copy.deepcopy(body[0].value)))
 
     def new_test(self) -> int:
         self.test += 1
         return self.test - 1
 
 
-def plan_tests(tests: str | Sequence[str]) -> Plan:
+def plan_tests(tests: str | Sequence[str], replacements: dict[tuple[int, int], Replacement] | None = None,
+               notes: dict[tuple[int, int], str] | None = None) -> Plan:
     """The plan of an item's tests (a string of statements, or a list with one test per entry).
 
     In a string each top-level ``assert`` and expression statement is a test; the
     other statements are setup. Tests that do not parse are one unjudgeable test.
+    ``replacements`` (from ``testdata.rewrite``) stand for the top-level statements they
+    are keyed by, in the same test; ``notes`` say why a statement has none.
     """
     planner = _Planner()
+    planner.notes = dict(notes or {})
     sources = [tests] if isinstance(tests, str) else [str(t) for t in tests]
-    for source in sources:
+    for si, source in enumerate(sources):
         try:
             tree = ast.parse(source)
         except SyntaxError as exc:
+            planner.top = (-1, -1)
             planner.add_step(Step(len(planner.steps), "unjudgeable", planner.new_test(),
                                   why=f"the tests do not parse: {exc.msg} (line {exc.lineno})"))
             continue
-        if isinstance(tests, str):
-            for stmt in tree.body:
-                planner.statement(stmt, None)
-        else:
-            own = planner.new_test()
-            for stmt in tree.body:
+        own = None if isinstance(tests, str) else planner.new_test()
+        for ti, stmt in enumerate(tree.body):
+            planner.top = (si, ti)
+            replacement = (replacements or {}).get((si, ti))
+            if replacement is None:
                 planner.statement(stmt, own)
+                continue
+            test = own if own is not None else planner.new_test()
+            for inner in replacement.statements:
+                planner.statement(inner, test)
+            if replacement.raised:
+                planner.add_step(Step(len(planner.steps), "fails", test,
+                                      why=f"{replacement.raised} in the tests' own code"))
     if planner.test == 0:
+        planner.top = (-1, -1)
         planner.add_step(Step(len(planner.steps), "unjudgeable", planner.new_test(), why="the tests hold no test"))
     _place_answer_setup(planner)
-    return Plan(planner.steps, planner.probes, planner.test, planner.free_modules)
+    return Plan(planner.steps, planner.probes, planner.test, planner.free_modules, frozenset(planner.unsplit))
 
 
 def _place_answer_setup(planner: _Planner) -> None:
