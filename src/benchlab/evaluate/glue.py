@@ -33,6 +33,8 @@ from benchlab.evaluate.plain import Failed
 # Results and operands past these fail the check rather than hold the server.
 MAX_LENGTH = 10_000_000
 MAX_BITS = 1_000_000
+# Turns of one comprehension evaluated here.
+MAX_TURNS = 1_000_000
 
 # A namespace of the glue: names to Python values (plain data, the modules and pure functions above).
 Namespace = dict[str, object]
@@ -146,7 +148,7 @@ class Glue:
     """Evaluates glue expressions; ``env`` maps the names of the tests the glue follows to values,
     ``values`` the probes' placeholders to what the sandboxes sent (decoded)."""
 
-    def __init__(self, env: Namespace, values: Namespace) -> None:
+    def __init__(self, env: Namespace | collections.ChainMap, values: Namespace) -> None:
         self.env = env
         self.values = values
 
@@ -232,6 +234,43 @@ class Glue:
             left = right
         return result
 
+    def _turns(self, generators: list[ast.comprehension], scope: collections.ChainMap) -> Any:
+        """The scopes of a comprehension's turns over plain values, each a layer over ``scope``."""
+        if not generators:
+            yield scope
+            return
+        gen, inner = generators[0], Glue(scope, self.values)
+        items = inner.eval(gen.iter)
+        if _size(items) > MAX_LENGTH:
+            raise GlueError("a sequence too long to iterate here")
+        for count, item in enumerate(items):
+            if count > MAX_TURNS:
+                raise GlueError("a comprehension too long to compute here")
+            layer = scope.new_child()
+            _bind(layer, gen.target, item)
+            test = Glue(layer, self.values)
+            if all(test.eval(c) for c in gen.ifs):
+                yield from self._turns(generators[1:], layer)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp) -> Any:
+        scope = collections.ChainMap({}, self.env)
+        return (Glue(layer, self.values).eval(node.elt) for layer in self._turns(node.generators, scope))
+
+    def _ListComp(self, node: ast.ListComp) -> list:
+        return list(self._comprehension(node))
+
+    def _SetComp(self, node: ast.SetComp) -> set:
+        return set(self._comprehension(node))
+
+    def _GeneratorExp(self, node: ast.GeneratorExp) -> Any:
+        # Lazy as Python's: ``any``/``all`` over it stop where they would in ``answer + tests``.
+        return self._comprehension(node)
+
+    def _DictComp(self, node: ast.DictComp) -> dict:
+        scope = collections.ChainMap({}, self.env)
+        return {Glue(layer, self.values).eval(node.key): Glue(layer, self.values).eval(node.value)
+                for layer in self._turns(node.generators, scope)}
+
     def _IfExp(self, node: ast.IfExp) -> Any:
         return self.eval(node.body) if self.eval(node.test) else self.eval(node.orelse)
 
@@ -294,6 +333,19 @@ class Glue:
             raise GlueError(f"{getattr(fn, '__name__', type(fn).__name__)} is not called here")
         _guard_call(fn, args, kwargs)
         return fn(*args, **kwargs)
+
+
+def _bind(scope: collections.ChainMap, target: ast.expr, value: Any) -> None:
+    if isinstance(target, ast.Name):
+        scope[target.id] = value
+        return
+    if not isinstance(target, ast.Tuple | ast.List) or any(isinstance(t, ast.Starred) for t in target.elts):
+        raise GlueError(f"cannot bind a {type(target).__name__} here")
+    items = list(value) if _size(value) <= MAX_LENGTH else []
+    if len(items) != len(target.elts):
+        raise GlueError("unpacking a value of another length")
+    for part, item in zip(target.elts, items, strict=True):
+        _bind(scope, part, item)
 
 
 def module(name: str) -> Any:

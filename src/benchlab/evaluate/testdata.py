@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from benchlab.evaluate import plain
-from benchlab.evaluate.testplan import Replacement, _bound_names, _free_names, _Replace
+from benchlab.evaluate.testplan import Replacement, _bound_names, _free_names, _Replace, literal
 
 # Bounds on the pre-pass: statements recorded, loop turns walked.
 MAX_RECORDED = 5000
@@ -169,8 +169,12 @@ def _record(tree, max_recorded, max_turns):
     def is_tainted(uses):
         return any(u in tainted or (u not in ns and not hasattr(builtins, u)) for u in uses)
 
+    immutable = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range)
+
     def taint(node):
-        for name in list(node["binds"]) + list(node["passes"]):
+        # What it binds depends on the answer; what it hands a call the answer may change in place.
+        passed = [n for n in node["passes"] if n in ns and type(ns[n]) not in immutable]
+        for name in list(node["binds"]) + passed:
             tainted.add(name)
             sent.pop(name, None)
 
@@ -261,38 +265,6 @@ def program(expanded: Expanded) -> str:
             for index, top in enumerate(expanded.tops)]
     return (plain.SOURCE + "\nimport json\n" + _RECORDER.replace("__TREE__", repr(json.dumps(tree)))
             .replace("__MAX_RECORDED__", str(MAX_RECORDED)).replace("__MAX_TURNS__", str(MAX_TURNS)))
-
-
-def literal(value: object) -> ast.expr | None:
-    """``value`` as an expression the trusted side evaluates to an equal value of the same type;
-    None where there is none (an object with methods, a type the glue does not build)."""
-    t = type(value)
-    if value is None or t in (bool, int, str, bytes):
-        return ast.Constant(value)
-    if t is float:
-        if value != value or value in (float("inf"), float("-inf")):
-            return ast.Call(ast.Name("float", ast.Load()), [ast.Constant(repr(value))], [])
-        return ast.Constant(value)
-    if t is complex:
-        parts = [literal(value.real), literal(value.imag)]  # type: ignore[attr-defined]
-        return ast.Call(ast.Name("complex", ast.Load()), parts, [])  # type: ignore[arg-type]
-    if t in (list, tuple, set, frozenset):
-        items = [literal(v) for v in value]  # type: ignore[attr-defined]
-        if any(i is None for i in items):
-            return None
-        if t is list:
-            return ast.List(items, ast.Load())  # type: ignore[arg-type]
-        if t is tuple:
-            return ast.Tuple(items, ast.Load())  # type: ignore[arg-type]
-        display = ast.List(items, ast.Load())  # type: ignore[arg-type]
-        return ast.Call(ast.Name(t.__name__, ast.Load()), [display] if items else [], [])
-    if t is dict:
-        keys = [literal(k) for k in value]  # type: ignore[attr-defined]
-        values = [literal(v) for v in value.values()]  # type: ignore[attr-defined]
-        if any(x is None for x in keys + values):
-            return None
-        return ast.Dict(keys, values)  # type: ignore[arg-type]
-    return None
 
 
 @dataclass

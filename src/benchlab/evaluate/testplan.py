@@ -165,21 +165,32 @@ def _free_names(node: ast.AST) -> set[str]:
     return loaded - (local - _bound_names(node)) if isinstance(node, ast.stmt) else loaded - local
 
 
-def _literal(value: object) -> ast.expr | None:
-    """``value`` as source (None where it has no literal form): what an unrolled loop's variable stands for."""
-    if value is None or isinstance(value, bool | int | str | bytes):
+def literal(value: object) -> ast.expr | None:
+    """``value`` as an expression the glue evaluates to an equal value of the same exact type;
+    None where there is none (an object with methods, a type the glue does not build).
+    What an unrolled loop's variable stands for, and the tests' own data once computed."""
+    if value is None or type(value) in (bool, int, str, bytes):
+        return ast.Constant(value)  # type: ignore[arg-type]
+    if type(value) is float:
+        if value != value or abs(value) == float("inf"):
+            return ast.Call(ast.Name("float", ast.Load()), [ast.Constant(repr(value))], [])
         return ast.Constant(value)
-    if isinstance(value, float):
-        return ast.Constant(value) if value == value and abs(value) != float("inf") else None
-    if isinstance(value, list | tuple) or (isinstance(value, set) and value):
-        items = [_literal(v) for v in value]
+    if type(value) is complex:
+        real, imag = literal(value.real), literal(value.imag)
+        return ast.Call(ast.Name("complex", ast.Load()), [real, imag], [])  # type: ignore[list-item]
+    if type(value) in (list, tuple, set, frozenset):
+        items = [literal(v) for v in value]  # type: ignore[attr-defined]
         if any(i is None for i in items):
             return None
-        kind = ast.List if isinstance(value, list) else ast.Tuple if isinstance(value, tuple) else ast.Set
-        return kind(items, ast.Load()) if kind is not ast.Set else ast.Set(items)  # type: ignore[arg-type,call-arg]
-    if isinstance(value, dict):
-        keys = [_literal(k) for k in value]
-        values = [_literal(v) for v in value.values()]
+        if type(value) is list:
+            return ast.List(items, ast.Load())  # type: ignore[arg-type]
+        if type(value) is tuple:
+            return ast.Tuple(items, ast.Load())  # type: ignore[arg-type]
+        display: list[ast.expr] = [ast.List(items, ast.Load())] if items else []  # type: ignore[arg-type]
+        return ast.Call(ast.Name(type(value).__name__, ast.Load()), display, [])
+    if type(value) is dict:
+        keys = [literal(k) for k in value]  # type: ignore[attr-defined]
+        values = [literal(v) for v in value.values()]  # type: ignore[attr-defined]
         if any(x is None for x in keys + values):
             return None
         return ast.Dict(keys, values)  # type: ignore[arg-type]
@@ -390,6 +401,8 @@ class _Planner:
         if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp) and (
                 unrolled := self.unroll_comprehension(node)) is not None:
             return self.expr(unrolled)
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) and self.tainted(node):
+            return self.glue_comprehension(node)
         if self.tainted(node):
             raise Unjudgeable(f"a {type(node).__name__} over the answer's values")
         return self.tests_probe(node), False
@@ -664,7 +677,7 @@ class _Planner:
         for value in values:
             parts = [value] if len(names) == 1 and not isinstance(loop.target, ast.Tuple | ast.List) else value
             try:
-                literals = [_literal(v) for v in parts]
+                literals = [literal(v) for v in parts]
             except TypeError:
                 return None
             if len(literals) != len(names) or any(lit is None for lit in literals):
@@ -702,10 +715,10 @@ class _Planner:
                 raise ValueError("too many turns")
             for item in items:
                 parts = [item] if not isinstance(gen.target, ast.Tuple | ast.List) else list(item)
-                literals = [_literal(v) for v in parts]
+                literals = [literal(v) for v in parts]
                 if len(literals) != len(names) or any(lit is None for lit in literals):
                     raise ValueError("a value with no literal")
-                inner = {**mapping, **dict(zip(names, literals, strict=True))}  # type: ignore[arg-type]
+                inner: dict[str, ast.expr] = {**mapping, **dict(zip(names, literals, strict=True))}  # type: ignore[arg-type]
                 if all(self.constant(_Replace(inner).visit(copy.deepcopy(c))) for c in gen.ifs):
                     turn(generators[1:], inner)
 
@@ -720,6 +733,43 @@ class _Planner:
                 ast.Name("set", ast.Load()), [], []))
         kind = ast.List if isinstance(node, ast.ListComp) else ast.Tuple
         return ast.fix_missing_locations(kind(elements, ast.Load()))
+
+    def glue_comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp,
+                           ) -> tuple[ast.expr, bool]:
+        """A comprehension over the answer's values whose body is glue alone (``all(x > 0 for x in f(3))``):
+        evaluated here, over the data; one whose body needs code per element is unjudgeable."""
+        generators = node.generators
+        if any(g.is_async for g in generators):
+            raise Unjudgeable("an async comprehension")
+        first, tainted = self.expr(generators[0].iter)
+        targets = {n for g in generators for n in _bound_names(g.target)}
+        saved = {n: self.kinds.get(n) for n in targets}
+        saved_tainted = targets & self.tainted_glue
+        probes = len(self.probes)
+        try:
+            for name in targets:
+                self.kinds[name] = GLUE
+                self.tainted_glue.add(name)
+            new = copy.copy(node)
+            new.generators = []
+            for i, gen in enumerate(generators):
+                iterable = first if i == 0 else self.expr(gen.iter)[0]
+                ifs = [self.expr(c)[0] for c in gen.ifs]
+                new.generators.append(ast.comprehension(gen.target, iterable, ifs, 0))
+            if isinstance(new, ast.DictComp):
+                new.key, new.value = self.expr(node.key)[0], self.expr(node.value)[0]  # type: ignore[union-attr]
+            else:
+                new.elt = self.expr(node.elt)[0]  # type: ignore[union-attr]
+            if len(self.probes) != probes:
+                raise Unjudgeable(f"a {type(node).__name__} over the answer's values that calls code per element")
+        finally:
+            for name, kind in saved.items():
+                if kind is None:
+                    self.kinds.pop(name, None)
+                else:
+                    self.kinds[name] = kind
+            self.tainted_glue -= targets - saved_tainted
+        return new, True
 
     def inline(self, node: ast.expr) -> list[ast.stmt] | None:
         """HumanEval's ``check(candidate)``: the body of the tests' ``check`` with its parameters replaced."""
