@@ -33,8 +33,8 @@ from benchlab.evaluate.plain import Failed
 # Results and operands past these fail the check rather than hold the server.
 MAX_LENGTH = 10_000_000
 MAX_BITS = 1_000_000
-# Turns of one comprehension evaluated here.
-MAX_TURNS = 1_000_000
+# Turns of the comprehensions evaluated here for one item, all together (about a second's work).
+MAX_TURNS = 50_000
 
 # A namespace of the glue: names to Python values (plain data, the modules and pure functions above).
 Namespace = dict[str, object]
@@ -148,9 +148,12 @@ class Glue:
     """Evaluates glue expressions; ``env`` maps the names of the tests the glue follows to values,
     ``values`` the probes' placeholders to what the sandboxes sent (decoded)."""
 
-    def __init__(self, env: Namespace | collections.ChainMap, values: Namespace) -> None:
+    def __init__(self, env: Namespace | collections.ChainMap, values: Namespace,
+                 budget: list[int] | None = None) -> None:
         self.env = env
         self.values = values
+        # Comprehension turns left, shared by every Glue made from this one: nesting cannot multiply them.
+        self.budget = budget if budget is not None else [MAX_TURNS]
 
     def eval(self, node: ast.expr) -> Any:
         method = getattr(self, "_" + type(node).__name__, None)
@@ -235,26 +238,28 @@ class Glue:
         return result
 
     def _turns(self, generators: list[ast.comprehension], scope: collections.ChainMap) -> Any:
-        """The scopes of a comprehension's turns over plain values, each a layer over ``scope``."""
+        """A comprehension's turns over plain values: yields, per turn, the Glue of the innermost scope
+        (one layer per ``for``, its names rebound each turn)."""
         if not generators:
-            yield scope
+            yield Glue(scope, self.values, self.budget)
             return
-        gen, inner = generators[0], Glue(scope, self.values)
-        items = inner.eval(gen.iter)
+        gen = generators[0]
+        items = Glue(scope, self.values, self.budget).eval(gen.iter)
         if _size(items) > MAX_LENGTH:
             raise GlueError("a sequence too long to iterate here")
-        for count, item in enumerate(items):
-            if count > MAX_TURNS:
-                raise GlueError("a comprehension too long to compute here")
-            layer = scope.new_child()
+        layer = scope.new_child()
+        test = Glue(layer, self.values, self.budget)
+        for item in items:
+            self.budget[0] -= 1
+            if self.budget[0] < 0:
+                raise GlueError("comprehensions too long to compute here")
             _bind(layer, gen.target, item)
-            test = Glue(layer, self.values)
             if all(test.eval(c) for c in gen.ifs):
                 yield from self._turns(generators[1:], layer)
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp) -> Any:
         scope = collections.ChainMap({}, self.env)
-        return (Glue(layer, self.values).eval(node.elt) for layer in self._turns(node.generators, scope))
+        return (inner.eval(node.elt) for inner in self._turns(node.generators, scope))
 
     def _ListComp(self, node: ast.ListComp) -> list:
         return list(self._comprehension(node))
@@ -268,8 +273,7 @@ class Glue:
 
     def _DictComp(self, node: ast.DictComp) -> dict:
         scope = collections.ChainMap({}, self.env)
-        return {Glue(layer, self.values).eval(node.key): Glue(layer, self.values).eval(node.value)
-                for layer in self._turns(node.generators, scope)}
+        return {inner.eval(node.key): inner.eval(node.value) for inner in self._turns(node.generators, scope)}
 
     def _IfExp(self, node: ast.IfExp) -> Any:
         return self.eval(node.body) if self.eval(node.test) else self.eval(node.orelse)

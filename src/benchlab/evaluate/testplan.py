@@ -227,6 +227,7 @@ class _Planner:
         self.computed: set[str] = set()  # the tests' names bound to data only their own code computes
         self.test = 0
         self.inlining = 0
+        self.inlined = 0
         self.top: tuple[int, int] = (0, 0)
         self.unsplit: set[tuple[int, int]] = set()
         self.notes: dict[tuple[int, int], str] = {}
@@ -797,8 +798,9 @@ class _Planner:
         """A helper handed the answer's function whose body is one ``return``: the returned expression
         with its parameters replaced (each argument a name, a constant or a lambda, so nothing runs twice)."""
         fn = self.helper(node)
-        if fn is None or self.inlining > 20:
+        if fn is None or self.inlining > 20 or self.inlined > MAX_UNROLL:
             return None
+        self.inlined += 1  # helpers calling helpers twice each: bounded in all, not only in depth
         body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
         if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
             return None
