@@ -215,7 +215,7 @@ def test_the_glue_refuses_to_compute_what_would_hold_the_server():
                 {"__bl_0": 10**12, "__bl_1": "x" * 1000, "__bl_2": Fraction(3, 2)})
     for text in ("2 ** __bl_0", "__bl_1 * __bl_0", "1 << __bl_0", "pow(3, __bl_0)", "list(range(__bl_0))",
                  "sum(range(__bl_0))", "list(zip(range(__bl_0)))", "__bl_2 ** 10 ** 7", "[0] * 10**6 * 10**6",
-                 "__bl_1.replace('', 'y' * 100000)"):
+                 "__bl_1.replace('', 'y' * 100000)", "[(a, b) for a in range(10**4) for b in range(10**4)]"):
         with pytest.raises(GlueError):
             glue.eval(ast.parse(text, mode="eval").body)
 

@@ -156,3 +156,11 @@ def test_the_pre_pass_runs_only_the_tests_own_code_and_records_the_rest():
     replacements, _ = testdata.rewrite(expanded, recording, {(0, 3)})
     assert [ast.unparse(s) for s in replacements[(0, 3)].statements] == [
         f"coeffs = {coeffs!r}", "assert check(coeffs, solve(coeffs))"]
+
+
+def test_a_loop_unrolled_over_an_argument_holds_only_while_the_answer_leaves_it_alone(scorers):
+    tests = "xs = [3, 1, 2]\nlook(xs)\nfor x in xs:\n    assert x > 0"
+    reads, appends = _score_all(scorers, [(tests, "def look(xs):\n    return len(xs)\n"),
+                                          (tests, "def look(xs):\n    xs.append(-1)\n")])
+    assert (reads.correct, reads.detail) == (True, "")
+    assert not appends.correct and "the answer changed xs in place" in appends.detail

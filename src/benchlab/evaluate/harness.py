@@ -7,13 +7,17 @@ ever read from the answer's process:
 
 1. ``testplan.plan_tests`` splits the tests, on this side, into the calls
    into the answer (answer probes), what only the tests' own code computes
-   (tests probes) and the comparison (glue).
+   (tests probes) and the comparison (glue). Where a statement needs data
+   the tests compute (``random.Random(42)``), ``testdata.py`` first runs the
+   tests' own code alone in a fresh tests' sandbox, and the statement is
+   split again with that data written as literals.
 2. The **answer's sandbox** runs the answer, then each answer probe, and sends
    back each value as plain data (``plain.py``'s tagged JSON). The program holds
    the answer, the tests' imports, the calls' arguments, and nothing of the
    expected side: there is no secret, no verdict and no expected value in it
    to find or forge. Whatever it sends is taken for the answer's return
-   values, which is all an answer decides in ``answer + tests``.
+   values (and the arguments it changed in place), which is all an answer
+   decides in ``answer + tests``.
 3. Where a test needs its own code (a helper it defines, ``numpy``,
    ``unittest``), a second, fresh **tests' sandbox** runs the tests' setup
    without a line of the answer and evaluates those parts, given the answer's
@@ -231,8 +235,14 @@ def _walk(plan: Plan, values: dict[str, Any], failed: dict[int, str], modules: d
             # An argument the answer changed in place: what the tests read from here on.
             for name, tests_name in probe.mutates.items():
                 after = values.get(f"{probe.pid}>{name}")
-                if after is not None and type(env.get(tests_name)) is type(after):
-                    env[tests_name] = after
+                if after is None or type(env.get(tests_name)) is not type(after):
+                    continue
+                unrolled = plan.unrolled_over.get(tests_name, -1)
+                if unrolled > step.index and after != env[tests_name]:
+                    fail(plan.steps[min(unrolled, len(plan.steps) - 1)].test,
+                         f"the answer changed {tests_name} in place, and a later loop of the tests over it was "
+                         "unrolled over its value before the call")
+                env[tests_name] = after
     return _Walk(injections, passed, whys)
 
 

@@ -15,9 +15,15 @@ is read with ``ast`` here, on the trusted side, and cut in three:
   ``sorted``, ``math.isclose``...), evaluated by ``glue.py`` in this process on
   plain values, with Python's own semantics.
 
-A test whose verdict would need the answer's code and the test's together
-(a comprehension over the answer's results, a loop with asserts, a test
-helper handed the answer's function) is *unjudgeable*: it fails, and says so.
+Loops and comprehensions over constant data are unrolled, one turn per value
+(``all``/``any`` stopping where Python's would); a comprehension over the
+answer's values whose body is glue is glue; the tests' helpers handed the
+answer's function are inlined; an argument the answer may change in place is
+read back after the call (``Probe.mutates``). A statement whose data the tests'
+own code computes is planned again once ``testdata.py`` has computed it
+(``Replacement``). What is left would need the answer's code and the test's
+together (a loop over the answer's results holding asserts, a comprehension
+over them calling code per element): it is *unjudgeable*, fails, and says so.
 
 ``plan_tests`` returns a ``Plan``: the steps in source order (setup
 statements and checks) and the probes, each placed at its step.
@@ -115,7 +121,8 @@ class Plan:
     """The steps, the probes, how many tests, and the free names the glue takes for modules.
 
     ``unsplit``: the keys (test entry, top-level statement) of the statements holding a test
-    that could not be split from the text alone.
+    that could not be split from the text alone. ``unrolled_over``: the tests' names a loop or
+    comprehension was unrolled over, and the first step that did.
     """
 
     steps: list[Step]
@@ -123,6 +130,7 @@ class Plan:
     tests: int
     free_modules: dict[str, str]
     unsplit: frozenset[tuple[int, int]] = frozenset()
+    unrolled_over: dict[str, int] = field(default_factory=dict)
 
     def probes_at(self, index: int) -> list[Probe]:
         return [p for p in self.probes if p.step == index]
@@ -228,6 +236,7 @@ class _Planner:
         self.test = 0
         self.inlining = 0
         self.inlined = 0
+        self.unrolled_over: dict[str, int] = {}  # a name the plan took turns from -> the first step that did
         self.top: tuple[int, int] = (0, 0)
         self.unsplit: set[tuple[int, int]] = set()
         self.notes: dict[tuple[int, int], str] = {}
@@ -328,7 +337,6 @@ class _Planner:
                         self.pure_values.get(arg.id, []), _IMMUTABLE):
                     # The call may change it in place: the tests read it afterwards as the answer left it.
                     mutates[name] = arg.id
-                    self.pure_values.pop(arg.id, None)
                 return ast.Name(name, ast.Load())
             self._answer_side(arg)
             return arg
@@ -647,11 +655,15 @@ class _Planner:
         else:
             self.setup(stmt, test)
 
-    def constant(self, node: ast.expr) -> object:
-        """The value of a pure expression over constants and the tests' constant names, computed now."""
+    def constant(self, node: ast.expr, unrolls: bool = False) -> object:
+        """The value of a pure expression over constants and the tests' constant names, computed now.
+        ``unrolls``: the plan takes turns from it, which holds while the answer changes none of its names."""
         names = {n for n in _free_names(node)}
         if not self.pure(node) or not names <= set(self.pure_values) | set(GLUE_BUILTINS) | set(self.modules):
             raise ValueError("not constant")
+        if unrolls:
+            for name in names & set(self.pure_values):
+                self.unrolled_over.setdefault(name, len(self.steps))
         env: dict[str, object] = {**GLUE_BUILTINS, **{n: module(m) for n, m in self.modules.items()}}
         env.update(self.pure_values)
         return Glue(env, {}).eval(node)
@@ -669,7 +681,7 @@ class _Planner:
                for stmt in loop.body for s in ast.walk(stmt)):
             return None
         try:
-            values = list(self.constant(loop.iter))  # type: ignore[call-overload]
+            values = list(self.constant(loop.iter, unrolls=True))  # type: ignore[call-overload]
         except Exception:  # noqa: BLE001 - not constant data: the loop stays whole
             return None
         if len(values) > MAX_UNROLL:
@@ -711,7 +723,8 @@ class _Planner:
             if gen.is_async or not all(isinstance(t, ast.Name) for t in targets):
                 raise ValueError("not a plain comprehension")
             names = [t.id for t in targets if isinstance(t, ast.Name)]
-            items = list(self.constant(_Replace(mapping).visit(copy.deepcopy(gen.iter))))  # type: ignore[call-overload]
+            iterable = _Replace(mapping).visit(copy.deepcopy(gen.iter))
+            items = list(self.constant(iterable, unrolls=True))  # type: ignore[call-overload]
             if len(items) > MAX_UNROLL:
                 raise ValueError("too many turns")
             for item in items:
@@ -854,7 +867,8 @@ def plan_tests(tests: str | Sequence[str], replacements: dict[tuple[int, int], R
         planner.top = (-1, -1)
         planner.add_step(Step(len(planner.steps), "unjudgeable", planner.new_test(), why="the tests hold no test"))
     _place_answer_setup(planner)
-    return Plan(planner.steps, planner.probes, planner.test, planner.free_modules, frozenset(planner.unsplit))
+    return Plan(planner.steps, planner.probes, planner.test, planner.free_modules, frozenset(planner.unsplit),
+                planner.unrolled_over)
 
 
 def _place_answer_setup(planner: _Planner) -> None:
