@@ -85,6 +85,8 @@ _ADD_WRONG_ON_7 = "def add(a, b):\n    return a + b if a != 7 else 0\n"
     # an argument the answer changes in place, read afterwards
     ("xs = [3, 1, 2]\nsort_in_place(xs)\nassert xs == [1, 2, 3]",
      "def sort_in_place(xs):\n    xs.sort()\n", "def sort_in_place(xs):\n    return sorted(xs)\n"),
+    ("xs = [3, 1, 2]\nassert sort_in_place(xs) == xs == [1, 2, 3]",  # read after the call, in one statement
+     "def sort_in_place(xs):\n    xs.sort()\n    return xs\n", "def sort_in_place(xs):\n    return sorted(xs)\n"),
     ("xs = [1]\npush(xs, 2)\npush(xs, 3)\nassert xs == [1, 2, 3]",
      "def push(xs, x):\n    xs.append(x)\n", "def push(xs, x):\n    xs[:] = [1, x]\n"),
     # a comprehension over the answer's own result, its body glue alone: evaluated here, over the data

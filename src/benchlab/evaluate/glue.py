@@ -26,6 +26,7 @@ import math
 import operator
 import statistics
 import string
+from collections.abc import Callable
 from typing import Any
 
 from benchlab.evaluate.plain import Failed
@@ -149,9 +150,12 @@ class Glue:
     ``values`` the probes' placeholders to what the sandboxes sent (decoded)."""
 
     def __init__(self, env: Namespace | collections.ChainMap, values: Namespace,
-                 budget: list[int] | None = None) -> None:
+                 budget: list[int] | None = None, on_read: Callable[[str], None] | None = None) -> None:
         self.env = env
         self.values = values
+        # Told each placeholder as it is read, in Python's order of evaluation (the harness then
+        # rebinds the arguments that call changed in place, before the rest of the expression reads them).
+        self.on_read = on_read
         # Comprehension turns left, shared by every Glue made from this one: nesting cannot multiply them.
         self.budget = budget if budget is not None else [MAX_TURNS]
 
@@ -167,6 +171,8 @@ class Glue:
     def _Name(self, node: ast.Name) -> Any:
         if node.id in self.values:
             value = self.values[node.id]
+            if self.on_read is not None:
+                self.on_read(node.id)
         elif node.id in self.env:
             value = self.env[node.id]
         else:
@@ -241,14 +247,14 @@ class Glue:
         """A comprehension's turns over plain values: yields, per turn, the Glue of the innermost scope
         (one layer per ``for``, its names rebound each turn)."""
         if not generators:
-            yield Glue(scope, self.values, self.budget)
+            yield Glue(scope, self.values, self.budget, self.on_read)
             return
         gen = generators[0]
-        items = Glue(scope, self.values, self.budget).eval(gen.iter)
+        items = Glue(scope, self.values, self.budget, self.on_read).eval(gen.iter)
         if _size(items) > MAX_LENGTH:
             raise GlueError("a sequence too long to iterate here")
         layer = scope.new_child()
-        test = Glue(layer, self.values, self.budget)
+        test = Glue(layer, self.values, self.budget, self.on_read)
         for item in items:
             self.budget[0] -= 1
             if self.budget[0] < 0:

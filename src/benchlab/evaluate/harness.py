@@ -176,16 +176,36 @@ class _Walk:
 def _walk(plan: Plan, values: dict[str, Any], failed: dict[int, str], modules: dict[str, Any]) -> _Walk:
     env: dict[str, Any] = dict(GLUE_BUILTINS)
     env.update(modules)
-    glue = Glue(env, values)
     injections: dict[str, dict[str, list]] = {}
     passed = [True] * plan.tests
     whys = [""] * plan.tests
     broken = ""
+    changes = {p.pid: p for p in plan.probes if p.mutates}
+    applied: set[str] = set()
 
     def fail(test: int | None, why: str) -> None:
         if test is not None and passed[test]:
             passed[test] = False
             whys[test] = why
+
+    def changed_in_place(pid: str) -> None:
+        """The arguments the answer's call ``pid`` changed: what the tests read from its return on."""
+        if pid not in changes or pid in applied:
+            return
+        applied.add(pid)
+        probe = changes[pid]
+        for name, tests_name in probe.mutates.items():
+            after = values.get(f"{pid}>{name}")
+            if after is None or type(env.get(tests_name)) is not type(after):
+                continue
+            unrolled = plan.unrolled_over.get(tests_name, -1)
+            if unrolled > probe.step and after != env[tests_name]:
+                fail(plan.steps[min(unrolled, len(plan.steps) - 1)].test,
+                     f"the answer changed {tests_name} in place, and a later loop of the tests over it was "
+                     "unrolled over its value before the call")
+            env[tests_name] = after
+
+    glue = Glue(env, values, on_read=changed_in_place)
 
     for step in plan.steps:
         for probe in plan.probes_at(step.index):
@@ -232,17 +252,7 @@ def _walk(plan: Plan, values: dict[str, Any], failed: dict[int, str], modules: d
             if step.kind == "setup" and step.test is None:
                 broken = type(exc).__name__
         for probe in plan.probes_at(step.index):
-            # An argument the answer changed in place: what the tests read from here on.
-            for name, tests_name in probe.mutates.items():
-                after = values.get(f"{probe.pid}>{name}")
-                if after is None or type(env.get(tests_name)) is not type(after):
-                    continue
-                unrolled = plan.unrolled_over.get(tests_name, -1)
-                if unrolled > step.index and after != env[tests_name]:
-                    fail(plan.steps[min(unrolled, len(plan.steps) - 1)].test,
-                         f"the answer changed {tests_name} in place, and a later loop of the tests over it was "
-                         "unrolled over its value before the call")
-                env[tests_name] = after
+            changed_in_place(probe.pid)  # a call the statement ran but whose value it did not read
     return _Walk(injections, passed, whys)
 
 
