@@ -26,6 +26,7 @@ import math
 import operator
 import statistics
 import string
+from collections.abc import Callable
 from typing import Any
 
 from benchlab.evaluate.plain import Failed
@@ -33,6 +34,8 @@ from benchlab.evaluate.plain import Failed
 # Results and operands past these fail the check rather than hold the server.
 MAX_LENGTH = 10_000_000
 MAX_BITS = 1_000_000
+# Turns of the comprehensions evaluated here for one item, all together (about a second's work).
+MAX_TURNS = 50_000
 
 # A namespace of the glue: names to Python values (plain data, the modules and pure functions above).
 Namespace = dict[str, object]
@@ -41,6 +44,10 @@ _BUILTIN_NAMES = ("abs", "all", "any", "bin", "bool", "bytes", "chr", "complex",
                   "float", "frozenset", "hex", "int", "isinstance", "len", "list", "max", "min", "oct", "ord",
                   "pow", "range", "reversed", "round", "set", "sorted", "str", "sum", "tuple", "type", "zip")
 GLUE_BUILTINS: Namespace = {name: getattr(builtins, name) for name in _BUILTIN_NAMES}
+# ``all``/``any`` of a generator the plan unrolled into a tuple of its elements: evaluated one element
+# at a time and stopping where Python's would, so an element past that point (a call that raised) does
+# not decide the verdict, as it would not in ``answer + tests``.
+LAZY = {"all": "__bl_all", "any": "__bl_any"}
 
 _MODULES = {"math": math, "cmath": cmath, "string": string, "collections": collections,
             "fractions": fractions, "decimal": decimal, "statistics": statistics}
@@ -142,9 +149,15 @@ class Glue:
     """Evaluates glue expressions; ``env`` maps the names of the tests the glue follows to values,
     ``values`` the probes' placeholders to what the sandboxes sent (decoded)."""
 
-    def __init__(self, env: Namespace, values: Namespace) -> None:
+    def __init__(self, env: Namespace | collections.ChainMap, values: Namespace,
+                 budget: list[int] | None = None, on_read: Callable[[str], None] | None = None) -> None:
         self.env = env
         self.values = values
+        # Told each placeholder as it is read, in Python's order of evaluation (the harness then
+        # rebinds the arguments that call changed in place, before the rest of the expression reads them).
+        self.on_read = on_read
+        # Comprehension turns left, shared by every Glue made from this one: nesting cannot multiply them.
+        self.budget = budget if budget is not None else [MAX_TURNS]
 
     def eval(self, node: ast.expr) -> Any:
         method = getattr(self, "_" + type(node).__name__, None)
@@ -158,6 +171,8 @@ class Glue:
     def _Name(self, node: ast.Name) -> Any:
         if node.id in self.values:
             value = self.values[node.id]
+            if self.on_read is not None:
+                self.on_read(node.id)
         elif node.id in self.env:
             value = self.env[node.id]
         else:
@@ -228,6 +243,44 @@ class Glue:
             left = right
         return result
 
+    def _turns(self, generators: list[ast.comprehension], scope: collections.ChainMap) -> Any:
+        """A comprehension's turns over plain values: yields, per turn, the Glue of the innermost scope
+        (one layer per ``for``, its names rebound each turn)."""
+        if not generators:
+            yield Glue(scope, self.values, self.budget, self.on_read)
+            return
+        gen = generators[0]
+        items = Glue(scope, self.values, self.budget, self.on_read).eval(gen.iter)
+        if _size(items) > MAX_LENGTH:
+            raise GlueError("a sequence too long to iterate here")
+        layer = scope.new_child()
+        test = Glue(layer, self.values, self.budget, self.on_read)
+        for item in items:
+            self.budget[0] -= 1
+            if self.budget[0] < 0:
+                raise GlueError("comprehensions too long to compute here")
+            _bind(layer, gen.target, item)
+            if all(test.eval(c) for c in gen.ifs):
+                yield from self._turns(generators[1:], layer)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp) -> Any:
+        scope = collections.ChainMap({}, self.env)
+        return (inner.eval(node.elt) for inner in self._turns(node.generators, scope))
+
+    def _ListComp(self, node: ast.ListComp) -> list:
+        return list(self._comprehension(node))
+
+    def _SetComp(self, node: ast.SetComp) -> set:
+        return set(self._comprehension(node))
+
+    def _GeneratorExp(self, node: ast.GeneratorExp) -> Any:
+        # Lazy as Python's: ``any``/``all`` over it stop where they would in ``answer + tests``.
+        return self._comprehension(node)
+
+    def _DictComp(self, node: ast.DictComp) -> dict:
+        scope = collections.ChainMap({}, self.env)
+        return {inner.eval(node.key): inner.eval(node.value) for inner in self._turns(node.generators, scope)}
+
     def _IfExp(self, node: ast.IfExp) -> Any:
         return self.eval(node.body) if self.eval(node.test) else self.eval(node.orelse)
 
@@ -250,7 +303,17 @@ class Glue:
             return getattr(base, node.attr)
         raise GlueError(f"attribute {node.attr} of a {type(base).__name__} is not evaluated here")
 
+    def _lazy(self, every: bool, node: ast.Call) -> bool:
+        if len(node.args) != 1 or not isinstance(node.args[0], ast.Tuple):
+            raise GlueError("an unrolled all/any takes one tuple")
+        for item in node.args[0].elts:
+            if bool(self.eval(item)) != every:
+                return not every
+        return every
+
     def _Call(self, node: ast.Call) -> Any:
+        if isinstance(node.func, ast.Name) and node.func.id in LAZY.values():
+            return self._lazy(node.func.id == LAZY["all"], node)
         args = tuple(self._items(node.args))
         kwargs = {}
         for kw in node.keywords:
@@ -280,6 +343,19 @@ class Glue:
             raise GlueError(f"{getattr(fn, '__name__', type(fn).__name__)} is not called here")
         _guard_call(fn, args, kwargs)
         return fn(*args, **kwargs)
+
+
+def _bind(scope: collections.ChainMap, target: ast.expr, value: Any) -> None:
+    if isinstance(target, ast.Name):
+        scope[target.id] = value
+        return
+    if not isinstance(target, ast.Tuple | ast.List) or any(isinstance(t, ast.Starred) for t in target.elts):
+        raise GlueError(f"cannot bind a {type(target).__name__} here")
+    items = list(value) if _size(value) <= MAX_LENGTH else []
+    if len(items) != len(target.elts):
+        raise GlueError("unpacking a value of another length")
+    for part, item in zip(target.elts, items, strict=True):
+        _bind(scope, part, item)
 
 
 def module(name: str) -> Any:

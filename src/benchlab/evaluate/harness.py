@@ -7,13 +7,17 @@ ever read from the answer's process:
 
 1. ``testplan.plan_tests`` splits the tests, on this side, into the calls
    into the answer (answer probes), what only the tests' own code computes
-   (tests probes) and the comparison (glue).
+   (tests probes) and the comparison (glue). Where a statement needs data
+   the tests compute (``random.Random(42)``), ``testdata.py`` first runs the
+   tests' own code alone in a fresh tests' sandbox, and the statement is
+   split again with that data written as literals.
 2. The **answer's sandbox** runs the answer, then each answer probe, and sends
    back each value as plain data (``plain.py``'s tagged JSON). The program holds
    the answer, the tests' imports, the calls' arguments, and nothing of the
    expected side: there is no secret, no verdict and no expected value in it
    to find or forge. Whatever it sends is taken for the answer's return
-   values, which is all an answer decides in ``answer + tests``.
+   values (and the arguments it changed in place), which is all an answer
+   decides in ``answer + tests``.
 3. Where a test needs its own code (a helper it defines, ``numpy``,
    ``unittest``), a second, fresh **tests' sandbox** runs the tests' setup
    without a line of the answer and evaluates those parts, given the answer's
@@ -35,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from benchlab.evaluate import plain
+from benchlab.evaluate import plain, testdata
 from benchlab.evaluate.glue import GLUE_BUILTINS, Glue, GlueError, module, truth
 from benchlab.evaluate.testplan import Plan, Probe, plan_tests
 
@@ -67,6 +71,7 @@ def _run(answer, steps):
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     report = {"loaded": "", "values": {}, "failed": [], "modules": {}}
+    live = {}  # a tests' name -> the object last handed to the answer for it, as the answer left it
     if answer is not None:
         try:
             exec(compile(answer, "<answer>", "exec", dont_inherit=True), ns)
@@ -78,13 +83,19 @@ def _run(answer, steps):
         try:
             if kind == "exec":
                 exec(compile(step[2], "<tests>", "exec", dont_inherit=True), ns)
+            elif kind == "forget":
+                for name in step[2]:
+                    live.pop(name, None)
             elif kind == "module":
                 value = ns.get(step[2])
                 report["modules"][step[2]] = value.__name__ if type(value) is type(os) else ""
             else:
-                pid, source, inject, bind = step[2:]
+                pid, source, inject, bind, mutates = step[2:]
                 for name, data in inject.items():
-                    ns[name] = decode(data)
+                    tests_name = mutates.get(name)
+                    ns[name] = live[tests_name] if tests_name in live else decode(data)
+                    if tests_name is not None and type(ns[name]) in (list, dict, set, bytearray):
+                        live[tests_name] = ns[name]
                 try:
                     value = eval(compile(source, "<tests>", "eval", dont_inherit=True), ns)
                 except BaseException as exc:
@@ -96,6 +107,9 @@ def _run(answer, steps):
                     report["values"][pid] = encode(value)
                 except BaseException as exc:
                     report["values"][pid] = ["x", "its value could not be read: " + type(exc).__name__]
+                for name in mutates:
+                    if type(ns[name]) in (list, dict, set, bytearray):
+                        report["values"][pid + ">" + name] = encode(ns[name])
                 if bind:
                     ns["__bl_value"] = value
                     exec(bind + " = __bl_value", ns)
@@ -136,7 +150,7 @@ def _read(stdout: str, asked: set[str], why_not: str) -> _Report:
         return _Report(False, why="the program ended before it reported: " + why_not)
     values: dict[str, Any] = {}
     for pid, encoded in data["values"].items():
-        if pid in asked:
+        if pid in asked or pid.split(">", 1)[0] + ">" in asked:
             try:
                 values[pid] = plain.decode(encoded)
             except (plain.PlainDataError, RecursionError):
@@ -162,16 +176,36 @@ class _Walk:
 def _walk(plan: Plan, values: dict[str, Any], failed: dict[int, str], modules: dict[str, Any]) -> _Walk:
     env: dict[str, Any] = dict(GLUE_BUILTINS)
     env.update(modules)
-    glue = Glue(env, values)
     injections: dict[str, dict[str, list]] = {}
     passed = [True] * plan.tests
     whys = [""] * plan.tests
     broken = ""
+    changes = {p.pid: p for p in plan.probes if p.mutates}
+    applied: set[str] = set()
 
     def fail(test: int | None, why: str) -> None:
         if test is not None and passed[test]:
             passed[test] = False
             whys[test] = why
+
+    def changed_in_place(pid: str) -> None:
+        """The arguments the answer's call ``pid`` changed: what the tests read from its return on."""
+        if pid not in changes or pid in applied:
+            return
+        applied.add(pid)
+        probe = changes[pid]
+        for name, tests_name in probe.mutates.items():
+            after = values.get(f"{pid}>{name}")
+            if after is None or type(env.get(tests_name)) is not type(after):
+                continue
+            unrolled = plan.unrolled_over.get(tests_name, -1)
+            if unrolled > probe.step and after != env[tests_name]:
+                fail(plan.steps[min(unrolled, len(plan.steps) - 1)].test,
+                     f"the answer changed {tests_name} in place, and a later loop of the tests over it was "
+                     "unrolled over its value before the call")
+            env[tests_name] = after
+
+    glue = Glue(env, values, on_read=changed_in_place)
 
     for step in plan.steps:
         for probe in plan.probes_at(step.index):
@@ -200,11 +234,15 @@ def _walk(plan: Plan, values: dict[str, Any], failed: dict[int, str], modules: d
                     value = glue.eval(step.glue)
                     _assign(env, step.targets, value)
             elif step.kind == "check" and step.glue is not None:
-                value = glue.eval(step.glue)
+                ran = step.mode == "runs" and isinstance(step.glue, ast.Name) and isinstance(
+                    values.get(step.glue.id), plain.Failed) and values[step.glue.id].opaque
+                value = True if ran else glue.eval(step.glue)
                 if step.mode == "truth" and not truth(value):
                     fail(step.test, "AssertionError")
             elif step.kind == "unjudgeable":
                 fail(step.test, "cannot be judged apart from the answer: " + step.why)
+            elif step.kind == "fails":
+                fail(step.test, step.why)
         except GlueError as exc:
             fail(step.test, str(exc))
             if step.kind == "setup" and step.test is None:
@@ -213,6 +251,8 @@ def _walk(plan: Plan, values: dict[str, Any], failed: dict[int, str], modules: d
             fail(step.test, type(exc).__name__)
             if step.kind == "setup" and step.test is None:
                 broken = type(exc).__name__
+        for probe in plan.probes_at(step.index):
+            changed_in_place(probe.pid)  # a call the statement ran but whose value it did not read
     return _Walk(injections, passed, whys)
 
 
@@ -231,12 +271,16 @@ def _assign(env: dict[str, Any], targets: ast.expr, value: Any) -> None:
 
 def _answer_steps(plan: Plan, injections: dict[str, dict[str, list]]) -> list[list]:
     steps: list[list] = [["module", -1, name] for name in sorted(plan.free_modules)]
+    mutated = {name for probe in plan.probes for name in probe.mutates.values()}
     for step in plan.steps:
+        if step.binds & mutated:
+            steps.append(["forget", step.index, sorted(step.binds & mutated)])
         if step.in_answer:
             steps.append(["exec", step.index, step.source])
         for probe in plan.probes_at(step.index):
             if probe.side == "answer" and probe.pid in injections:
-                steps.append(["probe", step.index, probe.pid, probe.source, injections[probe.pid], probe.bind])
+                steps.append(["probe", step.index, probe.pid, probe.source, injections[probe.pid], probe.bind,
+                              probe.mutates])
     return steps
 
 
@@ -247,7 +291,7 @@ def _tests_steps(plan: Plan, injections: dict[str, dict[str, list]]) -> list[lis
             steps.append(["exec", step.index, step.source])
         for probe in plan.probes_at(step.index):
             if probe.side == "tests" and probe.pid in injections:
-                steps.append(["probe", step.index, probe.pid, probe.source, injections[probe.pid], ""])
+                steps.append(["probe", step.index, probe.pid, probe.source, injections[probe.pid], "", {}])
     return steps
 
 
@@ -266,11 +310,19 @@ def _ended(result: Any) -> str:
 async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> HarnessReport:
     """Run ``answer`` against ``tests``: its calls in ``sandbox``, the verdict here."""
     plan = plan_tests(tests)
+    if plan.unsplit:
+        # The tests compute data the split needs: their own code runs first, alone, and hands it over.
+        expanded = testdata.expand(tests)
+        result = await sandbox.run(testdata.program(expanded))
+        recording = testdata.read(result.stdout, _ended(result))
+        replacements, notes = testdata.rewrite(expanded, recording, set(plan.unsplit))
+        plan = plan_tests(tests, replacements, notes)
     values: dict[str, Any] = {}
     failed: dict[int, str] = {}
     first = _walk(plan, values, failed, {})
     result = await sandbox.run(_program(answer, _answer_steps(plan, first.injections)))
-    report = _read(result.stdout, {p.pid for p in _side(plan, "answer")}, _ended(result))
+    asked = {p.pid for p in _side(plan, "answer")} | {p.pid + ">" for p in _side(plan, "answer") if p.mutates}
+    report = _read(result.stdout, asked, _ended(result))
     if not report.ran:
         return HarnessReport((False,) * plan.tests, report.why)
     if report.loaded:

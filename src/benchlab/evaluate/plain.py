@@ -36,12 +36,17 @@ class PlainDataError(ValueError):
 
 
 class Failed:
-    """A value that is not one: the call raised, or returned something that is not plain data."""
+    """A value that is not one: the call raised, or returned something that is not plain data.
 
-    __slots__ = ("why",)
+    ``opaque``: the call returned, with a value that does not cross (``["x", why]``); a test
+    that only runs the call (``candidate(x)`` as a statement) passes on it.
+    """
 
-    def __init__(self, why: str) -> None:
+    __slots__ = ("opaque", "why")
+
+    def __init__(self, why: str, opaque: bool = False) -> None:
         self.why = why
+        self.opaque = opaque
 
     def __repr__(self) -> str:
         return f"Failed({self.why!r})"
@@ -205,7 +210,7 @@ def decode(data: object, _depth: int = 0, _count: list | None = None) -> Any:
     if tag in ("np", "ns") and type(payload) is list and len(payload) == (3 if tag == "np" else 2):
         return _numpy(tag, payload, _depth, count)
     if tag in ("x", "e") and type(payload) is str:
-        return Failed(payload[:300])
+        return Failed(payload[:300], opaque=tag == "x")
     if type(payload) is not list:
         raise PlainDataError(f"unknown tag or payload: {tag[:10]!r}")
     if tag in ("l", "t", "S", "F", "q", "K", "V", "it"):

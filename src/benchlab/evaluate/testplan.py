@@ -15,9 +15,15 @@ is read with ``ast`` here, on the trusted side, and cut in three:
   ``sorted``, ``math.isclose``...), evaluated by ``glue.py`` in this process on
   plain values, with Python's own semantics.
 
-A test whose verdict would need the answer's code and the test's together
-(a comprehension over the answer's results, a loop with asserts, a test
-helper handed the answer's function) is *unjudgeable*: it fails, and says so.
+Loops and comprehensions over constant data are unrolled, one turn per value
+(``all``/``any`` stopping where Python's would); a comprehension over the
+answer's values whose body is glue is glue; the tests' helpers handed the
+answer's function are inlined; an argument the answer may change in place is
+read back after the call (``Probe.mutates``). A statement whose data the tests'
+own code computes is planned again once ``testdata.py`` has computed it
+(``Replacement``). What is left would need the answer's code and the test's
+together (a loop over the answer's results holding asserts, a comprehension
+over them calling code per element): it is *unjudgeable*, fails, and says so.
 
 ``plan_tests`` returns a ``Plan``: the steps in source order (setup
 statements and checks) and the probes, each placed at its step.
@@ -31,7 +37,7 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from benchlab.evaluate.glue import GLUE_BUILTINS, MODULE_ATTRS, PLAIN_ATTRS, PLAIN_METHODS, Glue, module
+from benchlab.evaluate.glue import GLUE_BUILTINS, LAZY, MODULE_ATTRS, PLAIN_ATTRS, PLAIN_METHODS, Glue, module
 
 PLACEHOLDER = "__bl_"
 # A loop over constant data with asserts in it is unrolled up to this many turns.
@@ -44,6 +50,11 @@ _GLUE_NODES = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.BinOp, ast.UnaryOp, a
                ast.IfExp, ast.Subscript, ast.Slice, ast.Starred)
 
 GLUE, MODULE, TESTS, ANAME, POISON = "glue", "module", "tests", "aname", "poison"
+# Builtins (and ``str.join``) that consume a generator whole: one handed a generator over constant
+# data gets its elements. ``all``/``any`` over them stop where Python's would (glue.LAZY).
+_CONSUMERS = frozenset({"all", "any", "sum", "list", "tuple", "set", "frozenset", "sorted", "min", "max",
+                        "dict", "join"})
+_IMMUTABLE = (str, bytes, int, float, complex, bool, tuple, frozenset, type(None), range)
 
 
 class Unjudgeable(Exception):
@@ -64,6 +75,8 @@ class Probe:
     step: int
     inject: dict[str, ast.expr] = field(default_factory=dict)
     bind: str = ""  # in the answer's sandbox: the names an assignment binds to the value
+    # placeholder -> the tests' name it was read from, for arguments the call may change in place
+    mutates: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,7 +85,8 @@ class Step:
 
     ``kind``: ``setup`` (a statement the trusted side may also follow: ``targets`` bound to
     ``glue``'s value, ``modules`` imported), ``check`` (``glue``'s truth, or for
-    ``mode == "runs"`` that it evaluates), or ``unjudgeable`` (``why``). ``test`` is the test
+    ``mode == "runs"`` that it evaluates), ``unjudgeable`` (``why``), or ``fails``
+    (the tests' own code raised there: ``why``). ``test`` is the test
     it belongs to, None for top-level setup. ``in_answer``/``in_tests``: the source runs
     there too.
     """
@@ -93,13 +107,30 @@ class Step:
 
 
 @dataclass
+class Replacement:
+    """What stands for one top-level statement once the tests' own data is known (``testdata.py``):
+    straight-line statements with that data as literals, and the error the tests' own code raised
+    there, if it did."""
+
+    statements: list[ast.stmt]
+    raised: str = ""
+
+
+@dataclass
 class Plan:
-    """The steps, the probes, how many tests, and the free names the glue takes for modules."""
+    """The steps, the probes, how many tests, and the free names the glue takes for modules.
+
+    ``unsplit``: the keys (test entry, top-level statement) of the statements holding a test
+    that could not be split from the text alone. ``unrolled_over``: the tests' names a loop or
+    comprehension was unrolled over, and the first step that did.
+    """
 
     steps: list[Step]
     probes: list[Probe]
     tests: int
     free_modules: dict[str, str]
+    unsplit: frozenset[tuple[int, int]] = frozenset()
+    unrolled_over: dict[str, int] = field(default_factory=dict)
 
     def probes_at(self, index: int) -> list[Probe]:
         return [p for p in self.probes if p.step == index]
@@ -142,21 +173,32 @@ def _free_names(node: ast.AST) -> set[str]:
     return loaded - (local - _bound_names(node)) if isinstance(node, ast.stmt) else loaded - local
 
 
-def _literal(value: object) -> ast.expr | None:
-    """``value`` as source (None where it has no literal form): what an unrolled loop's variable stands for."""
-    if value is None or isinstance(value, bool | int | str | bytes):
+def literal(value: object) -> ast.expr | None:
+    """``value`` as an expression the glue evaluates to an equal value of the same exact type;
+    None where there is none (an object with methods, a type the glue does not build).
+    What an unrolled loop's variable stands for, and the tests' own data once computed."""
+    if value is None or type(value) in (bool, int, str, bytes):
+        return ast.Constant(value)  # type: ignore[arg-type]
+    if type(value) is float:
+        if value != value or abs(value) == float("inf"):
+            return ast.Call(ast.Name("float", ast.Load()), [ast.Constant(repr(value))], [])
         return ast.Constant(value)
-    if isinstance(value, float):
-        return ast.Constant(value) if value == value and abs(value) != float("inf") else None
-    if isinstance(value, list | tuple) or (isinstance(value, set) and value):
-        items = [_literal(v) for v in value]
+    if type(value) is complex:
+        real, imag = literal(value.real), literal(value.imag)
+        return ast.Call(ast.Name("complex", ast.Load()), [real, imag], [])  # type: ignore[list-item]
+    if type(value) in (list, tuple, set, frozenset):
+        items = [literal(v) for v in value]  # type: ignore[attr-defined]
         if any(i is None for i in items):
             return None
-        kind = ast.List if isinstance(value, list) else ast.Tuple if isinstance(value, tuple) else ast.Set
-        return kind(items, ast.Load()) if kind is not ast.Set else ast.Set(items)  # type: ignore[arg-type,call-arg]
-    if isinstance(value, dict):
-        keys = [_literal(k) for k in value]
-        values = [_literal(v) for v in value.values()]
+        if type(value) is list:
+            return ast.List(items, ast.Load())  # type: ignore[arg-type]
+        if type(value) is tuple:
+            return ast.Tuple(items, ast.Load())  # type: ignore[arg-type]
+        display: list[ast.expr] = [ast.List(items, ast.Load())] if items else []  # type: ignore[arg-type]
+        return ast.Call(ast.Name(type(value).__name__, ast.Load()), display, [])
+    if type(value) is dict:
+        keys = [literal(k) for k in value]  # type: ignore[attr-defined]
+        values = [literal(v) for v in value.values()]  # type: ignore[attr-defined]
         if any(x is None for x in keys + values):
             return None
         return ast.Dict(keys, values)  # type: ignore[arg-type]
@@ -192,6 +234,12 @@ class _Planner:
         self.pure_values: dict[str, object] = {}  # the tests' names bound to constant data, known now
         self.computed: set[str] = set()  # the tests' names bound to data only their own code computes
         self.test = 0
+        self.inlining = 0
+        self.inlined = 0
+        self.unrolled_over: dict[str, int] = {}  # a name the plan took turns from -> the first step that did
+        self.top: tuple[int, int] = (0, 0)
+        self.unsplit: set[tuple[int, int]] = set()
+        self.notes: dict[tuple[int, int], str] = {}
 
     # -- names --------------------------------------------------------------------------------
 
@@ -248,9 +296,10 @@ class _Planner:
 
     # -- probes -------------------------------------------------------------------------------
 
-    def _probe(self, side: str, node: ast.expr, inject: dict[str, ast.expr] | None = None) -> ast.Name:
+    def _probe(self, side: str, node: ast.expr, inject: dict[str, ast.expr] | None = None,
+               mutates: dict[str, str] | None = None) -> ast.Name:
         pid = f"{PLACEHOLDER}{len(self.probes)}"
-        self.probes.append(Probe(pid, side, ast.unparse(node), len(self.steps), inject or {}))
+        self.probes.append(Probe(pid, side, ast.unparse(node), len(self.steps), inject or {}, mutates=mutates or {}))
         return ast.Name(pid, ast.Load())
 
     def tests_probe(self, node: ast.expr, inject: dict[str, ast.expr] | None = None) -> ast.Name:
@@ -278,11 +327,16 @@ class _Planner:
         """A call into the answer: its plain-data arguments cross as values, the rest as source."""
         node = copy.deepcopy(node)
         inject: dict[str, ast.expr] = {}
+        mutates: dict[str, str] = {}
 
         def place(arg: ast.expr) -> ast.expr:
             if not self.tainted(arg) and self.pure(arg):
                 name = f"{PLACEHOLDER}{len(self.probes)}_{len(inject)}"
                 inject[name] = arg
+                if isinstance(arg, ast.Name) and self.kind(arg.id) == GLUE and not isinstance(
+                        self.pure_values.get(arg.id, []), _IMMUTABLE):
+                    # The call may change it in place: the tests read it afterwards as the answer left it.
+                    mutates[name] = arg.id
                 return ast.Name(name, ast.Load())
             self._answer_side(arg)
             return arg
@@ -292,7 +346,7 @@ class _Planner:
         for kw in node.keywords:
             kw.value = place(kw.value)
         self._answer_side(node.func)
-        return self._probe("answer", node, inject)
+        return self._probe("answer", node, inject, mutates)
 
     def answer_value(self, node: ast.expr) -> ast.Name:
         self._answer_side(node)
@@ -353,6 +407,11 @@ class _Planner:
                         items.append(item)
                     setattr(new, fname, items)
             return new, tainted
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp) and (
+                unrolled := self.unroll_comprehension(node)) is not None:
+            return self.expr(unrolled)
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) and self.tainted(node):
+            return self.glue_comprehension(node)
         if self.tainted(node):
             raise Unjudgeable(f"a {type(node).__name__} over the answer's values")
         return self.tests_probe(node), False
@@ -386,6 +445,14 @@ class _Planner:
             k = self.kind(func.id)
             if k == "builtin" and not takes_code:
                 return self.glue_call(node)
+            if k in (TESTS, POISON) and (k == POISON or self.tainted(node)):
+                inlined = self.inline_expr(node)
+                if inlined is not None:
+                    self.inlining += 1
+                    try:
+                        return self.expr(inlined)
+                    finally:
+                        self.inlining -= 1
             if k in ("answer", ANAME):
                 return self.answer_call(node), True
             if k == POISON:
@@ -414,6 +481,17 @@ class _Planner:
         return self.tests_call(node)
 
     def glue_call(self, node: ast.Call) -> tuple[ast.expr, bool]:
+        lazy = ""
+        if isinstance(node.func, ast.Name | ast.Attribute) and any(
+                isinstance(a, ast.GeneratorExp) for a in node.args):
+            consumer = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if consumer in _CONSUMERS:
+                # A generator a builtin consumes whole: its elements, one expression per turn.
+                node = copy.copy(node)
+                node.args = [self.unroll_comprehension(a) or a if isinstance(a, ast.GeneratorExp) else a
+                             for a in node.args]
+                if consumer in ("all", "any") and len(node.args) == 1 and isinstance(node.args[0], ast.Tuple):
+                    lazy = LAZY[consumer]
         new = copy.copy(node)
         tainted = False
         if isinstance(node.func, ast.Attribute):
@@ -435,6 +513,8 @@ class _Planner:
             keywords.append(ast.keyword(kw.arg, value))
             tainted |= t
         new.args, new.keywords = args, keywords
+        if lazy:
+            new.func = ast.Name(lazy, ast.Load())
         return new, tainted
 
     def attribute(self, node: ast.Attribute) -> tuple[ast.expr, bool]:
@@ -460,6 +540,10 @@ class _Planner:
     # -- statements ---------------------------------------------------------------------------
 
     def add_step(self, step: Step) -> Step:
+        if step.kind == "unjudgeable" and self.top[0] >= 0:
+            self.unsplit.add(self.top)
+            if self.top in self.notes:
+                step.why += f" ({self.notes[self.top]})"
         self.steps.append(step)
         return step
 
@@ -487,7 +571,11 @@ class _Planner:
         targets = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
         simple = targets is not None and all(
             isinstance(t, ast.Name) for t in (targets.elts if isinstance(targets, ast.Tuple | ast.List) else [targets]))
-        if isinstance(stmt, ast.FunctionDef) and not tainted:
+        for name in binds:
+            self.defs.pop(name, None)
+        if isinstance(stmt, ast.FunctionDef):
+            # Kept even when it reads the answer's names (HumanEval's ``check`` calling the function by
+            # its own name): a call of it is inlined, and the split decides on its body.
             self.defs[stmt.name] = stmt
         if simple and isinstance(stmt, ast.Assign) and (tainted or self.pure(stmt.value)):
             try:
@@ -567,11 +655,15 @@ class _Planner:
         else:
             self.setup(stmt, test)
 
-    def constant(self, node: ast.expr) -> object:
-        """The value of a pure expression over constants and the tests' constant names, computed now."""
+    def constant(self, node: ast.expr, unrolls: bool = False) -> object:
+        """The value of a pure expression over constants and the tests' constant names, computed now.
+        ``unrolls``: the plan takes turns from it, which holds while the answer changes none of its names."""
         names = {n for n in _free_names(node)}
         if not self.pure(node) or not names <= set(self.pure_values) | set(GLUE_BUILTINS) | set(self.modules):
             raise ValueError("not constant")
+        if unrolls:
+            for name in names & set(self.pure_values):
+                self.unrolled_over.setdefault(name, len(self.steps))
         env: dict[str, object] = {**GLUE_BUILTINS, **{n: module(m) for n, m in self.modules.items()}}
         env.update(self.pure_values)
         return Glue(env, {}).eval(node)
@@ -589,7 +681,7 @@ class _Planner:
                for stmt in loop.body for s in ast.walk(stmt)):
             return None
         try:
-            values = list(self.constant(loop.iter))  # type: ignore[call-overload]
+            values = list(self.constant(loop.iter, unrolls=True))  # type: ignore[call-overload]
         except Exception:  # noqa: BLE001 - not constant data: the loop stays whole
             return None
         if len(values) > MAX_UNROLL:
@@ -598,7 +690,7 @@ class _Planner:
         for value in values:
             parts = [value] if len(names) == 1 and not isinstance(loop.target, ast.Tuple | ast.List) else value
             try:
-                literals = [_literal(v) for v in parts]
+                literals = [literal(v) for v in parts]
             except TypeError:
                 return None
             if len(literals) != len(names) or any(lit is None for lit in literals):
@@ -607,53 +699,176 @@ class _Planner:
             turns += [ast.fix_missing_locations(replace.visit(copy.deepcopy(s))) for s in loop.body]
         return turns
 
+    def unroll_comprehension(self, node: ast.expr) -> ast.expr | None:
+        """A comprehension over constant data as a display of its elements (a generator as a tuple),
+        each with the comprehension's names replaced by that turn's literals; None where it cannot be."""
+        if not isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            return None
+        elements: list[ast.expr] = []
+        values: list[ast.expr] = []
+
+        def turn(generators: list[ast.comprehension], mapping: dict[str, ast.expr]) -> None:
+            if not generators:
+                replace = _Replace(mapping)
+                if isinstance(node, ast.DictComp):
+                    elements.append(replace.visit(copy.deepcopy(node.key)))
+                    values.append(replace.visit(copy.deepcopy(node.value)))
+                else:
+                    elements.append(replace.visit(copy.deepcopy(node.elt)))
+                if len(elements) > MAX_UNROLL:
+                    raise ValueError("too many turns")
+                return
+            gen = generators[0]
+            targets = gen.target.elts if isinstance(gen.target, ast.Tuple | ast.List) else [gen.target]
+            if gen.is_async or not all(isinstance(t, ast.Name) for t in targets):
+                raise ValueError("not a plain comprehension")
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            iterable = _Replace(mapping).visit(copy.deepcopy(gen.iter))
+            items = list(self.constant(iterable, unrolls=True))  # type: ignore[call-overload]
+            if len(items) > MAX_UNROLL:
+                raise ValueError("too many turns")
+            for item in items:
+                parts = [item] if not isinstance(gen.target, ast.Tuple | ast.List) else list(item)
+                literals = [literal(v) for v in parts]
+                if len(literals) != len(names) or any(lit is None for lit in literals):
+                    raise ValueError("a value with no literal")
+                inner: dict[str, ast.expr] = {**mapping, **dict(zip(names, literals, strict=True))}  # type: ignore[arg-type]
+                if all(self.constant(_Replace(inner).visit(copy.deepcopy(c))) for c in gen.ifs):
+                    turn(generators[1:], inner)
+
+        try:
+            turn(list(node.generators), {})
+        except Exception:  # noqa: BLE001 - not over constant data: the comprehension stays whole
+            return None
+        if isinstance(node, ast.DictComp):
+            return ast.fix_missing_locations(ast.Dict(elements, values))  # type: ignore[arg-type]
+        if isinstance(node, ast.SetComp):
+            return ast.fix_missing_locations(ast.Set(elements) if elements else ast.Call(
+                ast.Name("set", ast.Load()), [], []))
+        kind = ast.List if isinstance(node, ast.ListComp) else ast.Tuple
+        return ast.fix_missing_locations(kind(elements, ast.Load()))
+
+    def glue_comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp,
+                           ) -> tuple[ast.expr, bool]:
+        """A comprehension over the answer's values whose body is glue alone (``all(x > 0 for x in f(3))``):
+        evaluated here, over the data; one whose body needs code per element is unjudgeable."""
+        generators = node.generators
+        if any(g.is_async for g in generators):
+            raise Unjudgeable("an async comprehension")
+        first, tainted = self.expr(generators[0].iter)
+        targets = {n for g in generators for n in _bound_names(g.target)}
+        saved = {n: self.kinds.get(n) for n in targets}
+        saved_tainted = targets & self.tainted_glue
+        probes = len(self.probes)
+        try:
+            for name in targets:
+                self.kinds[name] = GLUE
+                self.tainted_glue.add(name)
+            new = copy.copy(node)
+            new.generators = []
+            for i, gen in enumerate(generators):
+                iterable = first if i == 0 else self.expr(gen.iter)[0]
+                ifs = [self.expr(c)[0] for c in gen.ifs]
+                new.generators.append(ast.comprehension(gen.target, iterable, ifs, 0))
+            if isinstance(new, ast.DictComp):
+                new.key, new.value = self.expr(node.key)[0], self.expr(node.value)[0]  # type: ignore[union-attr]
+            else:
+                new.elt = self.expr(node.elt)[0]  # type: ignore[union-attr]
+            if len(self.probes) != probes:
+                raise Unjudgeable(f"a {type(node).__name__} over the answer's values that calls code per element")
+        finally:
+            for name, kind in saved.items():
+                if kind is None:
+                    self.kinds.pop(name, None)
+                else:
+                    self.kinds[name] = kind
+            self.tainted_glue -= targets - saved_tainted
+        return new, True
+
     def inline(self, node: ast.expr) -> list[ast.stmt] | None:
         """HumanEval's ``check(candidate)``: the body of the tests' ``check`` with its parameters replaced."""
+        fn = self.helper(node)
+        if fn is None or any(isinstance(sub, ast.Return | ast.Yield | ast.YieldFrom | ast.Global | ast.Nonlocal)
+                             for sub in ast.walk(fn)):
+            return None
+        assert isinstance(node, ast.Call)
+        rename = _Replace(dict(zip([a.arg for a in fn.args.args], node.args, strict=True)))
+        return [rename.visit(copy.deepcopy(s)) for s in fn.body]
+
+    def helper(self, node: ast.expr) -> ast.FunctionDef | None:
+        """The tests' own function ``node`` calls, where its call can be replaced by its body."""
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.defs
-                and self.kinds.get(node.func.id) == TESTS and not node.keywords):
+                and self.kinds.get(node.func.id) in (TESTS, POISON) and not node.keywords):
             return None
         fn = self.defs[node.func.id]
-        params = [a.arg for a in fn.args.args]
         if (fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or fn.args.defaults or fn.decorator_list
-                or len(params) != len(node.args) or any(isinstance(a, ast.Starred) for a in node.args)):
+                or fn.args.posonlyargs or len(fn.args.args) != len(node.args)
+                or any(isinstance(a, ast.Starred) for a in node.args)):
             return None
-        if any(isinstance(sub, ast.Return | ast.Yield | ast.YieldFrom | ast.Global | ast.Nonlocal)
-               for sub in ast.walk(fn)):
+        return fn
+
+    def inline_expr(self, node: ast.Call) -> ast.expr | None:
+        """A helper handed the answer's function whose body is one ``return``: the returned expression
+        with its parameters replaced (each argument a name, a constant or a lambda, so nothing runs twice)."""
+        fn = self.helper(node)
+        if fn is None or self.inlining > 20 or self.inlined > MAX_UNROLL:
             return None
-        rename = _Replace(dict(zip(params, node.args, strict=True)))
-        return [rename.visit(copy.deepcopy(s)) for s in fn.body]
+        self.inlined += 1  # helpers calling helpers twice each: bounded in all, not only in depth
+        body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            return None
+        if not all(isinstance(a, ast.Name | ast.Constant | ast.Lambda) for a in node.args):
+            return None
+        inner = {n for n in _free_names(fn) if n not in {a.arg for a in fn.args.args}}
+        if any(isinstance(a, ast.Name) and a.id in inner for a in node.args):
+            return None  # a parameter replaced by a name the body also reads freely: leave it alone
+        rename = _Replace(dict(zip([a.arg for a in fn.args.args], node.args, strict=True)))
+        return ast.fix_missing_locations(rename.visit(copy.deepcopy(body[0].value)))
 
     def new_test(self) -> int:
         self.test += 1
         return self.test - 1
 
 
-def plan_tests(tests: str | Sequence[str]) -> Plan:
+def plan_tests(tests: str | Sequence[str], replacements: dict[tuple[int, int], Replacement] | None = None,
+               notes: dict[tuple[int, int], str] | None = None) -> Plan:
     """The plan of an item's tests (a string of statements, or a list with one test per entry).
 
     In a string each top-level ``assert`` and expression statement is a test; the
     other statements are setup. Tests that do not parse are one unjudgeable test.
+    ``replacements`` (from ``testdata.rewrite``) stand for the top-level statements they
+    are keyed by, in the same test; ``notes`` say why a statement has none.
     """
     planner = _Planner()
+    planner.notes = dict(notes or {})
     sources = [tests] if isinstance(tests, str) else [str(t) for t in tests]
-    for source in sources:
+    for si, source in enumerate(sources):
         try:
             tree = ast.parse(source)
         except SyntaxError as exc:
+            planner.top = (-1, -1)
             planner.add_step(Step(len(planner.steps), "unjudgeable", planner.new_test(),
                                   why=f"the tests do not parse: {exc.msg} (line {exc.lineno})"))
             continue
-        if isinstance(tests, str):
-            for stmt in tree.body:
-                planner.statement(stmt, None)
-        else:
-            own = planner.new_test()
-            for stmt in tree.body:
+        own = None if isinstance(tests, str) else planner.new_test()
+        for ti, stmt in enumerate(tree.body):
+            planner.top = (si, ti)
+            replacement = (replacements or {}).get((si, ti))
+            if replacement is None:
                 planner.statement(stmt, own)
+                continue
+            test = own if own is not None else planner.new_test()
+            for inner in replacement.statements:
+                planner.statement(inner, test)
+            if replacement.raised:
+                planner.add_step(Step(len(planner.steps), "fails", test,
+                                      why=f"{replacement.raised} in the tests' own code"))
     if planner.test == 0:
+        planner.top = (-1, -1)
         planner.add_step(Step(len(planner.steps), "unjudgeable", planner.new_test(), why="the tests hold no test"))
     _place_answer_setup(planner)
-    return Plan(planner.steps, planner.probes, planner.test, planner.free_modules)
+    return Plan(planner.steps, planner.probes, planner.test, planner.free_modules, frozenset(planner.unsplit),
+                planner.unrolled_over)
 
 
 def _place_answer_setup(planner: _Planner) -> None:
