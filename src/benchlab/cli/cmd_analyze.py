@@ -146,6 +146,9 @@ def _print_report(report: Analysis, failed_as: str | None = None) -> None:
             name("P(better)")], rows)
         for line in caveats:
             console.print(f"(!) lost seeds: {escape(line)}")
+        deciders = dict.fromkeys(c.decided_by for c in report.comparisons if c.decided_by)
+        console.print("verdicts decided by: " + (escape("; ".join(deciders)) if deciders else "none (every "
+                      "verdict undetermined; the warnings say why)"))
         if failed_as is not None:
             treatment = ("excluded: each verdict rests on the seeds that completed"
                          if failed_as == "exclude" else "scored as the worst value")
@@ -231,6 +234,11 @@ RANGE_HELP = ("Values a metric can take, METRIC=LOW,HIGH (or LOW,HIGH for every 
               "TASK/METRIC=LOW,HIGH for one task); its intervals are cut there. Repeatable.")
 
 
+ASSUME_NORMAL_HELP = ("Accept the t-test's verdict for METRIC (TASK/METRIC, or * for every metric) without a "
+                      "range, assuming its values are close to normal; without a range or this, a significant "
+                      "t verdict is withheld (docs/statistics.md). Repeatable.")
+
+
 def _ranges(values: list[str] | None, table: pd.DataFrame | RunValues) -> dict[str, tuple[float, float]]:
     """``--range acc=0,1`` / ``--range 0,1`` into ``{metric: (low, high)}``."""
     from benchlab.errors import DataError
@@ -310,6 +318,7 @@ def analyze(
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
     failed_as: FailedAsChoice = typer.Option(FailedAsChoice.EXCLUDE, "--failed-as", help=FAILED_AS_HELP),
     value_range: list[str] = typer.Option(None, "--range", help=RANGE_HELP),
+    assume_normal: list[str] = typer.Option(None, "--assume-normal", help=ASSUME_NORMAL_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     csv: Path | None = CsvOpt,
     pairs: Path | None = typer.Option(None, "--pairs", help="CSV of explicit control,candidate pairs of runs "
@@ -351,7 +360,7 @@ def analyze(
             reps=reps, seed=seed, summary=summary.value, alpha=alpha,
             method=method.value, normalize=normalize.value, align=align and align.value,
             references=_read_references(references), source=str(table),
-            ranges=_ranges(value_range, df),
+            ranges=_ranges(value_range, df), assume_normal=list(assume_normal or []),
         )
     _write_csv(csv, report)
     _output(report, as_json, failed_as.value)

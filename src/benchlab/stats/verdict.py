@@ -137,7 +137,7 @@ def _one(row: ComparisonRow, t_sig: bool | None, range_p: float | None, side: tu
     if bounds is not None:
         label = f"{test}, confirmed by a betting test valid in the range [{bounds[0]:g}, {bounds[1]:g}]"
         if t_sig is False:
-            return Decided(False, test)
+            return Decided(False, test, range_p)
         if range_p is not None and range_p < alpha:
             return Decided(True, label, range_p)
         width = float(bounds[1] - bounds[0])
