@@ -294,8 +294,8 @@ def main(argv: list[str] | None = None) -> None:
     print(_table("95% across-task intervals (tasks × runs per task; benchlab's default method)", agg,
                  [f"{t} × {r}" for t, r in layouts]))
     fp = false_positives(trials, sizes, args.seed)
-    lines = ["**False positives of the t verdict (what `assume: normal` accepts; α = 5%), candidate of the named shape against a "
-             "normal baseline of the same mean, paired**", "",
+    lines = ["**False positives of the t verdict (what `assume: normal` accepts; α = 5%), candidate of the named "
+             "shape against a normal baseline of the same mean, paired**", "",
              "| candidate's distribution | " + " | ".join(f"n = {n}" for n in sizes) + " |",
              "|---|" + "---|" * len(sizes)]
     for name in DISTRIBUTIONS:

@@ -264,25 +264,34 @@ def _ranges(values: list[str] | None, table: pd.DataFrame | RunValues) -> dict[s
 
 
 def _analyze_pairs(source: Path, pairs_csv: Path, *, metric: str | None, goal: str, summary: str, alpha: float,
-                   reps: int, seed: int, as_json: bool, csv: Path | None) -> None:
+                   reps: int, seed: int, as_json: bool, csv: Path | None, value_range: list[str] | None = None,
+                   assume_normal: list[str] | None = None) -> None:
     """``analyze --pairs``: each metric over explicit control/candidate pairs of runs."""
     from benchlab.errors import DataError
     from benchlab.pairs import compare_pairs, read_pairs
 
     goals: str | dict[str, str] = goal
+    assumed = list(assume_normal or [])
+    ranges: dict[str, tuple[float, float]] = {}
     if source.is_dir():
         from benchlab import results
+        from benchlab.stats.ranges import metric_ranges, normal_metrics
 
         table = results.load(source, all_runs=True)
-        goals = {**results.info(source).goal}
+        info = results.info(source)
+        goals = {**info.goal}
+        ranges, assumed = metric_ranges(info.spec), [*normal_metrics(info.spec), *assumed]
     else:
         table = _read_csv(source)
         if "run_id" not in table.columns and "run" in table.columns:
             table = table.rename(columns={"run": "run_id"})
     if table.empty:
         raise DataError(f"{source}: no completed run")
+    if "metric" not in table.columns:
+        table = table.assign(metric="value")
+    ranges.update(_ranges(value_range, table))
     rows = compare_pairs(table, read_pairs(pairs_csv), metric=metric, goal=goals, summary=summary, alpha=alpha,
-                         reps=reps, seed=seed)
+                         reps=reps, seed=seed, ranges=ranges, assume_normal=assumed)
     if csv is not None:
         from benchlab.cli.cmd_diff import write_csv
 
@@ -295,9 +304,11 @@ def _analyze_pairs(source: Path, pairs_csv: Path, *, metric: str | None, goal: s
 
     print_table(console, f"{len(read_pairs(pairs_csv))} explicit pairs (candidate - control, paired)",
                 [Column("metric", numeric=False, key=True), Column("n"), Column("control"), Column("candidate"),
-                 Column("diff\n[95% CI]"), Column("p (Holm)"), Column("significant", numeric=False)],
+                 Column("diff\n[95% CI]"), Column("p (Holm)"), Column("significant", numeric=False),
+                 Column("decided by", numeric=False)],
                 [[r.metric, str(r.n), _fmt(r.mean_control), _fmt(r.mean_candidate),
-                  _ci(r.mean_diff, r.diff_ci_low, r.diff_ci_high), _fmt(r.p_holm), _fmt(r.significant)]
+                  _ci(r.mean_diff, r.diff_ci_low, r.diff_ci_high), _fmt(r.p_holm),
+                  "undetermined" if r.significant is None else _fmt(r.significant), r.decided_by or "–"]
                  for r in rows])
     _print_warnings([w for r in rows for w in r.warnings])
 
@@ -341,7 +352,8 @@ def analyze(
             return
     if pairs is not None:
         _analyze_pairs(table, pairs, metric=metric, goal=goal.value, summary=summary.value, alpha=alpha,
-                       reps=reps, seed=seed, as_json=as_json, csv=csv)
+                       reps=reps, seed=seed, as_json=as_json, csv=csv, value_range=value_range,
+                       assume_normal=assume_normal)
         return
     from benchlab.long_format import split_status
 
