@@ -506,8 +506,8 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
     lines = [
         "| task | candidate | verdict | mean diff [95% CI] | Holm p | seeds (baseline, candidate) "
         "| design | test p | rank-test p | effect size (d_z paired, d unpaired) | Hedges' g "
-        "| P(improvement) |",
-        "|---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|",
+        "| P(improvement) | decided by |",
+        "|---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for task in tasks:
         for r in (r for r in rows if r.task == task):
@@ -528,8 +528,6 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
                 else "—"
             )
             verdict = _VERDICT_CELL[_verdict(r, goal)]
-            if r.decided_by:
-                verdict += f"{BR}by {cell(r.decided_by)}"
             if r.caveat:  # on a line of its own, so the verdict column stays narrow
                 verdict += f"{BR}⚠ {cell(r.caveat)}"
             b_seeds = r.seeds.baseline_seeds if r.seeds else None
@@ -539,7 +537,7 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
                 f"| {cell(task)} | {cell(r.candidate)} | {verdict} | {diff} | {_p(r.p_holm)} | "
                 f"{seeds} | {design} | {test} | {rank_test} | "
                 f"{_effect(r.cohens_d, r.paired)} | {fmt(_clean(r.hedges_g), 3)} | "
-                f"{fmt(r.prob_improvement, 3)} |"
+                f"{fmt(r.prob_improvement, 3)} | {cell(r.decided_by) if r.decided_by else '—'} |"
             )
     return lines
 
@@ -660,8 +658,8 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 "comparisons below; ✓ significant means Holm p < 0.05, the CI of the "
                 "difference excludes 0, and, for a metric with a known range, a betting test valid "
                 "for any distribution in that range confirms it at its Holm level (without a range, "
-                "only where the metric declares `assume: normal`); the method that decided is named "
-                "under each verdict. Undetermined means no verdict: a side has fewer than two seeds, "
+                "only where the metric declares `assume: normal`); the last column names the method "
+                "that decided. Undetermined means no verdict: a side has fewer than two seeds, "
                 "a constant shift on too few seeds for the rank test, or a t verdict that the range "
                 "test does not confirm or that has no range to be checked against (the warnings say "
                 "which, and how many seeds a range-valid test needs; docs/statistics.md). "
