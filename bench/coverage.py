@@ -183,30 +183,78 @@ def _field_cases() -> dict[str, tuple[Callable[[np.random.Generator, tuple[int, 
             "stable baseline N(m, 0.02) vs lognormal candidate": (lognormal, None)}
 
 
-def field_verdicts(trials: int, sizes: list[int], seed: int, effect: float = 0.1
+def _fixed_n_betting_pvalue(diffs: np.ndarray, width: float, alpha: float = 0.05) -> np.ndarray:
+    """The alternative range test measured against the default one: the same capital process with bets
+    tuned to a fixed number of seeds, ``λ_i = √(2 log(2/α) / (n σ̂²_{i−1}))`` (Waudby-Smith & Ramdas 2024,
+    their fixed-n choice), truncated as the default's. Rows are comparisons."""
+    from benchlab.stats.sequential import _MOST_BET, _log_capital, rescale
+
+    y = rescale(diffs, width)
+    n = y.shape[1]
+    count = np.arange(1, n + 1) + 1.0
+    mu = (0.5 + np.cumsum(y, axis=1)) / count
+    var = (0.25 + np.cumsum((y - mu) ** 2, axis=1)) / count
+    before = np.concatenate([np.full((y.shape[0], 1), 0.25), var[:, :-1]], axis=1)
+    lam = np.minimum(np.sqrt(2.0 * np.log(2.0 / alpha) / (n * before)), _MOST_BET)
+    top = np.maximum(_log_capital(y, lam, 0.5, +1)[:, -1], _log_capital(y, lam, 0.5, -1)[:, -1])
+    return np.minimum(1.0, 2.0 * np.exp(-top))
+
+
+def _hoeffding_pvalue(diffs: np.ndarray, width: float) -> np.ndarray:
+    """Hoeffding's two-sided p-value for differences in ``[−width, width]``: ``2 exp(−n d̄² / (2 width²))``."""
+    n = diffs.shape[1]
+    return np.minimum(1.0, 2.0 * np.exp(-n * diffs.mean(axis=1) ** 2 / (2.0 * width**2)))
+
+
+def field_verdicts(trials: int, sizes: list[int], seed: int, effects: tuple[float, ...] = (0.1, 0.3)
                    ) -> dict[tuple[str, str, int], str]:
-    """The default verdict (paired t, Holm, the t interval excluding 0; alone in its family) and the
-    range-based test (betting p-value, valid for any distribution in the range, where there is one) on
-    the field's cases: false positives under the null, and power at a true gain of ``effect``."""
-    from benchlab.stats.sequential import betting_pvalue
+    """On the field's cases, the share of comparisons called significant under the null (false
+    positives) and at a true gain of each of ``effects`` (power), by:
+
+    - the default verdict (:func:`benchlab.stats.verdict.decide`: the t verdict where a betting test
+      valid in the metric's range confirms it; withheld without a range);
+    - the t verdict alone (paired t, Holm, the t interval excluding 0): the default before, and what
+      ``assume: normal`` accepts;
+    - the two range tests considered besides the default one (bets tuned to a fixed n; Hoeffding).
+
+    Each comparison is alone in its Holm family.
+    """
+    from benchlab.stats.analysis import ComparisonRow
+    from benchlab.stats.verdict import decide
 
     out = {}
     for name, (draw, width) in _field_cases().items():
+        ranges = {"value": (0.0, width)} if width is not None else {}
         for n in sizes:
-            for kind, gain in (("false positives", 0.0), ("power", effect)):
+            for gain in (0.0, *effects):
+                kind = "false positives" if gain == 0 else f"power, gain {gain:g}"
                 rng = np.random.default_rng([seed, n, len(name), int(gain * 100)])
                 b, c = draw(rng, (trials, n), gain)
-                verdict = bounded = 0
+                verdict = t_only = 0
                 for i in range(trials):
                     r = compare(b[i], c[i], paired=True, reps=0)
                     (p,) = holm([r.pvalue])
-                    verdict += bool(is_significant(p, r.diff_ci_low, r.diff_ci_high, 0.05, r.p_floor))
-                    if width is not None:
-                        bounded += betting_pvalue(c[i] - b[i], width) < 0.05
+                    t_sig = is_significant(p, r.diff_ci_low, r.diff_ci_high, 0.05, r.p_floor)
+                    t_only += bool(t_sig)
+                    row = ComparisonRow(task="t", metric="value", baseline="b", candidate="c", paired=True, n=n,
+                                        mean_diff=r.mean_diff, t_pvalue=r.t_pvalue,
+                                        wilcoxon_pvalue=r.wilcoxon_pvalue, p_holm=p)
+                    (decided,) = decide([row], [(b[i], c[i])], [t_sig], ranges, (), 0.05, [])
+                    verdict += bool(decided.significant)
                 out[(name, f"default verdict: {kind}", n)] = _fmt(verdict / trials, 0, trials)
-                out[(name, f"range-based test: {kind}", n)] = (_fmt(bounded / trials, 0, trials)
-                                                               if width is not None else "no range")
+                out[(name, f"t verdict alone (assume: normal): {kind}", n)] = _fmt(t_only / trials, 0, trials)
+                if width is not None:
+                    d = c - b
+                    out[(name, f"range test, bets tuned to n: {kind}", n)] = _fmt(
+                        float(np.mean(_fixed_n_betting_pvalue(d, width) < 0.05)), 0, trials)
+                    out[(name, f"range test, Hoeffding: {kind}", n)] = _fmt(
+                        float(np.mean(_hoeffding_pvalue(d, width) < 0.05)), 0, trials)
     return out
+
+
+FIELD_TITLE = ("The field's fixed-seed cases, paired, α = 5%: share of comparisons called significant (null: "
+               "same mean; power: the candidate better by the gain, in the metric's units: a tenth and 0.3 of "
+               "the range [0, 1] where there is one)")
 
 
 def _table(title: str, cells: dict, cols: list) -> str:
@@ -232,9 +280,7 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     if args.only == "field":
         print(f"# {trials} trials per cell, seed {args.seed}; % ± Monte Carlo standard error\n")
-        print(_table("The field's fixed-seed cases, paired, α = 5%: share of comparisons called significant "
-                     "(null: same mean; power: candidate 0.1 better)", field_verdicts(trials, sizes, args.seed),
-                     sizes))
+        print(_table(FIELD_TITLE, field_verdicts(trials, sizes, args.seed), sizes))
         return
     print(f"# {trials} trials per cell, {reps} resamples per interval, seed {args.seed}; "
           "coverage in % ± Monte Carlo standard error\n")
@@ -248,17 +294,15 @@ def main(argv: list[str] | None = None) -> None:
     print(_table("95% across-task intervals (tasks × runs per task; benchlab's default method)", agg,
                  [f"{t} × {r}" for t, r in layouts]))
     fp = false_positives(trials, sizes, args.seed)
-    lines = ["**False positives of `significant` (α = 5%), candidate of the named shape against a "
-             "normal baseline of the same mean, paired**", "",
+    lines = ["**False positives of the t verdict (what `assume: normal` accepts; α = 5%), candidate of the named "
+             "shape against a normal baseline of the same mean, paired**", "",
              "| candidate's distribution | " + " | ".join(f"n = {n}" for n in sizes) + " |",
              "|---|" + "---|" * len(sizes)]
     for name in DISTRIBUTIONS:
         lines.append(f"| {name} | " + " | ".join(fp[(name, n)] for n in sizes) + " |")
     print("\n".join(lines) + "\n")
     if not args.fast:  # the reduced run checks the intervals; this table is --only field's
-        print(_table("The field's fixed-seed cases, paired, α = 5%: share of comparisons called significant "
-                     "(null: same mean; power: candidate 0.1 better)", field_verdicts(trials, sizes, args.seed),
-                     sizes))
+        print(_table(FIELD_TITLE, field_verdicts(trials, sizes, args.seed), sizes))
     print(f"# {time.perf_counter() - start:.0f} s")
 
 

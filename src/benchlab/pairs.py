@@ -9,6 +9,7 @@ from, a run against its re-run on new hardware), a CSV names the pairs: columns 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +38,8 @@ class PairedComparison:
     p_holm: float | None
     significant: bool | None
     warnings: list[str] = field(default_factory=list)
+    #: The method behind ``significant`` (:mod:`benchlab.stats.verdict`); None when withheld.
+    decided_by: str | None = None
 
     def to_json(self) -> JsonObject:
         return asdict(self)
@@ -90,12 +93,17 @@ def run_values(table: pd.DataFrame, summary: str = "final") -> tuple[dict[str, d
 
 def compare_pairs(table: pd.DataFrame, pairs: list[tuple[str, str]], *, metric: str | None = None,
                   goal: str | dict[str, str] = "max", summary: str = "final", alpha: float = 0.05, reps: int = 10_000,
-                  seed: int = 0) -> list[PairedComparison]:
+                  seed: int = 0, ranges: Mapping[str, tuple[float, float]] | None = None,
+                  assume_normal: Sequence[str] = ()) -> list[PairedComparison]:
     """Each metric (or only ``metric``) compared over ``pairs``, paired row by row; ``goal`` is
-    one for every metric, or one per metric name (``max`` where not named)."""
+    one for every metric, or one per metric name (``max`` where not named). The verdict is the
+    default one of :mod:`benchlab.stats.verdict` (``ranges``: ``{metric: (low, high)}``;
+    ``assume_normal``: metrics whose t verdict stands without a range)."""
     import numpy as np
 
     from benchlab.stats import compare, holm, is_significant
+    from benchlab.stats.analysis import ComparisonRow
+    from benchlab.stats.verdict import decide
 
     values, _ = run_values(table, summary)
     missing = sorted({k for pair in pairs for k in pair if k not in values})
@@ -120,10 +128,19 @@ def compare_pairs(table: pd.DataFrame, pairs: list[tuple[str, str]], *, metric: 
             note.append(f"{met}: {len(both) - len(kept)} pair(s) without the metric on a side left out")
         raw.append((met, goal_of, control, cand, cmp, note))
     adjusted = holm([cmp.t_pvalue for _, _, _, _, cmp, _ in raw])
+    # Each metric is its own family for the range test, as the t-test's Holm family spans metrics here.
+    decided = []
+    for (met, _, c, d, cmp, note), p in zip(raw, adjusted, strict=True):
+        row = ComparisonRow(task="pairs", metric=met, baseline="control", candidate="candidate", paired=True,
+                            n=cmp.n, mean_diff=cmp.mean_diff, t_pvalue=cmp.t_pvalue,
+                            wilcoxon_pvalue=cmp.wilcoxon_pvalue, p_holm=p)
+        (one,) = decide([row], [(c, d)], [is_significant(p, cmp.diff_ci_low, cmp.diff_ci_high, alpha)],
+                        ranges or {}, assume_normal, alpha, note)
+        decided.append(one)
     return [PairedComparison(met, goal_of, cmp.n, float(c.mean()), float(d.mean()), cmp.mean_diff, cmp.diff_ci_low,
-                             cmp.diff_ci_high, cmp.t_pvalue, cmp.wilcoxon_pvalue, p,
-                             is_significant(p, cmp.diff_ci_low, cmp.diff_ci_high, alpha), note)
-            for (met, goal_of, c, d, cmp, note), p in zip(raw, adjusted, strict=True)]
+                             cmp.diff_ci_high, cmp.t_pvalue, cmp.wilcoxon_pvalue, p, v.significant, note,
+                             v.decided_by)
+            for (met, goal_of, c, d, cmp, note), p, v in zip(raw, adjusted, decided, strict=True)]
 
 
 __all__ = ["PairedComparison", "compare_pairs", "read_pairs", "run_values"]

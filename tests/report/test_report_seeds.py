@@ -116,8 +116,11 @@ def test_verdict_says_beside_it_that_a_side_lost_seeds(excluded: Path):
     flaky = next(r for r in ([c.strip() for c in ln.strip("|").split("|")]
                              for ln in comp.splitlines() if ln.startswith("| mmlu |"))
                  if r[1] == "flaky")
-    assert flaky[2] == ("✓ significantly better<br>⚠ flaky: 3 of 6 seeds failed (1, 3, 5), "
+    # Significant by Welch's t-test (6 + 3 runs, unpaired), but acc lies in [0, 1] and no test valid for
+    # every distribution there can call a gain of 0.044 significant from so few seeds (it needs 70): no verdict.
+    assert flaky[2] == ("— undetermined<br>⚠ flaky: 3 of 6 seeds failed (1, 3, 5), "
                         "excluded")
+    assert flaky[-1] == "—"
     assert flaky[5] == "6/6, 3/6"
     broken = next(r for r in ([c.strip() for c in ln.strip("|").split("|")]
                               for ln in comp.splitlines() if ln.startswith("| mmlu |"))
@@ -129,11 +132,12 @@ def test_verdict_says_beside_it_that_a_side_lost_seeds(excluded: Path):
                                    if ln.startswith("| ") and not ln.startswith("| config"))}
     assert aggregate["flaky"][1] == "3/6" and aggregate["base"][1] == "6/6"
     summary = _section(text, "## Summary")
-    assert ("is significantly better on mmlu (Holm-adjusted p=" in summary
-            and "; flaky: 3 of 6 seeds failed (1, 3, 5), excluded)" in summary)
+    assert ("has an undetermined difference (no test valid for these seeds decides; see the warnings) on mmlu "
+            "(Holm-adjusted p=" in summary and "; flaky: 3 of 6 seeds failed (1, 3, 5), excluded)" in summary)
+    assert "at least 70 seeds" in text
     assert "**broken** failed on every seed of every task and has no score there." in summary
     page = (excluded / "report.html").read_text()
-    assert "✓ significantly better<br>⚠ flaky: 3 of 6 seeds failed (1, 3, 5), excluded" in page
+    assert "— undetermined<br>⚠ flaky: 3 of 6 seeds failed (1, 3, 5), excluded" in page
     assert "broken ✗ failed" in page and "0/6 (6 failed)" in page
 
 

@@ -21,6 +21,9 @@ the shape warning was calibrated (an outlier and a two-groups statistic at their
 critical values, no t/rank disagreement): four caveats on normal-looking seeds left the warnings;
 a significant verdict from few seeds gained its normal-theory warning; and the three "flaky" loss
 rows, whose paired comparison with the best config is significant, are no longer ranked tied (1 → 2).
+And once when the fixed-seed verdict began to need a range test's confirmation or an assumed normal
+distribution (benchlab.stats.verdict): every comparison gained ``decided_by``, and the one significant
+t verdict of an acc without a range (t2 cand, 5 seeds, Holm p 0.038) is withheld (null) with a warning.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ COMPARISON_KEYS = {"task", "metric", "baseline", "candidate", "paired", "n", "me
                    "diff_ci_low", "diff_ci_high", "diff_boot_ci_low", "diff_boot_ci_high",
                    "t_pvalue", "wilcoxon_pvalue", "welch_pvalue",
                    "mannwhitney_pvalue", "cohens_d", "hedges_g", "prob_improvement", "p_holm",
-                   "significant"}
+                   "significant", "decided_by"}
 AGGREGATE_KEYS = {"config"} | {f"{n}{s}" for n in ("iqm", "median", "mean", "optimality_gap")
                                for s in ("", "_ci_low", "_ci_high")}
 
@@ -54,7 +54,11 @@ def test_comparisons_are_paired_by_seed_and_holm_corrected_across_all():
         assert row.p_holm == pytest.approx(min(1.0, holm[pv]))
     a = out.comparisons[0]
     assert a.mean_diff == pytest.approx(np.mean(NEW_A) - np.mean(BASE_A))
-    assert a.significant is (a.p_holm < 0.05 and a.diff_ci_low > 0)
+    t_verdict = bool(a.p_holm < 0.05 and a.diff_ci_low > 0)
+    # Without a range a significant t verdict is withheld (null); assumed normal, it is the t verdict.
+    assert a.significant is (None if t_verdict else False)
+    assumed = analyze(TABLE, baseline="base", reps=1_000, assume_normal=["*"]).comparisons[0]
+    assert assumed.significant is t_verdict and assumed.decided_by == "paired t, normal distribution assumed"
 
 
 def test_summary_ranks_with_ties_and_goal_min():

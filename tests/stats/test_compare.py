@@ -206,7 +206,10 @@ def test_a_few_shared_seeds_do_not_throw_away_most_runs():
     (row,) = out.comparisons
     assert row.paired is False and row.n == 20
     assert row.pvalue == pytest.approx(sps.ttest_ind(cand, base, equal_var=False).pvalue)
-    assert row.significant is True
+    # Significant by Welch's t, but without a range that verdict is withheld unless normality is assumed.
+    assert row.pvalue < 0.05 and row.significant is None
+    assumed = analyze(df, baseline="base", reps=500, assume_normal=["value"]).comparisons[0]
+    assert assumed.significant is True and assumed.decided_by == "Welch t, normal distribution assumed"
     assert any("only 2 of the baseline's 10 and the candidate's 10 seeds are shared" in w
                for w in out.warnings)
 

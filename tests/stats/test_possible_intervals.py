@@ -173,18 +173,19 @@ def test_an_interval_inside_the_range_is_left_alone_without_a_warning():
     assert all(r.boot_ci_low is not None for r in out.summary)
 
 
-def test_a_significant_verdict_on_few_seeds_says_it_rests_on_normal_theory():
+def test_a_significant_t_verdict_on_few_seeds_is_withheld_unless_a_range_test_confirms_it():
     rows = {("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49], ("t", "b"): [0.60, 0.63, 0.60, 0.64, 0.58]}
     out = analyze(_table(rows), baseline="a", reps=200)
-    assert out.comparisons[0].significant is True
-    assert any("t value b vs a: significant by the paired t test on 5 seeds" in w and "declare the metric's range" in w
-               for w in out.warnings)
-    # With the range [0, 1] the range-based test cannot confirm 5 seeds (p = 2 / capital, by its formula).
+    assert out.comparisons[0].significant is None
+    assert any("t value b vs a: no verdict (significance is null): the paired t test gives p =" in w
+               and "without a range" in w for w in out.warnings)
+    # With the range [0, 1] no valid test can confirm a gain of 0.1 on 5 seeds (it needs 32).
     ranged = analyze(_table(rows), baseline="a", reps=200, ranges={"value": (0.0, 1.0)})
-    assert any("a test valid for any distribution in the metric's range gives p =" in w for w in ranged.warnings)
+    assert ranged.comparisons[0].significant is None
+    assert any("does not confirm it" in w and "at least 32 seeds" in w for w in ranged.warnings)
 
 
-def test_a_verdict_the_range_based_test_confirms_carries_no_normal_theory_warning():
+def test_a_verdict_the_range_based_test_confirms_stands_without_a_warning():
     # Ten seeds of an accuracy up from 0.05 to 0.95: the range-based test confirms the t-test
     # (each seed multiplies its capital by about 1 + 1.5 x 0.45; 1.675^10 = 174, p = 2/174).
     rng = np.random.default_rng(4)
@@ -192,4 +193,5 @@ def test_a_verdict_the_range_based_test_confirms_carries_no_normal_theory_warnin
     few = {("t", "a"): base.tolist(), ("t", "b"): (base + 0.9 + rng.normal(0, 0.005, 10)).tolist()}
     out = analyze(_table(few), baseline="a", reps=200, ranges={"value": (0.0, 1.0)})
     assert out.comparisons[0].significant is True
-    assert not any("significant by the paired t test" in w for w in out.warnings)
+    assert out.comparisons[0].decided_by == "paired t, confirmed by a betting test valid in the range [0, 1]"
+    assert not any("no verdict" in w for w in out.warnings)

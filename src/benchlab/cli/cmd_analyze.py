@@ -146,6 +146,9 @@ def _print_report(report: Analysis, failed_as: str | None = None) -> None:
             name("P(better)")], rows)
         for line in caveats:
             console.print(f"(!) lost seeds: {escape(line)}")
+        deciders = dict.fromkeys(c.decided_by for c in report.comparisons if c.decided_by)
+        console.print("verdicts decided by: " + (escape("; ".join(deciders)) if deciders else "none (every "
+                      "verdict undetermined; the warnings say why)"))
         if failed_as is not None:
             treatment = ("excluded: each verdict rests on the seeds that completed"
                          if failed_as == "exclude" else "scored as the worst value")
@@ -231,6 +234,11 @@ RANGE_HELP = ("Values a metric can take, METRIC=LOW,HIGH (or LOW,HIGH for every 
               "TASK/METRIC=LOW,HIGH for one task); its intervals are cut there. Repeatable.")
 
 
+ASSUME_NORMAL_HELP = ("Accept the t-test's verdict for METRIC (TASK/METRIC, or * for every metric) without a "
+                      "range, assuming its values are close to normal; without a range or this, a significant "
+                      "t verdict is withheld (docs/statistics.md). Repeatable.")
+
+
 def _ranges(values: list[str] | None, table: pd.DataFrame | RunValues) -> dict[str, tuple[float, float]]:
     """``--range acc=0,1`` / ``--range 0,1`` into ``{metric: (low, high)}``."""
     from benchlab.errors import DataError
@@ -256,25 +264,34 @@ def _ranges(values: list[str] | None, table: pd.DataFrame | RunValues) -> dict[s
 
 
 def _analyze_pairs(source: Path, pairs_csv: Path, *, metric: str | None, goal: str, summary: str, alpha: float,
-                   reps: int, seed: int, as_json: bool, csv: Path | None) -> None:
+                   reps: int, seed: int, as_json: bool, csv: Path | None, value_range: list[str] | None = None,
+                   assume_normal: list[str] | None = None) -> None:
     """``analyze --pairs``: each metric over explicit control/candidate pairs of runs."""
     from benchlab.errors import DataError
     from benchlab.pairs import compare_pairs, read_pairs
 
     goals: str | dict[str, str] = goal
+    assumed = list(assume_normal or [])
+    ranges: dict[str, tuple[float, float]] = {}
     if source.is_dir():
         from benchlab import results
+        from benchlab.stats.ranges import metric_ranges, normal_metrics
 
         table = results.load(source, all_runs=True)
-        goals = {**results.info(source).goal}
+        info = results.info(source)
+        goals = {**info.goal}
+        ranges, assumed = metric_ranges(info.spec), [*normal_metrics(info.spec), *assumed]
     else:
         table = _read_csv(source)
         if "run_id" not in table.columns and "run" in table.columns:
             table = table.rename(columns={"run": "run_id"})
     if table.empty:
         raise DataError(f"{source}: no completed run")
+    if "metric" not in table.columns:
+        table = table.assign(metric="value")
+    ranges.update(_ranges(value_range, table))
     rows = compare_pairs(table, read_pairs(pairs_csv), metric=metric, goal=goals, summary=summary, alpha=alpha,
-                         reps=reps, seed=seed)
+                         reps=reps, seed=seed, ranges=ranges, assume_normal=assumed)
     if csv is not None:
         from benchlab.cli.cmd_diff import write_csv
 
@@ -287,9 +304,11 @@ def _analyze_pairs(source: Path, pairs_csv: Path, *, metric: str | None, goal: s
 
     print_table(console, f"{len(read_pairs(pairs_csv))} explicit pairs (candidate - control, paired)",
                 [Column("metric", numeric=False, key=True), Column("n"), Column("control"), Column("candidate"),
-                 Column("diff\n[95% CI]"), Column("p (Holm)"), Column("significant", numeric=False)],
+                 Column("diff\n[95% CI]"), Column("p (Holm)"), Column("significant", numeric=False),
+                 Column("decided by", numeric=False)],
                 [[r.metric, str(r.n), _fmt(r.mean_control), _fmt(r.mean_candidate),
-                  _ci(r.mean_diff, r.diff_ci_low, r.diff_ci_high), _fmt(r.p_holm), _fmt(r.significant)]
+                  _ci(r.mean_diff, r.diff_ci_low, r.diff_ci_high), _fmt(r.p_holm),
+                  "undetermined" if r.significant is None else _fmt(r.significant), r.decided_by or "–"]
                  for r in rows])
     _print_warnings([w for r in rows for w in r.warnings])
 
@@ -310,6 +329,7 @@ def analyze(
     alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="Significance level."),
     failed_as: FailedAsChoice = typer.Option(FailedAsChoice.EXCLUDE, "--failed-as", help=FAILED_AS_HELP),
     value_range: list[str] = typer.Option(None, "--range", help=RANGE_HELP),
+    assume_normal: list[str] = typer.Option(None, "--assume-normal", help=ASSUME_NORMAL_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     csv: Path | None = CsvOpt,
     pairs: Path | None = typer.Option(None, "--pairs", help="CSV of explicit control,candidate pairs of runs "
@@ -332,7 +352,8 @@ def analyze(
             return
     if pairs is not None:
         _analyze_pairs(table, pairs, metric=metric, goal=goal.value, summary=summary.value, alpha=alpha,
-                       reps=reps, seed=seed, as_json=as_json, csv=csv)
+                       reps=reps, seed=seed, as_json=as_json, csv=csv, value_range=value_range,
+                       assume_normal=assume_normal)
         return
     from benchlab.long_format import split_status
 
@@ -351,7 +372,7 @@ def analyze(
             reps=reps, seed=seed, summary=summary.value, alpha=alpha,
             method=method.value, normalize=normalize.value, align=align and align.value,
             references=_read_references(references), source=str(table),
-            ranges=_ranges(value_range, df),
+            ranges=_ranges(value_range, df), assume_normal=list(assume_normal or []),
         )
     _write_csv(csv, report)
     _output(report, as_json, failed_as.value)

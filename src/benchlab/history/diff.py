@@ -87,6 +87,8 @@ class Change:
     verdict: str
     ratio: float | None
     warnings: list[str] = field(default_factory=list)
+    #: The method behind the verdict (:mod:`benchlab.stats.verdict`); None when undetermined.
+    decided_by: str | None = None
 
     @property
     def key(self) -> str:
@@ -194,7 +196,10 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
     import numpy as np
 
     from benchlab.stats import compare, holm, is_significant, reduce_runs, validate_table
+    from benchlab.stats.analysis import ComparisonRow
     from benchlab.stats.compare import shared_seeds
+    from benchlab.stats.ranges import metric_ranges, normal_metrics
+    from benchlab.stats.verdict import decide
 
     runs = []
     notes: list[str] = []
@@ -227,16 +232,31 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
         idx = [i for i, (key, *_) in enumerate(raw) if key[2] == met]
         for i, p in zip(idx, holm([raw[i][1].pvalue for i in idx]), strict=True):
             adjusted[i] = p
+    # The same verdict as analyze and the report: the library's is_significant (a constant shift is
+    # decided by the rank test; identical scores are no change; too few seeds for any test,
+    # undetermined), standing only where a range test confirms it or normality is assumed.
+    t_verdicts = [is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, alpha, cmp.p_floor)
+                  for (_, cmp, *_), p_adj in zip(raw, adjusted, strict=True)]
+    rows = [ComparisonRow(task=key[0], metric=key[2], baseline=before.label, candidate=f"{key[1]} {after.label}",
+                          paired=cmp.paired, n=cmp.n, mean_diff=cmp.mean_diff, t_pvalue=cmp.t_pvalue,
+                          wilcoxon_pvalue=cmp.wilcoxon_pvalue, welch_pvalue=cmp.welch_pvalue,
+                          mannwhitney_pvalue=cmp.mannwhitney_pvalue, p_holm=p_adj)
+            for (key, cmp, *_), p_adj in zip(raw, adjusted, strict=True)]
+    sides = []
+    for _key, cmp, b, a, _ in raw:
+        seeds_b, seeds_a = (sorted(b.keys() & a.keys()),) * 2 if cmp.paired else (sorted(b), sorted(a))
+        sides.append((np.array([b[s] for s in seeds_b], dtype=float), np.array([a[s] for s in seeds_a], dtype=float)))
+    withheld: list[str] = []
+    decided = decide(rows, sides, t_verdicts, {**metric_ranges(before.spec), **metric_ranges(after.spec)},
+                     [*normal_metrics(before.spec), *normal_metrics(after.spec)], alpha, withheld)
     changes = []
-    for (key, cmp, b, a, goal), p_adj in zip(raw, adjusted, strict=True):
-        # The same verdict as analyze and the report: the library's is_significant (a constant
-        # shift is decided by the rank test; identical scores are no change; too few seeds for
-        # any test, undetermined).
-        significant = is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, alpha, cmp.p_floor)
+    for (key, cmp, b, a, goal), p_adj, verdict_of in zip(raw, adjusted, decided, strict=True):
+        significant = verdict_of.significant
         verdict = UNDETERMINED if significant is None else NO_CHANGE
         if significant and cmp.mean_diff is not None:
             verdict = IMPROVEMENT if (cmp.mean_diff > 0) == (goal == "max") else REGRESSION
         notes_of = list(cmp.warnings)
+        notes_of += [w for w in withheld if w.startswith(f"{key[0]} {key[2]} {key[1]} {after.label} vs ")]
         if cmp.p_floor is not None and cmp.p_floor >= alpha:
             notes_of.append(f"{'/'.join(key)}: with {cmp.n} seeds the {cmp.test} test cannot give a "
                             f"p-value below {alpha:g} (its smallest is {cmp.p_floor:.4g}); too few "
@@ -248,7 +268,7 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
             float(np.nanstd(vb, ddof=1)) if len(vb) > 1 else None,
             float(np.nanstd(va, ddof=1)) if len(va) > 1 else None,
             cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, cmp.pvalue, p_adj, verdict,
-            ma / mb if mb != 0 else None, notes_of))
+            ma / mb if mb != 0 else None, notes_of, verdict_of.decided_by))
     return VersionDiff(
         before=before.label, after=after.label, code=code_changes(before, after), spec=spec_changes(before, after),
         packages=package_changes(before, after), datasets=dataset_changes(before, after), changes=changes,

@@ -39,6 +39,7 @@ def analyze_primary(
     run of the primary metric has completed or failed, or the table cannot be analysed).
     """
     from benchlab.stats.accounting import analyze_seeds
+    from benchlab.stats.ranges import normal_metrics
 
     prim = finals[finals["metric"] == info.primary]
     if prim.empty and not failed_runs:
@@ -52,6 +53,7 @@ def analyze_primary(
             planned=planned,
             failed_runs=failed_runs,
             ranges=ranges,
+            assume_normal=normal_metrics(info.spec),
             baseline=baseline if baseline in set(prim["config"]) else None,
             metric=info.primary,
             goal=info.goal or "max",

@@ -97,9 +97,10 @@ def compare(
     planned = None
     failed_runs: list[Any] = []
     ranges = None
+    assume_normal: list[str] = []
     if info is not None:
         from benchlab.results import ledger_seeds
-        from benchlab.stats.ranges import metric_ranges
+        from benchlab.stats.ranges import metric_ranges, normal_metrics
 
         metric = metric or info.primary
         baseline = baseline or info.baseline
@@ -107,6 +108,7 @@ def compare(
         references = dict(info.references)
         planned, failed_runs = ledger_seeds(folder)
         ranges = metric_ranges(info.spec)
+        assume_normal = normal_metrics(info.spec)
     if baseline is None:
         raise DataError(f"{folder}: no baseline in the spec; give --baseline")
     pair = [baseline, candidate]
@@ -116,7 +118,7 @@ def compare(
     analysis = analyze_seeds(
         df[df["config"].astype(str).isin(pair)], failed_as=failed_as,
         planned={k: v for k, v in planned.items() if k[1] in pair} if planned else None,
-        failed_runs=[r for r in failed_runs if r[1] in pair], ranges=ranges,
+        failed_runs=[r for r in failed_runs if r[1] in pair], ranges=ranges, assume_normal=assume_normal,
         baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
         seed=seed, summary=summary, alpha=alpha, normalize=normalize, align=align,
         references=references, source=str(folder),

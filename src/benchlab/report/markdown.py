@@ -223,7 +223,8 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
             ("better", "is significantly better"),
             ("worse", "is significantly worse"),
             ("none", "shows no significant difference"),
-            ("undetermined", "has an undetermined difference (too few seeds for any test to decide)"),
+            ("undetermined", "has an undetermined difference (no test valid for these seeds decides; "
+                             "see the warnings)"),
         ):
             if groups[key]:
                 shown = groups[key] if len(groups[key]) <= 4 else [f"{len(groups[key])} tasks"]
@@ -505,8 +506,8 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
     lines = [
         "| task | candidate | verdict | mean diff [95% CI] | Holm p | seeds (baseline, candidate) "
         "| design | test p | rank-test p | effect size (d_z paired, d unpaired) | Hedges' g "
-        "| P(improvement) |",
-        "|---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|",
+        "| P(improvement) | decided by |",
+        "|---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for task in tasks:
         for r in (r for r in rows if r.task == task):
@@ -536,7 +537,7 @@ def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
                 f"| {cell(task)} | {cell(r.candidate)} | {verdict} | {diff} | {_p(r.p_holm)} | "
                 f"{seeds} | {design} | {test} | {rank_test} | "
                 f"{_effect(r.cohens_d, r.paired)} | {fmt(_clean(r.hedges_g), 3)} | "
-                f"{fmt(r.prob_improvement, 3)} |"
+                f"{fmt(r.prob_improvement, 3)} | {cell(r.decided_by) if r.decided_by else '—'} |"
             )
     return lines
 
@@ -654,9 +655,14 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 "Mann–Whitney U). "
                 "Holm p is the t-test p-value (the rank test's where every difference is the "
                 "same, which leaves the t-test undefined) adjusted by Holm–Bonferroni over all "
-                "comparisons below; ✓ significant means Holm p < 0.05 and the CI of the "
-                "difference excludes 0; undetermined means no test can decide (a side has fewer "
-                "than two seeds, or a constant shift on too few seeds for the rank test). "
+                "comparisons below; ✓ significant means Holm p < 0.05, the CI of the "
+                "difference excludes 0, and, for a metric with a known range, a betting test valid "
+                "for any distribution in that range confirms it at its Holm level (without a range, "
+                "only where the metric declares `assume: normal`); the last column names the method "
+                "that decided. Undetermined means no verdict: a side has fewer than two seeds, "
+                "a constant shift on too few seeds for the rank test, or a t verdict that the range "
+                "test does not confirm or that has no range to be checked against (the warnings say "
+                "which, and how many seeds a range-valid test needs; docs/statistics.md). "
                 "Seeds are completed/planned. P(improvement) is the probability that a run of "
                 "the candidate beats one of the baseline."
                 + (" **Seeds were added until decided (`run --until-decided`): these p-values and "

@@ -287,6 +287,9 @@ class Metric(_Model):
     source: MetricSource | None = Field(default=None, alias="from")
     # The values the metric can take (an accuracy: [0, 1]); intervals and plots stay inside it.
     range: tuple[float, float] | None = None
+    # Without a range, a significant t verdict is withheld unless normality is assumed here
+    # (benchlab.stats.verdict): the assumption is then named beside each verdict.
+    assume: Literal["normal"] | None = None
 
     @field_validator("name")
     @classmethod

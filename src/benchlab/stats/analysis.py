@@ -105,6 +105,8 @@ class ComparisonRow:
     p_holm: float | None = None
     #: True/False; None when there is no verdict (no p-value, or undefined interval).
     significant: bool | None = None
+    #: The method that decided ``significant`` (:mod:`benchlab.stats.verdict`); None when withheld.
+    decided_by: str | None = None
     seeds: ComparisonSeeds | None = None
 
     @property

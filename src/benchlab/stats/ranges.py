@@ -68,4 +68,13 @@ def metric_ranges(spec: JsonObject) -> dict[str, tuple[float, float]]:
     return out
 
 
-__all__ = ["default_range", "metric_ranges"]
+def normal_metrics(spec: JsonObject) -> list[str]:
+    """The metrics of a spec (as dumped to the ledger) that declare ``assume: normal``: their t verdict
+    stands without a range (:mod:`benchlab.stats.verdict`)."""
+    metrics = spec.get("metrics") or {}
+    entries = [metrics.get("primary"), *(metrics.get("secondary") or [])]
+    return [str(m["name"]) for m in entries
+            if isinstance(m, Mapping) and "name" in m and m.get("assume") == "normal"]
+
+
+__all__ = ["default_range", "metric_ranges", "normal_metrics"]

@@ -40,6 +40,7 @@ from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank,
 from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
 from benchlab.stats.runvalues import RunValues
 from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
+from benchlab.stats.verdict import decide
 
 if TYPE_CHECKING:
     # Imported where a function needs it: a table of final values is analysed without pandas.
@@ -385,9 +386,14 @@ class AnalysisOptions:
         :func:`benchlab.stats.score_matrices`.
     align: learning curves summarised on each run's ``"own"`` curve or on the
         ``"common"`` step range; ``None`` picks :func:`default_align` of ``summary``.
-    ranges: ``{metric: (low, high)}``, the values a metric can take. On raw scores
+    ranges: ``{metric: (low, high)}`` (or ``{"TASK/METRIC": ...}``), the values a metric can take: a
+        significant t verdict stands only where a test valid for any distribution in that range
+        confirms it (:mod:`benchlab.stats.verdict`). On raw scores
         (no references, ``normalize="none"``) the optimality gap is computed only for
         a metric declared to lie in ``[0, 1]``; otherwise it is null, with a warning.
+    assume_normal: metrics (names, ``TASK/METRIC`` or ``"*"``) whose t verdict is accepted
+        without a range, on the assumption that their values are close to normal; a
+        significant t verdict of any other metric without a range is withheld.
     """
 
     baseline: str | None = None
@@ -406,6 +412,7 @@ class AnalysisOptions:
     normalize: Normalize = "none"
     align: Align | None = None
     ranges: Mapping[str, tuple[float, float]] | None = None
+    assume_normal: Sequence[str] = ()
 
 
 def analyze(df: pd.DataFrame | RunValues, options: AnalysisOptions | None = None, **changes: Any) -> Analysis:
@@ -580,7 +587,7 @@ def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
     out: list[ComparisonRow] = []
     pvalues: list[float | None] = []
     floors: list[float | None] = []
-    paired_diffs: list[np.ndarray | None] = []
+    sides: list[tuple[np.ndarray, np.ndarray]] = []
     boot_cells: list[tuple[ComparisonRow, np.ndarray]] = []
     # {(task, metric, config): {seed: value}}, built in one pass (masks per pair are slow).
     values = runs.value.tolist()
@@ -637,8 +644,7 @@ def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
                 prob_improvement=_num(cmp.prob_improvement),
             )
             out.append(row)
-            keep = np.isfinite(b) & np.isfinite(c) if cmp.paired else np.zeros(0, dtype=bool)
-            paired_diffs.append((c - b)[keep] if cmp.paired else None)
+            sides.append((b, c))
             if batch and cmp.diff_ci_low is not None:
                 keep = np.isfinite(b) & np.isfinite(c)
                 d = (c - b)[keep]
@@ -652,61 +658,11 @@ def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
     _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
                       "compare", warnings)
     _holm_verdicts(out, pvalues, floors, baseline, alpha, warnings)
-    _normal_theory_caveats(out, paired_diffs, o.ranges or {}, alpha, warnings)
+    # The t verdict stands only where a range test confirms it or normality is assumed (stats/verdict.py).
+    decided = decide(out, sides, [r.significant for r in out], o.ranges or {}, o.assume_normal, alpha, warnings)
+    for row, verdict in zip(out, decided, strict=True):
+        row.significant, row.decided_by = verdict.significant, verdict.decided_by
     return out
-
-
-#: Measured false-positive rates of the default verdict (paired t, alpha 5%) against a stable
-#: baseline of the same mean, by seeds (bench/coverage.py --only field, 2,000 trials a cell, Monte
-#: Carlo SE at most 1.1 points; docs/statistics.md).
-_FIELD_FALSE_POSITIVES = ("with a candidate whose seeds collapse one time in five it was significant in 45% of "
-                          "null comparisons at 3 seeds, 35% at 5, 11% at 10 and 6.4% at 30, with a skewed "
-                          "(lognormal) one in 9-12% at 3-30 seeds")
-#: Up to this many seeds the default verdict's false-positive rate was measured above alpha on those
-#: cases (the largest n measured), so a verdict only the t-test backs says so.
-_MEASURED_UP_TO = 30
-
-
-def _normal_theory_caveats(out: list[ComparisonRow], diffs: list[np.ndarray | None],
-                           ranges: Mapping[str, tuple[float, float]], alpha: float, warnings: list[str]) -> None:
-    """A warning on each significant verdict from 30 seeds or fewer that only normal theory backs.
-
-    No test blind to the metric's range can see a collapse that did not happen in the sample: a
-    third of samples of 5 seeds of a candidate that collapses one time in five hold no collapse,
-    and look like a clean gain. Where the range is known, a test valid for any distribution in
-    it (:func:`benchlab.stats.sequential.betting_pvalue`, Holm-adjusted over the metric's
-    comparisons like the t-test) confirms the verdict, and then no warning is needed.
-    """
-    bounded: list[float | None] = []
-    for row, d in zip(out, diffs, strict=True):
-        bounds = ranges.get(f"{row.task}/{row.metric}", ranges.get(row.metric))
-        if bounds is None or d is None or not d.shape[0]:
-            bounded.append(None)
-            continue
-        # Imported only here: it brings scipy.stats, which a plain analyze of a CSV never loads.
-        from benchlab.stats.sequential import betting_pvalue
-
-        bounded.append(betting_pvalue(d, float(bounds[1] - bounds[0])))
-    adjusted: list[float | None] = [None] * len(out)
-    for met in dict.fromkeys(r.metric for r in out):
-        idx = [i for i, r in enumerate(out) if r.metric == met]
-        for i, p in zip(idx, holm([bounded[i] for i in idx]), strict=True):
-            adjusted[i] = p
-    for row, p in zip(out, adjusted, strict=True):
-        if row.significant is not True or row.n > _MEASURED_UP_TO or (p is not None and p < alpha):
-            continue
-        where = f"{row.task} {row.metric} {row.candidate} vs {row.baseline}"
-        if p is not None:
-            check = (f"a test valid for any distribution in the metric's range gives p = {p:.3g} (Holm), "
-                     "which does not confirm it")
-        elif ranges.get(f"{row.task}/{row.metric}", ranges.get(row.metric)) is not None:
-            check = "the test valid for any distribution in the metric's range needs seeds paired on both sides"
-        else:
-            check = "declare the metric's range to have it checked by a test valid for any distribution in it"
-        warnings.append(
-            f"{where}: significant by the {row.test or 't'} test on {row.n} seeds, which rests on normal-looking "
-            f"values: against a stable baseline of the same mean, {_FIELD_FALSE_POSITIVES} (docs/statistics.md); "
-            f"{check}")
 
 
 def _holm_verdicts(out: list[ComparisonRow], pvalues: list[float | None], floors: list[float | None],
