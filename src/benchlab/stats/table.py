@@ -31,8 +31,15 @@ from benchlab.stats.analysis import (
     Normalization,
     SummaryRow,
     TaskNormalization,
+    name_holm_families,
 )
-from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, studentized_mean_ci
+from benchlab.stats.bootstrap import (
+    BOOTSTRAP_T_MIN_N,
+    FEW_FOR_BOOTSTRAP_T,
+    METHODS,
+    Method,
+    studentized_mean_ci,
+)
 from benchlab.stats.compare import compare, holm, is_significant, shape_warning, shared_seeds
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
 from benchlab.stats.curves import align as align_curves
@@ -51,8 +58,8 @@ DEFAULT_METRIC = "value"
 AGGREGATE_CI = ("stratified bootstrap, expanded percentile; median: task means shrunk toward "
                 "their median by the share of their spread that noise explains (James–Stein) "
                 "before resampling")
-AGGREGATE_CI_ONE_TASK = ("one task: mean, median and optimality gap (4 runs or more): bootstrap-t "
-                         "(studentized); IQM (4 runs or more): bootstrap-t studentized by the "
+AGGREGATE_CI_ONE_TASK = ("one task: mean, median and optimality gap: bootstrap-t (studentized) from "
+                         f"{BOOTSTRAP_T_MIN_N} runs, Student t below; IQM (4 runs or more): bootstrap-t studentized by the "
                          "Tukey–McLaughlin standard error from 8 runs, Yuen's t interval below; "
                          "otherwise stratified bootstrap, expanded percentile")
 
@@ -286,7 +293,8 @@ def _on_common_range(task: Any, metric: Any, runs: list[Any], cleaned: list[tupl
     if cut:
         warnings.append(
             f"{task} {metric}: --summary {summary} on the common step range "
-            f"[{lo:g}, {hi:g}]; cut to it: {', '.join(cut)}"
+            f"[{lo:g}, {hi:g}], the steps every run of the task reached (one range per task, the "
+            f"same whichever configs are compared); cut to it: {', '.join(cut)}"
         )
     return [(grid, row) for row in values]
 
@@ -441,6 +449,7 @@ def analyze(df: pd.DataFrame | RunValues, options: AnalysisOptions | None = None
     metrics = list(dict.fromkeys(runs.metric))
     summary_rows = _summarize(runs, o, warnings)
     comparisons = _compare_all(runs, configs, o, warnings)
+    name_holm_families(comparisons)
     primary = o.metric if o.metric is not None else (metrics[0] if metrics else None)
     if o.metric is None and len(metrics) > 1:
         warnings.append(f"several metrics; the aggregate across tasks is of {primary!r}")
@@ -522,7 +531,7 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
                 boot_ci_low=_num(d.boot_ci_low), boot_ci_high=_num(d.boot_ci_high),
                 high_variance=d.high_variance,
             ))
-            if batched and d.n >= STUDENTIZED_MIN_N:
+            if batched and d.n >= BOOTSTRAP_T_MIN_N:
                 x = values[np.isfinite(values)]
                 if d.std != 0.0:  # zero observed spread: no interval (describe says why)
                     boot_cells.append((rows[-1], x))
@@ -642,9 +651,8 @@ def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
             if batch and cmp.diff_ci_low is not None:
                 keep = np.isfinite(b) & np.isfinite(c)
                 d = (c - b)[keep]
-                if d.shape[0] < STUDENTIZED_MIN_N:
-                    warnings.append(f"{label}: fewer than {STUDENTIZED_MIN_N} pairs: the bootstrap-t "
-                                    "CI of the difference is null (the t interval stands)")
+                if d.shape[0] < BOOTSTRAP_T_MIN_N:
+                    warnings.append(f"{label}: {d.shape[0]} pairs: {FEW_FOR_BOOTSTRAP_T}")
                 elif cmp.diff_ci_low == cmp.diff_ci_high:
                     row.diff_boot_ci_low = row.diff_boot_ci_high = cmp.diff_ci_low
                 else:
