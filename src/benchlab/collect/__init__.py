@@ -73,7 +73,7 @@ class Collected:
                 first = int(np.argmax(bad))
                 where = f", first at step {steps[first]:g} ({int(bad.sum())} of {len(values)} logged values)"
         # The name is right (the run did report it): what went wrong is the training or the logging.
-        return (f"metric {metric!r} is {value} (not finite){where}: the run reported it, so the name is "
+        return (f"metric {metric!r} is not finite ({value}){where}: the run reported it, so the name is "
                 "right; the training likely diverged (check the learning rate, gradient clipping and the "
                 "loss scale, and the log near that step), or the value was computed as NaN or inf (an "
                 "empty evaluation, a division by zero)")
