@@ -33,7 +33,8 @@ PREEMPTED: Final = "preempted"  # the scheduler took the job's resources for ano
 #: The classes a spec may give its own retry budget (``retry_on``): every class but
 #: ``interrupted`` and ``orchestrator-died``. A Literal so that the spec's schema lists them.
 RetryClass = Literal["timeout", "out-of-memory", "cuda-error", "exception", "signal", "exit-code",
-                     "missing-metric", "non-finite-metric", "launch-error", "usage-error", "node-died", "cancelled", "preempted"]
+                     "missing-metric", "non-finite-metric", "launch-error", "usage-error", "node-died", "cancelled",
+                     "preempted"]
 
 RETRY_CLASSES: tuple[str, ...] = get_args(RetryClass)
 

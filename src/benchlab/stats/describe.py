@@ -131,7 +131,8 @@ def describe(
         reps: bootstrap resamples; 0 leaves the bootstrap interval null (for callers that
             compute it for many samples at once, as :func:`benchlab.stats.analyze` does).
         method: bootstrap interval: ``"studentized"`` (bootstrap-t; null below
-            ``n = 8`` (:data:`~benchlab.stats.bootstrap.BOOTSTRAP_T_MIN_N`), with a warning), ``"percentile"`` or ``"bca"``.
+            ``n = 8``, :data:`~benchlab.stats.bootstrap.BOOTSTRAP_T_MIN_N`, with a warning),
+            ``"percentile"`` or ``"bca"``.
         variance_threshold: flag ``std > variance_threshold · |mean|``.
         seed: seed of the bootstrap.
         label: names the sample in warnings, e.g. ``"digits/mlp accuracy"``.

@@ -59,8 +59,8 @@ AGGREGATE_CI = ("stratified bootstrap, expanded percentile; median: task means s
                 "their median by the share of their spread that noise explains (James–Stein) "
                 "before resampling")
 AGGREGATE_CI_ONE_TASK = ("one task: mean, median and optimality gap: bootstrap-t (studentized) from "
-                         f"{BOOTSTRAP_T_MIN_N} runs, Student t below; IQM (4 runs or more): bootstrap-t studentized by the "
-                         "Tukey–McLaughlin standard error from 8 runs, Yuen's t interval below; "
+                         f"{BOOTSTRAP_T_MIN_N} runs, Student t below; IQM (4 runs or more): bootstrap-t "
+                         "studentized by the Tukey–McLaughlin standard error from 8 runs, Yuen's t interval below; "
                          "otherwise stratified bootstrap, expanded percentile")
 
 
