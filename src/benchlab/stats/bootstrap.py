@@ -41,6 +41,13 @@ FEW_FOR_BOOTSTRAP_T = (f"the bootstrap-t interval is null below {BOOTSTRAP_T_MIN
                        "intervals reach more than one sample range beyond the data; docs/statistics.md); "
                        "the t interval stands")
 
+
+def few_for_bootstrap_t(labels: list[str], most: int = 8) -> str:
+    """One warning naming every sample whose bootstrap-t interval is null for having fewer than
+    :data:`BOOTSTRAP_T_MIN_N` values: ``"t/a value (n=5), t/b value (n=5): the bootstrap-t …"``."""
+    shown = ", ".join(labels[:most]) + (f" and {len(labels) - most} more" if len(labels) > most else "")
+    return f"{shown}: {FEW_FOR_BOOTSTRAP_T}"
+
 # Largest number of resampled values held in memory at once (float64: 128 MiB).
 _CHUNK_ELEMENTS = 1 << 24
 # Values per chunk of the studentized bootstrap's work arrays: small enough to stay in cache.
@@ -426,6 +433,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_distribution",
     "bootstrap_mean_diff_ci",
+    "few_for_bootstrap_t",
     "percentile_interval",
     "resample_counts",
     "stratified_bootstrap",

@@ -171,7 +171,8 @@ def describe(
         warnings.append(f"{where}n={n}: too few values for the bootstrap-t interval (null; the "
                         "t interval stands)")
     elif method == "studentized" and n < BOOTSTRAP_T_MIN_N:
-        warnings.append(f"{where}n={n}: {FEW_FOR_BOOTSTRAP_T}")
+        if reps > 0:  # a caller batching the intervals (reps = 0) names all such samples in one warning
+            warnings.append(f"{where}n={n}: {FEW_FOR_BOOTSTRAP_T}")
     elif reps > 0:
         b_low, b_high = bootstrap_ci(x, np.mean, reps, confidence, method, seed)
         if not (np.isfinite(b_low) and np.isfinite(b_high)):

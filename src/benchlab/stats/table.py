@@ -35,9 +35,10 @@ from benchlab.stats.analysis import (
 )
 from benchlab.stats.bootstrap import (
     BOOTSTRAP_T_MIN_N,
-    FEW_FOR_BOOTSTRAP_T,
     METHODS,
+    STUDENTIZED_MIN_N,
     Method,
+    few_for_bootstrap_t,
     studentized_mean_ci,
 )
 from benchlab.stats.compare import compare, holm, is_significant, shape_warning, shared_seeds
@@ -510,6 +511,7 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
     batched = o.method == "studentized"
     summary_rows: list[SummaryRow] = []
     boot_cells: list[tuple[SummaryRow, np.ndarray]] = []
+    too_few: list[str] = []
     for (task, met), idx in runs.groups("task", "metric").items():
         rows = []
         by_config: dict[str, list[int]] = {}
@@ -535,6 +537,8 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
                 x = values[np.isfinite(values)]
                 if d.std != 0.0:  # zero observed spread: no interval (describe says why)
                     boot_cells.append((rows[-1], x))
+            elif batched and d.n >= STUDENTIZED_MIN_N and d.std != 0.0:
+                too_few.append(f"{task}/{config} {met} (n={d.n})")
         by_seed = {config: {runs.seed[i]: float(runs.value[i]) for i in rows_of
                             if np.isfinite(runs.value[i])} for config, rows_of in by_config.items()}
         separated = separated_from_best([r.config for r in rows], [r.mean for r in rows], by_seed,
@@ -544,6 +548,8 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
         for r, rk in zip(rows, ranks, strict=True):
             r.rank = rk
         summary_rows += rows
+    if too_few:
+        warnings.append(few_for_bootstrap_t(too_few))
     if batched:
         _fill_studentized(boot_cells, "boot_ci_low", "boot_ci_high", o.reps, o.confidence, o.seed,
                           "describe", warnings)
@@ -591,6 +597,7 @@ def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
     floors: list[float | None] = []
     paired_diffs: list[np.ndarray | None] = []
     boot_cells: list[tuple[ComparisonRow, np.ndarray]] = []
+    too_few: list[str] = []
     # {(task, metric, config): {seed: value}}, built in one pass (masks per pair are slow).
     values = runs.value.tolist()
     by_run = {key: {runs.seed[i]: values[i] for i in idx}
@@ -652,11 +659,13 @@ def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
                 keep = np.isfinite(b) & np.isfinite(c)
                 d = (c - b)[keep]
                 if d.shape[0] < BOOTSTRAP_T_MIN_N:
-                    warnings.append(f"{label}: {d.shape[0]} pairs: {FEW_FOR_BOOTSTRAP_T}")
+                    too_few.append(f"{label} ({d.shape[0]} pairs)")
                 elif cmp.diff_ci_low == cmp.diff_ci_high:
                     row.diff_boot_ci_low = row.diff_boot_ci_high = cmp.diff_ci_low
                 else:
                     boot_cells.append((row, d))
+    if too_few:
+        warnings.append(few_for_bootstrap_t(too_few))
     _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
                       "compare", warnings)
     _holm_verdicts(out, pvalues, floors, baseline, alpha, warnings)
