@@ -83,6 +83,9 @@ def test_seed_level_compare_adjusts_over_the_family_analyze_and_the_report_use(t
     for c in reported.comparisons:
         assert c.p_holm == pytest.approx(holm[(c.task, c.candidate)], rel=1e-12)
         assert c.holm_family == "metric score, m = 4"
+    assert run_cli("report", str(tmp_path), "--no-plots", "--no-html").returncode == 0
+    report = (tmp_path / "BENCHMARK_REPORT.md").read_text()
+    assert "one Holm family: metric score, m = 4, as in `benchlab compare` and `analyze`" in report
     # Only the pair asked for is shown.
     assert {r["config"] for r in compared["summary"]} == {"base", "c1"}
     text = run_cli("compare", str(tmp_path), "--candidate", "c1", "--reps", "200").stdout

@@ -144,8 +144,8 @@ def keep_pair(analysis: Analysis, baseline: str, candidate: str) -> None:
         return
     names = "|".join(re.escape(o) for o in sorted(others, key=len, reverse=True))
     # Warnings open with what they are about: "task/config metric: ", "task/config/s3 metric: ",
-    # "task metric config vs baseline: ", "config: " or "aggregate (configs): ".
-    about_other = re.compile(rf"(\S*/(?:{names})(?:/s\S+)? |\S+ \S+ (?:{names}) vs |(?:{names}): )")
+    # "task metric config vs baseline: ", "config: ", "aggregate: config: " or "aggregate (configs): ".
+    about_other = re.compile(rf"(\S*/(?:{names})(?:/s\S+)? |\S+ \S+ (?:{names}) vs |(?:aggregate: )?(?:{names}): )")
     group = re.compile(r"aggregate \(([^)]*)\)")
     kept = []
     for w in analysis.warnings:

@@ -632,6 +632,14 @@ def _methods_text(data: ReportData) -> str:
     return text
 
 
+def _family_text(rows: list[ComparisonRow]) -> str:
+    """`` (one Holm family: metric score, m = 4, as in `benchlab compare` and `analyze`)``, or ''."""
+    families = list(dict.fromkeys(r.holm_family for r in rows if r.holm_family))
+    if not families:
+        return ""
+    return f" (one Holm family: {'; '.join(families)}, as in `benchlab compare` and `analyze`)"
+
+
 def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
     info = data.info
     goal = info.goal.get(info.primary, "max")
@@ -654,7 +662,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 "Mann–Whitney U). "
                 "Holm p is the t-test p-value (the rank test's where every difference is the "
                 "same, which leaves the t-test undefined) adjusted by Holm–Bonferroni over all "
-                "comparisons below; ✓ significant means Holm p < 0.05 and the CI of the "
+                "comparisons below" + _family_text(rows) + "; ✓ significant means Holm p < 0.05 and the CI of the "
                 "difference excludes 0; undetermined means no test can decide (a side has fewer "
                 "than two seeds, or a constant shift on too few seeds for the rank test). "
                 "Seeds are completed/planned. P(improvement) is the probability that a run of "
