@@ -66,6 +66,7 @@ def test_a_nan_reward_is_a_non_finite_metric_failure_with_a_divergence_hint(make
     assert proc.returncode == 1, proc.stdout + proc.stderr
     # Not the missing-metric advice: the spec names the metric right.
     assert "names the metric right" not in proc.stdout
+    assert "the metric came out NaN or inf on every seed" in proc.stdout
 
     status = json.loads(bench.cli("status", "out", "--json", check=True).stdout)
     assert list(status["failures"]) == [triage.NON_FINITE_METRIC]
