@@ -15,6 +15,7 @@ Distributions (one value per seed):
     python bench/coverage.py              # the full study: 2,000 trials, 1,000 resamples (a few minutes)
     python bench/coverage.py --fast       # a reduced run (what tests/stats/test_coverage_study.py runs)
     python bench/coverage.py --only field # only the field's fixed-seed verdict table
+    python bench/coverage.py --only small-n  # t, bootstrap-t and percentile at 4-10 seeds
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 from scipy import stats as sps
 
 from benchlab.stats import aggregate_many, compare, holm, is_significant, studentized_mean_ci
-from benchlab.stats.bootstrap import bootstrap_mean_diff_ci
+from benchlab.stats.bootstrap import BOOTSTRAP_T_MIN_N, bootstrap_mean_diff_ci
 from benchlab.stats.compare import diff_t_interval
 from benchlab.stats.describe import t_interval
 
@@ -80,7 +81,7 @@ def mean_intervals(trials: int, reps: int, sizes: list[int], seed: int) -> dict[
             x = draw(rng, (trials, n))
             truth = MEANS[name]
             out[(name, "Student t (`ci`)", n)] = _fmt(*_cover(*t_interval(x), truth), trials)
-            if n >= 4:
+            if n >= BOOTSTRAP_T_MIN_N:  # not shown below (small_n_intervals says why)
                 low, high = studentized_mean_ci(x, reps, seed=seed + n)
                 p, nulls = _cover(low, high, truth)
                 out[(name, "bootstrap-t (`boot_ci`)", n)] = _fmt(p, nulls, trials)
@@ -101,7 +102,7 @@ def difference_intervals(trials: int, reps: int, sizes: list[int], seed: int
             welch = np.array([diff_t_interval(b[i], c[i], paired=False) for i in range(trials)])
             out[(name, "Welch t (`diff_ci`, unpaired)", n)] = _fmt(
                 *_cover(welch[:, 0], welch[:, 1], 0.1), trials)
-            if n >= 4:
+            if n >= BOOTSTRAP_T_MIN_N:  # not shown below (small_n_intervals says why)
                 low, high = studentized_mean_ci(d, reps, seed=seed + n)
                 out[(name, "bootstrap-t of d (`diff_boot_ci`, paired)", n)] = _fmt(
                     *_cover(low, high, 0.1), trials)
@@ -255,6 +256,47 @@ def field_verdicts(trials: int, sizes: list[int], seed: int, effects: tuple[floa
 FIELD_TITLE = ("The field's fixed-seed cases, paired, α = 5%: share of comparisons called significant (null: "
                "same mean; power: the candidate better by the gain, in the metric's units: a tenth and 0.3 of "
                "the range [0, 1] where there is one)")
+def _t3(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return 0.5 + 0.1 * rng.standard_t(3, shape)
+
+
+def small_n_intervals(trials: int, reps: int, sizes: list[int]) -> dict[tuple[str, str, int], str]:
+    """Coverage and width of the t, bootstrap-t and percentile intervals at few seeds, on the mean
+    (one sample) and the paired difference (``c - b``, both sides of the distribution, c 0.1 better).
+
+    A cell is ``coverage ± MC SE · far · width``: *far* is the share of intervals with an end more
+    than one sample range (max − min) beyond the data, where an interval says nothing about the
+    sample; *width* the median width in sample ranges (its 95th percentile in brackets). What
+    decides the smallest n at which benchlab shows the bootstrap-t
+    (:data:`benchlab.stats.bootstrap.BOOTSTRAP_T_MIN_N`)."""
+    cases: dict[str, tuple[Sampler, float]] = {
+        "normal": (_normal, MEANS["normal"]), "lognormal": (_lognormal, MEANS["lognormal"]),
+        "collapsing (bimodal)": (_bimodal, MEANS["bimodal"]), "t₃": (_t3, 0.5)}
+    out = {}
+    for stat in ("mean", "paired difference"):
+        for name, (draw, mean) in cases.items():
+            for n in sizes:
+                # The seeds of the figures in docs/statistics.md.
+                rng = np.random.default_rng([n, len(name.split(" ")[0]), stat != "mean"])
+                if stat == "mean":
+                    x, truth = draw(rng, (trials, n)), mean
+                else:
+                    x, truth = draw(rng, (trials, n)) + 0.1 - draw(rng, (trials, n)), 0.1
+                boot_means = x[:, rng.integers(0, n, (reps, n))].mean(axis=-1)
+                intervals = {"Student t": t_interval(x),
+                             "bootstrap-t": studentized_mean_ci(x, reps, seed=n),
+                             "percentile bootstrap": tuple(np.percentile(boot_means, [2.5, 97.5], axis=1))}
+                lo, hi = x.min(axis=1), x.max(axis=1)
+                spread = hi - lo
+                for method, (a, b) in intervals.items():
+                    a, b = np.asarray(a), np.asarray(b)
+                    p = float(np.mean((a <= truth) & (truth <= b)))
+                    far = float(np.mean((a < lo - spread) | (b > hi + spread)))
+                    width = (b - a) / spread
+                    out[(f"{name}, {stat}", method, n)] = (
+                        f"{_fmt(p, 0, trials)} · {100 * far:.1f}% · {np.median(width):.2f} "
+                        f"({np.quantile(width, 0.95):.2f})")
+    return out
 
 
 def _table(title: str, cells: dict, cols: list) -> str:
@@ -273,11 +315,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--fast", action="store_true", help="400 trials, 400 resamples, fewer sizes")
-    parser.add_argument("--only", choices=["field"], help="print only this table")
+    parser.add_argument("--only", choices=["field", "small-n"], help="print only this table")
     args = parser.parse_args(argv)
     trials, reps = (400, 400) if args.fast else (args.trials, args.reps)
     sizes = [5, 10] if args.fast else [3, 5, 10, 30]
     start = time.perf_counter()
+    if args.only == "small-n":
+        small = [4, 5, 6, 8, 10]
+        print(f"# {trials} trials per cell, {reps} resamples per interval; coverage in % ± Monte Carlo "
+              "standard error · share of intervals reaching more than one sample range beyond the data · "
+              "median width in sample ranges (95th percentile)\n")
+        print(_table("95% intervals at few seeds", small_n_intervals(trials, reps, small), small))
+        return
     if args.only == "field":
         print(f"# {trials} trials per cell, seed {args.seed}; % ± Monte Carlo standard error\n")
         print(_table(FIELD_TITLE, field_verdicts(trials, sizes, args.seed), sizes))

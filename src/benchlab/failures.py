@@ -21,6 +21,7 @@ EXCEPTION: Final = "exception"
 SIGNAL: Final = "signal"
 EXIT_CODE: Final = "exit-code"
 MISSING_METRIC: Final = "missing-metric"
+NON_FINITE_METRIC: Final = "non-finite-metric"  # found, but NaN or infinite: diverged, not misnamed
 LAUNCH: Final = "launch-error"  # the command could not start: it will not start the next time either
 USAGE: Final = "usage-error"  # the command rejected its arguments (argparse's exit 2): the same again next time
 INTERRUPTED: Final = "interrupted"  # stopped by the user; not a fault of the run, not retried
@@ -32,7 +33,8 @@ PREEMPTED: Final = "preempted"  # the scheduler took the job's resources for ano
 #: The classes a spec may give its own retry budget (``retry_on``): every class but
 #: ``interrupted`` and ``orchestrator-died``. A Literal so that the spec's schema lists them.
 RetryClass = Literal["timeout", "out-of-memory", "cuda-error", "exception", "signal", "exit-code",
-                     "missing-metric", "launch-error", "usage-error", "node-died", "cancelled", "preempted"]
+                     "missing-metric", "non-finite-metric", "launch-error", "usage-error", "node-died", "cancelled",
+                     "preempted"]
 
 RETRY_CLASSES: tuple[str, ...] = get_args(RetryClass)
 

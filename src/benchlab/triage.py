@@ -19,6 +19,7 @@ from benchlab.failures import (  # noqa: F401
     LOST,
     MISSING_METRIC,
     NODE_DIED,
+    NON_FINITE_METRIC,
     OOM,
     SIGNAL,
     TIMEOUT,

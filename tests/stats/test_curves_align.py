@@ -46,7 +46,8 @@ def test_auc_uses_the_common_range_and_names_every_cut_run_with_its_steps():
     # Common range [0, 60]: the average height of gain * s / 10 there is gain * 3.
     assert got[("base", 0)] == pytest.approx(3.0) and got[("new", 1)] == pytest.approx(3.6)
     cut = next(n for n in notes if "common step range" in n)
-    assert cut.startswith("t r: --summary auc on the common step range [0, 60]; cut to it: ")
+    assert cut.startswith("t r: --summary auc on the common step range [0, 60], the steps every run of the task "
+                          "reached (one range per task, the same whichever configs are compared); cut to it: ")
     for name in ("base/s0 (steps 0–92)", "base/s2 (steps 0–92)", "new/s0 (steps 0–100)",
                  "new/s1 (steps 0–100)", "new/s2 (steps 0–100)"):
         assert name in cut

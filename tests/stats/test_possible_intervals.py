@@ -23,7 +23,8 @@ def test_tied_values_never_give_a_half_null_bootstrap_interval(values):
     # Both bounds or neither, and a warning naming why; the t interval stands (scipy's).
     assert (row.boot_ci_low is None) == (row.boot_ci_high is None)
     if row.boot_ci_low is None:
-        assert any("t/a value: bootstrap-t interval undefined" in w for w in out.warnings)
+        assert any("t/a value: bootstrap-t interval undefined" in w
+                   or w.startswith("t/a value (n=") and "null below 8" in w for w in out.warnings)
     lo, hi = sps.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=sps.sem(values))
     assert (row.ci_low, row.ci_high) == (pytest.approx(lo), pytest.approx(hi))
 
@@ -152,13 +153,13 @@ def test_a_bootstrap_t_interval_reaching_past_the_range_is_null_not_the_whole_ra
     out = analyze_seeds(_table(rows), baseline="a", reps=2_000, ranges={"value": (-500.0, 0.0)})
     b = next(r for r in out.summary if r.config == "b")
     assert (b.boot_ci_low, b.boot_ci_high) == (None, None)
-    assert any("acrobot/b value: the bootstrap-t interval" in w and "null, not cut" in w for w in out.warnings)
+    # Null below 8 seeds (the reason given), as it was null past the range.
+    assert any("acrobot/b value (n=5): the bootstrap-t interval is null below 8" in w for w in out.warnings)
     cmp = out.comparisons[0]
     assert cmp.diff_boot_ci_low is None and cmp.diff_boot_ci_high is None
-    # The one-task aggregate (a bootstrap-t at 5 runs) likewise: null, not [-500, ...].
+    # The one-task aggregate (the t interval at 5 runs) never the range's end unmarked.
     agg = next(r for r in out.aggregate if r.config == "b")
-    assert (agg.mean.ci_low, agg.mean.ci_high) == (None, None)
-    assert any("aggregate (b): mean: the interval" in w and "null, not cut" in w for w in out.warnings)
+    assert agg.mean.ci_low is None or -500.0 < agg.mean.ci_low <= agg.mean.ci_high <= 0.0
     # The t interval of b, by scipy, reaches above 0: shown cut there, and the warning marks that end.
     x = np.array(rows[("acrobot", "b")])
     low, high = sps.t.interval(0.95, 4, loc=x.mean(), scale=sps.sem(x))
@@ -170,7 +171,7 @@ def test_an_interval_inside_the_range_is_left_alone_without_a_warning():
     rows = {("t", "a"): [0.50, 0.52, 0.51, 0.53, 0.49, 0.515], ("t", "b"): [0.53, 0.545, 0.54, 0.56, 0.52, 0.55]}
     out = analyze_seeds(_table(rows), baseline="a", reps=500, ranges={"value": (0.0, 1.0)})
     assert not any("reaches past the range" in w for w in out.warnings)
-    assert all(r.boot_ci_low is not None for r in out.summary)
+    assert all(r.ci_low is not None for r in out.summary)
 
 
 def test_a_significant_t_verdict_on_few_seeds_is_withheld_unless_a_range_test_confirms_it():

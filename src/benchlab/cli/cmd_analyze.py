@@ -144,6 +144,10 @@ def _print_report(report: Analysis, failed_as: str | None = None) -> None:
             name("candidate", numeric=False, key=True), name("signif."), name("seeds\n(b, c)"),
             name("paired"), name("n"), name("diff\n[95% CI]"), name("p"), name("p\nHolm"), name("effect"),
             name("P(better)")], rows)
+        families = list(dict.fromkeys(c.holm_family for c in report.comparisons if c.holm_family))
+        if families:
+            console.print(escape("p Holm: adjusted over every task and candidate of the metric against the "
+                                 "baseline, one family per metric: " + "; ".join(families)))
         for line in caveats:
             console.print(f"(!) lost seeds: {escape(line)}")
         deciders = dict.fromkeys(c.decided_by for c in report.comparisons if c.decided_by)

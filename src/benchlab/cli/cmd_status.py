@@ -97,7 +97,7 @@ def _print_status(st: FolderStatus, tail: int, show_all: bool) -> None:
 
     from benchlab.execute.status import duration_text
     from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING
-    from benchlab.triage import MISSING_METRIC
+    from benchlab.triage import MISSING_METRIC, NON_FINITE_METRIC
 
     d = st.detail
     assert d is not None
@@ -171,6 +171,10 @@ def _print_status(st: FolderStatus, tail: int, show_all: bool) -> None:
         if g.failure_class == MISSING_METRIC:
             console.print(f"  the runs finished: once the spec names the metric right, [bold]benchlab collect "
                           f"{escape(str(folder))} --failed[/] completes them without training again")
+        elif g.failure_class == NON_FINITE_METRIC:
+            console.print("  the runs reported the metric as NaN or inf (the name is right): the training "
+                          "diverged or logged a non-finite value; fix it (learning rate, gradient clipping, "
+                          "loss scale), then re-run them with [bold]--rerun-failed[/]")
     _print_sequential(d.sequential)
     if d.leftovers:
         names = ", ".join(f"{p.name} ({p.stat().st_size / 1e6:.1f} MB)" for p in d.leftovers if p.exists())

@@ -149,6 +149,12 @@ class SweepDisplay:
                                f"{result.results_dir}[/]; once the spec names the metric right, [bold]benchlab "
                                f"collect {result.results_dir} --failed[/] completes the runs without training again")
         elif result.failed and result.flagged and all(
+                set(f.classes) == {"non-finite-metric"} for f in result.flagged):
+            # The name is right; the runs diverged: collecting again would read the same NaN.
+            self.console.print("see the failures with [bold]benchlab status "
+                               f"{result.results_dir}[/]; the metric came out NaN or inf on every seed (the "
+                               "training diverged?): fix it, then re-run them with --rerun-failed")
+        elif result.failed and result.flagged and all(
                 set(f.classes) <= {"launch-error", "usage-error"} for f in result.flagged):
             # Retrying as it is would fail the same way: say what to fix first.
             self.console.print("see the failures with [bold]benchlab status "

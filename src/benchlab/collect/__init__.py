@@ -50,11 +50,39 @@ class Collected:
     lm_eval: _lm_eval.LmEvalResults | None = None
     notes: list[str] = field(default_factory=list)
 
+    def failure(self, metric: str) -> tuple[str, str] | None:
+        """``(failure class, message)`` of a run whose ``metric`` has no usable final value, or
+        None if it has one: ``non-finite-metric`` when the run reported it as NaN or infinite,
+        ``missing-metric`` when it did not report it."""
+        from benchlab.failures import MISSING_METRIC, NON_FINITE_METRIC
+
+        if metric in self.finals and not math.isfinite(self.finals[metric]):
+            return NON_FINITE_METRIC, self._non_finite(metric)
+        missing = self.missing(metric)
+        return None if missing is None else (MISSING_METRIC, missing)
+
+    def _non_finite(self, metric: str) -> str:
+        import numpy as np
+
+        value = self.finals[metric]
+        where = ""
+        if metric in self.series:
+            steps, values = self.series[metric]
+            bad = ~np.isfinite(values)
+            if bad.any():
+                first = int(np.argmax(bad))
+                where = f", first at step {steps[first]:g} ({int(bad.sum())} of {len(values)} logged values)"
+        # The name is right (the run did report it): what went wrong is the training or the logging.
+        return (f"metric {metric!r} is not finite ({value}){where}: the run reported it, so the name is "
+                "right; the training likely diverged (check the learning rate, gradient clipping and the "
+                "loss scale, and the log near that step), or the value was computed as NaN or inf (an "
+                "empty evaluation, a division by zero)")
+
     def missing(self, metric: str) -> str | None:
         """Why ``metric`` has no usable final value, or None if it has one."""
         if metric in self.finals:
             value = self.finals[metric]
-            return None if math.isfinite(value) else f"metric {metric!r} is not finite ({value})"
+            return None if math.isfinite(value) else self._non_finite(metric)
         if metric in self.problems:
             return self.problems[metric]
         whole_file = self.problems.get(FILE_PROBLEM)

@@ -371,8 +371,8 @@ def _rebuild_run(store: Store, run_dir: Path, run: Run, primary: str, metrics: l
         return
     if prov.get("exit_code") == 0 and not prov.get("timed_out"):
         collected = collect_run(run_dir, metrics, run.context())
-        missing = collected.missing(primary)
-        if not missing:
+        failure = collected.failure(primary)
+        if failure is None:
             # A completed attempt's error is a note that qualifies it (an lm-eval run cut short).
             note = last.error if last is not None and last.status == COMPLETED else None
             store.finish_attempt(attempt_id, run.run_id, status=COMPLETED, run_status=COMPLETED,
@@ -380,7 +380,7 @@ def _rebuild_run(store: Store, run_dir: Path, run: Run, primary: str, metrics: l
                                  error=note)
             counts.completed += 1
             return
-        verdict = triage.Verdict(triage.MISSING_METRIC, missing)
+        verdict = triage.Verdict(*failure)
     else:
         verdict = triage.classify(exit_code=prov.get("exit_code"), signal=prov.get("signal"),
                                   timed_out=bool(prov.get("timed_out")), tail=tail)

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from benchlab import triage
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
@@ -69,14 +68,15 @@ def reread_runs(folder: Path | str, spec: Spec, *, failed: bool) -> Reread:
             run_dir = run_dir_of(folder, record.run_id)
             ours = _benchlab_wrote_metrics_json(run_dir)
             collected = collect_run(run_dir, spec.metrics.all, run.context(), metrics_json=not ours)
-            missing = collected.missing(primary)
+            failure = collected.failure(primary)
             with store.transaction():
-                if missing:
+                if failure is not None:
+                    cls, missing = failure
                     if failed:
                         out.still_failing[record.name] = missing
                     else:
                         out.demoted[record.name] = missing
-                    store.reread_failed(record.run_id, attempt.attempt_id, failure_class=triage.MISSING_METRIC,
+                    store.reread_failed(record.run_id, attempt.attempt_id, failure_class=cls,
                                         error=missing, demote_run=not failed)
                     continue
                 if failed:

@@ -82,8 +82,8 @@ def _verdict(outcome: Outcome, recorder: Recorder) -> tuple[triage.Verdict | Non
         return triage.classify(exit_code=outcome.exit_code, signal=outcome.signal, timed_out=outcome.timed_out,
                                tail=tail, timeout=launch.timeout), None, tail
     collected = collect_run(launch.run_dir, recorder.metrics, launch.run.context())
-    missing = collected.missing(recorder.primary)
-    return (triage.Verdict(triage.MISSING_METRIC, missing) if missing else None), collected, None
+    failure = collected.failure(recorder.primary)
+    return (triage.Verdict(*failure) if failure else None), collected, None
 
 
 def _provenance_writer(outcome: Outcome, recorder: Recorder, gpus: list[int] | None,

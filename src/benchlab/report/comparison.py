@@ -115,16 +115,49 @@ def compare(
     if info is not None:
         refuse_not_in_spec(df, pair, folder)
     check_configs(df, pair, folder, failed=[c for _, c, _ in failed_runs])
+    # Every config of the folder is analysed, then the pair kept: Holm's family is then the one
+    # `analyze` and the report use (every task and candidate of the metric against the baseline),
+    # and a curve summary is taken on one step range per task, whichever config it is compared with.
     analysis = analyze_seeds(
-        df[df["config"].astype(str).isin(pair)], failed_as=failed_as,
-        planned={k: v for k, v in planned.items() if k[1] in pair} if planned else None,
-        failed_runs=[r for r in failed_runs if r[1] in pair], ranges=ranges, assume_normal=assume_normal,
-        baseline=baseline, candidates=[candidate], metric=metric, goal=goals, reps=reps,
+        df, failed_as=failed_as, planned=planned or None, failed_runs=failed_runs, ranges=ranges,
+        assume_normal=assume_normal, baseline=baseline, candidates=None, metric=metric, goal=goals, reps=reps,
         seed=seed, summary=summary, alpha=alpha, normalize=normalize, align=align,
         references=references, source=str(folder),
     )
+    keep_pair(analysis, baseline, candidate)
     chosen = goals if isinstance(goals, str) else goals.get(metric or "", "max")
     return Comparison("seeds", seeds=analysis, goal=chosen)
+
+
+def keep_pair(analysis: Analysis, baseline: str, candidate: str) -> None:
+    """Keep, in place, the rows and warnings of ``analysis`` about ``baseline`` and ``candidate``.
+
+    The p-values stay those of the whole family they were adjusted in (``holm_family``)."""
+    import re
+
+    pair = {baseline, candidate}
+    others = {r.config for r in analysis.summary} | {r.candidate for r in analysis.comparisons}
+    others |= {r.config for r in analysis.aggregate}
+    others -= pair
+    analysis.summary = [r for r in analysis.summary if r.config in pair]
+    analysis.comparisons = [r for r in analysis.comparisons if r.candidate == candidate]
+    analysis.aggregate = [r for r in analysis.aggregate if r.config in pair]
+    if not others:
+        return
+    names = "|".join(re.escape(o) for o in sorted(others, key=len, reverse=True))
+    # Warnings open with what they are about: "task/config metric: ", "task/config/s3 metric: ",
+    # "task metric config vs baseline: ", "config: ", "aggregate: config: " or "aggregate (configs): ".
+    about_other = re.compile(rf"(\S*/(?:{names})(?:/s\S+)? |\S+ \S+ (?:{names}) vs |(?:aggregate: )?(?:{names}): )")
+    group = re.compile(r"aggregate \(([^)]*)\)")
+    kept = []
+    for w in analysis.warnings:
+        if about_other.match(w):
+            continue
+        m = group.match(w)
+        if m and not pair & {c.strip() for c in m.group(1).split(",")}:
+            continue
+        kept.append(w)
+    analysis.warnings = kept
 
 
 def _compare_questions(folder: Path, *, baseline: str | None, candidate: str, metric: str | None,

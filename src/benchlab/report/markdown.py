@@ -633,6 +633,14 @@ def _methods_text(data: ReportData) -> str:
     return text
 
 
+def _family_text(rows: list[ComparisonRow]) -> str:
+    """`` (one Holm family: metric score, m = 4, as in `benchlab compare` and `analyze`)``, or ''."""
+    families = list(dict.fromkeys(r.holm_family for r in rows if r.holm_family))
+    if not families:
+        return ""
+    return f" (one Holm family: {'; '.join(families)}, as in `benchlab compare` and `analyze`)"
+
+
 def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
     info = data.info
     goal = info.goal.get(info.primary, "max")
@@ -655,8 +663,8 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 "Mann–Whitney U). "
                 "Holm p is the t-test p-value (the rank test's where every difference is the "
                 "same, which leaves the t-test undefined) adjusted by Holm–Bonferroni over all "
-                "comparisons below; ✓ significant means Holm p < 0.05, the CI of the "
-                "difference excludes 0, and, for a metric with a known range, a betting test valid "
+                "comparisons below" + _family_text(rows) + "; ✓ significant means Holm p < 0.05, the CI of "
+                "the difference excludes 0, and, for a metric with a known range, a betting test valid "
                 "for any distribution in that range confirms it at its Holm level (without a range, "
                 "only where the metric declares `assume: normal`); the last column names the method "
                 "that decided. Undetermined means no verdict: a side has fewer than two seeds, "

@@ -23,7 +23,17 @@ from pydantic import (
     model_validator,
 )
 
-from benchlab.failures import LAUNCH, MISSING_METRIC, NODE_DIED, OOM, PREEMPTED, TIMEOUT, USAGE, RetryClass
+from benchlab.failures import (
+    LAUNCH,
+    MISSING_METRIC,
+    NODE_DIED,
+    NON_FINITE_METRIC,
+    OOM,
+    PREEMPTED,
+    TIMEOUT,
+    USAGE,
+    RetryClass,
+)
 from benchlab.json_types import ConfigValues
 from benchlab.spec.checks import GRID_VALUE_BAD, NAME_RE, check_seeds, grid_coordinate, grid_names
 from benchlab.spec.search import Search
@@ -345,8 +355,9 @@ class Metrics(_Model):
 #: and an out-of-memory run gets one more try, alone on its device; a run whose cluster node
 #: died was not at fault and gets two more, on other nodes.
 #: A preempted Slurm job was not at fault either: its own budget of 20 leaves `retries` untouched.
-DEFAULT_RETRY_ON: dict[str, int] = {TIMEOUT: 0, LAUNCH: 0, USAGE: 0, MISSING_METRIC: 0, OOM: 1, NODE_DIED: 2,
-                                    PREEMPTED: 20}
+#: A run whose metric came out NaN (diverged) would most likely diverge again with the same seed.
+DEFAULT_RETRY_ON: dict[str, int] = {TIMEOUT: 0, LAUNCH: 0, USAGE: 0, MISSING_METRIC: 0, NON_FINITE_METRIC: 0,
+                                    OOM: 1, NODE_DIED: 2, PREEMPTED: 20}
 
 
 class Dataset(_Model):

@@ -43,6 +43,7 @@ from benchlab.stats.analysis import (
     Estimate,
     RowSeeds,
     SummaryRow,
+    name_holm_families,
 )
 from benchlab.stats.runvalues import RunValues
 
@@ -412,6 +413,7 @@ def analyze_seeds(
     result.ranges = {m: (lo, hi) for m, (lo, hi) in ranges.items()}
     _annotate_summary(result, acc, ranges)
     _annotate_comparisons(result, acc, kwargs.get("baseline"), kwargs.get("candidates"), ranges)
+    name_holm_families(result.comparisons)  # the rows of configs without a completed seed too
     _bound_aggregates(result, ranges)
     if failed_as == "exclude" and not isinstance(df, RunValues) and not used.empty:
         _aggregate_failed_as_worst(result, table, acc, goal, planned, failed_runs, ranges, kwargs)

@@ -103,6 +103,9 @@ class ComparisonRow:
     hedges_g: float | None = None
     prob_improvement: float | None = None
     p_holm: float | None = None
+    #: The Holm family ``p_holm`` was adjusted in: ``metric <name>, m = <size>`` (every task and
+    #: candidate of the metric against the baseline, as at the question level).
+    holm_family: str | None = None
     #: True/False; None when there is no verdict (no p-value, or undefined interval).
     significant: bool | None = None
     #: The method that decided ``significant`` (:mod:`benchlab.stats.verdict`); None when withheld.
@@ -268,6 +271,16 @@ class Analysis:
         return json.dumps(self.to_dict(), indent=2, default=str, allow_nan=False)
 
 
+def name_holm_families(rows: list[ComparisonRow]) -> None:
+    """Set each row's ``holm_family`` (in place): one family per metric, of the comparisons with a
+    p-value (those Holm's correction counts)."""
+    for met in dict.fromkeys(r.metric for r in rows):
+        m = sum(1 for r in rows if r.metric == met and r.pvalue is not None)
+        for r in rows:
+            if r.metric == met:
+                r.holm_family = f"metric {met}, m = {m}"
+
+
 def _fields(obj: Any) -> dict[str, Any]:
     # Shallow on purpose: asdict() would deep-copy and recurse into nested rows.
     return {k: getattr(obj, k) for k in obj.__dataclass_fields__}
@@ -277,4 +290,4 @@ _SUMMARY_KEYS = [k for k in SummaryRow.__dataclass_fields__ if k != "seeds"]
 _COMPARISON_KEYS = [k for k in ComparisonRow.__dataclass_fields__ if k != "seeds"]
 
 __all__ = ["AggregateRow", "Analysis", "ComparisonRow", "ComparisonSeeds", "Estimate", "Methods",
-           "Normalization", "RowSeeds", "SummaryRow", "TaskNormalization"]
+           "Normalization", "RowSeeds", "SummaryRow", "TaskNormalization", "name_holm_families"]

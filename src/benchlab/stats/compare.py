@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import stdtr, stdtrit
 
-from benchlab.stats.bootstrap import STUDENTIZED_MIN_N, Method, SeedLike, bootstrap_mean_diff_ci
+from benchlab.stats.bootstrap import (
+    BOOTSTRAP_T_MIN_N,
+    FEW_FOR_BOOTSTRAP_T,
+    Method,
+    SeedLike,
+    bootstrap_mean_diff_ci,
+)
 from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal
 from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
 from benchlab.stats.tolerance import is_negligible, scale
@@ -372,9 +378,9 @@ def compare(
         ci = diff_t_interval(b, c, paired, confidence)
     boot: tuple[float | None, float | None] = (None, None)
     if reps > 0 and p_floor is None:
-        if method == "studentized" and min(nb, nc) < STUDENTIZED_MIN_N:
-            note.append(f"{where}fewer than {STUDENTIZED_MIN_N} values a side: the bootstrap-t CI "
-                        "of the difference is null (the t interval stands)")
+        if method == "studentized" and min(nb, nc) < BOOTSTRAP_T_MIN_N:
+            note.append(f"{where}{min(nb, nc)} values {'a pair' if paired else 'on a side'}: "
+                        f"{FEW_FOR_BOOTSTRAP_T}")
         else:
             boot = bootstrap_mean_diff_ci(b, c, paired, reps, confidence, method, seed)
             if not all(x is not None and np.isfinite(x) for x in boot):

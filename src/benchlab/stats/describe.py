@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from scipy.special import ndtri, stdtrit
 
-from benchlab.stats.bootstrap import STUDENTIZED_MIN_N, Method, SeedLike, bootstrap_ci
+from benchlab.stats.bootstrap import (
+    BOOTSTRAP_T_MIN_N,
+    FEW_FOR_BOOTSTRAP_T,
+    STUDENTIZED_MIN_N,
+    Method,
+    SeedLike,
+    bootstrap_ci,
+)
 from benchlab.stats.tolerance import RELATIVE_TOLERANCE, is_negligible
 
 if TYPE_CHECKING:
@@ -124,7 +131,8 @@ def describe(
         reps: bootstrap resamples; 0 leaves the bootstrap interval null (for callers that
             compute it for many samples at once, as :func:`benchlab.stats.analyze` does).
         method: bootstrap interval: ``"studentized"`` (bootstrap-t; null below
-            ``n = 4``, with a warning), ``"percentile"`` or ``"bca"``.
+            ``n = 8``, :data:`~benchlab.stats.bootstrap.BOOTSTRAP_T_MIN_N`, with a warning),
+            ``"percentile"`` or ``"bca"``.
         variance_threshold: flag ``std > variance_threshold · |mean|``.
         seed: seed of the bootstrap.
         label: names the sample in warnings, e.g. ``"digits/mlp accuracy"``.
@@ -162,6 +170,9 @@ def describe(
     if method == "studentized" and n < STUDENTIZED_MIN_N:
         warnings.append(f"{where}n={n}: too few values for the bootstrap-t interval (null; the "
                         "t interval stands)")
+    elif method == "studentized" and n < BOOTSTRAP_T_MIN_N:
+        if reps > 0:  # a caller batching the intervals (reps = 0) names all such samples in one warning
+            warnings.append(f"{where}n={n}: {FEW_FOR_BOOTSTRAP_T}")
     elif reps > 0:
         b_low, b_high = bootstrap_ci(x, np.mean, reps, confidence, method, seed)
         if not (np.isfinite(b_low) and np.isfinite(b_high)):

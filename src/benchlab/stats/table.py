@@ -31,8 +31,16 @@ from benchlab.stats.analysis import (
     Normalization,
     SummaryRow,
     TaskNormalization,
+    name_holm_families,
 )
-from benchlab.stats.bootstrap import METHODS, STUDENTIZED_MIN_N, Method, studentized_mean_ci
+from benchlab.stats.bootstrap import (
+    BOOTSTRAP_T_MIN_N,
+    METHODS,
+    STUDENTIZED_MIN_N,
+    Method,
+    few_for_bootstrap_t,
+    studentized_mean_ci,
+)
 from benchlab.stats.compare import compare, holm, is_significant, shape_warning, shared_seeds
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
 from benchlab.stats.curves import align as align_curves
@@ -52,9 +60,9 @@ DEFAULT_METRIC = "value"
 AGGREGATE_CI = ("stratified bootstrap, expanded percentile; median: task means shrunk toward "
                 "their median by the share of their spread that noise explains (James–Stein) "
                 "before resampling")
-AGGREGATE_CI_ONE_TASK = ("one task: mean, median and optimality gap (4 runs or more): bootstrap-t "
-                         "(studentized); IQM (4 runs or more): bootstrap-t studentized by the "
-                         "Tukey–McLaughlin standard error from 8 runs, Yuen's t interval below; "
+AGGREGATE_CI_ONE_TASK = ("one task: mean, median and optimality gap: bootstrap-t (studentized) from "
+                         f"{BOOTSTRAP_T_MIN_N} runs, Student t below; IQM (4 runs or more): bootstrap-t "
+                         "studentized by the Tukey–McLaughlin standard error from 8 runs, Yuen's t interval below; "
                          "otherwise stratified bootstrap, expanded percentile")
 
 
@@ -287,7 +295,8 @@ def _on_common_range(task: Any, metric: Any, runs: list[Any], cleaned: list[tupl
     if cut:
         warnings.append(
             f"{task} {metric}: --summary {summary} on the common step range "
-            f"[{lo:g}, {hi:g}]; cut to it: {', '.join(cut)}"
+            f"[{lo:g}, {hi:g}], the steps every run of the task reached (one range per task, the "
+            f"same whichever configs are compared); cut to it: {', '.join(cut)}"
         )
     return [(grid, row) for row in values]
 
@@ -448,6 +457,7 @@ def analyze(df: pd.DataFrame | RunValues, options: AnalysisOptions | None = None
     metrics = list(dict.fromkeys(runs.metric))
     summary_rows = _summarize(runs, o, warnings)
     comparisons = _compare_all(runs, configs, o, warnings)
+    name_holm_families(comparisons)
     primary = o.metric if o.metric is not None else (metrics[0] if metrics else None)
     if o.metric is None and len(metrics) > 1:
         warnings.append(f"several metrics; the aggregate across tasks is of {primary!r}")
@@ -508,6 +518,7 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
     batched = o.method == "studentized"
     summary_rows: list[SummaryRow] = []
     boot_cells: list[tuple[SummaryRow, np.ndarray]] = []
+    too_few: list[str] = []
     for (task, met), idx in runs.groups("task", "metric").items():
         rows = []
         by_config: dict[str, list[int]] = {}
@@ -529,10 +540,12 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
                 boot_ci_low=_num(d.boot_ci_low), boot_ci_high=_num(d.boot_ci_high),
                 high_variance=d.high_variance,
             ))
-            if batched and d.n >= STUDENTIZED_MIN_N:
+            if batched and d.n >= BOOTSTRAP_T_MIN_N:
                 x = values[np.isfinite(values)]
                 if d.std != 0.0:  # zero observed spread: no interval (describe says why)
                     boot_cells.append((rows[-1], x))
+            elif batched and d.n >= STUDENTIZED_MIN_N and d.std != 0.0:
+                too_few.append(f"{task}/{config} {met} (n={d.n})")
         by_seed = {config: {runs.seed[i]: float(runs.value[i]) for i in rows_of
                             if np.isfinite(runs.value[i])} for config, rows_of in by_config.items()}
         separated = separated_from_best([r.config for r in rows], [r.mean for r in rows], by_seed,
@@ -542,6 +555,8 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
         for r, rk in zip(rows, ranks, strict=True):
             r.rank = rk
         summary_rows += rows
+    if too_few:
+        warnings.append(few_for_bootstrap_t(too_few))
     if batched:
         _fill_studentized(boot_cells, "boot_ci_low", "boot_ci_high", o.reps, o.confidence, o.seed,
                           "describe", warnings)
@@ -589,6 +604,7 @@ def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
     floors: list[float | None] = []
     sides: list[tuple[np.ndarray, np.ndarray]] = []
     boot_cells: list[tuple[ComparisonRow, np.ndarray]] = []
+    too_few: list[str] = []
     # {(task, metric, config): {seed: value}}, built in one pass (masks per pair are slow).
     values = runs.value.tolist()
     by_run = {key: {runs.seed[i]: values[i] for i in idx}
@@ -648,13 +664,14 @@ def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
             if batch and cmp.diff_ci_low is not None:
                 keep = np.isfinite(b) & np.isfinite(c)
                 d = (c - b)[keep]
-                if d.shape[0] < STUDENTIZED_MIN_N:
-                    warnings.append(f"{label}: fewer than {STUDENTIZED_MIN_N} pairs: the bootstrap-t "
-                                    "CI of the difference is null (the t interval stands)")
+                if d.shape[0] < BOOTSTRAP_T_MIN_N:
+                    too_few.append(f"{label} ({d.shape[0]} pairs)")
                 elif cmp.diff_ci_low == cmp.diff_ci_high:
                     row.diff_boot_ci_low = row.diff_boot_ci_high = cmp.diff_ci_low
                 else:
                     boot_cells.append((row, d))
+    if too_few:
+        warnings.append(few_for_bootstrap_t(too_few))
     _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
                       "compare", warnings)
     _holm_verdicts(out, pvalues, floors, baseline, alpha, warnings)
