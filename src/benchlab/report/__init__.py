@@ -23,7 +23,7 @@ from benchlab.report.markdown import CodeAt, FailureRow, ReportData, primary_cou
 from benchlab.report.tables import describe
 from benchlab.results import Curves, Environment, GpuPlacement, Results, read
 from benchlab.run_files import runs_dir
-from benchlab.stats.ranges import metric_ranges
+from benchlab.stats.ranges import metric_ranges, normal_metrics
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -141,7 +141,7 @@ def account_seeds(data: ReportData, failed_as: str = "exclude") -> ReportData:
         data.finals, failed_as, info_.goal or "max", data.planned, data.failed_runs, data.ranges
     ) if len(data.finals) else (data.finals, None)
     return replace(data, failed_as=failed_as, accounting=accounting, used=used,
-                   desc=describe(used, info_.goal, info_.primary))
+                   desc=describe(used, info_.goal, info_.primary, data.ranges, normal_metrics(info_.spec)))
 
 
 def analyze(data: ReportData, *, reps: int = DEFAULT_REPS, seed: int = 0) -> ReportData:
@@ -158,7 +158,8 @@ def leaderboard(data: ReportData, out_dir: Path | None = None) -> str:
     is written) each score links its median seed's run folder, and a list under the table every
     seed's."""
     info_ = data.info
-    desc = data.desc if data.desc is not None else describe(data.finals, info_.goal, info_.primary)
+    desc = data.desc if data.desc is not None else describe(
+        data.finals, info_.goal, info_.primary, data.ranges, normal_metrics(info_.spec))
     links = run_links(data, out_dir) if out_dir is not None else None
     prim = desc[desc["is_primary"]]
     # Every task and config of the spec, even before any run of it completed.

@@ -236,12 +236,18 @@ def rank(
 
 def separated_from_best(configs: Sequence[str], means: Sequence[float | None],
                         values: Mapping[str, Mapping[object, float]], goal: Goal = "max",
-                        alpha: float = 0.05) -> list[bool]:
+                        alpha: float = 0.05, bounds: tuple[float, float] | None = None,
+                        normal: bool = False) -> list[bool]:
     """For each config, whether its comparison with the best-mean config is significant at ``alpha``
-    (the deciding test of :func:`benchlab.stats.compare.compare`: paired by seed where most seeds
-    are shared, else Welch): what :func:`rank` needs so that "tied" never contradicts the tests.
+    by the rule of the default verdict (:mod:`benchlab.stats.verdict`): the deciding test of
+    :func:`benchlab.stats.compare.compare` (paired by seed where most seeds are shared, else Welch),
+    confirmed by the betting test valid in the metric's range ``bounds``, or standing alone where
+    ``normal`` (the metric declares ``assume: normal``), or the exact rank test where the t-test is
+    undefined. Without any of these no verdict is given, so nothing separates a config from the
+    best. What :func:`rank` needs so that "tied" never contradicts the verdicts.
     ``values``: ``{config: {seed: value}}``."""
     from benchlab.stats.compare import compare, shared_seeds
+    from benchlab.stats.verdict import RANK_TESTS
 
     defined = [i for i, m in enumerate(means) if m is not None and np.isfinite(m)]
     out = [False] * len(configs)
@@ -256,13 +262,25 @@ def separated_from_best(configs: Sequence[str], means: Sequence[float | None],
         paired, common = shared_seeds(list(base), list(other))
         b = np.array([base[s] for s in common] if paired else list(base.values()), dtype=float)
         c = np.array([other[s] for s in common] if paired else list(other.values()), dtype=float)
-        p = compare(b, c, paired, goal, reps=0).pvalue
-        out[i] = p is not None and p < alpha
+        result = compare(b, c, paired, goal, reps=0)
+        out[i] = result.pvalue is not None and result.pvalue < alpha
+        if not out[i] or normal or result.test in RANK_TESTS:
+            continue  # an exact rank test decides where the t-test is undefined (verdict.py)
+        if bounds is None:
+            out[i] = False
+        else:
+            # Imported here: scipy.stats comes with it, which a plain describe never needs.
+            from benchlab.stats.sequential import betting_pvalue
+            from benchlab.stats.verdict import range_test_diffs
+
+            d = range_test_diffs(b, c, paired)
+            out[i] = bool(d.shape[0]) and betting_pvalue(d, float(bounds[1] - bounds[0])) < alpha
     return out
 
 
 def describe_groups(
-    table: pd.DataFrame, goal: Goal | Mapping[str, Goal] = "max", confidence: float = 0.95
+    table: pd.DataFrame, goal: Goal | Mapping[str, Goal] = "max", confidence: float = 0.95,
+    ranges: Mapping[str, tuple[float, float]] | None = None, assume_normal: Sequence[str] = (),
 ) -> pd.DataFrame:
     """:func:`describe` (no bootstrap) of every (task, config, metric) of a long table's final
     values, and :func:`rank` of the configs of each (task, metric): what a report's tables show.
@@ -311,8 +329,11 @@ def describe_groups(
             sub = table[(table["task"] == task) & (table["metric"] == metric)]
             by_config = {str(c): dict(zip(grp["seed"].tolist(), grp["value"].tolist(), strict=True))
                          for c, grp in sub.groupby("config", sort=False)}
+            from benchlab.stats.verdict import assumes_normal, range_of
+
             separated = separated_from_best([str(rows[i]["config"]) for i in idx], means,  # type: ignore[arg-type]
-                                            by_config, g)
+                                            by_config, g, bounds=range_of(ranges or {}, str(task), str(metric)),
+                                            normal=assumes_normal(assume_normal, str(task), str(metric)))
         ranked = rank(means, [rows[i]["ci_low"] for i in idx],  # type: ignore[arg-type,misc]
                       [rows[i]["ci_high"] for i in idx], g, separated)  # type: ignore[arg-type,misc]
         alone = rank(means, [None] * len(idx), [None] * len(idx), g)  # type: ignore[arg-type]

@@ -48,7 +48,7 @@ from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank,
 from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
 from benchlab.stats.runvalues import RunValues
 from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
-from benchlab.stats.verdict import decide
+from benchlab.stats.verdict import assumes_normal, decide, range_of
 
 if TYPE_CHECKING:
     # Imported where a function needs it: a table of final values is analysed without pandas.
@@ -549,7 +549,9 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
         by_seed = {config: {runs.seed[i]: float(runs.value[i]) for i in rows_of
                             if np.isfinite(runs.value[i])} for config, rows_of in by_config.items()}
         separated = separated_from_best([r.config for r in rows], [r.mean for r in rows], by_seed,
-                                        _goal_of(o.goal, met), o.alpha)
+                                        _goal_of(o.goal, met), o.alpha,
+                                        bounds=range_of(o.ranges or {}, str(task), str(met)),
+                                        normal=assumes_normal(o.assume_normal, str(task), str(met)))
         ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
                      [r.ci_high for r in rows], _goal_of(o.goal, met), separated)
         for r, rk in zip(rows, ranks, strict=True):

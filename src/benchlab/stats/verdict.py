@@ -17,6 +17,9 @@ in n seeds can move the mean anywhere. So the default verdict is:
   that gives both p-values and the seeds any such test needs (:func:`min_seeds`);
 - **no range, and normality assumed** (``assume: normal`` on the metric, ``--assume-normal``):
   the t-test's verdict, named as resting on that assumption;
+- **a constant shift** (every paired difference the same, so the t-test is undefined): the exact
+  Wilcoxon signed-rank (or Mann–Whitney) test's verdict, valid for any distribution, about the
+  median difference: no spread is there for a skewed tail to hide in the sample;
 - **no range, nothing assumed**: a significant t-test is withheld (null) with a warning saying
   why and what to declare. A non-significant one stays ``False`` ("no difference found"),
   which claims no error rate.
@@ -56,6 +59,12 @@ T_FALSE_POSITIVES = ("against a stable baseline of the same mean, the t verdict 
                      "five, and in 9-12% at 3-30 seeds with a lognormal one")
 
 
+#: The tests that decide where the t-test is undefined (:func:`benchlab.stats.compare.deciding_test`), and
+#: what their verdict is about.
+RANK_TESTS = {"Wilcoxon signed-rank": "about the median paired difference",
+              "Mann-Whitney U": "about P(a candidate run beats a baseline run)"}
+
+
 @dataclass(frozen=True)
 class Decided:
     """One comparison's verdict: ``significant`` (None: withheld), the method that decided it,
@@ -82,11 +91,11 @@ def assumes_normal(assume_normal: Collection[str], task: str, metric: str) -> bo
     return bool({EVERY_METRIC, metric, f"{task}/{metric}"} & set(assume_normal))
 
 
-def _range_of(ranges: Mapping[str, tuple[float, float]], task: str, metric: str) -> tuple[float, float] | None:
+def range_of(ranges: Mapping[str, tuple[float, float]], task: str, metric: str) -> tuple[float, float] | None:
     return ranges.get(f"{task}/{metric}", ranges.get(metric))
 
 
-def _test_diffs(baseline: np.ndarray, candidate: np.ndarray, paired: bool) -> np.ndarray:
+def range_test_diffs(baseline: np.ndarray, candidate: np.ndarray, paired: bool) -> np.ndarray:
     """The differences the range test bets on (module docstring: unpaired runs in table order)."""
     if paired:
         keep = np.isfinite(baseline) & np.isfinite(candidate)
@@ -107,10 +116,10 @@ def decide(rows: list[ComparisonRow], sides: list[tuple[np.ndarray, np.ndarray]]
     """
     range_p: list[float | None] = [None] * len(rows)
     for i, (row, (b, c)) in enumerate(zip(rows, sides, strict=True)):
-        bounds = _range_of(ranges, row.task, row.metric)
+        bounds = range_of(ranges, row.task, row.metric)
         if bounds is None:
             continue
-        d = _test_diffs(b, c, row.paired)
+        d = range_test_diffs(b, c, row.paired)
         if d.shape[0]:
             # Imported here: it brings scipy.stats, which a plain analyze of a CSV never loads.
             from benchlab.stats.sequential import betting_pvalue
@@ -118,7 +127,7 @@ def decide(rows: list[ComparisonRow], sides: list[tuple[np.ndarray, np.ndarray]]
             range_p[i] = betting_pvalue(d, float(bounds[1] - bounds[0]))
     adjusted: list[float | None] = [None] * len(rows)
     for met in dict.fromkeys(r.metric for r in rows):
-        idx = [i for i, r in enumerate(rows) if r.metric == met and _range_of(ranges, r.task, r.metric)]
+        idx = [i for i, r in enumerate(rows) if r.metric == met and range_of(ranges, r.task, r.metric)]
         for i, p in zip(idx, holm([range_p[i] for i in idx]), strict=True):
             adjusted[i] = p
     return [_one(row, t_sig, p, sides[i], ranges, assume_normal, alpha, warnings)
@@ -131,7 +140,13 @@ def _one(row: ComparisonRow, t_sig: bool | None, range_p: float | None, side: tu
     test = row.test or ("paired t" if row.paired else "Welch t")
     if t_sig is None:
         return Decided(None, None)
-    bounds = _range_of(ranges, row.task, row.metric)
+    if test in RANK_TESTS:
+        # The t-test is undefined here (every seed moved by the same amount, as a deterministic
+        # evaluation does), and the exact rank test decides: its level holds for any distribution,
+        # about the median difference (paired) or P(candidate beats baseline) (unpaired), which
+        # is what a difference without any spread can say.
+        return Decided(t_sig, f"{test} (exact), valid for any distribution: {RANK_TESTS[test]}")
+    bounds = range_of(ranges, row.task, row.metric)
     where = f"{row.task} {row.metric} {row.candidate} vs {row.baseline}"
     t_p = f"{row.p_holm:.3g}" if row.p_holm is not None else "none"
     if bounds is not None:
@@ -165,4 +180,4 @@ def _one(row: ComparisonRow, t_sig: bool | None, range_p: float | None, side: tu
     return Decided(None, None)
 
 
-__all__ = ["EVERY_METRIC", "NORMAL", "Decided", "assumes_normal", "decide", "min_seeds"]
+__all__ = ["EVERY_METRIC", "NORMAL", "Decided", "assumes_normal", "decide", "min_seeds", "range_of", "range_test_diffs"]
