@@ -313,3 +313,23 @@ def test_compare_and_analyze_adjust_in_one_holm_family(tmp_path):
     for r in shown:
         assert r["p_holm"] == full[(r["task"], "b")]["p_holm"]
         assert r["holm_family"] == "metric value, m = 4"
+
+
+def test_a_summary_over_several_seeds_is_the_mean_over_seeds_not_one_seeds():
+    """Three training seeds answer the same 30 questions with different accuracies: the config's
+    question-level mean is the mean of the three seeds' accuracies (what an Every Eval Ever record
+    publishes as its score), not the first seed's."""
+    rng = np.random.default_rng(12)
+    right = {seed: rng.random(30) < p for seed, p in ((0, 0.4), (1, 0.55), (2, 0.7))}
+    rows = [("t", cfg, seed, f"q{q}", float(right[seed][q])) for cfg in ("a", "b") for seed in right
+            for q in range(30)]
+    table = pd.DataFrame(rows, columns=["task", "config", "seed", "question", "value"])
+    result = analyze_questions(table, baseline="a")
+    (row,) = [r for r in result.summary if r.config == "a"]
+    per_seed = [right[s].mean() for s in right]
+    assert row.seeds == 3 and len(set(per_seed)) == 3
+    assert row.result.mean == pytest.approx(np.mean(per_seed))
+    # Its standard error is over the questions' seed-averaged scores.
+    by_question = np.mean([right[s] for s in right], axis=0)
+    assert row.result.se == pytest.approx(stats.sem(by_question))
+    assert any("3 seeds" in n and "averaged first" in n for n in row.result.notes)

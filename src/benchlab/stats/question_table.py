@@ -341,13 +341,22 @@ def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cf
     for name, i in index.items():
         has = ~np.isnan(means[i])
         seeds_here = np.flatnonzero(has.any(axis=1))
-        s0 = seeds_here[0] if seeds_here.size else 0
-        answered = has[s0]
-        summary = summarize_questions(cells[i, s0][answered], None if clusters is None else clusters[answered],
-                                      confidence)
         if seeds_here.size > 1:
-            summary.notes.append(f"{seeds_here.size} seeds: the summary shows seed {names[s0]}'s questions; "
-                                 "the comparison uses every seed")
+            # Every seed's samples of a question are that question's samples: the mean is then the
+            # mean over seeds (each seed answering every question), never one seed's alone, which
+            # an export would publish as the config's score.
+            answered = has.any(axis=0)
+            pooled = np.transpose(cells[i][seeds_here], (1, 0, 2)).reshape(shape[2], -1)
+            summary = summarize_questions(pooled[answered], None if clusters is None else clusters[answered],
+                                          confidence)
+            summary.notes.append(f"{seeds_here.size} seeds (" + ", ".join(str(names[k]) for k in seeds_here)
+                                 + "): each question's samples over the seeds averaged first; the standard "
+                                 "error is over questions (the comparison's nested test adds the seeds' variance)")
+        else:
+            s0 = seeds_here[0] if seeds_here.size else 0
+            answered = has[s0]
+            summary = summarize_questions(cells[i, s0][answered], None if clusters is None else clusters[answered],
+                                          confidence)
         n_here = int(has.any(axis=0).sum())
         if n_here < n_asked:
             partial[name] = f"{n_here} of {n_asked} questions"
