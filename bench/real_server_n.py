@@ -65,6 +65,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 import torch
 
 out = Path(sys.argv[1])
+seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 lines = ["the answer is 42", "what is the opposite of hot", "cold warm blue green red yellow",
          "jo has 36 apples and buys 6 bags", "reason step by step then put the final answer in boxed",
          "0 1 2 3 4 5 6 7 8 9 10 12 47 48 100", "user assistant system"]
@@ -77,7 +78,7 @@ fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_toke
 fast.chat_template = (
     "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}assistant:{% endif %}")
-torch.manual_seed(0)
+torch.manual_seed(seed)
 config = LlamaConfig(vocab_size=len(fast), hidden_size=64, intermediate_size=128,
                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
                      max_position_embeddings=2048, bos_token_id=fast.bos_token_id,
@@ -173,6 +174,30 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+def build_model(real_python: str, model_dir: Path, seed: int = 0) -> list[str]:
+    """The tiny random chat model, written to ``model_dir``; its vocabulary and parameter counts."""
+    built = subprocess.run([real_python, "-c", BUILD_MODEL, str(model_dir), str(seed)], check=True,
+                           capture_output=True, text=True)
+    return built.stdout.split()
+
+
+def transformers_serve(real_python: str, port: int, log: Path) -> tuple[subprocess.Popen[bytes], list[str]]:
+    """``transformers serve`` on ``port``, offline (models are asked for by their folder)."""
+    # Its console script sits beside its interpreter.
+    cmd = [str(Path(real_python).parent / "transformers"), "serve", "--host", "127.0.0.1", "--port", str(port),
+           "--log-level", "info"]
+    env = offline_env()
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return proc, cmd
+
+
+def offline_env() -> dict[str, str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env.pop("PYTHONPATH", None)
+    return env
+
+
 def chat_requests(log: Path) -> int:
     """Chat completion requests the model server logged (uvicorn's access log)."""
     return len(re.findall(r'"POST /v1/chat/completions HTTP/1\.1" 200', log.read_text()))
@@ -228,23 +253,16 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     real_python = str(Path(args.real_python).absolute())
     model_dir = work / "tiny-chat-model"
-    built = subprocess.run([real_python, "-c", BUILD_MODEL, str(model_dir)], check=True,
-                           capture_output=True, text=True)
-    print(f"model: {model_dir} (vocabulary, parameters: {built.stdout.split()})")
+    print(f"model: {model_dir} (vocabulary, parameters: {build_model(real_python, model_dir)})")
 
     evidence: dict[str, Any] = {"work": str(work)}
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        # transformers serve: its console script sits beside its interpreter.
         tf_port = free_port()
         tf_log = work / "transformers-serve.log"
-        tf_cli = str(Path(real_python).parent / "transformers")
-        tf_cmd = [tf_cli, "serve", "--host", "127.0.0.1", "--port", str(tf_port), "--log-level", "info"]
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        env.pop("PYTHONPATH", None)
-        with open(tf_log, "wb") as log:
-            procs.append(subprocess.Popen(tf_cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                          start_new_session=True))
+        proc, tf_cmd = transformers_serve(real_python, tf_port, tf_log)
+        procs.append(proc)
+        env = offline_env()
         router = f"http://127.0.0.1:{tf_port}"
         wait_up(f"{router}/v1/models", procs[-1], tf_log)
         evidence["transformers_serve"] = " ".join(tf_cmd)
