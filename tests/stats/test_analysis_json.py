@@ -24,9 +24,9 @@ rows, whose paired comparison with the best config is significant, are no longer
 And once when the fixed-seed verdict began to need a range test's confirmation or an assumed normal
 distribution (benchlab.stats.verdict): every comparison gained ``decided_by``, and the one significant
 t verdict of an acc without a range (t2 cand, 5 seeds, Holm p 0.038) is withheld (null) with a warning.
-And once when ranks began to follow that verdict rule (a config is separated from the best only where the
-verdict could be significant): the three "flaky" loss rows of analyze_all.json (loss has no range there and
-no assumed normality, so no verdict is given) are tied with the best again (2 → 1).
+And once when a constant shift (where the exact rank test decides) was named as decided by a test valid for
+any distribution: the ten comparisons of that kind read "Wilcoxon signed-rank (exact), valid for any
+distribution: about the median paired difference" in ``decided_by``; their verdicts and every rank are unchanged.
 """
 
 from __future__ import annotations

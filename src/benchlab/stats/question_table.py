@@ -314,6 +314,27 @@ def _question_clusters(out: QuestionAnalysis, part: _Part, q: np.ndarray, n_ques
     return clusters
 
 
+def _config_summary(cells: np.ndarray, has: np.ndarray, seeds_here: np.ndarray, names: list[object],
+                    clusters: np.ndarray | None, confidence: float) -> QuestionSummary:
+    """One config's summary over its questions: ``cells`` (seeds, questions, repeats), ``has`` which
+    (seed, question) has a score, ``seeds_here`` the seeds with any."""
+    if seeds_here.size > 1:
+        # Every seed's samples of a question are that question's samples: the mean is then the
+        # mean over seeds (each seed answering every question), never one seed's alone, which
+        # an export would publish as the config's score.
+        answered = has.any(axis=0)
+        pooled = np.transpose(cells[seeds_here], (1, 0, 2)).reshape(cells.shape[1], -1)
+        summary = summarize_questions(pooled[answered], None if clusters is None else clusters[answered],
+                                      confidence)
+        summary.notes.append(f"{seeds_here.size} seeds (" + ", ".join(str(names[k]) for k in seeds_here)
+                             + "): each question's samples over the seeds averaged first; the standard "
+                             "error is over questions (the comparison's nested test adds the seeds' variance)")
+        return summary
+    s0 = seeds_here[0] if seeds_here.size else 0
+    answered = has[s0]
+    return summarize_questions(cells[s0][answered], None if clusters is None else clusters[answered], confidence)
+
+
 def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cfg_names: list[str],
                   seed_names: list[Any], base: str, candidates: list[str], power: float, confidence: float,
                   effect: float | None = None) -> None:
@@ -341,22 +362,7 @@ def _analyze_task(out: QuestionAnalysis, part: _Part, task: str, metric: str, cf
     for name, i in index.items():
         has = ~np.isnan(means[i])
         seeds_here = np.flatnonzero(has.any(axis=1))
-        if seeds_here.size > 1:
-            # Every seed's samples of a question are that question's samples: the mean is then the
-            # mean over seeds (each seed answering every question), never one seed's alone, which
-            # an export would publish as the config's score.
-            answered = has.any(axis=0)
-            pooled = np.transpose(cells[i][seeds_here], (1, 0, 2)).reshape(shape[2], -1)
-            summary = summarize_questions(pooled[answered], None if clusters is None else clusters[answered],
-                                          confidence)
-            summary.notes.append(f"{seeds_here.size} seeds (" + ", ".join(str(names[k]) for k in seeds_here)
-                                 + "): each question's samples over the seeds averaged first; the standard "
-                                 "error is over questions (the comparison's nested test adds the seeds' variance)")
-        else:
-            s0 = seeds_here[0] if seeds_here.size else 0
-            answered = has[s0]
-            summary = summarize_questions(cells[i, s0][answered], None if clusters is None else clusters[answered],
-                                          confidence)
+        summary = _config_summary(cells[i], has, seeds_here, names, clusters, confidence)
         n_here = int(has.any(axis=0).sum())
         if n_here < n_asked:
             partial[name] = f"{n_here} of {n_asked} questions"
