@@ -41,10 +41,13 @@ def question_analysis(folder: Path, info: BenchmarkInfo,
     )
     from benchlab.errors import DataError
     from benchlab.run_files import runs_dir
-    from benchlab.stats.question_table import analyze_questions
 
     if not runs_hold_records(runs_dir(folder)):
         return None
+    # Imported past the check: it brings scipy.stats (a second of a report's time), which a
+    # folder without per-question records never needs.
+    from benchlab.stats.question_table import analyze_questions
+
     if run_ids is None:
         table, notes = read_samples(folder)
     else:
