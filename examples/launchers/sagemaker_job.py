@@ -114,6 +114,26 @@ def submit(a: argparse.Namespace) -> None:
     print(f"submitted {a.name}")
 
 
+def ensure_local_network() -> None:
+    """Create local mode's one Docker network before ``fit``, once for all the jobs of this machine.
+
+    Every compose file of local mode names the network ``sagemaker-local``; jobs started together
+    each try to create it, and the daemon can then fail one ``up`` or make two networks of that
+    name. A lock around the look-and-create makes it one network whatever the concurrency.
+    """
+    import fcntl
+    import hashlib
+
+    host = hashlib.sha256(os.environ.get("DOCKER_HOST", "").encode()).hexdigest()[:12]
+    with open(Path(tempfile.gettempdir()) / f"benchlab-sagemaker-network-{host}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        names = subprocess.run(["docker", "network", "ls", "--filter", "name=^sagemaker-local$",
+                                "--format", "{{.Name}}"], capture_output=True, text=True, timeout=60)
+        if names.returncode == 0 and not names.stdout.split():
+            subprocess.run(["docker", "network", "create", "sagemaker-local"], stdout=subprocess.DEVNULL,
+                           stderr=sys.stderr, timeout=60)
+
+
 class JobStopped(Exception):
     """The job was cancelled while ``fit`` ran."""
 
@@ -148,6 +168,7 @@ def run_locally(a: argparse.Namespace) -> None:
     write_json(here / "describe.json", described)
     signal.signal(signal.SIGTERM, stop)
     try:
+        ensure_local_network()
         session = LocalSession(sagemaker_config=SDK_CONFIG)
         session.config = {"local": {"local_code": True, "container_root": str(root)}}
         estimator(a, session, f"file://{output}").fit({"code": a.code or f"file://{a.cwd}"}, job_name=a.name,

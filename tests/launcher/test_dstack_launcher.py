@@ -15,6 +15,7 @@ import os
 import re
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,11 @@ def test_the_dstack_recipes_cancel_and_find_answer_for_a_run_it_submitted(
     assert sh(section.find or "", name="benchlab-recipe-check-none").stdout.split() == []
     stopped = sh(section.cancel, job_id=job)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    # The server ends a run in the background: "terminating" first, then its final state.
+    deadline = time.monotonic() + 90
     status = sh(section.status, job_id=job).stdout
+    while status.startswith("status=terminating ") and time.monotonic() < deadline:
+        time.sleep(1)
+        status = sh(section.status, job_id=job).stdout
     assert re.match(r"status=(failed|terminated) ", status), status
     assert sh(section.status, job_id="benchlab-no-such-run").stdout.strip() == "no such run"
