@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from benchlab.evaluate import plain, testdata
+from benchlab.evaluate import live, plain, testdata
 from benchlab.evaluate.glue import GLUE_BUILTINS, Glue, GlueError, module, truth
 from benchlab.evaluate.testplan import Plan, Probe, plan_tests
 
@@ -307,8 +307,24 @@ def _ended(result: Any) -> str:
     return f"exit code {getattr(result, 'exit_code', '?')}"
 
 
+# Why a check of the split failed where the split itself, not the answer, may be the cause: the
+# tests' program run whole (live.py) decides those tests instead.
+_SPLIT_FAILED = ("cannot be judged apart from the answer", "did not compute it", "not plain data",
+                 "could not be read")
+
+
+def _runs_nowhere(step: Any) -> bool:
+    """A statement of the tests' setup that neither sandbox runs and the glue does not follow (a loop
+    that calls the answer and raises): the split would drop it."""
+    return (step.kind == "setup" and step.test is None and step.glue is None and not step.in_tests
+            and not step.in_answer and not step.modules and bool(step.source.strip()))
+
+
 async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> HarnessReport:
-    """Run ``answer`` against ``tests``: its calls in ``sandbox``, the verdict here."""
+    """Run ``answer`` against ``tests``: its calls in ``sandbox``, the verdict here.
+
+    Tests the split cannot take apart, or whose split check failed for a reason of the split's
+    own, are judged with the tests' program run whole in a sandbox of its own (``live.py``)."""
     plan = plan_tests(tests)
     if plan.unsplit:
         # The tests compute data the split needs: their own code runs first, alone, and hands it over.
@@ -317,6 +333,18 @@ async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> Harn
         recording = testdata.read(result.stdout, _ended(result))
         replacements, notes = testdata.rewrite(expanded, recording, set(plan.unsplit))
         plan = plan_tests(tests, replacements, notes)
+    whole = hasattr(sandbox, "pair")
+    if whole and any(step.kind == "unjudgeable" or _runs_nowhere(step) for step in plan.steps):
+        return HarnessReport(*await live.judge_whole(sandbox, answer, tests, plan.tests))
+    passed, whys = await _judge_split(sandbox, answer, plan)
+    if whole and any(marker in why for why in whys for marker in _SPLIT_FAILED):
+        return HarnessReport(*await live.judge_whole(sandbox, answer, tests, plan.tests))
+    why = next((f"test {i + 1}: {w}" for i, (ok, w) in enumerate(zip(passed, whys, strict=True)) if not ok), "")
+    return HarnessReport(tuple(passed), why)
+
+
+async def _judge_split(sandbox: _Runs, answer: str, plan: Plan) -> tuple[list[bool], list[str]]:
+    """Each test's verdict and why, from the split: the answer's probes, the tests' probes, the glue here."""
     values: dict[str, Any] = {}
     failed: dict[int, str] = {}
     first = _walk(plan, values, failed, {})
@@ -324,9 +352,9 @@ async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> Harn
     asked = {p.pid for p in _side(plan, "answer")} | {p.pid + ">" for p in _side(plan, "answer") if p.mutates}
     report = _read(result.stdout, asked, _ended(result))
     if not report.ran:
-        return HarnessReport((False,) * plan.tests, report.why)
+        return [False] * plan.tests, [report.why] * plan.tests
     if report.loaded:
-        return HarnessReport((False,) * plan.tests, f"the answer raised {report.loaded} before the tests")
+        return [False] * plan.tests, [f"the answer raised {report.loaded} before the tests"] * plan.tests
     values.update(report.values or {})
     failed.update(report.failed or {})
     for probe in _side(plan, "answer"):
@@ -348,9 +376,7 @@ async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> Harn
             values.setdefault(probe.pid, plain.Failed(
                 "the tests' sandbox did not compute it" + (f" ({tests_report.why})" if tests_report.why else "")))
     final = _walk(plan, values, failed, modules)
-    why = next((f"test {i + 1}: {w}" for i, (ok, w) in enumerate(zip(final.passed, final.whys, strict=True))
-                if not ok), "")
-    return HarnessReport(tuple(final.passed), why)
+    return final.passed, final.whys
 
 
 def count_tests(tests: str | Sequence[str]) -> int:
