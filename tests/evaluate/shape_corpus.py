@@ -83,7 +83,8 @@ SHAPES: dict[str, tuple[object, str, str]] = {
         "def fib():\n    a, b = 0, 1\n    while True:\n        yield a\n        a, b = b, a + b\n",
         "def fib():\n    a, b = 1, 1\n    while True:\n        yield a\n        a, b = b, a + b\n"),
     "floats with tolerance": (
-        "import math\nassert math.isclose(mean([1, 2, 4]), 7 / 3, rel_tol=1e-9)\nassert abs(area(1.0) - 3.14159) < 1e-4\n",
+        "import math\nassert math.isclose(mean([1, 2, 4]), 7 / 3, rel_tol=1e-9)\n"
+        "assert abs(area(1.0) - 3.14159) < 1e-4\n",
         "import math\ndef mean(xs):\n    return sum(xs) / len(xs)\ndef area(r):\n    return math.pi * r * r\n",
         "def mean(xs):\n    return sum(xs) // len(xs)\ndef area(r):\n    return 3.14 * r * r\n"),
     "expected exception": (
@@ -95,7 +96,8 @@ SHAPES: dict[str, tuple[object, str, str]] = {
         "add3 = make_adder(3)\nassert add3(4) == 7\nassert make_adder(0)(5) == 5\n",
         "def make_adder(n):\n    return lambda x: x + n\n", "def make_adder(n):\n    return lambda x: x * n\n"),
     "unittest.TestCase run by the tests": (
-        "import unittest\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
+        "import unittest\nclass T(unittest.TestCase):\n    def test_add(self):\n"
+        "        self.assertEqual(add(1, 2), 3)\n"
         "    def test_neg(self):\n        self.assertEqual(add(-1, -2), -3)\n\n"
         "result = unittest.TextTestRunner(stream=open('/dev/null', 'w')).run("
         "unittest.defaultTestLoader.loadTestsFromTestCase(T))\nassert result.wasSuccessful()\n",

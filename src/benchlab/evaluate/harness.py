@@ -307,10 +307,11 @@ def _ended(result: Any) -> str:
     return f"exit code {getattr(result, 'exit_code', '?')}"
 
 
-# Why a check of the split failed where the split itself, not the answer, may be the cause: the
-# tests' program run whole (live.py) decides those tests instead.
-_SPLIT_FAILED = ("cannot be judged apart from the answer", "did not compute it", "not plain data",
-                 "could not be read")
+def _split_may_be_wrong(passed: list[bool], whys: list[str]) -> bool:
+    """A check of the split failed for a reason the split itself, not the answer, may cause (anything
+    but a false comparison or an answer that did not load): the tests' program, run whole, decides."""
+    return any(not ok and why != "AssertionError" and not why.startswith("the answer raised ")
+               for ok, why in zip(passed, whys, strict=True))
 
 
 def _runs_nowhere(step: Any) -> bool:
@@ -337,7 +338,7 @@ async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> Harn
     if whole and any(step.kind == "unjudgeable" or _runs_nowhere(step) for step in plan.steps):
         return HarnessReport(*await live.judge_whole(sandbox, answer, tests, plan.tests))
     passed, whys = await _judge_split(sandbox, answer, plan)
-    if whole and any(marker in why for why in whys for marker in _SPLIT_FAILED):
+    if whole and _split_may_be_wrong(passed, whys):
         return HarnessReport(*await live.judge_whole(sandbox, answer, tests, plan.tests))
     why = next((f"test {i + 1}: {w}" for i, (ok, w) in enumerate(zip(passed, whys, strict=True)) if not ok), "")
     return HarnessReport(tuple(passed), why)

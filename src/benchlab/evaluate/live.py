@@ -495,7 +495,7 @@ def checked_reply(line: bytes, names: Sequence[str] | None) -> dict:
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or len(name) > 100:
             raise plain.PlainDataError("an exception without a proper name")
         if name in _ENDS:
-            raise plain.PlainDataError(f"the answer raised {name}")
+            raise plain.PlainDataError(f"the answer raised {name}, which ends a program")
         out["e"] = name
         return out
     out["r"] = _value(data.get("r"))
@@ -567,7 +567,7 @@ async def _relay(answer: Any, tests: Any, plan: Layout, tally: _Tally, deadline:
                 try:
                     reply = checked_reply(raw, msg[2] if op == "names" else None)
                 except (ValueError, RecursionError, TypeError) as exc:
-                    reply = {"gone": f"the answer sent what is not plain data ({str(exc)[:100]})"}
+                    reply = {"gone": f"the answer's reply was refused: {str(exc)[:100]}"}
         if "gone" in reply:
             tally.fail(msg[1], reply["gone"])
         tests.send(json.dumps(reply).encode())
@@ -575,7 +575,8 @@ async def _relay(answer: Any, tests: Any, plan: Layout, tally: _Tally, deadline:
 
 async def judge_whole(sandbox: Any, answer: str, tests: str | Sequence[str], count: int
                       ) -> tuple[tuple[bool, ...], str]:
-    """Each test's verdict, the tests' program run whole against the answer through the server; and why the first failed."""
+    """Each test's verdict, the tests' program run whole against the answer through the server,
+    and why the first that failed did."""
     plan = layout(tests, count)
     if plan.why:
         return (False,) * count, "test 1: cannot be judged apart from the answer: " + plan.why
@@ -588,9 +589,10 @@ async def judge_whole(sandbox: Any, answer: str, tests: str | Sequence[str], cou
         try:
             loaded = json.loads(first or b"null")["loaded"]
         except (ValueError, TypeError, KeyError):
-            loaded = "?"
-        if loaded != "":
-            name = str(loaded)[:100] if isinstance(loaded, str) else "?"
-            return (False,) * count, f"the answer raised {name} before the tests"
+            loaded = None
+        if not isinstance(loaded, str) or (loaded and not loaded.isidentifier()):
+            return (False,) * count, "the answer's program did not say that it loaded"
+        if loaded:
+            return (False,) * count, f"the answer raised {loaded[:100]} before the tests"
         missing = await _relay(answer_live, tests_live, plan, tally, deadline)
     return tally.verdict(missing or "the tests did not run it")
