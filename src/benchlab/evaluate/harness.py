@@ -26,9 +26,13 @@ ever read from the answer's process:
    evaluates each check (``==``, ``math.isclose``...) with Python's own code.
 
 A check passes when its comparison is true (or, for a call, when it returns).
-A value that is not plain data (an object of the answer's class), a call
-that raised, a sandbox that ended before it sent its values, a test that
-cannot be split (``testplan.Unjudgeable``): each fails the check, with why.
+A call that raised or an answer's sandbox that ended before it sent its values
+fails the check, with why. Tests that cannot be split (``testplan.Unjudgeable``,
+a setup statement the split would drop), and tests whose split check failed for
+a reason other than a false comparison (a value that is not plain data, a name
+missing in the tests' sandbox), are judged by ``live.judge_whole`` instead: the
+tests' program runs whole in the tests' sandbox, each call of the answer's
+reaching the answer's sandbox through here as plain data.
 """
 
 from __future__ import annotations

@@ -446,6 +446,7 @@ class Sandbox:
                 live.close()
             for live in lives:
                 await live.result()
+                live.release()
             self._uids.put_nowait(uid)
 
     async def _run(self, program: bytes, uid: int, channel: tuple[int, int] | None = None) -> SandboxResult:
@@ -513,9 +514,9 @@ class Sandbox:
 class Live:
     """A program running in the sandbox that the caller talks to: one JSON line each way at a time."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.WriteTransport,
-                 task: asyncio.Task[SandboxResult]) -> None:
-        self._reader, self._writer, self._task = reader, writer, task
+    def __init__(self, reader: asyncio.StreamReader, reading: asyncio.BaseTransport,
+                 writer: asyncio.WriteTransport, task: asyncio.Task[SandboxResult]) -> None:
+        self._reader, self._reading, self._writer, self._task = reader, reading, writer, task
         self.closed = False
 
     @classmethod
@@ -524,11 +525,11 @@ class Live:
         loop = asyncio.get_running_loop()
         # One reply may be as large as the program's output cap, and no larger.
         reader = asyncio.StreamReader(limit=max(sandbox.limits.output_cap, LIVE_LINE_MIN))
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                     os.fdopen(from_program[0], "rb", 0))
-        transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(to_program[1], "wb", 0))
+        reading, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                  os.fdopen(from_program[0], "rb", 0))
+        writing, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(to_program[1], "wb", 0))
         task = asyncio.ensure_future(sandbox._run(program, uid, (to_program[0], from_program[1])))
-        return cls(reader, transport, task)  # type: ignore[arg-type]
+        return cls(reader, reading, writing, task)  # type: ignore[arg-type]
 
     def send(self, line: bytes) -> None:
         """Queue one line for the program; a program that has ended drops it."""
@@ -554,6 +555,10 @@ class Live:
         self.closed = True
         if not self._writer.is_closing():
             self._writer.close()
+
+    def release(self) -> None:
+        """Close the caller's reading end, once the program has ended."""
+        self._reading.close()
 
     async def result(self) -> SandboxResult:
         """How the program ended (it ends at the latest at its time limit)."""
