@@ -47,332 +47,385 @@ _KINDS = frozenset({"call", "iter", "obj"})
 
 _ANSWER = r'''
 
-def _live_answer(answer):
-    import builtins, json, operator, os
-    dumps, loads, write, exit_now = json.dumps, json.loads, os.write, os._exit
-    inbox = os.fdopen(3, "rb")
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    ns = {"__name__": "__main__", "__builtins__": builtins}
-    objs = []
-    mutable = (list, dict, set, bytearray)
-    dunders = {"bool": bool, "len": len, "str": str, "repr": repr, "int": int, "float": float,
-               "index": operator.index, "getitem": operator.getitem}
+import builtins as _builtins, json as _json, operator as _operator, os as _os
 
-    def say(msg):
-        data = (dumps(msg) + "\n").encode()
-        while data:
-            data = data[write(4, data):]
+_INBOX = _os.fdopen(3, "rb")
+_NS = {"__name__": "__main__", "__builtins__": _builtins}
+_OBJS = []  # the answer's values that are not plain data, by handle
+_MUTABLE = (list, dict, set, bytearray)
+_DUNDERS = {"bool": bool, "len": len, "str": str, "repr": repr, "int": int, "float": float,
+            "index": _operator.index, "getitem": _operator.getitem}
 
-    def describe(value):
-        t = type(value)
-        if hasattr(t, "__next__") and hasattr(t, "__iter__"):
-            kind = "iter"
-        elif callable(value):
-            kind = "call"
-        else:
-            data = encode(value)
-            if not isinstance(decode(data), Failed):
-                return {"v": data}
-            kind = "obj"
-        if len(objs) >= 100000:
-            raise MemoryError
-        objs.append(value)
-        return {"h": len(objs) - 1, "k": kind}
 
-    def arg(item):
-        return objs[item[1]] if item[0] == "h" else decode(item[1])
+def _say(msg):
+    data = (_json.dumps(msg) + "\n").encode()
+    while data:
+        data = data[_os.write(4, data):]
 
-    def call(req):
-        fn = objs[req[1]]
-        args = [arg(a) for a in req[2]]
-        kwargs = {k: arg(a) for k, a in req[3].items()}
-        sent = {str(i): a for i, a in enumerate(req[2])}
-        sent.update({"k:" + k: a for k, a in req[3].items()})
-        given = {str(i): v for i, v in enumerate(args)}
-        given.update({"k:" + k: v for k, v in kwargs.items()})
-        reply = {}
-        try:
-            reply["r"] = describe(fn(*args, **kwargs))
-        except BaseException as exc:
-            reply["e"] = type(exc).__name__
-        after = {}
-        for key, value in given.items():
-            if type(value) in mutable and sent[key][0] == "v":
-                now = encode(value)
-                if now != sent[key][1]:
-                    after[key] = now
-        if after:
-            reply["after"] = after
-        return reply
 
-    def serve(req):
-        op = req[0]
-        if op == "names":
-            out = {}
-            for name in req[1]:
-                if name not in ns:
-                    out[name] = {"missing": 1}
-                elif type(ns[name]) is type(os):
-                    out[name] = {"m": str(ns[name].__name__)}
-                else:
-                    out[name] = describe(ns[name])
-            return {"names": out}
-        if op == "call":
-            return call(req)
-        if op == "attr":
-            return {"r": describe(getattr(objs[req[1]], req[2]))}
-        if op == "set":
-            setattr(objs[req[1]], req[2], arg(req[3]))
-            return {"r": {"v": ["n", None]}}
-        if op == "iter":
-            return {"r": describe(iter(objs[req[1]]))}
-        if op == "next":
-            return {"r": describe(next(objs[req[1]]))}
-        if op == "dunder":
-            return {"r": describe(dunders[req[2]](objs[req[1]], *[arg(a) for a in req[3]]))}
-        if op == "eval":
-            scope = ns if req[2] is None else dict(decode(req[2]), __builtins__=builtins)
-            return {"r": describe(eval(req[1], scope))}
-        raise ValueError(op)
+def _describe(value):
+    t = type(value)
+    if hasattr(t, "__next__") and hasattr(t, "__iter__"):
+        kind = "iter"
+    elif callable(value):
+        kind = "call"
+    else:
+        data = encode(value)
+        if not isinstance(decode(data), Failed):
+            return {"v": data}
+        kind = "obj"
+    if len(_OBJS) >= 100000:
+        raise MemoryError
+    _OBJS.append(value)
+    return {"h": len(_OBJS) - 1, "k": kind}
 
+
+def _arg(item):
+    return _OBJS[item[1]] if item[0] == "h" else decode(item[1])
+
+
+def _call(req):
+    fn = _OBJS[req[1]]
+    sent = {str(i): a for i, a in enumerate(req[2])}
+    sent.update({"k:" + k: a for k, a in req[3].items()})
+    given = {key: _arg(item) for key, item in sent.items()}
+    args = [given[str(i)] for i in range(len(req[2]))]
+    kwargs = {k: given["k:" + k] for k in req[3]}
+    reply = {}
     try:
-        exec(compile(answer, "<answer>", "exec", dont_inherit=True), ns)
-        say({"loaded": ""})
+        reply["r"] = _describe(fn(*args, **kwargs))
     except BaseException as exc:
-        say({"loaded": type(exc).__name__ or "?"})
-        exit_now(0)
+        reply["e"] = type(exc).__name__
+    after = {}
+    for key, value in given.items():
+        if type(value) in _MUTABLE and sent[key][0] == "v":
+            now = encode(value)
+            if now != sent[key][1]:
+                after[key] = now
+    if after:
+        reply["after"] = after
+    return reply
+
+
+def _names(names):
+    out = {}
+    for name in names:
+        if name not in _NS:
+            out[name] = {"missing": 1}
+        elif type(_NS[name]) is type(_os):
+            out[name] = {"m": str(_NS[name].__name__)}
+        else:
+            out[name] = _describe(_NS[name])
+    return {"names": out}
+
+
+def _next(it, want):
+    items = []
+    try:
+        while len(items) < min(want, 1024):
+            items.append(_describe(next(it)))
+    except BaseException as exc:
+        return {"items": items, "e": type(exc).__name__}
+    return {"items": items}
+
+
+def _serve(req):
+    op = req[0]
+    if op == "names":
+        return _names(req[1])
+    if op == "call":
+        return _call(req)
+    if op == "next":  # up to req[2] items at once: one round trip for many
+        return _next(_OBJS[req[1]], req[2])
+    if op == "attr":
+        return {"r": _describe(getattr(_OBJS[req[1]], req[2]))}
+    if op == "set":
+        setattr(_OBJS[req[1]], req[2], _arg(req[3]))
+        return {"r": {"v": ["n", None]}}
+    if op == "iter":
+        return {"r": _describe(iter(_OBJS[req[1]]))}
+    if op == "dunder":
+        return {"r": _describe(_DUNDERS[req[2]](_OBJS[req[1]], *[_arg(a) for a in req[3]]))}
+    if op == "eval":
+        scope = _NS if req[2] is None else dict(decode(req[2]), __builtins__=_builtins)
+        return {"r": _describe(eval(req[1], scope))}
+    raise ValueError(op)
+
+
+def _live_answer(answer):
+    _os.dup2(_os.open(_os.devnull, _os.O_WRONLY), 1)
+    try:
+        exec(compile(answer, "<answer>", "exec", dont_inherit=True), _NS)
+        _say({"loaded": ""})
+    except BaseException as exc:
+        _say({"loaded": type(exc).__name__ or "?"})
+        _os._exit(0)
     while True:
-        line = inbox.readline()
+        line = _INBOX.readline()
         if not line:
-            exit_now(0)
+            _os._exit(0)
         try:
-            reply = serve(loads(line))
+            reply = _serve(_json.loads(line))
         except BaseException as exc:
             reply = {"e": type(exc).__name__}
         try:
-            say(reply)
+            _say(reply)
         except BaseException as exc:
-            say({"e": type(exc).__name__})
+            _say({"e": type(exc).__name__})
 
 
-_live_answer(__ANSWER__)
 '''
 
 _TESTS = r'''
 
-def _live_tests(units, names, constants):
-    import ast, builtins, importlib, json, os, pickle, sys
-    dumps, loads, write, exit_now = json.dumps, json.loads, os.write, os._exit
-    inbox = os.fdopen(3, "rb")
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    now = [None]
-    made = {}
-    codes = set()
-    real_eval, real_exec, real_compile = builtins.eval, builtins.exec, builtins.compile
+import ast as _ast, builtins as _builtins, importlib as _importlib, json as _json, os as _os
+import pickle as _pickle, sys as _sys
 
-    class Refused(BaseException):
-        """The server failed this test already (the answer ended, or sent what is not plain data)."""
+_INBOX = _os.fdopen(3, "rb")
+_NOW = [None]  # the test running
+_MADE = {}  # exception classes made for the names of the answer's own
+_CODES = []  # code objects compiled from the tests' own text
+_AHEAD = {}  # an iterator's handle -> [items read ahead, reversed; the exception that ended it; how many next]
+_EVAL, _EXEC, _COMPILE = _builtins.eval, _builtins.exec, _builtins.compile
 
-    def say(msg):
-        data = (dumps(msg) + "\n").encode()
-        while data:
-            data = data[write(4, data):]
 
-    def ask(msg):
-        say(msg)
-        line = inbox.readline()
-        if not line:
-            exit_now(0)
-        return loads(line)
+class _Refused(BaseException):
+    """The server failed this test already (the answer ended, or sent what is not plain data)."""
 
-    def refuse(why):
-        say(["poison", now[0], why])
-        return TypeError(why)
 
-    def error(name):
-        cls = getattr(builtins, name, None)
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            return cls
-        return made.setdefault(name, type(name, (Exception,), {}))
+def _say(msg):
+    data = (_json.dumps(msg) + "\n").encode()
+    while data:
+        data = data[_os.write(4, data):]
 
-    def refresh(old, new):
-        if type(old) is not type(new):
-            return
-        if type(old) is list and len(old) == len(new):
-            for i, (a, b) in enumerate(zip(old, new)):
-                if type(a) in (list, dict, set, bytearray) and type(a) is type(b):
-                    refresh(a, b)
-                else:
-                    old[i] = b
-        elif type(old) in (list, bytearray):
-            old[:] = new
-        elif type(old) in (dict, set):
-            old.clear()
-            old.update(new)
 
-    def value(reply, given=None):
-        if "gone" in reply:
-            raise Refused(reply["gone"])
-        for key, data in (reply.get("after") or {}).items():
-            if given is not None and key in given:
-                refresh(given[key], decode(data))
-        if "e" in reply:
-            raise error(reply["e"])("raised by the answer")
-        desc = reply["r"]
-        return decode(desc["v"]) if "v" in desc else Remote(desc["h"], desc["k"])
+def _ask(msg):
+    _say(msg)
+    line = _INBOX.readline()
+    if not line:
+        _os._exit(0)
+    return _json.loads(line)
 
-    def wrap(item):
-        if type(item) is Remote:
-            return ["h", object.__getattribute__(item, "_h")]
-        data = encode(item)
-        if isinstance(decode(data), Failed):
-            raise refuse("hands the answer a value that is not plain data (" + type(item).__name__ + ")")
-        return ["v", data]
 
-    class Remote:
-        __slots__ = ("_h", "_k")
+def _refuse(why):
+    _say(["poison", _NOW[0], why])
+    return TypeError(why)
 
-        def __init__(self, h, k):
-            object.__setattr__(self, "_h", h)
-            object.__setattr__(self, "_k", k)
 
-        def _ask(self, op, *rest):
-            return value(ask([op, now[0], object.__getattribute__(self, "_h"), *rest]))
+def _error(name):
+    cls = getattr(_builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        return cls
+    return _MADE.setdefault(name, type(name, (Exception,), {}))
 
-        def __call__(self, *args, **kwargs):
-            given = {str(i): a for i, a in enumerate(args)}
-            given.update({"k:" + k: v for k, v in kwargs.items()})
-            req = ["call", now[0], object.__getattribute__(self, "_h"), [wrap(a) for a in args],
-                   {k: wrap(v) for k, v in kwargs.items()}]
-            return value(ask(req), given)
 
-        def __getattr__(self, name):
-            if name.startswith("__") and name.endswith("__"):
-                raise AttributeError(name)
-            return self._ask("attr", name)
+def _refresh(old, new):
+    if type(old) is not type(new):
+        return
+    if type(old) is list and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new)):
+            if type(a) in (list, dict, set, bytearray) and type(a) is type(b):
+                _refresh(a, b)
+            else:
+                old[i] = b
+    elif type(old) in (list, bytearray):
+        old[:] = new
+    elif type(old) in (dict, set):
+        old.clear()
+        old.update(new)
 
-        def __setattr__(self, name, item):
-            self._ask("set", name, wrap(item))
 
-        def __iter__(self):
-            return self if object.__getattribute__(self, "_k") == "iter" else self._ask("iter")
+def _value(reply, given=None):
+    if "gone" in reply:
+        raise _Refused(reply["gone"])
+    for key, data in (reply.get("after") or {}).items():
+        if given is not None and key in given:
+            _refresh(given[key], decode(data))
+    if "e" in reply:
+        raise _error(reply["e"])("raised by the answer")
+    return _unwrap(reply["r"])
 
-        def __next__(self):
-            return self._ask("next")
 
-        def __bool__(self):
-            return self._ask("dunder", "bool", [])
+def _unwrap(desc):
+    return decode(desc["v"]) if "v" in desc else _Remote(desc["h"], desc["k"])
 
-        def __len__(self):
-            return self._ask("dunder", "len", [])
 
-        def __str__(self):
-            return self._ask("dunder", "str", [])
+def _wrap(item):
+    if type(item) is _Remote:
+        return ["h", object.__getattribute__(item, "_h")]
+    data = encode(item)
+    if isinstance(decode(data), Failed):
+        raise _refuse("hands the answer a value that is not plain data (" + type(item).__name__ + ")")
+    return ["v", data]
 
-        def __repr__(self):
-            return self._ask("dunder", "repr", [])
 
-        def __int__(self):
-            return self._ask("dunder", "int", [])
+class _Remote:
+    """A value of the answer's that is not plain data: it stays in the answer's sandbox."""
 
-        def __float__(self):
-            return self._ask("dunder", "float", [])
+    __slots__ = ("_h", "_k")
 
-        def __index__(self):
-            return self._ask("dunder", "index", [])
+    def __init__(self, h, k):
+        object.__setattr__(self, "_h", h)
+        object.__setattr__(self, "_k", k)
 
-        def __getitem__(self, key):
-            return self._ask("dunder", "getitem", [wrap(key)])
+    def _ask(self, op, *rest):
+        return _value(_ask([op, _NOW[0], object.__getattribute__(self, "_h"), *rest]))
 
-        def _compared(self, *other):
-            raise refuse("compares the answer's value, which is not plain data: only its own method could")
+    def __call__(self, *args, **kwargs):
+        given = {str(i): a for i, a in enumerate(args)}
+        given.update({"k:" + k: v for k, v in kwargs.items()})
+        req = ["call", _NOW[0], object.__getattribute__(self, "_h"), [_wrap(a) for a in args],
+               {k: _wrap(v) for k, v in kwargs.items()}]
+        return _value(_ask(req), given)
 
-        __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __contains__ = _compared
-        __hash__ = object.__hash__
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._ask("attr", name)
 
-    def own(src):
-        return (isinstance(src, (str, bytes)) and src in constants) or id(src) in codes
+    def __setattr__(self, name, item):
+        self._ask("set", name, _wrap(item))
 
-    def scope_of(g, l):
-        if g is None:
-            frame = sys._getframe(2)
-            return frame.f_globals, (frame.f_locals if l is None else l)
-        return g, l
+    def __iter__(self):
+        return self if object.__getattribute__(self, "_k") == "iter" else self._ask("iter")
 
-    def guarded_eval(src, g=None, l=None):
-        if own(src):
-            return real_eval(src, *scope_of(g, l))
-        if not isinstance(src, (str, bytes)):
-            raise refuse("evaluates code it did not write")
-        scope = None
-        if g is not None or l is not None:
-            names = {k: v for k, v in {**(g or {}), **(l or {})}.items() if k != "__builtins__"}
-            scope = wrap(names)[1]
-        text = src.decode() if isinstance(src, bytes) else src
-        return value(ask(["eval", now[0], text, scope]))
+    def __next__(self):
+        h = object.__getattribute__(self, "_h")
+        ahead = _AHEAD.setdefault(h, [[], None, 1])
+        if not ahead[0] and ahead[1] is None:
+            reply = _ask(["next", _NOW[0], h, ahead[2]])
+            if "gone" in reply:
+                raise _Refused(reply["gone"])
+            ahead[2] = min(2 * ahead[2], 1024)
+            ahead[0] = [_unwrap(d) for d in reversed(reply["items"])]
+            ahead[1] = reply.get("e")
+        if ahead[0]:
+            return ahead[0].pop()
+        raise _error(ahead[1])("raised by the answer")
 
-    def guarded_exec(src, g=None, l=None, **kw):
-        if not own(src):
-            raise refuse("runs code built at run time (exec), which may come from the answer")
-        return real_exec(src, *scope_of(g, l), **kw)
+    def __contains__(self, item):
+        return any(x is item or x == item for x in self)
 
-    def guarded_compile(src, *args, **kw):
-        if not own(src):
-            raise refuse("compiles code built at run time, which may come from the answer")
-        code = real_compile(src, *args, **kw)
-        codes.add(id(code))
-        constants_kept.append(code)
-        return code
+    def __bool__(self):
+        return self._ask("dunder", "bool", [])
 
-    def refusing(real):
-        def loads(data, *a, **k):
-            if not own(data):
-                raise refuse("unpickles data built at run time, which may come from the answer")
-            return real(data, *a, **k)
-        return loads
+    def __len__(self):
+        return self._ask("dunder", "len", [])
 
-    constants_kept = []
-    pickle.loads = refusing(pickle.loads)
-    safe = dict(vars(builtins))
-    safe.update(eval=guarded_eval, exec=guarded_exec, compile=guarded_compile)
+    def __str__(self):
+        return self._ask("dunder", "str", [])
+
+    def __repr__(self):
+        return self._ask("dunder", "repr", [])
+
+    def __int__(self):
+        return self._ask("dunder", "int", [])
+
+    def __float__(self):
+        return self._ask("dunder", "float", [])
+
+    def __index__(self):
+        return self._ask("dunder", "index", [])
+
+    def __getitem__(self, key):
+        return self._ask("dunder", "getitem", [_wrap(key)])
+
+    def _compared(self, *other):
+        raise _refuse("compares the answer's value, which is not plain data: only its own method could")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _compared
+    __hash__ = object.__hash__
+
+
+def _own(src):
+    return (isinstance(src, (str, bytes)) and src in _CONSTANTS) or any(src is c for c in _CODES)
+
+
+def _scope(g, l):
+    if g is None:
+        frame = _sys._getframe(2)
+        return frame.f_globals, (frame.f_locals if l is None else l)
+    return g, l
+
+
+def _guarded_eval(src, g=None, l=None):
+    if _own(src):
+        return _EVAL(src, *_scope(g, l))
+    if not isinstance(src, (str, bytes)):
+        raise _refuse("evaluates code it did not write")
+    scope = None
+    if g is not None or l is not None:
+        scope = _wrap({k: v for k, v in {**(g or {}), **(l or {})}.items() if k != "__builtins__"})[1]
+    text = src.decode() if isinstance(src, bytes) else src
+    return _value(_ask(["eval", _NOW[0], text, scope]))
+
+
+def _guarded_exec(src, g=None, l=None, **kw):
+    if not _own(src):
+        raise _refuse("runs code built at run time (exec), which may come from the answer")
+    return _EXEC(src, *_scope(g, l), **kw)
+
+
+def _guarded_compile(src, *args, **kw):
+    if not _own(src):
+        raise _refuse("compiles code built at run time, which may come from the answer")
+    code = _COMPILE(src, *args, **kw)
+    _CODES.append(code)
+    return code
+
+
+def _refusing(real):
+    def loads(data, *a, **k):
+        if not _own(data):
+            raise _refuse("unpickles data built at run time, which may come from the answer")
+        return real(data, *a, **k)
+    return loads
+
+
+def _namespace(names):
+    _pickle.loads = _refusing(_pickle.loads)
+    safe = dict(vars(_builtins))
+    safe.update(eval=_guarded_eval, exec=_guarded_exec, compile=_guarded_compile)
     ns = {"__name__": "__main__", "__builtins__": safe}
-    bound = ask(["names", None, names])
+    bound = _ask(["names", None, names])
     for name, desc in (bound.get("names") or {}).items():
         if "m" in desc:
             if desc["m"] == name:
-                ns[name] = importlib.import_module(name)
+                ns[name] = _importlib.import_module(name)
         elif "missing" not in desc:
-            ns[name] = decode(desc["v"]) if "v" in desc else Remote(desc["h"], desc["k"])
+            ns[name] = _unwrap(desc)
+    return ns
+
+
+def _statement(stmt, ns):
+    """Run one top-level statement: "" when it ran, else why not. The tests' own exit ends the program."""
+    try:
+        _EXEC(_COMPILE(_ast.Module([stmt], []), "<tests>", "exec", dont_inherit=True), ns)
+    except SystemExit as exc:
+        ok = exc.code in (None, 0, False)
+        _say(["result", _NOW[0], ok, "" if ok else "the tests exited with " + repr(exc.code)[:50]])
+        _say(["done", ok])
+        _os._exit(0)
+    except BaseException as exc:
+        return str(exc) if type(exc) is _Refused else type(exc).__name__
+    return ""
+
+
+def _live_tests(units, names):
+    _os.dup2(_os.open(_os.devnull, _os.O_WRONLY), 1)
+    ns = _namespace(names)
     broken = ""
     for source, tests_of in units:
-        tree = ast.parse(source)
-        for stmt, test in zip(tree.body, tests_of):
-            now[0] = test
-            if broken:
-                say(["result", test, False, broken])
-                continue
-            try:
-                real_exec(real_compile(ast.Module([stmt], []), "<tests>", "exec", dont_inherit=True), ns)
-            except SystemExit as exc:
-                if exc.code in (None, 0, False):
-                    say(["result", test, True, ""])
-                    say(["done", True])
-                    exit_now(0)
-                say(["result", test, False, "the tests exited with " + repr(exc.code)[:50]])
-                say(["done", False])
-                exit_now(0)
-            except BaseException as exc:
-                why = str(exc) if type(exc) is Refused else type(exc).__name__
-                if test is None:
-                    broken = why + " in the tests' setup"
-                say(["result", test, False, why])
-            else:
-                say(["result", test, True, ""])
-    say(["done", False])
-    exit_now(0)
+        for stmt, test in zip(_ast.parse(source).body, tests_of):
+            _NOW[0] = test
+            why = broken or _statement(stmt, ns)
+            if why and test is None and not broken:
+                broken = why + " in the tests' setup"
+            _say(["result", test, not why, why])
+    _say(["done", False])
+    _os._exit(0)
 
 
-_live_tests(__UNITS__, __NAMES__, __CONSTANTS__)
 '''
 
 
@@ -447,12 +500,13 @@ def layout(tests: str | Sequence[str], count: int) -> Layout:
 
 
 def answer_program(answer: str) -> str:
-    return plain.SOURCE + _ANSWER.replace("__ANSWER__", repr(answer))
+    """The answer's program: the answer, then a loop answering the server's requests on descriptors 3 and 4."""
+    return plain.SOURCE + _ANSWER + f"_live_answer({answer!r})\n"
 
 
 def tests_program(plan: Layout) -> str:
-    return (plain.SOURCE + _TESTS.replace("__UNITS__", repr(plan.units)).replace("__NAMES__", repr(plan.names))
-            .replace("__CONSTANTS__", repr(plan.constants)))
+    """The tests' program: their statements run in order, the answer's names bound to proxies."""
+    return plain.SOURCE + _TESTS + f"_CONSTANTS = {plan.constants!r}\n_live_tests({plan.units!r}, {plan.names!r})\n"
 
 
 def _value(desc: object, names: bool = False) -> dict:
@@ -485,21 +539,33 @@ def checked_reply(line: bytes, names: Sequence[str] | None) -> dict:
             raise plain.PlainDataError("not a reply")
         out["names"] = {n: _value(given.get(n, {"missing": 1}), names=True) for n in names}
         return out
+    if "items" in data:
+        items = data["items"]
+        if not isinstance(items, list) or len(items) > 1024:
+            raise plain.PlainDataError("not a reply")
+        out["items"] = [_value(item) for item in items]
+        if data.get("e") is not None:
+            out["e"] = _exception(data["e"])
+        return out
     after = data.get("after", {})
     if not isinstance(after, dict) or len(after) > 1000:
         raise plain.PlainDataError("not a reply")
     if after:
         out["after"] = {str(k): _value({"v": v})["v"] for k, v in after.items()}
-    name = data.get("e")
-    if name is not None:
-        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or len(name) > 100:
-            raise plain.PlainDataError("an exception without a proper name")
-        if name in _ENDS:
-            raise plain.PlainDataError(f"the answer raised {name}, which ends a program")
-        out["e"] = name
+    if data.get("e") is not None:
+        out["e"] = _exception(data["e"])
         return out
     out["r"] = _value(data.get("r"))
     return out
+
+
+def _exception(name: object) -> str:
+    """The name of an exception the answer raised, as the tests may see it."""
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or len(name) > 100:
+        raise plain.PlainDataError("an exception without a proper name")
+    if name in _ENDS:
+        raise plain.PlainDataError(f"the answer raised {name}, which ends a program")
+    return name
 
 
 @dataclass
