@@ -19,6 +19,12 @@ Each program runs in bubblewrap (``bwrap``, Debian's ``bubblewrap``), through
 - an empty environment; output capped at ``output_cap`` bytes;
 - as root, an unprivileged uid of its own per concurrent slot.
 
+``Sandbox.pair`` runs two programs at once, under the same confinement, for a
+caller that talks to each while it runs: the program reads the caller's lines on
+descriptor 3 and writes its own on 4 (pipes to the server, nothing else), each of
+its lines read up to the output cap (1 MiB at least) and refused past it. The two
+never reach each other but through the caller.
+
 ``probe_sandbox`` runs a test program at start-up: where the sandbox cannot be
 set up (bubblewrap missing, user namespaces refused, no cgroup, the interpreter
 out of reach), it raises EvaluationError with the reason, and no code is scored. An
@@ -352,7 +358,8 @@ def probe_sandbox(python: str | None = None, cgroup: CgroupPlace | None = None
 
 @dataclass
 class Sandbox:
-    """Runs programs, at most ``concurrency`` at a time, each in its own bubblewrap sandbox.
+    """Runs programs, at most ``concurrency`` at a time (a ``pair`` of live programs counting as one),
+    each in its own bubblewrap sandbox.
 
     ``mode`` is ``bwrap``, the only one offered (None means the same). Building a Sandbox
     probes it: where it cannot be set up, EvaluationError says why and no code is run.
