@@ -41,9 +41,13 @@ async def _run() -> None:
         good = right.all_passed and not wrong.all_passed
         ok += good
         print(f"{name:<58} {int(right.all_passed):>8} {int(wrong.all_passed):>6}  {right.why[:90]}")
-    unjudged = sum("cannot be judged" in reports[2 * i].why for i in range(len(shapes)))
-    print(f"\n{ok}/{len(shapes)} shapes: correct scored 1 and wrong scored 0; "
-          f"{unjudged} correct answers scored 0 as 'cannot be judged'")
+    n = len(shapes)
+    right_ok = sum(reports[2 * i].all_passed for i in range(n))
+    wrong_ok = sum(reports[2 * i + 1].all_passed for i in range(n))
+    unjudged = sum("cannot be judged" in reports[2 * i].why for i in range(n))
+    print(f"\n{ok}/{n} shapes: correct scored 1 and wrong scored 0")
+    print(f"correct answers scored 1: {right_ok}/{n} ({n - right_ok} scored 0, {unjudged} of them "
+          f"as 'cannot be judged'); wrong answers scored 1: {wrong_ok}/{n}")
 
 
 if __name__ == "__main__":
