@@ -830,3 +830,38 @@ def test_no_public_signature_or_record_field_carries_an_untyped_mapping():
         found += [f"{where}: {name}" for name in _untyped_mappings(path.read_text())]
     assert found == [], ("a typed record (a frozen dataclass) where benchlab decides the fields; "
                          "benchlab.json_types' ConfigValues or JsonObject where it does not")
+
+
+def _shipped_extractors() -> list[str]:
+    return sorted(p.stem for p in (SRC / "collect" / "extractors").glob("*.py") if not p.stem.startswith("_"))
+
+
+def test_the_spec_spells_no_extractor_kind():
+    # The spec checks a metric's source against the extractors' registry: a kind written into
+    # spec/ (a field, a list of kinds, a word for it) is a second list that goes stale.
+    kinds = _shipped_extractors()
+    assert {"regex", "json", "csv", "lm_eval"} <= set(kinds)
+    spelt = sorted(f"{path.relative_to(SRC.parent)}:{line} {value!r}"
+                   for name, path in MODULES.items() if name.startswith("benchlab.spec")
+                   for line, value in _string_constants(path)
+                   if value in kinds or re.search("'(" + "|".join(kinds) + ")'", value))
+    assert spelt == []
+
+
+def _lists_backends(text: str, backends: list[str]) -> bool:
+    """Whether ``text`` lists two backends or more: names joined by a comma, 'or' or 'and'."""
+    name = r"\b(?:" + "|".join(backends) + r")\b"
+    return re.search(rf"{name}(?:,\s*|\s+or\s+|\s+and\s+){name}", text) is not None
+
+
+def test_the_command_line_lists_no_backends_by_hand():
+    # --backend takes its choices from the registry (cli/app.py's backend_option); a help text
+    # that lists backends goes stale once one is registered.
+    backends = re.findall(r'"(\w+)": "benchlab\.execute\.', (SRC / "execute" / "base.py").read_text())
+    assert {"local", "ray", "slurm"} <= set(backends)
+    assert _lists_backends("local, ray, slurm or debug [default: the spec's, or local].", backends)
+    assert not _lists_backends("Ray cluster to run on (ray backend), else a local Ray.", backends)
+    listed = sorted(f"{path.relative_to(SRC.parent)}:{line} {value!r}"
+                    for name, path in MODULES.items() if name.startswith("benchlab.cli")
+                    for line, value in _string_constants(path) if _lists_backends(value, backends))
+    assert listed == []

@@ -246,3 +246,71 @@ def test_a_change_during_a_failed_evaluation_brings_the_checkpoint_back(tmp_path
     (ckpt / "weights.pt").write_bytes(b"rewritten while the evaluation ran")
     watcher.record(ckpt, failed=True)
     assert watcher.due(watcher.complete()) == [ckpt]
+
+
+# -- the loop as a library call ------------------------------------------------------------------
+
+
+def _watch(bench, **kw):
+    from benchlab.spec import load_spec
+    from benchlab.watch import CheckpointWatch
+
+    events, reports = [], []
+
+    def report(folder):
+        reports.append(folder)
+        return folder / "BENCHMARK_REPORT.md"
+
+    watch = CheckpointWatch(load_spec(bench.spec), bench.root / "ckpts", bench.results, marker="DONE",
+                            on_event=events.append, write_report=report, **kw)
+    return watch, events, reports
+
+
+def test_the_watch_loop_runs_from_python_and_says_what_it_found_and_evaluated(make_bench):
+    from benchlab.watch import WatchEventKind
+
+    bench = make_bench(SPEC)
+    ckpts = bench.root / "ckpts"
+    (ckpts / "step-10").mkdir(parents=True)
+    (ckpts / "step-10" / "DONE").touch()
+    (ckpts / "step-20").mkdir()
+    watch, events, reports = _watch(bench, once=True)
+    outcome = watch.run()
+    assert (outcome.evaluated, outcome.exit_code, outcome.stopped) == ((ckpts / "step-10",), 0, False)
+    assert [(e.kind, [p.name for p in e.checkpoints], e.why) for e in events[:2]] == [
+        (WatchEventKind.WAITING, ["step-20"], "no DONE yet"), (WatchEventKind.NEW, ["step-10"], "")]
+    assert events[2].kind == WatchEventKind.REPORT and reports == [bench.results]
+    assert evaluated(bench.results) == [("step-10", "easy"), ("step-10", "hard")]
+
+
+def test_a_stopped_watch_ends_its_sweep_and_exits_130_without_recording_the_checkpoint(make_bench):
+    bench = make_bench(SPEC)
+    (bench.root / "ckpts" / "step-1").mkdir(parents=True)
+    (bench.root / "ckpts" / "step-1" / "DONE").touch()
+    watch, events, reports = _watch(bench)
+
+    def stopped_at_once(sweep):
+        watch.request_stop()  # as a SIGINT arriving while the sweep starts
+        return sweep.run()
+
+    watch.run_sweep = stopped_at_once
+    outcome = watch.run()  # without once=True: only the stop ends it
+    assert (outcome.exit_code, outcome.stopped, outcome.evaluated) == (130, True, ())
+    assert reports == [] and evaluated(bench.results) == []
+
+
+def test_a_watch_asked_to_stop_before_it_looks_runs_nothing(make_bench):
+    bench = make_bench(SPEC)
+    (bench.root / "ckpts" / "step-1").mkdir(parents=True)
+    (bench.root / "ckpts" / "step-1" / "DONE").touch()
+    watch, events, _ = _watch(bench)
+    watch.request_stop()
+    assert watch.run().exit_code == 130 and events == []
+
+
+def test_a_template_without_checkpoint_param_is_refused_before_watching(make_bench):
+    from benchlab.errors import SpecError
+
+    bench = make_bench(SPEC.replace('params: {checkpoint: ""}', "params: {x: 1}").replace(" ckpt={checkpoint}", ""))
+    with pytest.raises(SpecError, match="needs a 'checkpoint' param"):
+        _watch(bench)

@@ -34,7 +34,7 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     ├── DiskFull                     a write found no space left on the results folder's disk
     ├── CannotWrite                  a file benchlab was asked to write cannot be written there
     ├── ExtractFailed                a run's metric could not be read; the run is recorded as
-    │                                failed with the reason (collect/extractors.py)
+    │                                failed with the reason (collect/extractors/)
     ├── SmiUnavailable               nvidia-smi is missing or failed (execute/gpus.py)
     ├── NotFound                     a dashboard address names nothing, or a path outside the
     │                                results folders: served as a 404 (ui/library.py)

@@ -93,3 +93,28 @@ def test_typed_options_reach_the_backend_the_sweep_builds(tmp_path: Path) -> Non
     # The default target of the debug backend runs the command ("true"), which writes no score:
     # two completed runs mean the option's target ran.
     assert (result.completed, result.failed) == (2, 0)
+
+
+@pytest.mark.parametrize("command", ["run", "search"])
+def test_a_backend_registered_at_run_time_is_a_choice_of_backend(command, monkeypatch, capsys) -> None:
+    from benchlab.cli import main
+    from benchlab.execute import base
+    from benchlab.execute.debug import DebugBackend
+
+    monkeypatch.setenv("COLUMNS", "250")
+    with pytest.raises(SystemExit) as unknown:
+        main([command, "bench.yaml", "--backend", "tiny-cluster"])
+    assert unknown.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown backend 'tiny-cluster'; choose one of: debug, launcher, local, ray, slurm" in err
+
+    monkeypatch.setitem(base._REGISTRY, "tiny-cluster", DebugBackend)  # as @register("tiny-cluster") does
+    with pytest.raises(SystemExit) as shown:
+        main([command, "--help"])
+    assert shown.value.code == 0
+    assert "debug|launcher|local|ray|slurm|tiny-cluster" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as chosen:
+        main([command, "missing.yaml", "--backend", "tiny-cluster"])
+    assert chosen.value.code == 2
+    err = capsys.readouterr().err
+    assert "missing.yaml" in err and "--backend" not in err  # the backend was taken; the spec was not found

@@ -15,8 +15,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 _NAME = re.compile(r"(?<![\w/.-])benchlab(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-# Not Python names: the ledger's file and its siblings, and the entry-point group of backends.
-_NOT_NAMES = {"benchlab.yaml", "benchlab.backends"}
+# Not Python names: the ledger's file and its siblings, and the entry-point groups of backends and
+# extractors.
+_NOT_NAMES = {"benchlab.yaml", "benchlab.backends", "benchlab.extractors"}
 
 
 def _texts() -> list[Path]:

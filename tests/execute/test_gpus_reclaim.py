@@ -210,3 +210,72 @@ def test_confirm_keeps_only_holders_the_driver_shows_with_memory_now():
         (12, "the driver does not show it holding memory on this GPU"),
         (13, "the driver no longer lists it on this GPU"),
     ]
+
+
+# -- ending and measuring, as a library call ----------------------------------------------------
+
+
+class _Driver:
+    """An inventory that plays the driver: ``procs`` hold ``mib`` each on device 0 while they live
+    (``keeps`` them listed after they end: a driver slow to let go)."""
+
+    source = "test"
+
+    def __init__(self, procs: list[subprocess.Popen], mib: int, keeps: bool = False):
+        self.procs, self.mib, self.keeps = procs, mib, keeps
+
+    def read(self):
+        from benchlab.execute.gpus import DeviceReading, GpuProcess
+
+        held = tuple(GpuProcess(p.pid, "me", self.mib) for p in self.procs if self.keeps or p.poll() is None)
+        return [DeviceReading(0, "GPU-0", "H100", 81559, 500 + self.mib * len(held), 0, held)]
+
+    def sample(self, window_s: float):
+        return []
+
+
+def _holder(proc: subprocess.Popen, mib: int):
+    from benchlab.execute.gpus import GpuProcess
+    from benchlab.execute.reclaim import Holder
+
+    return Holder(0, GpuProcess(proc.pid, "me", mib), None, psutil.Process(proc.pid).create_time())
+
+
+def test_end_and_measure_ends_the_holders_and_measures_what_the_driver_let_go(procs):
+    from benchlab.execute.reclaim import end_and_measure
+
+    a, b = _start(SLEEPER), _start(SLEEPER)
+    procs.extend([a, b])
+    done = end_and_measure(_Driver([a, b], 2048), [_holder(a, 2048), _holder(b, 2048)], grace_s=1)
+    assert [f.how for f in done.freed] == ["SIGTERM", "SIGTERM"]
+    assert (done.gone, done.lingering, done.failed) == ([], [], False)
+    assert done.devices == [0] and done.measured_freed_mib == {0: 4096}
+    assert (done.used_mib(0, after=False), done.used_mib(0, after=True)) == (500 + 4096, 500)
+
+
+def test_end_and_measure_waits_a_bounded_time_and_says_which_ended_processes_the_driver_still_lists(procs):
+    from benchlab.execute.reclaim import end_and_measure
+
+    mine = _start(SLEEPER)
+    procs.append(mine)
+    now, slept = [0.0], []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    done = end_and_measure(_Driver([mine], 1024, keeps=True), [_holder(mine, 1024)], grace_s=1,
+                           release_wait_s=2.0, clock=lambda: now[0], sleep=sleep)
+    assert mine.wait(timeout=5) == -signal.SIGTERM
+    assert done.lingering == [(0, mine.pid)] and done.measured_freed_mib == {0: 0}
+    assert sum(slept) == pytest.approx(2.0)  # the whole release wait, and no more
+
+
+def test_end_and_measure_leaves_alone_a_holder_the_driver_no_longer_shows(procs):
+    from benchlab.execute.reclaim import end_and_measure
+
+    mine, other = _start(SLEEPER), _start(SLEEPER)
+    procs.extend([mine, other])
+    done = end_and_measure(_Driver([other], 1024), [_holder(mine, 1024)], grace_s=1)
+    assert [(h.process.pid, h.refusal) for h in done.gone] == [(mine.pid, "the driver no longer lists it on this GPU")]
+    assert done.freed == [] and mine.poll() is None

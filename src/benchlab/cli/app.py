@@ -10,6 +10,7 @@ import inspect
 import os
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -55,7 +56,8 @@ def plain_help(text: str) -> str:
 
 
 def polish_help(typer_app: typer.Typer) -> None:
-    """Make every command's help texts :func:`plain_help`, and flags go without a type label.
+    """Make every command's help texts :func:`plain_help`, flags go without a type label, and
+    the metavars of :data:`LIVE_METAVARS` list their registry's names as they are now.
 
     Called once, after the commands are registered, so that no command module needs to
     remember how typer renders help.
@@ -75,6 +77,36 @@ def polish_help(typer_app: typer.Typer) -> None:
     _no_type_label_on_flags()
 
 
+def _backend_names() -> list[str]:
+    from benchlab.execute.base import known_backends
+
+    return known_backends()
+
+
+#: Placeholders of metavars whose choices a registry holds, read each time the help is shown, so
+#: that what was registered since start-up (in this process, or by an installed package) is listed.
+LIVE_METAVARS: dict[str, Callable[[], list[str]]] = {"BACKEND": _backend_names}
+
+
+def backend_name(value: str) -> str:
+    """``--backend``'s value, a name the backend registry knows (a usage error, exit 2, otherwise)."""
+    names = _backend_names()
+    if value not in names:
+        raise typer.BadParameter(f"unknown backend {value!r}; choose one of: {', '.join(names)}")
+    return value
+
+
+def backend_option(help: str) -> Any:
+    """A ``--backend`` option whose choices, in its help, its check and its completion, are the
+    backend registry's (:func:`benchlab.execute.base.known_backends`), never a list written here."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [n for n in _backend_names() if n.startswith(incomplete)]
+
+    return typer.Option(None, "--backend", help=help, metavar="BACKEND", parser=backend_name,
+                        autocompletion=complete)
+
+
 def _no_type_label_on_flags() -> None:
     # typer labels every option with its type, flags included: `--json <bool>`. A flag takes
     # no value, so it gets no label (as in click's own help).
@@ -85,6 +117,8 @@ def _no_type_label_on_flags() -> None:
         return
 
     def display_type_rich(self: Any, ctx: Any) -> str | None:
+        if self.metavar in LIVE_METAVARS:
+            return "|".join(LIVE_METAVARS[self.metavar]())
         return None if self.is_flag and self.metavar is None else label(self, ctx)
 
     display_type_rich._flags_unlabelled = True  # type: ignore[attr-defined]

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from benchlab.cli.app import app, console, err_console, print_json
+
+if TYPE_CHECKING:
+    from benchlab.execute.gpus import Inventory
 
 
 def _gib(mib: int | None) -> str:
@@ -35,6 +40,7 @@ def gpus(
     from rich.table import Table
 
     from benchlab.execute.gpus import NoInventory, open_inventory, visible_indices
+    from benchlab.execute.placement import GpuSelection, select_devices
 
     inventory = open_inventory()
     states = inventory.sample(window)
@@ -76,8 +82,7 @@ def gpus(
             escape(procs),
         )
     console.print(table)
-    free = [str(s.index) for s in states if s.verdict == "free" and not s.mig
-            and (visible is None or s.index in visible)]
+    free = [str(d.index) for d in select_devices(GpuSelection("auto"), states, visible)]
     console.print(f"free: {', '.join(free) if free else 'none'} (what `--gpus auto` would use)")
     if any(s.mig for s in states):
         console.print("MIG-enabled GPUs are listed as nvidia-smi shows them; benchlab does not place "
@@ -103,15 +108,9 @@ def gpus(
                       "ends your own, after asking.")
 
 
-# How long the driver may take to show an ended process's memory as free.
-_RELEASE_WAIT_S = 5.0
-
-
-def _reclaim(inventory: object, states: list, *, yes: bool, grace: float, as_json: bool) -> None:
+def _reclaim(inventory: Inventory, states: list, *, yes: bool, grace: float, as_json: bool) -> None:
     """List the caller's idle-held processes, ask, end the ones the driver still shows holding memory,
     and say what the driver measures as freed."""
-    import time
-
     from rich.markup import escape
 
     from benchlab.execute import reclaim as rc
@@ -139,18 +138,10 @@ def _reclaim(inventory: object, states: list, *, yes: bool, grace: float, as_jso
         if not ok:
             out.print("nothing ended (pass --yes to skip the question)")
             raise typer.Exit(1)
-    before = inventory.read()  # type: ignore[attr-defined]
-    mine, gone = rc.confirm(plan.mine, before)
-    for h in gone:
+    done = rc.end_and_measure(inventory, plan.mine, grace_s=grace)
+    for h in done.gone:
         out.print(escape(f"left alone: pid {h.process.pid} on GPU {h.device}: {h.refusal}"))
-    freed = rc.reclaim(mine, grace_s=grace)
-    ended = {(f.holder.device, f.holder.process.pid) for f in freed if f.how in ("SIGTERM", "SIGKILL", "gone")}
-    deadline = time.monotonic() + _RELEASE_WAIT_S
-    after = inventory.read()  # type: ignore[attr-defined]
-    while any((r.index, p.pid) in ended for r in after for p in r.processes) and time.monotonic() < deadline:
-        time.sleep(0.25)
-        after = inventory.read()  # type: ignore[attr-defined]
-    for f in freed:
+    for f in done.freed:
         held = _gib(f.holder.process.used_memory_mib)
         if f.how in ("SIGTERM", "SIGKILL"):
             out.print(f"ended pid {f.holder.process.pid} on GPU {f.holder.device} with {f.how} (it held {held} GiB)")
@@ -158,25 +149,19 @@ def _reclaim(inventory: object, states: list, *, yes: bool, grace: float, as_jso
             out.print(f"pid {f.holder.process.pid} on GPU {f.holder.device} had already ended")
         else:
             out.print(escape(f"could not end pid {f.holder.process.pid} on GPU {f.holder.device}: {f.how}"))
-    for r in after:
-        for p in r.processes:
-            if (r.index, p.pid) in ended:
-                out.print(f"the driver still lists pid {p.pid} on GPU {r.index} after {_RELEASE_WAIT_S:g} s")
-    measured = rc.measured_freed(before, after)
-    devices = sorted({f.holder.device for f in freed})
-    for device in devices:
-        out.print(f"freed {_gib(measured.get(device, 0))} GiB on GPU {device}, as the driver measures it "
-                  f"(used before: {_gib(_used(before, device))} GiB, after: {_gib(_used(after, device))} GiB)")
+    for device, pid in done.lingering:
+        out.print(f"the driver still lists pid {pid} on GPU {device} after {rc.RELEASE_WAIT_S:g} s")
+    measured = done.measured_freed_mib
+    for device in done.devices:
+        out.print(f"freed {_gib(measured[device])} GiB on GPU {device}, as the driver measures it "
+                  f"(used before: {_gib(done.used_mib(device, after=False))} GiB, "
+                  f"after: {_gib(done.used_mib(device, after=True))} GiB)")
     if as_json:
-        print_json({"freed": [{**_holder_json(f.holder), "how": f.how} for f in freed],
-                    "left": [_holder_json(h) for h in [*plan.left, *gone]],
-                    "measured_freed_mib": {str(d): measured.get(d, 0) for d in devices}})
-    if any(f.how.startswith("failed") for f in freed):
+        print_json({"freed": [{**_holder_json(f.holder), "how": f.how} for f in done.freed],
+                    "left": [_holder_json(h) for h in [*plan.left, *done.gone]],
+                    "measured_freed_mib": {str(d): mib for d, mib in measured.items()}})
+    if done.failed:
         raise typer.Exit(1)
-
-
-def _used(readings: list, device: int) -> int | None:
-    return next((r.memory_used_mib for r in readings if r.index == device), None)
 
 
 def _holder_json(h: object) -> dict:

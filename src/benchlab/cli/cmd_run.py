@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from benchlab.cli.app import app, console, print_json
+from benchlab.cli.app import app, backend_option, console, print_json
 
 if TYPE_CHECKING:
     from benchlab.execute.base import BackendOptions
@@ -151,7 +151,7 @@ def run(
     allow_changed: bool = typer.Option(False, "--allow-changed",
                                        help="Go on where a dataset or the code under test changed since the "
                                             "runs began (the change is recorded); without it, run stops."),
-    backend: str = typer.Option(None, "--backend", help="local, ray, slurm or debug [default: the spec's, or local]."),
+    backend: str = backend_option("Where the runs run: a backend of the registry [default: the spec's, or local]."),
     slurm: list[str] = typer.Option(None, "--slurm", metavar="KEY=VALUE",
                                     help="Slurm backend: partition, account, qos, constraint, array_size or "
                                          "any sbatch option (--slurm partition=gpu --slurm exclude=node3), over "

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from benchlab.cli.app import app, console, print_json
+from benchlab.cli.app import app, backend_option, console, print_json
 from benchlab.cli.cmd_run import ResultsOpt, SetOpt, SpecArg, default_results
 from benchlab.errors import UsageError
 
@@ -29,7 +29,7 @@ def search(
                                     "else 4 × the dimensions of the space]."),
     jobs: int = typer.Option(None, "--jobs", "-j", min=1, help="Runs at once [default: CPU cores / cpus per run]."),
     results: Path = ResultsOpt,
-    backend: str = typer.Option(None, "--backend", help="local, ray or slurm [default: the spec's, or local]."),
+    backend: str = backend_option("Where the trials run: a backend of the registry [default: the spec's, or local]."),
     ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster to run on (ray backend)."),
     shared_fs: bool = typer.Option(False, "--shared-fs", help="Ray nodes see the results folder at the same path "
                                    "(needed to prune from live curves on Ray)."),

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.collect import lm_eval as _lm_eval  # noqa: F401  (registers the extractor)
-from benchlab.collect import tensorboard as _tensorboard  # noqa: F401  (registers the extractor)
-from benchlab.collect.extractors import EXTRACTORS, ExtractFailed
+from benchlab.collect import lm_eval as _lm_eval
+from benchlab.collect.extractors import ExtractFailed, get_extractor
 from benchlab.collect.files import FILE_PROBLEM, read_metrics_json, read_metrics_jsonl
 from benchlab.run_files import METRICS_FILE, SERIES_FILE
 from benchlab.spec import Metric
@@ -141,10 +140,10 @@ def collect_run(run_dir: Path, metrics: list[Metric], context: dict[str, str] | 
         if source.kind == "lm_eval":
             # Whichever form names it, the file is read whole: its partial flag, standard errors
             # and provenance belong to the run, not only to the value picked.
-            _read_every_lm_eval_metric(out, run_dir, source, metric.name, (context or {}).get("task"))
+            _read_every_lm_eval_metric(out, run_dir, source.options, metric.name, (context or {}).get("task"))
             continue
         try:
-            final, curve = EXTRACTORS[source.kind](run_dir, source)
+            final, curve = get_extractor(source.kind).read(run_dir, source.options)
         except ExtractFailed as exc:
             out.problems[metric.name] = str(exc)
             out.finals.pop(metric.name, None)
@@ -162,7 +161,7 @@ def _read_every_lm_eval_metric(out: Collected, run_dir: Path, source: Any, name:
     standard error then becomes ``<name>_stderr`` (read once per run, however many metrics name the file)."""
     try:
         if out.lm_eval is None or out.lm_eval.provenance.get("folder") != source.lm_eval:
-            found = _lm_eval.read_all(run_dir, source)
+            found = _lm_eval.read_all(run_dir, source.lm_eval)
             found.provenance["folder"] = source.lm_eval
             out.lm_eval = found
             out.finals.update(found.values)

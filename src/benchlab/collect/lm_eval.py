@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
-from benchlab.collect.extractors import EXTRACTORS, ExtractFailed, Series
+from benchlab.collect.extractors import ExtractFailed
 from benchlab.json_types import JsonObject
 from benchlab.ledger import PARTIAL_NOTE_PREFIX
-from benchlab.spec import MetricSource
 
 
 def newest_results(folder: Path) -> Path:
@@ -167,10 +166,10 @@ def flatten(data: JsonObject) -> LmEvalResults:
     return out
 
 
-def read_all(run_dir: Path, source: MetricSource) -> LmEvalResults:
-    """Every result of the newest results file under the source's folder, without declaring them."""
-    assert source.lm_eval is not None
-    path = newest_results(run_dir / source.lm_eval)
+def read_all(run_dir: Path, folder: str) -> LmEvalResults:
+    """Every result of the newest results file under ``folder`` (of the run directory), without
+    declaring them."""
+    path = newest_results(run_dir / folder)
     found = flatten(read_results(path))
     found.provenance["file"] = str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)
     return found
@@ -211,14 +210,3 @@ def pick_key(results: LmEvalResults, task: str, key: str) -> tuple[float, float 
                       if k.startswith(f"{task}/") and not is_stderr(k.split("/", 1)[1]))
         raise ExtractFailed(f"{task} has no metric {key!r} (metrics: {', '.join(keys)})")
     return results.values[name], results.values.get(f"{task}/{stderr_key(key)}")
-
-
-def extract_lm_eval(run_dir: Path, source: MetricSource) -> tuple[float, Series | None]:
-    """One value (``task``'s ``key``); collecting a run reads the whole file instead
-    (``collect_run``), this serves callers that want the value alone."""
-    assert source.lm_eval is not None and source.task and source.key
-    found = flatten(read_results(newest_results(run_dir / source.lm_eval)))
-    return pick_key(found, source.task, source.key)[0], None
-
-
-EXTRACTORS["lm_eval"] = extract_lm_eval

@@ -16,21 +16,27 @@ table does not know), or memory held with no process listed at all.
 Each of the caller's processes gets SIGTERM, then SIGKILL once ``grace_s`` has
 passed without it exiting (:func:`benchlab.execute.proctree.end`); a zombie counts as
 gone, as it holds no GPU memory.
+
+:func:`end_and_measure` is the whole of it after the plan and the user's yes: confirm, end, wait
+for the driver to let go, measure (``benchlab gpus --reclaim`` prints what it returns).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import psutil
 
-from benchlab.execute.gpus import DeviceReading, DeviceState, GpuProcess
+from benchlab.execute.gpus import DeviceReading, DeviceState, GpuProcess, Inventory
 from benchlab.execute.proctree import KILL_GRACE_S, end
 
 #: Seconds a process may take to go after its SIGKILL before it is reported as still running.
 SIGKILL_WAIT_S = 5.0
+#: Seconds the driver may take to show an ended process's memory as free.
+RELEASE_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -182,3 +188,60 @@ def reclaim(holders: list[Holder], grace_s: float = KILL_GRACE_S, uid: int | Non
     for proc in ending.survivors:
         out[proc.pid] = Freed(live[proc.pid], "failed: still running after SIGKILL")
     return [out[h.process.pid] for h in holders]
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    """What :func:`end_and_measure` did, and what the driver measured around it."""
+
+    #: One outcome per process signalled or found gone, in the order given.
+    freed: list[Freed]
+    #: Holders the driver no longer showed holding memory right before the signals: left alone.
+    gone: list[Holder]
+    #: (device, pid) of processes ended whose entry the driver still listed once the wait was over.
+    lingering: list[tuple[int, int]]
+    #: The readings right before the signals and after the wait.
+    before: list[DeviceReading]
+    after: list[DeviceReading]
+
+    @property
+    def devices(self) -> list[int]:
+        """The devices of the processes signalled or found gone, in index order."""
+        return sorted({f.holder.device for f in self.freed})
+
+    @property
+    def measured_freed_mib(self) -> dict[int, int]:
+        """MiB freed on each of :attr:`devices` as the driver measures it (used before minus used after)."""
+        measured = measured_freed(self.before, self.after)
+        return {d: measured.get(d, 0) for d in self.devices}
+
+    def used_mib(self, device: int, *, after: bool) -> int | None:
+        """Memory in use on ``device`` before the signals, or after the wait (None: not read)."""
+        readings = self.after if after else self.before
+        return next((r.memory_used_mib for r in readings if r.index == device), None)
+
+    @property
+    def failed(self) -> bool:
+        """Whether some process could not be ended."""
+        return any(f.how.startswith("failed") for f in self.freed)
+
+
+def end_and_measure(inventory: Inventory, holders: list[Holder], grace_s: float = KILL_GRACE_S,
+                    release_wait_s: float = RELEASE_WAIT_S, uid: int | None = None,
+                    clock: Callable[[], float] = time.monotonic,
+                    sleep: Callable[[float], None] = time.sleep) -> Reclaimed:
+    """End the caller's planned ``holders`` (:func:`plan`'s ``mine``, after the user said yes) and
+    measure what that freed: read the driver and drop any holder it no longer shows holding memory
+    (:func:`confirm`), end the rest (:func:`reclaim`), then read again until the driver lists none of
+    the ended processes, or for ``release_wait_s`` at most, and compare the two readings."""
+    before = inventory.read()
+    mine, gone = confirm(holders, before)
+    freed = reclaim(mine, grace_s=grace_s, uid=uid)
+    ended = {(f.holder.device, f.holder.process.pid) for f in freed if f.how in ("SIGTERM", "SIGKILL", "gone")}
+    deadline = clock() + release_wait_s
+    after = inventory.read()
+    while any((r.index, p.pid) in ended for r in after for p in r.processes) and clock() < deadline:
+        sleep(0.25)
+        after = inventory.read()
+    lingering = [(r.index, p.pid) for r in after for p in r.processes if (r.index, p.pid) in ended]
+    return Reclaimed(freed, gone, lingering, before, after)

@@ -83,6 +83,8 @@ def _model_at(loc: tuple[Any, ...], root: type[BaseModel] = Spec) -> type[BaseMo
 
 
 def _field_names(model: type[BaseModel]) -> list[str]:
+    if model is MetricSource:  # its keys are the extractors' (the registry's), not its own fields
+        return MetricSource.yaml_fields()
     return [f.alias or name for name, f in model.model_fields.items()
             if not (model is Spec and name in _NOT_IN_YAML)]
 

@@ -11,15 +11,19 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     PrivateAttr,
+    SerializationInfo,
+    ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -34,7 +38,7 @@ from benchlab.failures import (
     USAGE,
     RetryClass,
 )
-from benchlab.json_types import ConfigValues
+from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.spec.checks import GRID_VALUE_BAD, NAME_RE, check_seeds, grid_coordinate, grid_names
 from benchlab.spec.search import Search
 
@@ -198,95 +202,98 @@ class Config(_Model):
                 for name, combo in zip(grid_names(self.name, self.grid), combos, strict=True)]
 
 
+class SourceOptions(_Model):
+    """The options of a metric's source, as its extractor declares them: a subclass per extractor
+    (:mod:`benchlab.collect.extractors`), with a field named as the extractor (or aliased to its
+    name, as ``json``) holding what the spec writes after it, and the extractor's own options.
+    Every text field gets ``{task}`` and ``{config}`` filled in per run, but those named in
+    ``literal`` (a regex's pattern)."""
+
+    #: Keep every match or row as a step series; the final value is always the last one.
+    series: bool = False
+    #: Fields used as written, never filled in per run.
+    literal: ClassVar[tuple[str, ...]] = ()
+    #: What the source reads, in words ("a CSV file"), for messages.
+    described: ClassVar[str] = ""
+
+
 class MetricSource(_Model):
-    """Where a metric is read from, when the run does not write benchlab's own files.
-
-    Exactly one of ``regex``, ``json``, ``jsonl``, ``csv``, ``lm_eval``, ``tensorboard`` is set:
-
-    - ``regex``: a pattern over ``file`` (default ``train.log``), ANSI colours stripped;
-      the value is the group named ``value`` (or the only group), the step the group
-      named ``step`` if present.
-    - ``json``: a JSON file; ``key`` is a dotted path (``eval.scores.0``).
-    - ``jsonl``: a JSON-lines file; ``key`` per line, ``step_key`` for the step.
-    - ``csv``: a CSV file; ``column`` for the value, ``step_column`` for the step.
-    - ``lm_eval``: the folder lm-evaluation-harness wrote (its ``--output_path``); ``task``
-      and ``key`` (``exact_match,strict-match``) pick the value from the newest
-      ``results_*.json`` under it; without them every ``task/metric,filter`` of the file is
-      read and the metric's name (``gsm8k/exact_match,strict-match``, or
-      ``exact_match,strict-match`` for the run's task) picks its value.
-    - ``tensorboard``: a folder of TensorBoard event files; ``tag`` names the scalar.
-
-    ``series: true`` keeps every match/row as a step series; the final value is
-    always the last one.
+    """Where a metric is read from, when the run does not write benchlab's own files:
+    ``from: {<kind>: <what>, <option>: ...}``, where exactly one key names an extractor of the
+    registry (:func:`benchlab.collect.extractors.known_extractors`: ``regex``, ``json``,
+    ``jsonl``, ``csv``, ``lm_eval``, ``tensorboard``, or one registered since), whose own model
+    (``options``, a :class:`SourceOptions`) validates the whole mapping. Each extractor's module
+    documents its options; docs/extractors.md shows them all. Dumped, it is the mapping as written.
     """
 
-    regex: str | None = None
-    json_file: str | None = Field(default=None, alias="json")
-    jsonl: str | None = None
-    csv: str | None = None
-    lm_eval: str | None = None
-    tensorboard: str | None = None
-    file: str | None = None
-    task: str | None = None
-    tag: str | None = None
-    key: str | None = None
-    step_key: str | None = None
-    column: str | None = None
-    step_column: str | None = None
-    series: bool = False
+    kind: str
+    options: SourceOptions
 
-    def _kinds(self) -> list[str]:
-        return [k for k, v in (("regex", self.regex), ("json", self.json_file), ("jsonl", self.jsonl),
-                               ("csv", self.csv), ("lm_eval", self.lm_eval),
-                               ("tensorboard", self.tensorboard)) if v is not None]
+    @model_validator(mode="before")
+    @classmethod
+    def _named_extractor(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or isinstance(data.get("options"), SourceOptions):
+            return data  # not a mapping (pydantic says so), or built already
+        # The registry is the one list of extractors; imported here because collect reads the spec.
+        from benchlab.collect.extractors import get_extractor, known_extractors
+
+        names = known_extractors()
+        kinds = [k for k in names if k in data]
+        if len(kinds) == 1:
+            return {"kind": kinds[0], "options": get_extractor(kinds[0]).options.model_validate(data)}
+        unknown = [k for k in data if k not in cls.yaml_fields()]
+        if unknown and not kinds:  # a misspelt kind (regx:) is an unknown field, as any other
+            raise ValidationError.from_exception_data(cls.__name__, [
+                {"type": "extra_forbidden", "loc": (k,), "input": data[k]} for k in unknown])
+        raise ValueError(f"expected exactly one of {', '.join(map(repr, names))}"
+                         + (f", got {', '.join(kinds)}" if kinds else ""))
+
+    @classmethod
+    def yaml_fields(cls) -> list[str]:
+        """The keys a ``from:`` mapping may hold: each extractor's name, then their options."""
+        from benchlab.collect.extractors import get_extractor, known_extractors
+
+        names = known_extractors()
+        options: dict[str, None] = {}
+        for name in names:
+            model = get_extractor(name).options
+            options.update((f.alias or n, None) for n, f in model.model_fields.items())
+        rest = [k for k in options if k not in names and k != "series"]
+        return [*names, *rest, "series"]
 
     @property
-    def kind(self) -> str:
-        kinds = self._kinds()
-        return kinds[0] if kinds else "none"
+    def described(self) -> str:
+        """What the source reads, in words ("a CSV file"; the extractor's name if it says nothing)."""
+        return self.options.described or self.kind
 
     def for_run(self, context: dict[str, str]) -> MetricSource:
-        """This source with ``{task}`` and ``{config}`` filled in (regex patterns are left alone)."""
+        """This source with ``{task}`` and ``{config}`` filled in, in every text option but those
+        the extractor keeps as written (a regex's pattern)."""
         updates = {}
-        for name in ("json_file", "jsonl", "csv", "lm_eval", "tensorboard", "file", "key", "step_key",
-                     "column", "step_column", "task", "tag"):
-            value = getattr(self, name)
-            if isinstance(value, str) and "{" in value:
+        for name in type(self.options).model_fields:
+            value = getattr(self.options, name)
+            if name not in self.options.literal and isinstance(value, str) and "{" in value:
                 for key, fill in context.items():
                     value = value.replace("{" + key + "}", fill)
                 updates[name] = value
-        return self.model_copy(update=updates) if updates else self
+        return self.model_copy(update={"options": self.options.model_copy(update=updates)}) if updates else self
 
-    @model_validator(mode="after")
-    def _one_kind(self) -> MetricSource:
-        kinds = self._kinds()
-        if len(kinds) != 1:
-            raise ValueError(
-                "expected exactly one of 'regex', 'json', 'jsonl', 'csv', 'lm_eval', 'tensorboard'"
-                + (f", got {', '.join(kinds)}" if kinds else "")
-            )
-        if self.lm_eval is not None and bool(self.task) != bool(self.key):
-            raise ValueError("an 'lm_eval' source needs both 'task' (e.g. gsm8k) and 'key' "
-                             "(e.g. 'exact_match,strict-match'), or neither: then every metric of the "
-                             "results file is read and the metric's name picks its value")
-        if self.tensorboard is not None and not self.tag:
-            raise ValueError("a 'tensorboard' source needs 'tag', the scalar's name")
-        if self.regex is not None:
-            try:
-                pattern = re.compile(self.regex)
-            except re.error as exc:
-                raise ValueError(f"invalid regex {self.regex!r}: {exc}") from None
-            if "value" not in pattern.groupindex and pattern.groups != 1:
-                raise ValueError(
-                    f"regex {self.regex!r} must have a group named 'value' or exactly one group"
-                )
-        if self.json_file is not None and not self.key:
-            raise ValueError("a 'json' source needs 'key', the dotted path of the value")
-        if self.jsonl is not None and not self.key:
-            raise ValueError("a 'jsonl' source needs 'key', the field of the value")
-        if self.csv is not None and not self.column:
-            raise ValueError("a 'csv' source needs 'column', the column of the value")
-        return self
+    @model_serializer(mode="plain")
+    def _as_written(self, info: SerializationInfo) -> JsonObject:
+        dump = self.options.model_dump(mode=info.mode, by_alias=bool(info.by_alias),
+                                       exclude_none=info.exclude_none, exclude_defaults=info.exclude_defaults)
+        # The extractor's key first and `series` last, as the mapping has always been written.
+        first = [k for k in dump if k == self.kind]
+        last = [k for k in dump if k == "series"]
+        return {k: dump[k] for k in [*first, *(k for k in dump if k not in (*first, *last)), *last]}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: GetJsonSchemaHandler) -> JsonObject:
+        from benchlab.collect.extractors import get_extractor, known_extractors
+
+        return {"description": "where the metric is read from: exactly one extractor's key and its options",
+                "anyOf": [handler(get_extractor(n).options.__pydantic_core_schema__)
+                          for n in known_extractors()]}
 
 
 class Metric(_Model):

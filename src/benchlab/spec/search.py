@@ -298,9 +298,7 @@ def pruning_blind(spec: Any) -> str | None:
     metric = next((m for m in spec.metrics.all if m.name == search.metric.name), None)
     if metric is None or metric.source is None:
         return None
-    where = {"regex": "the run's log by a regex", "json": "a JSON file", "jsonl": "a JSONL file",
-             "csv": "a CSV file", "lm_eval": "lm-eval's results file",
-             "tensorboard": "TensorBoard event files"}.get(metric.source.kind, metric.source.kind)
+    where = metric.source.described
     return (f"the {search.pruner.name} pruner cannot act: {metric.name} is read from {where} once a run "
             f"has ended, and pruning reads curves from metrics.jsonl (benchlab.log) while runs go; log "
             f"{metric.name} with benchlab.log, or set pruner: none")

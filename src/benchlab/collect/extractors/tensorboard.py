@@ -1,4 +1,5 @@
-"""TensorBoard event files: a scalar tag's last value, or its whole curve.
+"""``from: {tensorboard: FOLDER, tag: NAME}``: TensorBoard event files under a folder; the scalar
+``tag``'s last value, or its whole curve (``series: true``).
 
 Reading needs the ``tensorboard`` package (``pip install 'benchlab[tensorboard]'``).
 """
@@ -8,11 +9,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchlab.collect.extractors import EXTRACTORS, ExtractFailed, Series
-from benchlab.spec import MetricSource
+from pydantic import model_validator
+
+from benchlab.collect.extractors import ExtractFailed, Extractor, Series, SharedOptions
 
 if TYPE_CHECKING:
     import numpy as np
+
+
+class TensorboardOptions(SharedOptions):
+    """A ``tensorboard`` source: the folder of event files, and ``tag``, the scalar's name."""
+
+    tensorboard: str
+    described = "TensorBoard event files"
+
+    @model_validator(mode="after")
+    def _needs_tag(self) -> TensorboardOptions:
+        if not self.tag:
+            raise ValueError("a 'tensorboard' source needs 'tag', the scalar's name")
+        return self
 
 
 def read_scalars(folder: Path, tag: str) -> tuple[np.ndarray, np.ndarray]:
@@ -54,10 +69,11 @@ def read_scalars(folder: Path, tag: str) -> tuple[np.ndarray, np.ndarray]:
     return arr[:, 0].copy(), arr[:, 1].copy()
 
 
-def extract_tensorboard(run_dir: Path, source: MetricSource) -> tuple[float, Series | None]:
-    assert source.tensorboard is not None and source.tag
+def extract_tensorboard(run_dir: Path, source: TensorboardOptions) -> tuple[float, Series | None]:
+    """The tag's last value over the folder's event files, and its curve with ``series: true``."""
+    assert source.tag
     steps, vals = read_scalars(run_dir / source.tensorboard, source.tag)
     return float(vals[-1]), (steps, vals) if source.series else None
 
 
-EXTRACTORS["tensorboard"] = extract_tensorboard
+EXTRACTOR = Extractor("tensorboard", TensorboardOptions, extract_tensorboard)
