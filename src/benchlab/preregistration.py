@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.json_types import JsonObject
 from benchlab.ledger import REGISTRATION_KEY, AnalysisPlan, Registration
+from benchlab.results_files import REGISTRATION_FILE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
 #: The registration's key in the ledger (read and written through ``Store.registration``).
 META_KEY = REGISTRATION_KEY
-#: The registration's copy beside the ledger, in the results folder.
-REGISTRATION_FILE = "preregistration.json"
 #: The p-value of :class:`benchlab.stats.Comparison` each ``analysis.test`` uses.
 TESTS = {"t": ("t_pvalue", "welch_pvalue"), "welch": ("welch_pvalue", "welch_pvalue"),
          "wilcoxon": ("wilcoxon_pvalue", "mannwhitney_pvalue"),

@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.errors import UserError
+from benchlab.errors import DataError, UserError
 from benchlab.json_types import JsonObject
-from benchlab.run_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR
+from benchlab.results_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR, SavedSpec
 
 #: The prefix of the environment variable a secret spec variable reaches its run through.
 ENV_PREFIX = "BENCHLAB_SECRET_"
@@ -140,9 +140,10 @@ def known_fingerprints(results: Path) -> list[Fingerprint]:
             if str(f.get("name", "")).startswith("$"):
                 names.add(f["name"][1:])
         try:  # the spec's own env: values are written in the spec; the rest came from the shell
-            spec_env = json.loads((path.parent / VERSION_SPEC_FILE).read_text())["spec"].get("env") or {}
-        except (OSError, ValueError, KeyError, AttributeError):
-            spec_env = {}
+            saved = SavedSpec.read(path.parent / VERSION_SPEC_FILE)
+        except (OSError, DataError):
+            saved = None
+        spec_env = (saved.spec.get("env") or {}) if saved is not None else {}
         names |= {n for n in (data.get("env") or {}) if n not in spec_env}
     current = {f"${n}": os.environ.get(n) for n in sorted(names)}
     current.update(credential_env())

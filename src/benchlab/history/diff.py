@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import DataError
-from benchlab.execute.version import PACKAGES_FILE, SPEC_FILE, VERSIONS_DIR
 from benchlab.json_types import JsonObject
+from benchlab.results_files import PACKAGES_FILE, VERSIONS_DIR, SavedSpec, version_spec_file
 from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 
 if TYPE_CHECKING:
@@ -175,10 +175,9 @@ def read_side(text: str | Path) -> Side:
         raise DataError(f"{raw}: no completed run of version {version.id} in {folder} (a run re-run under a "
                         "later version keeps only its latest result)")
     spec, spec_path = meta.spec, meta.spec_path
-    recorded = folder / VERSIONS_DIR / version.id / SPEC_FILE
-    if recorded.exists():  # the spec as this version resolved it, not as the ledger last saw it
-        data = json.loads(recorded.read_text())
-        spec, spec_path = data.get("spec", spec), data.get("spec_path", spec_path)
+    recorded = SavedSpec.read(version_spec_file(folder, version.id))
+    if recorded is not None:  # the spec as this version resolved it, not as the ledger last saw it
+        spec, spec_path = recorded.spec, recorded.spec_path
     return Side(raw, folder, meta.name, meta.goal, spec, spec_path, version,
                 pd.DataFrame(table).reset_index(drop=True), {})
 

@@ -28,9 +28,10 @@ import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from benchlab.errors import DataError
+from benchlab.results_files import SOURCES_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,10 +52,6 @@ class ImportedRun:
     failure_class: str | None = None
     error: str = ""
     tail: str = ""
-
-
-#: The file of a merged results folder that describes its sources (:func:`read_sources`).
-SOURCES_FILE: Final = "merged.json"
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+from benchlab.results_files import REPORT_FILE
+
 if TYPE_CHECKING:
     from benchlab.report.comparison import Comparison
 
-REPORT_FILE = "BENCHMARK_REPORT.md"
 _SECTIONS = ("## Summary", "## Results")
 
 
