@@ -31,7 +31,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from benchlab.benchmark_info import BenchmarkInfo
+from benchlab.benchmark_info import BenchmarkInfo, goal_of
 from benchlab.json_types import JsonObject
 from benchlab.ledger import REGISTRATION_KEY, AnalysisPlan, Registration
 from benchlab.results_files import REGISTRATION_FILE
@@ -268,7 +268,7 @@ def judge(finals: pd.DataFrame, plan: AnalysisPlan, goals: dict[str, str], confi
     runs, _ = reduce_runs(validate_table(table, "results"), cast("Summary", plan.summary))
     by = {k: dict(zip(g["seed"].tolist(), g["value"].tolist(), strict=True))
           for k, g in runs.groupby(["task", "config"], sort=True)}
-    goal = goals.get(plan.metric, "max")
+    goal = goal_of(goals, plan.metric)
     tasks = sorted({t for t, _ in by})
 
     def family(comparisons: Sequence[tuple[str, str]], names: list[str],

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.benchmark_info import Goal, goal_of
 from benchlab.errors import DataError
 from benchlab.json_types import JsonObject
 from benchlab.results_files import PACKAGES_FILE, VERSIONS_DIR, SavedSpec, version_spec_file
@@ -214,16 +215,16 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
     keyed = [{k: dict(zip(g["seed"].tolist(), g["value"].tolist(), strict=True))
               for k, g in r.groupby(["task", "config", "metric"], sort=True)} for r in runs]
     shared = sorted(keyed[0].keys() & keyed[1].keys())
-    raw: list[tuple[tuple[str, str, str], Any, dict[int, float], dict[int, float], str]] = []
+    raw: list[tuple[tuple[str, str, str], Any, dict[int, float], dict[int, float], Goal]] = []
     for i, key in enumerate(shared):
         b, a = keyed[0][key], keyed[1][key]
-        goal = after.goals.get(key[2]) or before.goals.get(key[2]) or "max"
+        goal = goal_of({**before.goals, **after.goals}, key[2])  # the after side's where both name it
         # The same pairing rule as analyze: paired on the shared seeds when they are most of
         # each side's runs, else unpaired on every run.
         paired, common = shared_seeds(sorted(b), sorted(a))
         seeds_b, seeds_a = (common, common) if paired else (sorted(b), sorted(a))
         cmp = compare(np.array([b[s] for s in seeds_b]), np.array([a[s] for s in seeds_a]),
-                      paired=paired, goal=goal, reps=reps, seed=seed + i, label="/".join(key))  # type: ignore[arg-type]
+                      paired=paired, goal=goal, reps=reps, seed=seed + i, label="/".join(key))
         raw.append((key, cmp, b, a, goal))
     # One Holm family per metric, as in analyze and the report.
     adjusted: list[float | None] = [None] * len(raw)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from benchlab import preregistration
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
@@ -171,7 +171,7 @@ def leaderboard(data: ReportData, out_dir: Path | None = None) -> str:
         tasks,
         configs,
         info_.targets,
-        info_.goal.get(info_.primary, "max"),
+        info_.primary_goal,
         info_.primary,
         info_.name,
         seeds=primary_counts(data.accounting, info_.primary),
@@ -226,7 +226,7 @@ def score_links(
     from benchlab.stats.describe import median_member
 
     info_ = data.info
-    goal: Literal["max", "min"] = "min" if info_.goal.get(info_.primary) == "min" else "max"
+    goal = info_.primary_goal
     finals = data.finals
     if not len(finals):
         return {}
