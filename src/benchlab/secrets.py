@@ -120,6 +120,16 @@ def credential_env(environ: dict[str, str] | None = None) -> dict[str, str | Non
     return {f"${k}": v for k, v in sorted(environ.items()) if is_credential_name(k)}
 
 
+def _spec_env(path: Path) -> JsonObject:
+    """The ``env`` of the spec a version kept in ``path`` ({} if it cannot be read)."""
+    try:
+        saved = SavedSpec.read(path)
+    except (OSError, DataError):
+        return {}
+    env = saved.spec.get("env") if saved is not None else None
+    return env if isinstance(env, dict) else {}
+
+
 def known_fingerprints(results: Path) -> list[Fingerprint]:
     """The fingerprints of every secret value the folder's versions recorded, and of the current
     values of the environment variables their commands named and of this process's variables
@@ -139,11 +149,8 @@ def known_fingerprints(results: Path) -> list[Fingerprint]:
                 continue
             if str(f.get("name", "")).startswith("$"):
                 names.add(f["name"][1:])
-        try:  # the spec's own env: values are written in the spec; the rest came from the shell
-            saved = SavedSpec.read(path.parent / VERSION_SPEC_FILE)
-        except (OSError, DataError):
-            saved = None
-        spec_env = (saved.spec.get("env") or {}) if saved is not None else {}
+        # The spec's own env: values are written in the spec; the rest came from the shell.
+        spec_env = _spec_env(path.parent / VERSION_SPEC_FILE)
         names |= {n for n in (data.get("env") or {}) if n not in spec_env}
     current = {f"${n}": os.environ.get(n) for n in sorted(names)}
     current.update(credential_env())

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from benchlab.benchmark_info import Goal, goal_of
 from benchlab.errors import DataError
 from benchlab.json_types import JsonObject
-from benchlab.results_files import PACKAGES_FILE, VERSIONS_DIR, SavedSpec, version_spec_file
+from benchlab.results_files import DIFF_FILE, PACKAGES_FILE, VERSIONS_DIR, SavedSpec, version_spec_file
 from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 
 if TYPE_CHECKING:
@@ -324,7 +324,7 @@ def code_changes(before: Side, after: Side) -> list[str]:
         def where(side: Side, v: VersionRecord | None) -> str:
             if v is None or not v.diff_sha256:
                 return "none"
-            return f"{side.folder / VERSIONS_DIR / v.id / 'code.diff'} (sha256 {v.diff_sha256[:8]})"
+            return f"{side.folder / VERSIONS_DIR / v.id / DIFF_FILE} (sha256 {v.diff_sha256[:8]})"
         out.append(f"uncommitted diff: {where(before, vb)} -> {where(after, va)}")
     elif db:
         out.append(f"uncommitted diff: the same on both sides (sha256 {db[:8]})")
