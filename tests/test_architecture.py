@@ -156,6 +156,7 @@ TOP_LEVEL_MODULES = {
     "__init__", "__main__",
     "runlog",  # benchlab.log / benchlab.summary, inside a run
     "errors", "results", "plan", "benchmark_info", "long_format", "run_files", "failures",
+    "results_files",  # a results folder's own files, named once beside run_files (benchmark.json's record)
     "triage", "choices", "pairs", "evalrules", "preregistration", "secrets", "extras", "watch",
     "json_types",  # the names of the mappings whose shape benchlab does not own, used by every step
     "hosts",  # the Host-header check both web servers (the dashboard and the evaluation server) make
@@ -865,3 +866,123 @@ def test_the_command_line_lists_no_backends_by_hand():
                     for name, path in MODULES.items() if name.startswith("benchlab.cli")
                     for line, value in _string_constants(path) if _lists_backends(value, backends))
     assert listed == []
+
+
+# A results folder's own files (the ledger, benchmark.json, versions/, the report) are named in
+# results_files.py, as a run directory's are in run_files.py; benchmark.json and each version's
+# spec.json are read and written there only, through the record SavedSpec.
+def _folder_file_names() -> tuple[str, ...]:
+    from benchlab import results_files as rf
+
+    return (rf.BENCHMARK_FILE, rf.LEDGER_FILE, rf.LOCK_FILE, rf.REGISTRATION_FILE, rf.RECORDS_FILE,
+            rf.SOURCES_FILE, rf.VERSION_FILE, rf.VERSION_SPEC_FILE, rf.DIFF_FILE, rf.PACKAGES_FILE,
+            rf.DATASET_CACHE, *rf.REPORT_FILES)
+
+
+def test_results_folder_file_names_are_spelt_only_in_results_files():
+    names = _folder_file_names()
+    spelt = sorted(f"{path.relative_to(SRC.parent)}:{line} {value!r}"
+                   for name, path in MODULES.items() if name != "benchlab.results_files"
+                   for line, value in _string_constants(path)
+                   if any(value == f or value.endswith("/" + f) for f in names))
+    assert spelt == []
+
+
+# What names the saved spec's files. A function that parses JSON out of one of them, or writes
+# JSON into one, reads the record by its string keys (or writes it) beside SavedSpec.
+_SAVED_SPEC_NAMES = {"BENCHMARK_FILE", "benchmark_file", "VERSION_SPEC_FILE", "version_spec_file"}
+
+
+def _saved_spec_read_by_hand(source: str) -> list[str]:
+    """The functions of ``source`` that call ``json.load(s)`` on benchmark.json or a version's
+    spec.json (named, or a variable assigned from its path), or write ``json.dumps`` into one."""
+    def is_json(node: ast.AST, *calls: str) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in calls
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "json")
+
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        paths: set[str] = set()  # the function's variables that hold the file's path
+
+        def names_file(expr: ast.AST, paths: set[str] = paths) -> bool:
+            return any((isinstance(n, ast.Name) and (n.id in _SAVED_SPEC_NAMES or n.id in paths))
+                       or (isinstance(n, ast.Attribute) and n.attr in _SAVED_SPEC_NAMES)
+                       or (isinstance(n, ast.Constant) and isinstance(n.value, str)
+                           and (n.value.endswith("benchmark.json") or n.value.endswith("spec.json")))
+                       for n in ast.walk(expr))
+
+        for _ in range(2):  # a path assigned from a path assigned from the file
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign | ast.AnnAssign) and n.value is not None and names_file(n.value):
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    paths |= {t.id for t in targets if isinstance(t, ast.Name)}
+        if any((is_json(n, "load", "loads") and any(names_file(a) for a in n.args))
+               or (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                   and n.func.attr in ("write_text", "open") and names_file(n.func.value)
+                   and any(is_json(a, "dumps") for a in ast.walk(n)))
+               for n in ast.walk(fn)):
+            found.append(fn.name)
+    return found
+
+
+def test_the_saved_spec_check_finds_a_string_key_read():
+    planted = (
+        "import json\n"
+        "from benchlab.results_files import benchmark_file, BENCHMARK_FILE\n"
+        "def reads(folder):\n"
+        "    return json.loads(benchmark_file(folder).read_text())['spec']\n"
+        "def writes(folder, spec):\n"
+        "    (folder / BENCHMARK_FILE).write_text(json.dumps({'spec': spec}))\n"
+        "def literal(folder):\n"
+        "    path = folder / 'benchmark.json'\n"
+        "    text = path.read_text()\n"
+        "    return json.loads(text).get('spec_path')\n"
+        "def version_spec(folder, vid):\n"
+        "    return json.loads((folder / 'versions' / vid / VERSION_SPEC_FILE).read_text())\n"
+        "def through_the_record(folder, other):\n"
+        "    from benchlab.results_files import SavedSpec\n"
+        "    return SavedSpec.read(benchmark_file(folder)), json.loads(other.read_text())\n"
+        "def other_file(folder):\n"
+        "    return json.loads((folder / 'version.json').read_text())\n"
+    )
+    assert _saved_spec_read_by_hand(planted) == ["reads", "writes", "literal", "version_spec"]
+
+
+def test_benchmark_json_is_read_and_written_only_through_its_record():
+    found = sorted(f"{path.relative_to(SRC.parent)}: {where}"
+                   for name, path in MODULES.items() if name != "benchlab.results_files"
+                   for where in _saved_spec_read_by_hand(path.read_text()))
+    assert found == [], "read it with results_files.SavedSpec.read, write it with SavedSpec.write"
+
+
+def _goal_lookups(source: str) -> list[int]:
+    """The lines of ``source`` that look a goal up by hand: ``goal.get(...)``/``goals.get(...)`` or
+    ``goal[...]``/``goals[...]`` on a name or attribute called ``goal`` or ``goals``."""
+    def is_goal(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Name) and node.id in ("goal", "goals")) or (
+            isinstance(node, ast.Attribute) and node.attr in ("goal", "goals"))
+
+    return sorted(n.lineno for n in ast.walk(ast.parse(source))
+                  if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
+                      and is_goal(n.func.value))
+                  or (isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and is_goal(n.value)))
+
+
+def test_the_goal_check_finds_a_lookup_by_hand():
+    planted = ("g = info.goal.get(info.primary, 'max')\n"
+               "h = goals.get(metric)\n"
+               "k = info.goal[info.primary]\n"
+               "ok = info.primary_goal, info.metric_goal('loss'), goal_of(goal, 'loss'), info.goal\n"
+               "info.goal['loss'] = 'min'\n")
+    assert _goal_lookups(planted) == [1, 2, 3]
+
+
+def test_a_metrics_goal_is_looked_up_only_in_benchmark_info():
+    # benchmark_info.goal_of holds the default ("max") and the check; BenchmarkInfo.primary_goal
+    # and metric_goal use it, as does every other module, stats/ included.
+    found = sorted(f"{path.relative_to(SRC.parent)}:{line}"
+                   for name, path in MODULES.items() if name != "benchlab.benchmark_info"
+                   for line in _goal_lookups(path.read_text()))
+    assert found == [], "use BenchmarkInfo.primary_goal / metric_goal, or benchmark_info.goal_of"

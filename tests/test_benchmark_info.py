@@ -6,6 +6,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.ledger import Store
 from benchlab.results import info, write_benchmark_meta
@@ -67,3 +69,24 @@ def test_a_ledger_without_the_later_fields_reads_with_their_defaults(tmp_path: P
 def test_a_ledger_with_no_benchmark_has_no_record(tmp_path: Path) -> None:
     with Store.create(tmp_path) as store:
         assert store.benchmark() is None
+
+
+def test_the_primary_goal_is_the_records_and_max_where_it_names_none() -> None:
+    def record(goal: dict[str, str]) -> BenchmarkInfo:
+        return BenchmarkInfo(name="b", primary="loss", goal=goal, baseline=None, configs=[], tasks=[])
+
+    assert record({"loss": "min", "acc": "max"}).primary_goal == "min"
+    assert record({"acc": "min"}).primary_goal == "max"  # a record naming no goal for its primary
+    assert record({}).primary_goal == "max"  # a ledger written before goals were kept
+    assert record({"loss": "min", "acc": "min"}).metric_goal("acc") == "min"
+    assert record({"loss": "min"}).metric_goal("unlisted") == "max"
+
+
+def test_a_goal_other_than_max_or_min_is_refused_naming_the_metric() -> None:
+    from benchlab.benchmark_info import goal_of
+    from benchlab.errors import BadArgument
+
+    assert goal_of("min", "any") == "min" and goal_of({"loss": "min"}, "loss") == "min"
+    with pytest.raises(BadArgument, match="goal of metric 'loss' must be one of max, min; got 'lower'"):
+        _ = BenchmarkInfo(name="b", primary="loss", goal={"loss": "lower"}, baseline=None, configs=[],
+                          tasks=[]).primary_goal

@@ -10,9 +10,11 @@ field's default.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from benchlab.errors import BadArgument
 from benchlab.json_types import ConfigValues, JsonObject
 
 if TYPE_CHECKING:
@@ -20,6 +22,23 @@ if TYPE_CHECKING:
 
 # The ledger's key of each field whose key differs from the field's name.
 _KEYS = {"goal": "goals"}
+
+Goal = Literal["max", "min"]
+
+
+def goal_of(goal: str | Mapping[str, str], metric: str) -> Goal:
+    """The goal of ``metric``, from one goal for every metric or a ``metric -> goal`` mapping.
+
+    A metric the mapping does not name is ``"max"``, as a spec's metric is unless it says
+    otherwise (a record written before goals were kept names none). Raises
+    :class:`~benchlab.errors.BadArgument` for a goal other than ``"max"`` or ``"min"``.
+    """
+    g = goal.get(metric, "max") if isinstance(goal, Mapping) else goal
+    if g == "max":
+        return "max"
+    if g == "min":
+        return "min"
+    raise BadArgument("goal", g, ("max", "min"), what=f"goal of metric {metric!r}")
 
 
 @dataclass
@@ -40,6 +59,15 @@ class BenchmarkInfo:
     spec_path: str | None = None
     overrides: ConfigValues = field(default_factory=dict)  # ``-s key=value`` of the run
     metrics: list[str] = field(default_factory=list)  # every metric of the spec, primary first
+
+    @property
+    def primary_goal(self) -> Goal:
+        """The primary metric's goal (``"max"`` where the record names none)."""
+        return goal_of(self.goal, self.primary)
+
+    def metric_goal(self, metric: str) -> Goal:
+        """``metric``'s goal (``"max"`` for a metric the record names no goal for)."""
+        return goal_of(self.goal, metric)
 
     @classmethod
     def from_spec(cls, spec: Spec) -> BenchmarkInfo:
@@ -83,4 +111,4 @@ class BenchmarkInfo:
         return cls(**values)
 
 
-__all__ = ["BenchmarkInfo"]
+__all__ = ["BenchmarkInfo", "Goal", "goal_of"]

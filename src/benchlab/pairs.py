@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchlab.benchmark_info import goal_of
 from benchlab.errors import DataError
 from benchlab.json_types import JsonObject
 
@@ -120,13 +121,13 @@ def compare_pairs(table: pd.DataFrame, pairs: list[tuple[str, str]], *, metric: 
             continue
         control = np.array([x for x, _ in kept])
         cand = np.array([y for _, y in kept])
-        goal_of = goal if isinstance(goal, str) else goal.get(met, "max")
-        cmp = compare(control, cand, True, goal_of, reps, seed=seed + i,  # type: ignore[arg-type]
+        met_goal = goal_of(goal, met)
+        cmp = compare(control, cand, True, met_goal, reps, seed=seed + i,
                       label=f"{met} over {len(kept)} pairs")
         note = list(cmp.warnings)
         if len(kept) < len(both):
             note.append(f"{met}: {len(both) - len(kept)} pair(s) without the metric on a side left out")
-        raw.append((met, goal_of, control, cand, cmp, note))
+        raw.append((met, met_goal, control, cand, cmp, note))
     adjusted = holm([cmp.t_pvalue for _, _, _, _, cmp, _ in raw])
     # Each metric is its own family for the range test, as the t-test's Holm family spans metrics here.
     decided = []
@@ -137,10 +138,10 @@ def compare_pairs(table: pd.DataFrame, pairs: list[tuple[str, str]], *, metric: 
         (one,) = decide([row], [(c, d)], [is_significant(p, cmp.diff_ci_low, cmp.diff_ci_high, alpha)],
                         ranges or {}, assume_normal, alpha, note)
         decided.append(one)
-    return [PairedComparison(met, goal_of, cmp.n, float(c.mean()), float(d.mean()), cmp.mean_diff, cmp.diff_ci_low,
+    return [PairedComparison(met, met_goal, cmp.n, float(c.mean()), float(d.mean()), cmp.mean_diff, cmp.diff_ci_low,
                              cmp.diff_ci_high, cmp.t_pvalue, cmp.wilcoxon_pvalue, p, v.significant, note,
                              v.decided_by)
-            for (met, goal_of, c, d, cmp, note), p, v in zip(raw, adjusted, decided, strict=True)]
+            for (met, met_goal, c, d, cmp, note), p, v in zip(raw, adjusted, decided, strict=True)]
 
 
 __all__ = ["PairedComparison", "compare_pairs", "read_pairs", "run_values"]

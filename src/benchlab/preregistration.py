@@ -31,9 +31,10 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from benchlab.benchmark_info import BenchmarkInfo
+from benchlab.benchmark_info import BenchmarkInfo, goal_of
 from benchlab.json_types import JsonObject
 from benchlab.ledger import REGISTRATION_KEY, AnalysisPlan, Registration
+from benchlab.results_files import REGISTRATION_FILE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
 #: The registration's key in the ledger (read and written through ``Store.registration``).
 META_KEY = REGISTRATION_KEY
-#: The registration's copy beside the ledger, in the results folder.
-REGISTRATION_FILE = "preregistration.json"
 #: The p-value of :class:`benchlab.stats.Comparison` each ``analysis.test`` uses.
 TESTS = {"t": ("t_pvalue", "welch_pvalue"), "welch": ("welch_pvalue", "welch_pvalue"),
          "wilcoxon": ("wilcoxon_pvalue", "mannwhitney_pvalue"),
@@ -269,7 +268,7 @@ def judge(finals: pd.DataFrame, plan: AnalysisPlan, goals: dict[str, str], confi
     runs, _ = reduce_runs(validate_table(table, "results"), cast("Summary", plan.summary))
     by = {k: dict(zip(g["seed"].tolist(), g["value"].tolist(), strict=True))
           for k, g in runs.groupby(["task", "config"], sort=True)}
-    goal = goals.get(plan.metric, "max")
+    goal = goal_of(goals, plan.metric)
     tasks = sorted({t for t, _ in by})
 
     def family(comparisons: Sequence[tuple[str, str]], names: list[str],

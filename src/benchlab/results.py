@@ -20,6 +20,7 @@ from benchlab.failures import failed_runs
 from benchlab.json_types import JsonObject
 from benchlab.ledger import DB_NAME, HostRecord, SequentialRecord, Store, VersionRecord, find_db
 from benchlab.long_format import COLUMNS as LONG_COLUMNS
+from benchlab.results_files import SEARCH_DIR, SavedSpec, benchmark_file
 from benchlab.run_files import PROVENANCE_FILE, runs_dir
 
 if TYPE_CHECKING:
@@ -133,8 +134,6 @@ def _table(store: Store, folder: Path, *, series: bool, all_runs: bool, trials: 
     table["seed"] = table["seed"].astype(int)
     return table[columns]
 
-
-SEARCH_DIR = "search"
 
 
 def search_folders(results: Path | str | None = None) -> list[Path]:
@@ -528,6 +527,4 @@ def write_benchmark_meta(store: Store, spec: Spec, results_dir: Path) -> None:
     (``benchmark.json``, read back when the ledger is rebuilt)."""
     record = BenchmarkInfo.from_spec(spec)
     store.set_benchmark(record)
-    (results_dir / "benchmark.json").write_text(json.dumps(
-        {"spec": record.spec, "spec_path": record.spec_path, "overrides": record.overrides},
-        indent=1, default=str))
+    SavedSpec(record.spec, record.spec_path, record.overrides).write(benchmark_file(results_dir))

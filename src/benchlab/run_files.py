@@ -1,5 +1,6 @@
 """The run directories of a results folder (``<results>/runs/<run id>/``) and the names of their
-files, spelt here once.
+files, spelt here once. The results folder's own files (the ledger, ``benchmark.json``,
+``versions/``, the report) are named in ``results_files.py``.
 
 What writes each one:
 
@@ -21,12 +22,6 @@ from typing import Final
 
 #: The folder of a results folder that holds one directory per run.
 RUNS_DIR: Final = "runs"
-
-#: The folder of a results folder that holds one directory per benchmark version
-#: (``versions/<id>/``: ``version.json``, the spec as run in ``spec.json``, the code's diff).
-VERSIONS_DIR: Final = "versions"
-VERSION_FILE: Final = "version.json"
-VERSION_SPEC_FILE: Final = "spec.json"
 
 CONFIG_FILE: Final = "config.yaml"
 LOG_FILE: Final = "train.log"

@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.errors import UserError
+from benchlab.errors import DataError, UserError
 from benchlab.json_types import JsonObject
-from benchlab.run_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR
+from benchlab.results_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR, SavedSpec
 
 #: The prefix of the environment variable a secret spec variable reaches its run through.
 ENV_PREFIX = "BENCHLAB_SECRET_"
@@ -120,6 +120,16 @@ def credential_env(environ: dict[str, str] | None = None) -> dict[str, str | Non
     return {f"${k}": v for k, v in sorted(environ.items()) if is_credential_name(k)}
 
 
+def _spec_env(path: Path) -> JsonObject:
+    """The ``env`` of the spec a version kept in ``path`` ({} if it cannot be read)."""
+    try:
+        saved = SavedSpec.read(path)
+    except (OSError, DataError):
+        return {}
+    env = saved.spec.get("env") if saved is not None else None
+    return env if isinstance(env, dict) else {}
+
+
 def known_fingerprints(results: Path) -> list[Fingerprint]:
     """The fingerprints of every secret value the folder's versions recorded, and of the current
     values of the environment variables their commands named and of this process's variables
@@ -139,10 +149,8 @@ def known_fingerprints(results: Path) -> list[Fingerprint]:
                 continue
             if str(f.get("name", "")).startswith("$"):
                 names.add(f["name"][1:])
-        try:  # the spec's own env: values are written in the spec; the rest came from the shell
-            spec_env = json.loads((path.parent / VERSION_SPEC_FILE).read_text())["spec"].get("env") or {}
-        except (OSError, ValueError, KeyError, AttributeError):
-            spec_env = {}
+        # The spec's own env: values are written in the spec; the rest came from the shell.
+        spec_env = _spec_env(path.parent / VERSION_SPEC_FILE)
         names |= {n for n in (data.get("env") or {}) if n not in spec_env}
     current = {f"${n}": os.environ.get(n) for n in sorted(names)}
     current.update(credential_env())

@@ -376,23 +376,20 @@ def collect(
 def _current_spec(folder: Path, spec_path: Path | None, sets: list[str] | None) -> tuple[Spec, str | None]:
     """The spec to read metrics with: ``--spec``, else the file the folder was run with, as it is now
     (with that run's overrides), else the copy kept in ``benchmark.json``. Also a warning, or None."""
-    import json
-
     from benchlab.errors import ResultsNotFound
+    from benchlab.results_files import SavedSpec, benchmark_file
     from benchlab.spec import Spec, load_spec
 
-    saved: dict[str, Any] = {}
-    path = folder / "benchmark.json"
-    if path.exists():
-        saved = json.loads(path.read_text())
-    overrides: list[str] | dict[str, Any] = sets if sets else dict(saved.get("overrides") or {})
+    path = benchmark_file(folder)
+    saved = SavedSpec.read(path)
+    overrides: list[str] | dict[str, Any] = sets if sets else dict(saved.overrides if saved else {})
     if spec_path is not None:
         return load_spec(spec_path, overrides), None
-    recorded = saved.get("spec_path")
+    recorded = saved.spec_path if saved else None
     if recorded and Path(recorded).is_file():
         return load_spec(recorded, overrides), None
-    if not saved:
+    if saved is None:
         raise ResultsNotFound(folder, f"{path} is missing: name the spec with --spec")
-    spec = Spec.model_validate(saved["spec"])
+    spec = Spec.model_validate(saved.spec)
     return spec, (f"{recorded or 'the spec file'} is not there any more: reading with the spec the runs "
                   "were made with (name another with --spec)")

@@ -50,30 +50,24 @@ from benchlab.ledger import (
     VersionRecord,
 )
 from benchlab.plan import Run, expand
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR, VERSION_FILE, VERSIONS_DIR
+from benchlab.results_files import RECORDS_FILE, VERSION_FILE, VERSIONS_DIR, SavedSpec, benchmark_file
+from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR
 from benchlab.secrets import Fingerprint, known_fingerprints
 from benchlab.spec import Metric, Spec
 
 _T = TypeVar("_T")
 
-#: The ledger's own records as ``benchlab export`` publishes them (:func:`ledger_records`).
-RECORDS_FILE = "ledger-records.json"
 #: The attempt fields a published record keeps: not the local process (pid, process group).
 _ATTEMPT_FIELDS = ("number", "status", "exit_code", "signal", "started", "ended", "host", "node", "gpus",
                    "failure_class", "error", "log_tail", "gpu_util_mean", "gpu_util_max", "gpu_mem_peak_mib")
 
 
-def _spec_of(folder: Path) -> Spec:
-    path = folder / "benchmark.json"
-    if not path.exists():
-        raise ResultsNotFound(folder, f"{path} is missing: cannot tell which metrics to read")
-    data = json.loads(path.read_text())
-    spec = Spec.model_validate(data["spec"])
+def _spec_of(saved: SavedSpec) -> Spec:
+    spec = Spec.model_validate(saved.spec)
     # Where the spec was and the -s it was run with: the report's reproduction commands name them.
-    if isinstance(data.get("spec_path"), str):
-        spec.path = Path(data["spec_path"])
-    if isinstance(data.get("overrides"), dict):
-        spec.overrides = data["overrides"]
+    if saved.spec_path is not None:
+        spec.path = Path(saved.spec_path)
+    spec.overrides = dict(saved.overrides)
     return spec
 
 
@@ -114,7 +108,8 @@ def rebuild_store(folder: Path | str) -> Rebuilt:
         raise ResultsNotFound(folder, f"{folder}: no runs/ folder to rebuild from")
     # Without the spec, the run directories describe themselves: benchlab's metrics.json (which
     # holds what extractors read) and the metrics each run was judged by, in provenance.json.
-    spec = _spec_of(folder) if (folder / "benchmark.json").exists() else None
+    saved = SavedSpec.read(benchmark_file(folder))
+    spec = _spec_of(saved) if saved is not None else None
     # Taking the lock removes what a killed rebuild left (as every holder of the lock does).
     with ResultsLock(folder, purpose="benchlab collect --rebuild"):
         db = folder / DB_NAME

@@ -22,8 +22,10 @@ from pathlib import Path
 from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
+from benchlab.errors import DataError
 from benchlab.ledger import COMPLETED, FAILED, ResultsLock, Store
 from benchlab.plan import expand
+from benchlab.results_files import SavedSpec, benchmark_file
 from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 from benchlab.spec import Spec
 
@@ -127,13 +129,10 @@ def _adopt_metrics(store: Store, folder: Path, spec: Spec) -> None:
     base = store.benchmark() or new
     store.set_benchmark(replace(base, primary=new.primary, goal=new.goal, metrics=new.metrics,
                                 spec={**base.spec, "metrics": metrics}))
-    path = folder / "benchmark.json"
+    path = benchmark_file(folder)
     try:
-        saved = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return
-    if isinstance(saved, dict) and isinstance(saved.get("spec"), dict):
-        saved["spec"]["metrics"] = metrics
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(saved, indent=1, default=str))
-        tmp.replace(path)
+        saved = SavedSpec.read(path)
+    except (OSError, DataError):
+        return  # the ledger holds the metrics now; a copy that cannot be read is left as it is
+    if saved is not None:
+        replace(saved, spec={**saved.spec, "metrics": metrics}).write(path)

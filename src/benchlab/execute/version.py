@@ -33,17 +33,20 @@ from typing import TYPE_CHECKING, Any
 from benchlab.errors import UserError
 from benchlab.json_types import JsonObject
 from benchlab.ledger import DatasetSum, VersionRecord
-from benchlab.run_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR
+from benchlab.results_files import (
+    DATASET_CACHE,
+    DIFF_FILE,
+    PACKAGES_FILE,
+    VERSION_FILE,
+    VERSIONS_DIR,
+    SavedSpec,
+    version_spec_file,
+)
 from benchlab.secrets import Fingerprint, credential_env, fingerprints, short_hash
 
 if TYPE_CHECKING:
     from benchlab.ledger import CodeState
     from benchlab.spec import Spec
-
-DIFF_FILE = "code.diff"
-PACKAGES_FILE = "packages.txt"
-SPEC_FILE = VERSION_SPEC_FILE
-DATASET_CACHE = "dataset-hashes.json"
 
 _CHUNK = 1 << 20
 _ENV_REF = re.compile(r"\$\{?([A-Z_][A-Z0-9_]*)\}?")
@@ -288,9 +291,8 @@ def write_version(results_dir: Path, version: BenchmarkVersion, spec: Spec) -> P
     folder.mkdir(parents=True, exist_ok=True)
     (folder / DIFF_FILE).write_text(version.diff)
     (folder / PACKAGES_FILE).write_text("".join(f"{p}\n" for p in version.packages))
-    (folder / SPEC_FILE).write_text(json.dumps(
-        {"spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True),
-         "spec_path": str(spec.path) if spec.path else None, "overrides": spec.overrides}, indent=1, default=str))
+    SavedSpec(spec.model_dump(mode="json", by_alias=True, exclude_none=True),
+              str(spec.path) if spec.path else None, spec.overrides).write(version_spec_file(results_dir, version.id))
     tmp = folder / (VERSION_FILE + ".tmp")
     tmp.write_text(json.dumps(version.to_json(), indent=1))
     os.replace(tmp, folder / VERSION_FILE)

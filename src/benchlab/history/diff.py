@@ -31,9 +31,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.benchmark_info import Goal, goal_of
 from benchlab.errors import DataError
-from benchlab.execute.version import PACKAGES_FILE, SPEC_FILE, VERSIONS_DIR
 from benchlab.json_types import JsonObject
+from benchlab.results_files import DIFF_FILE, PACKAGES_FILE, VERSIONS_DIR, SavedSpec, version_spec_file
 from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 
 if TYPE_CHECKING:
@@ -175,10 +176,9 @@ def read_side(text: str | Path) -> Side:
         raise DataError(f"{raw}: no completed run of version {version.id} in {folder} (a run re-run under a "
                         "later version keeps only its latest result)")
     spec, spec_path = meta.spec, meta.spec_path
-    recorded = folder / VERSIONS_DIR / version.id / SPEC_FILE
-    if recorded.exists():  # the spec as this version resolved it, not as the ledger last saw it
-        data = json.loads(recorded.read_text())
-        spec, spec_path = data.get("spec", spec), data.get("spec_path", spec_path)
+    recorded = SavedSpec.read(version_spec_file(folder, version.id))
+    if recorded is not None:  # the spec as this version resolved it, not as the ledger last saw it
+        spec, spec_path = recorded.spec, recorded.spec_path
     return Side(raw, folder, meta.name, meta.goal, spec, spec_path, version,
                 pd.DataFrame(table).reset_index(drop=True), {})
 
@@ -215,16 +215,16 @@ def diff_results(before: Side, after: Side, *, metric: str | None = None, summar
     keyed = [{k: dict(zip(g["seed"].tolist(), g["value"].tolist(), strict=True))
               for k, g in r.groupby(["task", "config", "metric"], sort=True)} for r in runs]
     shared = sorted(keyed[0].keys() & keyed[1].keys())
-    raw: list[tuple[tuple[str, str, str], Any, dict[int, float], dict[int, float], str]] = []
+    raw: list[tuple[tuple[str, str, str], Any, dict[int, float], dict[int, float], Goal]] = []
     for i, key in enumerate(shared):
         b, a = keyed[0][key], keyed[1][key]
-        goal = after.goals.get(key[2]) or before.goals.get(key[2]) or "max"
+        goal = goal_of({**before.goals, **after.goals}, key[2])  # the after side's where both name it
         # The same pairing rule as analyze: paired on the shared seeds when they are most of
         # each side's runs, else unpaired on every run.
         paired, common = shared_seeds(sorted(b), sorted(a))
         seeds_b, seeds_a = (common, common) if paired else (sorted(b), sorted(a))
         cmp = compare(np.array([b[s] for s in seeds_b]), np.array([a[s] for s in seeds_a]),
-                      paired=paired, goal=goal, reps=reps, seed=seed + i, label="/".join(key))  # type: ignore[arg-type]
+                      paired=paired, goal=goal, reps=reps, seed=seed + i, label="/".join(key))
         raw.append((key, cmp, b, a, goal))
     # One Holm family per metric, as in analyze and the report.
     adjusted: list[float | None] = [None] * len(raw)
@@ -324,7 +324,7 @@ def code_changes(before: Side, after: Side) -> list[str]:
         def where(side: Side, v: VersionRecord | None) -> str:
             if v is None or not v.diff_sha256:
                 return "none"
-            return f"{side.folder / VERSIONS_DIR / v.id / 'code.diff'} (sha256 {v.diff_sha256[:8]})"
+            return f"{side.folder / VERSIONS_DIR / v.id / DIFF_FILE} (sha256 {v.diff_sha256[:8]})"
         out.append(f"uncommitted diff: {where(before, vb)} -> {where(after, va)}")
     elif db:
         out.append(f"uncommitted diff: the same on both sides (sha256 {db[:8]})")

@@ -173,14 +173,14 @@ def eee_records(table: Results, source: EeeSource | None = None, *, now: float |
                 uncertainty = _seed_uncertainty(row)
             score = row.mean
             assert score is not None  # rows without a finite mean were left out above
-            results.append(_result(row.task, row.metric, info.goal.get(row.metric, "max"), float(score), rng,
+            results.append(_result(row.task, row.metric, info.metric_goal(row.metric), float(score), rng,
                                    uncertainty, details, info.name))
         for q in q_rows:  # the harness's own metrics over questions, beside the spec's
             if any(_same_metric(q.metric, r.metric) and q.task == r.task for r in rows if r.config == config):
                 continue
             if not math.isfinite(q.result.mean):
                 continue
-            results.append(_result(q.task, q.metric, info.goal.get(q.metric, "max"), float(q.result.mean),
+            results.append(_result(q.task, q.metric, info.metric_goal(q.metric), float(q.result.mean),
                                    ranges.get(q.metric), _question_uncertainty(q), {"seeds": str(q.seeds)},
                                    info.name))
         if not results:

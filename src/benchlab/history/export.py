@@ -37,21 +37,31 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from benchlab.collect.rebuild import RECORDS_FILE, ledger_records
+from benchlab.collect.rebuild import ledger_records
 from benchlab.errors import DataError, UsageError
-from benchlab.execute.version import DIFF_FILE, VERSIONS_DIR
 from benchlab.history.scan import Limits, scan_bytes
 from benchlab.json_types import JsonObject
-from benchlab.preregistration import REGISTRATION_FILE
+from benchlab.results_files import (
+    BENCHMARK_FILE,
+    BENCHMARKS_FILE,
+    DIFF_FILE,
+    PLOTS_DIR,
+    RECORDS_FILE,
+    REGISTRATION_FILE,
+    REPORT_FILE,
+    REPORT_FILES,
+    REPORT_HTML,
+    VERSIONS_DIR,
+)
+from benchlab.run_files import RUNS_DIR
 from benchlab.secrets import Finding, SecretFound, known_fingerprints
 
 MANIFEST = ".benchlab-export.json"
 LOG_MD = "EXPORTS.md"
 LOG_JSON = "exports.json"
 WHATS = ("report", "runs", "all")
-REPORT_FILES = ("BENCHMARK_REPORT.md", "BENCHMARKS.md", "results.csv", "report.html")
 #: The files whose relative links point into the results folder and are rewritten on export.
-LINKED = ("BENCHMARK_REPORT.md", "BENCHMARKS.md", "report.html")
+LINKED = (REPORT_FILE, BENCHMARKS_FILE, REPORT_HTML)
 _MD_LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 _HTML_LINK = re.compile(r"""((?:href|src)=["'])([^"']+)(["'])""")
 _RUN_LINK = re.compile(r"^(?:\./)?runs/([^/]+)/")
@@ -265,7 +275,7 @@ def files_to_export(results: Path, what: str, *, with_diff: bool = False,
         raise DataError(f"--what must be one of {', '.join(WHATS)}; got {what!r}")
     out: list[Path] = []
     if what in ("report", "all"):
-        if not (results / "BENCHMARK_REPORT.md").exists():
+        if not (results / REPORT_FILE).exists():
             raise DataError(f"{results}: no report to export (BENCHMARK_REPORT.md is missing); write it with "
                             f"`benchlab report {results}`, or export --what runs")
         for n in REPORT_FILES:
@@ -273,17 +283,17 @@ def files_to_export(results: Path, what: str, *, with_diff: bool = False,
                 outside.append(n)
             elif (results / n).is_file():
                 out.append(Path(n))
-        if (results / "plots").is_dir():
-            out += _files_under(results, results / "plots", outside)
+        if (results / PLOTS_DIR).is_dir():
+            out += _files_under(results, results / PLOTS_DIR, outside)
     if what in ("runs", "all"):
-        for folder in ("runs", VERSIONS_DIR):
+        for folder in (RUNS_DIR, VERSIONS_DIR):
             if (results / folder).is_dir():
                 out += [p for p in _files_under(results, results / folder, outside)
                         if not p.name.endswith(".tmp") and (with_diff or p.parts[0] != VERSIONS_DIR
                                                             or p.name != DIFF_FILE)]
         # What `collect --rebuild` of the published copy needs beside the run folders (the ledger's
-        # own records are added by export itself, read from the ledger: rebuild.RECORDS_FILE).
-        for name in ("benchmark.json", REGISTRATION_FILE):
+        # own records are added by export itself, read from the ledger: results_files.RECORDS_FILE).
+        for name in (BENCHMARK_FILE, REGISTRATION_FILE):
             if (results / name).is_file() and not (results / name).is_symlink():
                 out.append(Path(name))
     return out

@@ -28,9 +28,11 @@ import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
+from benchlab.benchmark_info import goal_of
 from benchlab.errors import DataError
+from benchlab.results_files import SOURCES_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,10 +53,6 @@ class ImportedRun:
     failure_class: str | None = None
     error: str = ""
     tail: str = ""
-
-
-#: The file of a merged results folder that describes its sources (:func:`read_sources`).
-SOURCES_FILE: Final = "merged.json"
 
 
 @dataclass(frozen=True)
@@ -265,7 +263,7 @@ def merge_sources(paths: list[Path]) -> Merged:
             targets = {**i.targets, **targets}
     baseline = next((renamed(n, i.baseline) for i, n in infos if i is not None and i.baseline), None)
     info = BenchmarkInfo(
-        name=" + ".join(names), primary=primary, goal={m: goals.get(m, "max") for m in metrics}, baseline=baseline,
+        name=" + ".join(names), primary=primary, goal={m: goal_of(goals, m) for m in metrics}, baseline=baseline,
         configs=list(dict.fromkeys([*table["config"].astype(str), *(r.config for r in without)])),
         tasks=list(dict.fromkeys([*table["task"].astype(str), *(r.task for r in without)])),
         targets=targets, description="Merged from " + ", ".join(f"{p} ({s.code_text()})"

@@ -20,7 +20,13 @@ each table and column is written in one place.
 
 from __future__ import annotations
 
-DB_NAME = "benchlab.db"
+from typing import Final
+
+from benchlab.results_files import LEDGER_FILE
+
+#: The ledger's file in a results folder (spelt in ``results_files.py`` with the folder's others).
+DB_NAME: Final = LEDGER_FILE
+
 #: The version written into a ledger's ``meta`` (``schema_version``): one more than the number of
 #: the last step of ``migrations.py`` (a test checks it), so a ledger a newer benchlab has brought
 #: further says so, and this one refuses it rather than misread or overwrite what it cannot know.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from benchlab import preregistration
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
@@ -22,6 +22,7 @@ from benchlab.report.leaderboard import config_settings, render_leaderboard, sta
 from benchlab.report.markdown import CodeAt, FailureRow, ReportData, primary_counts, render_markdown, warm_templates
 from benchlab.report.tables import describe
 from benchlab.results import Curves, Environment, GpuPlacement, Results, read
+from benchlab.results_files import BENCHMARKS_FILE, PLOTS_DIR, REPORT_FILE, RESULTS_CSV
 from benchlab.run_files import runs_dir
 from benchlab.stats.ranges import metric_ranges, normal_metrics
 
@@ -170,7 +171,7 @@ def leaderboard(data: ReportData, out_dir: Path | None = None) -> str:
         tasks,
         configs,
         info_.targets,
-        info_.goal.get(info_.primary, "max"),
+        info_.primary_goal,
         info_.primary,
         info_.name,
         seeds=primary_counts(data.accounting, info_.primary),
@@ -225,7 +226,7 @@ def score_links(
     from benchlab.stats.describe import median_member
 
     info_ = data.info
-    goal: Literal["max", "min"] = "min" if info_.goal.get(info_.primary) == "min" else "max"
+    goal = info_.primary_goal
     finals = data.finals
     if not len(finals):
         return {}
@@ -323,7 +324,7 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     out_dir.mkdir(parents=True, exist_ok=True)
     data = account_seeds(gather(table), failed_as)
     info_, used, desc = data.info, data.used, data.desc
-    csv_path = out_dir / "results.csv"
+    csv_path = out_dir / RESULTS_CSV
     write_text_atomic(csv_path, published_table(table).to_csv(index=False))
     pending = None
     if plots:
@@ -363,15 +364,15 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     figures: list[dict[str, str]] = []
     if pending is not None:
         figures = [p.as_dict() for p in pending()]
-        drawn = publish_plots(staging, out_dir / "plots")
+        drawn = publish_plots(staging, out_dir / PLOTS_DIR)
         extra += [out_dir / p["path"] for p in figures]
-    bench_md = out_dir / "BENCHMARKS.md"
+    bench_md = out_dir / BENCHMARKS_FILE
     write_text_atomic(bench_md, bench_text)
     extra.insert(0, bench_md)
     # The sections that are not statistics of the results table, added once they are all known.
     data = replace(data, questions=questions_text, analysis_plan=analysis_plan, plots=figures)
     text = render_markdown(data)
-    md = out_dir / "BENCHMARK_REPORT.md"
+    md = out_dir / REPORT_FILE
     write_text_atomic(md, text)
     if html:
         from benchlab.report.html import write_html
@@ -385,5 +386,5 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         extra.append(write_html(page, out_dir, f"Benchmark report: {info_.name}"))
     if pending is not None:
         # Only now that no new file points at them (a stale figure would be embedded otherwise).
-        remove_stale_plots(out_dir / "plots", drawn)
+        remove_stale_plots(out_dir / PLOTS_DIR, drawn)
     return ReportFiles(folder=out_dir, markdown=md, csv=csv_path, extra=extra)

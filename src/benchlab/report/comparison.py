@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from benchlab.benchmark_info import goal_of
 from benchlab.errors import DataError
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def compare(
         references=references, source=str(folder),
     )
     keep_pair(analysis, baseline, candidate)
-    chosen = goals if isinstance(goals, str) else goals.get(metric or "", "max")
+    chosen = goal_of(goals, metric or "")
     return Comparison("seeds", seeds=analysis, goal=chosen)
 
 
@@ -189,7 +190,7 @@ def _compare_questions(folder: Path, *, baseline: str | None, candidate: str, me
         raise DataError(f"no config {candidate!r} in the samples; configs are {', '.join(have)}")
     result.comparisons = [c for c in result.comparisons if c.candidate == candidate]
     result.warnings[:0] = [*notes, *pairing]
-    chosen = goals if isinstance(goals, str) else goals.get(metric or "", "max")
+    chosen = goal_of(goals, metric or "")
     return Comparison("questions", questions=result, goal=chosen)
 
 

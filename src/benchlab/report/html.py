@@ -19,6 +19,8 @@ import html
 import re
 from pathlib import Path
 
+from benchlab.results_files import REPORT_HTML
+
 _CSS = """
 :root { color-scheme: light; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
@@ -85,7 +87,7 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
 
 def write_html(markdown_text: str, folder: Path, title: str) -> Path:
     """Write ``report.html`` into ``folder`` (where the plots are) and return its path."""
-    path = folder / "report.html"
+    path = folder / REPORT_HTML
     from benchlab.report.atomic import write_text_atomic
 
     write_text_atomic(path, render_html(markdown_text, folder, title))

@@ -188,7 +188,7 @@ def _best_sentence(data: ReportData, prim: pd.DataFrame, goal: str) -> tuple[str
 
 def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
     info = data.info
-    goal = info.goal.get(info.primary, "max")
+    goal = info.primary_goal
     prim = desc[desc["is_primary"]]
     if prim.empty:
         failed = sorted({c for _, c, _ in data.failed_runs})
@@ -386,7 +386,7 @@ def task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[TaskTable], 
     configs = list(info.configs) + sorted(set(desc["config"]) - set(info.configs))
     order = {c: i for i, c in enumerate(configs)}
     partial = {(p["task"], p["config"]) for p in data.partial}
-    goal = info.goal.get(info.primary, "max")
+    goal = info.primary_goal
     for task in [t for t in info.tasks if t in all_tasks] + sorted(all_tasks - set(info.tasks)):
         sub = desc[desc["task"] == task]
         prim = sub[sub["is_primary"]]
@@ -499,7 +499,7 @@ def _primary_comparisons(data: ReportData) -> list[ComparisonRow]:
 
 def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
     info = data.info
-    goal = info.goal.get(info.primary, "max")
+    goal = info.primary_goal
     tasks = [t for t in info.tasks if any(r.task == t for r in rows)]
     tasks += sorted({r.task for r in rows} - set(tasks))
     # The verdict comes third, so it is on screen however wide the rest of the table is.
@@ -643,7 +643,7 @@ def _family_text(rows: list[ComparisonRow]) -> str:
 
 def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
     info = data.info
-    goal = info.goal.get(info.primary, "max")
+    goal = info.primary_goal
     if not info.baseline:
         return "No baseline is named in the spec, so no config is compared against one."
     rows = _primary_comparisons(data)
@@ -1025,7 +1025,7 @@ def render_markdown(data: ReportData) -> str:
         date=_dt.date.today().isoformat(),
         tasks=info.tasks,
         primary=info.primary,
-        goal=info.goal.get(info.primary, "max"),
+        goal=info.primary_goal,
         seeds_text=seeds_text,
         sequential_text=_sequential_text(data.sequential),
         hardware=data.hardware,

@@ -13,10 +13,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+from benchlab.benchmark_info import BenchmarkInfo
+from benchlab.results_files import REPORT_FILE
+
 if TYPE_CHECKING:
     from benchlab.report.comparison import Comparison
 
-REPORT_FILE = "BENCHMARK_REPORT.md"
 _SECTIONS = ("## Summary", "## Results")
 
 
@@ -71,7 +73,8 @@ def comparison_markdown(comparison: Comparison) -> str:
         metric = rows[0].metric
         tasks = list(dict.fromkeys(r.task for r in rows))
         # The report's table writer reads the benchmark's goal, primary metric and task order.
-        info = SimpleNamespace(goal={metric: comparison.goal}, primary=metric, tasks=tasks)
+        info = BenchmarkInfo(name="", primary=metric, goal={metric: comparison.goal}, baseline=rows[0].baseline,
+                             configs=[], tasks=tasks)
         method = analysis.methods.diff_ci if analysis.methods is not None else "bootstrap"
         lines = [f"{cell(rows[0].candidate)} against the baseline **{cell(rows[0].baseline)}** on {cell(metric)}: "
                  f"mean diff is candidate − baseline ({'higher' if comparison.goal == 'max' else 'lower'} is an "

@@ -33,7 +33,7 @@ def normalised_scores(
     has no run on are left out (so every config is profiled over the same tasks), as
     are tasks whose two normalising values are equal; ``note`` names them.
     """
-    goal = info.goal.get(info.primary, "max")
+    goal = info.primary_goal
     prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
     tasks = [t for t in info.tasks if t in set(prim["task"])] + sorted(
         set(prim["task"]) - set(info.tasks)

@@ -64,7 +64,7 @@ def question_analysis(folder: Path, info: BenchmarkInfo,
         warnings.insert(0, str(exc).split(". Pairing", 1)[0])
     configs = sorted(set(table["config"]))
     baseline = info.baseline if info.baseline in configs else configs[0]
-    goal = info.goal.get(info.primary, "max")
+    goal = info.primary_goal
     result = analyze_questions(table, baseline=baseline, goal=goal)
     result.warnings[:0] = [*notes, *warnings]
     return result

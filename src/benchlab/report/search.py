@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.results_files import PLOTS_DIR
+
 if TYPE_CHECKING:
     from benchlab.search.summary import StudySection, StudySummary, TrialRow
 
@@ -34,7 +36,7 @@ def search_sections(sections: Sequence[StudySection], out: Path | str, *, plots:
             continue
         drawn: list[Path] = []
         if plots:
-            where = Path(out) / "plots" / f"search-{section.name}"
+            where = Path(out) / PLOTS_DIR / f"search-{section.name}"
             where.mkdir(parents=True, exist_ok=True)
             drawn = [p.relative_to(out) for p in draw_search_plots(section.summary, where)]
         parts.append(search_markdown(section.summary, drawn, title="## Search: "))

@@ -30,6 +30,7 @@ from benchlab.execute.sweep import Sweep, SweepResult
 from benchlab.json_types import ConfigValues
 from benchlab.ledger import COMPLETED, FAILED, PRUNED, ResultsLock, SearchRecord, Store
 from benchlab.plan import Run, expand
+from benchlab.results_files import SEARCH_DIR
 from benchlab.run_files import run_dir_of
 from benchlab.search.live import CurveTail
 from benchlab.search.study import (
@@ -47,7 +48,6 @@ from benchlab.search.study import (
 from benchlab.spec import Metric, Metrics, Spec
 from benchlab.spec.search import pruning_blind
 
-SEARCH_DIR = "search"
 #: How often runs flush their curves while a pruner reads them, and how often they are read (s).
 #: A pruned run goes on for up to both before it is stopped: in bench/search.py (steps of 5 ms,
 #: a loaded machine) a pruned trial reported 17 steps on average at 0.05 s, 11 to 15 at 0.02 s.

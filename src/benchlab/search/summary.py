@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.json_types import ConfigValues
-from benchlab.ledger import COMPLETED, PRUNED, SearchRecord, Store
+from benchlab.ledger import COMPLETED, DB_NAME, PRUNED, SearchRecord, Store
 from benchlab.search.study import FAILURE_ATTR, RETRY_OF_ATTR, RUNS_ATTR, read_study
 
 
@@ -74,7 +74,7 @@ def summarize_study(folder: Path | str) -> StudySummary:
     names: dict[str, str] = {}
     seconds: dict[str, float] = {}
     finished: dict[str, str] = {}
-    if (folder / "benchlab.db").exists():
+    if (folder / DB_NAME).exists():
         with Store.open(folder) as store:
             meta = store.search_record() or meta
             for r in store.runs(current_only=False):
@@ -125,7 +125,8 @@ class StudySection:
 def summarize_studies(results: Path | str) -> tuple[StudySection, ...]:
     """The studies kept under ``<results>/search/``, by folder name; () when there is none."""
     from benchlab.errors import MissingExtra, SearchError
-    from benchlab.results import SEARCH_DIR, search_folders
+    from benchlab.results import search_folders
+    from benchlab.results_files import SEARCH_DIR
 
     if not (Path(results) / SEARCH_DIR).is_dir():
         return ()

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from benchlab.benchmark_info import goal_of
 from benchlab.choices import FailedAsChoice
 from benchlab.errors import BadArgument
 from benchlab.stats.analysis import (
@@ -115,10 +116,6 @@ class Accounting:
 def _seeds(seeds: Sequence[Any], most: int = 8) -> str:
     shown = ", ".join(map(str, list(seeds)[:most]))
     return shown + (f" and {len(seeds) - most} more" if len(seeds) > most else "")
-
-
-def _goal(goal: str | Mapping[str, str], metric: str) -> str:
-    return goal.get(metric, "max") if isinstance(goal, Mapping) else goal
 
 
 def count_seeds(
@@ -223,7 +220,7 @@ def _worst_values(
     out = {}
     good = table[np.isfinite(table["value"].to_numpy(dtype=float))]
     for (task, metric), g in good.groupby(["task", "metric"], sort=False):
-        up = _goal(goal, metric) == "max"
+        up = goal_of(goal, metric) == "max"
         bounds = range_of(ranges, task, metric)
         if bounds is not None:
             out[(task, metric)] = float(bounds[0] if up else bounds[1])
@@ -232,7 +229,7 @@ def _worst_values(
     for task, metric in dict.fromkeys(zip(table["task"], table["metric"], strict=True)):
         bounds = range_of(ranges, task, metric)
         if (task, metric) not in out and bounds is not None:
-            up = _goal(goal, metric) == "max"
+            up = goal_of(goal, metric) == "max"
             out[(task, metric)] = float(bounds[0] if up else bounds[1])
     return out
 
@@ -481,8 +478,8 @@ def _aggregate_failed_as_worst(result: Analysis, table: pd.DataFrame, acc: Accou
     reduced, _ = reduce_runs(worst_table, kwargs.get("summary", "final"), align=kwargs.get("align"))
     runs = RunValues.from_frame(reduced)
     configs = [row.config for row in result.aggregate]
-    metric_goal = _goal(goal, metric)
-    matrices = score_matrices(runs, metric_goal, kwargs.get("references"), configs,  # type: ignore[arg-type]
+    metric_goal = goal_of(goal, metric)
+    matrices = score_matrices(runs, metric_goal, kwargs.get("references"), configs,
                               kwargs.get("normalize", "none"))
     if set(matrices.tasks) != tasks:
         return  # a different task set would not be the same aggregate

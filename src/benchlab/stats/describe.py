@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from scipy.special import ndtri, stdtrit
 
+from benchlab.benchmark_info import goal_of
 from benchlab.stats.bootstrap import (
     BOOTSTRAP_T_MIN_N,
     FEW_FOR_BOOTSTRAP_T,
@@ -322,7 +323,7 @@ def describe_groups(
         groups.setdefault((r["task"], r["metric"]), []).append(i)
     seeded = "seed" in table.columns
     for (task, metric), idx in groups.items():
-        g = goal if isinstance(goal, str) else goal.get(str(metric), "max")
+        g = goal_of(goal, str(metric))
         means = [rows[i]["mean"] for i in idx]
         separated = None
         if seeded:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchlab.benchmark_info import goal_of
 from benchlab.json_types import JsonObject
 from benchlab.stats.compare import holm, is_significant
 from benchlab.stats.questions import (
@@ -262,7 +263,6 @@ def judge(comparisons: list[QuestionComparisonRow], *, alpha: float = 0.05,
     and candidate compared on that metric. A secondary metric logged beside the primary one
     never weakens the primary's verdicts, and ``compare``, ``analyze`` and the report, given the
     same comparisons, give the same adjusted p-values."""
-    goals = goal if isinstance(goal, dict) else {}
     adjusted: list[float | None] = [None] * len(comparisons)
     for met in dict.fromkeys(c.metric for c in comparisons):
         idx = [i for i, c in enumerate(comparisons) if c.metric == met]
@@ -274,7 +274,7 @@ def judge(comparisons: list[QuestionComparisonRow], *, alpha: float = 0.05,
         r = row.result
         row.p_holm = p
         row.significant = is_significant(p, r.ci_low, r.ci_high, alpha)
-        g = goals.get(row.metric, goal if isinstance(goal, str) else "max")
+        g = goal_of(goal, row.metric)
         if row.significant is None:
             row.verdict = "undetermined"
         elif not row.significant:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from benchlab.benchmark_info import goal_of
 from benchlab.choices import AlignChoice
 from benchlab.errors import BadArgument, DataError
 from benchlab.long_format import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
@@ -325,13 +326,6 @@ def _seed(seed: int, *parts: object) -> np.random.SeedSequence:
     return np.random.SeedSequence([seed, zlib.crc32("\x1f".join(map(str, parts)).encode())])
 
 
-def _goal_of(goal: Goal | Mapping[str, Goal], metric: str) -> Goal:
-    g = goal.get(metric, "max") if isinstance(goal, Mapping) else goal
-    if g not in ("max", "min"):
-        raise BadArgument("goal", g, ("max", "min"), what=f"goal of metric {metric!r}")
-    return g
-
-
 def _num(x: float | None) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
@@ -465,7 +459,7 @@ def analyze(df: pd.DataFrame | RunValues, options: AnalysisOptions | None = None
     normalization = Normalization(method=None, metric=primary)
     if primary is not None:
         aggregates, normalization = _aggregate(
-            runs.where(m == primary for m in runs.metric), configs, _goal_of(o.goal, primary),
+            runs.where(m == primary for m in runs.metric), configs, goal_of(o.goal, primary),
             o.references, o.normalize, o.reps, o.seed, o.confidence, warnings, (o.ranges or {}).get(primary))
         normalization.metric = primary
     boot = o.method if o.method != "studentized" else "bootstrap-t (studentized)"
@@ -549,11 +543,11 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
         by_seed = {config: {runs.seed[i]: float(runs.value[i]) for i in rows_of
                             if np.isfinite(runs.value[i])} for config, rows_of in by_config.items()}
         separated = separated_from_best([r.config for r in rows], [r.mean for r in rows], by_seed,
-                                        _goal_of(o.goal, met), o.alpha,
+                                        goal_of(o.goal, met), o.alpha,
                                         bounds=range_of(o.ranges or {}, str(task), str(met)),
                                         normal=assumes_normal(o.assume_normal, str(task), str(met)))
         ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
-                     [r.ci_high for r in rows], _goal_of(o.goal, met), separated)
+                     [r.ci_high for r in rows], goal_of(o.goal, met), separated)
         for r, rk in zip(rows, ranks, strict=True):
             r.rank = rk
         summary_rows += rows
@@ -640,7 +634,7 @@ def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
             c = np.array([other[s] for s in common] if paired else list(other.values()))
             # Paired bootstrap-t intervals are filled in below, all sizes at once.
             batch = paired and method == "studentized"
-            cmp = compare(b, c, paired, _goal_of(goal, met), 0 if batch else reps, confidence,
+            cmp = compare(b, c, paired, goal_of(goal, met), 0 if batch else reps, confidence,
                           method, _seed(seed, "compare", task, met, baseline, cand), label)
             warnings += cmp.warnings
             shape = shape_caveat(b, c, cmp.paired, cmp.t_pvalue if cmp.paired else cmp.welch_pvalue,

@@ -175,7 +175,7 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
 
     found = question_analysis(folder, info)
     questions = markdown_rows(render_section(found).splitlines()) if found is not None else []
-    return ReportNumbers(info.primary, info.goal.get(info.primary, "max"), info.baseline, tables, secondary,
+    return ReportNumbers(info.primary, info.primary_goal, info.baseline, tables, secondary,
                          comparisons, board, list(data.analysis.warnings if data.analysis else []), questions)
 
 
@@ -346,11 +346,11 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
                                           _times(np.asarray(steps, dtype=float), started, last_write),
                                           _finite(np.asarray(vals))))
     ordered = [c for c in order if c in bands] + sorted(set(bands) - set(order))
-    goals = info.goal if info is not None else {}
     from benchlab.report.style import style
 
     # The report's colours, given in the same order as its curve plots give them (config order).
-    return Curves(task, metric, goals.get(metric), [
+    goal = info.metric_goal(metric) if info is not None and metric in info.goal else None
+    return Curves(task, metric, goal, [
         ConfigCurves(c, style(i)["color"], *bands[c], lines_of[c]) for i, c in enumerate(ordered)])
 
 

@@ -31,6 +31,7 @@ from benchlab.errors import DataError, UsageError
 from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.ledger import COMPLETED, ResultsLock, Store
 from benchlab.plan import Run, run_id
+from benchlab.results_files import benchmark_file
 from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
 
 if TYPE_CHECKING:
@@ -232,7 +233,7 @@ def import_runs(runs: Iterable[SourceRun], results: Path | str, *, naming: Namin
     folder = Path(results)
     if goal not in ("max", "min"):
         raise UsageError(f"--goal must be max or min, got {goal!r}")
-    if (folder / "benchmark.json").exists():
+    if benchmark_file(folder).exists():
         raise DataError(f"{folder} holds the runs of a spec (benchmark.json); import into a results folder "
                         "of its own")
     with ResultsLock(folder, purpose="benchlab import"):
