@@ -200,6 +200,22 @@ def test_a_parquet_samples_table_reads_as_the_csv_does(tmp_path):
     assert json.loads(proc.stdout)["comparisons"][0]["mean_diff"] == pytest.approx(-0.5)
 
 
+def test_names_new_in_a_later_part_of_the_file_keep_their_rows(tmp_path):
+    # Each Parquet row group (and each block of a large CSV) comes with its own dictionary of
+    # names; the reader maps every part's codes onto one set of names.
+    import pandas as pd
+
+    columns = {"task": ["t", "t", "u", None, "u", "v"], "config": ["a", "b", "b", "a", "c", "a"],
+               "question": ["1", "1", "2", "2", "3", "3"], "value": [1, 0, 1, 1, 0, 1],
+               "cluster": [None, None, "k", None, "k", "j"]}
+    pd.DataFrame(columns).to_parquet(tmp_path / "s.parquet", index=False, row_group_size=2)
+    table, _ = read_samples(tmp_path / "s.parquet")
+    for col in ("task", "config", "cluster"):
+        assert [None if pd.isna(v) else str(v) for v in table[col]] == columns[col]
+    assert list(table["config"].cat.categories) == ["a", "b", "c"]  # in order of appearance
+    assert table["value"].tolist() == [1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+
+
 def test_a_runs_own_curves_beside_benchlab_eval_records_are_not_read_as_questions(tmp_path):
     run = tmp_path / "evals" / "step20"
     run.mkdir(parents=True)
