@@ -694,6 +694,22 @@ def test_the_ledger_is_reached_only_through_its_package():
     assert leaks == []
 
 
+def _sqlite3_uses(source: str) -> list[int]:
+    """The lines where ``source`` imports ``sqlite3`` (to catch its errors, or open a file with it)."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(source))
+                  if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "sqlite3" for a in node.names))
+                  or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlite3"))
+
+
+def test_sqlite_errors_are_caught_only_inside_the_ledger():
+    # The ledger translates what SQLite raises at its door (ledger/door.py, errors.LedgerError):
+    # a caller that caught sqlite3's errors would miss the file's own failures once translated.
+    assert _sqlite3_uses("import os, sqlite3\ndef f():\n    from sqlite3 import DatabaseError\n") == [1, 3]
+    found = [f"{path.relative_to(SRC.parent)}:{line}" for name, path in MODULES.items()
+             if _unit(name) not in (LEDGER_PACKAGE, OWN_DATABASES) for line in _sqlite3_uses(path.read_text())]
+    assert found == []
+
+
 def _past_the_ledgers_door(source: str) -> list[str]:
     """Where ``source`` imports the ledger package's inside: a module of it
     (``benchlab.ledger.store``), or a name ``benchlab.ledger`` does not export."""
