@@ -438,6 +438,38 @@ def test_the_sweep_names_no_backend():
     assert spelt == []
 
 
+#: The backend protocol and what records an attempt from it: generic for every backend.
+PROTOCOL_MODULES = ("benchlab.execute.base", "benchlab.execute.record", "benchlab.execute.provenance")
+#: Backend words these modules still spell, each with its reason.
+PROTOCOL_BACKEND_WORDS = {
+    ("benchlab.execute.provenance", "slurm_job_id"): "AttemptProvenance.job_id reads what releases before wrote",
+    ("benchlab.execute.provenance", "slurm_state"): "AttemptProvenance.job_state reads what releases before wrote",
+}
+
+
+def _backend_words(constants: list[tuple[int, str]], backends: set[str], allowed: set[str]) -> list[str]:
+    """The string literals that are a backend's name or a key it prefixes (``slurm_job_id``),
+    those in ``allowed`` (the registry's own entries) left out."""
+    word = re.compile("(" + "|".join(map(re.escape, sorted(backends))) + r")(_\w+)?")
+    return [f"{line}: {value!r}" for line, value in constants if value not in allowed and word.fullmatch(value)]
+
+
+def test_the_backend_protocol_names_no_backend():
+    # What a backend reports (Outcome) and how it is recorded is the same for every backend: a
+    # field or key named for one (slurm_job_id) makes the next backend borrow another's name.
+    from benchlab.execute.base import BUILTIN_BACKENDS
+
+    backends = set(BUILTIN_BACKENDS)
+    registry = set(BUILTIN_BACKENDS) | set(BUILTIN_BACKENDS.values())
+    planted = [(1, "slurm_job_id"), (2, "ray"), (3, "job_id"), (4, "slurmish"), (5, "local"), (6, "a slurm job")]
+    assert _backend_words(planted, backends, {"local"}) == ["1: 'slurm_job_id'", "2: 'ray'"]
+    found = [f"{MODULES[name].relative_to(SRC.parent)}:{where}" for name in PROTOCOL_MODULES
+             for where in _backend_words(_string_constants(MODULES[name]), backends,
+                                         registry | {word for (module, word) in PROTOCOL_BACKEND_WORDS
+                                                     if module == name})]
+    assert found == []
+
+
 def test_the_runs_folder_is_joined_only_in_run_files():
     # `results / "runs"` spelt anywhere else would be a second definition of where runs live.
     joined = sorted(f"{path.relative_to(SRC.parent)}:{node.lineno}"
