@@ -430,6 +430,18 @@ def test_the_sweep_imports_no_backend():
                   if i.importer == "benchlab.execute.sweep" and i.imported in backends) == []
 
 
+def test_the_sequential_design_is_beneath_the_sweep_and_its_driver_above():
+    # The sweep's opening keeps the seeds --until-decided added (sequential.kept_runs), and the
+    # driver runs one sweep per look: in one module, that was a cycle through the sweep.
+    beneath = sorted(f"{i.line}: {i.imported}" for i in IMPORTS if i.importer == "benchlab.execute.sequential"
+                     and i.imported in ("benchlab.execute.sweep", "benchlab.execute.until_decided"))
+    assert beneath == []
+    assert not [i for i in IMPORTS if i.importer == "benchlab.execute.sweep" and i.imported ==
+                "benchlab.execute.until_decided"]
+    assert any(i.importer == "benchlab.execute.until_decided" and i.imported == "benchlab.execute.sweep"
+               for i in IMPORTS)
+
+
 def test_the_sweep_names_no_backend():
     from benchlab.execute.base import BUILTIN_BACKENDS
 
