@@ -809,6 +809,7 @@ def _benchmark_and_search(folder: Path) -> Path:
     from benchlab.ledger import COMPLETED, PRUNED, SearchRecord, Store
     from benchlab.plan import Run
     from benchlab.search.study import RUNS_ATTR, SUMMARY_ATTR, journal_storage
+    from benchlab.search.summary import store_importances
 
     def record(store: Store, runs: list[tuple[Run, float, str]]) -> None:
         store.register([run for run, _, _ in runs])
@@ -849,6 +850,7 @@ def _benchmark_and_search(folder: Path) -> Path:
         study.tell(trial, value if state == COMPLETED else None,
                    state=optuna.trial.TrialState.COMPLETE if state == COMPLETED else optuna.trial.TrialState.PRUNED)
         trials.append((run, value, state))
+    store_importances(study)  # as the search's end does
     with Store.create(study_folder) as store:
         store.set_search_record(SearchRecord(study.study_name, metric="score", goal="max", summary="final",
                                              budget=4, sampler="tpe", pruner="median"))
