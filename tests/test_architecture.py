@@ -335,7 +335,7 @@ TOP_LEVEL_MODULES = {
     "__init__", "__main__",
     "runlog",  # benchlab.log / benchlab.summary, inside a run
     "errors", "results", "plan", "benchmark_info", "long_format", "run_files", "failures",
-    "triage", "choices", "evalrules", "secrets", "extras", "watch",
+    "triage", "choices", "evalrules", "preregistration", "secrets", "extras", "watch",
     "json_types",  # the names of the mappings whose shape benchlab does not own, used by every step
 }
 TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "ledger", "report", "search", "spec",

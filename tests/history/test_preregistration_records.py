@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from benchlab.benchmark_info import BenchmarkInfo
-from benchlab.history.preregistration import (
+from benchlab.ledger import DB_NAME, AnalysisPlan, Registration, Store
+from benchlab.preregistration import (
     REGISTRATION_FILE,
     Deviation,
     DeviationKind,
@@ -24,7 +25,6 @@ from benchlab.history.preregistration import (
     restore,
     statement,
 )
-from benchlab.ledger import DB_NAME, AnalysisPlan, Registration, Store
 from benchlab.spec import load_spec
 from benchlab_testing import run_cli
 

@@ -26,11 +26,10 @@ from typing import TypeVar
 
 import yaml
 
-from benchlab import triage
+from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, LedgerError, NewerLedger, ResultsNotFound, StoreError
-from benchlab.history import preregistration
 from benchlab.json_types import JsonObject
 from benchlab.ledger import (
     COMPLETED,

@@ -40,9 +40,9 @@ from urllib.parse import urlsplit, urlunsplit
 from benchlab.collect.rebuild import RECORDS_FILE, ledger_records
 from benchlab.errors import DataError, UsageError
 from benchlab.execute.version import DIFF_FILE, VERSIONS_DIR
-from benchlab.history.preregistration import REGISTRATION_FILE
 from benchlab.history.scan import Limits, scan_bytes
 from benchlab.json_types import JsonObject
+from benchlab.preregistration import REGISTRATION_FILE
 from benchlab.secrets import Finding, SecretFound, known_fingerprints
 
 MANIFEST = ".benchlab-export.json"

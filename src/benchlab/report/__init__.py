@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from benchlab.history import preregistration
+from benchlab import preregistration
 from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import config_settings, render_leaderboard, status, task_settings

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.history.merge import MergedSource
-    from benchlab.history.preregistration import Registration
     from benchlab.ledger import SequentialRecord
+    from benchlab.preregistration import Registration
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("benchlab.report", "templates"),
@@ -102,7 +102,7 @@ class ReportData:
     used: pd.DataFrame | None = None  # the finals as the statistics see them (failed_as applied)
     #: The per (task, config, metric) table over ``used`` (:func:`benchlab.report.tables.describe`).
     desc: pd.DataFrame | None = None
-    #: The pre-registered analysis plan as the ledger holds it (``benchlab.history.preregistration``).
+    #: The pre-registered analysis plan as the ledger holds it (``benchlab.preregistration``).
     registered_plan: Registration | None = None
     analysis_plan: str = ""  # the "Analysis plan" section, Markdown
     #: (task, config) -> [(seed, run id)] of the completed runs, for BENCHMARKS.md's links.
