@@ -1,7 +1,9 @@
-"""Shared fixtures: a throwaway benchmark built from strings."""
+"""Shared fixtures (a throwaway benchmark built from strings), the grouping of tests that share a
+daemon when the suite runs on several workers, and the loud line for a suite of real parts skipped."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -23,3 +25,49 @@ def make_bench(tmp_path: Path) -> Callable[..., Bench]:
 
     return make
 
+
+
+# Tests that start or share one real daemon of this machine run on one worker (pytest-xdist's
+# --dist loadgroup): one Slurm (it writes the machine's munge key and its own spool), one dockerd
+# (its bridge network is the machine's), one dstack server, and one Ray at a time (a Ray cluster
+# wants the machine's cores and memory for itself).
+_GROUP_BY_FIXTURE = {"slurm_cluster": "slurm", "docker_daemon": "docker", "sagemaker_python": "docker",
+                     "dstack_server": "dstack", "ray_cluster": "ray"}
+_GROUP_BY_FOLDER = {"slurm": "slurm", "ray": "ray", "launcher": "docker"}
+
+
+def _group(item: pytest.Item) -> str:
+    for fixture, group in _GROUP_BY_FIXTURE.items():
+        if fixture in getattr(item, "fixturenames", ()):
+            return group
+    parts = item.path.relative_to(Path(__file__).parent).parts
+    if len(parts) > 1 and parts[0] in _GROUP_BY_FOLDER:
+        return _GROUP_BY_FOLDER[parts[0]]
+    # Otherwise a file's tests stay together, as --dist loadfile keeps them: its module-scoped
+    # fixtures (a benchmark run once for the file's assertions) are then built once, not per worker.
+    return "/".join(parts)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks (its hook suffixes node ids)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+
+
+# A fixture that cannot start its real part skips with "NO <PART> TESTS RAN: <reason>". The reports
+# reach the session that prints (the controller, when several workers ran), so the loud line is
+# made from them, and a skipped suite of real parts cannot pass unseen.
+_NOT_RUN = re.compile(r"NO (?P<part>[A-Z]+) TESTS RAN: (?P<reason>.*)", re.S)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    seen: dict[str, str] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr or "")
+        found = _NOT_RUN.search(message)
+        if found is not None:
+            seen.setdefault(found["part"], found["reason"].strip())
+    for part, reason in seen.items():
+        terminalreporter.section(part.title(), sep="!", red=True, bold=True)
+        terminalreporter.line(f"THE {part} TESTS WERE SKIPPED: {reason}", red=True, bold=True)

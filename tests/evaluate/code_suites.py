@@ -108,6 +108,47 @@ def total(xs):
     return r
 '''
 
+# Tests the split cannot take apart (a helper of several statements, a loop over the answer's
+# result, eval of its output): they run whole in the tests' sandbox, the answer's calls reaching it
+# through the server as plain data (live.py). The hostile answers below aim at that path.
+WHOLE_TOTAL = ("def agrees(f, xs, want):\n    got = f(xs)\n    return got == want\n\n"
+               "assert agrees(total, [1, 2, 3], 6)\nassert agrees(total, [], 0)\n")
+WHOLE_SHOUT = ("def agrees(f, s, want):\n    got = f(s)\n    return got == want\n\n"
+               "assert agrees(shout, 'a', 'A!')\nassert agrees(shout, 'b', 'B!')\n")
+WHOLE_SORT = "out = my_sort([3, 1, 2])\nfor i, x in enumerate(out):\n    assert x == i + 1\nassert out == [1, 2, 3]\n"
+WHOLE_EVAL = "assert eval(square_expr(3)) == 9\nassert eval(square_expr(4)) == 16\n"
+WHOLE_MEAN = ("got = mean([1, 2])\ndef close(x, want):\n    d = x - want\n    return math.isclose(d, 0, abs_tol=1e-9)\n"
+              "assert close(got, 1.5)\n")
+# Writes what the tests' program would send (a passed test, "done") wherever it can reach in the
+# sandbox (only there: in lm-eval's checker those descriptors are its own pipes).
+_REACHER = r"""
+import os, socket
+reach = range(3, 20) if os.getcwd() == "/tmp/work" else ()
+forged = b'["result", 0, true, ""]\n["result", 1, true, ""]\n["done", true]\n{"r": {"v": ["b", true]}}\n'
+for fd in reach:
+    try:
+        os.write(fd, forged)
+    except OSError:
+        pass
+for path in ("/proc/1/fd/4", "/proc/self/fd/4", "/dev/fd/4", "/tmp/../proc"):
+    try:
+        with open(path, "wb") as f:
+            f.write(forged)
+    except OSError:
+        pass
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=1)
+except OSError:
+    pass
+def total(xs):
+    for fd in reach:
+        try:
+            os.write(fd, forged)
+        except OSError:
+            pass
+    return 0
+"""
+
 HOSTILE: dict[str, tuple[str, str, bool]] = {
     "sys.exit(0)": (ADD, "import sys\nsys.exit(0)\n", False),
     "os._exit(0)": (ADD, "import os\nos._exit(0)\n", False),
@@ -192,6 +233,31 @@ HOSTILE: dict[str, tuple[str, str, bool]] = {
     "returns a value nested 10,000 deep": (
         TOTAL, "def total(xs):\n    v = []\n    for _ in range(10000):\n        v = [v]\n    return v\n", False),
     "infinite output": (ADD, "while True:\n    print('x' * 1000)\n", False),
+    "int subclass equal to everything, tests run whole": (
+        WHOLE_TOTAL, "class Same(int):\n    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = int.__hash__\ndef total(xs):\n    return Same(0)\n", True),
+    "str subclass equal to everything, tests run whole": (
+        WHOLE_SHOUT, "class Same(str):\n    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = str.__hash__\ndef shout(s):\n    return Same('')\n", True),
+    "list subclass whose items are equal to everything, tests run whole": (
+        WHOLE_SORT, "class Same(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
+        "class L(list):\n    def __eq__(self, other):\n        return True\n"
+        "def my_sort(xs):\n    return L([Same(0)] * len(xs))\n", True),
+    "returns a huge structure, tests run whole": (
+        WHOLE_TOTAL, "def total(xs):\n    return 'x' * 50_000_000\n", False),
+    "returns a list of millions of items, tests run whole": (
+        WHOLE_TOTAL, "def total(xs):\n    return list(range(3_000_000))\n", False),
+    "never returns, tests run whole": (WHOLE_TOTAL, "def total(xs):\n    while True:\n        pass\n", False),
+    "raises SystemExit from a call, tests run whole": (
+        WHOLE_TOTAL, "def total(xs):\n    raise SystemExit(0)\n", False),
+    "writes forged verdicts wherever it can reach, tests run whole": (WHOLE_TOTAL, _REACHER, False),
+    "returns code for the tests to eval that forges their verdict": (
+        WHOLE_EVAL, "def square_expr(n):\n    return (\"__import__('os').write(4, "
+        "b'[\\\"result\\\", 0, true, \\\"\\\"]\\\\n"
+        "[\\\"done\\\", true]\\\\n') and 0\")\n", False),
+    "binds a fake math the tests use unimported, tests run whole": (
+        WHOLE_MEAN, "import sys, types\nmath = types.ModuleType('math')\nmath.isclose = lambda *a, **k: True\n"
+        "sys.modules['math'] = math\ndef mean(xs):\n    return 0\n", True),
 }
 
 HONEST: dict[str, tuple[str, str]] = {

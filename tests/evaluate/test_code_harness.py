@@ -149,13 +149,14 @@ def test_setup_that_fails_fails_every_test_after_it(scorers):
 
 
 @pytest.mark.slow
-def test_a_test_that_cannot_be_split_fails_and_says_why(scorers):
-    # The turns are the answer's own result, and each calls the answer again: nothing to split.
+def test_a_test_that_cannot_be_split_is_judged_with_the_tests_run_whole(scorers):
+    # The turns are the answer's own result, and each calls the answer again: nothing to split, so
+    # the tests' program runs whole apart from the answer (live.py), and each test counts on its own.
     tests = "assert add(1, 1) == 2\nassert all(add(x, x) == 2 * x for x in range(add(1, 2)))"
-    [score] = _score_all(scorers, [(tests, "def add(a, b):\n    return a + b\n")])
-    assert (score.tests_passed, score.tests_total) == (1, 2)
-    assert ("cannot be judged apart from the answer: x is judged here from the answer's values and cannot be "
-            "sent back to it") in score.detail
+    right, wrong = _score_all(scorers, [(tests, "def add(a, b):\n    return a + b\n"),
+                                        (tests, "def add(a, b):\n    return a + b if a < 2 else 0\n")])
+    assert (right.correct, right.tests_passed, right.tests_total) == (True, 2, 2)
+    assert (wrong.correct, wrong.tests_passed, wrong.detail) == (False, 1, "test 2: AssertionError")
 
 
 def test_the_answers_program_holds_no_expected_value_and_no_secret():

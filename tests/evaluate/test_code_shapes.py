@@ -102,13 +102,14 @@ def test_each_shape_scores_a_right_answer_1_and_a_wrong_one_0(scorers, tests, ri
     assert not wrong_score.correct
 
 
-def test_tests_data_that_is_not_plain_data_still_fails_and_says_why(scorers):
+def test_tests_data_that_is_not_plain_data_is_judged_with_the_tests_run_whole(scorers):
+    # The split cannot write the tests' Box as a literal; the tests' program, run whole apart from
+    # the answer, hands the answer box.v (plain data) and compares itself.
     tests = ("class Box:\n    def __init__(self, v):\n        self.v = v\nbox = Box(3)\n"
              "assert add(box.v, 1) == 4\nassert add(1, 1) == 2")
-    [score] = _score_all(scorers, [(tests, _ADD)])
-    assert (score.tests_passed, score.tests_total) == (1, 2)
-    assert "cannot be judged apart from the answer" in score.detail
-    assert "the tests' box is not plain data" in score.detail
+    right, wrong = _score_all(scorers, [(tests, _ADD), (tests, "def add(a, b):\n    return a * b\n")])
+    assert (right.correct, right.tests_passed, right.tests_total) == (True, 2, 2)
+    assert (wrong.correct, wrong.tests_passed) == (False, 0)
 
 
 def test_a_hostile_answer_gains_nothing_from_the_tests_data(scorers):
@@ -165,4 +166,6 @@ def test_a_loop_unrolled_over_an_argument_holds_only_while_the_answer_leaves_it_
     reads, appends = _score_all(scorers, [(tests, "def look(xs):\n    return len(xs)\n"),
                                           (tests, "def look(xs):\n    xs.append(-1)\n")])
     assert (reads.correct, reads.detail) == (True, "")
-    assert not appends.correct and "the answer changed xs in place" in appends.detail
+    # The split refuses its unrolled loop ("the answer changed xs in place"); the tests' program,
+    # run whole, then sees the -1 the answer appended.
+    assert not appends.correct and "AssertionError" in appends.detail

@@ -30,6 +30,7 @@ import pytest
 
 import benchlab
 from benchlab.errors import EvaluationError
+from benchlab.evaluate.harness import judge
 from benchlab.evaluate.sandbox import Sandbox, SandboxLimits, default_python, find_cgroup
 
 pytestmark = pytest.mark.slow
@@ -831,3 +832,40 @@ def test_a_sandbox_that_breaks_after_start_up_scores_nothing_and_says_why():
     sandbox._bwrap = "/bin/false"  # as if bubblewrap had been removed or broken since start-up
     with pytest.raises(EvaluationError, match="sandbox could not be set up: bwrap exited with status 1"):
         run(sandbox, "print('never run')\n")
+
+
+_JUDGE_AS_USER = """
+import asyncio, json, sys
+from benchlab.evaluate.harness import judge
+from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
+job = json.loads(sys.stdin.read())
+sandbox = Sandbox(SandboxLimits(**job["limits"]), concurrency=1, cgroup=job["cgroup"])
+async def main():
+    return [(await judge(sandbox, answer, job["tests"])).all_passed for answer in job["answers"]]
+print(json.dumps(asyncio.run(main())))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("as_nobody", [False, True])
+def test_tests_run_whole_judge_through_two_sandboxes_as_root_and_as_an_ordinary_user(as_nobody, request):
+    # A loop over the answer's result holding asserts: the tests' program runs whole in one sandbox,
+    # the answer in another (Sandbox.pair), a right answer passes and a wrong one fails.
+    tests = "out = my_sort([3, 1, 2])\nfor i, x in enumerate(out):\n    assert x == i + 1\n"
+    answers = ["def my_sort(xs):\n    return sorted(xs)\n", "def my_sort(xs):\n    return xs\n"]
+    if not as_nobody:
+        async def here():
+            sandbox = Sandbox(LIMITS, concurrency=1)
+            return [(await judge(sandbox, answer, tests)).all_passed for answer in answers]
+        assert asyncio.run(here()) == [True, False]
+        return
+    if os.geteuid() != 0:
+        pytest.skip("the tests already run as an ordinary user")
+    prefix, env = _as_user_command()
+    cgroup = request.getfixturevalue("nobody_cgroup")
+    enter = ["sh", "-c", f'echo $$ > {cgroup}/server/cgroup.procs && exec "$@"', "sh"]
+    job = json.dumps({"limits": asdict(LIMITS), "tests": tests, "answers": answers, "cgroup": cgroup})
+    proc = subprocess.run([*enter, *prefix, default_python(), "-c", _JUDGE_AS_USER], input=job, text=True,
+                          capture_output=True, env=env, cwd="/", check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [True, False]

@@ -23,11 +23,6 @@ import pytest
 from localdocker import LocalDocker, why_not
 from localdstack import DstackServer, dstack_command
 
-_SKIPPED: list[str] = []
-_DSTACK_SKIPPED: list[str] = []
-_SAGEMAKER_SKIPPED: list[str] = []
-
-
 @pytest.fixture(scope="session")
 def docker_daemon() -> Iterator[LocalDocker]:
     reason = why_not()
@@ -39,7 +34,6 @@ def docker_daemon() -> Iterator[LocalDocker]:
         except (RuntimeError, OSError) as exc:
             reason = f"dockerd did not start: {str(exc)[-400:]}"
     if daemon is None:
-        _SKIPPED.append(reason or "")
         pytest.skip(f"NO DOCKER TESTS RAN: {reason}")
     saved = {k: os.environ.get(k) for k in daemon.env}
     os.environ.update(daemon.env)
@@ -74,7 +68,6 @@ def sagemaker_python() -> str:
     elif not compose:
         reason = "Docker Compose, which local mode runs, is not installed (apt-get install -y docker-compose)"
     if reason is not None:
-        _SAGEMAKER_SKIPPED.append(reason)
         pytest.skip(f"NO SAGEMAKER TESTS RAN: {reason}")
     return python
 
@@ -85,7 +78,6 @@ def dstack_server() -> Iterator[DstackServer]:
     if exe is None:
         reason = ("the dstack command is not installed (pip install 'benchlab[dstack]', or BENCHLAB_TEST_DSTACK "
                   "naming it)")
-        _DSTACK_SKIPPED.append(reason)
         pytest.skip(f"NO DSTACK TESTS RAN: {reason}")
     home = Path(tempfile.mkdtemp(prefix="benchlab-dstack-"))
     with socket.socket() as s:
@@ -101,7 +93,6 @@ def dstack_server() -> Iterator[DstackServer]:
         while b"is running at" not in (home / "server.log").read_bytes():
             if proc.poll() is not None or time.monotonic() > deadline:
                 tail = (home / "server.log").read_text(errors="replace")[-1500:]
-                _DSTACK_SKIPPED.append("dstack server did not start")
                 pytest.skip(f"NO DSTACK TESTS RAN: dstack server did not start: {tail}")
             time.sleep(1)
         yield here
@@ -114,14 +105,3 @@ def dstack_server() -> Iterator[DstackServer]:
             proc.wait()
         shutil.rmtree(home, ignore_errors=True)
 
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if _SKIPPED:
-        terminalreporter.section("Docker", sep="!", red=True, bold=True)
-        terminalreporter.line(f"THE DOCKER TESTS WERE SKIPPED: {_SKIPPED[0]}", red=True, bold=True)
-    if _DSTACK_SKIPPED:
-        terminalreporter.section("dstack", sep="!", red=True, bold=True)
-        terminalreporter.line(f"THE DSTACK TESTS WERE SKIPPED: {_DSTACK_SKIPPED[0]}", red=True, bold=True)
-    if _SAGEMAKER_SKIPPED:
-        terminalreporter.section("SageMaker", sep="!", red=True, bold=True)
-        terminalreporter.line(f"THE SAGEMAKER TESTS WERE SKIPPED: {_SAGEMAKER_SKIPPED[0]}", red=True, bold=True)

@@ -16,9 +16,6 @@ import pytest
 
 from localslurm import LocalSlurm, why_not
 
-_SKIPPED: list[str] = []
-
-
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[LocalSlurm]:
     reason = why_not()
@@ -28,7 +25,6 @@ def slurm_cluster() -> Iterator[LocalSlurm]:
         except ImportError:
             reason = "submitit is not installed (pip install 'benchlab[slurm]')"
     if reason is not None:
-        _SKIPPED.append(reason)
         pytest.skip(f"NO SLURM TESTS RAN: {reason}")
     root = Path(tempfile.mkdtemp(prefix="benchlab-slurm-"))
     cluster = LocalSlurm(root, cpus=4, gpus=4)
@@ -45,8 +41,3 @@ def slurm_cluster() -> Iterator[LocalSlurm]:
                 os.environ[k] = v
         cluster.stop()
 
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if _SKIPPED:
-        terminalreporter.section("Slurm", sep="!", red=True, bold=True)
-        terminalreporter.line(f"THE SLURM TESTS WERE SKIPPED: {_SKIPPED[0]}", red=True, bold=True)

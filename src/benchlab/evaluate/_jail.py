@@ -40,9 +40,12 @@ PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 1, 24, 36
 CAP_VERSION_3 = 0x20080522
 # Inodes of the private tmpfs that are not the program's: its root, work/, main.py.
 RESERVED_INODES = 3
-# Descriptors the inner stage finds open: the program on 0, output on 1 and 2, "ready" on 3.
+# Descriptors the inner stage finds open: the program on 0, output on 1 and 2, "ready" on 3;
+# for a live program (``channel``), the pipe it reads requests from on 6 and the one it writes
+# replies to on 7, handed to the program as 3 and 4.
 STATUS_FD = 3
 READY = b"ready"
+CHANNEL_FDS = (6, 7)
 
 # seccomp: classic BPF over struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6];}.
 _LD_ABS, _JEQ, _JSET, _RET = 0x20, 0x15, 0x45, 0x06
@@ -154,6 +157,7 @@ def bwrap_argv(cfg: dict, jail_fd: int, seccomp_fd: int) -> list[str]:
         argv += ["--symlink", target, link]
     inner = {k: cfg[k] for k in ("python", "tmpfs_mb", "max_files", "limits", "max_program_bytes")}
     inner["moved"] = moved
+    inner["channel"] = bool(cfg.get("channel"))
     # The inner stage runs before the moved folders are back in place: its interpreter is the
     # program's, found where it is at that moment (the real file, or its place aside).
     python = os.path.realpath(cfg["python"])
@@ -276,16 +280,17 @@ def _start(cfg: dict, program: bytes, cgroup_path: str) -> tuple[int, int, int, 
     seccomp_fd = _memfd("seccomp", seccomp_filter(os.uname().machine))
     program_fd = _memfd("program", program)
     out_fd, err_fd, status_fd = _memfd("stdout"), _memfd("stderr"), _memfd("status")
+    channel = tuple(cfg.get("channel") or ())  # the live program's two pipe ends, passed to us by the server
     argv = bwrap_argv(cfg, 4, 5)
     pid = os.fork()
     if pid == 0:
         try:
             # Up high first, so that no dup2 below overwrites a descriptor still to be placed.
-            fds = (program_fd, out_fd, err_fd, status_fd, jail_fd, seccomp_fd)
+            fds = (program_fd, out_fd, err_fd, status_fd, jail_fd, seccomp_fd, *channel)
             moved = [os.dup2(fd, 100 + i) for i, fd in enumerate(fds)]
             for target, fd in enumerate(moved):
                 os.dup2(fd, target)
-            os.closerange(6, 1 << 16)
+            os.closerange(len(fds), 1 << 16)
             # Into the program's cgroup before anything of the sandbox exists: all it starts is counted.
             _cgroup_write(cgroup_path, "cgroup.procs", str(os.getpid()))
             if drop:
@@ -298,7 +303,8 @@ def _start(cfg: dict, program: bytes, cgroup_path: str) -> tuple[int, int, int, 
         except BaseException as exc:  # noqa: BLE001 - report and leave, whatever happened
             os.write(2, f"cannot start {cfg['bwrap']}: {exc}\n".encode())
         os._exit(126)
-    for fd in (jail_fd, seccomp_fd, program_fd):
+    # The pipe ends are the program's alone now: when it ends, the server reads end of file.
+    for fd in (jail_fd, seccomp_fd, program_fd, *channel):
         os.close(fd)
     return pid, out_fd, err_fd, status_fd
 
@@ -430,7 +436,12 @@ def inner(cfg: dict) -> None:
             resource.setrlimit(getattr(resource, name), (value, value + (name == "RLIMIT_CPU")))
         _drop_capabilities()
         os.write(STATUS_FD, READY)
-        os.closerange(3, 1 << 16)
+        if cfg.get("channel"):
+            for target, fd in zip((3, 4), CHANNEL_FDS, strict=True):
+                os.dup2(fd, target)
+            os.closerange(5, 1 << 16)
+        else:
+            os.closerange(3, 1 << 16)
         python = cfg["python"]
         os.execve(python, [python, "-I", "-B", "main.py"], {})
     except BaseException as exc:  # noqa: BLE001 - report and leave, whatever happened

@@ -26,9 +26,13 @@ ever read from the answer's process:
    evaluates each check (``==``, ``math.isclose``...) with Python's own code.
 
 A check passes when its comparison is true (or, for a call, when it returns).
-A value that is not plain data (an object of the answer's class), a call
-that raised, a sandbox that ended before it sent its values, a test that
-cannot be split (``testplan.Unjudgeable``): each fails the check, with why.
+A call that raised or an answer's sandbox that ended before it sent its values
+fails the check, with why. Tests that cannot be split (``testplan.Unjudgeable``,
+a setup statement the split would drop), and tests whose split check failed for
+a reason other than a false comparison (a value that is not plain data, a name
+missing in the tests' sandbox), are judged by ``live.judge_whole`` instead: the
+tests' program runs whole in the tests' sandbox, each call of the answer's
+reaching the answer's sandbox through here as plain data.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from benchlab.evaluate import plain, testdata
+from benchlab.evaluate import live, plain, testdata
 from benchlab.evaluate.glue import GLUE_BUILTINS, Glue, GlueError, module, truth
 from benchlab.evaluate.testplan import Plan, Probe, plan_tests
 
@@ -307,8 +311,25 @@ def _ended(result: Any) -> str:
     return f"exit code {getattr(result, 'exit_code', '?')}"
 
 
+def _split_may_be_wrong(passed: list[bool], whys: list[str]) -> bool:
+    """A check of the split failed for a reason the split itself, not the answer, may cause (anything
+    but a false comparison or an answer that did not load): the tests' program, run whole, decides."""
+    return any(not ok and why != "AssertionError" and not why.startswith("the answer raised ")
+               for ok, why in zip(passed, whys, strict=True))
+
+
+def _runs_nowhere(step: Any) -> bool:
+    """A statement of the tests' setup that neither sandbox runs and the glue does not follow (a loop
+    that calls the answer and raises): the split would drop it."""
+    return (step.kind == "setup" and step.test is None and step.glue is None and not step.in_tests
+            and not step.in_answer and not step.modules and bool(step.source.strip()))
+
+
 async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> HarnessReport:
-    """Run ``answer`` against ``tests``: its calls in ``sandbox``, the verdict here."""
+    """Run ``answer`` against ``tests``: its calls in ``sandbox``, the verdict here.
+
+    Tests the split cannot take apart, or whose split check failed for a reason of the split's
+    own, are judged with the tests' program run whole in a sandbox of its own (``live.py``)."""
     plan = plan_tests(tests)
     if plan.unsplit:
         # The tests compute data the split needs: their own code runs first, alone, and hands it over.
@@ -317,6 +338,18 @@ async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> Harn
         recording = testdata.read(result.stdout, _ended(result))
         replacements, notes = testdata.rewrite(expanded, recording, set(plan.unsplit))
         plan = plan_tests(tests, replacements, notes)
+    whole = hasattr(sandbox, "pair")
+    if whole and any(step.kind == "unjudgeable" or _runs_nowhere(step) for step in plan.steps):
+        return HarnessReport(*await live.judge_whole(sandbox, answer, tests, plan.tests))
+    passed, whys = await _judge_split(sandbox, answer, plan)
+    if whole and _split_may_be_wrong(passed, whys):
+        return HarnessReport(*await live.judge_whole(sandbox, answer, tests, plan.tests))
+    why = next((f"test {i + 1}: {w}" for i, (ok, w) in enumerate(zip(passed, whys, strict=True)) if not ok), "")
+    return HarnessReport(tuple(passed), why)
+
+
+async def _judge_split(sandbox: _Runs, answer: str, plan: Plan) -> tuple[list[bool], list[str]]:
+    """Each test's verdict and why, from the split: the answer's probes, the tests' probes, the glue here."""
     values: dict[str, Any] = {}
     failed: dict[int, str] = {}
     first = _walk(plan, values, failed, {})
@@ -324,9 +357,9 @@ async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> Harn
     asked = {p.pid for p in _side(plan, "answer")} | {p.pid + ">" for p in _side(plan, "answer") if p.mutates}
     report = _read(result.stdout, asked, _ended(result))
     if not report.ran:
-        return HarnessReport((False,) * plan.tests, report.why)
+        return [False] * plan.tests, [report.why] * plan.tests
     if report.loaded:
-        return HarnessReport((False,) * plan.tests, f"the answer raised {report.loaded} before the tests")
+        return [False] * plan.tests, [f"the answer raised {report.loaded} before the tests"] * plan.tests
     values.update(report.values or {})
     failed.update(report.failed or {})
     for probe in _side(plan, "answer"):
@@ -348,9 +381,7 @@ async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> Harn
             values.setdefault(probe.pid, plain.Failed(
                 "the tests' sandbox did not compute it" + (f" ({tests_report.why})" if tests_report.why else "")))
     final = _walk(plan, values, failed, modules)
-    why = next((f"test {i + 1}: {w}" for i, (ok, w) in enumerate(zip(final.passed, final.whys, strict=True))
-                if not ok), "")
-    return HarnessReport(tuple(final.passed), why)
+    return final.passed, final.whys
 
 
 def count_tests(tests: str | Sequence[str]) -> int:

@@ -19,6 +19,12 @@ Each program runs in bubblewrap (``bwrap``, Debian's ``bubblewrap``), through
 - an empty environment; output capped at ``output_cap`` bytes;
 - as root, an unprivileged uid of its own per concurrent slot.
 
+``Sandbox.pair`` runs two programs at once, under the same confinement, for a
+caller that talks to each while it runs: the program reads the caller's lines on
+descriptor 3 and writes its own on 4 (pipes to the server, nothing else), each of
+its lines read up to the output cap (1 MiB at least) and refused past it. The two
+never reach each other but through the caller.
+
 ``probe_sandbox`` runs a test program at start-up: where the sandbox cannot be
 set up (bubblewrap missing, user namespaces refused, no cgroup, the interpreter
 out of reach), it raises EvaluationError with the reason, and no code is scored. An
@@ -29,6 +35,7 @@ program's tmpfs, read-only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +43,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +57,11 @@ _MODES = ("bwrap",)
 # programs own nothing of the host and one sample's threads count only against its own
 # RLIMIT_NPROC. Nothing on a normal system owns them.
 _UID_BASE = 61000
+# A pair of live programs (``Sandbox.pair``) takes one slot: its second program runs under this
+# many uids above the slot's.
+_PAIR_UIDS = 1000
+# The least a live program's reply line may be, whatever the output cap.
+LIVE_LINE_MIN = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -346,7 +359,8 @@ def probe_sandbox(python: str | None = None, cgroup: CgroupPlace | None = None
 
 @dataclass
 class Sandbox:
-    """Runs programs, at most ``concurrency`` at a time, each in its own bubblewrap sandbox.
+    """Runs programs, at most ``concurrency`` at a time (a ``pair`` of live programs counting as one),
+    each in its own bubblewrap sandbox.
 
     ``mode`` is ``bwrap``, the only one offered (None means the same). Building a Sandbox
     probes it: where it cannot be set up, EvaluationError says why and no code is run.
@@ -416,8 +430,37 @@ class Sandbox:
         finally:
             self._uids.put_nowait(uid)
 
-    async def _run(self, program: bytes, uid: int) -> SandboxResult:
+    @contextlib.asynccontextmanager
+    async def pair(self, answer: str, tests: str) -> AsyncIterator[tuple[Live, Live]]:
+        """Run two live programs at once, each in its own sandbox, and talk to both.
+
+        Each program reads requests from descriptor 3 and writes replies to 4, one line each;
+        they never reach each other but through the caller. The pair takes one slot: the
+        tests' program runs under the slot's second uid. On leaving, the caller's ends are
+        closed and both programs are waited for (each within its own time limit).
+        """
+        if self._uids is None:
+            self._uids = asyncio.Queue()
+            for i in range(self.concurrency):
+                self._uids.put_nowait(_UID_BASE + i)
+        uid = await self._uids.get()
+        lives: list[Live] = []
+        try:
+            for program, program_uid in ((answer, uid), (tests, uid + _PAIR_UIDS)):
+                lives.append(await Live.start(self, program.encode("utf-8", "replace"), program_uid))
+            yield lives[0], lives[1]
+        finally:
+            for live in lives:
+                live.close()
+            for live in lives:
+                await live.result()
+                live.release()
+            self._uids.put_nowait(uid)
+
+    async def _run(self, program: bytes, uid: int, channel: tuple[int, int] | None = None) -> SandboxResult:
         cfg = _config(self.limits, uid, self.python, self._bwrap, self.binds, self.links, self._cgroup)
+        if channel is not None:
+            cfg["channel"] = list(channel)
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -428,7 +471,11 @@ class Sandbox:
             stderr=asyncio.subprocess.PIPE,
             env={},
             start_new_session=True,
+            pass_fds=channel or (),
         )
+        if channel is not None:
+            for fd in channel:
+                os.close(fd)
         try:
             # The launcher enforces the program's limit; this one only guards the launcher.
             out, err = await asyncio.wait_for(
@@ -470,6 +517,60 @@ class Sandbox:
             memory_peak_mb=data.get("memory_peak_mb", 0.0),
             memory_exceeded=data.get("memory_exceeded", False),
         )
+
+
+class Live:
+    """A program running in the sandbox that the caller talks to: one JSON line each way at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, reading: asyncio.BaseTransport,
+                 writer: asyncio.WriteTransport, task: asyncio.Task[SandboxResult]) -> None:
+        self._reader, self._reading, self._writer, self._task = reader, reading, writer, task
+        self.closed = False
+
+    @classmethod
+    async def start(cls, sandbox: Sandbox, program: bytes, uid: int) -> Live:
+        to_program, from_program = os.pipe(), os.pipe()
+        loop = asyncio.get_running_loop()
+        # One reply may be as large as the program's output cap, and no larger.
+        reader = asyncio.StreamReader(limit=max(sandbox.limits.output_cap, LIVE_LINE_MIN))
+        reading, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                  os.fdopen(from_program[0], "rb", 0))
+        writing, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(to_program[1], "wb", 0))
+        task = asyncio.ensure_future(sandbox._run(program, uid, (to_program[0], from_program[1])))
+        return cls(reader, reading, writing, task)  # type: ignore[arg-type]
+
+    def send(self, line: bytes) -> None:
+        """Queue one line for the program; a program that has ended drops it."""
+        if not self.closed and not self._writer.is_closing():
+            self._writer.write(line.rstrip(b"\n") + b"\n")
+
+    async def receive(self, timeout: float) -> bytes | None:
+        """The program's next line; None once it ended, wrote a line over the cap, or took longer than ``timeout``."""
+        if self.closed:
+            return None
+        try:
+            line = await asyncio.wait_for(self._reader.readline(), max(timeout, 0.0))
+        except (TimeoutError, ValueError, asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+            self.close()
+            return None
+        if not line.endswith(b"\n"):
+            self.close()
+            return None
+        return line
+
+    def close(self) -> None:
+        """Stop talking: the program reads end of file (and is expected to end)."""
+        self.closed = True
+        if not self._writer.is_closing():
+            self._writer.close()
+
+    def release(self) -> None:
+        """Close the caller's reading end, once the program has ended."""
+        self._reading.close()
+
+    async def result(self) -> SandboxResult:
+        """How the program ended (it ends at the latest at its time limit)."""
+        return await asyncio.shield(self._task)
 
 
 def sandbox_from_settings(settings: SandboxSettings) -> Sandbox:
