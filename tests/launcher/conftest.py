@@ -23,6 +23,7 @@ import pytest
 from localdocker import LocalDocker, why_not
 from localdstack import DstackServer, dstack_command
 
+
 @pytest.fixture(scope="session")
 def docker_daemon() -> Iterator[LocalDocker]:
     reason = why_not()

@@ -16,6 +16,7 @@ import pytest
 
 from localslurm import LocalSlurm, why_not
 
+
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[LocalSlurm]:
     reason = why_not()
