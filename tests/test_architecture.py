@@ -76,7 +76,31 @@ def _imports_of(name: str) -> list[Import]:
                 if isinstance(node, ast.ExceptHandler):
                     continue
 
-    visit(ast.parse(MODULES[name].read_text(), str(MODULES[name])).body, True)
+    tree = ast.parse(MODULES[name].read_text(), str(MODULES[name]))
+    visit(tree.body, True)
+    # `importlib.import_module("benchlab.ledger")` imports as surely as an import statement does.
+    in_functions = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                    for n in ast.walk(f)}
+    for node, target in _imports_by_call(tree):
+        if target is not None and (target == "benchlab" or target.startswith("benchlab.")):
+            found.append(Import(name, target, id(node) not in in_functions, node.lineno))
+    return found
+
+
+#: The calls that import a module named by their first argument.
+_IMPORTING_CALLS = ("import_module", "__import__", "extras.load")
+
+
+def _imports_by_call(tree: ast.AST) -> list[tuple[ast.Call, str | None]]:
+    """Each call of ``importlib.import_module``, ``__import__`` or ``benchlab.extras.load`` in
+    ``tree``, with the module it names (None when its name is computed at run time)."""
+    found: list[tuple[ast.Call, str | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and (
+                ast.unparse(node.func) in _IMPORTING_CALLS or ast.unparse(node.func).endswith(".import_module")):
+            first = node.args[0]
+            named = isinstance(first, ast.Constant) and isinstance(first.value, str)
+            found.append((node, first.value if named else None))
     return found
 
 
@@ -148,6 +172,161 @@ def test_collect_does_not_import_execute():
 def test_report_imports_neither_ledger_nor_execute():
     # The report takes the results table (benchlab.results) and what benchlab.stats computes.
     assert _crossing("benchlab.report", ("benchlab.ledger", "benchlab.execute")) == []
+    # A module named at run time could be either: the report names each module it imports.
+    computed = sorted(f"{MODULES[name].relative_to(SRC.parent)}:{call.lineno}" for name in MODULES
+                      if _unit(name) == "benchlab.report"
+                      for call, target in _imports_by_call(ast.parse(MODULES[name].read_text())) if target is None)
+    assert computed == []
+
+
+def test_the_import_walk_sees_imports_made_by_calls():
+    tree = ast.parse("import importlib\nfrom benchlab import extras\n"
+                     "def f(name):\n    importlib.import_module('benchlab.ledger')\n"
+                     "    __import__('benchlab.execute.sweep')\n    extras.load('optuna', 'a search')\n"
+                     "    importlib.import_module(name)\n")
+    assert [(call.lineno, target) for call, target in _imports_by_call(tree)] == [
+        (4, "benchlab.ledger"), (5, "benchlab.execute.sweep"), (6, "optuna"), (7, None)]
+
+
+def _ledger_openers() -> set[str]:
+    """What ``benchlab.ledger`` exports that reads a ledger: ``Store`` and its functions (not its
+    records, states and constants, which a caller may build and compare without a ledger)."""
+    import inspect
+
+    import benchlab.ledger
+
+    return {n for n in benchlab.ledger.__all__ if inspect.isfunction(getattr(benchlab.ledger, n))
+            or hasattr(getattr(benchlab.ledger, n), "open")}
+
+
+def _ledger_names(tree: ast.Module, openers: set[str] | None = None) -> set[str]:
+    """The names a module binds to the ledger package or to what of it reads a ledger, at any level."""
+    openers = _ledger_openers() if openers is None else openers
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[:2] == LEDGER_PACKAGE.split("."):
+            names |= {a.asname or a.name for a in node.names if a.name in openers or node.module != LEDGER_PACKAGE}
+        elif isinstance(node, ast.ImportFrom) and node.module == "benchlab":
+            names |= {a.asname or a.name for a in node.names if a.name == "ledger"}
+        elif isinstance(node, ast.Import):
+            names |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith(LEDGER_PACKAGE)}
+    return names
+
+
+def _code_names(node: ast.AST) -> set[str]:
+    """The names ``node``'s code uses, its annotations left out (a type named opens nothing)."""
+    skipped: set[int] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.arg | ast.AnnAssign) and n.annotation is not None:
+            skipped |= {id(x) for x in ast.walk(n.annotation)}
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.returns is not None:
+            skipped |= {id(x) for x in ast.walk(n.returns)}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in skipped}
+
+
+def _reaching_the_ledger(source: str) -> set[str]:
+    """The functions of a module (``name``, or ``Class.name`` for a method) whose code uses the
+    ledger, or calls a function of the module that does."""
+    tree = ast.parse(source)
+    ledger = _ledger_names(tree)
+    functions: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            functions |= {f"{node.name}.{f.name}": f for f in node.body
+                          if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
+    uses = {name: _code_names(node) for name, node in functions.items()}
+    reaching = {name for name, used in uses.items() if used & ledger}
+    while grown := {name for name, used in uses.items() if name not in reaching and used & reaching}:
+        reaching |= grown
+    return reaching
+
+
+def _helpers_used(source: str, module: str, helpers: set[str]) -> list[tuple[int, str]]:
+    """Where ``source`` uses one of ``helpers`` of ``module``: imported by name (a class's
+    method then called on it), or reached as an attribute of the module imported whole."""
+    tree = ast.parse(source)
+    package, _, leaf = module.rpartition(".")
+    by_name: dict[str, str] = {}  # local name -> the helper's name in `module`
+    aliases = set()  # local names of `module` itself
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == module:
+            by_name |= {a.asname or a.name: a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module == package:
+            aliases |= {a.asname or a.name for a in node.names if a.name == leaf}
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname or a.name for a in node.names if a.name == module}
+    found = [(node.lineno, by_name[node.id]) for node in ast.walk(tree)
+             if isinstance(node, ast.Name) and node.id in by_name and by_name[node.id] in helpers]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            owner = ast.unparse(node.value)
+            if owner in aliases and node.attr in helpers:
+                found.append((node.lineno, node.attr))
+            elif owner in by_name and f"{by_name[owner]}.{node.attr}" in helpers:
+                found.append((node.lineno, f"{by_name[owner]}.{node.attr}"))
+    found += [(node.lineno, a.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+              and node.module == module for a in node.names if a.name in helpers]
+    return sorted(set(found))
+
+
+#: Functions of other modules that open a ledger and that the report calls, each with its reason.
+REPORT_OPENS_A_FOLDER = {
+    ("benchlab.report", "read"):
+        "write_report(folder) reads the folder once into the Results it renders (results.read), "
+        "before any section is written: the rendering itself opens nothing",
+    ("benchlab.report.comparison", "load"): "benchlab.compare takes a results folder (or a CSV), not a Results",
+    ("benchlab.report.comparison", "info"): "benchlab.compare takes a results folder (or a CSV), not a Results",
+    ("benchlab.report.comparison", "ledger_seeds"):
+        "benchlab.compare takes a results folder (or a CSV), not a Results",
+    ("benchlab.report.comparison", "outside_spec_runs"):
+        "benchlab.compare takes a results folder (or a CSV), not a Results",
+    ("benchlab.report.comparison", "holds_question_records"):
+        "benchlab.compare takes a results folder (or a CSV), not a Results",
+    ("benchlab.report.comparison", "read_samples"):
+        "benchlab.compare takes a results folder (or a CSV), not a Results",
+    ("benchlab.report.questions", "read_samples"):
+        "question_analysis given a folder alone reads its completed runs from the ledger; write_report "
+        "passes the Results' run_ids (test_the_reports_question_level_section_reads_the_runs_records_"
+        "without_the_ledger)",
+}
+
+
+def test_the_helper_scan_sees_each_way_to_a_helper_that_opens_the_ledger():
+    helpers = _reaching_the_ledger(
+        "from benchlab.ledger import Store\n"
+        "def opens(folder):\n    with Store.open(folder) as s:\n        return s.runs()\n"
+        "def through(folder):\n    return opens(folder)\n"
+        "def typed(store: Store) -> int:\n    return 1\n"
+        "class Table:\n    @classmethod\n    def of(cls, folder):\n        return through(folder)\n"
+        "def late(folder):\n    from benchlab import ledger\n    return ledger.find_db(folder)\n")
+    assert helpers == {"opens", "through", "Table.of", "late"}
+    used = _helpers_used(
+        "from benchlab.results import opens as o, typed, Table\nfrom benchlab import results as r\n"
+        "import benchlab.results\n"
+        "def f(x):\n    o(x); typed(x); r.through(x); Table.of(x); benchlab.results.late(x); r.typed(x)\n",
+        "benchlab.results", helpers)
+    assert used == [(1, "opens"), (5, "Table.of"), (5, "late"), (5, "opens"), (5, "through")]
+
+
+def test_the_report_reaches_the_ledger_through_no_helper():
+    # A report that called results.ledger_seeds (or any function that opens the folder's ledger)
+    # would render a second, later state of the folder than the Results it was given.
+    found, used = [], set()
+    for name in MODULES:
+        if _unit(name) != "benchlab.report":
+            continue
+        for module in sorted({i.imported for i in IMPORTS if i.importer == name and _unit(i.imported) not in (
+                "benchlab.report", "benchlab.ledger")}):
+            helpers = _reaching_the_ledger(MODULES[module].read_text()) if module in MODULES else set()
+            for line, helper in _helpers_used(MODULES[name].read_text(), module, helpers):
+                if (name, helper) in REPORT_OPENS_A_FOLDER:
+                    used.add((name, helper))
+                else:
+                    found.append(f"{MODULES[name].relative_to(SRC.parent)}:{line} {module}.{helper}")
+    assert found == []
+    assert used == set(REPORT_OPENS_A_FOLDER)  # an allowance nothing needs any more goes
 
 
 # The top level of the package: what a user or a run script imports, and the few modules every
@@ -157,9 +336,8 @@ TOP_LEVEL_MODULES = {
     "runlog",  # benchlab.log / benchlab.summary, inside a run
     "errors", "results", "plan", "benchmark_info", "long_format", "run_files", "failures",
     "results_files",  # a results folder's own files, named once beside run_files (benchmark.json's record)
-    "triage", "choices", "pairs", "evalrules", "preregistration", "secrets", "extras", "watch",
+    "triage", "choices", "evalrules", "preregistration", "secrets", "extras", "watch",
     "json_types",  # the names of the mappings whose shape benchlab does not own, used by every step
-    "hosts",  # the Host-header check both web servers (the dashboard and the evaluation server) make
 }
 TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "ledger", "report", "search", "spec",
                       "stats", "ui",
@@ -252,12 +430,56 @@ def test_the_sweep_imports_no_backend():
                   if i.importer == "benchlab.execute.sweep" and i.imported in backends) == []
 
 
+def test_the_sequential_design_is_beneath_the_sweep_and_its_driver_above():
+    # The sweep's opening keeps the seeds --until-decided added (sequential.kept_runs), and the
+    # driver runs one sweep per look: in one module, that was a cycle through the sweep.
+    beneath = sorted(f"{i.line}: {i.imported}" for i in IMPORTS if i.importer == "benchlab.execute.sequential"
+                     and i.imported in ("benchlab.execute.sweep", "benchlab.execute.until_decided"))
+    assert beneath == []
+    assert not [i for i in IMPORTS if i.importer == "benchlab.execute.sweep" and i.imported ==
+                "benchlab.execute.until_decided"]
+    assert any(i.importer == "benchlab.execute.until_decided" and i.imported == "benchlab.execute.sweep"
+               for i in IMPORTS)
+
+
 def test_the_sweep_names_no_backend():
     from benchlab.execute.base import BUILTIN_BACKENDS
 
     spelt = [f"{line}: {value!r}" for line, value in _string_constants(MODULES["benchlab.execute.sweep"])
              if value in BUILTIN_BACKENDS]
     assert spelt == []
+
+
+#: The backend protocol and what records an attempt from it: generic for every backend.
+PROTOCOL_MODULES = ("benchlab.execute.base", "benchlab.execute.record", "benchlab.execute.provenance")
+#: Backend words these modules still spell, each with its reason.
+PROTOCOL_BACKEND_WORDS = {
+    ("benchlab.execute.provenance", "slurm_job_id"): "AttemptProvenance.job_id reads what releases before wrote",
+    ("benchlab.execute.provenance", "slurm_state"): "AttemptProvenance.job_state reads what releases before wrote",
+}
+
+
+def _backend_words(constants: list[tuple[int, str]], backends: set[str], allowed: set[str]) -> list[str]:
+    """The string literals that are a backend's name or a key it prefixes (``slurm_job_id``),
+    those in ``allowed`` (the registry's own entries) left out."""
+    word = re.compile("(" + "|".join(map(re.escape, sorted(backends))) + r")(_\w+)?")
+    return [f"{line}: {value!r}" for line, value in constants if value not in allowed and word.fullmatch(value)]
+
+
+def test_the_backend_protocol_names_no_backend():
+    # What a backend reports (Outcome) and how it is recorded is the same for every backend: a
+    # field or key named for one (slurm_job_id) makes the next backend borrow another's name.
+    from benchlab.execute.base import BUILTIN_BACKENDS
+
+    backends = set(BUILTIN_BACKENDS)
+    registry = set(BUILTIN_BACKENDS) | set(BUILTIN_BACKENDS.values())
+    planted = [(1, "slurm_job_id"), (2, "ray"), (3, "job_id"), (4, "slurmish"), (5, "local"), (6, "a slurm job")]
+    assert _backend_words(planted, backends, {"local"}) == ["1: 'slurm_job_id'", "2: 'ray'"]
+    found = [f"{MODULES[name].relative_to(SRC.parent)}:{where}" for name in PROTOCOL_MODULES
+             for where in _backend_words(_string_constants(MODULES[name]), backends,
+                                         registry | {word for (module, word) in PROTOCOL_BACKEND_WORDS
+                                                     if module == name})]
+    assert found == []
 
 
 def test_the_runs_folder_is_joined_only_in_run_files():
@@ -516,6 +738,22 @@ def test_the_ledger_is_reached_only_through_its_package():
     assert leaks == []
 
 
+def _sqlite3_uses(source: str) -> list[int]:
+    """The lines where ``source`` imports ``sqlite3`` (to catch its errors, or open a file with it)."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(source))
+                  if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "sqlite3" for a in node.names))
+                  or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlite3"))
+
+
+def test_sqlite_errors_are_caught_only_inside_the_ledger():
+    # The ledger translates what SQLite raises at its door (ledger/door.py, errors.LedgerError):
+    # a caller that caught sqlite3's errors would miss the file's own failures once translated.
+    assert _sqlite3_uses("import os, sqlite3\ndef f():\n    from sqlite3 import DatabaseError\n") == [1, 3]
+    found = [f"{path.relative_to(SRC.parent)}:{line}" for name, path in MODULES.items()
+             if _unit(name) not in (LEDGER_PACKAGE, OWN_DATABASES) for line in _sqlite3_uses(path.read_text())]
+    assert found == []
+
+
 def _past_the_ledgers_door(source: str) -> list[str]:
     """Where ``source`` imports the ledger package's inside: a module of it
     (``benchlab.ledger.store``), or a name ``benchlab.ledger`` does not export."""
@@ -561,13 +799,17 @@ def test_the_cli_reaches_no_ledger_internals():
 def _benchmark_and_search(folder: Path) -> Path:
     """A results folder holding a benchmark (two configs, three seeds, a logged curve each) and,
     under ``search/``, a search study with completed and pruned trials, as ``benchlab run`` and
-    ``benchlab search`` leave them."""
+    ``benchlab search`` leave them. Skips the test without the `search` extra's Optuna, or without
+    scikit-learn, whose forests Optuna's fANOVA importances are fitted with."""
     import numpy as np
-    import optuna
+
+    optuna = pytest.importorskip("optuna")
+    pytest.importorskip("sklearn")
 
     from benchlab.ledger import COMPLETED, PRUNED, SearchRecord, Store
     from benchlab.plan import Run
     from benchlab.search.study import RUNS_ATTR, SUMMARY_ATTR, journal_storage
+    from benchlab.search.summary import store_importances
 
     def record(store: Store, runs: list[tuple[Run, float, str]]) -> None:
         store.register([run for run, _, _ in runs])
@@ -608,6 +850,7 @@ def _benchmark_and_search(folder: Path) -> Path:
         study.tell(trial, value if state == COMPLETED else None,
                    state=optuna.trial.TrialState.COMPLETE if state == COMPLETED else optuna.trial.TrialState.PRUNED)
         trials.append((run, value, state))
+    store_importances(study)  # as the search's end does
     with Store.create(study_folder) as store:
         store.set_search_record(SearchRecord(study.study_name, metric="score", goal="max", summary="final",
                                              budget=4, sampler="tpe", pruner="median"))
@@ -751,12 +994,56 @@ def test_no_function_is_longer_than_the_limit_without_saying_why():
                          "kept whole in a `# long: <reason>` comment at its head")
 
 
+# Below the limit, a ratchet: functions over 80 lines may become fewer, never more. A new one, or
+# one that grew past 80, is split (or another split first); lower the count as functions are split.
+RATCHET_LINES = 80
+OVER_RATCHET = 26  # `benchlab/` on 2026-11-28: yaml_reader._build (125) down to harness._walk (81)
+
+
+def _functions_over(source: str, limit: int) -> list[tuple[str, int]]:
+    return [(node.name, (node.end_lineno or node.lineno) - node.lineno + 1) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and (node.end_lineno or node.lineno) - node.lineno + 1 > limit]
+
+
+def test_the_ratchet_counts_every_function_over_its_length_reasons_included():
+    filler = "".join(f"    x{i} = {i}\n" for i in range(RATCHET_LINES))
+    shorter, indented = filler.split("\n", 1)[1], filler.replace("    ", "        ")
+    source = (f"def f():\n{filler}def g():\n    # long: a reason does not take it off the count\n{filler}"
+              f"def h():\n{shorter}class C:\n    def m(self):\n{indented}")
+    assert _functions_over(source, RATCHET_LINES) == [("f", RATCHET_LINES + 1), ("g", RATCHET_LINES + 2),
+                                                      ("m", RATCHET_LINES + 1)]
+
+
+def test_no_more_functions_over_80_lines_than_before():
+    found = sorted((length, f"{path.relative_to(SRC).as_posix()}:{name}") for path in sorted(SRC.rglob("*.py"))
+                   for name, length in _functions_over(path.read_text(), RATCHET_LINES))
+    assert len(found) <= OVER_RATCHET, (
+        f"{len(found)} functions over {RATCHET_LINES} lines, {OVER_RATCHET} allowed: split one "
+        f"({', '.join(f'{w} ({n})' for n, w in reversed(found))})")
+
+
 # ---------------------------------------------------------------- untyped mappings at module boundaries
 # Across a module boundary a mapping benchlab shapes is a typed record. Only the mappings whose
 # shape it does not decide (a run's configuration, an outside format's JSON, a record's stored
 # form) cross as dicts, under the names of benchlab/json_types.py, so a signature says which.
-UNTYPED = re.compile(r"\b(?:[Dd]ict|(?:Mutable)?Mapping)\[str, Any\]")
+UNTYPED = re.compile(r"\b(?:[Dd]ict|(?:Mutable)?Mapping)\[str, (?:Any|object)\]"  # str -> anything
+                     r"|\b(?:[Dd]ict|(?:Mutable)?Mapping)\b(?!\[)")  # a bare `dict`: anything -> anything
 ALIASES_MODULE = "json_types.py"
+
+#: Untyped mappings that stay, by module and name as the scan reports it, each with its reason.
+UNTYPED_SPELT = {
+    ("evaluate/_jail.py", "bwrap_argv(cfg)"): "_jail.py runs as a standard-library script in the sandbox "
+                                              "(`python -I`), never imported: its config is the JSON sandbox.py "
+                                              "writes, and it crosses no module boundary",
+    ("evaluate/_jail.py", "cgroup_create(cgroup)"): "the same script's config (see bwrap_argv)",
+    ("evaluate/_jail.py", "run(cfg)"): "the same script's config (see bwrap_argv)",
+    ("evaluate/_jail.py", "inner(cfg)"): "the same script's config (see bwrap_argv)",
+    ("evaluate/glue.py", "alias Namespace"): "a Python namespace of the code under test: names bound to any "
+                                             "value, the mapping `exec` itself takes",
+    ("execute/base.py", "keywords(return)"): "the keyword arguments of Backend.for_sweep, by parameter name: "
+                                             "the typed BackendOptions spread for a `**` call",
+}
 
 
 def _untyped_mappings(source: str) -> list[str]:
@@ -792,7 +1079,10 @@ def _untyped_mappings(source: str) -> list[str]:
     visit(tree.body)
     for node in tree.body:  # an alias of its own would hide a mapping from this scan
         value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
-        if value is not None and spelt(value):
+        # A value is an alias where it is a type: `dict[str, Any]`, or `dict` alone (not a call of it).
+        if value is not None and not isinstance(value, ast.Constant | ast.Tuple | ast.Set | ast.Dict) and (
+                spelt(value) if isinstance(value, ast.Subscript | ast.Name | ast.Attribute | ast.BinOp)
+                else any(isinstance(n, ast.Subscript) and spelt(n) for n in ast.walk(value))):
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
             found.append(f"alias {ast.unparse(target)}")
     return found
@@ -817,18 +1107,32 @@ def test_the_untyped_mapping_scan_sees_parameters_returns_fields_and_aliases():
         "def outer() -> None:\n"
         "    def inner(a: dict[str, Any]) -> None: ...\n"
         "Bag = dict[str, Any]\n"
+        "def h(a: dict[str, object], b: dict, c: 'list[Mapping]', d: dict[str, dict[str, float]]) -> dict: ...\n"
+        "class Body:\n"
+        "    extra: dict[str, object]\n"
+        "Loose = dict\n"
+        "Row = TypedDict('Row', {'name': str, 'rest': dict[str, object]})\n"
+        "NAMES = ('dict', 'list')\n"
+        "COPY = dict(a=1)\n"
+        "CODE = 'x: dict = {}'\n"
     )
     assert _untyped_mappings(source) == ["f(a)", "g(c, return)", "Record.params", "to_json(return)",
-                                          "__init__(options)", "alias Bag"]
+                                          "__init__(options)", "h(a, b, c, return)", "Body.extra", "alias Bag",
+                                          "alias Loose", "alias Row"]
 
 
 def test_no_public_signature_or_record_field_carries_an_untyped_mapping():
-    found = []
+    found, used = [], set()
     for path in sorted(SRC.rglob("*.py")):
         if path.name == ALIASES_MODULE and path.parent == SRC:
             continue
         where = path.relative_to(SRC).as_posix()
-        found += [f"{where}: {name}" for name in _untyped_mappings(path.read_text())]
+        for name in _untyped_mappings(path.read_text()):
+            if (where, name) in UNTYPED_SPELT:
+                used.add((where, name))
+            else:
+                found.append(f"{where}: {name}")
+    assert used == set(UNTYPED_SPELT)  # an allowance nothing needs any more goes
     assert found == [], ("a typed record (a frozen dataclass) where benchlab decides the fields; "
                          "benchlab.json_types' ConfigValues or JsonObject where it does not")
 

@@ -29,8 +29,11 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     ├── StoreError                   the SQLite ledger is unreadable or from another benchmark
     │   ├── LedgerLost               the ledger was deleted, replaced or damaged, or is missing
     │   │                            while run directories show finished runs
-    │   └── NewerLedger              the ledger was written by a newer benchlab (a higher schema
-    │                                version): refused, never read or written -> exit code 2
+    │   ├── NewerLedger              the ledger was written by a newer benchlab (a higher schema
+    │   │                            version): refused, never read or written -> exit code 2
+    │   └── LedgerError              SQLite failed on a ledger (damaged, locked past the timeout,
+    │                                a full disk): what sqlite3 raised, translated at the ledger's
+    │                                door (ledger/door.py); .code is SQLite's error code
     ├── DiskFull                     a write found no space left on the results folder's disk
     ├── CannotWrite                  a file benchlab was asked to write cannot be written there
     ├── ExtractFailed                a run's metric could not be read; the run is recorded as
@@ -225,6 +228,20 @@ class NewerLedger(StoreError):
         self.path = Path(path)
         self.schema = schema
         super().__init__(f"{path}: written by a newer benchlab (schema {schema}); upgrade benchlab")
+
+
+class LedgerError(StoreError):
+    """SQLite failed on a ledger: the file is damaged, locked for longer than the timeout, on a
+    full disk, or was made read-only. Raised by :mod:`benchlab.ledger` in place of ``sqlite3``'s
+    errors, which never leave the package; the message is SQLite's own, the sqlite3 error is its
+    ``__cause__`` and ``code`` its extended error code (None where SQLite gave none)."""
+
+    def __init__(self, message: str, code: int | None = None):
+        self.code = code
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[type[LedgerError], tuple[str, int | None]]:
+        return type(self), (str(self), self.code)
 
 
 class DiskFull(BenchlabError):

@@ -238,8 +238,9 @@ def test_the_library_sweep_plans_as_the_cli_after_until_decided(make_bench) -> N
 
 
 def test_a_python_caller_runs_until_decided_as_the_cli_does(make_bench) -> None:
-    from benchlab.execute.sequential import make_design, run_until_decided
+    from benchlab.execute.sequential import make_design
     from benchlab.execute.sweep import sweep_plan
+    from benchlab.execute.until_decided import run_until_decided
     from benchlab.spec import load_spec
 
     bench = _bench(make_bench)

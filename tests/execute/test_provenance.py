@@ -102,6 +102,16 @@ def test_a_provenance_json_written_before_the_records_reads_into_them(tmp_path: 
     assert a.lm_eval == {"lm_eval_version": "0.4.8", "file": "out/results_2025.json"}
     assert a.evaluation is not None and a.evaluation["batch_size"] == "8"
     assert a.transfer == {"slurm_job_id": "812_3", "slurm_state": "COMPLETED"}
+    assert (a.job_id, a.job_state) == ("812_3", "COMPLETED")  # the earlier release's names, still read
+
+
+def test_the_schedulers_job_is_read_under_its_generic_names() -> None:
+    data = json.loads(OLD_FILE)
+    data["transfer"] = {"job_id": "77", "job_state": "TIMEOUT"}
+    a = Provenance.from_json(data).attempt
+    assert (a.job_id, a.job_state) == ("77", "TIMEOUT")
+    data["transfer"] = {}
+    assert (Provenance.from_json(data).attempt.job_id, Provenance.from_json(data).attempt.job_state) == (None, None)
 
 
 def test_the_records_write_the_file_back_byte_for_byte(tmp_path: Path) -> None:

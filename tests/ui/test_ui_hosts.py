@@ -40,7 +40,7 @@ def test_requests_for_another_host_name_are_refused(finished: Path):
 
 
 def test_served_hosts_of_loopback_wildcard_and_named_addresses():
-    from benchlab.hosts import served_hosts
+    from benchlab.ui.hosts import served_hosts
 
     assert served_hosts("127.0.0.1") == ["127.0.0.1", "::1", "[::1]", "localhost"]
     assert "10.0.0.5" in served_hosts("10.0.0.5") and "attacker.example" not in served_hosts("10.0.0.5")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import sqlite3
 import sys
 
 from benchlab.cli.app import app, debug_enabled, err_console, polish_help
@@ -27,12 +26,19 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script: runs the app, turning benchlab errors into exit codes."""
     from rich.markup import escape
 
-    from benchlab.errors import BenchlabError
+    from benchlab.errors import BenchlabError, LedgerError
 
     _register()
     try:
         # Standalone mode: click prints its own usage errors and exits 2.
         app(args=argv, prog_name="benchlab")
+    except LedgerError as exc:
+        # A ledger damaged in a way opening it did not show: one line, and the way out.
+        if debug_enabled():
+            raise
+        err_console.print(f"[bold red]error:[/] the ledger (benchlab.db) is unreadable: {escape(str(exc))}; "
+                          "`benchlab collect --rebuild RESULTS` recreates it from the run directories")
+        sys.exit(1)
     except BenchlabError as exc:
         if debug_enabled():
             raise
@@ -48,13 +54,6 @@ def main(argv: list[str] | None = None) -> None:
         what = f"benchlab {words[0]}" if words else "benchlab"
         err_console.print(f"[bold red]error:[/] {escape(str(missing_extra(exc.name or '', what)))}")
         sys.exit(2)
-    except sqlite3.DatabaseError as exc:
-        # A ledger damaged in a way opening it did not show: one line, and the way out.
-        if debug_enabled():
-            raise
-        err_console.print(f"[bold red]error:[/] the ledger (benchlab.db) is unreadable: {escape(str(exc))}; "
-                          "`benchlab collect --rebuild RESULTS` recreates it from the run directories")
-        sys.exit(1)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")
         sys.exit(130)

@@ -272,7 +272,7 @@ def _analyze_pairs(source: Path, pairs_csv: Path, *, metric: str | None, goal: s
                    assume_normal: list[str] | None = None) -> None:
     """``analyze --pairs``: each metric over explicit control/candidate pairs of runs."""
     from benchlab.errors import DataError
-    from benchlab.pairs import compare_pairs, read_pairs
+    from benchlab.report.pairs import compare_pairs, read_pairs
 
     goals: str | dict[str, str] = goal
     assumed = list(assume_normal or [])

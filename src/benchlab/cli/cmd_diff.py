@@ -7,9 +7,10 @@ from pathlib import Path
 import typer
 
 from benchlab.cli.app import app, console, err_console, print_json
+from benchlab.json_types import JsonObject
 
 
-def write_csv(path: Path, rows: list[dict], columns: tuple[str, ...] | list[str]) -> None:
+def write_csv(path: Path, rows: list[JsonObject], columns: tuple[str, ...] | list[str]) -> None:
     """Write a comparisons table as CSV (``--csv FILE`` of compare, analyze and diff)."""
     import csv
 

@@ -355,13 +355,14 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
                        rerun_failed: bool, max_failures: int | None, backend: str | None,
                        ray_address: str | None, shared_fs: bool, gpus: str | None, report: bool,
                        allow_changed: bool = False, slurm: list[str] | None = None) -> None:
-    """``run --until-decided``: the looks are :func:`benchlab.execute.sequential.run_until_decided`'s;
+    """``run --until-decided``: the looks are :func:`benchlab.execute.until_decided.run_until_decided`'s;
     here each look's progress is shown and the decisions printed."""
     from rich.markup import escape
 
     from benchlab.cli.app import err_console
     from benchlab.cli.progress import SweepDisplay
     from benchlab.execute import sequential as seqrun
+    from benchlab.execute.until_decided import run_until_decided
 
     design = seqrun.make_design(spec, max_seeds, batch, alpha, spending, margin)
     out = err_console if as_json else console
@@ -388,9 +389,9 @@ def _run_until_decided(spec: Any, folder: Path, *, max_seeds: int | None, batch:
         display.summary(result)
         return result
 
-    outcome = seqrun.run_until_decided(spec, folder, design, run_look=run_look, rerun_failed=rerun_failed,
-                                       max_failures=max_failures, jobs=jobs, backend=backend, gpus=gpus,
-                                       backend_options=options, allow_changed=allow_changed)
+    outcome = run_until_decided(spec, folder, design, run_look=run_look, rerun_failed=rerun_failed,
+                                max_failures=max_failures, jobs=jobs, backend=backend, gpus=gpus,
+                                backend_options=options, allow_changed=allow_changed)
     if outcome.stopped:
         raise typer.Exit(outcome.exit_code)
     _print_decisions(out, outcome.state, design)

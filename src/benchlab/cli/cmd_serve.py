@@ -91,7 +91,7 @@ def serve(
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    from benchlab.hosts import served_hosts
+    from benchlab.ui.hosts import served_hosts
 
     # Without a token, a web page whose name was made to resolve here (DNS rebinding) must not reach it.
     application = create_app(cfg, token=token, allowed_hosts=served_hosts(host) if token is None else None)

@@ -47,8 +47,8 @@ def ui(
     if not results:
         here = Path.cwd()
         results = [here] if (here / DB_NAME).exists() else [here / "results"]
-    from benchlab.hosts import served_hosts
     from benchlab.ui import Library, create_app
+    from benchlab.ui.hosts import served_hosts
 
     if nice:
         # The dashboard yields the CPU to a sweep on the same machine: it gets what the runs leave.

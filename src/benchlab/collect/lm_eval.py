@@ -64,7 +64,7 @@ LmEvalProvenance = TypedDict("LmEvalProvenance", {
     "model": object,
     "model_args": object,
     "limit": object,
-    "run_config": dict[str, object],
+    "run_config": JsonObject,
     "model_name": object,
     "date": object,
     "lm_eval_version": object,
@@ -90,7 +90,7 @@ class LmEvalResults:
 
     values: dict[str, float] = field(default_factory=dict)
     #: ``task/key`` -> what the file holds there when it is not a number (for a clear message).
-    non_numeric: dict[str, object] = field(default_factory=dict)
+    non_numeric: JsonObject = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     partial: dict[str, tuple[int, int]] = field(default_factory=dict)
     provenance: LmEvalProvenance = field(default_factory=lambda: LmEvalProvenance())

@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -30,7 +29,7 @@ import yaml
 from benchlab import preregistration, triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
-from benchlab.errors import BenchlabError, NewerLedger, ResultsNotFound, StoreError
+from benchlab.errors import BenchlabError, LedgerError, NewerLedger, ResultsNotFound, StoreError
 from benchlab.json_types import JsonObject
 from benchlab.ledger import (
     COMPLETED,
@@ -222,6 +221,8 @@ def _earlier_of(db: Path) -> _Earlier:
         # preregistration.json, the versions from versions/) without dropping the others.
         try:
             return read()
+        except LedgerError:
+            raise  # SQLite failing on the file: the whole ledger is taken as unreadable
         except StoreError:
             return None
 
@@ -237,7 +238,7 @@ def _earlier_of(db: Path) -> _Earlier:
                             "the old ledger")
     except NewerLedger:
         raise  # a newer benchlab's ledger is not replaced by what this one can rebuild
-    except (sqlite3.DatabaseError, StoreError, ValueError, OSError):
+    except (StoreError, ValueError, OSError):
         return _records_of(records) if records.exists() else _Earlier()
 
 
@@ -391,7 +392,7 @@ def _back_up(db: Path) -> Path:
     try:
         with Store(db) as old:
             old.checkpoint()
-    except (BenchlabError, sqlite3.DatabaseError):
+    except BenchlabError:
         pass  # unreadable: kept as it is, write-ahead log included
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in itertools.count(1):

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.evaluate import plain
+from benchlab.json_types import JsonObject
 
 # The exceptions an answer may raise into the tests: not these, which end a program.
 _ENDS = frozenset({"BaseException", "SystemExit", "KeyboardInterrupt", "GeneratorExit"})
@@ -527,7 +528,7 @@ def _value(desc: object, names: bool = False) -> dict:
     raise plain.PlainDataError("not a value")
 
 
-def checked_reply(line: bytes, names: Sequence[str] | None) -> dict:
+def checked_reply(line: bytes, names: Sequence[str] | None) -> JsonObject:
     """The answer's reply, rebuilt from plain data; PlainDataError (or ValueError) where it is anything else."""
     data = json.loads(line)
     if not isinstance(data, dict):

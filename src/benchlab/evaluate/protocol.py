@@ -97,7 +97,7 @@ class HealthBody(TypedDict):
     """The body of ``GET /health``; ``sandbox`` is ``Sandbox.describe()`` (or no sandbox: mode null)."""
 
     status: str
-    sandbox: dict[str, object]
+    sandbox: JsonObject
     auth: bool
     warnings: list[str]
 

@@ -49,6 +49,7 @@ from pathlib import Path
 
 from benchlab.errors import EvaluationError
 from benchlab.evaluate.config import SandboxSettings
+from benchlab.json_types import JsonObject
 
 _JAIL = str(Path(__file__).with_name("_jail.py"))
 _MODES = ("bwrap",)
@@ -389,7 +390,7 @@ class Sandbox:
         self._cgroup = find_cgroup(self.cgroup)
         self.binds, self.links = probe_sandbox(self.python, self._cgroup)
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> JsonObject:
         """What ``/health`` shows: how programs are isolated, what they see, the caps of their one writable place."""
         return {
             "mode": self.mode,

@@ -36,8 +36,8 @@ from benchlab.evaluate.protocol import ApiError, tighten_schema
 from benchlab.evaluate.routes import router
 from benchlab.evaluate.sandbox import Sandbox, sandbox_from_settings
 from benchlab.evaluate.serving import STALE_AFTER_SECS, ServerState, heartbeat, report_warm_up
-from benchlab.hosts import HostCheck
 from benchlab.json_types import JsonObject
+from benchlab.ui.hosts import HostCheck
 
 logger = logging.getLogger("benchlab.evaluate")
 
@@ -127,7 +127,7 @@ def create_app(config: EvalConfig, *, token: str | None, sandbox: Sandbox | None
                allowed_hosts: list[str] | None = None) -> FastAPI:
     """The FastAPI application. ``token`` None turns authentication off (loopback only: the CLI checks).
 
-    ``allowed_hosts`` (``benchlab.hosts.served_hosts``) are the only ``Host`` names answered
+    ``allowed_hosts`` (``benchlab.ui.hosts.served_hosts``) are the only ``Host`` names answered
     (None: any; ``serve --no-auth`` passes its own). Raises UserError for a token shorter than 16
     characters or made of whitespace.
     """

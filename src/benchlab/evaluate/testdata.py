@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from benchlab.evaluate import plain
 from benchlab.evaluate.testplan import Replacement, _bound_names, _free_names, _Replace, literal
+from benchlab.json_types import JsonObject
 
 # Bounds on the pre-pass: statements recorded, loop turns walked.
 MAX_RECORDED = 5000
@@ -271,7 +272,7 @@ def program(expanded: Expanded) -> str:
 class Recording:
     """What the tests' sandbox sent: per top, the recorded statements; the tops whose own code raised."""
 
-    events: dict[int, list[tuple[int, dict | None]]]
+    events: dict[int, list[tuple[int, JsonObject | None]]]
     raised: dict[int, str]
     why: str = ""
 
@@ -280,7 +281,7 @@ def read(stdout: str, why_not: str) -> Recording:
     """The recording on the last line of ``stdout`` (the tests' sandbox: data, checked as such)."""
     try:
         data = json.loads(stdout.strip().splitlines()[-1])
-        events: dict[int, list[tuple[int, dict | None]]] = {}
+        events: dict[int, list[tuple[int, JsonObject | None]]] = {}
         for top, number, values in data["events"]:
             if type(top) is not int or type(number) is not int or not (values is None or isinstance(values, dict)):
                 raise ValueError("an event")

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from benchlab.execute.base import Backend, BackendOptions
     from benchlab.execute.events import SweepEvent, SweepResult
     from benchlab.execute.sweep import Sweep
+    from benchlab.json_types import ConfigValues
     from benchlab.spec import Spec
 
 
@@ -77,7 +78,7 @@ def _escape(text: str) -> str:
 
 def run(
     spec: Spec | Path | str,
-    sets: Sequence[str] | Mapping[str, object] | None = None,
+    sets: Sequence[str] | ConfigValues | None = None,
     results: Path | str | None = None,
     *,
     jobs: int | None = None,

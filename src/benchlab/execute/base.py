@@ -118,10 +118,12 @@ class Outcome:
         """What ``provenance.json`` keeps under ``transfer``: the notes of the file transfer and
         the scheduler's job, as the run's record of how its files came home (empty: nothing)."""
         out = self.transfer.to_json() if self.transfer is not None else {}
+        # Named for what they are, whichever scheduler ran the job (releases before wrote them as
+        # `slurm_job_id` and `slurm_state`; AttemptProvenance reads both).
         if self.job_id is not None:
-            out["slurm_job_id"] = self.job_id
+            out["job_id"] = self.job_id
         if self.job_state is not None:
-            out["slurm_state"] = self.job_state
+            out["job_state"] = self.job_state
         if self.failure_class is not None:
             out["failure_class"] = self.failure_class
         return out

@@ -16,14 +16,13 @@ from __future__ import annotations
 import gc
 import operator
 import os
-import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 
 from benchlab import preregistration, triage
-from benchlab.errors import LedgerLost, UserError
+from benchlab.errors import LedgerError, LedgerLost, UserError
 from benchlab.evalrules import refuse_incomplete_checkpoints
 from benchlab.execute.proctree import kill_strays, kill_tree
 from benchlab.execute.provenance import changed_files, code_state, spec_files
@@ -363,7 +362,7 @@ def refuse_without_ledger(results_dir: Path) -> None:
         # Read without writing anything; the sweep then says whether the folder is read-only.
         try:
             attempts = has_attempts(db)
-        except sqlite3.DatabaseError as exc:
+        except LedgerError as exc:
             raise LedgerLost(db, f"{db} is unreadable ({exc}); nothing was run. Recreate it from the run "
                                  f"directories with `benchlab collect --rebuild {results_dir}`.") from None
         if attempts:

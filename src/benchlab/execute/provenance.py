@@ -226,6 +226,17 @@ class AttemptProvenance:
     def duration_s(self) -> float:
         return self.ended - self.started
 
+    @property
+    def job_id(self) -> str | None:
+        """The scheduler's id of the attempt's job (None: no scheduler ran it), from this
+        release's ``transfer`` or from an earlier one's (``slurm_job_id``)."""
+        return self.transfer.get("job_id", self.transfer.get("slurm_job_id"))
+
+    @property
+    def job_state(self) -> str | None:
+        """The scheduler's final state of that job (``slurm_state`` in earlier releases)."""
+        return self.transfer.get("job_state", self.transfer.get("slurm_state"))
+
     def to_json(self) -> JsonObject:
         """The keys ``provenance.json`` holds for this part, in the file's order (optional ones
         left out when unset)."""

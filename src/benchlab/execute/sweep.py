@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import os
 import socket
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab import triage
-from benchlab.errors import LedgerLost
+from benchlab.errors import LedgerError, LedgerLost
 from benchlab.evalrules import refuse_incomplete_checkpoints
 from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, SweepContext, get_backend
 from benchlab.execute.events import EventKind, Feeder, Progress, SweepEvent, SweepResult
@@ -169,7 +168,7 @@ class Sweep:
             try:
                 self._guard = guard = LedgerGuard(store)
                 return self._run(store, t0, runs)
-            except sqlite3.DatabaseError as exc:
+            except LedgerError as exc:
                 if is_disk_full(exc):
                     raise disk_full(self.results_dir) from None
                 # A write or read failed under us: say what became of the file, not SQLite's words.
@@ -246,7 +245,7 @@ class Sweep:
         del todo
         try:
             self._loop(st)
-        except sqlite3.DatabaseError:
+        except LedgerError:
             st.lost = "is unreadable"
             raise
         finally:
@@ -567,7 +566,7 @@ class Sweep:
             try:
                 # A lost ledger is not written to: it may now be someone's backup.
                 record_attempt(st.store, outcome, st.recorder, gpus=flight.gpus, write_ledger=st.lost is None)
-            except (OSError, sqlite3.Error) as exc:
+            except (OSError, LedgerError) as exc:
                 if not is_disk_full(exc):
                     raise
                 # Left 'running' in the ledger: the next sweep records it as lost, and runs it.

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.benchmark_info import BenchmarkInfo
+    from benchlab.json_types import ConfigValues, JsonObject
     from benchlab.ledger import HostRecord
     from benchlab.results import Results
 
@@ -73,7 +74,7 @@ class MergedSource:
     path: str  # the results folder or CSV file, resolved
     is_table: bool  # a long-format CSV: values only, no run benchlab made
     spec_path: str | None = None
-    overrides: dict[str, object] = field(default_factory=dict)
+    overrides: ConfigValues = field(default_factory=dict)
     codes: list[SourceCode] = field(default_factory=list)  # empty where no run recorded its code
 
     def code_text(self) -> str:
@@ -145,7 +146,7 @@ class Merged:
     partial: dict[tuple[str, str, int], str] = field(default_factory=dict)
     #: Each host's facts as the sources' sweeps noted them, and the provenance of a source's run.
     hosts: dict[str, HostRecord] = field(default_factory=dict)
-    provenance: dict[str, object] = field(default_factory=dict)
+    provenance: JsonObject = field(default_factory=dict)
     #: What each source is, in the order given.
     sources: list[MergedSource] = field(default_factory=list)
     #: (task, config, seed) (configs renamed) -> the source run's folder, for every run that has one.
@@ -217,7 +218,7 @@ def merge_sources(paths: list[Path]) -> Merged:
     without: list[ImportedRun] = []
     partial: dict[tuple[str, str, int], str] = {}
     hosts: dict[str, HostRecord] = {}
-    provenance: dict[str, object] = {}
+    provenance: JsonObject = {}
     sources: list[MergedSource] = []
     run_folders: dict[tuple[str, str, int], Path] = {}
     for (own, _, _, read), name, path in zip(loaded, names, paths, strict=True):

@@ -19,6 +19,7 @@ Import from ``benchlab.ledger``: the modules inside are its own business.
 from __future__ import annotations
 
 from benchlab.ledger.connection import find_db, read_only_ledgers
+from benchlab.ledger.door import guard as _guard
 from benchlab.ledger.files import LedgerWatch, disk_full, has_attempts, is_disk_full, ledger_backups
 from benchlab.ledger.guard import LedgerGuard
 from benchlab.ledger.lock import LOCK_NAME, REBUILDING, ResultsLock, lock_holder, rebuild_leftovers
@@ -75,3 +76,9 @@ __all__ = [
     "has_attempts", "is_disk_full", "ledger_backups", "lock_holder", "plan_digest", "read_only_ledgers",
     "rebuild_leftovers", "runs_to_do",
 ]
+
+# What SQLite raises leaves the package as a LedgerError: every exported function and class is
+# guarded at this door (door.py), so no module outside the ledger catches sqlite3's errors.
+for _name in __all__:
+    globals()[_name] = _guard(globals()[_name])
+del _name

@@ -7,7 +7,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from benchlab.errors import DiskFull
+from benchlab.errors import DiskFull, LedgerError
 from benchlab.ledger.records import RUNNING
 from benchlab.ledger.schema import DB_NAME
 
@@ -15,7 +15,7 @@ from benchlab.ledger.schema import DB_NAME
 def has_attempts(db: Path) -> bool:
     """Whether the ledger file ``db`` holds any attempt, read without writing anything (a folder this
     process cannot write, an archived one, cannot hold the WAL index a read-only open needs: it is
-    opened as immutable). Raises ``sqlite3.DatabaseError`` for a file that is no readable ledger."""
+    opened as immutable). Raises ``LedgerError`` for a file that is no readable ledger."""
     how = "mode=ro" if os.access(db.parent, os.W_OK) else "immutable=1"
     conn = sqlite3.connect(f"file:{db}?{how}", uri=True, timeout=30)
     try:
@@ -27,7 +27,7 @@ def has_attempts(db: Path) -> bool:
 
 class LedgerWatch:
     """A read-only connection of its own to a ledger, kept open for cheap checks of whether it
-    changed (the dashboard polls it): ``sqlite3.Error`` where the file is being replaced or locked."""
+    changed (the dashboard polls it): ``LedgerError`` where the file is being replaced or locked."""
 
     def __init__(self, db: Path):
         self.path = db
@@ -60,6 +60,8 @@ def is_disk_full(exc: BaseException) -> bool:
 
     if isinstance(exc, OSError):
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if isinstance(exc, LedgerError):  # SQLite's error, translated at the ledger's door
+        return exc.code == sqlite3.SQLITE_FULL
     return isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
 
 

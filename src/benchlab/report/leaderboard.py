@@ -38,6 +38,7 @@ from benchlab.report.tables import prose as md_text
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchlab.json_types import JsonObject
     from benchlab.stats.accounting import SeedCount
 
 Status = Literal["solved", "close", "failed"]
@@ -283,7 +284,7 @@ def _setting_value(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def task_settings(spec: dict[str, object], tool_versions: dict[str, str] | None = None) -> dict[str, str]:
+def task_settings(spec: JsonObject, tool_versions: dict[str, str] | None = None) -> dict[str, str]:
     """Each task's Settings line (``max_frame 1e7, num_envs 16``) from the spec (as JSON): the
     names in the spec's ``settings:``, else the task's params and the variables its command uses;
     a name is looked up in the task's params, then in the spec's variables. A task whose command
@@ -344,7 +345,7 @@ def _expanded_configs(spec: dict[str, object]) -> dict[str, dict[str, object]]:
     return out
 
 
-def config_settings(spec: dict[str, object]) -> dict[tuple[str, str], str]:
+def config_settings(spec: JsonObject) -> dict[tuple[str, str], str]:
     """(task, config) -> the evaluation settings of a config that runs its task's evaluation tool
     otherwise than the task's Settings line says (:func:`task_settings`, from the first config):
     ``tensor_parallel_size 8``, ``temperature 0.7``. Its BENCHMARKS.md cell is marked with them,

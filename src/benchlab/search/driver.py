@@ -45,6 +45,7 @@ from benchlab.search.study import (
     recover,
     study_name,
 )
+from benchlab.search.summary import store_importances
 from benchlab.spec import Metric, Metrics, Spec
 from benchlab.spec.search import pruning_blind
 
@@ -405,6 +406,9 @@ class SearchRun:
                     sweep_result = self.sweep.run()
                 finally:
                     driver.notify()
+            # Fitted once here, at the search's end (a stopped one too), and kept in the study:
+            # whatever reads the study later (the report, the dashboard) fits no model.
+            store_importances(study)
             best_number, best_value = best_of(study)
             return SearchResult(
                 study=study_name(self.spec), folder=self.folder, budget=self.budget, counted=driver.counted,

@@ -1,7 +1,9 @@
 """What a study holds, in typed records: its trials, the best one, importances, what pruning saved.
 
 Read from the study (``study.journal``) and the study's ledger, both in its folder, while a search
-may still be running; the search report and ``benchlab search`` print from it. The results table
+may still be running; the search report and ``benchlab search`` print from it. Reading fits no
+model: the params' importances (a fANOVA forest) are fitted once, when a search ends
+(:func:`store_importances`), and kept in the study; a summary reads them back. The results table
 (:func:`benchlab.results.read`) carries the summaries of a results folder's studies
 (:func:`summarize_studies`), so that the benchmark's report renders them without opening a ledger
 or importing Optuna.
@@ -99,7 +101,7 @@ def summarize_study(folder: Path | str) -> StudySummary:
         best = next(r for r in rows if r.number == number)
     except ValueError:
         pass
-    importances, note = _importances(study)
+    importances, note = stored_importances(study)
     share, saved, saved_s = _savings(rows, study, seconds, finished)
     goal = "max" if study.direction.name == "MAXIMIZE" else "min"
     return StudySummary(
@@ -140,7 +142,40 @@ def summarize_studies(results: Path | str) -> tuple[StudySection, ...]:
     return tuple(sections)
 
 
-def _importances(study: Any) -> tuple[dict[str, float] | None, str | None]:
+#: The study's user attribute that keeps the importances fitted at the search's end.
+IMPORTANCES_ATTR = "benchlab_importances"
+
+
+def store_importances(study: Any) -> None:
+    """Fit the params' importances over the study's completed trials and keep them in the study
+    (what :func:`stored_importances` reads back): called when a search ends, so that reading a
+    study (a report, the dashboard, ``results.read``) never fits a model."""
+    from optuna.trial import TrialState
+
+    importances, note = fit_importances(study)
+    completed = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    study.set_user_attr(IMPORTANCES_ATTR, {"importances": importances, "note": note, "completed": completed})
+
+
+def stored_importances(study: Any) -> tuple[dict[str, float] | None, str | None]:
+    """The importances the search's end kept (None and why, when it kept none, or kept them
+    over fewer completed trials than the study now holds)."""
+    from optuna.trial import TrialState
+
+    completed = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    kept = study.user_attrs.get(IMPORTANCES_ATTR)
+    if not isinstance(kept, dict):
+        return None, ("computed when the search ends (the study holds none yet; `benchlab search` "
+                      "run again on an ended search computes them)")
+    if kept.get("completed") != completed:
+        return None, (f"computed when the search ends: those kept were over {kept.get('completed')} completed "
+                      f"trials, the study now holds {completed}")
+    values = kept.get("importances")
+    return ({str(k): float(v) for k, v in values.items()} if isinstance(values, dict) else None,
+            str(kept.get("note")) if kept.get("note") is not None else None)
+
+
+def fit_importances(study: Any) -> tuple[dict[str, float] | None, str | None]:
     """Optuna's fANOVA importances of the params for the completed trials (None and why, when
     there are too few trials or a single param)."""
     from optuna.importance import FanovaImportanceEvaluator, get_param_importances
@@ -157,6 +192,8 @@ def _importances(study: Any) -> tuple[dict[str, float] | None, str | None]:
             found = get_param_importances(study, evaluator=FanovaImportanceEvaluator(seed=0))
     except (ValueError, RuntimeError) as exc:
         return None, f"Optuna could not compute them: {exc}"
+    except ImportError:  # Optuna's fANOVA fits scikit-learn's forests, which the search extra leaves out
+        return None, "Optuna's fANOVA needs scikit-learn, which is not installed"
     return {k: float(v) for k, v in found.items()}, "fANOVA (Optuna's FanovaImportanceEvaluator), seed 0"
 
 

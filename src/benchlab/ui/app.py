@@ -9,7 +9,7 @@ With a token, every request needs it: ``Authorization: Bearer <token>``, or the 
 the one-time URL printed at start (``/login/<code>``) or any URL with ``?token=<token>`` sets.
 
 A request whose ``Host`` header names another host than those the dashboard is served on
-(:func:`benchlab.hosts.served_hosts`) is refused with 400 (:class:`benchlab.hosts.HostCheck`): a page of
+(:func:`benchlab.ui.hosts.served_hosts`) is refused with 400 (:class:`benchlab.ui.hosts.HostCheck`): a page of
 another site whose name was made to resolve to 127.0.0.1 (DNS rebinding) cannot read the
 dashboard through the user's browser.
 """
@@ -37,9 +37,9 @@ from fastapi.responses import (
 )
 from starlette.exceptions import HTTPException
 
-from benchlab.hosts import HostCheck
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Status, read_only_ledgers
 from benchlab.ui import views
+from benchlab.ui.hosts import HostCheck
 from benchlab.ui.library import Library, NotFound, masked_file, tail
 
 COOKIE = "benchlab_ui"
@@ -169,7 +169,7 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
                allowed_hosts: list[str] | None = None) -> Any:
     """The FastAPI application serving ``library``; ``token`` guards every request; ``warm_up``
     computes each benchmark's page in the background from the start; ``allowed_hosts`` (see
-    :func:`benchlab.hosts.served_hosts`) are the only ``Host`` names answered (None: any, for tests in process)."""
+    :func:`benchlab.ui.hosts.served_hosts`) are the only ``Host`` names answered (None: any, for tests in process)."""
     app = FastAPI(title="benchlab ui", docs_url=None, redoc_url=None, openapi_url=None)
     # Whatever a request opens through the library's readers is opened read-only; the rest of
     # the process (a program that built this app) still writes its ledgers.

@@ -17,14 +17,13 @@ directory: anything else is :class:`NotFound`, which the server turns into a 404
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.errors import BenchlabError, ResultsNotFound
+from benchlab.errors import BenchlabError, LedgerError, ResultsNotFound
 from benchlab.ledger import DB_NAME, LedgerWatch
 from benchlab.run_files import LOG_FILE, RUNS_DIR, SERIES_FILE, run_dir_of, runs_dir
 from benchlab.secrets import known_fingerprints, redact
@@ -166,7 +165,7 @@ class Library:
                     except OSError:
                         sizes.append(-1)
             fingerprint: tuple[object, ...] = (data_version, tuple(b._running), tuple(sizes))
-        except sqlite3.Error as exc:
+        except LedgerError as exc:
             # A ledger being replaced or locked for long: shown as a change, looked at again next time.
             fingerprint = ("error", str(exc))
             b.close()
