@@ -109,8 +109,8 @@ def test_quickstart_same_seed_same_curve(tmp_path: Path) -> None:
 def trial_metrics(log: str, spec: Spec) -> list[tuple[float, float]]:
     """(frame, total_reward_ma) of every metric line, read with the spec's own regex."""
     source = spec.metrics.primary.source
-    assert source is not None and source.regex is not None
-    pattern = re.compile(source.regex)
+    assert source is not None and source.kind == "regex" and source.options.regex is not None
+    pattern = re.compile(source.options.regex)
     points = [pattern.search(ANSI.sub("", line)) for line in log.splitlines()]
     return [(float(m["step"]), float(m["value"])) for m in points if m]
 
@@ -133,8 +133,8 @@ def test_cartpole_run_prints_slm_lab_lines_deterministically(tmp_path: Path, con
     assert all(0.0 <= ma <= 200.0 for _, ma in points)
 
     fps = spec.metrics.secondary[0].source
-    assert fps is not None and fps.regex is not None
-    rates = [float(m["value"]) for m in re.finditer(fps.regex, ANSI.sub("", first))]
+    assert fps is not None and fps.options.regex is not None
+    rates = [float(m["value"]) for m in re.finditer(fps.options.regex, ANSI.sub("", first))]
     assert len(rates) == 4 and all(r > 0 for r in rates)
 
     # Same seed, same run: every line equal once the wall-clock fps is set aside.

@@ -55,7 +55,7 @@ def test_cartpole_spec_reads_scores_from_the_log_with_regexes() -> None:
     primary = spec.metrics.primary
     assert (primary.name, primary.goal) == ("total_reward_ma", "max")
     assert primary.source is not None and primary.source.kind == "regex"
-    assert primary.source.series is True
+    assert primary.source.options.series is True
     fps = next(m for m in spec.metrics.secondary if m.name == "fps")
     assert fps.source is not None and fps.source.kind == "regex"
     assert {t.name: t.target for t in spec.tasks} == {"cartpole-200": 195, "cartpole-500": 475}
