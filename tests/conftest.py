@@ -50,14 +50,19 @@ def _group(item: pytest.Item) -> str:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks (its hook suffixes node ids)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = {item.nodeid: _group(item) for item in items}
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    # The groups that hold slow tests (servers, clusters, journeys) go to the workers first, so
+    # that the run does not end on one of them alone; within a group the order is the file's.
+    slow = {groups[item.nodeid] for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: groups[item.nodeid] not in slow)
 
 
 # A fixture that cannot start its real part skips with "NO <PART> TESTS RAN: <reason>". The reports
 # reach the session that prints (the controller, when several workers ran), so the loud line is
 # made from them, and a skipped suite of real parts cannot pass unseen.
-_NOT_RUN = re.compile(r"NO (?P<part>[A-Z]+) TESTS RAN: (?P<reason>.*)", re.S)
+_NOT_RUN = re.compile(r"NO (?P<part>[A-Z]+) TESTS? RAN: (?P<reason>.*)", re.S)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
