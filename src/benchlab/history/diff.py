@@ -16,12 +16,13 @@ import json
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from benchlab.errors import DataError
 from benchlab.json_types import JsonObject
 from benchlab.results_files import DIFF_FILE, PACKAGES_FILE, VERSIONS_DIR, SavedSpec, version_spec_file
 from benchlab.run_files import PROVENANCE_FILE, run_dir_of
+from benchlab.stats.curves import SUMMARIES
 from benchlab.stats.versions import (
     IMPROVEMENT,
     NO_CHANGE,
@@ -162,11 +163,11 @@ def diff_versions(before: str | Path, after: str | Path, *, metric: str | None =
     two folders whose runs kept per-question records, the question level too.
 
     Raises:
-        DataError: a side names no results folder or no version of it, has no completed run, or
-            ``summary`` is not one of :data:`benchlab.stats.SUMMARIES`.
+        ResultsNotFound: a side names no results folder.
+        DataError: a side names no version of its folder or has no completed run, or ``summary`` is
+            not one of :data:`benchlab.stats.SUMMARIES`.
     """
     from benchlab.history.diff_questions import question_records
-    from benchlab.stats import SUMMARIES
 
     if summary not in SUMMARIES:
         raise DataError(f"--summary must be one of {', '.join(SUMMARIES)}; got {summary!r}")
@@ -176,8 +177,8 @@ def diff_versions(before: str | Path, after: str | Path, *, metric: str | None =
     # they are, not a FOLDER@VERSION whose runs were re-run since.
     if not (side_before.at_version or side_after.at_version):
         records = question_records(side_before.folder, side_after.folder)
-    return diff_results(side_before, side_after, metric=metric, summary=summary,  # type: ignore[arg-type]
-                        alpha=alpha, reps=reps, seed=seed, questions=records)
+    return diff_results(side_before, side_after, metric=metric, summary=cast("Summary", summary), alpha=alpha,
+                        reps=reps, seed=seed, questions=records)
 
 
 # --------------------------------------------------------------------------- what changed

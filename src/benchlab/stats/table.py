@@ -42,7 +42,7 @@ from benchlab.stats.bootstrap import (
     few_for_bootstrap_t,
     studentized_mean_ci,
 )
-from benchlab.stats.compare import compare, holm, is_significant, shape_warning, shared_seeds
+from benchlab.stats.compare import Comparison, compare, holm, is_significant, shape_warning, shared_seeds
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
 from benchlab.stats.curves import align as align_curves
 from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank, separated_from_best
@@ -669,17 +669,9 @@ def compare_pairs(pairs: Sequence[Pair], o: AnalysisOptions, warnings: list[str]
     for i, pair in enumerate(pairs):
         base, other, label = pair.baseline_runs, pair.candidate_runs, pair.named
         paired, common = shared_seeds(list(base), list(other))
-        only_b = sorted(set(base) - set(other), key=str)
-        only_c = sorted(set(other) - set(base), key=str)
-        if paired and (only_b or only_c):
-            say(i, f"{label}: paired on the {len(common)} shared seed(s); seed(s) "
-                   f"{', '.join(map(str, only_b + only_c))} are missing on one side and left out")
-        elif not paired and len(common) >= 2:
-            say(i, f"{label}: only {len(common)} of the baseline's {len(base)} and the "
-                   f"candidate's {len(other)} seeds are shared, not most of each side's runs; "
-                   f"compared unpaired on all {len(base) + len(other)} runs")
-        elif not paired:
-            say(i, f"{label}: fewer than 2 shared seeds; compared unpaired")
+        pairing = _pairing_note(base, other, paired, common)
+        if pairing is not None:
+            say(i, f"{label}: {pairing}")
         b = np.array([base[s] for s in common] if paired else list(base.values()))
         c = np.array([other[s] for s in common] if paired else list(other.values()))
         # Paired bootstrap-t intervals are filled in below, all sizes at once (none with reps=0).
@@ -694,18 +686,7 @@ def compare_pairs(pairs: Sequence[Pair], o: AnalysisOptions, warnings: list[str]
             say(i, f"{label}: {shape}")
         pvalues.append(cmp.pvalue)
         floors.append(cmp.p_floor)
-        row = ComparisonRow(
-            task=pair.task, metric=pair.metric, baseline=pair.baseline, candidate=pair.candidate,
-            paired=cmp.paired, n=cmp.n, mean_diff=_num(cmp.mean_diff),
-            diff_ci_low=_num(cmp.diff_ci_low), diff_ci_high=_num(cmp.diff_ci_high),
-            diff_boot_ci_low=_num(cmp.diff_boot_ci_low),
-            diff_boot_ci_high=_num(cmp.diff_boot_ci_high),
-            t_pvalue=_num(cmp.t_pvalue), wilcoxon_pvalue=_num(cmp.wilcoxon_pvalue),
-            welch_pvalue=_num(cmp.welch_pvalue),
-            mannwhitney_pvalue=_num(cmp.mannwhitney_pvalue),
-            cohens_d=_num(cmp.cohens_d), hedges_g=_num(cmp.hedges_g),
-            prob_improvement=_num(cmp.prob_improvement),
-        )
+        row = _comparison_row(pair, cmp)
         out.append(row)
         sides.append((b, c))
         if batch and cmp.diff_ci_low is not None:
@@ -735,6 +716,38 @@ def compare_pairs(pairs: Sequence[Pair], o: AnalysisOptions, warnings: list[str]
     warnings += withheld
     return [ComparedPair(row, b, c, tuple(notes))
             for row, (b, c), notes in zip(out, sides, said, strict=True)]
+
+
+def _comparison_row(pair: Pair, cmp: Comparison) -> ComparisonRow:
+    """The row of a compared pair, every undefined or non-finite number None."""
+    return ComparisonRow(
+        task=pair.task, metric=pair.metric, baseline=pair.baseline, candidate=pair.candidate,
+        paired=cmp.paired, n=cmp.n, mean_diff=_num(cmp.mean_diff),
+        diff_ci_low=_num(cmp.diff_ci_low), diff_ci_high=_num(cmp.diff_ci_high),
+        diff_boot_ci_low=_num(cmp.diff_boot_ci_low),
+        diff_boot_ci_high=_num(cmp.diff_boot_ci_high),
+        t_pvalue=_num(cmp.t_pvalue), wilcoxon_pvalue=_num(cmp.wilcoxon_pvalue),
+        welch_pvalue=_num(cmp.welch_pvalue),
+        mannwhitney_pvalue=_num(cmp.mannwhitney_pvalue),
+        cohens_d=_num(cmp.cohens_d), hedges_g=_num(cmp.hedges_g),
+        prob_improvement=_num(cmp.prob_improvement),
+    )
+
+
+def _pairing_note(base: Mapping[Any, float], other: Mapping[Any, float], paired: bool,
+                  common: list[object]) -> str | None:
+    """What the pairing left out, or why there is none; None when every seed is on both sides."""
+    only_b = sorted(set(base) - set(other), key=str)
+    only_c = sorted(set(other) - set(base), key=str)
+    if paired and (only_b or only_c):
+        return (f"paired on the {len(common)} shared seed(s); seed(s) "
+                f"{', '.join(map(str, only_b + only_c))} are missing on one side and left out")
+    if not paired and len(common) >= 2:
+        return (f"only {len(common)} of the baseline's {len(base)} and the candidate's {len(other)} seeds are "
+                f"shared, not most of each side's runs; compared unpaired on all {len(base) + len(other)} runs")
+    if not paired:
+        return "fewer than 2 shared seeds; compared unpaired"
+    return None
 
 
 def _holm_verdicts(out: list[ComparisonRow], pvalues: list[float | None], floors: list[float | None],

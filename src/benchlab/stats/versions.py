@@ -191,7 +191,8 @@ def analyze_versions(before: VersionRuns, after: VersionRuns, *, questions: Vers
         metric: compare only this metric (every metric when None).
         summary: how a learning curve becomes one value per run (:data:`~benchlab.stats.SUMMARIES`).
         alpha: the significance level, after Holm's correction.
-        reps, seed: the bootstrap of the changes' intervals (``reps=0``: none).
+        reps, seed: the bootstrap of each comparison, as ``analyze`` runs it (``reps=0``: none). A
+            change's interval is the t interval: of the bootstrap only its notes reach the result.
 
     Raises:
         DataError: a version has no completed run (of ``metric``, when given).
