@@ -22,7 +22,8 @@ later version with the same config of the earlier one over the questions both as
 (:func:`~benchlab.stats.question_table.analyze_questions`), with one Holm family per metric across
 the section (:func:`~benchlab.stats.question_table.judge`).
 
-A metric's goal, range and ``assume: normal`` are the later version's where both declare them.
+A metric's goal and range are the later version's where both versions declare one; ``assume:
+normal`` holds where either version declares it.
 """
 
 from __future__ import annotations
