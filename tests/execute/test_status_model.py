@@ -36,3 +36,44 @@ def test_benchmark_state_from_counts(counts, state):
 
 def test_duration_text():
     assert [duration_text(s) for s in (None, 20.4, 725, 11_220)] == ["—", "20s", "12m05s", "3h07m"]
+
+
+def _folder_with_runs(folder):
+    """A ledger of three runs of t/a: s0 completed, s1 running, s2 still pending."""
+    from benchlab.ledger import COMPLETED, Store
+    from benchlab.plan import Run
+
+    runs = [Run(run_id=f"id{s}{'x' * 6}", benchmark="b", task="t", config="a", seed=s, params={}, command="x")
+            for s in range(3)]
+    with Store.create(folder) as store:
+        store._set_meta(name="b")
+        store.register(runs)
+        done, _ = store.start_attempt(runs[0].run_id, host="h")
+        store.finish_attempt(done, runs[0].run_id, status=COMPLETED, run_status=COMPLETED, metrics={"score": 1.0})
+        store.start_attempt(runs[1].run_id, host="h")
+    return runs
+
+
+def test_run_states_of_a_folder_without_a_ledger_are_pending_and_create_no_ledger(tmp_path):
+    from benchlab.execute.status import run_states
+    from benchlab.results_files import LEDGER_FILE
+
+    assert run_states(tmp_path, ["a", "b"]) == {"a": "pending", "b": "pending"}
+    assert not (tmp_path / LEDGER_FILE).exists()
+
+
+def test_run_states_find_is_running_and_find_run_read_the_ledger(tmp_path):
+    from benchlab.errors import UsageError
+    from benchlab.execute.status import find_run, is_running, run_states
+
+    runs = _folder_with_runs(tmp_path)
+    ids = [r.run_id for r in runs]
+    assert run_states(tmp_path, [*ids, "unknown"]) == {
+        ids[0]: "completed", ids[1]: "running", ids[2]: "pending", "unknown": "pending"}
+    assert [is_running(tmp_path, rid) for rid in ids] == [False, True, False]
+    assert find_run(tmp_path, "t/a/s1").run_id == ids[1]
+    assert find_run(tmp_path, "id2").run_id == ids[2]
+    with pytest.raises(UsageError, match="run 'id' is ambiguous"):
+        find_run(tmp_path, "id")
+    with pytest.raises(UsageError, match=r"no run 't/a/s9' in this results folder \(runs are named like: t/a/s0"):
+        find_run(tmp_path, "t/a/s9")

@@ -6,18 +6,20 @@ from __future__ import annotations
 
 from benchlab.history.diff import NO_CHANGE, REGRESSION, Change, VersionDiff
 from benchlab.history.diff_text import csv_rows, to_markdown
+from benchlab.stats.versions import VersionAnalysis
 
 
 def _change(metric: str, goal: str, before: tuple[float, float], after: tuple[float, float],
             ci: tuple[float, float], verdict: str) -> Change:
     (mb, sb), (ma, sa) = before, after
     return Change("t", "a", metric, goal, True, 8, 8, mb, ma, sb, sa, ma - mb, ci[0], ci[1], 0.2, 0.2, verdict,
-                  ma / mb, [])
+                  ma / mb, ())
 
 
 def _diff(*changes: Change) -> VersionDiff:
-    return VersionDiff(before="v1", after="v2", code=[], spec=[], packages=[], datasets=[], changes=list(changes),
-                       only_before=[], only_after=[], alpha=0.05, summary="final", notes=[])
+    analysis = VersionAnalysis(before="v1", after="v2", changes=changes, only_before=(), only_after=(), alpha=0.05,
+                               summary="final")
+    return VersionDiff(code=[], spec=[], packages=[], datasets=[], analysis=analysis)
 
 
 def _row(text: str, metric: str) -> list[str]:

@@ -117,6 +117,8 @@ def test_changed_seeds_are_compared_unpaired_with_welch(versions, tmp_path):
     assert change["paired"] is False
     welch = sps.ttest_ind(list(after.values()), list(before.values()), equal_var=False)
     assert change["p_value"] == pytest.approx(welch.pvalue)
+    # The note analyze gives the same comparison: no seed is shared, so the runs are not paired.
+    assert "easy/slow/score: fewer than 2 shared seeds; compared unpaired" in change["warnings"]
 
 
 def test_two_versions_in_one_folder_are_told_apart_by_version_id(versions):

@@ -16,6 +16,7 @@ def test_public_names_are_pinned():
         "stratified_bootstrap", "summarize", "t_interval", "validate_table", "variance_analysis",
         "welch_pvalue", "median_member", "normal_interval", "Analysis", "SummaryRow", "ComparisonRow",
         "AggregateRow", "Estimate", "AnalysisOptions", "PowerAnalysis", "PowerRow", "VarianceAnalysis",
-        "TaskVariance", "CvCurve",
+        "TaskVariance", "CvCurve", "analyze_versions", "VersionAnalysis", "VersionChange", "VersionQuestions",
+        "VersionRuns", "compare_questions", "QuestionAnalysis",
     ])
     assert all(hasattr(benchlab.stats, name) for name in benchlab.stats.__all__)

@@ -41,45 +41,24 @@ def diff(
 ) -> None:
     """What changed between two versions of a benchmark (code, spec, packages, datasets) and which
     scores moved, with 95% CIs: paired by seed where most seeds are shared, Holm per metric."""
-    from benchlab.errors import DataError
-    from benchlab.history.diff import UNDETERMINED, diff_results, read_side
+    from benchlab.history.diff import diff_versions
     from benchlab.history.diff_text import CSV_COLUMNS, csv_rows, to_markdown
-    from benchlab.stats import SUMMARIES
 
-    if summary not in SUMMARIES:
-        raise DataError(f"--summary must be one of {', '.join(SUMMARIES)}; got {summary!r}")
-    side_before, side_after = read_side(before), read_side(after)
-    result = diff_results(side_before, side_after, metric=metric, summary=summary, alpha=alpha,
-                          reps=reps, seed=seed)
+    result = diff_versions(before, after, metric=metric, summary=summary, alpha=alpha, reps=reps, seed=seed)
     text = to_markdown(result)
-    questions = None
-    # A run directory keeps its latest run's records: the question level compares two folders as
-    # they are, not a FOLDER@VERSION whose runs were re-run since.
-    if all(Path(side).exists() or "@" not in side for side in (before, after)):
-        from benchlab.history.diff_questions import question_diff
-        from benchlab.history.diff_questions import to_markdown as questions_markdown
-
-        questions = question_diff(side_before.folder, side_after.folder, metric=metric, alpha=alpha,
-                                  goal=dict(side_after.goals) or "max")
-        if questions is not None:
-            text = text.rstrip("\n") + "\n\n" + questions_markdown(questions)
     if md is not None:
         md.parent.mkdir(parents=True, exist_ok=True)
         md.write_text(text)
     if csv is not None:
         write_csv(csv, [row._asdict() for row in csv_rows(result)], CSV_COLUMNS)
     if as_json:
-        data = result.to_json()
-        if questions is not None:
-            data["questions"] = questions.to_json()["comparisons"]
-        print_json(data)
+        print_json(result.to_json())
     else:
         console.print(text, markup=False, highlight=False)
-    undetermined = [c for c in result.changes if c.verdict == UNDETERMINED]
+    undetermined = result.analysis.undetermined
     if undetermined:
         err_console.print(f"warning: {len(undetermined)} change(s) undetermined: the statistics cannot judge them "
                           f"(e.g. {undetermined[0].key}; see the Notes), so no verdict covers them",
                           markup=False, highlight=False)
-    question_regressions = [] if questions is None else [c for c in questions.comparisons if c.verdict == "worse"]
-    if fail_on_regression and (result.regressions or question_regressions):
+    if fail_on_regression and (result.analysis.regressions or result.analysis.question_regressions):
         raise typer.Exit(1)

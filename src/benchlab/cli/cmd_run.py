@@ -71,18 +71,15 @@ def validate(
 ) -> None:
     """Validate a spec and print the plan: the runs, their resources, and what is already done."""
     from benchlab.evalrules import refuse_incomplete_checkpoints, rule_warnings
-    from benchlab.ledger import DB_NAME, PENDING, Store
+    from benchlab.execute.status import run_states
     from benchlab.plan import expand
     from benchlab.spec import load_spec
 
     spec = load_spec(spec_path, with_overrides(sets, overrides))
     runs = expand(spec)
     folder = results or default_results(spec)
-    statuses: dict[str, str] = {}
-    if (folder / DB_NAME).exists():
-        with Store.open(folder) as store:
-            statuses = store.statuses()
-    states = [statuses.get(r.run_id, PENDING) for r in runs]
+    statuses = run_states(folder, (r.run_id for r in runs))
+    states = [statuses[r.run_id] for r in runs]
     refuse_incomplete_checkpoints(spec, runs, lambda: statuses)
     warnings = rule_warnings(spec, runs)
     if as_json:
@@ -251,9 +248,9 @@ def _say_what_is_kept(spec: Any, folder: Path) -> None:
     """Before a sweep over an existing ledger: refuse one that lost its attempts, and say which
     finished runs beyond the spec's seeds stay."""
     from benchlab.execute.sweep import refuse_without_ledger, sweep_plan
-    from benchlab.ledger import DB_NAME
+    from benchlab.results_files import LEDGER_FILE
 
-    if not (folder / DB_NAME).exists():
+    if not (folder / LEDGER_FILE).exists():
         return
     # A ledger that lost its attempts gets the sweep's own refusal, which names the way out.
     refuse_without_ledger(folder)

@@ -54,7 +54,7 @@ def search(
 
     from benchlab.cli.app import err_console
     from benchlab.spec import load_spec
-    from benchlab.stats.curves import SUMMARIES
+    from benchlab.stats import SUMMARIES
 
     spec = load_spec(spec_path, sets)
     if spec.search is None:

@@ -15,7 +15,7 @@ from benchlab.run_files import LOG_FILE, run_dir_of
 
 if TYPE_CHECKING:
     from benchlab.execute.status import FolderStatus, StatusDetail
-    from benchlab.ledger import AttemptRecord, Placement, RunRecord, SequentialRecord, Store
+    from benchlab.ledger import AttemptRecord, Placement, RunRecord, SequentialRecord
     from benchlab.spec import Spec
 
 RUNS_SHOWN = 6  # run names listed per failure group; `--json` lists them all
@@ -95,15 +95,13 @@ def _print_status(st: FolderStatus, tail: int, show_all: bool) -> None:
     """``status``'s text: the counts (with the ETA while a sweep runs), then whatever needs a look."""
     from rich.markup import escape
 
-    from benchlab.execute.status import duration_text
-    from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING
+    from benchlab.execute.status import COUNTS_ORDER, duration_text
     from benchlab.triage import MISSING_METRIC, NON_FINITE_METRIC
 
     d = st.detail
     assert d is not None
     runs, folder, counts = d.runs, st.folder, st.counts
-    order = [COMPLETED, RUNNING, PENDING, FAILED, INTERRUPTED]
-    parts = [f"{counts.get(s, 0)} {s}" for s in order if counts.get(s)]
+    parts = [f"{counts.get(s, 0)} {s}" for s in COUNTS_ORDER if counts.get(s)]
     shown = folder.relative_to(Path.cwd()) if folder.is_absolute() and folder.is_relative_to(Path.cwd()) else folder
     eta = f" — ETA {duration_text(st.eta_s)}" if st.eta_s is not None else ""
     name = st.benchmark.name if st.benchmark else None
@@ -250,21 +248,6 @@ def _print_gpu_use(gpu_attempts: list[tuple[str, AttemptRecord]]) -> None:
         console.print(f"  ({len(sampled) - len(shown)} more: `benchlab status --json` lists every run)")
 
 
-def _find_run(store: Store, key: str) -> RunRecord:
-    runs = store.runs(current_only=False)
-    exact = [r for r in runs if key in (r.run_id, r.name)]
-    if exact:
-        current = [r for r in exact if r.in_spec] or [r for r in exact if r.current]
-        return (current or exact)[0]
-    prefix = [r for r in runs if r.run_id.startswith(key)]
-    if len(prefix) == 1:
-        return prefix[0]
-    if len(prefix) > 1:
-        raise UsageError(f"run {key!r} is ambiguous: " + ", ".join(r.run_id for r in prefix[:8]))
-    names = ", ".join(r.name for r in runs[:6])
-    raise UsageError(f"no run {key!r} in this results folder (runs are named like: {names}, or by id)")
-
-
 @app.command()
 def logs(
     run_key: str = typer.Argument(..., metavar="RUN", help="A run's name (digits/mlp/s3) or id (or id prefix)."),
@@ -274,35 +257,34 @@ def logs(
     """Print a run's log (train.log)."""
     import sys
 
-    from benchlab.ledger import RUNNING, Store
+    from benchlab.execute.status import find_run, is_running
     from benchlab.results import find_results
 
     folder = find_results(results)
-    with Store.open(folder) as store:
-        run = _find_run(store, run_key)
-        run_id = run.run_id
-        log = run_dir_of(folder, run_id) / LOG_FILE
-        if not log.exists():
-            raise UsageError(f"{log}: no log yet (run status: {run.status})")
-        # A running log past its cap has its middle freed (execute/logcap.py): read around it.
-        from benchlab.execute.logcap import data_at
+    run = find_run(folder, run_key)
+    run_id = run.run_id
+    log = run_dir_of(folder, run_id) / LOG_FILE
+    if not log.exists():
+        raise UsageError(f"{log}: no log yet (run status: {run.status})")
+    # A running log past its cap has its middle freed (execute/logcap.py): read around it.
+    from benchlab.execute.logcap import data_at
 
-        with open(log, "rb") as fh:
-            pos, ended = 0, False
-            while True:
-                start, size = data_at(fh.fileno(), pos, 65536)
-                chunk = os.pread(fh.fileno(), size, start) if size else b""
-                if chunk:
-                    sys.stdout.buffer.write(chunk)
-                    sys.stdout.flush()
-                    pos = start + len(chunk)
-                    continue
-                if not follow or ended:
-                    break
-                # One more pass once the run is over: what it wrote last.
-                ended = store.statuses().get(run_id) != RUNNING
-                if not ended:
-                    time.sleep(0.2)
+    with open(log, "rb") as fh:
+        pos, ended = 0, False
+        while True:
+            start, size = data_at(fh.fileno(), pos, 65536)
+            chunk = os.pread(fh.fileno(), size, start) if size else b""
+            if chunk:
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+                pos = start + len(chunk)
+                continue
+            if not follow or ended:
+                break
+            # One more pass once the run is over: what it wrote last.
+            ended = not is_running(folder, run_id)
+            if not ended:
+                time.sleep(0.2)
 
 
 @app.command()

@@ -42,11 +42,11 @@ def ui(
                    "browsers then log in with the one-time URL printed here")
     if token is not None and len(token) < 8:
         raise UsageError(f"--token must be at least 8 characters, got {len(token)}")
-    from benchlab.ledger import DB_NAME
+    from benchlab.results_files import LEDGER_FILE
 
     if not results:
         here = Path.cwd()
-        results = [here] if (here / DB_NAME).exists() else [here / "results"]
+        results = [here] if (here / LEDGER_FILE).exists() else [here / "results"]
     from benchlab.ui import Library, create_app
     from benchlab.ui.hosts import served_hosts
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,7 +12,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from benchlab.execute.events import EventKind
 from benchlab.execute.events import Progress as SweepProgress
 from benchlab.execute.sweep import SweepEvent, SweepResult
-from benchlab.ledger import COMPLETED, FlaggedPair
+
+if TYPE_CHECKING:
+    from benchlab.ledger import FlaggedPair
 
 
 def _fmt_duration(seconds: float | None) -> str:
@@ -78,7 +80,7 @@ class SweepDisplay:
         elif event.kind is EventKind.FINISH:
             n = p.finished
             width = len(str(p.total))
-            if event.status == COMPLETED:
+            if event.completed:
                 detail = f"{event.metric}={_fmt_value(event.value)}"
                 style = "green"
             else:
@@ -100,7 +102,7 @@ class SweepDisplay:
         live bar to draw around, and rich's rendering would cost more than dispatching the run."""
         p = event.progress
         assert event.run is not None
-        if event.status == COMPLETED:
+        if event.completed:
             detail = f"{event.metric}={_fmt_value(event.value)}"
         else:
             detail = f"{event.status}: {event.error or ''}"

@@ -1,6 +1,6 @@
 """`benchlab compare` and `benchlab analyze` on per-question records (a samples table).
 
-Parse, call :mod:`benchlab.collect.samples` and :mod:`benchlab.stats.question_table`, print.
+Parse, call :func:`benchlab.collect.samples.load_samples` and :func:`benchlab.stats.compare_questions`, print.
 The commands themselves live in :mod:`benchlab.cli.cmd_analyze`; they hand over here when
 their input holds question-level records.
 """
@@ -24,38 +24,16 @@ SE_NOTE = ("Standard errors are over questions: each question's samples are aver
            "alone would move.")
 
 
-def load_samples(path: Path, *, drop_changed: bool) -> tuple[Any, list[str]]:
-    from benchlab.collect.samples import check_pairing, read_samples
-
-    table, notes = read_samples(path)
-    table, warnings = check_pairing(table, drop=drop_changed)
-    return table, [*notes, *warnings]
-
-
 def run_questions(path: Path, *, baseline: str | None, candidates: list[str] | None, metric: str | None,
                   goal: str | dict[str, str], alpha: float, drop_changed: bool, as_json: bool,
                   csv: Path | None = None, effect: float | None = None) -> None:
     """Analyse the samples at ``path`` and print the result."""
-    from benchlab.stats.question_table import analyze_questions
+    from benchlab.collect.samples import load_samples
+    from benchlab.stats import compare_questions
 
     table, notes = load_samples(path, drop_changed=drop_changed)
-    if effect is not None and effect <= 0:
-        from benchlab.errors import DataError
-
-        raise DataError(f"--effect: expected a difference > 0 in the metric's units, got {effect}")
-    # Every candidate is compared, so that Holm's family is the one `analyze` and the report use
-    # (every task and candidate of the metric); `compare` then shows the ones asked for.
-    result = analyze_questions(table, baseline=baseline, candidates=None, metric=metric, goal=goal,
+    result = compare_questions(table, baseline=baseline, candidates=candidates, metric=metric, goal=goal,
                                alpha=alpha, effect=effect)
-    if candidates is not None:
-        have = sorted({r.config for r in result.summary})
-        unknown = [c for c in candidates if c not in have]
-        if unknown:
-            from benchlab.errors import DataError
-
-            raise DataError(f"no config {', '.join(map(repr, unknown))} in the samples; configs are "
-                            f"{', '.join(have)}")
-        result.comparisons = [c for c in result.comparisons if c.candidate in candidates]
     result.warnings[:0] = notes
     show_questions(result, as_json=as_json, csv=csv)
 

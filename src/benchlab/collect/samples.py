@@ -680,3 +680,12 @@ def check_pairing(table: pd.DataFrame, *, drop: bool = False) -> tuple[pd.DataFr
                         "hash differs) left out of every config")
     key = table.set_index(["task", "question"]).index
     return table[~key.isin(bad.index)].reset_index(drop=True), warnings
+
+
+def load_samples(source: Path | str, *, drop_changed: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """The samples table of ``source`` (:func:`read_samples`), its questions checked to be asked alike
+    by every config (:func:`check_pairing`; ``drop_changed`` leaves out those that are not instead of
+    refusing them), and the notes of both, in that order."""
+    table, notes = read_samples(source)
+    table, warnings = check_pairing(table, drop=drop_changed)
+    return table, [*notes, *warnings]

@@ -10,6 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from benchlab.ledger import COMPLETED
 from benchlab.plan import Run
 
 if TYPE_CHECKING:
@@ -64,6 +65,12 @@ class SweepEvent:
     duration: float | None = None
     failure_class: str | None = None
     error: str | None = None
+
+    @property
+    def completed(self) -> bool:
+        """Whether the run this event finished completed (a ``FINISH`` of a run that failed, or any
+        other kind of event, is not)."""
+        return self.status == COMPLETED
 
 
 @dataclass

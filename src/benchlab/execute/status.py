@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchlab.errors import UsageError
 from benchlab.execute.liveness import SweepLiveness, as_seen, counts_as_seen, sweep_liveness
-from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PARTIAL_NOTE_PREFIX, PENDING, RUNNING, Store
+from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PARTIAL_NOTE_PREFIX, PENDING, RUNNING, Status, Store
+from benchlab.results_files import LEDGER_FILE
 
 if TYPE_CHECKING:
     from benchlab.benchmark_info import BenchmarkInfo
@@ -35,6 +37,9 @@ if TYPE_CHECKING:
         SequentialRecord,
     )
     from benchlab.triage import FailureGroup
+
+#: The run states in the order ``benchlab status`` gives their counts.
+COUNTS_ORDER: tuple[Status, ...] = (COMPLETED, RUNNING, PENDING, FAILED, INTERRUPTED)
 
 #: The benchmark's state, as the dashboard's first page and ``status --json`` give it.
 STATE_RUNNING = "running"
@@ -235,6 +240,47 @@ def _detail(folder: Path, store: Store, every: list[RunRecord], runs: dict[str, 
                         ledger_backups(folder), leftovers, rebuilding)
 
 
-__all__ = ["STATE_DONE", "STATE_EMPTY", "STATE_FAILED", "STATE_RUNNING", "STATE_STOPPED", "FailureGroupView",
-           "FolderStatus", "StatusDetail", "benchmark_state", "duration_text", "estimate_eta",
-           "status"]
+def run_states(folder: Path, run_ids: Iterable[str]) -> dict[str, Status]:
+    """The state of each of ``run_ids`` in ``folder``'s ledger: ``pending`` for a run it does not hold,
+    and for every run where the folder has no ledger yet (a spec not run, as ``benchlab validate``
+    plans it). Creates no ledger."""
+    known: dict[str, str] = {}
+    if (Path(folder) / LEDGER_FILE).exists():
+        with Store.open(folder) as store:
+            known = store.statuses()
+    return {rid: Status(known.get(rid, PENDING)) for rid in run_ids}
+
+
+def find_run(folder: Path, key: str) -> RunRecord:
+    """The run of ``folder`` named by ``key``: its name (``digits/mlp/s3``), its id, or the start of
+    its id. Of several runs of one name (a spec changed since), the one in the spec, else the current
+    one.
+
+    Raises:
+        UsageError: no run, or several, match ``key`` (the message names some).
+    """
+    with Store.open(folder) as store:
+        runs = store.runs(current_only=False)
+    exact = [r for r in runs if key in (r.run_id, r.name)]
+    if exact:
+        current = [r for r in exact if r.in_spec] or [r for r in exact if r.current]
+        return (current or exact)[0]
+    prefix = [r for r in runs if r.run_id.startswith(key)]
+    if len(prefix) == 1:
+        return prefix[0]
+    if len(prefix) > 1:
+        raise UsageError(f"run {key!r} is ambiguous: " + ", ".join(r.run_id for r in prefix[:8]))
+    names = ", ".join(r.name for r in runs[:6])
+    raise UsageError(f"no run {key!r} in this results folder (runs are named like: {names}, or by id)")
+
+
+def is_running(folder: Path, run_id: str) -> bool:
+    """Whether the ledger of ``folder`` has the run ``run_id`` running now (``logs --follow`` stops
+    following a log once it is not)."""
+    with Store.open(folder) as store:
+        return store.statuses(ids=[run_id]).get(run_id) == RUNNING
+
+
+__all__ = ["COUNTS_ORDER", "STATE_DONE", "STATE_EMPTY", "STATE_FAILED", "STATE_RUNNING", "STATE_STOPPED",
+           "FailureGroupView", "FolderStatus", "StatusDetail", "benchmark_state", "duration_text", "estimate_eta",
+           "find_run", "is_running", "run_states", "status"]

@@ -3,6 +3,6 @@
 (:mod:`~benchlab.preregistration`), and publishing a results folder
 (:mod:`~benchlab.history.export`)."""
 
-from benchlab.history.diff import Change, Side, VersionDiff, diff_results, read_side
+from benchlab.history.diff import Change, Side, VersionDiff, diff_results, diff_versions, read_side
 
-__all__ = ["Change", "Side", "VersionDiff", "diff_results", "read_side"]
+__all__ = ["Change", "Side", "VersionDiff", "diff_results", "diff_versions", "read_side"]

@@ -3,24 +3,11 @@
 A side is a results folder, or ``FOLDER@VERSION``: the runs of one recorded benchmark version
 in a folder that holds several (a version id or its prefix, as ``versions/`` lists them).
 
-For every (task, config, metric) both sides have, the change ``after - before`` is compared with
-:func:`benchlab.stats.compare` (paired by seed where the shared seeds are most of each side's runs,
-unpaired on every run otherwise: :func:`benchlab.stats.compare.shared_seeds`), Holm's correction
-runs across the comparisons of each metric (one family per metric, as in ``benchlab analyze``),
-and the verdict is
-
-- ``regression``: the Holm-adjusted p-value is below alpha and the 95% CI of the change
-  excludes 0 on the bad side of the metric's goal;
-- ``improvement``: the same on the good side;
-- ``no detectable change``: a change the statistics could judge whose CI includes 0 (or whose
-  Holm-adjusted p-value is not below alpha);
-- ``undetermined``: a change the statistics cannot judge (fewer than two seeds on a side, NaN, or
-  too few seeds for the only valid test to reach alpha): a note names why.
-
-A constant shift on every seed (every paired difference the same, the t-test undefined) is decided
-by the Wilcoxon signed-rank test (8 of 8 seeds one way: p = 0.0078); identical scores on both sides
-are "no detectable change". The verdict is :func:`benchlab.stats.is_significant`'s, as in
-``benchlab analyze`` and the report.
+This module reads the two sides (their tables, specs, recorded versions and, between two folders,
+their per-question records) and says what changed between them: code, spec, packages and datasets.
+Which scores moved is :func:`benchlab.stats.versions.analyze_versions`' answer (pairing, Holm's
+correction and the verdicts are decided there, as ``benchlab analyze`` decides them); a
+:class:`VersionDiff` holds both, and :mod:`~benchlab.history.diff_text` renders it.
 """
 
 from __future__ import annotations
@@ -29,23 +16,33 @@ import json
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from benchlab.benchmark_info import Goal, goal_of
 from benchlab.errors import DataError
 from benchlab.json_types import JsonObject
 from benchlab.results_files import DIFF_FILE, PACKAGES_FILE, VERSIONS_DIR, SavedSpec, version_spec_file
 from benchlab.run_files import PROVENANCE_FILE, run_dir_of
+from benchlab.stats.curves import SUMMARIES
+from benchlab.stats.versions import (
+    IMPROVEMENT,
+    NO_CHANGE,
+    REGRESSION,
+    UNDETERMINED,
+    VersionAnalysis,
+    VersionChange,
+    VersionQuestions,
+    VersionRuns,
+    analyze_versions,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.ledger import VersionRecord
+    from benchlab.stats.curves import Summary
 
-REGRESSION = "regression"
-IMPROVEMENT = "improvement"
-NO_CHANGE = "no detectable change"
-UNDETERMINED = "undetermined"
+#: A score's change, and its verdicts, as :mod:`benchlab.stats.versions` names them.
+Change = VersionChange
 VERDICTS = (REGRESSION, IMPROVEMENT, NO_CHANGE, UNDETERMINED)
 
 
@@ -63,85 +60,42 @@ class Side:
     version: VersionRecord | None
     table: pd.DataFrame
     not_completed: dict[str, int] = field(default_factory=dict)
+    #: Named as ``FOLDER@VERSION`` (one recorded version of a folder), not as a whole folder.
+    at_version: bool = False
+
+    def runs(self) -> VersionRuns:
+        """What the analysis of two versions takes of this side."""
+        return VersionRuns(self.label, self.table, self.goals, self.spec, self.not_completed)
 
 
 @dataclass(frozen=True)
-class Change:
-    """The change of one (task, config, metric) from the first side to the second."""
-
-    task: str
-    config: str
-    metric: str
-    goal: str
-    paired: bool
-    n_before: int
-    n_after: int
-    mean_before: float
-    mean_after: float
-    std_before: float | None
-    std_after: float | None
-    diff: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    p_holm: float | None
-    verdict: str
-    ratio: float | None
-    warnings: list[str] = field(default_factory=list)
-    #: The method behind the verdict (:mod:`benchlab.stats.verdict`); None when undetermined.
-    decided_by: str | None = None
-
-    @property
-    def key(self) -> str:
-        return f"{self.task}/{self.config}/{self.metric}"
-
-    @property
-    def direction(self) -> str:
-        """``worse`` or ``better`` by the metric's goal, as the means moved (``unchanged`` for equal
-        means): what ``ratio`` (after / before) hides for a negative score, −406 → −484 being 1.19."""
-        moved = self.mean_after - self.mean_before
-        if moved == 0 or moved != moved:
-            return "unchanged"
-        return "better" if (moved > 0) == (self.goal == "max") else "worse"
-
-    @property
-    def relative(self) -> float | None:
-        """(after − before) / |before|: the change as a fraction of the earlier score's size, its
-        sign the change's (None where the earlier mean is 0)."""
-        return (self.mean_after - self.mean_before) / abs(self.mean_before) if self.mean_before else None
-
-
-@dataclass
 class VersionDiff:
-    """What changed between two sides and how every shared score moved."""
+    """What changed between two sides (one line per item) and the analysis of how every shared
+    score moved."""
 
-    before: str
-    after: str
     code: list[str]
     spec: list[str]
     packages: list[str]
     datasets: list[str]
-    changes: list[Change]
-    only_before: list[str]
-    only_after: list[str]
-    alpha: float
-    summary: str
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def regressions(self) -> list[Change]:
-        return [c for c in self.changes if c.verdict == REGRESSION]
-
-    @property
-    def improvements(self) -> list[Change]:
-        return [c for c in self.changes if c.verdict == IMPROVEMENT]
+    analysis: VersionAnalysis
 
     def to_json(self) -> JsonObject:
-        """What ``benchlab diff --json`` prints: every field, and the number of changes per verdict."""
-        out = asdict(self)
-        for change, shown in zip(self.changes, out["changes"], strict=True):
+        """What ``benchlab diff --json`` prints: every field, the number of changes per verdict, and
+        the question level's comparisons where there is one."""
+        a = self.analysis
+        changes = []
+        for change in a.changes:
+            shown = asdict(change)
+            shown["warnings"] = list(change.warnings)
             shown.update(direction=change.direction, relative_change=change.relative)
-        out["counts"] = {v: sum(1 for c in self.changes if c.verdict == v) for v in VERDICTS}
+            changes.append(shown)
+        out: JsonObject = {
+            "before": a.before, "after": a.after, "code": self.code, "spec": self.spec, "packages": self.packages,
+            "datasets": self.datasets, "changes": changes, "only_before": list(a.only_before),
+            "only_after": list(a.only_after), "alpha": a.alpha, "summary": a.summary, "notes": list(a.notes),
+            "counts": a.counts}
+        if a.questions is not None:
+            out["questions"] = a.questions.to_json()["comparisons"]
         return out
 
 
@@ -153,7 +107,8 @@ def read_side(text: str | Path) -> Side:
     from benchlab.results import find_results, info, load
 
     raw = str(text)
-    folder_text, _, wanted = raw.partition("@") if "@" in raw and not Path(raw).exists() else (raw, "", "")
+    at_version = "@" in raw and not Path(raw).exists()
+    folder_text, _, wanted = raw.partition("@") if at_version else (raw, "", "")
     folder = find_results(folder_text)
     meta = info(folder)
     with Store.open(folder) as store:
@@ -162,7 +117,7 @@ def read_side(text: str | Path) -> Side:
     if not wanted:
         table = load(folder)
         return Side(raw, folder, meta.name, meta.goal, meta.spec, meta.spec_path,
-                    versions[-1] if versions else None, table, not_completed)
+                    versions[-1] if versions else None, table, not_completed, at_version)
     matches = [v for v in versions if v.id.startswith(wanted)]
     if len(matches) != 1:
         listed = ", ".join(f"{v.id} ({v.recorded_at})" for v in versions) or "none recorded"
@@ -180,7 +135,7 @@ def read_side(text: str | Path) -> Side:
     if recorded is not None:  # the spec as this version resolved it, not as the ledger last saw it
         spec, spec_path = recorded.spec, recorded.spec_path
     return Side(raw, folder, meta.name, meta.goal, spec, spec_path, version,
-                pd.DataFrame(table).reset_index(drop=True), {})
+                pd.DataFrame(table).reset_index(drop=True), {}, at_version)
 
 
 def _run_version(folder: Path, run_id: str) -> str | None:
@@ -190,91 +145,40 @@ def _run_version(folder: Path, run_id: str) -> str | None:
         return None
 
 
-def diff_results(before: Side, after: Side, *, metric: str | None = None, summary: str = "final",
-                 alpha: float = 0.05, reps: int = 2000, seed: int = 0) -> VersionDiff:
-    """Compare two sides (see the module docstring). Statistics come from :mod:`benchlab.stats`."""
-    import numpy as np
+def diff_results(before: Side, after: Side, *, metric: str | None = None, summary: Summary = "final",
+                 alpha: float = 0.05, reps: int = 2000, seed: int = 0,
+                 questions: VersionQuestions | None = None) -> VersionDiff:
+    """What changed between two sides and the analysis of their scores
+    (:func:`benchlab.stats.versions.analyze_versions`, with the per-question records ``questions``)."""
+    analysis = analyze_versions(before.runs(), after.runs(), questions=questions, metric=metric, summary=summary,
+                                alpha=alpha, reps=reps, seed=seed)
+    return VersionDiff(code=code_changes(before, after), spec=spec_changes(before, after),
+                       packages=package_changes(before, after), datasets=dataset_changes(before, after),
+                       analysis=analysis)
 
-    from benchlab.stats import compare, holm, is_significant, reduce_runs, validate_table
-    from benchlab.stats.analysis import ComparisonRow
-    from benchlab.stats.compare import shared_seeds
-    from benchlab.stats.ranges import metric_ranges, normal_metrics
-    from benchlab.stats.verdict import decide
 
-    runs = []
-    notes: list[str] = []
-    for side in (before, after):
-        table = side.table if metric is None else side.table[side.table["metric"] == metric]
-        if table.empty:
-            raise DataError(f"{side.label}: no completed run" + (f" with metric {metric!r}" if metric else ""))
-        reduced, warnings = reduce_runs(validate_table(table, side.label), summary)  # type: ignore[arg-type]
-        notes += [f"{side.label}: {w}" for w in warnings]
-        runs.append(reduced)
-        for status, n in side.not_completed.items():
-            notes.append(f"{side.label}: {n} run(s) {status}, not in the comparison")
-    keyed = [{k: dict(zip(g["seed"].tolist(), g["value"].tolist(), strict=True))
-              for k, g in r.groupby(["task", "config", "metric"], sort=True)} for r in runs]
-    shared = sorted(keyed[0].keys() & keyed[1].keys())
-    raw: list[tuple[tuple[str, str, str], Any, dict[int, float], dict[int, float], Goal]] = []
-    for i, key in enumerate(shared):
-        b, a = keyed[0][key], keyed[1][key]
-        goal = goal_of({**before.goals, **after.goals}, key[2])  # the after side's where both name it
-        # The same pairing rule as analyze: paired on the shared seeds when they are most of
-        # each side's runs, else unpaired on every run.
-        paired, common = shared_seeds(sorted(b), sorted(a))
-        seeds_b, seeds_a = (common, common) if paired else (sorted(b), sorted(a))
-        cmp = compare(np.array([b[s] for s in seeds_b]), np.array([a[s] for s in seeds_a]),
-                      paired=paired, goal=goal, reps=reps, seed=seed + i, label="/".join(key))
-        raw.append((key, cmp, b, a, goal))
-    # One Holm family per metric, as in analyze and the report.
-    adjusted: list[float | None] = [None] * len(raw)
-    for met in dict.fromkeys(key[2] for key, *_ in raw):
-        idx = [i for i, (key, *_) in enumerate(raw) if key[2] == met]
-        for i, p in zip(idx, holm([raw[i][1].pvalue for i in idx]), strict=True):
-            adjusted[i] = p
-    # The same verdict as analyze and the report: the library's is_significant (a constant shift is
-    # decided by the rank test; identical scores are no change; too few seeds for any test,
-    # undetermined), standing only where a range test confirms it or normality is assumed.
-    t_verdicts = [is_significant(p_adj, cmp.diff_ci_low, cmp.diff_ci_high, alpha, cmp.p_floor)
-                  for (_, cmp, *_), p_adj in zip(raw, adjusted, strict=True)]
-    rows = [ComparisonRow(task=key[0], metric=key[2], baseline=before.label, candidate=f"{key[1]} {after.label}",
-                          paired=cmp.paired, n=cmp.n, mean_diff=cmp.mean_diff, t_pvalue=cmp.t_pvalue,
-                          wilcoxon_pvalue=cmp.wilcoxon_pvalue, welch_pvalue=cmp.welch_pvalue,
-                          mannwhitney_pvalue=cmp.mannwhitney_pvalue, p_holm=p_adj)
-            for (key, cmp, *_), p_adj in zip(raw, adjusted, strict=True)]
-    sides = []
-    for _key, cmp, b, a, _ in raw:
-        seeds_b, seeds_a = (sorted(b.keys() & a.keys()),) * 2 if cmp.paired else (sorted(b), sorted(a))
-        sides.append((np.array([b[s] for s in seeds_b], dtype=float), np.array([a[s] for s in seeds_a], dtype=float)))
-    withheld: list[str] = []
-    decided = decide(rows, sides, t_verdicts, {**metric_ranges(before.spec), **metric_ranges(after.spec)},
-                     [*normal_metrics(before.spec), *normal_metrics(after.spec)], alpha, withheld)
-    changes = []
-    for (key, cmp, b, a, goal), p_adj, verdict_of in zip(raw, adjusted, decided, strict=True):
-        significant = verdict_of.significant
-        verdict = UNDETERMINED if significant is None else NO_CHANGE
-        if significant and cmp.mean_diff is not None:
-            verdict = IMPROVEMENT if (cmp.mean_diff > 0) == (goal == "max") else REGRESSION
-        notes_of = list(cmp.warnings)
-        notes_of += [w for w in withheld if w.startswith(f"{key[0]} {key[2]} {key[1]} {after.label} vs ")]
-        if cmp.p_floor is not None and cmp.p_floor >= alpha:
-            notes_of.append(f"{'/'.join(key)}: with {cmp.n} seeds the {cmp.test} test cannot give a "
-                            f"p-value below {alpha:g} (its smallest is {cmp.p_floor:.4g}); too few "
-                            "seeds to decide")
-        vb, va = np.array(list(b.values())), np.array(list(a.values()))
-        mb, ma = float(np.nanmean(vb)), float(np.nanmean(va))
-        changes.append(Change(
-            key[0], key[1], key[2], goal, cmp.paired, len(b), len(a), mb, ma,
-            float(np.nanstd(vb, ddof=1)) if len(vb) > 1 else None,
-            float(np.nanstd(va, ddof=1)) if len(va) > 1 else None,
-            cmp.mean_diff, cmp.diff_ci_low, cmp.diff_ci_high, cmp.pvalue, p_adj, verdict,
-            ma / mb if mb != 0 else None, notes_of, verdict_of.decided_by))
-    return VersionDiff(
-        before=before.label, after=after.label, code=code_changes(before, after), spec=spec_changes(before, after),
-        packages=package_changes(before, after), datasets=dataset_changes(before, after), changes=changes,
-        only_before=["/".join(k) for k in sorted(keyed[0].keys() - keyed[1].keys())],
-        only_after=["/".join(k) for k in sorted(keyed[1].keys() - keyed[0].keys())],
-        alpha=alpha, summary=summary, notes=notes)
+def diff_versions(before: str | Path, after: str | Path, *, metric: str | None = None, summary: str = "final",
+                  alpha: float = 0.05, reps: int = 2000, seed: int = 0) -> VersionDiff:
+    """``benchlab diff BEFORE AFTER``: each side read (a folder, or ``FOLDER@VERSION``), and, between
+    two folders whose runs kept per-question records, the question level too.
+
+    Raises:
+        ResultsNotFound: a side names no results folder.
+        DataError: a side names no version of its folder or has no completed run, or ``summary`` is
+            not one of :data:`benchlab.stats.SUMMARIES`.
+    """
+    from benchlab.history.diff_questions import question_records
+
+    if summary not in SUMMARIES:
+        raise DataError(f"--summary must be one of {', '.join(SUMMARIES)}; got {summary!r}")
+    side_before, side_after = read_side(before), read_side(after)
+    records = None
+    # A run directory keeps its latest run's records: the question level compares two folders as
+    # they are, not a FOLDER@VERSION whose runs were re-run since.
+    if not (side_before.at_version or side_after.at_version):
+        records = question_records(side_before.folder, side_after.folder)
+    return diff_results(side_before, side_after, metric=metric, summary=cast("Summary", summary), alpha=alpha,
+                        reps=reps, seed=seed, questions=records)
 
 
 # --------------------------------------------------------------------------- what changed
@@ -419,6 +323,7 @@ __all__ = [
     "code_changes",
     "dataset_changes",
     "diff_results",
+    "diff_versions",
     "package_changes",
     "read_side",
     "spec_changes",

@@ -1,9 +1,11 @@
-"""`benchlab diff` question by question: where both versions' runs kept per-question records, each
-(task, config) of the later version against the earlier one, paired over the questions both asked.
+"""`benchlab diff` question by question: where both versions' runs kept per-question records, the
+records the question level compares, and its Markdown section.
 
 A question asked differently by the two versions (a dataset or prompt changed between them, its
-hash differs) cannot be paired: it is left out, with a warning naming how many per task. Holm's
-correction runs over every (task, config, metric) together.
+hash differs) cannot be paired: it is left out here, with a warning naming how many per task. The
+statistics (each (task, config) of the later version against the earlier one, paired over the
+questions both asked, one Holm family per metric) are
+:func:`benchlab.stats.versions.analyze_versions`'.
 """
 
 from __future__ import annotations
@@ -12,20 +14,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchlab.stats.question_table import QuestionAnalysis, QuestionComparisonRow
+    from benchlab.stats.question_table import QuestionAnalysis
+    from benchlab.stats.versions import VersionQuestions
 
-BEFORE, AFTER = "@before", "@after"
+#: The column that tells the two versions apart while their questions' hashes are checked.
+_SIDE = "__version_side"
 
 
-def question_diff(before: Path, after: Path, *, metric: str | None = None, alpha: float = 0.05,
-                  goal: str | dict[str, str] = "max") -> QuestionAnalysis | None:
-    """The question-level changes from ``before`` to ``after`` (two results folders), or None
-    when either holds no per-question record."""
+def question_records(before: Path, after: Path) -> VersionQuestions | None:
+    """The per-question records of two results folders, only the questions both asked alike (in the
+    configs both have), or None when either holds no per-question record."""
     import pandas as pd
 
     from benchlab.collect.samples import check_pairing, read_samples, runs_hold_records
     from benchlab.run_files import runs_dir
-    from benchlab.stats.question_table import QuestionAnalysis, analyze_questions, judge
+    from benchlab.stats.versions import VersionQuestions
 
     sides = []
     for folder in (before, after):
@@ -33,30 +36,13 @@ def question_diff(before: Path, after: Path, *, metric: str | None = None, alpha
             return None
         sides.append(read_samples(folder))
     (a, notes_a), (b, notes_b) = sides
-    shared = sorted(set(a["config"].astype(str)) & set(b["config"].astype(str)))
-    out = QuestionAnalysis(baseline=None, warnings=[*notes_a, *notes_b])
-    if not shared:
-        out.warnings.append("no config has per-question records in both versions")
-        return out
-    a = a[a["config"].astype(str).isin(shared)].assign(config=lambda t: t["config"].astype(str) + BEFORE)
-    b = b[b["config"].astype(str).isin(shared)].assign(config=lambda t: t["config"].astype(str) + AFTER)
+    shared = set(a["config"].astype(str)) & set(b["config"].astype(str))
+    a = a[a["config"].astype(str).isin(shared)].assign(**{_SIDE: 0})
+    b = b[b["config"].astype(str).isin(shared)].assign(**{_SIDE: 1})
     both, warnings = check_pairing(pd.concat([a, b], ignore_index=True), drop=True)
-    out.warnings += [w.replace("by the configs", "by the two versions") for w in warnings]
-    rows: list[QuestionComparisonRow] = []
-    for config in shared:
-        part = both[both["config"].isin([config + BEFORE, config + AFTER])]
-        if part["config"].nunique() < 2:
-            out.warnings.append(f"{config}: no question left that both versions asked")
-            continue
-        found = analyze_questions(part, baseline=config + BEFORE, candidates=[config + AFTER], metric=metric,
-                                  goal=goal, alpha=alpha)
-        for row in found.comparisons:
-            row.baseline, row.candidate = config, config
-        rows += found.comparisons
-        out.warnings += found.warnings
-    judge(rows, alpha=alpha, goal=goal)
-    out.comparisons = rows
-    return out
+    kept = [both[both[_SIDE] == side].drop(columns=_SIDE).reset_index(drop=True) for side in (0, 1)]
+    return VersionQuestions(kept[0], kept[1], (*notes_a, *notes_b,
+                                               *(w.replace("by the configs", "by the two versions") for w in warnings)))
 
 
 def to_markdown(result: QuestionAnalysis) -> str:
@@ -65,7 +51,7 @@ def to_markdown(result: QuestionAnalysis) -> str:
 
     lines = ["## Question-level changes", "",
              "Each (task, config) of the later version against the earlier one, paired over the questions "
-             "both asked (diff = after − before; Holm across the table).", "",
+             "both asked (diff = after − before; Holm per metric across the table).", "",
              "| task | config | metric | questions | before | after | diff [95% CI] | p | p (Holm) | "
              "better / worse | verdict |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in result.comparisons:

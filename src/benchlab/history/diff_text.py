@@ -86,17 +86,20 @@ def change_line(c: Change) -> list[str]:
             ci, _moved(c, at), _g(c.p_holm, 2), f"{c.key} ({how}, goal {c.goal})"]
 
 
-def to_markdown(d: VersionDiff) -> str:
-    """The diff as Markdown: what changed, then regressions, improvements and the rest."""
+def to_markdown(diff: VersionDiff) -> str:
+    """The diff as Markdown: what changed, then regressions, improvements and the rest, then the
+    question level where there is one."""
+    d = diff.analysis
     lines = [f"# benchlab diff: {d.before} → {d.after}", ""]
     n_reg, n_imp = len(d.regressions), len(d.improvements)
-    n_und = sum(1 for c in d.changes if c.verdict == UNDETERMINED)
+    n_und = len(d.undetermined)
     lines.append(f"{len(d.changes)} score(s) compared ({d.summary} value per run; Holm-corrected per metric, "
                  f"alpha {d.alpha:g}): **{n_reg} regression(s)**, {n_imp} improvement(s), "
                  f"{len(d.changes) - n_reg - n_imp - n_und} without a detectable change"
                  + (f", **{n_und} undetermined** (the statistics cannot judge them; see the Notes)." if n_und else "."))
     lines += ["", "## What changed", ""]
-    for title, items in (("Code", d.code), ("Spec", d.spec), ("Packages", d.packages), ("Datasets", d.datasets)):
+    for title, items in (("Code", diff.code), ("Spec", diff.spec), ("Packages", diff.packages),
+                         ("Datasets", diff.datasets)):
         if not items:
             lines.append(f"- {title}: no change")
             continue
@@ -127,12 +130,17 @@ def to_markdown(d: VersionDiff) -> str:
         lines += ["", "## Not on both sides", ""]
         lines += [f"- only in {d.before}: {k}" for k in d.only_before]
         lines += [f"- only in {d.after}: {k}" for k in d.only_after]
-    notes = d.notes + [w for c in d.changes for w in c.warnings]
+    notes = [*d.notes, *(w for c in d.changes for w in c.warnings)]
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if d.questions is not None:
+        from benchlab.history.diff_questions import to_markdown as questions_markdown
+
+        text = text.rstrip("\n") + "\n\n" + questions_markdown(d.questions)
+    return text
 
 
-def csv_rows(d: VersionDiff) -> list[ChangeRow]:
+def csv_rows(diff: VersionDiff) -> list[ChangeRow]:
     """One row per compared (task, config, metric), with :data:`CSV_COLUMNS`."""
-    return [ChangeRow.of(c) for c in d.changes]
+    return [ChangeRow.of(c) for c in diff.analysis.changes]

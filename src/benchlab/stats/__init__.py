@@ -8,10 +8,14 @@ Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 (exact rank tests), :mod:`~benchlab.stats.tolerance` (what counts as zero),
 :mod:`~benchlab.stats.seeds`
 (how many seeds), :mod:`~benchlab.stats.table` (a whole long-format table),
-:mod:`~benchlab.stats.runvalues` (one value per run, without pandas) and
-:mod:`~benchlab.stats.analysis` (its typed result).
+:mod:`~benchlab.stats.runvalues` (one value per run, without pandas),
+:mod:`~benchlab.stats.analysis` (its typed result), :mod:`~benchlab.stats.versions` (two versions
+of a benchmark: what ``benchlab diff`` shows) and :mod:`~benchlab.stats.question_table` (a whole
+samples table, question by question).
 Definitions and defaults are in ``docs/statistics.md``.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from benchlab.stats.aggregate import (
     AGGREGATES,
@@ -77,6 +81,23 @@ from benchlab.stats.sizing import (
 )
 from benchlab.stats.table import ALIGNS, AnalysisOptions, analyze, reduce_runs, validate_table
 from benchlab.stats.tolerance import RELATIVE_TOLERANCE
+from benchlab.stats.versions import VersionAnalysis, VersionChange, VersionQuestions, VersionRuns, analyze_versions
+
+if TYPE_CHECKING:
+    from benchlab.stats.question_table import QuestionAnalysis, compare_questions
+
+#: Public names whose module loads scipy.stats (about a second on a cold start), imported when
+#: first asked for, so that ``import benchlab.stats`` stays as quick as it was.
+_LAZY = {"QuestionAnalysis": "benchlab.stats.question_table", "compare_questions": "benchlab.stats.question_table"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AGGREGATES",
@@ -95,15 +116,21 @@ __all__ = [
     "Estimate",
     "PowerAnalysis",
     "PowerRow",
+    "QuestionAnalysis",
     "RankTest",
     "ScoreMatrices",
     "SummaryRow",
     "TaskVariance",
     "VarianceAnalysis",
+    "VersionAnalysis",
+    "VersionChange",
+    "VersionQuestions",
+    "VersionRuns",
     "aggregate",
     "aggregate_many",
     "align",
     "analyze",
+    "analyze_versions",
     "average_probability_of_improvement",
     "bootstrap_ci",
     "bootstrap_distribution",
@@ -111,6 +138,7 @@ __all__ = [
     "cohens_d",
     "common_grid",
     "compare",
+    "compare_questions",
     "cv_of_mean",
     "describe",
     "diff_t_interval",

@@ -237,6 +237,34 @@ def analyze_questions(table: pd.DataFrame, *, baseline: str | None = None, candi
     return out
 
 
+def compare_questions(table: pd.DataFrame, *, baseline: str | None = None, candidates: list[str] | None = None,
+                      metric: str | None = None, goal: str | dict[str, str] = "max", alpha: float = 0.05,
+                      effect: float | None = None) -> QuestionAnalysis:
+    """:func:`analyze_questions` of the whole table, then the comparisons of ``candidates`` only.
+
+    Every candidate is compared, so that Holm's family is the one ``analyze`` and the report use
+    (every task and candidate of the metric); the result keeps the ones asked for.
+
+    Raises:
+        DataError: ``effect`` is not above 0, or a candidate is not a config of the table (the
+            message lists them).
+    """
+    from benchlab.errors import DataError
+
+    if effect is not None and effect <= 0:
+        raise DataError(f"--effect: expected a difference > 0 in the metric's units, got {effect}")
+    result = analyze_questions(table, baseline=baseline, candidates=None, metric=metric, goal=goal, alpha=alpha,
+                               effect=effect)
+    if candidates is not None:
+        have = sorted({r.config for r in result.summary})
+        unknown = [c for c in candidates if c not in have]
+        if unknown:
+            raise DataError(f"no config {', '.join(map(repr, unknown))} in the samples; configs are "
+                            f"{', '.join(have)}")
+        result.comparisons = [c for c in result.comparisons if c.candidate in candidates]
+    return result
+
+
 def resolve_metric(metric: str, have: list[str]) -> str:
     """The samples' name of a metric a spec or a user names: itself, or the one harness name
     ``<metric>,<filter>`` it stands for (lm-eval records ``acc`` as ``acc,none``). Several

@@ -12,7 +12,7 @@ are in :mod:`benchlab.stats.analysis`.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -42,7 +42,7 @@ from benchlab.stats.bootstrap import (
     few_for_bootstrap_t,
     studentized_mean_ci,
 )
-from benchlab.stats.compare import compare, holm, is_significant, shape_warning, shared_seeds
+from benchlab.stats.compare import Comparison, compare, holm, is_significant, shape_warning, shared_seeds
 from benchlab.stats.curves import SUMMARIES, Summary, summarize
 from benchlab.stats.curves import align as align_curves
 from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank, separated_from_best
@@ -590,17 +590,11 @@ def _check_configs(configs: list[str], baseline: str | None, candidates: Sequenc
 def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
                  warnings: list[str]) -> list[ComparisonRow]:
     """Each candidate against the baseline, per (task, metric), with Holm-corrected verdicts."""
-    baseline, goal, reps, seed = o.baseline, o.goal, o.reps, o.seed
-    confidence, method, alpha = o.confidence, o.method, o.alpha
+    baseline = o.baseline
     if baseline is None:
         return []
     chosen = [c for c in (o.candidates or configs) if c != baseline]
-    out: list[ComparisonRow] = []
-    pvalues: list[float | None] = []
-    floors: list[float | None] = []
-    sides: list[tuple[np.ndarray, np.ndarray]] = []
-    boot_cells: list[tuple[ComparisonRow, np.ndarray]] = []
-    too_few: list[str] = []
+    pairs: list[Pair] = []
     # {(task, metric, config): {seed: value}}, built in one pass (masks per pair are slow).
     values = runs.value.tolist()
     by_run = {key: {runs.seed[i]: values[i] for i in idx}
@@ -612,74 +606,152 @@ def _compare_all(runs: RunValues, configs: list[str], o: AnalysisOptions,
             continue
         for cand in chosen:
             other = by_run.get((task, met, cand), {})
-            if not other:
-                continue
-            label = f"{task} {met} {cand} vs {baseline}"
-            paired, common = shared_seeds(list(base), list(other))
-            only_b = sorted(set(base) - set(other), key=str)
-            only_c = sorted(set(other) - set(base), key=str)
-            if paired and (only_b or only_c):
-                warnings.append(
-                    f"{label}: paired on the {len(common)} shared seed(s); seed(s) "
-                    f"{', '.join(map(str, only_b + only_c))} are missing on one side and left out"
-                )
-            elif not paired and len(common) >= 2:
-                warnings.append(
-                    f"{label}: only {len(common)} of the baseline's {len(base)} and the "
-                    f"candidate's {len(other)} seeds are shared, not most of each side's runs; "
-                    f"compared unpaired on all {len(base) + len(other)} runs")
-            elif not paired:
-                warnings.append(f"{label}: fewer than 2 shared seeds; compared unpaired")
-            b = np.array([base[s] for s in common] if paired else list(base.values()))
-            c = np.array([other[s] for s in common] if paired else list(other.values()))
-            # Paired bootstrap-t intervals are filled in below, all sizes at once.
-            batch = paired and method == "studentized"
-            cmp = compare(b, c, paired, goal_of(goal, met), 0 if batch else reps, confidence,
-                          method, _seed(seed, "compare", task, met, baseline, cand), label)
-            warnings += cmp.warnings
-            shape = shape_caveat(b, c, cmp.paired, cmp.t_pvalue if cmp.paired else cmp.welch_pvalue,
-                                 cmp.wilcoxon_pvalue if cmp.paired else cmp.mannwhitney_pvalue, alpha)
-            if shape is not None:
-                warnings.append(f"{label}: {shape}")
-            pvalues.append(cmp.pvalue)
-            floors.append(cmp.p_floor)
-            row = ComparisonRow(
-                task=str(task), metric=str(met), baseline=baseline, candidate=cand,
-                paired=cmp.paired, n=cmp.n, mean_diff=_num(cmp.mean_diff),
-                diff_ci_low=_num(cmp.diff_ci_low), diff_ci_high=_num(cmp.diff_ci_high),
-                diff_boot_ci_low=_num(cmp.diff_boot_ci_low),
-                diff_boot_ci_high=_num(cmp.diff_boot_ci_high),
-                t_pvalue=_num(cmp.t_pvalue), wilcoxon_pvalue=_num(cmp.wilcoxon_pvalue),
-                welch_pvalue=_num(cmp.welch_pvalue),
-                mannwhitney_pvalue=_num(cmp.mannwhitney_pvalue),
-                cohens_d=_num(cmp.cohens_d), hedges_g=_num(cmp.hedges_g),
-                prob_improvement=_num(cmp.prob_improvement),
-            )
-            out.append(row)
-            sides.append((b, c))
-            if batch and cmp.diff_ci_low is not None:
-                keep = np.isfinite(b) & np.isfinite(c)
-                d = (c - b)[keep]
-                if d.shape[0] < BOOTSTRAP_T_MIN_N:
-                    too_few.append(f"{label} ({d.shape[0]} pairs)")
-                elif cmp.diff_ci_low == cmp.diff_ci_high:
-                    row.diff_boot_ci_low = row.diff_boot_ci_high = cmp.diff_ci_low
-                else:
-                    boot_cells.append((row, d))
+            if other:
+                pairs.append(Pair(str(task), str(met), baseline, cand, base, other))
+    return [p.row for p in compare_pairs(pairs, o, warnings)]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One comparison to make: ``candidate``'s runs against ``baseline``'s on one (task, metric),
+    each side's value per seed. ``label`` names it in warnings (default
+    ``"<task> <metric> <candidate> vs <baseline>"``)."""
+
+    task: str
+    metric: str
+    baseline: str
+    candidate: str
+    baseline_runs: Mapping[Any, float]
+    candidate_runs: Mapping[Any, float]
+    label: str | None = None
+
+    @property
+    def named(self) -> str:
+        return self.label or f"{self.task} {self.metric} {self.candidate} vs {self.baseline}"
+
+
+@dataclass(frozen=True)
+class ComparedPair:
+    """A :class:`Pair` compared: its row (Holm-adjusted p-value and verdict filled in), the values
+    each side was compared on (the shared seeds' when paired, in seed order then; every run
+    otherwise), shape ``(n,)`` each, and the warnings that name it (also in the list
+    :func:`compare_pairs` was given)."""
+
+    row: ComparisonRow
+    baseline_values: np.ndarray
+    candidate_values: np.ndarray
+    warnings: tuple[str, ...]
+
+
+def compare_pairs(pairs: Sequence[Pair], o: AnalysisOptions, warnings: list[str]) -> list[ComparedPair]:
+    """Compare every pair the one way ``analyze``, the report and ``diff`` do: paired by seed where
+    the shared seeds are most of each side's runs (:func:`~benchlab.stats.compare.shared_seeds`),
+    else unpaired on every run; :func:`~benchlab.stats.compare.compare` (its bootstrap seeded per
+    pair, so that a pair's numbers do not depend on which others exist); one Holm family per metric
+    over all the pairs; and the default verdict (:func:`~benchlab.stats.verdict.decide`).
+
+    Uses ``o``'s ``goal``, ``reps``, ``confidence``, ``method``, ``seed``, ``alpha``, ``ranges`` and
+    ``assume_normal``. Warnings are appended to ``warnings`` in the order ``analyze`` gives them.
+    """
+    reps, seed, confidence, method, alpha = o.reps, o.seed, o.confidence, o.method, o.alpha
+    said: list[list[str]] = [[] for _ in pairs]
+
+    def say(i: int, text: str) -> None:
+        warnings.append(text)
+        said[i].append(text)
+
+    out: list[ComparisonRow] = []
+    pvalues: list[float | None] = []
+    floors: list[float | None] = []
+    sides: list[tuple[np.ndarray, np.ndarray]] = []
+    boot_cells: list[tuple[ComparisonRow, np.ndarray]] = []
+    too_few: list[str] = []
+    for i, pair in enumerate(pairs):
+        base, other, label = pair.baseline_runs, pair.candidate_runs, pair.named
+        paired, common = shared_seeds(list(base), list(other))
+        pairing = _pairing_note(base, other, paired, common)
+        if pairing is not None:
+            say(i, f"{label}: {pairing}")
+        b = np.array([base[s] for s in common] if paired else list(base.values()))
+        c = np.array([other[s] for s in common] if paired else list(other.values()))
+        # Paired bootstrap-t intervals are filled in below, all sizes at once (none with reps=0).
+        batch = paired and method == "studentized" and reps > 0
+        cmp = compare(b, c, paired, goal_of(o.goal, pair.metric), 0 if batch else reps, confidence,
+                      method, _seed(seed, "compare", pair.task, pair.metric, pair.baseline, pair.candidate), label)
+        for w in cmp.warnings:
+            say(i, w)
+        shape = shape_caveat(b, c, cmp.paired, cmp.t_pvalue if cmp.paired else cmp.welch_pvalue,
+                             cmp.wilcoxon_pvalue if cmp.paired else cmp.mannwhitney_pvalue, alpha)
+        if shape is not None:
+            say(i, f"{label}: {shape}")
+        pvalues.append(cmp.pvalue)
+        floors.append(cmp.p_floor)
+        row = _comparison_row(pair, cmp)
+        out.append(row)
+        sides.append((b, c))
+        if batch and cmp.diff_ci_low is not None:
+            keep = np.isfinite(b) & np.isfinite(c)
+            d = (c - b)[keep]
+            if d.shape[0] < BOOTSTRAP_T_MIN_N:
+                too_few.append(f"{label} ({d.shape[0]} pairs)")
+            elif cmp.diff_ci_low == cmp.diff_ci_high:
+                row.diff_boot_ci_low = row.diff_boot_ci_high = cmp.diff_ci_low
+            else:
+                boot_cells.append((row, d))
     if too_few:
         warnings.append(few_for_bootstrap_t(too_few))
     _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
                       "compare", warnings)
-    _holm_verdicts(out, pvalues, floors, baseline, alpha, warnings)
+    _holm_verdicts(out, pvalues, floors, [p.named for p in pairs], alpha, say)
     # The t verdict stands only where a range test confirms it or normality is assumed (stats/verdict.py).
-    decided = decide(out, sides, [r.significant for r in out], o.ranges or {}, o.assume_normal, alpha, warnings)
-    for row, verdict in zip(out, decided, strict=True):
+    withheld: list[str] = []
+    decided = decide(out, sides, [r.significant for r in out], o.ranges or {}, o.assume_normal, alpha, withheld)
+    for i, (row, verdict) in enumerate(zip(out, decided, strict=True)):
         row.significant, row.decided_by = verdict.significant, verdict.decided_by
-    return out
+        # decide() names a row by its task, metric, candidate and baseline, in the rows' order.
+        where = f"{row.task} {row.metric} {row.candidate} vs {row.baseline}: "
+        for w in [w for w in withheld if w.startswith(where)]:
+            say(i, w)
+            withheld.remove(w)
+    warnings += withheld
+    return [ComparedPair(row, b, c, tuple(notes))
+            for row, (b, c), notes in zip(out, sides, said, strict=True)]
+
+
+def _comparison_row(pair: Pair, cmp: Comparison) -> ComparisonRow:
+    """The row of a compared pair, every undefined or non-finite number None."""
+    return ComparisonRow(
+        task=pair.task, metric=pair.metric, baseline=pair.baseline, candidate=pair.candidate,
+        paired=cmp.paired, n=cmp.n, mean_diff=_num(cmp.mean_diff),
+        diff_ci_low=_num(cmp.diff_ci_low), diff_ci_high=_num(cmp.diff_ci_high),
+        diff_boot_ci_low=_num(cmp.diff_boot_ci_low),
+        diff_boot_ci_high=_num(cmp.diff_boot_ci_high),
+        t_pvalue=_num(cmp.t_pvalue), wilcoxon_pvalue=_num(cmp.wilcoxon_pvalue),
+        welch_pvalue=_num(cmp.welch_pvalue),
+        mannwhitney_pvalue=_num(cmp.mannwhitney_pvalue),
+        cohens_d=_num(cmp.cohens_d), hedges_g=_num(cmp.hedges_g),
+        prob_improvement=_num(cmp.prob_improvement),
+    )
+
+
+def _pairing_note(base: Mapping[Any, float], other: Mapping[Any, float], paired: bool,
+                  common: list[object]) -> str | None:
+    """What the pairing left out, or why there is none; None when every seed is on both sides."""
+    only_b = sorted(set(base) - set(other), key=str)
+    only_c = sorted(set(other) - set(base), key=str)
+    if paired and (only_b or only_c):
+        return (f"paired on the {len(common)} shared seed(s); seed(s) "
+                f"{', '.join(map(str, only_b + only_c))} are missing on one side and left out")
+    if not paired and len(common) >= 2:
+        return (f"only {len(common)} of the baseline's {len(base)} and the candidate's {len(other)} seeds are "
+                f"shared, not most of each side's runs; compared unpaired on all {len(base) + len(other)} runs")
+    if not paired:
+        return "fewer than 2 shared seeds; compared unpaired"
+    return None
 
 
 def _holm_verdicts(out: list[ComparisonRow], pvalues: list[float | None], floors: list[float | None],
-                   baseline: str, alpha: float, warnings: list[str]) -> None:
+                   labels: list[str], alpha: float, say: Callable[[int, str], None]) -> None:
     """Fill in each row's Holm-adjusted p-value and verdict, warning where no verdict is possible."""
     # One Holm family per metric: the comparisons of one metric across tasks and candidates.
     # Secondary metrics (fps, memory) must not weaken the primary metric's verdicts, and the
@@ -689,17 +761,16 @@ def _holm_verdicts(out: list[ComparisonRow], pvalues: list[float | None], floors
         idx = [i for i, r in enumerate(out) if r.metric == met]
         for i, p in zip(idx, holm([pvalues[i] for i in idx]), strict=True):
             adjusted[i] = p
-    for row, p, floor in zip(out, adjusted, floors, strict=True):
+    for i, (row, p, floor) in enumerate(zip(out, adjusted, floors, strict=True)):
         row.p_holm = p
         row.significant = is_significant(p, row.diff_ci_low, row.diff_ci_high, alpha, floor)
-        where = f"{row.task} {row.metric} {row.candidate} vs {baseline}"
         if floor is not None and floor >= alpha:
-            warnings.append(f"{where}: with {row.n} seeds the {row.test} test cannot give a "
-                            f"p-value below {alpha:g} (its smallest is {floor:.4g}); too few seeds "
-                            "to decide, no verdict (significance is null)")
+            say(i, f"{labels[i]}: with {row.n} seeds the {row.test} test cannot give a "
+                   f"p-value below {alpha:g} (its smallest is {floor:.4g}); too few seeds "
+                   "to decide, no verdict (significance is null)")
         elif p is None and row.significant is None:
-            warnings.append(f"{where}: no p-value; not counted in the Holm correction, no "
-                            "verdict (significance is null)")
+            say(i, f"{labels[i]}: no p-value; not counted in the Holm correction, no "
+                   "verdict (significance is null)")
 
 
 def shape_caveat(baseline: np.ndarray, candidate: np.ndarray, paired: bool,
@@ -798,5 +869,5 @@ def aggregate_points(
             for config, normed in matrices.scores.items()}
 
 
-__all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "AnalysisOptions", "aggregate_points", "analyze",
-           "default_align", "reduce_runs", "validate_table"]
+__all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "AnalysisOptions", "ComparedPair", "Pair",
+           "aggregate_points", "analyze", "compare_pairs", "default_align", "reduce_runs", "validate_table"]
