@@ -20,10 +20,9 @@ names the tests' calls send to the answer:
   is the true one (the function under test the answer's, its helpers Python's), so
   a wrong function under test fails there, whatever its helpers do; a helper that
   lies fails where it is Python's. Where the tests also call a name that is not a
-  builtin (the function under test is then among those), every way counts, Python's
-  builtins for all included; where they call nothing else, the ways that bind none
-  of the candidates to the answer are left out (the tests must test something of the
-  answer's);
+  builtin, every way counts, Python's builtins for all included; where they call
+  nothing else, the way that binds none of the candidates to the answer is left out
+  (the function under test is then one of them);
 - tests that call nothing the answer binds statically, no name that is not a
   builtin and no candidate, test nothing of the answer: they are refused.
 

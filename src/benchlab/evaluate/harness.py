@@ -25,6 +25,10 @@ ever read from the answer's process:
 4. **Here**, ``glue.Glue`` rebuilds exact built-ins from the data and
    evaluates each check (``==``, ``math.isclose``...) with Python's own code.
 
+Which of the tests' names that are also Python's builtins reach the answer (``def sum``
+under test) is ``entry.choices``'s decision: the item's ``entry_point``, else each way of
+binding them, a test passing only where every way passed it.
+
 A check passes when its comparison is true (or, for a call, when it returns).
 A call that raised or an answer's sandbox that ended before it sent its values
 fails the check, with why. Tests that cannot be split (``testplan.Unjudgeable``,
