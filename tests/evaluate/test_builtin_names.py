@@ -61,6 +61,12 @@ def test_an_items_entry_point_decides_and_every_other_builtin_name_is_python_s()
     assert _ways(WRONG_SUM + LYING_ABS, tests, entry_point="total") == [set()]
 
 
+def test_an_exception_class_named_like_a_builtin_one_stays_python_s():
+    # The tests catch what the answer raises by its class's name: its own TimeoutError included.
+    answer = "class TimeoutError(Exception):\n    pass\ndef fetch(x):\n    raise TimeoutError\n"
+    assert _ways(answer, "try:\n    fetch(1)\nexcept TimeoutError:\n    pass") == [set()]
+
+
 def test_tests_that_call_nothing_the_answer_defines_are_refused():
     found = entry.choices("print('hello')\n", "assert sum([1, 2]) == 3")
     assert found.ways == () and "the tests call no name the answer defines" in found.why

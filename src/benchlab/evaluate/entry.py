@@ -14,7 +14,8 @@ names the tests' calls send to the answer:
   items do), that name, and no other, is the answer's; every other builtin name of
   the tests is Python's;
 - otherwise the *candidates* are the builtin names the tests read that the answer
-  binds at module level (``def sum``, ``sum = ...``, ``from math import pow``). The
+  binds at module level (``def sum``, ``sum = ...``, ``from math import pow``),
+  exception classes aside (the tests catch the answer's by its class's name). The
   tests are judged once per way of binding the candidates (each to the answer's or
   Python's), and a test passes only where it passes every time. One of those ways
   is the true one (the function under test the answer's, its helpers Python's), so
@@ -39,6 +40,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 BUILTIN_NAMES = frozenset(vars(builtins))
+# Exception classes are never candidates: a class of the answer's cannot cross to the tests, which
+# catch what the answer raises by its class's name (an answer's own ``TimeoutError`` is caught by
+# ``except TimeoutError``), so binding one to the answer could only break an honest ``except``.
+_EXCEPTIONS = frozenset(name for name, value in vars(builtins).items()
+                        if isinstance(value, type) and issubclass(value, BaseException))
 # Candidates beyond this many are 2 ** n judgements: refused instead (an item's entry_point decides).
 MAX_CANDIDATES = 3
 
@@ -142,7 +148,7 @@ def choices(answer: str, tests: str | Sequence[str], entry_point: str | None = N
     if trees is None or answer_tree is None:
         return Choices((frozenset(),))  # the judge says what does not parse
     free = tests_free_names(trees)
-    candidates = free & BUILTIN_NAMES & answer_bindings(answer_tree)
+    candidates = free & (BUILTIN_NAMES - _EXCEPTIONS) & answer_bindings(answer_tree)
     others = free - BUILTIN_NAMES
     if not candidates and not others:
         return Choices((), why="the tests call no name the answer defines: with Python's builtins alone "
