@@ -6,8 +6,9 @@ answer drives, a ``try`` waiting for the answer's exception, a class the tests d
 through its methods), the whole test program runs here instead:
 
 - the **tests' sandbox** runs the tests' program, unchanged, without a line of the
-  answer. Each name the tests use and never bind (the answer's ``add``, ``Solution``)
-  is bound to a proxy; calling it sends the arguments, as plain data, to the server;
+  answer. Each name the tests use and never bind (the answer's ``add``, ``Solution``;
+  a builtin's name only where ``entry.choices`` makes it the answer's) is bound to a
+  proxy; calling it sends the arguments, as plain data, to the server;
 - the **server** (this module) hands each request to the **answer's sandbox**, which
   holds the answer and nothing of the tests, reads its reply, checks that every value
   in it is plain data (``plain.decode``: exact built-ins, bounded), and hands it back;
