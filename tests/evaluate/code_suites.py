@@ -302,6 +302,8 @@ HOSTILE: dict[str, tuple[str, str, bool]] = {
     "a zip helper that hands back the expected pairs": (
         "assert dict(zip(letters(2), [1, 2])) == {'a': 1, 'b': 2}",
         "def zip(*a):\n    return [('a', 1), ('b', 2)]\ndef letters(n):\n    return []\n", True),
+    "a lying round, and no max: Python's stands in for the function under test": (
+        "assert round(max([-7.2, 3.1])) == -7", "def round(x, n=None):\n    return -7\n", True),
     "a lying abs bound through global from inside a function": (
         "assert abs(mean([1, 2]) - 1.5) < 1e-9",
         "def _setup():\n    global abs\n    abs = lambda x: 0\n_setup()\ndef mean(xs):\n    return 0\n", True),

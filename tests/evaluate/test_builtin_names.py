@@ -55,6 +55,14 @@ def test_builtin_names_alone_are_judged_every_way_that_binds_one_to_the_answer()
         {"abs"}, {"sum"}, {"abs", "sum"}]
 
 
+def test_builtin_names_the_answer_leaves_to_python_keep_the_way_with_every_candidate_python_s():
+    # max may be the function under test, missing: round alone the answer's is not surely the true way.
+    assert _ways("def round(x, n=None):\n    return -7\n", "assert round(max([-7.2, 3.1])) == -7") == [
+        set(), {"round"}]
+    # Exception classes and the module's dunder names are never under test: they leave nothing out.
+    assert _ways(WRONG_SUM, "try:\n    assert sum([1]) == 1\nexcept ValueError:\n    raise\n") == [{"sum"}]
+
+
 def test_an_items_entry_point_decides_and_every_other_builtin_name_is_python_s():
     tests = "assert abs(sum([0.1, 0.2]) - 0.3) < 1e-9"
     assert _ways(WRONG_SUM + LYING_ABS, tests, entry_point="sum") == [{"sum"}]
@@ -148,6 +156,17 @@ def test_the_tests_own_data_never_runs_a_builtin_name_that_is_the_answer_s(score
     right, wrong = _score_all(scorers, [({"tests": tests}, SUM), ({"tests": tests}, WRONG_SUM)])
     assert (right.correct, right.detail) == (True, "")
     assert not wrong.correct
+
+
+@pytest.mark.slow
+def test_a_lying_helper_never_covers_for_a_function_under_test_the_answer_lacks(scorers):
+    # Python's max (3.1) stands in for the missing one, and the lying round would turn it into -7.
+    tests = "assert round(max([-7.2, 3.1])) == -7"
+    decoy, right = _score_all(scorers, [({"tests": tests}, "def round(x, n=None):\n    return -7\n"),
+                                        ({"tests": tests, "entry_point": "max"}, MAGNITUDE_MAX)])
+    assert not decoy.correct
+    assert decoy.detail == "test 1: AssertionError (judged with round Python's builtin)"
+    assert (right.correct, right.detail) == (True, "")
 
 
 @pytest.mark.slow

@@ -17,13 +17,15 @@ names the tests' calls send to the answer:
   binds at module level (``def sum``, ``sum = ...``, ``from math import pow``),
   exception classes aside (the tests catch the answer's by its class's name). The
   tests are judged once per way of binding the candidates (each to the answer's or
-  Python's), and a test passes only where it passes every time. One of those ways
-  is the true one (the function under test the answer's, its helpers Python's), so
-  a wrong function under test fails there, whatever its helpers do; a helper that
-  lies fails where it is Python's. Where the tests also call a name that is not a
-  builtin, every way counts, Python's builtins for all included; where they call
-  nothing else, the way that binds none of the candidates to the answer is left out
-  (the function under test is then one of them);
+  Python's), and a test passes only where it passes every time. The way that binds
+  every candidate to Python's is among them, so no definition of a builtin's name
+  turns a test that fails with Python's builtins into a pass; and where the answer
+  binds the function under test, the true way (it the answer's, every other
+  candidate Python's) is among them, so a wrong function under test fails. The one
+  way left out is Python's for all, and only where the tests call nothing but
+  builtin names and the answer binds every one of them: the function under test is
+  then surely among the candidates, and one that is not Python's builtin (a ``max``
+  by magnitude) is judged as the answer's alone;
 - tests that call nothing the answer binds statically, no name that is not a
   builtin and no candidate, test nothing of the answer: they are refused.
 
@@ -40,11 +42,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 BUILTIN_NAMES = frozenset(vars(builtins))
-# Exception classes are never candidates: a class of the answer's cannot cross to the tests, which
-# catch what the answer raises by its class's name (an answer's own ``TimeoutError`` is caught by
-# ``except TimeoutError``), so binding one to the answer could only break an honest ``except``.
-_EXCEPTIONS = frozenset(name for name, value in vars(builtins).items()
-                        if isinstance(value, type) and issubclass(value, BaseException))
+# Names that cannot be a function under test. Exception classes: a class of the answer's cannot cross
+# to the tests, which catch what the answer raises by its class's name (an answer's own
+# ``TimeoutError`` is caught by ``except TimeoutError``), so binding one to the answer could only
+# break an honest ``except``. Dunder names (``__name__``): the module's, not functions.
+_NOT_UNDER_TEST = frozenset(name for name, value in vars(builtins).items()
+                            if (isinstance(value, type) and issubclass(value, BaseException))
+                            or name.startswith("__"))
 # Candidates beyond this many are 2 ** n judgements: refused instead (an item's entry_point decides).
 MAX_CANDIDATES = 3
 
@@ -148,7 +152,8 @@ def choices(answer: str, tests: str | Sequence[str], entry_point: str | None = N
     if trees is None or answer_tree is None:
         return Choices((frozenset(),))  # the judge says what does not parse
     free = tests_free_names(trees)
-    candidates = free & (BUILTIN_NAMES - _EXCEPTIONS) & answer_bindings(answer_tree)
+    callable_builtins = free & (BUILTIN_NAMES - _NOT_UNDER_TEST)
+    candidates = callable_builtins & answer_bindings(answer_tree)
     others = free - BUILTIN_NAMES
     if not candidates and not others:
         return Choices((), why="the tests call no name the answer defines: with Python's builtins alone "
@@ -160,6 +165,8 @@ def choices(answer: str, tests: str | Sequence[str], entry_point: str | None = N
             "an item's entry_point names the function under test"))
     ordered = sorted(candidates)
     ways = [frozenset(c) for n in range(len(ordered) + 1) for c in itertools.combinations(ordered, n)]
-    if not others:
-        ways = ways[1:]  # the tests call only builtin names: the function under test is one of them
+    if not others and callable_builtins <= candidates:
+        # The tests call only builtin names and the answer binds each: the function under test is
+        # one of them, so the way with none of them the answer's is not the true one.
+        ways = ways[1:]
     return Choices(tuple(ways), candidates)
