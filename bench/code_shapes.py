@@ -34,13 +34,13 @@ async def _run() -> None:
     shapes = _shapes()
     reports = await asyncio.gather(*(judge(sandbox, answer, tests)
                                      for tests, right, wrong in shapes.values() for answer in (right, wrong)))
-    print(f"{'shape':<58} {'correct':>8} {'wrong':>6}  why the correct one failed")
+    print(f"{'shape':<68} {'correct':>8} {'wrong':>6}  why the correct one failed")
     ok = 0
     for i, name in enumerate(shapes):
         right, wrong = reports[2 * i], reports[2 * i + 1]
         good = right.all_passed and not wrong.all_passed
         ok += good
-        print(f"{name:<58} {int(right.all_passed):>8} {int(wrong.all_passed):>6}  {right.why[:90]}")
+        print(f"{name:<68} {int(right.all_passed):>8} {int(wrong.all_passed):>6}  {right.why[:90]}")
     n = len(shapes)
     right_ok = sum(reports[2 * i].all_passed for i in range(n))
     wrong_ok = sum(reports[2 * i + 1].all_passed for i in range(n))

@@ -25,6 +25,7 @@ HUMANEVAL = ("METADATA = {'author': 'x'}\n\n\ndef check(candidate):\n    assert 
 SQUARES = ("def check(candidate):\n    for n, want in [(1, 1), (2, 4), (3, 9)]:\n        assert candidate(n) == want\n"
            "    assert candidate(0) == 0\n\ncheck(square)\n")
 ISCLOSE_UNIMPORTED = "assert math.isclose(mean([1, 2]), 1.5)\nassert math.isclose(mean([3]), 3.0)"
+BUILTIN_SUM = "assert sum([1, 2, 3]) == 6\nassert sum([]) == 0"
 
 # A wrong add, for the answers whose trick is not in the function itself.
 _WRONG_ADD = "def add(a, b):\n    return 0\n"
@@ -258,6 +259,61 @@ HOSTILE: dict[str, tuple[str, str, bool]] = {
     "binds a fake math the tests use unimported, tests run whole": (
         WHOLE_MEAN, "import sys, types\nmath = types.ModuleType('math')\nmath.isclose = lambda *a, **k: True\n"
         "sys.modules['math'] = math\ndef mean(xs):\n    return 0\n", True),
+    # Named like builtins: the function under test is the answer's; any other definition of a builtin's
+    # name (a helper that lies to the tests' own checks) never changes what the tests compute.
+    "a wrong sum with a lying abs, both named like builtins": (
+        "assert abs(sum([0.1, 0.2]) - 0.3) < 1e-9", "def sum(xs):\n    return 0\ndef abs(x):\n    return 0\n", True),
+    "a wrong max with a lying round, both named like builtins": (
+        "assert round(max([1.2, 5.6])) == 6", "def max(xs):\n    return 0\ndef round(x, n=None):\n    return 6\n",
+        True),
+    "a lying len helper": (
+        "assert len(dedupe([1, 1, 2])) == 2", "def len(x):\n    return 2\ndef dedupe(xs):\n    return xs\n", True),
+    "a lying isinstance helper": (
+        "assert isinstance(to_int('7'), int)", "def isinstance(*a):\n    return True\ndef to_int(s):\n    return s\n",
+        True),
+    "a lying all helper": (
+        "assert all(x % 2 == 0 for x in evens(6))", "def all(xs):\n    return True\ndef evens(n):\n    return [1, 3]\n",
+        True),
+    "a lying any helper": (
+        "assert not any(x < 0 for x in magnitudes([-1, 2]))",
+        "def any(xs):\n    return False\ndef magnitudes(xs):\n    return xs\n", True),
+    "a lying round helper": (
+        "assert round(mean([1, 2]), 2) == 1.5", "def round(x, n=0):\n    return 1.5\ndef mean(xs):\n    return 0\n",
+        True),
+    "a lying sorted helper": (
+        "assert sorted(unique([3, 1, 3])) == [1, 3]",
+        "def sorted(xs):\n    return [1, 3]\ndef unique(xs):\n    return xs\n", True),
+    "a lying set helper": (
+        "assert set(common([1, 2], [2, 3])) == {2}", "def set(xs):\n    return {2}\ndef common(a, b):\n    return []\n",
+        True),
+    "a lying str helper": (
+        "assert str(double(4)) == '8'", "def str(x):\n    return '8'\ndef double(n):\n    return 0\n", True),
+    "a lying float helper": (
+        "assert float(half(3)) == 1.5", "def float(x):\n    return 1.5\ndef half(n):\n    return 0\n", True),
+    "a lying int helper": (
+        "assert int(parse('42')) == 42", "def int(x):\n    return 42\ndef parse(s):\n    return 0\n", True),
+    "a print helper that rewrites what it is shown": (
+        "def check(candidate):\n    result = candidate([3, 1, 2])\n    print(result)\n"
+        "    assert result == [1, 2, 3]\n\ncheck(solve)\n",
+        "def print(*args):\n    args[0][:] = [1, 2, 3]\ndef solve(xs):\n    return xs\n", True),
+    "a range helper that skips the tests' loop": (
+        "for n in range(1, 5):\n    assert square(n) == n * n",
+        "def range(*a):\n    return []\ndef square(n):\n    return 0\n", True),
+    "a zip helper that hands back the expected pairs": (
+        "assert dict(zip(letters(2), [1, 2])) == {'a': 1, 'b': 2}",
+        "def zip(*a):\n    return [('a', 1), ('b', 2)]\ndef letters(n):\n    return []\n", True),
+    "a lying round, and no max: Python's stands in for the function under test": (
+        "assert round(max([-7.2, 3.1])) == -7", "def round(x, n=None):\n    return -7\n", True),
+    "a lying abs bound through global from inside a function": (
+        "assert abs(mean([1, 2]) - 1.5) < 1e-9",
+        "def _setup():\n    global abs\n    abs = lambda x: 0\n_setup()\ndef mean(xs):\n    return 0\n", True),
+    "a lying abs bound at run time through globals()": (
+        "assert abs(mean([1, 2]) - 1.5) < 1e-9",
+        "globals()['abs'] = lambda x: 0\ndef mean(xs):\n    return 0\n", True),
+    "a wrong sum that deletes itself, leaving Python's": (
+        "assert sum([1, 2]) == 3\nassert sum([]) == 0", "def sum(xs):\n    return 0\ndel sum\n", True),
+    "a wrong sum bound at run time, out of the text's sight": (
+        "assert sum([1, 2]) == 3\nassert sum([]) == 0", "globals()['sum'] = lambda xs: 0\n", False),
 }
 
 HONEST: dict[str, tuple[str, str]] = {
@@ -309,6 +365,36 @@ HONEST: dict[str, tuple[str, str]] = {
     "string methods on the result": (
         "assert greet('bob').startswith('Hello')\nassert greet('x').lower() == 'hello, x!'",
         "def greet(name):\n    return f'Hello, {name}!'\n"),
+    "a helper abs like Python's beside the function under test": (
+        MEAN, "def abs(x):\n    return x if x >= 0 else -x\ndef mean(xs):\n    return sum(xs) / len(xs)\n"),
+    "a helper len like Python's": (
+        "assert len(dedupe([1, 1, 2])) == 2",
+        "def len(xs):\n    n = 0\n    for _ in xs:\n        n += 1\n    return n\n"
+        "def dedupe(xs):\n    out = []\n    for x in xs:\n        if x not in out:\n            out.append(x)\n"
+        "    return out\n"),
+    "a print that only silences output": (
+        "result = solve([3, 1, 2])\nprint(result)\nassert result == [1, 2, 3]",
+        "def print(*args, **kwargs):\n    pass\ndef solve(xs):\n    return sorted(xs)\n"),
+    "a two-argument max helper the tests call with two arguments": (
+        "assert max(largest([3, 9, 2]), 0) == 9",
+        "def max(a, b):\n    return a if a > b else b\ndef largest(xs):\n    best = xs[0]\n    for x in xs[1:]:\n"
+        "        best = max(best, x)\n    return best\n"),
+    "its own exception class named like a builtin one": (
+        "try:\n    fetch(-1)\nexcept TimeoutError:\n    pass\nelse:\n    assert False\nassert fetch(2) == 2",
+        "class TimeoutError(Exception):\n    pass\ndef fetch(x):\n    if x < 0:\n        raise TimeoutError('late')\n"
+        "    return x\n"),
+    "input rebound as in competitive programming, unused by the tests": (
+        ADD, "import sys\ninput = sys.stdin.readline\ndef add(a, b):\n    return a + b\n"),
+    "a function under test named like a builtin (sum)": (
+        BUILTIN_SUM, "def sum(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"),
+    "a function under test named like a builtin with a helper abs": (
+        "assert abs(sum([0.5, 0.25]) - 0.75) < 1e-9",
+        "def abs(x):\n    return -x if x < 0 else x\ndef sum(xs):\n    total = 0\n    for x in xs:\n"
+        "        total += x\n    return total\n"),
+    "a function under test named like a builtin, unlike it (max by magnitude)": (
+        "assert max([-7, 3]) == -7\nassert max([2, -1]) == 2",
+        "def max(xs):\n    best = xs[0]\n    for x in xs:\n        if x * x > best * best:\n            best = x\n"
+        "    return best\n"),
 }
 
 # Cases that need numpy where the answer runs: left out where the sandbox's interpreter has none
@@ -325,4 +411,13 @@ WRONG: dict[str, tuple[str, str]] = {
     "unittest, wrong add": (UNITTEST, "def add(a, b):\n    return a * b\n"),
     "a loop over constant cases, wrong square": (SQUARES, "def square(n):\n    return 2 * n\n"),
     "math unimported by anyone": (ISCLOSE_UNIMPORTED, "def mean(xs):\n    return sum(xs) / len(xs)\n"),
+    "sum named like the builtin, returns 0": (BUILTIN_SUM, "def sum(xs):\n    return 0\n"),
+    "max named like the builtin, returns the first item": (
+        "assert max([3, 9, 2]) == 9", "def max(xs):\n    return xs[0]\n"),
+    "sorted named like the builtin, returns its input": (
+        "assert sorted([3, 1, 2]) == [1, 2, 3]", "def sorted(xs):\n    return list(xs)\n"),
+    "len named like the builtin, counts one too many": (
+        "assert len('abc') == 3", "def len(x):\n    n = 1\n    for _ in x:\n        n += 1\n    return n\n"),
+    "abs named like the builtin, returns its argument": (
+        "assert abs(-4) == 4\nassert abs(2.5) == 2.5", "def abs(x):\n    return x\n"),
 }

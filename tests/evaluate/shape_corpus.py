@@ -2,13 +2,22 @@
 
 ``SHAPES`` maps a shape's name to ``(tests, correct answer, wrong answer)``. The
 correct answer must score 1 and the wrong one 0, whatever the shape; a shape that
-scores a correct answer 0 as "cannot be judged" is a gap of the scorer.
-Used by ``tests/evaluate/test_code_shapes_any.py`` and ``bench/code_shapes.py``.
+scores a correct answer 0 as "cannot be judged" is a gap of the scorer. The last
+shapes test a function named like one of Python's builtins (``def sum``): the
+tests' calls of that name reach the answer's, not Python's.
+Used by ``tests/evaluate/test_code_whole_program.py`` and ``bench/code_shapes.py``.
 """
 
 from __future__ import annotations
 
 SORT_OK = "def my_sort(xs):\n    return sorted(xs)\n"
+# An insertion sort under the builtin's name, for the shapes that test a function called sorted.
+SORTED_OK = ("def sorted(xs):\n    out = []\n    for x in xs:\n        i = 0\n"
+             "        while i < len(out) and out[i] < x:\n            i += 1\n"
+             "        out.insert(i, x)\n    return out\n")
+MAX_OK = ("def max(xs):\n    best = xs[0]\n    for x in xs:\n        if x > best:\n            best = x\n"
+          "    return best\n")
+SUM_OK = "def sum(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
 SORT_BAD = "def my_sort(xs):\n    return list(xs)\n"
 
 SHAPES: dict[str, tuple[object, str, str]] = {
@@ -108,4 +117,36 @@ SHAPES: dict[str, tuple[object, str, str]] = {
         "assert sum_squares(1) == 1\n",
         "def sum_squares(n):\n    return n * (n + 1) * (2 * n + 1) // 6\n",
         "def sum_squares(n):\n    return n * (n + 1) * (2 * n + 1) // 6 + (n == 30)\n"),
+    "function under test named like a builtin: sum": (
+        "assert sum([1, 2, 3]) == 6\nassert sum([]) == 0\n", SUM_OK, "def sum(xs):\n    return 0\n"),
+    "function under test named like a builtin: max": (
+        "assert max([3, 9, 2]) == 9\nassert max([-1]) == -1\n",
+        MAX_OK,
+        "def max(xs):\n    return xs[0]\n"),
+    "function under test named like a builtin: sorted": (
+        "assert sorted([3, 1, 2]) == [1, 2, 3]\nassert sorted([]) == []\n", SORTED_OK,
+        "def sorted(xs):\n    return list(xs)\n"),
+    "function under test named like a builtin: len": (
+        "assert len('abc') == 3\nassert len([]) == 0\n",
+        "def len(xs):\n    n = 0\n    for _ in xs:\n        n += 1\n    return n\n",
+        "def len(xs):\n    return 0\n"),
+    "function under test named like a builtin: abs": (
+        "assert abs(-4) == 4\nassert abs(2.5) == 2.5\n", "def abs(x):\n    return -x if x < 0 else x\n",
+        "def abs(x):\n    return x\n"),
+    "HumanEval check(candidate) of a function named like a builtin": (
+        "def check(candidate):\n    assert candidate([1, 2, 3]) == 6\n"
+        "    assert abs(candidate([0.5, 0.25]) - 0.75) < 1e-9\n\ncheck(sum)\n",
+        SUM_OK, "def sum(xs):\n    return 0\n"),
+    "function named like a builtin, unlike the builtin (max by magnitude)": (
+        "assert max([-7, 3]) == -7\nassert max([2, -1]) == 2\n",
+        "def max(xs):\n    best = xs[0]\n    for x in xs:\n        if x * x > best * best:\n            best = x\n"
+        "    return best\n",
+        MAX_OK),
+    "loop with asserts over the result of a function named like a builtin": (
+        "res = sorted([5, 3, 9, 1])\nfor i in range(len(res) - 1):\n    assert res[i] <= res[i + 1]\n"
+        "assert len(res) == 4\n", SORTED_OK, "def sorted(xs):\n    return list(xs)\n"),
+    "a helper named like a builtin beside the function under test": (
+        "assert abs(mean([1, 2]) - 1.5) < 1e-9\nassert abs(mean([4]) - 4) < 1e-9\n",
+        "def abs(x):\n    return x if x >= 0 else -x\ndef mean(xs):\n    return sum(xs) / len(xs)\n",
+        "def abs(x):\n    return 0\ndef mean(xs):\n    return 0\n"),
 }

@@ -9,7 +9,8 @@ scorer      fields
 math        ``answer``: the gold answer (LaTeX or plain)
 exact       ``answer``: the gold string (or a list of accepted strings)
 choice      ``choices``: list of options; ``answer``: the gold letter (A, B, ...)
-code        ``tests``: Python asserts appended to the model's program
+code        ``tests``: Python asserts appended to the model's program; optional
+            ``entry_point``: the name of the function under test (HumanEval's)
 instruction ``checks``: list of ``{type, value?}`` (see ``instructions.CHECKS``)
 llm_judge   pairwise: ``baseline``, the answer the model's is compared with;
             single: ``answer``, the gold answer the judge grades against
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import keyword
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -75,6 +77,10 @@ def _check_item(scorer: str, item: dict[str, Any]) -> str | None:
             return f"answer {item['answer']!r} is not one of the choice letters {letters}"
     if scorer == "instruction":
         return validate_checks(item["checks"])
+    if scorer == "code" and "entry_point" in item:
+        entry_point = item["entry_point"]
+        if not isinstance(entry_point, str) or not entry_point.isidentifier() or keyword.iskeyword(entry_point):
+            return f"entry_point {entry_point!r} is not a Python name (the function under test, e.g. 'add')"
     return None
 
 

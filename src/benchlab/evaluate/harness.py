@@ -25,6 +25,10 @@ ever read from the answer's process:
 4. **Here**, ``glue.Glue`` rebuilds exact built-ins from the data and
    evaluates each check (``==``, ``math.isclose``...) with Python's own code.
 
+Which of the tests' names that are also Python's builtins reach the answer (``def sum``
+under test) is ``entry.choices``'s decision: the item's ``entry_point``, else each way of
+binding them, a test passing only where every way passed it.
+
 A check passes when its comparison is true (or, for a call, when it returns).
 A call that raised or an answer's sandbox that ended before it sent its values
 fails the check, with why. Tests that cannot be split (``testplan.Unjudgeable``,
@@ -43,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from benchlab.evaluate import live, plain, testdata
+from benchlab.evaluate import entry, live, plain, testdata
 from benchlab.evaluate.glue import GLUE_BUILTINS, Glue, GlueError, module, truth
 from benchlab.evaluate.testplan import Plan, Probe, plan_tests
 
@@ -87,6 +91,12 @@ def _run(answer, steps):
         try:
             if kind == "exec":
                 exec(compile(step[2], "<tests>", "exec", dont_inherit=True), ns)
+            elif kind == "own":
+                for name in step[2]:
+                    if name not in ns:  # the function under test, missing: never Python's builtin instead
+                        def absent(*args, _name=name, **kwargs):
+                            raise NameError(_name)
+                        ns[name] = absent
             elif kind == "forget":
                 for name in step[2]:
                     live.pop(name, None)
@@ -274,7 +284,8 @@ def _assign(env: dict[str, Any], targets: ast.expr, value: Any) -> None:
 
 
 def _answer_steps(plan: Plan, injections: dict[str, dict[str, list]]) -> list[list]:
-    steps: list[list] = [["module", -1, name] for name in sorted(plan.free_modules)]
+    steps: list[list] = [["own", -1, sorted(plan.answer_names)]] if plan.answer_names else []
+    steps += [["module", -1, name] for name in sorted(plan.free_modules)]
     mutated = {name for probe in plan.probes for name in probe.mutates.values()}
     for step in plan.steps:
         if step.binds & mutated:
@@ -325,27 +336,53 @@ def _runs_nowhere(step: Any) -> bool:
             and not step.in_answer and not step.modules and bool(step.source.strip()))
 
 
-async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str]) -> HarnessReport:
+async def judge(sandbox: _Runs, answer: str, tests: str | Sequence[str], entry_point: str | None = None
+                ) -> HarnessReport:
     """Run ``answer`` against ``tests``: its calls in ``sandbox``, the verdict here.
 
+    ``entry_point``: the item's function under test, where it names one. Where the answer
+    defines names of Python's builtins that the tests use, the tests are judged once per way
+    of binding them (``entry.choices``) and a test passes only where every judgement passed it.
     Tests the split cannot take apart, or whose split check failed for a reason of the split's
     own, are judged with the tests' program run whole in a sandbox of its own (``live.py``)."""
-    plan = plan_tests(tests)
+    ways = entry.choices(answer, tests, entry_point)
+    if ways.why:
+        return HarnessReport((False,) * count_tests(tests), f"test 1: {ways.why}")
+    passed: list[bool] = []
+    whys: list[str] = []
+    for way in ways.ways:
+        got, got_whys = await _judge_one(sandbox, answer, tests, way)
+        if not passed:
+            passed, whys = [True] * len(got), [""] * len(got)
+        if len(got) != len(passed):  # each way plans the same statements: a mismatch is a bug, never a pass
+            got, got_whys = [False] * len(passed), [f"judged as {len(got)} tests, not {len(passed)}"] * len(passed)
+        for i, (ok, why) in enumerate(zip(got, got_whys, strict=True)):
+            if passed[i] and not ok:
+                passed[i], whys[i] = False, why + ways.describe(way)
+        if not any(passed):
+            break  # no later way can pass a test again
+    why = next((f"test {i + 1}: {w}" for i, (ok, w) in enumerate(zip(passed, whys, strict=True)) if not ok), "")
+    return HarnessReport(tuple(passed), why)
+
+
+async def _judge_one(sandbox: _Runs, answer: str, tests: str | Sequence[str], own: frozenset[str]
+                     ) -> tuple[list[bool], list[str]]:
+    """Each test's verdict and why, with the builtin names in ``own`` reaching the answer."""
+    plan = plan_tests(tests, answer_names=own)
     if plan.unsplit:
         # The tests compute data the split needs: their own code runs first, alone, and hands it over.
         expanded = testdata.expand(tests)
-        result = await sandbox.run(testdata.program(expanded))
+        result = await sandbox.run(testdata.program(expanded, own))
         recording = testdata.read(result.stdout, _ended(result))
         replacements, notes = testdata.rewrite(expanded, recording, set(plan.unsplit))
-        plan = plan_tests(tests, replacements, notes)
+        plan = plan_tests(tests, replacements, notes, answer_names=own)
     whole = hasattr(sandbox, "pair")
     if whole and any(step.kind == "unjudgeable" or _runs_nowhere(step) for step in plan.steps):
-        return HarnessReport(*await live.judge_whole(sandbox, answer, tests, plan.tests))
+        return await live.judge_whole(sandbox, answer, tests, plan.tests, own)
     passed, whys = await _judge_split(sandbox, answer, plan)
     if whole and _split_may_be_wrong(passed, whys):
-        return HarnessReport(*await live.judge_whole(sandbox, answer, tests, plan.tests))
-    why = next((f"test {i + 1}: {w}" for i, (ok, w) in enumerate(zip(passed, whys, strict=True)) if not ok), "")
-    return HarnessReport(tuple(passed), why)
+        return await live.judge_whole(sandbox, answer, tests, plan.tests, own)
+    return passed, whys
 
 
 async def _judge_split(sandbox: _Runs, answer: str, plan: Plan) -> tuple[list[bool], list[str]]:

@@ -6,8 +6,9 @@ answer drives, a ``try`` waiting for the answer's exception, a class the tests d
 through its methods), the whole test program runs here instead:
 
 - the **tests' sandbox** runs the tests' program, unchanged, without a line of the
-  answer. Each name the tests use and never bind (the answer's ``add``, ``Solution``)
-  is bound to a proxy; calling it sends the arguments, as plain data, to the server;
+  answer. Each name the tests use and never bind (the answer's ``add``, ``Solution``;
+  a builtin's name only where ``entry.choices`` makes it the answer's) is bound to a
+  proxy; calling it sends the arguments, as plain data, to the server;
 - the **server** (this module) hands each request to the **answer's sandbox**, which
   holds the answer and nothing of the tests, reads its reply, checks that every value
   in it is plain data (``plain.decode``: exact built-ins, bounded), and hands it back;
@@ -31,14 +32,13 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import builtins
 import json
 import keyword
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchlab.evaluate import plain
+from benchlab.evaluate import entry, plain
 from benchlab.json_types import JsonObject
 
 # The exceptions an answer may raise into the tests: not these, which end a program.
@@ -383,10 +383,12 @@ def _refusing(real):
     return loads
 
 
-def _namespace(names):
+def _namespace(names, own):
     _pickle.loads = _refusing(_pickle.loads)
     safe = dict(vars(_builtins))
     safe.update(eval=_guarded_eval, exec=_guarded_exec, compile=_guarded_compile)
+    for name in own:  # the answer's here: where the answer lacks it, a NameError, never Python's
+        safe.pop(name, None)
     ns = {"__name__": "__main__", "__builtins__": safe}
     bound = _ask(["names", None, names])
     for name, desc in (bound.get("names") or {}).items():
@@ -412,9 +414,9 @@ def _statement(stmt, ns):
     return ""
 
 
-def _live_tests(units, names):
+def _live_tests(units, names, own):
     _os.dup2(_os.open(_os.devnull, _os.O_WRONLY), 1)
-    ns = _namespace(names)
+    ns = _namespace(names, own)
     broken = ""
     for source, tests_of in units:
         for stmt, test in zip(_ast.parse(source).body, tests_of):
@@ -438,6 +440,7 @@ class Layout:
     tests: int = 0
     names: list[str] = field(default_factory=list)
     constants: set[str | bytes] = field(default_factory=set)
+    own: frozenset[str] = frozenset()
     why: str = ""
 
 
@@ -452,29 +455,12 @@ def _is_test(stmt: ast.stmt) -> bool:
     return any(isinstance(node, ast.Assert) for node in ast.walk(stmt))
 
 
-def _free_names(trees: list[ast.Module]) -> list[str]:
-    """The names the tests read and never bind, builtins aside: the answer's, as in ``answer + tests``."""
-    bound: set[str] = set()
-    read: set[str] = set()
-    for tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name):
-                (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                bound.add(node.name)
-            elif isinstance(node, ast.arg):
-                bound.add(node.arg)
-            elif isinstance(node, ast.alias):
-                bound.add((node.asname or node.name).split(".")[0])
-            elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-                bound.add(node.name)
-    return sorted(read - bound - set(dir(builtins)))
+def layout(tests: str | Sequence[str], count: int, own: frozenset[str] = frozenset()) -> Layout:
+    """Which test each top-level statement is part of, numbered as ``testplan`` numbers them (``count`` tests).
 
-
-def layout(tests: str | Sequence[str], count: int) -> Layout:
-    """Which test each top-level statement is part of, numbered as ``testplan`` numbers them (``count`` tests)."""
+    ``own``: names of Python's builtins that are the answer's in these tests (``entry.choices``)."""
     sources = [tests] if isinstance(tests, str) else [str(t) for t in tests]
-    out = Layout(tests=count)
+    out = Layout(tests=count, own=own)
     trees = []
     for si, source in enumerate(sources):
         try:
@@ -494,7 +480,9 @@ def layout(tests: str | Sequence[str], count: int) -> Layout:
     found = len(sources) if not isinstance(tests, str) else max(1, sum(_is_test(s) for s in trees[0].body))
     if found != count:
         return Layout(tests=count, why=f"the tests hold {found} tests as a program, {count} as statements")
-    out.names = _free_names(trees)
+    # The names the tests read and never bind: the answer's, as in ``answer + tests``, except the
+    # builtins' names, which stay Python's unless they are the answer's here.
+    out.names = sorted(entry.tests_free_names(trees) - (entry.BUILTIN_NAMES - own))
     out.constants = {node.value for tree in trees for node in ast.walk(tree)
                      if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes)}
     return out
@@ -507,7 +495,8 @@ def answer_program(answer: str) -> str:
 
 def tests_program(plan: Layout) -> str:
     """The tests' program: their statements run in order, the answer's names bound to proxies."""
-    return plain.SOURCE + _TESTS + f"_CONSTANTS = {plan.constants!r}\n_live_tests({plan.units!r}, {plan.names!r})\n"
+    return (plain.SOURCE + _TESTS + f"_CONSTANTS = {plan.constants!r}\n"
+            f"_live_tests({plan.units!r}, {plan.names!r}, {sorted(plan.own)!r})\n")
 
 
 def _value(desc: object, names: bool = False) -> dict:
@@ -593,12 +582,9 @@ class _Tally:
             else:
                 self.fail(msg[1], str(msg[3])[:200])
 
-    def verdict(self, why_missing: str) -> tuple[tuple[bool, ...], str]:
-        passed = tuple(i in self.ran and i not in self.failed for i in range(self.tests))
-        for i, ok in enumerate(passed):
-            if not ok:
-                return passed, f"test {i + 1}: {self.failed.get(i, why_missing)}"
-        return passed, ""
+    def verdict(self, why_missing: str) -> tuple[list[bool], list[str]]:
+        passed = [i in self.ran and i not in self.failed for i in range(self.tests)]
+        return passed, ["" if ok else self.failed.get(i, why_missing) for i, ok in enumerate(passed)]
 
 
 async def _relay(answer: Any, tests: Any, plan: Layout, tally: _Tally, deadline: float) -> str:
@@ -640,13 +626,13 @@ async def _relay(answer: Any, tests: Any, plan: Layout, tally: _Tally, deadline:
         tests.send(json.dumps(reply).encode())
 
 
-async def judge_whole(sandbox: Any, answer: str, tests: str | Sequence[str], count: int
-                      ) -> tuple[tuple[bool, ...], str]:
-    """Each test's verdict, the tests' program run whole against the answer through the server,
-    and why the first that failed did."""
-    plan = layout(tests, count)
+async def judge_whole(sandbox: Any, answer: str, tests: str | Sequence[str], count: int,
+                      own: frozenset[str] = frozenset()) -> tuple[list[bool], list[str]]:
+    """Each test's verdict and why it failed ("" where it passed), the tests' program run whole
+    against the answer through the server; ``own``: builtin names that are the answer's here."""
+    plan = layout(tests, count, own)
     if plan.why:
-        return (False,) * count, "test 1: cannot be judged apart from the answer: " + plan.why
+        return [False] * count, ["cannot be judged apart from the answer: " + plan.why] * count
     tally = _Tally(count)
     loop = asyncio.get_running_loop()
     async with sandbox.pair(answer_program(answer), tests_program(plan)) as (answer_live, tests_live):
@@ -658,8 +644,8 @@ async def judge_whole(sandbox: Any, answer: str, tests: str | Sequence[str], cou
         except (ValueError, TypeError, KeyError):
             loaded = None
         if not isinstance(loaded, str) or (loaded and not loaded.isidentifier()):
-            return (False,) * count, "the answer's program did not say that it loaded"
+            return [False] * count, ["the answer's program did not say that it loaded"] * count
         if loaded:
-            return (False,) * count, f"the answer raised {loaded[:100]} before the tests"
+            return [False] * count, [f"the answer raised {loaded[:100]} before the tests"] * count
         missing = await _relay(answer_live, tests_live, plan, tally, deadline)
     return tally.verdict(missing or "the tests did not run it")

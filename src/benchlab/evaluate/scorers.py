@@ -114,7 +114,8 @@ class Scorers:
             return SampleScore(None, False, "no code block")
         if self.sandbox is None:
             return SampleScore(code.strip(), False, "no sandbox configured")
-        report = await judge(self.sandbox, code, item["tests"])
+        entry_point = item.get("entry_point")
+        report = await judge(self.sandbox, code, item["tests"], entry_point if isinstance(entry_point, str) else None)
         passed, total = sum(report.passed), len(report.passed)
         return SampleScore(code.strip(), report.all_passed, report.why if not report.all_passed else "",
                            tests_passed=passed, tests_total=total)

@@ -154,12 +154,12 @@ def _describe(stmt: ast.stmt, numbered: list[ast.stmt]) -> dict:
 # The tests' sandbox's program: plain.py's functions, then this walker, then the tree.
 _RECORDER = r'''
 
-def _record(tree, max_recorded, max_turns):
+def _record(tree, max_recorded, max_turns, answers):
     import builtins, json, os
     out = os.dup(1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
-    tainted = set()
+    tainted = set(answers)  # builtin names that are the answer's here: never run with Python's
     sent = {}
     events, raised = [], {}
     turns = [0]
@@ -255,17 +255,22 @@ def _record(tree, max_recorded, max_turns):
     os._exit(0)
 
 
-_record(json.loads(__TREE__), __MAX_RECORDED__, __MAX_TURNS__)
+_record(json.loads(__TREE__), __MAX_RECORDED__, __MAX_TURNS__, __ANSWERS__)
 '''
 
 
-def program(expanded: Expanded) -> str:
-    """The tests' sandbox's program that walks ``expanded`` and reports what it recorded."""
+def program(expanded: Expanded, answer_names: frozenset[str] = frozenset()) -> str:
+    """The tests' sandbox's program that walks ``expanded`` and reports what it recorded.
+
+    ``answer_names``: names of Python's builtins that are the answer's in these tests; what
+    reads them depends on the answer, as what reads any name the tests never bind does."""
     expanded.numbered.clear()
     tree = [[index, [_describe(s, expanded.numbered) for s in top.statements]]
             for index, top in enumerate(expanded.tops)]
-    return (plain.SOURCE + "\nimport json\n" + _RECORDER.replace("__TREE__", repr(json.dumps(tree)))
-            .replace("__MAX_RECORDED__", str(MAX_RECORDED)).replace("__MAX_TURNS__", str(MAX_TURNS)))
+    # The tests' text goes in last: a placeholder's name written in it stays as written.
+    return (plain.SOURCE + "\nimport json\n" + _RECORDER.replace("__MAX_RECORDED__", str(MAX_RECORDED))
+            .replace("__MAX_TURNS__", str(MAX_TURNS)).replace("__ANSWERS__", repr(sorted(answer_names)))
+            .replace("__TREE__", repr(json.dumps(tree))))
 
 
 @dataclass

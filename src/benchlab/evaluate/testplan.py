@@ -122,7 +122,8 @@ class Plan:
 
     ``unsplit``: the keys (test entry, top-level statement) of the statements holding a test
     that could not be split from the text alone. ``unrolled_over``: the tests' names a loop or
-    comprehension was unrolled over, and the first step that did.
+    comprehension was unrolled over, and the first step that did. ``answer_names``: the names of
+    Python's builtins the tests' calls send to the answer (``entry.choices``).
     """
 
     steps: list[Step]
@@ -131,6 +132,7 @@ class Plan:
     free_modules: dict[str, str]
     unsplit: frozenset[tuple[int, int]] = frozenset()
     unrolled_over: dict[str, int] = field(default_factory=dict)
+    answer_names: frozenset[str] = frozenset()
 
     def probes_at(self, index: int) -> list[Probe]:
         return [p for p in self.probes if p.step == index]
@@ -222,7 +224,8 @@ def _contains_assert(node: ast.AST) -> bool:
 
 
 class _Planner:
-    def __init__(self) -> None:
+    def __init__(self, answer_names: frozenset[str] = frozenset()) -> None:
+        self.answer_names = answer_names  # builtin names that are the answer's here, not Python's
         self.kinds: dict[str, str] = {}
         self.tainted_glue: set[str] = set()
         self.defs: dict[str, ast.FunctionDef] = {}
@@ -246,6 +249,8 @@ class _Planner:
     def kind(self, name: str) -> str:
         if name in self.kinds:
             return self.kinds[name]
+        if name in self.answer_names:
+            return "answer"
         if name in GLUE_BUILTINS:
             return "builtin"
         if name in vars(builtins):
@@ -831,15 +836,17 @@ class _Planner:
 
 
 def plan_tests(tests: str | Sequence[str], replacements: dict[tuple[int, int], Replacement] | None = None,
-               notes: dict[tuple[int, int], str] | None = None) -> Plan:
+               notes: dict[tuple[int, int], str] | None = None, answer_names: frozenset[str] = frozenset()
+               ) -> Plan:
     """The plan of an item's tests (a string of statements, or a list with one test per entry).
 
     In a string each top-level ``assert`` and expression statement is a test; the
     other statements are setup. Tests that do not parse are one unjudgeable test.
     ``replacements`` (from ``testdata.rewrite``) stand for the top-level statements they
-    are keyed by, in the same test; ``notes`` say why a statement has none.
+    are keyed by, in the same test; ``notes`` say why a statement has none. ``answer_names``: names
+    of Python's builtins that are the answer's in these tests (a call of one is an answer probe).
     """
-    planner = _Planner()
+    planner = _Planner(answer_names)
     planner.notes = dict(notes or {})
     sources = [tests] if isinstance(tests, str) else [str(t) for t in tests]
     for si, source in enumerate(sources):
@@ -868,7 +875,7 @@ def plan_tests(tests: str | Sequence[str], replacements: dict[tuple[int, int], R
         planner.add_step(Step(len(planner.steps), "unjudgeable", planner.new_test(), why="the tests hold no test"))
     _place_answer_setup(planner)
     return Plan(planner.steps, planner.probes, planner.test, planner.free_modules, frozenset(planner.unsplit),
-                planner.unrolled_over)
+                planner.unrolled_over, answer_names)
 
 
 def _place_answer_setup(planner: _Planner) -> None:
