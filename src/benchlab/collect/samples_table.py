@@ -4,15 +4,13 @@
 Read the way pyarrow reads it, which is what defines the table: the name columns
 (:data:`NAME_COLUMNS`) as categoricals, every other column's type inferred from the file's first
 block (a later value that does not fit it is refused), a row with too many or too few fields
-refused, pyarrow's null markers as missing values. A CSV is read by the fastest of three readers
-that is sure to give that table: pandas' C parser for the plain files a sweep writes (names,
-integers and text, no quoting), pyarrow told each column's type, or pyarrow inferring them.
+refused, pyarrow's null markers as missing values. A CSV is read twice only where its head's
+types do not hold for the whole file: first told the types pyarrow infers from its head, then,
+where a value past the head does not fit them, inferring from the first block as before.
 """
 
 from __future__ import annotations
 
-import mmap
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,15 +27,11 @@ NAME_COLUMNS = ("benchmark", "task", "config", "cluster", "metric")
 #: pyarrow infers a CSV column's type from the file's first block and refuses a later value that
 #: does not fit it: the first 32 MiB decide, as they always have for a samples CSV.
 _INFER_BLOCK = 32 << 20
-#: The head of a CSV whose inferred types the faster readers are told, or checked against.
+#: The head of a CSV whose inferred types the typed read is told.
 _HEAD_BLOCK = 1 << 20
 #: pyarrow's blocks when told the types: blocks under glibc's largest threshold for mapping
 #: memory afresh (32 MiB) are recycled from block to block rather than zeroed again by the kernel.
 _TYPED_BLOCK = 4 << 20
-#: Bytes pandas' C parser reads otherwise than pyarrow does, in a field that is not quoted: a
-#: quote, a plus sign (``+1`` is an integer to pandas, text to pyarrow), and the vertical tab and
-#: form feed pandas trims from a number.
-_NOT_PLAIN = (b'"', b"+", b"\x0b", b"\x0c")
 
 
 def read_samples_csv(path: Path) -> pd.DataFrame:
@@ -58,24 +52,21 @@ def read_samples_csv(path: Path) -> pd.DataFrame:
         convert = pacsv.ConvertOptions(column_types={c: t for c, t in text.items() if c in names},
                                        strings_can_be_null=True)
         head = _head_schema(path, convert, pool)
-        df = None if head is None else _read_plain(path, head, convert.null_values)
-        if df is None:
-            arrow = None if head is None else _read_typed(path, head, pool)
-            if arrow is None:
-                # Inferring from the first block, as ever: what the faster readers must match,
-                # and what words a malformed file's error.
-                arrow = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_INFER_BLOCK),
-                                       convert_options=convert, memory_pool=pool)
-            df = _frame(arrow, pool)
+        arrow = None if head is None else _read_typed(path, head, pool)
+        if arrow is None:
+            # Inferring from the first block, as ever: what the typed read must match, and what
+            # words a malformed file's error.
+            arrow = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_INFER_BLOCK),
+                                   convert_options=convert, memory_pool=pool)
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: not a readable CSV ({str(exc).strip().splitlines()[0]})") from None
-    _check_columns(set(df.columns), path)
-    return _samples_frame(df, path, first_row=2)
+    _check_columns(set(arrow.column_names), path)
+    return _samples_frame(_frame(arrow, pool), path, first_row=2)
 
 
 def _head_schema(path: Path, convert: Any, pool: Any) -> Any:
     """The column types pyarrow infers from the head of the CSV; None where the head cannot be
-    read or names a column twice (the faster readers then do not try)."""
+    read or names a column twice (the typed read then does not try)."""
     import pyarrow as pa
     from pyarrow import csv as pacsv
 
@@ -107,89 +98,6 @@ def _read_typed(path: Path, head: Any, pool: Any) -> Any:
                               memory_pool=pool)
     except (pa.ArrowInvalid, OSError):
         return None
-
-
-def _read_plain(path: Path, head: Any, null_values: list[str]) -> pd.DataFrame | None:
-    """The CSV read by pandas' C parser, its name columns as categoricals in order of appearance;
-    None unless that is sure to be the table pyarrow reads.
-
-    pandas parses a plain CSV of names and integers in half pyarrow's CPU time (its dictionary
-    conversion hashes every name of every row). Sure means: the head's types are names,
-    64-bit integers and text; pandas infers each column's type as pyarrow would (an integer
-    column with a missing value, a value past the head that is not an integer: not sure); no
-    byte of :data:`_NOT_PLAIN` in the file; and every line a row of exactly the header's fields
-    (pandas pads a short row with missing values, and skips a line of spaces, where pyarrow
-    refuses both), counted by the file's commas and newlines.
-    """
-    import pandas as pd
-    import pyarrow as pa
-
-    plain = all(pa.types.is_dictionary(t) or pa.types.is_int64(t) or pa.types.is_string(t) for t in head.types)
-    if not plain or not _plain_bytes(path):
-        return None
-    categories = [f.name for f in head if pa.types.is_dictionary(f.type)]
-    try:
-        with warnings.catch_warnings():
-            # A warning (a mixed-type column, a cast) means pandas read something its own way.
-            warnings.simplefilter("error")
-            df = pd.read_csv(path, engine="c", header=0, index_col=False, low_memory=False, encoding="utf-8",
-                             dtype=dict.fromkeys(categories, "category"), na_values=null_values,
-                             keep_default_na=False)
-    except (ValueError, OverflowError, Warning):
-        return None
-    expected = head.empty_table().to_pandas().dtypes
-    if list(df.columns) != head.names or not _lines_are_rows(path, len(head.names), len(df)):
-        return None
-    for c in head.names:
-        if c not in categories and df[c].dtype != expected[c]:
-            return None
-    for c in categories:
-        values = df[c].array
-        # Names that all look like numbers (or dates) pandas turns into them: "1" and "1.0" one name.
-        if not (values.categories.dtype == "str" or len(values.categories) == 0):
-            return None
-        df[c] = _in_order_of_appearance(values)
-    return df
-
-
-def _plain_bytes(path: Path) -> bool:
-    """Whether no byte of :data:`_NOT_PLAIN` is in the file."""
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        return all(data.find(b) < 0 for b in _NOT_PLAIN)
-
-
-def _lines_are_rows(path: Path, fields: int, rows: int) -> bool:
-    """Whether the file is a header and ``rows`` lines of ``fields`` fields each, no line blank:
-    with no quoting (see :func:`_plain_bytes`) its commas and newlines say so. pandas refuses a
-    line with more fields than the header, so equal totals leave no line short."""
-    import numpy as np
-
-    commas = newlines = 0
-    step = 8 << 20
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        size = len(data)
-        ends_with_newline = data[size - 1:] == b"\n"
-        for at in range(0, size, step):
-            part = np.frombuffer(data[at:at + step], np.uint8)
-            commas += int(np.count_nonzero(part == ord(",")))
-            newlines += int(np.count_nonzero(part == ord("\n")))
-    lines = newlines + (0 if ends_with_newline else 1)
-    return lines == rows + 1 and commas == (fields - 1) * lines
-
-
-def _in_order_of_appearance(values: pd.Categorical) -> pd.Categorical:
-    """A categorical with its categories in order of first appearance, as pyarrow's reading
-    orders them (pandas' parser sorts them)."""
-    import numpy as np
-    import pandas as pd
-
-    codes = values.codes
-    seen = pd.unique(codes)
-    seen = seen[seen >= 0]
-    # Old code -> new; the last slot is where a missing value's -1 lands, and stays -1.
-    recode = np.full(len(values.categories) + 1, -1, codes.dtype)
-    recode[seen] = np.arange(len(seen), dtype=codes.dtype)
-    return pd.Categorical.from_codes(recode[codes], categories=list(values.categories[seen]))
 
 
 def read_samples_parquet(path: Path) -> pd.DataFrame:
