@@ -29,8 +29,9 @@ NAME_COLUMNS = ("benchmark", "task", "config", "cluster", "metric")
 _INFER_BLOCK = 32 << 20
 #: The head of a CSV whose inferred types the typed read is told.
 _HEAD_BLOCK = 1 << 20
-#: pyarrow's blocks when told the types: blocks under glibc's largest threshold for mapping
-#: memory afresh (32 MiB) are recycled from block to block rather than zeroed again by the kernel.
+#: pyarrow's blocks when told the types: on a 4-million-row samples CSV, 4 MiB blocks cost
+#: 89,000-91,000 page faults and 0.3-0.6 s of system time, 32 MiB blocks 131,000 and 0.8-1.0 s
+#: (docs/performance.md, the question-level analysis).
 _TYPED_BLOCK = 4 << 20
 
 
@@ -123,7 +124,7 @@ def _read_pool() -> Any:
 
     pyarrow's default pool (mimalloc in the Linux wheels) maps fresh memory for each block it
     parses; in the short process that reads one samples file that cost more system time than
-    the parse itself (a 4-million-row CSV: 1.2-1.6 s of kernel time against 0.4-0.6 s with
+    the parse itself (a 4-million-row CSV: 1.2-1.7 s of system time against 0.3-0.7 s with
     ``malloc``), and every reader of such a file is such a process.
     """
     import pyarrow as pa
