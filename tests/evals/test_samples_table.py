@@ -261,3 +261,55 @@ def test_nemo_skills_files_with_and_without_ids_pair_by_the_problem(tmp_path):
 
     comp = analyze_questions(table, baseline="step20").comparisons[0].result
     assert comp.n_questions == 30 and (comp.better, comp.worse) == (3, 0)
+
+
+def _numbered(count):
+    return [("t", "ab"[i % 2], 0, i % 3, i // 2, "", "acc", i % 2) for i in range(count)]
+
+
+def _head_of(monkeypatch, size):
+    # The CSV reader converts with the types pyarrow infers from the file's head: a tiny head
+    # puts the rows below past it, as millions of rows put them past the real one.
+    from benchlab.collect import samples_table
+
+    monkeypatch.setattr(samples_table, "_HEAD_BLOCK", size)
+
+
+def test_a_csv_reads_the_same_whether_its_types_show_in_its_head_or_later(tmp_path, monkeypatch):
+    import pandas as pd
+
+    late = {"text question": ("t", "a", 0, 0, "q9", "", "acc", 1),
+            "real value": ("t", "a", 0, 0, 7, "", "acc", 0.25),
+            "missing question": ("t", "a", 0, 0, "", "", "acc", 1),
+            "missing value": ("t", "a", 0, 0, 7, "", "acc", ""),
+            "new names": ("u", "c", 0, 0, 7, "k", "acc2", 1)}
+    for what, row in late.items():
+        path = _csv(tmp_path / "s.csv", [*_numbered(60), row, *_numbered(60)])
+        whole, _ = read_samples(path)
+        _head_of(monkeypatch, 256)
+        headed, _ = read_samples(path)
+        monkeypatch.undo()
+        pd.testing.assert_frame_equal(headed, whole, check_exact=True, obj=what)
+        for col in ("task", "config", "cluster", "metric"):
+            assert list(headed[col].cat.categories) == list(whole[col].cat.categories), (what, col)
+    assert whole["task"].cat.categories.tolist() == ["t", "u"]  # in order of appearance
+    table, _ = read_samples(_csv(tmp_path / "s.csv", [*_numbered(60), late["text question"]]))
+    assert table["question"].iloc[-1] == "q9"
+
+
+def test_a_malformed_row_past_the_head_of_a_csv_is_refused_as_before(tmp_path, monkeypatch):
+    _head_of(monkeypatch, 256)
+    short = _csv(tmp_path / "short.csv", [*_numbered(60), ("t", "a", 0, 0, 7, "", "acc"), *_numbered(4)])
+    with pytest.raises(DataError, match=r"short\.csv: not a readable CSV \(CSV parse error: Expected 8 columns"):
+        read_samples(short)
+    word = _csv(tmp_path / "word.csv", [*_numbered(60), ("t", "a", 0, 0, 7, "", "acc", "right")])
+    with pytest.raises(DataError, match=r"word\.csv:62 column 'value': expected a number, got 'right'"):
+        read_samples(word)
+
+
+def test_names_that_look_like_numbers_stay_names_in_a_csv(tmp_path):
+    path = _csv(tmp_path / "s.csv", [("t", "1.0", 0, 0, 1, "", "acc", 1), ("t", "1", 0, 0, 1, "", "acc", 0),
+                                     ("t", "None", 0, 0, 1, "", "acc", 1), ("t", "", 0, 0, 1, "", "acc", 1)])
+    table, _ = read_samples(path)
+    assert table["config"].cat.categories.tolist() == ["1.0", "1", "None"]
+    assert table["config"].isna().tolist() == [False, False, False, True]

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from benchlab.collect.samples_table import read_samples_csv, read_samples_parquet
 from benchlab.errors import DataError
 from benchlab.long_format import SAMPLE_COLUMNS, SAMPLE_REQUIRED
 from benchlab.run_files import METRICS_FILE, PROVENANCE_FILE, SERIES_FILE
@@ -321,130 +322,6 @@ def read_benchlab_eval(path: Path, out: Samples, *, config: str, seed: int = 0, 
 
 
 # ------------------------------------------------------------------------- any source
-
-
-#: Columns that hold names: text even when they look like numbers ("1.0" and "1" are two
-#: configs), kept as categoricals, since a sweep's samples repeat a few names millions of times.
-_NAME_COLUMNS = ("benchmark", "task", "config", "cluster", "metric")
-
-
-def read_samples_csv(path: Path) -> pd.DataFrame:
-    """A CSV of the samples columns (at least ``task, config, question, value``).
-
-    Read with pyarrow's CSV reader (threaded, and strict: a row with too many or too few fields
-    is refused), the name columns straight into dictionaries; a question id keeps its inferred
-    type (numbered questions are their own codes in the analysis).
-    """
-    import pyarrow as pa
-    from pyarrow import csv as pacsv
-
-    names_type = pa.dictionary(pa.int32(), pa.string())
-    text = {c: names_type for c in _NAME_COLUMNS}
-    text["question_hash"] = pa.string()
-    try:
-        with path.open("rb") as f:
-            header = f.readline().decode("utf-8", errors="replace").strip().split(",")
-        names = {h.strip().strip('"') for h in header}
-        # Blocks of 32 MiB rather than 1: each block is a chunk of every column, with its own
-        # dictionaries to map; a 100 MiB file read in 1 MiB blocks cost half again the CPU time.
-        arrow = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=32 << 20),
-                               convert_options=pacsv.ConvertOptions(
-                                   column_types={c: t for c, t in text.items() if c in names},
-                                   strings_can_be_null=True))
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DataError(f"{path}: not a readable CSV ({str(exc).strip().splitlines()[0]})") from None
-    _check_columns(set(arrow.column_names), path)
-    return _samples_frame(_frame(arrow), path, first_row=2)
-
-
-def read_samples_parquet(path: Path) -> pd.DataFrame:
-    """A Parquet file of the samples columns: the compact form of a sweep's millions of answers."""
-    import pyarrow as pa
-    from pyarrow import parquet as pq
-
-    try:
-        schema = pq.read_schema(path)
-        # Text name columns come back as the file's own dictionaries (Parquet stores repeated
-        # text that way) rather than as millions of strings to encode again.
-        text = [c for c in _NAME_COLUMNS if c in schema.names
-                and (pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type))]
-        arrow = pq.read_table(path, read_dictionary=text)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DataError(f"{path}: not a readable Parquet file ({str(exc).strip().splitlines()[0]})") from None
-    _check_columns(set(arrow.column_names), path)
-    return _samples_frame(_frame(arrow), path, first_row=1)
-
-
-def _frame(arrow: Any) -> pd.DataFrame:
-    """An Arrow table as a pandas frame, its dictionary columns as categoricals.
-
-    pyarrow's own conversion unifies the dictionaries of every chunk (one a block of CSV, one
-    a Parquet row group): a fifth of reading a 4-million-row samples CSV. The names are few, so
-    mapping each chunk's small dictionary onto the names seen so far and gathering the codes
-    costs one array pass a column.
-    """
-    import pyarrow as pa
-
-    dictionaries = [c for c in arrow.column_names if pa.types.is_dictionary(arrow.schema.field(c).type)]
-    df = arrow.drop_columns(dictionaries).to_pandas()
-    for col in dictionaries:
-        df[col] = _categorical(arrow.column(col))
-    return df
-
-
-def _categorical(column: Any) -> pd.Categorical:
-    """A chunked Arrow dictionary array as a categorical, categories in order of appearance (as
-    pyarrow's conversion orders them), missing values as code -1."""
-    import numpy as np
-    import pandas as pd
-
-    names: dict[str, int] = {}
-    codes = np.empty(len(column), np.int32)
-    at = 0
-    for chunk in column.chunks:
-        # The chunk's codes into the names seen so far; its last slot, -1, is a missing value's.
-        to_name = np.array([-1 if s is None else names.setdefault(s, len(names))
-                            for s in chunk.dictionary.to_pylist()] + [-1], np.int32)
-        index = chunk.indices.fill_null(len(to_name) - 1).to_numpy(zero_copy_only=False)
-        np.take(to_name, index, out=codes[at:at + len(chunk)])
-        at += len(chunk)
-    return pd.Categorical.from_codes(codes, categories=list(names))
-
-
-def _check_columns(names: set[str], path: Path) -> None:
-    missing = [c for c in SAMPLE_REQUIRED if c not in names]
-    if missing:
-        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; a samples table has "
-                        f"{', '.join(SAMPLE_REQUIRED)} (optional: benchmark, seed, repeat, cluster, metric, "
-                        "question_hash)")
-
-
-def _samples_frame(df: pd.DataFrame, path: Path, *, first_row: int) -> pd.DataFrame:
-    """The samples table of a frame read from ``path``, values checked, optional columns filled."""
-    import numpy as np
-    import pandas as pd
-
-    if not pd.api.types.is_numeric_dtype(df["value"]):
-        values = pd.to_numeric(df["value"], errors="coerce")
-        bad = values.isna() & df["value"].notna()
-        if bad.any():
-            row = int(bad.to_numpy().nonzero()[0][0])
-            raise DataError(f"{path}:{row + first_row} column 'value': expected a number, got "
-                            f"{df['value'].iloc[row]!r}")
-        df["value"] = values
-    df["value"] = df["value"].astype(float)
-    n = len(df)
-    for col in SAMPLE_COLUMNS:
-        if col in df.columns:
-            continue
-        if col in ("seed", "repeat"):
-            df[col] = np.zeros(n, np.int64)
-        else:
-            # Categoricals: a default repeated over millions of rows costs one small code each.
-            fill = {"benchmark": "", "metric": "value"}.get(col)
-            df[col] = pd.Categorical.from_codes(np.full(n, -1 if fill is None else 0, np.int8),
-                                                categories=[] if fill is None else [fill])
-    return df[list(SAMPLE_COLUMNS)]
 
 
 def is_samples_source(path: Path) -> bool:

@@ -1,0 +1,209 @@
+"""A samples table written as a file: a CSV or Parquet file of the columns of
+:data:`benchlab.long_format.SAMPLE_COLUMNS` (at least ``task, config, question, value``).
+
+Read the way pyarrow reads it, which is what defines the table: the name columns
+(:data:`NAME_COLUMNS`) as categoricals, every other column's type inferred from the file's first
+block (a later value that does not fit it is refused), a row with too many or too few fields
+refused, pyarrow's null markers as missing values. A CSV is read twice only where its head's
+types do not hold for the whole file: first told the types pyarrow infers from its head, then,
+where a value past the head does not fit them, inferring from the first block as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchlab.errors import DataError
+from benchlab.long_format import SAMPLE_COLUMNS, SAMPLE_REQUIRED
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Columns that hold names: text even when they look like numbers ("1.0" and "1" are two
+#: configs), kept as categoricals, since a sweep's samples repeat a few names millions of times.
+NAME_COLUMNS = ("benchmark", "task", "config", "cluster", "metric")
+
+#: pyarrow infers a CSV column's type from the file's first block and refuses a later value that
+#: does not fit it: the first 32 MiB decide, as they always have for a samples CSV.
+_INFER_BLOCK = 32 << 20
+#: The head of a CSV whose inferred types the typed read is told.
+_HEAD_BLOCK = 1 << 20
+#: pyarrow's blocks when told the types: on a 4-million-row samples CSV, 4 MiB blocks cost
+#: 89,000-91,000 page faults and 0.3-0.6 s of system time, 32 MiB blocks 131,000 and 0.8-1.0 s
+#: (docs/performance.md, the question-level analysis).
+_TYPED_BLOCK = 4 << 20
+
+
+def read_samples_csv(path: Path) -> pd.DataFrame:
+    """A CSV of the samples columns (at least ``task, config, question, value``), read as pyarrow
+    reads it (see the module's docstring); a question id keeps its inferred type (numbered
+    questions are their own codes in the analysis)."""
+    import pyarrow as pa
+    from pyarrow import csv as pacsv
+
+    pool = _read_pool()
+    names_type = pa.dictionary(pa.int32(), pa.string())
+    text = {c: names_type for c in NAME_COLUMNS}
+    text["question_hash"] = pa.string()
+    try:
+        with path.open("rb") as f:
+            header = f.readline().decode("utf-8", errors="replace").strip().split(",")
+        names = {h.strip().strip('"') for h in header}
+        convert = pacsv.ConvertOptions(column_types={c: t for c, t in text.items() if c in names},
+                                       strings_can_be_null=True)
+        head = _head_schema(path, convert, pool)
+        arrow = None if head is None else _read_typed(path, head, pool)
+        if arrow is None:
+            # Inferring from the first block, as ever: what the typed read must match, and what
+            # words a malformed file's error.
+            arrow = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_INFER_BLOCK),
+                                   convert_options=convert, memory_pool=pool)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"{path}: not a readable CSV ({str(exc).strip().splitlines()[0]})") from None
+    _check_columns(set(arrow.column_names), path)
+    return _samples_frame(_frame(arrow, pool), path, first_row=2)
+
+
+def _head_schema(path: Path, convert: Any, pool: Any) -> Any:
+    """The column types pyarrow infers from the head of the CSV; None where the head cannot be
+    read or names a column twice (the typed read then does not try)."""
+    import pyarrow as pa
+    from pyarrow import csv as pacsv
+
+    try:
+        with pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=_HEAD_BLOCK),
+                            convert_options=convert, memory_pool=pool) as head:
+            schema = head.schema
+    except (pa.ArrowInvalid, OSError):
+        return None
+    return schema if len(set(schema.names)) == len(schema.names) else None
+
+
+def _read_typed(path: Path, head: Any, pool: Any) -> Any:
+    """The CSV as an Arrow table, each column converted to the type inferred from its head;
+    None where a value past the head does not convert (or a row is malformed).
+
+    Inference is the dearer half of pyarrow's read: told the types, it converts each block once.
+    Inference only widens a type as it sees more values (integer, then real, then text), so
+    where every value converts to the head's types, the first block infers those same types.
+    """
+    import pyarrow as pa
+    from pyarrow import csv as pacsv
+
+    try:
+        return pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_TYPED_BLOCK),
+                              convert_options=pacsv.ConvertOptions(
+                                  column_types=dict(zip(head.names, head.types, strict=True)),
+                                  strings_can_be_null=True),
+                              memory_pool=pool)
+    except (pa.ArrowInvalid, OSError):
+        return None
+
+
+def read_samples_parquet(path: Path) -> pd.DataFrame:
+    """A Parquet file of the samples columns: the compact form of a sweep's millions of answers."""
+    import pyarrow as pa
+    from pyarrow import parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+        # Text name columns come back as the file's own dictionaries (Parquet stores repeated
+        # text that way) rather than as millions of strings to encode again.
+        text = [c for c in NAME_COLUMNS if c in schema.names
+                and (pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type))]
+        arrow = pq.read_table(path, read_dictionary=text)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"{path}: not a readable Parquet file ({str(exc).strip().splitlines()[0]})") from None
+    _check_columns(set(arrow.column_names), path)
+    return _samples_frame(_frame(arrow), path, first_row=1)
+
+
+def _read_pool() -> Any:
+    """The Arrow memory pool a samples file is read into: the C library's ``malloc``.
+
+    pyarrow's default pool (mimalloc in the Linux wheels) maps fresh memory for each block it
+    parses; in the short process that reads one samples file that cost more system time than
+    the parse itself (a 4-million-row CSV: 1.2-1.7 s of system time against 0.3-0.7 s with
+    ``malloc``), and every reader of such a file is such a process.
+    """
+    import pyarrow as pa
+
+    return pa.system_memory_pool()
+
+
+def _frame(arrow: Any, pool: Any = None) -> pd.DataFrame:
+    """An Arrow table as a pandas frame, its dictionary columns as categoricals.
+
+    pyarrow's own conversion unifies the dictionaries of every chunk (one a block of CSV, one
+    a Parquet row group): a fifth of reading a 4-million-row samples CSV. The names are few, so
+    mapping each chunk's small dictionary onto the names seen so far and gathering the codes
+    costs one array pass a column.
+    """
+    import pyarrow as pa
+
+    dictionaries = [c for c in arrow.column_names if pa.types.is_dictionary(arrow.schema.field(c).type)]
+    df = arrow.drop_columns(dictionaries).to_pandas(memory_pool=pool)
+    for col in dictionaries:
+        df[col] = _categorical(arrow.column(col), pool)
+    return df
+
+
+def _categorical(column: Any, pool: Any = None) -> pd.Categorical:
+    """A chunked Arrow dictionary array as a categorical, categories in order of appearance (as
+    pyarrow's conversion orders them), missing values as code -1."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    from pyarrow import compute as pc
+
+    names: dict[str, int] = {}
+    codes = np.empty(len(column), np.int32)
+    at = 0
+    for chunk in column.chunks:
+        # The chunk's codes into the names seen so far; its last slot, -1, is a missing value's.
+        to_name = np.array([-1 if s is None else names.setdefault(s, len(names))
+                            for s in chunk.dictionary.to_pylist()] + [-1], np.int32)
+        indices = chunk.indices
+        if indices.null_count:
+            indices = pc.coalesce(indices, pa.scalar(len(to_name) - 1, indices.type), memory_pool=pool)
+        index = indices.to_numpy(zero_copy_only=False)
+        np.take(to_name, index, out=codes[at:at + len(chunk)])
+        at += len(chunk)
+    return pd.Categorical.from_codes(codes, categories=list(names))
+
+
+def _check_columns(names: set[str], path: Path) -> None:
+    missing = [c for c in SAMPLE_REQUIRED if c not in names]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; a samples table has "
+                        f"{', '.join(SAMPLE_REQUIRED)} (optional: benchmark, seed, repeat, cluster, metric, "
+                        "question_hash)")
+
+
+def _samples_frame(df: pd.DataFrame, path: Path, *, first_row: int) -> pd.DataFrame:
+    """The samples table of a frame read from ``path``, values checked, optional columns filled."""
+    import numpy as np
+    import pandas as pd
+
+    if not pd.api.types.is_numeric_dtype(df["value"]):
+        values = pd.to_numeric(df["value"], errors="coerce")
+        bad = values.isna() & df["value"].notna()
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise DataError(f"{path}:{row + first_row} column 'value': expected a number, got "
+                            f"{df['value'].iloc[row]!r}")
+        df["value"] = values
+    df["value"] = df["value"].astype(float)
+    n = len(df)
+    for col in SAMPLE_COLUMNS:
+        if col in df.columns:
+            continue
+        if col in ("seed", "repeat"):
+            df[col] = np.zeros(n, np.int64)
+        else:
+            # Categoricals: a default repeated over millions of rows costs one small code each.
+            fill = {"benchmark": "", "metric": "value"}.get(col)
+            df[col] = pd.Categorical.from_codes(np.full(n, -1 if fill is None else 0, np.int8),
+                                                categories=[] if fill is None else [fill])
+    return df[list(SAMPLE_COLUMNS)]
