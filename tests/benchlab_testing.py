@@ -56,13 +56,128 @@ class Bench:
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120,
             check: bool = False, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the real `benchlab` command in a subprocess; stdout and stderr captured as text."""
+    """Run the real `benchlab` command in a process of its own (``python -m benchlab ARGS``); stdout
+    and stderr captured as text. The process is forked from a server that has the heavy libraries
+    imported already (tests/cli_forkserver.py) where it can be, else started as a plain subprocess."""
     full_env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "benchlab", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env=full_env)
+    cmd = [sys.executable, "-m", "benchlab", *args]
+    forked = _forkserver.run(cmd, list(args), cwd, full_env, timeout)
+    proc = forked if forked is not None else subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env)
     if check and proc.returncode != 0:
         raise AssertionError(f"benchlab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+class _ForkServer:
+    """This process's fork server (tests/cli_forkserver.py), started at the first command."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.path = ""
+        self.env: dict[str, str] = {}
+        self.cpu_used = 0.0  # seconds of CPU the forked commands took, for the suite's own accounting
+        self.failed = os.environ.get("BENCHLAB_TEST_FORKSERVER", "1") == "0" or not sys.platform.startswith("linux")
+
+    def _start(self) -> bool:
+        import atexit
+        import tempfile
+
+        from cli_forkserver import IMPORT_TIME_ENV
+
+        self.import_time_env = IMPORT_TIME_ENV
+        self.path = os.path.join(tempfile.mkdtemp(prefix="benchlab-forkserver-"), "socket")
+        self.env = dict(os.environ)
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("cli_forkserver.py")), self.path],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=self.env)
+        assert self.proc.stdout is not None
+        ready = self.proc.stdout.readline()
+        if ready != b"ready\n":
+            self.proc.kill()
+            self.failed = True
+            return False
+        atexit.register(self.proc.kill)
+        return True
+
+    def _forkable(self, env: dict[str, str]) -> bool:
+        keys = set(env) | set(self.env)
+        return not any(k.startswith(self.import_time_env) and env.get(k) != self.env.get(k) for k in keys)
+
+    def run(self, cmd: list[str], args: list[str], cwd: Path | None, env: dict[str, str],
+            timeout: float) -> subprocess.CompletedProcess[str] | None:
+        """The command's result, or None where it was not forked (the caller starts it itself)."""
+        if self.failed or (self.proc is None and not self._start()) or not self._forkable(env):
+            return None
+        import selectors
+        import signal
+        import socket
+        import time
+
+        from cli_forkserver import recv_message, send_message
+
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        null = os.open(os.devnull, os.O_RDONLY)
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(self.path)
+            send_message(conn, {"args": args, "cwd": str(cwd or os.getcwd()), "env": env}, [null, out_w, err_w])
+            started, _ = recv_message(conn)
+        except (OSError, ConnectionError):
+            for fd in (out_r, err_r):
+                os.close(fd)
+            conn.close()
+            return None
+        finally:
+            for fd in (null, out_w, err_w):
+                os.close(fd)
+        pid = started["pid"]  # type: ignore[index]
+        chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+        deadline = time.monotonic() + timeout
+        timed_out = False
+        with selectors.DefaultSelector() as sel:
+            for fd in chunks:
+                sel.register(fd, selectors.EVENT_READ)
+            while sel.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0 and not timed_out:
+                    timed_out = True
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                for key, _ in sel.select(timeout=max(left, 0.1) if not timed_out else 5):
+                    data = os.read(key.fd, 65536)
+                    if data:
+                        chunks[key.fd].append(data)
+                    else:
+                        sel.unregister(key.fd)
+                        os.close(key.fd)
+                if timed_out and time.monotonic() > deadline + 30:  # a descendant keeps the pipe open
+                    for fd in list(sel.get_map()):
+                        sel.unregister(fd)
+                        os.close(fd)
+        try:
+            ended, _ = recv_message(conn)
+            code = ended["code"]  # type: ignore[index]
+            self.cpu_used += ended.get("cpu", 0.0)  # type: ignore[union-attr]
+        finally:
+            conn.close()
+        out, err = (_text(b"".join(chunks[fd])) for fd in (out_r, err_r))
+        if timed_out:
+            raise subprocess.TimeoutExpired(cmd, timeout, output=out, stderr=err)
+        return subprocess.CompletedProcess(cmd, code, out, err)
+
+
+def _text(data: bytes) -> str:
+    """Bytes as ``subprocess.run(text=True)`` decodes them (the locale's encoding, universal newlines)."""
+    import io
+    import locale
+
+    return io.TextIOWrapper(io.BytesIO(data), encoding=locale.getpreferredencoding(False)).read()
+
+
+_forkserver = _ForkServer()
 
 
 def doc_blocks(doc: Path, lang: str) -> list[str]:
