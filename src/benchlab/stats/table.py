@@ -526,14 +526,7 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
                 f"{task}/{config} {met}",
             )
             warnings += d.warnings
-            rows.append(SummaryRow(
-                task=str(task), config=str(config), metric=str(met), n=d.n,
-                mean=_num(d.mean), std=_num(d.std), sem=_num(d.sem),
-                median=_num(d.median), min=_num(d.min), max=_num(d.max),
-                ci_low=_num(d.ci_low), ci_high=_num(d.ci_high),
-                boot_ci_low=_num(d.boot_ci_low), boot_ci_high=_num(d.boot_ci_high),
-                high_variance=d.high_variance,
-            ))
+            rows.append(SummaryRow.of(str(task), str(config), str(met), values, d))
             if batched and d.n >= BOOTSTRAP_T_MIN_N:
                 x = values[np.isfinite(values)]
                 if d.std != 0.0:  # zero observed spread: no interval (describe says why)
@@ -548,8 +541,9 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
                                         normal=assumes_normal(o.assume_normal, str(task), str(met)))
         ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
                      [r.ci_high for r in rows], goal_of(o.goal, met), separated)
-        for r, rk in zip(rows, ranks, strict=True):
-            r.rank = rk
+        by_mean = rank([r.mean for r in rows], [None] * len(rows), [None] * len(rows), goal_of(o.goal, met))
+        for r, rk, mk in zip(rows, ranks, by_mean, strict=True):
+            r.rank, r.mean_rank = rk, mk
         summary_rows += rows
     if too_few:
         warnings.append(few_for_bootstrap_t(too_few))
