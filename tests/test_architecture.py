@@ -1290,3 +1290,92 @@ def test_a_metrics_goal_is_looked_up_only_in_benchmark_info():
                    for name, path in MODULES.items() if name != "benchlab.benchmark_info"
                    for line in _goal_lookups(path.read_text()))
     assert found == [], "use BenchmarkInfo.primary_goal / metric_goal, or benchmark_info.goal_of"
+
+
+# --------------------------------------------------------------------------- the renderers compute nothing
+# report/ and ui/ render the one analysis `stats` computes (stats.results_analysis.ResultsAnalysis):
+# no statistic of their own, no goal resolved again, no database. A source-tree check: what a
+# module of report/ or ui/ calls, imports and reads, by name.
+
+#: Calls that compute a statistic: numpy/pandas reductions and quantiles, scipy's distributions'
+#: quantiles and tails, and benchlab.stats' functions that compute one (an interval, a mean band,
+#: an alignment of curves, a profile, a CV curve, a rank, an accounting, an analysis). The report's
+#: own `analyze` step is not among them: it hands the report's data to the one builder.
+STAT_CALLS = {
+    "mean", "std", "var", "median", "quantile", "percentile", "sem", "nanmean", "nanstd", "nanvar",
+    "nanmedian", "nanpercentile", "nanquantile", "ppf", "isf", "cdf", "sf", "stdtrit", "ndtri", "fsum",
+    "t_interval", "normal_interval", "bootstrap_ci", "stratified_bootstrap", "studentized_mean_ci",
+    "cv_of_mean", "performance_profile", "align", "common_grid", "summarize", "mean_band", "describe",
+    "describe_groups", "describe_runs", "rank", "median_member", "holm", "compare", "account",
+    "analyze_seeds", "analyze_accounted", "analyze_questions", "bound_interval",
+}
+#: What report/ and ui/ may import of benchlab.stats: the analysis' types and its one builder.
+STATS_RENDERED = {"benchlab.stats.analysis", "benchlab.stats.results_analysis"}
+#: A metric's goal resolved again: the analysis carries the primary's (ResultsAnalysis.goal).
+GOAL_NAMES = {"primary_goal", "metric_goal", "goal_of"}
+RENDERERS = ("report", "ui")
+#: Modules of report/ that still compute, each with its reason; this list only shrinks.
+RENDERERS_THAT_COMPUTE = {
+    # The question-level comparison (`compare --level questions`) and the explicit pairs of
+    # `analyze --pairs` are analyses of their own records, not yet part of the one analysis.
+    "report/comparison.py", "report/pairs.py", "report/questions.py",
+    # The learning-curve and across-task figures align curves, band them and profile scores.
+    "report/curves.py", "report/plots.py", "report/profiles.py", "report/variance_plot.py",
+    # A search's trials are summarised apart from the benchmark's runs.
+    "report/search.py",
+}
+
+
+def statistics_in_renderers(src: Path) -> list[str]:
+    """Each place in ``src``'s report/ and ui/ that computes a statistic, resolves a metric's goal
+    again, imports more of ``benchlab.stats`` than the analysis or imports sqlite3, as
+    ``path:line what``."""
+    found = []
+    for unit in RENDERERS:
+        for path in sorted((src / unit).rglob("*.py")):
+            rel = path.relative_to(src).as_posix()
+            for node in ast.walk(ast.parse(path.read_text())):
+                what = _renderer_violation(node)
+                if what is not None:
+                    found.append(f"{rel}:{node.lineno} {what}")  # type: ignore[attr-defined]
+    return found
+
+
+def _renderer_violation(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Call):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name in STAT_CALLS:
+            return f"computes: {name}()"
+        if isinstance(node.func, ast.Name) and name in GOAL_NAMES:
+            return f"resolves a goal: {name}()"
+    if isinstance(node, ast.Attribute) and node.attr in GOAL_NAMES and isinstance(node.ctx, ast.Load):
+        return f"resolves a goal: .{node.attr}"
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        for name in names:
+            if name == "sqlite3":
+                return "imports sqlite3"
+            if name.startswith("benchlab.stats") and name not in STATS_RENDERED:
+                return f"imports {name}"
+    return None
+
+
+def test_the_renderer_check_finds_each_kind_of_computation(tmp_path: Path):
+    planted = ("import sqlite3\n"
+               "from benchlab.stats.describe import t_interval\n"
+               "from benchlab.stats.results_analysis import ResultsAnalysis\n"
+               "m = values.mean(axis=0)\n"
+               "q = np.percentile(x, 75)\n"
+               "half = sps.t.ppf(0.975, 3)\n"
+               "g = info.primary_goal\n"
+               "ok = analysis.goal, row.mean, fmt(row.std)\n")
+    (tmp_path / "report").mkdir()
+    (tmp_path / "ui").mkdir()
+    (tmp_path / "report" / "planted.py").write_text(planted)
+    found = statistics_in_renderers(tmp_path)
+    assert [f.split(" ", 1)[0] for f in found] == [f"report/planted.py:{n}" for n in (1, 2, 4, 5, 6, 7)]
+
+
+def test_report_and_ui_render_the_analysis_and_compute_no_statistic():
+    found = [f for f in statistics_in_renderers(SRC) if f.split(":", 1)[0] not in RENDERERS_THAT_COMPUTE]
+    assert found == [], "compute it in stats/ (stats.results_analysis) and render the field"

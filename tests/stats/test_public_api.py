@@ -16,6 +16,6 @@ def test_public_names_are_pinned():
         "stratified_bootstrap", "summarize", "t_interval", "validate_table", "variance_analysis",
         "welch_pvalue", "median_member", "normal_interval", "Analysis", "SummaryRow", "ComparisonRow",
         "AggregateRow", "Estimate", "AnalysisOptions", "PowerAnalysis", "PowerRow", "VarianceAnalysis",
-        "TaskVariance", "CvCurve",
+        "TaskVariance", "CvCurve", "ResultsAnalysis", "analyze_results",
     ])
     assert all(hasattr(benchlab.stats, name) for name in benchlab.stats.__all__)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.results import BenchmarkInfo, Curves
+    from benchlab.stats.analysis import SummaryRow
+    from benchlab.stats.results_analysis import ResultsAnalysis
 
 MAX_SEED_LINES = 20
 MAX_PLOT_POINTS = 500
@@ -51,11 +53,10 @@ MAX_PLOT_POINTS = 500
 
 def _task_ranges(sets: list[CurveSet], metric: str,
                  ranges: dict[str, tuple[float, float]] | None) -> dict[str, tuple[float, float] | None]:
-    """Each task's range of ``metric``: a task's own declared range wins over the metric's, as in
-    the statistics (:func:`benchlab.stats.accounting.range_of`)."""
-    from benchlab.stats.accounting import range_of
-
-    return {cs.task: range_of(ranges or {}, cs.task, metric) for cs in sets}
+    """Each task's range of ``metric``: a task's own declared range (key ``"TASK/METRIC"``) wins
+    over the metric's, as in the statistics (:func:`benchlab.stats.accounting.range_of`)."""
+    got = ranges or {}
+    return {cs.task: got.get(f"{cs.task}/{metric}", got.get(metric)) for cs in sets}
 
 
 def _band_note(cut_at: dict[str, tuple[float, float] | None]) -> str:
@@ -207,7 +208,7 @@ def _score_panel(ax: Any, sub: pd.DataFrame, pts: pd.DataFrame | None, position:
 
 
 def plot_scores(
-    desc: pd.DataFrame,
+    rows: Sequence[SummaryRow],
     info: BenchmarkInfo,
     folder: Path,
     finals: pd.DataFrame | None = None,
@@ -215,14 +216,20 @@ def plot_scores(
 ) -> list[Plot]:
     """Final primary score per task and config: every seed as a point, the mean, its 95% CI.
 
-    ``desc`` is :func:`benchlab.report.tables.describe`'s table; the interval is its
-    Student-t interval (``ci_low``, ``ci_high``, from :mod:`benchlab.stats`), the report's
-    95% CI column, cut at the metric's range where it has one, and absent for a config with
-    one seed. ``finals`` gives the seeds' values.
+    ``rows`` are the primary metric's summary rows (:mod:`benchlab.stats.results_analysis`); the
+    interval is their Student-t interval (``ci_low``, ``ci_high``), the report's 95% CI column,
+    cut at the metric's range where it has one, and absent for a config with one seed.
+    ``finals`` gives the seeds' values.
     """
-    prim = desc[desc["is_primary"]].copy()
+    import pandas as pd
+
+    prim = pd.DataFrame([{"task": r.task, "config": r.config, "n": r.n, "mean": r.mean,
+                          "ci_low": r.ci_low, "ci_high": r.ci_high} for r in rows if r.n > 0],
+                        columns=["task", "config", "n", "mean", "ci_low", "ci_high"])
     if prim.empty:
         return []
+    for column in ("mean", "ci_low", "ci_high"):
+        prim[column] = prim[column].astype(float)
     bounds = (ranges or {}).get(info.primary)
     tasks = [t for t in info.tasks if t in set(prim["task"])] + sorted(
         set(prim["task"]) - set(info.tasks)
@@ -468,8 +475,7 @@ def draw(
     curves: Curves,
     folder: Path,
     info: BenchmarkInfo,
-    finals: pd.DataFrame,
-    desc: pd.DataFrame,
+    analysis: ResultsAnalysis,
     *,
     seeds: bool = False,
     seed: int = 0,
@@ -484,11 +490,14 @@ def draw(
     meanwhile; ``workers=0`` draws them here, before returning. Forking, unlike
     spawning, never re-imports the caller's ``__main__`` (a script without a
     ``__name__`` guard, a notebook, stdin all work). ``pool`` is workers started
-    ahead (:func:`start_workers`); the returned function shuts it down.
+    ahead (:func:`start_workers`); the returned function shuts it down. Every number a figure
+    shows beside the seeds themselves comes from ``analysis``.
     """
+    finals = analysis.used
+    rows = analysis.rows_of()
     jobs: list[tuple[Callable[..., list[Plot]], tuple[Any, ...]]] = [
         (_curve_plots, (curves, info, folder, seeds, ranges)),
-        (plot_scores, (desc, info, folder, finals, ranges)),
+        (plot_scores, (rows, info, folder, finals, ranges)),
         (plot_cv, (finals, info, folder, 1000, seed)),
         (plot_profile, (finals, info, folder, 200, seed)),
         (plot_radar, (finals, info, folder)),

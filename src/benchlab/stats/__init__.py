@@ -9,7 +9,8 @@ Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 :mod:`~benchlab.stats.seeds`
 (how many seeds), :mod:`~benchlab.stats.table` (a whole long-format table),
 :mod:`~benchlab.stats.runvalues` (one value per run, without pandas) and
-:mod:`~benchlab.stats.analysis` (its typed result).
+:mod:`~benchlab.stats.analysis` (its typed result) and :mod:`~benchlab.stats.results_analysis`
+(a results folder's one analysis, which every output renders).
 Definitions and defaults are in ``docs/statistics.md``.
 """
 
@@ -58,6 +59,7 @@ from benchlab.stats.describe import (
     t_interval,
 )
 from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
+from benchlab.stats.results_analysis import ResultsAnalysis, analyze_results
 from benchlab.stats.scores import NORMALIZATIONS, ScoreMatrices, score_matrices
 from benchlab.stats.seeds import (
     cv_of_mean,
@@ -96,6 +98,7 @@ __all__ = [
     "PowerAnalysis",
     "PowerRow",
     "RankTest",
+    "ResultsAnalysis",
     "ScoreMatrices",
     "SummaryRow",
     "TaskVariance",
@@ -104,6 +107,7 @@ __all__ = [
     "aggregate_many",
     "align",
     "analyze",
+    "analyze_results",
     "average_probability_of_improvement",
     "bootstrap_ci",
     "bootstrap_distribution",

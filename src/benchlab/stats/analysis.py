@@ -38,6 +38,8 @@ class RowSeeds:
     missing_seeds: list[Any] = field(default_factory=list)
     #: How ``ci_low``/``ci_high`` were computed; None when there is no interval.
     ci_method: str | None = None
+    #: False where no seed of the row was planned or counted (``planned`` is then ``n``); not in the JSON.
+    counted: bool = True
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ class SummaryRow:
         """The row as a JSON object (flat; the accounting's fields last)."""
         out = {k: getattr(self, k) for k in _SUMMARY_KEYS}
         if self.seeds is not None:
-            out.update(_fields(self.seeds))
+            out.update({k: v for k, v in _fields(self.seeds).items() if k != "counted"})
         return out
 
 

@@ -507,6 +507,15 @@ def _runs_of(df: pd.DataFrame | RunValues, o: AnalysisOptions, align: Align,
     return runs, configs, has_curves
 
 
+def describe_runs(table: pd.DataFrame, options: AnalysisOptions | None = None) -> list[SummaryRow]:
+    """The summary rows :func:`analyze` gives a table of final values (one per run and metric),
+    without bootstrap intervals, comparisons or aggregates: what a table of every metric shows
+    beside the one analysed in full. Its warnings are dropped (the full analysis gives its own)."""
+    reduced, _ = reduce_runs(validate_table(table, (options or AnalysisOptions()).source), "final", align="own")
+    runs = RunValues.from_frame(reduced)
+    return [] if runs.empty else _summarize(runs, replace(options or AnalysisOptions(), reps=0, method="percentile"), [])
+
+
 def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list[SummaryRow]:
     """One described and ranked row per (task, config, metric)."""
     batched = o.method == "studentized"
@@ -793,4 +802,5 @@ def aggregate_points(
 
 
 __all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "AnalysisOptions", "aggregate_points", "analyze",
+           "describe_runs",
            "default_align", "reduce_runs", "validate_table"]
