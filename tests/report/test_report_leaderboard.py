@@ -128,8 +128,8 @@ def test_a_config_that_lost_seeds_is_never_best_or_tied_without_saying_so():
     import pandas as pd
 
     from benchlab.report.leaderboard import render_leaderboard
-    from benchlab.stats.table import AnalysisOptions, describe_runs
     from benchlab.stats.accounting import SeedCount
+    from benchlab.stats.table import AnalysisOptions, describe_runs
 
     # Goal max, failed seeds excluded. base: 0.90 ± t(0.975, 3)·0.00408 = [0.887, 0.913].
     # On "up", flaky kept 2 of its 4 seeds and has the best mean, 0.95 ± 12.706·0.01 =

@@ -183,8 +183,8 @@ def test_plotted_bands_and_intervals_never_pass_the_range(tmp_path: Path, monkey
 
     from benchlab.report import plots
     from benchlab.report.curves import CurveSet
-    from benchlab.stats.table import AnalysisOptions, describe_runs
     from benchlab.results import BenchmarkInfo
+    from benchlab.stats.table import AnalysisOptions, describe_runs
 
     figures = []
 

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from benchlab.json_types import JsonObject
-    from benchlab.stats.results_analysis import SeedCount
     from benchlab.stats.analysis import SummaryRow
+    from benchlab.stats.results_analysis import SeedCount
 
 Status = Literal["solved", "close", "failed"]
 CLOSE_FRACTION = 0.8

@@ -511,9 +511,10 @@ def describe_runs(table: pd.DataFrame, options: AnalysisOptions | None = None) -
     """The summary rows :func:`analyze` gives a table of final values (one per run and metric),
     without bootstrap intervals, comparisons or aggregates: what a table of every metric shows
     beside the one analysed in full. Its warnings are dropped (the full analysis gives its own)."""
-    reduced, _ = reduce_runs(validate_table(table, (options or AnalysisOptions()).source), "final", align="own")
+    o = replace(options or AnalysisOptions(), reps=0, method="percentile")
+    reduced, _ = reduce_runs(validate_table(table, o.source), "final", align="own")
     runs = RunValues.from_frame(reduced)
-    return [] if runs.empty else _summarize(runs, replace(options or AnalysisOptions(), reps=0, method="percentile"), [])
+    return [] if runs.empty else _summarize(runs, o, [])
 
 
 def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list[SummaryRow]:
