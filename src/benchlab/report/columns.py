@@ -102,6 +102,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("ci", "95% CI", ci_cell, align="---", needs_interval=True),
     Column("min", "min", lambda r: _at_precision(r.min, r)),
     Column("max", "max", lambda r: _at_precision(r.max, r)),
+    Column("iqr", "IQR", lambda r: _at_precision(r.iqr, r)),
 )
 
 

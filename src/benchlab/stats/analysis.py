@@ -82,6 +82,9 @@ class SummaryRow:
     seeds: RowSeeds | None = None
     #: The rank by mean alone (1: the best mean; equal means share it); not in the JSON.
     mean_rank: int | None = None
+    #: Interquartile range of the values, q₀.₇₅ − q₀.₂₅ (linear interpolation, as
+    #: ``numpy.percentile``'s default); None without a value; not in the JSON.
+    iqr: float | None = None
     #: A one-seed result's interval from its evaluation's standard error
     #: (:func:`benchlab.stats.results_analysis.analyze_results`); not in the JSON.
     stderr: StderrInterval | None = None
@@ -98,7 +101,8 @@ class SummaryRow:
                    std=_finite(d.std), sem=_finite(d.sem), median=_finite(d.median), min=_finite(d.min),
                    max=_finite(d.max), ci_low=_finite(d.ci_low), ci_high=_finite(d.ci_high),
                    boot_ci_low=_finite(d.boot_ci_low), boot_ci_high=_finite(d.boot_ci_high),
-                   high_variance=d.high_variance)
+                   high_variance=d.high_variance,
+                   iqr=float(np.subtract(*np.percentile(finite, [75, 25]))) if finite.shape[0] else None)
 
     @property
     def tied(self) -> bool:
@@ -339,7 +343,7 @@ def _fields(obj: Any) -> dict[str, Any]:
 
 
 #: Fields of a summary row kept out of ``analyze --json`` (its layout is a pinned contract).
-_NOT_IN_JSON = ("seeds", "mean_rank", "stderr")
+_NOT_IN_JSON = ("seeds", "mean_rank", "stderr", "iqr")
 _SUMMARY_KEYS = [k for k in SummaryRow.__dataclass_fields__ if k not in _NOT_IN_JSON]
 _COMPARISON_KEYS = [k for k in ComparisonRow.__dataclass_fields__ if k != "seeds"]
 
