@@ -162,7 +162,7 @@ def phases(folder: Path) -> None:
     data = step("gather", lambda: gather(table))
     data = step("the analysis (stats.results_analysis: every metric, once)", lambda: analyze(data))
     plots = step("5 figures (in workers in a real report)",
-                 lambda: draw(data.curves, out / "plots", data.info, data.analysis, workers=0)())
+                 lambda: draw(out / "plots", data.info, data.analysis, workers=0)())
     data = replace(data, plots=[p.as_dict() for p in plots])
     text = step("BENCHMARK_REPORT.md", lambda: render_markdown(data))
     step("report.html", lambda: write_html(text, out, "report"))

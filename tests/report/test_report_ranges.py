@@ -182,8 +182,8 @@ def test_plotted_bands_and_intervals_never_pass_the_range(tmp_path: Path, monkey
     from matplotlib.collections import LineCollection, PolyCollection
 
     from benchlab.report import plots
-    from benchlab.report.curves import CurveSet
     from benchlab.results import BenchmarkInfo
+    from benchlab.stats.curves import CurveSet
     from benchlab.stats.table import AnalysisOptions, describe_runs
 
     figures = []
@@ -276,8 +276,8 @@ def test_curve_bands_are_cut_at_each_tasks_own_range(tmp_path: Path, monkeypatch
     from matplotlib.collections import PolyCollection
 
     from benchlab.report import plots
-    from benchlab.report.curves import CurveSet
     from benchlab.results import BenchmarkInfo
+    from benchlab.stats.curves import CurveSet
 
     figures = []
 

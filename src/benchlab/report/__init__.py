@@ -131,7 +131,7 @@ def analyze(data: ReportData, *, failed_as: str = "exclude", reps: int = DEFAULT
     of its final values, every planned seed accounted for once (``failed_as``), every metric
     described and the primary one analysed in full. The writers render it and compute nothing."""
     analysis = analyze_table(data.finals, data.info, planned=data.planned, failed_runs=data.failed_runs,
-                             failed_as=failed_as, reps=reps, seed=seed)
+                             failed_as=failed_as, reps=reps, seed=seed, curves=data.curves)
     return replace(data, failed_as=failed_as, analysis=analysis, ranges=dict(analysis.ranges))
 
 
@@ -310,7 +310,7 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         # Drawn aside and moved in whole: the previous report keeps its figures until then.
         staging = staging_dir(out_dir)
         pending = draw(
-            data.curves, staging, info_, data.analysis, seeds=seeds, seed=seed, workers=workers,
+            staging, info_, data.analysis, seeds=seeds, seed=seed, workers=workers,
             ranges=data.ranges, pool=pool,
         )
     # The figures draw in worker processes meanwhile.

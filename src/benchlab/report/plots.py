@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchlab.report.curves import CurveSet, curve_sets, mean_band
 from benchlab.report.profiles import plot_profile, plot_radar
 from benchlab.report.style import (
     Plot,
@@ -43,9 +42,9 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from benchlab.results import BenchmarkInfo, Curves
+    from benchlab.results import BenchmarkInfo
     from benchlab.stats.analysis import SummaryRow
-    from benchlab.stats.results_analysis import ResultsAnalysis
+    from benchlab.stats.results_analysis import CurveSet, ResultsAnalysis
 
 MAX_SEED_LINES = 20
 MAX_PLOT_POINTS = 500
@@ -126,7 +125,8 @@ def plot_curves(
                     ax.add_collection(
                         LineCollection(list(lines), colors=st["color"], linewidths=0.5, alpha=0.3)
                     )
-                mean, low, high = mean_band(vals)
+                band = cs.bands[cfg]
+                mean, low, high = band.mean[idx], band.low[idx], band.high[idx]
                 bounds = cut_at[cs.task]
                 if vals.shape[0] > 1:
                     if bounds is not None:
@@ -397,18 +397,6 @@ def plot_cv(
     ]
 
 
-def _curve_plots(
-    curves: Curves,
-    info: BenchmarkInfo,
-    folder: Path,
-    seeds: bool,
-    ranges: dict[str, tuple[float, float]] | None = None,
-) -> list[Plot]:
-    # Aligned in the worker: the statistics run meanwhile in the report's process. The curves
-    # arrive with the job (one array per run), so no worker opens the ledger.
-    return plot_curves(curve_sets(curves), info, folder, seeds=seeds, ranges=ranges)
-
-
 def _die_with(parent: int) -> None:
     """In a figure worker: be killed by the kernel as soon as the report's process ends,
     whatever ends it (SIGKILL included), instead of drawing on as an orphan."""
@@ -472,7 +460,6 @@ def _default_workers(jobs: int) -> int:
 
 
 def draw(
-    curves: Curves,
     folder: Path,
     info: BenchmarkInfo,
     analysis: ResultsAnalysis,
@@ -495,8 +482,9 @@ def draw(
     """
     finals = analysis.used
     rows = analysis.rows_of()
+    ranges = dict(analysis.ranges) if ranges is None else ranges
     jobs: list[tuple[Callable[..., list[Plot]], tuple[Any, ...]]] = [
-        (_curve_plots, (curves, info, folder, seeds, ranges)),
+        (plot_curves, (list(analysis.curves), info, folder, seeds, ranges)),
         (plot_scores, (rows, info, folder, finals, ranges)),
         (plot_cv, (finals, info, folder, 1000, seed)),
         (plot_profile, (finals, info, folder, 200, seed)),

@@ -37,6 +37,7 @@ from benchlab.stats.analysis import (
     StderrInterval,
     SummaryRow,
 )
+from benchlab.stats.curves import CurveSet, GroupedCurves, curve_sets
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,6 +76,9 @@ class ResultsAnalysis:
     #: Whether the primary metric was analysed in full (its rows carry intervals): False when no
     #: run of it completed or failed, or its table could not be analysed (the warnings say why).
     primary_analysed: bool = False
+    #: Every logged curve, by (metric, task): the runs' curves aligned on one grid, and each
+    #: config's mean curve with its Student-t 95% band (:func:`benchlab.stats.curves.curve_sets`).
+    curves: tuple[CurveSet, ...] = ()
     #: The final values as the statistics saw them (failed seeds excluded or scored worst): the
     #: seeds the figures draw and a pre-registered plan is judged on.
     used: pd.DataFrame | None = None
@@ -137,7 +141,7 @@ def analyze_results(results: Results, *, failed_as: str = "exclude", reps: int =
         seed: seed of every random procedure, so the same table gives the same analysis.
     """
     return analyze_table(results.finals, results.info, planned=results.planned, failed_runs=results.failed_runs,
-                         failed_as=failed_as, reps=reps, seed=seed)
+                         failed_as=failed_as, reps=reps, seed=seed, curves=results.curves)
 
 
 def analyze_table(
@@ -149,16 +153,19 @@ def analyze_table(
     failed_as: str = "exclude",
     reps: int = DEFAULT_REPS,
     seed: int = 0,
+    curves: GroupedCurves | None = None,
 ) -> ResultsAnalysis:
     """:func:`analyze_results` of a long table of final values (``task, config, seed, metric,
-    value``) and the benchmark record it was made under."""
+    value``) and the benchmark record it was made under; ``curves`` the logged curves
+    (:class:`benchlab.results.Curves`), summarised when given."""
     from benchlab.stats.ranges import metric_ranges, normal_metrics
     from benchlab.stats.table import AnalysisOptions, describe_runs, validate_table
 
     primary, goal = info.primary, info.primary_goal
     ranges = metric_ranges(info.spec)
     failed_runs = list(failed_runs)
-    head = ResultsAnalysis(primary, goal, failed_as, ranges=ranges)
+    head = ResultsAnalysis(primary, goal, failed_as, ranges=ranges,
+                           curves=tuple(curve_sets(curves)) if curves is not None else ())
     if not len(finals) and not failed_runs:
         return replace(head, warnings=(f"no completed run has a value of {primary!r} yet",), used=finals)
     problem = None
@@ -272,4 +279,5 @@ def _stderr_intervals(finals: pd.DataFrame, metric: str, bounds: tuple[float, fl
     return out
 
 
-__all__ = ["DEFAULT_REPS", "ResultsAnalysis", "SeedCount", "analyze_results", "analyze_table", "stderr_names"]
+__all__ = ["DEFAULT_REPS", "CurveSet", "ResultsAnalysis", "SeedCount", "analyze_results", "analyze_table",
+           "stderr_names"]

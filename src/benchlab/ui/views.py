@@ -285,14 +285,14 @@ class Curves:
 
 def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
     """One (task, metric)'s curves: per config its mean and 95% band over the completed seeds
-    (the report's :func:`~benchlab.report.curves.mean_band` on its aligned curves), and each seed
+    (:func:`benchlab.stats.curves.curve_set`: the report's alignment and band), and each seed
     as a line, the running ones read from their ``metrics.jsonl`` as they grow.
 
     Wall time is estimated: a run's logged steps spread evenly between its start and its end
     (or its last write, while it runs), since ``metrics.jsonl`` records no clock.
     """
     from benchlab.collect.files import read_metrics_jsonl
-    from benchlab.report.curves import curve_set, mean_band
+    from benchlab.stats.curves import curve_set
 
     with Store.open(bench.folder, read_only=True) as store:
         info = store.benchmark()
@@ -314,7 +314,8 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
     if sets:
         cs = sets[0]
         for config, values in cs.values.items():
-            mean, low, high = mean_band(values)
+            band = cs.bands[config]
+            mean, low, high = band.mean, band.low, band.high
             seeds = cs.seeds[config]
             lines = lines_of[config]
             for i, seed in enumerate(seeds[:MAX_SEED_LINES]):
