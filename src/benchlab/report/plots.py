@@ -207,6 +207,18 @@ def _score_panel(ax: Any, sub: pd.DataFrame, pts: pd.DataFrame | None, position:
     ax.scatter(mean, y, s=34, c=colours, marker="D", zorder=3)
 
 
+def _score_frame(rows: Sequence[SummaryRow]) -> pd.DataFrame:
+    """The rows with a completed seed as columns the panels draw (None as NaN)."""
+    import pandas as pd
+
+    prim = pd.DataFrame([{"task": r.task, "config": r.config, "n": r.n, "mean": r.mean,
+                          "ci_low": r.ci_low, "ci_high": r.ci_high} for r in rows if r.n > 0],
+                        columns=["task", "config", "n", "mean", "ci_low", "ci_high"])
+    for column in ("mean", "ci_low", "ci_high"):
+        prim[column] = prim[column].astype(float)
+    return prim
+
+
 def plot_scores(
     rows: Sequence[SummaryRow],
     info: BenchmarkInfo,
@@ -221,15 +233,9 @@ def plot_scores(
     cut at the metric's range where it has one, and absent for a config with one seed.
     ``finals`` gives the seeds' values.
     """
-    import pandas as pd
-
-    prim = pd.DataFrame([{"task": r.task, "config": r.config, "n": r.n, "mean": r.mean,
-                          "ci_low": r.ci_low, "ci_high": r.ci_high} for r in rows if r.n > 0],
-                        columns=["task", "config", "n", "mean", "ci_low", "ci_high"])
+    prim = _score_frame(rows)
     if prim.empty:
         return []
-    for column in ("mean", "ci_low", "ci_high"):
-        prim[column] = prim[column].astype(float)
     bounds = (ranges or {}).get(info.primary)
     tasks = [t for t in info.tasks if t in set(prim["task"])] + sorted(
         set(prim["task"]) - set(info.tasks)
