@@ -144,12 +144,10 @@ def phases(folder: Path) -> None:
     import benchlab.stats  # noqa: F401  (scipy.stats: the heaviest import of a report)
 
     print(f"    {'import benchlab.stats (scipy.stats)':44s} {time.process_time() - start:5.2f} s CPU")
-    from benchlab.report import gather
-    from benchlab.report.analysis import analyze_primary
+    from benchlab.report import analyze, gather
     from benchlab.report.html import write_html
     from benchlab.report.markdown import render_markdown
     from benchlab.report.plots import draw
-    from benchlab.report.tables import describe
     from benchlab.results import read
 
     out = folder / "phases"
@@ -162,12 +160,9 @@ def phases(folder: Path) -> None:
 
     table = step("results.read (the results table, one ledger pass)", lambda: read(folder))
     data = step("gather", lambda: gather(table))
-    desc = step("describe", lambda: describe(data.finals, data.info.goal, data.info.primary))
-    data = replace(data, analysis=step("stats.analyze of the primary metric",
-                                       lambda: analyze_primary(data.finals, data.info)))
+    data = step("the analysis (stats.results_analysis: every metric, once)", lambda: analyze(data))
     plots = step("5 figures (in workers in a real report)",
-                 lambda: draw(data.curves, out / "plots", data.info, data.finals, desc,
-                              workers=0)())
+                 lambda: draw(out / "plots", data.info, data.analysis, workers=0)())
     data = replace(data, plots=[p.as_dict() for p in plots])
     text = step("BENCHMARK_REPORT.md", lambda: render_markdown(data))
     step("report.html", lambda: write_html(text, out, "report"))

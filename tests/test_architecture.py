@@ -1336,3 +1336,115 @@ def test_a_metrics_goal_is_looked_up_only_in_benchmark_info():
                    for name, path in MODULES.items() if name != "benchlab.benchmark_info"
                    for line in _goal_lookups(path.read_text()))
     assert found == [], "use BenchmarkInfo.primary_goal / metric_goal, or benchmark_info.goal_of"
+
+
+# --------------------------------------------------------------------------- the renderers compute nothing
+# report/ and ui/ render the one analysis `stats` computes (stats.results_analysis.ResultsAnalysis):
+# no statistic of their own, no goal resolved again, no database. A source-tree check: what a
+# module of report/ or ui/ calls, imports and reads, by name.
+
+#: Calls that compute a statistic: numpy/pandas reductions and quantiles, scipy's distributions'
+#: quantiles and tails, and benchlab.stats' functions that compute one (an interval, a mean band,
+#: an alignment of curves, a profile, a CV curve, a rank, an accounting, an analysis). The report's
+#: own `analyze` step is not among them: it hands the report's data to the one builder.
+STAT_CALLS = {
+    "mean", "std", "var", "median", "quantile", "percentile", "sem", "nanmean", "nanstd", "nanvar",
+    "nanmedian", "nanpercentile", "nanquantile", "ppf", "isf", "cdf", "sf", "stdtrit", "ndtri", "fsum",
+    "t_interval", "normal_interval", "bootstrap_ci", "stratified_bootstrap", "studentized_mean_ci",
+    "cv_of_mean", "performance_profile", "align", "common_grid", "summarize", "mean_band", "describe",
+    "describe_groups", "describe_runs", "rank", "median_member", "holm", "compare", "account",
+    "analyze_seeds", "analyze_accounted", "analyze_questions", "bound_interval",
+}
+#: What report/ and ui/ may import of benchlab.stats: the analysis' types and its one builder.
+STATS_RENDERED = {"benchlab.stats.analysis", "benchlab.stats.results_analysis"}
+#: A metric's goal resolved again: the analysis carries the primary's (ResultsAnalysis.goal).
+GOAL_NAMES = {"primary_goal", "metric_goal", "goal_of"}
+RENDERERS = ("report", "ui")
+#: What in report/ and ui/ still computes, each with its reason (a module, or ``module::function``);
+#: this list only shrinks.
+RENDERERS_THAT_COMPUTE = {
+    # The question-level comparison (`compare --level questions`, the report's question section),
+    # the explicit pairs of `analyze --pairs` and `compare`'s seed-level assembly are analyses of
+    # their own (records per question, pairs a user lists, one candidate's options), not yet the
+    # one analysis of the results table.
+    "report/comparison.py", "report/pairs.py", "report/questions.py",
+    # The CV-vs-N and performance-profile figures bootstrap in the figure workers, in parallel with
+    # the analysis (1,000 and 200 resamples per config and task): moved into the analysis they
+    # would run before the figures start. `benchlab variance`'s figure draws stats.sizing's result.
+    "report/plots.py::plot_cv", "report/plots.py::_cv", "report/profiles.py", "report/variance_plot.py",
+    # The dashboard's curve page reads one (task, metric)'s curves from the ledger while runs grow
+    # (running seeds included), apart from the report's analysis; it aligns and bands them with
+    # stats.curves.curve_set, the report's function, and averages the seeds' wall times.
+    "ui/views.py::curves_data",
+}
+
+
+def statistics_in_renderers(src: Path) -> list[str]:
+    """Each place in ``src``'s report/ and ui/ that computes a statistic, resolves a metric's goal
+    again, imports more of ``benchlab.stats`` than the analysis or imports sqlite3, as
+    ``path:line function what`` (the top-level function or class it is in, ``-`` at module level)."""
+    found = []
+    for unit in RENDERERS:
+        for path in sorted((src / unit).rglob("*.py")):
+            rel = path.relative_to(src).as_posix()
+            for top in ast.parse(path.read_text()).body:
+                where = getattr(top, "name", "-")
+                for node in ast.walk(top):
+                    what = _renderer_violation(node)
+                    if what is not None:
+                        found.append(f"{rel}:{node.lineno} {where} {what}")  # type: ignore[attr-defined]
+    return found
+
+
+def _exempt(found: str) -> bool:
+    place, where = found.split(" ", 2)[:2]
+    module = place.split(":", 1)[0]
+    return module in RENDERERS_THAT_COMPUTE or f"{module}::{where}" in RENDERERS_THAT_COMPUTE
+
+
+def _renderer_violation(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Call):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name in STAT_CALLS:
+            return f"computes: {name}()"
+        if isinstance(node.func, ast.Name) and name in GOAL_NAMES:
+            return f"resolves a goal: {name}()"
+    if isinstance(node, ast.Attribute) and node.attr in GOAL_NAMES and isinstance(node.ctx, ast.Load):
+        return f"resolves a goal: .{node.attr}"
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        for name in names:
+            if name == "sqlite3":
+                return "imports sqlite3"
+            if name.startswith("benchlab.stats") and name not in STATS_RENDERED:
+                return f"imports {name}"
+    return None
+
+
+def test_the_renderer_check_finds_each_kind_of_computation(tmp_path: Path):
+    planted = ("import sqlite3\n"
+               "from benchlab.stats.describe import t_interval\n"
+               "from benchlab.stats.results_analysis import ResultsAnalysis\n"
+               "m = values.mean(axis=0)\n"
+               "q = np.percentile(x, 75)\n"
+               "half = sps.t.ppf(0.975, 3)\n"
+               "g = info.primary_goal\n"
+               "ok = analysis.goal, row.mean, fmt(row.std)\n")
+    (tmp_path / "report").mkdir()
+    (tmp_path / "ui").mkdir()
+    (tmp_path / "report" / "planted.py").write_text(planted)
+    (tmp_path / "report" / "inside.py").write_text("def draw(v):\n    return v.std()\n")
+    found = statistics_in_renderers(tmp_path)
+    assert [f.split(" ", 1)[0] for f in found] == [
+        "report/inside.py:2", *(f"report/planted.py:{n}" for n in (1, 2, 4, 5, 6, 7))]
+    assert found[0].split(" ")[1] == "draw"
+
+
+def test_report_and_ui_render_the_analysis_and_compute_no_statistic():
+    everything = statistics_in_renderers(SRC)
+    found = [f for f in everything if not _exempt(f)]
+    assert found == [], "compute it in stats/ (stats.results_analysis) and render the field"
+    # An exemption names something that is there and still computes: the list only shrinks.
+    computing = {f.split(":", 1)[0] for f in everything} | {f"{f.split(':', 1)[0]}::{f.split(' ')[1]}"
+                                                             for f in everything}
+    assert RENDERERS_THAT_COMPUTE <= computing, RENDERERS_THAT_COMPUTE - computing

@@ -64,10 +64,10 @@ def test_seed_level_compare_adjusts_over_the_family_analyze_and_the_report_use(t
     _three_configs(tmp_path)
     analyzed = _json("analyze", _csv(tmp_path), "--baseline", "base")
     compared = _json("compare", str(tmp_path), "--candidate", "c1")
-    from benchlab.report import account_seeds, analyze, gather
+    from benchlab.report import analyze, gather
     from benchlab.results import read
 
-    reported = analyze(account_seeds(gather(read(tmp_path)))).analysis
+    reported = analyze(gather(read(tmp_path))).analysis
     assert reported is not None
 
     family = analyzed["comparisons"]

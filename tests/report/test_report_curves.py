@@ -10,9 +10,9 @@ from report_world import build_store_world
 from scipy import stats as sps
 
 from benchlab.plan import Run
-from benchlab.report.curves import MAX_GRID, curve_sets, mean_band
 from benchlab.report.profiles import normalised_scores
 from benchlab.results import Curves, info, load, read
+from benchlab.stats.curves import MAX_GRID, curve_sets, mean_band
 
 
 def _ledger(folder: Path, curves: dict[tuple[str, int], tuple[list[float], list[float]]]) -> None:

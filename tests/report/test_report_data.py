@@ -10,10 +10,9 @@ import pytest
 from report_world import build_store_world
 
 import benchlab.report
-import benchlab.report.markdown
-from benchlab.report import account_seeds, analyze, gather, write_report
-from benchlab.report.tables import describe
+from benchlab.report import analyze, gather, write_report
 from benchlab.results import read
+from benchlab.stats import results_analysis
 
 VALUES = {("walk", "a"): [0.1, 0.2, 0.4], ("walk", "b"): [0.3, 0.5, 0.6]}
 
@@ -22,28 +21,37 @@ def test_the_report_data_cannot_be_changed_and_each_step_returns_a_new_one(tmp_p
     data = gather(read(build_store_world(tmp_path / "res", VALUES)))
     with pytest.raises(dataclasses.FrozenInstanceError):
         data.failed_as = "worst"  # type: ignore[misc]
-    accounted = account_seeds(data, "worst")
-    analyzed = analyze(accounted, reps=200)
-    # The steps leave what they were given as it was.
-    assert (data.failed_as, data.used, data.desc, data.analysis) == ("exclude", None, None, None)
-    assert accounted.analysis is None and accounted.failed_as == "worst"
-    assert analyzed.desc is accounted.desc and analyzed.analysis is not None
-    # The table the writers read is the description of the seeds as accounted.
-    primary = analyzed.desc[analyzed.desc["is_primary"]].set_index("config")["mean"]
-    assert primary.to_dict() == pytest.approx({"a": (0.1 + 0.2 + 0.4) / 3, "b": (0.3 + 0.5 + 0.6) / 3})
+    analyzed = analyze(data, failed_as="worst", reps=200)
+    # The step leaves what it was given as it was.
+    assert (data.failed_as, data.analysis) == ("exclude", None)
+    assert analyzed.failed_as == "worst" and analyzed.analysis is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        analyzed.analysis.summary = ()  # type: ignore[misc]
+    # The rows the writers read describe the seeds as accounted.
+    means = {r.config: r.mean for r in analyzed.analysis.rows_of()}
+    assert means == pytest.approx({"a": (0.1 + 0.2 + 0.4) / 3, "b": (0.3 + 0.5 + 0.6) / 3})
 
 
-def test_writing_a_report_describes_the_seeds_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    # BENCHMARKS.md, BENCHMARK_REPORT.md and the figures show one table of the seeds, made once.
-    calls = []
+def test_writing_a_report_computes_its_statistics_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # BENCHMARKS.md, BENCHMARK_REPORT.md and the figures render one analysis, made once, and the
+    # seeds are accounted for once inside it.
+    from benchlab.stats import accounting
 
-    def counted(*args, **kwargs):
+    calls, counted = [], []
+    analyze_table, account = results_analysis.analyze_table, accounting.account
+
+    def once(*args, **kwargs):
         calls.append(args[0])
-        return describe(*args, **kwargs)
+        return analyze_table(*args, **kwargs)
 
-    monkeypatch.setattr(benchlab.report, "describe", counted)
-    monkeypatch.setattr(benchlab.report.markdown, "describe", counted)
+    def count(*args, **kwargs):
+        counted.append(args[0])
+        return account(*args, **kwargs)
+
+    monkeypatch.setattr(benchlab.report, "analyze_table", once)
+    monkeypatch.setattr(results_analysis, "account", count)
+    monkeypatch.setattr(accounting, "account", count)
     folder = build_store_world(tmp_path / "res", VALUES)
     write_report(folder, tmp_path / "rep", plots=False, html=False)
-    assert len(calls) == 1
+    assert len(calls) == 1 and len(counted) == 1
     assert "| 1 |" in (tmp_path / "rep" / "BENCHMARK_REPORT.md").read_text()

@@ -50,7 +50,7 @@ def test_public_api_of_the_report_package_is_pinned():
     import benchlab.report
 
     assert sorted(benchlab.report.__all__) == [
-        "DEFAULT_REPS", "ReportData", "ReportFiles", "account_seeds", "analyze", "gather", "leaderboard",
-        "status", "write_report"]
+        "DEFAULT_REPS", "ReportData", "ReportFiles", "analyze", "gather", "leaderboard", "status",
+        "write_report"]
     for name in benchlab.report.__all__:
         assert getattr(benchlab.report, name).__doc__ or name == "DEFAULT_REPS"

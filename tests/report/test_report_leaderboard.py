@@ -128,8 +128,8 @@ def test_a_config_that_lost_seeds_is_never_best_or_tied_without_saying_so():
     import pandas as pd
 
     from benchlab.report.leaderboard import render_leaderboard
-    from benchlab.report.tables import describe
     from benchlab.stats.accounting import SeedCount
+    from benchlab.stats.table import AnalysisOptions, describe_runs
 
     # Goal max, failed seeds excluded. base: 0.90 ± t(0.975, 3)·0.00408 = [0.887, 0.913].
     # On "up", flaky kept 2 of its 4 seeds and has the best mean, 0.95 ± 12.706·0.01 =
@@ -140,7 +140,7 @@ def test_a_config_that_lost_seeds_is_never_best_or_tied_without_saying_so():
     rows += [("down", "base", s, v) for s, v in enumerate([0.89, 0.90, 0.91, 0.90])]
     rows += [("down", "flaky", s, v) for s, v in zip((0, 2), [0.70, 0.90], strict=True)]
     finals = pd.DataFrame(rows, columns=["task", "config", "seed", "value"]).assign(metric="acc")
-    desc = describe(finals, {"acc": "max"}, "acc")
+    desc = describe_runs(finals, AnalysisOptions(goal={"acc": "max"}))
     lost = {(t, "flaky"): SeedCount(t, "flaky", "acc", 4, 2, failed=(1, 3)) for t in ("up", "down")}
     text = render_leaderboard(desc, ["up", "down"], ["base", "flaky"], {"up": None, "down": None}, "max",
                               "acc", "lossy", seeds=lost)
@@ -152,7 +152,7 @@ def test_a_partial_evaluation_is_shown_but_never_ranked_best():
     import pandas as pd
 
     from benchlab.report.leaderboard import render_leaderboard
-    from benchlab.report.tables import describe
+    from benchlab.stats.table import AnalysisOptions, describe_runs
 
     # "quick" was evaluated on 20 of the task's questions and scored best; "full" and "base" on all.
     # The best full evaluation is "full" (0.61 > 0.55), though "quick" (0.80) ranks first.
@@ -164,7 +164,7 @@ def test_a_partial_evaluation_is_shown_but_never_ranked_best():
     rows += [("arc", "full", s, v) for s, v in enumerate([0.40, 0.41, 0.42])]
     rows += [("arc", "quick", s, v) for s, v in enumerate([0.50, 0.51, 0.52])]
     finals = pd.DataFrame(rows, columns=["task", "config", "seed", "value"]).assign(metric="acc")
-    desc = describe(finals, {"acc": "max"}, "acc")
+    desc = describe_runs(finals, AnalysisOptions(goal={"acc": "max"}))
     partial = {(t, "quick"): ["lm-eval --limit 20"] for t in ("gsm8k", "arc")}
     text = render_leaderboard(desc, ["gsm8k", "arc"], ["base", "full", "quick"], {"gsm8k": None, "arc": None},
                               "max", "acc", "evals", partial=partial)

@@ -182,9 +182,9 @@ def test_plotted_bands_and_intervals_never_pass_the_range(tmp_path: Path, monkey
     from matplotlib.collections import LineCollection, PolyCollection
 
     from benchlab.report import plots
-    from benchlab.report.curves import CurveSet
-    from benchlab.report.tables import describe
     from benchlab.results import BenchmarkInfo
+    from benchlab.stats.curves import CurveSet
+    from benchlab.stats.table import AnalysisOptions, describe_runs
 
     figures = []
 
@@ -207,7 +207,7 @@ def test_plotted_bands_and_intervals_never_pass_the_range(tmp_path: Path, monkey
     assert ys.max() <= 500.0 and ys.min() >= 0.0
     finals = pd.DataFrame({"task": "cartpole", "config": "ppo", "seed": [0, 1, 2],
                            "metric": "return", "value": runs[:, 2]})
-    plots.plot_scores(describe(finals, {"return": "max"}, "return"), info, tmp_path, finals,
+    plots.plot_scores(describe_runs(finals, AnalysisOptions(goal={"return": "max"})), info, tmp_path, finals,
                       ranges={"return": (0.0, 500.0)})
     ax = figures[1].axes[0]
     (bar,) = [c for c in ax.collections if isinstance(c, LineCollection)]
@@ -276,8 +276,8 @@ def test_curve_bands_are_cut_at_each_tasks_own_range(tmp_path: Path, monkeypatch
     from matplotlib.collections import PolyCollection
 
     from benchlab.report import plots
-    from benchlab.report.curves import CurveSet
     from benchlab.results import BenchmarkInfo
+    from benchlab.stats.curves import CurveSet
 
     figures = []
 

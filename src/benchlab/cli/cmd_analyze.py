@@ -107,21 +107,18 @@ def _print_report(report: Analysis, failed_as: str | None = None) -> None:
     from rich.markup import escape
 
     from benchlab.cli.tables import Column, print_table
+    from benchlab.report.columns import COLUMNS
 
     name = Column
-    rows = []
-    for r in report.summary:
-        seeds = f"{r.seeds.completed}/{r.seeds.planned}" if r.seeds is not None else str(r.n)
-        if r.seeds is not None and r.seeds.failed_seeds:
-            seeds += f"\n({len(r.seeds.failed_seeds)} failed)"
-        rows.append([r.task, r.config, r.metric, seeds, _fmt(r.mean), _fmt(r.std),
-                     f"[{_fmt(r.ci_low)},\n{_fmt(r.ci_high)}]",
-                     f"[{_fmt(r.boot_ci_low)},\n{_fmt(r.boot_ci_high)}]",
-                     _fmt(r.high_variance), _fmt(r.rank)])
+    # The columns every table of a config's numbers shows (report, dashboard, here), then this
+    # command's own: the bootstrap interval, the variance flag and the rank.
+    rows = [[r.task, r.config, r.metric, *(c.cell(r) for c in COLUMNS),
+             f"[{_fmt(r.boot_ci_low)},\n{_fmt(r.boot_ci_high)}]", _fmt(r.high_variance), _fmt(r.rank)]
+            for r in report.summary]
     print_table(console, "Per task and config", [
         name("task", numeric=False, key=True), name("config", numeric=False, key=True),
-        name("metric", numeric=False, key=True), name("seeds"), name("mean"), name("std"),
-        name("95% CI\n(t)"), name(_boot_header(report)), name("high\nvar"), name("rank")], rows)
+        name("metric", numeric=False, key=True), *(name(c.title(), numeric=c.numeric) for c in COLUMNS),
+        name(_boot_header(report)), name("high\nvar"), name("rank")], rows)
     if report.comparisons:
         base = report.comparisons[0].baseline
         rows = []

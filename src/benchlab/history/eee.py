@@ -137,14 +137,13 @@ def _result(task: str, metric: str, goal: str, score: float, rng: tuple[float, f
 def eee_records(table: Results, source: EeeSource | None = None, *, now: float | None = None) -> list[EeeRecord]:
     """One Every Eval Ever record per config of the results table (see the module docstring)."""
     from benchlab import __version__
-    from benchlab.report import account_seeds, analyze, gather
     from benchlab.report.questions import question_analysis
     from benchlab.stats.ranges import metric_ranges
+    from benchlab.stats.results_analysis import analyze_results
 
     source = source or EeeSource()
     info = table.info
-    data = analyze(account_seeds(gather(table)))
-    rows = data.analysis.summary if data.analysis is not None else []
+    rows = analyze_results(table).rows_of()
     questions = question_analysis(table.folder, info, table.run_ids) if table.folder is not None else None
     ranges = metric_ranges(info.spec)
     params = {str(c.get("name")): dict(c.get("params") or {}) for c in info.spec.get("configs") or []

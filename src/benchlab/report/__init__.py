@@ -16,23 +16,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab import preregistration
-from benchlab.report.analysis import DEFAULT_REPS, analyze_primary
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import config_settings, render_leaderboard, status, task_settings
-from benchlab.report.markdown import CodeAt, FailureRow, ReportData, primary_counts, render_markdown, warm_templates
-from benchlab.report.tables import describe
+from benchlab.report.markdown import CodeAt, FailureRow, ReportData, render_markdown, warm_templates
 from benchlab.results import Curves, Environment, GpuPlacement, Results, read
 from benchlab.results_files import BENCHMARKS_FILE, PLOTS_DIR, REPORT_FILE, RESULTS_CSV
 from benchlab.run_files import runs_dir
-from benchlab.stats.ranges import metric_ranges, normal_metrics
+from benchlab.stats.results_analysis import DEFAULT_REPS, ResultsAnalysis, analyze_table
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
     import pandas as pd
 
-__all__ = ["DEFAULT_REPS", "ReportData", "ReportFiles", "account_seeds", "analyze", "gather", "leaderboard",
-           "status", "write_report"]
+__all__ = ["DEFAULT_REPS", "ReportData", "ReportFiles", "analyze", "gather", "leaderboard", "status",
+           "write_report"]
 
 
 @dataclass
@@ -106,7 +104,6 @@ def gather(table: Results) -> ReportData:
         results=table.folder,
         planned=table.planned,
         failed_runs=table.failed_runs,
-        ranges=metric_ranges(table.info.spec),
         partial=[{"run": p.run, "note": p.note, "task": p.task, "config": p.config} for p in table.partial],
         tool_versions=_tool_versions(table.environment.provenance),
         registered_plan=table.registered_plan,
@@ -129,59 +126,47 @@ def published_table(table: Results) -> pd.DataFrame:
     return with_status(table.finals, table.planned, failed, table.info.primary, table.info.name)
 
 
-def account_seeds(data: ReportData, failed_as: str = "exclude") -> ReportData:
-    """``data`` with every planned seed accounted for (``used``, ``accounting``) and the per
-    (task, config, metric) table of :func:`benchlab.report.tables.describe` over them (``desc``).
-
-    The tables and plots see what the statistics see: failed seeds left out or scored worst.
-    """
-    from benchlab.stats.accounting import account
-
-    info_ = data.info
-    used, accounting = account(
-        data.finals, failed_as, info_.goal or "max", data.planned, data.failed_runs, data.ranges
-    ) if len(data.finals) else (data.finals, None)
-    return replace(data, failed_as=failed_as, accounting=accounting, used=used,
-                   desc=describe(used, info_.goal, info_.primary, data.ranges, normal_metrics(info_.spec)))
-
-
-def analyze(data: ReportData, *, reps: int = DEFAULT_REPS, seed: int = 0) -> ReportData:
-    """``data`` with the report's statistics of the primary metric (``analysis``), after
-    :func:`account_seeds`."""
-    return replace(data, analysis=analyze_primary(
-        data.finals, data.info, reps=reps, seed=seed, failed_as=data.failed_as, planned=data.planned,
-        failed_runs=data.failed_runs, ranges=data.ranges,
-    ))
+def analyze(data: ReportData, *, failed_as: str = "exclude", reps: int = DEFAULT_REPS, seed: int = 0) -> ReportData:
+    """``data`` with its statistics (``analysis``): :func:`benchlab.stats.results_analysis.analyze_table`
+    of its final values, every planned seed accounted for once (``failed_as``), every metric
+    described and the primary one analysed in full. The writers render it and compute nothing."""
+    analysis = analyze_table(data.finals, data.info, planned=data.planned, failed_runs=data.failed_runs,
+                             failed_as=failed_as, reps=reps, seed=seed, curves=data.curves)
+    return replace(data, failed_as=failed_as, analysis=analysis, ranges=dict(analysis.ranges))
 
 
 def leaderboard(data: ReportData, out_dir: Path | None = None) -> str:
-    """The text of BENCHMARKS.md, from :func:`account_seeds`' table; with ``out_dir`` (where it
-    is written) each score links its median seed's run folder, and a list under the table every
-    seed's."""
+    """The text of BENCHMARKS.md, from the analysis' rows (:func:`analyze`, run here if it was
+    not); with ``out_dir`` (where it is written) each score links its median seed's run folder,
+    and a list under the table every seed's."""
+    stats = _analysis(data)
     info_ = data.info
-    desc = data.desc if data.desc is not None else describe(
-        data.finals, info_.goal, info_.primary, data.ranges, normal_metrics(info_.spec))
     links = run_links(data, out_dir) if out_dir is not None else None
-    prim = desc[desc["is_primary"]]
+    prim = stats.rows_of()
     # Every task and config of the spec, even before any run of it completed.
-    tasks = list(info_.tasks) + sorted(set(prim["task"]) - set(info_.tasks))
-    configs = list(info_.configs) + sorted(set(prim["config"]) - set(info_.configs))
+    tasks = list(info_.tasks) + sorted({r.task for r in prim} - set(info_.tasks))
+    configs = list(info_.configs) + sorted({r.config for r in prim} - set(info_.configs))
     return render_leaderboard(
         prim,
         tasks,
         configs,
         info_.targets,
-        info_.primary_goal,
+        stats.goal,
         info_.primary,
         info_.name,
-        seeds=primary_counts(data.accounting, info_.primary),
-        failed_as=data.failed_as,
+        seeds=stats.primary_counts(),
+        failed_as=stats.failed_as,
         settings=task_settings(info_.spec, data.tool_versions),
         differs=config_settings(info_.spec),
         run_links=links,
-        score_links=score_links(data, links) if links else None,
+        score_links=score_links(stats, links) if links else None,
         partial=partial_cells(data.partial),
     )
+
+
+def _analysis(data: ReportData) -> ResultsAnalysis:
+    return data.analysis if data.analysis is not None else analyze_table(
+        data.finals, data.info, planned=data.planned, failed_runs=data.failed_runs, failed_as=data.failed_as)
 
 
 def _tool_versions(provenance: dict[str, Any]) -> dict[str, str]:
@@ -219,25 +204,16 @@ def run_links(data: ReportData, out_dir: Path | None) -> dict[tuple[str, str], l
 
 
 def score_links(
-    data: ReportData, links: dict[tuple[str, str], list[tuple[int, str]]]
+    analysis: ResultsAnalysis, links: dict[tuple[str, str], list[tuple[int, str]]]
 ) -> dict[tuple[str, str], str]:
     """The run folder each (task, config)'s score links to: its median seed's by the primary
-    metric (:func:`benchlab.stats.describe.median_member`), among the seeds with a folder."""
-    from benchlab.stats.describe import median_member
-
-    info_ = data.info
-    goal = info_.primary_goal
-    finals = data.finals
-    if not len(finals):
-        return {}
-    prim = finals[finals["metric"] == info_.primary]
-    values = {(t, c, int(s)): float(v) for t, c, s, v in
-              zip(prim["task"], prim["config"], prim["seed"], prim["value"], strict=True)}
+    metric (:meth:`~benchlab.stats.results_analysis.ResultsAnalysis.median_seed`), among the seeds
+    with a folder."""
     out: dict[tuple[str, str], str] = {}
     for (task, config), seeds in links.items():
-        pick = median_member([values.get((task, config, seed), float("nan")) for seed, _ in seeds], goal)
+        pick = analysis.median_seed(task, config, [seed for seed, _ in seeds])
         if pick is not None:
-            out[(task, config)] = seeds[pick][1]
+            out[(task, config)] = dict(seeds)[pick]
     return out
 
 
@@ -322,8 +298,9 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     else:
         raise ValueError("write_report: a results table read from no folder needs `out`")
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = account_seeds(gather(table), failed_as)
-    info_, used, desc = data.info, data.used, data.desc
+    data = analyze(gather(table), failed_as=failed_as, reps=reps, seed=seed)
+    assert data.analysis is not None
+    info_, used = data.info, data.analysis.used
     csv_path = out_dir / RESULTS_CSV
     write_text_atomic(csv_path, published_table(table).to_csv(index=False))
     pending = None
@@ -333,11 +310,10 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         # Drawn aside and moved in whole: the previous report keeps its figures until then.
         staging = staging_dir(out_dir)
         pending = draw(
-            data.curves, staging, info_, used, desc, seeds=seeds, seed=seed, workers=workers,
+            staging, info_, data.analysis, seeds=seeds, seed=seed, workers=workers,
             ranges=data.ranges, pool=pool,
         )
     # The figures draw in worker processes meanwhile.
-    data = analyze(data, reps=reps, seed=seed)
     questions = None
     questions_text = analysis_plan = ""
     if table.folder is not None:

@@ -36,10 +36,11 @@ from benchlab.report.tables import fmt, mean_pm
 from benchlab.report.tables import prose as md_text
 
 if TYPE_CHECKING:
-    import pandas as pd
+    from collections.abc import Sequence
 
     from benchlab.json_types import JsonObject
-    from benchlab.stats.accounting import SeedCount
+    from benchlab.stats.analysis import SummaryRow
+    from benchlab.stats.results_analysis import SeedCount
 
 Status = Literal["solved", "close", "failed"]
 CLOSE_FRACTION = 0.8
@@ -76,7 +77,7 @@ class TaskRow:
 
 
 def leaderboard_rows(
-    desc: pd.DataFrame,
+    prim: Sequence[SummaryRow],
     tasks: list[str],
     configs: list[str],
     targets: dict[str, float | None],
@@ -85,7 +86,7 @@ def leaderboard_rows(
 ) -> list[TaskRow]:
     """One row per task, in the order of ``tasks``.
 
-    ``desc`` is :func:`benchlab.report.tables.describe` restricted to the primary metric: its
+    ``prim`` are the primary metric's summary rows (:mod:`benchlab.stats.results_analysis`): their
     ``rank`` and ``mean_rank`` (``stats``' ranks) pick the best config and its ties. A
     ``(task, config)`` in ``partial`` (evaluated on part of the task's samples) is shown but never
     ranked: its score is not the benchmark's. Where stats ranked such a score first, the best full
@@ -93,19 +94,20 @@ def leaderboard_rows(
     """
     rows: list[TaskRow] = []
     for task in tasks:
-        sub = desc[desc["task"] == task].set_index("config")
+        sub = {r.config: r for r in prim if r.task == task and r.n > 0}
         target = targets.get(task)
         cells: dict[str, tuple[float, float, Status | None]] = {}
         first: list[str] = []  # ranked first by mean
         tied: list[str] = []  # ranked first through an overlapping interval
         for cfg in configs:
-            if cfg in sub.index:
-                mean, std = float(sub.at[cfg, "mean"]), float(sub.at[cfg, "std"])
-                std = std if sub.at[cfg, "n"] > 1 else float("nan")  # one seed: no spread
+            row = sub.get(cfg)
+            if row is not None:
+                mean = float("nan") if row.mean is None else row.mean
+                std = row.std if row.n > 1 and row.std is not None else float("nan")  # one seed: no spread
                 cells[cfg] = (mean, std, status(mean, target, goal))
-                if _is_one(sub.at[cfg, "mean_rank"]):
+                if row.mean_rank == 1:
                     first.append(cfg)
-                elif _is_one(sub.at[cfg, "rank"]):
+                elif row.rank == 1:
                     tied.append(cfg)
         ranked_partial = any((task, c) in partial for c in first)
         first = [c for c in first if (task, c) not in partial]
@@ -121,14 +123,6 @@ def leaderboard_rows(
         tied = [c for c in configs if c in tied and c not in first]
         rows.append(TaskRow(task, target, cells, best, cells[best][2] if best else None, tied, first[1:]))
     return rows
-
-
-def _is_one(rank: object) -> bool:
-    """A rank of ``describe_groups`` (pandas' nullable Int64: NA where the mean is undefined) is 1."""
-    try:
-        return bool(rank == 1)
-    except TypeError:  # pandas' NA refuses to be a bool
-        return False
 
 
 def _runs_section(rows: list[TaskRow], configs: list[str], run_links: dict[tuple[str, str], list[tuple[int, str]]],
@@ -149,7 +143,7 @@ def _runs_section(rows: list[TaskRow], configs: list[str], run_links: dict[tuple
 
 
 def render_leaderboard(
-    desc: pd.DataFrame,
+    prim: Sequence[SummaryRow],
     tasks: list[str],
     configs: list[str],
     targets: dict[str, float | None],
@@ -177,7 +171,7 @@ def render_leaderboard(
     """
     partial = partial or {}
     differs = differs or {}
-    rows = leaderboard_rows(desc, tasks, configs, targets, goal, partial or {})
+    rows = leaderboard_rows(prim, tasks, configs, targets, goal, partial or {})
     seeds = seeds or {}
     score_links = score_links or {}
     direction = "higher" if goal == "max" else "lower"

@@ -11,25 +11,24 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
+from benchlab.report.columns import Column, secondary_cell, shown
 from benchlab.report.leaderboard import leaderboard_rows
 from benchlab.report.tables import (
     BR,
     block,
     cell,
     code_span,
-    describe,
     fence,
     finalize,
     fmt,
     fmt_at,
     inline,
-    mean_pm,
     places,
     prose,
 )
 from benchlab.results import BenchmarkInfo, Curves
-from benchlab.stats.accounting import Accounting, SeedCount
-from benchlab.stats.analysis import Analysis, ComparisonRow, SummaryRow
+from benchlab.stats.analysis import ComparisonRow, SummaryRow
+from benchlab.stats.results_analysis import ResultsAnalysis, SeedCount
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,8 +75,8 @@ class FailureRow:
 @dataclass(frozen=True)
 class ReportData:
     """Everything the report is made from, immutable: :func:`benchlab.report.gather` takes the
-    results table, :func:`~benchlab.report.account_seeds` and :func:`~benchlab.report.analyze`
-    each return a copy with their statistics added, computed once; the writers only read them."""
+    results table, :func:`~benchlab.report.analyze` returns a copy with its statistics added
+    (``analysis``, computed once by :mod:`benchlab.stats`); the writers only render them."""
 
     info: BenchmarkInfo
     finals: pd.DataFrame
@@ -86,7 +85,8 @@ class ReportData:
     git: CodeAt = field(default_factory=CodeAt)
     benchlab_version: str = ""
     plots: list[dict[str, str]] = field(default_factory=list)
-    analysis: Analysis | None = None  # the output of benchlab.stats, when available
+    #: Every statistic of the results (:func:`benchlab.stats.results_analysis.analyze_table`), once analysed.
+    analysis: ResultsAnalysis | None = None
     #: One row per run placed on GPUs: run, gpus, util_mean, util_max, mem_gib, note (strings).
     gpu_use: list[dict[str, str]] = field(default_factory=list)
     results: Path | None = None  # the results folder
@@ -96,12 +96,9 @@ class ReportData:
     #: The evaluation tool's version the runs recorded (``{"lm_eval": "0.4.13"}``), for the Settings line.
     tool_versions: dict[str, str] = field(default_factory=dict)
     failed_runs: list[tuple[str, str, int]] = field(default_factory=list)
+    #: The metrics' declared ranges, as the analysis bounded its intervals with them.
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     failed_as: str = "exclude"
-    accounting: Accounting | None = None
-    used: pd.DataFrame | None = None  # the finals as the statistics see them (failed_as applied)
-    #: The per (task, config, metric) table over ``used`` (:func:`benchlab.report.tables.describe`).
-    desc: pd.DataFrame | None = None
     #: The pre-registered analysis plan as the ledger holds it (``benchlab.preregistration``).
     registered_plan: Registration | None = None
     analysis_plan: str = ""  # the "Analysis plan" section, Markdown
@@ -120,11 +117,15 @@ class ReportData:
     sources: list[MergedSource] = field(default_factory=list)
 
 
-def primary_counts(accounting: Accounting | None, primary: str) -> dict[tuple[str, str], SeedCount]:
-    """The seed counts of the primary metric, by (task, config)."""
-    if accounting is None:
-        return {}
-    return {(t, c): n for (t, c, m), n in accounting.counts.items() if m == primary}
+def primary_counts(data: ReportData) -> dict[tuple[str, str], SeedCount]:
+    """The seed counts of the primary metric, by (task, config), as the analysis counted them."""
+    return data.analysis.primary_counts() if data.analysis is not None else {}
+
+
+def _goal(data: ReportData) -> str:
+    """The primary metric's goal, as the analysis resolved it."""
+    assert data.analysis is not None
+    return data.analysis.goal
 
 
 def _p(p: float | None) -> str:
@@ -147,19 +148,19 @@ def _list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _best_sentence(data: ReportData, prim: pd.DataFrame, goal: str) -> tuple[str | None, str]:
+def _best_sentence(data: ReportData, prim: list[SummaryRow], goal: str) -> tuple[str | None, str]:
     """The config the summary names best (None: none can be) and the sentence that names it."""
     info = data.info
     # The winner of a task is BENCHMARKS.md's (one rule: leaderboard_rows): the best mean of a full
     # evaluation, of equal means the first in the spec's order, the others named tied.
-    configs = list(info.configs) + sorted(set(prim["config"]) - set(info.configs))
-    tasks = list(info.tasks) + sorted(set(prim["task"]) - set(info.tasks))
+    configs = list(info.configs) + sorted({r.config for r in prim} - set(info.configs))
+    tasks = list(info.tasks) + sorted({r.task for r in prim} - set(info.tasks))
     partial = {(p["task"], p["config"]) for p in data.partial}
     rows = [row for row in leaderboard_rows(prim, tasks, configs, info.targets, goal, partial) if row.best]
     wins: dict[str, list[str]] = {}
     for row in rows:
         wins.setdefault(str(row.best), []).append(row.task)
-    n_tasks = prim["task"].nunique()
+    n_tasks = len({r.task for r in prim})
     if not wins:
         return None, "No config has a full evaluation to rank (every score is partial), so none is named best."
     top_cfg = min(wins, key=lambda c: (-len(wins[c]), configs.index(c) if c in configs else len(configs)))
@@ -171,7 +172,7 @@ def _best_sentence(data: ReportData, prim: pd.DataFrame, goal: str) -> tuple[str
         for task, equal in ties[:4])
     if len(ties) > 4:
         tied_note += f" and tied on {len(ties) - 4} more tasks"
-    counts = primary_counts(data.accounting, info.primary)
+    counts = primary_counts(data)
     won = [counts[(t, top_cfg)] for t in top_tasks if (t, top_cfg) in counts]
     seeds_note = ""
     if any(c.lost for c in won):
@@ -186,11 +187,11 @@ def _best_sentence(data: ReportData, prim: pd.DataFrame, goal: str) -> tuple[str
                      f"{n_tasks} task{'s' if n_tasks != 1 else ''}{where}{tied_note}{seeds_note}.")
 
 
-def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
+def _summary_sentences(data: ReportData) -> str:
     info = data.info
-    goal = info.primary_goal
-    prim = desc[desc["is_primary"]]
-    if prim.empty:
+    goal = _goal(data)
+    prim = _described(data)
+    if not prim:
         failed = sorted({c for _, c, _ in data.failed_runs})
         if failed:
             return (f"No run has completed yet; {_list([inline(c) for c in failed])} failed on every seed so far, so "
@@ -200,8 +201,8 @@ def _summary_sentences(data: ReportData, desc: pd.DataFrame) -> str:
     if top_cfg is None:
         return best_sentence
     parts = [best_sentence]
-    counts = primary_counts(data.accounting, info.primary)
-    n_tasks = prim["task"].nunique()
+    counts = primary_counts(data)
+    n_tasks = len({r.task for r in prim})
     no_seed: dict[str, list[str]] = {}
     for (task, config), count in counts.items():
         if count.completed == 0 and count.failed:
@@ -279,79 +280,21 @@ def _failures_clause(data: ReportData) -> str:
     return f"; {n} run{'s' if n != 1 else ''} failed (see the failure log)" if n else ""
 
 
-def stderr_names(metric: str, task: str) -> list[tuple[str, str]]:
-    """The metric names an evaluation's standard error of ``metric`` may have, with the
-    label the report gives each: ``(name, label)``, most specific first.
-
-    lm-evaluation-harness writes ``exact_match_stderr,strict-match`` next to
-    ``exact_match,strict-match``; its every-metric extractor names them
-    ``task/exact_match_stderr,strict-match`` (``collect/lm_eval.py``), and a bare
-    ``metric,filter`` primary is taken from the run's own task. Any other tool's
-    ``<metric>_stderr`` counts too.
-    """
-    names: list[tuple[str, str]] = []
-    if "," in metric:
-        head, filt = metric.split(",", 1)
-        own = f"{head}_stderr,{filt}"
-        names.append((own, "lm-eval standard error"))
-        if "/" not in metric:
-            names.append((f"{task}/{own}", "lm-eval standard error"))
-    names.append((f"{metric}_stderr", "s.e."))
-    return names
-
-
-def _stderr_ci(
-    finals: pd.DataFrame, task: str, config: str, metric: str, bounds: tuple[float, float] | None
-) -> tuple[float, float, float, str] | None:
-    """``(se, low, high, label)`` from the evaluation's own standard error of a one-seed result.
-
-    The standard error is found by name (:func:`stderr_names`), so an lm-eval run read
-    with ``from: {lm_eval: .}`` needs no declaration; the interval is
-    :func:`benchlab.stats.describe.normal_interval` (``value ± 1.96·se``), cut at the metric's range.
-    """
-    rows = finals[(finals["task"] == task) & (finals["config"] == config)]
-    val_rows = rows.loc[rows["metric"] == metric, "value"].dropna()
-    if len(val_rows) != 1:
-        return None
-    for name, label in stderr_names(metric, task):  # noqa: B007 - the label found is used below
-        se_rows = rows.loc[rows["metric"] == name, "value"].dropna()
-        if len(se_rows) == 1 and se_rows.iloc[0] > 0:
-            break
-    else:
-        return None
-    from benchlab.stats.accounting import bound_interval
-    from benchlab.stats.describe import normal_interval
-
-    se, value = float(se_rows.iloc[0]), float(val_rows.iloc[0])
-    low, high = bound_interval(*normal_interval(value, se), bounds)
-    return se, float(low), float(high), label  # type: ignore[arg-type]
-
-
-def _seeds_cell(count: SeedCount | None, n: int) -> str:
-    if count is None:
-        return str(n)
-    text = count.label
-    notes = []
-    if count.failed:
-        notes.append(f"{len(count.failed)} failed")
-    if count.missing:
-        notes.append(f"{len(count.missing)} missing")
-    return text + (f" ({', '.join(notes)})" if notes else "")
+def _described(data: ReportData) -> list[SummaryRow]:
+    """The primary metric's rows of configs with a completed seed (those the tables rank)."""
+    return [r for r in data.analysis.rows_of() if r.n > 0] if data.analysis is not None else []
 
 
 @dataclass(frozen=True)
 class TableRow:
-    """One config's row of a task's results table, as Markdown cells (report and dashboard)."""
+    """One config's row of a task's results table, as Markdown cells (report and dashboard): its
+    rank and config, then one cell per column of :data:`benchlab.report.columns.COLUMNS` shown."""
 
     rank: int | str
     tied: str
     config: str
     flag: str
-    n: str
-    mean_std: str
-    ci: str
-    min: str
-    max: str
+    cells: tuple[str, ...]
     secondary: list[str]
 
 
@@ -362,114 +305,76 @@ class TaskTable:
     name: str
     target: float | None
     rows: list[TableRow]
-    has_ci: bool
+    columns: tuple[Column, ...]
+
+    @property
+    def has_ci(self) -> bool:
+        """Whether the table shows the intervals of the analysis."""
+        return any(c.needs_interval for c in self.columns)
 
 
-def task_tables(data: ReportData, desc: pd.DataFrame) -> tuple[list[TaskTable], list[str]]:
-    """Each task's results table over ``desc`` (:func:`benchlab.report.tables.describe`), and the
-    secondary metrics their columns show."""
+def task_tables(data: ReportData) -> tuple[list[TaskTable], list[str]]:
+    """Each task's results table over the analysis' rows, and the secondary metrics their
+    columns show (those with a declared goal)."""
     info = data.info
-    secondary = [
-        m
-        for m in desc["metric"].unique()
-        if m != info.primary and (not info.goal or m in info.goal)
-    ]
-    counts = primary_counts(data.accounting, info.primary)
-    bounds = data.ranges.get(info.primary)
-    summary_rows: dict[tuple[str, str], SummaryRow] = {}
-    if data.analysis:
-        for row in data.analysis.summary:
-            if row.metric == info.primary:
-                summary_rows[(row.task, row.config)] = row
-    tables: list[TaskTable] = []
-    all_tasks = set(desc["task"]) | {t for t, _ in counts}
-    configs = list(info.configs) + sorted(set(desc["config"]) - set(info.configs))
+    stats = data.analysis
+    assert stats is not None
+    secondary = [m for m in stats.metrics if m != info.primary and (not info.goal or m in info.goal)]
+    rows_of = [r for r in stats.rows_of()]
+    columns = shown(stats.primary_analysed)
+    all_tasks = {r.task for r in rows_of}
+    configs = list(info.configs) + sorted({r.config for r in rows_of if r.n > 0} - set(info.configs))
     order = {c: i for i, c in enumerate(configs)}
     partial = {(p["task"], p["config"]) for p in data.partial}
-    goal = info.primary_goal
+    tables: list[TaskTable] = []
     for task in [t for t in info.tasks if t in all_tasks] + sorted(all_tasks - set(info.tasks)):
-        sub = desc[desc["task"] == task]
-        prim = sub[sub["is_primary"]]
-        prim = prim.assign(_order=[order.get(c, len(order)) for c in prim["config"]]).sort_values(
-            ["mean_rank", "_order"], kind="stable")
+        mine = [r for r in rows_of if r.task == task]
+        prim = sorted((r for r in mine if r.n > 0),
+                      key=lambda r: (r.mean_rank if r.mean_rank is not None else len(order) + 1,
+                                     order.get(r.config, len(order))))
         # The best, its ties and the partial marks by BENCHMARKS.md's rule (leaderboard_rows).
-        best_row = leaderboard_rows(prim, [task], configs, info.targets, goal, partial)[0]
-        full_means = [float(m) for c, m in zip(prim["config"], prim["mean"], strict=True)
-                      if (task, c) not in partial and m == m]
-        has_partial = any((task, c) in partial for c in prim["config"])
-        rows: list[TableRow] = []
-        for _, r in prim.iterrows():
-            extra = summary_rows.get((task, r["config"]))
-            count = counts.get((task, r["config"]))
-            sec_vals = []
-            for m in secondary:
-                s = sub[(sub["config"] == r["config"]) & (sub["metric"] == m)]
-                sec_vals.append(
-                    "—" if s.empty else mean_pm(s["mean"].iloc[0], s["std"].iloc[0])
-                )
-            lo, hi = (extra.ci_low, extra.ci_high) if extra else (None, None)
-            half = (hi - lo) / 2 if lo is not None and hi is not None else None
-            at = places(half) if half else places(r["std"] if r["n"] > 1 else None)
-            ci = "" if not extra else (
-                f"[{fmt_at(lo, at)}, {fmt_at(hi, at)}]" if lo is not None else "—")
-            mean_std = mean_pm(r["mean"], r["std"] if r["n"] > 1 else None, half)
-            if int(r["n"]) == 1:
-                se = _stderr_ci(data.finals, task, r["config"], info.primary, bounds)
-                if se is not None:
-                    at = places(se[0])
-                    mean_std = f"{fmt_at(r['mean'], at)} ± {fmt_at(se[0], at)} (s.e.)"
-                    ci = f"[{fmt_at(se[1], at)}, {fmt_at(se[2], at)}] ({se[3]})"
-                elif extra:
-                    ci = "— (one seed)"
-            # stats' rank: by mean (equal means share the lower rank), and 1 for a config whose
-            # CI overlaps the best one's. That is marked as what it is, an overlap of intervals:
-            # a pairwise test beside it may still separate the two ("tied" contradicted it).
-            config = str(r["config"])
-            rank_shown = _rank(r["rank"])
-            tied = " (CI overlaps the best's)" if config in best_row.tied else ""
-            if config in best_row.equal:
-                tied = " (tied: equal means)"
-            is_partial = (task, config) in partial
-            if is_partial:
-                rank_shown = None  # a partial evaluation is never ranked (never best)
-            elif has_partial:
-                # Ranked among the full evaluations only, as BENCHMARKS.md ranks them.
-                mean = float(r["mean"])
-                better = sum(1 for m in full_means if (m > mean if goal == "max" else m < mean))
-                rank_shown = 1 if config in (best_row.best, *best_row.equal, *best_row.tied) else better + 1
-            rows.append(TableRow(
-                rank="—" if rank_shown is None else rank_shown,
-                tied=tied,
-                config=config + (" (baseline)" if config == info.baseline else "")
-                + (" (partial†, not ranked)" if is_partial else ""),
-                flag=" ⚠" if extra and extra.high_variance else "",
-                n=_seeds_cell(count, int(r["n"])),
-                mean_std=mean_std,
-                ci=ci,
-                min=fmt_at(r["min"], at) if at is not None else fmt(r["min"]),
-                max=fmt_at(r["max"], at) if at is not None else fmt(r["max"]),
-                secondary=sec_vals,
-            ))
-        shown = set(prim["config"])
-        for (t, config), count in counts.items():
-            if t != task or config in shown:
-                continue
-            rows.append(TableRow(
-                rank="—", tied="",
-                config=config + (" (baseline)" if config == info.baseline else "") + " ✗ failed",
-                flag="", n=_seeds_cell(count, 0),
-                mean_std="no completed seed", ci="—" if summary_rows else "",
-                min="—", max="—", secondary=["—" for _ in secondary],
-            ))
-        tables.append(TaskTable(name=task, target=info.targets.get(task), rows=rows, has_ci=bool(summary_rows)))
+        best_row = leaderboard_rows(prim, [task], configs, info.targets, stats.goal, partial)[0]
+        rows = [_table_row(data, best_row, r, prim, partial, columns, secondary) for r in prim]
+        rows += [_table_row(data, best_row, r, prim, partial, columns, secondary) for r in mine if r.n == 0]
+        tables.append(TaskTable(name=task, target=info.targets.get(task), rows=rows, columns=columns))
     return tables, secondary
 
 
-def _rank(x: Any) -> int | None:
-    try:
-        return None if x is None or x != x or x is getattr(x, "NA", object()) else int(x)
-    except TypeError:  # pandas' NA refuses comparison
-        return None
+def _table_row(data: ReportData, best_row: Any, r: SummaryRow, prim: list[SummaryRow],
+               partial: set[tuple[str, str]], columns: tuple[Column, ...], secondary: list[str]) -> TableRow:
+    """A config's row: the rank and its marks, then the columns' cells of its summary row."""
+    stats = data.analysis
+    assert stats is not None
+    task, config = r.task, r.config
+    baseline = " (baseline)" if config == data.info.baseline else ""
+    cells = tuple(c.cell(r) for c in columns)
+    sec_vals = [secondary_cell(stats.row(task, config, m)) for m in secondary]
+    if r.n == 0:
+        return TableRow(rank="—", tied="", config=config + baseline + " ✗ failed", flag="", cells=cells,
+                        secondary=sec_vals)
+    # stats' rank: by mean (equal means share the lower rank), and 1 for a config whose
+    # CI overlaps the best one's. That is marked as what it is, an overlap of intervals:
+    # a pairwise test beside it may still separate the two ("tied" contradicted it).
+    rank_shown: int | None = r.rank
+    tied = " (CI overlaps the best's)" if config in best_row.tied else ""
+    if config in best_row.equal:
+        tied = " (tied: equal means)"
+    is_partial = (task, config) in partial
+    if is_partial:
+        rank_shown = None  # a partial evaluation is never ranked (never best)
+    elif any((task, p.config) in partial for p in prim):
+        # Ranked among the full evaluations only, as BENCHMARKS.md ranks them.
+        rank_shown = 1 if config in (best_row.best, *best_row.equal, *best_row.tied) else 1 + sum(
+            1 for p in prim if (task, p.config) not in partial and p.mean is not None and r.mean is not None
+            and (p.mean > r.mean if stats.goal == "max" else p.mean < r.mean))
+    return TableRow(
+        rank="—" if rank_shown is None else rank_shown,
+        tied=tied,
+        config=config + baseline + (" (partial†, not ranked)" if is_partial else ""),
+        flag=" ⚠" if stats.primary_analysed and r.high_variance else "",
+        cells=cells,
+        secondary=sec_vals,
+    )
 
 
 def _clean(x: float | None, *scale: float | None) -> float | None:
@@ -499,7 +404,7 @@ def _primary_comparisons(data: ReportData) -> list[ComparisonRow]:
 
 def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
     info = data.info
-    goal = info.primary_goal
+    goal = _goal(data)
     tasks = [t for t in info.tasks if any(r.task == t for r in rows)]
     tasks += sorted({r.task for r in rows} - set(tasks))
     # The verdict comes third, so it is on screen however wide the rest of the table is.
@@ -551,7 +456,7 @@ def _effect(d: float | None, paired: bool) -> str:
 
 
 def _failed_as_text(data: ReportData) -> str:
-    counts = primary_counts(data.accounting, data.info.primary)
+    counts = primary_counts(data)
     lost = sum(len(c.failed) for c in counts.values())
     if data.failed_as == "worst":
         return (
@@ -641,9 +546,9 @@ def _family_text(rows: list[ComparisonRow]) -> str:
     return f" (one Holm family: {'; '.join(families)}, as in `benchlab compare` and `analyze`)"
 
 
-def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
+def _comparisons_text(data: ReportData) -> str:
     info = data.info
-    goal = info.primary_goal
+    goal = _goal(data)
     if not info.baseline:
         return "No baseline is named in the spec, so no config is compared against one."
     rows = _primary_comparisons(data)
@@ -703,7 +608,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
                 "| config | seeds (all tasks) | IQM | median | mean | optimality gap |",
                 "|---|---:|---|---|---|---|",
             ]
-            counts = primary_counts(data.accounting, info.primary)
+            counts = primary_counts(data)
             for a in agg:
                 mine = [c for (_, cfg), c in counts.items() if cfg == a.config]
                 cells = [f"{sum(c.completed for c in mine)}/{sum(c.planned for c in mine)}"
@@ -721,26 +626,7 @@ def _comparisons_text(data: ReportData, desc: pd.DataFrame) -> str:
             if len(warnings) > 20:
                 lines.append(f"- … and {len(warnings) - 20} more")
         return "\n".join(lines)
-    prim = desc[desc["is_primary"]]
-    base = prim[prim["config"] == info.baseline].set_index("task")
-    lines = [
-        "The statistics package is not available, so only differences of means are shown "
-        "(no intervals or tests).",
-        "",
-        f"Difference of means against the baseline **{inline(info.baseline)}** on {inline(info.primary)}:",
-        "",
-        "| task | config | mean diff | baseline n | config n |",
-        "|---|---|---:|---:|---:|",
-    ]
-    for _, r in prim[prim["config"] != info.baseline].iterrows():
-        if r["task"] not in base.index:
-            continue
-        b = base.loc[r["task"]]
-        lines.append(
-            f"| {cell(r['task'])} | {cell(r['config'])} | {fmt(r['mean'] - b['mean'])} | "
-            f"{int(b['n'])} | {int(r['n'])} |"
-        )
-    return "\n".join(lines)
+    return ""
 
 
 def _benchlab_checkout() -> tuple[Path, str | None] | None:
@@ -898,12 +784,12 @@ def _reproduce(data: ReportData) -> list[str]:
     return lines
 
 
-def _seeds_text(info: BenchmarkInfo, prim: pd.DataFrame,
+def _seeds_text(info: BenchmarkInfo, prim: list[SummaryRow],
                 planned_seeds: dict[tuple[str, str], list[int]] | None = None) -> str:
     """Completed/planned seeds per config: ``3/3`` when every config and task has the same count,
     else per config (``a 3/3, b 1–3/3``: a range over its tasks). ``planned_seeds`` (the runs in
     the plan per (task, config)) counts seeds added after the spec's (``run --until-decided``)."""
-    done = {(str(t), str(c)): int(n) for t, c, n in zip(prim["task"], prim["config"], prim["n"], strict=True)}
+    done = {(r.task, r.config): r.n for r in prim}
     configs = list(info.configs) or sorted({c for _, c in done})
     tasks = list(info.tasks) or sorted({t for t, _ in done})
     per_config = {c: sorted({done.get((t, c), 0) for t in tasks}) for c in configs}
@@ -940,7 +826,7 @@ def _plot_notes(data: ReportData) -> list[str]:
 
     if not data.plots:
         return []
-    used = data.used if data.used is not None else data.finals
+    used = data.analysis.used if data.analysis is not None and data.analysis.used is not None else data.finals
     reason = profile_omitted(used, data.info)
     return [f"No performance profile: {reason}."] if reason else []
 
@@ -975,11 +861,13 @@ def warm_templates(html: bool = True) -> None:
 
 def render_markdown(data: ReportData) -> str:
     """The text of BENCHMARK_REPORT.md."""
+    if data.analysis is None:
+        from benchlab.report import analyze
+
+        data = analyze(data)
     info = data.info
-    desc = data.desc if data.desc is not None else describe(data.finals, info.goal, info.primary)
-    tables, secondary = task_tables(data, desc)
-    prim = desc[desc["is_primary"]]
-    seeds_text = _seeds_text(info, prim, data.planned)
+    tables, secondary = task_tables(data)
+    seeds_text = _seeds_text(info, _described(data), data.planned)
     spec_configs = {c["name"]: c for c in info.spec.get("configs", [])}
     configs = []
     for name in info.configs:
@@ -1002,9 +890,8 @@ def render_markdown(data: ReportData) -> str:
             }
         )
     legend = "Rank 1 is the best mean over seeds; std is the sample standard deviation (n−1)"
-    if data.analysis:
-        methods = [r.ci_method for r in data.analysis.summary
-                   if r.metric == info.primary and r.ci_method]
+    if data.analysis is not None:
+        methods = [r.ci_method for r in data.analysis.rows_of() if r.ci_method]
         method = max(set(methods), key=methods.count) if methods else "Student-t"
         legend += (
             f"; 95% CI is the interval of the mean ({method}), shown to the precision it "
@@ -1025,18 +912,18 @@ def render_markdown(data: ReportData) -> str:
         date=_dt.date.today().isoformat(),
         tasks=info.tasks,
         primary=info.primary,
-        goal=info.primary_goal,
+        goal=_goal(data),
         seeds_text=seeds_text,
         sequential_text=_sequential_text(data.sequential),
         hardware=data.hardware,
         description=info.description,
-        summary=_summary_sentences(data, desc) + _partial_sentence(data) + _versions_sentence(data),
+        summary=_summary_sentences(data) + _partial_sentence(data) + _versions_sentence(data),
         task_tables=tables,
         secondary=secondary,
         legend=legend,
         plots=data.plots,
         plot_notes=_plot_notes(data),
-        comparisons=_comparisons_text(data, desc),
+        comparisons=_comparisons_text(data),
         questions=data.questions,
         analysis_plan=data.analysis_plan,
         configs=configs,

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchlab.report.curves import CurveSet, curve_sets, mean_band
 from benchlab.report.profiles import plot_profile, plot_radar
 from benchlab.report.style import (
     Plot,
@@ -43,7 +42,9 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from benchlab.results import BenchmarkInfo, Curves
+    from benchlab.results import BenchmarkInfo
+    from benchlab.stats.analysis import SummaryRow
+    from benchlab.stats.results_analysis import CurveSet, ResultsAnalysis
 
 MAX_SEED_LINES = 20
 MAX_PLOT_POINTS = 500
@@ -51,11 +52,10 @@ MAX_PLOT_POINTS = 500
 
 def _task_ranges(sets: list[CurveSet], metric: str,
                  ranges: dict[str, tuple[float, float]] | None) -> dict[str, tuple[float, float] | None]:
-    """Each task's range of ``metric``: a task's own declared range wins over the metric's, as in
-    the statistics (:func:`benchlab.stats.accounting.range_of`)."""
-    from benchlab.stats.accounting import range_of
-
-    return {cs.task: range_of(ranges or {}, cs.task, metric) for cs in sets}
+    """Each task's range of ``metric``: a task's own declared range (key ``"TASK/METRIC"``) wins
+    over the metric's, as in the statistics (:func:`benchlab.stats.accounting.range_of`)."""
+    got = ranges or {}
+    return {cs.task: got.get(f"{cs.task}/{metric}", got.get(metric)) for cs in sets}
 
 
 def _band_note(cut_at: dict[str, tuple[float, float] | None]) -> str:
@@ -125,7 +125,8 @@ def plot_curves(
                     ax.add_collection(
                         LineCollection(list(lines), colors=st["color"], linewidths=0.5, alpha=0.3)
                     )
-                mean, low, high = mean_band(vals)
+                band = cs.bands[cfg]
+                mean, low, high = band.mean[idx], band.low[idx], band.high[idx]
                 bounds = cut_at[cs.task]
                 if vals.shape[0] > 1:
                     if bounds is not None:
@@ -206,8 +207,20 @@ def _score_panel(ax: Any, sub: pd.DataFrame, pts: pd.DataFrame | None, position:
     ax.scatter(mean, y, s=34, c=colours, marker="D", zorder=3)
 
 
+def _score_frame(rows: Sequence[SummaryRow]) -> pd.DataFrame:
+    """The rows with a completed seed as columns the panels draw (None as NaN)."""
+    import pandas as pd
+
+    prim = pd.DataFrame([{"task": r.task, "config": r.config, "n": r.n, "mean": r.mean,
+                          "ci_low": r.ci_low, "ci_high": r.ci_high} for r in rows if r.n > 0],
+                        columns=["task", "config", "n", "mean", "ci_low", "ci_high"])
+    for column in ("mean", "ci_low", "ci_high"):
+        prim[column] = prim[column].astype(float)
+    return prim
+
+
 def plot_scores(
-    desc: pd.DataFrame,
+    rows: Sequence[SummaryRow],
     info: BenchmarkInfo,
     folder: Path,
     finals: pd.DataFrame | None = None,
@@ -215,12 +228,12 @@ def plot_scores(
 ) -> list[Plot]:
     """Final primary score per task and config: every seed as a point, the mean, its 95% CI.
 
-    ``desc`` is :func:`benchlab.report.tables.describe`'s table; the interval is its
-    Student-t interval (``ci_low``, ``ci_high``, from :mod:`benchlab.stats`), the report's
-    95% CI column, cut at the metric's range where it has one, and absent for a config with
-    one seed. ``finals`` gives the seeds' values.
+    ``rows`` are the primary metric's summary rows (:mod:`benchlab.stats.results_analysis`); the
+    interval is their Student-t interval (``ci_low``, ``ci_high``), the report's 95% CI column,
+    cut at the metric's range where it has one, and absent for a config with one seed.
+    ``finals`` gives the seeds' values.
     """
-    prim = desc[desc["is_primary"]].copy()
+    prim = _score_frame(rows)
     if prim.empty:
         return []
     bounds = (ranges or {}).get(info.primary)
@@ -390,18 +403,6 @@ def plot_cv(
     ]
 
 
-def _curve_plots(
-    curves: Curves,
-    info: BenchmarkInfo,
-    folder: Path,
-    seeds: bool,
-    ranges: dict[str, tuple[float, float]] | None = None,
-) -> list[Plot]:
-    # Aligned in the worker: the statistics run meanwhile in the report's process. The curves
-    # arrive with the job (one array per run), so no worker opens the ledger.
-    return plot_curves(curve_sets(curves), info, folder, seeds=seeds, ranges=ranges)
-
-
 def _die_with(parent: int) -> None:
     """In a figure worker: be killed by the kernel as soon as the report's process ends,
     whatever ends it (SIGKILL included), instead of drawing on as an orphan."""
@@ -465,11 +466,9 @@ def _default_workers(jobs: int) -> int:
 
 
 def draw(
-    curves: Curves,
     folder: Path,
     info: BenchmarkInfo,
-    finals: pd.DataFrame,
-    desc: pd.DataFrame,
+    analysis: ResultsAnalysis,
     *,
     seeds: bool = False,
     seed: int = 0,
@@ -484,11 +483,15 @@ def draw(
     meanwhile; ``workers=0`` draws them here, before returning. Forking, unlike
     spawning, never re-imports the caller's ``__main__`` (a script without a
     ``__name__`` guard, a notebook, stdin all work). ``pool`` is workers started
-    ahead (:func:`start_workers`); the returned function shuts it down.
+    ahead (:func:`start_workers`); the returned function shuts it down. Every number a figure
+    shows beside the seeds themselves comes from ``analysis``.
     """
+    finals = analysis.used
+    rows = analysis.rows_of()
+    ranges = dict(analysis.ranges) if ranges is None else ranges
     jobs: list[tuple[Callable[..., list[Plot]], tuple[Any, ...]]] = [
-        (_curve_plots, (curves, info, folder, seeds, ranges)),
-        (plot_scores, (desc, info, folder, finals, ranges)),
+        (plot_curves, (list(analysis.curves), info, folder, seeds, ranges)),
+        (plot_scores, (rows, info, folder, finals, ranges)),
         (plot_cv, (finals, info, folder, 1000, seed)),
         (plot_profile, (finals, info, folder, 200, seed)),
         (plot_radar, (finals, info, folder)),

@@ -1,4 +1,4 @@
-"""The report's numbers as text, and the summary table it formats (computed by :mod:`benchlab.stats`)."""
+"""The report's numbers as text (every number computed by :mod:`benchlab.stats`), and its Markdown escaping."""
 
 from __future__ import annotations
 
@@ -8,23 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
 
-    import pandas as pd
-
-
-def describe(finals: pd.DataFrame, goals: dict[str, str], primary: str,
-             ranges: Mapping[str, tuple[float, float]] | None = None,
-             assume_normal: Sequence[str] = ()) -> pd.DataFrame:
-    """:func:`benchlab.stats.describe.describe_groups` of the final values (n, mean, std, min,
-    max, Student-t CI, rank with CI ties, rank by mean) and ``is_primary`` per (task, config,
-    metric): the numbers the report's tables and figures show, all computed by ``stats``."""
-    from benchlab.stats.describe import describe_groups
-
-    table = describe_groups(finals, {m: "min" if g == "min" else "max" for m, g in goals.items()},
-                            ranges=ranges, assume_normal=assume_normal)
-    table["is_primary"] = table["metric"] == primary
-    return table
+    pass
 
 
 def places(spread: float | None, digits: int = 2) -> int | None:

@@ -9,9 +9,10 @@ Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 :mod:`~benchlab.stats.seeds`
 (how many seeds), :mod:`~benchlab.stats.table` (a whole long-format table),
 :mod:`~benchlab.stats.runvalues` (one value per run, without pandas),
-:mod:`~benchlab.stats.analysis` (its typed result), :mod:`~benchlab.stats.versions` (two versions
-of a benchmark: what ``benchlab diff`` shows) and :mod:`~benchlab.stats.question_table` (a whole
-samples table, question by question).
+:mod:`~benchlab.stats.analysis` (its typed result), :mod:`~benchlab.stats.results_analysis`
+(a results folder's one analysis, which every output renders), :mod:`~benchlab.stats.versions`
+(two versions of a benchmark: what ``benchlab diff`` shows) and :mod:`~benchlab.stats.question_table`
+(a whole samples table, question by question).
 Definitions and defaults are in ``docs/statistics.md``.
 """
 
@@ -62,6 +63,7 @@ from benchlab.stats.describe import (
     t_interval,
 )
 from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
+from benchlab.stats.results_analysis import ResultsAnalysis, analyze_results
 from benchlab.stats.scores import NORMALIZATIONS, ScoreMatrices, score_matrices
 from benchlab.stats.seeds import (
     cv_of_mean,
@@ -118,6 +120,7 @@ __all__ = [
     "PowerRow",
     "QuestionAnalysis",
     "RankTest",
+    "ResultsAnalysis",
     "ScoreMatrices",
     "SummaryRow",
     "TaskVariance",
@@ -130,6 +133,7 @@ __all__ = [
     "aggregate_many",
     "align",
     "analyze",
+    "analyze_results",
     "analyze_versions",
     "average_probability_of_improvement",
     "bootstrap_ci",

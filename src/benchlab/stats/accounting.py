@@ -105,6 +105,17 @@ class Accounting:
     worst: dict[tuple[str, str], float] = field(default_factory=dict)  # (task, metric) -> value
     warnings: list[str] = field(default_factory=list)
 
+    def of_metric(self, metric: str) -> Accounting:
+        """The accounting of one metric's seeds, with the warnings an accounting of that metric
+        alone gives: an analysis of the metric reads it as if only that metric were counted."""
+        counts = {k: c for k, c in self.counts.items() if k[2] == metric}
+        worst = {k: v for k, v in self.worst.items() if k[1] == metric}
+        out = Accounting(self.failed_as, counts, worst)
+        if self.failed_as == "worst":
+            out.warnings = _unfilled_warnings(counts, worst)
+        out.warnings += _loss_warnings(out)
+        return out
+
     def loss(self, task: str, config: str, metric: str) -> str | None:
         count = self.counts.get((task, config, metric))
         if count is None:
@@ -265,11 +276,7 @@ def account(
                 if c.task == task and c.metric == metric:
                     rows += [{"task": task, "config": c.config, "metric": metric, "seed": s,
                               "step": np.nan, "value": value} for s in c.failed]
-        unfilled = sorted({(c.task, c.metric) for c in counts.values() if c.failed}
-                          - set(acc.worst))
-        for task, metric in unfilled:
-            acc.warnings.append(f"{task} {metric}: no finite value and no declared range, so "
-                                "there is no worst value to give the failed seeds; excluded")
+        acc.warnings += _unfilled_warnings(counts, acc.worst)
         if rows:
             import pandas as pd
 
@@ -282,6 +289,14 @@ def account(
                 out["seed"] = out["seed"].astype(str)
     acc.warnings += _loss_warnings(acc)
     return out.reset_index(drop=True), acc
+
+
+def _unfilled_warnings(counts: Mapping[tuple[str, str, str], SeedCount],
+                       worst: Mapping[tuple[str, str], float]) -> list[str]:
+    """One line per (task, metric) whose failed seeds have no worst value to be scored as."""
+    unfilled = sorted({(c.task, c.metric) for c in counts.values() if c.failed} - set(worst))
+    return [f"{task} {metric}: no finite value and no declared range, so there is no worst value to "
+            "give the failed seeds; excluded" for task, metric in unfilled]
 
 
 def _loss_warnings(acc: Accounting) -> list[str]:
@@ -370,7 +385,7 @@ def analyze_seeds(
         of each side and a ``caveat`` naming what each side lost). Configs without a
         completed seed keep a summary row and a comparison row.
     """
-    from benchlab.stats.table import analyze, validate_table
+    from benchlab.stats.table import validate_table
 
     source = kwargs.get("source", "table")
     metric = kwargs.get("metric")
@@ -404,17 +419,45 @@ def analyze_seeds(
             table = table[table["metric"] == metric]
         used, acc = account(table, failed_as, goal, planned, failed_runs, ranges,
                             [metric] if metric else ())
-    result = Analysis() if used.empty else analyze(used, ranges=ranges, **kwargs)
+    return analyze_accounted(used, acc, None if isinstance(df, RunValues) else table, planned=planned,
+                             failed_runs=failed_runs, ranges=ranges, **kwargs)
+
+
+def analyze_accounted(
+    used: pd.DataFrame | RunValues,
+    acc: Accounting,
+    table: pd.DataFrame | None,
+    *,
+    planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
+    failed_runs: Sequence[tuple[str, str, Any]] = (),
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    **kwargs: Any,
+) -> Analysis:
+    """:func:`analyze_seeds` of a table already accounted for: ``used`` and ``acc`` as
+    :func:`account` returned them (``acc`` of the metrics ``used`` holds, e.g.
+    :meth:`Accounting.of_metric`), ``table`` the validated table before it (None: no failed-as-worst
+    aggregate beside the excluded one). For a caller that counts the seeds once for several
+    analyses (:func:`benchlab.stats.results_analysis.analyze_results`)."""
+    ranges = dict(ranges or {})
+    failed_as = acc.failed_as
+    result = Analysis() if used.empty else _analyze(used, ranges=ranges, **kwargs)
     result.warnings = acc.warnings + result.warnings
     result.failed_as = failed_as
     result.ranges = {m: (lo, hi) for m, (lo, hi) in ranges.items()}
-    _annotate_summary(result, acc, ranges)
+    annotate_summary(result, acc, ranges)
     _annotate_comparisons(result, acc, kwargs.get("baseline"), kwargs.get("candidates"), ranges)
     name_holm_families(result.comparisons)  # the rows of configs without a completed seed too
     _bound_aggregates(result, ranges)
-    if failed_as == "exclude" and not isinstance(df, RunValues) and not used.empty:
-        _aggregate_failed_as_worst(result, table, acc, goal, planned, failed_runs, ranges, kwargs)
+    if failed_as == "exclude" and table is not None and not used.empty:
+        _aggregate_failed_as_worst(result, table, acc, kwargs.get("goal", "max"), planned, list(failed_runs),
+                                   ranges, kwargs)
     return result
+
+
+def _analyze(used: pd.DataFrame | RunValues, **kwargs: Any) -> Analysis:
+    from benchlab.stats.table import analyze
+
+    return analyze(used, **kwargs)
 
 
 def _bound_aggregates(result: Analysis, ranges: Mapping[str, tuple[float, float]]) -> None:
@@ -501,8 +544,11 @@ def _aggregate_failed_as_worst(result: Analysis, table: pd.DataFrame, acc: Accou
             f"scored as the worst value (--failed-as worst) in brackets: {shown}")
 
 
-def _annotate_summary(result: Analysis, acc: Accounting,
-                      ranges: Mapping[str, tuple[float, float]]) -> None:
+def annotate_summary(result: Analysis, acc: Accounting,
+                     ranges: Mapping[str, tuple[float, float]]) -> None:
+    """Give each summary row of ``result`` (in place) its seeds, and its intervals cut at the
+    metric's range with the method named; a row for each counted (task, config, metric) without
+    a completed seed (``n = 0``); the rows in the accounting's order."""
     rows = result.summary
     seen = {(r.task, r.config, r.metric) for r in rows}
     for key, count in acc.counts.items():
@@ -527,6 +573,7 @@ def _annotate_summary(result: Analysis, acc: Accounting,
             failed_seeds=list(own.failed) if own else [],
             missing_seeds=list(own.missing) if own else [],
             ci_method=method if r.ci_low is not None else None,
+            counted=own is not None,
         )
 
 
@@ -565,5 +612,5 @@ def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | Non
                                   caveat="; ".join(losses) or None)
 
 
-__all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "analyze_seeds",
+__all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "analyze_accounted", "analyze_seeds",
            "bound_interval", "count_seeds", "range_of"]

@@ -14,12 +14,18 @@ of the aggregate. Undefined numbers are ``None``.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from benchlab.json_types import JsonObject
 from benchlab.stats.aggregate import AGGREGATES
 from benchlab.stats.compare import deciding_test
+
+if TYPE_CHECKING:
+    from benchlab.stats.describe import Description
 
 
 @dataclass
@@ -32,11 +38,29 @@ class RowSeeds:
     missing_seeds: list[Any] = field(default_factory=list)
     #: How ``ci_low``/``ci_high`` were computed; None when there is no interval.
     ci_method: str | None = None
+    #: False where no seed of the row was planned or counted (``planned`` is then ``n``); not in the JSON.
+    counted: bool = True
+
+
+@dataclass(frozen=True)
+class StderrInterval:
+    """A one-seed result's interval from the evaluation's own standard error: ``value ± z·se``
+    (:func:`benchlab.stats.describe.normal_interval`), cut at the metric's range; ``label`` names
+    where the standard error came from (``"s.e."``, ``"lm-eval standard error"``)."""
+
+    se: float
+    low: float
+    high: float
+    label: str
 
 
 @dataclass
 class SummaryRow:
-    """The description and rank of one (task, config, metric); see ``docs/statistics.md``."""
+    """The description and rank of one (task, config, metric); see ``docs/statistics.md``.
+
+    Every table of a config's numbers (the report's, the dashboard's, ``benchlab analyze``'s)
+    renders these rows through the columns declared once in :mod:`benchlab.report.columns`.
+    """
 
     task: str
     config: str
@@ -56,6 +80,34 @@ class SummaryRow:
     rank: int | None = None
     #: Set by the seed accounting; None when the table was analysed as it is.
     seeds: RowSeeds | None = None
+    #: The rank by mean alone (1: the best mean; equal means share it); not in the JSON.
+    mean_rank: int | None = None
+    #: Interquartile range of the values, q₀.₇₅ − q₀.₂₅ (linear interpolation, as
+    #: ``numpy.percentile``'s default); None without a value; not in the JSON.
+    iqr: float | None = None
+    #: A one-seed result's interval from its evaluation's standard error
+    #: (:func:`benchlab.stats.results_analysis.analyze_results`); not in the JSON.
+    stderr: StderrInterval | None = None
+
+    @classmethod
+    def of(cls, task: str, config: str, metric: str, values: np.ndarray, d: Description) -> SummaryRow:
+        """The row of one sample: ``values`` (shape ``(n,)``, the runs' final values) and their
+        :func:`~benchlab.stats.describe.describe`. The mean is the correctly rounded one
+        (``math.fsum``): a mean of 0.7375 prints as 0.738, as by hand, where a running float sum
+        can land a unit below it. Every per-row statistic is computed here, once."""
+        finite = values[np.isfinite(values)]
+        mean = math.fsum(finite.tolist()) / finite.shape[0] if finite.shape[0] else None
+        return cls(task=task, config=config, metric=metric, n=d.n, mean=_finite(mean),
+                   std=_finite(d.std), sem=_finite(d.sem), median=_finite(d.median), min=_finite(d.min),
+                   max=_finite(d.max), ci_low=_finite(d.ci_low), ci_high=_finite(d.ci_high),
+                   boot_ci_low=_finite(d.boot_ci_low), boot_ci_high=_finite(d.boot_ci_high),
+                   high_variance=d.high_variance,
+                   iqr=float(np.subtract(*np.percentile(finite, [75, 25]))) if finite.shape[0] else None)
+
+    @property
+    def tied(self) -> bool:
+        """Ranked first through a 95% CI overlapping the best one's, not by the best mean."""
+        return self.rank == 1 and self.mean_rank != 1
 
     @property
     def ci_method(self) -> str | None:
@@ -66,7 +118,7 @@ class SummaryRow:
         """The row as a JSON object (flat; the accounting's fields last)."""
         out = {k: getattr(self, k) for k in _SUMMARY_KEYS}
         if self.seeds is not None:
-            out.update(_fields(self.seeds))
+            out.update({k: v for k, v in _fields(self.seeds).items() if k != "counted"})
         return out
 
 
@@ -281,13 +333,19 @@ def name_holm_families(rows: list[ComparisonRow]) -> None:
                 r.holm_family = f"metric {met}, m = {m}"
 
 
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
 def _fields(obj: Any) -> dict[str, Any]:
     # Shallow on purpose: asdict() would deep-copy and recurse into nested rows.
     return {k: getattr(obj, k) for k in obj.__dataclass_fields__}
 
 
-_SUMMARY_KEYS = [k for k in SummaryRow.__dataclass_fields__ if k != "seeds"]
+#: Fields of a summary row kept out of ``analyze --json`` (its layout is a pinned contract).
+_NOT_IN_JSON = ("seeds", "mean_rank", "stderr", "iqr")
+_SUMMARY_KEYS = [k for k in SummaryRow.__dataclass_fields__ if k not in _NOT_IN_JSON]
 _COMPARISON_KEYS = [k for k in ComparisonRow.__dataclass_fields__ if k != "seeds"]
 
 __all__ = ["AggregateRow", "Analysis", "ComparisonRow", "ComparisonSeeds", "Estimate", "Methods",
-           "Normalization", "RowSeeds", "SummaryRow", "TaskNormalization", "name_holm_families"]
+           "Normalization", "RowSeeds", "StderrInterval", "SummaryRow", "TaskNormalization", "name_holm_families"]

@@ -12,12 +12,14 @@ A curve is ``(steps, values)``, two arrays of shape ``(p,)``. Summaries:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
 import numpy as np
 
 from benchlab.choices import SummaryChoice
+from benchlab.stats.describe import t_interval
 
 Summary = Literal["final", "auc", "max", "slope"]
 SUMMARIES: tuple[str, ...] = tuple(m.value for m in SummaryChoice)
@@ -119,4 +121,111 @@ def summarize(
     raise ValueError(f"summary must be one of {', '.join(SUMMARIES)}; got {summary!r}")
 
 
-__all__ = ["SUMMARIES", "Summary", "align", "common_grid", "summarize"]
+# --------------------------------------------------------------------------- the curves a report draws
+# Every logged curve of a results table, grouped by (metric, task), aligned on one grid and banded:
+# what the learning-curve figures and the dashboard's curve page draw, computed here once.
+
+#: The most steps of a (metric, task)'s grid that are kept for drawing: a figure cannot show more
+#: points than it has pixels, so a longer grid is thinned to that many of its own steps, evenly
+#: spaced, before the curves are interpolated onto it (every point drawn is a point of the aligned
+#: curves).
+MAX_GRID = 400
+
+#: One run's curve as the results table holds it: ``(config, seed, steps, values)``.
+RunCurve = tuple[str, int, np.ndarray, np.ndarray]
+
+
+class GroupedCurves(Protocol):
+    """What holds the logged curves (:class:`benchlab.results.Curves`): them by (metric, task)."""
+
+    def groups(self) -> Mapping[tuple[str, str], Sequence[RunCurve]]: ...
+
+
+@dataclass(frozen=True)
+class CurveBand:
+    """A config's mean curve and the Student-t 95% band of the mean at each step, each shape
+    ``(g,)``; with one run the band is the mean itself."""
+
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+@dataclass(frozen=True)
+class CurveSet:
+    """All curves of one (metric, task): ``values[config]`` has shape ``(runs, len(grid))``, the
+    runs' curves aligned on ``grid``; ``bands[config]`` their mean and band (computed with the set)."""
+
+    metric: str
+    task: str
+    grid: np.ndarray
+    values: dict[str, np.ndarray]
+    seeds: dict[str, list[int]]
+    bands: dict[str, CurveBand] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.bands:
+            # Frozen: the bands are part of the value, computed once when it is made.
+            object.__setattr__(self, "bands", {c: CurveBand(*mean_band(v)) for c, v in self.values.items()})
+
+
+def decimate(grid: np.ndarray, most: int = MAX_GRID) -> np.ndarray:
+    """At most ``most`` of ``grid``'s steps, evenly spaced by index, first and last kept."""
+    if grid.shape[0] <= most:
+        return grid
+    return grid[np.unique(np.linspace(0, grid.shape[0] - 1, most).round().astype(int))]
+
+
+def curve_sets(curves: GroupedCurves) -> list[CurveSet]:
+    """Every logged curve of a results table (:class:`benchlab.results.Curves`), grouped by
+    (metric, task) and aligned."""
+    out = []
+    for (metric, task), runs in curves.groups().items():
+        aligned = curve_set(metric, task, runs)
+        if aligned is not None:
+            out.append(aligned)
+    return out
+
+
+def curve_set(metric: str, task: str, runs: Sequence[RunCurve]) -> CurveSet | None:
+    """The curves of one (metric, task), ``[(config, seed, steps, values), ...]``, aligned on
+    one grid (:func:`common_grid`, thinned to :data:`MAX_GRID` steps, then :func:`align`); None
+    when they have no point or share no step range."""
+    # A curve with no finite point has nothing to align or draw.
+    runs = [r for r in runs if np.any(~(np.isnan(r[2]) | np.isnan(r[3])))]
+    if not runs:
+        return None
+    curves = [(s, v) for _, _, s, v in runs]
+    # The grid align would make (the steps of points with a value), thinned first: aligning onto
+    # all of it and then thinning gives the same points at far less cost.
+    grid = decimate(common_grid([s[~(np.isnan(s) | np.isnan(v))] for s, v in curves]))
+    if grid.shape[0] == 0:
+        return None
+    _, rows = align(curves, grid)
+    values: dict[str, list[int]] = {}
+    seeds: dict[str, list[int]] = {}
+    for i, (config, seed, _, _) in enumerate(runs):
+        values.setdefault(config, []).append(i)
+        seeds.setdefault(config, []).append(seed)
+    return CurveSet(metric, task, grid, {c: rows[idx] for c, idx in values.items()}, seeds)
+
+
+def mean_band(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean and the Student-t confidence band of the mean
+    (:func:`benchlab.stats.describe.t_interval`) at each grid point.
+
+    Args:
+        values: shape ``(runs, g)``.
+
+    Returns:
+        ``(mean, low, high)``, each shape ``(g,)``; with one run the band is the mean itself.
+    """
+    mean = values.mean(axis=0)
+    if values.shape[0] < 2:
+        return mean, mean, mean
+    low, high = t_interval(values.T, confidence)
+    return mean, np.asarray(low), np.asarray(high)
+
+
+__all__ = ["MAX_GRID", "SUMMARIES", "CurveBand", "CurveSet", "GroupedCurves", "Summary", "align", "common_grid",
+           "curve_set", "curve_sets", "decimate", "mean_band", "summarize"]

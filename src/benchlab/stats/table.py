@@ -507,6 +507,16 @@ def _runs_of(df: pd.DataFrame | RunValues, o: AnalysisOptions, align: Align,
     return runs, configs, has_curves
 
 
+def describe_runs(table: pd.DataFrame, options: AnalysisOptions | None = None) -> list[SummaryRow]:
+    """The summary rows :func:`analyze` gives a table of final values (one per run and metric),
+    without bootstrap intervals, comparisons or aggregates: what a table of every metric shows
+    beside the one analysed in full. Its warnings are dropped (the full analysis gives its own)."""
+    o = replace(options or AnalysisOptions(), reps=0, method="percentile")
+    reduced, _ = reduce_runs(validate_table(table, o.source), "final", align="own")
+    runs = RunValues.from_frame(reduced)
+    return [] if runs.empty else _summarize(runs, o, [])
+
+
 def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list[SummaryRow]:
     """One described and ranked row per (task, config, metric)."""
     batched = o.method == "studentized"
@@ -526,14 +536,7 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
                 f"{task}/{config} {met}",
             )
             warnings += d.warnings
-            rows.append(SummaryRow(
-                task=str(task), config=str(config), metric=str(met), n=d.n,
-                mean=_num(d.mean), std=_num(d.std), sem=_num(d.sem),
-                median=_num(d.median), min=_num(d.min), max=_num(d.max),
-                ci_low=_num(d.ci_low), ci_high=_num(d.ci_high),
-                boot_ci_low=_num(d.boot_ci_low), boot_ci_high=_num(d.boot_ci_high),
-                high_variance=d.high_variance,
-            ))
+            rows.append(SummaryRow.of(str(task), str(config), str(met), values, d))
             if batched and d.n >= BOOTSTRAP_T_MIN_N:
                 x = values[np.isfinite(values)]
                 if d.std != 0.0:  # zero observed spread: no interval (describe says why)
@@ -548,8 +551,9 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
                                         normal=assumes_normal(o.assume_normal, str(task), str(met)))
         ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
                      [r.ci_high for r in rows], goal_of(o.goal, met), separated)
-        for r, rk in zip(rows, ranks, strict=True):
-            r.rank = rk
+        by_mean = rank([r.mean for r in rows], [None] * len(rows), [None] * len(rows), goal_of(o.goal, met))
+        for r, rk, mk in zip(rows, ranks, by_mean, strict=True):
+            r.rank, r.mean_rank = rk, mk
         summary_rows += rows
     if too_few:
         warnings.append(few_for_bootstrap_t(too_few))
@@ -870,4 +874,5 @@ def aggregate_points(
 
 
 __all__ = ["ALIGNS", "DEFAULT_METRIC", "REQUIRED_COLUMNS", "AnalysisOptions", "ComparedPair", "Pair",
-           "aggregate_points", "analyze", "compare_pairs", "default_align", "reduce_runs", "validate_table"]
+           "aggregate_points", "analyze", "compare_pairs", "default_align", "describe_runs", "reduce_runs",
+           "validate_table"]

@@ -150,10 +150,10 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
     """The results tables, comparisons and leaderboard of ``benchlab report``, made by its functions.
 
     ``results.read`` reads the results table and the ledger's seeds and failures, and
-    ``report.gather`` takes it; ``report.account_seeds`` and ``report.analyze`` run the same ``stats`` functions
-    with the report's defaults (2,000 bootstrap resamples, seed 0, failed seeds excluded).
+    ``report.gather`` takes it; ``report.analyze`` has ``stats`` compute the one analysis the
+    report renders, with its defaults (2,000 bootstrap resamples, seed 0, failed seeds excluded).
     """
-    from benchlab.report import account_seeds, analyze, gather, leaderboard
+    from benchlab.report import analyze, gather, leaderboard
 
     # The report formats its rows here; shared, so that the page prints what the report prints.
     from benchlab.report.markdown import _comparison_rows, task_tables
@@ -162,12 +162,13 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
     data = gather(read(folder, searches=False, curves=False))  # the page shows no search section, no figure
     if data.finals.empty and not data.failed_runs:
         return None
-    data = analyze(account_seeds(data))
-    desc = data.desc
-    tables, secondary = task_tables(data, desc)
+    data = analyze(data)
+    stats = data.analysis
+    assert stats is not None
+    tables, secondary = task_tables(data)
     info = data.info
     comparisons: list[list[str]] = []
-    rows = [r for r in data.analysis.comparisons if r.metric == info.primary] if data.analysis else []
+    rows = [r for r in stats.comparisons if r.metric == info.primary]
     if rows:
         comparisons = markdown_rows(_comparison_rows(data, rows))
     board = markdown_rows(leaderboard(data).splitlines())
@@ -175,8 +176,8 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
 
     found = question_analysis(folder, info)
     questions = markdown_rows(render_section(found).splitlines()) if found is not None else []
-    return ReportNumbers(info.primary, info.primary_goal, info.baseline, tables, secondary,
-                         comparisons, board, list(data.analysis.warnings if data.analysis else []), questions)
+    return ReportNumbers(info.primary, stats.goal, info.baseline, tables, secondary,
+                         comparisons, board, list(stats.warnings), questions)
 
 
 def benchmark_view(bench: Benchmark) -> BenchmarkView:
@@ -284,14 +285,14 @@ class Curves:
 
 def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
     """One (task, metric)'s curves: per config its mean and 95% band over the completed seeds
-    (the report's :func:`~benchlab.report.curves.mean_band` on its aligned curves), and each seed
+    (:func:`benchlab.stats.curves.curve_set`: the report's alignment and band), and each seed
     as a line, the running ones read from their ``metrics.jsonl`` as they grow.
 
     Wall time is estimated: a run's logged steps spread evenly between its start and its end
     (or its last write, while it runs), since ``metrics.jsonl`` records no clock.
     """
     from benchlab.collect.files import read_metrics_jsonl
-    from benchlab.report.curves import curve_set, mean_band
+    from benchlab.stats.curves import curve_set
 
     with Store.open(bench.folder, read_only=True) as store:
         info = store.benchmark()
@@ -313,7 +314,8 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
     if sets:
         cs = sets[0]
         for config, values in cs.values.items():
-            mean, low, high = mean_band(values)
+            band = cs.bands[config]
+            mean, low, high = band.mean, band.low, band.high
             seeds = cs.seeds[config]
             lines = lines_of[config]
             for i, seed in enumerate(seeds[:MAX_SEED_LINES]):
