@@ -41,6 +41,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -151,8 +152,10 @@ def scale(runs_per_group: int, nice: bool) -> None:
 
 def sweep_once(spec: Path, results: Path) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "benchlab", "run", str(spec), "-r", str(results), "-j", "2", "--no-report"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run([sys.executable, "-m", "benchlab", "run", str(spec), "-r", str(results), "-j", "2",
+                           "--no-report"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the sweep into {results} exited with {done.returncode}:\n{done.stderr[-3000:]}")
     return time.perf_counter() - t0
 
 
@@ -181,11 +184,11 @@ def wait_idle(proc: psutil.Process, quiet_s: float = 0.5, limit_s: float = 60.0)
 
 
 class Lowest:
-    """Keeps every process under this one but ``spare`` at nice 19 while it runs: Chromium sets its
+    """Keeps the processes ``roots`` and all they start at nice 19 while it runs: Chromium sets its
     renderers' and GPU process's priority itself, above the sweep's, whatever it was started with."""
 
-    def __init__(self, spare: int) -> None:
-        self.spare = spare
+    def __init__(self, roots: list[psutil.Process]) -> None:
+        self.roots = roots
         self.raised = 0  # times a process was found above nice 19 after the first look
         self._stop = threading.Event()
         self._seen: set[int] = set()
@@ -201,7 +204,13 @@ class Lowest:
         self._thread.join()
 
     def processes(self) -> list[psutil.Process]:
-        return [c for c in psutil.Process().children(recursive=True) if c.pid != self.spare]
+        found = []
+        for root in self.roots:
+            try:
+                found += [root, *root.children(recursive=True)]
+            except psutil.Error:
+                pass
+        return found
 
     def pin(self) -> None:
         for child in self.processes():
@@ -246,44 +255,57 @@ def watched_sweep(spec: Path, results: Path) -> Watched:
     server = Server(results.parent)
     served = psutil.Process(server.proc.pid)
     try:
-        with sync_playwright() as p, Lowest(spare=server.proc.pid) as lowest:
+        with sync_playwright() as p:
             # The browser stands for the user's, which is usually elsewhere (an SSH tunnel from a
             # laptop): here it shares the machine, and runs at the lowest priority as the server does.
+            driver = [c for c in psutil.Process().children() if c.pid != server.proc.pid]
             browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
                                         args=["--no-sandbox", "--disable-gpu"])
-            pages = [browser.new_page(), browser.new_page()]
-            for page in pages:
-                page.add_init_script(COUNT_FETCHES)
-            pages[0].goto(server.url + "/")
-            wait_idle(served)
-            startup = cpu_seconds([served])
-            others = lowest.processes()
-            browser_before = cpu_seconds(others)
-            done = threading.Event()
-            box: list[float] = []
-
-            def run() -> None:
-                box.append(sweep_once(spec, results))
-                done.set()
-
-            threading.Thread(target=run, daemon=True).start()
-            # Open the sweep's pages as soon as it has a ledger, then leave them to themselves.
-            name = results.name
-            while not (results / "benchlab.db").exists() and not done.is_set():
-                time.sleep(0.02)
-            if not done.is_set():
-                time.sleep(3.2)  # the dashboard looks for new benchmarks every 3 s
-                pages[0].goto(f"{server.url}/b/{name}")
-                pages[1].goto(f"{server.url}/b/{name}/curves")
-            done.wait()
-            server_cpu = cpu_seconds([served]) - startup
-            everyone = {q.pid: q for q in others + lowest.processes()}
-            browser_cpu = cpu_seconds(list(everyone.values())) - browser_before
+            with Lowest(driver) as lowest:
+                pages = [browser.new_page(), browser.new_page()]
+                for page in pages:
+                    page.add_init_script(COUNT_FETCHES)
+                pages[0].goto(server.url + "/")
+                wait_idle(served)
+                startup = cpu_seconds([served])
+                others = lowest.processes()
+                browser_before = cpu_seconds(others)
+                wall = watch(spec, results, server.url, pages)
+                server_cpu = cpu_seconds([served]) - startup
+                everyone = {q.pid: q for q in others + lowest.processes()}
+                browser_cpu = cpu_seconds(list(everyone.values())) - browser_before
             requests = sum(int(page.evaluate("window.__benchlabRequests || 0")) for page in pages)
             browser.close()
-        return Watched(box[0], server_cpu, browser_cpu, startup, requests, lowest.raised)
+        return Watched(wall, server_cpu, browser_cpu, startup, requests, lowest.raised)
     finally:
         server.close()
+
+
+def watch(spec: Path, results: Path, url: str, pages: list[Any]) -> float:
+    """The sweep's wall time, its pages opened as soon as it has a ledger and then left to themselves."""
+    done = threading.Event()
+    box: list[float] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(sweep_once(spec, results))
+        except BaseException as exc:  # noqa: BLE001 - raised again below, in the main thread
+            failed.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    while not (results / "benchlab.db").exists() and not done.is_set():
+        time.sleep(0.02)
+    if not done.is_set():
+        time.sleep(3.2)  # the dashboard looks for new benchmarks every 3 s
+        pages[0].goto(f"{url}/b/{results.name}")
+        pages[1].goto(f"{url}/b/{results.name}/curves")
+    done.wait()
+    if failed:
+        raise failed[0]
+    return box[0]
 
 
 def overhead(runs: int, repeat: int) -> None:
