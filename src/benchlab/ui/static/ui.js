@@ -6,6 +6,7 @@
   var state = document.getElementById("live-state");
   var bench = main ? main.dataset.bench : null;
   var busy = false;
+  var shown = null;  // the live part's text as last fetched
 
   function versionOf(data) {
     return bench === "*" ? data.version : data.benchmarks[bench];
@@ -26,7 +27,7 @@
       if (r.status === 204) { return; }
       var version = r.headers.get("X-Version");
       return r.text().then(function (text) {
-        main.innerHTML = text;
+        if (text !== shown) { main.innerHTML = text; shown = text; }  // the same text: nothing to lay out
         main.dataset.version = version;
         document.dispatchEvent(new CustomEvent("benchlab:update", {detail: {version: version}}));
       });
@@ -53,10 +54,14 @@
   // one a second for as long as the sweep ran.
   function once() {
     var pending = null;
-    return {ask: function (f, ms) {
-      if (pending !== null) { return; }
-      pending = window.setTimeout(function () { pending = null; f(); }, ms);
-    }};
+    return {
+      ask: function (f, ms) {
+        if (pending !== null) { return; }
+        pending = window.setTimeout(function () { pending = null; f(); }, ms);
+      },
+      // A change while it waits changes nothing: the server makes the view again only after a while.
+      waiting: function () { return pending !== null; }
+    };
   }
 
   // A benchmark's page: the report's tables, fetched apart (at 10,000 runs they take seconds),
@@ -89,7 +94,7 @@
       });
     }
     load();
-    document.addEventListener("benchlab:update", load);
+    document.addEventListener("benchlab:update", function () { if (!later.waiting()) { load(); } });
   };
 
   // A run's page: the log follows its end while the reader is at the end.
@@ -220,7 +225,7 @@
     seeds.addEventListener("change", function () { bookmark(); draw(); });
     plot.addEventListener("plotly_legendclick", function () {});
     load();
-    document.addEventListener("benchlab:update", load);
+    document.addEventListener("benchlab:update", function () { if (!later.waiting()) { load(); } });
     var wired = false;
     var wire = window.setInterval(function () {
       if (wired || !plot.on) { return; }
