@@ -223,15 +223,18 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
 def _warm(library: Library, cache: _Cache) -> None:
     # The first page of each benchmark is computed before anyone asks, and the statistics'
     # imports paid at start, so that a first response is as quick as the next ones, and a
-    # dashboard left open before a sweep starts does not pay them while the sweep runs.
+    # dashboard left open before a sweep starts does not pay them while the sweep runs. The
+    # pages' cheap parts first: a page asked for meanwhile would wait for the imports' CPU.
     try:
-        _import_views_needs()
         with read_only_ledgers():
-            for b in library.benchmarks():
+            found = library.benchmarks()
+            for b in found:
                 v = library.version_of(b.key)
                 cache.get(("overview", b.key), v, partial(views.overview, b))
                 cache.get(("benchmark", b.key), v, partial(views.benchmark_view, b))
-                cache.get(("numbers", b.key), v, partial(views.report_numbers, b.folder))
+            _import_views_needs()
+            for b in found:
+                cache.get(("numbers", b.key), library.version_of(b.key), partial(views.report_numbers, b.folder))
     except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
         pass
 
