@@ -241,7 +241,7 @@ def _warm(library: Library, cache: _Cache) -> None:
 
 def _import_views_needs() -> None:
     """What the views import on their first call (pandas, scipy and the report through them):
-    about a second and a half of CPU, most of the report's tables' first time at 10,000 runs."""
+    about a second and a half of CPU, about half of the report's tables' first time at 10,000 runs."""
     import benchlab.collect.files
     import benchlab.report
     import benchlab.report.curves
