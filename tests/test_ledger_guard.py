@@ -44,3 +44,51 @@ def test_checks_of_the_ledger_keep_the_sweeps_locks_so_its_commits_stay_visible(
     finally:
         store.close()
         guard.close()
+
+
+def test_a_checkpoint_held_back_by_a_reader_is_not_taken_for_a_truncated_ledger(tmp_path):
+    """A reader's snapshot (the dashboard's, `benchlab status`'s) lets a checkpoint fold only the
+    log's older frames into the file: page 1 with the grown page count is copied, the last page,
+    changed again since the snapshot, stays in the log, and the file is shorter than its header
+    says. The ledger is whole; a sweep watched by the dashboard used to stop here."""
+    import sqlite3
+
+    store = Store.create(tmp_path)
+    db = store.path
+    store.conn.execute("CREATE TABLE scratch (x TEXT)")
+    guard = LedgerGuard(store, every_s=0.0)
+    reader = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None)
+    try:
+        for _ in range(40):  # the ledger grows by a few pages, a commit each
+            store.conn.execute("INSERT INTO scratch VALUES (?)", ("x" * 500,))
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM scratch").fetchone()
+        store.conn.execute("INSERT INTO scratch VALUES ('y')")  # the last page again, page 1 unchanged
+        _, frames, folded = store.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        assert 0 < folded < frames
+        header = db.read_bytes()[:100]
+        assert db.stat().st_size < int.from_bytes(header[28:32], "big") * int.from_bytes(header[16:18], "big")
+        assert guard.check(force=True) is None
+        reader.execute("COMMIT")
+        store.checkpoint()
+        assert guard.check(force=True) is None
+    finally:
+        reader.close()
+        store.close()
+        guard.close()
+
+
+def test_a_ledger_cut_short_under_the_sweep_is_still_noticed_with_its_log_in_use(tmp_path):
+    store = Store.create(tmp_path)
+    db = store.path
+    guard = LedgerGuard(store, every_s=0.0)
+    try:
+        store._set_meta(probe="x" * 20_000)
+        store.checkpoint()
+        store._set_meta(other="y")  # the log holds a frame again, of a page the cut does not reach
+        with open(db, "r+b") as fh:
+            fh.truncate(db.stat().st_size // 2)
+        assert "truncated" in (guard.check(force=True) or "")
+    finally:
+        store.close()
+        guard.close()

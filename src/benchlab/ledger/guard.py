@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -15,15 +16,51 @@ if TYPE_CHECKING:
 _SQLITE_MAGIC = b"SQLite format 3\0"
 
 
+def _page_size_and_count(header: bytes) -> tuple[int, int]:
+    page_size = int.from_bytes(header[16:18], "big")
+    return (65536 if page_size == 1 else page_size), int.from_bytes(header[28:32], "big")
+
+
 def _header_problem(header: bytes, size: int) -> str | None:
     if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
         return "is no longer a SQLite database (truncated or overwritten)"
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
+    page_size, pages = _page_size_and_count(header)
     if size < page_size * pages:
         return f"was truncated ({size} of {page_size * pages} bytes left)"
     return None
+
+
+def _short_but_logged(header: bytes, size: int, wal: Path) -> bool:
+    """Whether the file is shorter than its header says only because its last pages are still
+    in the write-ahead log.
+
+    A checkpoint held back by a reader's snapshot (the dashboard's, ``benchlab status``'s)
+    copies into the file the newest frames the snapshot allows: page 1, with the grown page
+    count, but not a last page changed again since the snapshot, whose newest frame is newer.
+    The ledger is whole; the file alone reads as damaged until a checkpoint completes. A frame
+    belongs to the log as it is now when it carries the salts of the log's header (a log that
+    started over keeps its old frames behind new salts)."""
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        return False
+    page_size, pages = _page_size_and_count(header)
+    need = set(range(size // page_size + 1, pages + 1))
+    try:
+        with open(wal, "rb") as fh:
+            head = fh.read(32)
+            if len(head) < 32 or int.from_bytes(head[8:12], "big") != page_size:
+                return False
+            salts = head[16:24]
+            at = 32
+            while need:
+                fh.seek(at)
+                frame = fh.read(24)
+                if len(frame) < 24 or frame[8:16] != salts:
+                    break
+                need.discard(int.from_bytes(frame[:4], "big"))
+                at += 24 + page_size
+    except OSError:
+        return False
+    return not need
 
 
 class LedgerGuard:
@@ -78,7 +115,10 @@ class LedgerGuard:
         if (st.st_dev, st.st_ino) != self._key:
             return "was replaced by another file"
         try:
-            problem = _header_problem(os.pread(self._fd, 100, 0), os.fstat(self._fd).st_size)
+            header, size = os.pread(self._fd, 100, 0), os.fstat(self._fd).st_size
+            problem = _header_problem(header, size)
+            if problem is not None and _short_but_logged(header, size, self.path.with_name(f"{self.path.name}-wal")):
+                return None  # the file alone cannot be read until a checkpoint completes: look again next time
         except OSError as exc:
             problem = f"cannot be read ({exc.strerror or exc})"
         if problem is not None:

@@ -2,8 +2,11 @@
 
 Every page is HTML rendered here; its live part (``<main id="live">``) is fetched again by
 ``ui.js`` when ``/api/changes`` says that its benchmark's version moved (polled every second),
-so a change shows within two seconds without a reload. The curves page draws with the
-plotly.js that the ``plotly`` package ships, served from that package's own file.
+so a change shows within two seconds without a reload. A page sends the version it shows
+(``?have=N``) and gets 204 while the server has nothing newer for it: the costly views are made
+again at most as often as :data:`RECOMPUTE_SHARE` allows, not at every change of a live sweep.
+The curves page draws with the plotly.js that the ``plotly`` package ships, served from that
+package's own file.
 
 With a token, every request needs it: ``Authorization: Bearer <token>``, or the cookie that
 the one-time URL printed at start (``/login/<code>``) or any URL with ``?token=<token>`` sets.
@@ -33,6 +36,7 @@ from fastapi.responses import (
     JSONResponse,
     PlainTextResponse,
     RedirectResponse,
+    Response,
     StreamingResponse,
 )
 from starlette.exceptions import HTTPException
@@ -78,33 +82,60 @@ class Access:
 #: How long a view that costs more than the page around it is served as it is while its benchmark
 #: keeps changing: the report's tables (statistics over every run) and the curves. A sweep of short
 #: runs changes its ledger many times a second; recomputing these at each change would take the
-#: CPU the sweep needs. The page's grid and counts, cheap, follow every change.
+#: CPU the sweep needs.
 NUMBERS_FRESH_S = 5.0
 CURVES_FRESH_S = 1.0
+#: The most of one core that recomputing one view may take while its benchmark keeps changing: a
+#: view is served as it is for at least its last computation's CPU time over this share (a grid
+#: of 10,000 runs that takes 0.1 s is made again at most every 2 s, the report's tables that take
+#: 3 s every minute). Every view the pages show is bounded so, the cheap grid included, whatever
+#: the benchmark's size and however many pages are open: the sweep keeps the rest of the machine.
+RECOMPUTE_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class _Made:
+    """A view as computed: the benchmark's ``version`` it was made at, when (``at``, the cache's
+    clock) and the CPU seconds its computation took (``cost``)."""
+
+    version: int
+    value: Any
+    at: float
+    cost: float
 
 
 class _Cache:
-    """Views computed once per version of their benchmark (a computation per key at a time)."""
+    """Views computed once per version of their benchmark (a computation per key at a time), and
+    while it keeps changing, at most as often as :data:`RECOMPUTE_SHARE` allows."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._values: dict[tuple[Any, ...], tuple[int, Any, float]] = {}
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 cpu_clock: Callable[[], float] = time.thread_time, share: float = RECOMPUTE_SHARE) -> None:
+        self._values: dict[tuple[Any, ...], _Made] = {}
         self._locks: dict[tuple[Any, ...], threading.Lock] = {}
         self._guard = threading.Lock()
         self._clock = clock
+        self._cpu_clock = cpu_clock
+        self._share = share
 
     def get(self, key: tuple[Any, ...], version: int, make: Callable[[], Any],
             fresh_for: float = 0.0) -> tuple[int, Any]:
         """``(version it was made at, value)``: made again when ``version`` moved, unless the
-        value is younger than ``fresh_for`` seconds (the caller then sees its older version)."""
+        value is younger than ``fresh_for`` seconds or than its cost over the share (the caller
+        then sees its older version)."""
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             hit = self._values.get(key)
-            if hit is not None and (hit[0] == version or self._clock() - hit[2] < fresh_for):
-                return hit[0], hit[1]
-            made = (version, make(), self._clock())
+            if hit is not None and (hit.version == version or
+                                    self._clock() - hit.at < max(fresh_for, hit.cost / self._share)):
+                return hit.version, hit.value
+            # CPU time, not wall time: at nice 19 on a busy machine a computation waits for the
+            # CPU far longer than it uses it, and only what it uses is taken from the sweep.
+            started = self._cpu_clock()
+            value = make()
+            made = _Made(version, value, self._clock(), self._cpu_clock() - started)
             self._values[key] = made
-            return made[0], made[1]
+            return made.version, made.value
 
 
 def _when(ts: float | None) -> str:
@@ -190,17 +221,46 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
 
 
 def _warm(library: Library, cache: _Cache) -> None:
-    # The first page of each benchmark is computed before anyone asks (and the statistics'
-    # imports paid), so that its first response is as quick as the next ones.
+    # The first page of each benchmark is computed before anyone asks, and the statistics'
+    # imports paid at start, so that a first response is as quick as the next ones, and a
+    # dashboard left open before a sweep starts does not pay them while the sweep runs. The
+    # pages' cheap parts first: a page asked for meanwhile would wait for the imports' CPU.
     try:
         with read_only_ledgers():
-            for b in library.benchmarks():
+            found = library.benchmarks()
+            for b in found:
                 v = library.version_of(b.key)
                 cache.get(("overview", b.key), v, partial(views.overview, b))
                 cache.get(("benchmark", b.key), v, partial(views.benchmark_view, b))
-                cache.get(("numbers", b.key), v, partial(views.report_numbers, b.folder))
+            _import_views_needs()
+            for b in found:
+                cache.get(("numbers", b.key), library.version_of(b.key), partial(views.report_numbers, b.folder))
     except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
         pass
+
+
+def _import_views_needs() -> None:
+    """What the views import on their first call (pandas, scipy and the report through them):
+    about a second and a half of CPU, about half of the report's tables' first time at 10,000 runs."""
+    import benchlab.collect.files
+    import benchlab.report
+    import benchlab.report.curves
+    import benchlab.report.markdown
+    import benchlab.report.questions
+    import benchlab.report.style
+    import benchlab.results
+    import benchlab.triage  # noqa: F401
+
+
+def _has(request: Request, version: int) -> bool:
+    """Whether the page asking already shows ``version`` of what it asks for (``?have=N``)."""
+    return request.query_params.get("have") == str(version)
+
+
+def _unchanged(version: int) -> Response:
+    """The answer to a page that already shows ``version``: nothing to render, send or put in place
+    (while a sweep runs, a page asks about once a second and a costly view is made less often)."""
+    return Response(status_code=204, headers={"X-Version": str(version), "Cache-Control": "no-store"})
 
 
 def _add_access(app: FastAPI, access: Access) -> None:
@@ -249,6 +309,8 @@ def _page_router(library: Library, cache: _Cache, env: Any, plotly: Path | None)
 
     def page(name: str, request: Request, version: int, bench: str, **context: Any) -> Any:
         fragment = request.query_params.get("fragment") == "1"
+        if fragment and _has(request, version):
+            return _unchanged(version)
         text = env.get_template(name).render(fragment=fragment, bench=bench, version=version,
                                              request=request, **context)
         return HTMLResponse(text, headers={"X-Version": str(version), "Cache-Control": "no-store"})
@@ -278,6 +340,8 @@ def _page_router(library: Library, cache: _Cache, env: Any, plotly: Path | None)
         bench = library.get(key)
         version, numbers = cache.get(("numbers", key), library.version_of(key),
                                      partial(views.report_numbers, bench.folder), NUMBERS_FRESH_S)
+        if _has(request, version):
+            return _unchanged(version)
         text = env.get_template("numbers.html").render(numbers=numbers, bench=key)
         return HTMLResponse(text, headers={"X-Version": str(version), "Cache-Control": "no-store"})
 
@@ -319,10 +383,12 @@ def _data_router(library: Library, cache: _Cache, plotly: Path | None) -> APIRou
                             headers={"Cache-Control": "no-store"})
 
     @router.get("/b/{key}/curves.json")
-    def curves_json(key: str, task: str, metric: str) -> Any:
+    def curves_json(request: Request, key: str, task: str, metric: str) -> Any:
         bench = library.get(key)
         version, data = cache.get(("curves", key, task, metric), library.version_of(key),
                                   partial(views.curves_data, bench, task, metric), CURVES_FRESH_S)
+        if _has(request, version):
+            return _unchanged(version)
         return JSONResponse({**data.to_json(), "version": version}, headers={"Cache-Control": "no-store"})
 
     @router.get("/b/{key}/runs/{run_id}/log", response_class=PlainTextResponse)

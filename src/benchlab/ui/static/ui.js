@@ -6,20 +6,28 @@
   var state = document.getElementById("live-state");
   var bench = main ? main.dataset.bench : null;
   var busy = false;
+  var shown = null;  // the live part's text as last fetched
 
   function versionOf(data) {
     return bench === "*" ? data.version : data.benchmarks[bench];
+  }
+
+  // Asks with the version shown: 204 while the server has nothing newer (it makes a costly view
+  // again only every so often while a sweep runs), so nothing is sent, parsed or laid out.
+  function withHave(url, version) {
+    return version ? url + (url.indexOf("?") < 0 ? "?" : "&") + "have=" + encodeURIComponent(version) : url;
   }
 
   function refresh() {
     busy = true;
     var url = new URL(window.location.href);
     url.searchParams.set("fragment", "1");
-    return fetch(url.toString(), {cache: "no-store"}).then(function (r) {
+    return fetch(withHave(url.toString(), main.dataset.version), {cache: "no-store"}).then(function (r) {
       if (!r.ok) { throw new Error("HTTP " + r.status); }
+      if (r.status === 204) { return; }
       var version = r.headers.get("X-Version");
       return r.text().then(function (text) {
-        main.innerHTML = text;
+        if (text !== shown) { main.innerHTML = text; shown = text; }  // the same text: nothing to lay out
         main.dataset.version = version;
         document.dispatchEvent(new CustomEvent("benchlab:update", {detail: {version: version}}));
       });
@@ -41,24 +49,44 @@
 
   if (main) { window.setInterval(poll, POLL_MS); }
 
+  // One "ask again later" at a time: every change of a live sweep asks for the costly views, and
+  // each answer that is older than the page asked for a timer of its own, so their number grew by
+  // one a second for as long as the sweep ran.
+  function once() {
+    var pending = null;
+    return {
+      ask: function (f, ms) {
+        if (pending !== null) { return; }
+        pending = window.setTimeout(function () { pending = null; f(); }, ms);
+      },
+      // A change while it waits changes nothing: the server makes the view again only after a while.
+      waiting: function () { return pending !== null; }
+    };
+  }
+
   // A benchmark's page: the report's tables, fetched apart (at 10,000 runs they take seconds),
   // again after each change, one fetch at a time.
   window.benchlabNumbers = function () {
     var box = document.getElementById("numbers");
+    var later = once();
     var loading = false;
     var again = false;
     function load() {
       if (loading) { again = true; return; }
       loading = true;
-      fetch(box.dataset.src, {cache: "no-store"}).then(function (r) {
+      fetch(withHave(box.dataset.src, box.dataset.version), {cache: "no-store"}).then(function (r) {
         if (!r.ok) { throw new Error("HTTP " + r.status); }
         var version = r.headers.get("X-Version");
+        // Served from before the page's last change (the tables are recomputed at most every
+        // few seconds while a sweep runs): ask again shortly, even if nothing else changes.
+        var behind = function () {
+          if (Number(version) < Number(main.dataset.version)) { later.ask(load, 2000); }
+        };
+        if (r.status === 204) { behind(); return; }
         return r.text().then(function (text) {
           box.innerHTML = text;
           box.dataset.version = version;
-          // Served from before the page's last change (the tables are recomputed at most every
-          // few seconds while a sweep runs): ask again shortly, even if nothing else changes.
-          if (Number(version) < Number(main.dataset.version)) { window.setTimeout(load, 2000); }
+          behind();
         });
       }).catch(function () {}).finally(function () {
         loading = false;
@@ -66,7 +94,7 @@
       });
     }
     load();
-    document.addEventListener("benchlab:update", load);
+    document.addEventListener("benchlab:update", function () { if (!later.waiting()) { load(); } });
   };
 
   // A run's page: the log follows its end while the reader is at the end.
@@ -92,6 +120,8 @@
     var note = document.getElementById("curve-note");
     var hidden = {};
     var data = null;
+    var drawn = null;  // the "task|metric" whose data is drawn
+    var later = once();
     var loading = false;
 
     function rgba(hex, a) {
@@ -166,11 +196,20 @@
       loading = true;
       var url = "/b/" + encodeURIComponent(plot.dataset.bench) + "/curves.json?task=" +
         encodeURIComponent(plot.dataset.task) + "&metric=" + encodeURIComponent(plot.dataset.metric);
-      fetch(url, {cache: "no-store"}).then(function (r) { return r.json(); }).then(function (d) {
-        data = d;
-        plot.dataset.version = String(d.version);
-        draw();
-        if (d.version < Number(main.dataset.version)) { window.setTimeout(load, 1200); }
+      var asked = plot.dataset.task + "|" + plot.dataset.metric;
+      var have = asked === drawn ? plot.dataset.version : null;
+      fetch(withHave(url, have), {cache: "no-store"}).then(function (r) {
+        var version = Number(r.headers.get("X-Version"));
+        if (r.status === 204) { return version; }
+        return r.json().then(function (d) {
+          data = d;
+          drawn = asked;
+          plot.dataset.version = String(d.version);
+          draw();
+          return d.version;
+        });
+      }).then(function (version) {
+        if (version < Number(main.dataset.version)) { later.ask(load, 1200); }
       }).finally(function () { loading = false; });
     }
 
@@ -186,7 +225,7 @@
     seeds.addEventListener("change", function () { bookmark(); draw(); });
     plot.addEventListener("plotly_legendclick", function () {});
     load();
-    document.addEventListener("benchlab:update", load);
+    document.addEventListener("benchlab:update", function () { if (!later.waiting()) { load(); } });
     var wired = false;
     var wire = window.setInterval(function () {
       if (wired || !plot.on) { return; }
