@@ -244,11 +244,11 @@ def _import_views_needs() -> None:
     about a second and a half of CPU, about half of the report's tables' first time at 10,000 runs."""
     import benchlab.collect.files
     import benchlab.report
-    import benchlab.report.curves
     import benchlab.report.markdown
     import benchlab.report.questions
     import benchlab.report.style
     import benchlab.results
+    import benchlab.stats.curves
     import benchlab.triage  # noqa: F401
 
 

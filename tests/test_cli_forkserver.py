@@ -1,0 +1,72 @@
+"""The tests' `benchlab` commands forked from a preloaded server behave as plain subprocesses do:
+the same output, exit code and working directory, the environment they were given, a process of
+their own, and a timeout that kills them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import benchlab_testing
+from benchlab_testing import run_cli
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux-only")
+
+
+def _plain(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "benchlab", *args], cwd=cwd, capture_output=True, text=True,
+                          env=full, timeout=120)
+
+
+def _forked_cpu() -> float:
+    return benchlab_testing._forkserver.cpu_used
+
+
+@pytest.mark.parametrize("args", [("--help",), ("status", "no-such-folder"), ("run", "missing.yaml")])
+def test_a_forked_command_prints_and_exits_as_a_plain_one(tmp_path: Path, args: tuple[str, ...]) -> None:
+    before = _forked_cpu()
+    forked = run_cli(*args, cwd=tmp_path)
+    assert _forked_cpu() > before, "the command was not forked"
+    plain = _plain(*args, cwd=tmp_path)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+
+
+def test_a_forked_command_runs_in_its_own_process_in_its_folder_with_its_environment(make_bench) -> None:
+    bench = make_bench("""
+        name: env
+        tasks: [{name: t}]
+        configs: [{name: a}]
+        seeds: 1
+        command: python run.py
+        metrics: {primary: score}
+    """)
+    before = _forked_cpu()
+    done = run_cli("run", "bench.yaml", "--no-report", cwd=bench.root, env={"BENCHLAB_SEEN_BY_RUN": "yes"})
+    assert done.returncode == 0, done.stderr
+    assert _forked_cpu() > before
+    (env_json,) = bench.root.glob("results/**/runs/*/env.json")  # the run script dumps BENCHLAB_* it was given
+    assert '"BENCHLAB_SEEN_BY_RUN": "yes"' in env_json.read_text()
+
+
+def test_a_forked_command_past_its_timeout_is_killed_and_raises_as_subprocess_run_does(tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text("import time\ntime.sleep(60)\n")
+    (tmp_path / "bench.yaml").write_text(
+        "name: slow\ntasks: [{name: t}]\nconfigs: [{name: a}]\nseeds: 1\ncommand: python slow.py\n"
+        "metrics: {primary: score}\n")
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_cli("run", "bench.yaml", "--no-report", cwd=tmp_path, timeout=5)
+    assert time.monotonic() - started < 45
+
+
+def test_a_command_whose_environment_changes_what_libraries_read_at_import_is_not_forked(tmp_path: Path) -> None:
+    before = _forked_cpu()
+    done = run_cli("--help", cwd=tmp_path, env={"OPENBLAS_NUM_THREADS": "3", "PYTHONHASHSEED": "7"})
+    assert done.returncode == 0
+    assert _forked_cpu() == before
