@@ -403,8 +403,11 @@ def _primary_comparisons(data: ReportData) -> list[ComparisonRow]:
 
 
 def _comparison_rows(data: ReportData, rows: list[ComparisonRow]) -> list[str]:
-    info = data.info
-    goal = _goal(data)
+    return comparison_rows(data.info, _goal(data), rows)
+
+
+def comparison_rows(info: BenchmarkInfo, goal: str, rows: list[ComparisonRow]) -> list[str]:
+    """The comparisons table's Markdown lines: the report's, the dashboard's and a notebook's."""
     tasks = [t for t in info.tasks if any(r.task == t for r in rows)]
     tasks += sorted({r.task for r in rows} - set(tasks))
     # The verdict comes third, so it is on screen however wide the rest of the table is.

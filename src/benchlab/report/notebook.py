@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from benchlab.benchmark_info import BenchmarkInfo
@@ -61,7 +60,7 @@ def comparison_markdown(comparison: Comparison) -> str:
         from benchlab.report.questions import render_section
 
         return render_section(comparison.questions)
-    from benchlab.report.markdown import _comparison_rows
+    from benchlab.report.markdown import comparison_rows
     from benchlab.report.tables import cell
 
     analysis = comparison.seeds
@@ -79,7 +78,7 @@ def comparison_markdown(comparison: Comparison) -> str:
         lines = [f"{cell(rows[0].candidate)} against the baseline **{cell(rows[0].baseline)}** on {cell(metric)}: "
                  f"mean diff is candidate − baseline ({'higher' if comparison.goal == 'max' else 'lower'} is an "
                  f"improvement) with its 95% CI ({method}).", "",
-                 *_comparison_rows(SimpleNamespace(info=info), rows)]  # type: ignore[arg-type]
+                 *comparison_rows(info, comparison.goal, rows)]
     if analysis.warnings:
         lines += ["", "Warnings from the analysis:", "", *(f"- {cell(w)}" for w in analysis.warnings)]
     return "\n".join(lines)
