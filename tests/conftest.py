@@ -55,6 +55,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
     # The groups that hold slow tests (servers, clusters, journeys) go to the workers first, so
     # that the run does not end on one of them alone; within a group the order is the file's.
+    # (pytest-xdist would otherwise hand out the groups by their number of tests, the files of one
+    # long journey last: pyproject's addopts turn that off with --no-loadscope-reorder.)
     slow = {groups[item.nodeid] for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: groups[item.nodeid] not in slow)
 
