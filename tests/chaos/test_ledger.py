@@ -49,7 +49,9 @@ def bench(tmp_path: Path) -> Path:
 
 def test_rebuild_refuses_to_run_beside_a_sweep(bench):
     db = bench / "out" / "benchlab.db"
-    sweep = start(bench, "run", "bench.yaml", "-r", "out", "--no-report", "-j", "2", "-s", "pause=0.5")
+    # Runs of 1.5 s, two at a time: the sweep lasts ~15 s, so the rebuild below starts beside it even
+    # on a loaded machine (with 0.5 s runs it sometimes started after the sweep had ended).
+    sweep = start(bench, "run", "bench.yaml", "-r", "out", "--no-report", "-j", "2", "-s", "pause=1.5")
     wait_for(lambda: completed(db) >= 1, proc=sweep)
     proc = run_cli("collect", "out", "--rebuild", cwd=bench)
     assert proc.returncode == 2, proc.stderr
