@@ -248,7 +248,7 @@ def _import_views_needs() -> None:
     import benchlab.report.questions
     import benchlab.report.style
     import benchlab.results
-    import benchlab.stats.curves
+    import benchlab.stats.results_analysis
     import benchlab.triage  # noqa: F401
 
 
