@@ -237,7 +237,7 @@ def _worst_values(
             out[(task, metric)] = float(bounds[0] if up else bounds[1])
         else:
             out[(task, metric)] = float(g["value"].min() if up else g["value"].max())
-    for task, metric in dict.fromkeys(zip(table["task"], table["metric"], strict=True)):
+    for task, metric in dict.fromkeys(zip(table["task"].tolist(), table["metric"].tolist(), strict=True)):
         bounds = range_of(ranges, task, metric)
         if (task, metric) not in out and bounds is not None:
             up = goal_of(goal, metric) == "max"
@@ -265,7 +265,8 @@ def account(
     counts = count_seeds(table, planned, failed_runs, metrics)
     acc = Accounting(failed_as, counts)
     failed_keys = {(c.task, c.config, c.metric, s) for c in counts.values() for s in c.failed}
-    keys = list(zip(table["task"], table["config"], table["metric"], table["seed"], strict=True))
+    keys = list(zip(table["task"].tolist(), table["config"].tolist(), table["metric"].tolist(),
+                    table["seed"].tolist(), strict=True))
     is_failed = np.fromiter((k in failed_keys for k in keys), dtype=bool, count=len(keys))
     out = table[~is_failed]
     if failed_as == "worst":

@@ -26,6 +26,7 @@ from benchlab.stats.bootstrap import (
     stratified_bootstrap,
     studentized_mean_ci,
 )
+from benchlab.stats.threads import one_blas_thread
 from benchlab.stats.tolerance import negligible_mask
 
 AGGREGATES = ("iqm", "median", "mean", "optimality_gap")
@@ -435,6 +436,7 @@ def aggregate(
     return aggregate_many([scores], reps, confidence, seed, method)[0]
 
 
+@one_blas_thread
 def aggregate_many(
     tables: list[np.ndarray],
     reps: int = 10_000,

@@ -19,6 +19,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from benchlab.choices import MethodChoice
+from benchlab.stats.threads import one_blas_thread
 
 Statistic = Callable[..., np.ndarray]
 Method = Literal["studentized", "percentile", "bca"]
@@ -224,6 +225,7 @@ def _studentized_bounds(shift: np.ndarray, se2: np.ndarray, confidence: float
     return _order_statistics(t, confidence)
 
 
+@one_blas_thread
 def studentized_mean_ci(
     x: np.ndarray, reps: int = 10_000, confidence: float = 0.95, seed: SeedLike = 0
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -266,6 +268,7 @@ def studentized_mean_ci(
     return low.reshape(x.shape[:-1]), high.reshape(x.shape[:-1])
 
 
+@one_blas_thread
 def _studentized_diff_ci(
     b: np.ndarray, c: np.ndarray, reps: int, confidence: float, seed: SeedLike
 ) -> tuple[float, float]:

@@ -208,7 +208,7 @@ def _analyze_primary(used: pd.DataFrame, acc: Accounting, table: pd.DataFrame, i
         return Analysis(warnings=[problem])
     if table.empty and not failed_runs:
         return Analysis(warnings=[f"no completed run has a value of {primary!r} yet"])
-    configs = set(table["config"])
+    configs = set(table["config"].tolist())
     try:
         return analyze_accounted(
             used[(used["metric"] == primary).to_numpy()], acc.of_metric(primary), table, planned=planned,
