@@ -191,23 +191,51 @@ def curve_set(metric: str, task: str, runs: Sequence[RunCurve]) -> CurveSet | No
     """The curves of one (metric, task), ``[(config, seed, steps, values), ...]``, aligned on
     one grid (:func:`common_grid`, thinned to :data:`MAX_GRID` steps, then :func:`align`); None
     when they have no point or share no step range."""
-    # A curve with no finite point has nothing to align or draw.
-    runs = [r for r in runs if np.any(~(np.isnan(r[2]) | np.isnan(r[3])))]
-    if not runs:
-        return None
-    curves = [(s, v) for _, _, s, v in runs]
-    # The grid align would make (the steps of points with a value), thinned first: aligning onto
-    # all of it and then thinning gives the same points at far less cost.
-    grid = decimate(common_grid([s[~(np.isnan(s) | np.isnan(v))] for s, v in curves]))
-    if grid.shape[0] == 0:
-        return None
-    _, rows = align(curves, grid)
+    shared = _on_shared_steps(runs)
+    if shared is not None:
+        grid, rows = shared
+    else:
+        # A curve with no finite point has nothing to align or draw.
+        runs = [r for r in runs if np.any(~(np.isnan(r[2]) | np.isnan(r[3])))]
+        if not runs:
+            return None
+        curves = [(s, v) for _, _, s, v in runs]
+        # The grid align would make (the steps of points with a value), thinned first: aligning
+        # onto all of it and then thinning gives the same points at far less cost.
+        grid = decimate(common_grid([s[~(np.isnan(s) | np.isnan(v))] for s, v in curves]))
+        if grid.shape[0] == 0:
+            return None
+        _, rows = align(curves, grid)
     values: dict[str, list[int]] = {}
     seeds: dict[str, list[int]] = {}
     for i, (config, seed, _, _) in enumerate(runs):
         values.setdefault(config, []).append(i)
         seeds.setdefault(config, []).append(seed)
     return CurveSet(metric, task, grid, {c: rows[idx] for c, idx in values.items()}, seeds)
+
+
+def _on_shared_steps(runs: Sequence[RunCurve]) -> tuple[np.ndarray, np.ndarray] | None:
+    """What :func:`curve_set` aligns when every run logged the same increasing steps and no NaN,
+    as a sweep's runs nearly always do: the thinned grid and each run's values at its steps,
+    ``(runs, len(grid))``, taken as logged; None for any other set of runs.
+
+    The same numbers as interpolating (:func:`align`): every step of the grid is one of the
+    run's own, where ``np.interp`` returns the logged value itself. One array operation for the
+    whole set instead of a few per run (10,000 runs of 100 points: ~0.3 s less).
+    """
+    if not runs:
+        return None
+    p = len(runs[0][2])
+    if p == 0 or any(len(r[2]) != p or len(r[3]) != p for r in runs):
+        return None
+    steps = np.asarray(np.stack([r[2] for r in runs]), dtype=float)
+    values = np.asarray(np.stack([r[3] for r in runs]), dtype=float)
+    first = steps[0].copy()
+    if (np.isnan(steps).any() or np.isnan(values).any() or not bool(np.all(first[1:] > first[:-1]))
+            or not bool(np.all(steps == first))):
+        return None
+    grid = decimate(first)
+    return grid, values[:, np.searchsorted(first, grid)]
 
 
 def mean_band(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
