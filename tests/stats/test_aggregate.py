@@ -222,3 +222,17 @@ def test_aggregate_names_excluded_failed_seeds_with_the_worst_case_figure_beside
     out = json.loads(result.to_json())["aggregate"]
     assert out[1]["failed_seeds_excluded"] == 3
     assert out[1]["mean_failed_as_worst"] == pytest.approx((0.9 + 0.0675) / 2)
+
+
+def test_performance_profile_counts_ties_and_padding_as_comparing_each_run_with_each_tau():
+    # Taus equal to some scores (a tie is not above), a task padded with NaN, taus in any order.
+    scores = np.array([[0.2, 0.5], [0.4, 0.5], [0.4, np.nan], [0.9, np.nan]])
+    taus = np.array([0.0, 0.2, 0.4, 0.5, 0.9, 1.0])
+    # Task 0: above 0.0 all 4; 0.2 three; 0.4 one; 0.5 one; 0.9 none. Task 1 (2 runs): 2, 2, 2, 0, 0.
+    by_hand = [(4 / 4 + 2 / 2) / 2, (3 / 4 + 2 / 2) / 2, (1 / 4 + 2 / 2) / 2, (1 / 4 + 0) / 2, 0.0, 0.0]
+    profile, low, high = performance_profile(scores, taus, reps=500, seed=1)
+    assert profile.tolist() == by_hand
+    shuffled = np.array([3, 0, 5, 1, 4, 2])
+    again, low2, high2 = performance_profile(scores, taus[shuffled], reps=500, seed=1)
+    assert again.tolist() == [by_hand[i] for i in shuffled]
+    assert low2.tolist() == low[shuffled].tolist() and high2.tolist() == high[shuffled].tolist()

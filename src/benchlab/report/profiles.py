@@ -35,10 +35,9 @@ def normalised_scores(
     """
     goal = info.primary_goal
     prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
-    tasks = [t for t in info.tasks if t in set(prim["task"])] + sorted(
-        set(prim["task"]) - set(info.tasks)
-    )
-    configs = config_order(info, set(prim["config"]))
+    present = set(prim["task"].tolist())
+    tasks = [t for t in info.tasks if t in present] + sorted(present - set(info.tasks))
+    configs = config_order(info, set(prim["config"].tolist()))
     groups = {k: g.to_numpy() for k, g in prim.groupby(["task", "config"], sort=False)["value"]}
     used, bounds, referenced, dropped = [], [], 0, []
     for t in tasks:
