@@ -42,7 +42,8 @@ def with_status(finals: pd.DataFrame, planned: dict[tuple[str, str], list[int]],
     out = finals.copy()
     out[STATUS] = COMPLETED
     out[FAILURE_CLASS] = ""
-    done = {(str(t), str(c), int(s)) for t, c, s in zip(out["task"], out["config"], out["seed"], strict=True)}
+    done = {(str(t), str(c), int(s)) for t, c, s in zip(out["task"].tolist(), out["config"].tolist(),
+                                                       out["seed"].tolist(), strict=True)}
     extra = []
     for (task, config), seeds in planned.items():
         for seed in seeds:

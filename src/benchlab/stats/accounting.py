@@ -189,7 +189,8 @@ def count_seeds(
                 else:
                     missing.append(seed)
             # Seeds that ran although not planned (a CSV, an older spec) still count.
-            extra = [s for s in have if s not in set(seeds)]
+            meant = set(seeds)
+            extra = [s for s in have if s not in meant]
             completed += sum(have[s] for s in extra)
             failed += [s for s in extra if not have[s]]
             out[(task, config, metric)] = SeedCount(
