@@ -101,10 +101,14 @@ def validate_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
         out["step"] = np.nan
     for col in ("value", "step"):
         numeric = pd.to_numeric(out[col], errors="coerce")
-        text = out[col].astype(str).str.strip().str.lower()
-        bad = numeric.isna() & out[col].notna() & ~text.isin(["", "nan"])
+        # Only a cell that did not parse is read as text (an empty one or "nan" holds no value):
+        # a column of numbers, the usual one, is never turned into 20,000 strings.
+        bad = (numeric.isna() & out[col].notna()).to_numpy(dtype=bool, copy=True)
         if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
+            text = out[col][bad].astype(str).str.strip().str.lower()
+            bad[bad] = ~text.isin(["", "nan"]).to_numpy()
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
             raise DataError(
                 f"{source}: column {col!r} must hold numbers; row {row + 1} has "
                 f"{out[col].iloc[row]!r}"
