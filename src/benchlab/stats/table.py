@@ -190,7 +190,8 @@ def reduce_runs(
     curves = df[df["step"].notna()]
     scalar_runs = _scalar_runs(scalars, keys, warnings)
     curves = _drop_repeated_points(curves, keys, warnings)
-    scalar_keys = set(_rows(scalar_runs, keys))
+    # Only curves are checked against the runs' scalars: a table of final values builds no set.
+    scalar_keys = set(_rows(scalar_runs, keys)) if len(curves) else set()
     rows: list[dict[str, Any]] = []
     curve_keys: set[tuple[Any, ...]] = set()
     for (task, metric), group in curves.groupby(["task", "metric"], sort=False):
@@ -221,7 +222,7 @@ def reduce_runs(
     curve_runs = pd.DataFrame(rows, columns=keys + ["value"])
     if summary == "final":
         # The run's own final scalar wins over its curve.
-        taken = set(_rows(scalar_runs, keys))
+        taken = set(_rows(scalar_runs, keys)) if len(curve_runs) else set()
         curve_runs = curve_runs[[r not in taken for r in _rows(curve_runs, keys)]]
         out = pd.concat([scalar_runs, curve_runs], ignore_index=True)
     else:
