@@ -675,7 +675,8 @@ def _count_above(s: np.ndarray, valid: np.ndarray, taus: np.ndarray) -> np.ndarr
     A value exceeds ``taus[j]`` exactly for the ``j`` below its place among the taus (its
     ``searchsorted``), so a histogram of the places, summed from the top, counts them: the
     counts of comparing every value with every tau, at ``(runs·tasks)`` cost, not ``·T``
-    (2,000 resamples of 100 runs × 10 tasks against 101 taus: about 10x less time).
+    (measured: ``performance_profile`` of 100 runs × 10 tasks, 200 resamples, 101 taus, 36 ms
+    with the comparisons and 20 ms so).
     """
     *lead, runs, tasks = s.shape
     n_taus = taus.shape[0]
