@@ -335,13 +335,13 @@ def test_the_report_reaches_the_ledger_through_no_helper():
 TOP_LEVEL_MODULES = {
     "__init__", "__main__",
     "runlog",  # benchlab.log / benchlab.summary, inside a run
-    "errors", "results", "plan", "benchmark_info", "long_format", "run_files", "failures",
-    "results_files",  # a results folder's own files, named once beside run_files (benchmark.json's record)
+    "errors", "results", "plan", "failures",
     "triage", "choices", "evalrules", "preregistration", "secrets", "extras", "watch",
     "json_types",  # the names of the mappings whose shape benchlab does not own, used by every step
 }
 TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "ledger", "report", "search", "spec",
                       "stats", "ui",
+                      "names",  # the names every step shares, spelt once and light (docs/architecture.md)
                       "skills"}  # agent skill files (SKILL.md per workflow): data beside its installer
 
 
@@ -361,6 +361,19 @@ def test_the_spec_is_one_package_and_its_parts_are_not_at_the_top():
     import benchlab.spec as spec
 
     assert spec.load_spec is spec.load.load_spec and spec.Spec is spec.models.Spec
+
+
+#: What the shared names may import: every step imports them, so they import no step.
+NAMES_MAY_IMPORT = {"benchlab.errors", "benchlab.json_types"}
+
+
+def test_the_shared_names_import_no_step_and_nothing_at_the_packages_top():
+    names = {name for name in MODULES if _unit(name) == "benchlab.names"}
+    reached = sorted(f"{i.importer} imports {i.imported}" for i in IMPORTS if i.importer in names
+                     and _unit(i.imported) != "benchlab.names" and i.imported not in NAMES_MAY_IMPORT)
+    assert reached == []
+    # `from benchlab import log` goes through the package's __init__ to run_files.
+    assert [i.imported for i in IMPORTS if i.importer == "benchlab.names"] == []
 
 
 def test_the_report_loads_no_spec_models():
@@ -389,7 +402,7 @@ def _string_constants(path: Path) -> list[tuple[int, str]]:
 
 def test_run_directory_file_names_are_spelt_only_in_run_files():
     spelt = sorted(f"{path.relative_to(SRC.parent)}:{line} {value!r}"
-                   for name, path in MODULES.items() if name != "benchlab.run_files"
+                   for name, path in MODULES.items() if name != "benchlab.names.run_files"
                    for line, value in _string_constants(path)
                    if any(value == f or value.endswith("/" + f) for f in RUN_FILES))
     assert spelt == []
@@ -397,7 +410,7 @@ def test_run_directory_file_names_are_spelt_only_in_run_files():
 
 def test_long_format_columns_are_listed_only_in_long_format():
     spelt = sorted(f"{path.relative_to(SRC.parent)}:{line}"
-                   for name, path in MODULES.items() if name != "benchlab.long_format"
+                   for name, path in MODULES.items() if name != "benchlab.names.long_format"
                    for node in ast.walk(ast.parse(path.read_text()))
                    if isinstance(node, ast.List | ast.Tuple)
                    and [c.value for c in node.elts if isinstance(c, ast.Constant)][:4] in (
@@ -486,7 +499,7 @@ def test_the_backend_protocol_names_no_backend():
 def test_the_runs_folder_is_joined_only_in_run_files():
     # `results / "runs"` spelt anywhere else would be a second definition of where runs live.
     joined = sorted(f"{path.relative_to(SRC.parent)}:{node.lineno}"
-                    for name, path in MODULES.items() if name != "benchlab.run_files"
+                    for name, path in MODULES.items() if name != "benchlab.names.run_files"
                     for node in ast.walk(ast.parse(path.read_text()))
                     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
                     and any(isinstance(side, ast.Constant) and side.value == "runs"
@@ -1222,7 +1235,7 @@ def test_the_command_line_lists_no_backends_by_hand():
 # results_files.py, as a run directory's are in run_files.py; benchmark.json and each version's
 # spec.json are read and written there only, through the record SavedSpec.
 def _folder_file_names() -> tuple[str, ...]:
-    from benchlab import results_files as rf
+    from benchlab.names import results_files as rf
 
     return (rf.BENCHMARK_FILE, rf.LEDGER_FILE, rf.LOCK_FILE, rf.REGISTRATION_FILE, rf.RECORDS_FILE,
             rf.SOURCES_FILE, rf.VERSION_FILE, rf.VERSION_SPEC_FILE, rf.DIFF_FILE, rf.PACKAGES_FILE,
@@ -1232,7 +1245,7 @@ def _folder_file_names() -> tuple[str, ...]:
 def test_results_folder_file_names_are_spelt_only_in_results_files():
     names = _folder_file_names()
     spelt = sorted(f"{path.relative_to(SRC.parent)}:{line} {value!r}"
-                   for name, path in MODULES.items() if name != "benchlab.results_files"
+                   for name, path in MODULES.items() if name != "benchlab.names.results_files"
                    for line, value in _string_constants(path)
                    if any(value == f or value.endswith("/" + f) for f in names))
     assert spelt == []
@@ -1280,7 +1293,7 @@ def _saved_spec_read_by_hand(source: str) -> list[str]:
 def test_the_saved_spec_check_finds_a_string_key_read():
     planted = (
         "import json\n"
-        "from benchlab.results_files import benchmark_file, BENCHMARK_FILE\n"
+        "from benchlab.names.results_files import benchmark_file, BENCHMARK_FILE\n"
         "def reads(folder):\n"
         "    return json.loads(benchmark_file(folder).read_text())['spec']\n"
         "def writes(folder, spec):\n"
@@ -1292,7 +1305,7 @@ def test_the_saved_spec_check_finds_a_string_key_read():
         "def version_spec(folder, vid):\n"
         "    return json.loads((folder / 'versions' / vid / VERSION_SPEC_FILE).read_text())\n"
         "def through_the_record(folder, other):\n"
-        "    from benchlab.results_files import SavedSpec\n"
+        "    from benchlab.names.results_files import SavedSpec\n"
         "    return SavedSpec.read(benchmark_file(folder)), json.loads(other.read_text())\n"
         "def other_file(folder):\n"
         "    return json.loads((folder / 'version.json').read_text())\n"
@@ -1302,7 +1315,7 @@ def test_the_saved_spec_check_finds_a_string_key_read():
 
 def test_benchmark_json_is_read_and_written_only_through_its_record():
     found = sorted(f"{path.relative_to(SRC.parent)}: {where}"
-                   for name, path in MODULES.items() if name != "benchlab.results_files"
+                   for name, path in MODULES.items() if name != "benchlab.names.results_files"
                    for where in _saved_spec_read_by_hand(path.read_text()))
     assert found == [], "read it with results_files.SavedSpec.read, write it with SavedSpec.write"
 
@@ -1333,7 +1346,7 @@ def test_a_metrics_goal_is_looked_up_only_in_benchmark_info():
     # benchmark_info.goal_of holds the default ("max") and the check; BenchmarkInfo.primary_goal
     # and metric_goal use it, as does every other module, stats/ included.
     found = sorted(f"{path.relative_to(SRC.parent)}:{line}"
-                   for name, path in MODULES.items() if name != "benchlab.benchmark_info"
+                   for name, path in MODULES.items() if name != "benchlab.names.benchmark_info"
                    for line in _goal_lookups(path.read_text()))
     assert found == [], "use BenchmarkInfo.primary_goal / metric_goal, or benchmark_info.goal_of"
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from benchlab.errors import DataError, UserError
 from benchlab.json_types import JsonObject
-from benchlab.results_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR, SavedSpec
+from benchlab.names.results_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR, SavedSpec
 
 #: The prefix of the environment variable a secret spec variable reaches its run through.
 ENV_PREFIX = "BENCHLAB_SECRET_"

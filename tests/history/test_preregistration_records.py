@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.ledger import DB_NAME, AnalysisPlan, Registration, Store
+from benchlab.names.benchmark_info import BenchmarkInfo
 from benchlab.preregistration import (
     REGISTRATION_FILE,
     Deviation,

@@ -356,7 +356,7 @@ def analyze(
                        reps=reps, seed=seed, as_json=as_json, csv=csv, value_range=value_range,
                        assume_normal=assume_normal)
         return
-    from benchlab.long_format import split_status
+    from benchlab.names.long_format import split_status
 
     final = _read_final_values(table) if summary == SummaryChoice.FINAL else None
     df = final if final is not None else _read_csv(table)

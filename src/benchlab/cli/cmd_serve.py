@@ -9,7 +9,7 @@ import typer
 
 from benchlab.cli.app import app, err_console
 from benchlab.errors import UsageError
-from benchlab.run_files import METRICS_FILE
+from benchlab.names.run_files import METRICS_FILE
 
 
 def _is_loopback(host: str) -> bool:

@@ -42,7 +42,7 @@ def ui(
                    "browsers then log in with the one-time URL printed here")
     if token is not None and len(token) < 8:
         raise UsageError(f"--token must be at least 8 characters, got {len(token)}")
-    from benchlab.results_files import LEDGER_FILE
+    from benchlab.names.results_files import LEDGER_FILE
 
     if not results:
         here = Path.cwd()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from benchlab.collect import lm_eval as _lm_eval
 from benchlab.collect.extractors import ExtractFailed, get_extractor
 from benchlab.collect.files import FILE_PROBLEM, read_metrics_json, read_metrics_jsonl
-from benchlab.run_files import METRICS_FILE, SERIES_FILE
+from benchlab.names.run_files import METRICS_FILE, SERIES_FILE
 from benchlab.spec import Metric
 
 if TYPE_CHECKING:

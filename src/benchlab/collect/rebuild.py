@@ -48,9 +48,9 @@ from benchlab.ledger import (
     Store,
     VersionRecord,
 )
+from benchlab.names.results_files import RECORDS_FILE, VERSION_FILE, VERSIONS_DIR, SavedSpec, benchmark_file
+from benchlab.names.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR
 from benchlab.plan import Run, expand
-from benchlab.results_files import RECORDS_FILE, VERSION_FILE, VERSIONS_DIR, SavedSpec, benchmark_file
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR
 from benchlab.secrets import Fingerprint, known_fingerprints
 from benchlab.spec import Metric, Spec
 

@@ -50,9 +50,9 @@ from benchlab.ledger import (
     has_attempts,
     runs_to_do,
 )
+from benchlab.names.run_files import PROVENANCE_FILE, runs_dir
 from benchlab.plan import Run, expand
 from benchlab.results import write_benchmark_meta
-from benchlab.run_files import PROVENANCE_FILE, runs_dir
 from benchlab.spec import Spec
 
 # Attribute getters for passes over every run of a plan: map() with them runs at C speed, a tenth

@@ -64,8 +64,8 @@ from benchlab.execute.base import (
 from benchlab.execute.logcap import LogCap, cut
 from benchlab.execute.proctree import KILL_GRACE_S
 from benchlab.failures import NODE_DIED
+from benchlab.names.run_files import CONFIG_FILE, LOG_FILE
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
-from benchlab.run_files import CONFIG_FILE, LOG_FILE
 from benchlab.runlog import CACHE_NAME
 from benchlab.spec import Resources, Spec
 

@@ -9,7 +9,6 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import StoreError
 from benchlab.ledger.connection import LedgerConnection
 from benchlab.ledger.records import (
@@ -26,6 +25,7 @@ from benchlab.ledger.records import (
     SequentialRecord,
     VersionRecord,
 )
+from benchlab.names.benchmark_info import BenchmarkInfo
 
 _R = TypeVar("_R")
 

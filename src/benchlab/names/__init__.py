@@ -1,0 +1,13 @@
+"""The names every step shares, each spelt once, importable with the standard library alone.
+
+- :mod:`benchlab.names.run_files`: the files of a run directory (``runs/<id>/``);
+- :mod:`benchlab.names.results_files`: a results folder's own files (the ledger,
+  ``benchmark.json`` and its record ``SavedSpec``, ``versions/``, the report's files);
+- :mod:`benchlab.names.benchmark_info`: the benchmark record the ledger keeps, and the one
+  place a metric's goal is resolved;
+- :mod:`benchlab.names.long_format`: the columns of the long-format results table.
+
+This package imports nothing at its top: ``from benchlab import log`` reaches
+:mod:`~benchlab.names.run_files` through it inside every training script, and a run script
+pays for no more than that.
+"""
