@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchlab.errors import ResultsNotFound
-from benchlab.failures import failed_runs
 from benchlab.json_types import JsonObject
 from benchlab.ledger import DB_NAME, HostRecord, SequentialRecord, Store, VersionRecord, find_db
 from benchlab.names.benchmark_info import BenchmarkInfo
+from benchlab.names.failures import failed_runs
 from benchlab.names.long_format import COLUMNS as LONG_COLUMNS
 from benchlab.names.results_files import SEARCH_DIR, SavedSpec, benchmark_file
 from benchlab.names.run_files import PROVENANCE_FILE, runs_dir

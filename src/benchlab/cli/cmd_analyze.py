@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from benchlab.choices import (
+from benchlab.cli.app import app, console, err_console, print_json
+from benchlab.names.choices import (
     AlignChoice,
     FailedAsChoice,
     GoalChoice,
@@ -22,7 +23,6 @@ from benchlab.choices import (
     NormalizeChoice,
     SummaryChoice,
 )
-from benchlab.cli.app import app, console, err_console, print_json
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -53,7 +53,7 @@ class Collected:
         """``(failure class, message)`` of a run whose ``metric`` has no usable final value, or
         None if it has one: ``non-finite-metric`` when the run reported it as NaN or infinite,
         ``missing-metric`` when it did not report it."""
-        from benchlab.failures import MISSING_METRIC, NON_FINITE_METRIC
+        from benchlab.names.failures import MISSING_METRIC, NON_FINITE_METRIC
 
         if metric in self.finals and not math.isfinite(self.finals[metric]):
             return NON_FINITE_METRIC, self._non_finite(metric)

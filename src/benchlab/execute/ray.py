@@ -63,7 +63,7 @@ from benchlab.execute.base import (
 )
 from benchlab.execute.logcap import LogCap, cut
 from benchlab.execute.proctree import KILL_GRACE_S
-from benchlab.failures import NODE_DIED
+from benchlab.names.failures import NODE_DIED
 from benchlab.names.run_files import CONFIG_FILE, LOG_FILE
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
 from benchlab.runlog import CACHE_NAME

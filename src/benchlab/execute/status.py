@@ -198,8 +198,8 @@ def status(folder: Path | str, *, detail: bool = True, read_only: bool | None = 
 def _detail(folder: Path, store: Store, every: list[RunRecord], runs: dict[str, RunRecord],
             attempts: list[AttemptRecord], running: list[AttemptRecord],
             gpu_attempts: list[tuple[str, AttemptRecord]]) -> StatusDetail:
-    from benchlab.failures import failed_runs
     from benchlab.ledger import ledger_backups, lock_holder, rebuild_leftovers
+    from benchlab.names.failures import failed_runs
     from benchlab.triage import flag_configs, group_failures
 
     placed = store.placements(a.attempt_id for a in attempts if a.status == RUNNING)

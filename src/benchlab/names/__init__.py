@@ -5,7 +5,11 @@
   ``benchmark.json`` and its record ``SavedSpec``, ``versions/``, the report's files);
 - :mod:`benchlab.names.benchmark_info`: the benchmark record the ledger keeps, and the one
   place a metric's goal is resolved;
-- :mod:`benchlab.names.long_format`: the columns of the long-format results table.
+- :mod:`benchlab.names.long_format`: the columns of the long-format results table;
+- :mod:`benchlab.names.failures`: the failure classes an attempt's end is recorded as (the
+  spec's ``retry_on`` choices, triage's verdicts, the backends' own);
+- :mod:`benchlab.names.choices`: the statistics' named choices, which the command line declares
+  its options with before it loads any statistics.
 
 This package imports nothing at its top: ``from benchlab import log`` reaches
 :mod:`~benchlab.names.run_files` through it inside every training script, and a run script
