@@ -93,7 +93,7 @@ _IMPORTING_CALLS = ("import_module", "__import__", "extras.load")
 
 
 def _imports_by_call(tree: ast.AST) -> list[tuple[ast.Call, str | None]]:
-    """Each call of ``importlib.import_module``, ``__import__`` or ``benchlab.extras.load`` in
+    """Each call of ``importlib.import_module``, ``__import__`` or ``benchlab.names.extras.load`` in
     ``tree``, with the module it names (None when its name is computed at run time)."""
     found: list[tuple[ast.Call, str | None]] = []
     for node in ast.walk(tree):
@@ -181,7 +181,7 @@ def test_report_imports_neither_ledger_nor_execute():
 
 
 def test_the_import_walk_sees_imports_made_by_calls():
-    tree = ast.parse("import importlib\nfrom benchlab import extras\n"
+    tree = ast.parse("import importlib\nfrom benchlab.names import extras\n"
                      "def f(name):\n    importlib.import_module('benchlab.ledger')\n"
                      "    __import__('benchlab.execute.sweep')\n    extras.load('optuna', 'a search')\n"
                      "    importlib.import_module(name)\n")
@@ -336,7 +336,7 @@ TOP_LEVEL_MODULES = {
     "__init__", "__main__",
     "runlog",  # benchlab.log / benchlab.summary, inside a run
     "errors", "results", "plan",
-    "triage", "evalrules", "preregistration", "secrets", "extras", "watch",
+    "triage", "evalrules", "preregistration", "secrets", "watch",
     "json_types",  # the names of the mappings whose shape benchlab does not own, used by every step
 }
 TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "ledger", "report", "search", "spec",

@@ -259,7 +259,7 @@ def scan_text(text: str, path: str, known: Iterable[Fingerprint] = ()) -> list[F
     :data:`PATTERNS`) or a fingerprinted value: one finding per line, kind and value."""
     global _DETECTORS
     if _DETECTORS is None:
-        from benchlab.extras import require
+        from benchlab.names.extras import require
 
         require("export", "the secret scan of benchlab export", ("detect_secrets",))
         _DETECTORS = _detectors()

@@ -99,7 +99,7 @@ def _install_hint(exception_line: str) -> str:
     m = _NO_MODULE.match(exception_line)
     if not m:
         return ""
-    from benchlab.extras import extra_of, install_hint
+    from benchlab.names.extras import extra_of, install_hint
 
     extra = extra_of(m.group(1))
     return f" ({install_hint(extra)})" if extra else ""

@@ -34,7 +34,7 @@ def ui(
                               "a sweep on the same machine is never slowed by the dashboard."),
 ) -> None:
     """Serve a live, read-only dashboard: sweeps, seed grids, curves with seed bands, comparisons, logs."""
-    from benchlab.extras import require
+    from benchlab.names.extras import require
 
     require("serve", "benchlab ui")
     if not _is_loopback(host) and not token:

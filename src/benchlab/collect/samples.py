@@ -202,7 +202,7 @@ def _is_inspect_json(path: Path) -> bool:
 def read_inspect_log(path: Path, out: Samples, *, config: str | None = None, seed: int = 0,
                      benchmark: str = "") -> None:
     """One Inspect AI log (``.eval`` or ``.json``) into ``out``; ``config`` defaults to its model."""
-    from benchlab.extras import load
+    from benchlab.names.extras import load
 
     log_module = load("inspect_ai.log", "reading Inspect AI logs")
     scorer_module = load("inspect_ai.scorer", "reading Inspect AI logs")

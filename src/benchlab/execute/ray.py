@@ -329,7 +329,7 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _import_ray() -> Any:
-    from benchlab.extras import load
+    from benchlab.names.extras import load
 
     return load("ray", "the ray backend")
 

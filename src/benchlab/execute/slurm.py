@@ -382,7 +382,7 @@ def sbatch_parameters(resources: Resources, timeout: float | None, settings: _Se
 
 def check_available() -> Any:
     """submitit (or ``MissingExtra`` with the install line), and ``sbatch`` on the PATH."""
-    from benchlab.extras import load
+    from benchlab.names.extras import load
 
     submitit = load("submitit", "the slurm backend")
     missing = [c for c in ("sbatch", "squeue", "sacct", "scancel", "srun") if shutil.which(c) is None]

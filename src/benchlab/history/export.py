@@ -339,7 +339,7 @@ def scan(results: Path, contents: dict[str, bytes], allow: list[str] | tuple[str
 
 
 def _filesystem(target: str) -> tuple[Any, str]:
-    from benchlab.extras import require
+    from benchlab.names.extras import require
 
     scheme = urlsplit(target).scheme
     require("export", "benchlab export", ("fsspec",))

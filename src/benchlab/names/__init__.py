@@ -9,7 +9,9 @@
 - :mod:`benchlab.names.failures`: the failure classes an attempt's end is recorded as (the
   spec's ``retry_on`` choices, triage's verdicts, the backends' own);
 - :mod:`benchlab.names.choices`: the statistics' named choices, which the command line declares
-  its options with before it loads any statistics.
+  its options with before it loads any statistics;
+- :mod:`benchlab.names.extras`: the optional extras, each with the modules it brings, and the one
+  line said when one is missing (every optional import goes through it).
 
 This package imports nothing at its top: ``from benchlab import log`` reaches
 :mod:`~benchlab.names.run_files` through it inside every training script, and a run script
