@@ -336,7 +336,7 @@ TOP_LEVEL_MODULES = {
     "__init__", "__main__",
     "runlog",  # benchlab.log / benchlab.summary, inside a run
     "errors", "results", "plan",
-    "triage", "evalrules", "preregistration", "secrets", "watch",
+    "triage", "evalrules", "preregistration", "secrets",
     "json_types",  # the names of the mappings whose shape benchlab does not own, used by every step
 }
 TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "ledger", "report", "search", "spec",
