@@ -336,7 +336,7 @@ TOP_LEVEL_MODULES = {
     "__init__", "__main__",
     "runlog",  # benchlab.log / benchlab.summary, inside a run
     "errors", "results", "plan",
-    "triage", "evalrules", "preregistration", "secrets",
+    "triage", "evalrules", "secrets",
     "json_types",  # the names of the mappings whose shape benchlab does not own, used by every step
 }
 TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "ledger", "report", "search", "spec",
@@ -384,6 +384,19 @@ def test_the_report_loads_no_spec_models():
     import sys
 
     code = "import sys, benchlab.report; print([m for m in sys.modules if m.startswith('benchlab.spec')])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_sweep_registers_its_analysis_plan_without_loading_the_statistics():
+    # The sweep's opening registers the plan through history.preregistration; the history
+    # package's diff (and the statistics it computes with) loads only when a diff is asked for.
+    import subprocess
+    import sys
+
+    code = ("import sys, benchlab.history.preregistration, benchlab.execute.sweep; "
+            "print([m for m in ('numpy', 'scipy', 'benchlab.stats', 'benchlab.history.diff') if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"

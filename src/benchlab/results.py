@@ -349,7 +349,7 @@ class Results:
     partial: list[PartialRun] = field(default_factory=list)
     gpu_use: list[GpuPlacement] = field(default_factory=list)
     environment: Environment = field(default_factory=Environment)
-    #: The pre-registered analysis plan as the ledger holds it (:mod:`benchlab.preregistration`).
+    #: The pre-registered analysis plan as the ledger holds it (:mod:`benchlab.history.preregistration`).
     registered_plan: Registration | None = None
     #: (task, config) -> [(seed, run id)] of the completed runs, by seed.
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 
-from benchlab import preregistration, triage
+from benchlab import triage
 from benchlab.errors import LedgerError, LedgerLost, UserError
 from benchlab.evalrules import refuse_incomplete_checkpoints
 from benchlab.execute.proctree import kill_strays, kill_tree
@@ -34,6 +34,7 @@ from benchlab.execute.version import (
     current_version,
     write_version,
 )
+from benchlab.history import preregistration
 from benchlab.ledger import (
     COMPLETED,
     DB_NAME,

@@ -106,7 +106,7 @@ class MetaRecords(LedgerConnection):
         self._set_meta(**{SEARCH_KEY: record.to_json()})
 
     def registration(self) -> Registration | None:
-        """The pre-registered analysis plan (:mod:`benchlab.preregistration`), or None."""
+        """The pre-registered analysis plan (:mod:`benchlab.history.preregistration`), or None."""
         return self._meta_record(REGISTRATION_KEY, lambda found: Registration.from_json(found) if found else None)
 
     def set_registration(self, record: Registration) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab import preregistration
+from benchlab.history import preregistration
 from benchlab.names.results_files import BENCHMARKS_FILE, PLOTS_DIR, REPORT_FILE, RESULTS_CSV
 from benchlab.names.run_files import runs_dir
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
