@@ -33,9 +33,9 @@ def values(run: int, steps: int) -> list[float]:
 
 
 def benchlab_write(root: Path, runs: int, steps: int) -> Path:
-    from benchlab.benchmark_info import BenchmarkInfo
     from benchlab.collect import collect_run
     from benchlab.ledger import COMPLETED, Store
+    from benchlab.names.benchmark_info import BenchmarkInfo
     from benchlab.plan import Run
     from benchlab.runlog import Logger
     from benchlab.spec import Metric

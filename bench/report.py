@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.ledger import Store
+from benchlab.names.benchmark_info import BenchmarkInfo
 from benchlab.plan import Run
 
 GOAL_S = 5.0

@@ -113,7 +113,7 @@ PRUNERS = {"median": "median", "asha": "asha", "asha-ray": "{name: asha, min_ste
 
 
 def run_benchlab(root: Path, kind: str, trials: int, nap: float, seed: int) -> dict[str, float]:
-    from benchlab.run_files import run_dir_of
+    from benchlab.names.run_files import run_dir_of
     from benchlab.search import SearchRun
     from benchlab.search.study import read_study
     from benchlab.spec import load_spec

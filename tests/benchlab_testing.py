@@ -54,6 +54,38 @@ class Bench:
         return run_cli(*args, cwd=self.root, timeout=timeout, check=check)
 
 
+# Processes a test started in the background (``started``): whatever one left running when it
+# ended, a failed assertion included, is stopped at its teardown (tests/conftest.py), so that it
+# neither outlives its test nor surfaces later as another test's ResourceWarning.
+_STARTED: list[subprocess.Popen] = []  # type: ignore[type-arg]
+
+
+def started(proc: subprocess.Popen) -> subprocess.Popen:  # type: ignore[type-arg]
+    """``proc``, registered to be stopped at the end of the test that started it."""
+    _STARTED.append(proc)
+    return proc
+
+
+def stop_started(grace: float = 10.0) -> list[int]:
+    """Stop (SIGTERM, then SIGKILL after ``grace`` s) every registered process still running, close
+    their pipes, and forget them all; the pids that were still running."""
+    left = []
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            left.append(proc.pid)
+            proc.terminate()
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    return left
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120,
             check: bool = False, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the real `benchlab` command in a process of its own (``python -m benchlab ARGS``); stdout

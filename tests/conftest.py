@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from benchlab_testing import SCRIPT, Bench
+from benchlab_testing import SCRIPT, Bench, stop_started
 
 
 @pytest.fixture
@@ -26,6 +26,12 @@ def make_bench(tmp_path: Path) -> Callable[..., Bench]:
     return make
 
 
+
+
+@pytest.fixture(autouse=True)
+def _no_background_process_outlives_its_test() -> Iterator[None]:
+    yield
+    stop_started()
 
 # Tests that start or share one real daemon of this machine run on one worker (pytest-xdist's
 # --dist loadgroup): one Slurm (it writes the machine's munge key and its own spool), one dockerd

@@ -93,7 +93,7 @@ _IMPORTING_CALLS = ("import_module", "__import__", "extras.load")
 
 
 def _imports_by_call(tree: ast.AST) -> list[tuple[ast.Call, str | None]]:
-    """Each call of ``importlib.import_module``, ``__import__`` or ``benchlab.extras.load`` in
+    """Each call of ``importlib.import_module``, ``__import__`` or ``benchlab.names.extras.load`` in
     ``tree``, with the module it names (None when its name is computed at run time)."""
     found: list[tuple[ast.Call, str | None]] = []
     for node in ast.walk(tree):
@@ -181,7 +181,7 @@ def test_report_imports_neither_ledger_nor_execute():
 
 
 def test_the_import_walk_sees_imports_made_by_calls():
-    tree = ast.parse("import importlib\nfrom benchlab import extras\n"
+    tree = ast.parse("import importlib\nfrom benchlab.names import extras\n"
                      "def f(name):\n    importlib.import_module('benchlab.ledger')\n"
                      "    __import__('benchlab.execute.sweep')\n    extras.load('optuna', 'a search')\n"
                      "    importlib.import_module(name)\n")
@@ -330,18 +330,29 @@ def test_the_report_reaches_the_ledger_through_no_helper():
     assert used == set(REPORT_OPENS_A_FOLDER)  # an allowance nothing needs any more goes
 
 
-# The top level of the package: what a user or a run script imports, and the few modules every
-# step shares. A module that belongs to one step lives in that step's package (docs/architecture.md).
+# The top level of the package: what a user or a run script imports, and three modules several
+# steps share where no step's package may hold them. A module that belongs to one step lives in
+# that step's package; a name every step spells the same lives in names/ (docs/architecture.md).
 TOP_LEVEL_MODULES = {
-    "__init__", "__main__",
+    "__init__",  # the public API: benchlab.log, load, run, compare, expand, ...
+    "__main__",  # python -m benchlab
     "runlog",  # benchlab.log / benchlab.summary, inside a run
-    "errors", "results", "plan", "benchmark_info", "long_format", "run_files", "failures",
-    "results_files",  # a results folder's own files, named once beside run_files (benchmark.json's record)
-    "triage", "choices", "evalrules", "preregistration", "secrets", "extras", "watch",
+    "errors",  # the exception tree a caller catches
+    "results",  # benchlab.load and read(): the results table a user analyses
+    "plan",  # benchlab.expand: a spec's runs and their ids
     "json_types",  # the names of the mappings whose shape benchlab does not own, used by every step
+    # Why an attempt failed: the sweep records its verdicts, `collect --rebuild` classifies again and
+    # `status` groups them; collect/ may not import execute/, and `status` may not load collect/.
+    "triage",
+    # The field's evaluation rules: the sweep checks them, the report's Settings line shows them; the
+    # report may import neither execute/ nor the spec's models (pydantic), evaluate/ imports ui/.
+    "evalrules",
+    "secrets",  # what is secret: the ledger records its fingerprints, so it sits beneath the ledger
 }
+MOST_TOP_LEVEL_MODULES = 10  # issue 40's bound; a module past it goes into a package
 TOP_LEVEL_PACKAGES = {"cli", "collect", "evaluate", "execute", "history", "ledger", "report", "search", "spec",
                       "stats", "ui",
+                      "names",  # the names every step shares, spelt once and light (docs/architecture.md)
                       "skills"}  # agent skill files (SKILL.md per workflow): data beside its installer
 
 
@@ -349,6 +360,7 @@ def test_the_top_level_holds_only_the_listed_modules_and_packages():
     modules = {p.stem for p in SRC.glob("*.py")}
     packages = {p.name for p in SRC.iterdir() if p.is_dir() and any(p.glob("*.py"))}  # execute/ has no __init__
     assert modules == TOP_LEVEL_MODULES, "add a module to a step's package, or list it here with its reason"
+    assert len(TOP_LEVEL_MODULES) <= MOST_TOP_LEVEL_MODULES
     assert packages == TOP_LEVEL_PACKAGES
 
 
@@ -363,6 +375,22 @@ def test_the_spec_is_one_package_and_its_parts_are_not_at_the_top():
     assert spec.load_spec is spec.load.load_spec and spec.Spec is spec.models.Spec
 
 
+#: What the shared names may import at module level: every step imports them, so they import no
+#: step (failures.failed_runs reads the ledger's FAILED inside the function, when it is called).
+NAMES_MAY_IMPORT = {"benchlab.errors", "benchlab.json_types"}
+
+
+def test_the_shared_names_import_no_step_and_nothing_at_the_packages_top():
+    assert {p.stem for p in (SRC / "names").glob("*.py")} == {
+        "__init__", "run_files", "results_files", "benchmark_info", "long_format", "failures", "choices", "extras"}
+    names = {name for name in MODULES if _unit(name) == "benchlab.names"}
+    reached = sorted(f"{i.importer} imports {i.imported}" for i in IMPORTS if i.importer in names and i.module_level
+                     and _unit(i.imported) != "benchlab.names" and i.imported not in NAMES_MAY_IMPORT)
+    assert reached == []
+    # `from benchlab import log` goes through the package's __init__ to run_files.
+    assert [i.imported for i in IMPORTS if i.importer == "benchlab.names"] == []
+
+
 def test_the_report_loads_no_spec_models():
     # The report and analyze read the spec as the ledger keeps it (stats.ranges bounds the
     # intervals from it); loading the spec's models would add pydantic to every report's start.
@@ -370,6 +398,19 @@ def test_the_report_loads_no_spec_models():
     import sys
 
     code = "import sys, benchlab.report; print([m for m in sys.modules if m.startswith('benchlab.spec')])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_sweep_registers_its_analysis_plan_without_loading_the_statistics():
+    # The sweep's opening registers the plan through history.preregistration; the history
+    # package's diff (and the statistics it computes with) loads only when a diff is asked for.
+    import subprocess
+    import sys
+
+    code = ("import sys, benchlab.history.preregistration, benchlab.execute.sweep; "
+            "print([m for m in ('numpy', 'scipy', 'benchlab.stats', 'benchlab.history.diff') if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
@@ -389,7 +430,7 @@ def _string_constants(path: Path) -> list[tuple[int, str]]:
 
 def test_run_directory_file_names_are_spelt_only_in_run_files():
     spelt = sorted(f"{path.relative_to(SRC.parent)}:{line} {value!r}"
-                   for name, path in MODULES.items() if name != "benchlab.run_files"
+                   for name, path in MODULES.items() if name != "benchlab.names.run_files"
                    for line, value in _string_constants(path)
                    if any(value == f or value.endswith("/" + f) for f in RUN_FILES))
     assert spelt == []
@@ -397,7 +438,7 @@ def test_run_directory_file_names_are_spelt_only_in_run_files():
 
 def test_long_format_columns_are_listed_only_in_long_format():
     spelt = sorted(f"{path.relative_to(SRC.parent)}:{line}"
-                   for name, path in MODULES.items() if name != "benchlab.long_format"
+                   for name, path in MODULES.items() if name != "benchlab.names.long_format"
                    for node in ast.walk(ast.parse(path.read_text()))
                    if isinstance(node, ast.List | ast.Tuple)
                    and [c.value for c in node.elts if isinstance(c, ast.Constant)][:4] in (
@@ -486,7 +527,7 @@ def test_the_backend_protocol_names_no_backend():
 def test_the_runs_folder_is_joined_only_in_run_files():
     # `results / "runs"` spelt anywhere else would be a second definition of where runs live.
     joined = sorted(f"{path.relative_to(SRC.parent)}:{node.lineno}"
-                    for name, path in MODULES.items() if name != "benchlab.run_files"
+                    for name, path in MODULES.items() if name != "benchlab.names.run_files"
                     for node in ast.walk(ast.parse(path.read_text()))
                     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
                     and any(isinstance(side, ast.Constant) and side.value == "runs"
@@ -1222,7 +1263,7 @@ def test_the_command_line_lists_no_backends_by_hand():
 # results_files.py, as a run directory's are in run_files.py; benchmark.json and each version's
 # spec.json are read and written there only, through the record SavedSpec.
 def _folder_file_names() -> tuple[str, ...]:
-    from benchlab import results_files as rf
+    from benchlab.names import results_files as rf
 
     return (rf.BENCHMARK_FILE, rf.LEDGER_FILE, rf.LOCK_FILE, rf.REGISTRATION_FILE, rf.RECORDS_FILE,
             rf.SOURCES_FILE, rf.VERSION_FILE, rf.VERSION_SPEC_FILE, rf.DIFF_FILE, rf.PACKAGES_FILE,
@@ -1232,7 +1273,7 @@ def _folder_file_names() -> tuple[str, ...]:
 def test_results_folder_file_names_are_spelt_only_in_results_files():
     names = _folder_file_names()
     spelt = sorted(f"{path.relative_to(SRC.parent)}:{line} {value!r}"
-                   for name, path in MODULES.items() if name != "benchlab.results_files"
+                   for name, path in MODULES.items() if name != "benchlab.names.results_files"
                    for line, value in _string_constants(path)
                    if any(value == f or value.endswith("/" + f) for f in names))
     assert spelt == []
@@ -1280,7 +1321,7 @@ def _saved_spec_read_by_hand(source: str) -> list[str]:
 def test_the_saved_spec_check_finds_a_string_key_read():
     planted = (
         "import json\n"
-        "from benchlab.results_files import benchmark_file, BENCHMARK_FILE\n"
+        "from benchlab.names.results_files import benchmark_file, BENCHMARK_FILE\n"
         "def reads(folder):\n"
         "    return json.loads(benchmark_file(folder).read_text())['spec']\n"
         "def writes(folder, spec):\n"
@@ -1292,7 +1333,7 @@ def test_the_saved_spec_check_finds_a_string_key_read():
         "def version_spec(folder, vid):\n"
         "    return json.loads((folder / 'versions' / vid / VERSION_SPEC_FILE).read_text())\n"
         "def through_the_record(folder, other):\n"
-        "    from benchlab.results_files import SavedSpec\n"
+        "    from benchlab.names.results_files import SavedSpec\n"
         "    return SavedSpec.read(benchmark_file(folder)), json.loads(other.read_text())\n"
         "def other_file(folder):\n"
         "    return json.loads((folder / 'version.json').read_text())\n"
@@ -1302,7 +1343,7 @@ def test_the_saved_spec_check_finds_a_string_key_read():
 
 def test_benchmark_json_is_read_and_written_only_through_its_record():
     found = sorted(f"{path.relative_to(SRC.parent)}: {where}"
-                   for name, path in MODULES.items() if name != "benchlab.results_files"
+                   for name, path in MODULES.items() if name != "benchlab.names.results_files"
                    for where in _saved_spec_read_by_hand(path.read_text()))
     assert found == [], "read it with results_files.SavedSpec.read, write it with SavedSpec.write"
 
@@ -1333,7 +1374,7 @@ def test_a_metrics_goal_is_looked_up_only_in_benchmark_info():
     # benchmark_info.goal_of holds the default ("max") and the check; BenchmarkInfo.primary_goal
     # and metric_goal use it, as does every other module, stats/ included.
     found = sorted(f"{path.relative_to(SRC.parent)}:{line}"
-                   for name, path in MODULES.items() if name != "benchlab.benchmark_info"
+                   for name, path in MODULES.items() if name != "benchlab.names.benchmark_info"
                    for line in _goal_lookups(path.read_text()))
     assert found == [], "use BenchmarkInfo.primary_goal / metric_goal, or benchmark_info.goal_of"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.ledger import Store
+from benchlab.names.benchmark_info import BenchmarkInfo
 from benchlab.results import info, write_benchmark_meta
 from benchlab.spec import load_spec
 
@@ -83,8 +83,8 @@ def test_the_primary_goal_is_the_records_and_max_where_it_names_none() -> None:
 
 
 def test_a_goal_other_than_max_or_min_is_refused_naming_the_metric() -> None:
-    from benchlab.benchmark_info import goal_of
     from benchlab.errors import BadArgument
+    from benchlab.names.benchmark_info import goal_of
 
     assert goal_of("min", "any") == "min" and goal_of({"loss": "min"}, "loss") == "min"
     with pytest.raises(BadArgument, match="goal of metric 'loss' must be one of max, min; got 'lower'"):

@@ -10,8 +10,8 @@ import pytest
 
 from benchlab.collect.rebuild import rebuild_store
 from benchlab.errors import DataError
+from benchlab.names.results_files import SavedSpec, benchmark_file
 from benchlab.results import info
-from benchlab.results_files import SavedSpec, benchmark_file
 from benchlab.spec import load_spec
 
 SPEC = """\

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from benchlab.failures import failed_runs
 from benchlab.ledger import AttemptRecord, RunRecord, Status, runs_to_do
+from benchlab.names.failures import failed_runs
 
 
 def run(run_id: str, status: str = "pending") -> RunRecord:

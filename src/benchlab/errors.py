@@ -160,7 +160,7 @@ class UsageError(UserError):
 
 
 class MissingExtra(UserError):
-    """What was asked needs an optional dependency that is not installed (see ``benchlab.extras``)."""
+    """What was asked needs an optional dependency that is not installed (see ``benchlab.names.extras``)."""
 
     def __init__(self, module: str, extra: str, message: str):
         self.module = module

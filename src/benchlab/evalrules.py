@@ -251,7 +251,7 @@ def _local_path(model: str, workdir: Path) -> Path | None:
 def checkpoint_problems(runs: list[Any], where: str, workdir: Path | None = None) -> list[Problem]:
     """A problem for each run whose command loads a local checkpoint that is missing, not a
     folder, or not whole (no weights, shards missing from its index, a shard cut short)."""
-    from benchlab.watch import weights_problem
+    from benchlab.execute.watch import weights_problem
 
     problems: list[Problem] = []
     seen: set[Path] = set()

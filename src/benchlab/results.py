@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
-from benchlab.failures import failed_runs
 from benchlab.json_types import JsonObject
 from benchlab.ledger import DB_NAME, HostRecord, SequentialRecord, Store, VersionRecord, find_db
-from benchlab.long_format import COLUMNS as LONG_COLUMNS
-from benchlab.results_files import SEARCH_DIR, SavedSpec, benchmark_file
-from benchlab.run_files import PROVENANCE_FILE, runs_dir
+from benchlab.names.benchmark_info import BenchmarkInfo
+from benchlab.names.failures import failed_runs
+from benchlab.names.long_format import COLUMNS as LONG_COLUMNS
+from benchlab.names.results_files import SEARCH_DIR, SavedSpec, benchmark_file
+from benchlab.names.run_files import PROVENANCE_FILE, runs_dir
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from benchlab.search.summary import StudySection
     from benchlab.spec import Spec
 
-COLUMNS = list(LONG_COLUMNS)  # the long format (benchlab.long_format), as a list for pandas
+COLUMNS = list(LONG_COLUMNS)  # the long format (benchlab.names.long_format), as a list for pandas
 
 
 def find_results(path: Path | str | None = None) -> Path:
@@ -68,7 +68,7 @@ def load(results: Path | str | None = None, *, series: bool = True, all_runs: bo
     folder given), with two more columns, ``study`` and ``trial`` (the trial's number).
 
     ``samples=True`` reads the per-question records instead, in the samples table's columns
-    (:data:`benchlab.long_format.SAMPLE_COLUMNS`): those the completed runs' directories hold
+    (:data:`benchlab.names.long_format.SAMPLE_COLUMNS`): those the completed runs' directories hold
     (lm-eval ``samples_*.jsonl``, Inspect AI logs, NeMo-Skills outputs), or those of ``results``
     when it is a harness's output folder, a log or a samples CSV (see
     :func:`benchlab.collect.samples.read_samples`).
@@ -349,7 +349,7 @@ class Results:
     partial: list[PartialRun] = field(default_factory=list)
     gpu_use: list[GpuPlacement] = field(default_factory=list)
     environment: Environment = field(default_factory=Environment)
-    #: The pre-registered analysis plan as the ledger holds it (:mod:`benchlab.preregistration`).
+    #: The pre-registered analysis plan as the ledger holds it (:mod:`benchlab.history.preregistration`).
     registered_plan: Registration | None = None
     #: (task, config) -> [(seed, run id)] of the completed runs, by seed.
     run_ids: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)

@@ -43,7 +43,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from benchlab.run_files import METRICS_FILE, SERIES_FILE
+from benchlab.names.run_files import METRICS_FILE, SERIES_FILE
 
 
 def _flush_every() -> float:

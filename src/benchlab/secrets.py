@@ -32,7 +32,7 @@ from typing import Any
 
 from benchlab.errors import DataError, UserError
 from benchlab.json_types import JsonObject
-from benchlab.results_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR, SavedSpec
+from benchlab.names.results_files import VERSION_FILE, VERSION_SPEC_FILE, VERSIONS_DIR, SavedSpec
 
 #: The prefix of the environment variable a secret spec variable reaches its run through.
 ENV_PREFIX = "BENCHLAB_SECRET_"
@@ -259,7 +259,7 @@ def scan_text(text: str, path: str, known: Iterable[Fingerprint] = ()) -> list[F
     :data:`PATTERNS`) or a fingerprinted value: one finding per line, kind and value."""
     global _DETECTORS
     if _DETECTORS is None:
-        from benchlab.extras import require
+        from benchlab.names.extras import require
 
         require("export", "the secret scan of benchlab export", ("detect_secrets",))
         _DETECTORS = _detectors()

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The failure classes are named once, in benchlab.failures; re-exported here (callers write triage.OOM).
-from benchlab.failures import (  # noqa: F401
+from benchlab.ledger import FAILED, FlaggedPair
+
+# The failure classes are named once, in benchlab.names.failures; re-exported here (callers write triage.OOM).
+from benchlab.names.failures import (  # noqa: F401
     CUDA,
     EXCEPTION,
     EXIT_CODE,
@@ -25,7 +27,6 @@ from benchlab.failures import (  # noqa: F401
     TIMEOUT,
     USAGE,
 )
-from benchlab.ledger import FAILED, FlaggedPair
 from benchlab.secrets import Fingerprint, redact
 
 TAIL_LINES = 20
@@ -98,7 +99,7 @@ def _install_hint(exception_line: str) -> str:
     m = _NO_MODULE.match(exception_line)
     if not m:
         return ""
-    from benchlab.extras import extra_of, install_hint
+    from benchlab.names.extras import extra_of, install_hint
 
     extra = extra_of(m.group(1))
     return f" ({install_hint(extra)})" if extra else ""

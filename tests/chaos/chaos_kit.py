@@ -13,14 +13,16 @@ from pathlib import Path
 
 import psutil
 
+from benchlab_testing import started
+
 SRC = str(Path(__file__).parents[2] / "src")
 
 
 def start(root: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
            "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.Popen([sys.executable, "-m", "benchlab", *args], cwd=root, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return started(subprocess.Popen([sys.executable, "-m", "benchlab", *args], cwd=root, env=env, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE))
 
 
 def completed(db: Path) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from benchlab.extras import EXTRAS, PACKAGES
+from benchlab.names.extras import EXTRAS, PACKAGES
 from benchlab_testing import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -98,25 +98,6 @@ def test_every_example_message_in_the_docs_is_one_benchlab_prints(tmp_path):
         assert message in printed, f"{doc} shows a message benchlab does not print: {message}"
 
 
-@pytest.mark.slow
-def test_readme_spec_runs_as_written_with_the_quick_starts_script(tmp_path):
-    """The README's spec beside the quick start's train.py: every run completes. Only the seed
-    count is cut (5 -> 1), to keep the test short; the command and params are as written."""
-    import json
-    import shutil
-
-    from benchlab_testing import run_cli
-
-    block = BLOCK.findall((ROOT / "README.md").read_text())[0]
-    shutil.copy(ROOT / "examples" / "quickstart" / "train.py", tmp_path / "train.py")
-    assert "seeds: 5 " in block
-    (tmp_path / "spec.yaml").write_text(block.replace("seeds: 5 ", "seeds: 1 "))
-    ran = run_cli("run", "spec.yaml", "-j", "2", "--no-report", cwd=tmp_path, timeout=600)
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    status = json.loads(run_cli("status", "results/quickstart", "--json", cwd=tmp_path).stdout)
-    assert status["counts"] == {"completed": 4}
-
-
 def test_readme_tables_list_every_command_and_extra():
     import tomllib
 

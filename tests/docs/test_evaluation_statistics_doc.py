@@ -18,7 +18,7 @@ def test_the_worked_example_runs_and_its_claims_hold():
 
 
 def test_the_page_names_every_column_of_the_samples_table():
-    from benchlab.long_format import SAMPLE_COLUMNS
+    from benchlab.names.long_format import SAMPLE_COLUMNS
 
     text = DOC.read_text()
     for column in SAMPLE_COLUMNS:

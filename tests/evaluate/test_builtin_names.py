@@ -10,18 +10,16 @@ tests' own data, and with the tests run whole. The suites of ``code_suites`` and
 from __future__ import annotations
 
 import ast
-import asyncio
 import json
 
 import pytest
+from code_scoring import code_scorers, score_all
 
 from benchlab.errors import DataError
 from benchlab.evaluate import entry
 from benchlab.evaluate.config import BenchmarkConfig
 from benchlab.evaluate.datasets import load_items
-from benchlab.evaluate.mathpool import MathVerifyPool
-from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
-from benchlab.evaluate.scorers import Scorers
+from benchlab.evaluate.sandbox import SandboxLimits
 
 LIMITS = SandboxLimits(timeout_secs=8, cpu_secs=6, memory_mb=512)
 SUM = "def sum(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
@@ -112,22 +110,15 @@ def test_a_code_item_whose_entry_point_is_not_a_name_is_refused_when_it_loads(tm
 
 @pytest.fixture
 def scorers():
-    pool = MathVerifyPool(workers=1)
-    yield Scorers(pool, Sandbox(LIMITS, concurrency=2))
-    pool.close()
-
-
-def _score_all(scorers, cases):
-    async def run():
-        return await asyncio.gather(*(scorers.score("code", item, f"```python\n{answer}```") for item, answer in cases))
-    return asyncio.run(run())
+    with code_scorers(LIMITS) as scorers:
+        yield scorers
 
 
 @pytest.mark.slow
 def test_an_entry_point_unlike_its_builtin_scores_1_only_where_the_item_names_it(scorers):
     # Without an entry_point, max and abs are both candidates: a way with max Python's must pass too.
     tests = "assert max([-7, 3]) == -7\nassert abs(max([2, -1])) == 2"
-    named, unnamed = _score_all(scorers, [({"tests": tests, "entry_point": "max"}, MAGNITUDE_MAX + ABS),
+    named, unnamed = score_all(scorers, [({"tests": tests, "entry_point": "max"}, MAGNITUDE_MAX + ABS),
                                           ({"tests": tests}, MAGNITUDE_MAX + ABS)])
     assert (named.correct, named.detail) == (True, "")
     assert not unnamed.correct
@@ -137,7 +128,7 @@ def test_an_entry_point_unlike_its_builtin_scores_1_only_where_the_item_names_it
 @pytest.mark.slow
 def test_with_an_entry_point_a_lying_helper_is_python_s_and_a_missing_function_a_name_error(scorers):
     tests = "assert abs(sum([0.1, 0.2]) - 0.3) < 1e-9"
-    lying, missing, right = _score_all(scorers, [
+    lying, missing, right = score_all(scorers, [
         ({"tests": tests, "entry_point": "sum"}, WRONG_SUM + LYING_ABS),
         ({"tests": tests, "entry_point": "sum"}, "def total(xs):\n    return 0.3\n"),
         ({"tests": tests, "entry_point": "sum"}, SUM + LYING_ABS)])
@@ -153,7 +144,7 @@ def test_the_tests_own_data_never_runs_a_builtin_name_that_is_the_answer_s(score
     tests = ("import random\nrng = random.Random(4)\nfor _ in range(3):\n"
              "    xs = [rng.randint(0, 9) for _ in range(3)]\n    got = sum(xs)\n"
              "    assert got == xs[0] + xs[1] + xs[2]\n")
-    right, wrong = _score_all(scorers, [({"tests": tests}, SUM), ({"tests": tests}, WRONG_SUM)])
+    right, wrong = score_all(scorers, [({"tests": tests}, SUM), ({"tests": tests}, WRONG_SUM)])
     assert (right.correct, right.detail) == (True, "")
     assert not wrong.correct
 
@@ -162,7 +153,7 @@ def test_the_tests_own_data_never_runs_a_builtin_name_that_is_the_answer_s(score
 def test_a_lying_helper_never_covers_for_a_function_under_test_the_answer_lacks(scorers):
     # Python's max (3.1) stands in for the missing one, and the lying round would turn it into -7.
     tests = "assert round(max([-7.2, 3.1])) == -7"
-    decoy, right = _score_all(scorers, [({"tests": tests}, "def round(x, n=None):\n    return -7\n"),
+    decoy, right = score_all(scorers, [({"tests": tests}, "def round(x, n=None):\n    return -7\n"),
                                         ({"tests": tests, "entry_point": "max"}, MAGNITUDE_MAX)])
     assert not decoy.correct
     assert decoy.detail == "test 1: AssertionError (judged with round Python's builtin)"
@@ -172,6 +163,6 @@ def test_a_lying_helper_never_covers_for_a_function_under_test_the_answer_lacks(
 @pytest.mark.slow
 def test_the_reason_names_the_way_a_lying_helper_failed(scorers):
     tests = "assert abs(sum([0.1, 0.2]) - 0.3) < 1e-9"
-    [score] = _score_all(scorers, [({"tests": tests}, WRONG_SUM + LYING_ABS)])
+    [score] = score_all(scorers, [({"tests": tests}, WRONG_SUM + LYING_ABS)])
     assert not score.correct
     assert score.detail == "test 1: AssertionError (judged with abs Python's builtin, sum the answer's)"

@@ -12,7 +12,6 @@ asserted row by row against the verdicts ``code_suites`` states by hand.
 from __future__ import annotations
 
 import ast
-import asyncio
 import json
 import math
 import subprocess
@@ -21,14 +20,13 @@ from collections import Counter
 from fractions import Fraction
 
 import pytest
+from code_scoring import code_scorers, score_all
 from code_suites import HONEST, HOSTILE, NEEDS_NUMPY, WRONG
 
 from benchlab.evaluate import plain
 from benchlab.evaluate.glue import Glue, GlueError
 from benchlab.evaluate.harness import _answer_steps, _program, _walk, count_tests
-from benchlab.evaluate.mathpool import MathVerifyPool
-from benchlab.evaluate.sandbox import Sandbox, SandboxLimits, default_python
-from benchlab.evaluate.scorers import Scorers
+from benchlab.evaluate.sandbox import SandboxLimits, default_python
 from benchlab.evaluate.testplan import plan_tests
 
 LIMITS = SandboxLimits(timeout_secs=6, cpu_secs=4, memory_mb=512)
@@ -42,18 +40,8 @@ def _runnable(suite: dict) -> dict:
 
 @pytest.fixture
 def scorers():
-    # A sandbox per test: its slots belong to the event loop of the test's asyncio.run.
-    pool = MathVerifyPool(workers=1)
-    yield Scorers(pool, Sandbox(LIMITS, concurrency=2))
-    pool.close()
-
-
-def _score_all(scorers, cases):
-    async def run():
-        return await asyncio.gather(*(
-            scorers.score("code", {"tests": tests}, f"```python\n{answer}```") for tests, answer in cases
-        ))
-    return asyncio.run(run())
+    with code_scorers(LIMITS) as scorers:
+        yield scorers
 
 
 _LM_EVAL_CHECK = """
@@ -72,37 +60,50 @@ def lm_eval_verdicts(cases) -> list[bool]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(scope="module")
+def suites():
+    """The hostile, honest and wrong answers, each scored once through the real scorer and sandbox
+    (three tests read these verdicts; judging ~110 programs again for each cost ~30 s of CPU)."""
+    honest, wrong = _runnable(HONEST), _runnable(WRONG)
+    cases = [(t, a) for t, a, _ in HOSTILE.values()] + list(honest.values()) + list(wrong.values())
+    with code_scorers(LIMITS) as scorers:
+        scores = score_all(scorers, cases)
+    hostile_scores = scores[: len(HOSTILE)]
+    honest_scores = scores[len(HOSTILE): len(HOSTILE) + len(honest)]
+    wrong_scores = scores[len(HOSTILE) + len(honest):]
+    return {"cases": cases, "hostile": dict(zip(HOSTILE, hostile_scores, strict=True)),
+            "honest": dict(zip(honest, honest_scores, strict=True)),
+            "wrong": dict(zip(wrong, wrong_scores, strict=True))}
+
+
 @pytest.mark.slow
-def test_hostile_answers_score_zero(scorers):
-    scores = _score_all(scorers, [(t, a) for t, a, _ in HOSTILE.values()])
-    passed = {n: s.detail for n, s in zip(HOSTILE, scores, strict=True) if s.correct}
+def test_hostile_answers_score_zero(suites):
+    scores = list(suites["hostile"].values())
+    passed = {n: s.detail for n, s in suites["hostile"].items() if s.correct}
     assert passed == {}
     # Where a test passed, the answer's own value was right (a forged "True" for is_even(4)).
     assert sum(s.tests_passed for s in scores) <= 1, [s.detail for s in scores if s.tests_passed]
 
 
 @pytest.mark.slow
-def test_honest_answers_keep_their_score_and_wrong_ones_fail(scorers):
-    honest_cases, wrong_cases = _runnable(HONEST), _runnable(WRONG)
-    # One asyncio.run per sandbox: its slots belong to that event loop.
-    scores = _score_all(scorers, list(honest_cases.values()) + list(wrong_cases.values()))
-    honest, wrong = scores[: len(honest_cases)], scores[len(honest_cases):]
-    failed = {n: s.detail for n, s in zip(honest_cases, honest, strict=True) if not s.correct}
+def test_honest_answers_keep_their_score_and_wrong_ones_fail(suites):
+    honest, wrong = suites["honest"], suites["wrong"]
+    assert len(honest) >= 20 and len(wrong) >= 10
+    failed = {n: s.detail for n, s in honest.items() if not s.correct}
     assert failed == {}
-    assert all(s.tests_passed == s.tests_total >= 1 for s in honest)
-    assert [n for n, s in zip(wrong_cases, wrong, strict=True) if s.correct] == []
+    assert all(s.tests_passed == s.tests_total >= 1 for s in honest.values())
+    assert [n for n, s in wrong.items() if s.correct] == []
 
 
 @pytest.mark.slow
-def test_lm_eval_code_checker_side_by_side(scorers):
+def test_lm_eval_code_checker_side_by_side(suites):
     """Row by row: our verdict, lm-eval's, and lm-eval's expected verdict stated by hand in code_suites."""
-    honest, wrong = _runnable(HONEST), _runnable(WRONG)
+    honest, wrong = suites["honest"], suites["wrong"]
     names = list(HOSTILE) + list(honest) + list(wrong)
-    cases = [(t, a) for t, a, _ in HOSTILE.values()] + list(honest.values()) + list(wrong.values())
     expected_lm = [fooled for _, _, fooled in HOSTILE.values()] + [True] * len(honest) + [False] * len(wrong)
     expected_ours = [False] * len(HOSTILE) + [True] * len(honest) + [False] * len(wrong)
-    ours = [s.correct for s in _score_all(scorers, cases)]
-    theirs = lm_eval_verdicts(cases)
+    ours = [s.correct for part in ("hostile", "honest", "wrong") for s in suites[part].values()]
+    theirs = lm_eval_verdicts(suites["cases"])
     table = [f"{n[:60]:60s} benchlab={int(o)} lm-eval={int(t)}" for n, o, t in zip(names, ours, theirs, strict=True)]
     print("\n".join(table))
     assert theirs == expected_lm, "\n".join(table)
@@ -128,7 +129,7 @@ def test_the_builtin_pyfunc_benchmark_scores_references_only(scorers):
              .splitlines()]
     cases = [(item["tests"], item["reference"]) for item in items]
     cases += [(item["tests"], cheat) for cheat in _GENERIC_CHEATS for item in items]
-    scores = _score_all(scorers, cases)
+    scores = score_all(scorers, cases)
     assert [s.correct for s in scores[: len(items)]] == [True] * len(items)
     assert [s.correct for s in scores[len(items):]] == [False] * (len(cases) - len(items))
 
@@ -136,7 +137,7 @@ def test_the_builtin_pyfunc_benchmark_scores_references_only(scorers):
 @pytest.mark.slow
 def test_each_test_is_counted_on_its_own(scorers):
     tests = "assert add(1, 1) == 2\nassert add(2, 2) == 5\noffset = 3\nassert add(offset, 0) == 3"
-    [score] = _score_all(scorers, [(tests, "def add(a, b):\n    return a + b\n")])
+    [score] = score_all(scorers, [(tests, "def add(a, b):\n    return a + b\n")])
     assert (score.correct, score.tests_passed, score.tests_total) == (False, 2, 3)
     assert "test 2: AssertionError" in score.detail
 
@@ -144,7 +145,7 @@ def test_each_test_is_counted_on_its_own(scorers):
 @pytest.mark.slow
 def test_setup_that_fails_fails_every_test_after_it(scorers):
     tests = "assert add(1, 1) == 2\nimport no_such_module_anywhere\nassert add(2, 2) == 4"
-    [score] = _score_all(scorers, [(tests, "def add(a, b):\n    return a + b\n")])
+    [score] = score_all(scorers, [(tests, "def add(a, b):\n    return a + b\n")])
     assert (score.tests_passed, score.tests_total) == (1, 2)
 
 
@@ -153,7 +154,7 @@ def test_a_test_that_cannot_be_split_is_judged_with_the_tests_run_whole(scorers)
     # The turns are the answer's own result, and each calls the answer again: nothing to split, so
     # the tests' program runs whole apart from the answer (live.py), and each test counts on its own.
     tests = "assert add(1, 1) == 2\nassert all(add(x, x) == 2 * x for x in range(add(1, 2)))"
-    right, wrong = _score_all(scorers, [(tests, "def add(a, b):\n    return a + b\n"),
+    right, wrong = score_all(scorers, [(tests, "def add(a, b):\n    return a + b\n"),
                                         (tests, "def add(a, b):\n    return a + b if a < 2 else 0\n")])
     assert (right.correct, right.tests_passed, right.tests_total) == (True, 2, 2)
     assert (wrong.correct, wrong.tests_passed, wrong.detail) == (False, 1, "test 2: AssertionError")

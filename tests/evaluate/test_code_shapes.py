@@ -10,19 +10,17 @@ program still holds no expected value and no comparison.
 from __future__ import annotations
 
 import ast
-import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from code_scoring import code_scorers, score_all
 
 from benchlab.evaluate import testdata
 from benchlab.evaluate.harness import _answer_steps, _program, _walk
-from benchlab.evaluate.mathpool import MathVerifyPool
-from benchlab.evaluate.sandbox import Sandbox, SandboxLimits
-from benchlab.evaluate.scorers import Scorers
+from benchlab.evaluate.sandbox import SandboxLimits
 from benchlab.evaluate.testplan import plan_tests
 
 LIMITS = SandboxLimits(timeout_secs=10, cpu_secs=8, memory_mb=512)
@@ -32,16 +30,8 @@ HUMANEVAL = [json.loads(line) for line in
 
 @pytest.fixture
 def scorers():
-    pool = MathVerifyPool(workers=1)
-    yield Scorers(pool, Sandbox(LIMITS, concurrency=2))
-    pool.close()
-
-
-def _score_all(scorers, cases):
-    async def run():
-        return await asyncio.gather(*(
-            scorers.score("code", {"tests": tests}, f"```python\n{answer}```") for tests, answer in cases))
-    return asyncio.run(run())
+    with code_scorers(LIMITS) as scorers:
+        yield scorers
 
 
 def _tests(problem: dict) -> str:
@@ -57,7 +47,7 @@ def test_humaneval_canonical_solutions_score_1_and_wrong_ones_0(scorers):
         (_tests(by_id["HumanEval/32"]), "def find_zero(xs):\n    return 0.0\n"),
         (_tests(by_id["HumanEval/38"]), by_id["HumanEval/38"]["prompt"] + "    return s\n"),
     ]
-    scores = _score_all(scorers, right + none + nearly)
+    scores = score_all(scorers, right + none + nearly)
     assert [(p["task_id"], s.correct, s.detail) for p, s in zip(HUMANEVAL, scores, strict=False)] == [
         (p["task_id"], True, "") for p in HUMANEVAL]
     assert [s.correct for s in scores[len(right):]] == [False] * (len(none) + len(nearly))
@@ -97,7 +87,7 @@ _ADD_WRONG_ON_7 = "def add(a, b):\n    return a + b if a != 7 else 0\n"
      "def first(x):\n    if x > 1:\n        raise ValueError\n    return x\n", "def first(x):\n    return 5\n"),
 ])
 def test_each_shape_scores_a_right_answer_1_and_a_wrong_one_0(scorers, tests, right, wrong):
-    right_score, wrong_score = _score_all(scorers, [(tests, right), (tests, wrong)])
+    right_score, wrong_score = score_all(scorers, [(tests, right), (tests, wrong)])
     assert (right_score.correct, right_score.detail) == (True, "")
     assert not wrong_score.correct
 
@@ -107,7 +97,7 @@ def test_tests_data_that_is_not_plain_data_is_judged_with_the_tests_run_whole(sc
     # the answer, hands the answer box.v (plain data) and compares itself.
     tests = ("class Box:\n    def __init__(self, v):\n        self.v = v\nbox = Box(3)\n"
              "assert add(box.v, 1) == 4\nassert add(1, 1) == 2")
-    right, wrong = _score_all(scorers, [(tests, _ADD), (tests, "def add(a, b):\n    return a * b\n")])
+    right, wrong = score_all(scorers, [(tests, _ADD), (tests, "def add(a, b):\n    return a * b\n")])
     assert (right.correct, right.tests_passed, right.tests_total) == (True, 2, 2)
     assert (wrong.correct, wrong.tests_passed) == (False, 0)
 
@@ -119,7 +109,7 @@ def test_a_hostile_answer_gains_nothing_from_the_tests_data(scorers):
                     "def add(a, b):\n    return Same(0)\n")
     remember = ("import gc\ndef add(a, b):\n    for o in gc.get_objects():\n"
                 "        if type(o) is int and o > 1000:\n            return o\n    return -1\n")
-    scores = _score_all(scorers, [(tests, always_equal), (tests, remember)])
+    scores = score_all(scorers, [(tests, always_equal), (tests, remember)])
     assert [s.correct for s in scores] == [False, False]
 
 
@@ -163,7 +153,7 @@ def test_the_pre_pass_runs_only_the_tests_own_code_and_records_the_rest():
 
 def test_a_loop_unrolled_over_an_argument_holds_only_while_the_answer_leaves_it_alone(scorers):
     tests = "xs = [3, 1, 2]\nlook(xs)\nfor x in xs:\n    assert x > 0"
-    reads, appends = _score_all(scorers, [(tests, "def look(xs):\n    return len(xs)\n"),
+    reads, appends = score_all(scorers, [(tests, "def look(xs):\n    return len(xs)\n"),
                                           (tests, "def look(xs):\n    xs.append(-1)\n")])
     assert (reads.correct, reads.detail) == (True, "")
     # The split refuses its unrolled loop ("the answer changed xs in place"); the tests' program,

@@ -15,7 +15,7 @@ from benchlab.execute.provenance import (
     SweepProvenance,
     write_provenance,
 )
-from benchlab.run_files import PROVENANCE_FILE
+from benchlab.names.run_files import PROVENANCE_FILE
 
 # A provenance.json as a Slurm sweep of an lm-eval run wrote it before the records existed
 # (written out by hand in the file's layout: shared keys first, then the attempt's own).

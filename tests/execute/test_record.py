@@ -12,8 +12,8 @@ from benchlab.execute.provenance import GitState, SweepProvenance
 from benchlab.execute.record import Recorder, record_attempt
 from benchlab.execute.rundir import write_run_dir
 from benchlab.ledger import COMPLETED, FAILED, PENDING, Store
+from benchlab.names.run_files import LOG_FILE, PROVENANCE_FILE, run_dir_of
 from benchlab.plan import Run, expand
-from benchlab.run_files import LOG_FILE, PROVENANCE_FILE, run_dir_of
 from benchlab.spec import Spec
 
 SHARED = SweepProvenance(git=GitState(), python="3.11.7", python_executable="/usr/bin/python3",

@@ -80,7 +80,7 @@ def test_sacct_lines_become_accounting_records() -> None:
 def test_each_accounted_end_becomes_its_outcome() -> None:
     from benchlab.execute.base import Outcome
     from benchlab.execute.slurm import accounted_outcome, parse_sacct
-    from benchlab.failures import CANCELLED, NODE_DIED, OOM, PREEMPTED
+    from benchlab.names.failures import CANCELLED, NODE_DIED, OOM, PREEMPTED
 
     rows = parse_sacct(SACCT)
 

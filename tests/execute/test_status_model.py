@@ -56,7 +56,7 @@ def _folder_with_runs(folder):
 
 def test_run_states_of_a_folder_without_a_ledger_are_pending_and_create_no_ledger(tmp_path):
     from benchlab.execute.status import run_states
-    from benchlab.results_files import LEDGER_FILE
+    from benchlab.names.results_files import LEDGER_FILE
 
     assert run_states(tmp_path, ["a", "b"]) == {"a": "pending", "b": "pending"}
     assert not (tmp_path / LEDGER_FILE).exists()

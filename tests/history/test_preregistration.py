@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from benchlab.preregistration import practical_verdict
+from benchlab.history.preregistration import practical_verdict
 from benchlab_testing import run_cli
 
 # Per seed, "far" is the baseline + 0.1, "same" the baseline ± 0.001, "near" the baseline + 0.02
@@ -199,8 +199,8 @@ def test_a_zero_width_interval_is_never_practically_equivalent():
 def test_a_meaningful_change_is_always_significant_with_the_same_interval():
     import pandas as pd
 
+    from benchlab.history.preregistration import judge
     from benchlab.ledger import AnalysisPlan
-    from benchlab.preregistration import judge
 
     # Three comparisons: one unadjusted 95% interval below -min_effect whose Holm p is above alpha
     # was "not significant" beside "meaningful degradation"; with one interval both agree.

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.benchmark_info import BenchmarkInfo
-from benchlab.ledger import DB_NAME, AnalysisPlan, Registration, Store
-from benchlab.preregistration import (
+from benchlab.history.preregistration import (
     REGISTRATION_FILE,
     Deviation,
     DeviationKind,
@@ -25,6 +23,8 @@ from benchlab.preregistration import (
     restore,
     statement,
 )
+from benchlab.ledger import DB_NAME, AnalysisPlan, Registration, Store
+from benchlab.names.benchmark_info import BenchmarkInfo
 from benchlab.spec import load_spec
 from benchlab_testing import run_cli
 

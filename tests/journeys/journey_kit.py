@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchlab_testing import run_cli
+from benchlab_testing import run_cli, started
 
 SRC = str(Path(__file__).parents[2] / "src")
 
@@ -33,8 +33,8 @@ def start(root: Path, *args: str) -> subprocess.Popen[str]:
     """``benchlab ARGS`` in the background, as a user starts a long sweep in another shell."""
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "COLUMNS": "200",
            "NO_COLOR": "1"}
-    return subprocess.Popen([sys.executable, "-m", "benchlab", *args], cwd=root, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return started(subprocess.Popen([sys.executable, "-m", "benchlab", *args], cwd=root, env=env, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE))
 
 
 def wait_for(cond: Callable[[], bool], within: float = 120.0) -> None:

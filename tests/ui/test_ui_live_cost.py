@@ -78,7 +78,7 @@ def test_a_cheap_view_follows_every_change_and_the_floor_still_holds():
 def client(tmp_path: Path) -> Iterator[TestClient]:
     from starlette.testclient import TestClient
 
-    from benchlab.benchmark_info import BenchmarkInfo
+    from benchlab.names.benchmark_info import BenchmarkInfo
     from benchlab.ui.app import create_app
     from benchlab.ui.library import Library
 

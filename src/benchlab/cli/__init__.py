@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except ModuleNotFoundError as exc:
         # An optional dependency that no command checked for up front: the same one line.
-        from benchlab.extras import extra_of, missing_extra
+        from benchlab.names.extras import extra_of, missing_extra
 
         if extra_of(exc.name) is None or debug_enabled():
             raise

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from benchlab.choices import (
+from benchlab.cli.app import app, console, err_console, print_json
+from benchlab.names.choices import (
     AlignChoice,
     FailedAsChoice,
     GoalChoice,
@@ -22,7 +23,6 @@ from benchlab.choices import (
     NormalizeChoice,
     SummaryChoice,
 )
-from benchlab.cli.app import app, console, err_console, print_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -356,7 +356,7 @@ def analyze(
                        reps=reps, seed=seed, as_json=as_json, csv=csv, value_range=value_range,
                        assume_normal=assume_normal)
         return
-    from benchlab.long_format import split_status
+    from benchlab.names.long_format import split_status
 
     final = _read_final_values(table) if summary == SummaryChoice.FINAL else None
     df = final if final is not None else _read_csv(table)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from benchlab.choices import FailedAsChoice
 from benchlab.cli.app import app, console
+from benchlab.names.choices import FailedAsChoice
 
 
 @app.command()

@@ -248,7 +248,7 @@ def _say_what_is_kept(spec: Any, folder: Path) -> None:
     """Before a sweep over an existing ledger: refuse one that lost its attempts, and say which
     finished runs beyond the spec's seeds stay."""
     from benchlab.execute.sweep import refuse_without_ledger, sweep_plan
-    from benchlab.results_files import LEDGER_FILE
+    from benchlab.names.results_files import LEDGER_FILE
 
     if not (folder / LEDGER_FILE).exists():
         return
@@ -288,8 +288,8 @@ def _print_dry_run(spec: Any, folder: Path, planned: list[Any] | None, *, rerun_
     """``run --dry-run``: each run that would run, with its command; nothing is started."""
     from rich.markup import escape
 
-    from benchlab import run_files
     from benchlab.execute.sweep import would_run
+    from benchlab.names import run_files
 
     # What `run` would refuse, the dry run refuses the same way (exit 2, the same message).
     todo = would_run(spec, folder, runs=planned, rerun_failed=rerun_failed, rerun_all=rerun_all,

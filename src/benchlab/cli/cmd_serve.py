@@ -9,7 +9,7 @@ import typer
 
 from benchlab.cli.app import app, err_console
 from benchlab.errors import UsageError
-from benchlab.run_files import METRICS_FILE
+from benchlab.names.run_files import METRICS_FILE
 
 
 def _is_loopback(host: str) -> bool:
@@ -49,7 +49,7 @@ def serve(
     ),
 ) -> None:
     """Serve evaluation requests (POST /evaluate) from a trainer such as slime's eval delegate."""
-    from benchlab.extras import require
+    from benchlab.names.extras import require
 
     require("serve", "benchlab serve")
     from benchlab.evaluate.config import load_config
@@ -141,7 +141,7 @@ def eval_(
     import asyncio
     import json
 
-    from benchlab.extras import require
+    from benchlab.names.extras import require
 
     require("serve", "benchlab eval", modules=("httpx", "math_verify"))
 

@@ -11,7 +11,7 @@ import typer
 
 from benchlab.cli.app import app, console, err_console, print_json
 from benchlab.errors import UsageError
-from benchlab.run_files import LOG_FILE, run_dir_of
+from benchlab.names.run_files import LOG_FILE, run_dir_of
 
 if TYPE_CHECKING:
     from benchlab.execute.status import FolderStatus, StatusDetail
@@ -359,7 +359,7 @@ def _current_spec(folder: Path, spec_path: Path | None, sets: list[str] | None) 
     """The spec to read metrics with: ``--spec``, else the file the folder was run with, as it is now
     (with that run's overrides), else the copy kept in ``benchmark.json``. Also a warning, or None."""
     from benchlab.errors import ResultsNotFound
-    from benchlab.results_files import SavedSpec, benchmark_file
+    from benchlab.names.results_files import SavedSpec, benchmark_file
     from benchlab.spec import Spec, load_spec
 
     path = benchmark_file(folder)

@@ -34,7 +34,7 @@ def ui(
                               "a sweep on the same machine is never slowed by the dashboard."),
 ) -> None:
     """Serve a live, read-only dashboard: sweeps, seed grids, curves with seed bands, comparisons, logs."""
-    from benchlab.extras import require
+    from benchlab.names.extras import require
 
     require("serve", "benchlab ui")
     if not _is_loopback(host) and not token:
@@ -42,7 +42,7 @@ def ui(
                    "browsers then log in with the one-time URL printed here")
     if token is not None and len(token) < 8:
         raise UsageError(f"--token must be at least 8 characters, got {len(token)}")
-    from benchlab.results_files import LEDGER_FILE
+    from benchlab.names.results_files import LEDGER_FILE
 
     if not results:
         here = Path.cwd()

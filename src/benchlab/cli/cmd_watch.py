@@ -29,8 +29,8 @@ def watch(
 ) -> None:
     """Watch a folder; every complete new checkpoint becomes a config and is evaluated on the spec's tasks."""
     from benchlab.cli.progress import SweepDisplay
+    from benchlab.execute.watch import CheckpointWatch, WatchEvent, WatchEventKind
     from benchlab.spec import load_spec
-    from benchlab.watch import CheckpointWatch, WatchEvent, WatchEventKind
 
     spec = load_spec(spec_path, sets)
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from benchlab.collect import lm_eval as _lm_eval
 from benchlab.collect.extractors import ExtractFailed, get_extractor
 from benchlab.collect.files import FILE_PROBLEM, read_metrics_json, read_metrics_jsonl
-from benchlab.run_files import METRICS_FILE, SERIES_FILE
+from benchlab.names.run_files import METRICS_FILE, SERIES_FILE
 from benchlab.spec import Metric
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Collected:
         """``(failure class, message)`` of a run whose ``metric`` has no usable final value, or
         None if it has one: ``non-finite-metric`` when the run reported it as NaN or infinite,
         ``missing-metric`` when it did not report it."""
-        from benchlab.failures import MISSING_METRIC, NON_FINITE_METRIC
+        from benchlab.names.failures import MISSING_METRIC, NON_FINITE_METRIC
 
         if metric in self.finals and not math.isfinite(self.finals[metric]):
             return NON_FINITE_METRIC, self._non_finite(metric)

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import ResultsNotFound
-from benchlab.run_files import CONFIG_FILE, PROVENANCE_FILE
+from benchlab.names.benchmark_info import BenchmarkInfo
+from benchlab.names.run_files import CONFIG_FILE, PROVENANCE_FILE
 
 
 def _judged_by(run_dir: Path) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.run_files import METRICS_FILE
+from benchlab.names.run_files import METRICS_FILE
 from benchlab.runlog import CACHE_BLOCK, CACHE_MAGIC, CACHE_NAME, CACHE_TRAILER
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from typing import TypeVar
 
 import yaml
 
-from benchlab import preregistration, triage
+from benchlab import triage
 from benchlab.collect import collect_run
 from benchlab.collect.described import described_meta, described_primary
 from benchlab.errors import BenchlabError, LedgerError, NewerLedger, ResultsNotFound, StoreError
@@ -48,9 +48,16 @@ from benchlab.ledger import (
     Store,
     VersionRecord,
 )
+from benchlab.names.results_files import (
+    RECORDS_FILE,
+    REGISTRATION_FILE,
+    VERSION_FILE,
+    VERSIONS_DIR,
+    SavedSpec,
+    benchmark_file,
+)
+from benchlab.names.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR
 from benchlab.plan import Run, expand
-from benchlab.results_files import RECORDS_FILE, VERSION_FILE, VERSIONS_DIR, SavedSpec, benchmark_file
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, PROVENANCE_FILE, RUNS_DIR
 from benchlab.secrets import Fingerprint, known_fingerprints
 from benchlab.spec import Metric, Spec
 
@@ -261,6 +268,8 @@ def _versions_of(folder: Path) -> list[VersionRecord]:
 
 def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
            earlier: _Earlier | None = None) -> Rebuilt:
+    # here: history/ imports collect/ (export reads a ledger's records through this module)
+    from benchlab.history.preregistration import restore
     from benchlab.results import write_benchmark_meta
 
     primary, metrics = _metrics(spec) if spec is not None else (described_primary(runs_dir), [])
@@ -276,7 +285,7 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
             # never registered anew from runs that have already finished.
             earlier = earlier or _Earlier()
             counts.records_from = earlier.source
-            registered = preregistration.restore(store, folder, earlier=earlier.registration)
+            registered = restore(store, folder, earlier=earlier.registration)
             versions = earlier.versions or _versions_of(folder)
             if versions:
                 store.set_versions(versions)
@@ -321,7 +330,7 @@ def _build(path: Path, folder: Path, runs_dir: Path, spec: Spec | None,
             "the hosts' hardware", "what changed between versions", "run --until-decided's design and state",
             "the pairs whose every run failed"]
         if registered is None and spec is not None and spec.analysis is not None:
-            counts.unrecovered.insert(0, f"the pre-registration (no {preregistration.REGISTRATION_FILE})")
+            counts.unrecovered.insert(0, f"the pre-registration (no {REGISTRATION_FILE})")
     return counts
 
 

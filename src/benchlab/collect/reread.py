@@ -19,14 +19,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.collect import collect_run
 from benchlab.collect.files import RECORDED_BY_BENCHLAB, write_extracted_metrics
 from benchlab.errors import DataError
 from benchlab.ledger import COMPLETED, FAILED, ResultsLock, Store
+from benchlab.names.benchmark_info import BenchmarkInfo
+from benchlab.names.results_files import SavedSpec, benchmark_file
+from benchlab.names.run_files import PROVENANCE_FILE, run_dir_of
 from benchlab.plan import expand
-from benchlab.results_files import SavedSpec, benchmark_file
-from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 from benchlab.spec import Spec
 
 

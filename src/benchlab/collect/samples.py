@@ -1,6 +1,6 @@
 """Per-question records of evaluations, read into one long samples table.
 
-Columns (:data:`benchlab.long_format.SAMPLE_COLUMNS`): ``benchmark, task, config, seed, repeat,
+Columns (:data:`benchlab.names.long_format.SAMPLE_COLUMNS`): ``benchmark, task, config, seed, repeat,
 question, cluster, metric, value, question_hash``. Sources:
 
 - lm-evaluation-harness ``samples_<task>_<date>.jsonl`` (written with ``--log_samples`` beside
@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchlab.collect.samples_table import read_samples_csv, read_samples_parquet
 from benchlab.errors import DataError
-from benchlab.long_format import SAMPLE_COLUMNS, SAMPLE_REQUIRED
-from benchlab.run_files import METRICS_FILE, PROVENANCE_FILE, SERIES_FILE
+from benchlab.names.long_format import SAMPLE_COLUMNS, SAMPLE_REQUIRED
+from benchlab.names.run_files import METRICS_FILE, PROVENANCE_FILE, SERIES_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -202,7 +202,7 @@ def _is_inspect_json(path: Path) -> bool:
 def read_inspect_log(path: Path, out: Samples, *, config: str | None = None, seed: int = 0,
                      benchmark: str = "") -> None:
     """One Inspect AI log (``.eval`` or ``.json``) into ``out``; ``config`` defaults to its model."""
-    from benchlab.extras import load
+    from benchlab.names.extras import load
 
     log_module = load("inspect_ai.log", "reading Inspect AI logs")
     scorer_module = load("inspect_ai.scorer", "reading Inspect AI logs")
@@ -352,7 +352,7 @@ def holds_question_records(path: Path, configs: list[str] | None = None) -> bool
         return True
     if not (path.is_dir() and (path / DB_NAME).exists()):
         return False
-    from benchlab.run_files import run_dir_of
+    from benchlab.names.run_files import run_dir_of
 
     with Store.open(path) as store:
         runs = [r for r in store.runs() if r.status == COMPLETED and (configs is None or r.config in configs)]
@@ -498,7 +498,7 @@ def read_runs_samples(folder: Path, runs: Iterable[SampleRun], benchmark: str) -
     """The samples of ``runs`` (completed runs of the results folder ``folder``, as the ledger
     lists them), each with its run's task, config and seed: what a reader that has already read
     the ledger (the report, through :func:`benchlab.results.read`) reads without opening it again."""
-    from benchlab.run_files import run_dir_of
+    from benchlab.names.run_files import run_dir_of
 
     out = Samples()
     for run in runs:

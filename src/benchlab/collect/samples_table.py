@@ -1,5 +1,5 @@
 """A samples table written as a file: a CSV or Parquet file of the columns of
-:data:`benchlab.long_format.SAMPLE_COLUMNS` (at least ``task, config, question, value``).
+:data:`benchlab.names.long_format.SAMPLE_COLUMNS` (at least ``task, config, question, value``).
 
 Read the way pyarrow reads it, which is what defines the table: the name columns
 (:data:`NAME_COLUMNS`) as categoricals, every other column's type inferred from the file's first
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import DataError
-from benchlab.long_format import SAMPLE_COLUMNS, SAMPLE_REQUIRED
+from benchlab.names.long_format import SAMPLE_COLUMNS, SAMPLE_REQUIRED
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -18,7 +18,7 @@ from benchlab.evaluate.model import HttpSlots, ModelClient, Sampling
 from benchlab.evaluate.runner import BenchmarkRun, EvaluationResult, evaluate
 from benchlab.evaluate.sandbox import sandbox_from_settings
 from benchlab.evaluate.scorers import Scorers
-from benchlab.run_files import METRICS_FILE
+from benchlab.names.run_files import METRICS_FILE
 
 
 async def run_once(

@@ -34,7 +34,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from benchlab.extras import exit_missing
+from benchlab.names.extras import exit_missing
 
 try:
     from fastapi import FastAPI, Request

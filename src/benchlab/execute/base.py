@@ -27,7 +27,7 @@ knows of an ended attempt beyond its exit (a failure class such as a node that d
 it held, the scheduler's job) goes in :class:`Outcome`'s fields, which
 :func:`benchlab.execute.record.record_attempt` records. ``execute/debug.py`` is the smallest
 complete backend: one attempt at a time, run inside :meth:`Backend.start`. A backend that runs
-commands on other machines must bring the run directory's files (``benchlab.run_files``) home
+commands on other machines must bring the run directory's files (``benchlab.names.run_files``) home
 before it reports the outcome. ``Spec.backend`` lists the names a spec file may choose.
 """
 

@@ -572,7 +572,7 @@ class NoInventory:
 
 def _nvml_reason(exc: BaseException) -> str:
     if isinstance(exc, ImportError):
-        from benchlab.extras import install_hint
+        from benchlab.names.extras import install_hint
 
         return f"nvidia-ml-py is not installed ({install_hint('gpu')})"
     return str(exc) or type(exc).__name__

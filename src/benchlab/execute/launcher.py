@@ -48,8 +48,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from benchlab.errors import BackendUnavailable
 from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, ProcessInfo, SweepContext
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV
-from benchlab.failures import CANCELLED, EXIT_CODE, LAUNCH, NODE_DIED, RetryClass
 from benchlab.ledger import Placement
+from benchlab.names.failures import CANCELLED, EXIT_CODE, LAUNCH, NODE_DIED, RetryClass
 from benchlab.plan import Run
 from benchlab.spec import Spec
 

@@ -19,8 +19,8 @@ from benchlab.execute.logcap import LogCap
 from benchlab.execute.proctree import ATTEMPT_KEY_ENV
 from benchlab.execute.rundir import Preparer, write_run_dir
 from benchlab.ledger import FAILED, PlanRecorder, Store, is_disk_full
+from benchlab.names.run_files import CONFIG_FILE, LOG_FILE, run_dir_of
 from benchlab.plan import Run
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, run_dir_of
 
 if TYPE_CHECKING:
     from benchlab.execute.gpu_sampler import GpuSampler

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 
-from benchlab import preregistration, triage
+from benchlab import triage
 from benchlab.errors import LedgerError, LedgerLost, UserError
 from benchlab.evalrules import refuse_incomplete_checkpoints
 from benchlab.execute.proctree import kill_strays, kill_tree
@@ -34,6 +34,7 @@ from benchlab.execute.version import (
     current_version,
     write_version,
 )
+from benchlab.history import preregistration
 from benchlab.ledger import (
     COMPLETED,
     DB_NAME,
@@ -50,9 +51,9 @@ from benchlab.ledger import (
     has_attempts,
     runs_to_do,
 )
+from benchlab.names.run_files import PROVENANCE_FILE, runs_dir
 from benchlab.plan import Run, expand
 from benchlab.results import write_benchmark_meta
-from benchlab.run_files import PROVENANCE_FILE, runs_dir
 from benchlab.spec import Spec
 
 # Attribute getters for passes over every run of a plan: map() with them runs at C speed, a tenth

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from benchlab.json_types import JsonObject
 from benchlab.ledger import CodeState
-from benchlab.run_files import PROVENANCE_FILE
+from benchlab.names.run_files import PROVENANCE_FILE
 
 if TYPE_CHECKING:
     from benchlab.evalrules import EvaluationSettings

@@ -63,9 +63,9 @@ from benchlab.execute.base import (
 )
 from benchlab.execute.logcap import LogCap, cut
 from benchlab.execute.proctree import KILL_GRACE_S
-from benchlab.failures import NODE_DIED
+from benchlab.names.failures import NODE_DIED
+from benchlab.names.run_files import CONFIG_FILE, LOG_FILE
 from benchlab.plan import RUN_DIR_PLACEHOLDER, Run
-from benchlab.run_files import CONFIG_FILE, LOG_FILE
 from benchlab.runlog import CACHE_NAME
 from benchlab.spec import Resources, Spec
 
@@ -329,7 +329,7 @@ def _attempt(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _import_ray() -> Any:
-    from benchlab.extras import load
+    from benchlab.names.extras import load
 
     return load("ray", "the ray backend")
 

@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 
 from benchlab.json_types import ConfigValues
+from benchlab.names.run_files import CONFIG_FILE, LOG_FILE, run_dir_of
 from benchlab.plan import Run
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, run_dir_of
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 

@@ -42,9 +42,9 @@ import psutil
 from benchlab.errors import BackendUnavailable
 from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, ProcessInfo, SweepContext
 from benchlab.execute.proctree import KILL_GRACE_S, end, signal_tree
-from benchlab.failures import CANCELLED, NODE_DIED, OOM, PREEMPTED
 from benchlab.json_types import JsonObject
 from benchlab.ledger import Placement
+from benchlab.names.failures import CANCELLED, NODE_DIED, OOM, PREEMPTED
 from benchlab.plan import Run
 from benchlab.spec import Resources, Slurm, Spec
 
@@ -382,7 +382,7 @@ def sbatch_parameters(resources: Resources, timeout: float | None, settings: _Se
 
 def check_available() -> Any:
     """submitit (or ``MissingExtra`` with the install line), and ``sbatch`` on the PATH."""
-    from benchlab.extras import load
+    from benchlab.names.extras import load
 
     submitit = load("submitit", "the slurm backend")
     missing = [c for c in ("sbatch", "squeue", "sacct", "scancel", "srun") if shutil.which(c) is None]

@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING
 from benchlab.errors import UsageError
 from benchlab.execute.liveness import SweepLiveness, as_seen, counts_as_seen, sweep_liveness
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PARTIAL_NOTE_PREFIX, PENDING, RUNNING, Status, Store
-from benchlab.results_files import LEDGER_FILE
+from benchlab.names.results_files import LEDGER_FILE
 
 if TYPE_CHECKING:
-    from benchlab.benchmark_info import BenchmarkInfo
     from benchlab.ledger import (
         AttemptRecord,
         FlaggedPair,
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
         RunRecord,
         SequentialRecord,
     )
+    from benchlab.names.benchmark_info import BenchmarkInfo
     from benchlab.triage import FailureGroup
 
 #: The run states in the order ``benchlab status`` gives their counts.
@@ -198,8 +198,8 @@ def status(folder: Path | str, *, detail: bool = True, read_only: bool | None = 
 def _detail(folder: Path, store: Store, every: list[RunRecord], runs: dict[str, RunRecord],
             attempts: list[AttemptRecord], running: list[AttemptRecord],
             gpu_attempts: list[tuple[str, AttemptRecord]]) -> StatusDetail:
-    from benchlab.failures import failed_runs
     from benchlab.ledger import ledger_backups, lock_holder, rebuild_leftovers
+    from benchlab.names.failures import failed_runs
     from benchlab.triage import flag_configs, group_failures
 
     placed = store.placements(a.attempt_id for a in attempts if a.status == RUNNING)

@@ -66,8 +66,8 @@ from benchlab.ledger import (
     disk_full,
     is_disk_full,
 )
+from benchlab.names.run_files import runs_dir
 from benchlab.plan import Run, expand
-from benchlab.run_files import runs_dir
 from benchlab.secrets import known_fingerprints
 from benchlab.spec import Spec
 

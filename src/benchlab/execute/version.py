@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from benchlab.errors import UserError
 from benchlab.json_types import JsonObject
 from benchlab.ledger import DatasetSum, VersionRecord
-from benchlab.results_files import (
+from benchlab.names.results_files import (
     DATASET_CACHE,
     DIFF_FILE,
     PACKAGES_FILE,

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from benchlab.errors import DataError
 from benchlab.json_types import JsonObject
-from benchlab.results_files import DIFF_FILE, PACKAGES_FILE, VERSIONS_DIR, SavedSpec, version_spec_file
-from benchlab.run_files import PROVENANCE_FILE, run_dir_of
+from benchlab.names.results_files import DIFF_FILE, PACKAGES_FILE, VERSIONS_DIR, SavedSpec, version_spec_file
+from benchlab.names.run_files import PROVENANCE_FILE, run_dir_of
 from benchlab.stats.curves import SUMMARIES
 from benchlab.stats.versions import (
     IMPROVEMENT,

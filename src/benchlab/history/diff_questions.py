@@ -27,7 +27,7 @@ def question_records(before: Path, after: Path) -> VersionQuestions | None:
     import pandas as pd
 
     from benchlab.collect.samples import check_pairing, read_samples, runs_hold_records
-    from benchlab.run_files import runs_dir
+    from benchlab.names.run_files import runs_dir
     from benchlab.stats.versions import VersionQuestions
 
     sides = []

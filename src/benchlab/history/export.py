@@ -41,7 +41,7 @@ from benchlab.collect.rebuild import ledger_records
 from benchlab.errors import DataError, UsageError
 from benchlab.history.scan import Limits, scan_bytes
 from benchlab.json_types import JsonObject
-from benchlab.results_files import (
+from benchlab.names.results_files import (
     BENCHMARK_FILE,
     BENCHMARKS_FILE,
     DIFF_FILE,
@@ -53,7 +53,7 @@ from benchlab.results_files import (
     REPORT_HTML,
     VERSIONS_DIR,
 )
-from benchlab.run_files import RUNS_DIR
+from benchlab.names.run_files import RUNS_DIR
 from benchlab.secrets import Finding, SecretFound, known_fingerprints
 
 MANIFEST = ".benchlab-export.json"
@@ -339,7 +339,7 @@ def scan(results: Path, contents: dict[str, bytes], allow: list[str] | tuple[str
 
 
 def _filesystem(target: str) -> tuple[Any, str]:
-    from benchlab.extras import require
+    from benchlab.names.extras import require
 
     scheme = urlsplit(target).scheme
     require("export", "benchlab export", ("fsspec",))

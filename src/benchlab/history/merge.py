@@ -30,16 +30,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchlab.benchmark_info import goal_of
 from benchlab.errors import DataError
-from benchlab.results_files import SOURCES_FILE
+from benchlab.names.benchmark_info import goal_of
+from benchlab.names.results_files import SOURCES_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from benchlab.benchmark_info import BenchmarkInfo
     from benchlab.json_types import ConfigValues, JsonObject
     from benchlab.ledger import HostRecord
+    from benchlab.names.benchmark_info import BenchmarkInfo
     from benchlab.results import Results
 
 
@@ -177,8 +177,8 @@ def merge_sources(paths: list[Path]) -> Merged:
     """The merged table of ``paths`` (results folders or long-format CSV files)."""
     import pandas as pd
 
-    from benchlab.benchmark_info import BenchmarkInfo
-    from benchlab.run_files import run_dir_of
+    from benchlab.names.benchmark_info import BenchmarkInfo
+    from benchlab.names.run_files import run_dir_of
 
     seen: dict[Path, Path] = {}
     for source in map(Path, paths):
@@ -280,8 +280,8 @@ def write_results(merged: Merged, out: Path) -> Path:
     import numpy as np
 
     from benchlab.ledger import COMPLETED, DB_NAME, FAILED, Store
+    from benchlab.names.run_files import PROVENANCE_FILE, run_dir_of
     from benchlab.plan import Run
-    from benchlab.run_files import PROVENANCE_FILE, run_dir_of
 
     if (out / DB_NAME).exists():
         raise DataError(f"{out}: already holds a results folder; write the merged report elsewhere with --out")

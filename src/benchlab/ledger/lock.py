@@ -9,7 +9,7 @@ from typing import Any
 from benchlab.errors import ResultsNotFound
 from benchlab.ledger.files import disk_full, is_disk_full
 from benchlab.ledger.schema import DB_NAME
-from benchlab.results_files import LOCK_FILE as LOCK_NAME
+from benchlab.names.results_files import LOCK_FILE as LOCK_NAME
 
 #: Suffix of a ledger that ``collect --rebuild`` is building (and of SQLite's files beside it):
 #: never read as a ledger.

@@ -9,7 +9,6 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import StoreError
 from benchlab.ledger.connection import LedgerConnection
 from benchlab.ledger.records import (
@@ -26,6 +25,7 @@ from benchlab.ledger.records import (
     SequentialRecord,
     VersionRecord,
 )
+from benchlab.names.benchmark_info import BenchmarkInfo
 
 _R = TypeVar("_R")
 
@@ -106,7 +106,7 @@ class MetaRecords(LedgerConnection):
         self._set_meta(**{SEARCH_KEY: record.to_json()})
 
     def registration(self) -> Registration | None:
-        """The pre-registered analysis plan (:mod:`benchlab.preregistration`), or None."""
+        """The pre-registered analysis plan (:mod:`benchlab.history.preregistration`), or None."""
         return self._meta_record(REGISTRATION_KEY, lambda found: Registration.from_json(found) if found else None)
 
     def set_registration(self, record: Registration) -> None:

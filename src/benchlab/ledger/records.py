@@ -273,7 +273,7 @@ class AnalysisPlan:
     metric: str
     summary: str = "final"  # final, auc, max or slope of the learning curve
     alpha: float = 0.05
-    test: str = "t"  # a key of benchlab.preregistration.TESTS
+    test: str = "t"  # a key of benchlab.history.preregistration.TESTS
     comparisons: tuple[tuple[str, str], ...] = ()
     min_effect: float | None = None  # the smallest difference that matters, in the metric's units
 

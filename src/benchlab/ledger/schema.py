@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from benchlab.results_files import LEDGER_FILE
+from benchlab.names.results_files import LEDGER_FILE
 
 #: The ledger's file in a results folder (spelt in ``results_files.py`` with the folder's others).
 DB_NAME: Final = LEDGER_FILE

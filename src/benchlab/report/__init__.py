@@ -15,13 +15,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab import preregistration
+from benchlab.history import preregistration
+from benchlab.names.results_files import BENCHMARKS_FILE, PLOTS_DIR, REPORT_FILE, RESULTS_CSV
+from benchlab.names.run_files import runs_dir
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import config_settings, render_leaderboard, status, task_settings
 from benchlab.report.markdown import CodeAt, FailureRow, ReportData, render_markdown, warm_templates
 from benchlab.results import Curves, Environment, GpuPlacement, Results, read
-from benchlab.results_files import BENCHMARKS_FILE, PLOTS_DIR, REPORT_FILE, RESULTS_CSV
-from benchlab.run_files import runs_dir
 from benchlab.stats.results_analysis import DEFAULT_REPS, ResultsAnalysis, analyze_table
 
 if TYPE_CHECKING:
@@ -117,9 +117,9 @@ def gather(table: Results) -> ReportData:
 
 def published_table(table: Results) -> pd.DataFrame:
     """``results.csv``: the final values of the completed runs and a row for every other planned
-    run, each with its status and failure class (:func:`benchlab.long_format.with_status`), so
+    run, each with its status and failure class (:func:`benchlab.names.long_format.with_status`), so
     that ``benchlab analyze results.csv`` accounts for every seed as the report does."""
-    from benchlab.long_format import with_status
+    from benchlab.names.long_format import with_status
 
     failed = {(f.task, f.config, int(f.seed)): f.failure_class for f in table.failures if f.seed is not None}
     failed.update({(t, c, int(s)): failed.get((t, c, int(s))) for t, c, s in table.failed_runs})

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from benchlab.benchmark_info import goal_of
 from benchlab.errors import DataError
+from benchlab.names.benchmark_info import goal_of
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -19,7 +19,7 @@ import html
 import re
 from pathlib import Path
 
-from benchlab.results_files import REPORT_HTML
+from benchlab.names.results_files import REPORT_HTML
 
 _CSS = """
 :root { color-scheme: light; }

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.history.merge import MergedSource
+    from benchlab.history.preregistration import Registration
     from benchlab.ledger import SequentialRecord
-    from benchlab.preregistration import Registration
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("benchlab.report", "templates"),
@@ -99,7 +99,7 @@ class ReportData:
     #: The metrics' declared ranges, as the analysis bounded its intervals with them.
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     failed_as: str = "exclude"
-    #: The pre-registered analysis plan as the ledger holds it (``benchlab.preregistration``).
+    #: The pre-registered analysis plan as the ledger holds it (``benchlab.history.preregistration``).
     registered_plan: Registration | None = None
     analysis_plan: str = ""  # the "Analysis plan" section, Markdown
     #: (task, config) -> [(seed, run id)] of the completed runs, for BENCHMARKS.md's links.

@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchlab.benchmark_info import BenchmarkInfo
-from benchlab.results_files import REPORT_FILE
+from benchlab.names.benchmark_info import BenchmarkInfo
+from benchlab.names.results_files import REPORT_FILE
 
 if TYPE_CHECKING:
     from benchlab.report.comparison import Comparison

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchlab.benchmark_info import goal_of
 from benchlab.errors import DataError
 from benchlab.json_types import JsonObject
+from benchlab.names.benchmark_info import goal_of
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchlab.benchmark_info import BenchmarkInfo
+    from benchlab.names.benchmark_info import BenchmarkInfo
     from benchlab.stats.question_table import QuestionAnalysis
 
 #: The mark a verdict carries in the report's tables and in BENCHMARKS.md.
@@ -40,7 +40,7 @@ def question_analysis(folder: Path, info: BenchmarkInfo,
         runs_hold_records,
     )
     from benchlab.errors import DataError
-    from benchlab.run_files import runs_dir
+    from benchlab.names.run_files import runs_dir
 
     if not runs_hold_records(runs_dir(folder)):
         return None

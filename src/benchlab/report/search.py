@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.results_files import PLOTS_DIR
+from benchlab.names.results_files import PLOTS_DIR
 
 if TYPE_CHECKING:
     from benchlab.search.summary import StudySection, StudySummary, TrialRow

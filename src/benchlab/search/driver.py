@@ -29,9 +29,9 @@ from benchlab.execute.events import EventKind, SweepEvent
 from benchlab.execute.sweep import Sweep, SweepResult
 from benchlab.json_types import ConfigValues
 from benchlab.ledger import COMPLETED, FAILED, PRUNED, ResultsLock, SearchRecord, Store
+from benchlab.names.results_files import SEARCH_DIR
+from benchlab.names.run_files import run_dir_of
 from benchlab.plan import Run, expand
-from benchlab.results_files import SEARCH_DIR
-from benchlab.run_files import run_dir_of
 from benchlab.search.live import CurveTail
 from benchlab.search.study import (
     FAILURE_ATTR,

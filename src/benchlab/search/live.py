@@ -12,7 +12,7 @@ import math
 import os
 from pathlib import Path
 
-from benchlab.run_files import SERIES_FILE
+from benchlab.names.run_files import SERIES_FILE
 
 
 class CurveTail:

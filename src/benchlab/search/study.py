@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import SearchError
-from benchlab.extras import missing_extra
 from benchlab.json_types import JsonObject
+from benchlab.names.extras import missing_extra
 
 if TYPE_CHECKING:
     import optuna

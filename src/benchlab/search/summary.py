@@ -127,8 +127,8 @@ class StudySection:
 def summarize_studies(results: Path | str) -> tuple[StudySection, ...]:
     """The studies kept under ``<results>/search/``, by folder name; () when there is none."""
     from benchlab.errors import MissingExtra, SearchError
+    from benchlab.names.results_files import SEARCH_DIR
     from benchlab.results import search_folders
-    from benchlab.results_files import SEARCH_DIR
 
     if not (Path(results) / SEARCH_DIR).is_dir():
         return ()

@@ -27,7 +27,8 @@ from pydantic import (
     model_validator,
 )
 
-from benchlab.failures import (
+from benchlab.json_types import ConfigValues, JsonObject
+from benchlab.names.failures import (
     LAUNCH,
     MISSING_METRIC,
     NODE_DIED,
@@ -38,7 +39,6 @@ from benchlab.failures import (
     USAGE,
     RetryClass,
 )
-from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.spec.checks import GRID_VALUE_BAD, NAME_RE, check_seeds, grid_coordinate, grid_names
 from benchlab.spec.search import Search
 

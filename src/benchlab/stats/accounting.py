@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from benchlab.benchmark_info import goal_of
-from benchlab.choices import FailedAsChoice
 from benchlab.errors import BadArgument
+from benchlab.names.benchmark_info import goal_of
+from benchlab.names.choices import FailedAsChoice
 from benchlab.stats.analysis import (
     Analysis,
     ComparisonRow,

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from benchlab.choices import MethodChoice
+from benchlab.names.choices import MethodChoice
 from benchlab.stats.threads import one_blas_thread
 
 Statistic = Callable[..., np.ndarray]

@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from benchlab.choices import SummaryChoice
+from benchlab.names.choices import SummaryChoice
 from benchlab.stats.describe import t_interval
 
 Summary = Literal["final", "auc", "max", "slope"]

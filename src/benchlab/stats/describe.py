@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from scipy.special import ndtri, stdtrit
 
-from benchlab.benchmark_info import goal_of
+from benchlab.names.benchmark_info import goal_of
 from benchlab.stats.bootstrap import (
     BOOTSTRAP_T_MIN_N,
     FEW_FOR_BOOTSTRAP_T,

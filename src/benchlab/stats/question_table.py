@@ -1,7 +1,7 @@
 """The question-level statistics of a whole samples table: every (task, config, metric) over
 its questions, and every candidate against the baseline, paired over shared questions.
 
-The samples table (columns in :mod:`benchlab.long_format`, ``SAMPLE_COLUMNS``) has one row per
+The samples table (columns in :mod:`benchlab.names.long_format`, ``SAMPLE_COLUMNS``) has one row per
 answer: ``task, config, seed, repeat, question, cluster, metric, value``. Each (task, metric)
 is laid out once as a dense array ``(configs, seeds, questions, repeats)`` from integer codes,
 so that a sweep of millions of answers costs a few array passes; the statistics are the pure
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchlab.benchmark_info import goal_of
 from benchlab.json_types import JsonObject
+from benchlab.names.benchmark_info import goal_of
 from benchlab.stats.compare import holm, is_significant
 from benchlab.stats.questions import (
     EvalPower,

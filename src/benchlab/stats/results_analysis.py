@@ -42,7 +42,7 @@ from benchlab.stats.curves import CurveSet, GroupedCurves, curve_sets
 if TYPE_CHECKING:
     import pandas as pd
 
-    from benchlab.benchmark_info import BenchmarkInfo
+    from benchlab.names.benchmark_info import BenchmarkInfo
     from benchlab.results import Results
 
 #: Bootstrap resamples of a report's statistics (``benchlab report --reps``).

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchlab.long_format import COLUMNS, REQUIRED_COLUMNS
+from benchlab.names.long_format import COLUMNS, REQUIRED_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from benchlab.choices import NormalizeChoice
+from benchlab.names.choices import NormalizeChoice
 from benchlab.stats.aggregate import normalize as normalize_scores
 from benchlab.stats.describe import Goal
 from benchlab.stats.runvalues import RunValues

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from benchlab.benchmark_info import goal_of
-from benchlab.choices import AlignChoice
 from benchlab.errors import BadArgument, DataError
-from benchlab.long_format import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+from benchlab.names.benchmark_info import goal_of
+from benchlab.names.choices import AlignChoice
+from benchlab.names.long_format import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from benchlab.stats.aggregate import AGGREGATES, aggregate_many, interval_shortfall
 from benchlab.stats.analysis import (
     AggregateRow,

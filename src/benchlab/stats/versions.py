@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchlab.benchmark_info import Goal, goal_of
 from benchlab.errors import DataError
 from benchlab.json_types import JsonObject
+from benchlab.names.benchmark_info import Goal, goal_of
 from benchlab.stats.curves import Summary
 from benchlab.stats.ranges import metric_ranges, normal_metrics
 from benchlab.stats.runvalues import RunValues
@@ -78,7 +78,7 @@ class VersionRuns:
 
 @dataclass(frozen=True)
 class VersionQuestions:
-    """Both versions' per-question records (samples tables, :mod:`benchlab.long_format`) of the configs
+    """Both versions' per-question records (samples tables, :mod:`benchlab.names.long_format`) of the configs
     both have, only the questions both asked alike, and what reading them said (questions left out,
     records skipped)."""
 

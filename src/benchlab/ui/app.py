@@ -393,7 +393,7 @@ def _data_router(library: Library, cache: _Cache, plotly: Path | None) -> APIRou
 
     @router.get("/b/{key}/runs/{run_id}/log", response_class=PlainTextResponse)
     def run_log(key: str, run_id: str, lines: int = views.LOG_TAIL_LINES) -> Any:
-        from benchlab.run_files import LOG_FILE
+        from benchlab.names.run_files import LOG_FILE
 
         path = library.run_dir(key, run_id) / LOG_FILE
         if not path.is_file():

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from benchlab.errors import BenchlabError, LedgerError, ResultsNotFound
 from benchlab.ledger import DB_NAME, LedgerWatch
-from benchlab.run_files import LOG_FILE, RUNS_DIR, SERIES_FILE, run_dir_of, runs_dir
+from benchlab.names.run_files import LOG_FILE, RUNS_DIR, SERIES_FILE, run_dir_of, runs_dir
 from benchlab.secrets import known_fingerprints, redact
 from benchlab.triage import log_tail
 

@@ -23,7 +23,7 @@ from benchlab.execute.status import FolderStatus
 from benchlab.execute.status import status as folder_status
 from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
+from benchlab.names.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
 from benchlab.ui.library import Benchmark, tail
 
 if TYPE_CHECKING:

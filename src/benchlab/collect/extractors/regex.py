@@ -19,7 +19,7 @@ from benchlab.collect.extractors import (
     strip_ansi,
     to_float,
 )
-from benchlab.run_files import LOG_FILE
+from benchlab.names.run_files import LOG_FILE
 
 
 class RegexOptions(SharedOptions):

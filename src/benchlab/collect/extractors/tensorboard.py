@@ -36,7 +36,7 @@ def read_scalars(folder: Path, tag: str) -> tuple[np.ndarray, np.ndarray]:
     try:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ModuleNotFoundError as exc:
-        from benchlab.extras import missing_extra
+        from benchlab.names.extras import missing_extra
 
         if exc.name is None or not exc.name.startswith("tensorboard"):
             raise

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from benchlab.benchmark_info import BenchmarkInfo
 from benchlab.errors import DataError, UsageError
 from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.ledger import COMPLETED, ResultsLock, Store
+from benchlab.names.benchmark_info import BenchmarkInfo
+from benchlab.names.results_files import benchmark_file
+from benchlab.names.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
 from benchlab.plan import Run, run_id
-from benchlab.results_files import benchmark_file
-from benchlab.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
 
 if TYPE_CHECKING:
     import numpy as np

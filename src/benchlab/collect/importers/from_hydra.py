@@ -18,8 +18,8 @@ from typing import Any
 from benchlab.collect import collect_run
 from benchlab.collect.importers import SourceRun
 from benchlab.errors import DataError, UsageError
-from benchlab.extras import require
-from benchlab.run_files import CONFIG_FILE, LOG_FILE
+from benchlab.names.extras import require
+from benchlab.names.run_files import CONFIG_FILE, LOG_FILE
 from benchlab.spec import Metric
 
 _HYDRA_DIR = ".hydra"

@@ -17,7 +17,7 @@ from typing import Any
 
 from benchlab.collect.importers import SourceRun
 from benchlab.errors import DataError
-from benchlab.extras import require
+from benchlab.names.extras import require
 
 #: Runs fetched per request to the tracking store.
 PAGE = 1000

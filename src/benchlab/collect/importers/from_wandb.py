@@ -27,7 +27,7 @@ from typing import Any
 
 from benchlab.collect.importers import SourceRun
 from benchlab.errors import DataError
-from benchlab.extras import require
+from benchlab.names.extras import require
 
 _HEADER = b":W&B"
 _HEADER_LEN = 7  # ":W&B", a 2-byte magic and a version byte

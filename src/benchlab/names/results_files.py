@@ -11,7 +11,7 @@ What the folder holds, and what writes each:
   resolved it in ``spec.json`` (a :class:`SavedSpec` too), the code's diff in ``code.diff``, the
   installed packages in ``packages.txt``; ``versions/dataset-hashes.json`` keeps the datasets'
   hashes between versions (all written by ``execute/version.py``).
-- ``preregistration.json``: the pre-registered analysis plan (``benchlab.preregistration``).
+- ``preregistration.json``: the pre-registered analysis plan (``benchlab.history.preregistration``).
 - ``ledger-records.json``: the ledger's own records as ``benchlab export`` publishes them.
 - ``merged.json``: where a merged folder's runs came from (``benchlab.history.merge``).
 - ``search/<name>/``: a search study's folder (``benchlab.search``).

@@ -31,10 +31,10 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from benchlab.benchmark_info import BenchmarkInfo, goal_of
 from benchlab.json_types import JsonObject
 from benchlab.ledger import REGISTRATION_KEY, AnalysisPlan, Registration
-from benchlab.results_files import REGISTRATION_FILE
+from benchlab.names.benchmark_info import BenchmarkInfo, goal_of
+from benchlab.names.results_files import REGISTRATION_FILE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

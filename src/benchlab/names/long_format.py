@@ -25,7 +25,7 @@ assert set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS) == set(COLUMNS)
 
 #: A published table (the report's ``results.csv``) also lists every planned run that did not
 #: complete, so that the table alone accounts for every seed: ``status`` is one of
-#: :data:`STATUSES` and ``failure_class`` says why a failed run failed (``benchlab.failures``).
+#: :data:`STATUSES` and ``failure_class`` says why a failed run failed (``benchlab.names.failures``).
 STATUS = "status"
 FAILURE_CLASS = "failure_class"
 COMPLETED, FAILED, MISSING = "completed", "failed", "missing"

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from benchlab.watch import CheckpointWatcher, config_name
+from benchlab.execute.watch import CheckpointWatcher, config_name
 
 SPEC = """
 name: ckpts
@@ -166,8 +166,8 @@ def test_a_failed_checkpoint_is_evaluated_again_only_when_its_files_change(tmp_p
 
 
 def test_the_templates_resources_and_command_are_kept(make_bench, tmp_path):
+    from benchlab.execute.watch import spec_for_checkpoints
     from benchlab.spec import load_spec
-    from benchlab.watch import spec_for_checkpoints
 
     bench = make_bench(SPEC.replace('params: {checkpoint: ""}',
                                     'params: {checkpoint: ""}\n    resources: {gpus: 1.0, cpus: 2}'))
@@ -252,8 +252,8 @@ def test_a_change_during_a_failed_evaluation_brings_the_checkpoint_back(tmp_path
 
 
 def _watch(bench, **kw):
+    from benchlab.execute.watch import CheckpointWatch
     from benchlab.spec import load_spec
-    from benchlab.watch import CheckpointWatch
 
     events, reports = [], []
 
@@ -267,7 +267,7 @@ def _watch(bench, **kw):
 
 
 def test_the_watch_loop_runs_from_python_and_says_what_it_found_and_evaluated(make_bench):
-    from benchlab.watch import WatchEventKind
+    from benchlab.execute.watch import WatchEventKind
 
     bench = make_bench(SPEC)
     ckpts = bench.root / "ckpts"
