@@ -63,7 +63,7 @@ from benchlab.stats.describe import (
     t_interval,
 )
 from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
-from benchlab.stats.results_analysis import ResultsAnalysis, analyze_results
+from benchlab.stats.results_analysis import ResultsAnalysis, analyze_results, analyze_table
 from benchlab.stats.scores import NORMALIZATIONS, ScoreMatrices, score_matrices
 from benchlab.stats.seeds import (
     cv_of_mean,
@@ -134,6 +134,7 @@ __all__ = [
     "align",
     "analyze",
     "analyze_results",
+    "analyze_table",
     "analyze_versions",
     "average_probability_of_improvement",
     "bootstrap_ci",

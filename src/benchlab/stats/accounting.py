@@ -385,42 +385,60 @@ def analyze_seeds(
         of each side and a ``caveat`` naming what each side lost). Configs without a
         completed seed keep a summary row and a comparison row.
     """
+    ranges = dict(ranges or {})
+    used, acc, table = account_table(df, failed_as=failed_as, planned=planned, failed_runs=failed_runs,
+                                     ranges=ranges, metric=kwargs.get("metric"), goal=kwargs.get("goal", "max"),
+                                     summary=kwargs.get("summary", "final"), source=kwargs.get("source", "table"))
+    return analyze_accounted(used, acc, table, planned=planned, failed_runs=list(failed_runs), ranges=ranges,
+                             **kwargs)
+
+
+def account_table(
+    df: pd.DataFrame | RunValues,
+    *,
+    failed_as: str = "exclude",
+    planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
+    failed_runs: Iterable[tuple[str, str, Any]] = (),
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    metric: str | None = None,
+    goal: str | Mapping[str, str] = "max",
+    summary: str = "final",
+    source: str = "table",
+) -> tuple[pd.DataFrame | RunValues, Accounting, pd.DataFrame | None]:
+    """The seed accounting of :func:`analyze_seeds`, before its analysis: the table the statistics
+    see (``used``), the :class:`Accounting`, and the validated table before failed seeds were
+    dropped or filled (None for final values read without pandas and nothing failed, which keep
+    their fast path). ``metric`` narrows the table to one metric first."""
     from benchlab.stats.table import validate_table
 
-    source = kwargs.get("source", "table")
-    metric = kwargs.get("metric")
     failed_runs = list(failed_runs)
-    goal = kwargs.get("goal", "max")
     ranges = dict(ranges or {})
     used: pd.DataFrame | RunValues
     if failed_as not in FAILED_AS:
         raise BadArgument("failed_as", failed_as, FAILED_AS)
-    if isinstance(df, RunValues) and (failed_runs or kwargs.get("summary", "final") != "final"):
+    if isinstance(df, RunValues) and (failed_runs or summary != "final"):
         df = df.to_frame()
     if isinstance(df, RunValues):
         # Final values, one per run, read without pandas: nothing to validate, reduce or fill in.
         used = df if metric is None or metric not in set(df.metric) else df.where(
             m == metric for m in df.metric)
         acc = Accounting(failed_as, count_seeds(used, planned, (), [metric] if metric else ()))
-        if any(c.failed for c in acc.counts.values()):  # NaN values: the full accounting below
-            df = df.to_frame()
-        else:
+        if not any(c.failed for c in acc.counts.values()):
             acc.warnings = _loss_warnings(acc)
-    if not isinstance(df, RunValues):
-        if len(df) == 0 and failed_runs:  # every run failed: nothing to validate, all to count
-            import pandas as pd
+            return used, acc, None
+        df = df.to_frame()  # NaN values: the full accounting below
+    if len(df) == 0 and failed_runs:  # every run failed: nothing to validate, all to count
+        import pandas as pd
 
-            table = pd.DataFrame({"task": pd.Series(dtype=object), "config": pd.Series(dtype=object),
-                                  "seed": pd.Series(dtype=np.int64), "metric": pd.Series(dtype=object),
-                                  "step": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
-        else:
-            table = validate_table(df, source)
-        if metric is not None and metric in set(table["metric"]):
-            table = table[table["metric"] == metric]
-        used, acc = account(table, failed_as, goal, planned, failed_runs, ranges,
-                            [metric] if metric else ())
-    return analyze_accounted(used, acc, None if isinstance(df, RunValues) else table, planned=planned,
-                             failed_runs=failed_runs, ranges=ranges, **kwargs)
+        table = pd.DataFrame({"task": pd.Series(dtype=object), "config": pd.Series(dtype=object),
+                              "seed": pd.Series(dtype=np.int64), "metric": pd.Series(dtype=object),
+                              "step": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
+    else:
+        table = validate_table(df, source)
+    if metric is not None and metric in set(table["metric"]):
+        table = table[table["metric"] == metric]
+    used, acc = account(table, failed_as, goal, planned, failed_runs, ranges, [metric] if metric else ())
+    return used, acc, table
 
 
 def analyze_accounted(
@@ -612,5 +630,6 @@ def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | Non
                                   caveat="; ".join(losses) or None)
 
 
-__all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "analyze_accounted", "analyze_seeds",
+__all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "account_table", "analyze_accounted",
+           "analyze_seeds",
            "bound_interval", "count_seeds", "range_of"]
