@@ -46,6 +46,7 @@ from benchlab.stats.analysis import (
     SummaryRow,
 )
 from benchlab.stats.curves import CurveSet, GroupedCurves, curve_sets
+from benchlab.stats.figures import PrimaryFigures
 from benchlab.stats.runvalues import RunValues
 
 if TYPE_CHECKING:
@@ -96,6 +97,10 @@ class ResultsAnalysis:
     #: The final values as the statistics saw them (failed seeds excluded or scored worst): the
     #: seeds the figures draw and a pre-registered plan is judged on.
     used: pd.DataFrame | None = None
+    #: The numbers of the figures of the primary metric's seeds (CV of the mean vs N, performance
+    #: profiles, radar), computed on first use (:mod:`benchlab.stats.figures`); None for an analysis
+    #: as a caller asked (``analyze``, ``compare``), which draws none.
+    figures: PrimaryFigures | None = None
 
     @cached_property
     def _rows(self) -> dict[tuple[str, str, str], SummaryRow]:
@@ -252,7 +257,8 @@ def analyze_table(
         seeds=tuple(acc.counts.values()), comparisons=tuple(analysis.comparisons),
         aggregate=tuple(analysis.aggregate), warnings=tuple(analysis.warnings), methods=analysis.methods,
         normalization=analysis.normalization, primary_analysed=analysed, analysed=(primary,) if analysed else (),
-        used=used)
+        used=used, figures=PrimaryFigures(primary, goal, used, tuple(info.tasks), tuple(info.configs),
+                                          dict(info.references), seed))
 
 
 def _analyze_as_asked(finals: pd.DataFrame | RunValues, options: AnalysisOptions, *,
@@ -395,5 +401,5 @@ def _stderr_intervals(finals: pd.DataFrame | RunValues, metric: str, bounds: tup
     return out
 
 
-__all__ = ["DEFAULT_REPS", "CurveSet", "ResultsAnalysis", "SeedCount", "analyze_results",
+__all__ = ["DEFAULT_REPS", "CurveSet", "PrimaryFigures", "ResultsAnalysis", "SeedCount", "analyze_results",
            "analyze_table", "stderr_names"]
