@@ -69,3 +69,18 @@ def test_the_analysis_is_immutable():
     out = analyze_table(_table(), None, options=AnalysisOptions(baseline="a", reps=200))
     with pytest.raises(dataclasses.FrozenInstanceError):
         out.primary = "loss"  # type: ignore[misc]
+
+
+def test_the_rows_of_an_analysis_are_frozen():
+    out = analyze_table(_table(), None, options=AnalysisOptions(baseline="a", reps=200))
+    row, comparison, aggregate = out.summary[0], out.comparisons[0], out.aggregate[0]
+    assert row.seeds is not None and comparison.seeds is not None and out.methods is not None
+    for record, name in ((row, "mean"), (row, "rank"), (row.seeds, "failed_seeds"), (comparison, "p_holm"),
+                         (comparison, "significant"), (comparison.seeds, "caveat"), (aggregate, "iqm"),
+                         (out.methods, "reps")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, name, None)
+    # The seeds a row lost are held as a tuple, and printed as a JSON array.
+    failed = out.row("x", "c", "acc")
+    assert failed is not None and failed.seeds is not None and failed.seeds.failed_seeds == (3,)
+    assert failed.to_json()["failed_seeds"] == [3]

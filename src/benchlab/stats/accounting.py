@@ -29,7 +29,7 @@ Pure functions over DataFrames (or, for a table of final values,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -497,7 +497,8 @@ def _bound_aggregates(result: Analysis, ranges: Mapping[str, tuple[float, float]
         ends.append((min(a, b), max(a, b)))
     bottom, top = min(e[0] for e in ends), max(e[1] for e in ends)
     gap = (1 - min(top, 1.0), 1 - min(bottom, 1.0))
-    for row in result.aggregate:
+    for i, row in enumerate(result.aggregate):
+        cut: dict[str, Estimate] = {}
         for name in ("iqm", "median", "mean", "optimality_gap"):
             e = row.estimate(name)
             bounds = gap if name == "optimality_gap" else (bottom, top)
@@ -508,10 +509,11 @@ def _bound_aggregates(result: Analysis, ranges: Mapping[str, tuple[float, float]
                     f"aggregate ({row.config}): {name}: the interval [{e.ci_low:.4g}, {e.ci_high:.4g}] reaches past "
                     f"what the range allows [{bounds[0]:.4g}, {bounds[1]:.4g}] (a bootstrap-t whose resamples "
                     "exploded at these few runs): null, not cut at the range")
-                setattr(row, name, Estimate(e.value, None, None))
+                cut[name] = Estimate(e.value, None, None)
                 continue
             lo, hi = bound_interval(e.ci_low, e.ci_high, bounds)
-            setattr(row, name, Estimate(e.value, lo, hi))
+            cut[name] = Estimate(e.value, lo, hi)
+        result.aggregate[i] = replace(row, **cut)  # type: ignore[arg-type]
 
 
 def _aggregate_failed_as_worst(result: Analysis, table: pd.DataFrame, acc: Accounting,
@@ -546,14 +548,13 @@ def _aggregate_failed_as_worst(result: Analysis, table: pd.DataFrame, acc: Accou
         return  # a different task set would not be the same aggregate
     points = aggregate_points(runs, configs, metric_goal, kwargs.get("references"),  # type: ignore[arg-type]
                               kwargs.get("normalize", "none"))
-    for row in result.aggregate:
+    for i, row in enumerate(result.aggregate):
         if not lost[row.config] or row.config not in points:
             continue
         worst = dict(points[row.config])
         if row.optimality_gap.value is None:
             worst["optimality_gap"] = None  # null for the same reason as the shown one
-        row.failed_excluded = lost[row.config]
-        row.failed_as_worst = worst
+        result.aggregate[i] = replace(row, failed_excluded=lost[row.config], failed_as_worst=worst)
         shown = ", ".join(f"{name} {row.estimate(name).value:.4g} ({worst[name]:.4g})"
                           for name in ("iqm", "mean")
                           if row.estimate(name).value is not None and worst[name] is not None)
@@ -575,24 +576,24 @@ def annotate_summary(result: Analysis, acc: Accounting,
     order = {k: i for i, k in enumerate(acc.counts)}
     rows.sort(key=lambda r: (order.get((r.task, r.config, r.metric), len(order)),))
     named = result.methods.ci if result.methods is not None else ""
-    for r in rows:
+    for i, r in enumerate(rows):
         own = acc.counts.get((r.task, r.config, r.metric))
         bounds = range_of(ranges, r.task, r.metric)
         method = T_METHOD if named in ("", "student-t") else named
+        ci, boot = (r.ci_low, r.ci_high), (r.boot_ci_low, r.boot_ci_high)
         if bounds is not None:
             name = f"{r.task}/{r.config} {r.metric}"
-            r.ci_low, r.ci_high = _bound_or_drop(r.ci_low, r.ci_high, bounds, False, name, result.warnings)
-            r.boot_ci_low, r.boot_ci_high = _bound_or_drop(r.boot_ci_low, r.boot_ci_high, bounds, True, name,
-                                                           result.warnings)
+            ci = _bound_or_drop(*ci, bounds, False, name, result.warnings)
+            boot = _bound_or_drop(*boot, bounds, True, name, result.warnings)
             method += f", cut at the range [{bounds[0]:g}, {bounds[1]:g}]"
-        r.seeds = RowSeeds(
+        rows[i] = replace(r, ci_low=ci[0], ci_high=ci[1], boot_ci_low=boot[0], boot_ci_high=boot[1], seeds=RowSeeds(
             planned=own.planned if own else r.n,
             completed=own.completed if own else r.n,
-            failed_seeds=list(own.failed) if own else [],
-            missing_seeds=list(own.missing) if own else [],
-            ci_method=method if r.ci_low is not None else None,
+            failed_seeds=tuple(own.failed) if own else (),
+            missing_seeds=tuple(own.missing) if own else (),
+            ci_method=method if ci[0] is not None else None,
             counted=own is not None,
-        )
+        ))
 
 
 def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | None,
@@ -611,23 +612,24 @@ def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | Non
         if count.completed == 0 or base.completed == 0:
             rows.append(ComparisonRow(task=task, metric=metric, baseline=baseline,
                                       candidate=config, paired=False, n=0))
-    for r in rows:
+    for i, r in enumerate(rows):
         bounds = range_of(ranges, r.task, r.metric)
+        diff, boot = (r.diff_ci_low, r.diff_ci_high), (r.diff_boot_ci_low, r.diff_boot_ci_high)
         if bounds is not None:
             # c̄ - b̄ of values in [low, high] lies in [low - high, high - low].
             span = (bounds[0] - bounds[1], bounds[1] - bounds[0])
             name = f"{r.task} {r.metric} {r.candidate} vs {r.baseline}"
-            r.diff_ci_low, r.diff_ci_high = _bound_or_drop(r.diff_ci_low, r.diff_ci_high, span, False, name,
-                                                           result.warnings)
-            r.diff_boot_ci_low, r.diff_boot_ci_high = _bound_or_drop(
-                r.diff_boot_ci_low, r.diff_boot_ci_high, span, True, name, result.warnings)
+            diff = _bound_or_drop(*diff, span, False, name, result.warnings)
+            boot = _bound_or_drop(*boot, span, True, name, result.warnings)
         base = acc.counts.get((r.task, r.baseline, r.metric))
         cand = acc.counts.get((r.task, r.candidate, r.metric))
         losses = [x for x in (acc.loss(r.task, r.baseline, r.metric),
                               acc.loss(r.task, r.candidate, r.metric)) if x]
-        r.seeds = ComparisonSeeds(baseline_seeds=base.label if base else None,
-                                  candidate_seeds=cand.label if cand else None,
-                                  caveat="; ".join(losses) or None)
+        rows[i] = replace(r, diff_ci_low=diff[0], diff_ci_high=diff[1], diff_boot_ci_low=boot[0],
+                          diff_boot_ci_high=boot[1], seeds=ComparisonSeeds(
+                              baseline_seeds=base.label if base else None,
+                              candidate_seeds=cand.label if cand else None,
+                              caveat="; ".join(losses) or None))
 
 
 __all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "account_table", "analyze_accounted",
