@@ -10,7 +10,8 @@ Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 (how many seeds), :mod:`~benchlab.stats.table` (a whole long-format table),
 :mod:`~benchlab.stats.runvalues` (one value per run, without pandas),
 :mod:`~benchlab.stats.analysis` (its typed result), :mod:`~benchlab.stats.results_analysis`
-(a results folder's one analysis, which every output renders), :mod:`~benchlab.stats.versions`
+(a results folder's one analysis, which every output renders), :mod:`~benchlab.stats.figures`
+(the numbers of its figures of seeds, computed on first use), :mod:`~benchlab.stats.versions`
 (two versions of a benchmark: what ``benchlab diff`` shows) and :mod:`~benchlab.stats.question_table`
 (a whole samples table, question by question).
 Definitions and defaults are in ``docs/statistics.md``.
