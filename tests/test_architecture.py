@@ -837,13 +837,12 @@ def test_the_cli_reaches_no_ledger_internals():
 
 
 #: What the command line may still import of the ledger and of the statistics' inner modules, by
-#: module: the two commands the rewrite of the report into one typed analysis (issue #40, point 1)
-#: changes next. ``report`` asks the ledger whether an error was a full disk; ``analyze`` runs the
-#: seed accounting and reads run values itself. Each entry goes when its command does.
+#: module. ``report`` asks the ledger whether an error was a full disk; ``analyze`` reads a CSV of
+#: final values without pandas (stats.runvalues) and ``analyze --pairs`` a folder's ranges itself
+#: (its numbers come from the one builder, stats.analyze_table). Each entry goes when its command does.
 CLI_REACHES_STILL = {
     "benchlab.cli.cmd_report": {"benchlab.ledger"},
-    "benchlab.cli.cmd_analyze": {"benchlab.stats.analysis", "benchlab.stats.runvalues", "benchlab.stats.ranges",
-                                 "benchlab.stats.accounting"},
+    "benchlab.cli.cmd_analyze": {"benchlab.stats.runvalues", "benchlab.stats.ranges"},
 }
 
 
@@ -1409,10 +1408,10 @@ RENDERERS_THAT_COMPUTE = {
     # their own (records per question, pairs a user lists, one candidate's options), not yet the
     # one analysis of the results table.
     "report/comparison.py", "report/pairs.py", "report/questions.py",
-    # The CV-vs-N and performance-profile figures bootstrap in the figure workers, in parallel with
-    # the analysis (1,000 and 200 resamples per config and task): moved into the analysis they
-    # would run before the figures start. `benchlab variance`'s figure draws stats.sizing's result.
-    "report/plots.py::plot_cv", "report/plots.py::_cv", "report/profiles.py", "report/variance_plot.py",
+    # `benchlab variance`'s figure draws stats.sizing's result (a VarianceAnalysis), not the
+    # analysis of a results folder. (The CV-vs-N, profile and radar figures draw
+    # ResultsAnalysis.figures, whose numbers stats.figures computes in the worker that draws them.)
+    "report/variance_plot.py",
     # The dashboard's curve page reads one (task, metric)'s curves from the ledger while runs grow
     # (running seeds included), apart from the report's analysis; it aligns and bands them with
     # stats.curves.curve_set, the report's function, and averages the seeds' wall times.

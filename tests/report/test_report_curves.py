@@ -10,9 +10,9 @@ from report_world import build_store_world
 from scipy import stats as sps
 
 from benchlab.plan import Run
-from benchlab.report.profiles import normalised_scores
 from benchlab.results import Curves, info, load, read
 from benchlab.stats.curves import MAX_GRID, curve_sets, mean_band
+from benchlab.stats.results_analysis import PrimaryFigures
 
 
 def _ledger(folder: Path, curves: dict[tuple[str, int], tuple[list[float], list[float]]]) -> None:
@@ -98,6 +98,13 @@ def test_mean_band_is_the_student_t_interval_at_each_step():
     assert all(np.array_equal(x, values[0]) for x in one)
 
 
+def normalised_scores(table, info_):
+    """The scores the profile and radar figures draw (stats.figures), as a tuple."""
+    norm = PrimaryFigures(info_.primary, info_.primary_goal, table, tuple(info_.tasks), tuple(info_.configs),
+                          dict(info_.references)).normalised
+    return list(norm.tasks), norm.scores, norm.note
+
+
 def test_without_references_each_task_is_normalised_by_its_worst_and_best_run(tmp_path: Path):
     values = {("t1", "a"): [1.0, 3.0], ("t1", "b"): [5.0, 5.0],
               ("t2", "a"): [10.0, 20.0], ("t2", "b"): [30.0, 30.0]}
@@ -126,3 +133,22 @@ def test_references_normalise_and_goal_min_turns_the_scale(tmp_path: Path):
     _, scores, _ = normalised_scores(table, no_refs)
     # goal min without references: the worst run (4) -> 0, the best (1) -> 1.
     assert scores["a"].ravel().tolist() == pytest.approx([2 / 3, 0.0])
+
+
+def test_a_report_without_figures_computes_none_of_their_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import importlib
+
+    from benchlab.report import analyze, gather, write_report
+    from benchlab.results import read
+
+    folder = build_store_world(tmp_path / "r", {("t1", "a"): [0.5, 0.6, 0.7], ("t1", "b"): [0.6, 0.7, 0.9]})
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a figure's numbers were computed without a figure")
+
+    # (benchlab.stats.aggregate is also the name of a function benchlab.stats exports)
+    monkeypatch.setattr(importlib.import_module("benchlab.stats.aggregate"), "performance_profile", refuse)
+    monkeypatch.setattr(importlib.import_module("benchlab.stats.seeds"), "cv_of_mean", refuse)
+    write_report(folder, plots=False)
+    figures = analyze(gather(read(folder))).analysis.figures  # type: ignore[union-attr]
+    assert figures is not None and not {"cv", "profiles", "radar"} & set(vars(figures))

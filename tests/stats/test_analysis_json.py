@@ -124,7 +124,7 @@ def test_result_is_typed_rows_not_dicts():
     assert all(isinstance(r, AggregateRow) and isinstance(r.iqm, Estimate) for r in out.aggregate)
     flaky = out.summary_of("t1", "flaky", "acc")
     assert flaky is not None and flaky.n == 5
-    assert flaky.seeds is not None and flaky.seeds.failed_seeds == [1] and flaky.seeds.planned == 6
+    assert flaky.seeds is not None and flaky.seeds.failed_seeds == (1,) and flaky.seeds.planned == 6
     assert flaky.ci_method == "Student-t, cut at the range [0, 1]"
     t1 = next(c for c in out.comparisons if c.task == "t1" and c.candidate == "flaky")
     assert t1.pvalue == t1.t_pvalue and t1.caveat is not None and "1 of 6 seeds failed" in t1.caveat

@@ -17,6 +17,6 @@ def test_public_names_are_pinned():
         "welch_pvalue", "median_member", "normal_interval", "Analysis", "SummaryRow", "ComparisonRow",
         "AggregateRow", "Estimate", "AnalysisOptions", "PowerAnalysis", "PowerRow", "VarianceAnalysis",
         "TaskVariance", "CvCurve", "analyze_versions", "VersionAnalysis", "VersionChange", "VersionQuestions",
-        "VersionRuns", "compare_questions", "QuestionAnalysis", "ResultsAnalysis", "analyze_results",
+        "VersionRuns", "compare_questions", "QuestionAnalysis", "ResultsAnalysis", "analyze_results", "analyze_table",
     ])
     assert all(hasattr(benchlab.stats, name) for name in benchlab.stats.__all__)

@@ -6,7 +6,7 @@ Parse, call :mod:`benchlab.stats`, print: rich tables by default, JSON with ``--
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,7 @@ from benchlab.names.choices import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from benchlab.stats.analysis import Analysis
+    from benchlab.stats.results_analysis import ResultsAnalysis
     from benchlab.stats.runvalues import RunValues
 
 
@@ -97,13 +97,13 @@ def _ci(value: Any, low: Any, high: Any, digits: int = 3) -> str:
     return f"{_fmt(value, digits)}\n[{_fmt(low, digits)}, {_fmt(high, digits)}]"
 
 
-def _boot_header(report: Analysis) -> str:
+def _boot_header(report: ResultsAnalysis) -> str:
     """The bootstrap column's header, named for its method (bootstrap-t unless --method)."""
     method = report.methods.boot_ci if report.methods is not None else ""
     return "bootstrap-t\nCI" if method.startswith("bootstrap-t") else f"bootstrap\nCI ({method})"
 
 
-def _print_report(report: Analysis, failed_as: str | None = None) -> None:
+def _print_report(report: ResultsAnalysis, failed_as: str | None = None) -> None:
     from rich.markup import escape
 
     from benchlab.cli.tables import Column, print_table
@@ -168,14 +168,14 @@ def _print_report(report: Analysis, failed_as: str | None = None) -> None:
     _print_warnings(report.warnings)
 
 
-def _output(report: Analysis, as_json: bool, failed_as: str | None = None) -> None:
+def _output(report: ResultsAnalysis, as_json: bool, failed_as: str | None = None) -> None:
     if as_json:
         sys.stdout.write(report.to_json() + "\n")
     else:
         _print_report(report, failed_as)
 
 
-def _print_warnings(warnings: list[str]) -> None:
+def _print_warnings(warnings: Sequence[str]) -> None:
     from rich.markup import escape
 
     for w in warnings:
@@ -340,8 +340,6 @@ def analyze(
 ) -> None:
     """Statistics of any long-format CSV (W&B, MLflow, a paper's table), or of per-question records
     (lm-eval samples, Inspect AI logs, NeMo-Skills outputs, a samples CSV with a question column)."""
-    from benchlab.stats.accounting import analyze_seeds as run_analysis
-
     if pairs is None:
         from benchlab.collect.samples import is_samples_source
 
@@ -365,16 +363,17 @@ def analyze(
     if final is None:
         # A published results.csv lists failed and missing runs too: every seed is accounted for.
         df, planned, failed_runs = split_status(df)
+    from benchlab.stats import AnalysisOptions, analyze_table
+
     with _flags():
-        report = run_analysis(
-            df, failed_as=failed_as.value, planned=planned,
-            failed_runs=failed_runs,
-            baseline=baseline, metric=metric, goal=goal.value,
-            reps=reps, seed=seed, summary=summary.value, alpha=alpha,
-            method=method.value, normalize=normalize.value, align=align and align.value,
+        options = AnalysisOptions(
+            baseline=baseline, metric=metric, goal=goal.value,  # type: ignore[arg-type]
+            reps=reps, seed=seed, summary=summary.value, alpha=alpha,  # type: ignore[arg-type]
+            method=method.value, normalize=normalize.value, align=align and align.value,  # type: ignore[arg-type]
             references=_read_references(references), source=str(table),
-            ranges=_ranges(value_range, df), assume_normal=list(assume_normal or []),
-        )
+            ranges=_ranges(value_range, df), assume_normal=list(assume_normal or []))
+        report = analyze_table(df, None, planned=planned, failed_runs=failed_runs, failed_as=failed_as.value,
+                               options=options)
     _write_csv(csv, report)
     _output(report, as_json, failed_as.value)
 

@@ -310,7 +310,7 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         # Drawn aside and moved in whole: the previous report keeps its figures until then.
         staging = staging_dir(out_dir)
         pending = draw(
-            staging, info_, data.analysis, seeds=seeds, seed=seed, workers=workers,
+            staging, info_, data.analysis, seeds=seeds, workers=workers,
             ranges=data.ranges, pool=pool,
         )
     # The figures draw in worker processes meanwhile.

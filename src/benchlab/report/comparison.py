@@ -20,21 +20,22 @@ from benchlab.names.benchmark_info import goal_of
 if TYPE_CHECKING:
     import pandas as pd
 
-    from benchlab.stats.analysis import Analysis
     from benchlab.stats.question_table import QuestionAnalysis
+    from benchlab.stats.results_analysis import ResultsAnalysis
 
 Level = Literal["auto", "seeds", "questions"]
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """A comparison at one level: over seeds (``seeds``, an :class:`~benchlab.stats.analysis.Analysis`)
+    """A comparison at one level: over seeds (``seeds``, the one
+    :class:`~benchlab.stats.results_analysis.ResultsAnalysis` narrowed to the pair)
     or paired over questions (``questions``, a :class:`~benchlab.stats.question_table.QuestionAnalysis`).
 
     ``to_json()`` is exactly what ``benchlab compare --json`` prints (without the final newline)."""
 
     level: Literal["seeds", "questions"]
-    seeds: Analysis | None = None
+    seeds: ResultsAnalysis | None = None
     questions: QuestionAnalysis | None = None
     goal: str = "max"
 
@@ -90,7 +91,8 @@ def compare(
                 folder, None if baseline is None else [baseline, candidate]):
             return _compare_questions(folder, baseline=baseline, candidate=candidate, metric=metric, goal=goal,
                                       alpha=alpha, drop_changed=drop_changed, effect=effect)
-    from benchlab.stats.accounting import analyze_seeds
+    from benchlab.stats.results_analysis import analyze_table
+    from benchlab.stats.table import AnalysisOptions
 
     df, info = load_table(folder)
     goals: str | dict[str, str] = goal if goal is not None else "max"
@@ -119,46 +121,13 @@ def compare(
     # Every config of the folder is analysed, then the pair kept: Holm's family is then the one
     # `analyze` and the report use (every task and candidate of the metric against the baseline),
     # and a curve summary is taken on one step range per task, whichever config it is compared with.
-    analysis = analyze_seeds(
-        df, failed_as=failed_as, planned=planned or None, failed_runs=failed_runs, ranges=ranges,
-        assume_normal=assume_normal, baseline=baseline, candidates=None, metric=metric, goal=goals, reps=reps,
-        seed=seed, summary=summary, alpha=alpha, normalize=normalize, align=align,
-        references=references, source=str(folder),
-    )
-    keep_pair(analysis, baseline, candidate)
-    chosen = goal_of(goals, metric or "")
-    return Comparison("seeds", seeds=analysis, goal=chosen)
-
-
-def keep_pair(analysis: Analysis, baseline: str, candidate: str) -> None:
-    """Keep, in place, the rows and warnings of ``analysis`` about ``baseline`` and ``candidate``.
-
-    The p-values stay those of the whole family they were adjusted in (``holm_family``)."""
-    import re
-
-    pair = {baseline, candidate}
-    others = {r.config for r in analysis.summary} | {r.candidate for r in analysis.comparisons}
-    others |= {r.config for r in analysis.aggregate}
-    others -= pair
-    analysis.summary = [r for r in analysis.summary if r.config in pair]
-    analysis.comparisons = [r for r in analysis.comparisons if r.candidate == candidate]
-    analysis.aggregate = [r for r in analysis.aggregate if r.config in pair]
-    if not others:
-        return
-    names = "|".join(re.escape(o) for o in sorted(others, key=len, reverse=True))
-    # Warnings open with what they are about: "task/config metric: ", "task/config/s3 metric: ",
-    # "task metric config vs baseline: ", "config: ", "aggregate: config: " or "aggregate (configs): ".
-    about_other = re.compile(rf"(\S*/(?:{names})(?:/s\S+)? |\S+ \S+ (?:{names}) vs |(?:aggregate: )?(?:{names}): )")
-    group = re.compile(r"aggregate \(([^)]*)\)")
-    kept = []
-    for w in analysis.warnings:
-        if about_other.match(w):
-            continue
-        m = group.match(w)
-        if m and not pair & {c.strip() for c in m.group(1).split(",")}:
-            continue
-        kept.append(w)
-    analysis.warnings = kept
+    options = AnalysisOptions(
+        baseline=baseline, metric=metric, goal=goals, reps=reps, seed=seed,  # type: ignore[arg-type]
+        summary=summary, alpha=alpha, normalize=normalize, align=align,  # type: ignore[arg-type]
+        references=references, source=str(folder), ranges=ranges, assume_normal=assume_normal)
+    analysis = analyze_table(df, info, planned=planned or None, failed_runs=failed_runs, failed_as=failed_as,
+                             options=options)
+    return Comparison("seeds", seeds=analysis.of_pair(baseline, candidate), goal=analysis.goal)
 
 
 def _compare_questions(folder: Path, *, baseline: str | None, candidate: str, metric: str | None,

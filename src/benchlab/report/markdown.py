@@ -825,12 +825,10 @@ def _seeds_text(info: BenchmarkInfo, prim: list[SummaryRow],
 
 def _plot_notes(data: ReportData) -> list[str]:
     """Why a figure the report usually has was left out."""
-    from benchlab.report.profiles import profile_omitted
-
     if not data.plots:
         return []
-    used = data.analysis.used if data.analysis is not None and data.analysis.used is not None else data.finals
-    reason = profile_omitted(used, data.info)
+    figures = data.analysis.figures if data.analysis is not None else None
+    reason = figures.profile_omitted if figures is not None else None
     return [f"No performance profile: {reason}."] if reason else []
 
 

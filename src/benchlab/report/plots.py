@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from benchlab.results import BenchmarkInfo
     from benchlab.stats.analysis import SummaryRow
-    from benchlab.stats.results_analysis import CurveSet, ResultsAnalysis
+    from benchlab.stats.results_analysis import CurveSet, PrimaryFigures, ResultsAnalysis
 
 MAX_SEED_LINES = 20
 MAX_PLOT_POINTS = 500
@@ -320,62 +320,29 @@ def plot_scores(
     ]
 
 
-def _cv(values: np.ndarray, ns: np.ndarray, reps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    from benchlab.stats import cv_of_mean
-
-    return cv_of_mean(values, ns=ns, reps=reps, seed=seed)
-
-
-def plot_cv(
-    finals: pd.DataFrame,
-    info: BenchmarkInfo,
-    folder: Path,
-    reps: int = 1000,
-    seed: int = 0,
-    threshold: float = 0.05,
-) -> list[Plot]:
-    """CV of the mean of the primary metric vs number of seeds: one line per config.
+def plot_cv(figures: PrimaryFigures, info: BenchmarkInfo, folder: Path, threshold: float = 0.05) -> list[Plot]:
+    """CV of the mean of the primary metric vs number of seeds: one line per config
+    (:attr:`benchlab.stats.figures.PrimaryFigures.cv`).
 
     With several tasks the line is the median over tasks (for up to 3 configs a band
     shows their range), so the figure stays one panel however many tasks there are.
     """
     from matplotlib.ticker import MaxNLocator
 
-    prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
-    groups = {k: g.to_numpy() for k, g in prim.groupby(["config", "task"], sort=False)["value"]}
-    groups = {k: v for k, v in groups.items() if v.shape[0] >= 2}
-    if not groups:
+    curves = figures.cv
+    if curves is None:
         return []
-    n_max = max(v.shape[0] for v in groups.values())
-    ns = np.arange(1, n_max + 1)
-    configs = config_order(info, {c for c, _ in groups})
-    n_tasks = len({t for _, t in groups})
+    ns, n_tasks = curves.ns, curves.n_tasks
     fig = new_figure(7.5, 4.8)
     ax = fig.add_subplot()
-    for i, cfg in enumerate(configs):
-        rows = [_cv(v, ns, reps, seed)[1] for (c, _), v in groups.items() if c == cfg]
-        if not rows:
-            continue
-        cv = 100 * np.vstack(rows)
+    for i, line in enumerate(curves.configs):
         st = style(i)
-        with np.errstate(invalid="ignore"):
-            # Range bands only for a few configs: more of them stack into a grey blot.
-            if cv.shape[0] > 1 and np.isfinite(cv).any() and len(configs) <= 3:
-                ax.fill_between(
-                    ns,
-                    np.nanmin(cv, axis=0),
-                    np.nanmax(cv, axis=0),
-                    color=st["color"],
-                    alpha=0.15,
-                    linewidth=0,
-                )
-            ax.plot(
-                ns,
-                np.nanmedian(cv, axis=0) if cv.shape[0] > 1 else cv[0],
-                lw=1.6,
-                label=config_label(cfg, info),
-                **st,
-            )
+        # Range bands only for a few configs: more of them stack into a grey blot.
+        if line.low is not None and line.high is not None and np.isfinite(line.percent).any() and len(
+                curves.configs) <= 3:
+            ax.fill_between(ns, line.low, line.high, color=st["color"], alpha=0.15, linewidth=0)
+        ax.plot(ns, line.line, lw=1.6, label=config_label(line.config, info), **st)
+    configs = curves.configs
     ax.axhline(100 * threshold, color="0.4", ls="--", lw=1, label=f"{100 * threshold:g}% threshold")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("number of seeds N")
@@ -471,7 +438,6 @@ def draw(
     analysis: ResultsAnalysis,
     *,
     seeds: bool = False,
-    seed: int = 0,
     workers: int | None = None,
     ranges: dict[str, tuple[float, float]] | None = None,
     pool: ProcessPoolExecutor | None = None,
@@ -484,7 +450,8 @@ def draw(
     spawning, never re-imports the caller's ``__main__`` (a script without a
     ``__name__`` guard, a notebook, stdin all work). ``pool`` is workers started
     ahead (:func:`start_workers`); the returned function shuts it down. Every number a figure
-    shows beside the seeds themselves comes from ``analysis``.
+    shows beside the seeds themselves comes from ``analysis`` (the profiles' bootstrap is seeded by
+    the analysis' ``seed``, :attr:`~benchlab.stats.figures.PrimaryFigures.seed`).
     """
     finals = analysis.used
     rows = analysis.rows_of()
@@ -492,10 +459,10 @@ def draw(
     jobs: list[tuple[Callable[..., list[Plot]], tuple[Any, ...]]] = [
         (plot_curves, (list(analysis.curves), info, folder, seeds, ranges)),
         (plot_scores, (rows, info, folder, finals, ranges)),
-        (plot_cv, (finals, info, folder, 1000, seed)),
-        (plot_profile, (finals, info, folder, 200, seed)),
-        (plot_radar, (finals, info, folder)),
     ]
+    if analysis.figures is not None:  # their numbers are computed where they are drawn, on first use
+        jobs += [(plot_cv, (analysis.figures, info, folder)), (plot_profile, (analysis.figures, info, folder)),
+                 (plot_radar, (analysis.figures, info, folder))]
 
     def serial() -> list[Plot]:
         return [p for fn, args in jobs for p in fn(*args)]

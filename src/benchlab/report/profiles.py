@@ -1,8 +1,9 @@
 """Across-task figures: performance profiles and the radar of normalised scores.
 
-Both need scores on one scale: :func:`normalised_scores` maps each task's
-scores to 0 (bad) .. 1 (good) with the spec's reference scores, or with the
-task's worst and best run when the spec gives none, and says which in the caption.
+Both draw scores on one scale, computed in :mod:`benchlab.stats.figures`
+(:attr:`~benchlab.stats.figures.PrimaryFigures.normalised`): each task's scores mapped to 0 (bad)
+.. 1 (good) with the spec's reference scores, or with the task's worst and best run when the spec
+gives none, which the caption says.
 """
 
 from __future__ import annotations
@@ -12,104 +13,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchlab.report.style import Plot, config_label, config_order, new_figure, save, style
+from benchlab.report.style import Plot, config_label, new_figure, save, style
 
 if TYPE_CHECKING:
-    import pandas as pd
     from matplotlib.figure import Figure
 
     from benchlab.results import BenchmarkInfo
-
-
-def normalised_scores(
-    finals: pd.DataFrame, info: BenchmarkInfo
-) -> tuple[list[str], dict[str, np.ndarray], str]:
-    """Per-config scores normalised per task, higher is better.
-
-    Returns ``(tasks, {config: array (runs, tasks)}, note)``: tasks with a reference
-    pair ``(low, high)`` map low to 0 and high to 1; without references every
-    task is normalised by the worst and best run over all configs (``note`` says which).
-    Runs are NaN-padded where configs have fewer seeds on a task. Tasks some config
-    has no run on are left out (so every config is profiled over the same tasks), as
-    are tasks whose two normalising values are equal; ``note`` names them.
-    """
-    goal = info.primary_goal
-    prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
-    present = set(prim["task"].tolist())
-    tasks = [t for t in info.tasks if t in present] + sorted(present - set(info.tasks))
-    configs = config_order(info, set(prim["config"].tolist()))
-    groups = {k: g.to_numpy() for k, g in prim.groupby(["task", "config"], sort=False)["value"]}
-    used, bounds, referenced, dropped = [], [], 0, []
-    for t in tasks:
-        if any((t, c) not in groups for c in configs):
-            dropped.append(t)
-            continue
-        if t in info.references:
-            lo, hi = info.references[t]
-        else:
-            vals = prim.loc[prim["task"] == t, "value"]
-            lo, hi = (vals.min(), vals.max()) if goal == "max" else (vals.max(), vals.min())
-        if lo == hi:
-            dropped.append(t)
-            continue
-        used.append(t)
-        bounds.append((float(lo), float(hi)))
-        referenced += t in info.references
-    if referenced == len(used):
-        note = "scores are normalised by each task's reference scores (low → 0, high → 1)"
-    elif referenced == 0:
-        note = (
-            "the spec gives no reference scores, so each task is normalised by its worst (0) "
-            "and best (1) run over all configs"
-        )
-    else:
-        note = (
-            "scores are normalised by reference scores where the spec gives them, otherwise "
-            "by the task's worst (0) and best (1) run over all configs"
-        )
-    if dropped:
-        note += (f"; left out: {', '.join(dropped)} (a config has no run there, or all "
-                 "scores are equal)")
-    out = {}
-    for cfg in configs:
-        cols = [groups.get((t, cfg), np.empty(0)) for t in used]
-        width = max((c.shape[0] for c in cols), default=0)
-        arr = np.full((width, len(used)), np.nan)
-        for j, (c, (lo, hi)) in enumerate(zip(cols, bounds, strict=True)):
-            arr[: c.shape[0], j] = (c - lo) / (hi - lo)
-        out[cfg] = arr
-    return used, out, note
-
-
-def one_run_each(finals: pd.DataFrame, info: BenchmarkInfo) -> bool:
-    """Whether no (task, config) has more than one run with a primary value (single-seed
-    evaluations, such as checkpoint evaluations)."""
-    prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
-    return not prim.empty and int(prim.groupby(["task", "config"]).size().max()) <= 1
-
-
-def profile_omitted(finals: pd.DataFrame, info: BenchmarkInfo) -> str | None:
-    """Why no performance profile is drawn, or None when one is.
-
-    With one run per (task, config) and a task without reference scores, min–max
-    normalising that task over the configs puts the best config at exactly 1 and the
-    worst at 0: every profile would be a 0/1 step that restates the ranks in the tables.
-    """
-    if not one_run_each(finals, info):
-        return None
-    prim = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
-    unreferenced = sorted(set(prim["task"]) - set(info.references))
-    if not unreferenced:
-        return None
-    return (f"every config has one run per task and {_tasks(unreferenced)} no reference "
-            "scores, so normalising over the configs would put the best config at 1 and the "
-            "worst at 0 on every such task, and the profile would only restate the ranks in "
-            "the tables; give each task `reference: [low, high]` in the spec to draw one")
-
-
-def _tasks(names: list[str]) -> str:
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    return f"{shown} {'has' if len(names) == 1 else 'have'}"
+    from benchlab.stats.results_analysis import PrimaryFigures
 
 
 def _sentence(note: str) -> str:
@@ -142,29 +52,16 @@ def _noted_plot(
 SHARED_PANEL = 2
 
 
-def plot_profile(
-    finals: pd.DataFrame, info: BenchmarkInfo, folder: Path, reps: int = 200, seed: int = 0
-) -> list[Plot]:
-    """Performance profiles: fraction of runs whose normalised score exceeds tau, per config."""
+def plot_profile(figures: PrimaryFigures, info: BenchmarkInfo, folder: Path) -> list[Plot]:
+    """Performance profiles: fraction of runs whose normalised score exceeds tau, per config
+    (:attr:`benchlab.stats.figures.PrimaryFigures.profiles`)."""
     from benchlab.report.style import grid_figure
 
-    if profile_omitted(finals, info) is not None:
-        return []  # the report says why (markdown.py)
-    tasks, scores, note = normalised_scores(finals, info)
-    scores = {c: s for c, s in scores.items() if s.size}
-    if not tasks or not scores:
+    profiles = figures.profiles
+    if profiles is None:  # the report says why, where it is not for want of scores (markdown.py)
         return []
-    # One run per (task, config): resampling it gives a band of zero width, which would
-    # claim a certainty a single run cannot give.
-    banded = not one_run_each(finals, info)
-    allv = np.concatenate([s[~np.isnan(s)] for s in scores.values()])
-    # Over the observed range only: below the worst run every profile is 1, above the best 0.
-    worst, best = float(allv.min()), float(allv.max())
-    pad = 0.02 * (best - worst) if best > worst else 0.5
-    taus = np.linspace(worst - pad, best + pad, 101)
-    from benchlab.stats import performance_profile
-
-    curves = {cfg: performance_profile(s, taus, reps=reps, seed=seed) for cfg, s in scores.items()}
+    tasks, note, banded, taus = profiles.tasks, profiles.note, profiles.banded, profiles.taus
+    curves = {p.config: (p.point, p.low, p.high) for p in profiles.configs}
     names = list(curves)
     shared = len(names) <= SHARED_PANEL
     if shared:
@@ -223,38 +120,31 @@ def plot_profile(
     ]
 
 
-def plot_radar(finals: pd.DataFrame, info: BenchmarkInfo, folder: Path) -> list[Plot]:
+def plot_radar(figures: PrimaryFigures, info: BenchmarkInfo, folder: Path) -> list[Plot]:
     """Normalised mean score per task as a polygon per config; needs 3 or more tasks and
-    3 or more configs (with fewer configs the scores table says the same, more plainly)."""
-    tasks, scores, note = normalised_scores(finals, info)
-    if len(tasks) < 3 or sum(1 for s in scores.values() if s.size) < 3:
+    3 or more configs (with fewer configs the scores table says the same, more plainly)
+    (:attr:`benchlab.stats.figures.PrimaryFigures.radar`)."""
+    radar = figures.radar
+    if radar is None:
         return []
+    tasks, note = radar.tasks, radar.note
     angles = np.linspace(0, 2 * np.pi, len(tasks), endpoint=False)
     closed = np.append(angles, angles[0])
     fig = new_figure(7.5, 7.4)
     ax = fig.add_subplot(projection="polar")
     lo, hi = 0.0, 1.0
-    for i, (cfg, s) in enumerate(scores.items()):
-        if not s.size:
-            continue
-        with np.errstate(invalid="ignore"):
-            means = np.array(
-                [
-                    np.nanmean(s[:, j]) if np.any(~np.isnan(s[:, j])) else np.nan
-                    for j in range(s.shape[1])
-                ]
-            )
+    for i, (cfg, means) in enumerate(radar.configs):
         st = style(i)
         if np.any(np.isfinite(means)):
             lo, hi = min(lo, float(np.nanmin(means))), max(hi, float(np.nanmax(means)))
         ax.plot(closed, np.append(means, means[0]), lw=1.6, label=config_label(cfg, info), **st)
-        if len(scores) <= 3:  # more fills stack into a grey blot
+        if len(radar.configs) <= 3:  # more fills stack into a grey blot
             ax.fill(closed, np.append(means, means[0]), color=st["color"], alpha=0.06)
     ax.set_xticks(angles)
     ax.set_xticklabels(tasks, fontsize="small")
     ax.set_ylim(lo, hi)
     ax.set_title(f"Normalised mean {info.primary} per task (further out is better)", pad=22)
-    ncol = min(len(scores), 5)
+    ncol = min(len(radar.configs), 5)
     ax.legend(
         loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=ncol, fontsize="small", frameon=False
     )

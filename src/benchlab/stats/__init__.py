@@ -10,7 +10,8 @@ Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 (how many seeds), :mod:`~benchlab.stats.table` (a whole long-format table),
 :mod:`~benchlab.stats.runvalues` (one value per run, without pandas),
 :mod:`~benchlab.stats.analysis` (its typed result), :mod:`~benchlab.stats.results_analysis`
-(a results folder's one analysis, which every output renders), :mod:`~benchlab.stats.versions`
+(a results folder's one analysis, which every output renders), :mod:`~benchlab.stats.figures`
+(the numbers of its figures of seeds, computed on first use), :mod:`~benchlab.stats.versions`
 (two versions of a benchmark: what ``benchlab diff`` shows) and :mod:`~benchlab.stats.question_table`
 (a whole samples table, question by question).
 Definitions and defaults are in ``docs/statistics.md``.
@@ -63,7 +64,7 @@ from benchlab.stats.describe import (
     t_interval,
 )
 from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
-from benchlab.stats.results_analysis import ResultsAnalysis, analyze_results
+from benchlab.stats.results_analysis import ResultsAnalysis, analyze_results, analyze_table
 from benchlab.stats.scores import NORMALIZATIONS, ScoreMatrices, score_matrices
 from benchlab.stats.seeds import (
     cv_of_mean,
@@ -134,6 +135,7 @@ __all__ = [
     "align",
     "analyze",
     "analyze_results",
+    "analyze_table",
     "analyze_versions",
     "average_probability_of_improvement",
     "bootstrap_ci",

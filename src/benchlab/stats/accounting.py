@@ -29,7 +29,7 @@ Pure functions over DataFrames (or, for a table of final values,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -387,42 +387,60 @@ def analyze_seeds(
         of each side and a ``caveat`` naming what each side lost). Configs without a
         completed seed keep a summary row and a comparison row.
     """
+    ranges = dict(ranges or {})
+    used, acc, table = account_table(df, failed_as=failed_as, planned=planned, failed_runs=failed_runs,
+                                     ranges=ranges, metric=kwargs.get("metric"), goal=kwargs.get("goal", "max"),
+                                     summary=kwargs.get("summary", "final"), source=kwargs.get("source", "table"))
+    return analyze_accounted(used, acc, table, planned=planned, failed_runs=list(failed_runs), ranges=ranges,
+                             **kwargs)
+
+
+def account_table(
+    df: pd.DataFrame | RunValues,
+    *,
+    failed_as: str = "exclude",
+    planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
+    failed_runs: Iterable[tuple[str, str, Any]] = (),
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    metric: str | None = None,
+    goal: str | Mapping[str, str] = "max",
+    summary: str = "final",
+    source: str = "table",
+) -> tuple[pd.DataFrame | RunValues, Accounting, pd.DataFrame | None]:
+    """The seed accounting of :func:`analyze_seeds`, before its analysis: the table the statistics
+    see (``used``), the :class:`Accounting`, and the validated table before failed seeds were
+    dropped or filled (None for final values read without pandas and nothing failed, which keep
+    their fast path). ``metric`` narrows the table to one metric first."""
     from benchlab.stats.table import validate_table
 
-    source = kwargs.get("source", "table")
-    metric = kwargs.get("metric")
     failed_runs = list(failed_runs)
-    goal = kwargs.get("goal", "max")
     ranges = dict(ranges or {})
     used: pd.DataFrame | RunValues
     if failed_as not in FAILED_AS:
         raise BadArgument("failed_as", failed_as, FAILED_AS)
-    if isinstance(df, RunValues) and (failed_runs or kwargs.get("summary", "final") != "final"):
+    if isinstance(df, RunValues) and (failed_runs or summary != "final"):
         df = df.to_frame()
     if isinstance(df, RunValues):
         # Final values, one per run, read without pandas: nothing to validate, reduce or fill in.
         used = df if metric is None or metric not in set(df.metric) else df.where(
             m == metric for m in df.metric)
         acc = Accounting(failed_as, count_seeds(used, planned, (), [metric] if metric else ()))
-        if any(c.failed for c in acc.counts.values()):  # NaN values: the full accounting below
-            df = df.to_frame()
-        else:
+        if not any(c.failed for c in acc.counts.values()):
             acc.warnings = _loss_warnings(acc)
-    if not isinstance(df, RunValues):
-        if len(df) == 0 and failed_runs:  # every run failed: nothing to validate, all to count
-            import pandas as pd
+            return used, acc, None
+        df = df.to_frame()  # NaN values: the full accounting below
+    if len(df) == 0 and failed_runs:  # every run failed: nothing to validate, all to count
+        import pandas as pd
 
-            table = pd.DataFrame({"task": pd.Series(dtype=object), "config": pd.Series(dtype=object),
-                                  "seed": pd.Series(dtype=np.int64), "metric": pd.Series(dtype=object),
-                                  "step": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
-        else:
-            table = validate_table(df, source)
-        if metric is not None and metric in set(table["metric"]):
-            table = table[table["metric"] == metric]
-        used, acc = account(table, failed_as, goal, planned, failed_runs, ranges,
-                            [metric] if metric else ())
-    return analyze_accounted(used, acc, None if isinstance(df, RunValues) else table, planned=planned,
-                             failed_runs=failed_runs, ranges=ranges, **kwargs)
+        table = pd.DataFrame({"task": pd.Series(dtype=object), "config": pd.Series(dtype=object),
+                              "seed": pd.Series(dtype=np.int64), "metric": pd.Series(dtype=object),
+                              "step": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
+    else:
+        table = validate_table(df, source)
+    if metric is not None and metric in set(table["metric"]):
+        table = table[table["metric"] == metric]
+    used, acc = account(table, failed_as, goal, planned, failed_runs, ranges, [metric] if metric else ())
+    return used, acc, table
 
 
 def analyze_accounted(
@@ -481,7 +499,8 @@ def _bound_aggregates(result: Analysis, ranges: Mapping[str, tuple[float, float]
         ends.append((min(a, b), max(a, b)))
     bottom, top = min(e[0] for e in ends), max(e[1] for e in ends)
     gap = (1 - min(top, 1.0), 1 - min(bottom, 1.0))
-    for row in result.aggregate:
+    for i, row in enumerate(result.aggregate):
+        cut: dict[str, Estimate] = {}
         for name in ("iqm", "median", "mean", "optimality_gap"):
             e = row.estimate(name)
             bounds = gap if name == "optimality_gap" else (bottom, top)
@@ -492,10 +511,11 @@ def _bound_aggregates(result: Analysis, ranges: Mapping[str, tuple[float, float]
                     f"aggregate ({row.config}): {name}: the interval [{e.ci_low:.4g}, {e.ci_high:.4g}] reaches past "
                     f"what the range allows [{bounds[0]:.4g}, {bounds[1]:.4g}] (a bootstrap-t whose resamples "
                     "exploded at these few runs): null, not cut at the range")
-                setattr(row, name, Estimate(e.value, None, None))
+                cut[name] = Estimate(e.value, None, None)
                 continue
             lo, hi = bound_interval(e.ci_low, e.ci_high, bounds)
-            setattr(row, name, Estimate(e.value, lo, hi))
+            cut[name] = Estimate(e.value, lo, hi)
+        result.aggregate[i] = replace(row, **cut)  # type: ignore[arg-type]
 
 
 def _aggregate_failed_as_worst(result: Analysis, table: pd.DataFrame, acc: Accounting,
@@ -530,14 +550,13 @@ def _aggregate_failed_as_worst(result: Analysis, table: pd.DataFrame, acc: Accou
         return  # a different task set would not be the same aggregate
     points = aggregate_points(runs, configs, metric_goal, kwargs.get("references"),  # type: ignore[arg-type]
                               kwargs.get("normalize", "none"))
-    for row in result.aggregate:
+    for i, row in enumerate(result.aggregate):
         if not lost[row.config] or row.config not in points:
             continue
         worst = dict(points[row.config])
         if row.optimality_gap.value is None:
             worst["optimality_gap"] = None  # null for the same reason as the shown one
-        row.failed_excluded = lost[row.config]
-        row.failed_as_worst = worst
+        result.aggregate[i] = replace(row, failed_excluded=lost[row.config], failed_as_worst=worst)
         shown = ", ".join(f"{name} {row.estimate(name).value:.4g} ({worst[name]:.4g})"
                           for name in ("iqm", "mean")
                           if row.estimate(name).value is not None and worst[name] is not None)
@@ -559,24 +578,24 @@ def annotate_summary(result: Analysis, acc: Accounting,
     order = {k: i for i, k in enumerate(acc.counts)}
     rows.sort(key=lambda r: (order.get((r.task, r.config, r.metric), len(order)),))
     named = result.methods.ci if result.methods is not None else ""
-    for r in rows:
+    for i, r in enumerate(rows):
         own = acc.counts.get((r.task, r.config, r.metric))
         bounds = range_of(ranges, r.task, r.metric)
         method = T_METHOD if named in ("", "student-t") else named
+        ci, boot = (r.ci_low, r.ci_high), (r.boot_ci_low, r.boot_ci_high)
         if bounds is not None:
             name = f"{r.task}/{r.config} {r.metric}"
-            r.ci_low, r.ci_high = _bound_or_drop(r.ci_low, r.ci_high, bounds, False, name, result.warnings)
-            r.boot_ci_low, r.boot_ci_high = _bound_or_drop(r.boot_ci_low, r.boot_ci_high, bounds, True, name,
-                                                           result.warnings)
+            ci = _bound_or_drop(*ci, bounds, False, name, result.warnings)
+            boot = _bound_or_drop(*boot, bounds, True, name, result.warnings)
             method += f", cut at the range [{bounds[0]:g}, {bounds[1]:g}]"
-        r.seeds = RowSeeds(
+        rows[i] = replace(r, ci_low=ci[0], ci_high=ci[1], boot_ci_low=boot[0], boot_ci_high=boot[1], seeds=RowSeeds(
             planned=own.planned if own else r.n,
             completed=own.completed if own else r.n,
-            failed_seeds=list(own.failed) if own else [],
-            missing_seeds=list(own.missing) if own else [],
-            ci_method=method if r.ci_low is not None else None,
+            failed_seeds=tuple(own.failed) if own else (),
+            missing_seeds=tuple(own.missing) if own else (),
+            ci_method=method if ci[0] is not None else None,
             counted=own is not None,
-        )
+        ))
 
 
 def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | None,
@@ -595,24 +614,26 @@ def _annotate_comparisons(result: Analysis, acc: Accounting, baseline: str | Non
         if count.completed == 0 or base.completed == 0:
             rows.append(ComparisonRow(task=task, metric=metric, baseline=baseline,
                                       candidate=config, paired=False, n=0))
-    for r in rows:
+    for i, r in enumerate(rows):
         bounds = range_of(ranges, r.task, r.metric)
+        diff, boot = (r.diff_ci_low, r.diff_ci_high), (r.diff_boot_ci_low, r.diff_boot_ci_high)
         if bounds is not None:
             # c̄ - b̄ of values in [low, high] lies in [low - high, high - low].
             span = (bounds[0] - bounds[1], bounds[1] - bounds[0])
             name = f"{r.task} {r.metric} {r.candidate} vs {r.baseline}"
-            r.diff_ci_low, r.diff_ci_high = _bound_or_drop(r.diff_ci_low, r.diff_ci_high, span, False, name,
-                                                           result.warnings)
-            r.diff_boot_ci_low, r.diff_boot_ci_high = _bound_or_drop(
-                r.diff_boot_ci_low, r.diff_boot_ci_high, span, True, name, result.warnings)
+            diff = _bound_or_drop(*diff, span, False, name, result.warnings)
+            boot = _bound_or_drop(*boot, span, True, name, result.warnings)
         base = acc.counts.get((r.task, r.baseline, r.metric))
         cand = acc.counts.get((r.task, r.candidate, r.metric))
         losses = [x for x in (acc.loss(r.task, r.baseline, r.metric),
                               acc.loss(r.task, r.candidate, r.metric)) if x]
-        r.seeds = ComparisonSeeds(baseline_seeds=base.label if base else None,
-                                  candidate_seeds=cand.label if cand else None,
-                                  caveat="; ".join(losses) or None)
+        rows[i] = replace(r, diff_ci_low=diff[0], diff_ci_high=diff[1], diff_boot_ci_low=boot[0],
+                          diff_boot_ci_high=boot[1], seeds=ComparisonSeeds(
+                              baseline_seeds=base.label if base else None,
+                              candidate_seeds=cand.label if cand else None,
+                              caveat="; ".join(losses) or None))
 
 
-__all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "analyze_accounted", "analyze_seeds",
+__all__ = ["FAILED_AS", "Accounting", "FailedAs", "SeedCount", "account", "account_table", "analyze_accounted",
+           "analyze_seeds",
            "bound_interval", "count_seeds", "range_of"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,14 +28,14 @@ if TYPE_CHECKING:
     from benchlab.stats.describe import Description
 
 
-@dataclass
+@dataclass(frozen=True)
 class RowSeeds:
     """What became of the planned seeds of a summary row (seed accounting)."""
 
     planned: int
     completed: int
-    failed_seeds: list[Any] = field(default_factory=list)
-    missing_seeds: list[Any] = field(default_factory=list)
+    failed_seeds: tuple[Any, ...] = ()
+    missing_seeds: tuple[Any, ...] = ()
     #: How ``ci_low``/``ci_high`` were computed; None when there is no interval.
     ci_method: str | None = None
     #: False where no seed of the row was planned or counted (``planned`` is then ``n``); not in the JSON.
@@ -54,7 +54,7 @@ class StderrInterval:
     label: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class SummaryRow:
     """The description and rank of one (task, config, metric); see ``docs/statistics.md``.
 
@@ -117,12 +117,13 @@ class SummaryRow:
     def to_json(self) -> JsonObject:
         """The row as a JSON object (flat; the accounting's fields last)."""
         out = {k: getattr(self, k) for k in _SUMMARY_KEYS}
-        if self.seeds is not None:
-            out.update({k: v for k, v in _fields(self.seeds).items() if k != "counted"})
+        if self.seeds is not None:  # the seeds as JSON arrays (lists), as before the rows were frozen
+            out.update({k: list(v) if isinstance(v, tuple) else v for k, v in _fields(self.seeds).items()
+                        if k != "counted"})
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class ComparisonSeeds:
     """The seeds behind each side of a comparison (seed accounting)."""
 
@@ -132,7 +133,7 @@ class ComparisonSeeds:
     caveat: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class ComparisonRow:
     """A candidate against the baseline on one (task, metric); ``diff = candidate - baseline``."""
 
@@ -200,7 +201,7 @@ class Estimate:
     ci_high: float | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class AggregateRow:
     """One config across tasks: the aggregates of :data:`benchlab.stats.AGGREGATES`."""
 
@@ -245,7 +246,7 @@ class TaskNormalization:
     high: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class Normalization:
     """The scale the aggregate across tasks is on."""
 
@@ -259,7 +260,7 @@ class Normalization:
                 "metric": self.metric}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Methods:
     """The method behind every number, named as the output shows it."""
 
@@ -324,13 +325,13 @@ class Analysis:
 
 
 def name_holm_families(rows: list[ComparisonRow]) -> None:
-    """Set each row's ``holm_family`` (in place): one family per metric, of the comparisons with a
-    p-value (those Holm's correction counts)."""
+    """Set each row's ``holm_family`` (the list in place, each row replaced by its copy): one family
+    per metric, of the comparisons with a p-value (those Holm's correction counts)."""
     for met in dict.fromkeys(r.metric for r in rows):
         m = sum(1 for r in rows if r.metric == met and r.pvalue is not None)
-        for r in rows:
+        for i, r in enumerate(rows):
             if r.metric == met:
-                r.holm_family = f"metric {met}, m = {m}"
+                rows[i] = replace(r, holm_family=f"metric {met}, m = {m}")
 
 
 def _finite(x: float | None) -> float | None:

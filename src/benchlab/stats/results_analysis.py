@@ -26,8 +26,16 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from benchlab.benchmark_info import goal_of
 from benchlab.errors import DataError
-from benchlab.stats.accounting import Accounting, SeedCount, account, analyze_accounted, annotate_summary
+from benchlab.stats.accounting import (
+    Accounting,
+    SeedCount,
+    account,
+    account_table,
+    analyze_accounted,
+    annotate_summary,
+)
 from benchlab.stats.analysis import (
     AggregateRow,
     Analysis,
@@ -38,12 +46,15 @@ from benchlab.stats.analysis import (
     SummaryRow,
 )
 from benchlab.stats.curves import CurveSet, GroupedCurves, curve_sets
+from benchlab.stats.figures import PrimaryFigures
+from benchlab.stats.runvalues import RunValues
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.names.benchmark_info import BenchmarkInfo
     from benchlab.results import Results
+    from benchlab.stats.table import AnalysisOptions
 
 #: Bootstrap resamples of a report's statistics (``benchlab report --reps``).
 DEFAULT_REPS = 2_000
@@ -76,12 +87,20 @@ class ResultsAnalysis:
     #: Whether the primary metric was analysed in full (its rows carry intervals): False when no
     #: run of it completed or failed, or its table could not be analysed (the warnings say why).
     primary_analysed: bool = False
+    #: The metrics analysed in full (bootstrap intervals, comparisons): the primary one for a
+    #: results folder's report; those a caller asked for (every metric by default) for
+    #: ``benchlab analyze`` and ``compare`` (:func:`analyze_table`'s ``options``).
+    analysed: tuple[str, ...] = ()
     #: Every logged curve, by (metric, task): the runs' curves aligned on one grid, and each
     #: config's mean curve with its Student-t 95% band (:func:`benchlab.stats.curves.curve_sets`).
     curves: tuple[CurveSet, ...] = ()
     #: The final values as the statistics saw them (failed seeds excluded or scored worst): the
     #: seeds the figures draw and a pre-registered plan is judged on.
     used: pd.DataFrame | None = None
+    #: The numbers of the figures of the primary metric's seeds (CV of the mean vs N, performance
+    #: profiles, radar), computed on first use (:mod:`benchlab.stats.figures`); None for an analysis
+    #: as a caller asked (``analyze``, ``compare``), which draws none.
+    figures: PrimaryFigures | None = None
 
     @cached_property
     def _rows(self) -> dict[tuple[str, str, str], SummaryRow]:
@@ -121,6 +140,33 @@ class ResultsAnalysis:
             out.setdefault((t, c), {})[int(s)] = float(v)
         return out
 
+    def analysis(self) -> Analysis:
+        """The metrics analysed in full (:attr:`analysed`) as an :class:`~benchlab.stats.analysis.Analysis`:
+        what ``benchlab analyze`` and ``compare`` print (its ``to_json()`` is ``--json``'s text)."""
+        want = set(self.analysed)
+        return Analysis(summary=[r for r in self.summary if r.metric in want], comparisons=list(self.comparisons),
+                        aggregate=list(self.aggregate), warnings=list(self.warnings), methods=self.methods,
+                        normalization=self.normalization, failed_as=self.failed_as if want else None,
+                        ranges=dict(self.ranges))
+
+    def to_json(self) -> str:
+        """The JSON ``benchlab analyze --json`` and ``compare --json`` print (:meth:`analysis`)."""
+        return self.analysis().to_json()
+
+    def of_pair(self, baseline: str, candidate: str) -> ResultsAnalysis:
+        """This analysis narrowed to ``baseline`` and ``candidate``: their summary and aggregate rows,
+        the candidate's comparisons, and the warnings not about another config. The p-values stay
+        those of the whole family they were adjusted in (``holm_family``): ``compare``'s verdict is
+        the one ``analyze`` and the report give."""
+        pair = {baseline, candidate}
+        others = {r.config for r in self.summary} | {r.candidate for r in self.comparisons}
+        others |= {r.config for r in self.aggregate}
+        others -= pair
+        return replace(self, summary=tuple(r for r in self.summary if r.config in pair),
+                       comparisons=tuple(r for r in self.comparisons if r.candidate == candidate),
+                       aggregate=tuple(r for r in self.aggregate if r.config in pair),
+                       warnings=tuple(_warnings_about(self.warnings, pair, others)))
+
     def primary_analysis(self) -> Analysis:
         """The primary metric's part as an :class:`~benchlab.stats.analysis.Analysis` (the JSON
         ``benchlab analyze --json`` prints, and what ``compare`` and an export take)."""
@@ -130,7 +176,7 @@ class ResultsAnalysis:
 
 
 def analyze_results(results: Results, *, failed_as: str = "exclude", reps: int = DEFAULT_REPS,
-                    seed: int = 0) -> ResultsAnalysis:
+                    seed: int = 0, options: AnalysisOptions | None = None) -> ResultsAnalysis:
     """Every statistic of a results table, computed once (module docstring).
 
     Args:
@@ -139,14 +185,15 @@ def analyze_results(results: Results, *, failed_as: str = "exclude", reps: int =
             ``"worst"`` (scored as the worst value; :mod:`benchlab.stats.accounting`).
         reps: bootstrap resamples of the primary metric's intervals.
         seed: seed of every random procedure, so the same table gives the same analysis.
+        options: analyse as a caller asks instead (:func:`analyze_table`).
     """
     return analyze_table(results.finals, results.info, planned=results.planned, failed_runs=results.failed_runs,
-                         failed_as=failed_as, reps=reps, seed=seed, curves=results.curves)
+                         failed_as=failed_as, reps=reps, seed=seed, curves=results.curves, options=options)
 
 
 def analyze_table(
-    finals: pd.DataFrame,
-    info: BenchmarkInfo,
+    finals: pd.DataFrame | RunValues,
+    info: BenchmarkInfo | None,
     *,
     planned: Mapping[tuple[str, str], Sequence[Any]] | None = None,
     failed_runs: Sequence[tuple[str, str, Any]] = (),
@@ -154,18 +201,35 @@ def analyze_table(
     reps: int = DEFAULT_REPS,
     seed: int = 0,
     curves: GroupedCurves | None = None,
+    options: AnalysisOptions | None = None,
 ) -> ResultsAnalysis:
     """:func:`analyze_results` of a long table of final values (``task, config, seed, metric,
     value``) and the benchmark record it was made under; ``curves`` the logged curves
-    (:class:`benchlab.results.Curves`), summarised when given."""
+    (:class:`benchlab.results.Curves`), summarised when given.
+
+    With ``options`` (:class:`~benchlab.stats.table.AnalysisOptions`), the table is analysed as a
+    caller asks, the way ``benchlab analyze`` and ``compare`` (and :func:`benchlab.compare`) do:
+    every metric of it (or ``options.metric``) in full with those settings (its baseline, goals,
+    curve summary, ranges, ...; the caller fills them from ``info`` where it has one), the first
+    one aggregated across tasks and taken as primary; ``reps`` and ``seed`` are then the
+    options'. ``finals`` may then be a long table with curves, or final values read without pandas
+    (:class:`~benchlab.stats.runvalues.RunValues`). Without them, the benchmark record decides:
+    its primary metric in full, every other one described (the report's analysis).
+    """
     from benchlab.stats.ranges import metric_ranges, normal_metrics
     from benchlab.stats.table import AnalysisOptions, describe_runs, validate_table
 
+    curve_summaries = tuple(curve_sets(curves)) if curves is not None else ()
+    if options is not None:
+        return _analyze_as_asked(finals, options, planned=planned, failed_runs=list(failed_runs),
+                                 failed_as=failed_as, curves=curve_summaries)
+    if info is None:
+        raise TypeError("analyze_table: give the benchmark record (info) or the analysis' options")
+    assert not isinstance(finals, RunValues), "a results table is a DataFrame"
     primary, goal = info.primary, info.primary_goal
     ranges = metric_ranges(info.spec)
     failed_runs = list(failed_runs)
-    head = ResultsAnalysis(primary, goal, failed_as, ranges=ranges,
-                           curves=tuple(curve_sets(curves)) if curves is not None else ())
+    head = ResultsAnalysis(primary, goal, failed_as, ranges=ranges, curves=curve_summaries)
     if not len(finals) and not failed_runs:
         return replace(head, warnings=(f"no completed run has a value of {primary!r} yet",), used=finals)
     problem = None
@@ -192,7 +256,63 @@ def analyze_table(
         head, metrics=tuple(dict.fromkeys(used["metric"].tolist())), summary=tuple(summary),
         seeds=tuple(acc.counts.values()), comparisons=tuple(analysis.comparisons),
         aggregate=tuple(analysis.aggregate), warnings=tuple(analysis.warnings), methods=analysis.methods,
-        normalization=analysis.normalization, primary_analysed=analysed, used=used)
+        normalization=analysis.normalization, primary_analysed=analysed, analysed=(primary,) if analysed else (),
+        used=used, figures=PrimaryFigures(primary, goal, used, tuple(info.tasks), tuple(info.configs),
+                                          dict(info.references), seed))
+
+
+def _analyze_as_asked(finals: pd.DataFrame | RunValues, options: AnalysisOptions, *,
+                      planned: Mapping[tuple[str, str], Sequence[Any]] | None,
+                      failed_runs: list[tuple[str, str, Any]], failed_as: str,
+                      curves: tuple[CurveSet, ...]) -> ResultsAnalysis:
+    """:func:`analyze_table` with ``options``: the seeds counted once
+    (:func:`~benchlab.stats.accounting.account_table`), every metric asked for analysed in full."""
+    from dataclasses import fields
+
+    ranges = dict(options.ranges or {})
+    settings = {f.name: getattr(options, f.name) for f in fields(options) if f.name != "ranges"}
+    used, acc, table = account_table(finals, failed_as=failed_as, planned=planned, failed_runs=failed_runs,
+                                     ranges=ranges, metric=options.metric, goal=options.goal,
+                                     summary=options.summary, source=options.source)
+    analysis = analyze_accounted(used, acc, table, planned=planned, failed_runs=failed_runs, ranges=ranges,
+                                 **settings)
+    metrics = tuple(dict.fromkeys(r.metric for r in analysis.summary))
+    norm = analysis.normalization
+    primary = options.metric or (norm.metric if norm is not None and norm.metric else None) or (
+        metrics[0] if metrics else "value")
+    stderr = _stderr_intervals(used if table is None else table, primary, ranges.get(primary))
+    summary = [replace(r, stderr=stderr.get((r.task, r.config))) if r.metric == primary and r.n == 1 else r
+               for r in analysis.summary]
+    if isinstance(used, RunValues):
+        used = None  # final values read without pandas stay so: no figure draws them
+    return ResultsAnalysis(
+        primary, goal_of(options.goal, primary), failed_as, metrics=metrics, summary=tuple(summary),
+        seeds=tuple(acc.counts.values()), comparisons=tuple(analysis.comparisons),
+        aggregate=tuple(analysis.aggregate), warnings=tuple(analysis.warnings), methods=analysis.methods,
+        normalization=analysis.normalization, ranges=dict(analysis.ranges), primary_analysed=bool(metrics),
+        analysed=metrics, curves=curves, used=used)
+
+
+def _warnings_about(warnings: Sequence[str], pair: set[str], others: set[str]) -> list[str]:
+    """Of ``warnings``, those not about one of ``others`` alone (:meth:`ResultsAnalysis.of_pair`)."""
+    import re
+
+    if not others:
+        return list(warnings)
+    names = "|".join(re.escape(o) for o in sorted(others, key=len, reverse=True))
+    # Warnings open with what they are about: "task/config metric: ", "task/config/s3 metric: ",
+    # "task metric config vs baseline: ", "config: ", "aggregate: config: " or "aggregate (configs): ".
+    about_other = re.compile(rf"(\S*/(?:{names})(?:/s\S+)? |\S+ \S+ (?:{names}) vs |(?:aggregate: )?(?:{names}): )")
+    group = re.compile(r"aggregate \(([^)]*)\)")
+    kept = []
+    for w in warnings:
+        if about_other.match(w):
+            continue
+        m = group.match(w)
+        if m and not pair & {c.strip() for c in m.group(1).split(",")}:
+            continue
+        kept.append(w)
+    return kept
 
 
 def _analyze_primary(used: pd.DataFrame, acc: Accounting, table: pd.DataFrame, info: BenchmarkInfo,
@@ -250,7 +370,7 @@ def stderr_names(metric: str, task: str) -> list[tuple[str, str]]:
     return names
 
 
-def _stderr_intervals(finals: pd.DataFrame, metric: str, bounds: tuple[float, float] | None
+def _stderr_intervals(finals: pd.DataFrame | RunValues, metric: str, bounds: tuple[float, float] | None
                       ) -> dict[tuple[str, str], StderrInterval]:
     """Per (task, config) with one value of ``metric``: the normal interval of the evaluation's
     own standard error, found by name (:func:`stderr_names`), so an lm-eval run read with
@@ -262,8 +382,10 @@ def _stderr_intervals(finals: pd.DataFrame, metric: str, bounds: tuple[float, fl
     if not len(finals):
         return {}
     values: dict[tuple[str, str, str], list[float]] = {}
-    for task, config, name, value in zip(finals["task"].tolist(), finals["config"].tolist(),
-                                         finals["metric"].tolist(), finals["value"].tolist(), strict=True):
+    columns = ((finals.task, finals.config, finals.metric, finals.value.tolist()) if isinstance(finals, RunValues)
+               else (finals["task"].tolist(), finals["config"].tolist(), finals["metric"].tolist(),
+                     finals["value"].tolist()))
+    for task, config, name, value in zip(*columns, strict=True):
         if value == value:  # NaN: no value
             values.setdefault((str(task), str(config), str(name)), []).append(float(value))
     out: dict[tuple[str, str], StderrInterval] = {}
@@ -279,5 +401,5 @@ def _stderr_intervals(finals: pd.DataFrame, metric: str, bounds: tuple[float, fl
     return out
 
 
-__all__ = ["DEFAULT_REPS", "CurveSet", "ResultsAnalysis", "SeedCount", "analyze_results", "analyze_table",
-           "stderr_names"]
+__all__ = ["DEFAULT_REPS", "CurveSet", "PrimaryFigures", "ResultsAnalysis", "SeedCount", "analyze_results",
+           "analyze_table", "stderr_names"]

@@ -341,7 +341,8 @@ def _num(x: float | None) -> float | None:
 
 
 def _fill_studentized(
-    cells: list[tuple[SummaryRow, np.ndarray]] | list[tuple[ComparisonRow, np.ndarray]],
+    rows: list[Any],  # SummaryRow or ComparisonRow
+    cells: list[tuple[int, np.ndarray]],
     low_key: str,
     high_key: str,
     reps: int,
@@ -350,7 +351,9 @@ def _fill_studentized(
     what: str,
     warnings: list[str],
 ) -> None:
-    """Bootstrap-t intervals of the mean for many samples at once, written into their rows.
+    """Bootstrap-t intervals of the mean for many samples at once, written into their rows:
+    ``cells`` are ``(index in rows, sample)``, and each such row is replaced by its copy with the
+    interval (the rows are frozen).
 
     An interval with an infinite bound (tied values: resamples without spread) is null on
     both sides, with a warning naming the row.
@@ -359,20 +362,20 @@ def _fill_studentized(
     so a sample's interval does not depend on which other samples exist): one matrix
     product per size instead of one bootstrap per (task, config).
     """
-    by_size: dict[int, list[tuple[Any, np.ndarray]]] = {}
-    for row, x in cells:
-        by_size.setdefault(int(x.shape[0]), []).append((row, x))
+    by_size: dict[int, list[tuple[int, np.ndarray]]] = {}
+    for i, x in cells:
+        by_size.setdefault(int(x.shape[0]), []).append((i, x))
     for n, group in by_size.items():
         batch = np.stack([x for _, x in group])
         low, high = studentized_mean_ci(batch, reps, confidence, _seed(seed, what, n))
-        for (row, _), lo, hi in zip(group, low.tolist(), high.tolist(), strict=True):
+        for (i, _), lo, hi in zip(group, low.tolist(), high.tolist(), strict=True):
+            row = rows[i]
             if not (np.isfinite(lo) and np.isfinite(hi)):
                 name = (f"{row.task}/{row.config} {row.metric}" if isinstance(row, SummaryRow)
                         else f"{row.task} {row.metric} {row.candidate} vs {row.baseline}")
                 warnings.append(f"{name}: {UNBOUNDED_BOOTSTRAP_T}")
                 lo = hi = float("nan")
-            setattr(row, low_key, _num(lo))
-            setattr(row, high_key, _num(hi))
+            rows[i] = replace(row, **{low_key: _num(lo), high_key: _num(hi)})
 
 
 @dataclass(frozen=True)
@@ -471,7 +474,7 @@ def analyze(df: pd.DataFrame | RunValues, options: AnalysisOptions | None = None
         aggregates, normalization = _aggregate(
             runs.where(m == primary for m in runs.metric), configs, goal_of(o.goal, primary),
             o.references, o.normalize, o.reps, o.seed, o.confidence, warnings, (o.ranges or {}).get(primary))
-        normalization.metric = primary
+        normalization = replace(normalization, metric=primary)
     boot = o.method if o.method != "studentized" else "bootstrap-t (studentized)"
     methods = Methods(
         ci="student-t",
@@ -531,7 +534,7 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
     """One described and ranked row per (task, config, metric)."""
     batched = o.method == "studentized"
     summary_rows: list[SummaryRow] = []
-    boot_cells: list[tuple[SummaryRow, np.ndarray]] = []
+    boot_cells: list[tuple[int, np.ndarray]] = []  # (index in summary_rows, sample)
     too_few: list[str] = []
     for (task, met), idx in runs.groups("task", "metric").items():
         rows = []
@@ -550,7 +553,7 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
             if batched and d.n >= BOOTSTRAP_T_MIN_N:
                 x = values[np.isfinite(values)]
                 if d.std != 0.0:  # zero observed spread: no interval (describe says why)
-                    boot_cells.append((rows[-1], x))
+                    boot_cells.append((len(summary_rows) + len(rows) - 1, x))
             elif batched and d.n >= STUDENTIZED_MIN_N and d.std != 0.0:
                 too_few.append(f"{task}/{config} {met} (n={d.n})")
         by_seed = {config: {runs.seed[i]: float(runs.value[i]) for i in rows_of
@@ -562,13 +565,11 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
         ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
                      [r.ci_high for r in rows], goal_of(o.goal, met), separated)
         by_mean = rank([r.mean for r in rows], [None] * len(rows), [None] * len(rows), goal_of(o.goal, met))
-        for r, rk, mk in zip(rows, ranks, by_mean, strict=True):
-            r.rank, r.mean_rank = rk, mk
-        summary_rows += rows
+        summary_rows += [replace(r, rank=rk, mean_rank=mk) for r, rk, mk in zip(rows, ranks, by_mean, strict=True)]
     if too_few:
         warnings.append(few_for_bootstrap_t(too_few))
     if batched:
-        _fill_studentized(boot_cells, "boot_ci_low", "boot_ci_high", o.reps, o.confidence, o.seed,
+        _fill_studentized(summary_rows, boot_cells, "boot_ci_low", "boot_ci_high", o.reps, o.confidence, o.seed,
                           "describe", warnings)
     return summary_rows
 
@@ -678,7 +679,7 @@ def compare_pairs(pairs: Sequence[Pair], o: AnalysisOptions, warnings: list[str]
     pvalues: list[float | None] = []
     floors: list[float | None] = []
     sides: list[tuple[np.ndarray, np.ndarray]] = []
-    boot_cells: list[tuple[ComparisonRow, np.ndarray]] = []
+    boot_cells: list[tuple[int, np.ndarray]] = []  # (index in out, paired differences)
     too_few: list[str] = []
     for i, pair in enumerate(pairs):
         base, other, label = pair.baseline_runs, pair.candidate_runs, pair.named
@@ -709,19 +710,19 @@ def compare_pairs(pairs: Sequence[Pair], o: AnalysisOptions, warnings: list[str]
             if d.shape[0] < BOOTSTRAP_T_MIN_N:
                 too_few.append(f"{label} ({d.shape[0]} pairs)")
             elif cmp.diff_ci_low == cmp.diff_ci_high:
-                row.diff_boot_ci_low = row.diff_boot_ci_high = cmp.diff_ci_low
+                out[-1] = replace(row, diff_boot_ci_low=cmp.diff_ci_low, diff_boot_ci_high=cmp.diff_ci_low)
             else:
-                boot_cells.append((row, d))
+                boot_cells.append((len(out) - 1, d))
     if too_few:
         warnings.append(few_for_bootstrap_t(too_few))
-    _fill_studentized(boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
+    _fill_studentized(out, boot_cells, "diff_boot_ci_low", "diff_boot_ci_high", reps, confidence, seed,
                       "compare", warnings)
     _holm_verdicts(out, pvalues, floors, [p.named for p in pairs], alpha, say)
     # The t verdict stands only where a range test confirms it or normality is assumed (stats/verdict.py).
     withheld: list[str] = []
     decided = decide(out, sides, [r.significant for r in out], o.ranges or {}, o.assume_normal, alpha, withheld)
     for i, (row, verdict) in enumerate(zip(out, decided, strict=True)):
-        row.significant, row.decided_by = verdict.significant, verdict.decided_by
+        out[i] = replace(row, significant=verdict.significant, decided_by=verdict.decided_by)
         # decide() names a row by its task, metric, candidate and baseline, in the rows' order.
         where = f"{row.task} {row.metric} {row.candidate} vs {row.baseline}: "
         for w in [w for w in withheld if w.startswith(where)]:
@@ -776,8 +777,8 @@ def _holm_verdicts(out: list[ComparisonRow], pvalues: list[float | None], floors
         for i, p in zip(idx, holm([pvalues[i] for i in idx]), strict=True):
             adjusted[i] = p
     for i, (row, p, floor) in enumerate(zip(out, adjusted, floors, strict=True)):
-        row.p_holm = p
-        row.significant = is_significant(p, row.diff_ci_low, row.diff_ci_high, alpha, floor)
+        row = out[i] = replace(row, p_holm=p,
+                               significant=is_significant(p, row.diff_ci_low, row.diff_ci_high, alpha, floor))
         if floor is not None and floor >= alpha:
             say(i, f"{labels[i]}: with {row.n} seeds the {row.test} test cannot give a "
                    f"p-value below {alpha:g} (its smallest is {floor:.4g}); too few seeds "
