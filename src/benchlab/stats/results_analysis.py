@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from benchlab.benchmark_info import goal_of
 from benchlab.errors import DataError
+from benchlab.names.benchmark_info import goal_of
 from benchlab.stats.accounting import (
     Accounting,
     SeedCount,
