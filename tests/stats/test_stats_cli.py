@@ -84,6 +84,22 @@ def test_unknown_baseline_and_missing_file_exit_2(scores, tmp_path):
     assert res.returncode == 2 and "nope.csv: no such file" in res.stderr
 
 
+def test_a_results_folder_given_to_analyze_is_named_a_folder_with_its_table(tmp_path):
+    # A folder is not "no such file": the message says what it is, and points at the run table
+    # a results folder holds.
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "results.csv").write_text("task,config,seed,value\nt,a,0,1.0\n")
+    res = run_cli("analyze", str(folder), cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"{folder}: is a folder; expected a long-format CSV; its table of runs is {folder / 'results.csv'}" in (
+        " ".join(res.stderr.split()))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = run_cli("analyze", str(empty), cwd=tmp_path)
+    assert res.returncode == 2 and f"{empty}: is a folder; expected a long-format CSV" in " ".join(res.stderr.split())
+
+
 def test_compare_on_a_csv_compares_one_candidate(scores, tmp_path):
     res = run_cli("compare", str(scores), "--baseline", "dqn", "--candidate", "ppo",
                        "--reps", "500", "--json", cwd=tmp_path)

@@ -176,6 +176,10 @@ def read_csv(path: Path) -> pd.DataFrame:
     """A long-format CSV, or a one-line :class:`~benchlab.errors.DataError` naming what is wrong."""
     import pandas as pd
 
+    if path.is_dir():
+        hint = (f"; its table of runs is {path / 'results.csv'}" if (path / "results.csv").is_file()
+                else "")
+        raise DataError(f"{path}: is a folder; expected a long-format CSV{hint}")
     if not path.is_file():
         raise DataError(f"{path}: no such file")
     try:

@@ -51,7 +51,7 @@ def read_pairs(path: Path) -> list[tuple[str, str]]:
     import csv
 
     if not path.is_file():
-        raise DataError(f"{path}: no such file")
+        raise DataError(f"{path}: {'is a folder; expected a CSV of pairs' if path.is_dir() else 'no such file'}")
     rows = list(csv.DictReader(path.read_text().splitlines()))
     if not rows:
         raise DataError(f"{path}: no pairs; expected a header control,candidate and one row per pair")
