@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from benchlab.errors import DataError
 from benchlab.names.benchmark_info import goal_of
+from benchlab.names.results_files import RESULTS_CSV
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -177,8 +178,7 @@ def read_csv(path: Path) -> pd.DataFrame:
     import pandas as pd
 
     if path.is_dir():
-        hint = (f"; its table of runs is {path / 'results.csv'}" if (path / "results.csv").is_file()
-                else "")
+        hint = f"; its table of runs is {path / RESULTS_CSV}" if (path / RESULTS_CSV).is_file() else ""
         raise DataError(f"{path}: is a folder; expected a long-format CSV{hint}")
     if not path.is_file():
         raise DataError(f"{path}: no such file")
