@@ -246,3 +246,54 @@ def test_analyze_takes_its_settings_as_one_options_record_or_as_changes_to_it():
         analyze(TABLE, basline="base")
     with pytest.raises(FrozenInstanceError):
         options.reps = 5  # type: ignore[misc]
+
+
+def test_analyze_with_no_resamples_gives_the_t_results_and_null_bootstrap_intervals_without_warnings_of_them():
+    """reps=0 asks for no bootstrap: the t intervals and tests stand (equal to scipy's), every
+    bootstrap interval is null, and no warning claims the runs did not vary."""
+    import numpy as np
+    import pandas as pd
+    from scipy import stats as sps
+
+    from benchlab import stats
+
+    rng = np.random.default_rng(3)
+    values = {(t, c): rng.normal(1.0 * (c == "b"), 1.0, 10) for t in ("x", "y") for c in ("a", "b")}
+    df = pd.DataFrame([{"task": t, "config": c, "seed": s, "metric": "acc", "value": v}
+                       for (t, c), vs in values.items() for s, v in enumerate(vs)])
+    result = stats.analyze(df, reps=0, baseline="a", assume_normal=("acc",))
+    row = next(r for r in result.summary if (r.task, r.config) == ("x", "a"))
+    low, high = sps.t.interval(0.95, 9, loc=np.mean(values["x", "a"]), scale=sps.sem(values["x", "a"]))
+    assert (row.ci_low, row.ci_high) == pytest.approx((low, high))
+    assert row.boot_ci_low is None and row.boot_ci_high is None
+    cmp = next(r for r in result.comparisons if r.task == "x")
+    assert cmp.t_pvalue == pytest.approx(sps.ttest_rel(values["x", "b"], values["x", "a"]).pvalue)
+    assert cmp.diff_boot_ci_low is None and cmp.diff_boot_ci_high is None
+    assert all(e.ci_low is None for a in result.aggregate for e in (a.iqm, a.median, a.mean))
+    assert not [w for w in result.warnings if "resample" in w]
+
+
+def test_analyze_refuses_a_negative_number_of_resamples_by_name():
+    import pandas as pd
+
+    from benchlab import stats
+    from benchlab.errors import DataError
+
+    df = pd.DataFrame({"task": "t", "config": ["a", "b"], "seed": 0, "metric": "m", "value": [1.0, 2.0]})
+    with pytest.raises(DataError, match="reps must be .*got -5"):
+        stats.analyze(df, reps=-5)
+
+
+@pytest.mark.parametrize("given", ["acc", True, ["acc"], ("*",)])
+def test_assume_normal_given_as_one_name_or_true_means_that_metric_not_its_letters(given):
+    """A significant paired t verdict without a range is withheld unless normality is assumed;
+    one name (not a list) or True must assume it, as the list forms do."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame([{"task": "x", "config": c, "seed": s, "metric": "acc",
+                        "value": rng.normal(3.0 * (c == "b"), 1.0)} for c in ("a", "b") for s in range(10)])
+    withheld = analyze(df, baseline="a", reps=200).comparisons[0]
+    assumed = analyze(df, baseline="a", reps=200, assume_normal=given).comparisons[0]
+    assert withheld.significant is None
+    assert assumed.significant is True and assumed.decided_by.startswith("paired t, normal distribution assumed")

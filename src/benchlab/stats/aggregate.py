@@ -465,6 +465,11 @@ def aggregate_many(
     if any(a.shape != mask.shape or not np.array_equal(np.isnan(a), mask) for a in arrays):
         raise ValueError("aggregate_many needs tables of the same shape and NaN padding")
     points = [np.array([_FUNCS[name](a) for name in AGGREGATES]) for a in arrays]
+    if reps < 0:
+        raise ValueError(f"reps must be 0 (no intervals) or more, got {reps}")
+    if reps == 0:  # asked for the point values alone (as --reps 0 does for a diff)
+        return [{name: (float(points[c][i]), float("nan"), float("nan")) for i, name in enumerate(AGGREGATES)}
+                for c in range(len(arrays))]
     rng = np.random.default_rng(seed)
     # Equal chunks reuse one set of work arrays; the few surplus resamples of the
     # last chunk (fewer than the number of chunks) are drawn and dropped.

@@ -49,7 +49,7 @@ from benchlab.stats.describe import UNBOUNDED_BOOTSTRAP_T, Goal, describe, rank,
 from benchlab.stats.ranktests import MANNWHITNEY_EXACT_MAX, WILCOXON_EXACT_MAX
 from benchlab.stats.runvalues import RunValues
 from benchlab.stats.scores import NORMALIZATIONS, Normalize, score_matrices
-from benchlab.stats.verdict import assumes_normal, decide, range_of
+from benchlab.stats.verdict import EVERY_METRIC, assumes_normal, decide, range_of
 
 if TYPE_CHECKING:
     # Imported where a function needs it: a table of final values is analysed without pandas.
@@ -362,6 +362,8 @@ def _fill_studentized(
     so a sample's interval does not depend on which other samples exist): one matrix
     product per size instead of one bootstrap per (task, config).
     """
+    if reps == 0:  # no resamples asked for: the intervals stay null, nothing to warn of
+        return
     by_size: dict[int, list[tuple[int, np.ndarray]]] = {}
     for i, x in cells:
         by_size.setdefault(int(x.shape[0]), []).append((i, x))
@@ -388,7 +390,8 @@ class AnalysisOptions:
     metric: analyse only this metric; by default every metric, and the first
         one in the table is the one aggregated across tasks.
     goal: ``"max"``/``"min"``, or one per metric name (default ``"max"``).
-    reps: bootstrap resamples (describe, comparisons and aggregates).
+    reps: bootstrap resamples (describe, comparisons and aggregates); 0 for none: every
+        bootstrap interval is then null, the t intervals and tests stand.
     seed: seed of every random procedure.
     summary: how learning curves become one number per run.
     confidence: coverage of every interval; ``alpha``: significance level.
@@ -407,7 +410,8 @@ class AnalysisOptions:
         confirms it (:mod:`benchlab.stats.verdict`). On raw scores
         (no references, ``normalize="none"``) the optimality gap is computed only for
         a metric declared to lie in ``[0, 1]``; otherwise it is null, with a warning.
-    assume_normal: metrics (names, ``TASK/METRIC`` or ``"*"``) whose t verdict is accepted
+    assume_normal: metrics (names, ``TASK/METRIC`` or ``"*"``; one name alone, or ``True`` for
+        every metric) whose t verdict is accepted
         without a range, on the assumption that their values are close to normal; a
         significant t verdict of any other metric without a range is withheld.
     """
@@ -428,7 +432,15 @@ class AnalysisOptions:
     normalize: Normalize = "none"
     align: Align | None = None
     ranges: Mapping[str, tuple[float, float]] | None = None
-    assume_normal: Sequence[str] = ()
+    assume_normal: Sequence[str] | bool = ()
+
+    def normal_assumed(self) -> tuple[str, ...]:
+        """``assume_normal`` as names: one name is that metric (not its letters), ``True``
+        every metric, ``False`` none."""
+        flag = self.assume_normal
+        if isinstance(flag, bool):
+            return (EVERY_METRIC,) if flag else ()
+        return (flag,) if isinstance(flag, str) else tuple(flag)
 
 
 def analyze(df: pd.DataFrame | RunValues, options: AnalysisOptions | None = None, **changes: Any) -> Analysis:
@@ -447,8 +459,8 @@ def analyze(df: pd.DataFrame | RunValues, options: AnalysisOptions | None = None
     Raises:
         BadArgument: ``method``, ``normalize``, ``summary``, ``align`` or a ``goal`` is not
             one of its choices.
-        DataError: the table is unusable, or names no such ``metric``, ``baseline`` or
-            candidate.
+        DataError: the table is unusable, names no such ``metric``, ``baseline`` or
+            candidate, or ``reps`` is negative.
         TypeError: a change names no field of :class:`AnalysisOptions`.
     """
     o = replace(options or AnalysisOptions(), **changes)
@@ -456,6 +468,8 @@ def analyze(df: pd.DataFrame | RunValues, options: AnalysisOptions | None = None
         raise BadArgument("method", o.method, METHODS)
     if o.normalize not in NORMALIZATIONS:
         raise BadArgument("normalize", o.normalize, NORMALIZATIONS)
+    if not isinstance(o.reps, int) or o.reps < 0:
+        raise DataError(f"reps must be a whole number of resamples, 0 (no bootstrap intervals) or more; got {o.reps!r}")
     if isinstance(df, RunValues) and o.summary != "final":
         df = df.to_frame()  # the summaries of curves go through reduce_runs' checks and warnings
     align = default_align(o.summary) if o.align is None else o.align
@@ -561,7 +575,7 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
         separated = separated_from_best([r.config for r in rows], [r.mean for r in rows], by_seed,
                                         goal_of(o.goal, met), o.alpha,
                                         bounds=range_of(o.ranges or {}, str(task), str(met)),
-                                        normal=assumes_normal(o.assume_normal, str(task), str(met)))
+                                        normal=assumes_normal(o.normal_assumed(), str(task), str(met)))
         ranks = rank([r.mean for r in rows], [r.ci_low for r in rows],
                      [r.ci_high for r in rows], goal_of(o.goal, met), separated)
         by_mean = rank([r.mean for r in rows], [None] * len(rows), [None] * len(rows), goal_of(o.goal, met))
@@ -720,7 +734,7 @@ def compare_pairs(pairs: Sequence[Pair], o: AnalysisOptions, warnings: list[str]
     _holm_verdicts(out, pvalues, floors, [p.named for p in pairs], alpha, say)
     # The t verdict stands only where a range test confirms it or normality is assumed (stats/verdict.py).
     withheld: list[str] = []
-    decided = decide(out, sides, [r.significant for r in out], o.ranges or {}, o.assume_normal, alpha, withheld)
+    decided = decide(out, sides, [r.significant for r in out], o.ranges or {}, o.normal_assumed(), alpha, withheld)
     for i, (row, verdict) in enumerate(zip(out, decided, strict=True)):
         out[i] = replace(row, significant=verdict.significant, decided_by=verdict.decided_by)
         # decide() names a row by its task, metric, candidate and baseline, in the rows' order.
@@ -843,7 +857,7 @@ def _aggregate(
         many = aggregate_many([matrices.scores[c] for c in group], reps, confidence,
                               _seed(seed, "aggregate", zlib.crc32(key)))
         results.update(zip(group, many, strict=True))
-        if short is None:
+        if short is None and reps > 0:  # reps=0 asks for no intervals: a null is not news
             for config, result in zip(group, many, strict=True):
                 flat = [name for name, (value, lo, _) in result.items()
                         if np.isfinite(value) and np.isnan(lo)
