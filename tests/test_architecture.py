@@ -10,6 +10,7 @@ under ``if TYPE_CHECKING:`` never runs.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,10 @@ from pathlib import Path
 import pytest
 
 import benchlab
+
+#: The tests that read every module's imports run on one worker, so that the source tree is
+#: parsed once (_all_imports), not once a worker.
+ON_THE_IMPORTS = pytest.mark.xdist_group("architecture-imports")
 
 SRC = Path(benchlab.__file__).resolve().parent
 
@@ -105,7 +110,11 @@ def _imports_by_call(tree: ast.AST) -> list[tuple[ast.Call, str | None]]:
     return found
 
 
-IMPORTS = [imp for name in MODULES for imp in _imports_of(name)]
+@functools.cache
+def _all_imports() -> tuple[Import, ...]:
+    """Every import of every module: parsed when a test first asks, not when the file is
+    collected (each test worker collects it; the parse costs seconds)."""
+    return tuple(imp for name in MODULES for imp in _imports_of(name))
 
 
 def _unit(module: str) -> str:
@@ -136,23 +145,26 @@ def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+@ON_THE_IMPORTS
 def test_the_walk_sees_module_level_and_function_level_imports():
-    rebuild = {(i.imported, i.module_level) for i in IMPORTS if i.importer == "benchlab.collect.rebuild"}
+    rebuild = {(i.imported, i.module_level) for i in _all_imports() if i.importer == "benchlab.collect.rebuild"}
     assert ("benchlab.ledger", True) in rebuild
     assert any(not level for _, level in rebuild)  # it imports the spec loader where it needs it
 
 
+@ON_THE_IMPORTS
 def test_no_import_cycle_between_modules_at_module_level():
     edges: dict[str, set[str]] = {}
-    for imp in IMPORTS:
+    for imp in _all_imports():
         if imp.module_level and imp.imported != imp.importer:
             edges.setdefault(imp.importer, set()).add(imp.imported)
     assert _cycle(edges) is None
 
 
+@ON_THE_IMPORTS
 def test_no_import_cycle_between_subpackages_at_module_level():
     edges: dict[str, set[str]] = {}
-    for imp in IMPORTS:
+    for imp in _all_imports():
         a, b = _unit(imp.importer), _unit(imp.imported)
         if imp.module_level and a != b and b != "benchlab":
             edges.setdefault(a, set()).add(b)
@@ -161,15 +173,17 @@ def test_no_import_cycle_between_subpackages_at_module_level():
 
 def _crossing(source: str, targets: tuple[str, ...]) -> list[str]:
     return sorted(f"{MODULES[i.importer].relative_to(SRC.parent)}:{i.line} imports {i.imported}"
-                  for i in IMPORTS
+                  for i in _all_imports()
                   if _unit(i.importer) == source and _unit(i.imported) in targets)
 
 
+@ON_THE_IMPORTS
 def test_collect_does_not_import_execute():
     # Reading a run directory back (collect) must work without the machinery that ran it.
     assert _crossing("benchlab.collect", ("benchlab.execute",)) == []
 
 
+@ON_THE_IMPORTS
 def test_report_imports_neither_ledger_nor_execute():
     # The report takes the results table (benchlab.results) and what benchlab.stats computes.
     assert _crossing("benchlab.report", ("benchlab.ledger", "benchlab.execute")) == []
@@ -311,6 +325,7 @@ def test_the_helper_scan_sees_each_way_to_a_helper_that_opens_the_ledger():
     assert used == [(1, "opens"), (5, "Table.of"), (5, "late"), (5, "opens"), (5, "through")]
 
 
+@ON_THE_IMPORTS
 def test_the_report_reaches_the_ledger_through_no_helper():
     # A report that called results.ledger_seeds (or any function that opens the folder's ledger)
     # would render a second, later state of the folder than the Results it was given.
@@ -318,7 +333,7 @@ def test_the_report_reaches_the_ledger_through_no_helper():
     for name in MODULES:
         if _unit(name) != "benchlab.report":
             continue
-        for module in sorted({i.imported for i in IMPORTS if i.importer == name and _unit(i.imported) not in (
+        for module in sorted({i.imported for i in _all_imports() if i.importer == name and _unit(i.imported) not in (
                 "benchlab.report", "benchlab.ledger")}):
             helpers = _reaching_the_ledger(MODULES[module].read_text()) if module in MODULES else set()
             for line, helper in _helpers_used(MODULES[name].read_text(), module, helpers):
@@ -380,15 +395,17 @@ def test_the_spec_is_one_package_and_its_parts_are_not_at_the_top():
 NAMES_MAY_IMPORT = {"benchlab.errors", "benchlab.json_types"}
 
 
+@ON_THE_IMPORTS
 def test_the_shared_names_import_no_step_and_nothing_at_the_packages_top():
     assert {p.stem for p in (SRC / "names").glob("*.py")} == {
         "__init__", "run_files", "results_files", "benchmark_info", "long_format", "failures", "choices", "extras"}
     names = {name for name in MODULES if _unit(name) == "benchlab.names"}
-    reached = sorted(f"{i.importer} imports {i.imported}" for i in IMPORTS if i.importer in names and i.module_level
-                     and _unit(i.imported) != "benchlab.names" and i.imported not in NAMES_MAY_IMPORT)
+    reached = sorted(f"{i.importer} imports {i.imported}" for i in _all_imports()
+                     if i.importer in names and i.module_level and _unit(i.imported) != "benchlab.names"
+                     and i.imported not in NAMES_MAY_IMPORT)
     assert reached == []
     # `from benchlab import log` goes through the package's __init__ to run_files.
-    assert [i.imported for i in IMPORTS if i.importer == "benchlab.names"] == []
+    assert [i.imported for i in _all_imports() if i.importer == "benchlab.names"] == []
 
 
 def test_the_report_loads_no_spec_models():
@@ -464,24 +481,26 @@ def test_the_backend_walk_finds_the_shipped_backends():
     assert {"benchlab.execute.local", "benchlab.execute.ray"} <= set(_backend_modules())
 
 
+@ON_THE_IMPORTS
 def test_the_sweep_imports_no_backend():
     # The sweep knows backends by the protocol in execute/base.py only: a new backend is added
     # without touching it, and the sweep never loads a backend it does not use.
     backends = set(_backend_modules())
-    assert sorted(f"{i.line}: {i.imported}" for i in IMPORTS
+    assert sorted(f"{i.line}: {i.imported}" for i in _all_imports()
                   if i.importer == "benchlab.execute.sweep" and i.imported in backends) == []
 
 
+@ON_THE_IMPORTS
 def test_the_sequential_design_is_beneath_the_sweep_and_its_driver_above():
     # The sweep's opening keeps the seeds --until-decided added (sequential.kept_runs), and the
     # driver runs one sweep per look: in one module, that was a cycle through the sweep.
-    beneath = sorted(f"{i.line}: {i.imported}" for i in IMPORTS if i.importer == "benchlab.execute.sequential"
+    beneath = sorted(f"{i.line}: {i.imported}" for i in _all_imports() if i.importer == "benchlab.execute.sequential"
                      and i.imported in ("benchlab.execute.sweep", "benchlab.execute.until_decided"))
     assert beneath == []
-    assert not [i for i in IMPORTS if i.importer == "benchlab.execute.sweep" and i.imported ==
+    assert not [i for i in _all_imports() if i.importer == "benchlab.execute.sweep" and i.imported ==
                 "benchlab.execute.until_decided"]
     assert any(i.importer == "benchlab.execute.until_decided" and i.imported == "benchlab.execute.sweep"
-               for i in IMPORTS)
+               for i in _all_imports())
 
 
 def test_the_sweep_names_no_backend():
