@@ -224,7 +224,10 @@ def _warm(library: Library, cache: _Cache) -> None:
     # The first page of each benchmark is computed before anyone asks, and the statistics'
     # imports paid at start, so that a first response is as quick as the next ones, and a
     # dashboard left open before a sweep starts does not pay them while the sweep runs. The
-    # pages' cheap parts first: a page asked for meanwhile would wait for the imports' CPU.
+    # pages' cheap parts first: a page asked for meanwhile would wait for the imports' CPU. Then
+    # the report's tables that `benchlab report` kept and that are still current (a digest of the
+    # ledger and one small file, no statistics), and only then the imports and the tables of the
+    # benchmarks whose kept tables were missing or stale.
     try:
         with read_only_ledgers():
             found = library.benchmarks()
@@ -232,19 +235,38 @@ def _warm(library: Library, cache: _Cache) -> None:
                 v = library.version_of(b.key)
                 cache.get(("overview", b.key), v, partial(views.overview, b))
                 cache.get(("benchmark", b.key), v, partial(views.benchmark_view, b))
-            _import_views_needs()
+            missing = []
             for b in found:
+                v = library.version_of(b.key)  # before the digest: a change meanwhile is seen as one
+                kept = views.kept_numbers(b.folder)
+                if kept is None:
+                    missing.append(b)
+                else:
+                    cache.get(("numbers", b.key), v, partial(_given, kept))
+            _import_views_needs()
+            for b in missing:
                 cache.get(("numbers", b.key), library.version_of(b.key), partial(views.report_numbers, b.folder))
     except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
         pass
 
 
+def _given(value: Any) -> Any:
+    return value
+
+
 def _import_views_needs() -> None:
     """What the views import on their first call (pandas, scipy and the report through them):
-    about a second and a half of CPU, about half of the report's tables' first time at 10,000 runs."""
+    about a second and a half of CPU, more than the report's tables' own computation at 10,000
+    runs. A test checks that computing the tables afterwards imports nothing more of note."""
+    import pandas  # noqa: F401 - the results table's; imported lazily by benchlab.results
+
     import benchlab.collect.files
+    import benchlab.collect.samples
+    import benchlab.evalrules
+    import benchlab.history.merge
     import benchlab.report
     import benchlab.report.markdown
+    import benchlab.report.numbers
     import benchlab.report.questions
     import benchlab.report.style
     import benchlab.results
