@@ -364,7 +364,7 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         from benchlab.names import report_tables
         from benchlab.report.numbers import report_numbers
 
-        report_tables.write(report_tables_file(out_dir), report_numbers(data, questions), key)
+        report_tables.write(report_tables_file(out_dir), report_numbers(data, questions_text), key)
     # The sections that are not statistics of the results table, added once they are all known.
     data = replace(data, questions=questions_text, analysis_plan=analysis_plan, plots=figures)
     text = render_markdown(data)

@@ -15,7 +15,6 @@ from benchlab.names.report_tables import ReportNumbers, ShownColumn, ShownRow, S
 
 if TYPE_CHECKING:
     from benchlab.report.markdown import ReportData
-    from benchlab.stats.question_table import QuestionAnalysis
 
 
 def markdown_rows(lines: list[str]) -> tuple[tuple[str, ...], ...]:
@@ -31,14 +30,14 @@ def markdown_rows(lines: list[str]) -> tuple[tuple[str, ...], ...]:
     return tuple(rows)
 
 
-def report_numbers(data: ReportData, questions: QuestionAnalysis | None) -> ReportNumbers:
+def report_numbers(data: ReportData, questions: str = "") -> ReportNumbers:
     """The results tables, comparisons, leaderboard and warnings of ``data`` (analysed:
-    :func:`benchlab.report.analyze`) and the question-level comparisons ``questions``
-    (:func:`benchlab.report.questions.question_analysis`), as the report prints them; the
-    leaderboard's scores without their links to run folders."""
+    :func:`benchlab.report.analyze`) and the report's question-level section ``questions`` (its
+    Markdown, :func:`benchlab.report.questions.render_section`; empty without per-question
+    records), as the report prints them; the leaderboard's scores without their links to run
+    folders."""
     from benchlab.report import leaderboard
     from benchlab.report.markdown import comparison_rows, task_tables
-    from benchlab.report.questions import render_section
 
     stats = data.analysis
     if stats is None:
@@ -55,7 +54,7 @@ def report_numbers(data: ReportData, questions: QuestionAnalysis | None) -> Repo
     return ReportNumbers(
         info.primary, stats.goal, info.baseline, shown, tuple(secondary), comparisons,
         markdown_rows(leaderboard(data).splitlines()), tuple(stats.warnings),
-        markdown_rows(render_section(questions).splitlines()) if questions is not None else ())
+        markdown_rows(questions.splitlines()))
 
 
 __all__ = ["markdown_rows", "report_numbers"]

@@ -139,14 +139,15 @@ def computed_numbers(folder: Path) -> ReportNumbers | None:
     """
     from benchlab.report import analyze, gather
     from benchlab.report.numbers import report_numbers as render
-    from benchlab.report.questions import question_analysis
+    from benchlab.report.questions import question_analysis, render_section
     from benchlab.results import read
 
     data = gather(read(folder, searches=False, curves=False))  # the page shows no search section, no figure
     if data.finals.empty and not data.failed_runs:
         return None
     data = analyze(data)
-    return render(data, question_analysis(folder, data.info, data.run_ids))
+    found = question_analysis(folder, data.info, data.run_ids)
+    return render(data, render_section(found) if found is not None else "")
 
 
 def report_numbers(folder: Path) -> ReportNumbers | None:
