@@ -383,18 +383,20 @@ def tables_key(folder: Path, ledger_digest: str, *, failed_as: str = "exclude", 
                       DEFAULT_REPS if reps is None else reps, seed)
 
 
-def read(results: Path | str | None = None, *, searches: bool = True, curves: bool = True) -> Results:
+def read(results: Path | str | None = None, *, searches: bool = True, curves: bool = True,
+         keyed: bool = True) -> Results:
     """Everything a report needs of a results folder, read in one pass over its ledger, the
     logged curves included (``curves=False`` leaves them out, for a reader that draws none),
     and (``searches=True``) the summaries of the search studies kept in it, each read from its
     own study and ledger: the report renders what this returns and opens no ledger itself, in
-    its figures' workers neither."""
+    its figures' workers neither. ``keyed=False`` leaves out the ledger's content digest
+    (``Results.ledger_digest``, about 0.1 s at 10,000 runs), for a reader that keeps nothing."""
 
     folder = find_results(results)
     with Store.open(folder) as store:
         # First: a run that lands while the rest is read moves the ledger past this digest, so the
         # tables computed from what is read are never kept under a key newer than their runs.
-        digest = store.content_digest()
+        digest = store.content_digest() if keyed else None
         recorded = _recorded(store, folder)
         finals = _table(store, folder, series=False, all_runs=False)
         planned, failed_seeds = _planned_and_failed(store)

@@ -123,9 +123,12 @@ def kept_numbers(folder: Path) -> ReportNumbers | None:
     from benchlab.names.results_files import report_tables_file
     from benchlab.results import tables_key
 
+    path = report_tables_file(folder)
+    if not path.is_file():  # never reported: no digest to take
+        return None
     with Store.open(folder, read_only=True) as store:
         digest = store.content_digest()
-    return report_tables.read(report_tables_file(folder), tables_key(folder, digest))
+    return report_tables.read(path, tables_key(folder, digest))
 
 
 def computed_numbers(folder: Path) -> ReportNumbers | None:
@@ -142,7 +145,8 @@ def computed_numbers(folder: Path) -> ReportNumbers | None:
     from benchlab.report.questions import question_analysis, render_section
     from benchlab.results import read
 
-    data = gather(read(folder, searches=False, curves=False))  # the page shows no search section, no figure
+    # The page shows no search section and no figure, and keeps nothing under the ledger's digest.
+    data = gather(read(folder, searches=False, curves=False, keyed=False))
     if data.finals.empty and not data.failed_runs:
         return None
     data = analyze(data)
