@@ -230,3 +230,49 @@ def test_after_the_warm_up_imports_computing_the_tables_imports_no_library_of_no
             "print(sorted(m for m in set(sys.modules) - before if '.' not in m))")
     out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True)
     assert set(ast.literal_eval(out.stdout)) <= {"threadpoolctl"}, out.stdout  # read at the first call, a few ms
+
+
+def test_with_every_benchmarks_tables_kept_the_warm_up_fills_the_cache_before_any_statistics_import(tmp_path: Path):
+    # In a fresh interpreter: the kept tables are in the cache before pandas is imported, and the
+    # imports wait (`quiet`) for the pages being asked for; a folder never reported does not wait.
+    reported = _reported(tmp_path / "a")
+    never = build_store_world(tmp_path / "b" / "res", VALUES, baseline="a")
+    code = """
+import sys
+from pathlib import Path
+from benchlab.ui import app, views
+from benchlab.ui.library import Library
+
+for folder in sys.argv[1:]:
+    library = Library([Path(folder)])
+    cache = app._Cache()
+    seen = []
+    def quiet():
+        (b,) = library.benchmarks()
+        made = cache._values.get(("numbers", b.key))
+        seen.append(("pandas" in sys.modules, made is not None and made.value == views.kept_numbers(b.folder)))
+    app._warm(library, cache, quiet)
+    (b,) = library.benchmarks()
+    print(seen, cache._values[("numbers", b.key)].value == views.computed_numbers(b.folder))
+"""
+    out = subprocess.run([sys.executable, "-c", code, str(reported), str(never)], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == ["[(False, True)] True", "[] True"]
+
+
+def test_the_warm_up_waits_until_no_page_has_been_served_for_a_while():
+    from benchlab.ui.app import _Activity
+
+    now = [0.0]
+    activity = _Activity(clock=lambda: now[0])
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    activity.enter()  # a page being served: the wait runs to its limit
+    activity.wait_quiet(1.0, 3.0, sleep)
+    assert now[0] == pytest.approx(3.0, abs=0.06)
+    activity.leave()
+    left = now[0]
+    activity.wait_quiet(1.0, 30.0, sleep)  # then one quiet second after it ended
+    assert now[0] - left == pytest.approx(1.0, abs=0.06)
