@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from benchlab.ledger import Registration
+    from benchlab.names.report_tables import NumbersKey
     from benchlab.search.summary import StudySection
     from benchlab.spec import Spec
 
@@ -362,17 +363,40 @@ class Results:
     #: The search studies kept under ``<results>/search/`` (``benchlab search``), summarised: their
     #: trials never enter the table, and the report shows each in a section of its own.
     searches: tuple[StudySection, ...] = ()
+    #: The ledger's content digest (:meth:`benchlab.ledger.Store.content_digest`), taken before
+    #: anything else was read: the key the report's tables are kept under (:func:`tables_key`).
+    #: None for a table read from no ledger.
+    ledger_digest: str | None = None
 
 
-def read(results: Path | str | None = None, *, searches: bool = True, curves: bool = True) -> Results:
+def tables_key(folder: Path, ledger_digest: str, *, failed_as: str = "exclude", reps: int | None = None,
+               seed: int = 0) -> NumbersKey:
+    """The key of the report's tables of ``folder`` (:mod:`benchlab.names.report_tables`): its
+    ledger's content digest, the signature of its per-question record files, and the analysis'
+    options, by default the report's and the dashboard's (failed seeds excluded, 2,000 resamples,
+    seed 0). The record files are looked at now: a caller takes the key before it reads them."""
+    from benchlab.collect.samples import records_signature
+    from benchlab.names.choices import DEFAULT_REPS
+    from benchlab.names.report_tables import NumbersKey
+
+    return NumbersKey(ledger_digest, records_signature(runs_dir(folder)), failed_as,
+                      DEFAULT_REPS if reps is None else reps, seed)
+
+
+def read(results: Path | str | None = None, *, searches: bool = True, curves: bool = True,
+         keyed: bool = True) -> Results:
     """Everything a report needs of a results folder, read in one pass over its ledger, the
     logged curves included (``curves=False`` leaves them out, for a reader that draws none),
     and (``searches=True``) the summaries of the search studies kept in it, each read from its
     own study and ledger: the report renders what this returns and opens no ledger itself, in
-    its figures' workers neither."""
+    its figures' workers neither. ``keyed=False`` leaves out the ledger's content digest
+    (``Results.ledger_digest``, about 0.1 s at 10,000 runs), for a reader that keeps nothing."""
 
     folder = find_results(results)
     with Store.open(folder) as store:
+        # First: a run that lands while the rest is read moves the ledger past this digest, so the
+        # tables computed from what is read are never kept under a key newer than their runs.
+        digest = store.content_digest() if keyed else None
         recorded = _recorded(store, folder)
         finals = _table(store, folder, series=False, all_runs=False)
         planned, failed_seeds = _planned_and_failed(store)
@@ -412,6 +436,7 @@ def read(results: Path | str | None = None, *, searches: bool = True, curves: bo
         registered_plan=registered, run_ids=run_ids, sequential=sequential,
         code_versions=_code_versions(folder, versions, run_ids),
         searches=_searches(folder) if searches else (),
+        ledger_digest=digest,
     )
 
 

@@ -377,6 +377,27 @@ def runs_hold_records(runs: Path, look: int = 3) -> bool:
     return any(any(True for _ in harness_files(f)) for f in folders)
 
 
+def records_signature(runs: Path) -> str | None:
+    """A SHA-256 (hex) of the per-question record files under the run directories ``runs``: each
+    file's path, kind, size and modification time; None where the runs kept no records
+    (:func:`runs_hold_records`). A record file rewritten, added or removed changes it, so the
+    report's question-level tables computed before are not taken for current
+    (:mod:`benchlab.names.report_tables`)."""
+    if not runs_hold_records(runs):
+        return None
+    digest = hashlib.sha256()
+    with os.scandir(runs) as entries:
+        folders = sorted(e.name for e in entries if e.is_dir())
+    for name in folders:
+        for kind, path in harness_files(runs / name):
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            digest.update(f"{path.relative_to(runs).as_posix()}\0{kind}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
 def harness_files(folder: Path) -> Iterable[tuple[str, Path]]:
     for p in _lm_eval_files(folder):
         yield "lm_eval", p

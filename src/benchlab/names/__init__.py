@@ -3,6 +3,8 @@
 - :mod:`benchlab.names.run_files`: the files of a run directory (``runs/<id>/``);
 - :mod:`benchlab.names.results_files`: a results folder's own files (the ledger,
   ``benchmark.json`` and its record ``SavedSpec``, ``versions/``, the report's files);
+- :mod:`benchlab.names.report_tables`: the report's tables as ``benchlab report`` keeps them for
+  the dashboard (``report-tables.json``), with the key of what they were computed from;
 - :mod:`benchlab.names.benchmark_info`: the benchmark record the ledger keeps, and the one
   place a metric's goal is resolved;
 - :mod:`benchlab.names.long_format`: the columns of the long-format results table;

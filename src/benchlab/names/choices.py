@@ -8,6 +8,11 @@ tuples of valid values (:data:`benchlab.stats.METHODS`, ...) are read from here.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final
+
+#: Bootstrap resamples of a report's statistics (``benchlab report --reps``), here so that the
+#: dashboard can tell a report computed with the defaults without loading the statistics.
+DEFAULT_REPS: Final = 2_000
 
 
 class GoalChoice(StrEnum):
@@ -55,7 +60,7 @@ class FailedAsChoice(StrEnum):
     WORST = "worst"
 
 
-__all__ = ["AlignChoice", "FailedAsChoice", "GoalChoice", "MethodChoice", "NormalizeChoice",
+__all__ = ["DEFAULT_REPS", "AlignChoice", "FailedAsChoice", "GoalChoice", "MethodChoice", "NormalizeChoice",
            "SummaryChoice"]
 
 

@@ -16,7 +16,9 @@ What the folder holds, and what writes each:
 - ``merged.json``: where a merged folder's runs came from (``benchlab.history.merge``).
 - ``search/<name>/``: a search study's folder (``benchlab.search``).
 - the report (``benchlab report``): ``BENCHMARK_REPORT.md``, ``BENCHMARKS.md``, ``results.csv``,
-  ``report.html`` and the figures under ``plots/``.
+  ``report.html``, the figures under ``plots/``, and ``report-tables.json``: the report's tables
+  with the key of what they were computed from, which the dashboard shows while the key holds
+  (:mod:`benchlab.names.report_tables`, written only when the report is written into the folder).
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ BENCHMARKS_FILE: Final = "BENCHMARKS.md"
 RESULTS_CSV: Final = "results.csv"
 REPORT_HTML: Final = "report.html"
 PLOTS_DIR: Final = "plots"
+REPORT_TABLES_FILE: Final = "report-tables.json"
 #: The report's files at the top of the folder, in the order ``benchlab export`` lists them.
-REPORT_FILES: Final = (REPORT_FILE, BENCHMARKS_FILE, RESULTS_CSV, REPORT_HTML)
+REPORT_FILES: Final = (REPORT_FILE, BENCHMARKS_FILE, RESULTS_CSV, REPORT_HTML, REPORT_TABLES_FILE)
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,12 @@ def benchmark_file(results: Path) -> Path:
     return results / BENCHMARK_FILE
 
 
+def report_tables_file(results: Path) -> Path:
+    """Where the results folder ``results`` keeps the report's tables for the dashboard
+    (:mod:`benchlab.names.report_tables`)."""
+    return results / REPORT_TABLES_FILE
+
+
 def version_spec_file(results: Path, version_id: str) -> Path:
     """Where version ``version_id`` of ``results`` keeps the spec as it resolved it (a :class:`SavedSpec`)."""
     return results / VERSIONS_DIR / version_id / VERSION_SPEC_FILE
@@ -107,6 +116,6 @@ def version_spec_file(results: Path, version_id: str) -> Path:
 __all__ = [
     "BENCHMARKS_FILE", "BENCHMARK_FILE", "DATASET_CACHE", "DIFF_FILE", "LEDGER_FILE", "LOCK_FILE",
     "PACKAGES_FILE", "PLOTS_DIR", "RECORDS_FILE", "REGISTRATION_FILE", "REPORT_FILE", "REPORT_FILES",
-    "REPORT_HTML", "RESULTS_CSV", "SEARCH_DIR", "SOURCES_FILE", "VERSIONS_DIR", "VERSION_FILE",
-    "VERSION_SPEC_FILE", "SavedSpec", "benchmark_file", "version_spec_file",
+    "REPORT_HTML", "REPORT_TABLES_FILE", "RESULTS_CSV", "SEARCH_DIR", "SOURCES_FILE", "VERSIONS_DIR",
+    "VERSION_FILE", "VERSION_SPEC_FILE", "SavedSpec", "benchmark_file", "report_tables_file", "version_spec_file",
 ]

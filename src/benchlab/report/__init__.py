@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlab.history import preregistration
-from benchlab.names.results_files import BENCHMARKS_FILE, PLOTS_DIR, REPORT_FILE, RESULTS_CSV
+from benchlab.names.results_files import BENCHMARKS_FILE, PLOTS_DIR, REPORT_FILE, RESULTS_CSV, report_tables_file
 from benchlab.names.run_files import runs_dir
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
 from benchlab.report.leaderboard import config_settings, render_leaderboard, status, task_settings
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
     import pandas as pd
+
+    from benchlab.names.report_tables import NumbersKey
 
 __all__ = ["DEFAULT_REPS", "ReportData", "ReportFiles", "analyze", "gather", "leaderboard", "status",
            "write_report"]
@@ -287,6 +289,17 @@ def _with_curves(used: pd.DataFrame, curves: Curves, plan: preregistration.Analy
     return pd.concat([used, extra[list(used.columns)]], ignore_index=True)
 
 
+def _tables_key(table: Results, out_dir: Path, *, failed_as: str, reps: int, seed: int) -> NumbersKey | None:
+    """The key the report's tables are kept under for the dashboard; None where they are not kept:
+    a report written elsewhere than its results folder (``--out``), or of a table read from no
+    ledger (a CSV, several folders merged)."""
+    from benchlab.results import tables_key
+
+    if table.folder is None or table.ledger_digest is None or out_dir.resolve() != table.folder.resolve():
+        return None
+    return tables_key(table.folder, table.ledger_digest, failed_as=failed_as, reps=reps, seed=seed)
+
+
 def _write_report(results: Results | Path | str | None, out: Path | str | None, pool: ProcessPoolExecutor | None,
                   *, plots: bool, html: bool, seeds: bool, reps: int, seed: int, workers: int | None,
                   failed_as: str) -> ReportFiles:
@@ -316,6 +329,8 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     # The figures draw in worker processes meanwhile.
     questions = None
     questions_text = analysis_plan = ""
+    # Keyed before the per-question records are read (tables_key says why).
+    key = _tables_key(table, out_dir, failed_as=failed_as, reps=reps, seed=seed)
     if table.folder is not None:
         from benchlab.report.questions import question_analysis, render_section
 
@@ -345,6 +360,11 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     bench_md = out_dir / BENCHMARKS_FILE
     write_text_atomic(bench_md, bench_text)
     extra.insert(0, bench_md)
+    if key is not None and not (data.finals.empty and not data.failed_runs):
+        from benchlab.names import report_tables
+        from benchlab.report.numbers import report_numbers
+
+        report_tables.write(report_tables_file(out_dir), report_numbers(data, questions_text), key)
     # The sections that are not statistics of the results table, added once they are all known.
     data = replace(data, questions=questions_text, analysis_plan=analysis_plan, plots=figures)
     text = render_markdown(data)

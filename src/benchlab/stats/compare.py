@@ -290,6 +290,37 @@ def _paired_tests(d: np.ndarray, magnitude: float, where: str,
     return t_p, wil_p, p_floor, identical
 
 
+def deciding_pvalue(baseline: np.ndarray, candidate: np.ndarray, paired: bool) -> tuple[float | None, str | None]:
+    """``(p-value, test name)`` of the test that decides :func:`compare` of the same values (its
+    :attr:`Comparison.pvalue` and :attr:`Comparison.test`, equal to them), computing that test
+    alone: the t-test, and the rank test only where the t-test is undefined; no effect size, no
+    interval. What a caller that needs only the verdict's p-value pays (the ranks' "tied": a
+    config against the best of each task and metric).
+
+    Args:
+        baseline: shape ``(n_b,)``.
+        candidate: shape ``(n_c,)``; index ``i`` of both is the same seed when ``paired``.
+        paired: whether the arrays are aligned by seed.
+    """
+    note: list[str] = []
+    b, c = _finite_values(np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float), paired, "", note)
+    if min(b.shape[0], c.shape[0]) < 2:
+        return None, None  # compare's every test is null there
+    if paired:
+        d = c - b
+        magnitude = scale(b, c)
+        t_p = paired_t_pvalue(d, magnitude)
+        if t_p is not None:
+            return t_p, "paired t"
+        wil = signed_rank_test(d, magnitude)
+        return (wil.pvalue, "Wilcoxon signed-rank") if wil is not None else (None, None)
+    welch_p = welch_pvalue(b, c)
+    if welch_p is not None:
+        return welch_p, "Welch t"
+    mw = rank_sum_test(b, c)
+    return (mw.pvalue, "Mann-Whitney U") if mw is not None else (None, None)
+
+
 def compare(
     baseline: np.ndarray,
     candidate: np.ndarray,

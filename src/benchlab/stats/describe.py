@@ -247,7 +247,7 @@ def separated_from_best(configs: Sequence[str], means: Sequence[float | None],
     undefined. Without any of these no verdict is given, so nothing separates a config from the
     best. What :func:`rank` needs so that "tied" never contradicts the verdicts.
     ``values``: ``{config: {seed: value}}``."""
-    from benchlab.stats.compare import compare, shared_seeds
+    from benchlab.stats.compare import deciding_pvalue, shared_seeds
     from benchlab.stats.verdict import RANK_TESTS
 
     defined = [i for i, m in enumerate(means) if m is not None and np.isfinite(m)]
@@ -263,9 +263,10 @@ def separated_from_best(configs: Sequence[str], means: Sequence[float | None],
         paired, common = shared_seeds(list(base), list(other))
         b = np.array([base[s] for s in common] if paired else list(base.values()), dtype=float)
         c = np.array([other[s] for s in common] if paired else list(other.values()), dtype=float)
-        result = compare(b, c, paired, goal, reps=0)
-        out[i] = result.pvalue is not None and result.pvalue < alpha
-        if not out[i] or normal or result.test in RANK_TESTS:
+        # Only the deciding test's p: compare()'s effect sizes and intervals are not read here.
+        pvalue, test = deciding_pvalue(b, c, paired)
+        out[i] = pvalue is not None and pvalue < alpha
+        if not out[i] or normal or test in RANK_TESTS:
             continue  # an exact rank test decides where the t-test is undefined (verdict.py)
         if bounds is None:
             out[i] = False

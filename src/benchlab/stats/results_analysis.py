@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import DataError
 from benchlab.names.benchmark_info import goal_of
+from benchlab.names.choices import DEFAULT_REPS as _DEFAULT_REPS
 from benchlab.stats.accounting import (
     Accounting,
     SeedCount,
@@ -56,8 +57,8 @@ if TYPE_CHECKING:
     from benchlab.results import Results
     from benchlab.stats.table import AnalysisOptions
 
-#: Bootstrap resamples of a report's statistics (``benchlab report --reps``).
-DEFAULT_REPS = 2_000
+#: Bootstrap resamples of a report's statistics (``benchlab report --reps``), spelt in names.choices.
+DEFAULT_REPS = _DEFAULT_REPS
 
 
 @dataclass(frozen=True)

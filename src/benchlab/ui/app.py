@@ -196,6 +196,59 @@ class _ReadOnlyLedgers:
             await self.app(scope, receive, send)
 
 
+class _Activity:
+    """Whether requests are being served: how many are in flight and when the last one ended (or
+    the app was made), so that the warm-up can leave its optional work until the pages a user just
+    opened have been answered."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._in_flight = 0
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self._last = self._clock()
+
+    def wait_quiet(self, quiet_s: float, limit_s: float, sleep: Callable[[float], None] = time.sleep) -> None:
+        """Return once no request has been in flight for ``quiet_s`` seconds, or after ``limit_s``."""
+        deadline = self._clock() + limit_s
+        while self._clock() < deadline:
+            with self._lock:
+                if self._in_flight == 0 and self._clock() - self._last >= quiet_s:
+                    return
+            sleep(0.05)
+
+
+class _Counted:
+    """ASGI middleware: every request is counted in :class:`_Activity` while it is served."""
+
+    def __init__(self, app: Any, activity: _Activity) -> None:
+        self.app = app
+        self.activity = activity
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        self.activity.enter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.activity.leave()
+
+
+#: The warm-up's imports wait, where every benchmark's tables were kept by the report, until the
+#: server has answered no request for this long (at most :data:`WARM_WAIT_LIMIT_S`): a user's
+#: first pages are then served without sharing the interpreter with a second of imports. Counted
+#: from the app's making too, which comes a few tenths of a second before the server listens.
+WARM_QUIET_S = 1.0
+WARM_WAIT_LIMIT_S = 10.0
+
+
 def create_app(library: Library, *, token: str | None = None, warm_up: bool = True,
                allowed_hosts: list[str] | None = None) -> Any:
     """The FastAPI application serving ``library``; ``token`` guards every request; ``warm_up``
@@ -211,8 +264,12 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
     access = Access(token=token)
     app.state.access = access
     cache = _Cache()
+    activity = _Activity()
+    app.add_middleware(_Counted, activity=activity)
     if warm_up:
-        threading.Thread(target=_warm, args=(library, cache), name="benchlab-ui-warm", daemon=True).start()
+        threading.Thread(target=_warm, args=(library, cache, partial(activity.wait_quiet, WARM_QUIET_S,
+                                                                     WARM_WAIT_LIMIT_S)),
+                         name="benchlab-ui-warm", daemon=True).start()
     _add_access(app, access)
     plotly = plotly_js()
     app.include_router(_page_router(library, cache, _environment(), plotly))
@@ -220,11 +277,14 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
     return app
 
 
-def _warm(library: Library, cache: _Cache) -> None:
+def _warm(library: Library, cache: _Cache, quiet: Callable[[], None] = lambda: None) -> None:
     # The first page of each benchmark is computed before anyone asks, and the statistics'
     # imports paid at start, so that a first response is as quick as the next ones, and a
     # dashboard left open before a sweep starts does not pay them while the sweep runs. The
-    # pages' cheap parts first: a page asked for meanwhile would wait for the imports' CPU.
+    # pages' cheap parts first: a page asked for meanwhile would wait for the imports' CPU. Then
+    # the report's tables that `benchlab report` kept and that are still current (a digest of the
+    # ledger and one small file, no statistics), and only then the imports and the tables of the
+    # benchmarks whose kept tables were missing or stale.
     try:
         with read_only_ledgers():
             found = library.benchmarks()
@@ -232,19 +292,40 @@ def _warm(library: Library, cache: _Cache) -> None:
                 v = library.version_of(b.key)
                 cache.get(("overview", b.key), v, partial(views.overview, b))
                 cache.get(("benchmark", b.key), v, partial(views.benchmark_view, b))
-            _import_views_needs()
+            missing = []
             for b in found:
+                v = library.version_of(b.key)  # before the digest: a change meanwhile is seen as one
+                kept = views.kept_numbers(b.folder)
+                if kept is None:
+                    missing.append(b)
+                else:
+                    cache.get(("numbers", b.key), v, partial(_given, kept))
+            if not missing:
+                quiet()  # nothing waits on the imports now: the pages being asked for go first
+            _import_views_needs()
+            for b in missing:
                 cache.get(("numbers", b.key), library.version_of(b.key), partial(views.report_numbers, b.folder))
     except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
         pass
 
 
+def _given(value: Any) -> Any:
+    return value
+
+
 def _import_views_needs() -> None:
     """What the views import on their first call (pandas, scipy and the report through them):
-    about a second and a half of CPU, about half of the report's tables' first time at 10,000 runs."""
+    about a second and a half of CPU, more than the report's tables' own computation at 10,000
+    runs. A test checks that computing the tables afterwards imports nothing more of note."""
+    import pandas  # noqa: F401 - the results table's; imported lazily by benchlab.results
+
     import benchlab.collect.files
+    import benchlab.collect.samples
+    import benchlab.evalrules
+    import benchlab.history.merge
     import benchlab.report
     import benchlab.report.markdown
+    import benchlab.report.numbers
     import benchlab.report.questions
     import benchlab.report.style
     import benchlab.results

@@ -1,8 +1,9 @@
 """What each page of the dashboard shows, read from a results folder (never written).
 
-The numbers of the results table, the comparisons and the leaderboard come from the same
-functions as ``benchlab report``, called on the same results table (:func:`report_numbers`),
-and are shown as the report prints them; this module only adds what a live page needs: run
+The numbers of the results table, the comparisons and the leaderboard are ``benchlab report``'s:
+those it kept in the results folder while they are current, else made again by the same functions
+on the same results table (:func:`report_numbers`), and are shown as the report prints them; this
+module only adds what a live page needs: run
 states, progress, failures as they happen, curves of runs still running, a run's files.
 """
 
@@ -14,7 +15,6 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from markupsafe import Markup
@@ -23,11 +23,9 @@ from benchlab.execute.status import FolderStatus
 from benchlab.execute.status import status as folder_status
 from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
+from benchlab.names.report_tables import ReportNumbers
 from benchlab.names.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
 from benchlab.ui.library import Benchmark, tail
-
-if TYPE_CHECKING:
-    from benchlab.report.markdown import TaskTable
 
 #: Log lines shown under a failure group, and on a run's page.
 FAILURE_TAIL_LINES = 10
@@ -107,22 +105,6 @@ class FailureView:
 
 
 @dataclass
-class ReportNumbers:
-    """The report's own numbers, as ``benchlab report`` prints them (Markdown cells)."""
-
-    primary: str
-    goal: str
-    baseline: str | None
-    task_tables: list[TaskTable]
-    secondary: list[str]
-    comparisons: list[list[str]]  # header first
-    leaderboard: list[list[str]]  # header first
-    warnings: list[str]
-    #: The report's question-level comparisons (header first); empty without per-question records.
-    questions: list[list[str]] = field(default_factory=list)
-
-
-@dataclass
 class BenchmarkView:
     overview: Overview
     tasks: list[str]
@@ -132,52 +114,52 @@ class BenchmarkView:
     curves: list[tuple[str, str]]  # (task, metric) with a logged curve
 
 
-def markdown_rows(lines: list[str]) -> list[list[str]]:
-    """The cells of a Markdown table's lines (the separator line left out)."""
-    rows = []
-    for line in lines:
-        line = line.strip()
-        if not line.startswith("|"):
-            continue
-        if set(line) <= set("|-: "):
-            continue
-        cells = [c.strip() for c in line.strip().removeprefix("|").removesuffix("|").split(" | ")]
-        rows.append(cells)
-    return rows
+def kept_numbers(folder: Path) -> ReportNumbers | None:
+    """The report's tables as ``benchlab report`` wrote them into ``folder`` (``report-tables.json``),
+    when they were computed from the folder as it is now with the dashboard's options (the
+    report's defaults); else None. Reads the ledger's content digest and one small file: no
+    statistics are loaded."""
+    from benchlab.names import report_tables
+    from benchlab.names.results_files import report_tables_file
+    from benchlab.results import tables_key
+
+    path = report_tables_file(folder)
+    if not path.is_file():  # never reported: no digest to take
+        return None
+    with Store.open(folder, read_only=True) as store:
+        digest = store.content_digest()
+    return report_tables.read(path, tables_key(folder, digest))
 
 
-def report_numbers(folder: Path) -> ReportNumbers | None:
-    """The results tables, comparisons and leaderboard of ``benchlab report``, made by its functions.
+def computed_numbers(folder: Path) -> ReportNumbers | None:
+    """The report's tables of ``folder`` computed now by the report's functions; None before any
+    run completed or failed.
 
     ``results.read`` reads the results table and the ledger's seeds and failures, and
     ``report.gather`` takes it; ``report.analyze`` has ``stats`` compute the one analysis the
-    report renders, with its defaults (2,000 bootstrap resamples, seed 0, failed seeds excluded).
+    report renders, with its defaults (2,000 bootstrap resamples, seed 0, failed seeds excluded),
+    and :func:`benchlab.report.numbers.report_numbers` renders it as the report does.
     """
-    from benchlab.report import analyze, gather, leaderboard
-
-    # The report formats its rows here; shared, so that the page prints what the report prints.
-    from benchlab.report.markdown import _comparison_rows, task_tables
+    from benchlab.report import analyze, gather
+    from benchlab.report.numbers import report_numbers as render
+    from benchlab.report.questions import question_analysis, render_section
     from benchlab.results import read
 
-    data = gather(read(folder, searches=False, curves=False))  # the page shows no search section, no figure
+    # The page shows no search section and no figure, and keeps nothing under the ledger's digest.
+    data = gather(read(folder, searches=False, curves=False, keyed=False))
     if data.finals.empty and not data.failed_runs:
         return None
     data = analyze(data)
-    stats = data.analysis
-    assert stats is not None
-    tables, secondary = task_tables(data)
-    info = data.info
-    comparisons: list[list[str]] = []
-    rows = [r for r in stats.comparisons if r.metric == info.primary]
-    if rows:
-        comparisons = markdown_rows(_comparison_rows(data, rows))
-    board = markdown_rows(leaderboard(data).splitlines())
-    from benchlab.report.questions import question_analysis, render_section
+    found = question_analysis(folder, data.info, data.run_ids)
+    return render(data, render_section(found) if found is not None else "")
 
-    found = question_analysis(folder, info)
-    questions = markdown_rows(render_section(found).splitlines()) if found is not None else []
-    return ReportNumbers(info.primary, stats.goal, info.baseline, tables, secondary,
-                         comparisons, board, list(stats.warnings), questions)
+
+def report_numbers(folder: Path) -> ReportNumbers | None:
+    """The results tables, comparisons and leaderboard of ``benchlab report`` for ``folder`` as it
+    is now: those the report kept, while they are current (:func:`kept_numbers`), else computed
+    again (:func:`computed_numbers`)."""
+    kept = kept_numbers(folder)
+    return kept if kept is not None else computed_numbers(folder)
 
 
 def benchmark_view(bench: Benchmark) -> BenchmarkView:
