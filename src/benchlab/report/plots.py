@@ -20,13 +20,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchlab.report.profiles import plot_profile, plot_radar
+from benchlab.report.profiles import SHARED_PANEL, plot_profile, plot_radar
 from benchlab.report.style import (
+    DPI,
+    PNG_COMPRESSION,
     LineStyle,
     Plot,
     add_bands,
@@ -78,6 +81,25 @@ def _band_note(cut_at: dict[str, tuple[float, float] | None]) -> str:
     return ""
 
 
+def _by_metric(curves: Sequence[CurveSet], info: BenchmarkInfo) -> list[list[CurveSet]]:
+    """The curve sets grouped by metric, a figure's worth each: the primary metric first, then
+    by name; within one, the tasks in the spec's order, then any other by name."""
+    by_metric: dict[str, list[CurveSet]] = {}
+    for cs in curves:
+        by_metric.setdefault(cs.metric, []).append(cs)
+    return [
+        sorted(
+            by_metric[metric],
+            key=lambda c: (
+                c.task not in info.tasks,
+                info.tasks.index(c.task) if c.task in info.tasks else 0,
+                c.task,
+            ),
+        )
+        for metric in sorted(by_metric, key=lambda m: (m != info.primary, m))
+    ]
+
+
 def plot_curves(
     curves: list[CurveSet],
     info: BenchmarkInfo,
@@ -92,20 +114,9 @@ def plot_curves(
     """
     from matplotlib.lines import Line2D
 
-    by_metric: dict[str, list[CurveSet]] = {}
-    for cs in curves:
-        by_metric.setdefault(cs.metric, []).append(cs)
-    metrics = sorted(by_metric, key=lambda m: (m != info.primary, m))
     plots = []
-    for metric in metrics:
-        sets = sorted(
-            by_metric[metric],
-            key=lambda c: (
-                c.task not in info.tasks,
-                info.tasks.index(c.task) if c.task in info.tasks else 0,
-                c.task,
-            ),
-        )
+    for sets in _by_metric(curves, info):
+        metric = sets[0].metric
         configs = config_order(info, {c for cs in sets for c in cs.values})
         cut_at = _task_ranges(sets, metric, ranges)
         single: set[str] = set()
@@ -403,6 +414,16 @@ def plot_cv(figures: PrimaryFigures, info: BenchmarkInfo, folder: Path, threshol
     ]
 
 
+@dataclass(frozen=True)
+class _Job:
+    """One figure function of :func:`draw` with its arguments, and its size in panels (what
+    its drawing time grows with), by which the jobs are handed out."""
+
+    fn: Callable[..., list[Plot]]
+    args: tuple[Any, ...]
+    panels: int
+
+
 def _die_with(parent: int) -> None:
     """In a figure worker: be killed by the kernel as soon as the report's process ends,
     whatever ends it (SIGKILL included), instead of drawing on as an orphan."""
@@ -429,8 +450,30 @@ def _start_worker(parent: int) -> None:
     import matplotlib.collections  # noqa: F401
     import matplotlib.figure  # noqa: F401
 
+    _warm_up()
 
-#: How many figures :func:`draw` draws at most (the jobs it hands out).
+
+def _warm_up() -> None:
+    """Draw a small throwaway figure into memory: a worker's first figure otherwise pays for
+    finding and opening the font, the PNG writer's import and matplotlib's first-use caches,
+    after the statistics are done, when its figures are all that is left to wait for."""
+    import io
+
+    from benchlab.report.style import new_figure
+
+    fig = new_figure(2.0, 1.5)
+    ax = fig.add_subplot()
+    ax.plot([0.0, 1.0], [0.0, 1.0])
+    ax.fill_between([0.0, 1.0], [0.0, 0.5], [0.5, 1.0], alpha=0.2)
+    ax.scatter([0.5], [0.5], s=12)
+    ax.set_title("warm-up", fontsize="medium")
+    ax.set_xlabel("x", fontsize="small")
+    fig.suptitle("warm-up")
+    fig.savefig(io.BytesIO(), format="png", dpi=DPI, pil_kwargs={"compress_level": PNG_COMPRESSION})
+
+
+#: How many workers :func:`start_workers` starts at most: the figures of a report (five, and one
+#: more per further metric with curves) rarely find more cores than that free.
 FIGURES = 5
 
 
@@ -489,16 +532,18 @@ def draw(
     finals = analysis.used
     rows = analysis.rows_of()
     ranges = dict(analysis.ranges) if ranges is None else ranges
-    jobs: list[tuple[Callable[..., list[Plot]], tuple[Any, ...]]] = [
-        (plot_curves, (list(analysis.curves), info, folder, seeds, ranges)),
-        (plot_scores, (rows, info, folder, finals, ranges)),
-    ]
+    # A job per curve metric, so that several curve figures draw in parallel too.
+    jobs = [_Job(plot_curves, (sets, info, folder, seeds, ranges), len(sets))
+            for sets in _by_metric(list(analysis.curves), info)]
+    jobs.append(_Job(plot_scores, (rows, info, folder, finals, ranges), len({r.task for r in rows})))
     if analysis.figures is not None:  # their numbers are computed where they are drawn, on first use
-        jobs += [(plot_cv, (analysis.figures, info, folder)), (plot_profile, (analysis.figures, info, folder)),
-                 (plot_radar, (analysis.figures, info, folder))]
+        configs = len({r.config for r in rows})
+        jobs += [_Job(plot_cv, (analysis.figures, info, folder), 1),
+                 _Job(plot_profile, (analysis.figures, info, folder), configs if configs > SHARED_PANEL else 1),
+                 _Job(plot_radar, (analysis.figures, info, folder), 1)]
 
     def serial() -> list[Plot]:
-        return [p for fn, args in jobs for p in fn(*args)]
+        return [p for job in jobs for p in job.fn(*job.args)]
 
     # Forked before scipy.stats is imported (the caller's statistics import it next): the
     # workers need only scipy.special, and the import overlaps with their drawing.
@@ -506,13 +551,18 @@ def draw(
     if pool is None:
         done = serial()
         return lambda: done
+    from concurrent.futures import Future
     from concurrent.futures.process import BrokenProcessPool
 
-    futures = [pool.submit(fn, *args) for fn, args in jobs]
+    # The largest first (stably), so that the last job to start is a small one and the workers
+    # finish together; the plots are listed in the report's order whatever order they drew in.
+    futures: dict[int, Future[list[Plot]]] = {}
+    for i in sorted(range(len(jobs)), key=lambda i: -jobs[i].panels):
+        futures[i] = pool.submit(jobs[i].fn, *jobs[i].args)
 
     def collect() -> list[Plot]:
         try:
-            return [p for f in futures for p in f.result()]
+            return [p for i in range(len(jobs)) for p in futures[i].result()]
         except BrokenProcessPool:  # a worker died (e.g. out of memory): draw here instead
             return serial()
         finally:
