@@ -249,6 +249,25 @@ def _score_panel(ax: Any, sub: pd.DataFrame, pts: pd.DataFrame | None, position:
     ax.scatter(mean, y, s=34, c=colours, marker="D", zorder=3)
 
 
+def _score_axes(ax: Any, task: str, labels: list[str], bounds: tuple[float, float] | None, xlabel: str) -> None:
+    """One task's panel of :func:`plot_scores`, once its data is in: a row per config (named,
+    ``labels`` top to bottom, on the first panel of each row of panels only), the x axis ending
+    just past the metric's range where it has one."""
+    if bounds is not None:
+        lo_x, hi_x = ax.get_xlim()
+        span = max(hi_x - lo_x, 1e-12)
+        ax.set_xlim(max(lo_x, bounds[0] - 0.02 * span), min(hi_x, bounds[1] + 0.02 * span))
+    ax.set_yticks(range(len(labels)))
+    if is_first_column(ax):
+        ax.set_yticklabels(labels[::-1])
+    ax.set_ylim(-0.6, len(labels) - 0.4)
+    # At the top, as matplotlib would place it (no tick labels there, none above the axis
+    # on its left), without measuring every tick label of the panel to find that out.
+    ax.set_title(task, y=1.0)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", alpha=0.3)
+
+
 def _score_frame(rows: Sequence[SummaryRow]) -> pd.DataFrame:
     """The rows with a completed seed as columns the panels draw (None as NaN)."""
     import pandas as pd
@@ -307,7 +326,7 @@ def plot_scores(
     if finals is not None and len(finals):
         mine = finals[(finals["metric"] == info.primary) & finals["value"].notna()]
         points = dict(iter(mine.groupby("task", sort=False)))
-    labels = [config_label(c, info) for c in reversed(configs)]
+    labels = [config_label(c, info) for c in configs]
     rng = np.random.default_rng(0)  # the vertical jitter of the seed points, the same every time
     for ax, task in zip(axes, tasks, strict=True):
         _score_panel(ax, by_task[task], points.get(task), position, colour, rgba, index, bounds, rng)
@@ -315,19 +334,7 @@ def plot_scores(
         if target is not None:
             ax.axvline(target, color="0.4", ls="--", lw=1)
             has_target = True
-        if bounds is not None:
-            lo_x, hi_x = ax.get_xlim()
-            span = max(hi_x - lo_x, 1e-12)
-            ax.set_xlim(max(lo_x, bounds[0] - 0.02 * span), min(hi_x, bounds[1] + 0.02 * span))
-        ax.set_yticks(range(len(configs)))
-        if is_first_column(ax):
-            ax.set_yticklabels(labels)
-        ax.set_ylim(-0.6, len(configs) - 0.4)
-        # At the top, as matplotlib would place it (no tick labels there, none above the axis
-        # on its left), without measuring every tick label of the panel to find that out.
-        ax.set_title(task, y=1.0)
-        ax.set_xlabel(f"{info.primary} (seeds, mean, 95% CI)")
-        ax.grid(axis="x", alpha=0.3)
+        _score_axes(ax, task, labels, bounds, f"{info.primary} (seeds, mean, 95% CI)")
     fig.suptitle(
         f"Final {info.primary} per task: "
         + ("each seed (circles), mean (diamond), 95% CI" if (n > 1).any()

@@ -117,12 +117,14 @@ def is_first_column(ax: Axes) -> bool:
 
 
 def tight(fig: Figure, rect: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)) -> None:
-    """Lay ``fig`` out as ``fig.tight_layout(rect=rect)`` does, leaving no layout engine on it:
-    ``tight_layout`` leaves a placeholder one, and ``savefig`` then draws the whole figure once
-    more (unrendered) before drawing it for the file."""
-    from matplotlib.layout_engine import TightLayoutEngine
+    """Lay ``fig`` out as ``fig.tight_layout(rect=rect)`` does, once: ``tight_layout`` leaves a
+    placeholder layout engine on the figure (matplotlib 3.8 and later), and ``savefig`` then draws
+    the whole figure once more, unrendered, before drawing it for the file."""
+    import matplotlib as mpl
 
-    TightLayoutEngine(rect=rect).execute(fig)
+    fig.tight_layout(rect=rect)
+    if not (mpl.rcParams["figure.autolayout"] or mpl.rcParams["figure.constrained_layout.use"]):
+        fig.set_layout_engine(None)  # no engine at all (with such an rc, None would set one)
 
 
 def _legend_cols(entries: int) -> int:
