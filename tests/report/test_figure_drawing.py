@@ -191,3 +191,26 @@ def test_figures_are_handed_out_largest_first_and_listed_in_the_reports_order():
                           "plot_radar"]
     assert [p.path for p in listed] == ["plot_curves:score", "plot_curves:loss", "plot_scores", "plot_cv",
                                         "plot_profile", "plot_radar"]
+
+
+def test_curves_over_the_same_steps_label_them_once_per_column(kept):
+    grid = np.array([0.0, 5e5, 1e6])
+    one = {"a": np.array([[0.0, 0.5, 1.0], [0.0, 0.6, 0.9]])}
+    info = BenchmarkInfo(name="b", primary="score", goal={"score": "max"}, baseline=None, configs=["a"],
+                         tasks=[f"t{i}" for i in range(5)])
+    plots.plot_curves([CurveSet("score", f"t{i}", grid, one, {"a": [0, 1]}) for i in range(5)], info,
+                      Path("unused"))
+    # Tasks logged to other steps keep their own labels on every panel.
+    ragged = [CurveSet("score", f"t{i}", grid * (i + 1), one, {"a": [0, 1]}) for i in range(5)]
+    plots.plot_curves(ragged, info, Path("unused"))
+    for fig in kept:
+        _drawn(fig)
+
+    def labelled(ax: Any) -> bool:
+        ticks = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        return bool(ticks) and ax.get_xlabel() == "step" and ax.xaxis.offsetText.get_visible()
+
+    # 5 panels in rows of 3: t3 and t4 end their columns, and so does t2, above an empty cell.
+    assert [labelled(ax) for ax in kept[0].axes] == [False, False, True, True, True]
+    assert {ax.get_xlim() for ax in kept[0].axes} == {kept[0].axes[0].get_xlim()}
+    assert all(labelled(ax) for ax in kept[1].axes)

@@ -39,6 +39,7 @@ from benchlab.report.style import (
     config_order,
     grid_figure,
     is_first_column,
+    is_lowest_in_column,
     new_figure,
     save,
     slug,
@@ -120,11 +121,14 @@ def plot_curves(
         configs = config_order(info, {c for cs in sets for c in cs.values})
         cut_at = _task_ranges(sets, metric, ranges)
         single: set[str] = set()
-        fig, axes = grid_figure(len(sets), legend_entries=len(configs))
+        # Where every task's curves span the same steps, the steps are labelled once per column.
+        same_steps = len({(float(cs.grid[0]), float(cs.grid[-1])) for cs in sets}) == 1
+        fig, axes = grid_figure(len(sets), legend_entries=len(configs), column_labels=same_steps)
         for ax, cs in zip(axes, sets, strict=True):
             single |= _curve_panel(ax, cs, configs, seeds, cut_at[cs.task])
             top_title(ax, cs.task)
-            ax.set_xlabel("step")
+            if not same_steps or is_lowest_in_column(ax):
+                ax.set_xlabel("step")
             ax.set_ylabel(metric)
             ax.grid(alpha=0.3)
             ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))

@@ -73,19 +73,24 @@ def new_figure(width: float, height: float) -> Figure:
 
 def grid_figure(
     n: int, width: float = 3.6, height: float = 2.5, left: float = 0.8, legend_entries: int = 0,
-    row_labels: bool = False,
+    row_labels: bool = False, column_labels: bool = False,
 ) -> tuple[Figure, list[Any]]:
     """A figure of ``n`` panels of ``width`` x ``height`` inches, laid out by hand.
 
     A fixed layout in inches (room for tick labels, axis labels, titles, the
     suptitle and a legend row under the panels) instead of ``tight_layout``,
-    which draws the whole figure an extra time. With ``row_labels`` the panels
-    of a row share their y axis and only each row's first panel is given room
-    for its labels (``left``): the others hide theirs (:func:`is_first_column`).
+    which draws the whole figure an extra time. Where the panels share an axis,
+    its labels are written once, not drawn again on every panel: with
+    ``row_labels`` (the same y axis in every panel) only the first panel of a
+    row shows its y tick labels (:func:`is_first_column`) and only it has room
+    (``left``) for them; with ``column_labels`` (the same x axis) only the
+    lowest panel of a column shows its x tick labels (:func:`is_lowest_in_column`),
+    and the rows need room for titles only.
     """
     ncols = 1 if n == 1 else 2 if n <= 4 else 3 if n <= 9 else 4
     nrows = math.ceil(n / ncols)
-    gap_x, gap_y, right, top = (0.5 if row_labels else left + 0.15), 0.8, 0.25, 0.75
+    gap_x = 0.5 if row_labels else left + 0.15
+    gap_y, right, top = (0.45 if column_labels else 0.8), 0.25, 0.75
     legend_rows = math.ceil(legend_entries / _legend_cols(legend_entries)) if legend_entries else 0
     bottom = 0.6 + 0.28 * legend_rows
     fig_w = left + ncols * width + (ncols - 1) * gap_x + right
@@ -103,10 +108,12 @@ def grid_figure(
     )
     # Only the n panels: an unused cell of the last row gets no (hidden) axes to set up.
     axes = [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(n)]
-    if row_labels:
-        for ax in axes:
-            if not is_first_column(ax):
-                ax.tick_params(axis="y", labelleft=False)
+    for ax in axes:
+        if row_labels and not is_first_column(ax):
+            ax.tick_params(axis="y", labelleft=False)
+        if column_labels and not is_lowest_in_column(ax):
+            ax.tick_params(axis="x", labelbottom=False)
+            ax.xaxis.offsetText.set_visible(False)  # the "1e6" under the axis, as the labels
     return fig, axes
 
 
@@ -114,6 +121,18 @@ def is_first_column(ax: Axes) -> bool:
     """Whether ``ax`` is the first panel of its row in a :func:`grid_figure`."""
     spec = ax.get_subplotspec()
     return spec is not None and spec.is_first_col()
+
+
+def is_lowest_in_column(ax: Axes) -> bool:
+    """Whether no panel of a :func:`grid_figure` lies below ``ax`` (the last row's, and those
+    above an empty cell of it)."""
+    spec = ax.get_subplotspec()
+    if spec is None:
+        return True
+    figure = ax.get_figure()
+    others = [] if figure is None else [a.get_subplotspec() for a in figure.axes]
+    return not any(o is not None and o.colspan.start == spec.colspan.start and o.rowspan.start > spec.rowspan.start
+                   for o in others)
 
 
 def tight(fig: Figure, rect: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)) -> None:
