@@ -5,6 +5,7 @@ with the same numbers."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import Future
 from pathlib import Path
 from types import SimpleNamespace
@@ -214,3 +215,26 @@ def test_curves_over_the_same_steps_label_them_once_per_column(kept):
     assert [labelled(ax) for ax in kept[0].axes] == [False, False, True, True, True]
     assert {ax.get_xlim() for ax in kept[0].axes} == {kept[0].axes[0].get_xlim()}
     assert all(labelled(ax) for ax in kept[1].axes)
+
+
+@pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: [])(0)) < 2,
+                    reason="figure workers start aside only where there are two or more cores")
+def test_figure_workers_start_off_the_reports_core_and_then_draw_on_any(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    everywhere = os.sched_getaffinity(0)
+    seen = tmp_path / "while-starting"
+
+    def record() -> None:  # in place of the warm-up drawing, inside each starting worker
+        with seen.open("a") as out:
+            out.write(" ".join(map(str, sorted(os.sched_getaffinity(0)))) + "\n")
+
+    monkeypatch.setattr(plots, "_warm_up", record)
+    pool = plots.start_workers(2)
+    assert pool is not None
+    try:
+        after = {frozenset(pool.submit(os.sched_getaffinity, 0).result(timeout=60)) for _ in range(4)}
+    finally:
+        pool.shutdown()
+    starting = {frozenset(map(int, line.split())) for line in seen.read_text().splitlines()}
+    assert starting == {frozenset(everywhere) - {min(everywhere)}}
+    assert after == {frozenset(everywhere)}
