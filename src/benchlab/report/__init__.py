@@ -314,8 +314,6 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     data = analyze(gather(table), failed_as=failed_as, reps=reps, seed=seed)
     assert data.analysis is not None
     info_, used = data.info, data.analysis.used
-    csv_path = out_dir / RESULTS_CSV
-    write_text_atomic(csv_path, published_table(table).to_csv(index=False))
     pending = None
     if plots:
         from benchlab.report.plots import draw
@@ -326,7 +324,9 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
             staging, info_, data.analysis, seeds=seeds, workers=workers,
             ranges=data.ranges, pool=pool,
         )
-    # The figures draw in worker processes meanwhile.
+    # The figures draw in worker processes meanwhile: the rest is written after they are handed out.
+    csv_path = out_dir / RESULTS_CSV
+    write_text_atomic(csv_path, published_table(table).to_csv(index=False))
     questions = None
     questions_text = analysis_plan = ""
     # Keyed before the per-question records are read (tables_key says why).

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchlab.report.style import Plot, config_label, new_figure, save, style
+from benchlab.report.style import Plot, config_label, new_figure, save, style, tight
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -43,7 +43,7 @@ def _noted_plot(
     under the axes (both fractions of the figure height).
     """
     fig.text(0.5, note_y, _sentence(note), ha="center", va="bottom", fontsize="small", color="0.3")
-    fig.tight_layout(rect=(0, note_height, 1, 1))
+    tight(fig, rect=(0, note_height, 1, 1))
     return Plot(save(fig, folder, name), title, f"{caption} {_sentence(note)}")
 
 
@@ -55,7 +55,7 @@ SHARED_PANEL = 2
 def plot_profile(figures: PrimaryFigures, info: BenchmarkInfo, folder: Path) -> list[Plot]:
     """Performance profiles: fraction of runs whose normalised score exceeds tau, per config
     (:attr:`benchlab.stats.figures.PrimaryFigures.profiles`)."""
-    from benchlab.report.style import grid_figure
+    from benchlab.report.style import grid_figure, is_first_column, is_lowest_in_column
 
     profiles = figures.profiles
     if profiles is None:  # the report says why, where it is not for want of scores (markdown.py)
@@ -68,7 +68,8 @@ def plot_profile(figures: PrimaryFigures, info: BenchmarkInfo, folder: Path) -> 
         fig = new_figure(7.5, 4.8)
         axes = [fig.add_subplot()]
     else:
-        fig, axes = grid_figure(len(names), width=3.6, height=2.6)
+        # Every panel has the same axes (τ, fraction of runs): labelled once per row and column.
+        fig, axes = grid_figure(len(names), width=3.6, height=2.6, row_labels=True, column_labels=True)
     for k, cfg in enumerate(names):
         ax = axes[0] if shared else axes[k]
         if not shared:  # the others, for reference: one collection, not a line artist each
@@ -87,8 +88,10 @@ def plot_profile(figures: PrimaryFigures, info: BenchmarkInfo, folder: Path) -> 
             # y given: placed where matplotlib's own search would put it (nothing above the
             # axes), without measuring every tick label of the panel to find that out.
             ax.set_title(config_label(cfg, info), fontsize="medium", y=1.0)
-            ax.set_xlabel("normalised score τ", fontsize="small")
-            ax.set_ylabel("runs > τ", fontsize="small")
+            if is_lowest_in_column(ax):
+                ax.set_xlabel("normalised score τ", fontsize="small")
+            if is_first_column(ax):
+                ax.set_ylabel("runs > τ", fontsize="small")
     if shared:
         axes[0].set_xlabel(f"normalised {info.primary} τ")
         axes[0].set_ylabel("fraction of runs with score > τ")

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+import numpy as np
+
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from benchlab.results import BenchmarkInfo
@@ -68,23 +72,33 @@ def new_figure(width: float, height: float) -> Figure:
 
 
 def grid_figure(
-    n: int, width: float = 3.6, height: float = 2.5, left: float = 0.8, legend_entries: int = 0
+    n: int, width: float = 3.6, height: float = 2.5, left: float = 0.8, legend_entries: int = 0,
+    row_labels: bool = False, column_labels: bool = False,
 ) -> tuple[Figure, list[Any]]:
     """A figure of ``n`` panels of ``width`` x ``height`` inches, laid out by hand.
 
     A fixed layout in inches (room for tick labels, axis labels, titles, the
     suptitle and a legend row under the panels) instead of ``tight_layout``,
-    which draws the whole figure an extra time.
+    which draws the whole figure an extra time. Where the panels share an axis,
+    its labels are written once, not drawn again on every panel: with
+    ``row_labels`` (the same y axis in every panel) only the first panel of a
+    row shows its y tick labels (:func:`is_first_column`) and only it has room
+    (``left``) for them; with ``column_labels`` (the same x axis) only the
+    lowest panel of a column shows its x tick labels (:func:`is_lowest_in_column`),
+    and the rows need room for titles only.
     """
     ncols = 1 if n == 1 else 2 if n <= 4 else 3 if n <= 9 else 4
     nrows = math.ceil(n / ncols)
-    gap_x, gap_y, right, top = left + 0.15, 0.8, 0.25, 0.75
+    gap_x = 0.5 if row_labels else left + 0.15
+    gap_y, right, top = (0.45 if column_labels else 0.8), 0.25, 0.75
     legend_rows = math.ceil(legend_entries / _legend_cols(legend_entries)) if legend_entries else 0
     bottom = 0.6 + 0.28 * legend_rows
     fig_w = left + ncols * width + (ncols - 1) * gap_x + right
     fig_h = top + nrows * height + (nrows - 1) * gap_y + bottom
     fig = new_figure(fig_w, fig_h)
-    fig.subplots_adjust(
+    grid = fig.add_gridspec(
+        nrows,
+        ncols,
         left=left / fig_w,
         right=1 - right / fig_w,
         bottom=bottom / fig_h,
@@ -92,11 +106,44 @@ def grid_figure(
         wspace=gap_x / width,
         hspace=gap_y / height,
     )
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    flat = list(axes.ravel())
-    for ax in flat[n:]:
-        ax.set_visible(False)
-    return fig, flat[:n]
+    # Only the n panels: an unused cell of the last row gets no (hidden) axes to set up.
+    axes = [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(n)]
+    for ax in axes:
+        if row_labels and not is_first_column(ax):
+            ax.tick_params(axis="y", labelleft=False)
+        if column_labels and not is_lowest_in_column(ax):
+            ax.tick_params(axis="x", labelbottom=False)
+            ax.xaxis.offsetText.set_visible(False)  # the "1e6" under the axis, as the labels
+    return fig, axes
+
+
+def is_first_column(ax: Axes) -> bool:
+    """Whether ``ax`` is the first panel of its row in a :func:`grid_figure`."""
+    spec = ax.get_subplotspec()
+    return spec is not None and spec.is_first_col()
+
+
+def is_lowest_in_column(ax: Axes) -> bool:
+    """Whether no panel of a :func:`grid_figure` lies below ``ax`` (the last row's, and those
+    above an empty cell of it)."""
+    spec = ax.get_subplotspec()
+    if spec is None:
+        return True
+    figure = ax.get_figure()
+    others = [] if figure is None else [a.get_subplotspec() for a in figure.axes]
+    return not any(o is not None and o.colspan.start == spec.colspan.start and o.rowspan.start > spec.rowspan.start
+                   for o in others)
+
+
+def tight(fig: Figure, rect: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)) -> None:
+    """Lay ``fig`` out as ``fig.tight_layout(rect=rect)`` does, once: ``tight_layout`` leaves a
+    placeholder layout engine on the figure (matplotlib 3.8 and later), and ``savefig`` then draws
+    the whole figure once more, unrendered, before drawing it for the file."""
+    import matplotlib as mpl
+
+    fig.tight_layout(rect=rect)
+    if not (mpl.rcParams["figure.autolayout"] or mpl.rcParams["figure.constrained_layout.use"]):
+        fig.set_layout_engine(None)  # no engine at all (with such an rc, None would set one)
 
 
 def _legend_cols(entries: int) -> int:
@@ -122,6 +169,69 @@ def save(
     folder.mkdir(parents=True, exist_ok=True)
     fig.savefig(folder / name, dpi=DPI, pil_kwargs={"compress_level": PNG_COMPRESSION})
     return f"plots/{name}"
+
+
+def top_title(ax: Axes, text: str, **kwargs: Any) -> None:
+    """Title ``ax`` with ``text`` just above its top edge, which is where matplotlib's own
+    search puts the title of a panel with no tick labels above it, without that search: it
+    measures every tick label of the y axis at each draw, a good part of a small multiple's cost.
+    Where the y axis shows an offset or a scale (``1e-5``, ``+1000``) at its top, that text may
+    meet the title, and the search is left to move it; call this once the panel's data is in."""
+    from matplotlib.ticker import ScalarFormatter
+
+    formatter = ax.yaxis.get_major_formatter()
+    if isinstance(formatter, ScalarFormatter):
+        formatter.set_locs(list(ax.yaxis.get_majorticklocs()))
+        if not formatter.get_offset():
+            ax.set_title(text, y=1.0, **kwargs)
+            return
+    ax.set_title(text, **kwargs)
+
+
+def band_polygons(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> list[np.ndarray]:
+    """The polygons ``Axes.fill_between(x, low, high)`` fills: one per run of steps where ``x``,
+    ``low`` and ``high`` are all finite, each of shape ``(2 * steps + 2, 2)`` (along ``low``, back
+    along ``high``), so that a band drawn from them shows the same area."""
+    finite = np.isfinite(x) & np.isfinite(low) & np.isfinite(high)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], finite.astype(np.int8), [0]])))
+    out = []
+    for start, stop in zip(edges[::2], edges[1::2], strict=True):
+        t, lo, hi = x[start:stop], low[start:stop], high[start:stop]
+        n = t.shape[0]
+        pts = np.empty((2 * n + 2, 2))
+        pts[0] = t[0], hi[0]
+        pts[1:n + 1, 0], pts[1:n + 1, 1] = t, lo
+        pts[n + 1] = t[-1], hi[-1]
+        pts[n + 2:, 0], pts[n + 2:, 1] = t[::-1], hi[::-1]
+        out.append(pts)
+    return out
+
+
+def add_bands(ax: Axes, polygons: Sequence[np.ndarray], colours: Sequence[str], alpha: float) -> None:
+    """Fill ``polygons`` (:func:`band_polygons`), ``colours[i]`` the i-th's, as one artist: the
+    same picture as a ``fill_between`` per band, for a fraction of the per-artist cost (every
+    artist is set up, measured for the data limits and drawn on its own)."""
+    from matplotlib.collections import PolyCollection
+
+    if polygons:
+        ax.add_collection(PolyCollection(list(polygons), facecolors=list(colours), edgecolors=list(colours),
+                                         linewidths=0, alpha=alpha))
+
+
+def add_lines(ax: Axes, lines: Sequence[np.ndarray], styles: Sequence[LineStyle], lw: float) -> None:
+    """Draw ``lines`` (each of shape ``(points, 2)``), ``styles[i]`` the i-th's, as one collection
+    per line style rather than a ``Line2D`` each; the caps and joins are those of ``Axes.plot``
+    (projecting caps on solid lines, butt on dashed ones, round joins). Lines with a NaN break
+    there, as a plotted line does."""
+    from matplotlib.collections import LineCollection
+
+    for dash in LINESTYLES:
+        mine = [i for i, st in enumerate(styles) if st["linestyle"] == dash]
+        if mine:
+            ax.add_collection(LineCollection(
+                [lines[i] for i in mine], colors=[styles[i]["color"] for i in mine], linestyles=dash,
+                linewidths=lw, capstyle="projecting" if dash == "-" else "butt", joinstyle="round",
+                zorder=2))
 
 
 def config_order(info: BenchmarkInfo, present: set[str]) -> list[str]:
