@@ -138,6 +138,11 @@ class _ForkServer:
     def run(self, cmd: list[str], args: list[str], cwd: Path | None, env: dict[str, str],
             timeout: float) -> subprocess.CompletedProcess[str] | None:
         """The command's result, or None where it was not forked (the caller starts it itself)."""
+        if self.proc is not None and self.proc.poll() is not None:
+            # Gone: the server dies with the thread that started it (PR_SET_PDEATHSIG follows the
+            # thread, not the process), so a first command run from a short-lived thread takes it
+            # along when that thread ends. Start another rather than run every later command plain.
+            self.proc = None
         if self.failed or (self.proc is None and not self._start()) or not self._forkable(env):
             return None
         import selectors

@@ -70,3 +70,22 @@ def test_a_command_whose_environment_changes_what_libraries_read_at_import_is_no
     done = run_cli("--help", cwd=tmp_path, env={"OPENBLAS_NUM_THREADS": "3", "PYTHONHASHSEED": "7"})
     assert done.returncode == 0
     assert _forked_cpu() == before
+
+
+def test_a_fork_server_started_from_a_thread_that_has_ended_is_started_again(tmp_path: Path) -> None:
+    """The server dies with the thread that started it (PR_SET_PDEATHSIG follows the thread); a
+    test running its first command from a thread must not leave every later command unforked."""
+    import threading
+
+    if benchlab_testing._forkserver.proc is not None:
+        benchlab_testing._forkserver.proc.kill()
+        benchlab_testing._forkserver.proc = None
+    thread = threading.Thread(target=run_cli, args=("--help",), kwargs={"cwd": tmp_path})
+    thread.start()
+    thread.join()
+    server = benchlab_testing._forkserver.proc
+    assert server is not None
+    server.wait(timeout=10)  # killed with its thread
+    before = _forked_cpu()
+    run_cli("--help", cwd=tmp_path)
+    assert _forked_cpu() > before, "the command was not forked"
