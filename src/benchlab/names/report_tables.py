@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from benchlab.json_types import JsonObject
+from benchlab.names.results_files import write_text_atomic
 
 #: What the file says it is, and the version of its layout (a layout change moves it, so a file of
 #: an earlier layout is computed again rather than misread).
@@ -187,12 +187,7 @@ def write(path: Path, numbers: ReportNumbers, key: NumbersKey) -> None:
     body = numbers.to_json()
     text = json.dumps({"kind": KIND, "format": FORMAT, "key": key.to_json(), "sha256": _checksum(body),
                        "numbers": body}, ensure_ascii=False, indent=1)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text_atomic(path, text)
 
 
 def read(path: Path, key: NumbersKey) -> ReportNumbers | None:

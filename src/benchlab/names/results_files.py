@@ -59,6 +59,18 @@ REPORT_TABLES_FILE: Final = "report-tables.json"
 REPORT_FILES: Final = (REPORT_FILE, BENCHMARKS_FILE, RESULTS_CSV, REPORT_HTML, REPORT_TABLES_FILE)
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all: through a file of this process beside
+    it and one rename (atomic within a folder), so a reader never sees half a file and two writers
+    at once never mix."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 @dataclass(frozen=True)
 class SavedSpec:
     """The spec a benchmark was run with, as kept beside its ledger: ``benchmark.json`` (the
@@ -70,10 +82,8 @@ class SavedSpec:
 
     def write(self, path: Path) -> None:
         """Write the record to ``path``, whole or not at all (a temporary file renamed over it)."""
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"spec": self.spec, "spec_path": self.spec_path, "overrides": self.overrides},
-                                  indent=1, default=str))
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps({"spec": self.spec, "spec_path": self.spec_path,
+                                            "overrides": self.overrides}, indent=1, default=str))
 
     @classmethod
     def read(cls, path: Path) -> SavedSpec | None:

@@ -15,17 +15,11 @@ from pathlib import Path
 
 import psutil
 
+from benchlab.names.results_files import write_text_atomic
+
+__all__ = ["STAGING_PREFIX", "publish_plots", "remove_stale_plots", "staging_dir", "write_text_atomic"]
+
 STAGING_PREFIX = ".plots-"
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a file beside it and one rename."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def staging_dir(out_dir: Path) -> Path:
