@@ -313,3 +313,14 @@ def test_names_that_look_like_numbers_stay_names_in_a_csv(tmp_path):
     table, _ = read_samples(path)
     assert table["config"].cat.categories.tolist() == ["1.0", "1", "None"]
     assert table["config"].isna().tolist() == [False, False, False, True]
+
+
+def test_a_bad_value_after_blank_lines_is_named_by_its_own_line(tmp_path):
+    """pyarrow skips empty lines, so a row's index is not its line: the error must name the line
+    a user opens the file at."""
+    from benchlab.collect.samples_table import read_samples_csv
+
+    path = tmp_path / "gaps.csv"
+    path.write_text("task,config,question,value\n\nt,a,1,0.5\n\r\n\nt,a,2,oops\nt,a,3,1\n")
+    with pytest.raises(DataError, match=r"gaps\.csv:6 column 'value': expected a number, got 'oops'"):
+        read_samples_csv(path)

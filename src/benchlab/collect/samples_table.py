@@ -18,6 +18,8 @@ from benchlab.errors import DataError
 from benchlab.names.long_format import SAMPLE_COLUMNS, SAMPLE_REQUIRED
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
 #: Columns that hold names: text even when they look like numbers ("1.0" and "1" are two
@@ -62,7 +64,7 @@ def read_samples_csv(path: Path) -> pd.DataFrame:
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: not a readable CSV ({str(exc).strip().splitlines()[0]})") from None
     _check_columns(set(arrow.column_names), path)
-    return _samples_frame(_frame(arrow, pool), path, first_row=2)
+    return _samples_frame(_frame(arrow, pool), path, line_of=lambda row: _csv_line(path, row))
 
 
 def _head_schema(path: Path, convert: Any, pool: Any) -> Any:
@@ -120,7 +122,7 @@ def read_samples_parquet(path: Path) -> pd.DataFrame:
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: not a readable Parquet file ({str(exc).strip().splitlines()[0]})") from None
     _check_columns(set(arrow.column_names), path)
-    return _samples_frame(_frame(arrow, pool), path, first_row=1)
+    return _samples_frame(_frame(arrow, pool), path, line_of=lambda row: row + 1)
 
 
 #: Rows a Parquet scan hands over at a time: a million, not the scanner's default 131,072, so
@@ -215,8 +217,24 @@ def _check_columns(names: set[str], path: Path) -> None:
                         "question_hash)")
 
 
-def _samples_frame(df: pd.DataFrame, path: Path, *, first_row: int) -> pd.DataFrame:
-    """The samples table of a frame read from ``path``, values checked, optional columns filled."""
+def _csv_line(path: Path, row: int) -> int:
+    """The line of ``path`` that holds data row ``row`` (from 0): pyarrow skips empty lines, so a
+    row's index is not its line less the header's. Read only to name a bad value's line."""
+    with path.open("rb") as f:
+        f.readline()  # the header
+        line = 1
+        for raw in f:
+            line += 1
+            if raw.strip(b"\r\n"):
+                if row == 0:
+                    return line
+                row -= 1
+    return line
+
+
+def _samples_frame(df: pd.DataFrame, path: Path, *, line_of: Callable[[int], int]) -> pd.DataFrame:
+    """The samples table of a frame read from ``path``, values checked, optional columns filled;
+    ``line_of`` gives the line (or row) of the file that holds a row of the frame."""
     import numpy as np
     import pandas as pd
 
@@ -225,7 +243,7 @@ def _samples_frame(df: pd.DataFrame, path: Path, *, first_row: int) -> pd.DataFr
         bad = values.isna() & df["value"].notna()
         if bad.any():
             row = int(bad.to_numpy().nonzero()[0][0])
-            raise DataError(f"{path}:{row + first_row} column 'value': expected a number, got "
+            raise DataError(f"{path}:{line_of(row)} column 'value': expected a number, got "
                             f"{df['value'].iloc[row]!r}")
         df["value"] = values
     df["value"] = df["value"].astype(float)
