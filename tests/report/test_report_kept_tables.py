@@ -197,6 +197,31 @@ def test_the_file_the_dashboard_trusts_is_one_the_key_names(tmp_path: Path, monk
     assert views.kept_numbers(folder) is None
 
 
+def test_markup_in_a_kept_file_under_the_right_key_reaches_the_page_as_text(tmp_path: Path):
+    # Anyone who can write the results folder can redo the key and the checksum: the page must
+    # escape what the file holds, as it escapes what it computes.
+    from starlette.testclient import TestClient
+
+    from benchlab.ui.app import create_app
+    from benchlab.ui.library import Library
+
+    folder = _reported(tmp_path)
+    kept = views.kept_numbers(folder)
+    assert kept is not None
+    table = kept.task_tables[0]
+    evil = "<img src=x onerror=alert(1)>"
+    row = replace(table.rows[0], config=evil, cells=(evil, *table.rows[0].cells[1:]))
+    planted = replace(kept, primary=evil, task_tables=(replace(table, rows=(row, *table.rows[1:])),
+                                                       *kept.task_tables[1:]))
+    with Store.open(folder) as store:
+        key = tables_key(folder, store.content_digest())
+    report_tables.write(report_tables_file(folder), planted, key)
+    with TestClient(create_app(Library([folder]), warm_up=False)) as client:
+        page = client.get("/b/res/numbers")
+    assert page.status_code == 200
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page.text and "<img src=x" not in page.text
+
+
 def test_per_question_record_files_are_part_of_the_key(tmp_path: Path):
     from benchlab.collect.samples import EVAL_MARKER, records_signature
 
