@@ -73,11 +73,13 @@ def test_killed_at_twenty_random_moments_every_run_completes_exactly_once(tmp_pa
     db = tmp_path / "out" / "benchlab.db"
     rng = random.Random(20)
     kills = 0
-    for _ in range(20):
-        proc = benchlab(tmp_path, "-j", "4", stderr=subprocess.DEVNULL)
+    for i in range(20):
+        with open(tmp_path / f"stderr-{i}.txt", "wb") as err:
+            proc = benchlab(tmp_path, "-j", "4", stderr=err.fileno())
         time.sleep(rng.uniform(0.2, 0.9))  # from inside start-up to well into the sweep
-        if proc.poll() is not None:
-            break  # it finished before this kill: nothing left to interrupt
+        if proc.poll() is not None:  # it ended before this kill: only by finishing the sweep
+            assert proc.returncode == 0, (i, proc.returncode, (tmp_path / f"stderr-{i}.txt").read_text()[-3000:])
+            break
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         kills += 1

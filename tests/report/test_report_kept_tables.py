@@ -250,7 +250,7 @@ def test_after_the_warm_up_imports_computing_the_tables_imports_no_library_of_no
     # The warm-up pays the views' imports before any page is asked for; one it missed (pandas
     # was) is paid by the first page of the report's tables instead.
     folder = build_store_world(tmp_path / "res", VALUES, baseline="a")
-    code = ("import sys; from pathlib import Path; from benchlab.ui import app, views; app._import_views_needs(); "
+    code = ("import sys; from pathlib import Path; from benchlab.ui import views; views.load_analysis(); "
             "before = set(sys.modules); views.computed_numbers(Path(sys.argv[1])); "
             "print(sorted(m for m in set(sys.modules) - before if '.' not in m))")
     out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True)

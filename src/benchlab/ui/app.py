@@ -41,7 +41,9 @@ from fastapi.responses import (
 )
 from starlette.exceptions import HTTPException
 
+from benchlab.execute.status import duration_text  # as `benchlab status` prints its ETA
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Status, read_only_ledgers
+from benchlab.names.run_files import LOG_FILE
 from benchlab.ui import views
 from benchlab.ui.hosts import HostCheck
 from benchlab.ui.library import Library, NotFound, masked_file, tail
@@ -143,8 +145,6 @@ def _when(ts: float | None) -> str:
 
 
 def _duration(s: float | None) -> str:
-    from benchlab.execute.status import duration_text  # as `benchlab status` prints its ETA
-
     return duration_text(s)
 
 
@@ -302,7 +302,7 @@ def _warm(library: Library, cache: _Cache, quiet: Callable[[], None] = lambda: N
                     cache.get(("numbers", b.key), v, partial(_given, kept))
             if not missing:
                 quiet()  # nothing waits on the imports now: the pages being asked for go first
-            _import_views_needs()
+            views.load_analysis()
             for b in missing:
                 cache.get(("numbers", b.key), library.version_of(b.key), partial(views.report_numbers, b.folder))
     except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
@@ -311,26 +311,6 @@ def _warm(library: Library, cache: _Cache, quiet: Callable[[], None] = lambda: N
 
 def _given(value: Any) -> Any:
     return value
-
-
-def _import_views_needs() -> None:
-    """What the views import on their first call (pandas, scipy and the report through them):
-    about a second and a half of CPU, more than the report's tables' own computation at 10,000
-    runs. A test checks that computing the tables afterwards imports nothing more of note."""
-    import pandas  # noqa: F401 - the results table's; imported lazily by benchlab.results
-
-    import benchlab.collect.files
-    import benchlab.collect.samples
-    import benchlab.evalrules
-    import benchlab.history.merge
-    import benchlab.report
-    import benchlab.report.markdown
-    import benchlab.report.numbers
-    import benchlab.report.questions
-    import benchlab.report.style
-    import benchlab.results
-    import benchlab.stats.results_analysis
-    import benchlab.triage  # noqa: F401
 
 
 def _has(request: Request, version: int) -> bool:
@@ -474,8 +454,6 @@ def _data_router(library: Library, cache: _Cache, plotly: Path | None) -> APIRou
 
     @router.get("/b/{key}/runs/{run_id}/log", response_class=PlainTextResponse)
     def run_log(key: str, run_id: str, lines: int = views.LOG_TAIL_LINES) -> Any:
-        from benchlab.names.run_files import LOG_FILE
-
         path = library.run_dir(key, run_id) / LOG_FILE
         if not path.is_file():
             raise NotFound(run_id)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,13 +20,19 @@ from pathlib import Path
 import numpy as np
 from markupsafe import Markup
 
+from benchlab.collect.files import read_metrics_jsonl
+from benchlab.execute.liveness import as_seen, sweep_liveness
 from benchlab.execute.status import FolderStatus
 from benchlab.execute.status import status as folder_status
 from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
+from benchlab.names import report_tables
 from benchlab.names.report_tables import ReportNumbers
+from benchlab.names.results_files import report_tables_file
 from benchlab.names.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
-from benchlab.ui.library import Benchmark, tail
+from benchlab.results import tables_key
+from benchlab.triage import group_failures
+from benchlab.ui.library import Benchmark, NotFound, tail
 
 #: Log lines shown under a failure group, and on a run's page.
 FAILURE_TAIL_LINES = 10
@@ -114,15 +121,48 @@ class BenchmarkView:
     curves: list[tuple[str, str]]  # (task, metric) with a logged curve
 
 
+_loading = threading.Lock()
+_loaded = False
+
+
+def load_analysis() -> None:
+    """Import what the report's tables and the curves compute with (pandas, scipy, the report,
+    the statistics): about a second and a half of CPU, paid once, in one thread at a time.
+
+    The dashboard serves each request on a thread of its own while its warm-up thread loads
+    these, and two threads must never be inside these imports at once: CPython takes a
+    submodule's import lock before its package's, so one thread importing
+    ``benchlab.stats.results_analysis`` while another imports ``benchlab.stats.curves`` (whose
+    package's ``__init__`` imports the first) each wait on the other, and one of them gets a
+    half-initialised module (``ImportError: ... partially initialized module``). Every view that
+    needs them calls this first; the views' other imports are this module's own, made when the
+    dashboard starts. A test checks that computing afterwards imports nothing more of note.
+    """
+    global _loaded
+    if _loaded:
+        return
+    with _loading:
+        if _loaded:
+            return
+        import pandas  # noqa: F401 - the results table's; imported lazily by benchlab.results
+
+        import benchlab.collect.samples
+        import benchlab.evalrules
+        import benchlab.history.merge
+        import benchlab.report
+        import benchlab.report.markdown
+        import benchlab.report.numbers
+        import benchlab.report.questions
+        import benchlab.report.style
+        import benchlab.stats.results_analysis  # noqa: F401 - and the package, curves among it
+        _loaded = True
+
+
 def kept_numbers(folder: Path) -> ReportNumbers | None:
     """The report's tables as ``benchlab report`` wrote them into ``folder`` (``report-tables.json``),
     when they were computed from the folder as it is now with the dashboard's options (the
     report's defaults); else None. Reads the ledger's content digest and one small file: no
     statistics are loaded."""
-    from benchlab.names import report_tables
-    from benchlab.names.results_files import report_tables_file
-    from benchlab.results import tables_key
-
     path = report_tables_file(folder)
     if not path.is_file():  # never reported: no digest to take
         return None
@@ -140,6 +180,7 @@ def computed_numbers(folder: Path) -> ReportNumbers | None:
     report renders, with its defaults (2,000 bootstrap resamples, seed 0, failed seeds excluded),
     and :func:`benchlab.report.numbers.report_numbers` renders it as the report does.
     """
+    load_analysis()
     from benchlab.report import analyze, gather
     from benchlab.report.numbers import report_numbers as render
     from benchlab.report.questions import question_analysis, render_section
@@ -165,8 +206,6 @@ def report_numbers(folder: Path) -> ReportNumbers | None:
 def benchmark_view(bench: Benchmark) -> BenchmarkView:
     """What the page of one benchmark shows but the report's numbers (:func:`report_numbers`,
     fetched apart: at 10,000 runs they take seconds, the rest milliseconds)."""
-    from benchlab.triage import group_failures
-
     over = overview(bench)
     grid: dict[tuple[str, str], Cell] = defaultdict(Cell)
     with Store.open(bench.folder, read_only=True) as store:
@@ -273,7 +312,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
     Wall time is estimated: a run's logged steps spread evenly between its start and its end
     (or its last write, while it runs), since ``metrics.jsonl`` records no clock.
     """
-    from benchlab.collect.files import read_metrics_jsonl
+    load_analysis()
     from benchlab.stats.curves import curve_set
 
     with Store.open(bench.folder, read_only=True) as store:
@@ -330,7 +369,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
                                           _times(np.asarray(steps, dtype=float), started, last_write),
                                           _finite(np.asarray(vals))))
     ordered = [c for c in order if c in bands] + sorted(set(bands) - set(order))
-    from benchlab.report.style import style
+    from benchlab.report.style import style  # loaded above (load_analysis)
 
     # The report's colours, given in the same order as its curve plots give them (config order).
     goal = info.metric_goal(metric) if info is not None and metric in info.goal else None
@@ -362,9 +401,6 @@ class RunView:
 
 def run_view(bench: Benchmark, run_dir: Path, run_id: str) -> RunView:
     """A run's config, provenance, metrics, attempts and the tail of its log."""
-    from benchlab.collect.files import read_metrics_jsonl
-    from benchlab.ui.library import NotFound
-
     with Store.open(bench.folder, read_only=True) as store:
         record = store.run_record(run_id)
         if record is None:
@@ -397,8 +433,6 @@ def run_view(bench: Benchmark, run_dir: Path, run_id: str) -> RunView:
     except OSError:
         config_text = ""
     files = sorted(p.name for p in run_dir.iterdir() if p.is_file()) if run_dir.is_dir() else []
-    from benchlab.execute.liveness import as_seen, sweep_liveness
-
     status = as_seen(record.status, sweep_liveness(bench.folder))  # as the benchmark page shows it
     return RunView(run_id, record.name, record.task, record.config, int(record.seed), status, record.params,
                    record.command, attempts,
