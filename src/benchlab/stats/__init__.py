@@ -17,89 +17,194 @@ Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 Definitions and defaults are in ``docs/statistics.md``.
 """
 
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
-from benchlab.stats.aggregate import (
-    AGGREGATES,
-    aggregate,
-    aggregate_many,
-    average_probability_of_improvement,
-    iqm,
-    mean_of_means,
-    median_of_means,
-    normalize,
-    optimality_gap,
-    performance_profile,
-)
-from benchlab.stats.analysis import AggregateRow, Analysis, ComparisonRow, Estimate, SummaryRow
-from benchlab.stats.bootstrap import (
-    METHODS,
-    bootstrap_ci,
-    bootstrap_distribution,
-    bootstrap_mean_diff_ci,
-    percentile_interval,
-    stratified_bootstrap,
-    studentized_mean_ci,
-)
-from benchlab.stats.compare import (
-    Comparison,
-    cohens_d,
-    compare,
-    diff_t_interval,
-    hedges_g,
-    holm,
-    is_significant,
-    paired_t_pvalue,
-    probability_of_improvement,
-    welch_pvalue,
-)
-from benchlab.stats.curves import SUMMARIES, align, common_grid, summarize
-from benchlab.stats.describe import (
-    Description,
-    describe,
-    is_high_variance,
-    median_member,
-    normal_interval,
-    rank,
-    t_interval,
-)
-from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
-from benchlab.stats.results_analysis import ResultsAnalysis, analyze_results, analyze_table
-from benchlab.stats.scores import NORMALIZATIONS, ScoreMatrices, score_matrices
-from benchlab.stats.seeds import (
-    cv_of_mean,
-    effect_from_pilot,
-    paired_power,
-    seeds_for_power,
-    smallest_n,
-)
-from benchlab.stats.sizing import (
-    CvCurve,
-    PowerAnalysis,
-    PowerRow,
-    TaskVariance,
-    VarianceAnalysis,
-    power_analysis,
-    variance_analysis,
-)
-from benchlab.stats.table import ALIGNS, AnalysisOptions, analyze, reduce_runs, validate_table
-from benchlab.stats.tolerance import RELATIVE_TOLERANCE
-from benchlab.stats.versions import VersionAnalysis, VersionChange, VersionQuestions, VersionRuns, analyze_versions
-
 if TYPE_CHECKING:
+    from benchlab.stats.aggregate import (
+        AGGREGATES,
+        aggregate,
+        aggregate_many,
+        average_probability_of_improvement,
+        iqm,
+        mean_of_means,
+        median_of_means,
+        normalize,
+        optimality_gap,
+        performance_profile,
+    )
+    from benchlab.stats.analysis import AggregateRow, Analysis, ComparisonRow, Estimate, SummaryRow
+    from benchlab.stats.bootstrap import (
+        METHODS,
+        bootstrap_ci,
+        bootstrap_distribution,
+        bootstrap_mean_diff_ci,
+        percentile_interval,
+        stratified_bootstrap,
+        studentized_mean_ci,
+    )
+    from benchlab.stats.compare import (
+        Comparison,
+        cohens_d,
+        compare,
+        diff_t_interval,
+        hedges_g,
+        holm,
+        is_significant,
+        paired_t_pvalue,
+        probability_of_improvement,
+        welch_pvalue,
+    )
+    from benchlab.stats.curves import SUMMARIES, align, common_grid, summarize
+    from benchlab.stats.describe import (
+        Description,
+        describe,
+        is_high_variance,
+        median_member,
+        normal_interval,
+        rank,
+        t_interval,
+    )
     from benchlab.stats.question_table import QuestionAnalysis, compare_questions
+    from benchlab.stats.ranktests import RankTest, rank_sum_test, signed_rank_test
+    from benchlab.stats.results_analysis import ResultsAnalysis, analyze_results, analyze_table
+    from benchlab.stats.scores import NORMALIZATIONS, ScoreMatrices, score_matrices
+    from benchlab.stats.seeds import (
+        cv_of_mean,
+        effect_from_pilot,
+        paired_power,
+        seeds_for_power,
+        smallest_n,
+    )
+    from benchlab.stats.sizing import (
+        CvCurve,
+        PowerAnalysis,
+        PowerRow,
+        TaskVariance,
+        VarianceAnalysis,
+        power_analysis,
+        variance_analysis,
+    )
+    from benchlab.stats.table import ALIGNS, AnalysisOptions, analyze, reduce_runs, validate_table
+    from benchlab.stats.tolerance import RELATIVE_TOLERANCE
+    from benchlab.stats.versions import VersionAnalysis, VersionChange, VersionQuestions, VersionRuns, analyze_versions
 
-#: Public names whose module loads scipy.stats (about a second on a cold start), imported when
-#: first asked for, so that ``import benchlab.stats`` stays as quick as it was.
-_LAZY = {"QuestionAnalysis": "benchlab.stats.question_table", "compare_questions": "benchlab.stats.question_table"}
+#: Where each public name lives. The package imports none of its modules until a name is asked
+#: for (PEP 562), so that importing one module of it never runs the others' imports: with an
+#: ``__init__`` that imported them all, two threads importing two of its modules at once could
+#: deadlock on CPython's per-module locks (a submodule's is taken before its package's), and
+#: one of them was handed a half-initialised module. Its modules import each other without a
+#: cycle (a test checks both), which is what makes concurrent first imports safe.
+_WHERE = {
+    "AGGREGATES": "benchlab.stats.aggregate",
+    "aggregate": "benchlab.stats.aggregate",
+    "aggregate_many": "benchlab.stats.aggregate",
+    "average_probability_of_improvement": "benchlab.stats.aggregate",
+    "iqm": "benchlab.stats.aggregate",
+    "mean_of_means": "benchlab.stats.aggregate",
+    "median_of_means": "benchlab.stats.aggregate",
+    "normalize": "benchlab.stats.aggregate",
+    "optimality_gap": "benchlab.stats.aggregate",
+    "performance_profile": "benchlab.stats.aggregate",
+    "AggregateRow": "benchlab.stats.analysis",
+    "Analysis": "benchlab.stats.analysis",
+    "ComparisonRow": "benchlab.stats.analysis",
+    "Estimate": "benchlab.stats.analysis",
+    "SummaryRow": "benchlab.stats.analysis",
+    "METHODS": "benchlab.stats.bootstrap",
+    "bootstrap_ci": "benchlab.stats.bootstrap",
+    "bootstrap_distribution": "benchlab.stats.bootstrap",
+    "bootstrap_mean_diff_ci": "benchlab.stats.bootstrap",
+    "percentile_interval": "benchlab.stats.bootstrap",
+    "stratified_bootstrap": "benchlab.stats.bootstrap",
+    "studentized_mean_ci": "benchlab.stats.bootstrap",
+    "Comparison": "benchlab.stats.compare",
+    "cohens_d": "benchlab.stats.compare",
+    "compare": "benchlab.stats.compare",
+    "diff_t_interval": "benchlab.stats.compare",
+    "hedges_g": "benchlab.stats.compare",
+    "holm": "benchlab.stats.compare",
+    "is_significant": "benchlab.stats.compare",
+    "paired_t_pvalue": "benchlab.stats.compare",
+    "probability_of_improvement": "benchlab.stats.compare",
+    "welch_pvalue": "benchlab.stats.compare",
+    "SUMMARIES": "benchlab.stats.curves",
+    "align": "benchlab.stats.curves",
+    "common_grid": "benchlab.stats.curves",
+    "summarize": "benchlab.stats.curves",
+    "Description": "benchlab.stats.describe",
+    "describe": "benchlab.stats.describe",
+    "is_high_variance": "benchlab.stats.describe",
+    "median_member": "benchlab.stats.describe",
+    "normal_interval": "benchlab.stats.describe",
+    "rank": "benchlab.stats.describe",
+    "t_interval": "benchlab.stats.describe",
+    "QuestionAnalysis": "benchlab.stats.question_table",
+    "compare_questions": "benchlab.stats.question_table",
+    "RankTest": "benchlab.stats.ranktests",
+    "rank_sum_test": "benchlab.stats.ranktests",
+    "signed_rank_test": "benchlab.stats.ranktests",
+    "ResultsAnalysis": "benchlab.stats.results_analysis",
+    "analyze_results": "benchlab.stats.results_analysis",
+    "analyze_table": "benchlab.stats.results_analysis",
+    "NORMALIZATIONS": "benchlab.stats.scores",
+    "ScoreMatrices": "benchlab.stats.scores",
+    "score_matrices": "benchlab.stats.scores",
+    "cv_of_mean": "benchlab.stats.seeds",
+    "effect_from_pilot": "benchlab.stats.seeds",
+    "paired_power": "benchlab.stats.seeds",
+    "seeds_for_power": "benchlab.stats.seeds",
+    "smallest_n": "benchlab.stats.seeds",
+    "CvCurve": "benchlab.stats.sizing",
+    "PowerAnalysis": "benchlab.stats.sizing",
+    "PowerRow": "benchlab.stats.sizing",
+    "TaskVariance": "benchlab.stats.sizing",
+    "VarianceAnalysis": "benchlab.stats.sizing",
+    "power_analysis": "benchlab.stats.sizing",
+    "variance_analysis": "benchlab.stats.sizing",
+    "ALIGNS": "benchlab.stats.table",
+    "AnalysisOptions": "benchlab.stats.table",
+    "analyze": "benchlab.stats.table",
+    "reduce_runs": "benchlab.stats.table",
+    "validate_table": "benchlab.stats.table",
+    "RELATIVE_TOLERANCE": "benchlab.stats.tolerance",
+    "VersionAnalysis": "benchlab.stats.versions",
+    "VersionChange": "benchlab.stats.versions",
+    "VersionQuestions": "benchlab.stats.versions",
+    "VersionRuns": "benchlab.stats.versions",
+    "analyze_versions": "benchlab.stats.versions",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package as its own module type: the import system binds each module it loads on its
+    package (``benchlab.stats.aggregate = <module>``), which would hide the functions named as
+    their modules (``aggregate``, ``compare``, ``describe``); those stay the functions, as when
+    this file imported them itself."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _WHERE.get(name) == f"{__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [
