@@ -301,3 +301,40 @@ def test_the_warm_up_waits_until_no_page_has_been_served_for_a_while():
     left = now[0]
     activity.wait_quiet(1.0, 30.0, sleep)  # then one quiet second after it ended
     assert now[0] - left == pytest.approx(1.0, abs=0.06)
+
+
+def test_tables_another_build_of_benchlab_computed_are_computed_again(tmp_path: Path, monkeypatch):
+    # The release string stays 0.1.0 between two development builds; the key holds the source.
+    folder = _reported(tmp_path)
+    assert views.kept_numbers(folder) is not None
+    monkeypatch.setattr(report_tables, "_installed_code_digest", lambda: "0" * 64)
+    assert views.kept_numbers(folder) is None
+
+
+def test_the_code_digest_moves_with_any_byte_or_name_of_the_source_and_with_the_numeric_libraries(
+        tmp_path: Path, monkeypatch):
+    import shutil
+
+    import benchlab
+
+    copy = tmp_path / "benchlab"
+    shutil.copytree(Path(benchlab.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    digest = report_tables.code_digest(copy)
+    assert report_tables.code_digest(copy) == digest == report_tables.code_digest()
+    (copy / "__pycache__").mkdir(exist_ok=True)
+    (copy / "__pycache__" / "x.pyc").write_bytes(b"compiled")  # not source: no change
+    assert report_tables.code_digest(copy) == digest
+    source = copy / "stats" / "describe.py"
+    text = source.read_bytes()
+    source.write_bytes(text + b"\n")  # one byte more
+    assert report_tables.code_digest(copy) != digest
+    source.write_bytes(text)
+    assert report_tables.code_digest(copy) == digest
+    source.rename(copy / "stats" / "describe2.py")
+    assert report_tables.code_digest(copy) != digest
+    source.with_name("describe2.py").rename(source)
+    import importlib.metadata
+
+    real = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.0" if name == "scipy" else real(name))
+    assert report_tables.code_digest(copy) != digest

@@ -12,9 +12,10 @@ The key names the content, not a time: the ledger's content digest
 (:meth:`benchlab.ledger.Store.content_digest`: the benchmark record, the runs, the plan, the final
 metrics, each attempt's outcome), a signature of the per-question record files
 (:func:`benchlab.collect.samples.records_signature`), the analysis' options (how failed seeds
-count, bootstrap resamples, seed), benchlab's release and this file's format. A run added, a
-metric re-read or a spec changed after the report moves the digest, so the tables are computed
-again at once.
+count, bootstrap resamples, seed), benchlab's release, a digest of its source and of the numeric
+libraries' releases (:func:`code_digest`), and this file's format. A run added, a metric re-read
+or a spec changed after the report moves the digest, so the tables are computed again at once;
+tables another build of benchlab computed are computed again too.
 
 Nothing in the file is used until all of it checks: JSON of this kind and format, the same key,
 a SHA-256 that matches its numbers, and every field of the type it should have. Anything else (a
@@ -24,6 +25,7 @@ ignored as if absent: the tables are computed again, and the page never fails on
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -36,7 +38,7 @@ from benchlab.names.results_files import write_text_atomic
 #: What the file says it is, and the version of its layout (a layout change moves it, so a file of
 #: an earlier layout is computed again rather than misread).
 KIND: Final = "benchlab report tables"
-FORMAT: Final = 1
+FORMAT: Final = 2
 #: A file larger than this is no file ``benchlab report`` wrote (10,000 runs take ~100 kB): not read.
 MOST_BYTES: Final = 64 * 1024 * 1024
 
@@ -45,6 +47,44 @@ def _release() -> str:
     from benchlab import __version__
 
     return __version__
+
+
+#: The libraries whose release changes the numbers benchlab computes with them.
+NUMERIC_LIBRARIES: Final = ("numpy", "scipy", "pandas")
+
+
+def code_digest(package: Path | None = None) -> str:
+    """SHA-256 of the code the tables are computed and rendered by: every source file of the
+    benchlab package (``package``: its folder, by default the one imported), by its path within
+    the package, and the releases of :data:`NUMERIC_LIBRARIES`.
+
+    The release string alone does not move between two builds of one release (a development
+    install, a patched copy): keyed on the source itself, tables another build computed are
+    computed again rather than shown. Hashing the whole package (about 2 MB, 20-30 ms once a
+    process) rather than a chosen list of modules leaves nothing to keep up to date.
+    """
+    if package is None:
+        return _installed_code_digest()
+    from importlib.metadata import PackageNotFoundError, version
+
+    h = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        data = path.read_bytes()
+        h.update(path.relative_to(package).as_posix().encode() + b"\0" + len(data).to_bytes(8, "little"))
+        h.update(data)
+    for name in NUMERIC_LIBRARIES:
+        try:
+            h.update(f"{name}=={version(name)}\0".encode())
+        except PackageNotFoundError:
+            h.update(f"{name} absent\0".encode())
+    return h.hexdigest()
+
+
+@functools.cache
+def _installed_code_digest() -> str:
+    import benchlab
+
+    return code_digest(Path(benchlab.__file__).parent)
 
 
 @dataclass(frozen=True)
@@ -57,6 +97,7 @@ class NumbersKey:
     reps: int  # bootstrap resamples
     seed: int  # seed of every random procedure
     release: str = field(default_factory=_release)  # benchlab's version that computed them
+    code: str = field(default_factory=lambda: code_digest())  # its source and numeric libraries
     format: int = FORMAT
 
     def to_json(self) -> JsonObject:
