@@ -40,7 +40,10 @@ def test_every_file_the_doc_lists_is_written(tmp_path: Path):
     files_table = DOC.read_text().split("## The files")[1].split("\n## ")[0]
     listed = re.findall(r"^\| `([^`]+)` \|", files_table, flags=re.M)
     listed = [p.replace("<metric>", "score").replace("<primary>", "score") for p in listed]
-    assert set(listed) == written
+    assert set(listed) - {"report-tables.json"} == written  # kept only in the results folder itself
+    in_place = write_report(folder)
+    assert in_place.extra[1] == folder / "report-tables.json" and in_place.extra[1].is_file()
+    assert set(listed) == {str(p.relative_to(folder)) for p in [in_place.markdown, in_place.csv, *in_place.extra]}
     console = doc_blocks(DOC, "console")[0]
     for path in written:
         assert f"wrote report/{path}" in console

@@ -37,7 +37,8 @@ __all__ = ["DEFAULT_REPS", "ReportData", "ReportFiles", "analyze", "gather", "le
 
 @dataclass
 class ReportFiles:
-    """The files a report wrote: ``extra`` holds BENCHMARKS.md, the plots and report.html."""
+    """The files a report wrote: ``extra`` holds BENCHMARKS.md, the kept tables (a report written
+    into its results folder), the plots and report.html."""
 
     folder: Path
     markdown: Path
@@ -365,6 +366,7 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
         from benchlab.report.numbers import report_numbers
 
         report_tables.write(report_tables_file(out_dir), report_numbers(data, questions_text), key)
+        extra.insert(1, report_tables_file(out_dir))
     # The sections that are not statistics of the results table, added once they are all known.
     data = replace(data, questions=questions_text, analysis_plan=analysis_plan, plots=figures)
     text = render_markdown(data)
