@@ -131,12 +131,13 @@ def load_analysis() -> None:
 
     The dashboard serves each request on a thread of its own while its warm-up thread loads
     these, and two threads must never be inside these imports at once: CPython takes a
-    submodule's import lock before its package's, so one thread importing
-    ``benchlab.stats.results_analysis`` while another imports ``benchlab.stats.curves`` (whose
-    package's ``__init__`` imports the first) each wait on the other, and one of them gets a
-    half-initialised module (``ImportError: ... partially initialized module``). Every view that
-    needs them calls this first; the views' other imports are this module's own, made when the
-    dashboard starts. A test checks that computing afterwards imports nothing more of note.
+    submodule's import lock before its package's, so where a package's ``__init__`` imports its
+    own modules (``benchlab.report``'s does), one thread importing one of them while another runs
+    that ``__init__`` each wait on the other, and one of them gets a half-initialised module
+    (``ImportError: ... partially initialized module``; a curves request met it through
+    ``benchlab.stats`` before that package was made lazy). Every view that needs them calls this
+    first; the views' other imports are this module's own, made when the dashboard starts. A
+    test checks that computing afterwards imports nothing more of note.
     """
     global _loaded
     if _loaded:
