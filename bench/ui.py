@@ -6,9 +6,10 @@
    them, right after the server listens: its first response time is printed against the goal
    (1 s), and the server's peak resident memory (sampled every 20 ms) against 500 MB. Two cases,
    each with a server of its own, printed apart: first the folder as a sweep run with
-   ``--no-report`` leaves it, never reported (the dashboard computes the report's tables itself),
-   then the same folder after the real ``benchlab report`` (the dashboard shows the tables the
-   report kept in ``report-tables.json``, which are current since nothing changed in between).
+   ``--no-report`` leaves it, never reported (the report's tables are computed at the dashboard's
+   start, by the process ``benchlab ui`` starts for them beside its server), then the same folder
+   after the real ``benchlab report`` (the dashboard shows the tables the report kept in
+   ``report-tables.json``, which are current since nothing changed in between).
 
 2. Dispatch overhead. ``bench/dispatch.py``'s sweep of trivial runs (`true`, ``-j 2``) is timed
    without the dashboard, then with it serving the sweep's folder while headless Chromium keeps
@@ -164,8 +165,9 @@ def scale(runs_per_group: int, nice: bool) -> None:
         print(f"results folder: {n} runs x 100 points, written in {time.perf_counter() - t0:.1f} s")
         tables = report_tables_file(folder)
         assert not tables.exists()
-        serve_pages(folder, nice, "1. a folder never reported (no report-tables.json): the dashboard computes "
-                                  "the report's tables itself, right after it starts listening")
+        serve_pages(folder, nice, "1. a folder never reported (no report-tables.json): the report's tables are "
+                                  "computed at the dashboard's start, beside its server; asked for right after "
+                                  "it listens")
         t0 = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "benchlab", "report", str(folder)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -129,7 +129,7 @@ metrics:
     assert "partial" in limited_cell and "partial" not in whole_cell
     assert f"{TASK} / limited: {TASK} 5 of 20 samples" in board
     # ... and in the dashboard's leaderboard, made by the same function.
-    from benchlab.ui.views import report_numbers
+    from benchlab.ui.tables import report_numbers
 
     numbers = report_numbers(bench.results)
     assert numbers is not None

@@ -11,7 +11,7 @@ from report_world import build_store_world
 
 from benchlab.report import write_report
 from benchlab.report.columns import COLUMNS
-from benchlab.ui.views import report_numbers
+from benchlab.ui.tables import report_numbers
 from benchlab_testing import run_cli
 
 VALUES = {("walk", "a"): [0.1, 0.2, 0.4, 0.35, 0.3], ("walk", "b"): [0.3, 0.5, 0.6, 0.55, 0.45]}

@@ -48,7 +48,7 @@ def test_writing_a_report_computes_its_statistics_once(tmp_path: Path, monkeypat
         counted.append(args[0])
         return account(*args, **kwargs)
 
-    monkeypatch.setattr(benchlab.report, "analyze_table", once)
+    monkeypatch.setattr(benchlab.report.writer, "analyze_table", once)
     monkeypatch.setattr(results_analysis, "account", count)
     monkeypatch.setattr(accounting, "account", count)
     folder = build_store_world(tmp_path / "res", VALUES)

@@ -21,7 +21,7 @@ from benchlab.names.results_files import report_tables_file
 from benchlab.plan import Run
 from benchlab.report import write_report
 from benchlab.results import tables_key
-from benchlab.ui import views
+from benchlab.ui import tables as views
 from benchlab_testing import run_cli
 
 VALUES = {("walk", "a"): [0.1, 0.2, 0.4], ("walk", "b"): [0.3, 0.5, 0.6], ("run", "a"): [1.0, 1.2, 1.1],
@@ -250,7 +250,7 @@ def test_after_the_warm_up_imports_computing_the_tables_imports_no_library_of_no
     # The warm-up pays the views' imports before any page is asked for; one it missed (pandas
     # was) is paid by the first page of the report's tables instead.
     folder = build_store_world(tmp_path / "res", VALUES, baseline="a")
-    code = ("import sys; from pathlib import Path; from benchlab.ui import views; views.load_analysis(); "
+    code = ("import sys; from pathlib import Path; from benchlab.ui import tables as views; views.load_analysis(); "
             "before = set(sys.modules); views.computed_numbers(Path(sys.argv[1])); "
             "print(sorted(m for m in set(sys.modules) - before if '.' not in m))")
     out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True)
@@ -265,7 +265,8 @@ def test_with_every_benchmarks_tables_kept_the_warm_up_fills_the_cache_before_an
     code = """
 import sys
 from pathlib import Path
-from benchlab.ui import app, views
+from benchlab.ui import app
+from benchlab.ui import tables as views
 from benchlab.ui.library import Library
 
 for folder in sys.argv[1:]:

@@ -46,7 +46,7 @@ def test_every_surface_shows_the_same_verdict_and_names_its_method(tmp_path: Pat
     shown = run_cli("compare", str(folder), "--candidate", "b", check=True).stdout
     assert "verdicts decided by: " + (method if significant else "none") in " ".join(shown.split())
 
-    from benchlab.ui.views import report_numbers
+    from benchlab.ui.tables import report_numbers
 
     page = report_numbers(folder)
     assert page is not None

@@ -21,7 +21,7 @@ RACE = """
 import importlib.abc, importlib.machinery, sys, threading, time
 import numpy, pandas, scipy.stats  # noqa: F401
 from pathlib import Path
-from benchlab.ui import views
+from benchlab.ui import tables, views
 from benchlab.ui.library import Benchmark
 
 class Slow:
@@ -50,7 +50,7 @@ sys.meta_path.insert(0, Slow())
 
 folder = Path(sys.argv[1])
 view = {"curves": lambda: views.curves_data(Benchmark("k", folder), "t1", "score"),
-        "numbers": lambda: views.computed_numbers(folder)}[sys.argv[2]]
+        "numbers": lambda: tables.computed_numbers(folder)}[sys.argv[2]]
 errors = []
 start = threading.Barrier(2)
 
@@ -61,7 +61,7 @@ def call(f):
     except BaseException as exc:
         errors.append(repr(exc))
 
-threads = [threading.Thread(target=call, args=(views.load_analysis,), name="warm-up"),
+threads = [threading.Thread(target=call, args=(tables.load_analysis,), name="warm-up"),
            threading.Thread(target=call, args=(view,), name="request")]
 for t in threads:
     t.start()
@@ -73,7 +73,7 @@ print(errors)
 
 @pytest.mark.parametrize("view", ["curves", "numbers"])
 def test_a_view_asked_for_while_the_warm_up_imports_gets_whole_modules(tmp_path: Path, view: str):
-    # Before the one loader (views.load_analysis) the curves failed here with the error a
+    # Before the one loader (now benchlab.ui.tables.load_modules) the curves failed here with the error a
     # dashboard under load gave, "cannot import name 'ResultsAnalysis' from partially
     # initialized module 'benchlab.stats.results_analysis'", at
     # every try (three of three): one try is a test of the fix.

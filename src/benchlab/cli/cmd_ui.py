@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from benchlab.cli.app import app, err_console
 from benchlab.errors import UsageError
+
+if TYPE_CHECKING:
+    from benchlab.ui.first_tables import FirstTables
 
 
 def _is_loopback(host: str) -> bool:
@@ -47,14 +51,28 @@ def ui(
     if not results:
         here = Path.cwd()
         results = [here] if (here / LEDGER_FILE).exists() else [here / "results"]
-    from benchlab.ui import Library, create_app
-    from benchlab.ui.hosts import served_hosts
-
     if nice:
         # The dashboard yields the CPU to a sweep on the same machine: it gets what the runs leave.
         os.nice(19 - os.nice(0))
+    from benchlab.ui.first_tables import FirstTables
+
+    # First, so that the tables the report never kept are computed on another core while this
+    # process imports the web stack (the worker inherits the niceness).
+    first = FirstTables.start(list(results))
+    try:
+        _serve(results, first, host, port, token, allow_host, log_level)
+    finally:
+        first.close()
+
+
+def _serve(results: list[Path], first: FirstTables, host: str, port: int, token: str | None,
+           allow_host: list[str], log_level: str) -> None:
+    from benchlab.ui import Library, create_app
+    from benchlab.ui.hosts import served_hosts
+
     library = Library(list(results))
-    application = create_app(library, token=token, allowed_hosts=served_hosts(host, allow_host))
+    application = create_app(library, token=token, allowed_hosts=served_hosts(host, allow_host),
+                             first_tables=first)
     import uvicorn
 
     shown = f"[{host}]" if ":" in host else host

@@ -222,31 +222,44 @@ def _checksum(numbers: JsonObject) -> str:
     return hashlib.sha256(json.dumps(numbers, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def write(path: Path, numbers: ReportNumbers, key: NumbersKey) -> None:
-    """Write ``numbers`` computed from ``key`` to ``path``, whole or not at all (a temporary file
-    of this process renamed over it, so two reports written at once never mix)."""
+def encode(numbers: ReportNumbers, key: NumbersKey) -> str:
+    """``numbers`` computed from ``key`` as the file holds them (:func:`decode` reads them)."""
     body = numbers.to_json()
-    text = json.dumps({"kind": KIND, "format": FORMAT, "key": key.to_json(), "sha256": _checksum(body),
+    return json.dumps({"kind": KIND, "format": FORMAT, "key": key.to_json(), "sha256": _checksum(body),
                        "numbers": body}, ensure_ascii=False, indent=1)
-    write_text_atomic(path, text)
 
 
-def read(path: Path, key: NumbersKey) -> ReportNumbers | None:
-    """The numbers ``path`` holds when they were computed from ``key``; None when there is no such
-    file, or it holds anything else (another key, another format or kind, not JSON, a checksum or
-    a field that does not check): the caller computes them again."""
+def decode(text: str | bytes, key: NumbersKey) -> ReportNumbers | None:
+    """The numbers ``text`` holds (:func:`encode`'s form) when they were computed from ``key``;
+    None when it holds anything else (another key, another format or kind, not JSON, a checksum
+    or a field that does not check)."""
     try:
-        if path.stat().st_size > MOST_BYTES:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
         if not (isinstance(data, dict) and data.get("kind") == KIND and data.get("format") == FORMAT
                 and data.get("key") == key.to_json() and isinstance(data.get("numbers"), dict)
                 and data.get("sha256") == _checksum(data["numbers"])):
             return None
         return ReportNumbers.from_json(data["numbers"])
-    except (OSError, UnicodeError, ValueError, TypeError, KeyError, RecursionError):
+    except (UnicodeError, ValueError, TypeError, KeyError, RecursionError):
+        return None
+
+
+def write(path: Path, numbers: ReportNumbers, key: NumbersKey) -> None:
+    """Write ``numbers`` computed from ``key`` to ``path``, whole or not at all (a temporary file
+    of this process renamed over it, so two reports written at once never mix)."""
+    write_text_atomic(path, encode(numbers, key))
+
+
+def read(path: Path, key: NumbersKey) -> ReportNumbers | None:
+    """The numbers ``path`` holds when they were computed from ``key``; None when there is no such
+    file, or it holds anything else (:func:`decode`): the caller computes them again."""
+    try:
+        if path.stat().st_size > MOST_BYTES:
+            return None
+        return decode(path.read_bytes(), key)
+    except OSError:
         return None
 
 
 __all__ = ["FORMAT", "KIND", "MOST_BYTES", "NumbersKey", "ReportNumbers", "ShownColumn", "ShownRow", "ShownTable",
-           "read", "write"]
+           "decode", "encode", "read", "write"]

@@ -12,27 +12,55 @@ The package's parts:
 - :mod:`benchlab.spec.quoting`: how a value becomes words of a run's command.
 """
 
-from __future__ import annotations
+from typing import TYPE_CHECKING
 
-from benchlab.spec.load import json_schema, load_spec, parse_spec
-from benchlab.spec.models import (
-    DEFAULT_RETRY_ON,
-    Analysis,
-    Config,
-    Dataset,
-    Metric,
-    Metrics,
-    MetricSource,
-    Origin,
-    PlannedComparison,
-    Reference,
-    Resources,
-    Slurm,
-    SourceOptions,
-    Spec,
-    Task,
-    parse_duration,
-)
+from benchlab.names.exports import export_lazily
+
+if TYPE_CHECKING:
+    from benchlab.spec.load import json_schema, load_spec, parse_spec
+    from benchlab.spec.models import (
+        DEFAULT_RETRY_ON,
+        Analysis,
+        Config,
+        Dataset,
+        Metric,
+        Metrics,
+        MetricSource,
+        Origin,
+        PlannedComparison,
+        Reference,
+        Resources,
+        Slurm,
+        SourceOptions,
+        Spec,
+        Task,
+        parse_duration,
+    )
+
+# Nothing imported until asked for (:func:`benchlab.names.exports.export_lazily`): a reader of
+# the checks' names (the report's leaderboard) or of quoting does not load pydantic's models.
+_WHERE = {
+    "json_schema": "benchlab.spec.load",
+    "load_spec": "benchlab.spec.load",
+    "parse_spec": "benchlab.spec.load",
+    "DEFAULT_RETRY_ON": "benchlab.spec.models",
+    "Analysis": "benchlab.spec.models",
+    "Config": "benchlab.spec.models",
+    "Dataset": "benchlab.spec.models",
+    "Metric": "benchlab.spec.models",
+    "Metrics": "benchlab.spec.models",
+    "MetricSource": "benchlab.spec.models",
+    "Origin": "benchlab.spec.models",
+    "PlannedComparison": "benchlab.spec.models",
+    "Reference": "benchlab.spec.models",
+    "Resources": "benchlab.spec.models",
+    "Slurm": "benchlab.spec.models",
+    "SourceOptions": "benchlab.spec.models",
+    "Spec": "benchlab.spec.models",
+    "Task": "benchlab.spec.models",
+    "parse_duration": "benchlab.spec.models",
+}
+export_lazily(__name__, _WHERE)
 
 __all__ = [
     "DEFAULT_RETRY_ON",

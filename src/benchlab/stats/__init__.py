@@ -17,9 +17,9 @@ Modules, one concept each: :mod:`~benchlab.stats.bootstrap` (resampling),
 Definitions and defaults are in ``docs/statistics.md``.
 """
 
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from benchlab.names.exports import export_lazily
 
 if TYPE_CHECKING:
     from benchlab.stats.aggregate import (
@@ -91,11 +91,8 @@ if TYPE_CHECKING:
     from benchlab.stats.versions import VersionAnalysis, VersionChange, VersionQuestions, VersionRuns, analyze_versions
 
 #: Where each public name lives. The package imports none of its modules until a name is asked
-#: for (PEP 562), so that importing one module of it never runs the others' imports: with an
-#: ``__init__`` that imported them all, two threads importing two of its modules at once could
-#: deadlock on CPython's per-module locks (a submodule's is taken before its package's), and
-#: one of them was handed a half-initialised module. Its modules import each other without a
-#: cycle (a test checks both), which is what makes concurrent first imports safe.
+#: for (:func:`benchlab.names.exports.export_lazily`, which says why); its modules import each
+#: other without a cycle (a test checks both), which makes concurrent first imports safe.
 _WHERE = {
     "AGGREGATES": "benchlab.stats.aggregate",
     "aggregate": "benchlab.stats.aggregate",
@@ -177,34 +174,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """The package as its own module type: the import system binds each module it loads on its
-    package (``benchlab.stats.aggregate = <module>``), which would hide the functions named as
-    their modules (``aggregate``, ``compare``, ``describe``); those stay the functions, as when
-    this file imported them itself."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and _WHERE.get(name) == f"{__name__}.{name}":
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+export_lazily(__name__, _WHERE)
 
 
 __all__ = [

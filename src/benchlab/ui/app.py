@@ -44,7 +44,8 @@ from starlette.exceptions import HTTPException
 from benchlab.execute.status import duration_text  # as `benchlab status` prints its ETA
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, Status, read_only_ledgers
 from benchlab.names.run_files import LOG_FILE
-from benchlab.ui import views
+from benchlab.ui import tables, views
+from benchlab.ui.first_tables import FirstTables
 from benchlab.ui.hosts import HostCheck
 from benchlab.ui.library import Library, NotFound, masked_file, tail
 
@@ -250,10 +251,12 @@ WARM_WAIT_LIMIT_S = 10.0
 
 
 def create_app(library: Library, *, token: str | None = None, warm_up: bool = True,
-               allowed_hosts: list[str] | None = None) -> Any:
+               allowed_hosts: list[str] | None = None, first_tables: FirstTables | None = None) -> Any:
     """The FastAPI application serving ``library``; ``token`` guards every request; ``warm_up``
     computes each benchmark's page in the background from the start; ``allowed_hosts`` (see
-    :func:`benchlab.ui.hosts.served_hosts`) are the only ``Host`` names answered (None: any, for tests in process)."""
+    :func:`benchlab.ui.hosts.served_hosts`) are the only ``Host`` names answered (None: any, for
+    tests in process); ``first_tables`` (:mod:`benchlab.ui.first_tables`) computes the report's
+    tables the report did not keep in a process of its own, started before this."""
     app = FastAPI(title="benchlab ui", docs_url=None, redoc_url=None, openapi_url=None)
     # Whatever a request opens through the library's readers is opened read-only; the rest of
     # the process (a program that built this app) still writes its ledgers.
@@ -268,23 +271,26 @@ def create_app(library: Library, *, token: str | None = None, warm_up: bool = Tr
     app.add_middleware(_Counted, activity=activity)
     if warm_up:
         threading.Thread(target=_warm, args=(library, cache, partial(activity.wait_quiet, WARM_QUIET_S,
-                                                                     WARM_WAIT_LIMIT_S)),
+                                                                     WARM_WAIT_LIMIT_S), first_tables),
                          name="benchlab-ui-warm", daemon=True).start()
     _add_access(app, access)
     plotly = plotly_js()
-    app.include_router(_page_router(library, cache, _environment(), plotly))
+    app.include_router(_page_router(library, cache, _environment(), plotly, first_tables))
     app.include_router(_data_router(library, cache, plotly))
     return app
 
 
-def _warm(library: Library, cache: _Cache, quiet: Callable[[], None] = lambda: None) -> None:
+def _warm(library: Library, cache: _Cache, quiet: Callable[[], None] = lambda: None,
+          first: FirstTables | None = None) -> None:
     # The first page of each benchmark is computed before anyone asks, and the statistics'
     # imports paid at start, so that a first response is as quick as the next ones, and a
     # dashboard left open before a sweep starts does not pay them while the sweep runs. The
     # pages' cheap parts first: a page asked for meanwhile would wait for the imports' CPU. Then
     # the report's tables that `benchlab report` kept and that are still current (a digest of the
-    # ledger and one small file, no statistics), and only then the imports and the tables of the
-    # benchmarks whose kept tables were missing or stale.
+    # ledger and one small file, no statistics), and only then the tables of the benchmarks whose
+    # kept tables were missing or stale: taken from the first-tables worker where one was started
+    # (this process imports nothing meanwhile, so that the worker has the other core), else
+    # computed here after the imports.
     try:
         with read_only_ledgers():
             found = library.benchmarks()
@@ -295,16 +301,22 @@ def _warm(library: Library, cache: _Cache, quiet: Callable[[], None] = lambda: N
             missing = []
             for b in found:
                 v = library.version_of(b.key)  # before the digest: a change meanwhile is seen as one
-                kept = views.kept_numbers(b.folder)
+                kept = tables.kept_numbers(b.folder)
                 if kept is None:
                     missing.append(b)
                 else:
                     cache.get(("numbers", b.key), v, partial(_given, kept))
+            if first is not None:
+                for b in missing:
+                    cache.get(("numbers", b.key), library.version_of(b.key),
+                              partial(tables.report_numbers, b.folder, first))
+                first.wait()
+                missing = []
             if not missing:
                 quiet()  # nothing waits on the imports now: the pages being asked for go first
-            views.load_analysis()
+            tables.load_analysis()
             for b in missing:
-                cache.get(("numbers", b.key), library.version_of(b.key), partial(views.report_numbers, b.folder))
+                cache.get(("numbers", b.key), library.version_of(b.key), partial(tables.report_numbers, b.folder))
     except Exception:  # noqa: BLE001 - a page computes it again, and shows the error there
         pass
 
@@ -364,7 +376,8 @@ def _add_access(app: FastAPI, access: Access) -> None:
         return response
 
 
-def _page_router(library: Library, cache: _Cache, env: Any, plotly: Path | None) -> APIRouter:
+def _page_router(library: Library, cache: _Cache, env: Any, plotly: Path | None,
+                 first: FirstTables | None = None) -> APIRouter:
     """The HTML pages: the benchmarks, one benchmark, its numbers and curves, one run."""
     router = APIRouter()
 
@@ -400,7 +413,7 @@ def _page_router(library: Library, cache: _Cache, env: Any, plotly: Path | None)
         """The report's tables of the benchmark, as HTML to put in its page."""
         bench = library.get(key)
         version, numbers = cache.get(("numbers", key), library.version_of(key),
-                                     partial(views.report_numbers, bench.folder), NUMBERS_FRESH_S)
+                                     partial(tables.report_numbers, bench.folder, first), NUMBERS_FRESH_S)
         if _has(request, version):
             return _unchanged(version)
         text = env.get_template("numbers.html").render(numbers=numbers, bench=key)

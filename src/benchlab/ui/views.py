@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import json
 import math
-import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,13 +25,10 @@ from benchlab.execute.status import FolderStatus
 from benchlab.execute.status import status as folder_status
 from benchlab.json_types import ConfigValues, JsonObject
 from benchlab.ledger import COMPLETED, FAILED, INTERRUPTED, PENDING, RUNNING, AttemptRecord, Store
-from benchlab.names import report_tables
-from benchlab.names.report_tables import ReportNumbers
-from benchlab.names.results_files import report_tables_file
 from benchlab.names.run_files import CONFIG_FILE, LOG_FILE, METRICS_FILE, PROVENANCE_FILE, SERIES_FILE, run_dir_of
-from benchlab.results import tables_key
 from benchlab.triage import group_failures
 from benchlab.ui.library import Benchmark, NotFound, tail
+from benchlab.ui.tables import CURVES_MODULES, load_modules
 
 #: Log lines shown under a failure group, and on a run's page.
 FAILURE_TAIL_LINES = 10
@@ -119,89 +115,6 @@ class BenchmarkView:
     grid: dict[tuple[str, str], Cell]
     failures: list[FailureView]
     curves: list[tuple[str, str]]  # (task, metric) with a logged curve
-
-
-_loading = threading.Lock()
-_loaded = False
-
-
-def load_analysis() -> None:
-    """Import what the report's tables and the curves compute with (pandas, scipy, the report,
-    the statistics): about a second and a half of CPU, paid once, in one thread at a time.
-
-    The dashboard serves each request on a thread of its own while its warm-up thread loads
-    these, and two threads must never be inside these imports at once: CPython takes a
-    submodule's import lock before its package's, so where a package's ``__init__`` imports its
-    own modules (``benchlab.report``'s does), one thread importing one of them while another runs
-    that ``__init__`` each wait on the other, and one of them gets a half-initialised module
-    (``ImportError: ... partially initialized module``; a curves request met it through
-    ``benchlab.stats`` before that package was made lazy). Every view that needs them calls this
-    first; the views' other imports are this module's own, made when the dashboard starts. A
-    test checks that computing afterwards imports nothing more of note.
-    """
-    global _loaded
-    if _loaded:
-        return
-    with _loading:
-        if _loaded:
-            return
-        import pandas  # noqa: F401 - the results table's; imported lazily by benchlab.results
-
-        import benchlab.collect.samples
-        import benchlab.evalrules
-        import benchlab.history.merge
-        import benchlab.report
-        import benchlab.report.markdown
-        import benchlab.report.numbers
-        import benchlab.report.questions
-        import benchlab.report.style
-        import benchlab.stats.results_analysis  # noqa: F401 - and the package, curves among it
-        _loaded = True
-
-
-def kept_numbers(folder: Path) -> ReportNumbers | None:
-    """The report's tables as ``benchlab report`` wrote them into ``folder`` (``report-tables.json``),
-    when they were computed from the folder as it is now with the dashboard's options (the
-    report's defaults); else None. Reads the ledger's content digest and one small file: no
-    statistics are loaded."""
-    path = report_tables_file(folder)
-    if not path.is_file():  # never reported: no digest to take
-        return None
-    with Store.open(folder, read_only=True) as store:
-        digest = store.content_digest()
-    return report_tables.read(path, tables_key(folder, digest))
-
-
-def computed_numbers(folder: Path) -> ReportNumbers | None:
-    """The report's tables of ``folder`` computed now by the report's functions; None before any
-    run completed or failed.
-
-    ``results.read`` reads the results table and the ledger's seeds and failures, and
-    ``report.gather`` takes it; ``report.analyze`` has ``stats`` compute the one analysis the
-    report renders, with its defaults (2,000 bootstrap resamples, seed 0, failed seeds excluded),
-    and :func:`benchlab.report.numbers.report_numbers` renders it as the report does.
-    """
-    load_analysis()
-    from benchlab.report import analyze, gather
-    from benchlab.report.numbers import report_numbers as render
-    from benchlab.report.questions import question_analysis, render_section
-    from benchlab.results import read
-
-    # The page shows no search section and no figure, and keeps nothing under the ledger's digest.
-    data = gather(read(folder, searches=False, curves=False, keyed=False))
-    if data.finals.empty and not data.failed_runs:
-        return None
-    data = analyze(data)
-    found = question_analysis(folder, data.info, data.run_ids)
-    return render(data, render_section(found) if found is not None else "")
-
-
-def report_numbers(folder: Path) -> ReportNumbers | None:
-    """The results tables, comparisons and leaderboard of ``benchlab report`` for ``folder`` as it
-    is now: those the report kept, while they are current (:func:`kept_numbers`), else computed
-    again (:func:`computed_numbers`)."""
-    kept = kept_numbers(folder)
-    return kept if kept is not None else computed_numbers(folder)
 
 
 def benchmark_view(bench: Benchmark) -> BenchmarkView:
@@ -313,7 +226,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
     Wall time is estimated: a run's logged steps spread evenly between its start and its end
     (or its last write, while it runs), since ``metrics.jsonl`` records no clock.
     """
-    load_analysis()
+    load_modules(CURVES_MODULES)
     from benchlab.stats.curves import curve_set
 
     with Store.open(bench.folder, read_only=True) as store:
@@ -370,7 +283,7 @@ def curves_data(bench: Benchmark, task: str, metric: str) -> Curves:
                                           _times(np.asarray(steps, dtype=float), started, last_write),
                                           _finite(np.asarray(vals))))
     ordered = [c for c in order if c in bands] + sorted(set(bands) - set(order))
-    from benchlab.report.style import style  # loaded above (load_analysis)
+    from benchlab.report.style import style  # loaded above (load_modules)
 
     # The report's colours, given in the same order as its curve plots give them (config order).
     goal = info.metric_goal(metric) if info is not None and metric in info.goal else None
