@@ -4,12 +4,13 @@
    points each (``bench/report.py``'s ``build``: 10 tasks x 10 configs x 100 seeds) is served by
    the real command in a subprocess. Each page is asked for once, in the order a user opens
    them, right after the server listens: its first response time is printed against the goal
-   (1 s), and the server's peak resident memory (sampled every 20 ms) against 500 MB. Two cases,
-   each with a server of its own, printed apart: first the folder as a sweep run with
-   ``--no-report`` leaves it, never reported (the report's tables are computed at the dashboard's
-   start, by the process ``benchlab ui`` starts for them beside its server), then the same folder
-   after the real ``benchlab report`` (the dashboard shows the tables the report kept in
-   ``report-tables.json``, which are current since nothing changed in between).
+   (1 s), and the peak resident memory of the server and the processes it starts (sampled
+   every 20 ms) against 500 MB. Two cases, each with a server of its own, printed apart: first
+   the folder as a sweep run with ``--no-report`` leaves it, never reported (the report's tables
+   are computed at the dashboard's start, by the process ``benchlab ui`` starts for them beside
+   its server), then the same folder after the real ``benchlab report`` (the dashboard shows the
+   tables the report kept in ``report-tables.json``, which are current since nothing changed in
+   between).
 
 2. Dispatch overhead. ``bench/dispatch.py``'s sweep of trivial runs (`true`, ``-j 2``) is timed
    without the dashboard, then with it serving the sweep's folder while headless Chromium keeps
@@ -90,12 +91,19 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
 
     def _sample(self) -> None:
+        # The server and the processes it starts (the first tables' worker), together.
         p = psutil.Process(self.proc.pid)
         while not self._stop.is_set():
             try:
-                self.peak_rss = max(self.peak_rss, p.memory_info().rss)
+                total = p.memory_info().rss
+                for child in p.children(recursive=True):
+                    try:
+                        total += child.memory_info().rss
+                    except psutil.Error:
+                        pass
             except psutil.Error:
                 return
+            self.peak_rss = max(self.peak_rss, total)
             time.sleep(0.02)
 
     def get(self, path: str) -> tuple[float, int]:
