@@ -13,8 +13,6 @@ import os
 import shutil
 from pathlib import Path
 
-import psutil
-
 from benchlab.names.results_files import write_text_atomic
 
 __all__ = ["STAGING_PREFIX", "publish_plots", "remove_stale_plots", "staging_dir", "write_text_atomic"]
@@ -24,6 +22,8 @@ STAGING_PREFIX = ".plots-"
 
 def staging_dir(out_dir: Path) -> Path:
     """A fresh folder to draw this report's figures into; those of killed reports are removed."""
+    import psutil
+
     for old in out_dir.glob(f"{STAGING_PREFIX}*"):
         pid = old.name[len(STAGING_PREFIX):]
         if not (pid.isdigit() and psutil.pid_exists(int(pid))) or int(pid) == os.getpid():

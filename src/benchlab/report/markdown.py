@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import jinja2
-import yaml
 
 from benchlab.report.columns import Column, secondary_cell, shown
 from benchlab.report.leaderboard import leaderboard_rows
@@ -31,23 +29,38 @@ from benchlab.stats.analysis import ComparisonRow, SummaryRow
 from benchlab.stats.results_analysis import ResultsAnalysis, SeedCount
 
 if TYPE_CHECKING:
+    import jinja2
     import pandas as pd
 
     from benchlab.history.merge import MergedSource
     from benchlab.history.preregistration import Registration
     from benchlab.ledger import SequentialRecord
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("benchlab.report", "templates"),
-    autoescape=False,
-    keep_trailing_newline=True,
-    trim_blocks=False,
-    lstrip_blocks=False,
-    undefined=jinja2.StrictUndefined,
-    # No value becomes markup: '<' is written as an entity, except in fenced code (tables.Raw).
-    finalize=finalize,
-)
-_ENV.filters.update(cell=cell, fence=fence, code=code_span, prose=prose, block=block)
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    """The report's templates, loaded on first use: what renders only the tables (the dashboard's
+    first-tables worker, ``benchlab analyze``) does not import Jinja."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("benchlab.report", "templates"),
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=False,
+        lstrip_blocks=False,
+        undefined=jinja2.StrictUndefined,
+        # No value becomes markup: '<' is written as an entity, except in fenced code (tables.Raw).
+        finalize=finalize,
+    )
+    env.filters.update(cell=cell, fence=fence, code=code_span, prose=prose, block=block)
+    return env
+
+
+def _yaml_text(body: object) -> str:
+    import yaml
+
+    return yaml.safe_dump(body, sort_keys=False).rstrip()
 
 
 @dataclass(frozen=True)
@@ -855,7 +868,7 @@ def _sequential_text(sequential: SequentialRecord | None) -> str:
 def warm_templates(html: bool = True) -> None:
     """Load (and compile) BENCHMARK_REPORT.md's template ahead of :func:`render_markdown`, and with
     ``html`` the Markdown parser report.html is made with: done while the figures are drawn."""
-    _ENV.get_template("BENCHMARK_REPORT.md.j2")
+    _env().get_template("BENCHMARK_REPORT.md.j2")
     if html:
         import markdown_it  # noqa: F401
 
@@ -887,7 +900,7 @@ def render_markdown(data: ReportData) -> str:
             {
                 "name": name,
                 "description": description,
-                "yaml": yaml.safe_dump(body or {"params": {}}, sort_keys=False).rstrip(),
+                "yaml": _yaml_text(body or {"params": {}}),
             }
         )
     legend = "Rank 1 is the best mean over seeds; std is the sample standard deviation (n−1)"
@@ -908,7 +921,7 @@ def render_markdown(data: ReportData) -> str:
                + ("are excluded" if data.failed_as == "exclude" else "are scored as the worst value")
                + f" (--failed-as {data.failed_as}), missing ones have not run; "
                "✗ failed marks a config with no completed seed.")
-    return _ENV.get_template("BENCHMARK_REPORT.md.j2").render(
+    return _env().get_template("BENCHMARK_REPORT.md.j2").render(
         name=info.name,
         date=_dt.date.today().isoformat(),
         tasks=info.tasks,
