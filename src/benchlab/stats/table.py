@@ -570,8 +570,7 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
                     boot_cells.append((len(summary_rows) + len(rows) - 1, x))
             elif batched and d.n >= STUDENTIZED_MIN_N and d.std != 0.0:
                 too_few.append(f"{task}/{config} {met} (n={d.n})")
-        by_seed = {config: {runs.seed[i]: float(runs.value[i]) for i in rows_of
-                            if np.isfinite(runs.value[i])} for config, rows_of in by_config.items()}
+        by_seed = {config: _finite_by_seed(runs, rows_of) for config, rows_of in by_config.items()}
         separated = separated_from_best([r.config for r in rows], [r.mean for r in rows], by_seed,
                                         goal_of(o.goal, met), o.alpha,
                                         bounds=range_of(o.ranges or {}, str(task), str(met)),
@@ -586,6 +585,15 @@ def _summarize(runs: RunValues, o: AnalysisOptions, warnings: list[str]) -> list
         _fill_studentized(summary_rows, boot_cells, "boot_ci_low", "boot_ci_high", o.reps, o.confidence, o.seed,
                           "describe", warnings)
     return summary_rows
+
+
+def _finite_by_seed(runs: RunValues, rows: list[int]) -> dict[object, float]:
+    """``{seed: value}`` of the runs ``rows`` whose value is finite (one array pass, not a
+    scalar test per run)."""
+    values = runs.value[rows]
+    keep = np.isfinite(values)
+    return dict(zip([runs.seed[i] for i, k in zip(rows, keep.tolist(), strict=True) if k],
+                    values[keep].tolist(), strict=True))
 
 
 def _pick_metric(runs: RunValues | None, metric: str | None, source: str,
