@@ -161,7 +161,10 @@ def count_seeds(
     else:
         columns = (table["task"].tolist(), table["config"].tolist(), table["metric"].tolist(),
                    table["seed"].tolist())
-        for (task, config, metric, seed), good in _runs_ok(table).items():
+        ok = _runs_ok(table)
+        # The index's levels as lists: iterating a MultiIndex builds a tuple object per run.
+        levels = [ok.index.get_level_values(i).tolist() for i in range(4)]
+        for task, config, metric, seed, good in zip(*levels, ok.to_numpy().tolist(), strict=True):
             done.setdefault((task, config, metric), {})[seed] = bool(good)
     tasks, configs_seen, metrics_seen, seeds_seen = columns
     metrics_of_task: dict[str, list[str]] = {}
