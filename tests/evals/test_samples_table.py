@@ -324,3 +324,27 @@ def test_a_bad_value_after_blank_lines_is_named_by_its_own_line(tmp_path):
     path.write_text("task,config,question,value\n\nt,a,1,0.5\n\r\n\nt,a,2,oops\nt,a,3,1\n")
     with pytest.raises(DataError, match=r"gaps\.csv:6 column 'value': expected a number, got 'oops'"):
         read_samples_csv(path)
+
+
+def test_integer_columns_keep_the_type_pyarrows_own_conversion_gives_them(tmp_path):
+    # Gathered chunk by chunk (samples_table._frame): the same numpy types as pyarrow's
+    # to_pandas, over several chunks, and a column with a missing integer as reals with NaN.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 3000
+    table = pa.table({
+        "task": ["t"] * n, "config": ["a", "b"] * (n // 2),
+        "seed": pa.array(np.arange(n) % 3, pa.int32()), "repeat": pa.array(np.arange(n) % 2, pa.int8()),
+        "question": pa.array([None if i == 7 else i // 2 for i in range(n)], pa.int64()),
+        "value": pa.array(np.arange(n) % 2, pa.int16()),
+    })
+    path = tmp_path / "s.parquet"
+    pq.write_table(table, path, row_group_size=700)  # several chunks to gather
+    read, _ = read_samples(path)
+    expected = table.to_pandas()
+    for column in ("seed", "repeat", "question"):
+        assert read[column].dtype == expected[column].dtype, column
+        np.testing.assert_array_equal(read[column].to_numpy(), expected[column].to_numpy())
+    assert read["seed"].dtype == np.int32 and read["repeat"].dtype == np.int8
+    assert math.isnan(read["question"].iloc[7]) and read["value"].dtype == np.float64

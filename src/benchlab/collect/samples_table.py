@@ -170,16 +170,28 @@ def _frame(arrow: Any, pool: Any = None, *, floats: tuple[str, ...] = ("value",)
                                  or pa.types.is_boolean(column.type)):
             # Converted into its reals at once (a missing value as NaN), not first into a
             # frame column of the file's type and then copied again.
-            reals = np.empty(len(column), np.float64)
-            at = 0
-            for chunk in column.chunks:
-                reals[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
-                at += len(chunk)
-            columns[name] = reals
+            columns[name] = _gathered(column, np.float64)
+        elif pa.types.is_integer(column.type) and column.null_count == 0:
+            # Integers with no missing value keep their type, as pyarrow's conversion gives them;
+            # gathered chunk by chunk into one array (pyarrow's conversion costs three times as
+            # much on a 4-million-row table).
+            columns[name] = _gathered(column, column.type.to_pandas_dtype())
         else:
             columns[name] = pa.table({name: column}).to_pandas(memory_pool=pool)[name]
         arrow = arrow.drop_columns([name])
     return pd.DataFrame(columns, copy=False)
+
+
+def _gathered(column: Any, dtype: Any) -> Any:
+    """A chunked Arrow array of numbers as one numpy array of ``dtype``, each chunk copied once."""
+    import numpy as np
+
+    out = np.empty(len(column), dtype)
+    at = 0
+    for chunk in column.chunks:
+        out[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+        at += len(chunk)
+    return out
 
 
 def _categorical(column: Any, pool: Any = None) -> pd.Categorical:
