@@ -282,6 +282,8 @@ def test_a_csv_reads_the_same_whether_its_types_show_in_its_head_or_later(tmp_pa
             "real value": ("t", "a", 0, 0, 7, "", "acc", 0.25),
             "missing question": ("t", "a", 0, 0, "", "", "acc", 1),
             "missing value": ("t", "a", 0, 0, 7, "", "acc", ""),
+            "question past 32 bits": ("t", "a", 0, 0, 2**40, "", "acc", 1),
+            "seed below -2**31": ("t", "a", -(2**35), 0, 7, "", "acc", 1),
             "new names": ("u", "c", 0, 0, 7, "k", "acc2", 1)}
     for what, row in late.items():
         path = _csv(tmp_path / "s.csv", [*_numbered(60), row, *_numbered(60)])
@@ -348,3 +350,19 @@ def test_integer_columns_keep_the_type_pyarrows_own_conversion_gives_them(tmp_pa
         np.testing.assert_array_equal(read[column].to_numpy(), expected[column].to_numpy())
     assert read["seed"].dtype == np.int32 and read["repeat"].dtype == np.int8
     assert math.isnan(read["question"].iloc[7]) and read["value"].dtype == np.float64
+
+
+def test_integers_parsed_in_32_bits_come_back_as_pyarrow_reads_them(tmp_path, monkeypatch):
+    # The typed read parses 64-bit integer columns as int32 first and widens them in the frame;
+    # a value past 32 bits (here after the head) makes it read them as int64: either way the
+    # columns are pyarrow's own reading of the file, type and values.
+    import pyarrow.csv as pacsv
+
+    _head_of(monkeypatch, 256)
+    for late in ((), (("t", "a", 3, 1, 2**40, "", "acc", 1),), (("t", "a", -(2**35), 1, 5, "", "acc", 0),)):
+        path = _csv(tmp_path / "s.csv", [*_numbered(60), *late, *_numbered(3)])
+        table, _ = read_samples(path)
+        own = pacsv.read_csv(path).to_pandas()
+        for col in ("seed", "repeat", "question"):
+            assert table[col].dtype == own[col].dtype == np.int64, (late, col)
+            np.testing.assert_array_equal(table[col].to_numpy(), own[col].to_numpy())

@@ -56,6 +56,9 @@ def read_samples_csv(path: Path) -> pd.DataFrame:
                                        strings_can_be_null=True)
         head = _head_schema(path, convert, pool)
         arrow = None if head is None else _read_typed(path, head, pool)
+        widen = {} if arrow is None or head is None else {
+            name: t.to_pandas_dtype() for name, t in zip(head.names, head.types, strict=True)
+            if pa.types.is_integer(t) and arrow.schema.field(name).type != t}
         if arrow is None:
             # Inferring from the first block, as ever: what the typed read must match, and what
             # words a malformed file's error.
@@ -64,7 +67,7 @@ def read_samples_csv(path: Path) -> pd.DataFrame:
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: not a readable CSV ({str(exc).strip().splitlines()[0]})") from None
     _check_columns(set(arrow.column_names), path)
-    return _samples_frame(_frame(arrow, pool), path, line_of=lambda row: _csv_line(path, row))
+    return _samples_frame(_frame(arrow, pool, widen=widen), path, line_of=lambda row: _csv_line(path, row))
 
 
 def _head_schema(path: Path, convert: Any, pool: Any) -> Any:
@@ -89,18 +92,29 @@ def _read_typed(path: Path, head: Any, pool: Any) -> Any:
     Inference is the dearer half of pyarrow's read: told the types, it converts each block once.
     Inference only widens a type as it sees more values (integer, then real, then text), so
     where every value converts to the head's types, the first block infers those same types.
+
+    Integer columns are parsed as 32-bit integers first (the frame widens them back to the head's
+    type, :func:`_frame`): half the memory to fill, which on a 4-million-row table is a good part
+    of the parse's cost. pyarrow refuses a value that does not fit, and the read is then done again
+    with the head's own types: the table is the same either way.
     """
     import pyarrow as pa
     from pyarrow import csv as pacsv
 
-    try:
-        return pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_TYPED_BLOCK),
-                              convert_options=pacsv.ConvertOptions(
-                                  column_types=dict(zip(head.names, head.types, strict=True)),
-                                  strings_can_be_null=True),
-                              memory_pool=pool)
-    except (pa.ArrowInvalid, OSError):
-        return None
+    types = dict(zip(head.names, head.types, strict=True))
+    narrow = {**types, **{n: pa.int32() for n, t in types.items() if pa.types.is_int64(t)}}
+    for told in ([narrow, types] if narrow != types else [types]):
+        try:
+            return pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_TYPED_BLOCK),
+                                  convert_options=pacsv.ConvertOptions(column_types=told, strings_can_be_null=True),
+                                  memory_pool=pool)
+        except pa.ArrowInvalid as exc:
+            if told is narrow and "int32" in str(exc):
+                continue  # a value past 32 bits: the head's own types, as pyarrow would infer them
+            return None
+        except OSError:
+            return None
+    return None
 
 
 def read_samples_parquet(path: Path) -> pd.DataFrame:
@@ -144,7 +158,8 @@ def _read_pool() -> Any:
     return pa.system_memory_pool()
 
 
-def _frame(arrow: Any, pool: Any = None, *, floats: tuple[str, ...] = ("value",)) -> pd.DataFrame:
+def _frame(arrow: Any, pool: Any = None, *, floats: tuple[str, ...] = ("value",),
+           widen: dict[str, Any] | None = None) -> pd.DataFrame:
     """An Arrow table as a pandas frame, its dictionary columns as categoricals, each column
     converted on its own into the frame (no block of like-typed columns copied together).
 
@@ -175,7 +190,7 @@ def _frame(arrow: Any, pool: Any = None, *, floats: tuple[str, ...] = ("value",)
             # Integers with no missing value keep their type, as pyarrow's conversion gives them;
             # gathered chunk by chunk into one array (pyarrow's conversion costs three times as
             # much on a 4-million-row table).
-            columns[name] = _gathered(column, column.type.to_pandas_dtype())
+            columns[name] = _gathered(column, (widen or {}).get(name, column.type.to_pandas_dtype()))
         else:
             columns[name] = pa.table({name: column}).to_pandas(memory_pool=pool)[name]
         arrow = arrow.drop_columns([name])
