@@ -187,6 +187,19 @@ def build_store_world(
     return folder
 
 
+def add_completed_run(folder: Path, task: str, config: str, seed: int, score: float) -> None:
+    """A run of ``(task, config, seed)`` completed with ``score`` in ``folder``'s ledger (benchmark
+    ``stored``, as :func:`build_store_world` names it), as a sweep records one."""
+    run = Run(run_id=f"{task}-{config}-{seed}", benchmark="stored", task=task, config=config, seed=seed, params={},
+              command="python run.py")
+    with Store.open(folder) as store:
+        store.register([run])
+        store.add_to_plan([run.run_id])
+        attempt, _ = store.start_attempt(run.run_id, host="test")
+        store.finish_attempt(attempt, run.run_id, status="completed", run_status="completed", exit_code=0,
+                             metrics={"score": score})
+
+
 def png_size(path: Path) -> tuple[int, int]:
     """(width, height) from a PNG's IHDR chunk, after checking the signature and the chunk's CRC."""
     data = path.read_bytes()

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from report_world import build_store_world
+from report_world import add_completed_run, build_store_world
 
 from benchlab.ledger import Store
 from benchlab.names import report_tables
 from benchlab.names.results_files import report_tables_file
-from benchlab.plan import Run
 from benchlab.report import write_report
 from benchlab.results import tables_key
 from benchlab.ui import tables as views
@@ -32,18 +31,6 @@ def _reported(tmp_path: Path) -> Path:
     folder = build_store_world(tmp_path / "res", VALUES, baseline="a")
     write_report(folder, plots=False, html=False)
     return folder
-
-
-def _add_run(folder: Path, task: str, config: str, seed: int, score: float) -> None:
-    """A run of ``(task, config, seed)`` completed with ``score``, as a sweep records one."""
-    run = Run(run_id=f"{task}-{config}-{seed}", benchmark="stored", task=task, config=config, seed=seed, params={},
-              command="python run.py")
-    with Store.open(folder) as store:
-        store.register([run])
-        store.add_to_plan([run.run_id])
-        attempt, _ = store.start_attempt(run.run_id, host="test")
-        store.finish_attempt(attempt, run.run_id, status="completed", run_status="completed", exit_code=0,
-                             metrics={"score": score})
 
 
 def _no_computing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,7 +70,7 @@ def test_a_run_added_after_the_report_shows_in_the_tables_at_once(tmp_path: Path
     folder = _reported(tmp_path)
     before = views.report_numbers(folder)
     assert before is not None and _seeds_cell(before, "walk", "a") == "3/3"
-    _add_run(folder, "walk", "a", 3, 0.9)
+    add_completed_run(folder, "walk", "a", 3, 0.9)
     assert views.kept_numbers(folder) is None
     after = views.report_numbers(folder)
     assert after is not None and _seeds_cell(after, "walk", "a") == "4/4"
@@ -97,7 +84,7 @@ def test_a_run_added_after_the_report_shows_on_the_page_of_a_dashboard_started_t
     from benchlab.ui.library import Library
 
     folder = _reported(tmp_path)
-    _add_run(folder, "walk", "a", 3, 0.9)
+    add_completed_run(folder, "walk", "a", 3, 0.9)
     with TestClient(create_app(Library([folder]), warm_up=False)) as client:
         page = client.get("/b/res/numbers")
     assert page.status_code == 200

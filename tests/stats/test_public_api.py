@@ -35,42 +35,8 @@ def test_each_public_name_is_its_modules_own_object():
         assert getattr(benchlab.stats, name) is getattr(module, name), name
 
 
-def _stats_module_graph() -> dict[str, set[str]]:
-    """benchlab.stats' modules and those of them each imports when it is imported (module level,
-    outside ``if TYPE_CHECKING``), read from the source."""
-    import ast
-    from pathlib import Path
-
-    folder = Path(benchlab.stats.__file__).parent
-    names = {f"benchlab.stats.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__"} | {"benchlab.stats"}
-    graph: dict[str, set[str]] = {}
-    for path in folder.glob("*.py"):
-        name = "benchlab.stats" if path.stem == "__init__" else f"benchlab.stats.{path.stem}"
-        found: set[str] = set()
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.add(node.module)
-                found |= {f"{node.module}.{a.name}" for a in node.names}
-            elif isinstance(node, ast.Import):
-                found |= {a.name for a in node.names}
-        graph[name] = found & names
-    return graph
-
-
-def test_importing_the_package_runs_none_of_its_modules_and_they_import_each_other_without_a_cycle():
-    # Two threads importing two modules of a package at once can deadlock on CPython's module
-    # locks (a module's is taken before its package's) when the package's __init__ imports its
-    # modules or the modules import in a cycle; the deadlock is broken by handing one thread a
-    # half-initialised module. Neither may be: the package is lazy, its modules' imports a DAG.
-    import graphlib
-
-    graph = _stats_module_graph()
-    assert graph["benchlab.stats"] == set()
-    assert len(graph) > 20
-    list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
-    code = "import sys, benchlab.stats; print(sorted(m for m in sys.modules if m.startswith('benchlab.stats.')))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+# That importing the package loads none of its modules and that they import each other without a
+# cycle is tests/test_lazy_packages.py's, for every package that exports lazily.
 
 
 # Two threads each import one module of the package, released together, in a fresh interpreter

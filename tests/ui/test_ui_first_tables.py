@@ -12,31 +12,17 @@ from pathlib import Path
 
 import psutil
 import pytest
-from report_world import build_store_world
+from report_world import add_completed_run, build_store_world
 from ui_testkit import get, ui_server, wait_for
 
-from benchlab.ledger import Store
 from benchlab.names import report_tables
 from benchlab.names.results_files import report_tables_file
-from benchlab.plan import Run
 from benchlab.report import write_report
 from benchlab.ui import tables
 from benchlab.ui.first_tables import FirstTables
 
 VALUES = {("walk", "a"): [0.1, 0.2, 0.4], ("walk", "b"): [0.3, 0.5, 0.6], ("run", "a"): [1.0, 1.2, 1.1],
           ("run", "b"): [1.4, 1.3, 1.5]}
-
-
-def _add_run(folder: Path, seed: int, score: float) -> None:
-    """A run of ``("walk", "b", seed)`` completed with ``score``, as a sweep records one."""
-    run = Run(run_id=f"walk-b-{seed}", benchmark="stored", task="walk", config="b", seed=seed, params={},
-              command="python run.py")
-    with Store.open(folder) as store:
-        store.register([run])
-        store.add_to_plan([run.run_id])
-        attempt, _ = store.start_attempt(run.run_id, host="test")
-        store.finish_attempt(attempt, run.run_id, status="completed", run_status="completed", exit_code=0,
-                             metrics={"score": score})
 
 
 def _refuse_computing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,7 +63,7 @@ def test_tables_of_a_folder_that_changed_after_the_worker_read_it_are_computed_a
     folder = build_store_world(tmp_path / "res", VALUES, baseline="a")
     first = FirstTables.start([folder])
     first.wait()
-    _add_run(folder, seed=7, score=0.9)  # after the worker's read: its tables are of the folder before
+    add_completed_run(folder, "walk", "b", 7, 0.9)  # after the worker's read: its tables are of the folder before
     shown = tables.report_numbers(folder, first)
     assert shown == tables.computed_numbers(folder)
     walk = next(t for t in shown.task_tables if t.name == "walk")
