@@ -366,3 +366,47 @@ def test_integers_parsed_in_32_bits_come_back_as_pyarrow_reads_them(tmp_path, mo
         for col in ("seed", "repeat", "question"):
             assert table[col].dtype == own[col].dtype == np.int64, (late, col)
             np.testing.assert_array_equal(table[col].to_numpy(), own[col].to_numpy())
+
+
+def test_name_columns_read_the_same_in_runs_or_changing_every_row(tmp_path, monkeypatch):
+    # A name column whose head runs is encoded run by run, the others by the parser: either way
+    # the categorical is pyarrow's own reading of the file (its dictionaries unified, categories
+    # in order of appearance, a missing name as NaN), over many blocks, with names first seen in
+    # a later block and runs that cross a block's end.
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from benchlab.collect import samples_table
+
+    encoded = []
+    original = samples_table._categorical_of_runs
+    monkeypatch.setattr(samples_table, "_categorical_of_runs",
+                        lambda column, pool=None: encoded.append(len(column)) or original(column, pool))
+    monkeypatch.setattr(samples_table, "_TYPED_BLOCK", 1 << 10)  # dozens of blocks
+    _head_of(monkeypatch, 1 << 10)
+    rng = np.random.default_rng(3)
+    n = 1200
+    grouped = [f"cfg{i * 7 // n}" for i in range(n)]  # runs of ~170 rows, a new name every run
+    shuffled = [f"m{k}" for k in rng.integers(0, 40, n)]
+    orders = {  # config, metric, and how many of the two the head shows in runs
+        "runs throughout": (grouped, grouped, 2),
+        "changing every row": (shuffled, shuffled, 0),
+        "runs in the head only": (grouped[:100] + shuffled[100:], shuffled, 1),
+        "runs after the head only": (shuffled[:100] + grouped[100:], grouped, 1),
+    }
+    for what, (config, metric, in_runs) in orders.items():
+        config = [None if i % 301 == 150 else c for i, c in enumerate(config)]  # missing names, runs cut
+        rows = [("t", "" if c is None else c, 0, 0, i, "", m, i % 2) for i, (c, m) in enumerate(zip(config, metric, strict=True))]
+        path = _csv(tmp_path / "s.csv", rows)
+        encoded.clear()
+        table, _ = read_samples(path)
+        names = pa.dictionary(pa.int32(), pa.string())
+        own = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(
+            column_types={"config": names, "metric": names, "task": names}, strings_can_be_null=True)).to_pandas()
+        for col in ("config", "metric"):
+            pd.testing.assert_series_equal(table[col].astype(object), own[col].astype(object), obj=f"{what}: {col}")
+            assert table[col].cat.categories.tolist() == own[col].cat.categories.tolist(), (what, col)
+        assert table["config"].isna().sum() == sum(c is None for c in config)
+        # task and cluster (one name, and no name at all) run throughout
+        assert len(encoded) == in_runs + 2, what
