@@ -397,7 +397,8 @@ def test_name_columns_read_the_same_in_runs_or_changing_every_row(tmp_path, monk
     }
     for what, (config, metric, in_runs) in orders.items():
         config = [None if i % 301 == 150 else c for i, c in enumerate(config)]  # missing names, runs cut
-        rows = [("t", "" if c is None else c, 0, 0, i, "", m, i % 2) for i, (c, m) in enumerate(zip(config, metric, strict=True))]
+        rows = [("t", "" if c is None else c, 0, 0, i, "", m, i % 2)
+                for i, (c, m) in enumerate(zip(config, metric, strict=True))]
         path = _csv(tmp_path / "s.csv", rows)
         encoded.clear()
         table, _ = read_samples(path)
