@@ -452,7 +452,9 @@ def test_the_readme_spec_runs_as_written_with_the_quick_starts_train_py(tmp_path
     spec = next(b for b in BLOCKS if b.doc.name == "README.md" and b.lang == "yaml")
     (tmp_path / "spec.yaml").write_text(spec.body)
     shutil.copy(ROOT / "examples" / "quickstart" / "train.py", tmp_path / "train.py")
-    proc = run_cli("run", "spec.yaml", "-j", "2", cwd=tmp_path)
+    # Twenty real trainings and the report (about 90 s of CPU): on two cores that the suite's other
+    # workers share, more than the helper's default two minutes.
+    proc = run_cli("run", "spec.yaml", "-j", "2", cwd=tmp_path, timeout=420)
     assert proc.returncode == 0, proc.stderr[-3000:]
     status = run_cli("status", "--json", cwd=tmp_path)
     counts = json.loads(status.stdout)

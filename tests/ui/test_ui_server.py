@@ -6,13 +6,15 @@ import hashlib
 import os
 import re
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import psutil
 import pytest
-from ui_testkit import SLOW_SCRIPT, SLOW_SPEC, get, get_json, ui_server, wait_for
+from ui_testkit import SLOW_SCRIPT, SLOW_SPEC, free_port, get, get_json, stop, ui_server, wait_for
 
 from benchlab_testing import run_cli
 
@@ -273,7 +275,14 @@ def test_the_server_runs_at_the_lowest_cpu_priority_unless_told_not_to(finished:
     def nice_of(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
 
-    with ui_server(finished, nice=True) as (_, proc):
-        assert nice_of(proc.pid) == 19
+    # At nice 19 on a busy machine the server may take minutes to import the web stack and listen;
+    # the niceness is what is checked, and it is set before those imports, so no wait for the port.
+    args = [sys.executable, "-m", "benchlab", "ui", str(finished), "--port", str(free_port())]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: proc.poll() is not None or nice_of(proc.pid) == 19, timeout=120)
+        assert proc.poll() is None, f"benchlab ui exited {proc.returncode}"
+    finally:
+        stop(proc, timeout=15)
     with ui_server(finished) as (_, proc):  # the tests' default: --no-nice
         assert nice_of(proc.pid) == os.nice(0)
