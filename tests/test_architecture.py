@@ -26,6 +26,13 @@ ON_THE_IMPORTS = pytest.mark.xdist_group("architecture-imports")
 SRC = Path(benchlab.__file__).resolve().parent
 
 
+@functools.cache
+def _parse(source: str) -> ast.Module:
+    """The tree of ``source``, parsed once a process: two dozen tests scan every module, and parsing
+    the source tree takes about 2.5 s. (The scans only read the trees.)"""
+    return ast.parse(source)
+
+
 @dataclass(frozen=True)
 class Import:
     importer: str  # the importing module, dotted
@@ -82,7 +89,7 @@ def _imports_of(name: str, source: str | None = None) -> list[Import]:
                 if isinstance(node, ast.ExceptHandler):
                     continue
 
-    tree = ast.parse(MODULES[name].read_text() if source is None else source, str(MODULES[name]))
+    tree = _parse(MODULES[name].read_text() if source is None else source)
     visit(tree.body, True)
     # `importlib.import_module("benchlab.ledger")` imports as surely as an import statement does.
     in_functions = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -190,12 +197,12 @@ def test_report_imports_neither_ledger_nor_execute():
     # A module named at run time could be either: the report names each module it imports.
     computed = sorted(f"{MODULES[name].relative_to(SRC.parent)}:{call.lineno}" for name in MODULES
                       if _unit(name) == "benchlab.report"
-                      for call, target in _imports_by_call(ast.parse(MODULES[name].read_text())) if target is None)
+                      for call, target in _imports_by_call(_parse(MODULES[name].read_text())) if target is None)
     assert computed == []
 
 
 def test_the_import_walk_sees_imports_made_by_calls():
-    tree = ast.parse("import importlib\nfrom benchlab.names import extras\n"
+    tree = _parse("import importlib\nfrom benchlab.names import extras\n"
                      "def f(name):\n    importlib.import_module('benchlab.ledger')\n"
                      "    __import__('benchlab.execute.sweep')\n    extras.load('optuna', 'a search')\n"
                      "    importlib.import_module(name)\n")
@@ -242,7 +249,7 @@ def _code_names(node: ast.AST) -> set[str]:
 def _reaching_the_ledger(source: str) -> set[str]:
     """The functions of a module (``name``, or ``Class.name`` for a method) whose code uses the
     ledger, or calls a function of the module that does."""
-    tree = ast.parse(source)
+    tree = _parse(source)
     ledger = _ledger_names(tree)
     functions: dict[str, ast.AST] = {}
     for node in tree.body:
@@ -261,7 +268,7 @@ def _reaching_the_ledger(source: str) -> set[str]:
 def _helpers_used(source: str, module: str, helpers: set[str]) -> list[tuple[int, str]]:
     """Where ``source`` uses one of ``helpers`` of ``module``: imported by name (a class's
     method then called on it), or reached as an attribute of the module imported whole."""
-    tree = ast.parse(source)
+    tree = _parse(source)
     package, _, leaf = module.rpartition(".")
     by_name: dict[str, str] = {}  # local name -> the helper's name in `module`
     aliases = set()  # local names of `module` itself
@@ -443,7 +450,7 @@ RUN_FILES = ("config.yaml", "train.log", "metrics.json", "metrics.jsonl", "prove
 
 def _string_constants(path: Path) -> list[tuple[int, str]]:
     """The string literals of a module's code, docstrings left out."""
-    tree = ast.parse(path.read_text())
+    tree = _parse(path.read_text())
     docstrings = {id(node.value) for node in ast.walk(tree)
                   if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
     return [(node.lineno, node.value) for node in ast.walk(tree)
@@ -461,7 +468,7 @@ def test_run_directory_file_names_are_spelt_only_in_run_files():
 def test_long_format_columns_are_listed_only_in_long_format():
     spelt = sorted(f"{path.relative_to(SRC.parent)}:{line}"
                    for name, path in MODULES.items() if name != "benchlab.names.long_format"
-                   for node in ast.walk(ast.parse(path.read_text()))
+                   for node in ast.walk(_parse(path.read_text()))
                    if isinstance(node, ast.List | ast.Tuple)
                    and [c.value for c in node.elts if isinstance(c, ast.Constant)][:4] in (
                        ["benchmark", "task", "config", "seed"], ["task", "config", "seed", "value"])
@@ -473,7 +480,7 @@ def _backend_modules() -> list[str]:
     """The modules that define a backend: a class deriving from ``Backend``."""
     found = []
     for name, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_parse(path.read_text())):
             if isinstance(node, ast.ClassDef) and any(
                     (isinstance(b, ast.Name) and b.id == "Backend")
                     or (isinstance(b, ast.Attribute) and b.attr == "Backend") for b in node.bases):
@@ -552,7 +559,7 @@ def test_the_runs_folder_is_joined_only_in_run_files():
     # `results / "runs"` spelt anywhere else would be a second definition of where runs live.
     joined = sorted(f"{path.relative_to(SRC.parent)}:{node.lineno}"
                     for name, path in MODULES.items() if name != "benchlab.names.run_files"
-                    for node in ast.walk(ast.parse(path.read_text()))
+                    for node in ast.walk(_parse(path.read_text()))
                     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
                     and any(isinstance(side, ast.Constant) and side.value == "runs"
                             for side in (node.left, node.right)))
@@ -570,7 +577,7 @@ def _bare_statuses(source: str, values: set[str]) -> list[tuple[int, str]]:
     """The status literals of ``source``: a string equal to one of ``values`` compared with,
     assigned to, passed as or defaulted for something named ``status``, or quoted in SQL text
     that mentions ``status``. Docstrings are left out."""
-    tree = ast.parse(source)
+    tree = _parse(source)
     docstrings = {id(node.value) for node in ast.walk(tree)
                   if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
     sql_quoted = re.compile("'(" + "|".join(map(re.escape, sorted(values))) + ")'")
@@ -683,7 +690,7 @@ def _signals_sent(path: Path) -> set[str]:
     """The names of SIGTERM and SIGKILL where a call passes them (a signal sent), leaving out
     ``signal.signal`` (a handler installed) and ``prctl`` (a death signal asked for)."""
     sent = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_parse(path.read_text())):
         if not isinstance(node, ast.Call):
             continue
         callee = ast.unparse(node.func)
@@ -727,7 +734,7 @@ def _store_private_members() -> set[str]:
     for base in Store.__mro__:
         if not base.__module__.startswith(LEDGER_PACKAGE + "."):
             continue
-        tree = ast.parse(MODULES[base.__module__].read_text())
+        tree = _parse(MODULES[base.__module__].read_text())
         cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == base.__name__)
         names |= {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
         names |= {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute)
@@ -740,7 +747,7 @@ def _ledger_access(source: str, private: set[str]) -> list[tuple[int, str]]:
     literal parts of an f-string joined), a call of a connection's ``execute``, the ``conn`` of
     a store, ``sqlite3.connect``, the plan's SQL fragment (``in_spec_sql``), or a private member
     of ``Store``. Docstrings are left out: they may name a table or a pragma."""
-    tree = ast.parse(source)
+    tree = _parse(source)
     docstrings = {id(node.value) for node in ast.walk(tree)
                   if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
     in_fstring = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
@@ -806,7 +813,7 @@ def test_the_ledger_is_reached_only_through_its_package():
 
 def _sqlite3_uses(source: str) -> list[int]:
     """The lines where ``source`` imports ``sqlite3`` (to catch its errors, or open a file with it)."""
-    return sorted(node.lineno for node in ast.walk(ast.parse(source))
+    return sorted(node.lineno for node in ast.walk(_parse(source))
                   if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "sqlite3" for a in node.names))
                   or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlite3"))
 
@@ -827,7 +834,7 @@ def _past_the_ledgers_door(source: str) -> list[str]:
 
     public = set(benchlab.ledger.__all__)
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module == LEDGER_PACKAGE:
             found += [f"{node.lineno} {alias.name}" for alias in node.names if alias.name not in public]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(LEDGER_PACKAGE + "."):
@@ -1067,7 +1074,7 @@ def _long_functions(source: str, limit: int = LONGEST_FUNCTION) -> list[tuple[st
     """(name, lines) of each function over ``limit`` lines whose head carries no `# long:` reason."""
     lines = source.splitlines()
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parse(source)):
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         length = (node.end_lineno or node.lineno) - node.lineno + 1
@@ -1111,7 +1118,7 @@ OVER_RATCHET = 26  # `benchlab/` on 2026-11-28: yaml_reader._build (125) down to
 
 
 def _functions_over(source: str, limit: int) -> list[tuple[str, int]]:
-    return [(node.name, (node.end_lineno or node.lineno) - node.lineno + 1) for node in ast.walk(ast.parse(source))
+    return [(node.name, (node.end_lineno or node.lineno) - node.lineno + 1) for node in ast.walk(_parse(source))
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             and (node.end_lineno or node.lineno) - node.lineno + 1 > limit]
 
@@ -1160,7 +1167,7 @@ def _untyped_mappings(source: str) -> list[str]:
     """Public functions' annotations, public record fields and module-level aliases that spell an
     untyped ``str -> Any`` mapping (what a private helper does inside its module is its own)."""
     found: list[str] = []
-    tree = ast.parse(source)
+    tree = _parse(source)
 
     def spelt(node: ast.expr | None) -> bool:
         return node is not None and bool(UNTYPED.search(ast.unparse(node)))
@@ -1315,7 +1322,7 @@ def _saved_spec_read_by_hand(source: str) -> list[str]:
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "json")
 
     found = []
-    for fn in ast.walk(ast.parse(source)):
+    for fn in ast.walk(_parse(source)):
         if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         paths: set[str] = set()  # the function's variables that hold the file's path
@@ -1378,7 +1385,7 @@ def _goal_lookups(source: str) -> list[int]:
         return (isinstance(node, ast.Name) and node.id in ("goal", "goals")) or (
             isinstance(node, ast.Attribute) and node.attr in ("goal", "goals"))
 
-    return sorted(n.lineno for n in ast.walk(ast.parse(source))
+    return sorted(n.lineno for n in ast.walk(_parse(source))
                   if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
                       and is_goal(n.func.value))
                   or (isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and is_goal(n.value)))
@@ -1451,7 +1458,7 @@ def statistics_in_renderers(src: Path) -> list[str]:
     for unit in RENDERERS:
         for path in sorted((src / unit).rglob("*.py")):
             rel = path.relative_to(src).as_posix()
-            for top in ast.parse(path.read_text()).body:
+            for top in _parse(path.read_text()).body:
                 where = getattr(top, "name", "-")
                 for node in ast.walk(top):
                     what = _renderer_violation(node)
