@@ -38,6 +38,7 @@ metric_list:
     aggregation: mean
     higher_is_better: true
 """
+LM_EVAL_LOCAL = Path(__file__).resolve().parent / "lm_eval_local.py"
 COPY = """
 import shutil, sys
 shutil.copytree(sys.argv[1], sys.argv[2], dirs_exist_ok=True)
@@ -63,8 +64,10 @@ def harness_outputs(tmp_path_factory) -> dict[str, Path]:
     outputs = {}
     for name, extra in (("whole", []), ("limited", ["--limit", "5"])):
         out = root / name
-        proc = subprocess.run([lm_eval, "--model", "dummy", "--tasks", TASK, "--include_path", str(tasks),
-                               "--output_path", str(out), "--log_samples", "--seed", "1234", *extra],
+        # The harness indexing only this task (tests/lm_eval_local.py): it writes what lm_eval does.
+        proc = subprocess.run([sys.executable, str(LM_EVAL_LOCAL), "--model", "dummy", "--tasks", TASK,
+                               "--include_path", str(tasks), "--output_path", str(out), "--log_samples",
+                               "--seed", "1234", *extra],
                               capture_output=True, text=True, env=env, cwd=root, timeout=600, check=False)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         assert list(out.rglob("results_*.json")) and list(out.rglob("samples_*.jsonl"))

@@ -21,6 +21,9 @@ import yaml
 #: Why a test of a harness is skipped where the evals extra is not installed.
 NEEDS_EVALS = "the evals extra: pip install 'benchlab[evals]'"
 
+#: The harness's command line that indexes only the tasks under --include_path.
+LM_EVAL_LOCAL = Path(__file__).resolve().parents[1] / "lm_eval_local.py"
+
 TASK_YAML = """task: {name}
 dataset_path: json
 dataset_kwargs:
@@ -50,7 +53,8 @@ def write_task(folder: Path, name: str, questions: int, changed: int | None = No
 
 
 def lm_eval_command(tasks_dir: Path, tasks: list[str], out: Path, seed: int) -> list[str]:
-    return [sys.executable, "-m", "lm_eval", "--model", "dummy", "--tasks", ",".join(tasks),
+    """The harness's command line, indexing only ``tasks_dir`` (tests/lm_eval_local.py)."""
+    return [sys.executable, str(LM_EVAL_LOCAL), "--model", "dummy", "--tasks", ",".join(tasks),
             "--include_path", str(tasks_dir), "--output_path", str(out), "--log_samples", "--seed", str(seed)]
 
 

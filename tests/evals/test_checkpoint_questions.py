@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from evals_kit import NEEDS_EVALS, write_task
+from evals_kit import LM_EVAL_LOCAL, NEEDS_EVALS, write_task
 from statsmodels.stats.contingency_tables import mcnemar
 
 pytestmark = pytest.mark.slow
@@ -24,7 +24,7 @@ baseline: step20
 seeds: [42]
 retries: 0
 command: >-
-  {python} -m lm_eval --model dummy --tasks {{task}} --include_path {tasks}
+  {python} {lm_eval_local} --model dummy --tasks {{task}} --include_path {tasks}
   --output_path {{run_dir}} --log_samples --seed {{sampling_seed}}
 metrics:
   primary: {{name: "acc,none", goal: max, from: {{lm_eval: ., task: "{{task}}", key: "acc,none"}}}}
@@ -37,7 +37,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory):
 
     root = tmp_path_factory.mktemp("sweep")
     write_task(root / "tasks", "arith_a", 60)
-    (root / "bench.yaml").write_text(SPEC.format(python=sys.executable, tasks=root / "tasks"))
+    (root / "bench.yaml").write_text(SPEC.format(python=sys.executable, lm_eval_local=LM_EVAL_LOCAL,
+                                                 tasks=root / "tasks"))
     proc = run_cli("run", "bench.yaml", "-r", "out", "-j", "2", cwd=root, timeout=600,
                    env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(root / "hf")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -104,7 +105,8 @@ def test_diff_of_two_evaluation_versions_pairs_questions_and_leaves_out_reworded
 
     # The next version: a reworded question in the dataset, another sampling seed for step40.
     write_task(tmp_path / "tasks", "arith_a", 60, changed=7)
-    spec = SPEC.format(python=sys.executable, tasks=tmp_path / "tasks").replace("sampling_seed: 2", "sampling_seed: 5")
+    spec = SPEC.format(python=sys.executable, lm_eval_local=LM_EVAL_LOCAL, tasks=tmp_path / "tasks").replace(
+        "sampling_seed: 2", "sampling_seed: 5")
     (tmp_path / "bench.yaml").write_text(spec)
     proc = run_cli("run", "bench.yaml", "-r", "out", "-j", "2", cwd=tmp_path, timeout=600,
                    env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})

@@ -11,11 +11,16 @@ import io
 import json
 import sqlite3
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
 
 from journeys.journey_kit import benchlab, start, status, wait_for
+
+#: ``python -m lm_eval`` indexing only the local tasks (tests/lm_eval_local.py; the same files written,
+#: 17 s less CPU a run).
+LM_EVAL_LOCAL = Path(__file__).resolve().parents[1] / "lm_eval_local.py"
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +48,7 @@ configs: [{name: template, params: {checkpoint: none}}]
 seeds: [0]
 retries: 0
 command: >-
-  python -m lm_eval --model dummy --model_args pretrained={checkpoint} --tasks {task}
+  python LM_EVAL_LOCAL --model dummy --model_args pretrained={checkpoint} --tasks {task}
   --include_path tasks --limit 8 --output_path {run_dir} --seed {seed}
 env: {HF_DATASETS_OFFLINE: "1", HF_HUB_OFFLINE: "1", TOKENIZERS_PARALLELISM: "false"}
 metrics:
@@ -76,7 +81,7 @@ def test_lm_eval_batch_journey(tmp_path):
                 f.write(json.dumps({"question": f"What is {i} {op} {i + 1}?",
                                     "choices": [str(right), str(right + 1), str(right - 2)], "answer": 0}) + "\n")
         (tasks / f"{name}.yaml").write_text(textwrap.dedent(TASK.format(name=name, data=data)).lstrip())
-    (root / "bench.yaml").write_text(SPEC.lstrip())
+    (root / "bench.yaml").write_text(SPEC.lstrip().replace("LM_EVAL_LOCAL", str(LM_EVAL_LOCAL)))
     ckpts = root / "ckpts"
     (ckpts / "step-100").mkdir(parents=True)
     (ckpts / "step-100" / "DONE").touch()

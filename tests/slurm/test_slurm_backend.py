@@ -18,6 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
+import yaml
 
 from benchlab_testing import CHATTY_RUN, CHATTY_SPEC, SCRIPT, capped_chatty_log, run_cli
 from localslurm import LocalSlurm
@@ -389,7 +390,12 @@ def test_the_quick_start_gives_the_same_report_on_slurm_as_locally(
     work = tmp_path / "quickstart"
     shutil.copytree(src, work)
     spec = work / "benchlab.yaml"
-    spec.write_text(spec.read_text().replace("seeds: 5", "seeds: 2"))
+    # Two of the three tasks (the small ones) at two seeds: 12 runs a backend, each importing
+    # scikit-learn (3 s of CPU); every section of the report still has several tasks to show.
+    data = yaml.safe_load(spec.read_text())
+    assert [t["name"] for t in data["tasks"]] == ["digits", "wine", "breast_cancer"], "the quick start changed"
+    data["tasks"], data["seeds"] = data["tasks"][1:], 2
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
     local = run_cli("run", str(spec), "-s", "epochs=1", "-j", "2", "--results", str(tmp_path / "local"),
                     cwd=work, timeout=300)
     assert local.returncode == 0, local.stdout + local.stderr
