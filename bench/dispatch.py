@@ -26,7 +26,6 @@ recompile on every start).
 from __future__ import annotations
 
 import argparse
-import compileall
 import os
 import resource
 import shutil
@@ -103,9 +102,9 @@ def main() -> None:
     parser.add_argument("--dir", action="append", type=Path,
                         help="where benchlab writes its runs (repeatable; default: temp folder and /dev/shm)")
     args = parser.parse_args()
-    import benchlab
+    from bytecode_first import compile_benchlab
 
-    compileall.compile_dir(Path(benchlab.__file__).parent, quiet=1)
+    compile_benchlab()
     dirs = args.dir or [Path(tempfile.gettempdir())] + [p for p in [Path("/dev/shm")] if p.is_dir()]
     tmps = [Path(tempfile.mkdtemp(prefix="benchlab-dispatch-", dir=d)) for d in dirs]
     spec = tmps[0] / "spec.yaml"

@@ -168,17 +168,6 @@ def phases(folder: Path) -> None:
     step("report.html", lambda: write_html(text, out, "report"))
 
 
-def _compile_benchlab() -> None:
-    """benchlab's bytecode written before timing, as ``pip install`` leaves it: with
-    PYTHONDONTWRITEBYTECODE set (some machines' images set it), an editable checkout would be
-    compiled again by every process the bench times."""
-    import compileall
-
-    import benchlab
-
-    compileall.compile_dir(Path(benchlab.__file__).parent, quiet=1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs-per-group", type=int, default=100,
@@ -187,7 +176,9 @@ def main() -> None:
     parser.add_argument("--phases", action="store_true",
                         help="also print the CPU time of each step, measured in this process")
     args = parser.parse_args()
-    _compile_benchlab()
+    from bytecode_first import compile_benchlab
+
+    compile_benchlab()
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp) / "results"
         t0 = time.perf_counter()

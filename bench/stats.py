@@ -46,17 +46,6 @@ def _load_rliable():  # type: ignore[no-untyped-def]
     return library, metrics
 
 
-def _compile_benchlab() -> None:
-    """benchlab's bytecode written before timing, as ``pip install`` leaves it: with
-    PYTHONDONTWRITEBYTECODE set (some machines' images set it), an editable checkout would be
-    compiled again by every process the bench times."""
-    import compileall
-
-    import benchlab
-
-    compileall.compile_dir(Path(benchlab.__file__).parent, quiet=1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=2000)
@@ -66,7 +55,9 @@ def main() -> None:
     parser.add_argument("--skip-rliable", action="store_true",
                         help="time only `benchlab analyze` (rliable takes minutes at 50,000)")
     args = parser.parse_args()
-    _compile_benchlab()
+    from bytecode_first import compile_benchlab
+
+    compile_benchlab()
 
     rng = np.random.default_rng(0)
     scores = {

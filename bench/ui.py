@@ -382,17 +382,6 @@ def overhead(runs: int, repeat: int) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _compile_benchlab() -> None:
-    """benchlab's bytecode written before timing, as ``pip install`` leaves it: with
-    PYTHONDONTWRITEBYTECODE set (some machines' images set it), an editable checkout would be
-    compiled again by every process the bench times."""
-    import compileall
-
-    import benchlab
-
-    compileall.compile_dir(Path(benchlab.__file__).parent, quiet=1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs-per-group", type=int, default=100, help="seeds per (task, config): 100 = 10,000 runs")
@@ -403,7 +392,9 @@ def main() -> None:
     parser.add_argument("--no-nice", action="store_true",
                         help="latency with the server at normal priority (on a loaded machine nice 19 gets leftovers)")
     args = parser.parse_args()
-    _compile_benchlab()
+    from bytecode_first import compile_benchlab
+
+    compile_benchlab()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if not args.skip_scale:
         scale(args.runs_per_group, nice=not args.no_nice)
