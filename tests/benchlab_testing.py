@@ -110,6 +110,8 @@ class _ForkServer:
         self.env: dict[str, str] = {}
         self.cpu_used = 0.0  # seconds of CPU the forked commands took, for the suite's own accounting
         self.failed = os.environ.get("BENCHLAB_TEST_FORKSERVER", "1") == "0" or not sys.platform.startswith("linux")
+        self.why_plain = "turned off" if self.failed else ""  # why the last command was not forked
+        self.taken = False  # whether the server accepted the last command's connection
 
     def _start(self) -> bool:
         import atexit
@@ -127,24 +129,55 @@ class _ForkServer:
         if ready != b"ready\n":
             self.proc.kill()
             self.failed = True
+            self.why_plain = f"the server did not start (it said {ready[:200]!r})"
             return False
         atexit.register(self.proc.kill)
         return True
 
-    def _forkable(self, env: dict[str, str]) -> bool:
-        keys = set(env) | set(self.env)
-        return not any(k.startswith(self.import_time_env) and env.get(k) != self.env.get(k) for k in keys)
+    def _stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def _differs(self, env: dict[str, str], base: dict[str, str]) -> list[str]:
+        """The names, read when the libraries are imported, whose values ``env`` and ``base`` disagree on."""
+        return sorted(k for k in set(env) | set(base)
+                      if k.startswith(self.import_time_env) and env.get(k) != base.get(k))
 
     def run(self, cmd: list[str], args: list[str], cwd: Path | None, env: dict[str, str],
             timeout: float) -> subprocess.CompletedProcess[str] | None:
-        """The command's result, or None where it was not forked (the caller starts it itself)."""
+        """The command's result, or None where it was not forked (the caller starts it itself, and
+        ``why_plain`` says why)."""
         if self.proc is not None and self.proc.poll() is not None:
             # Gone: the server dies with the thread that started it (PR_SET_PDEATHSIG follows the
             # thread, not the process), so a first command run from a short-lived thread takes it
             # along when that thread ends. Start another rather than run every later command plain.
             self.proc = None
-        if self.failed or (self.proc is None and not self._start()) or not self._forkable(env):
+        if self.proc is not None and self._differs(dict(os.environ), self.env):
+            # This process's own environment changed since the server started (a fixture set a
+            # variable for a while): a server of the old one would fork no command again.
+            self._stop()
+        if self.failed or (self.proc is None and not self._start()):
             return None
+        differs = self._differs(env, self.env)
+        if differs:
+            self.why_plain = f"the command sets {', '.join(differs)}, which the libraries read at import"
+            return None
+        for attempt in range(2):
+            done = self._fork(cmd, args, cwd, env, timeout)
+            if done is not None:
+                self.why_plain = ""
+                return done
+            self._stop()
+            # A server that refused the connection (its socket gone, or it died since the check
+            # above) never saw the command: start another and hand it over, once.
+            if self.taken or attempt == 1 or not self._start():
+                return None
+        return None
+
+    def _fork(self, cmd: list[str], args: list[str], cwd: Path | None, env: dict[str, str],
+              timeout: float) -> subprocess.CompletedProcess[str] | None:
         import selectors
         import signal
         import socket
@@ -156,14 +189,17 @@ class _ForkServer:
         err_r, err_w = os.pipe()
         null = os.open(os.devnull, os.O_RDONLY)
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.taken = False
         try:
             conn.connect(self.path)
+            self.taken = True  # from here on the command may have started: never sent twice
             send_message(conn, {"args": args, "cwd": str(cwd or os.getcwd()), "env": env}, [null, out_w, err_w])
             started, _ = recv_message(conn)
-        except (OSError, ConnectionError):
+        except (OSError, ConnectionError) as error:
             for fd in (out_r, err_r):
                 os.close(fd)
             conn.close()
+            self.why_plain = f"the server {'dropped' if self.taken else 'refused'} the command ({error})"
             return None
         finally:
             for fd in (null, out_w, err_w):

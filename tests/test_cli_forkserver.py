@@ -32,7 +32,7 @@ def _forked_cpu() -> float:
 def test_a_forked_command_prints_and_exits_as_a_plain_one(tmp_path: Path, args: tuple[str, ...]) -> None:
     before = _forked_cpu()
     forked = run_cli(*args, cwd=tmp_path)
-    assert _forked_cpu() > before, "the command was not forked"
+    assert _forked_cpu() > before, f"the command was not forked: {benchlab_testing._forkserver.why_plain}"
     plain = _plain(*args, cwd=tmp_path)
     assert (forked.returncode, forked.stdout, forked.stderr) == (plain.returncode, plain.stdout, plain.stderr)
 
@@ -49,7 +49,7 @@ def test_a_forked_command_runs_in_its_own_process_in_its_folder_with_its_environ
     before = _forked_cpu()
     done = run_cli("run", "bench.yaml", "--no-report", cwd=bench.root, env={"BENCHLAB_SEEN_BY_RUN": "yes"})
     assert done.returncode == 0, done.stderr
-    assert _forked_cpu() > before
+    assert _forked_cpu() > before, f"the command was not forked: {benchlab_testing._forkserver.why_plain}"
     (env_json,) = bench.root.glob("results/**/runs/*/env.json")  # the run script dumps BENCHLAB_* it was given
     assert '"BENCHLAB_SEEN_BY_RUN": "yes"' in env_json.read_text()
 
@@ -88,4 +88,32 @@ def test_a_fork_server_started_from_a_thread_that_has_ended_is_started_again(tmp
     server.wait(timeout=10)  # killed with its thread
     before = _forked_cpu()
     run_cli("--help", cwd=tmp_path)
-    assert _forked_cpu() > before, "the command was not forked"
+    assert _forked_cpu() > before, f"the command was not forked: {benchlab_testing._forkserver.why_plain}"
+
+
+def test_a_fork_server_whose_socket_is_gone_is_started_again_and_takes_the_command(tmp_path: Path) -> None:
+    run_cli("--help", cwd=tmp_path)
+    server = benchlab_testing._forkserver
+    assert server.proc is not None
+    os.unlink(server.path)  # the server lives on, but no command can reach it
+    before = _forked_cpu()
+    done = run_cli("status", "no-such-folder", cwd=tmp_path)
+    assert _forked_cpu() > before, f"the command was not forked: {server.why_plain}"
+    assert (done.returncode, done.stderr) == (_plain("status", "no-such-folder", cwd=tmp_path).returncode,
+                                              _plain("status", "no-such-folder", cwd=tmp_path).stderr)
+
+
+def test_commands_are_forked_while_and_after_a_fixture_changes_what_the_libraries_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_cli("--help", cwd=tmp_path)
+    monkeypatch.setenv("TZ", "Asia/Tokyo")  # read once, when the interpreter starts
+    before = _forked_cpu()
+    done = run_cli("--help", cwd=tmp_path)
+    assert done.returncode == 0
+    assert _forked_cpu() > before, f"the command was not forked: {benchlab_testing._forkserver.why_plain}"
+    assert benchlab_testing._forkserver.env["TZ"] == "Asia/Tokyo"  # a server of this environment forked it
+    monkeypatch.undo()
+    before = _forked_cpu()
+    run_cli("--help", cwd=tmp_path)
+    assert _forked_cpu() > before, f"the command was not forked: {benchlab_testing._forkserver.why_plain}"
+    assert benchlab_testing._forkserver.env.get("TZ") == os.environ.get("TZ")

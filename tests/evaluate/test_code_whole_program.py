@@ -62,16 +62,22 @@ def test_the_whole_program_counts_the_tests_the_split_counts():
 def test_the_answers_sandbox_never_holds_the_expected_value():
     # The comparison needs a helper of several statements: the tests run whole. The answer hunts
     # every object of its process for the expected value, and would return it if it found it.
-    tests = ("def agrees(f, want):\n    got = f(7)\n    return got == want\n\n"
-             "expected = 31337\nassert agrees(hunt, expected)\nassert agrees(hunt, 31337)\n")
+    # The value has sixteen digits: a five-digit one turns up by chance among the thousands of
+    # addresses and numbers the objects' reprs print (a false "found" about once in twenty runs).
+    x, want = 2718281828459045, 3 * 2718281828459045 + 1
+    helper = "def agrees(f, want, *shown):\n    got = f({x}, *shown)\n    return got == want\n\n"
+    tests = (helper.format(x=x) + f"expected = {want}\nassert agrees(hunt, expected)\nassert agrees(hunt, {want})\n")
     # (No constant of the value in the answer, folded or not: its own code's would be found.)
-    answer = ("import gc, sys\ndef hunt(x):\n    seen = [repr(o) for o in gc.get_objects()]\n"
+    answer = ("import gc, sys\ndef hunt(x, *shown):\n    seen = [repr(o) for o in gc.get_objects()]\n"
               "    seen += [repr(sys._getframe(i).f_locals) for i in range(2)]\n"
-              "    needle = str(31330 + x)\n"
+              "    needle = str(3 * x + 1)\n"
               "    return int(needle) if any(needle in s for s in seen) else x\n")
-    [report] = _judge_all([(tests, answer)])
+    # The control: the same hunt, where the tests do hand the value over, finds it.
+    shown = helper.format(x=x) + f"assert agrees(hunt, {want}, {want})\n"
+    report, control = _judge_all([(tests, answer), (shown, answer)])
     assert report.passed == (False, False)
     assert "AssertionError" in report.why
+    assert control.passed == (True,), control.why
 
 
 @pytest.mark.slow
