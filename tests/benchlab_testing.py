@@ -112,6 +112,7 @@ class _ForkServer:
         self.failed = os.environ.get("BENCHLAB_TEST_FORKSERVER", "1") == "0" or not sys.platform.startswith("linux")
         self.why_plain = "turned off" if self.failed else ""  # why the last command was not forked
         self.taken = False  # whether the server accepted the last command's connection
+        self.unforked: list[str] = []  # why commands ran unforked through the server's fault
 
     def _start(self) -> bool:
         import atexit
@@ -148,7 +149,15 @@ class _ForkServer:
     def run(self, cmd: list[str], args: list[str], cwd: Path | None, env: dict[str, str],
             timeout: float) -> subprocess.CompletedProcess[str] | None:
         """The command's result, or None where it was not forked (the caller starts it itself, and
-        ``why_plain`` says why)."""
+        ``why_plain`` says why; ``unforked`` keeps the reasons that are the server's fault, which
+        the session's summary prints: each such command costs the suite seconds of CPU unseen)."""
+        done = self._run(cmd, args, cwd, env, timeout)
+        if done is None and self.why_plain != "turned off" and not self.why_plain.startswith("the command sets"):
+            self.unforked.append(self.why_plain)
+        return done
+
+    def _run(self, cmd: list[str], args: list[str], cwd: Path | None, env: dict[str, str],
+             timeout: float) -> subprocess.CompletedProcess[str] | None:
         if self.proc is not None and self.proc.poll() is not None:
             # Gone: the server dies with the thread that started it (PR_SET_PDEATHSIG follows the
             # thread, not the process), so a first command run from a short-lived thread takes it

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import benchlab_testing
 from benchlab_testing import SCRIPT, Bench, stop_started
 
 
@@ -67,6 +68,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: groups[item.nodeid] not in slow)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    faults = benchlab_testing._forkserver.unforked
+    if faults:
+        # On the report, which reaches the controller that prints the summary when several workers ran.
+        outcome.get_result().user_properties.append(("unforked", list(faults)))
+        faults.clear()
+
+
 # A fixture that cannot start its real part skips with "NO <PART> TESTS RAN: <reason>". The reports
 # reach the session that prints (the controller, when several workers ran), so the loud line is
 # made from them, and a skipped suite of real parts cannot pass unseen.
@@ -84,3 +95,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for part, reason in seen.items():
         terminalreporter.section(part.title(), sep="!", red=True, bold=True)
         terminalreporter.line(f"THE {part} TESTS WERE SKIPPED: {reason}", red=True, bold=True)
+    # The fork server's failures cost CPU, not correctness: said once, with the tests they hit.
+    unforked = [(report.nodeid, why) for reports in terminalreporter.stats.values() for report in reports
+                for key, whys in getattr(report, "user_properties", ()) if key == "unforked" for why in whys]
+    if unforked:
+        terminalreporter.section("tests' fork server", sep="-", yellow=True)
+        terminalreporter.line(f"{len(unforked)} command(s) ran as plain subprocesses through the server's fault; "
+                              f"the first: {unforked[0][1]} ({unforked[0][0]})")
