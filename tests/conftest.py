@@ -29,6 +29,45 @@ def make_bench(tmp_path: Path) -> Callable[..., Bench]:
 
 
 
+QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+
+
+@pytest.fixture(scope="session")
+def shared_quickstart(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """The quick start run once for the whole session, whichever worker asks first (the others wait
+    for it): its results folder, ``<root>/results/quickstart``, with its spec at
+    ``<root>/quickstart/benchlab.yaml``. Read it, never write it: a test that writes copies it.
+
+    3 seeds, not 5, and 3 epochs (27 runs, not 45): every statistic the report and the dashboard
+    show still has a value, and the scikit-learn runs (about 3 s of CPU each, most of it importing
+    scikit-learn) are run once, not once per test that reads them."""
+    import fcntl
+    import shutil
+
+    from benchlab_testing import run_cli
+
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if worker_id != "master" else base) / "shared-quickstart"
+    results = root / "results" / "quickstart"
+    root.mkdir(exist_ok=True)
+    with open(root.parent / "shared-quickstart.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (root / "done").exists():
+            example = root / "quickstart"
+            shutil.rmtree(example, ignore_errors=True)
+            shutil.rmtree(root / "results", ignore_errors=True)
+            shutil.copytree(QUICKSTART, example)
+            spec = example / "benchlab.yaml"
+            assert "\nseeds: 5\n" in spec.read_text(), "the quick start's seeds line changed: update this fixture"
+            spec.write_text(spec.read_text().replace("\nseeds: 5\n", "\nseeds: 3\n", 1))
+            done = run_cli("run", str(spec), "-j", "2", "-s", "epochs=3", "--results", str(results),
+                           cwd=root, timeout=900)
+            assert done.returncode == 0, done.stderr[-2000:]
+            assert (results / "BENCHMARK_REPORT.md").exists(), done.stdout[-2000:]
+            (root / "done").touch()
+    return results
+
+
 @pytest.fixture(autouse=True)
 def _no_background_process_outlives_its_test() -> Iterator[None]:
     yield

@@ -6,7 +6,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 import sqlite3
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,11 +15,8 @@ import pytest
 from scipy import stats
 from ui_testkit import get, ui_server
 
-from benchlab_testing import run_cli
-
 pytestmark = pytest.mark.slow
 
-QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart" / "benchlab.yaml"
 
 
 class Tables(HTMLParser):
@@ -69,22 +65,10 @@ def _report_task_rows(report: str) -> dict[str, list[list[str]]]:
 
 
 @pytest.fixture(scope="module")
-def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("qs")
-    # The quick start at 3 seeds, not 5 (27 runs, not 45): the page and the report are compared
-    # cell by cell whatever the count, and 3 seeds still give every statistic a column shows.
-    example = root / "quickstart"
-    shutil.copytree(QUICKSTART.parent, example)
-    spec = example / "benchlab.yaml"
-    assert "\nseeds: 5\n" in spec.read_text(), "the quick start's seeds line changed: update this fixture"
-    spec.write_text(spec.read_text().replace("\nseeds: 5\n", "\nseeds: 3\n", 1))
-    results = root / "results" / "quickstart"
-    done = run_cli("run", str(spec), "-j", "2", "-s", "epochs=3", "--results", str(results),
-                   cwd=root, timeout=900)
-    assert done.returncode == 0, done.stderr[-2000:]
-    if not (results / "BENCHMARK_REPORT.md").exists():
-        assert run_cli("report", str(results), cwd=root, timeout=600).returncode == 0
-    return results
+def quickstart(shared_quickstart: Path) -> Path:
+    # The session's quick start (tests/conftest.py): 3 seeds, 3 epochs. The page and the report are
+    # compared cell by cell whatever the count, and 3 seeds give every statistic a column shows.
+    return shared_quickstart
 
 
 @pytest.fixture(scope="module")
