@@ -33,7 +33,7 @@ metrics:
 def test_a_nan_on_the_last_log_line_fails_the_run_as_not_finite(make_bench):
     # The value pattern docs/extractors.md used to show, which cannot match 'nan'.
     bench = make_bench(SPEC.replace("PATTERN", r"[-+.\deE]+"), script=DIVERGING)
-    proc = bench.cli("run", "bench.yaml", "-r", "out")
+    proc = bench.cli("run", "bench.yaml", "--no-report", "-r", "out")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "metric 'total_reward_ma' is not finite (nan)" in proc.stdout
     # The run is failed, not completed with the older line's 484.62.

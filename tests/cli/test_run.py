@@ -77,8 +77,8 @@ def test_run_writes_run_directories_ledger_and_report(make_bench):
 
 def test_second_run_does_only_what_is_not_done(make_bench):
     bench = make_bench(BASIC_SPEC)
-    bench.cli("run", "bench.yaml", "-r", "out", check=True)
-    again = bench.cli("run", "bench.yaml", "-r", "out")
+    bench.cli("run", "bench.yaml", "--no-report", "-r", "out", check=True)
+    again = bench.cli("run", "bench.yaml", "--no-report", "-r", "out")
     assert again.returncode == 0
     assert "8 of 8 runs already done" in again.stdout
     assert all(v == ["completed"] for v in attempts_by_run(bench.results).values())
@@ -86,9 +86,9 @@ def test_second_run_does_only_what_is_not_done(make_bench):
 
 def test_added_seed_and_changed_param_run_only_the_new_runs(make_bench):
     bench = make_bench(BASIC_SPEC)
-    bench.cli("run", "bench.yaml", "-r", "out", check=True)
+    bench.cli("run", "bench.yaml", "--no-report", "-r", "out", check=True)
     bench.spec.write_text(BASIC_SPEC.replace("seeds: 2", "seeds: 3").replace("{extra: 2}", "{extra: 3}"))
-    proc = bench.cli("run", "bench.yaml", "-r", "out")
+    proc = bench.cli("run", "bench.yaml", "--no-report", "-r", "out")
     assert proc.returncode == 0
     # 12 runs now: a keeps its 4 and gains 2 seeds; b's 6 are new (changed param)
     assert "4 of 12 runs already done" in proc.stdout
@@ -165,7 +165,7 @@ def test_timeout_kills_the_whole_process_tree_and_is_not_retried(make_bench):
         retries: 2
     """, script=TREE_SCRIPT)
     t0 = time.monotonic()
-    proc = bench.cli("run", "bench.yaml", "-r", "out")
+    proc = bench.cli("run", "bench.yaml", "--no-report", "-r", "out")
     assert proc.returncode == 1
     assert "timed out after 1s" in proc.stdout
     assert time.monotonic() - t0 < 60
@@ -226,7 +226,7 @@ def test_ctrl_c_stops_runs_records_them_and_a_rerun_finishes(make_bench):
     # meanwhile, from another shell: status works, and a second run is refused
     status = bench.cli("status", "out", "--json")
     assert len(json.loads(status.stdout)["running"]) == 2
-    second = bench.cli("run", "bench.yaml", "-r", "out")
+    second = bench.cli("run", "bench.yaml", "--no-report", "-r", "out")
     assert second.returncode == 2 and "in use by another benchlab run" in second.stderr
     sweep.send_signal(signal.SIGINT)
     sweep.wait(timeout=60)
@@ -239,7 +239,7 @@ def test_ctrl_c_stops_runs_records_them_and_a_rerun_finishes(make_bench):
         assert not psutil.pid_exists(pid)
     assert sorted(s for v in attempts_by_run(bench.results).values() for s in v) == ["interrupted"] * 2
     (bench.root / "nap.txt").write_text("0")
-    done = bench.cli("run", "bench.yaml", "-r", "out", timeout=120)
+    done = bench.cli("run", "bench.yaml", "--no-report", "-r", "out", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     tries = attempts_by_run(bench.results)
     assert sum(v.count("completed") for v in tries.values()) == 6
@@ -255,7 +255,7 @@ def test_kill_9_of_benchlab_then_rerun_completes_each_run_exactly_once(make_benc
     # its runs live on in their own sessions until the next benchlab finds them
     assert all(psutil.pid_exists(p) for p in orphans)
     (bench.root / "nap.txt").write_text("0")
-    proc = bench.cli("run", "bench.yaml", "-r", "out", timeout=120)
+    proc = bench.cli("run", "bench.yaml", "--no-report", "-r", "out", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for pid in orphans:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -273,7 +273,7 @@ def test_a_process_whose_attempt_was_never_recorded_is_killed_by_the_next_run(ma
     # A sweep killed between spawning a run and committing its attempt leaves a process that
     # no ledger row names; it still carries the ledger's key in its environment.
     bench = make_bench(BASIC_SPEC)
-    assert bench.cli("run", "bench.yaml", "-r", "out").returncode == 0
+    assert bench.cli("run", "bench.yaml", "--no-report", "-r", "out").returncode == 0
     key = f"{(bench.results / 'benchlab.db').resolve()}#9999"
     orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
                               env={"BENCHLAB_ATTEMPT_KEY": key}, start_new_session=True)
@@ -281,7 +281,7 @@ def test_a_process_whose_attempt_was_never_recorded_is_killed_by_the_next_run(ma
                                  env={"BENCHLAB_ATTEMPT_KEY": key.replace("out", "other")},
                                  start_new_session=True)
     try:
-        proc = bench.cli("run", "bench.yaml", "-r", "out")
+        proc = bench.cli("run", "bench.yaml", "--no-report", "-r", "out")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert orphan.wait(timeout=10) == -signal.SIGKILL
         assert bystander.poll() is None  # another folder's process is left alone
@@ -311,7 +311,7 @@ def test_override_reaches_the_command(make_bench):
 
 def test_logs_prints_a_runs_log(make_bench):
     bench = make_bench(BASIC_SPEC)
-    bench.cli("run", "bench.yaml", "-r", "out", check=True)
+    bench.cli("run", "bench.yaml", "--no-report", "-r", "out", check=True)
     proc = bench.cli("logs", "t2/a/s1", "-r", "out")
     assert proc.returncode == 0 and "done 0.71" in proc.stdout
     missing = bench.cli("logs", "t9/a/s1", "-r", "out")
@@ -320,7 +320,7 @@ def test_logs_prints_a_runs_log(make_bench):
 
 def test_collect_rebuild_recreates_the_same_table(make_bench):
     bench = make_bench(BASIC_SPEC)
-    bench.cli("run", "bench.yaml", "-r", "out", check=True)
+    bench.cli("run", "bench.yaml", "--no-report", "-r", "out", check=True)
     before = load(bench.results).sort_values(["task", "config", "seed", "metric", "step"]).reset_index(drop=True)
     # a directory written ahead for a run that never started comes back as still to do
     import shutil
