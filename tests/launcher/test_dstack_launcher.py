@@ -37,7 +37,7 @@ def test_a_dstack_run_that_cannot_be_provisioned_fails_with_dstacks_reason_and_i
         metrics: {primary: score}
         timeout: 6h
         retry_on: {launch-error: 1}
-    """, poll_s=2, max_poll_s=5)
+    """, poll_s=4, max_poll_s=10)  # each poll is a dstack command: about 3 s of CPU
     out = tmp_path / "out"
     proc = run_cli("run", str(spec), "--results", str(out), "--no-report", cwd=tmp_path, timeout=600,
                    env=dstack_server.env)
