@@ -112,6 +112,7 @@ class _ForkServer:
         self.failed = os.environ.get("BENCHLAB_TEST_FORKSERVER", "1") == "0" or not sys.platform.startswith("linux")
         self.why_plain = "turned off" if self.failed else ""  # why the last command was not forked
         self.taken = False  # whether the server accepted the last command's connection
+        self.registered = False  # whether the exit function that stops the server is registered
         self.unforked: list[str] = []  # why commands ran unforked through the server's fault
 
     def _start(self) -> bool:
@@ -128,17 +129,22 @@ class _ForkServer:
         assert self.proc.stdout is not None
         ready = self.proc.stdout.readline()
         if ready != b"ready\n":
-            self.proc.kill()
+            self._stop()
             self.failed = True
             self.why_plain = f"the server did not start (it said {ready[:200]!r})"
             return False
-        atexit.register(self.proc.kill)
+        if not self.registered:
+            atexit.register(self._stop)  # the server of the moment, whichever that is by then
+            self.registered = True
         return True
 
     def _stop(self) -> None:
+        """Kill the server, reap it and close its pipe (else each one left warns at exit)."""
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
             self.proc = None
 
     def _differs(self, env: dict[str, str], base: dict[str, str]) -> list[str]:
@@ -162,7 +168,7 @@ class _ForkServer:
             # Gone: the server dies with the thread that started it (PR_SET_PDEATHSIG follows the
             # thread, not the process), so a first command run from a short-lived thread takes it
             # along when that thread ends. Start another rather than run every later command plain.
-            self.proc = None
+            self._stop()
         if self.proc is not None and self._differs(dict(os.environ), self.env):
             # This process's own environment changed since the server started (a fixture set a
             # variable for a while): a server of the old one would fork no command again.

@@ -77,9 +77,7 @@ def test_a_fork_server_started_from_a_thread_that_has_ended_is_started_again(tmp
     test running its first command from a thread must not leave every later command unforked."""
     import threading
 
-    if benchlab_testing._forkserver.proc is not None:
-        benchlab_testing._forkserver.proc.kill()
-        benchlab_testing._forkserver.proc = None
+    benchlab_testing._forkserver._stop()
     thread = threading.Thread(target=run_cli, args=("--help",), kwargs={"cwd": tmp_path})
     thread.start()
     thread.join()

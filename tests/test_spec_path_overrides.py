@@ -72,8 +72,8 @@ def test_a_wrong_value_is_refused_by_the_schema_as_if_written_in_the_file():
 
 def test_the_command_line_runs_a_hydra_style_sweep(make_bench):
     bench = make_bench(SPEC)
-    proc = bench.cli("run", "bench.yaml", "--no-report", "-s", "configs.b.params.extra=0,5", "-s", "configs.c.params.depth=1",
-                     "-j", "2", "--results", "out", timeout=300)
+    proc = bench.cli("run", "bench.yaml", "--no-report", "-s", "configs.b.params.extra=0,5",
+                     "-s", "configs.c.params.depth=1", "-j", "2", "--results", "out", timeout=300)
     assert proc.returncode == 0, proc.stderr
     import benchlab
 
