@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +102,10 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120,
     return proc
 
 
+class _Refused(Exception):
+    """The fork server refused a command's connection: it never saw the command."""
+
+
 class _ForkServer:
     """This process's fork server (tests/cli_forkserver.py), started at the first command."""
 
@@ -111,12 +116,14 @@ class _ForkServer:
         self.cpu_used = 0.0  # seconds of CPU the forked commands took, for the suite's own accounting
         self.failed = os.environ.get("BENCHLAB_TEST_FORKSERVER", "1") == "0" or not sys.platform.startswith("linux")
         self.why_plain = "turned off" if self.failed else ""  # why the last command was not forked
-        self.taken = False  # whether the server accepted the last command's connection
+        self.lock = threading.Lock()
         self.registered = False  # whether the exit function that stops the server is registered
         self.unforked: list[str] = []  # why commands ran unforked through the server's fault
 
     def _start(self) -> bool:
         import atexit
+
+        assert self.proc is None, "a running server is never replaced: stop it first"
         import tempfile
 
         from cli_forkserver import IMPORT_TIME_ENV
@@ -158,38 +165,49 @@ class _ForkServer:
         ``why_plain`` says why; ``unforked`` keeps the reasons that are the server's fault, which
         the session's summary prints: each such command costs the suite seconds of CPU unseen)."""
         done = self._run(cmd, args, cwd, env, timeout)
-        if done is None and self.why_plain != "turned off" and not self.why_plain.startswith("the command sets"):
+        if done is not None:
+            self.why_plain = ""
+        elif self.why_plain != "turned off" and not self.why_plain.startswith("the command sets"):
             self.unforked.append(self.why_plain)
         return done
 
     def _run(self, cmd: list[str], args: list[str], cwd: Path | None, env: dict[str, str],
              timeout: float) -> subprocess.CompletedProcess[str] | None:
-        if self.proc is not None and self.proc.poll() is not None:
-            # Gone: the server dies with the thread that started it (PR_SET_PDEATHSIG follows the
-            # thread, not the process), so a first command run from a short-lived thread takes it
-            # along when that thread ends. Start another rather than run every later command plain.
-            self._stop()
-        if self.proc is not None and self._differs(dict(os.environ), self.env):
-            # This process's own environment changed since the server started (a fixture set a
-            # variable for a while): a server of the old one would fork no command again.
-            self._stop()
-        if self.failed or (self.proc is None and not self._start()):
-            return None
+        # Tests run commands from threads too: the server is started and stopped by one at a time,
+        # and never replaced while running (a Popen dropped unreaped warns, failing the test it is
+        # collected in).
+        with self.lock:
+            if self.proc is not None and self.proc.poll() is not None:
+                # Gone: the server dies with the thread that started it (PR_SET_PDEATHSIG follows the
+                # thread, not the process), so a first command run from a short-lived thread takes it
+                # along when that thread ends. Start another rather than run every later command plain.
+                self._stop()
+            if self.proc is not None and self._differs(dict(os.environ), self.env):
+                # This process's own environment changed since the server started (a fixture set a
+                # variable for a while): a server of the old one would fork no command again.
+                self._stop()
+            if self.failed or (self.proc is None and not self._start()):
+                return None
+            server = self.proc
         differs = self._differs(env, self.env)
         if differs:
             self.why_plain = f"the command sets {', '.join(differs)}, which the libraries read at import"
             return None
-        for attempt in range(2):
-            done = self._fork(cmd, args, cwd, env, timeout)
-            if done is not None:
-                self.why_plain = ""
-                return done
-            self._stop()
-            # A server that refused the connection (its socket gone, or it died since the check
-            # above) never saw the command: start another and hand it over, once.
-            if self.taken or attempt == 1 or not self._start():
+        try:
+            return self._fork(cmd, args, cwd, env, timeout)
+        except _Refused:
+            pass
+        # The server refused the connection (its socket gone, or it died since the check above): it
+        # never saw the command. Start another, unless another thread did already, and hand it over once.
+        with self.lock:
+            if self.proc is server:
+                self._stop()
+            if self.proc is None and not self._start():
                 return None
-        return None
+        try:
+            return self._fork(cmd, args, cwd, env, timeout)
+        except _Refused:
+            return None
 
     def _fork(self, cmd: list[str], args: list[str], cwd: Path | None, env: dict[str, str],
               timeout: float) -> subprocess.CompletedProcess[str] | None:
@@ -204,17 +222,19 @@ class _ForkServer:
         err_r, err_w = os.pipe()
         null = os.open(os.devnull, os.O_RDONLY)
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.taken = False
+        taken = False
         try:
             conn.connect(self.path)
-            self.taken = True  # from here on the command may have started: never sent twice
+            taken = True  # from here on the command may have started: never sent twice
             send_message(conn, {"args": args, "cwd": str(cwd or os.getcwd()), "env": env}, [null, out_w, err_w])
             started, _ = recv_message(conn)
         except (OSError, ConnectionError) as error:
             for fd in (out_r, err_r):
                 os.close(fd)
             conn.close()
-            self.why_plain = f"the server {'dropped' if self.taken else 'refused'} the command ({error})"
+            self.why_plain = f"the server {'dropped' if taken else 'refused'} the command ({error})"
+            if not taken:
+                raise _Refused from error
             return None
         finally:
             for fd in (null, out_w, err_w):

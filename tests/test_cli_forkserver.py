@@ -115,3 +115,28 @@ def test_commands_are_forked_while_and_after_a_fixture_changes_what_the_librarie
     run_cli("--help", cwd=tmp_path)
     assert _forked_cpu() > before, f"the command was not forked: {benchlab_testing._forkserver.why_plain}"
     assert benchlab_testing._forkserver.env.get("TZ") == os.environ.get("TZ")
+
+
+def test_commands_from_several_threads_at_once_start_one_server_and_drop_none(tmp_path: Path) -> None:
+    """Threads that find no server at the same moment start one between them: a second one
+    started over the first would leave a running Popen to be collected, warning in some later test."""
+    import gc
+    from concurrent.futures import ThreadPoolExecutor
+
+    benchlab_testing._forkserver._stop()
+    started = []
+    real_start = benchlab_testing._ForkServer._start
+
+    def counting_start(self: benchlab_testing._ForkServer) -> bool:
+        started.append(1)
+        return real_start(self)
+
+    benchlab_testing._ForkServer._start = counting_start  # type: ignore[method-assign]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            done = list(pool.map(lambda _: run_cli("--help", cwd=tmp_path), range(4)))
+    finally:
+        benchlab_testing._ForkServer._start = real_start  # type: ignore[method-assign]
+    assert [d.returncode for d in done] == [0] * 4 and len({d.stdout for d in done}) == 1
+    assert len(started) == 1
+    gc.collect()  # a dropped, running Popen would warn here (an error under the suite's filterwarnings)

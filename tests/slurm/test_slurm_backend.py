@@ -181,12 +181,12 @@ def test_an_array_is_throttled_to_jobs_and_queued_runs_show_slurms_reason(
         tasks: [{name: t}]
         configs: [{name: a}]
         seeds: 6
-        command: python run.py sleep=3
+        command: python run.py sleep=5
         metrics: {primary: score}
     """)
     out = tmp_path / "out"
-    # Runs of 3 s, two at a time: runs wait in the queue for 6 s or more, while `benchlab status`
-    # (a Python start-up of its own, seconds on a loaded machine) is asked.
+    # Runs of 5 s, two at a time: runs wait in the queue for 10 s or more, while `benchlab status`
+    # (a Python start-up of its own, seconds on a loaded machine) is asked, twice.
     driver = start_driver(spec, out, "-j", "2")
     try:
         # While it runs, `benchlab status` tells queued runs from running ones, with Slurm's reason.
@@ -198,9 +198,16 @@ def test_an_array_is_throttled_to_jobs_and_queued_runs_show_slurms_reason(
 
         text = wait_until(queued_status, 60, "a queued run in `benchlab status`")
         assert re.search(r"queued t/a/s\d \(attempt 1, job \d+_\d, \d+s, reason: JobArrayTaskLimit\)", text)
-        as_json = json.loads(run_cli("status", str(out), "--json", cwd=tmp_path).stdout)
-        queued = [r for r in as_json["running"] if r.get("queued")]
-        assert queued and all(r["reason"] == "JobArrayTaskLimit" for r in queued)
+        # The same from --json, in one snapshot. A run queued behind the throttle may have just been
+        # given a slot and wait with another of Slurm's reasons (None, Resources, Priority) for a
+        # moment: every queued run names one, and a run held by the throttle says so.
+        def queued_json() -> list[dict] | None:
+            queued = [r for r in json.loads(run_cli("status", str(out), "--json", cwd=tmp_path).stdout)["running"]
+                      if r.get("queued")]
+            return queued if any(r["reason"] == "JobArrayTaskLimit" for r in queued) else None
+
+        queued = wait_until(queued_json, 60, "a run queued behind the throttle in `benchlab status --json`")
+        assert all(re.fullmatch(r"[A-Za-z]+", r["reason"] or "") for r in queued), queued
         assert driver.wait(120) == 0, (tmp_path / "driver.log").read_text()
     finally:
         if driver.poll() is None:
