@@ -243,14 +243,11 @@ class Logger:
         self._last_step = steps[-1]
         if set(map(type, records)) == {dict}:
             keys = tuple(records[0])
-            # Same number of fields, and every record has each of the first one's (or _block
-            # raises KeyError before it has changed anything): one block.
-            if set(map(len, records)) == {len(keys)}:  # type: ignore[arg-type]
-                try:
-                    self._block(keys, steps, records)  # type: ignore[arg-type]
-                    return
-                except KeyError:
-                    pass
+            # Every record with the first one's fields in the first one's order: one block. (The
+            # same fields in another order are written in the order they were logged, below.)
+            if all(tuple(r) == keys for r in records):
+                self._block(keys, steps, records)  # type: ignore[arg-type]
+                return
         start = 0
         for end in range(1, len(records) + 1):
             if end < len(records) and _shape(records[end]) == _shape(records[start]):
