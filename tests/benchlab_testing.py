@@ -389,3 +389,39 @@ def capped_chatty_log(tmp: Path) -> bytes:
     path.write_bytes(CHATTY_OUTPUT)
     assert cut(path, 1 << 20) == len(CHATTY_OUTPUT) - (1 << 20)
     return path.read_bytes()
+
+
+def start_ray_cluster(head: dict[str, object], *workers: dict[str, object], attempts: int = 2) -> tuple[object, list]:
+    """A Ray cluster of several nodes on this machine (``ray.cluster_utils.Cluster``): a head
+    started with ``head``'s arguments, then a node for each of ``workers``, all registered; the
+    cluster and the worker nodes.
+
+    Ray gives each node it starts 30 s, a constant in its code, to register with the cluster; on
+    two busy cores a node can miss it, and Ray raises with that node's processes still running.
+    Such a start is taken down whole (the nodes that came up, then every process this start left
+    behind) and made again, ``attempts`` times in all."""
+    import psutil
+    from ray.cluster_utils import Cluster
+
+    me = psutil.Process()
+    for attempt in range(1, attempts + 1):
+        before = {p.pid for p in me.children(recursive=True)}
+        cluster = Cluster()
+        try:
+            cluster.add_node(**head)
+            nodes = [cluster.add_node(**w) for w in workers]
+            cluster.wait_for_nodes()
+            return cluster, nodes
+        except Exception as exc:
+            if attempt == attempts or "timed out during startup" not in str(exc):
+                raise
+            print(f"Ray cluster start {attempt} of {attempts} failed ({exc}); starting it again", file=sys.stderr)
+            cluster.shutdown()
+            left = [p for p in me.children(recursive=True) if p.pid not in before]
+            for p in left:
+                try:
+                    p.kill()
+                except psutil.NoSuchProcess:
+                    pass
+            psutil.wait_procs(left, timeout=30)
+    raise AssertionError("unreachable")

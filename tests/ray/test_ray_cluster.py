@@ -27,7 +27,7 @@ import pytest
 
 from benchlab.execute.sweep import Sweep, SweepResult
 from benchlab.spec import load_spec
-from benchlab_testing import CHATTY_RUN, CHATTY_SPEC, capped_chatty_log, doc_blocks, run_cli
+from benchlab_testing import CHATTY_RUN, CHATTY_SPEC, capped_chatty_log, doc_blocks, run_cli, start_ray_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -55,15 +55,11 @@ class LocalCluster:
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[LocalCluster]:
     ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "object_store_memory": 80 * MB, "include_dashboard": False})
     # Ray takes a declared GPU count at its word: node A has 2 GPU slots with no hardware.
-    gpu = cluster.add_node(num_cpus=2, num_gpus=2, resources={"fake_gpu": 2},
-                           object_store_memory=80 * MB)
-    cpu = cluster.add_node(num_cpus=2, object_store_memory=80 * MB)
-    cluster.wait_for_nodes()
+    cluster, (gpu, cpu) = start_ray_cluster(
+        {"num_cpus": 1, "object_store_memory": 80 * MB, "include_dashboard": False},
+        {"num_cpus": 2, "num_gpus": 2, "resources": {"fake_gpu": 2}, "object_store_memory": 80 * MB},
+        {"num_cpus": 2, "object_store_memory": 80 * MB})
     ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
     try:
         yield LocalCluster(cluster, gpu.node_id, cpu.node_id)

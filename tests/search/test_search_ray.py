@@ -14,6 +14,7 @@ from benchlab.execute.ray import RayOptions
 from benchlab.search import SearchRun
 from benchlab.search.study import read_study
 from benchlab.spec import load_spec
+from benchlab_testing import start_ray_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -23,12 +24,8 @@ MB = 2**20
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
     ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "object_store_memory": 80 * MB, "include_dashboard": False})
-    cluster.add_node(num_cpus=1, object_store_memory=80 * MB)
-    cluster.wait_for_nodes()
+    cluster, _ = start_ray_cluster({"num_cpus": 1, "object_store_memory": 80 * MB, "include_dashboard": False},
+                                   {"num_cpus": 1, "object_store_memory": 80 * MB})
     ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
     try:
         yield cluster
