@@ -425,3 +425,16 @@ def start_ray_cluster(head: dict[str, object], *workers: dict[str, object], atte
                     pass
             psutil.wait_procs(left, timeout=30)
     raise AssertionError("unreachable")
+
+
+def skip_unless_installed(name: str, reason: str = "") -> None:
+    """At a test module's top: skip the module when ``name`` is not installed, as
+    ``pytest.importorskip`` does, but without importing it. Every worker imports every test module
+    to collect it; a library only a few tests use (mlflow, Inspect AI, wandb, scikit-learn: one to
+    three seconds of CPU each) is then imported by the workers that run those tests, not by all."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(reason or f"could not import {name!r}: not installed", allow_module_level=True)

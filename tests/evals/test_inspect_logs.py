@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 from evals_kit import NEEDS_EVALS, run_inspect
 
+from benchlab_testing import skip_unless_installed
+
 pytestmark = pytest.mark.slow
-pytest.importorskip("inspect_ai", reason=NEEDS_EVALS)
+skip_unless_installed("inspect_ai", NEEDS_EVALS)
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ import pytest
 import yaml
 from import_report_rows import report_row
 
-from benchlab_testing import run_cli
+from benchlab_testing import run_cli, skip_unless_installed
 
-pytest.importorskip("mlflow")
+skip_unless_installed("mlflow")
 
 # Two optimizers over three seeds, accuracy logged at four steps, loss once; then the runs that
 # must be left out, each for its own reason.

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from import_report_rows import report_row
 
-from benchlab_testing import run_cli
+from benchlab_testing import run_cli, skip_unless_installed
 
-pytest.importorskip("wandb")
+skip_unless_installed("wandb")
 
 WRITE = r'''
 import json, os, sys

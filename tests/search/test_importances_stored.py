@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from benchlab_testing import skip_unless_installed
+
 optuna = pytest.importorskip("optuna")
-pytest.importorskip("sklearn")
+skip_unless_installed("sklearn")
 
 from benchlab.search.study import journal_storage  # noqa: E402
 from benchlab.search.summary import (  # noqa: E402
