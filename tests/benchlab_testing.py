@@ -12,6 +12,8 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -438,3 +440,38 @@ def skip_unless_installed(name: str, reason: str = "") -> None:
 
     if importlib.util.find_spec(name) is None:
         pytest.skip(reason or f"could not import {name!r}: not installed", allow_module_level=True)
+
+
+@contextmanager
+def stub_model_server(models: dict[str, float]) -> Iterator[str]:
+    """benchlab's stub model endpoint (``python -m benchlab.evaluate.stub``) on a free port of
+    127.0.0.1, its ``models`` each answering right with the given probability; its base URL."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = [a for name, p in models.items() for a in ("--model", f"{name}={p}")]
+    proc = subprocess.Popen([sys.executable, "-m", "benchlab.evaluate.stub", "--port", str(port), *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "/v1/models", timeout=1).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the stub model server did not start") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

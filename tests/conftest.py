@@ -32,40 +32,77 @@ def make_bench(tmp_path: Path) -> Callable[..., Bench]:
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
 
 
+def _made_once(tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str,
+               make: Callable[[Path], None]) -> Path:
+    """The folder ``name``, filled by ``make(folder)`` once for the whole session by whichever worker
+    asks first (the others wait on a lock for it). Read it, never write it: a test that writes
+    copies it."""
+    import fcntl
+    import shutil
+
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if worker_id != "master" else base) / name
+    with open(root.parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (root / "done").exists():  # a worker that failed half-way left what it made: start over
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir()
+            make(root)
+            (root / "done").touch()
+    return root
+
+
 @pytest.fixture(scope="session")
 def shared_quickstart(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """The quick start run once for the whole session, whichever worker asks first (the others wait
-    for it): its results folder, ``<root>/results/quickstart``, with its spec at
-    ``<root>/quickstart/benchlab.yaml``. Read it, never write it: a test that writes copies it.
+    """The quick start run once for the whole session: its results folder,
+    ``<root>/results/quickstart``, with its spec at ``<root>/quickstart/benchlab.yaml``.
 
     3 seeds, not 5, and 3 epochs (27 runs, not 45): every statistic the report and the dashboard
     show still has a value, and the scikit-learn runs (about 3 s of CPU each, most of it importing
     scikit-learn) are run once, not once per test that reads them."""
-    import fcntl
     import shutil
 
     from benchlab_testing import run_cli
 
-    base = tmp_path_factory.getbasetemp()
-    root = (base.parent if worker_id != "master" else base) / "shared-quickstart"
-    results = root / "results" / "quickstart"
-    root.mkdir(exist_ok=True)
-    with open(root.parent / "shared-quickstart.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not (root / "done").exists():
-            example = root / "quickstart"
-            shutil.rmtree(example, ignore_errors=True)
-            shutil.rmtree(root / "results", ignore_errors=True)
-            shutil.copytree(QUICKSTART, example)
-            spec = example / "benchlab.yaml"
-            assert "\nseeds: 5\n" in spec.read_text(), "the quick start's seeds line changed: update this fixture"
-            spec.write_text(spec.read_text().replace("\nseeds: 5\n", "\nseeds: 3\n", 1))
-            done = run_cli("run", str(spec), "-j", "2", "-s", "epochs=3", "--results", str(results),
-                           cwd=root, timeout=900)
-            assert done.returncode == 0, done.stderr[-2000:]
-            assert (results / "BENCHMARK_REPORT.md").exists(), done.stdout[-2000:]
-            (root / "done").touch()
-    return results
+    def make(root: Path) -> None:
+        example = root / "quickstart"
+        shutil.copytree(QUICKSTART, example)
+        spec = example / "benchlab.yaml"
+        assert "\nseeds: 5\n" in spec.read_text(), "the quick start's seeds line changed: update this fixture"
+        spec.write_text(spec.read_text().replace("\nseeds: 5\n", "\nseeds: 3\n", 1))
+        results = root / "results" / "quickstart"
+        done = run_cli("run", str(spec), "-j", "2", "-s", "epochs=3", "--results", str(results),
+                       cwd=root, timeout=900)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert (results / "BENCHMARK_REPORT.md").exists(), done.stdout[-2000:]
+
+    return _made_once(tmp_path_factory, worker_id, "shared-quickstart", make) / "results" / "quickstart"
+
+
+#: The models of benchlab's stub endpoint that examples/checkpoint-eval evaluates: each answers right
+#: with this probability, so the later checkpoints rank above the earlier ones.
+CHECKPOINT_MODELS = {"step-1000": 0.45, "step-2000": 0.6, "step-3000": 0.75}
+
+
+@pytest.fixture(scope="session")
+def shared_checkpoint_eval(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """examples/checkpoint-eval run once for the whole session, as its README says (its 9 runs
+    against benchlab's stub endpoint, then the report): the example's folder, with the results in
+    ``results/`` and the command's output in ``run.out``."""
+    import shutil
+
+    from benchlab_testing import run_cli, stub_model_server
+
+    def make(root: Path) -> None:
+        example = root / "checkpoint-eval"
+        shutil.copytree(QUICKSTART.parent / "checkpoint-eval", example)
+        with stub_model_server(CHECKPOINT_MODELS) as url:
+            done = run_cli("run", "benchlab.yaml", "-s", f"model_url={url}", "-r", "results", "-j", "2",
+                           cwd=example, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (example / "run.out").write_text(done.stdout)
+
+    return _made_once(tmp_path_factory, worker_id, "shared-checkpoint-eval", make) / "checkpoint-eval"
 
 
 @pytest.fixture(autouse=True)

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,38 +11,8 @@ from benchlab.collect import collect_run
 from benchlab.plan import expand
 from benchlab.results import load
 from benchlab.spec import load_spec
-from benchlab_testing import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "checkpoint-eval"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def stub_endpoint():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "benchlab.evaluate.stub", "--port", str(port),
-                             "--model", "step-1000=0.45", "--model", "step-2000=0.6",
-                             "--model", "step-3000=0.75"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url + "/v1/models", timeout=1).read()
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise RuntimeError("the stub model server did not start") from None
-            time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def test_both_specs_validate_to_checkpoints_times_benchmarks():
@@ -67,15 +32,13 @@ def test_lm_eval_spec_reads_each_tasks_own_metric_key(tmp_path):
 
 
 @pytest.mark.slow
-def test_checkpoints_are_evaluated_and_ranked_by_the_endpoint(tmp_path, stub_endpoint):
-    proc = run_cli("run", str(EXAMPLE / "benchlab.yaml"), "-s", f"model_url={stub_endpoint}",
-                   "-r", "res", "-j", "2", cwd=tmp_path, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "9 runs: 9 completed" in proc.stdout
-    table = load(tmp_path / "res")
+def test_checkpoints_are_evaluated_and_ranked_by_the_endpoint(shared_checkpoint_eval):
+    # The example run once for the session (tests/conftest.py), against the stub endpoint.
+    assert "9 runs: 9 completed" in (shared_checkpoint_eval / "run.out").read_text()
+    table = load(shared_checkpoint_eval / "results")
     finals = table[table.step.isna() & (table.metric == "pass@1")].set_index(["task", "config"])["value"]
     for task in ("arith", "words", "mcq"):
         # the stub answers right with probability 0.45 / 0.6 / 0.75 per checkpoint
         assert finals[(task, "step-1000")] < finals[(task, "step-3000")]
         assert 0.2 < finals[(task, "step-1000")] < 0.7 and 0.5 < finals[(task, "step-3000")] <= 1.0
-    assert (tmp_path / "res" / "BENCHMARK_REPORT.md").exists()
+    assert (shared_checkpoint_eval / "results" / "BENCHMARK_REPORT.md").exists()
