@@ -7,11 +7,14 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from benchlab_testing import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "importing.md"
@@ -42,8 +45,13 @@ def test_the_guide_runs_as_written(tmp_path: Path):
             ran["saved"] += 1
         elif lang == "bash":
             for line in body.splitlines():
-                proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True,
-                                      timeout=600)
+                # A plain `benchlab` command (no pipe, redirect or variable for a shell to expand):
+                # the real command, forked where it can be (run_cli); anything else through bash.
+                if line.startswith("benchlab ") and not set(line) & set("|;&<>$`"):
+                    proc = run_cli(*shlex.split(line)[1:], cwd=tmp_path, env={"PATH": env["PATH"]}, timeout=600)
+                else:
+                    proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True,
+                                          text=True, timeout=600)
                 assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
                 ran["commands"] += 1
         elif lang == "python" and NEEDS_NETWORK in body:
