@@ -39,7 +39,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory):
     write_task(root / "tasks", "arith_a", 60)
     (root / "bench.yaml").write_text(SPEC.format(python=sys.executable, lm_eval_local=LM_EVAL_LOCAL,
                                                  tasks=root / "tasks"))
-    proc = run_cli("run", "bench.yaml", "-r", "out", "-j", "2", cwd=root, timeout=600,
+    # The report is the next command's (test_report_has_a_question_level_section_and_benchmarks_marks).
+    proc = run_cli("run", "bench.yaml", "-r", "out", "-j", "2", "--no-report", cwd=root, timeout=600,
                    env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(root / "hf")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return root
@@ -108,7 +109,7 @@ def test_diff_of_two_evaluation_versions_pairs_questions_and_leaves_out_reworded
     spec = SPEC.format(python=sys.executable, lm_eval_local=LM_EVAL_LOCAL, tasks=tmp_path / "tasks").replace(
         "sampling_seed: 2", "sampling_seed: 5")
     (tmp_path / "bench.yaml").write_text(spec)
-    proc = run_cli("run", "bench.yaml", "-r", "out", "-j", "2", cwd=tmp_path, timeout=600,
+    proc = run_cli("run", "bench.yaml", "-r", "out", "-j", "2", "--no-report", cwd=tmp_path, timeout=600,
                    env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = run_cli("diff", str(sweep / "out"), str(tmp_path / "out"), "--json", "--reps", "0", cwd=tmp_path)
