@@ -5,10 +5,14 @@ fresh process for every command, which runs ``python -m benchlab ARGS`` as the i
 Each command still runs in a process of its own, with its own working directory, environment,
 standard streams, exit code and pid (a timeout kills it as ``subprocess.run`` does); what it is
 spared is importing the libraries again, about two seconds of CPU per command, which on two cores
-was a good part of the suite's time. No benchlab module is imported ahead: every command imports
-benchlab from scratch, reading the environment it was given. A command whose environment differs
-from the server's in what the libraries read when imported (``PYTHON*``, locale, thread counts,
-matplotlib's settings) runs in a plain subprocess instead (see ``benchlab_testing.run_cli``).
+was a good part of the suite's time. benchlab's own library modules that the commands import are
+imported ahead too (``PRELOAD_BENCHLAB``; about 0.3 s of CPU a command, 0.8 s a report): none of
+them reads the environment, the working directory or a stream when imported, which
+tests/test_cli_forkserver.py checks, so each command still runs every line of its own code with
+what it was given. ``benchlab.cli`` is imported by every command from scratch: its consoles read the
+terminal, ``COLUMNS`` and ``NO_COLOR`` when they are made. A command whose environment differs from
+the server's in what is read at import (``PYTHON*``, locale, thread counts, matplotlib's settings)
+runs in a plain subprocess instead (see ``benchlab_testing.run_cli``).
 
 Protocol, over a Unix socket, one connection per command: the client sends a length-prefixed JSON
 request ``{"args", "cwd", "env"}`` with three descriptors attached (stdin, stdout, stderr); the
@@ -29,11 +33,26 @@ PRELOAD = ("numpy", "pandas", "scipy.special", "scipy.stats", "matplotlib", "mat
            "matplotlib.backends.backend_agg", "pydantic", "typer", "click", "rich.console", "rich.table",
            "yaml", "jinja2", "psutil", "pyarrow")
 
-#: What the preloaded libraries (or the interpreter) read from the environment when they are
-#: imported: a command whose environment differs from the server's in one of these is not forked.
+#: benchlab's modules imported ahead, with what they import: the command-level modules of the
+#: commands the tests run most (run, report, status, compare, analyze, export, diff, collect, logs).
+#: One missing here is imported by the command itself; one that fails to import here is too (and
+#: fails there, as it would in a plain process).
+PRELOAD_BENCHLAB = (
+    "benchlab.spec.load", "benchlab.spec.paths", "benchlab.results", "benchlab.triage", "benchlab.evalrules",
+    "benchlab.execute.sweep", "benchlab.execute.local", "benchlab.execute.status", "benchlab.execute.gpus",
+    "benchlab.execute.provenance", "benchlab.execute.watch", "benchlab.execute.api",
+    "benchlab.collect.rebuild", "benchlab.collect.reread", "benchlab.collect.lm_eval", "benchlab.collect.samples_table",
+    "benchlab.stats.results_analysis", "benchlab.report.writer", "benchlab.report.comparison",
+    "benchlab.report.numbers", "benchlab.report.plots", "benchlab.report.profiles", "benchlab.report.html",
+    "benchlab.report.questions", "benchlab.history.export", "benchlab.history.diff", "benchlab.history.diff_text",
+    "benchlab.history.diff_questions", "benchlab.history.merge", "benchlab.names.extras",
+)
+
+#: What the preloaded modules (or the interpreter) read from the environment when they are imported:
+#: a command whose environment differs from the server's in one of these is not forked.
 IMPORT_TIME_ENV = ("PYTHON", "LANG", "LC_", "OMP_", "OPENBLAS_", "MKL_", "NUMEXPR_", "MPL", "MATPLOTLIB", "TZ",
                    "NPY_", "GOTO_", "VECLIB_", "PYDANTIC", "TYPER", "_TYPER", "TERMINAL_WIDTH", "GITHUB_ACTIONS",
-                   "FORCE_COLOR", "PY_COLORS")
+                   "FORCE_COLOR", "PY_COLORS", "BENCHLAB_FLUSH_S")
 
 
 def send_message(conn: socket.socket, obj: object, fds: list[int] | None = None) -> None:
@@ -148,7 +167,7 @@ def _exit(code: int) -> None:
 
 if __name__ == "__main__":
     _die_with_parent()
-    for name in PRELOAD:
+    for name in PRELOAD + PRELOAD_BENCHLAB:
         try:
             __import__(name)
         except Exception:  # a library that is not installed is imported by the command, if at all

@@ -140,3 +140,66 @@ def test_commands_from_several_threads_at_once_start_one_server_and_drop_none(tm
     assert [d.returncode for d in done] == [0] * 4 and len({d.stdout for d in done}) == 1
     assert len(started) == 1
     gc.collect()  # a dropped, running Popen would warn here (an error under the suite's filterwarnings)
+
+
+# Run in a fresh interpreter: the libraries the server imports first, then benchlab's modules with the
+# environment, the working directory and the standard streams watched.
+_WATCHED_IMPORT = """
+import importlib, io, json, os, sys
+sys.path.insert(0, sys.argv[1])
+from cli_forkserver import PRELOAD, PRELOAD_BENCHLAB
+for name in PRELOAD:
+    try:
+        __import__(name)
+    except Exception:
+        pass
+seen = []
+
+class Watched(type(os.environ)):
+    def __getitem__(self, key):
+        seen.append(key)
+        return super().__getitem__(key)
+
+class Stream:
+    def __init__(self, name, real):
+        self._name, self._real = name, real
+    def __getattr__(self, attr):
+        seen.append(f"<sys.{self._name}.{attr}>")
+        return getattr(self._real, attr)
+
+watched = Watched.__new__(Watched)
+watched.__dict__.update(os.environ.__dict__)
+os.environ = watched
+getcwd = os.getcwd
+os.getcwd = lambda: (seen.append("<cwd>"), getcwd())[1]
+real_out = sys.stdout
+sys.stdout, sys.stderr = Stream("stdout", sys.stdout), Stream("stderr", sys.stderr)
+failed = []
+for name in PRELOAD_BENCHLAB:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        failed.append(f"{name}: {exc!r}")
+sys.stdout, sys.stderr = real_out, sys.__stderr__
+print(json.dumps({"read": sorted(set(seen)), "failed": failed,
+                  "cli": sorted(m for m in sys.modules if m.startswith("benchlab.cli"))}))
+"""
+
+
+def test_benchlab_modules_imported_ahead_read_nothing_a_command_sets_but_what_keeps_it_unforked() -> None:
+    import json
+
+    from cli_forkserver import IMPORT_TIME_ENV
+
+    tests = Path(__file__).resolve().parent
+    done = subprocess.run([sys.executable, "-c", _WATCHED_IMPORT, str(tests)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "BENCHLAB_FLUSH_S": "0.5"})
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["failed"] == []  # every module named exists and imports
+    # An environment variable read at import would be the server's, not the command's, unless a
+    # command that sets it is run in a plain subprocess instead (IMPORT_TIME_ENV).
+    unchecked = [k for k in found["read"] if not k.startswith("<") and not k.startswith(IMPORT_TIME_ENV)]
+    assert unchecked == []
+    assert [k for k in found["read"] if k.startswith("<")] == []  # no working directory, no stream
+    assert found["cli"] == []  # its consoles read the terminal when made: imported by each command
