@@ -302,9 +302,11 @@ def test_cli_on_a_cluster_address_and_a_killed_driver_resumed(ray_cluster, tmp_p
         [sys.executable, "-m", "benchlab", "run", "bench.yaml", "-r", "out", "--backend", "ray",
          "--ray-address", ray_cluster.address], cwd=tmp_path, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: running_runs(token) >= 2, 60, "runs to start")
-    driver.kill()
-    driver.wait()
+    try:
+        wait_for(lambda: running_runs(token) >= 2, 120, "runs to start")
+    finally:  # killed whether or not its runs started: a failed wait leaves no driver to the next test
+        driver.kill()
+        driver.wait()
     # Ray ends the dead driver's tasks; each worker's reaper kills the runs' process groups.
     wait_for(lambda: not alive(token), 30, "the orphaned runs to be killed",
              lambda: [(p.pid, p.ppid(), p.cmdline()) for p in alive(token)])
@@ -322,13 +324,22 @@ def test_cli_on_a_cluster_address_and_a_killed_driver_resumed(ray_cluster, tmp_p
 def test_ctrl_c_cancels_the_tasks_and_leaves_nothing_running(ray_cluster, tmp_path):
     spec, token = write_bench(tmp_path, seeds=3, sleep=60)
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "benchlab", "run", "bench.yaml", "-r", "out", "--backend", "ray",
-         "--ray-address", ray_cluster.address], cwd=tmp_path, env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    wait_for(lambda: running_runs(token) >= 3, 60, "runs to start")
-    driver.send_signal(signal.SIGINT)
-    out, _ = driver.communicate(timeout=60)
+    log = tmp_path / "driver.out"
+    with log.open("w") as sink:
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "benchlab", "run", "bench.yaml", "-r", "out", "--backend", "ray",
+             "--ray-address", ray_cluster.address], cwd=tmp_path, env=env, text=True,
+            stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        # Three Ray workers started on two busy cores: most of a minute at worst in CI.
+        wait_for(lambda: running_runs(token) >= 3, 120, "runs to start", log.read_text)
+        driver.send_signal(signal.SIGINT)
+        driver.wait(timeout=60)
+    finally:
+        if driver.poll() is None:  # a failed wait: the driver is not left to the next test
+            driver.kill()
+            driver.wait()
+    out = log.read_text()
     assert driver.returncode == 130, out
     wait_for(lambda: not alive(token), 15, "the cancelled runs to be killed",
              lambda: [(p.pid, p.ppid(), p.cmdline()) for p in alive(token)])
