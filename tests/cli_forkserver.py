@@ -6,7 +6,7 @@ Each command still runs in a process of its own, with its own working directory,
 standard streams, exit code and pid (a timeout kills it as ``subprocess.run`` does); what it is
 spared is importing the libraries again, about two seconds of CPU per command, which on two cores
 was a good part of the suite's time. benchlab's own library modules that the commands import are
-imported ahead too (``PRELOAD_BENCHLAB``; about 0.3 s of CPU a command, 0.8 s a report): none of
+imported ahead too (``PRELOAD_BENCHLAB``; about 0.15-0.25 s of CPU a command): none of
 them reads the environment, the working directory or a stream when imported, which
 tests/test_cli_forkserver.py checks, so each command still runs every line of its own code with
 what it was given. ``benchlab.cli`` is imported by every command from scratch: its consoles read the
