@@ -133,8 +133,9 @@ def test_figure_workers_die_with_a_killed_report_and_the_previous_report_stays_w
     for sig in (signal.SIGKILL, signal.SIGTERM):
         proc = start(tmp_path, "report", "out")
         me = psutil.Process(proc.pid)
-        wait_for(lambda me=me: len(me.children()) >= 2, within=60, proc=proc)
-        workers = me.children()
+        # The first worker is the report's child, the others its children (plots.FigureWorkers).
+        wait_for(lambda me=me: len(me.children(recursive=True)) >= 2, within=60, proc=proc)
+        workers = me.children(recursive=True)
         proc.send_signal(sig)
         finish(proc)
         _, alive = psutil.wait_procs(workers, timeout=5)

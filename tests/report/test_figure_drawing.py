@@ -6,6 +6,8 @@ with the same numbers."""
 from __future__ import annotations
 
 import os
+import signal
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import psutil
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection, PolyCollection
@@ -224,7 +227,7 @@ def test_figure_workers_start_off_the_reports_core_and_then_draw_on_any(tmp_path
     everywhere = os.sched_getaffinity(0)
     seen = tmp_path / "while-starting"
 
-    def record() -> None:  # in place of the warm-up drawing, inside each starting worker
+    def record() -> None:  # in place of the warm-up drawing, inside the starting worker
         with seen.open("a") as out:
             out.write(" ".join(map(str, sorted(os.sched_getaffinity(0)))) + "\n")
 
@@ -238,3 +241,96 @@ def test_figure_workers_start_off_the_reports_core_and_then_draw_on_any(tmp_path
     starting = {frozenset(map(int, line.split())) for line in seen.read_text().splitlines()}
     assert starting == {frozenset(everywhere) - {min(everywhere)}}
     assert after == {frozenset(everywhere)}
+
+
+def _who(delay: float) -> tuple[int, int]:
+    """A job: this worker's process id and its parent's, after ``delay`` (so that every worker takes one)."""
+    time.sleep(delay)
+    return os.getpid(), os.getppid()
+
+
+def _die() -> None:
+    """A job whose worker is killed while drawing it (as by the kernel, out of memory)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: [])(0)) < 2,
+                    reason="figures are drawn in workers only with two or more cores")
+def test_matplotlib_is_imported_and_warmed_up_once_and_the_other_workers_are_forked_from_that_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    warmed = tmp_path / "warmed"
+
+    def record() -> None:  # in place of the warm-up drawing: which process warms up
+        with warmed.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+
+    monkeypatch.setattr(plots, "_warm_up", record)
+    before = set(psutil.Process().children(recursive=True))  # the tests' own (their command server)
+    pool = plots.start_workers(3)
+    assert pool is not None
+    try:
+        seen = {f.result(timeout=60) for f in [pool.submit(_who, 0.3) for _ in range(9)]}
+    finally:
+        pool.shutdown()
+    first = int(warmed.read_text())  # one line: one process warmed up
+    assert {pid for pid, _ in seen} == {first} | {pid for pid, parent in seen if parent == first}
+    assert len(seen) == 3 and (first, os.getpid()) in seen
+    assert set(psutil.Process().children(recursive=True)) == before  # shut down: every worker ended
+
+
+@pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: [])(0)) < 2,
+                    reason="figures are drawn in workers only with two or more cores")
+@pytest.mark.parametrize("killed", ["while drawing", "the first, while waiting", "another, while waiting"])
+def test_a_figure_worker_killed_fails_the_jobs_left_at_once_and_shutting_down_ends_the_others(killed):
+    before = set(psutil.Process().children(recursive=True))  # the tests' own (their command server)
+    pool = plots.start_workers(2)
+    assert pool is not None
+    started = time.monotonic()
+    try:
+        if killed == "while drawing":
+            with pytest.raises(plots.BrokenFigureWorkers):
+                pool.submit(_die).result(timeout=60)
+        else:
+            pids = {f.result(timeout=60) for f in [pool.submit(_who, 0.3) for _ in range(4)]}
+            first = next(pid for pid, parent in pids if parent == os.getpid())
+            other = next(pid for pid, parent in pids if parent == first)
+            os.kill(first if "first" in killed else other, signal.SIGKILL)
+        # Once its end is seen (at once, or after a job the other drew meanwhile), every job fails
+        # without waiting: the one left may be stuck on the queue's lock the killed one held.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                pool.submit(_who, 0.0).result(timeout=30)
+            except plots.BrokenFigureWorkers:
+                break
+            assert time.monotonic() < deadline, "the killed worker was never noticed"
+    finally:
+        pool.shutdown()
+    assert time.monotonic() - started < 60
+    assert set(psutil.Process().children(recursive=True)) == before
+
+
+def test_the_figures_are_drawn_here_when_the_workers_are_broken(monkeypatch: pytest.MonkeyPatch):
+    drawn: list[str] = []
+    for name in ("plot_curves", "plot_scores", "plot_cv", "plot_profile", "plot_radar"):
+        def fake(*args: Any, name: str = name) -> list[Plot]:
+            drawn.append(f"{name} in {os.getpid()}")
+            return [Plot(name, "", "")]
+
+        monkeypatch.setattr(plots, name, fake)
+
+    class Broken(_Recorder):
+        def submit(self, fn: Any, *args: Any) -> Future[list[Plot]]:
+            failed: Future[list[Plot]] = Future()
+            failed.set_exception(plots.BrokenFigureWorkers("a figure worker ended before its jobs were done"))
+            return failed
+
+    grid = np.array([0.0, 1.0])
+    curves = [CurveSet("score", "t0", grid, {"a": np.ones((2, 2))}, {"a": [0, 1]})]
+    rows = [SimpleNamespace(task="t0", config="a")]
+    analysis = SimpleNamespace(used=None, rows_of=lambda: rows, ranges={}, curves=curves, figures=object())
+    info = BenchmarkInfo(name="b", primary="score", goal={"score": "max"}, baseline=None, configs=["a"],
+                         tasks=["t0"])
+    listed = plots.draw(Path("unused"), info, analysis, pool=Broken())()  # type: ignore[arg-type]
+    assert [p.path for p in listed] == ["plot_curves", "plot_scores", "plot_cv", "plot_profile", "plot_radar"]
+    assert drawn == [f"{p.path} in {os.getpid()}" for p in listed]

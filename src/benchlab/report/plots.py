@@ -49,8 +49,6 @@ from benchlab.report.style import (
 )
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
-
     import pandas as pd
 
     from benchlab.results import BenchmarkInfo
@@ -450,14 +448,17 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _start_worker(parent: int, aside: frozenset[int]) -> None:
-    """A figure worker's start: die with the report's process, and import matplotlib now, while
-    the report's process still reads the results (the import is a good part of a figure's cost).
+def _first_worker(parent: int, aside: frozenset[int], others: int, jobs: Any, results: Any,
+                  lives: list[int]) -> None:
+    """The first figure worker (:class:`FigureWorkers`): die with the report's process, import
+    matplotlib and draw a warm-up figure while the report's process still reads the results (the
+    import is a good part of a figure's cost), then fork the ``others``, which start with
+    matplotlib imported and warm, and draw beside them until the jobs end.
 
     Meanwhile the worker keeps to the CPUs ``aside`` (all but one, where there are two or more):
-    the report's process reads the results and computes the statistics on one core, alone,
-    rather than with two workers' imports taking turns on it (on 2 cores that delayed the end of
-    the statistics by 0.6-0.9 s). Once started, the worker may run anywhere again."""
+    the report's process reads the results and computes the statistics on one core, alone (on 2
+    cores a worker's import taking turns with it there delayed the end of the statistics by
+    0.6-0.9 s). The others are forked once it may run anywhere again, and so may they."""
     _die_with(parent)
     anywhere = _pin(aside)
     try:
@@ -471,6 +472,199 @@ def _start_worker(parent: int, aside: frozenset[int]) -> None:
         _warm_up()
     finally:
         _pin(anywhere)
+    me = os.getpid()
+    children = []
+    for k in range(1, others + 1):
+        pid = os.fork()
+        if pid == 0:  # a further worker: its own life pipe only, and it dies with the first
+            code = 1
+            try:
+                _die_with(me)
+                for j, fd in enumerate(lives):
+                    if j != k:
+                        os.close(fd)
+                _serve(jobs, results)
+                results.put((_DONE, True, k))
+                code = 0
+            finally:
+                os._exit(code)
+        children.append(pid)
+    for fd in lives[1:]:
+        os.close(fd)
+    try:
+        _serve(jobs, results)
+        results.put((_DONE, True, 0))
+    finally:
+        for pid in children:  # the others die with this process: it waits for them to end
+            os.waitpid(pid, 0)
+
+
+#: The number of the message a worker sends once it has drawn its last job and ends, with its index:
+#: a worker whose end is seen without it ended early (killed), wherever it was.
+_DONE = -1
+
+
+def _serve(jobs: Any, results: Any) -> None:
+    """A figure worker's loop: take the next job, draw it, hand back its result (or its error)."""
+    import traceback
+
+    while (job := jobs.get()) is not None:
+        number, fn, args = job
+        try:
+            done = (number, True, fn(*args))
+        except BaseException as error:  # noqa: BLE001 - handed back to the caller, which raises it
+            # With where it was raised: the traceback itself does not cross the pipe.
+            error.add_note("in the figure worker:\n" + "".join(traceback.format_exception(error)).rstrip())
+            done = (number, False, error)
+        try:
+            results.put(done)
+        except Exception as error:  # noqa: BLE001 - a result or an error that does not pickle
+            results.put((number, False, RuntimeError(f"{type(error).__name__}: {error}")))
+
+
+@dataclass(frozen=True)
+class _Results:
+    """The figure workers' end of the pipe their results go back on, and the lock they write it under."""
+
+    sent: Any  # multiprocessing.connection.Connection
+    lock: Any  # multiprocessing.synchronize.Lock
+
+    def put(self, item: tuple[int, bool, Any]) -> None:
+        with self.lock:
+            self.sent.send(item)
+
+
+class BrokenFigureWorkers(RuntimeError):
+    """A figure worker ended before it handed back every job (killed, out of memory)."""
+
+
+class FigureWorkers:
+    """The processes that draw a report's figures (:func:`start_workers`), with matplotlib imported
+    once: the first is forked from the report's process and imports it, the others are forked from
+    it (:func:`_first_worker`). Two workers importing it each cost a report ~0.6-0.9 s of CPU more,
+    on the one core left aside for them while the statistics are computed.
+
+    :meth:`submit` queues a job for whichever worker is free first and returns its
+    :class:`~concurrent.futures.Future`; a thread here pickles the jobs and another sets the futures,
+    so that submitting never waits for a worker still starting. A worker that ends before every job
+    is back fails the jobs left with :class:`BrokenFigureWorkers` (:func:`draw` then draws them here).
+    Every worker dies with the report's process, whatever ends it (:func:`_die_with`)."""
+
+    def __init__(self, n: int) -> None:
+        import multiprocessing
+        import threading
+        import warnings
+        from concurrent.futures import Future
+
+        ctx = multiprocessing.get_context("fork")
+        self._jobs = ctx.Queue()
+        # Jobs a worker never took (it was killed) must not hold this process at its exit.
+        self._jobs.cancel_join_thread()
+        # Results come back on one pipe, written under a lock (a result may be longer than the
+        # pipe writes without interleaving) and read here by one thread.
+        self._results, sent = ctx.Pipe(duplex=False)
+        results = _Results(sent, ctx.Lock())
+        # One pipe per worker, its write end held by that worker alone: its end reads as EOF here.
+        pipes = [os.pipe() for _ in range(n)]
+        self._lives = [r for r, _ in pipes]
+        self._futures: dict[int, Future[Any]] = {}
+        self._lock = threading.Lock()
+        self._count = 0
+        self._closing = False  # shut down: no more jobs
+        self._broken = False  # a worker ended early: every job fails with BrokenFigureWorkers
+        with warnings.catch_warnings():
+            # Python 3.12+ warns when forking a process that has threads (here: idle BLAS
+            # threads); the workers only draw with matplotlib and touch no lock those hold.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self._first = ctx.Process(target=_first_worker, daemon=True, args=(
+                os.getpid(), _aside(), n - 1, self._jobs, results, [w for _, w in pipes]))
+            self._first.start()
+        sent.close()
+        for _, w in pipes:
+            os.close(w)
+        self._reader = threading.Thread(target=self._read, name="figure-results", daemon=True)
+        self._reader.start()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Queue ``fn(*args)`` for the next free worker; returns its Future."""
+        from concurrent.futures import Future
+
+        future: Future[Any] = Future()
+        with self._lock:
+            if self._closing:
+                raise RuntimeError("figure workers already shut down")
+            if self._broken:
+                future.set_exception(BrokenFigureWorkers("a figure worker ended before its jobs were done"))
+                return future
+            number = self._count
+            self._count += 1
+            self._futures[number] = future
+        self._jobs.put((number, fn, args))
+        return future
+
+    def _read(self) -> None:
+        from multiprocessing.connection import wait
+
+        source = self._results
+        open_ = [source]
+        lives = dict(zip(self._lives, range(len(self._lives)), strict=True))
+        done: set[int] = set()
+        early = False
+        while lives and not early:
+            ready = wait([*open_, *lives])
+            # A worker's results are written before it ends: read every one there is first.
+            while open_ and source.poll():
+                try:
+                    number, ok, value = source.recv()
+                except EOFError:  # every worker's end of it closed: their lives tell the rest
+                    open_ = []
+                    break
+                if number == _DONE:
+                    done.add(value)
+                    continue
+                with self._lock:
+                    future = self._futures.pop(number, None)
+                if future is None or not future.set_running_or_notify_cancel():
+                    continue  # cancelled
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
+            for fd in [fd for fd in lives if fd in ready]:
+                early = early or lives[fd] not in done
+                del lives[fd]
+                os.close(fd)
+        for fd in lives:
+            os.close(fd)
+        source.close()
+        self._break()  # a worker ended early, or every one ended: nothing more will be drawn
+
+    def _break(self) -> None:
+        with self._lock:
+            self._broken = True
+            left, self._futures = self._futures, {}
+        for future in left.values():
+            if future.set_running_or_notify_cancel():
+                future.set_exception(BrokenFigureWorkers("a figure worker ended before its jobs were done"))
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """No more jobs: the workers end once those queued are done (with ``cancel_futures``, those
+        not started are cancelled); with ``wait``, return once they have. Once one of them has
+        ended early the others are killed: killed while it held the lock of the jobs' queue (as
+        a worker waiting for a job does), it would hold them there forever."""
+        with self._lock:
+            self._closing = True
+            if cancel_futures:
+                for future in self._futures.values():
+                    future.cancel()
+        for _ in self._lives:  # one end-of-jobs for each worker
+            self._jobs.put(None)
+        self._jobs.close()
+        if wait:
+            self._reader.join()  # every worker ended, or one ended early
+            if self._first.is_alive():
+                self._first.kill()  # the others die with it (_die_with)
+            self._first.join()
 
 
 def _pin(cpus: frozenset[int]) -> frozenset[int]:
@@ -510,26 +704,15 @@ def _warm_up() -> None:
 FIGURES = 5
 
 
-def start_workers(workers: int | None = None) -> ProcessPoolExecutor | None:
+def start_workers(workers: int | None = None) -> FigureWorkers | None:
     """Fork the processes that will draw the figures (:func:`draw`'s ``pool``), before the
     results are read, so that they import matplotlib meanwhile; None where figures are drawn
-    in this process (``workers=0``, one core, or not Linux). Shut it down (``shutdown()``) if
-    it is not handed to :func:`draw`."""
+    in this process (``workers=0``, one core, or not Linux). Shut them down (``shutdown()``) if
+    they are not handed to :func:`draw`."""
     n = _default_workers(FIGURES) if workers is None else workers
     if n <= 0:
         return None
-    import multiprocessing
-    import warnings
-    from concurrent.futures import ProcessPoolExecutor
-
-    with warnings.catch_warnings():
-        # Python 3.12+ warns when forking a process that has threads (here: idle BLAS
-        # threads); the workers only draw with matplotlib and touch no lock those hold.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_start_worker, initargs=(os.getpid(), _aside()))
-        pool.submit(int)  # with fork, every worker starts at the first task
-    return pool
+    return FigureWorkers(n)
 
 
 def _aside() -> frozenset[int]:
@@ -558,7 +741,7 @@ def draw(
     seeds: bool = False,
     workers: int | None = None,
     ranges: dict[str, tuple[float, float]] | None = None,
-    pool: ProcessPoolExecutor | None = None,
+    pool: FigureWorkers | None = None,
 ) -> Callable[[], list[Plot]]:
     """Start drawing every figure into ``folder``; call the returned function for the list.
 
@@ -594,7 +777,6 @@ def draw(
         done = serial()
         return lambda: done
     from concurrent.futures import Future
-    from concurrent.futures.process import BrokenProcessPool
 
     # The largest first (stably), so that the last job to start is a small one and the workers
     # finish together; the plots are listed in the report's order whatever order they drew in.
@@ -605,7 +787,7 @@ def draw(
     def collect() -> list[Plot]:
         try:
             return [p for i in range(len(jobs)) for p in futures[i].result()]
-        except BrokenProcessPool:  # a worker died (e.g. out of memory): draw here instead
+        except BrokenFigureWorkers:  # a worker died (e.g. out of memory): draw here instead
             return serial()
         finally:
             pool.shutdown()

@@ -25,11 +25,10 @@ from benchlab.results import Curves, Environment, GpuPlacement, Results, read
 from benchlab.stats.results_analysis import DEFAULT_REPS, ResultsAnalysis, analyze_table
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
-
     import pandas as pd
 
     from benchlab.names.report_tables import NumbersKey
+    from benchlab.report.plots import FigureWorkers
 
 __all__ = ["DEFAULT_REPS", "ReportData", "ReportFiles", "analyze", "gather", "leaderboard", "status",
            "write_report"]
@@ -301,7 +300,7 @@ def _tables_key(table: Results, out_dir: Path, *, failed_as: str, reps: int, see
     return tables_key(table.folder, table.ledger_digest, failed_as=failed_as, reps=reps, seed=seed)
 
 
-def _write_report(results: Results | Path | str | None, out: Path | str | None, pool: ProcessPoolExecutor | None,
+def _write_report(results: Results | Path | str | None, out: Path | str | None, pool: FigureWorkers | None,
                   *, plots: bool, html: bool, seeds: bool, reps: int, seed: int, workers: int | None,
                   failed_as: str) -> ReportFiles:
     table = results if isinstance(results, Results) else read(results)
