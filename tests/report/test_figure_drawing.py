@@ -334,3 +334,41 @@ def test_the_figures_are_drawn_here_when_the_workers_are_broken(monkeypatch: pyt
     listed = plots.draw(Path("unused"), info, analysis, pool=Broken())()  # type: ignore[arg-type]
     assert [p.path for p in listed] == ["plot_curves", "plot_scores", "plot_cv", "plot_profile", "plot_radar"]
     assert drawn == [f"{p.path} in {os.getpid()}" for p in listed]
+
+
+def test_the_curve_figures_are_handed_out_before_the_analysis_and_it_keeps_their_curves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from report_world import build_store_world
+
+    from benchlab.report import writer
+    from benchlab.results import read
+    from benchlab.stats.results_analysis import analyze_table
+
+    folder = build_store_world(tmp_path / "r", {("t1", "a"): [0.5, 0.6, 0.7], ("t1", "b"): [0.6, 0.7, 0.8],
+                                                ("t2", "a"): [0.4, 0.5, 0.6], ("t2", "b"): [0.5, 0.5, 0.7]},
+                               curves=True, baseline="a")
+    pool = _Recorder()
+    monkeypatch.setattr(plots, "start_workers", lambda workers=None: pool)
+    analyzed = writer.analyze
+    handed_out_first: list[list[str]] = []
+    sent: list[Any] = []
+
+    def analyze(data: Any, **kwargs: Any) -> Any:
+        handed_out_first.append(list(pool.order))
+        done = analyzed(data, **kwargs)
+        sent.append(done.analysis)
+        return done
+
+    monkeypatch.setattr(writer, "analyze", analyze)
+    writer.write_report(folder, tmp_path / "out")
+    assert handed_out_first == [["plot_curves:score"]]
+    assert pool.order[0] == "plot_curves:score" and "plot_scores" in pool.order
+    # The analysis holds the very curves drawn ahead, as the one builder computes them from the table.
+    table = read(folder)
+    whole = analyze_table(table.finals, table.info, curves=table.curves)
+
+    def as_lists(sets: Any) -> list[Any]:
+        return [(c.metric, c.task, c.grid.tolist(), {k: v.tolist() for k, v in c.values.items()}) for c in sets]
+
+    assert as_lists(sent[0].curves) == as_lists(whole.curves) != []
+    assert sent[0].ranges == whole.ranges and sent[0].summary == whole.summary

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -554,7 +555,6 @@ class FigureWorkers:
         import multiprocessing
         import threading
         import warnings
-        from concurrent.futures import Future
 
         ctx = multiprocessing.get_context("fork")
         self._jobs = ctx.Queue()
@@ -587,8 +587,6 @@ class FigureWorkers:
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Queue ``fn(*args)`` for the next free worker; returns its Future."""
-        from concurrent.futures import Future
-
         future: Future[Any] = Future()
         with self._lock:
             if self._closing:
@@ -733,6 +731,39 @@ def _default_workers(jobs: int) -> int:
     return 0 if cores < 2 else min(jobs, cores)
 
 
+@dataclass(frozen=True)
+class Started:
+    """Figure jobs handed to the workers ahead of the rest (:func:`draw_curves`), with their futures."""
+
+    jobs: list[_Job]
+    futures: list[Future[list[Plot]]]
+
+
+def _curve_jobs(curves: Sequence[CurveSet], info: BenchmarkInfo, folder: Path, seeds: bool,
+                ranges: dict[str, tuple[float, float]]) -> list[_Job]:
+    # A job per curve metric, so that several curve figures draw in parallel too.
+    return [_Job(plot_curves, (sets, info, folder, seeds, ranges), len(sets))
+            for sets in _by_metric(list(curves), info)]
+
+
+def draw_curves(
+    folder: Path,
+    info: BenchmarkInfo,
+    curves: Sequence[CurveSet],
+    ranges: dict[str, tuple[float, float]],
+    *,
+    seeds: bool = False,
+    pool: FigureWorkers,
+) -> Started:
+    """Hand the curve figures to ``pool`` now, from the curves' part of the analysis
+    (:class:`~benchlab.stats.results_analysis.CurveSummaries`), while the rest of it is computed;
+    :func:`draw` (``started``) hands out the others and collects them all."""
+    jobs = _curve_jobs(curves, info, folder, seeds, ranges)
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i].panels)
+    submitted = {i: pool.submit(jobs[i].fn, *jobs[i].args) for i in order}
+    return Started(jobs, [submitted[i] for i in range(len(jobs))])
+
+
 def draw(
     folder: Path,
     info: BenchmarkInfo,
@@ -742,6 +773,7 @@ def draw(
     workers: int | None = None,
     ranges: dict[str, tuple[float, float]] | None = None,
     pool: FigureWorkers | None = None,
+    started: Started | None = None,
 ) -> Callable[[], list[Plot]]:
     """Start drawing every figure into ``folder``; call the returned function for the list.
 
@@ -750,16 +782,16 @@ def draw(
     meanwhile; ``workers=0`` draws them here, before returning. Forking, unlike
     spawning, never re-imports the caller's ``__main__`` (a script without a
     ``__name__`` guard, a notebook, stdin all work). ``pool`` is workers started
-    ahead (:func:`start_workers`); the returned function shuts it down. Every number a figure
+    ahead (:func:`start_workers`); the returned function shuts it down. ``started``: the curve
+    figures already handed to ``pool`` (:func:`draw_curves`). Every number a figure
     shows beside the seeds themselves comes from ``analysis`` (the profiles' bootstrap is seeded by
     the analysis' ``seed``, :attr:`~benchlab.stats.figures.PrimaryFigures.seed`).
     """
     finals = analysis.used
     rows = analysis.rows_of()
     ranges = dict(analysis.ranges) if ranges is None else ranges
-    # A job per curve metric, so that several curve figures draw in parallel too.
-    jobs = [_Job(plot_curves, (sets, info, folder, seeds, ranges), len(sets))
-            for sets in _by_metric(list(analysis.curves), info)]
+    jobs = list(started.jobs) if started is not None else _curve_jobs(analysis.curves, info, folder, seeds, ranges)
+    ahead = len(jobs) if started is not None else 0
     jobs.append(_Job(plot_scores, (rows, info, folder, finals, ranges), len({r.task for r in rows})))
     if analysis.figures is not None:  # their numbers are computed where they are drawn, on first use
         configs = len({r.config for r in rows})
@@ -776,12 +808,11 @@ def draw(
     if pool is None:
         done = serial()
         return lambda: done
-    from concurrent.futures import Future
 
     # The largest first (stably), so that the last job to start is a small one and the workers
     # finish together; the plots are listed in the report's order whatever order they drew in.
-    futures: dict[int, Future[list[Plot]]] = {}
-    for i in sorted(range(len(jobs)), key=lambda i: -jobs[i].panels):
+    futures: dict[int, Future[list[Plot]]] = dict(enumerate(started.futures)) if started is not None else {}
+    for i in sorted(range(ahead, len(jobs)), key=lambda i: -jobs[i].panels):
         futures[i] = pool.submit(jobs[i].fn, *jobs[i].args)
 
     def collect() -> list[Plot]:

@@ -22,7 +22,13 @@ from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_di
 from benchlab.report.leaderboard import config_settings, render_leaderboard, status, task_settings
 from benchlab.report.markdown import CodeAt, FailureRow, ReportData, render_markdown, warm_templates
 from benchlab.results import Curves, Environment, GpuPlacement, Results, read
-from benchlab.stats.results_analysis import DEFAULT_REPS, ResultsAnalysis, analyze_table
+from benchlab.stats.results_analysis import (
+    DEFAULT_REPS,
+    CurveSummaries,
+    ResultsAnalysis,
+    analyze_table,
+    summarise_curves,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,12 +134,15 @@ def published_table(table: Results) -> pd.DataFrame:
     return with_status(table.finals, table.planned, failed, table.info.primary, table.info.name)
 
 
-def analyze(data: ReportData, *, failed_as: str = "exclude", reps: int = DEFAULT_REPS, seed: int = 0) -> ReportData:
+def analyze(data: ReportData, *, failed_as: str = "exclude", reps: int = DEFAULT_REPS, seed: int = 0,
+            curves: CurveSummaries | None = None) -> ReportData:
     """``data`` with its statistics (``analysis``): :func:`benchlab.stats.results_analysis.analyze_table`
     of its final values, every planned seed accounted for once (``failed_as``), every metric
-    described and the primary one analysed in full. The writers render it and compute nothing."""
+    described and the primary one analysed in full. The writers render it and compute nothing.
+    ``curves``: its curves' part, computed ahead (:func:`~benchlab.stats.results_analysis.summarise_curves`)."""
     analysis = analyze_table(data.finals, data.info, planned=data.planned, failed_runs=data.failed_runs,
-                             failed_as=failed_as, reps=reps, seed=seed, curves=data.curves)
+                             failed_as=failed_as, reps=reps, seed=seed,
+                             curves=data.curves if curves is None else curves)
     return replace(data, failed_as=failed_as, analysis=analysis, ranges=dict(analysis.ranges))
 
 
@@ -311,18 +320,27 @@ def _write_report(results: Results | Path | str | None, out: Path | str | None, 
     else:
         raise ValueError("write_report: a results table read from no folder needs `out`")
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = analyze(gather(table), failed_as=failed_as, reps=reps, seed=seed)
+    ahead = started = None
+    if plots:
+        # Drawn aside and moved in whole: the previous report keeps its figures until then.
+        staging = staging_dir(out_dir)
+    if pool is not None:
+        from benchlab.report.plots import draw_curves
+
+        # The curve figures need only the curves' part of the analysis: with workers, they are
+        # drawn while the rest of it is computed here.
+        ahead = summarise_curves(table.curves, table.info)
+        started = draw_curves(staging, table.info, ahead.curves, ahead.ranges, seeds=seeds, pool=pool)
+    data = analyze(gather(table), failed_as=failed_as, reps=reps, seed=seed, curves=ahead)
     assert data.analysis is not None
     info_, used = data.info, data.analysis.used
     pending = None
     if plots:
         from benchlab.report.plots import draw
 
-        # Drawn aside and moved in whole: the previous report keeps its figures until then.
-        staging = staging_dir(out_dir)
         pending = draw(
             staging, info_, data.analysis, seeds=seeds, workers=workers,
-            ranges=data.ranges, pool=pool,
+            ranges=data.ranges, pool=pool, started=started,
         )
     # The figures draw in worker processes meanwhile: the rest is written after they are handed out.
     csv_path = out_dir / RESULTS_CSV

@@ -192,6 +192,26 @@ def analyze_results(results: Results, *, failed_as: str = "exclude", reps: int =
                          failed_as=failed_as, reps=reps, seed=seed, curves=results.curves, options=options)
 
 
+@dataclass(frozen=True)
+class CurveSummaries:
+    """The first part of a results folder's analysis, by itself (:func:`summarise_curves`): its
+    logged curves aligned and banded (:attr:`ResultsAnalysis.curves`) and the metrics' declared
+    ranges (:attr:`ResultsAnalysis.ranges`). What the report's curve figures draw, ready before the
+    rest is computed; :func:`analyze_table` takes it back as its ``curves`` and computes neither
+    again."""
+
+    curves: tuple[CurveSet, ...]
+    ranges: dict[str, tuple[float, float]]
+
+
+def summarise_curves(curves: GroupedCurves | None, info: BenchmarkInfo) -> CurveSummaries:
+    """The curves and ranges part of :func:`analyze_table` for ``info``'s benchmark (module
+    docstring), computed ahead of the rest."""
+    from benchlab.stats.ranges import metric_ranges
+
+    return CurveSummaries(tuple(curve_sets(curves)) if curves is not None else (), metric_ranges(info.spec))
+
+
 def analyze_table(
     finals: pd.DataFrame | RunValues,
     info: BenchmarkInfo | None,
@@ -201,12 +221,13 @@ def analyze_table(
     failed_as: str = "exclude",
     reps: int = DEFAULT_REPS,
     seed: int = 0,
-    curves: GroupedCurves | None = None,
+    curves: GroupedCurves | CurveSummaries | None = None,
     options: AnalysisOptions | None = None,
 ) -> ResultsAnalysis:
     """:func:`analyze_results` of a long table of final values (``task, config, seed, metric,
     value``) and the benchmark record it was made under; ``curves`` the logged curves
-    (:class:`benchlab.results.Curves`), summarised when given.
+    (:class:`benchlab.results.Curves`), summarised when given, or their summaries computed ahead
+    (:func:`summarise_curves`, of the same ``info``).
 
     With ``options`` (:class:`~benchlab.stats.table.AnalysisOptions`), the table is analysed as a
     caller asks, the way ``benchlab analyze`` and ``compare`` (and :func:`benchlab.compare`) do:
@@ -220,7 +241,11 @@ def analyze_table(
     from benchlab.stats.ranges import metric_ranges, normal_metrics
     from benchlab.stats.table import AnalysisOptions, describe_runs, validate_table
 
-    curve_summaries = tuple(curve_sets(curves)) if curves is not None else ()
+    ahead = curves if isinstance(curves, CurveSummaries) else None
+    if isinstance(curves, CurveSummaries):
+        curve_summaries = curves.curves
+    else:
+        curve_summaries = tuple(curve_sets(curves)) if curves is not None else ()
     if options is not None:
         return _analyze_as_asked(finals, options, planned=planned, failed_runs=list(failed_runs),
                                  failed_as=failed_as, curves=curve_summaries)
@@ -228,7 +253,7 @@ def analyze_table(
         raise TypeError("analyze_table: give the benchmark record (info) or the analysis' options")
     assert not isinstance(finals, RunValues), "a results table is a DataFrame"
     primary, goal = info.primary, info.primary_goal
-    ranges = metric_ranges(info.spec)
+    ranges = dict(ahead.ranges) if ahead is not None else metric_ranges(info.spec)
     failed_runs = list(failed_runs)
     head = ResultsAnalysis(primary, goal, failed_as, ranges=ranges, curves=curve_summaries)
     if not len(finals) and not failed_runs:
@@ -402,5 +427,5 @@ def _stderr_intervals(finals: pd.DataFrame | RunValues, metric: str, bounds: tup
     return out
 
 
-__all__ = ["DEFAULT_REPS", "CurveSet", "PrimaryFigures", "ResultsAnalysis", "SeedCount", "analyze_results",
-           "analyze_table", "stderr_names"]
+__all__ = ["DEFAULT_REPS", "CurveSet", "CurveSummaries", "PrimaryFigures", "ResultsAnalysis", "SeedCount",
+           "analyze_results", "analyze_table", "stderr_names", "summarise_curves"]
