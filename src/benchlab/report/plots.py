@@ -473,10 +473,16 @@ def _first_worker(parent: int, aside: frozenset[int], others: int, jobs: Any, re
         _warm_up()
     finally:
         _pin(anywhere)
+    import warnings
+
     me = os.getpid()
     children = []
     for k in range(1, others + 1):
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns when forking a process that has threads (BLAS may have started
+            # some here); the workers only draw with matplotlib and touch no lock those hold.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:  # a further worker: its own life pipe only, and it dies with the first
             code = 1
             try:
