@@ -41,6 +41,8 @@ and the CLI turns it into one line and an exit code (2 for the user's input,
     ├── SmiUnavailable               nvidia-smi is missing or failed (execute/gpus.py)
     ├── NotFound                     a dashboard address names nothing, or a path outside the
     │                                results folders: served as a 404 (ui/library.py)
+    ├── BrokenFigureWorkers          a report's figure worker ended before its jobs were done;
+    │                                the figures are then drawn in the report's process (report/plots.py)
     └── EvaluationError              the evaluation service could not do what was asked
         ├── ModelCallError           the model endpoint failed after retries (evaluate/model.py)
         └── ApiError                 a request the service refuses, answered with an HTTP status

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchlab.errors import BenchlabError
 from benchlab.report.profiles import SHARED_PANEL, plot_profile, plot_radar
 from benchlab.report.style import (
     DPI,
@@ -541,8 +542,9 @@ class _Results:
             self.sent.send(item)
 
 
-class BrokenFigureWorkers(RuntimeError):
-    """A figure worker ended before it handed back every job (killed, out of memory)."""
+class BrokenFigureWorkers(BenchlabError):
+    """A figure worker ended before it handed back every job (killed, out of memory): :func:`draw`
+    then draws the figures in the calling process."""
 
 
 class FigureWorkers:
