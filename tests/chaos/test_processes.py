@@ -123,21 +123,25 @@ def figures_of(report: Path) -> list[str]:
 
 @pytest.mark.skipif(len(psutil.Process().cpu_affinity() or []) < 2, reason="figures are drawn in workers only "
                     "with two or more cores")
-def test_figure_workers_die_with_a_killed_report_and_the_previous_report_stays_whole(tmp_path):
+def test_figure_workers_die_with_a_killed_or_interrupted_report_and_the_previous_report_stays_whole(tmp_path):
     report_world(tmp_path)
     out = tmp_path / "out"
     assert run_cli("report", "out", cwd=tmp_path, timeout=300).returncode == 0
     before = {p: (out / p).read_bytes() for p in ("BENCHMARK_REPORT.md", "report.html", "results.csv")}
     figures = figures_of(out / "BENCHMARK_REPORT.md")
     assert figures
-    for sig in (signal.SIGKILL, signal.SIGTERM):
+    for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
         proc = start(tmp_path, "report", "out")
         me = psutil.Process(proc.pid)
         # The first worker is the report's child, the others its children (plots.FigureWorkers).
         wait_for(lambda me=me: len(me.children(recursive=True)) >= 2, within=60, proc=proc)
         workers = me.children(recursive=True)
-        proc.send_signal(sig)
-        finish(proc)
+        # Ctrl-C: the terminal sends SIGINT to the whole process group, workers included.
+        for target in [me, *workers] if sig == signal.SIGINT else [me]:
+            target.send_signal(sig)
+        code, _, err = finish(proc)
+        if sig == signal.SIGINT:  # stopped as interrupted, without a traceback (of a worker's either)
+            assert code == 130 and "Traceback" not in err, err
         _, alive = psutil.wait_procs(workers, timeout=5)
         assert alive == [], f"{len(alive)} figure workers outlived the report ({sig.name})"
         # The previous report is whole: its files as they were, every figure it shows present.

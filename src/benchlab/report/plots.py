@@ -460,7 +460,14 @@ def _first_worker(parent: int, aside: frozenset[int], others: int, jobs: Any, re
     Meanwhile the worker keeps to the CPUs ``aside`` (all but one, where there are two or more):
     the report's process reads the results and computes the statistics on one core, alone (on 2
     cores a worker's import taking turns with it there delayed the end of the statistics by
-    0.6-0.9 s). The others are forked once it may run anywhere again, and so may they."""
+    0.6-0.9 s). The others are forked once it may run anywhere again, and so may they.
+
+    Ctrl-C is the report's process's to handle (it stops the report and these die with it): a
+    worker ignores SIGINT, which the terminal sends the whole process group, rather than print a
+    traceback of its own."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the others inherit it
     _die_with(parent)
     anywhere = _pin(aside)
     try:
@@ -659,13 +666,14 @@ class FigureWorkers:
         ended early the others are killed: killed while it held the lock of the jobs' queue (as
         a worker waiting for a job does), it would hold them there forever."""
         with self._lock:
-            self._closing = True
+            again, self._closing = self._closing, True
             if cancel_futures:
                 for future in self._futures.values():
                     future.cancel()
-        for _ in self._lives:  # one end-of-jobs for each worker
-            self._jobs.put(None)
-        self._jobs.close()
+        if not again:  # a second call (an error while the first waited) only waits, if asked
+            for _ in self._lives:  # one end-of-jobs for each worker
+                self._jobs.put(None)
+            self._jobs.close()
         if wait:
             self._reader.join()  # every worker ended, or one ended early
             if self._first.is_alive():
@@ -825,10 +833,14 @@ def draw(
 
     def collect() -> list[Plot]:
         try:
-            return [p for i in range(len(jobs)) for p in futures[i].result()]
+            drawn = [p for i in range(len(jobs)) for p in futures[i].result()]
         except BrokenFigureWorkers:  # a worker died (e.g. out of memory): draw here instead
-            return serial()
-        finally:
             pool.shutdown()
+            return serial()
+        except BaseException:  # interrupted (Ctrl-C): the figures left are not waited for
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+        return drawn
 
     return collect
