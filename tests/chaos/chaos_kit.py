@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -18,11 +19,18 @@ from benchlab_testing import started
 SRC = str(Path(__file__).parents[2] / "src")
 
 
-def start(root: Path, *args: str) -> subprocess.Popen[str]:
+def start(root: Path, *args: str, ctrl_c: bool = False) -> subprocess.Popen[str]:
+    """``benchlab *args`` in ``root``; with ``ctrl_c``, SIGINT as a terminal leaves it (pytest-xdist's
+    workers ignore SIGINT, and a process started ignoring it never raises KeyboardInterrupt)."""
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
            "COLUMNS": "200", "NO_COLOR": "1"}
     return started(subprocess.Popen([sys.executable, "-m", "benchlab", *args], cwd=root, env=env, text=True,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    preexec_fn=_default_sigint if ctrl_c else None))
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def completed(db: Path) -> int:

@@ -131,7 +131,7 @@ def test_figure_workers_die_with_a_killed_or_interrupted_report_and_the_previous
     figures = figures_of(out / "BENCHMARK_REPORT.md")
     assert figures
     for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
-        proc = start(tmp_path, "report", "out")
+        proc = start(tmp_path, "report", "out", ctrl_c=sig == signal.SIGINT)
         me = psutil.Process(proc.pid)
         # The first worker is the report's child, the others its children (plots.FigureWorkers).
         wait_for(lambda me=me: len(me.children(recursive=True)) >= 2, within=60, proc=proc)
