@@ -38,6 +38,14 @@ def report(
     ),
 ) -> None:
     """Write BENCHMARK_REPORT.md, BENCHMARKS.md, results.csv, plots/ and report.html."""
+    from benchlab.report.gcscope import collections_deferred
+
+    with collections_deferred():  # from here: the imports of the report's modules collect less too
+        _report(sources, out, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed, failed_as=failed_as)
+
+
+def _report(sources: list[Path] | None, out: Path | None, *, plots: bool, html: bool, seeds: bool, reps: int,
+            seed: int, failed_as: FailedAsChoice) -> None:
     from benchlab.report import write_report
 
     results: Path | None = sources[0] if sources else None

@@ -19,6 +19,7 @@ from benchlab.history import preregistration
 from benchlab.names.results_files import BENCHMARKS_FILE, PLOTS_DIR, REPORT_FILE, RESULTS_CSV, report_tables_file
 from benchlab.names.run_files import runs_dir
 from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_dir, write_text_atomic
+from benchlab.report.gcscope import collections_deferred
 from benchlab.report.leaderboard import config_settings, render_leaderboard, status, task_settings
 from benchlab.report.markdown import CodeAt, FailureRow, ReportData, render_markdown, warm_templates
 from benchlab.results import Curves, Environment, GpuPlacement, Results, read
@@ -261,19 +262,20 @@ def write_report(
     pool = None
     if plots:
         import pandas  # noqa: F401 - reading needs it: imported before the workers fork, they share it
+    with collections_deferred():
+        if plots:
+            from benchlab.report.plots import start_workers
 
-        from benchlab.report.plots import start_workers
-
-        # Started before the results are read: the workers import matplotlib meanwhile.
-        pool = start_workers(workers)
-    try:
-        # The figures' function (plots.draw) shuts the workers down once they are drawn.
-        return _write_report(results, out, pool, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed,
-                             workers=workers, failed_as=failed_as)
-    except BaseException:
-        if pool is not None:  # not waited for: they die with this process at the latest (plots._die_with)
-            pool.shutdown(wait=False, cancel_futures=True)
-        raise
+            # Started before the results are read: the workers import matplotlib meanwhile.
+            pool = start_workers(workers)
+        try:
+            # The figures' function (plots.draw) shuts the workers down once they are drawn.
+            return _write_report(results, out, pool, plots=plots, html=html, seeds=seeds, reps=reps, seed=seed,
+                                 workers=workers, failed_as=failed_as)
+        except BaseException:
+            if pool is not None:  # not waited for: they die with this process at the latest (plots._die_with)
+                pool.shutdown(wait=False, cancel_futures=True)
+            raise
 
 
 def _with_curves(used: pd.DataFrame, curves: Curves, plan: preregistration.AnalysisPlan) -> pd.DataFrame:
