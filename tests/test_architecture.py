@@ -308,6 +308,9 @@ REPORT_OPENS_A_FOLDER = {
         "benchlab.compare takes a results folder (or a CSV), not a Results",
     ("benchlab.report.comparison", "read_samples"):
         "benchlab.compare takes a results folder (or a CSV), not a Results",
+    ("benchlab.report.writer", "find_results"):
+        "write_report resolves the folder it is given (find_results looks for its benchlab.db, opening "
+        "nothing) to know whether its tables are kept there and read needs the ledger's digest",
     ("benchlab.report.questions", "read_samples"):
         "question_analysis given a folder alone reads its completed runs from the ledger; write_report "
         "passes the Results' run_ids (test_the_reports_question_level_section_reads_the_runs_records_"

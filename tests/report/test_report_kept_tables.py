@@ -116,6 +116,15 @@ def test_a_report_written_elsewhere_keeps_no_tables(tmp_path: Path):
     assert not report_tables_file(folder).exists() and not report_tables_file(tmp_path / "elsewhere").exists()
 
 
+def test_a_report_whose_out_names_the_results_folder_keeps_the_tables_under_its_ledgers_key(tmp_path: Path,
+                                                                                            monkeypatch):
+    folder = build_store_world(tmp_path / "res", VALUES, baseline="a")
+    monkeypatch.chdir(tmp_path)
+    write_report(folder, Path("res/../res"), plots=False, html=False)  # the folder, spelt otherwise
+    _no_computing(monkeypatch)
+    assert views.kept_numbers(folder) is not None
+
+
 def _tampered_cell(path: Path) -> None:
     data = json.loads(path.read_text())
     data["numbers"]["task_tables"][0]["rows"][0]["cells"][1] = "9.99 ± 0.01"

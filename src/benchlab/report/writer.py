@@ -22,7 +22,7 @@ from benchlab.report.atomic import publish_plots, remove_stale_plots, staging_di
 from benchlab.report.gcscope import collections_deferred
 from benchlab.report.leaderboard import config_settings, render_leaderboard, status, task_settings
 from benchlab.report.markdown import CodeAt, FailureRow, ReportData, render_markdown, warm_templates
-from benchlab.results import Curves, Environment, GpuPlacement, Results, read
+from benchlab.results import Curves, Environment, GpuPlacement, Results, find_results, read
 from benchlab.stats.results_analysis import (
     DEFAULT_REPS,
     CurveSummaries,
@@ -314,7 +314,13 @@ def _tables_key(table: Results, out_dir: Path, *, failed_as: str, reps: int, see
 def _write_report(results: Results | Path | str | None, out: Path | str | None, pool: FigureWorkers | None,
                   *, plots: bool, html: bool, seeds: bool, reps: int, seed: int, workers: int | None,
                   failed_as: str) -> ReportFiles:
-    table = results if isinstance(results, Results) else read(results)
+    if isinstance(results, Results):
+        table = results
+    else:
+        folder = find_results(results)
+        # The ledger's digest keys the tables kept for the dashboard, which are kept only in the
+        # results folder itself (_tables_key): a report written elsewhere needs none.
+        table = read(folder, keyed=out is None or Path(out).resolve() == folder.resolve())
     if out is not None:
         out_dir = Path(out)
     elif table.folder is not None:
