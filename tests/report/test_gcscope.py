@@ -122,6 +122,7 @@ def test_a_disabled_collector_or_a_zero_threshold_is_left_as_the_caller_set_it()
     with collections_deferred():
         assert gc.get_freeze_count() == 0
         assert not gc.isenabled()
+        assert gc.get_threshold() == (700, 10, 10)
     assert gc.get_freeze_count() == 0
 
 

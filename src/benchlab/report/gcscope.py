@@ -46,7 +46,7 @@ def collections_deferred() -> Iterator[None]:
         if _open == 0:
             threshold = gc.get_threshold()
             _before = (threshold, gc.isenabled() and gc.get_freeze_count() == 0)
-            if threshold[0]:
+            if threshold[0] and gc.isenabled():
                 gc.set_threshold(max(threshold[0], YOUNG_THRESHOLD), *threshold[1:])
         if _before[1]:
             gc.freeze()  # a block opened inside another freezes what was made since
