@@ -52,6 +52,15 @@ def _rows(text: str, first: str) -> list[list[str]]:
     ]
 
 
+def _by_header(text: str, row: list[str]) -> dict[str, str]:
+    """``row``'s cells by the headers of the table it is in (``text`` holds one table), so that
+    a column added to the report's tables moves no cell an assertion reads."""
+    header = next(ln for ln in text.splitlines() if ln.startswith("| rank |"))
+    names = [c.strip() for c in header.strip("|").split("|")]
+    assert len(names) == len(row), (names, row)
+    return dict(zip(names, row, strict=True))
+
+
 def _section(text: str, heading: str) -> str:
     start = text.index(f"\n{heading}\n")
     end = text.find("\n## ", start + len(heading) + 2)
@@ -65,18 +74,18 @@ def test_results_table_shows_hand_computed_mean_and_std(report: Path):
         vals = scores("t1", config)
         mean, std = statistics.mean(vals), statistics.stdev(vals)
         label = config + (" (baseline)" if config == "a" else "")
-        row = next(
+        row = _by_header(t1, next(
             r for r in _rows(t1, rank) + _rows(t1, rank + " (CI overlaps the best's)") if r[1].startswith(label)
-        )
-        assert row[2] == "4/4"  # completed/planned seeds
+        ))
+        assert row["seeds"] == "4/4"  # completed/planned seeds
         # Every number of the row to the decimals the CI's half-width supports.
         half = sps.t.ppf(0.975, 3) * std / 2
         at = _at(half)
-        assert row[3] == f"{mean:.{at}f} ± {std:.{at}f}"
-        assert row[4] == f"[{mean - half:.{at}f}, {mean + half:.{at}f}]"
-        assert row[5:7] == [f"{min(vals):.{at}f}", f"{max(vals):.{at}f}"]
+        assert row["score mean ± std"] == f"{mean:.{at}f} ± {std:.{at}f}"
+        assert row["95% CI"] == f"[{mean - half:.{at}f}, {mean + half:.{at}f}]"
+        assert [row["min"], row["max"]] == [f"{min(vals):.{at}f}", f"{max(vals):.{at}f}"]
         # secondary metric time = 10 + seed for every run: mean 11.5, std of 10..13 = 1.29.
-        assert row[7] == "11.5 ± 1.3"
+        assert row["time"] == "11.5 ± 1.3"
 
 
 def test_header_names_suite_metric_seeds_and_hardware(report: Path):
