@@ -56,6 +56,48 @@ def test_other_commands_are_not_evaluation_calls():
     assert parse_call("python train.py --lr 3e-4 --seed 1") is None
 
 
+def _split_parse(command: str):
+    """parse_call as it reads every command: split first, whatever the command holds."""
+    import benchlab.evalrules as rules
+
+    saved = rules._may_call_a_tool
+    rules._may_call_a_tool = lambda command: True  # none is passed over
+    try:
+        return parse_call(command)
+    finally:
+        rules._may_call_a_tool = saved
+
+
+@pytest.mark.parametrize("command", [
+    'lm_e"val" --model hf --seed 2', "'vl'lm serve org/m --seed 3", "lm\\-eval --seed 4",
+    'python -m "vllm.entrypoints.openai.api_server" --model m', "l'm_eval' --seed 5 --model_args pretrained=x",
+    "echo 'unclosed lm_eval --seed 6", "vllm",
+])
+def test_a_tool_named_through_quotes_or_escapes_is_still_read(command):
+    call = parse_call(command)
+    assert call is not None and call == _split_parse(command)
+
+
+def test_passing_over_commands_that_name_no_tool_gives_what_splitting_them_gives():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    # Words spelt letter by letter, each letter bare, quoted either way or behind a backslash, now
+    # and then followed by a stray quote (the command then splits on blanks alone).
+    spelling = st.sampled_from(["{}", "{}", "{}", "'{}'", '"{}"', "\\{}", "{}'"])
+    words = st.sampled_from(["lm_eval", "lm-eval", "vllm", "vllm.entrypoints", "/opt/lm_eval", "python", "serve",
+                             "--seed", "7", "--model", "pretrained=m"])
+    word = words.flatmap(lambda w: st.lists(spelling, min_size=len(w), max_size=len(w)).map(
+        lambda how: "".join(h.format(letter) for letter, h in zip(w, how, strict=True))))
+
+    @settings(max_examples=3000, deadline=None, derandomize=True)
+    @given(st.lists(word, max_size=5).map(" ".join))
+    def check(command):
+        assert parse_call(command) == _split_parse(command)
+
+    check()
+
+
 def _write_safetensors(path, n: int, cut: int = 0) -> int:
     """A safetensors file of one n-byte tensor, ``cut`` bytes short; its whole length (8 + header + n)."""
     header = json.dumps({"w": {"dtype": "U8", "shape": [n], "data_offsets": [0, n]}}).encode()

@@ -98,9 +98,24 @@ def _int(value: str | None) -> int | None:
         return None
 
 
+#: What shell quoting adds to a word and splitting a command drops from it.
+_QUOTING = str.maketrans("", "", "'\"\\")
+
+
+def _may_call_a_tool(command: str) -> bool:
+    """Whether ``command`` holds a word that names a tool :func:`parse_call` reads. Splitting a
+    command into words only drops quotes and backslashes, so such a word is there, contiguous, in
+    the command without them: a command where none is can be passed over without splitting it (a
+    sweep of 100,000 runs is asked this twice a run before its first launch)."""
+    bare = command.translate(_QUOTING)
+    return "lm_eval" in bare or "lm-eval" in bare or "vllm" in bare
+
+
 def parse_call(command: str) -> EvalCall | None:
     """The evaluation tool ``command`` runs (``lm_eval``/``lm-eval``, ``python -m lm_eval``,
     ``vllm serve``, ``python -m vllm.entrypoints...``) and what it asks; None for other commands."""
+    if not _may_call_a_tool(command):
+        return None
     tokens = _tokens(command)
     names = [os.path.basename(t) for t in tokens]
     if any(n in ("lm_eval", "lm-eval") for n in names) or "lm_eval" in tokens:
