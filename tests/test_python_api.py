@@ -140,3 +140,26 @@ def test_the_python_guide_runs_as_a_notebook_would(tmp_path, monkeypatch):
     # docs/python.md: its cells share one namespace, in order, as a notebook's do.
     monkeypatch.chdir(tmp_path)
     assert run_python_blocks(ROOT / "docs" / "python.md", shared=True) >= 6
+
+
+def test_run_expands_the_spec_once_for_its_warnings_and_its_sweep(make_bench, monkeypatch):
+    # At 100,000 runs an expansion takes a quarter of a second before the first launch; the
+    # evaluation rules' warnings are read from the plan the sweep then runs.
+    import benchlab.execute.sweep as sweep_module
+    import benchlab.plan
+
+    real, made = benchlab.plan.expand, []
+
+    def counted(spec):
+        made.append(spec.name)
+        return real(spec)
+
+    # Every way in: the sweep's own name for it, and the module's (imported inside functions).
+    monkeypatch.setattr(sweep_module, "expand", counted)
+    monkeypatch.setattr(benchlab.plan, "expand", counted)
+    bench = make_bench(BASIC_SPEC)
+    result = benchlab.run(bench.spec, results=bench.results, report=False)
+    assert len(result.completed) == 8 and not result.warnings
+    assert made == ["basic"]
+    again = benchlab.run(bench.spec, results=bench.results, report=False)  # a new sweep plans again
+    assert len(again.completed) == 8 and made == ["basic", "basic"]

@@ -187,9 +187,10 @@ def run(
 
     spec = load_spec(spec_path, with_overrides(sets, overrides))
     folder = results or default_results(spec)
-    _warn_rules(spec)
     _check_run_flags(gpus=gpus, until_decided=until_decided, max_seeds=max_seeds, batch=batch, margin=margin,
                      as_json=as_json, rerun_all=rerun_all)
+    if until_decided or dry_run:
+        _warn_rules(spec)
     if until_decided and not dry_run:
         return _run_until_decided(spec, folder, max_seeds=max_seeds, batch=batch, margin=margin, alpha=alpha,
                                   spending=spending, as_json=as_json, jobs=jobs, rerun_failed=rerun_failed,
@@ -218,6 +219,7 @@ def run(
         _say_what_is_kept(spec, folder)
 
     def with_display(sweep: Any) -> Any:
+        _print_warnings(sweep.rule_warnings())  # the sweep's own plan, before it launches anything
         result = _sweep_with_signals(sweep, display)
         display.summary(result)
         return result
@@ -231,16 +233,19 @@ def run(
     raise typer.Exit(outcome.exit_code)
 
 
-
 def _warn_rules(spec: Any) -> None:
     """The field's evaluation rules, as `validate` warns of them (``evalrules.rule_warnings``): a run
     that breaks one is told so before it spends its GPUs, not only a validate run before it."""
-    from rich.markup import escape
-
     from benchlab.evalrules import rule_warnings
     from benchlab.plan import expand
 
-    for warning in rule_warnings(spec, expand(spec)):
+    _print_warnings(rule_warnings(spec, expand(spec)))
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    from rich.markup import escape
+
+    for warning in warnings:
         console.print(f"[yellow]warning[/]: {escape(warning)}", highlight=False)
 
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from benchlab.execute.events import SweepEvent, SweepResult
     from benchlab.execute.sweep import Sweep
     from benchlab.json_types import ConfigValues
+    from benchlab.plan import Run
     from benchlab.spec import Spec
 
 
@@ -112,15 +113,12 @@ def run(
     a changed benchmark without ``allow_changed``, ...). Failed runs do not raise: they are in
     ``failed``. The evaluation rules the spec breaks are in the result's ``warnings``.
     """
-    from benchlab.evalrules import rule_warnings
     from benchlab.execute.sweep import Sweep
-    from benchlab.plan import expand
     from benchlab.spec import load_spec
 
     loaded = spec if not isinstance(spec, str | Path) else load_spec(
         spec, dict(sets) if isinstance(sets, Mapping) else list(sets or []))
     folder = Path(results) if results is not None else default_results(loaded)
-    rules = rule_warnings(loaded, expand(loaded))
     if gpus is not None:
         from benchlab.execute.placement import parse_gpus
 
@@ -128,13 +126,16 @@ def run(
     sweep = Sweep(loaded, folder, jobs=jobs, rerun_failed=rerun_failed, rerun_all=rerun_all,
                   backend=backend, on_event=on_event, max_failures=max_failures, gpus=gpus,
                   backend_options=backend_options, allow_changed=allow_changed)
+    # The plan the sweep runs, expanded once: its warnings before it runs (on_sweep may show them),
+    # and the runs the result lists after.
+    planned, rules = sweep.planned(), sweep.rule_warnings()
     outcome = on_sweep(sweep) if on_sweep is not None else sweep.run()
     written = None
     if report and outcome.completed + outcome.skipped > 0 and not outcome.stopped:
         from benchlab.report import write_report
 
         written = write_report(folder).markdown
-    return _result(loaded, folder, outcome, written, rules)
+    return _result(planned, folder, outcome, written, rules)
 
 
 def default_results(spec: Spec) -> Path:
@@ -144,12 +145,10 @@ def default_results(spec: Spec) -> Path:
     return base / "results" / spec.name
 
 
-def _result(spec: Spec, folder: Path, outcome: SweepResult, report: Path | None,
+def _result(runs: list[Run], folder: Path, outcome: SweepResult, report: Path | None,
             rules: list[str]) -> RunResult:
     from benchlab.ledger import COMPLETED, DB_NAME, FAILED, PENDING, Store
-    from benchlab.plan import expand
 
-    runs = expand(spec)
     statuses: dict[str, str] = {}
     if (folder / DB_NAME).exists():
         with Store.open(folder) as store:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab import triage
 from benchlab.errors import LedgerError, LedgerLost
-from benchlab.evalrules import refuse_incomplete_checkpoints
+from benchlab.evalrules import refuse_incomplete_checkpoints, rule_warnings
 from benchlab.execute.base import Backend, BackendOptions, Launch, Outcome, SweepContext, get_backend
 from benchlab.execute.events import EventKind, Feeder, Progress, SweepEvent, SweepResult
 from benchlab.execute.launching import Launcher, LaunchFailed
@@ -139,6 +139,8 @@ class Sweep:
         self._plan_recorder: PlanRecorder | None = None
         self._held: list[tuple[Any, str]] = []  # (attempt, job id) a sweep that died left with a scheduler
         self._frozen = False  # whether the plan's objects are in the collector's permanent generation
+        self._plan: list[Run] | None = None  # the spec's runs, expanded once for the warnings and the run
+        self._rules: list[str] | None = None
         self._logs: LogCap | None = None
 
     def request_stop(self) -> None:
@@ -185,6 +187,7 @@ class Sweep:
                 self._unfreeze()
 
     def _unfreeze(self) -> None:
+        self._plan = self._rules = None  # a later run() expands the spec again, as it may have changed
         if self._frozen:  # the plan's objects, kept from the collector while the sweep ran
             gc.unfreeze()
             self._frozen = False
@@ -196,8 +199,23 @@ class Sweep:
             return []
         if self._runs is not None:
             return self._runs
-        runs, self._frozen = built_apart_from_collector(lambda: expand(self.spec))
-        return runs
+        if self._plan is None:
+            self._plan, self._frozen = built_apart_from_collector(lambda: expand(self.spec))
+        return self._plan
+
+    def planned(self) -> list[Run]:
+        """The runs this sweep plans before its ledger adds to them: the runs it was given, or the
+        spec's, expanded once (until :meth:`run` ends) for the caller and the run alike; none for a
+        feeder's."""
+        return self._own_runs()
+
+    def rule_warnings(self) -> list[str]:
+        """The field's evaluation rules the runs of this sweep break
+        (:func:`benchlab.evalrules.rule_warnings`), on the plan :meth:`run` then runs: expanding a
+        spec of 100,000 runs takes a quarter of a second, and it is done once for both."""
+        if self._rules is None:
+            self._rules = rule_warnings(self.spec, self._own_runs())
+        return list(self._rules)
 
     def _lost(self, problem: str) -> LedgerLost:
         db = self.results_dir / DB_NAME
