@@ -163,3 +163,23 @@ def test_run_expands_the_spec_once_for_its_warnings_and_its_sweep(make_bench, mo
     assert made == ["basic"]
     again = benchlab.run(bench.spec, results=bench.results, report=False)  # a new sweep plans again
     assert len(again.completed) == 8 and made == ["basic", "basic"]
+
+
+def test_a_sweep_that_never_runs_leaves_the_collector_as_it_was(make_bench):
+    # The plan is read for the warnings before the sweep runs; only run() hands it to the
+    # collector's permanent generation (and back at its end), so a caller's on_sweep that stops
+    # first leaves nothing frozen.
+    import gc
+
+    bench = make_bench(BASIC_SPEC)
+    gc.unfreeze()
+
+    def stop_first(sweep):
+        assert len(sweep.planned()) == 8 and gc.get_freeze_count() == 0
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        benchlab.run(bench.spec, results=bench.results, report=False, on_sweep=stop_first)
+    assert gc.get_freeze_count() == 0
+    result = benchlab.run(bench.spec, results=bench.results, report=False)
+    assert len(result.completed) == 8 and gc.get_freeze_count() == 0

@@ -157,6 +157,8 @@ class Sweep:
             refuse_without_ledger(self.results_dir)
             try:
                 runs = self._own_runs()
+                if runs is self._plan:  # frozen only here, where the sweep's end gives it back
+                    _, self._frozen = built_apart_from_collector(lambda: runs)
                 # Before the ledger is created or anything launched: a run still to do that would
                 # load a missing or partly written checkpoint makes the whole sweep a user error.
                 if self.check_checkpoints:
@@ -200,7 +202,7 @@ class Sweep:
         if self._runs is not None:
             return self._runs
         if self._plan is None:
-            self._plan, self._frozen = built_apart_from_collector(lambda: expand(self.spec))
+            self._plan = expand(self.spec)  # built with the cycle collector held off (plan.expand)
         return self._plan
 
     def planned(self) -> list[Run]:
